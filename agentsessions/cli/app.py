@@ -1,0 +1,567 @@
+"""The ``agentsessions`` command line: parse, call the library, render. Nothing more.
+
+Invariants:
+- every command accepts ``--json``; JSON goes to stdout, diagnostics to stderr;
+- every expected failure is an :class:`~agentsessions.errors.AgentSessionsError` (or a usage
+  error from the parser) and ends as ONE line ``agentsessions: error: ...`` on stderr (plus an
+  optional ``  hint: ...`` line) and the error class's stable exit code, never a traceback;
+- session ids and project names are validated before the file system is touched;
+- startup stays fast: rich, the store and the journal modules are imported inside commands.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from agentsessions import __version__
+from agentsessions.errors import AgentSessionsError, InvalidArgumentError, StorageError
+
+if TYPE_CHECKING:
+    from typer._click.core import Context as BaseContext
+
+    from agentsessions.journal.filestore import FileStore
+    from agentsessions.journal.verify import VerifyReport
+
+PROG = "agentsessions"
+EXIT_INTERRUPTED = 130
+
+
+@dataclass
+class CliState:
+    """What the app callback parsed, shared with every command through the click context."""
+
+    home: Path | None = None
+    json: bool = False
+
+
+# --- error handling ------------------------------------------------------------------------
+
+
+def _report(message: str, hint: str, as_json: bool, payload: dict[str, Any]) -> None:
+    """Print an error: one line (and an optional hint line) on stderr, JSON on stdout.
+
+    The JSON error object is a single line, so it also ends a ``log --json`` stream cleanly.
+    """
+    from agentsessions.cli.render import error_text, write_json
+
+    if as_json:
+        write_json(payload, compact=True)
+    sys.stderr.write(error_text(message, hint))
+    sys.stderr.flush()
+
+
+def _storage_error(exc: OSError) -> StorageError:
+    """Map an OSError that escaped the library into our error tree (exit 13)."""
+    where = f": {exc.filename}" if exc.filename else ""
+    return StorageError(f"{exc.strerror or exc}{where}", path=exc.filename)
+
+
+def _usage_hint(exc: typer.TyperException) -> str:
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return f"{PROG} --help"
+    return f"{ctx.command_path} --help"
+
+
+class AgentSessionsGroup(TyperGroup):
+    """The root command: runs the parser and turns every failure into one line and an exit code."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Run the command line; exit (or return, when not standalone) with the exit code."""
+        state = extra.setdefault("obj", CliState())
+        code = self._run(args, prog_name or PROG, complete_var, state, extra)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+    def _run(
+        self,
+        args: Sequence[str] | None,
+        prog_name: str,
+        complete_var: str | None,
+        state: CliState,
+        extra: dict[str, Any],
+    ) -> int:
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        except AgentSessionsError as exc:
+            _report(exc.message, exc.hint, state.json, exc.to_dict())
+            return exc.exit_code
+        except typer.TyperException as exc:  # click usage errors: bad flag, missing argument
+            message = exc.format_message()
+            as_json = state.json or "--json" in argv
+            _report(message, _usage_hint(exc), as_json, {"error": "usage", "message": message})
+            return exc.exit_code
+        except typer.Abort:
+            _report("aborted", "", state.json, {"error": "aborted", "message": "aborted"})
+            return 1
+        except OSError as exc:
+            err = _storage_error(exc)
+            _report(err.message, err.hint, state.json, err.to_dict())
+            return err.exit_code
+        return rv if isinstance(rv, int) else 0
+
+    def invoke(self, ctx: BaseContext) -> Any:
+        """Invoke the subcommand; Ctrl-C ends with one line and exit status 130."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            sys.stderr.write(f"\n{PROG}: interrupted\n")
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+app = typer.Typer(
+    name=PROG,
+    cls=AgentSessionsGroup,
+    help=(
+        "Durable AI-agent sessions kept as append-only, hash-chained event journals.\n\n"
+        "Sessions live under --home (or $AGENTSESSIONS_HOME, else the per-user data directory)."
+    ),
+    epilog="Start here: agentsessions demo",
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print JSON on stdout (a stable, documented contract).")
+]
+SessionArg = Annotated[str, typer.Argument(metavar="SESSION", help="Session uid (sess-...).")]
+ProjectOpt = Annotated[str, typer.Option("--project", "-p", help="Project the session belongs to.")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"{PROG} {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback(invoke_without_command=True)
+def root(
+    ctx: typer.Context,
+    home: Annotated[
+        Path | None,
+        typer.Option(
+            "--home",
+            envvar="AGENTSESSIONS_HOME",
+            metavar="DIR",
+            help="Directory holding the sessions (default: $AGENTSESSIONS_HOME, "
+            "else the per-user data directory).",
+            show_envvar=False,
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON output for any command.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """Durable AI-agent sessions kept as append-only, hash-chained event journals."""
+    state = ctx.ensure_object(CliState)
+    state.home = home
+    state.json = state.json or as_json
+    if ctx.invoked_subcommand is None:
+        typer.echo(ctx.get_help(), nl=False)
+        raise typer.Exit(0)
+
+
+def _state(ctx: typer.Context, as_json: bool) -> CliState:
+    """The shared state, with this command's ``--json`` folded in."""
+    state = ctx.ensure_object(CliState)
+    state.json = state.json or as_json
+    return state
+
+
+@contextmanager
+def _open_store(state: CliState) -> Iterator[FileStore]:
+    """The file store under the resolved home, closed when the command ends."""
+    from agentsessions.cli.home import resolve_home
+    from agentsessions.journal.filestore import FileStore
+
+    store = FileStore(resolve_home(state.home))
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _uid(value: str) -> str:
+    """A validated session uid (before any file is touched)."""
+    from agentsessions.journal.store import check_uid
+
+    return check_uid(value)
+
+
+def parse_pairs(values: Sequence[str], flag: str) -> dict[str, str]:
+    """``["k=v", ...]`` as a dict; a missing ``=``, an empty key or a repeated key is an error."""
+    out: dict[str, str] = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InvalidArgumentError(
+                f"invalid {flag} {item!r}: expected KEY=VALUE", hint=f"for example {flag} team=ml"
+            )
+        if key in out:
+            raise InvalidArgumentError(f"{flag} {key!r} given twice")
+        if not key.isprintable() or not value.isprintable():
+            raise InvalidArgumentError(f"invalid {flag} {item!r}: control characters")
+        out[key] = value
+    return out
+
+
+# --- commands ------------------------------------------------------------------------------
+
+
+@app.command(epilog="Example: agentsessions create --project acme --name triage --label team=ml")
+def create(
+    ctx: typer.Context,
+    project: ProjectOpt = "default",
+    name: Annotated[str, typer.Option(help="Human-readable session name.")] = "",
+    harness: Annotated[str, typer.Option(help="Harness that will drive the session.")] = "",
+    model: Annotated[str, typer.Option(help="Model the harness will call.")] = "",
+    label: Annotated[
+        list[str] | None, typer.Option(metavar="KEY=VALUE", help="A label; repeatable.")
+    ] = None,
+    annotation: Annotated[
+        list[str] | None, typer.Option(metavar="KEY=VALUE", help="An annotation; repeatable.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create an empty session and print its uid.
+
+    The metadata row is written at once, before any event.
+    """
+    from agentsessions.journal.store import SessionMeta, check_project, new_uid
+
+    state = _state(ctx, as_json)
+    meta = SessionMeta(
+        uid=new_uid(),
+        project=check_project(project),
+        name=name,
+        harness=harness,
+        model=model,
+        labels=parse_pairs(label or [], "--label"),
+        annotations=parse_pairs(annotation or [], "--annotation"),
+        create_time_ns=time.time_ns(),
+    )
+    with _open_store(state) as store:
+        info = store.create(meta)
+    _print_uid_or_json(state, info.uid, info.to_json())
+
+
+def _print_uid_or_json(state: CliState, uid: str, obj: dict[str, Any]) -> None:
+    if state.json:
+        from agentsessions.cli.render import write_json
+
+        write_json(obj)
+    else:
+        sys.stdout.write(uid + "\n")
+
+
+@app.command(
+    name="list",
+    epilog="Example: agentsessions list --project acme --page-size 20 --cursor <next cursor>",
+)
+def list_(
+    ctx: typer.Context,
+    project: ProjectOpt = "default",
+    page_size: Annotated[
+        int, typer.Option(min=0, help="Sessions per page (0 = 50; at most 500).")
+    ] = 0,
+    cursor: Annotated[str, typer.Option(help="Cursor printed by the previous page.")] = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """List one page of a project's sessions, newest first.
+
+    Deleted sessions are hidden. When more sessions follow, the output ends with the cursor
+    of the next page.
+    """
+    from agentsessions.journal.store import check_project
+
+    state = _state(ctx, as_json)
+    check_project(project)
+    with _open_store(state) as store:
+        page = store.list(project, page_size=page_size, cursor=cursor)
+    from agentsessions.cli import render
+
+    if state.json:
+        render.write_json(
+            {"sessions": [s.to_json() for s in page.sessions], "next_cursor": page.next_cursor}
+        )
+    else:
+        render.print_page(page, project)
+
+
+@app.command(epilog="Example: agentsessions get sess-0123456789abcdef01234567")
+def get(ctx: typer.Context, session: SessionArg, as_json: JsonOpt = False) -> None:
+    """Show a session's metadata and its projections (last seq, compute and exec state)."""
+    state = _state(ctx, as_json)
+    uid = _uid(session)
+    with _open_store(state) as store:
+        info = store.get(uid)
+    from agentsessions.cli import render
+
+    if state.json:
+        render.write_json(info.to_json())
+    else:
+        render.print_session(info)
+
+
+@app.command(epilog="Example: agentsessions log sess-0123456789abcdef01234567 --from 5 --json")
+def log(
+    ctx: typer.Context,
+    session: SessionArg,
+    from_seq: Annotated[int, typer.Option("--from", min=1, help="First seq to show.")] = 1,
+    to_seq: Annotated[int, typer.Option("--to", min=0, help="Last seq to show (0 = head).")] = 0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show a session's records as a table (seq, kind, execution, hash, summary).
+
+    With --json, prints one agentsessions.v1.LogRecord in proto3-JSON per line and nothing else.
+    """
+    state = _state(ctx, as_json)
+    uid = _uid(session)
+    from agentsessions.cli import render
+
+    with _open_store(state) as store:
+        store.get(uid)  # fail with "not found" before printing anything
+        records = store.read(uid, from_seq=from_seq, to_seq=to_seq)
+        if state.json:
+            render.write_json_lines(record.to_wire_json() for record in records)
+        else:
+            render.print_log(records)
+
+
+# --- verify --------------------------------------------------------------------------------
+
+
+def looks_like_path(target: str) -> bool:
+    """True if ``target`` names a file system path rather than a session uid."""
+    seps = {os.sep, "/"} | ({os.altsep} if os.altsep else set())
+    return any(sep in target for sep in seps) or os.path.exists(target)
+
+
+def _verify_all(store: FileStore, strict: bool, progress: Any) -> list[tuple[str, VerifyReport]]:
+    """Verify every session in the store, deleted ones included (they must still verify)."""
+    from agentsessions.journal.verify import verify_session
+
+    reports: list[tuple[str, VerifyReport]] = []
+    for uid in store.uids():
+        progress.relabel(f"verifying {uid}")
+        reports.append((uid, verify_session(store, uid, strict=strict, progress=progress)))
+    return reports
+
+
+def _run_verify(
+    state: CliState, target: str | None, path: Path | None, all_: bool, strict: bool
+) -> list[tuple[str, VerifyReport]]:
+    from agentsessions.cli.render import ProgressBar
+    from agentsessions.journal.verify import verify_path, verify_session
+
+    with ProgressBar("verifying") as progress:
+        if path is not None:
+            return [(str(path), verify_path(path, strict=strict, progress=progress))]
+        if all_:
+            with _open_store(state) as store:
+                return _verify_all(store, strict, progress)
+        assert target is not None
+        if looks_like_path(target):
+            if not os.path.exists(target):
+                raise InvalidArgumentError(
+                    f"{target!r} is neither a session id nor an existing path",
+                    hint=f"{PROG} list",
+                )
+            return [(target, verify_path(Path(target), strict=strict, progress=progress))]
+        uid = _uid(target)
+        with _open_store(state) as store:
+            return [(uid, verify_session(store, uid, strict=strict, progress=progress))]
+
+
+@app.command(
+    epilog="Examples: agentsessions verify sess-0123456789abcdef01234567 --strict | "
+    "agentsessions verify ./copy.agx | agentsessions verify --all"
+)
+def verify(
+    ctx: typer.Context,
+    target: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[SESSION|PATH]",
+            help="Session uid, or a session directory or export file anywhere on disk.",
+        ),
+    ] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Verify every session in the home.")] = False,
+    path: Annotated[
+        Path | None,
+        typer.Option(
+            "--path", exists=True, help="A session directory or export file (works offline)."
+        ),
+    ] = None,
+    strict: Annotated[
+        bool, typer.Option(help="Also re-canonicalise every event and check it matches its bytes.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Walk hash chains from prev_hash "" and check seqs, links and content hashes.
+
+    Exits 0 only if every chain verifies; otherwise reports the first bad seq and why. A long
+    journal shows a progress bar on stderr.
+    """
+    state = _state(ctx, as_json)
+    chosen = sum([target is not None, path is not None, all_])
+    if chosen != 1:
+        raise InvalidArgumentError(
+            "verify needs exactly one of SESSION, PATH, --path PATH or --all",
+            hint=f"{PROG} verify --help",
+        )
+    reports = _run_verify(state, target, path, all_, strict)
+    _finish_verify(state, reports, all_)
+
+
+def _finish_verify(state: CliState, reports: list[tuple[str, VerifyReport]], all_: bool) -> None:
+    from agentsessions.cli import render
+
+    if state.json:
+        if all_:
+            render.write_json(
+                {"ok": all(r.ok for _, r in reports), "reports": [r.to_json() for _, r in reports]}
+            )
+        else:
+            render.write_json(reports[0][1].to_json())
+    else:
+        render.print_verify(reports)
+    failed = [(label, r) for label, r in reports if not r.ok]
+    if failed:
+        label, report = failed[0]
+        where = f" at seq {report.first_bad_seq}" if report.first_bad_seq is not None else ""
+        more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+        sys.stderr.write(
+            render.error_text(f"{label} does not verify{where}: {report.reason}{more}")
+        )
+        raise typer.Exit(report.exit_code)
+
+
+# --- export / import / delete --------------------------------------------------------------
+
+
+@app.command(epilog="Example: agentsessions export sess-0123456789abcdef01234567 -o triage.agx")
+def export(
+    ctx: typer.Context,
+    session: SessionArg,
+    output: Annotated[Path, typer.Option("--output", "-o", metavar="FILE", help="File to write.")],
+    no_compress: Annotated[
+        bool, typer.Option("--no-compress", help="Write plain JSON lines instead of zstd.")
+    ] = False,
+    force: Annotated[bool, typer.Option(help="Overwrite FILE if it exists.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write a session to one portable, self-verifying file (metadata plus records).
+
+    The file is zstd-compressed unless --no-compress; `verify FILE` checks it anywhere.
+    """
+    from agentsessions.cli import render
+    from agentsessions.journal.exchange import export_session
+
+    state = _state(ctx, as_json)
+    uid = _uid(session)
+    if output.exists() and not force:
+        raise InvalidArgumentError(f"{output} already exists", hint="pass --force to overwrite it")
+    with _open_store(state) as store, render.ProgressBar("exporting") as progress:
+        summary = export_session(store, uid, output, compress=not no_compress, progress=progress)
+    if state.json:
+        render.write_json(summary)
+    else:
+        render.print_export(summary)
+
+
+@app.command(
+    name="import",
+    epilog="Example: agentsessions import triage.agx --project acme --name triage-copy",
+)
+def import_(
+    ctx: typer.Context,
+    file: Annotated[
+        Path,
+        typer.Argument(
+            metavar="FILE",
+            exists=True,
+            dir_okay=False,
+            help="Our export, LogRecord JSON lines, or a Go reference record array.",
+        ),
+    ],
+    project: Annotated[
+        str | None, typer.Option("--project", "-p", help="Project of the new session.")
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="Name of the new session.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Recreate a session from a file with identical seqs and hashes; print the new uid.
+
+    The format is detected from the content. Any record whose hash or link does not verify
+    is refused and nothing is created.
+    """
+    from agentsessions.cli import render
+    from agentsessions.journal.exchange import import_file
+    from agentsessions.journal.store import check_project
+
+    state = _state(ctx, as_json)
+    if project is not None:
+        check_project(project)
+    with _open_store(state) as store, render.ProgressBar("importing") as progress:
+        info = import_file(store, file, project=project, name=name, progress=progress)
+    _print_uid_or_json(state, info.uid, info.to_json())
+
+
+@app.command(epilog="Example: agentsessions delete sess-0123456789abcdef01234567")
+def delete(ctx: typer.Context, session: SessionArg, as_json: JsonOpt = False) -> None:
+    """Delete a session for good: hidden from list and never written again.
+
+    get, log, verify and export still work on it.
+    """
+    state = _state(ctx, as_json)
+    uid = _uid(session)
+    with _open_store(state) as store:
+        info = store.delete(uid)
+    if state.json:
+        from agentsessions.cli.render import write_json
+
+        write_json(info.to_json())
+    else:
+        sys.stdout.write(f"deleted {uid}\n")
+
+
+@app.command(epilog="Example: agentsessions demo   (or: agentsessions --home ./demo-home demo)")
+def demo(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Run the main job end to end and narrate it.
+
+    Creates a session, imports the shipped Go reference journal, lists, shows the log,
+    verifies both sessions, exports the imported one and verifies the export file. Uses a
+    fresh temporary home unless --home or AGENTSESSIONS_HOME is given.
+    """
+    from agentsessions.cli.demo import run_demo
+
+    state = _state(ctx, as_json)
+    run_demo(state.home, as_json=state.json)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry point: run the CLI and exit with its status."""
+    app(args=argv, prog_name=PROG)

@@ -1,0 +1,505 @@
+"""What the CLI prints: rich tables and progress for people, JSON for programs.
+
+Invariants:
+- ``--json`` output goes to stdout through :func:`write_json` / :func:`write_json_lines` only,
+  never through rich, so it is never wrapped, coloured or markup-interpreted;
+- user data shown by rich is passed as :class:`rich.text.Text`, never as markup, so a session
+  name like ``[bold]`` prints as typed;
+- diagnostics (progress bars, narration of long work) go to stderr.
+
+rich is imported inside the functions that draw, so JSON output and error lines never pay
+for it (start-up matters for a command line).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
+    from rich.table import Table
+    from rich.text import Text
+
+    from agentsessions.journal.records import Record
+    from agentsessions.journal.store import Page, SessionInfo
+    from agentsessions.journal.verify import VerifyReport
+
+SUMMARY_WIDTH = 72
+PROGRESS_MIN_TOTAL = 5_000
+"""Work shorter than this many records finishes before a bar would be worth drawing."""
+
+
+WIDE = 100
+"""Terminals at least this wide get every column of ``list``."""
+PIPE_WIDTH = 200
+"""Width of tables written to a pipe or file (no terminal to wrap for, unless COLUMNS says)."""
+
+
+def _width(stream: Any) -> int | None:
+    """None (let rich ask the terminal or COLUMNS) on a terminal, a wide page on a pipe."""
+    isatty = getattr(stream, "isatty", None)
+    if os.environ.get("COLUMNS") or (isatty is not None and isatty()):
+        return None
+    return PIPE_WIDTH
+
+
+def stdout_console() -> Console:
+    """A console on the current ``sys.stdout`` (re-read on each call, so test runners work)."""
+    from rich.console import Console
+
+    return Console(file=sys.stdout, highlight=False, soft_wrap=False, width=_width(sys.stdout))
+
+
+def stderr_console() -> Console:
+    """A console on the current ``sys.stderr`` for diagnostics and narration."""
+    from rich.console import Console
+
+    return Console(file=sys.stderr, highlight=False, soft_wrap=False, width=_width(sys.stderr))
+
+
+def plain_table() -> Table:
+    """A borderless table with a bold header and two spaces between columns."""
+    from rich.table import Table
+
+    return Table(box=None, header_style="bold", padding=(0, 2, 0, 0), pad_edge=False)
+
+
+# --- JSON ----------------------------------------------------------------------------------
+
+
+def write_json(obj: Any, *, compact: bool = False) -> None:
+    """Write one JSON document (indented, or on one line if ``compact``) to stdout."""
+    indent, separators = (None, (",", ":")) if compact else (2, None)
+    text = json.dumps(obj, indent=indent, separators=separators, ensure_ascii=False, default=str)
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def write_json_lines(lines: Iterable[bytes]) -> None:
+    """Write already-encoded JSON documents to stdout, one per line, byte for byte."""
+    sys.stdout.flush()
+    buffer = getattr(sys.stdout, "buffer", None)
+    for line in lines:
+        if buffer is not None:
+            buffer.write(line + b"\n")
+        else:  # a text-only stream (rare): decode, the bytes are UTF-8 JSON
+            sys.stdout.write(line.decode("utf-8") + "\n")
+    if buffer is not None:
+        buffer.flush()
+    sys.stdout.flush()
+
+
+# --- errors --------------------------------------------------------------------------------
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks and other control characters escaped, so it stays one line."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)
+
+
+def error_text(message: str, hint: str = "") -> str:
+    """The CLI's error report: one line, plus a short hint line when there is a hint."""
+    out = f"agentsessions: error: {one_line(message)}\n"
+    if hint:
+        out += f"  hint: {one_line(hint)}\n"
+    return out
+
+
+# --- sessions ------------------------------------------------------------------------------
+
+
+def short_state(value: str, prefix: str) -> str:
+    """``COMPUTE_LIVE`` -> ``LIVE``: enum names without their common prefix."""
+    return value.removeprefix(prefix) or "-"
+
+
+def format_time_ns(time_ns: int) -> str:
+    """A nanosecond Unix time as ``YYYY-MM-DD HH:MM:SSZ`` (UTC), or ``-`` when unset."""
+    if time_ns <= 0:
+        return "-"
+    when = datetime.fromtimestamp(time_ns / 1e9, tz=UTC)
+    return when.strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def format_pairs(pairs: Mapping[str, str]) -> str:
+    """Labels or annotations as ``k=v, k2=v2`` (sorted), or ``-`` when empty."""
+    return ", ".join(f"{k}={v}" for k, v in sorted(pairs.items())) or "-"
+
+
+def sessions_table(sessions: Sequence[SessionInfo], width: int | None = None) -> Table:
+    """One page of sessions as a table: uid, name, harness, last seq, states, created.
+
+    uid, seq and states never wrap; on a terminal narrower than :data:`WIDE` columns the
+    ``created`` column is left out (``get`` and ``--json`` still show it).
+    """
+    from rich.text import Text
+
+    with_created = width is None or width >= WIDE
+    rows: list[list[Text | str]] = [
+        [
+            Text(info.uid),
+            Text(info.meta.name or "-"),
+            Text(info.meta.harness or "-"),
+            str(info.last_seq),
+            short_state(info.compute_state, "COMPUTE_"),
+            short_state(info.exec_state, "EXEC_"),
+            *([format_time_ns(info.meta.create_time_ns)] if with_created else []),
+        ]
+        for info in sessions
+    ]
+    table = plain_table()
+    table.add_column("uid", no_wrap=True, min_width=29)
+    table.add_column("name", overflow="fold", min_width=4)
+    table.add_column("harness", overflow="fold", min_width=4)
+    table.add_column("last_seq", justify="right", no_wrap=True)
+    table.add_column("compute", no_wrap=True)
+    table.add_column("exec", no_wrap=True)
+    if with_created:
+        table.add_column("created", no_wrap=True)
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def print_page(page: Page, project: str) -> None:
+    """Print one page of ``list`` and, when there is one, the command for the next page."""
+    from rich.text import Text
+
+    console = stdout_console()
+    if not page.sessions:
+        console.print(Text(f"no sessions in project {project!r}"))
+    else:
+        console.print(sessions_table(page.sessions, console.width))
+    if page.next_cursor:
+        console.print(
+            Text(f"next page: agentsessions list --project {project} --cursor {page.next_cursor}"),
+            soft_wrap=True,
+        )
+
+
+def session_details(info: SessionInfo) -> Table:
+    """A session's metadata and projections as a two-column table."""
+    from rich.table import Table
+    from rich.text import Text
+
+    meta = info.meta
+    rows: list[tuple[str, str]] = [
+        ("uid", info.uid),
+        ("project", meta.project),
+        ("name", meta.name or "-"),
+        ("harness", meta.harness or "-"),
+        ("model", meta.model or "-"),
+        ("labels", format_pairs(meta.labels)),
+        ("annotations", format_pairs(meta.annotations)),
+        ("last_seq", str(info.last_seq)),
+        ("last_hash", info.last_hash or "-"),
+        ("compute", short_state(info.compute_state, "COMPUTE_")),
+        ("exec", short_state(info.exec_state, "EXEC_")),
+        ("fence", str(info.fence)),
+        ("created", format_time_ns(meta.create_time_ns)),
+        ("updated", format_time_ns(info.update_time_ns)),
+    ]
+    if meta.parent_uid:
+        rows.append(("parent", f"{meta.parent_uid} at seq {meta.fork_seq}"))
+    if info.deleted:
+        rows.append(("deleted", "yes (read-only: get, log and verify still work)"))
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(overflow="fold")
+    for key, value in rows:
+        grid.add_row(key, Text(value))
+    return grid
+
+
+def print_session(info: SessionInfo) -> None:
+    """Print ``get``'s human view of one session."""
+    stdout_console().print(session_details(info))
+
+
+# --- log -----------------------------------------------------------------------------------
+
+
+def clip(text: str, width: int = SUMMARY_WIDTH) -> str:
+    """``text`` on one line, whitespace collapsed, cut to ``width`` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _part_text(part: Mapping[str, Any]) -> str:
+    if "text" in part:
+        return str(part["text"].get("text", ""))
+    if "file" in part:
+        file = part["file"]
+        return f"[file {file.get('name') or file.get('mime') or file.get('uri') or ''}]".replace(
+            " ]", "]"
+        )
+    if "data" in part:
+        return f"[data {_compact(part['data'].get('data', {}))}]"
+    if "reasoning" in part:
+        return "[reasoning]"
+    if "tool_call" in part:
+        return f"[tool call {part['tool_call'].get('tool', '')}]"
+    if "tool_result" in part:
+        return f"[tool result {part['tool_result'].get('id', '')}]"
+    return "[?]"
+
+
+def _message(body: Mapping[str, Any]) -> str:
+    text = " ".join(_part_text(p) for p in body.get("parts", []))
+    return f"{body.get('role', '?')}: {text}"
+
+
+def _model(body: Mapping[str, Any]) -> str:
+    out = f"model call {body.get('model', '')}".rstrip()
+    return out + (f" id={body['id']}" if body.get("id") else "")
+
+
+def _tool(body: Mapping[str, Any]) -> str:
+    return f"tool call {body.get('tool', '')}({_compact(body.get('args', {}))})"
+
+
+def _result(body: Mapping[str, Any]) -> str:
+    head = f"tool result {body.get('id', '')}:"
+    if body.get("is_error"):
+        return f"{head} error: {body.get('error', '')}"
+    if "output" in body:
+        return f"{head} {_compact(body['output'])}"
+    return f"{head} " + " ".join(_part_text(p) for p in body.get("content", []))
+
+
+def _approval(body: Mapping[str, Any]) -> str:
+    reason = body.get("reason", "")
+    return f"approval requested for {body.get('tool_call_id', '')}" + (
+        f": {reason}" if reason else ""
+    )
+
+
+def _approval_result(body: Mapping[str, Any]) -> str:
+    verdict = "approved" if body.get("approved") else "denied"
+    reason = body.get("reason", "")
+    return f"{verdict} {body.get('tool_call_id', '')}" + (f": {reason}" if reason else "")
+
+
+def _usage(body: Mapping[str, Any]) -> str:
+    out = f"usage {body.get('model', '')}: in={body.get('input_tokens', '0')}"
+    out += f" out={body.get('output_tokens', '0')}"
+    if body.get("reasoning_tokens"):
+        out += f" reasoning={body['reasoning_tokens']}"
+    return out
+
+
+def _lifecycle(body: Mapping[str, Any]) -> str:
+    kind = str(body.get("kind", "LIFECYCLE_UNSPECIFIED")).removeprefix("LIFECYCLE_")
+    return f"{kind} {body.get('detail', '')}".rstrip()
+
+
+def _end(body: Mapping[str, Any]) -> str:
+    error = body.get("error", {})
+    out = f"END {body.get('state', '')}".rstrip()
+    return out + (f": {error.get('description', '')}" if error else "")
+
+
+def _error(body: Mapping[str, Any]) -> str:
+    return f"error {body.get('code', 0)}: {body.get('description', '')}"
+
+
+def _execution_start(body: Mapping[str, Any]) -> str:
+    out = f"start harness={body.get('harness') or '-'}"
+    if "input_count" in body:
+        out += f" inputs={body['input_count']}"
+    if body.get("resume_from_seq"):
+        out += f" resume_from={body['resume_from_seq']}"
+    return out
+
+
+def _parked(body: Mapping[str, Any]) -> str:
+    return f"parked awaiting approval of {body.get('tool_call_id', '')}"
+
+
+_SUMMARIES: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    "message": _message,
+    "model": _model,
+    "tool": _tool,
+    "result": _result,
+    "approval": _approval,
+    "approval_result": _approval_result,
+    "usage": _usage,
+    "lifecycle": _lifecycle,
+    "end": _end,
+    "error": _error,
+    "execution_start": _execution_start,
+    "parked": _parked,
+}
+
+
+def event_kind(event: Mapping[str, Any]) -> str:
+    """The event's kind without the ``EVENT_`` prefix (``INPUT``, ``MODEL_CALL``, ``END``...)."""
+    return str(event.get("kind", "EVENT_KIND_UNSPECIFIED")).removeprefix("EVENT_")
+
+
+def summarize_event(event: Mapping[str, Any], width: int = SUMMARY_WIDTH) -> str:
+    """A one-line reading of an event's body: ``user: hello``, ``model call echo``, ``END ...``."""
+    for key, summarize in _SUMMARIES.items():
+        body = event.get(key)
+        if isinstance(body, Mapping):
+            return clip(summarize(body), width)
+    return ""
+
+
+def log_table(records: Iterable[Record]) -> Table:
+    """Records as a table: seq, kind, execution id, short hash and a summary of the body."""
+    from rich.text import Text
+
+    table = plain_table()
+    table.add_column("seq", justify="right", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("execution", no_wrap=True)
+    table.add_column("hash", no_wrap=True)
+    table.add_column("summary", overflow="fold")
+    for record in records:
+        event = record.event
+        table.add_row(
+            str(record.seq),
+            event_kind(event),
+            Text(str(event.get("execution_id", "")) or "-"),
+            record.content_hash[:12],
+            Text(summarize_event(event)),
+        )
+    return table
+
+
+def print_log(records: Iterable[Record]) -> int:
+    """Print ``log``'s table; returns how many records were shown."""
+    from rich.text import Text
+
+    shown = 0
+
+    def counted() -> Iterable[Record]:
+        nonlocal shown
+        for record in records:
+            shown += 1
+            yield record
+
+    table = log_table(counted())
+    console = stdout_console()
+    if shown:
+        console.print(table)
+    else:
+        console.print(Text("no records in that range"))
+    return shown
+
+
+# --- verify --------------------------------------------------------------------------------
+
+
+def verify_line(report: VerifyReport, label: str) -> Text:
+    """One line per verified chain: a check mark and the head, or a cross and the first bad seq."""
+    from rich.text import Text
+
+    if report.ok:
+        head = report.last_hash[:16] or "-"
+        line = Text.assemble(("✓ ", "green"))
+        line.append(f"{label}: {report.records} records verified, last seq {report.last_seq}")
+        line.append(f", head {head}")
+        if report.torn_tail:
+            line.append(" (a torn, unacknowledged tail was ignored)")
+        return line
+    line = Text.assemble(("✗ ", "bold red"))
+    where = f" at seq {report.first_bad_seq}" if report.first_bad_seq is not None else ""
+    line.append(f"{label}: FAILED{where}: {report.reason}")
+    return line
+
+
+def print_verify(reports: Sequence[tuple[str, VerifyReport]]) -> None:
+    """Print one verify line per (label, report)."""
+    from rich.text import Text
+
+    console = stdout_console()
+    if not reports:
+        console.print(Text("no sessions to verify"))
+    for label, report in reports:
+        console.print(verify_line(report, label), soft_wrap=True)
+
+
+# --- export --------------------------------------------------------------------------------
+
+
+def print_export(summary: Mapping[str, Any]) -> None:
+    """Print ``export``'s one-line summary: records, head, file and whether it is compressed."""
+    from rich.text import Text
+
+    kind = "zstd" if summary.get("compressed") else "uncompressed"
+    head = str(summary.get("last_hash", ""))[:16] or "-"
+    line = (
+        f"exported {summary.get('uid')}: {summary.get('records')} records, last seq "
+        f"{summary.get('last_seq')}, head {head} -> {summary.get('path')} ({kind})"
+    )
+    stdout_console().print(Text(line), soft_wrap=True)
+
+
+# --- progress ------------------------------------------------------------------------------
+
+
+class ProgressBar:
+    """A ``progress(done, total)`` callback drawing a rich bar on stderr for long work.
+
+    The bar appears only when stderr is a terminal and ``total`` reaches ``min_total``
+    records, so pipes, logs and short journals stay quiet.
+    """
+
+    def __init__(
+        self, description: str, *, min_total: int = PROGRESS_MIN_TOTAL, enabled: bool | None = None
+    ) -> None:
+        self.description = description
+        self.min_total = min_total
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self._progress: Progress | None = None
+        self._task: TaskID | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        """Record that ``done`` of ``total`` units are finished."""
+        if not self.enabled:
+            return
+        if self._progress is None:
+            if total < self.min_total:
+                return
+            self._start(total)
+        assert self._progress is not None and self._task is not None
+        self._progress.update(self._task, completed=done, total=total)
+
+    def _start(self, total: int) -> None:
+        from rich.progress import Progress
+
+        self._progress = Progress(console=stderr_console(), transient=True)
+        self._progress.start()
+        self._task = self._progress.add_task(self.description, total=total)
+
+    def relabel(self, description: str) -> None:
+        """Change the text beside the bar (for example, the next session of ``verify --all``)."""
+        self.description = description
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, description=description, completed=0)
+
+    def __enter__(self) -> ProgressBar:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None

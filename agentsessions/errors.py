@@ -1,0 +1,167 @@
+"""The exception tree of agentsessions: every error the library raises on purpose.
+
+This module is a leaf: it imports nothing from the package, so every layer may use it.
+Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_code``
+(the status name the server maps it to, as ``spec/reference-digest.md`` lists).
+
+    AgentSessionsError                      root; never raised itself
+    +-- UsageError                          the caller asked for something malformed
+    |   +-- InvalidArgumentError            bad id, project, page cursor, flag value  (exit 2)
+    |   +-- CommitTooLargeError             a commit over the store's limit            (exit 7)
+    +-- NotFoundError                       no such session                            (exit 3)
+    +-- ConflictError                       lost CAS: the journal end moved             (exit 4)
+    +-- FencedError                         a newer writer superseded this one          (exit 5)
+    +-- LockHeldError                       another writer holds the session            (exit 6)
+    +-- SessionDeletedError                 writes to a deleted session are refused     (exit 11)
+    +-- JournalError                        the stored bytes cannot be trusted
+    |   +-- JournalCorruptError             damaged or truncated acknowledged data      (exit 8)
+    |   +-- ChainBrokenError                a hash link or content hash does not verify (exit 9)
+    +-- FormatError                         input to import/verify is not a journal    (exit 10)
+    +-- UnavailableError                    a needed capability is missing (zstd, disk) (exit 12)
+    +-- StorageError                        the OS refused an operation (ENOSPC, EIO)   (exit 13)
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class AgentSessionsError(Exception):
+    """Root of every error agentsessions raises on purpose.
+
+    ``hint`` names the command or step that helps; ``fields`` carries structured context
+    (session, seq, path, offset) for ``--json`` output and logs.
+    """
+
+    exit_code: ClassVar[int] = 1
+    grpc_code: ClassVar[str] = "INTERNAL"
+    kind: ClassVar[str] = "error"
+
+    def __init__(self, message: str, *, hint: str = "", **fields: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.fields = {k: v for k, v in fields.items() if v is not None}
+
+    def __str__(self) -> str:
+        return self.message
+
+    def to_dict(self) -> dict[str, Any]:
+        """The error as the CLI's ``--json`` error object."""
+        out: dict[str, Any] = {"error": self.kind, "message": self.message}
+        if self.hint:
+            out["hint"] = self.hint
+        out.update(self.fields)
+        return out
+
+
+class UsageError(AgentSessionsError):
+    """The request itself is malformed; retrying it unchanged cannot succeed."""
+
+    exit_code = 2
+    grpc_code = "INVALID_ARGUMENT"
+    kind = "invalid_argument"
+
+
+class InvalidArgumentError(UsageError):
+    """A malformed id, project name, cursor or option value."""
+
+
+class CommitTooLargeError(UsageError):
+    """A commit exceeds the store's size limit; it was refused whole, nothing written."""
+
+    exit_code = 7
+    kind = "commit_too_large"
+
+
+class NotFoundError(AgentSessionsError):
+    """No session with that uid exists in this store."""
+
+    exit_code = 3
+    grpc_code = "NOT_FOUND"
+    kind = "not_found"
+
+
+class ConflictError(AgentSessionsError):
+    """Compare-and-swap lost: the journal end is not what the writer expected.
+
+    ``head_seq`` and ``head_hash`` carry the current head so the writer can merge.
+    """
+
+    exit_code = 4
+    grpc_code = "ABORTED"
+    kind = "conflict"
+
+    def __init__(self, message: str, *, head_seq: int, head_hash: str, **fields: Any) -> None:
+        super().__init__(message, head_seq=head_seq, head_hash=head_hash, **fields)
+        self.head_seq = head_seq
+        self.head_hash = head_hash
+
+
+class FencedError(AgentSessionsError):
+    """The writer's fence is older than the session's current fence (a zombie writer)."""
+
+    exit_code = 5
+    grpc_code = "ABORTED"
+    kind = "fenced"
+
+
+class LockHeldError(AgentSessionsError):
+    """Another writer holds the session's lock; ``holder`` says who."""
+
+    exit_code = 6
+    grpc_code = "ABORTED"
+    kind = "busy"
+
+
+class SessionDeletedError(AgentSessionsError):
+    """The session was deleted; it can still be read and verified but never written."""
+
+    exit_code = 11
+    grpc_code = "FAILED_PRECONDITION"
+    kind = "deleted"
+
+
+class JournalError(AgentSessionsError):
+    """Stored journal bytes that cannot be trusted."""
+
+    exit_code = 8
+    grpc_code = "DATA_LOSS"
+    kind = "journal"
+
+
+class JournalCorruptError(JournalError):
+    """Acknowledged data is damaged or missing; nothing was changed on disk."""
+
+    kind = "corrupt"
+
+
+class ChainBrokenError(JournalError):
+    """A record's content hash or its link to the previous record does not verify."""
+
+    exit_code = 9
+    kind = "chain_broken"
+
+
+class FormatError(AgentSessionsError):
+    """Input that is not a journal we can read (not UTF-8, not JSON, truncated, tampered)."""
+
+    exit_code = 10
+    grpc_code = "INVALID_ARGUMENT"
+    kind = "format"
+
+
+class UnavailableError(AgentSessionsError):
+    """A capability this operation needs is missing here (for example a zstd codec)."""
+
+    exit_code = 12
+    grpc_code = "UNAVAILABLE"
+    kind = "unavailable"
+
+
+class StorageError(AgentSessionsError):
+    """The operating system refused a storage operation (disk full, I/O error, permissions)."""
+
+    exit_code = 13
+    grpc_code = "UNAVAILABLE"
+    kind = "storage"

@@ -1,0 +1,101 @@
+"""The listing index of a file store: one SQLite row per session, keyset-paged.
+
+The catalog is an index, not the truth: every session directory holds its own
+``session.json``, and :meth:`Catalog.rebuild` recreates the rows from them. It exists so that
+the first page of ``list`` over 100,000 sessions reads a B-tree, not 100,000 directories.
+Rows change only on create and delete (rare), so it runs with ``synchronous=FULL``; appends
+never touch it (projections live beside each journal).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path
+
+from agentsessions.errors import StorageError
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions(
+    uid        TEXT PRIMARY KEY,
+    project    TEXT NOT NULL,
+    created_ns INTEGER NOT NULL,
+    deleted    INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS sessions_listing
+    ON sessions(project, deleted, created_ns DESC, uid);
+"""
+
+
+class Catalog:
+    """SQLite index of sessions by project and creation time."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self._db = sqlite3.connect(path, timeout=30.0, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open the session catalog {path}: {exc}") from exc
+
+    def add(self, uid: str, project: str, created_ns: int, *, deleted: bool = False) -> None:
+        """Insert (or refresh) one row; durable when this returns."""
+        self._run(
+            "INSERT INTO sessions(uid, project, created_ns, deleted) VALUES(?,?,?,?) "
+            "ON CONFLICT(uid) DO UPDATE SET project=excluded.project, "
+            "created_ns=excluded.created_ns, deleted=excluded.deleted",
+            (uid, project, created_ns, int(deleted)),
+        )
+
+    def mark_deleted(self, uid: str) -> None:
+        self._run("UPDATE sessions SET deleted=1 WHERE uid=?", (uid,))
+
+    def page(self, project: str, limit: int, after: tuple[int, str] | None) -> list[str]:
+        """Up to ``limit`` uids of live sessions, newest first, strictly after ``after``."""
+        if after is None:
+            sql = (
+                "SELECT uid FROM sessions WHERE project=? AND deleted=0 "
+                "ORDER BY created_ns DESC, uid ASC LIMIT ?"
+            )
+            args: tuple[object, ...] = (project, limit)
+        else:
+            ns, uid = after
+            sql = (
+                "SELECT uid FROM sessions WHERE project=? AND deleted=0 "
+                "AND (created_ns < ? OR (created_ns = ? AND uid > ?)) "
+                "ORDER BY created_ns DESC, uid ASC LIMIT ?"
+            )
+            args = (project, ns, ns, uid, limit)
+        try:
+            return [row[0] for row in self._db.execute(sql, args)]
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot read the session catalog {self.path}: {exc}") from exc
+
+    def count(self) -> int:
+        return int(self._db.execute("SELECT count(*) FROM sessions").fetchone()[0])
+
+    def rebuild(self, rows: Iterable[tuple[str, str, int, bool]]) -> int:
+        """Replace every row with ``(uid, project, created_ns, deleted)`` in one transaction."""
+        items = [(u, p, n, int(d)) for u, p, n, d in rows]
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute("DELETE FROM sessions")
+            self._db.executemany(
+                "INSERT INTO sessions(uid, project, created_ns, deleted) VALUES(?,?,?,?)", items
+            )
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self._db.execute("ROLLBACK")
+            raise StorageError(f"cannot rebuild the session catalog {self.path}: {exc}") from exc
+        return len(items)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _run(self, sql: str, args: tuple[object, ...]) -> None:
+        try:
+            self._db.execute(sql, args)
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot write the session catalog {self.path}: {exc}") from exc

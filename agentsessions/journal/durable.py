@@ -1,0 +1,353 @@
+"""Durability primitives: the ONLY module that calls fsync, fdatasync, replace, ftruncate.
+
+Everything that makes bytes durable goes through one :class:`FileSystem` object, so tests
+can swap in :class:`CrashFileSystem` and simulate "power loss loses every write after the
+last sync", a disk that fills up on the Nth write, or a process killed at the Nth step.
+
+Invariants:
+- every ``OSError`` raised by an operation here is mapped to
+  :class:`~agentsessions.errors.StorageError` naming the operation, the path and the errno
+  text (for example ``"No space left on device"``), with ``errno`` in its fields;
+- :meth:`FileSystem.write_all` either writes every byte or raises (it loops over short
+  writes); nothing here retries after a failed sync (a failed fsync leaves the page cache
+  state unknown, so the caller must cut back to a known-good end and sync again);
+- :meth:`FileSystem.write_file_atomic` leaves either the old file or the complete new one,
+  never a mix: tmp in the same directory (``O_EXCL``), write, fsync, replace, directory fsync.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno as errno_mod
+import os
+import random
+from pathlib import Path
+
+from agentsessions.errors import StorageError
+
+__all__ = ["DEFAULT_FS", "CrashFileSystem", "FileSystem", "SimulatedCrash"]
+
+_HINTS = {
+    errno_mod.ENOSPC: "free disk space, then retry; nothing unacknowledged was kept",
+    errno_mod.EDQUOT: "raise the disk quota, then retry",
+    errno_mod.EIO: "the disk reported an I/O error; check the device, then run verify",
+    errno_mod.EROFS: "the file system is read-only",
+    errno_mod.EACCES: "check the permissions of the store directory",
+}
+
+
+def storage_error(op: str, path: str | os.PathLike[str], exc: OSError) -> StorageError:
+    """Map an ``OSError`` from ``op`` on ``path`` to a StorageError (message names both)."""
+    code = exc.errno or 0
+    text = os.strerror(code) if code else str(exc)
+    return StorageError(
+        f"{op} {os.fspath(path)}: {text}",
+        hint=_HINTS.get(code, ""),
+        path=os.fspath(path),
+        errno=code or None,
+        op=op,
+    )
+
+
+class FileSystem:
+    """The real file system; the seam through which every durable write passes.
+
+    Methods take and return plain file descriptors; callers keep a path for messages.
+    """
+
+    def __init__(self) -> None:
+        self._fd_paths: dict[int, str] = {}
+
+    # -- descriptors ------------------------------------------------------------------
+    def open(self, path: str | os.PathLike[str], flags: int, mode: int = 0o600) -> int:
+        """``os.open`` with errors mapped; remembers the path for messages."""
+        try:
+            fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), mode)
+        except OSError as exc:
+            raise storage_error("open", path, exc) from exc
+        self._fd_paths[fd] = os.fspath(path)
+        return fd
+
+    def close(self, fd: int) -> None:
+        """Close ``fd``; errors on close are mapped too (NFS reports write errors here)."""
+        path = self._fd_paths.pop(fd, f"<fd {fd}>")
+        try:
+            os.close(fd)
+        except OSError as exc:
+            raise storage_error("close", path, exc) from exc
+
+    def path_of(self, fd: int) -> str:
+        """The path ``fd`` was opened with (for messages)."""
+        return self._fd_paths.get(fd, f"<fd {fd}>")
+
+    # -- primitives -------------------------------------------------------------------
+    def write_all(self, fd: int, data: bytes | memoryview) -> None:
+        """Write every byte of ``data`` at the current position, looping over short writes."""
+        view = memoryview(data)
+        try:
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+        except OSError as exc:
+            raise storage_error("write", self.path_of(fd), exc) from exc
+
+    def sync(self, fd: int, *, full: bool = False) -> None:
+        """Make ``fd``'s data durable: ``fdatasync`` where available (``fsync`` if ``full``)."""
+        try:
+            if full or not hasattr(os, "fdatasync"):
+                os.fsync(fd)
+            else:
+                os.fdatasync(fd)
+        except OSError as exc:
+            raise storage_error("fsync", self.path_of(fd), exc) from exc
+
+    def sync_dir(self, path: str | os.PathLike[str]) -> None:
+        """Fsync a directory so created, renamed and removed entries in it are durable."""
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        except OSError as exc:
+            raise storage_error("open directory", path, exc) from exc
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            raise storage_error("fsync directory", path, exc) from exc
+        finally:
+            os.close(fd)
+
+    def replace(self, src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+        """Atomically rename ``src`` over ``dst`` (durable only after :meth:`sync_dir`)."""
+        try:
+            os.replace(src, dst)
+        except OSError as exc:
+            raise storage_error("rename", f"{os.fspath(src)} -> {os.fspath(dst)}", exc) from exc
+
+    def truncate(self, fd: int, size: int) -> None:
+        """Cut ``fd`` to ``size`` bytes (durable only after :meth:`sync`)."""
+        try:
+            os.ftruncate(fd, size)
+        except OSError as exc:
+            raise storage_error("truncate", self.path_of(fd), exc) from exc
+
+    def unlink(self, path: str | os.PathLike[str], *, missing_ok: bool = True) -> None:
+        """Remove a file (durable only after :meth:`sync_dir`)."""
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            if not missing_ok:
+                raise
+        except OSError as exc:
+            raise storage_error("unlink", path, exc) from exc
+
+    # -- compositions -----------------------------------------------------------------
+    def create_file(self, path: str | os.PathLike[str], data: bytes) -> None:
+        """Create ``path`` (must not exist) holding ``data``, fsync'd; no directory fsync."""
+        fd = self.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        try:
+            self.write_all(fd, data)
+            self.sync(fd, full=True)
+        finally:
+            self.close(fd)
+
+    def write_file_atomic(self, path: str | os.PathLike[str], data: bytes) -> None:
+        """Replace ``path`` with ``data`` atomically and durably.
+
+        Tmp file ``<path>.tmp`` in the same directory (``O_EXCL``; a stale one is removed
+        first), write, fsync, replace, directory fsync. On failure the tmp file is removed.
+        """
+        target = Path(path)
+        tmp = target.with_name(target.name + ".tmp")
+        self.unlink(tmp)
+        try:
+            self.create_file(tmp, data)
+            self.replace(tmp, target)
+        except StorageError:
+            self.discard(tmp)
+            raise
+        self.sync_dir(target.parent)
+
+    def append_durable(self, path: str | os.PathLike[str], data: bytes) -> None:
+        """Append ``data`` to ``path`` (created if missing) and fsync it (and its directory)."""
+        target = Path(path)
+        created = not target.exists()
+        fd = self.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        try:
+            self.write_all(fd, data)
+            self.sync(fd, full=True)
+        finally:
+            self.close(fd)
+        if created:
+            self.sync_dir(target.parent)
+
+    def discard(self, path: str | os.PathLike[str]) -> None:
+        """Best-effort unlink (cleanup after another failure); never raises StorageError."""
+        with contextlib.suppress(StorageError):
+            self.unlink(path)
+
+    # -- reads (no durability, but errors are mapped the same way) ----------------------
+    def read_at(self, fd: int, n: int, offset: int) -> bytes:
+        """Up to ``n`` bytes at ``offset`` (fewer only at end of file)."""
+        out = bytearray()
+        try:
+            while len(out) < n:
+                piece = os.pread(fd, n - len(out), offset + len(out))
+                if not piece:
+                    break
+                out += piece
+        except OSError as exc:
+            raise storage_error("read", self.path_of(fd), exc) from exc
+        return bytes(out)
+
+    def listdir(self, path: str | os.PathLike[str]) -> list[str]:
+        """Sorted names in directory ``path``."""
+        try:
+            return sorted(os.listdir(path))
+        except OSError as exc:
+            raise storage_error("list", path, exc) from exc
+
+
+DEFAULT_FS = FileSystem()
+"""The process-wide real file system."""
+
+
+class SimulatedCrash(BaseException):
+    """Raised by :class:`CrashFileSystem` to model ``kill -9`` at a chosen step.
+
+    A ``BaseException`` so no ``except Exception`` cleanup in the code under test runs as if
+    the process had survived (``finally`` blocks still run, like closing descriptors).
+    """
+
+
+class CrashFileSystem(FileSystem):
+    """A test double that models power loss, a full disk, and a kill at step *k*.
+
+    - It remembers, per file, the length made durable by the last :meth:`sync`;
+      :meth:`crash` truncates every file it wrote back to that length (with ``rng``, a
+      random subset of the unsynced 512-byte sectors survives instead, and the rest reads as
+      zeros or is cut, the way a disk persists pages of an unsynced write in any order).
+      Files created since the last :meth:`sync_dir` of their directory vanish.
+    - ``enospc_at_write=N`` makes the Nth :meth:`write_all` (1-based, counted over the
+      object's life) write half its bytes, then raise StorageError(ENOSPC), once.
+    - ``crash_at_op=K`` raises :class:`SimulatedCrash` instead of performing the Kth
+      mutating operation (open-with-create, write, sync, sync_dir, replace, truncate,
+      unlink). ``ops`` lists every mutating operation performed, for choosing K.
+    """
+
+    def __init__(self, *, enospc_at_write: int | None = None, crash_at_op: int | None = None):
+        super().__init__()
+        self.enospc_at_write = enospc_at_write
+        self.crash_at_op = crash_at_op
+        self.writes = 0
+        self.ops: list[tuple[str, str]] = []
+        self.synced: dict[str, int] = {}
+        self.unsynced_creates: set[str] = set()
+
+    def _op(self, name: str, path: str | os.PathLike[str]) -> None:
+        if self.crash_at_op is not None and len(self.ops) + 1 >= self.crash_at_op:
+            self.crash_at_op = None
+            raise SimulatedCrash(f"simulated crash before {name} {os.fspath(path)}")
+        self.ops.append((name, os.fspath(path)))
+
+    def open(self, path: str | os.PathLike[str], flags: int, mode: int = 0o600) -> int:
+        """Open; a file created here vanishes on :meth:`crash` until its dir is synced."""
+        key = os.path.abspath(path)
+        creating = bool(flags & os.O_CREAT) and not os.path.exists(key)
+        if creating:
+            self._op("create", key)
+        fd = super().open(path, flags, mode)
+        self._fd_paths[fd] = key
+        if creating:
+            self.unsynced_creates.add(key)
+            self.synced[key] = 0
+        elif flags & (os.O_WRONLY | os.O_RDWR) and key not in self.synced:
+            self.synced[key] = os.fstat(fd).st_size
+        return fd
+
+    def write_all(self, fd: int, data: bytes | memoryview) -> None:
+        """Write, or (at the configured write) write half and raise ENOSPC."""
+        self._op("write", self.path_of(fd))
+        self.writes += 1
+        if self.enospc_at_write is not None and self.writes == self.enospc_at_write:
+            super().write_all(fd, bytes(data[: len(data) // 2]))
+            err = OSError(errno_mod.ENOSPC, os.strerror(errno_mod.ENOSPC))
+            raise storage_error("write", self.path_of(fd), err)
+        super().write_all(fd, data)
+
+    def sync(self, fd: int, *, full: bool = False) -> None:
+        """Sync and remember the file's length as durable."""
+        self._op("sync", self.path_of(fd))
+        super().sync(fd, full=full)
+        self.synced[self.path_of(fd)] = os.fstat(fd).st_size
+
+    def sync_dir(self, path: str | os.PathLike[str]) -> None:
+        """Sync a directory: creations in it become durable."""
+        self._op("sync_dir", path)
+        super().sync_dir(path)
+        base = os.path.abspath(path)
+        self.unsynced_creates = {p for p in self.unsynced_creates if os.path.dirname(p) != base}
+
+    def replace(self, src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+        """Rename; the durable length and the pending-creation mark move with the file."""
+        self._op("replace", dst)
+        super().replace(src, dst)
+        s, d = os.path.abspath(src), os.path.abspath(dst)
+        if s in self.synced:
+            self.synced[d] = self.synced.pop(s)
+        if s in self.unsynced_creates:
+            self.unsynced_creates.discard(s)
+            self.unsynced_creates.add(d)
+
+    def truncate(self, fd: int, size: int) -> None:
+        """Truncate; the durable length can only shrink here."""
+        self._op("truncate", self.path_of(fd))
+        super().truncate(fd, size)
+        key = self.path_of(fd)
+        self.synced[key] = min(self.synced.get(key, size), size)
+
+    def unlink(self, path: str | os.PathLike[str], *, missing_ok: bool = True) -> None:
+        """Unlink (treated as durable at once: the pessimistic case for readers)."""
+        self._op("unlink", path)
+        super().unlink(path, missing_ok=missing_ok)
+        key = os.path.abspath(path)
+        self.synced.pop(key, None)
+        self.unsynced_creates.discard(key)
+
+    def crash(self, rng: random.Random | None = None) -> list[str]:
+        """Simulate power loss: lose unsynced bytes and unsynced creations; return touched paths."""
+        touched: list[str] = []
+        for path in sorted(self.unsynced_creates):
+            if os.path.exists(path):
+                os.unlink(path)
+                touched.append(path)
+        for path, keep in sorted(self.synced.items()):
+            if path in self.unsynced_creates or not os.path.exists(path):
+                continue
+            size = os.path.getsize(path)
+            if size > keep:
+                _lose_tail(path, keep, size, rng)
+                touched.append(path)
+        self.unsynced_creates.clear()
+        for fd in list(self._fd_paths):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._fd_paths.clear()
+        return touched
+
+
+def _lose_tail(path: str, keep: int, size: int, rng: random.Random | None) -> None:
+    """Cut ``path`` to ``keep`` bytes, or with ``rng`` keep a random mix of unsynced sectors."""
+    with open(path, "r+b") as f:
+        if rng is None:
+            f.truncate(keep)
+            return
+        f.seek(keep)
+        tail = bytearray(f.read(size - keep))
+        sector = 512
+        first = keep - keep % sector
+        for start in range(first, size, sector):
+            lo, hi = max(start, keep) - keep, min(start + sector, size) - keep
+            if rng.random() < 0.5:
+                tail[lo:hi] = bytes(hi - lo)
+        cut = rng.randrange(0, len(tail) + 1)
+        f.seek(keep)
+        f.write(tail[:cut])
+        f.truncate(keep + cut)

@@ -1,0 +1,113 @@
+"""Export a session to one portable file, and import journals from files.
+
+An import verifies every record's hash and link *before* it creates anything, so a
+truncated or tampered file leaves the store unchanged; the new session then gets the same
+seqs, hashes and fences as the source.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from agentsessions.errors import AgentSessionsError, ChainBrokenError, StorageError
+from agentsessions.journal import exportfile, zstdcodec
+from agentsessions.journal.store import (
+    DEFAULT_PROJECT,
+    SessionInfo,
+    SessionMeta,
+    check_project,
+    new_uid,
+)
+from agentsessions.journal.verify import Progress, verify_parsed
+
+
+def export_session(
+    store: Any, uid: str, out: Path, *, compress: bool = True, progress: Progress | None = None
+) -> dict[str, Any]:
+    """Write session ``uid`` to ``out`` (zstd unless ``compress`` is False); returns a summary."""
+    info: SessionInfo = store.get(uid)
+    head = (info.last_seq, info.last_hash)
+    buf = io.BytesIO()
+    records = store.read(uid, 1, info.last_seq) if info.last_seq else iter(())
+    count = exportfile.write(buf, info.meta.to_json(), records, head)
+    data = buf.getvalue()
+    if compress:
+        data = zstdcodec.compress(data)
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, out)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise StorageError(f"cannot write {out}: {exc.strerror}") from exc
+    if progress is not None:
+        progress(count, count)
+    return {
+        "uid": uid,
+        "records": count,
+        "last_seq": info.last_seq,
+        "last_hash": info.last_hash,
+        "path": str(out),
+        "compressed": compress,
+        "bytes": len(data),
+    }
+
+
+def import_file(
+    store: Any,
+    path: Path,
+    *,
+    project: str | None = None,
+    name: str | None = None,
+    progress: Progress | None = None,
+) -> SessionInfo:
+    """Create a new session from a journal file, keeping its seqs, hashes and fences."""
+    if project is not None:
+        check_project(project)
+    parsed = exportfile.parse(exportfile.load(path), source=str(path))
+    report = verify_parsed(parsed, str(path))
+    if not report.ok:
+        raise ChainBrokenError(
+            f"{path}: refused to import: {report.reason}", seq=report.first_bad_seq
+        )
+    meta = _meta_for(parsed, project, name)
+    store.create(meta)
+    try:
+        with store.writer(meta.uid) as writer:
+            done = 0
+            for batch in exportfile.iter_batches(parsed.records, store.max_commit_bytes):
+                writer.append_records(batch)
+                done += len(batch)
+                if progress is not None:
+                    progress(done, len(parsed.records))
+    except AgentSessionsError:
+        with contextlib.suppress(AgentSessionsError):
+            store.delete(meta.uid)
+        raise
+    result: SessionInfo = store.get(meta.uid)
+    return result
+
+
+def _meta_for(parsed: exportfile.Parsed, project: str | None, name: str | None) -> SessionMeta:
+    base = SessionMeta(uid=new_uid())
+    if parsed.meta is not None:
+        with contextlib.suppress(KeyError, TypeError, ValueError):
+            base = replace(SessionMeta.from_json(parsed.meta), uid=base.uid)
+    annotations = dict(base.annotations)
+    annotations.setdefault("agentsessions.io/imported-from", parsed.format)
+    return replace(
+        base,
+        project=project or base.project or DEFAULT_PROJECT,
+        name=name if name is not None else base.name,
+        annotations=annotations,
+        create_time_ns=time.time_ns(),
+        parent_uid="",
+        fork_seq=0,
+    )

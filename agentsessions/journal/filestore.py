@@ -1,0 +1,492 @@
+"""The embedded default store: one directory of append-only segment files per session.
+
+Layout under the store's home (``docs/FORMAT.md`` has the byte-level details)::
+
+    catalog.sqlite3              listing index (rebuildable from the session directories)
+    sessions/<uid>/session.json  immutable metadata, written before any event
+    sessions/<uid>/LOCK          flock of the single writer, with the holder's identity
+    sessions/<uid>/FENCE         the current fence, minted (+1, fsync'd) by every writer open
+    sessions/<uid>/TAIL          hint: the tail position and state, so opens read only the tail
+    sessions/<uid>/DELETED       marker of a soft delete; present = no more writes
+    sessions/<uid>/journal/      segment files (see :mod:`agentsessions.journal.segmentlog`)
+
+Invariants: a session directory appears atomically (built under ``sessions/.tmp-*`` and
+renamed, then ``sessions/`` fsync'd); a commit is acknowledged only after its group is
+fdatasync'd; the TAIL hint is never trusted, only validated against the segment it names,
+so it needs no fsync; the catalog changes only on create and delete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from agentsessions.errors import (
+    FormatError,
+    InvalidArgumentError,
+    NotFoundError,
+    SessionDeletedError,
+    StorageError,
+)
+from agentsessions.journal import canonical, segment
+from agentsessions.journal.catalog import Catalog
+from agentsessions.journal.durable import DEFAULT_FS, FileSystem
+from agentsessions.journal.lock import SessionLock
+from agentsessions.journal.records import Record
+from agentsessions.journal.segmentlog import Position, SegmentLog
+from agentsessions.journal.store import (
+    DEFAULT_MAX_COMMIT_BYTES,
+    CommitResult,
+    Page,
+    SessionInfo,
+    SessionMeta,
+    check_commit_id,
+    check_project,
+    check_uid,
+    clamp_page_size,
+    decode_cursor,
+    encode_cursor,
+)
+from agentsessions.journal.tail import Tail
+
+HINT_EVERY_COMMITS = 64
+_FENCE_BYTES = 16
+
+
+@dataclass(frozen=True)
+class StoreOptions:
+    """Tunables of a file store; tests shrink them to exercise rotation and limits."""
+
+    max_commit_bytes: int = DEFAULT_MAX_COMMIT_BYTES
+    segment_max_bytes: int = 16 << 20
+    follow_poll_seconds: float = 0.05
+
+
+class FileStore:
+    """Sessions as directories of segment files under ``home``."""
+
+    def __init__(
+        self, home: Path | str, *, options: StoreOptions | None = None, fs: FileSystem = DEFAULT_FS
+    ) -> None:
+        self.home = Path(home)
+        self.options = options or StoreOptions()
+        self.max_commit_bytes = self.options.max_commit_bytes
+        self.fs = fs
+        self.sessions_dir = self.home / "sessions"
+        try:
+            self.sessions_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create the store at {self.home}: {exc.strerror}") from exc
+        fresh_catalog = not (self.home / "catalog.sqlite3").exists()
+        self.catalog = Catalog(self.home / "catalog.sqlite3")
+        if fresh_catalog and any(self._session_dirs()):
+            self.reindex()
+
+    # -- sessions -------------------------------------------------------------------------
+    def create(self, meta: SessionMeta) -> SessionInfo:
+        check_uid(meta.uid)
+        check_project(meta.project)
+        if not meta.create_time_ns:
+            meta = replace(meta, create_time_ns=time.time_ns())
+        final = self.sessions_dir / meta.uid
+        if final.exists():
+            raise InvalidArgumentError(f"session {meta.uid} already exists")
+        tmp = self.sessions_dir / f".tmp-{meta.uid}-{secrets.token_hex(4)}"
+        try:
+            (tmp / "journal").mkdir(parents=True)
+            self.fs.write_file_atomic(tmp / "session.json", _json_bytes(meta.to_json()))
+            SegmentLog.create(tmp / "journal", session_id=meta.uid, fs=self.fs)
+            self.fs.sync_dir(tmp)
+            self.fs.replace(tmp, final)
+            self.fs.sync_dir(self.sessions_dir)
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise StorageError(f"cannot create session {meta.uid}: {exc.strerror}") from exc
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        self.catalog.add(meta.uid, meta.project, meta.create_time_ns)
+        return SessionInfo(meta=meta, update_time_ns=meta.create_time_ns)
+
+    def get(self, uid: str) -> SessionInfo:
+        sdir = self._dir(uid)
+        meta = _read_meta(sdir)
+        tail, _position, _log = self._load_tail(sdir, meta)
+        _log.close()
+        return self._info(sdir, meta, tail)
+
+    def list(self, project: str, page_size: int = 0, cursor: str = "") -> Page:
+        check_project(project)
+        size = clamp_page_size(page_size)
+        after = decode_cursor(cursor) if cursor else None
+        uids = self.catalog.page(project, size + 1, after)
+        infos = [self.get(uid) for uid in uids[:size]]
+        if len(uids) <= size:
+            return Page(infos)
+        last = infos[-1]
+        return Page(infos, encode_cursor(last.meta.create_time_ns, last.uid))
+
+    def delete(self, uid: str) -> SessionInfo:
+        sdir = self._dir(uid)
+        lock = SessionLock(sdir / "LOCK", session=uid)
+        lock.acquire()
+        try:
+            if not (sdir / "DELETED").exists():
+                stamp = _json_bytes({"deleted_unix_ns": time.time_ns()})
+                self.fs.write_file_atomic(sdir / "DELETED", stamp)
+            self.catalog.mark_deleted(uid)
+        finally:
+            lock.release()
+        return self.get(uid)
+
+    def writer(self, uid: str) -> FileWriter:
+        sdir = self._dir(uid)
+        meta = _read_meta(sdir)
+        lock = SessionLock(sdir / "LOCK", session=uid)
+        lock.acquire()
+        try:
+            if (sdir / "DELETED").exists():
+                raise SessionDeletedError(
+                    f"session {uid} was deleted; it can still be read and verified, never written",
+                    session=uid,
+                )
+            tail, _position, log = self._load_tail(sdir, meta, writable=True)
+            fence = max(_read_fence(sdir / "FENCE"), tail.max_fence) + 1
+            self.fs.write_file_atomic(sdir / "FENCE", _encode_fence(fence))
+            writer = FileWriter(self, sdir, meta, log, tail, fence, lock)
+            writer.write_hint()
+            return writer
+        except BaseException:
+            lock.release()
+            raise
+
+    def read(self, uid: str, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
+        sdir = self._dir(uid)
+        log, _scan = SegmentLog.open(
+            sdir / "journal", session_id=uid, writable=False, fs=self.fs, resume=_read_hint(sdir)[0]
+        )
+        return _records(log, log.read(from_seq, to_seq), close=True)
+
+    def follow(
+        self, uid: str, from_seq: int = 1, *, idle_timeout: float | None = None
+    ) -> Iterator[Record]:
+        sdir = self._dir(uid)
+        log, _scan = SegmentLog.open(sdir / "journal", session_id=uid, writable=False, fs=self.fs)
+        try:
+            next_seq = max(from_seq, 1)
+            idle_since = time.monotonic()
+            while True:
+                for record in _records(log, log.read(next_seq, 0), close=False):
+                    yield record
+                    next_seq = record.seq + 1
+                    idle_since = time.monotonic()
+                if idle_timeout is not None and time.monotonic() - idle_since >= idle_timeout:
+                    return
+                time.sleep(self.options.follow_poll_seconds)
+                log.refresh()
+        finally:
+            log.close()
+
+    def uids(self) -> tuple[str, ...]:
+        """Every session uid here, deleted ones included, sorted; strays are skipped."""
+        found = []
+        for sdir in self._session_dirs():
+            with contextlib.suppress(InvalidArgumentError):
+                found.append(check_uid(sdir.name))
+        return tuple(sorted(found))
+
+    def reindex(self) -> int:
+        """Rebuild the listing catalog from the session directories; returns the row count."""
+        rows = []
+        for sdir in self._session_dirs():
+            with contextlib.suppress(FormatError, OSError):
+                meta = _read_meta(sdir)
+                rows.append(
+                    (meta.uid, meta.project, meta.create_time_ns, (sdir / "DELETED").exists())
+                )
+        return self.catalog.rebuild(rows)
+
+    def session_dir(self, uid: str) -> Path:
+        """The directory that holds one session (for offline tools such as verify)."""
+        return self._dir(uid)
+
+    def close(self) -> None:
+        self.catalog.close()
+
+    def __enter__(self) -> FileStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals ------------------------------------------------------------------------
+    def _dir(self, uid: str) -> Path:
+        sdir = self.sessions_dir / check_uid(uid)
+        if not (sdir / "session.json").is_file():
+            raise NotFoundError(f"session {uid} not found", hint="agentsessions list", session=uid)
+        return sdir
+
+    def _session_dirs(self) -> Iterator[Path]:
+        for entry in os.scandir(self.sessions_dir):
+            if entry.is_dir() and not entry.name.startswith("."):
+                yield Path(entry.path)
+
+    def _load_tail(
+        self, sdir: Path, meta: SessionMeta, *, writable: bool = False
+    ) -> tuple[Tail, Position, SegmentLog]:
+        """Open the journal reading only its tail: the hint, then what was committed after it."""
+        position, hinted = _read_hint(sdir)
+        log, scan = SegmentLog.open(
+            sdir / "journal",
+            session_id=meta.uid,
+            writable=writable,
+            fs=self.fs,
+            segment_max_bytes=self.options.segment_max_bytes,
+            resume=position,
+        )
+        if scan.resumed and hinted is not None:
+            tail = hinted
+        elif scan.base_carry is not None:
+            tail = Tail.from_json(scan.base_carry)
+        else:
+            tail = Tail()
+        fold_frames(tail, scan.frames)
+        return tail, log.position, log
+
+    def _info(self, sdir: Path, meta: SessionMeta, tail: Tail) -> SessionInfo:
+        update_ns = meta.create_time_ns
+        if tail.last_seq:
+            with contextlib.suppress(OSError):
+                update_ns = max(update_ns, _newest_mtime_ns(sdir / "journal"))
+        return SessionInfo(
+            meta=meta,
+            last_seq=tail.last_seq,
+            last_hash=tail.last_hash,
+            compute_state=tail.projection.compute_state,
+            exec_state=tail.projection.exec_state,
+            update_time_ns=update_ns,
+            fence=max(_read_fence(sdir / "FENCE"), tail.max_fence),
+            deleted=(sdir / "DELETED").exists(),
+        )
+
+
+class FileWriter:
+    """The single writer of one file-backed session (holds its LOCK and a fresh fence)."""
+
+    def __init__(
+        self,
+        store: FileStore,
+        sdir: Path,
+        meta: SessionMeta,
+        log: SegmentLog,
+        tail: Tail,
+        fence: int,
+        lock: SessionLock,
+    ) -> None:
+        self._store = store
+        self._dir = sdir
+        self.meta = meta
+        self._log = log
+        self._tail = tail
+        self._fence = fence
+        self._lock = lock
+        self._since_hint = 0
+
+    @property
+    def uid(self) -> str:
+        return self.meta.uid
+
+    @property
+    def fence(self) -> int:
+        return self._fence
+
+    @property
+    def head(self) -> tuple[int, str]:
+        return self._tail.last_seq, self._tail.last_hash
+
+    def append(
+        self,
+        events: Sequence[Mapping[str, Any]],
+        *,
+        expected_last_seq: int | None = None,
+        fence: int | None = None,
+        commit_id: str | None = None,
+    ) -> CommitResult:
+        check_commit_id(commit_id)
+        self._check_open()
+        first = self._tail.duplicate(commit_id)
+        if first is not None:
+            return first
+        use = self._fence if fence is None else fence
+        self._tail.check(
+            self.uid, expected_last_seq=expected_last_seq, fence=use, current=self._fence
+        )
+        records = self._tail.seal_events(
+            self.uid, events, fence=use, max_bytes=self._store.max_commit_bytes
+        )
+        return self._land(records, events, commit_id)
+
+    def append_records(self, records: Sequence[Record]) -> CommitResult:
+        self._check_open()
+        self._tail.check_records(self.uid, records, max_bytes=self._store.max_commit_bytes)
+        return self._land(list(records), None, None)
+
+    def write_hint(self) -> None:
+        """Persist the tail position and state so the next open reads only what follows."""
+        body = {"position": _position_json(self._log.position), "tail": self._tail.to_json()}
+        _write_hint(self._store.fs, self._dir / "TAIL", _json_bytes(body))
+        self._since_hint = 0
+
+    def close(self) -> None:
+        if not self._lock.held:
+            return
+        try:
+            with contextlib.suppress(StorageError):
+                self.write_hint()
+            self._log.close()
+        finally:
+            self._lock.release()
+
+    def __enter__(self) -> FileWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if not self._lock.held:
+            raise InvalidArgumentError(f"session {self.uid}: this writer was closed")
+
+    def _land(
+        self, records: list[Record], events: Sequence[Mapping[str, Any]] | None, cid: str | None
+    ) -> CommitResult:
+        frames: list[tuple[int, int, int, bytes]] = []
+        if cid is not None:
+            frames.append((segment.RTYPE_COMMIT, records[0].seq, records[0].fence, cid.encode()))
+        frames.extend((segment.RTYPE_EVENT, r.seq, r.fence, r.payload) for r in records)
+        self._log.append_group(frames, carry=self._tail.to_json)
+        result = self._tail.advance(records, events, cid)
+        self._since_hint += 1
+        if self._since_hint >= HINT_EVERY_COMMITS:
+            with contextlib.suppress(StorageError):
+                self.write_hint()
+        return result
+
+
+def fold_frames(tail: Tail, frames: Sequence[segment.Frame]) -> None:
+    """Advance ``tail`` over committed frames (EVENT and COMMIT) read back from segments."""
+    group: list[Record] = []
+    commit_id: str | None = None
+    prev = tail.last_hash
+    for frame in frames:
+        if frame.rtype == segment.RTYPE_COMMIT:
+            commit_id = frame.payload.decode("utf-8", "replace")
+        elif frame.rtype == segment.RTYPE_EVENT:
+            record = _record(frame, prev)
+            group.append(record)
+            prev = record.content_hash
+            if frame.flags & segment.FLAG_GROUP_END:
+                tail.advance(group, None, commit_id)
+                group, commit_id = [], None
+    if group:
+        tail.advance(group, None, commit_id)
+
+
+def _record(frame: segment.Frame, prev: str) -> Record:
+    _body, prev_hash, _seq = canonical.split_envelope(frame.payload)
+    digest = hashlib.sha256(frame.payload).hexdigest()
+    return Record(frame.seq, prev_hash, digest, frame.fence, frame.payload)
+
+
+def _records(log: SegmentLog, frames: Iterator[segment.Frame], *, close: bool) -> Iterator[Record]:
+    try:
+        for frame in frames:
+            yield _record(frame, "")
+    finally:
+        if close:
+            log.close()
+
+
+def _read_meta(sdir: Path) -> SessionMeta:
+    try:
+        obj = canonical.loads((sdir / "session.json").read_bytes())
+        return SessionMeta.from_json(obj)
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        raise FormatError(f"unreadable session metadata in {sdir}: {exc}") from exc
+
+
+def _read_hint(sdir: Path) -> tuple[Position | None, Tail | None]:
+    """The TAIL hint, or (None, None) if it is missing or unreadable (it is only a hint)."""
+    try:
+        obj = json.loads((sdir / "TAIL").read_bytes())
+        p = obj["position"]
+        position = Position(
+            int(p["segment"]),
+            int(p["offset"]),
+            int(p["last_seq"]),
+            str(p["last_hash"]),
+            int(p["last_frame"]),
+        )
+        return position, Tail.from_json(obj["tail"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, None
+
+
+def _position_json(p: Position) -> dict[str, Any]:
+    return {
+        "segment": p.segment,
+        "offset": p.offset,
+        "last_seq": p.last_seq,
+        "last_hash": p.last_hash,
+        "last_frame": p.last_frame,
+    }
+
+
+def _encode_fence(fence: int) -> bytes:
+    body = fence.to_bytes(8, "little")
+    return b"AGSF" + body + hashlib.sha256(body).digest()[:4]
+
+
+def _read_fence(path: Path) -> int:
+    """The persisted fence; 0 when absent. A damaged file is refused, never guessed."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return 0
+    except OSError as exc:
+        raise StorageError(f"cannot read {path}: {exc.strerror}") from exc
+    body = raw[4:12]
+    if (
+        len(raw) != _FENCE_BYTES
+        or raw[:4] != b"AGSF"
+        or hashlib.sha256(body).digest()[:4] != raw[12:]
+    ):
+        raise FormatError(f"damaged fence file {path}", hint="agentsessions verify")
+    return int.from_bytes(body, "little")
+
+
+def _newest_mtime_ns(journal: Path) -> int:
+    return max(e.stat().st_mtime_ns for e in os.scandir(journal) if e.name.endswith(".seg"))
+
+
+def _write_hint(fs: FileSystem, path: Path, data: bytes) -> None:
+    """Replace a hint file atomically; no fsync, since a hint is validated before use."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_bytes(data)
+    except OSError as exc:
+        raise StorageError(f"cannot write {tmp}: {exc.strerror}") from exc
+    fs.replace(tmp, path)
+
+
+def _json_bytes(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()

@@ -1,0 +1,245 @@
+"""An in-memory store: the contract with nothing durable, for tests and embedding.
+
+It keeps the same rules as the file store (one writer per session, fences, CAS, commit ids,
+size limit, soft delete, keyset paging) because both run the same contract suite; only
+durability differs. Thread-safe: one lock guards every session.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentsessions.errors import (
+    InvalidArgumentError,
+    LockHeldError,
+    NotFoundError,
+    SessionDeletedError,
+)
+from agentsessions.journal.records import Record
+from agentsessions.journal.store import (
+    DEFAULT_MAX_COMMIT_BYTES,
+    CommitResult,
+    Page,
+    SessionInfo,
+    SessionMeta,
+    check_commit_id,
+    check_project,
+    check_uid,
+    clamp_page_size,
+    decode_cursor,
+    encode_cursor,
+)
+from agentsessions.journal.tail import Tail
+
+
+@dataclass
+class _Session:
+    meta: SessionMeta
+    records: list[Record] = field(default_factory=list)
+    tail: Tail = field(default_factory=Tail)
+    fence: int = 0
+    writer: MemoryWriter | None = None
+    deleted: bool = False
+    update_time_ns: int = 0
+
+
+class MemoryStore:
+    """Sessions held in process memory."""
+
+    def __init__(self, *, max_commit_bytes: int = DEFAULT_MAX_COMMIT_BYTES) -> None:
+        self.max_commit_bytes = max_commit_bytes
+        self._sessions: dict[str, _Session] = {}
+        self._cond = threading.Condition()
+
+    def create(self, meta: SessionMeta) -> SessionInfo:
+        check_uid(meta.uid)
+        check_project(meta.project)
+        with self._cond:
+            if meta.uid in self._sessions:
+                raise InvalidArgumentError(f"session {meta.uid} already exists")
+            if not meta.create_time_ns:
+                meta = _with_time(meta)
+            self._sessions[meta.uid] = _Session(meta, update_time_ns=meta.create_time_ns)
+            return self._info(self._sessions[meta.uid])
+
+    def get(self, uid: str) -> SessionInfo:
+        with self._cond:
+            return self._info(self._session(uid))
+
+    def list(self, project: str, page_size: int = 0, cursor: str = "") -> Page:
+        check_project(project)
+        size = clamp_page_size(page_size)
+        after = decode_cursor(cursor) if cursor else None
+        with self._cond:
+            rows = sorted(
+                (s for s in self._sessions.values() if s.meta.project == project and not s.deleted),
+                key=lambda s: (-s.meta.create_time_ns, s.meta.uid),
+            )
+            if after is not None:
+                ns, uid = after
+                rows = [r for r in rows if (-r.meta.create_time_ns, r.meta.uid) > (-ns, uid)]
+            page = [self._info(s) for s in rows[: size + 1]]
+        if len(page) <= size:
+            return Page(page)
+        last = page[size - 1]
+        return Page(page[:size], encode_cursor(last.meta.create_time_ns, last.uid))
+
+    def uids(self) -> tuple[str, ...]:
+        with self._cond:
+            return tuple(sorted(self._sessions))
+
+    def delete(self, uid: str) -> SessionInfo:
+        with self._cond:
+            session = self._session(uid)
+            _check_free(session, uid)
+            session.deleted = True
+            return self._info(session)
+
+    def writer(self, uid: str) -> MemoryWriter:
+        with self._cond:
+            session = self._session(uid)
+            _check_free(session, uid)
+            if session.deleted:
+                raise SessionDeletedError(f"session {uid} was deleted; it can no longer be written")
+            session.fence = max(session.fence, session.tail.max_fence) + 1
+            session.writer = MemoryWriter(self, session)
+            return session.writer
+
+    def read(self, uid: str, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
+        with self._cond:
+            records = list(self._session(uid).records)
+        end = to_seq if to_seq > 0 else len(records)
+        return iter(records[max(from_seq, 1) - 1 : end])
+
+    def follow(
+        self, uid: str, from_seq: int = 1, *, idle_timeout: float | None = None
+    ) -> Iterator[Record]:
+        next_seq = max(from_seq, 1)
+        while True:
+            with self._cond:
+                records = self._session(uid).records
+                if len(records) < next_seq and not self._cond.wait_for(
+                    functools.partial(_has, records, next_seq), timeout=idle_timeout
+                ):
+                    return
+                batch = records[next_seq - 1 :]
+            yield from batch
+            next_seq += len(batch)
+
+    def close(self) -> None:
+        """Nothing to release: memory goes with the process."""
+
+    # -- internals used by MemoryWriter -------------------------------------------------
+    def _session(self, uid: str) -> _Session:
+        check_uid(uid)
+        try:
+            return self._sessions[uid]
+        except KeyError:
+            raise NotFoundError(f"session {uid} not found", session=uid) from None
+
+    def _info(self, s: _Session) -> SessionInfo:
+        return SessionInfo(
+            meta=s.meta,
+            last_seq=s.tail.last_seq,
+            last_hash=s.tail.last_hash,
+            compute_state=s.tail.projection.compute_state,
+            exec_state=s.tail.projection.exec_state,
+            update_time_ns=s.update_time_ns,
+            fence=s.fence,
+            deleted=s.deleted,
+        )
+
+
+class MemoryWriter:
+    """The single writer of one in-memory session."""
+
+    def __init__(self, store: MemoryStore, session: _Session) -> None:
+        self._store = store
+        self._session = session
+        self._fence = session.fence
+
+    @property
+    def uid(self) -> str:
+        return self._session.meta.uid
+
+    @property
+    def fence(self) -> int:
+        return self._fence
+
+    @property
+    def head(self) -> tuple[int, str]:
+        return self._session.tail.last_seq, self._session.tail.last_hash
+
+    def append(
+        self,
+        events: Sequence[Mapping[str, Any]],
+        *,
+        expected_last_seq: int | None = None,
+        fence: int | None = None,
+        commit_id: str | None = None,
+    ) -> CommitResult:
+        check_commit_id(commit_id)
+        with self._store._cond:
+            tail = self._live_tail()
+            first = tail.duplicate(commit_id)
+            if first is not None:
+                return first
+            use = self._fence if fence is None else fence
+            tail.check(
+                self.uid, expected_last_seq=expected_last_seq, fence=use, current=self._fence
+            )
+            records = tail.seal_events(
+                self.uid, events, fence=use, max_bytes=self._store.max_commit_bytes
+            )
+            return self._land(records, events, commit_id)
+
+    def append_records(self, records: Sequence[Record]) -> CommitResult:
+        with self._store._cond:
+            tail = self._live_tail()
+            tail.check_records(self.uid, records, max_bytes=self._store.max_commit_bytes)
+            return self._land(list(records), None, None)
+
+    def close(self) -> None:
+        with self._store._cond:
+            if self._session.writer is self:
+                self._session.writer = None
+
+    def __enter__(self) -> MemoryWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _live_tail(self) -> Tail:
+        if self._session.writer is not self:
+            raise InvalidArgumentError(f"session {self.uid}: this writer was closed")
+        return self._session.tail
+
+    def _land(
+        self, records: list[Record], events: Sequence[Mapping[str, Any]] | None, cid: str | None
+    ) -> CommitResult:
+        result = self._session.tail.advance(records, events, cid)
+        self._session.records.extend(records)
+        self._session.update_time_ns = time.time_ns()
+        self._store._cond.notify_all()
+        return result
+
+
+def _has(records: list[Record], seq: int) -> bool:
+    return len(records) >= seq
+
+
+def _check_free(session: _Session, uid: str) -> None:
+    if session.writer is not None:
+        raise LockHeldError(f"session {uid} is busy: another writer holds it", session=uid)
+
+
+def _with_time(meta: SessionMeta) -> SessionMeta:
+    from dataclasses import replace
+
+    return replace(meta, create_time_ns=time.time_ns())

@@ -1,0 +1,697 @@
+"""The ``agentsessions.v1`` messages as typed dicts, in canonical proto3-JSON shape.
+
+An Event in memory IS its proto3-JSON object as the Go reference emits it (``protojson`` with
+proto field names, enum names, unpopulated fields omitted), so the dict that is hashed needs no
+conversion. Invariants every helper here keeps:
+
+- keys are proto field names; int64 values are decimal strings, int32 values ints; bytes are
+  padded standard base64; enums are value names; Timestamps are RFC 3339 UTC ``...Z`` strings
+  with 0, 3, 6 or 9 fraction digits; Struct values are plain JSON under float64 semantics;
+- a field at its default (``""``, ``0``, ``false``, empty list or map) is omitted, except an
+  ``optional`` field (``ExecutionStart.input_count``), whose presence is explicit, and a set
+  message (``{}``), which is kept;
+- enum value ``N`` is ``EVENT_KINDS[N]`` (and so on: every enum is numbered densely from 0).
+
+``schema.validate_event`` checks that a dict keeps these rules; the constructors below build
+only dicts that do (their ``**kw`` is ``execution_id``, ``ts``, ``actor``, ``schema_version``
+of :func:`event`). Values a caller passes wrongly raise InvalidArgumentError.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Mapping, Sequence
+from datetime import date, datetime
+from typing import Any, Literal, TypedDict, get_args
+
+from agentsessions.errors import InvalidArgumentError
+from agentsessions.journal.canonical import ijson
+
+# --------------------------------------------------------------------------- enums
+
+MediationName = Literal[
+    "MEDIATION_UNSPECIFIED",
+    "MEDIATION_IN_HARNESS_REPORTED",
+    "MEDIATION_CONTROLLER_MEDIATED",
+    "MEDIATION_REQUIRES_APPROVAL",
+]
+EventKindName = Literal[
+    "EVENT_KIND_UNSPECIFIED",
+    "EVENT_INPUT",
+    "EVENT_MODEL_CALL",
+    "EVENT_OUTPUT",
+    "EVENT_TOOL_CALL",
+    "EVENT_TOOL_RESULT",
+    "EVENT_APPROVAL_REQUEST",
+    "EVENT_APPROVAL_RESULT",
+    "EVENT_USAGE",
+    "EVENT_LIFECYCLE",
+    "EVENT_END",
+    "EVENT_ERROR",
+    "EVENT_EXECUTION_START",
+    "EVENT_PARKED",
+]
+LifecycleKindName = Literal[
+    "LIFECYCLE_UNSPECIFIED",
+    "LIFECYCLE_SUSPEND",
+    "LIFECYCLE_RESUME",
+    "LIFECYCLE_FORK",
+    "LIFECYCLE_BASELINE",
+    "LIFECYCLE_CANCEL",
+]
+ToolChoiceModeName = Literal["MODE_UNSPECIFIED", "MODE_AUTO", "MODE_NONE", "MODE_REQUIRED"]
+ToolResultCodeName = Literal["CODE_UNSPECIFIED", "APPROVAL_DENIED", "EXECUTOR_ERROR"]
+
+MEDIATIONS: tuple[MediationName, ...] = get_args(MediationName)
+"""``agentsessions.v1.Mediation`` value names, indexed by number."""
+EVENT_KINDS: tuple[EventKindName, ...] = get_args(EventKindName)
+"""``agentsessions.v1.EventKind`` value names, indexed by number."""
+LIFECYCLE_KINDS: tuple[LifecycleKindName, ...] = get_args(LifecycleKindName)
+"""``agentsessions.v1.Lifecycle.Kind`` value names, indexed by number."""
+TOOL_CHOICE_MODES: tuple[ToolChoiceModeName, ...] = get_args(ToolChoiceModeName)
+"""``agentsessions.v1.ToolChoice.Mode`` value names, indexed by number."""
+TOOL_RESULT_CODES: tuple[ToolResultCodeName, ...] = get_args(ToolResultCodeName)
+"""``agentsessions.v1.ToolResult.Code`` value names, indexed by number."""
+
+BODY_FIELDS: tuple[str, ...] = (
+    "message",
+    "model",
+    "tool",
+    "result",
+    "approval",
+    "approval_result",
+    "usage",
+    "lifecycle",
+    "end",
+    "error",
+    "execution_start",
+    "parked",
+)
+"""The members of ``Event``'s oneof ``body``, in field-number order."""
+
+# --------------------------------------------------------------------------- messages
+
+
+class ResourceMetadata(TypedDict, total=False):
+    """``ResourceMetadata``: identity and version of a resource."""
+
+    project: str
+    name: str
+    uid: str
+    version: str  # int64
+    create_time: str  # Timestamp
+    update_time: str  # Timestamp
+
+
+class TextPart(TypedDict, total=False):
+    """``TextPart``."""
+
+    text: str
+
+
+class FilePart(TypedDict, total=False):
+    """``FilePart``; oneof ``source`` is ``bytes`` (base64) or ``uri``."""
+
+    mime: str
+    bytes: str  # bytes, oneof source
+    uri: str  # oneof source
+    name: str
+    digest: str
+
+
+class DataPart(TypedDict, total=False):
+    """``DataPart``: structured content (google.protobuf.Struct)."""
+
+    data: dict[str, Any]
+
+
+class ReasoningPart(TypedDict, total=False):
+    """``ReasoningPart``; oneof ``opaque`` is ``opaque_bytes`` (base64) or ``opaque_uri``."""
+
+    provider: str
+    model_id: str
+    opaque_bytes: str  # bytes, oneof opaque
+    opaque_uri: str  # oneof opaque
+    summary: list[Part]
+    item_id: str
+    ordinal: int  # int32
+    validity_scope: str
+    opaque_digest: str
+
+
+class Part(TypedDict, total=False):
+    """``Part``: exactly one member of oneof ``part`` (or none: ``{}``)."""
+
+    text: TextPart
+    file: FilePart
+    data: DataPart
+    reasoning: ReasoningPart
+    tool_call: ToolCall
+    tool_result: ToolResult
+
+
+class Message(TypedDict, total=False):
+    """``Message``: a role (system/user/assistant/tool) and its parts."""
+
+    role: str
+    parts: list[Part]
+
+
+class IdentityRef(TypedDict, total=False):
+    """``IdentityRef``: the emitting principal."""
+
+    principal: str
+    issuer: str
+    subject: str
+
+
+class Origin(TypedDict, total=False):
+    """``Origin``: the external context a session is tied to."""
+
+    source: str
+    subject: str
+    uri: str
+    attributes: dict[str, str]
+
+
+class ToolDefinition(TypedDict, total=False):
+    """``ToolDefinition`` (wire-only, inside ModelCall)."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]  # Struct
+
+
+class ToolChoice(TypedDict, total=False):
+    """``ToolChoice`` (wire-only, inside ModelCall)."""
+
+    mode: ToolChoiceModeName
+    name: str
+
+
+class ModelCall(TypedDict, total=False):
+    """``ModelCall``; journaled with model/params/input_hash/id only."""
+
+    model: str
+    params: dict[str, str]
+    input_hash: str
+    id: str
+    messages: list[Message]  # wire-only
+    tools: list[ToolDefinition]  # wire-only
+    tool_choice: ToolChoice  # wire-only
+
+
+class Usage(TypedDict, total=False):
+    """``Usage``: token accounting (int64 as strings)."""
+
+    model: str
+    input_tokens: str
+    output_tokens: str
+    reasoning_tokens: str
+
+
+class ToolCall(TypedDict, total=False):
+    """``ToolCall``."""
+
+    id: str
+    tool: str
+    args: dict[str, Any]  # Struct
+    mediation: MediationName
+    idempotency_key: str
+
+
+class ToolResult(TypedDict, total=False):
+    """``ToolResult``."""
+
+    id: str
+    output: dict[str, Any]  # Struct
+    output_uri: str
+    is_error: bool
+    error: str
+    output_digest: str
+    content: list[Part]
+    code: ToolResultCodeName
+    approval_request_seq: str  # int64
+    approval_decision_seq: str  # int64
+
+
+class ApprovalRequest(TypedDict, total=False):
+    """``ApprovalRequest``."""
+
+    tool_call_id: str
+    reason: str
+
+
+class ApprovalResult(TypedDict, total=False):
+    """``ApprovalResult``."""
+
+    tool_call_id: str
+    approved: bool
+    reason: str
+    request_seq: str  # int64
+
+
+class ApprovalRef(TypedDict, total=False):
+    """``ApprovalRef`` (EVENT_PARKED body; transport only, never journaled)."""
+
+    execution_id: str
+    tool_call_id: str
+    request_seq: str  # int64
+
+
+class Error(TypedDict, total=False):
+    """``Error``: a gRPC status code and description."""
+
+    code: int  # int32
+    description: str
+
+
+class HarnessEnd(TypedDict, total=False):
+    """``HarnessEnd``: state is "COMPLETED", "FAILED" or "CANCELED"."""
+
+    state: str
+    error: Error
+
+
+class Lifecycle(TypedDict, total=False):
+    """``Lifecycle``."""
+
+    kind: LifecycleKindName
+    detail: str
+    snapshot_local: str
+    snapshot_external_uri: str
+    snapshot_memory: bool
+    snapshot_sealed: bool
+
+
+class ExecutionStart(TypedDict, total=False):
+    """``ExecutionStart``; ``input_count`` is ``optional`` (present even when "0")."""
+
+    config: str  # bytes
+    resume_from_seq: str  # int64
+    input_count: str  # optional int64
+    harness: str
+    harness_version: str
+
+
+class Event(TypedDict, total=False):
+    """``Event``: at most one ``body`` member (see BODY_FIELDS)."""
+
+    execution_id: str
+    ts: str  # Timestamp
+    schema_version: int  # int32
+    kind: EventKindName
+    message: Message
+    model: ModelCall
+    tool: ToolCall
+    result: ToolResult
+    approval: ApprovalRequest
+    approval_result: ApprovalResult
+    usage: Usage
+    lifecycle: Lifecycle
+    end: HarnessEnd
+    error: Error
+    execution_start: ExecutionStart
+    parked: ApprovalRef
+    actor: IdentityRef
+
+
+class LogRecord(TypedDict, total=False):
+    """``LogRecord``: a committed event with its chain fields (fence is not hashed)."""
+
+    seq: str  # int64
+    prev_hash: str
+    content_hash: str
+    fence: str  # int64
+    event: Event
+
+
+# --------------------------------------------------------------------------- timestamps
+
+MIN_TIMESTAMP_SECONDS = -62135596800  # 0001-01-01T00:00:00Z
+MAX_TIMESTAMP_SECONDS = 253402300799  # 9999-12-31T23:59:59Z
+_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(?:Z|([+-])(\d\d):(\d\d))"
+)
+
+
+def _fraction(nanos: int) -> str:
+    if nanos == 0:
+        return ""
+    if nanos % 1_000_000 == 0:
+        return f".{nanos // 1_000_000:03d}"
+    if nanos % 1000 == 0:
+        return f".{nanos // 1000:06d}"
+    return f".{nanos:09d}"
+
+
+def timestamp_from_parts(seconds: int, nanos: int = 0) -> str:
+    """Canonical RFC 3339 text of a ``google.protobuf.Timestamp`` (seconds, nanos)."""
+    if not (MIN_TIMESTAMP_SECONDS <= seconds <= MAX_TIMESTAMP_SECONDS and 0 <= nanos < 10**9):
+        raise InvalidArgumentError(f"timestamp ({seconds}s, {nanos}ns) is outside 0001..9999")
+    days, rem = divmod(seconds, 86400)
+    d = date.fromordinal(_EPOCH_ORDINAL + days)
+    hh, rem = divmod(rem, 3600)
+    mm, ss = divmod(rem, 60)
+    return f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{hh:02d}:{mm:02d}:{ss:02d}{_fraction(nanos)}Z"
+
+
+def format_timestamp(when: datetime) -> str:
+    """Canonical proto3-JSON Timestamp of an aware datetime (UTC, "Z", 0/3/6/9 digits)."""
+    offset = when.utcoffset() if isinstance(when, datetime) else None
+    if offset is None:
+        raise InvalidArgumentError("timestamps need an aware datetime (for example UTC)")
+    try:
+        naive = when.replace(tzinfo=None) - offset
+    except OverflowError:
+        raise InvalidArgumentError(f"timestamp outside 0001..9999 UTC: {when!r}") from None
+    days = naive.toordinal() - _EPOCH_ORDINAL
+    seconds = days * 86400 + naive.hour * 3600 + naive.minute * 60 + naive.second
+    return timestamp_from_parts(seconds, naive.microsecond * 1000)
+
+
+def format_timestamp_ns(ns: int) -> str:
+    """Canonical Timestamp of nanoseconds since the Unix epoch (as ``time.time_ns()``)."""
+    seconds, nanos = divmod(ns, 10**9)
+    return timestamp_from_parts(seconds, nanos)
+
+
+def parse_timestamp(text: str) -> tuple[int, int]:
+    """Parse RFC 3339 (``Z`` or an offset, 0-9 fraction digits) into (seconds, nanos) UTC.
+
+    Accepts what proto3-JSON parsers accept; raises InvalidArgumentError otherwise.
+    """
+    m = _RFC3339.fullmatch(text) if isinstance(text, str) else None
+    if m is None:
+        raise InvalidArgumentError(f"not an RFC 3339 timestamp: {text!r}")
+    y, mo, d, hh, mi, ss, frac, sign, oh, om = m.groups()
+    try:
+        day = date(int(y), int(mo), int(d)).toordinal() - _EPOCH_ORDINAL
+    except ValueError:
+        raise InvalidArgumentError(f"not a calendar date: {text!r}") from None
+    if int(hh) > 23 or int(mi) > 59 or int(ss) > 59 or (sign and (int(oh) > 23 or int(om) > 59)):
+        raise InvalidArgumentError(f"time of day out of range: {text!r}")
+    seconds = day * 86400 + int(hh) * 3600 + int(mi) * 60 + int(ss)
+    if sign:
+        seconds -= (1 if sign == "+" else -1) * (int(oh) * 3600 + int(om) * 60)
+    if not MIN_TIMESTAMP_SECONDS <= seconds <= MAX_TIMESTAMP_SECONDS:
+        raise InvalidArgumentError(f"timestamp outside 0001-01-01..9999-12-31 UTC: {text!r}")
+    return seconds, int((frac or "").ljust(9, "0"))
+
+
+def normalize_timestamp(text: str) -> str:
+    """The canonical form of any RFC 3339 timestamp text (see :func:`parse_timestamp`)."""
+    return timestamp_from_parts(*parse_timestamp(text))
+
+
+def _ts(ts: datetime | str | None) -> str | None:
+    if isinstance(ts, datetime):
+        return format_timestamp(ts)
+    return None if ts is None else normalize_timestamp(ts)
+
+
+# --------------------------------------------------------------------------- values
+
+
+def struct_value(value: Mapping[str, Any], *, path: str = "struct") -> dict[str, Any]:
+    """A ``google.protobuf.Struct`` (JSON object) from a mapping, see :func:`canonical.ijson`."""
+    if not isinstance(value, Mapping):
+        raise InvalidArgumentError(f"{path}: expected a JSON object, got {type(value).__name__}")
+    out: dict[str, Any] = ijson(dict(value), path=path)
+    return out
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+_INT32 = (-(2**31), 2**31 - 1)
+
+
+def _int(name: str, value: int, bounds: tuple[int, int]) -> int:
+    if type(value) is not int or not bounds[0] <= value <= bounds[1]:
+        bits = 64 if bounds is _INT64 else 32
+        raise InvalidArgumentError(f"{name} must be an int{bits}, got {value!r}")
+    return value
+
+
+def _put_int64(out: dict[str, Any], name: str, value: int) -> None:
+    if _int(name, value, _INT64):
+        out[name] = str(value)
+
+
+def _enum(name: str, value: str, names: Sequence[str]) -> str | None:
+    if value not in names:
+        raise InvalidArgumentError(f"{name} must be one of {', '.join(names)}; got {value!r}")
+    return value if value != names[0] else None
+
+
+def _fields(**values: Any) -> dict[str, Any]:
+    """Strings, bools, sub-dicts and lists without their defaults (the proto3 omission rule).
+
+    ``None`` is absent; a set but empty message ``{}`` is kept.
+    """
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        if value is None or value is False:
+            continue
+        if not isinstance(value, str | bool | dict | list):
+            raise InvalidArgumentError(f"{name} has the wrong type {type(value).__name__}")
+        if value != "" and value != []:
+            out[name] = value
+    return out
+
+
+# --------------------------------------------------------------------------- constructors
+
+
+def text_part(text: str) -> Part:
+    """A ``Part`` holding one text block."""
+    return {"text": _fields(text=text)}  # type: ignore[typeddict-item]
+
+
+def data_part(data: Mapping[str, Any]) -> Part:
+    """A ``Part`` holding structured data (a Struct; numbers get float64 semantics)."""
+    return {"data": {"data": struct_value(data, path="data")}}
+
+
+def message(role: str, *parts: Part) -> Message:
+    """A ``Message`` with a role and parts."""
+    out: Message = _fields(role=role)  # type: ignore[assignment]
+    if parts:
+        out["parts"] = [dict(p) for p in parts]  # type: ignore[misc]
+    return out
+
+
+def text_message(role: str, text: str) -> Message:
+    """A ``Message`` with a single text part."""
+    return message(role, text_part(text))
+
+
+def identity(principal: str = "", issuer: str = "", subject: str = "") -> IdentityRef:
+    """An ``IdentityRef`` (empty fields omitted)."""
+    return _fields(principal=principal, issuer=issuer, subject=subject)  # type: ignore[return-value]
+
+
+def rpc_error(code: int, description: str = "") -> Error:
+    """An ``Error`` (a gRPC status code, int32, and a description)."""
+    out: dict[str, Any] = _fields(description=description)
+    if _int("code", code, _INT32):
+        out["code"] = code
+    return out  # type: ignore[return-value]
+
+
+def event(
+    kind: str,
+    *,
+    execution_id: str = "",
+    ts: datetime | str | None = None,
+    actor: Mapping[str, str] | None = None,
+    schema_version: int = 0,
+    **body: Mapping[str, Any],
+) -> Event:
+    """An ``Event`` of ``kind`` (an EVENT_* name) with at most one body member.
+
+    ``body`` is ``message=...``, ``model=...`` and so on (see BODY_FIELDS); its value must be
+    a proto3-JSON dict already (use the helpers). ``ts`` is an aware datetime or RFC 3339
+    text. An actor whose fields are all empty is dropped, as the reference does.
+    """
+    if len(body) > 1:
+        raise InvalidArgumentError(f"an event has at most one body, got {', '.join(body)}")
+    out: dict[str, Any] = _fields(execution_id=execution_id, ts=_ts(ts))
+    if _int("schema_version", schema_version, _INT32):
+        out["schema_version"] = schema_version
+    name = _enum("kind", kind, EVENT_KINDS)
+    if name:
+        out["kind"] = name
+    for member, value in body.items():
+        if member not in BODY_FIELDS:
+            raise InvalidArgumentError(f"{member!r} is not an Event body (one of {BODY_FIELDS})")
+        if not isinstance(value, Mapping):
+            raise InvalidArgumentError(f"{member} must be a dict, got {type(value).__name__}")
+        out[member] = dict(value)
+    if actor:
+        ref = identity(**actor)
+        if ref:
+            out["actor"] = ref
+    return out  # type: ignore[return-value]
+
+
+def input_event(msg: Message, **kw: Any) -> Event:
+    """EVENT_INPUT carrying a user message (``kw``: execution_id, ts, actor)."""
+    return event("EVENT_INPUT", message=msg, **kw)
+
+
+def output_event(msg: Message, **kw: Any) -> Event:
+    """EVENT_OUTPUT carrying the model's (assistant) message."""
+    return event("EVENT_OUTPUT", message=msg, **kw)
+
+
+def model_call_event(
+    model: str,
+    *,
+    input_hash: str = "",
+    call_id: str = "",
+    params: Mapping[str, str] | None = None,
+    **kw: Any,
+) -> Event:
+    """EVENT_MODEL_CALL as journaled: model, params, input_hash and id (no wire-only fields)."""
+    body: dict[str, Any] = _fields(model=model)
+    if params:
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in params.items()):
+            raise InvalidArgumentError("model call params must map strings to strings")
+        body["params"] = dict(params)
+    body.update(_fields(input_hash=input_hash, id=call_id))
+    return event("EVENT_MODEL_CALL", model=body, **kw)
+
+
+def tool_call_event(
+    call_id: str,
+    tool: str,
+    args: Mapping[str, Any] | None = None,
+    *,
+    mediation: str = "MEDIATION_UNSPECIFIED",
+    idempotency_key: str = "",
+    **kw: Any,
+) -> Event:
+    """EVENT_TOOL_CALL; ``args`` is a Struct (float64 numbers), ``{}`` is kept as set."""
+    body = _fields(
+        id=call_id,
+        tool=tool,
+        args=None if args is None else struct_value(args, path="args"),
+        mediation=_enum("mediation", mediation, MEDIATIONS),
+        idempotency_key=idempotency_key,
+    )
+    return event("EVENT_TOOL_CALL", tool=body, **kw)
+
+
+def tool_result_event(
+    call_id: str,
+    *,
+    output: Mapping[str, Any] | None = None,
+    output_uri: str = "",
+    is_error: bool = False,
+    error: str = "",
+    output_digest: str = "",
+    content: Sequence[Part] = (),
+    code: str = "CODE_UNSPECIFIED",
+    approval_request_seq: int = 0,
+    approval_decision_seq: int = 0,
+    **kw: Any,
+) -> Event:
+    """EVENT_TOOL_RESULT; ``output`` is a Struct, ``content`` parts for the model."""
+    body = _fields(
+        id=call_id,
+        output=None if output is None else struct_value(output, path="output"),
+        output_uri=output_uri,
+        is_error=bool(is_error),
+        error=error,
+        output_digest=output_digest,
+        content=[dict(p) for p in content] or None,
+        code=_enum("code", code, TOOL_RESULT_CODES),
+    )
+    _put_int64(body, "approval_request_seq", approval_request_seq)
+    _put_int64(body, "approval_decision_seq", approval_decision_seq)
+    return event("EVENT_TOOL_RESULT", result=body, **kw)
+
+
+def approval_request_event(tool_call_id: str, reason: str = "", **kw: Any) -> Event:
+    """EVENT_APPROVAL_REQUEST (host-owned)."""
+    return event(
+        "EVENT_APPROVAL_REQUEST", approval=_fields(tool_call_id=tool_call_id, reason=reason), **kw
+    )
+
+
+def approval_result_event(
+    tool_call_id: str, approved: bool, reason: str = "", request_seq: int = 0, **kw: Any
+) -> Event:
+    """EVENT_APPROVAL_RESULT (host-owned); ``request_seq`` is the request's journal seq."""
+    body = _fields(tool_call_id=tool_call_id, approved=bool(approved), reason=reason)
+    _put_int64(body, "request_seq", request_seq)
+    return event("EVENT_APPROVAL_RESULT", approval_result=body, **kw)
+
+
+def usage_event(
+    model: str = "",
+    input_tokens: int = 0,
+    output_tokens: int = 0,
+    reasoning_tokens: int = 0,
+    **kw: Any,
+) -> Event:
+    """EVENT_USAGE: token counts for one model call."""
+    body = _fields(model=model)
+    _put_int64(body, "input_tokens", input_tokens)
+    _put_int64(body, "output_tokens", output_tokens)
+    _put_int64(body, "reasoning_tokens", reasoning_tokens)
+    return event("EVENT_USAGE", usage=body, **kw)
+
+
+def lifecycle_event(
+    kind: str,
+    detail: str = "",
+    snapshot_local: str = "",
+    snapshot_external_uri: str = "",
+    snapshot_memory: bool = False,
+    snapshot_sealed: bool = False,
+    **kw: Any,
+) -> Event:
+    """EVENT_LIFECYCLE of ``kind`` (a LIFECYCLE_* name), e.g. FORK with detail "parent@7"."""
+    body = _fields(
+        kind=_enum("kind", kind, LIFECYCLE_KINDS),
+        detail=detail,
+        snapshot_local=snapshot_local,
+        snapshot_external_uri=snapshot_external_uri,
+        snapshot_memory=bool(snapshot_memory),
+        snapshot_sealed=bool(snapshot_sealed),
+    )
+    return event("EVENT_LIFECYCLE", lifecycle=body, **kw)
+
+
+def end_event(state: str = "COMPLETED", error: Error | None = None, **kw: Any) -> Event:
+    """EVENT_END: the execution's terminal state ("COMPLETED", "FAILED", "CANCELED")."""
+    body = _fields(state=state, error=None if error is None else dict(error))
+    return event("EVENT_END", end=body, **kw)
+
+
+def error_event(code: int, description: str, **kw: Any) -> Event:
+    """EVENT_ERROR carrying a gRPC status code and description."""
+    return event("EVENT_ERROR", error=rpc_error(code, description), **kw)
+
+
+def execution_start(
+    *,
+    input_count: int | None,
+    config: bytes = b"",
+    resume_from_seq: int = 0,
+    harness: str = "",
+    harness_version: str = "",
+    **kw: Any,
+) -> Event:
+    """EVENT_EXECUTION_START; ``input_count`` None is absent, 0 is present ("0")."""
+    if not isinstance(config, bytes | bytearray | memoryview):
+        raise InvalidArgumentError(f"config must be bytes, got {type(config).__name__}")
+    body: dict[str, Any] = {"config": base64.b64encode(config).decode()} if config else {}
+    _put_int64(body, "resume_from_seq", resume_from_seq)
+    if input_count is not None:
+        body["input_count"] = str(_int("input_count", input_count, _INT64))
+    body.update(_fields(harness=harness, harness_version=harness_version))
+    return event("EVENT_EXECUTION_START", execution_start=body, **kw)

@@ -1,0 +1,779 @@
+"""A session's multi-segment log: open (with recovery), append groups, rotate, compress, read.
+
+Layout and rules: ``docs/FORMAT.md``. The byte codec lives in :mod:`.segment`; every durable
+step goes through an injected :class:`~agentsessions.journal.durable.FileSystem`.
+
+Invariants:
+- one writer per log (the caller holds the session lock); readers never modify anything;
+- a group is acknowledged (``append_group`` returns) only after one ``os.write`` loop and one
+  fdatasync; no byte of the next group is written before that sync returned;
+- a failed append leaves no byte behind: the file is cut back to the previous commit end and
+  synced before the error is re-raised (if even that fails, the log refuses further appends);
+- the highest-named segment is the tail; every other segment ends with a SEAL frame whose
+  ``last_seq``/``last_hash`` equal the next header's ``first_seq - 1``/``prev_hash``;
+- a sealed segment is compressed only after its successor is durable, and the original is
+  removed only after the ``.seg.zst`` copy is verified and durable; when both forms exist
+  readers use ``.seg`` and writable recovery deletes the ``.seg.zst``;
+- recovery cuts only a torn, unacknowledged tail of the tail segment, after saving it to a
+  sidecar; anything else that is damaged raises JournalCorruptError and changes nothing;
+- not thread-safe: the owner serialises calls.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentsessions.errors import (
+    FormatError,
+    InvalidArgumentError,
+    JournalCorruptError,
+    StorageError,
+    UnavailableError,
+)
+from agentsessions.journal import segment as sg
+from agentsessions.journal import zstdcodec
+from agentsessions.journal.durable import DEFAULT_FS, FileSystem, storage_error
+from agentsessions.journal.segment import (
+    RTYPE_COMMIT,
+    RTYPE_EVENT,
+    RTYPE_SEAL,
+    Frame,
+    SegmentHeader,
+)
+
+__all__ = [
+    "RTYPE_COMMIT", "RTYPE_EVENT", "RTYPE_SEAL", "Frame", "OpenScan", "Position",
+    "RecoveryReport", "SegmentLog",
+]  # fmt: skip
+
+RECOVERY_LOG = "RECOVERY.log"
+_SEG_NAME = re.compile(r"([0-9a-f]{16})\.seg(\.zst)?")
+_BLOCK = 1 << 20
+_TRAILER_READ = 64 << 10  # first read at the end of a sealed segment (SEAL or seek table)
+_ZST_CACHE = 64  # seek tables kept in memory
+_HINT = "run `agentsessions verify` on the session; see docs/FORMAT.md (Recovery)"
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where the committed log ends; the store persists it as a resume hint."""
+
+    segment: int  # first_seq of the tail segment (its file name)
+    offset: int  # commit_end in the tail segment
+    last_seq: int
+    last_hash: str  # hex; "" when the log is empty (or base_hash)
+    last_frame: int  # offset of the frame holding last_seq in the tail segment, -1 if none
+
+
+@dataclass(frozen=True)
+class RecoveryReport:
+    """What opening found beyond the last commit, and what a writable open did about it."""
+
+    truncated_bytes: int  # bytes after the last commit in the tail segment
+    dropped_seqs: tuple[int, ...]  # seqs of valid EVENT frames in those bytes
+    sidecar: str  # path of the forensic copy ("" when nothing was cut)
+    removed_tmp: tuple[str, ...]
+    removed_duplicates: tuple[str, ...] = ()  # .seg.zst copies deleted because .seg exists
+    cut: bool = False  # True when the torn tail was actually cut (writable open)
+    reason: str = ""  # why the scan stopped
+
+
+@dataclass
+class OpenScan:
+    """What :meth:`SegmentLog.open` read from the tail segment."""
+
+    frames: list[Frame]  # committed EVENT and COMMIT frames after the hint (or from the start)
+    base_carry: dict[str, Any] | None  # previous SEAL's carry when scanned from the start
+    resumed: bool
+    recovery: RecoveryReport | None
+
+    @property
+    def torn_tail(self) -> bool:
+        """True when bytes after the last commit were found (cut if the open was writable)."""
+        return self.recovery is not None and self.recovery.truncated_bytes > 0
+
+
+@dataclass
+class _Tail:
+    """State of the tail (highest) segment."""
+
+    header: SegmentHeader
+    fd: int | None  # None when the tail exists only compressed (read-only view)
+    commit_end: int
+    next_seq: int
+    last_hash: str
+    last_frame: int
+    sealed: bool
+    index: sg.SparseIndex
+
+    @property
+    def first(self) -> int:
+        """The tail's first seq (its file name)."""
+        return self.header.first_seq
+
+
+@dataclass(frozen=True)
+class _Zst:
+    """A compressed segment's seek table with its decoded metadata."""
+
+    table: zstdcodec.SeekTable
+    header: SegmentHeader
+    header_raw: bytes
+    seal: bytes
+
+
+def _listing(fs: FileSystem, journal_dir: Path) -> tuple[dict[int, set[str]], list[str]]:
+    """Segment forms by first_seq ({"seg", "zst"}) and the names of ``*.tmp`` files."""
+    segs: dict[int, set[str]] = {}
+    tmps: list[str] = []
+    for name in fs.listdir(journal_dir):
+        m = _SEG_NAME.fullmatch(name)
+        if m:
+            segs.setdefault(int(m.group(1), 16), set()).add("zst" if m.group(2) else "seg")
+        elif name.endswith(".tmp"):
+            tmps.append(name)
+    return segs, tmps
+
+
+class SegmentLog:
+    """One session's journal directory of segments. Build with :meth:`create` / :meth:`open`."""
+
+    def __init__(
+        self, journal_dir: Path, session_id: str, writable: bool, fs: FileSystem,
+        segment_max_bytes: int, max_record_bytes: int, segs: dict[int, set[str]],
+    ) -> None:  # fmt: skip
+        """Private: use :meth:`open`."""
+        self.journal_dir = journal_dir
+        self.session_id = session_id
+        self.writable = writable
+        self.fs = fs
+        self.segment_max_bytes = segment_max_bytes
+        self.max_record_bytes = max_record_bytes
+        self._segs = segs
+        self._tail: _Tail | None = None
+        self._indexes: dict[int, sg.SparseIndex] = {}
+        self._zst: dict[int, _Zst] = {}
+        self._base_hash: str | None = None
+        self._broken: StorageError | None = None
+
+    # -- creation and opening -------------------------------------------------------------
+    @classmethod
+    def create(
+        cls, journal_dir: Path, *, session_id: str, base_seq: int = 0, base_hash: str = "",
+        fs: FileSystem = DEFAULT_FS,
+    ) -> None:  # fmt: skip
+        """Write the first segment (header only), fsync it and the directory.
+
+        A forked child passes ``base_seq``/``base_hash`` (its parent's prefix end); its first
+        segment then starts at ``base_seq + 1`` with ``prev_hash = base_hash``.
+        """
+        if type(base_seq) is not int or not 0 <= base_seq < 1 << 63:
+            raise InvalidArgumentError(f"base_seq must be a non-negative int, got {base_seq!r}")
+        sg.hash_bytes(base_hash)
+        if (base_seq == 0) != (base_hash == ""):
+            raise InvalidArgumentError("base_hash must be given exactly when base_seq > 0")
+        journal_dir = Path(journal_dir)
+        if _listing(fs, journal_dir)[0]:
+            raise InvalidArgumentError(f"{journal_dir} already holds a journal")
+        header = SegmentHeader(session_id, base_seq + 1, 0, _now_ms(), base_hash)
+        fs.write_file_atomic(journal_dir / sg.segment_name(base_seq + 1), header.encode())
+
+    @classmethod
+    def open(
+        cls, journal_dir: Path, *, session_id: str, writable: bool, fs: FileSystem = DEFAULT_FS,
+        segment_max_bytes: int = 16 << 20, max_record_bytes: int = sg.DEFAULT_MAX_RECORD_BYTES,
+        resume: Position | None = None,
+    ) -> tuple[SegmentLog, OpenScan]:  # fmt: skip
+        """Open the log; a writable open recovers (see the module docstring and FORMAT.md).
+
+        Costs O(bytes after a valid ``resume`` hint) plus O(1) per sealed segment.
+        """
+        sg.session_bytes(session_id)
+        journal_dir = Path(journal_dir)
+        segs, tmps = _listing(fs, journal_dir)
+        if not segs:
+            raise JournalCorruptError(
+                f"{journal_dir}: no segment files", path=str(journal_dir), hint=_HINT
+            )
+        log = cls(journal_dir, session_id, writable, fs, segment_max_bytes, max_record_bytes, segs)
+        try:
+            s, base_carry, resumed = log._load(resume)
+            recovery = log._recover(s, tmps) if writable else log._report(s, (), ())
+        except BaseException:
+            log.close()
+            raise
+        return log, OpenScan(s.frames, None if resumed else base_carry, resumed, recovery)
+
+    def _path(self, first: int, form: str = "seg") -> Path:
+        return self.journal_dir / sg.segment_name(first, compressed=form == "zst")
+
+    def _corrupt(
+        self, path: Path | str, offset: int, seq: int | None, reason: str
+    ) -> JournalCorruptError:
+        return JournalCorruptError(
+            f"{path}: damaged journal at offset {offset}: {reason}", hint=_HINT, path=str(path),
+            offset=offset, seq=seq, reason=reason, session=self.session_id,
+        )  # fmt: skip
+
+    def _check_header(self, header: SegmentHeader, first: int, path: Path) -> None:
+        if header.session_id != self.session_id:
+            raise self._corrupt(path, 16, None, f"segment belongs to {header.session_id}")
+        if header.first_seq != first:
+            raise self._corrupt(path, 32, first, f"header first_seq {header.first_seq} != name")
+
+    def _load(self, resume: Position | None) -> tuple[sg.Scan, dict[str, Any] | None, bool]:
+        """Read-only part of opening: tail header, link to the last sealed segment, scan."""
+        firsts = sorted(self._segs)
+        first = firsts[-1]
+        header, fd, raw = self._open_tail(first)
+        index = sg.SparseIndex([(first, sg.HEADER_SIZE)])
+        self._tail = _Tail(header, fd, sg.HEADER_SIZE, first, header.prev_hash, -1, False, index)
+        path = self._path(first, "seg" if fd is not None else "zst")
+        if header.segment_no != len(firsts) - 1:
+            msg = f"segment_no {header.segment_no} but {len(firsts)} segments (one is missing?)"
+            raise self._corrupt(path, 40, first, msg)
+        carry = self._check_link(firsts[-2], header) if len(firsts) > 1 else None
+        s = self._try_resume(resume) if raw is None else None
+        resumed = s is not None
+        if s is None:
+            if raw is None:
+                assert fd is not None
+                raw = self.fs.read_at(fd, os.fstat(fd).st_size, 0)
+            s = sg.scan(raw, base=0, start=sg.HEADER_SIZE, next_seq=first, segment=first,
+                        max_record=self.max_record_bytes)  # fmt: skip
+        if s.status == sg.STATUS_CORRUPT:
+            reason = f"{s.reason}; a later committed group follows at offset {s.later}"
+            if s.later == s.stop:
+                reason = s.reason
+            raise self._corrupt(path, s.stop, s.next_seq, reason)
+        if fd is None and (s.status != sg.STATUS_CLEAN or s.seal is None):
+            raise self._corrupt(path, s.stop, s.next_seq, "compressed tail is not sealed")
+        self._absorb(s)
+        return s, carry, resumed
+
+    def _open_tail(self, first: int) -> tuple[SegmentHeader, int | None, bytes | None]:
+        """Open the tail: (header, fd, None) for a .seg, (header, None, raw bytes) for a .zst."""
+        if "seg" in self._segs[first]:
+            path = self._path(first)
+            fd = self.fs.open(path, os.O_RDWR if self.writable else os.O_RDONLY)
+            try:
+                header = self._decode_header(self.fs.read_at(fd, sg.HEADER_SIZE, 0), first, path)
+            except BaseException:
+                self.fs.close(fd)
+                raise
+            return header, fd, None
+        z = self._zst_of(first)
+        return z.header, None, b"".join(self._zst_chunks(first, z.table, 0))
+
+    def _decode_header(self, raw: bytes, first: int, path: Path) -> SegmentHeader:
+        try:
+            header = sg.decode_header(raw)
+        except FormatError as exc:
+            raise self._corrupt(path, 0, first, f"segment header: {exc}") from exc
+        self._check_header(header, first, path)
+        return header
+
+    def _check_link(self, prev: int, header: SegmentHeader) -> dict[str, Any]:
+        """Check the last sealed segment's SEAL links to ``header``; return its carry."""
+        payload, prev_header, path = self._seal_of(prev)
+        if prev_header.segment_no != header.segment_no - 1:
+            raise self._corrupt(path, 40, prev, "segment numbers are not contiguous")
+        try:
+            info = sg.decode_seal(payload)
+        except FormatError as exc:
+            raise self._corrupt(path, 0, prev, str(exc)) from exc
+        if info.last_seq != header.first_seq - 1 or info.last_hash != header.prev_hash:
+            msg = f"SEAL (last_seq {info.last_seq}) does not link to the next segment"
+            raise self._corrupt(path, 0, header.first_seq, msg)
+        return info.carry
+
+    def _seal_of(self, first: int) -> tuple[bytes, SegmentHeader, Path]:
+        """SEAL payload and header of a sealed segment, from a few small reads at its end."""
+        fd = self._open_plain(first)
+        if fd is None:
+            z = self._zst_of(first)
+            return z.seal, z.header, self._path(first, "zst")
+        path = self._path(first)
+        try:
+            size = os.fstat(fd).st_size
+            header = self._decode_header(self.fs.read_at(fd, sg.HEADER_SIZE, 0), first, path)
+            window = _TRAILER_READ
+            while True:
+                n = min(window, size - sg.HEADER_SIZE)
+                seal = sg.find_seal(self.fs.read_at(fd, n, size - n), size - n, size, first)
+                if seal is not None:
+                    return seal.payload, header, path
+                if n >= size - sg.HEADER_SIZE:
+                    raise self._corrupt(path, size, None, "sealed segment does not end with SEAL")
+                window *= 8
+        finally:
+            os.close(fd)
+
+    def _open_plain(self, first: int) -> int | None:
+        """A read-only descriptor on sealed ``first``'s .seg; None if it is (now) compressed."""
+        if "seg" not in self._segs.get(first, ()):
+            return None
+        path = self._path(first)
+        try:
+            return os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:  # compressed meanwhile by the writer
+            self._segs[first] = {"zst"}
+            return None
+        except OSError as exc:
+            raise storage_error("open", path, exc) from exc
+
+    def _try_resume(self, hint: Position | None) -> sg.Scan | None:
+        """Validate ``hint`` cheaply and scan from it; None means "do a full scan"."""
+        t = self._tail
+        assert t is not None and t.fd is not None
+        if hint is None or hint.segment != t.first or hint.last_seq < t.first:
+            return None
+        size = os.fstat(t.fd).st_size
+        if not sg.HEADER_SIZE <= hint.last_frame < hint.offset <= size:
+            return None
+        buf = self.fs.read_at(t.fd, size - hint.last_frame, hint.last_frame)
+        mv = memoryview(buf)
+        parsed = sg.check_frame(mv, 0, hint.last_frame, self.max_record_bytes)
+        if isinstance(parsed, str):
+            return None
+        plen, seq, _, rtype, flags, fend = parsed
+        payload = mv[sg.FRAME_HEADER_SIZE : sg.FRAME_HEADER_SIZE + plen]
+        if rtype != RTYPE_EVENT or seq != hint.last_seq or not flags & sg.FLAG_GROUP_END:
+            return None
+        if fend > hint.offset or sg.content_hash(payload) != hint.last_hash:
+            return None
+        s = sg.scan(buf, base=hint.last_frame, start=fend, next_seq=seq + 1, segment=t.first,
+                    max_record=self.max_record_bytes, report_from=hint.offset)  # fmt: skip
+        if not s.hit_report_from or 0 <= s.stop < hint.offset:
+            return None
+        t.last_hash, t.last_frame = hint.last_hash, hint.last_frame
+        return s
+
+    def _absorb(self, s: sg.Scan) -> None:
+        """Advance the tail state over the committed part of scan ``s``."""
+        t = self._tail
+        assert t is not None
+        t.commit_end, t.next_seq = s.commit_end, s.next_seq
+        if s.last_event is not None:
+            t.last_hash = sg.content_hash(s.last_event.payload)
+            t.last_frame = s.last_event.offset
+        t.sealed = t.sealed or s.seal is not None
+        for seq, off in s.index:
+            if off < s.commit_end:
+                t.index.note(seq, off)
+
+    # -- recovery -------------------------------------------------------------------------
+    def _report(
+        self, s: sg.Scan, removed_tmp: tuple[str, ...], dups: tuple[str, ...], sidecar: str = ""
+    ) -> RecoveryReport | None:
+        torn = s.end - s.commit_end
+        if not torn and not removed_tmp and not dups:
+            return None
+        return RecoveryReport(torn, s.dropped_seqs, sidecar, removed_tmp, dups,
+                              bool(sidecar), s.reason)  # fmt: skip
+
+    def _recover(self, s: sg.Scan, tmps: list[str]) -> RecoveryReport | None:
+        """Writable part of opening: delete tmp files and .zst duplicates, cut a torn tail."""
+        dups = tuple(sg.segment_name(f, compressed=True) for f, forms in self._segs.items()
+                     if forms == {"seg", "zst"})  # fmt: skip
+        for name in (*tmps, *dups):
+            self.fs.unlink(self.journal_dir / name)
+        if tmps or dups:
+            self.fs.sync_dir(self.journal_dir)
+        sidecar = self._cut(s) if s.end > s.commit_end else ""
+        report = self._report(s, tuple(tmps), dups, sidecar)
+        if report is not None:
+            self._log_recovery(report)
+        tail = self._tail
+        assert tail is not None
+        for first, forms in self._segs.items():
+            if forms == {"seg", "zst"}:
+                forms.discard("zst")
+                if first != tail.first:
+                    self._compress_quietly(first)
+        return report
+
+    def _cut(self, s: sg.Scan) -> str:
+        """Save ``[commit_end, EOF)`` to a sidecar, then truncate and sync the tail."""
+        t = self._tail
+        assert t is not None and t.fd is not None
+        path = self._path(t.first)
+        data = self.fs.read_at(t.fd, s.end - s.commit_end, s.commit_end)
+        stamp = _now_ms()
+        while (sidecar := path.with_name(f"{path.name}.torn-{stamp}")).exists():
+            stamp += 1
+        self.fs.write_file_atomic(sidecar, data)
+        self.fs.truncate(t.fd, s.commit_end)
+        self.fs.sync(t.fd, full=True)
+        return str(sidecar)
+
+    def _log_recovery(self, r: RecoveryReport) -> None:
+        t = self._tail
+        assert t is not None
+        line = {
+            "unix_ms": _now_ms(), "segment": sg.segment_name(t.first), "commit_end": t.commit_end,
+            "truncated_bytes": r.truncated_bytes, "dropped_seqs": list(r.dropped_seqs),
+            "sidecar": os.path.basename(r.sidecar), "removed_tmp": list(r.removed_tmp),
+            "removed_duplicates": list(r.removed_duplicates), "reason": r.reason,
+        }  # fmt: skip
+        data = json.dumps(line, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+        self.fs.append_durable(self.journal_dir / RECOVERY_LOG, data)
+
+    # -- state ----------------------------------------------------------------------------
+    @property
+    def position(self) -> Position:
+        """Where the committed log ends (valid as a resume hint)."""
+        t = self._require_tail()
+        return Position(t.first, t.commit_end, t.next_seq - 1, t.last_hash, t.last_frame)
+
+    @property
+    def base_seq(self) -> int:
+        """The seq before this log's first event (a forked child's fork point; else 0)."""
+        return min(self._segs) - 1
+
+    @property
+    def base_hash(self) -> str:
+        """Hash of event ``base_seq`` ("" if none): the first segment's ``prev_hash``."""
+        if self._base_hash is None:
+            self._base_hash = self._header_of(min(self._segs))[0].prev_hash
+        return self._base_hash
+
+    def _require_tail(self) -> _Tail:
+        if self._tail is None:
+            raise InvalidArgumentError("the segment log is closed")
+        return self._tail
+
+    def close(self) -> None:
+        """Release the tail segment's descriptor; the object is unusable afterwards."""
+        t, self._tail = self._tail, None
+        if t is not None and t.fd is not None:
+            self.fs.close(t.fd)
+
+    # -- appending -----------------------------------------------------------------------
+    def append_group(
+        self, frames: Sequence[tuple[int, int, int, bytes]], *, carry: Callable[[], dict[str, Any]]
+    ) -> Position:
+        """Append ``(rtype, seq, fence, payload)`` frames as one durable group.
+
+        EVENT seqs must continue ``last_seq + 1, ...``; an optional COMMIT frame may come
+        first (its seq is the group's first EVENT seq). Rotates first when the tail holds an
+        EVENT and the group would push it past ``segment_max_bytes`` (``carry()`` goes into the
+        SEAL). Returns the new position only after the data sync.
+        """
+        t = self._require_tail()
+        if not self.writable:
+            raise InvalidArgumentError("the segment log was opened read-only")
+        if self._broken is not None:
+            raise StorageError(
+                f"{self.journal_dir}: a failed append could not be undone ({self._broken})",
+                hint="reopen the session to recover",
+            )
+        buf, next_seq, last_rel, last_payload = sg.encode_group(
+            frames, t.next_seq, self.max_record_bytes
+        )
+        if t.sealed or (t.next_seq > t.first and t.commit_end + len(buf) > self.segment_max_bytes):
+            self._rotate(carry, frames[0][2])
+            t = self._require_tail()
+        start = t.commit_end
+        self._write_tail(buf)
+        t.next_seq = next_seq
+        if last_payload is not None:
+            t.last_hash, t.last_frame = sg.content_hash(last_payload), start + last_rel
+        t.index.note(frames[0][1], start)
+        return self.position
+
+    def _write_tail(self, buf: bytes) -> None:
+        """Write ``buf`` at the commit end with one write loop and one sync, or undo it."""
+        t = self._require_tail()
+        assert t.fd is not None
+        start = t.commit_end
+        try:
+            os.lseek(t.fd, start, os.SEEK_SET)
+            self.fs.write_all(t.fd, buf)
+            self.fs.sync(t.fd)
+        except StorageError:
+            try:
+                self.fs.truncate(t.fd, start)
+                self.fs.sync(t.fd)
+            except StorageError as undo:
+                self._broken = undo
+            raise
+        t.commit_end = start + len(buf)
+
+    def _rotate(self, carry: Callable[[], dict[str, Any]], fence: int) -> None:
+        """Seal the tail (unless already sealed), create its successor, compress the old one."""
+        t = self._require_tail()
+        if not t.sealed:
+            last = t.next_seq - 1
+            info = sg.SealInfo(
+                last, t.last_hash, last - t.first + 1, t.commit_end, _now_ms(), carry()
+            )
+            payload = sg.encode_seal(info)
+            if len(payload) > self.max_record_bytes:
+                raise InvalidArgumentError(f"SEAL carry is {len(payload)} bytes, over the limit")
+            self._write_tail(sg.encode_frame(RTYPE_SEAL, last, fence, sg.SEAL_FLAGS, payload))
+            t.sealed = True
+        no = t.header.segment_no + 1
+        header = SegmentHeader(self.session_id, t.next_seq, no, _now_ms(), t.last_hash)
+        path = self._path(header.first_seq)
+        self.fs.write_file_atomic(path, header.encode())
+        fd = self.fs.open(path, os.O_RDWR)
+        index = sg.SparseIndex([(header.first_seq, sg.HEADER_SIZE)])
+        self._tail = _Tail(header, fd, sg.HEADER_SIZE, t.next_seq, t.last_hash, -1, False, index)
+        self._segs[header.first_seq] = {"seg"}
+        self._indexes[t.first] = t.index
+        if t.fd is not None:
+            self.fs.close(t.fd)
+        if "seg" in self._segs[t.first] and zstdcodec.can_compress():
+            self._compress_quietly(t.first)
+
+    def _compress_quietly(self, first: int) -> None:
+        """Compress a sealed segment; on any failure leave it uncompressed (still valid)."""
+        try:
+            self._compress(first)
+        except (StorageError, UnavailableError, FormatError):
+            tmp = self._path(first, "zst")
+            self.fs.discard(tmp.with_name(tmp.name + ".tmp"))
+
+    def _compress(self, first: int) -> None:
+        """Rewrite sealed ``first`` as a verified ``.seg.zst``, then remove the ``.seg``."""
+        path = self._path(first)
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise storage_error("read", path, exc) from exc
+        seal, cuts = sg.chunk_plan(raw, first)
+        blob = zstdcodec.encode_seekable(raw, cuts, sg.encode_zst_meta(raw, seal))
+        if zstdcodec.decompress(blob, len(raw)) != raw:
+            raise FormatError(f"{path}: compressed copy does not round-trip")
+        self.fs.write_file_atomic(self._path(first, "zst"), blob)
+        self._segs[first].add("zst")
+        self.fs.unlink(path)
+        self.fs.sync_dir(self.journal_dir)
+        self._segs[first].discard("seg")
+        self._indexes.pop(first, None)
+
+    # -- reading --------------------------------------------------------------------------
+    def read(self, from_seq: int = 1, to_seq: int = 0) -> Iterator[Frame]:
+        """EVENT frames with ``from_seq <= seq <= to_seq`` (0: the head as of this call).
+
+        Seeks through the sparse index or the seek table; CRC-checked; in order.
+        """
+        t = self._require_tail()
+        head = t.next_seq - 1
+        hi = head if to_seq <= 0 else min(to_seq, head)
+        lo = max(from_seq, self.base_seq + 1)
+        return self._read(lo, hi, sorted(self._segs), t.commit_end)
+
+    def _read(self, lo: int, hi: int, firsts: list[int], end: int) -> Iterator[Frame]:
+        if lo > hi:
+            return
+        i = max(bisect.bisect_right(firsts, lo) - 1, 0)
+        for first in firsts[i:]:
+            if first > hi:
+                return
+            for frame in self._segment_frames(first, lo, end):
+                if frame.rtype == RTYPE_EVENT and frame.seq >= lo:
+                    if frame.seq > hi:
+                        return
+                    yield frame
+
+    def _segment_frames(self, first: int, from_seq: int, tail_end: int) -> Iterator[Frame]:
+        """Every frame of segment ``first`` from the index point for ``from_seq``, strictly."""
+        t = self._require_tail()
+        if first == t.first and t.fd is not None:
+            dup = os.dup(t.fd)  # a rotation may close the tail's descriptor meanwhile
+            try:
+                yield from self._plain_frames(dup, first, from_seq, tail_end, t.index)
+            finally:
+                os.close(dup)
+            return
+        fd = self._open_plain(first)
+        if fd is not None:
+            try:
+                index = self._indexes.setdefault(first, sg.SparseIndex([(first, sg.HEADER_SIZE)]))
+                yield from self._plain_frames(fd, first, from_seq, os.fstat(fd).st_size, index)
+            finally:
+                os.close(fd)
+            return
+        yield from self._zst_frames(first, from_seq)
+
+    def _plain_frames(
+        self, fd: int, first: int, from_seq: int, end: int, index: sg.SparseIndex
+    ) -> Iterator[Frame]:
+        path = self._path(first)
+        seq, pos = index.floor(from_seq)
+        rules, want = sg.FrameRules(seq), _BLOCK
+        while pos < end:
+            n = min(want, end - pos)
+            buf = self.fs.read_at(fd, n, pos)
+            used, why = yield from sg.parse_frames(
+                buf, pos, first, rules, index, self.max_record_bytes, from_seq
+            )
+            if why and not (why in sg.INCOMPLETE and pos + n < end):
+                raise self._corrupt(path, pos + used, rules.expected, why)
+            want = _BLOCK if used else 2 * n
+            pos += used
+        if rules.in_group:
+            raise self._corrupt(path, pos, rules.expected, "segment ends inside a group")
+
+    def _zst_frames(self, first: int, from_seq: int) -> Iterator[Frame]:
+        z = self._zst_of(first)
+        path, entries = self._path(first, "zst"), z.table.entries
+        start = z.table.chunk_for(from_seq)
+        rules = sg.FrameRules(entries[start].key)
+        for n, raw in enumerate(self._zst_chunks(first, z.table, start), start=start):
+            e = entries[n]
+            if rules.expected != e.key or rules.in_group:
+                raise self._corrupt(path, e.comp_offset, rules.expected, "seek table seq")
+            skip = sg.HEADER_SIZE if n == 0 else 0
+            if raw[:skip] != z.header_raw[:skip]:
+                raise self._corrupt(path, 0, first, "header copy differs from chunk 0")
+            base = e.raw_offset + skip
+            used, why = yield from sg.parse_frames(
+                raw[skip:], base, first, rules, None, 1 << 62, from_seq
+            )
+            if why:
+                raise self._corrupt(path, base + used, rules.expected, f"in chunk {n}: {why}")
+        if not rules.sealed:
+            raise self._corrupt(path, 0, rules.expected, "compressed segment lacks its SEAL")
+
+    def _zst_of(self, first: int) -> _Zst:
+        """The (cached) seek table of compressed segment ``first``: two small reads at most."""
+        if first not in self._zst:
+            path = self._path(first, "zst")
+            fd = self.fs.open(path, os.O_RDONLY)
+            try:
+                size = os.fstat(fd).st_size
+                table = zstdcodec.read_seek_table(lambda n, o: self.fs.read_at(fd, n, o), size)
+                header, header_raw, seal = sg.decode_zst_meta(table.meta)
+            except FormatError as exc:
+                raise self._corrupt(path, 0, first, str(exc)) from exc
+            finally:
+                self.fs.close(fd)
+            self._check_header(header, first, path)
+            if len(self._zst) >= _ZST_CACHE:
+                del self._zst[next(iter(self._zst))]
+            self._zst[first] = _Zst(table, header, header_raw, seal)
+        return self._zst[first]
+
+    def _zst_chunks(self, first: int, table: zstdcodec.SeekTable, start: int) -> Iterator[bytes]:
+        """Decompressed chunks ``start..`` of compressed segment ``first``."""
+        path = self._path(first, "zst")
+        fd = self.fs.open(path, os.O_RDONLY)
+        try:
+            yield from zstdcodec.read_chunks(lambda n, o: self.fs.read_at(fd, n, o), table, start)
+        except FormatError as exc:
+            raise self._corrupt(path, 0, table.entries[start].key, str(exc)) from exc
+        finally:
+            self.fs.close(fd)
+
+    def frames(self) -> Iterator[Frame]:
+        """Every frame (EVENT, COMMIT, SEAL) of every segment in order, checked strictly.
+
+        Checks headers, SEAL contents and the links between segments; raises
+        JournalCorruptError(path, offset, seq, reason) at the first damage.
+        """
+        t = self._require_tail()
+        return self._frames(sorted(self._segs), t.first, t.commit_end)
+
+    def _frames(self, firsts: list[int], tail_first: int, tail_end: int) -> Iterator[Frame]:
+        link: tuple[int, str] | None = None
+        for no, first in enumerate(firsts):
+            header, path = self._header_of(first)
+            if header.segment_no != no:
+                raise self._corrupt(path, 40, first, "segment numbers are not contiguous")
+            if link is not None and link != (first - 1, header.prev_hash):
+                raise self._corrupt(path, 56, first, "header does not link to the previous SEAL")
+            last = last_event = None
+            for frame in self._segment_frames(first, first, tail_end):
+                if frame.rtype == RTYPE_EVENT:
+                    last_event = frame
+                last = frame
+                yield frame
+            if first == tail_first and (last is None or last.rtype != RTYPE_SEAL):
+                return
+            last_hash = sg.content_hash(last_event.payload) if last_event else header.prev_hash
+            why = sg.seal_problem(first, last, last_hash)
+            if not why and "seg" not in self._segs[first] and last is not None:
+                why = "" if self._zst_of(first).seal == last.payload else "SEAL copy differs"
+            if why or last is None:
+                raise self._corrupt(path, last.offset if last else 0, first, why)
+            info = sg.decode_seal(last.payload)
+            link = (info.last_seq, info.last_hash)
+
+    def _header_of(self, first: int) -> tuple[SegmentHeader, Path]:
+        fd = self._open_plain(first)
+        if fd is None:
+            return self._zst_of(first).header, self._path(first, "zst")
+        try:
+            raw = self.fs.read_at(fd, sg.HEADER_SIZE, 0)
+        finally:
+            os.close(fd)
+        return self._decode_header(raw, first, self._path(first)), self._path(first)
+
+    def refresh(self) -> list[Frame]:
+        """Read-only logs: absorb groups committed by another process since the last look.
+
+        Follows rotations into new segments; bytes after the last commit are "not yet
+        committed", never an error. Returns the new committed EVENT and COMMIT frames.
+        """
+        if self.writable:
+            return []
+        new: list[Frame] = []
+        while True:
+            t = self._require_tail()
+            if t.fd is not None and not t.sealed:
+                new += self._refresh_tail(t)
+            if not t.sealed:
+                return new
+            segs, _ = _listing(self.fs, self.journal_dir)
+            if t.next_seq not in segs:
+                return new
+            self._segs = segs
+            self._follow_rotation(t)
+
+    def _refresh_tail(self, t: _Tail) -> list[Frame]:
+        assert t.fd is not None
+        path = self._path(t.first)
+        size = os.fstat(t.fd).st_size
+        if size < t.commit_end:
+            raise self._corrupt(path, size, t.next_seq, "segment shrank below a commit")
+        if size == t.commit_end:
+            return []
+        buf = self.fs.read_at(t.fd, size - t.commit_end, t.commit_end)
+        s = sg.scan(buf, base=t.commit_end, start=t.commit_end, next_seq=t.next_seq,
+                    segment=t.first, max_record=self.max_record_bytes)  # fmt: skip
+        if s.status == sg.STATUS_CORRUPT:
+            raise self._corrupt(path, s.stop, s.next_seq, s.reason)
+        self._absorb(s)
+        return s.frames
+
+    def _follow_rotation(self, old: _Tail) -> None:
+        """Move the read-only tail to the successor of sealed ``old``."""
+        first = old.next_seq
+        header, fd, raw = self._open_tail(first)
+        if header.prev_hash != old.last_hash or header.segment_no != old.header.segment_no + 1:
+            if fd is not None:
+                self.fs.close(fd)
+            raise self._corrupt(self._path(first), 0, first, "successor does not link")
+        index = sg.SparseIndex([(first, sg.HEADER_SIZE)])
+        self._tail = _Tail(header, fd, sg.HEADER_SIZE, first, old.last_hash, -1, False, index)
+        self._indexes[old.first] = old.index
+        if old.fd is not None:
+            self.fs.close(old.fd)
+        if raw is not None:
+            self._absorb(sg.scan(raw, base=0, start=sg.HEADER_SIZE, next_seq=first,
+                                 segment=first, max_record=self.max_record_bytes))  # fmt: skip

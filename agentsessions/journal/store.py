@@ -1,0 +1,298 @@
+"""The store contract: what any journal store must do, whatever holds the bytes.
+
+The five duties (``spec/README.md`` decision 4), as the methods below keep them:
+
+1. conditional append: :meth:`Writer.append` lands a commit only if the journal end is
+   ``expected_last_seq`` and the writer's fence is current; otherwise nothing is written and
+   :class:`~agentsessions.errors.ConflictError` carries the current head;
+2. idempotent commits: a commit may carry ``commit_id``; a retry with the same id returns the
+   first :class:`CommitResult` (``duplicate=True``) and appends nothing; the latest
+   :data:`COMMIT_IDS_REMEMBERED` ids per session are remembered across restarts;
+3. numbers never reused: sequence numbers grow by one per event from 1 and are never reused
+   (there is no operation that removes acknowledged entries);
+4. followers: :meth:`Store.follow` yields records from a cursor and then each new record as
+   it commits;
+5. size limit: a commit whose payload exceeds ``max_commit_bytes`` is refused whole with
+   :class:`~agentsessions.errors.CommitTooLargeError`.
+
+Every implementation (file, in-memory, and later distributed) passes ONE contract suite in
+``tests/contract``.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import secrets
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agentsessions.errors import InvalidArgumentError
+from agentsessions.journal.records import Record
+
+DEFAULT_PROJECT = "default"
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 500
+DEFAULT_MAX_COMMIT_BYTES = 4 * 1024 * 1024
+COMMIT_IDS_REMEMBERED = 1024
+MAX_COMMIT_ID_LEN = 128
+
+_UID = re.compile(r"sess-[0-9a-f]{24}")
+_PROJECT_BAD = re.compile(r"[/\\\x00-\x1f\x7f]")
+
+
+def new_uid() -> str:
+    """A fresh session uid: ``sess-`` and 24 hex digits (12 random bytes), as the reference."""
+    return "sess-" + secrets.token_hex(12)
+
+
+def check_uid(uid: str) -> str:
+    """Return ``uid`` if it is a well-formed session id, else raise InvalidArgumentError."""
+    if not isinstance(uid, str) or not _UID.fullmatch(uid):
+        raise InvalidArgumentError(
+            f"invalid session id {uid!r}: expected 'sess-' followed by 24 lowercase hex digits",
+            hint="agentsessions list",
+        )
+    return uid
+
+
+def check_project(project: str) -> str:
+    """Return ``project`` if it is a usable project name, else raise InvalidArgumentError."""
+    if not project or len(project) > 128 or project in (".", "..") or _PROJECT_BAD.search(project):
+        raise InvalidArgumentError(
+            f"invalid project name {project!r}: 1-128 characters, "
+            "no path separators or control characters"
+        )
+    return project
+
+
+@dataclass(frozen=True)
+class SessionMeta:
+    """The metadata row written when a session is created, before any event."""
+
+    uid: str
+    project: str = DEFAULT_PROJECT
+    name: str = ""
+    harness: str = ""
+    model: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    origin: Mapping[str, Any] | None = None
+    identity: Mapping[str, str] | None = None
+    parent_uid: str = ""
+    fork_seq: int = 0
+    create_time_ns: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The metadata as a JSON object (the ``session.json`` file and export header)."""
+        return {
+            "uid": self.uid,
+            "project": self.project,
+            "name": self.name,
+            "harness": self.harness,
+            "model": self.model,
+            "labels": dict(self.labels),
+            "annotations": dict(self.annotations),
+            "origin": dict(self.origin) if self.origin is not None else None,
+            "identity": dict(self.identity) if self.identity is not None else None,
+            "parent_uid": self.parent_uid,
+            "fork_seq": self.fork_seq,
+            "create_time_ns": self.create_time_ns,
+        }
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> SessionMeta:
+        """Inverse of :meth:`to_json`; unknown keys are ignored so the file can grow."""
+        return cls(
+            uid=str(obj["uid"]),
+            project=str(obj.get("project") or DEFAULT_PROJECT),
+            name=str(obj.get("name", "")),
+            harness=str(obj.get("harness", "")),
+            model=str(obj.get("model", "")),
+            labels={str(k): str(v) for k, v in (obj.get("labels") or {}).items()},
+            annotations={str(k): str(v) for k, v in (obj.get("annotations") or {}).items()},
+            origin=obj.get("origin"),
+            identity=obj.get("identity"),
+            parent_uid=str(obj.get("parent_uid", "")),
+            fork_seq=int(obj.get("fork_seq", 0)),
+            create_time_ns=int(obj.get("create_time_ns", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """Metadata plus the projections kept at append time (never by re-reading the log)."""
+
+    meta: SessionMeta
+    last_seq: int = 0
+    last_hash: str = ""
+    compute_state: str = "COMPUTE_NONE"
+    exec_state: str = "EXEC_PENDING"
+    update_time_ns: int = 0
+    fence: int = 0
+    deleted: bool = False
+
+    @property
+    def uid(self) -> str:
+        return self.meta.uid
+
+    def to_json(self) -> dict[str, Any]:
+        """The session as the CLI's ``--json`` object: metadata plus projections."""
+        out = self.meta.to_json()
+        out.update(
+            last_seq=self.last_seq,
+            last_hash=self.last_hash,
+            compute_state=self.compute_state,
+            exec_state=self.exec_state,
+            update_time_ns=self.update_time_ns,
+            fence=self.fence,
+            deleted=self.deleted,
+        )
+        return out
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a listing; ``next_cursor`` is empty on the last page."""
+
+    sessions: list[SessionInfo]
+    next_cursor: str = ""
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """What a commit produced; a retried commit id returns the first result with ``duplicate``."""
+
+    first_seq: int
+    last_seq: int
+    last_hash: str
+    fence: int
+    duplicate: bool = False
+
+
+class Writer(Protocol):
+    """The single writer of one session: holds its lock and a freshly minted fence."""
+
+    @property
+    def uid(self) -> str: ...
+
+    @property
+    def fence(self) -> int: ...
+
+    @property
+    def head(self) -> tuple[int, str]:
+        """``(last_seq, last_hash)``; ``(0, "")`` for an empty journal."""
+        ...
+
+    def append(
+        self,
+        events: Sequence[Mapping[str, Any]],
+        *,
+        expected_last_seq: int | None = None,
+        fence: int | None = None,
+        commit_id: str | None = None,
+    ) -> CommitResult:
+        """Append ``events`` (proto3-JSON ``Event`` dicts) as one durable, atomic commit.
+
+        ``expected_last_seq`` None appends at the current head; ``fence`` None uses the
+        writer's own fence. Acknowledged (returned) only after the bytes are synced.
+        """
+        ...
+
+    def append_records(self, records: Sequence[Record]) -> CommitResult:
+        """Append already-hashed records verbatim (import); each must link and verify."""
+        ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Writer: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+class Store(Protocol):
+    """A place that keeps sessions: metadata, journals, and the projections over them."""
+
+    max_commit_bytes: int
+
+    def create(self, meta: SessionMeta) -> SessionInfo:
+        """Write the metadata row of a new session (uid fresh, project valid), no events."""
+        ...
+
+    def get(self, uid: str) -> SessionInfo:
+        """The session's metadata and projections; deleted sessions are still returned."""
+        ...
+
+    def list(self, project: str, page_size: int = 0, cursor: str = "") -> Page:
+        """Newest first (create time desc, uid asc), keyset paged, deleted sessions hidden."""
+        ...
+
+    def uids(self) -> tuple[str, ...]:
+        """Every session uid in the store, deleted ones included, sorted (for ``verify --all``)."""
+        ...
+
+    def delete(self, uid: str) -> SessionInfo:
+        """Permanently soft-delete: hidden from list, every later write refused."""
+        ...
+
+    def writer(self, uid: str) -> Writer:
+        """Become the session's single writer (fails fast with LockHeldError if busy)."""
+        ...
+
+    def read(self, uid: str, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
+        """Committed records with ``from_seq <= seq <= to_seq`` (0 = head), in order."""
+        ...
+
+    def follow(
+        self, uid: str, from_seq: int = 1, *, idle_timeout: float | None = None
+    ) -> Iterator[Record]:
+        """Records from ``from_seq`` on, then each new one as it commits.
+
+        Stops after ``idle_timeout`` seconds without a new record (None = never).
+        """
+        ...
+
+    def close(self) -> None: ...
+
+
+def clamp_page_size(page_size: int) -> int:
+    """0 (or less) means the default page; more than the maximum is clamped, as the reference."""
+    if page_size <= 0:
+        return DEFAULT_PAGE_SIZE
+    return min(page_size, MAX_PAGE_SIZE)
+
+
+def check_commit_id(commit_id: str | None) -> str | None:
+    """Commit ids are opaque printable strings of at most 128 characters."""
+    if commit_id is None:
+        return None
+    if not commit_id or len(commit_id) > MAX_COMMIT_ID_LEN or not commit_id.isprintable():
+        raise InvalidArgumentError(
+            f"invalid commit id {commit_id!r}: 1-{MAX_COMMIT_ID_LEN} printable characters"
+        )
+    return commit_id
+
+
+def encode_cursor(create_time_ns: int, uid: str) -> str:
+    """The opaque keyset cursor after a row: base64url (no padding) of ``"<ns>\\0<uid>"``.
+
+    The same shape as the Go reference's page token, so the two agree on what a cursor means.
+    """
+    raw = f"{create_time_ns}\x00{uid}".encode()
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def decode_cursor(cursor: str) -> tuple[int, str]:
+    """Inverse of :func:`encode_cursor`; anything else is an InvalidArgumentError."""
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        raw = base64.urlsafe_b64decode(padded.encode("ascii")).decode()
+        ns_text, uid = raw.split("\x00")
+        ns = int(ns_text)
+        check_uid(uid)
+    except (ValueError, UnicodeError, InvalidArgumentError):
+        raise InvalidArgumentError(
+            f"invalid page cursor {cursor!r}", hint="use the cursor printed by the previous page"
+        ) from None
+    return ns, uid

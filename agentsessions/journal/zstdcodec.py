@@ -1,0 +1,350 @@
+"""Zstandard compression with a pure-Python fallback chain.
+
+Backends, in order of preference: stdlib ``compression.zstd`` (Python 3.14+), ``pyzstd``,
+``backports.zstd``, then the ``zstd`` command line through a subprocess. Inside a stdlib
+zipapp the compiled modules cannot import, so the command line is the last resort; with none
+of them every call raises :class:`~agentsessions.errors.UnavailableError`.
+
+Invariants:
+- :func:`decompress` never returns more than ``max_size`` bytes: a larger output (a zstd
+  bomb or a hostile input) raises :class:`~agentsessions.errors.FormatError` without
+  materialising it; truncated or malformed input raises FormatError too;
+- :func:`decompress` accepts concatenated frames and skips skippable frames, so the output
+  of every backend is byte-identical;
+- :func:`compress` writes one frame with a content checksum;
+- a *seekable* file (:func:`encode_seekable`) is a plain zstd stream: independent frames,
+  then one skippable frame holding the seek table, the caller's metadata and a fixed-size
+  footer at the very end, so ``zstd -d`` yields exactly the original bytes and a reader
+  finds the table from the end in one small read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import shutil
+import struct
+import subprocess
+import threading
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentsessions.errors import FormatError, UnavailableError
+
+__all__ = [
+    "SKIPPABLE_MAGIC_BASE",
+    "SeekTable",
+    "backend",
+    "can_compress",
+    "compress",
+    "decode_seekable_footer",
+    "decode_seekable_trailer",
+    "decompress",
+    "encode_seekable",
+    "read_chunks",
+    "read_seek_table",
+    "skippable_frame",
+]
+
+SKIPPABLE_MAGIC_BASE = 0x184D2A50
+"""Skippable frames use magic ``0x184D2A50 | n`` for n in 0..15; decoders skip them."""
+
+_MODULES = (
+    ("compression.zstd", "compression.zstd"),
+    ("pyzstd", "pyzstd"),
+    ("backports.zstd", "backports.zstd"),
+)
+_CLI_TIMEOUT = 120.0
+_NO_CODEC = "no zstd codec: install pyzstd or the zstd command line"
+
+_backend: str | None = None
+"""The chosen backend name (tests may set it: ``"pyzstd"``, ``"cli"``, ``"none"``...)."""
+
+
+def _detect() -> str:
+    for name, module in _MODULES:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            continue
+        return name
+    if shutil.which("zstd"):
+        return "cli"
+    return "none"
+
+
+def backend() -> str:
+    """The name of the backend in use: a module name, ``"cli"``, or ``"none"``."""
+    global _backend
+    if _backend is None:
+        _backend = _detect()
+    return _backend
+
+
+def can_compress() -> bool:
+    """True when some backend can compress (and decompress) here."""
+    return backend() != "none"
+
+
+def _module() -> Any:
+    return importlib.import_module(backend())
+
+
+def _unavailable() -> UnavailableError:
+    return UnavailableError(_NO_CODEC, hint="pip install pyzstd, or apt install zstd")
+
+
+def compress(data: bytes, level: int = 3) -> bytes:
+    """Compress ``data`` into one zstd frame (with a content checksum)."""
+    name = backend()
+    if name == "none":
+        raise _unavailable()
+    if name == "cli":
+        return _cli(["-q", "-c", f"-{level}", "--check"], data, None)
+    mod = _module()
+    if name == "pyzstd":
+        params = {mod.CParameter.compressionLevel: level, mod.CParameter.checksumFlag: 1}
+        return bytes(mod.compress(data, params))
+    params = {
+        mod.CompressionParameter.compression_level: level,
+        mod.CompressionParameter.checksum_flag: 1,
+    }
+    return bytes(mod.compress(data, options=params))
+
+
+def decompress(data: bytes | memoryview, max_size: int) -> bytes:
+    """Decompress concatenated zstd frames (skipping skippable ones), at most ``max_size`` bytes.
+
+    Raises FormatError on malformed or truncated input, or when the output would exceed
+    ``max_size``.
+    """
+    name = backend()
+    if name == "none":
+        raise _unavailable()
+    if not data:
+        return b""
+    if name == "cli":
+        return _cli(["-d", "-q", "-c"], bytes(data), max_size)
+    return _decompress_module(_module(), bytes(data), max_size)
+
+
+def _decompress_module(mod: Any, data: bytes, max_size: int) -> bytes:
+    out = bytearray()
+    while data:
+        dec = mod.ZstdDecompressor()
+        try:
+            while True:
+                room = max_size - len(out)
+                chunk = dec.decompress(data, max_length=room + 1)
+                data = b""
+                out += chunk
+                if len(out) > max_size:
+                    raise FormatError(f"zstd data decompresses to more than {max_size} bytes")
+                if dec.eof or (dec.needs_input and not chunk):
+                    break
+        except mod.ZstdError as exc:
+            raise FormatError(f"malformed zstd data: {exc}") from exc
+        if not dec.eof:
+            raise FormatError("truncated zstd data")
+        data = dec.unused_data
+    return bytes(out)
+
+
+def _cli(args: list[str], data: bytes, max_size: int | None) -> bytes:
+    """Run the ``zstd`` command line, feeding ``data`` and reading at most ``max_size + 1``."""
+    exe = shutil.which("zstd")
+    if exe is None:
+        raise _unavailable()
+    pipe = subprocess.PIPE
+    with subprocess.Popen([exe, *args], stdin=pipe, stdout=pipe, stderr=pipe) as proc:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        errors: list[bytes] = []
+        helpers = [
+            threading.Thread(target=_feed, args=(proc.stdin, data), daemon=True),
+            threading.Thread(target=_drain, args=(proc.stderr, errors), daemon=True),
+        ]
+        for thread in helpers:
+            thread.start()
+        out = _read_limited(proc.stdout, None if max_size is None else max_size + 1)
+        too_big = max_size is not None and len(out) > max_size
+        if too_big:
+            proc.kill()
+        code = proc.wait(timeout=_CLI_TIMEOUT)
+        for thread in helpers:
+            thread.join(timeout=_CLI_TIMEOUT)
+    if too_big:
+        raise FormatError(f"zstd data decompresses to more than {max_size} bytes")
+    if code != 0:
+        msg = b"".join(errors).decode("utf-8", "replace").strip()
+        raise FormatError(f"zstd command failed ({code}): {msg or 'malformed data'}")
+    return out
+
+
+def _read_limited(pipe: Any, limit: int | None) -> bytes:
+    out = bytearray()
+    while limit is None or len(out) < limit:
+        piece = pipe.read(65536 if limit is None else min(65536, limit - len(out)))
+        if not piece:
+            break
+        out += piece
+    return bytes(out)
+
+
+def _drain(pipe: Any, sink: list[bytes]) -> None:
+    sink.append(pipe.read())
+
+
+def _feed(pipe: Any, data: bytes) -> None:
+    with contextlib.suppress(OSError):
+        pipe.write(data)
+    with contextlib.suppress(OSError):
+        pipe.close()
+
+
+def skippable_frame(content: bytes, nibble: int = 0) -> bytes:
+    """A zstd skippable frame (magic ``0x184D2A50 | nibble``) holding ``content``."""
+    if not 0 <= nibble <= 15:
+        raise ValueError("skippable frame nibble must be 0..15")
+    return struct.pack("<II", SKIPPABLE_MAGIC_BASE | nibble, len(content)) + content
+
+
+# -- seekable container ---------------------------------------------------------------------
+SEEK_SKIPPABLE_MAGIC = SKIPPABLE_MAGIC_BASE | 0xE
+SEEK_ENTRY_STRUCT = struct.Struct("<QQQQ")  # key, raw_offset, comp_offset, comp_len
+SEEK_FOOTER_STRUCT = struct.Struct("<HHIIIQQII8s")
+SEEK_FOOTER_SIZE = 48
+SEEK_FOOTER_MAGIC = b"AGSJSEEK"
+SEEK_FOOTER_VERSION = 1
+SEEK_FOOTER_CRC_OFFSET = 36
+
+
+@dataclass(frozen=True, slots=True)
+class SeekEntry:
+    """One independently compressed chunk of a seekable file."""
+
+    key: int  # the caller's key for the chunk (the journal: seq of its first frame)
+    raw_offset: int  # where the chunk starts in the uncompressed data
+    comp_offset: int  # where its zstd frame starts in the file
+    comp_len: int  # length of that zstd frame
+
+
+@dataclass(frozen=True)
+class SeekTable:
+    """The trailer of a seekable file: chunk list, caller metadata, sizes."""
+
+    entries: tuple[SeekEntry, ...]
+    meta: bytes
+    raw_size: int
+    skip_offset: int  # where the trailer's skippable frame starts (== compressed bytes)
+
+    def raw_len(self, i: int) -> int:
+        """Uncompressed length of chunk ``i``."""
+        nxt = self.entries[i + 1].raw_offset if i + 1 < len(self.entries) else self.raw_size
+        return nxt - self.entries[i].raw_offset
+
+    def chunk_for(self, key: int) -> int:
+        """Index of the last chunk whose key is <= ``key`` (0 if none)."""
+        lo, hi = 0, len(self.entries)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.entries[mid].key <= key:
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
+
+def encode_seekable(
+    raw: bytes, cuts: Sequence[tuple[int, int]], meta: bytes, level: int = 3
+) -> bytes:
+    """Compress ``raw`` as independent frames cut at ``(key, raw_offset)`` points, then the
+    seek-table trailer holding ``meta``. The first cut must be at offset 0."""
+    if not cuts or cuts[0][1] != 0:
+        raise ValueError("the first cut must be at offset 0")
+    bounds = [off for _, off in cuts] + [len(raw)]
+    table, frames, comp = bytearray(), [], 0
+    for (key, off), end in zip(cuts, bounds[1:], strict=True):
+        frame = compress(raw[off:end], level)
+        table += SEEK_ENTRY_STRUCT.pack(key, off, comp, len(frame))
+        frames.append(frame)
+        comp += len(frame)
+    body = bytes(table) + meta
+    footer = SEEK_FOOTER_STRUCT.pack(
+        SEEK_FOOTER_VERSION, SEEK_FOOTER_SIZE, len(cuts), len(meta), zlib.crc32(body),
+        len(raw), comp, 0, 0, SEEK_FOOTER_MAGIC,
+    )  # fmt: skip
+    crc = zlib.crc32(footer[:SEEK_FOOTER_CRC_OFFSET]).to_bytes(4, "little")
+    footer = footer[:SEEK_FOOTER_CRC_OFFSET] + crc + footer[SEEK_FOOTER_CRC_OFFSET + 4 :]
+    return b"".join((*frames, skippable_frame(body + footer, 0xE)))
+
+
+def decode_seekable_footer(footer: bytes, file_size: int) -> int:
+    """Check the last 48 bytes of a seekable file; return the trailer's size (from its magic)."""
+    if len(footer) != SEEK_FOOTER_SIZE:
+        raise FormatError("seekable zstd file too short for its footer")
+    version, size, count, meta_len, _, _, skip, _, fcrc, magic = SEEK_FOOTER_STRUCT.unpack(footer)
+    if magic != SEEK_FOOTER_MAGIC or zlib.crc32(footer[:SEEK_FOOTER_CRC_OFFSET]) != fcrc:
+        raise FormatError("seekable zstd footer is damaged (magic or CRC)")
+    if version != SEEK_FOOTER_VERSION or size != SEEK_FOOTER_SIZE:
+        raise FormatError(f"unsupported seekable zstd footer version {version}")
+    trailer: int = 8 + count * SEEK_ENTRY_STRUCT.size + meta_len + SEEK_FOOTER_SIZE
+    if count < 1 or skip + trailer != file_size:
+        raise FormatError("seekable zstd footer sizes do not add up")
+    return trailer
+
+
+def decode_seekable_trailer(trailer: bytes, file_size: int) -> SeekTable:
+    """Parse a seekable file's trailer (its skippable frame, from the magic to EOF)."""
+    size = decode_seekable_footer(trailer[-SEEK_FOOTER_SIZE:], file_size)
+    _, _, count, _, tcrc, raw_size, skip, _, _, _ = SEEK_FOOTER_STRUCT.unpack(
+        trailer[-SEEK_FOOTER_SIZE:]
+    )
+    magic, content_len = struct.unpack_from("<II", trailer, 0)
+    if len(trailer) != size or magic != SEEK_SKIPPABLE_MAGIC or content_len != size - 8:
+        raise FormatError("seekable zstd trailer frame is damaged")
+    body = trailer[8:-SEEK_FOOTER_SIZE]
+    if zlib.crc32(body) != tcrc:
+        raise FormatError("seekable zstd seek table CRC mismatch")
+    n = count * SEEK_ENTRY_STRUCT.size
+    entries = tuple(SeekEntry(*SEEK_ENTRY_STRUCT.unpack_from(body, o)) for o in range(0, n, 32))
+    table = SeekTable(entries, body[n:], raw_size, skip)
+    comp, raw, key = 0, -1, -1
+    for e in entries:
+        if e.comp_offset != comp or e.raw_offset <= raw or e.key < key or e.comp_len < 1:
+            raise FormatError("seekable zstd seek table is inconsistent")
+        comp, raw, key = e.comp_offset + e.comp_len, e.raw_offset, e.key
+    if comp != skip or entries[0].raw_offset != 0 or raw >= raw_size:
+        raise FormatError("seekable zstd seek table does not cover the file")
+    return table
+
+
+ReadAt = Callable[[int, int], bytes]
+"""``read_at(n, offset)``: up to ``n`` bytes of a file at ``offset``."""
+
+
+def read_seek_table(read_at: ReadAt, file_size: int, guess: int = 64 << 10) -> SeekTable:
+    """Read a seekable file's table from its end: one read of ``guess`` bytes, two at most."""
+    n = min(file_size, guess)
+    tail = read_at(n, file_size - n)
+    trailer = decode_seekable_footer(tail[-SEEK_FOOTER_SIZE:], file_size)
+    if trailer > n:
+        tail = read_at(trailer, file_size - trailer)
+    return decode_seekable_trailer(tail[-trailer:], file_size)
+
+
+MAX_CHUNK = 1 << 30
+"""Largest raw chunk a seek table may claim (a hostile table cannot ask for more memory)."""
+
+
+def read_chunks(read_at: ReadAt, table: SeekTable, start: int = 0) -> Iterator[bytes]:
+    """Decompress chunks ``start..`` of a seekable file, each checked against its length."""
+    for i in range(start, len(table.entries)):
+        e, size = table.entries[i], table.raw_len(i)
+        if size > MAX_CHUNK or e.comp_len > MAX_CHUNK:
+            raise FormatError(f"chunk {i} claims {size} bytes, over the {MAX_CHUNK} limit")
+        raw = decompress(read_at(e.comp_len, e.comp_offset), size)
+        if len(raw) != size:
+            raise FormatError(f"chunk {i} decompresses to {len(raw)} bytes, expected {size}")
+        yield raw

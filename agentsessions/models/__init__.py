@@ -1,0 +1,1 @@
+"""agentsessions.models."""

@@ -1,0 +1,237 @@
+"""Journal benchmarks: ratios against baselines measured in the same run.
+
+    python bench/journal.py                     # full run (1M-event open, 100k-session list)
+    python bench/journal.py --quick             # small sizes, for a smoke check
+
+Prints one line per measurement and the ratio against its baseline with the target:
+- durable 1-event commits/s vs SQLite WAL synchronous=FULL, one row per transaction
+  (the Go reference's storage); target >= 0.9x;
+- 16-event commits (events/s) vs SQLite committing the same 16 rows in one transaction
+  (target >= 1x) and vs its one-row rate (target >= 5x);
+- fast verify (MB/s) vs raw hashlib.sha256 over the same payload bytes (target >= 0.5x);
+  strict verify events/s (target >= 100,000/s on one core);
+- opening a 1,000,000-event session vs a 10-event one (target within 2x);
+- the first ``list`` page over 100,000 sessions (target under 20 ms).
+No number here is asserted by a test: machines are shared and noisy; ratios are the point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from agentsessions.journal import model
+from agentsessions.journal.durable import FileSystem
+from agentsessions.journal.filestore import FileStore
+from agentsessions.journal.store import SessionMeta, new_uid
+from agentsessions.journal.verify import verify_dir
+
+
+class NoSyncFileSystem(FileSystem):
+    """Builds large fixtures quickly; never used for a timed durable measurement."""
+
+    def sync(self, fd: int, *, full: bool = False) -> None:
+        pass
+
+    def sync_dir(self, path: Path) -> None:
+        pass
+
+
+def _event(i: int, size: int = 400) -> dict[str, Any]:
+    text = f"message {i} " + "lorem ipsum dolor sit amet " * (size // 27)
+    return model.output_event(model.text_message("assistant", text), execution_id=f"{i:016x}")
+
+
+def _rate(n: int, fn: Callable[[], None]) -> float:
+    start = time.perf_counter()
+    fn()
+    return n / (time.perf_counter() - start)
+
+
+def _sqlite(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.execute(
+        "CREATE TABLE events(session TEXT NOT NULL, seq INTEGER NOT NULL, prev_hash TEXT NOT NULL,"
+        " hash TEXT NOT NULL, fence INTEGER NOT NULL, event BLOB NOT NULL,"
+        " PRIMARY KEY(session, seq))"
+    )
+    return db
+
+
+def sqlite_rate(tmp: Path, commits: int, per_commit: int, payload: bytes) -> float:
+    """Rows/s for SQLite WAL+FULL inserting ``per_commit`` rows per transaction."""
+    db = _sqlite(tmp / f"bench-{per_commit}.db")
+    seq = 0
+
+    def run() -> None:
+        nonlocal seq
+        for _ in range(commits):
+            db.execute("BEGIN")
+            for _ in range(per_commit):
+                seq += 1
+                digest = hashlib.sha256(payload + str(seq).encode()).hexdigest()
+                db.execute(
+                    "INSERT INTO events VALUES(?,?,?,?,?,?)", ("s", seq, digest, digest, 1, payload)
+                )
+            db.execute("COMMIT")
+
+    rate = _rate(commits * per_commit, run)
+    db.close()
+    return rate
+
+
+def ours_rate(store: FileStore, commits: int, per_commit: int) -> float:
+    """Events/s for durable commits of ``per_commit`` events through the file store."""
+    uid = new_uid()
+    store.create(SessionMeta(uid=uid))
+    batches = [[_event(c * per_commit + i) for i in range(per_commit)] for c in range(commits)]
+    with store.writer(uid) as writer:
+
+        def run() -> None:
+            for batch in batches:
+                writer.append(batch)
+
+        return _rate(commits * per_commit, run)
+
+
+def bench_commits(tmp: Path, commits: int, report: Callable[..., None]) -> None:
+    store = FileStore(tmp / "commits")
+    payload = _payload_sample()
+    rounds: dict[str, list[float]] = {"o1": [], "s1": [], "o16": [], "s16": []}
+    for _ in range(3):  # interleave to share the machine's noise fairly
+        rounds["s1"].append(sqlite_rate(tmp, commits, 1, payload))
+        rounds["o1"].append(ours_rate(store, commits, 1))
+        rounds["s16"].append(sqlite_rate(tmp, commits // 4, 16, payload))
+        rounds["o16"].append(ours_rate(store, commits // 4, 16))
+        for name in ("bench-1.db", "bench-16.db"):
+            for suffix in ("", "-wal", "-shm"):
+                Path(tmp / (name + suffix)).unlink(missing_ok=True)
+    med = {k: statistics.median(v) for k, v in rounds.items()}
+    report("1-event commits/s", med["o1"], "sqlite 1 row/txn", med["s1"], 0.9)
+    report("16-event commits, events/s", med["o16"], "sqlite 16 rows/txn", med["s16"], 1.0)
+    report("16-event commits, events/s", med["o16"], "sqlite 1 row/txn", med["s1"], 5.0)
+    store.close()
+
+
+def _payload_sample() -> bytes:
+    from agentsessions.journal import canonical
+
+    return canonical.envelope(canonical.canonical_json(_event(1)), "ab" * 32, 1)
+
+
+def bench_verify(tmp: Path, events: int, report: Callable[..., None]) -> None:
+    store = FileStore(tmp / "verify", fs=NoSyncFileSystem())
+    uid = new_uid()
+    store.create(SessionMeta(uid=uid))
+    with store.writer(uid) as writer:
+        for start in range(0, events, 4096):
+            writer.append([_event(i) for i in range(start, min(events, start + 4096))])
+    payloads = [r.payload for r in store.read(uid)]
+    nbytes = sum(len(p) for p in payloads)
+    sdir = store.session_dir(uid)
+
+    def raw() -> None:
+        for p in payloads:
+            hashlib.sha256(p).hexdigest()
+
+    raw_rate = _rate(nbytes, raw)
+    fast_rate = _rate(nbytes, lambda: _must(verify_dir(sdir).ok))
+    strict_rate = _rate(events, lambda: _must(verify_dir(sdir, strict=True).ok))
+    report("fast verify MB/s", fast_rate / 1e6, "raw sha256 MB/s", raw_rate / 1e6, 0.5)
+    print(f"strict verify: {strict_rate:,.0f} events/s   (target >= 100,000/s)")
+    store.close()
+
+
+def _must(ok: bool) -> None:
+    if not ok:
+        raise SystemExit("verify failed during the benchmark")
+
+
+def bench_open(tmp: Path, big: int, report: Callable[..., None]) -> None:
+    store = FileStore(tmp / "open", fs=NoSyncFileSystem())
+    sizes = {"small": 10, "big": big}
+    uids = {}
+    for name, n in sizes.items():
+        uid = uids[name] = new_uid()
+        store.create(SessionMeta(uid=uid))
+        with store.writer(uid) as writer:
+            for start in range(0, n, 4096):
+                writer.append([_event(i, 100) for i in range(start, min(n, start + 4096))])
+
+    def open_time(uid: str) -> float:
+        times = []
+        for _ in range(15):
+            t0 = time.perf_counter()
+            with store.writer(uid) as writer:
+                writer.head  # noqa: B018
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times)
+
+    small, large = open_time(uids["small"]), open_time(uids["big"])
+    print(
+        f"open writer: 10 events {small * 1e3:.2f} ms, {big:,} events {large * 1e3:.2f} ms, "
+        f"ratio {large / small:.2f}x   (target <= 2x)"
+    )
+    store.close()
+
+
+def bench_list(tmp: Path, sessions: int) -> None:
+    home = tmp / "list"
+    store = FileStore(home, fs=NoSyncFileSystem())
+    for i in range(sessions):
+        store.create(SessionMeta(uid=new_uid(), project="bench", create_time_ns=1_000_000 + i))
+    store.close()
+    fresh = FileStore(home)  # a new process would open the catalog the same way
+    times = []
+    for _ in range(20):
+        t0 = time.perf_counter()
+        page = fresh.list("bench")
+        times.append(time.perf_counter() - t0)
+    assert len(page.sessions) == 50
+    print(
+        f"first list page over {sessions:,} sessions: {statistics.median(times) * 1e3:.2f} ms"
+        "   (target < 20 ms)"
+    )
+    fresh.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
+    parser.add_argument("--dir", type=Path, default=None, help="scratch directory (default: tmp)")
+    args = parser.parse_args()
+    commits, verify_events = (300, 20_000) if args.quick else (2_000, 200_000)
+    big, sessions = (50_000, 5_000) if args.quick else (1_000_000, 100_000)
+
+    def report(name: str, ours: float, base_name: str, base: float, target: float) -> None:
+        ratio = ours / base
+        verdict = "ok" if ratio >= target else "BELOW TARGET"
+        print(
+            f"{name}: {ours:,.0f} vs {base_name}: {base:,.0f} -> {ratio:.2f}x "
+            f"(target >= {target}x) {verdict}"
+        )
+
+    with tempfile.TemporaryDirectory(dir=args.dir) as scratch:
+        tmp = Path(scratch)
+        print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, scratch {tmp}")
+        bench_commits(tmp, commits, report)
+        bench_verify(tmp, verify_events, report)
+        bench_open(tmp, big, report)
+        bench_list(tmp, sessions)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,290 @@
+"""ONE contract suite that every store passes: the file store and the in-memory store.
+
+A distributed store joins by adding a fixture to ``STORES``. Each test states a promise of
+``agentsessions.journal.store`` that a user of any store relies on.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentsessions.errors import (
+    ChainBrokenError,
+    CommitTooLargeError,
+    ConflictError,
+    FencedError,
+    InvalidArgumentError,
+    LockHeldError,
+    NotFoundError,
+    SessionDeletedError,
+)
+from agentsessions.journal import model
+from agentsessions.journal.filestore import FileStore, StoreOptions
+from agentsessions.journal.memstore import MemoryStore
+from agentsessions.journal.store import COMMIT_IDS_REMEMBERED, SessionMeta, Store, new_uid
+from agentsessions.journal.verify import VerifyReport, check_chain
+
+MAX_COMMIT = 64 * 1024
+
+
+def _file_store(tmp: Path) -> FileStore:
+    return FileStore(
+        tmp / "home", options=StoreOptions(max_commit_bytes=MAX_COMMIT, segment_max_bytes=16 * 1024)
+    )
+
+
+def _memory_store(tmp: Path) -> MemoryStore:
+    return MemoryStore(max_commit_bytes=MAX_COMMIT)
+
+
+STORES: dict[str, Callable[[Path], Any]] = {"file": _file_store, "memory": _memory_store}
+
+
+@pytest.fixture(params=sorted(STORES))
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    s = STORES[request.param](tmp_path)
+    yield s
+    s.close()
+
+
+def _new(store: Store, **kw: Any) -> str:
+    uid = new_uid()
+    store.create(SessionMeta(uid=uid, **kw))
+    return uid
+
+
+def _say(text: str) -> dict[str, Any]:
+    return model.input_event(model.text_message("user", text), execution_id="e1")
+
+
+def test_create_writes_metadata_before_any_event(store: Store) -> None:
+    uid = _new(
+        store, project="acme", name="triage", harness="echo", model="echo-1", labels={"a": "b"}
+    )
+    info = store.get(uid)
+    assert (info.meta.project, info.meta.name, info.meta.harness) == ("acme", "triage", "echo")
+    assert info.meta.labels == {"a": "b"}
+    assert (info.last_seq, info.last_hash, info.compute_state, info.exec_state) == (
+        0,
+        "",
+        "COMPUTE_NONE",
+        "EXEC_PENDING",
+    )
+    assert info.meta.create_time_ns > 0
+    assert list(store.read(uid)) == []
+
+
+def test_append_numbers_from_one_and_chains(store: Store) -> None:
+    uid = _new(store)
+    with store.writer(uid) as w:
+        r1 = w.append([_say("a")], expected_last_seq=0)
+        r2 = w.append([_say("b"), _say("c")], expected_last_seq=1)
+    assert (r1.first_seq, r1.last_seq, r2.first_seq, r2.last_seq) == (1, 1, 2, 3)
+    records = list(store.read(uid))
+    assert [r.seq for r in records] == [1, 2, 3]
+    assert records[0].prev_hash == ""
+    assert [r.prev_hash for r in records[1:]] == [r.content_hash for r in records[:-1]]
+    assert check_chain(records, VerifyReport(source="t")).ok
+    assert store.get(uid).last_seq == 3 and store.get(uid).last_hash == r2.last_hash
+    assert records[1].event["message"]["parts"][0]["text"]["text"] == "b"
+
+
+def test_lost_cas_writes_nothing_and_reports_head(store: Store) -> None:
+    uid = _new(store)
+    with store.writer(uid) as w:
+        ok = w.append([_say("a")], expected_last_seq=0)
+        with pytest.raises(ConflictError) as err:
+            w.append([_say("b")], expected_last_seq=0)
+    assert (err.value.head_seq, err.value.head_hash) == (1, ok.last_hash)
+    assert [r.seq for r in store.read(uid)] == [1]
+
+
+def test_second_writer_is_refused_while_first_holds(store: Store) -> None:
+    uid = _new(store)
+    w = store.writer(uid)
+    try:
+        with pytest.raises(LockHeldError):
+            store.writer(uid)
+    finally:
+        w.close()
+    with store.writer(uid) as again:
+        again.append([_say("x")])
+
+
+def test_fence_is_minted_per_writer_and_stale_fence_refused(store: Store) -> None:
+    uid = _new(store)
+    with store.writer(uid) as w1:
+        first = w1.fence
+        w1.append([_say("a")])
+    with store.writer(uid) as w2:
+        assert w2.fence > first
+        with pytest.raises(FencedError):
+            w2.append([_say("stale")], fence=first)
+        w2.append([_say("fresh")], fence=w2.fence)
+    records = list(store.read(uid))
+    assert [r.fence for r in records] == [first, w2.fence]
+
+
+def test_retried_commit_id_returns_first_result_and_appends_nothing(store: Store) -> None:
+    uid = _new(store)
+    with store.writer(uid) as w:
+        first = w.append([_say("a"), _say("b")], commit_id="c-1")
+        again = w.append([_say("a"), _say("b")], expected_last_seq=0, commit_id="c-1")
+    assert again.duplicate and not first.duplicate
+    assert (again.first_seq, again.last_seq, again.last_hash) == (1, 2, first.last_hash)
+    assert store.get(uid).last_seq == 2
+
+
+def test_commit_ids_are_remembered_across_writers(store: Store) -> None:
+    uid = _new(store)
+    with store.writer(uid) as w:
+        first = w.append([_say("a")], commit_id="keep-me")
+        for i in range(10):
+            w.append([_say(str(i))], commit_id=f"other-{i}")
+    with store.writer(uid) as w:
+        again = w.append([_say("a")], commit_id="keep-me")
+    assert again.duplicate and again.last_hash == first.last_hash
+    assert store.get(uid).last_seq == 11
+
+
+def test_at_least_1024_commit_ids_are_remembered(store: Store) -> None:
+    uid = _new(store)
+    with store.writer(uid) as w:
+        first = w.append([_say("0")], commit_id="id-0")
+        for i in range(1, COMMIT_IDS_REMEMBERED):
+            w.append([_say(str(i))], commit_id=f"id-{i}")
+    with store.writer(uid) as w:
+        assert w.append([_say("0")], commit_id="id-0") == first.__class__(
+            first.first_seq, first.last_seq, first.last_hash, first.fence, True
+        )
+
+
+def test_commit_over_the_limit_is_refused_whole(store: Store) -> None:
+    uid = _new(store)
+    big = "x" * (MAX_COMMIT // 4)
+    with store.writer(uid) as w:
+        w.append([_say("before")])
+        with pytest.raises(CommitTooLargeError):
+            w.append([_say(big) for _ in range(5)])
+        w.append([_say("after")])
+    assert [r.seq for r in store.read(uid)] == [1, 2]
+
+
+def test_invalid_event_is_refused_before_anything_is_written(store: Store) -> None:
+    uid = _new(store)
+    with store.writer(uid) as w:
+        with pytest.raises(InvalidArgumentError) as err:
+            w.append([_say("ok"), {"kind": "EVENT_BOGUS"}])
+        assert "EVENT_BOGUS" in str(err.value) or "kind" in str(err.value)
+    assert list(store.read(uid)) == []
+
+
+def test_read_ranges(store: Store) -> None:
+    uid = _new(store)
+    with store.writer(uid) as w:
+        for i in range(40):
+            w.append([_say(f"m{i}" * 20)])
+    assert [r.seq for r in store.read(uid, 17)] == list(range(17, 41))
+    assert [r.seq for r in store.read(uid, 5, 9)] == [5, 6, 7, 8, 9]
+    assert [r.seq for r in store.read(uid, 41)] == []
+
+
+def test_projections_follow_the_log(store: Store) -> None:
+    uid = _new(store)
+    with store.writer(uid) as w:
+        w.append([model.execution_start(input_count=1, execution_id="e1"), _say("hi")])
+        assert store.get(uid).exec_state == "EXEC_RUNNING"
+        assert store.get(uid).compute_state == "COMPUTE_LIVE"
+        w.append([model.end_event(execution_id="e1")])
+        assert store.get(uid).exec_state == "EXEC_COMPLETED"
+        w.append([model.lifecycle_event("LIFECYCLE_SUSPEND")])
+        assert store.get(uid).compute_state == "COMPUTE_COLD"
+        assert store.get(uid).exec_state == "EXEC_COMPLETED"
+        w.append([model.lifecycle_event("LIFECYCLE_RESUME")])
+        assert store.get(uid).compute_state == "COMPUTE_LIVE"
+
+
+def test_list_is_newest_first_and_pages_without_skips_or_repeats(store: Store) -> None:
+    uids = [_new(store, project="p", create_time_ns=1_000 + i) for i in range(7)]
+    _new(store, project="other")
+    seen: list[str] = []
+    cursor = ""
+    while True:
+        page = store.list("p", page_size=3, cursor=cursor)
+        seen += [s.uid for s in page.sessions]
+        if not page.next_cursor:
+            break
+        cursor = page.next_cursor
+        _new(store, project="p")  # sessions created while paging are newer: never repeat a row
+    assert seen == list(reversed(uids))
+
+
+def test_list_page_size_defaults_and_bad_cursor(store: Store) -> None:
+    for _ in range(3):
+        _new(store)
+    assert len(store.list("default").sessions) == 3
+    with pytest.raises(InvalidArgumentError):
+        store.list("default", cursor="not-a-cursor")
+    with pytest.raises(InvalidArgumentError):
+        store.list("a/b")
+
+
+def test_delete_hides_refuses_writes_keeps_reads(store: Store) -> None:
+    uid = _new(store)
+    with store.writer(uid) as w:
+        w.append([_say("kept")])
+    info = store.delete(uid)
+    assert info.deleted
+    assert uid not in [s.uid for s in store.list("default").sessions]
+    assert store.get(uid).deleted
+    assert [r.seq for r in store.read(uid)] == [1]
+    with pytest.raises(SessionDeletedError):
+        store.writer(uid)
+    assert uid in store.uids()
+
+
+def test_unknown_and_malformed_ids(store: Store) -> None:
+    with pytest.raises(NotFoundError):
+        store.get(new_uid())
+    for bad in ["../etc", "/abs/path", "sess-XYZ", "", "sess-" + "a" * 25]:
+        with pytest.raises(InvalidArgumentError):
+            store.get(bad)
+
+
+def test_append_records_keeps_hashes_and_refuses_bad_links(store: Store) -> None:
+    src = _new(store)
+    with store.writer(src) as w:
+        w.append([_say("a"), _say("b"), _say("c")])
+    records = list(store.read(src))
+    dst = _new(store)
+    with store.writer(dst) as w:
+        with pytest.raises(ChainBrokenError):
+            w.append_records(records[1:])
+        w.append_records(records)
+    assert [r.content_hash for r in store.read(dst)] == [r.content_hash for r in records]
+
+
+def test_follow_streams_new_commits(store: Store) -> None:
+    uid = _new(store)
+    got: list[int] = []
+
+    def reader() -> None:
+        for record in store.follow(uid, 1, idle_timeout=2.0):
+            got.append(record.seq)
+            if record.seq == 3:
+                return
+
+    t = threading.Thread(target=reader)
+    t.start()
+    with store.writer(uid) as w:
+        w.append([_say("a")])
+        time.sleep(0.1)
+        w.append([_say("b"), _say("c")])
+    t.join(timeout=10)
+    assert got == [1, 2, 3]

@@ -1,0 +1,43 @@
+"""Docs are tests: the README's tour runs as written; its test command is the one CI runs."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
+
+
+def _bash_blocks() -> list[str]:
+    return re.findall(r"```bash\n(.*?)```", README, flags=re.S)
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    test_command = _bash_blocks()[1].strip()
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert test_command in ci
+    assert "agentsessions demo" in _bash_blocks()[0]
+
+
+def test_tour_runs_as_written(tmp_path: Path) -> None:
+    tour = next(b for b in _bash_blocks() if "agentsessions create" in b)
+    fixture = tmp_path / "agentsessions" / "data"
+    fixture.mkdir(parents=True)
+    shutil.copy(ROOT / "agentsessions" / "data" / "go-v0.1.2-completed.json", fixture)
+    env = {k: v for k, v in os.environ.items() if k != "AGENTSESSIONS_HOME"}
+    env["TMPDIR"] = str(tmp_path)
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", tour],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert (tmp_path / "session.agx").stat().st_size > 0
+    assert '"seq":"4"' in result.stdout  # the imported Go journal's four records, as LogRecord JSON

@@ -1,0 +1,162 @@
+"""zstd codec: every backend gives identical bytes, bombs are refused, seekable files work."""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentsessions.errors import FormatError, UnavailableError
+from agentsessions.journal import zstdcodec
+
+
+def _available() -> list[str]:
+    names = []
+    for name in ("compression.zstd", "pyzstd", "backports.zstd"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
+        names.append(name)
+    if shutil.which("zstd"):
+        names.append("cli")
+    return names
+
+
+BACKENDS = _available()
+DATA = b"".join(b'{"event":{"n":%d,"text":"hello world"},"seq":"%d"}' % (i, i) for i in range(3000))
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.setattr(zstdcodec, "_backend", request.param)
+    yield request.param
+
+
+def test_round_trip(backend: str) -> None:
+    packed = zstdcodec.compress(DATA)
+    assert len(packed) < len(DATA) // 3
+    assert zstdcodec.decompress(packed, len(DATA)) == DATA
+    assert zstdcodec.decompress(b"", 10) == b""
+    assert zstdcodec.backend() == backend and zstdcodec.can_compress()
+
+
+def test_backends_read_each_other(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    packed = zstdcodec.compress(DATA, level=1)
+    for other in BACKENDS:
+        monkeypatch.setattr(zstdcodec, "_backend", other)
+        assert zstdcodec.decompress(packed, len(DATA)) == DATA
+
+
+def test_concatenated_and_skippable_frames(backend: str) -> None:
+    blob = (
+        zstdcodec.compress(DATA[:1000])
+        + zstdcodec.skippable_frame(b"ignored", 3)
+        + zstdcodec.compress(DATA[1000:])
+        + zstdcodec.skippable_frame(b"", 15)
+    )
+    assert zstdcodec.decompress(blob, len(DATA)) == DATA
+
+
+def test_bomb_is_refused(backend: str) -> None:
+    bomb = zstdcodec.compress(bytes(8 << 20))
+    assert len(bomb) < 4096
+    with pytest.raises(FormatError, match="more than"):
+        zstdcodec.decompress(bomb, 1 << 20)
+    assert len(zstdcodec.decompress(bomb, 8 << 20)) == 8 << 20
+
+
+@pytest.mark.parametrize("bad", [b"garbage garbage!", b"\x28\xb5\x2f\xfd\x00"])
+def test_malformed_and_truncated_input(backend: str, bad: bytes) -> None:
+    with pytest.raises(FormatError):
+        zstdcodec.decompress(bad, 100)
+    with pytest.raises(FormatError):
+        zstdcodec.decompress(zstdcodec.compress(DATA)[:-7], len(DATA))
+
+
+def test_no_backend_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(zstdcodec, "_backend", "none")
+    assert not zstdcodec.can_compress()
+    with pytest.raises(UnavailableError, match="no zstd codec: install pyzstd or the zstd"):
+        zstdcodec.compress(b"x")
+    with pytest.raises(UnavailableError):
+        zstdcodec.decompress(b"x", 1)
+
+
+def test_detection_falls_back_to_cli(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.import_module
+
+    def no_modules(name: str, package: str | None = None) -> object:
+        if "zstd" in name:
+            raise ImportError(name)
+        return real(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", no_modules)
+    monkeypatch.setattr(zstdcodec, "_backend", None)
+    assert zstdcodec.backend() == ("cli" if shutil.which("zstd") else "none")
+    monkeypatch.setattr(shutil, "which", lambda _name: None)
+    monkeypatch.setattr(zstdcodec, "_backend", None)
+    assert zstdcodec.backend() == "none"
+
+
+# -- seekable container ---------------------------------------------------------------------
+def _seekable(tmp_path: Path) -> tuple[bytes, bytes, Path]:
+    cuts = [(1, 0), (100, 30000), (200, 90000), (300, 120000)]
+    blob = zstdcodec.encode_seekable(DATA, cuts, b"META")
+    path = tmp_path / "x.zst"
+    path.write_bytes(blob)
+    return DATA, blob, path
+
+
+def test_seekable_layout_and_random_access(backend: str, tmp_path: Path) -> None:
+    raw, blob, _ = _seekable(tmp_path)
+    assert zstdcodec.decompress(blob, len(raw)) == raw
+    assert blob[-8:] == zstdcodec.SEEK_FOOTER_MAGIC
+    calls: list[tuple[int, int]] = []
+
+    def read_at(n: int, off: int) -> bytes:
+        calls.append((n, off))
+        return blob[off : off + n]
+
+    table = zstdcodec.read_seek_table(read_at, len(blob))
+    assert len(calls) == 1 and table.meta == b"META" and table.raw_size == len(raw)
+    assert [e.key for e in table.entries] == [1, 100, 200, 300]
+    assert table.chunk_for(0) == 0 and table.chunk_for(150) == 1 and table.chunk_for(10**9) == 3
+    chunks = list(zstdcodec.read_chunks(read_at, table, 2))
+    assert b"".join(chunks) == raw[90000:]
+    calls.clear()
+    zstdcodec.read_seek_table(read_at, len(blob), guess=64)
+    assert len(calls) == 2  # the table did not fit the first read
+
+
+@pytest.mark.skipif(not shutil.which("zstd"), reason="zstd command line not installed")
+def test_zstd_command_line_restores_the_original(tmp_path: Path) -> None:
+    raw, _, path = _seekable(tmp_path)
+    out = subprocess.run(["zstd", "-d", "-q", "-c", str(path)], capture_output=True, check=True)
+    assert out.stdout == raw
+
+
+def test_seekable_damage_is_a_format_error(tmp_path: Path) -> None:
+    _, blob, _ = _seekable(tmp_path)
+    size = len(blob)
+    for pos in (size - 1, size - 20, size - 60, size - 80):
+        bad = bytearray(blob)
+        bad[pos] ^= 0x01
+        with pytest.raises(FormatError):
+            zstdcodec.read_seek_table(lambda n, o, b=bytes(bad): b[o : o + n], size)
+    with pytest.raises(FormatError):
+        zstdcodec.read_seek_table(lambda n, o: blob[o : o + n], size + 1)
+    with pytest.raises(ValueError):
+        zstdcodec.encode_seekable(DATA, [(1, 5)], b"")
+
+
+def test_hostile_chunk_sizes_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    blob = zstdcodec.encode_seekable(bytes(4096), [(1, 0), (2, 2048)], b"")
+    table = zstdcodec.read_seek_table(lambda n, o: blob[o : o + n], len(blob))
+    monkeypatch.setattr(zstdcodec, "MAX_CHUNK", 1000)
+    with pytest.raises(FormatError, match="limit"):
+        list(zstdcodec.read_chunks(lambda n, o: blob[o : o + n], table))
