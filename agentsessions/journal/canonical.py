@@ -16,22 +16,26 @@ This is the hash hot path. Invariants:
   numbers that overflow a double, no lone surrogates) and gives identical values with and
   without msgspec; anything else is a :class:`~agentsessions.errors.FormatError`.
 
-How ``canonical_json`` stays fast: one Python pass (:func:`_scan`) proves the value is
-"plain" (no floats; ints whose digits are their JCS form; keys below U+D800, where UTF-16 and
-code-point order agree), then a C encoder with sorted keys writes it (msgspec, else the stdlib
-json encoder; both escape strings exactly as JCS and raise on lone surrogates). Values with
-floats or high keys take a slower exact path: floats become ``msgspec.Raw`` in ECMAScript
-form and high-key objects are written in UTF-16 key order (pure Python without msgspec).
+How ``canonical_json`` stays fast: a value is "plain" when it has no floats, its ints are
+spelled as JCS spells them, and its keys are below U+D800 (where UTF-16 and code-point order
+agree). Plain values go to a C encoder with sorted keys (msgspec, else the stdlib json
+encoder; both escape strings exactly as JCS does and raise on lone surrogates). With msgspec,
+one Python pass (:func:`_prep`) both checks the value and copies-on-write what is not plain:
+floats become ``msgspec.Raw`` ECMAScript numbers, objects with high keys become ``Raw`` objects
+in UTF-16 key order. Without msgspec, :func:`_scan` checks and a pure encoder takes the rest.
 
-Measured on the project machine (Python 3.11, one core, msgspec 0.23), events/s:
+Measured on the project machine (Python 3.11, 2 shared cores, best of 3 runs; ratios are
+what matters, absolute numbers move ~2x with load), events/s:
 
-    ~1 KB text event (output, long text)       fast 660k   pure 400k   rfc8785 15k
-    ~1 KB structured event (tool args, 60 keys) fast 120k   pure 95k
-    same with 10 floats in the args             slow 45k    pure-slow 20k
-    ~250 B input event                          fast 830k   pure 370k
+    event                                  msgspec path   pure path   rfc8785
+    ~1.1 KB OUTPUT (long text)                 ~215,000      ~72,000    ~20,000
+    ~1.2 KB TOOL_CALL (60-key args)             ~60,000      ~25,000     ~5,000
+    same plus 10 floats (exact path)            ~27,000      ~13,000     ~6,000
+    ~180 B INPUT                               ~390,000     ~155,000    ~35,000
 
-The folded alternatives measured worse: building ``Raw`` copies during the scan cost ~25% on
-plain values; a regex over msgspec's output to spot floats was 3x slower than the scan.
+Variants measured and dropped: a separate scan followed by a copy for floats cost a second
+walk (float events -30%); building the copy in the scan costs plain values ~5% (kept: one
+pass); a C-level ``set(map(type, values))`` pre-check was 2x slower on small objects.
 """
 
 from __future__ import annotations

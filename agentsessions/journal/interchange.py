@@ -21,7 +21,6 @@ Go field names come from the reference's ``api`` package (v0.1.2 and the approva
 from __future__ import annotations
 
 import base64
-import binascii
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -102,7 +101,7 @@ class _Go:
             raise FormatError(f"{self.where(key)}: expected base64 or null, got {_kind(v)}")
         try:
             return base64.b64encode(base64.b64decode(v, validate=True)).decode()
-        except binascii.Error:
+        except ValueError:  # binascii.Error, or non-ASCII text
             raise FormatError(f"{self.where(key)}: invalid base64") from None
 
     def enum(self, key: str, names: Mapping[str, str]) -> str | None:

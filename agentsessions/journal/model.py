@@ -333,7 +333,8 @@ MIN_TIMESTAMP_SECONDS = -62135596800  # 0001-01-01T00:00:00Z
 MAX_TIMESTAMP_SECONDS = 253402300799  # 9999-12-31T23:59:59Z
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 _RFC3339 = re.compile(
-    r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(?:Z|([+-])(\d\d):(\d\d))"
+    r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(?:Z|([+-])(\d\d):(\d\d))",
+    re.ASCII,
 )
 
 
@@ -530,6 +531,8 @@ def event(
             raise InvalidArgumentError(f"{member} must be a dict, got {type(value).__name__}")
         out[member] = dict(value)
     if actor:
+        if not set(actor) <= {"principal", "issuer", "subject"}:
+            raise InvalidArgumentError(f"actor keys are principal, issuer, subject: {actor!r}")
         ref = identity(**actor)
         if ref:
             out["actor"] = ref

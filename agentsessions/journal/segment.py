@@ -29,7 +29,7 @@ import struct
 import zlib
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from agentsessions.errors import FormatError, InvalidArgumentError
 
@@ -158,9 +158,12 @@ def decode_header(raw: bytes) -> SegmentHeader:
     return SegmentHeader("sess-" + sid[:12].hex(), first_seq, segment_no, created, hash_hex(prev))
 
 
-@dataclass(frozen=True, slots=True)
-class Frame:
-    """One record frame as stored: type, seq, writer fence, flags, payload, and where it lies."""
+class Frame(NamedTuple):
+    """One record frame as stored: type, seq, writer fence, flags, payload, and where it lies.
+
+    A NamedTuple rather than a frozen dataclass: readers build one per record, and a tuple
+    is several times cheaper to construct on that hot path.
+    """
 
     rtype: int
     seq: int
@@ -220,6 +223,10 @@ FrameFields = tuple[int, int, int, int, int, int]
 """(payload_len, seq, fence, rtype, flags, frame_end) of a structurally valid frame."""
 
 
+_ZERO_PAD = bytes(FRAME_ALIGN)
+_FAST_FLAGS = FLAG_GROUP_START | FLAG_GROUP_END
+
+
 def check_frame(buf: memoryview, pos: int, base: int, max_record: int) -> FrameFields | str:
     """Parse the frame at ``buf[pos]`` (file offset ``base + pos``) or say why it is invalid.
 
@@ -241,7 +248,7 @@ def check_frame(buf: memoryview, pos: int, base: int, max_record: int) -> FrameF
         return "payload too long" if plen > max_record else "frame CRC mismatch"
     if plen > max_record:  # intact, just over this reader's limit: never a tear
         return f"payload of {plen} bytes is over max_record_bytes {max_record}"
-    if any(buf[body + plen : end]):
+    if end - body - plen and buf[body + plen : end] != _ZERO_PAD[: end - body - plen]:
         return "non-zero padding"
     if reserved or flags & ~KNOWN_FLAGS:
         return "reserved bits set"
@@ -546,6 +553,7 @@ def parse_frames(
     nothing yielded). Group starts are noted in ``index``.
     """
     mv, p, n = memoryview(buf), 0, len(buf)
+    unpack, crc32 = FRAME_STRUCT.unpack_from, zlib.crc32
     while p < n:
         if skip_below and n - p >= FRAME_HEADER_SIZE:
             magic, plen, seq, _, rtype, flags, _, _ = FRAME_STRUCT.unpack_from(mv, p)
@@ -556,6 +564,33 @@ def parse_frames(
                     return p, reason
                 if index is not None and flags & FLAG_GROUP_START:
                     index.note(seq, base + p)
+                p = end
+                continue
+        # Fast path for an intact EVENT frame in its place; anything else (or any doubt)
+        # goes through check_frame and FrameRules, which also name what is wrong.
+        if n - p >= FRAME_HEADER_SIZE:
+            magic, plen, seq, fence, rtype, flags, reserved, crc = unpack(mv, p)
+            body = p + FRAME_HEADER_SIZE
+            end = body + plen + (-plen % FRAME_ALIGN)
+            if (
+                magic == FRAME_MAGIC
+                and rtype == RTYPE_EVENT
+                and (not flags & FLAG_GROUP_START) == rules.in_group
+                and seq == rules.expected
+                and not reserved
+                and not flags & ~_FAST_FLAGS
+                and plen <= max_record
+                and end <= n
+                and crc32(mv[body : body + plen], crc32(mv[p + 4 : p + 28])) == crc
+                and mv[body + plen : end] == _ZERO_PAD[: end - body - plen]
+            ):
+                rules.expected = seq + 1
+                rules.in_group = not flags & FLAG_GROUP_END
+                if index is not None and flags & FLAG_GROUP_START:
+                    index.note(seq, base + p)
+                yield Frame(
+                    rtype, seq, fence, flags, bytes(mv[body : body + plen]), segment, base + p
+                )
                 p = end
                 continue
         parsed = check_frame(mv, p, base, max_record)

@@ -26,6 +26,7 @@ from agentsessions.journal.records import Record
 from agentsessions.journal.segmentlog import SegmentLog
 
 Progress = Callable[[int, int], None]
+_PREFIX = b'{"event":'
 _EXIT_BY_KIND = {
     "chain": ChainBrokenError.exit_code,
     "corrupt": JournalCorruptError.exit_code,
@@ -92,28 +93,59 @@ def check_chain(
     progress: Progress | None = None,
     total: int = 0,
 ) -> VerifyReport:
-    """Walk ``records`` from genesis, filling ``report``; stops at the first bad record."""
-    prev, expected = "", 1
+    """Walk records claimed by a file from genesis; each claimed hash must be the real one."""
+    items = ((r.seq, r.payload, r.content_hash) for r in records)
+    return walk(items, report, strict=strict, progress=progress, total=total)
+
+
+def walk(
+    items: Iterable[tuple[int, bytes, str | None]],
+    report: VerifyReport,
+    *,
+    strict: bool = False,
+    progress: Progress | None = None,
+    total: int = 0,
+) -> VerifyReport:
+    """The verify loop over ``(seq, payload, claimed hash or None)``; stops at the first failure.
+
+    This is the hot path of ``verify``: one sha256 per record, the link checked by comparing
+    the payload's fixed suffix with the one the previous hash implies, no JSON parsing
+    unless ``strict``.
+    """
+    sha256, prev, expected = hashlib.sha256, b"", 1
     report.strict = strict
-    for record in records:
-        reason = _check_one(record, prev, expected, strict)
-        if reason:
-            return report.fail(record.seq or expected, reason)
-        prev, expected = record.content_hash, expected + 1
-        report.records += 1
-        report.last_seq, report.last_hash = record.seq, record.content_hash
-        if progress is not None and report.records % 4096 == 0:
-            progress(report.records, total)
+    try:
+        for seq, payload, claimed in items:
+            if seq != expected:
+                return report.fail(seq, f"sequence gap: expected seq {expected}, found {seq}")
+            suffix = b',"prev_hash":"%s","seq":"%d"}' % (prev, seq)
+            if not (payload.startswith(_PREFIX) and payload.endswith(suffix)):
+                return report.fail(seq, _link_reason(payload, prev.decode(), seq))
+            digest = sha256(payload).hexdigest()
+            if claimed is not None and claimed != digest:
+                return report.fail(seq, f"content_hash mismatch at seq {seq}")
+            if strict and (reason := _strict_reason(seq, payload)):
+                return report.fail(seq, reason)
+            prev, expected = digest.encode(), expected + 1
+            if progress is not None and seq % 4096 == 0:
+                progress(seq, total)
+    finally:
+        report.records = expected - 1
+        report.last_seq, report.last_hash = expected - 1, prev.decode()
     if progress is not None:
         progress(report.records, total)
+    return _check_declared(report)
+
+
+def _check_declared(report: VerifyReport) -> VerifyReport:
     if report.expected_last_seq is not None and report.last_seq != report.expected_last_seq:
-        report.fail(
+        return report.fail(
             report.last_seq + 1,
             f"journal ends at seq {report.last_seq} but its metadata reports "
             f"{report.expected_last_seq}",
         )
-    elif report.expected_last_hash is not None and report.last_hash != report.expected_last_hash:
-        report.fail(
+    if report.expected_last_hash is not None and report.last_hash != report.expected_last_hash:
+        return report.fail(
             report.last_seq,
             f"content_hash mismatch at seq {report.last_seq}: the journal declares its last "
             f"hash as {report.expected_last_hash}",
@@ -121,32 +153,27 @@ def check_chain(
     return report
 
 
-def _check_one(record: Record, prev: str, expected: int, strict: bool) -> str:
-    if record.seq != expected:
-        return f"sequence gap: expected seq {expected}, found {record.seq}"
+def _link_reason(payload: bytes, prev: str, seq: int) -> str:
+    """Why a payload does not continue the chain (the slow, precise diagnosis)."""
     try:
-        _body, link, at = canonical.split_envelope(record.payload)
+        _body, link, at = canonical.split_envelope(payload)
     except FormatError as exc:
         return f"payload is not a canonical envelope: {exc}"
-    if at != record.seq:
-        return f"payload names seq {at}, stored at seq {record.seq}"
-    if link != prev or record.prev_hash != prev:
-        return f"prev_hash mismatch at seq {record.seq}"
-    if hashlib.sha256(record.payload).hexdigest() != record.content_hash:
-        return f"content_hash mismatch at seq {record.seq}"
-    if strict:
-        return _strict_reason(record)
-    return ""
+    if at != seq:
+        return f"payload names seq {at}, stored at seq {seq}"
+    if link != prev:
+        return f"prev_hash mismatch at seq {seq}"
+    return f"payload of seq {seq} is not a canonical envelope"
 
 
-def _strict_reason(record: Record) -> str:
+def _strict_reason(seq: int, payload: bytes) -> str:
     try:
-        envelope = canonical.loads(record.payload)
+        envelope = canonical.loads(payload)
         schema.validate_event(envelope.get("event"))
-        if canonical.canonical_json(envelope) != record.payload:
-            return f"seq {record.seq} is not in canonical (RFC 8785) form"
+        if canonical.canonical_json(envelope) != payload:
+            return f"seq {seq} is not in canonical (RFC 8785) form"
     except AgentSessionsError as exc:
-        return f"seq {record.seq} does not decode to a valid Event: {exc}"
+        return f"seq {seq} does not decode to a valid Event: {exc}"
     return ""
 
 
@@ -163,8 +190,8 @@ def verify_dir(
     if scan.torn_tail:
         report.notes.append("torn tail after the last commit (not acknowledged; ignored)")
     try:
-        return check_chain(
-            _event_records(log.frames()), report, strict=strict, progress=progress, total=total
+        return walk(
+            _event_payloads(log.frames()), report, strict=strict, progress=progress, total=total
         )
     except JournalCorruptError as exc:
         seq = int(exc.fields.get("seq", report.last_seq + 1))
@@ -173,16 +200,10 @@ def verify_dir(
         log.close()
 
 
-def _event_records(frames: Iterator[segment.Frame]) -> Iterator[Record]:
+def _event_payloads(frames: Iterator[segment.Frame]) -> Iterator[tuple[int, bytes, None]]:
     for frame in frames:
-        if frame.rtype != segment.RTYPE_EVENT:
-            continue
-        try:
-            _body, prev, _seq = canonical.split_envelope(frame.payload)
-        except FormatError:
-            prev = ""
-        digest = hashlib.sha256(frame.payload).hexdigest()
-        yield Record(frame.seq, prev, digest, frame.fence, frame.payload)
+        if frame.rtype == segment.RTYPE_EVENT:
+            yield frame.seq, frame.payload, None
 
 
 def verify_file(

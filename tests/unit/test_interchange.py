@@ -336,6 +336,10 @@ def test_missing_go_fields_are_zero_values() -> None:
             "Event.Message.Parts[0].File.Bytes: invalid base64",
         ),
         (
+            {"ExecutionStart": {"Config": "AA\u00e9="}},
+            "Event.ExecutionStart.Config: invalid base64",
+        ),
+        (
             {"Message": {"Parts": [{"Data": [1]}]}},
             "Event.Message.Parts[0].Data: expected a JSON object",
         ),
