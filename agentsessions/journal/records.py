@@ -8,15 +8,18 @@ and the stored bytes are the hashed bytes. The event is decoded lazily: most rea
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from hashlib import sha256
+from typing import Any, NamedTuple
 
 from agentsessions.journal import canonical
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
-    """One committed record: sequence number, chain link, hash, writer fence, payload."""
+class Record(NamedTuple):
+    """One committed record: sequence number, chain link, hash, writer fence, payload.
+
+    A NamedTuple: the append and read paths build one per event, and a tuple is several
+    times cheaper to construct than a frozen dataclass.
+    """
 
     seq: int
     prev_hash: str
@@ -28,7 +31,7 @@ class Record:
     def seal(cls, event_json: bytes, *, seq: int, prev_hash: str, fence: int) -> Record:
         """Build the record for a canonical event appended at ``seq`` after ``prev_hash``."""
         payload = canonical.envelope(event_json, prev_hash, seq)
-        return cls(seq, prev_hash, canonical.content_hash(payload), fence, payload)
+        return cls(seq, prev_hash, sha256(payload).hexdigest(), fence, payload)
 
     @property
     def event(self) -> dict[str, Any]:

@@ -200,7 +200,10 @@ def _kind(v: Any) -> str:
 
 # --------------------------------------------------------------------------- validation
 
-Checker = Callable[[Any], None]
+# A checker raises _Bad, or returns a truthy value when the value is valid but not "plain":
+# it holds a float or a key at/above U+D800, so sorted msgspec output is not its JCS form.
+Checker = Callable[[Any], Any]
+_SLOW = 1
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _INT64_TEXT = re.compile(r"-?[1-9][0-9]{0,18}")
 _B64 = re.compile(
@@ -330,18 +333,19 @@ def _value_ok_int(v: int) -> bool:
     return -_JS_EXP_LIMIT < v < _JS_EXP_LIMIT and format_number(float(v)) == str(v)
 
 
-def _chk_value(v: Any) -> None:
-    """A google.protobuf.Value: any JSON, numbers as doubles."""
+def _chk_value(v: Any) -> int:
+    """A google.protobuf.Value: any JSON, numbers as doubles. Returns _SLOW if not plain."""
     t = type(v)
+    slow = 0
     if t is dict:
-        _chk_struct(v)
+        slow = _chk_struct(v)
     elif t is list:
         for i, x in enumerate(v):
             tx = type(x)
             if (tx is str and x.isascii()) or tx is bool or x is None:
                 continue
             try:
-                _chk_value(x)
+                slow |= _chk_value(x)
             except _Bad as e:
                 e.path.append(f"[{i}]")
                 raise
@@ -353,13 +357,21 @@ def _chk_value(v: Any) -> None:
     elif t is float:
         if v - v:
             raise _Bad(f"{v!r} is not a JSON number")
+        slow = _SLOW
     elif not (t is bool or v is None):
         raise _Bad(f"{_kind(v)} is not a JSON value")
+    return slow
 
 
-def _chk_struct(v: Any) -> None:
+def _high(k: str) -> int:
+    """_SLOW when a key sorts differently by UTF-16 code units than by code points."""
+    return _SLOW if not k.isascii() and max(k) >= "\ud800" else 0
+
+
+def _chk_struct(v: Any) -> int:
     if type(v) is not dict:
         raise _Bad(f"expected a JSON object, got {_kind(v)}")
+    slow = 0
     for k, x in v.items():
         if type(k) is not str:
             raise _Bad(f"object keys must be strings, got {_kind(k)}")
@@ -371,36 +383,43 @@ def _chk_struct(v: Any) -> None:
                 continue
         try:
             _chk_text(k)
-            _chk_value(x)
+            slow |= _high(k) | _chk_value(x)
         except _Bad as e:
             e.path.append(f"[{k!r}]" if not k.isidentifier() else f".{k}")
             raise
+    return slow
 
 
-def _map(v: Any) -> None:
+def _map(v: Any) -> int:
     if type(v) is not dict:
         raise _Bad(f"expected a JSON object (map), got {_kind(v)}")
     if not v:
         raise _Bad(_DEFAULT)
+    slow = 0
     for k, x in v.items():
         if type(x) is not str:
             raise _Bad(f"map value for {k!r} must be a string, got {_kind(x)}")
         _chk_text(k)
         _chk_text(x)
+        slow |= _high(k)
+    return slow
 
 
 def _repeated(item: Checker) -> Checker:
-    def chk(v: Any) -> None:
+    def chk(v: Any) -> int:
         if type(v) is not list:
             raise _Bad(f"expected a JSON array, got {_kind(v)}")
         if not v:
             raise _Bad(_DEFAULT)
+        slow = 0
         for i, x in enumerate(v):
             try:
-                item(x)
+                if item(x):
+                    slow = _SLOW
             except _Bad as e:
                 e.path.append(f"[{i}]")
                 raise
+        return slow
 
     return chk
 
@@ -409,16 +428,18 @@ Spec = dict[str, tuple[Checker, str]]
 _SPECS: dict[str, Spec] = {name: {} for name in MESSAGES}
 
 
-def _check_msg(obj: Any, spec: Spec) -> None:
+def _check_msg(obj: Any, spec: Spec) -> int:
     if type(obj) is not dict:
         raise _Bad(f"expected a JSON object, got {_kind(obj)}")
     member = ""
+    slow = 0
     for k, v in obj.items():
         entry = spec.get(k)
         if entry is None:
             raise _Bad(f"unknown field {k!r}")
         try:
-            entry[0](v)
+            if entry[0](v):
+                slow = _SLOW
         except _Bad as e:
             e.path.append("." + k)
             raise
@@ -426,6 +447,7 @@ def _check_msg(obj: Any, spec: Spec) -> None:
             if member:
                 raise _Bad(f"oneof '{entry[1]}' has two members set: {member!r} and {k!r}")
             member = k
+    return slow
 
 
 def _checker(f: Field) -> Checker:
@@ -467,8 +489,13 @@ def validate_message(obj: Any, message: str = "Event", root: str = "event") -> N
         raise _error(root, bad) from None
 
 
-def validate_event(obj: Any) -> None:
+def validate_event(obj: Any) -> bool:
     """Raise FormatError unless ``obj`` is exactly canonical proto3-JSON of an ``Event``.
+
+    Returns True when the event is *plain* (no float and no key at or above U+D800 in its
+    Struct and map values), so that sorted-key JSON of it already is its RFC 8785 form and
+    :func:`agentsessions.journal.canonical.canonical_plain` may encode it without a second
+    walk; False when it needs :func:`~agentsessions.journal.canonical.canonical_json`.
 
     Canonical means what Go protojson emits with proto names: no unknown keys, defaults
     omitted (except optional fields, oneof members and set messages), int64 as canonical
@@ -476,7 +503,7 @@ def validate_event(obj: Any) -> None:
     0/3/6/9 fraction digits, at most one member per oneof, Struct numbers as doubles.
     """
     try:
-        _check_msg(obj, _SPECS["Event"])
+        return not _check_msg(obj, _SPECS["Event"])
     except _Bad as bad:
         raise _error("event", bad) from None
 

@@ -68,7 +68,7 @@ class Tail:
         prev, seq, size = self.last_hash, self.last_seq, 0
         for event in events:
             try:
-                schema.validate_event(event)
+                plain = schema.validate_event(event)
             except FormatError as exc:
                 raise InvalidArgumentError(
                     f"session {uid}: event {seq - self.last_seq + 1} of the commit is not a "
@@ -76,9 +76,8 @@ class Tail:
                     session=uid,
                 ) from None
             seq += 1
-            record = Record.seal(
-                canonical.canonical_json(event), seq=seq, prev_hash=prev, fence=fence
-            )
+            encode = canonical.canonical_plain if plain else canonical.canonical_json
+            record = Record.seal(encode(event), seq=seq, prev_hash=prev, fence=fence)
             size += len(record.payload)
             if size > max_bytes:
                 raise _too_large(uid, size, max_bytes)
