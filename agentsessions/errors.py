@@ -19,6 +19,13 @@ Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_
     +-- FormatError                         input to import/verify is not a journal    (exit 10)
     +-- UnavailableError                    a needed capability is missing (zstd, disk) (exit 12)
     +-- StorageError                        the OS refused an operation (ENOSPC, EIO)   (exit 13)
+    +-- HarnessError                        a harness failed its run (ERROR recorded)   (exit 14)
+    +-- PlacementError                      this runtime cannot host that harness      (exit 15)
+    +-- ReplayError                         a replay did not reproduce the journal      (exit 16)
+    |   +-- ReplayDivergedError             I0/I5: a model input or effect differs
+    |   +-- ReplayInvokedModelError         I1: replay called a model
+    |   +-- HarnessMismatchError            recorded harness name or version differs
+    +-- InvalidExecutionLogError            the journal's turns cannot be driven as is   (exit 17)
 """
 
 from __future__ import annotations
@@ -165,3 +172,53 @@ class StorageError(AgentSessionsError):
     exit_code = 13
     grpc_code = "UNAVAILABLE"
     kind = "storage"
+
+
+class HarnessError(AgentSessionsError):
+    """The harness failed its run; the controller records an ERROR event for it."""
+
+    exit_code = 14
+    grpc_code = "INTERNAL"
+    kind = "harness"
+
+
+class PlacementError(AgentSessionsError):
+    """The runtime cannot host this harness (e.g. it needs memory snapshots); nothing ran."""
+
+    exit_code = 15
+    grpc_code = "FAILED_PRECONDITION"
+    kind = "placement"
+
+
+class ReplayError(AgentSessionsError):
+    """A replay did not reproduce the recorded journal."""
+
+    exit_code = 16
+    grpc_code = "FAILED_PRECONDITION"
+    kind = "replay"
+
+
+class ReplayDivergedError(ReplayError):
+    """I0/I5: the harness asked for something other than what was recorded."""
+
+    kind = "replay_diverged"
+
+
+class ReplayInvokedModelError(ReplayError):
+    """I1: a replay called a live model."""
+
+    kind = "replay_invoked_model"
+
+
+class HarnessMismatchError(ReplayError):
+    """The journal was recorded by another harness name or version."""
+
+    kind = "harness_mismatch"
+
+
+class InvalidExecutionLogError(AgentSessionsError):
+    """The journal's executions cannot be driven as they are (e.g. an incomplete invocation)."""
+
+    exit_code = 17
+    grpc_code = "FAILED_PRECONDITION"
+    kind = "invalid_execution_log"

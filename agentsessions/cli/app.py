@@ -550,11 +550,13 @@ def delete(ctx: typer.Context, session: SessionArg, as_json: JsonOpt = False) ->
 
 @app.command(epilog="Example: agentsessions demo   (or: agentsessions --home ./demo-home demo)")
 def demo(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """Run the main job end to end and narrate it.
+    """Run the main job end to end, offline, and narrate each step.
 
-    Creates a session, imports the shipped Go reference journal, lists, shows the log,
-    verifies both sessions, exports the imported one and verifies the export file. Uses a
-    fresh temporary home unless --home or AGENTSESSIONS_HOME is given.
+    A 3-turn chat session on the offline scripted model; its records; a turn killed with
+    SIGKILL while its model call is in flight, then resumed; a replay with zero model calls;
+    a fork into two children that each run a turn; suspend and resume; the shipped Go
+    reference journal imported and replayed; every chain verified. Uses a fresh temporary
+    home unless --home or AGENTSESSIONS_HOME is given; exits non-zero if any step fails.
     """
     from agentsessions.cli.demo import run_demo
 
@@ -565,3 +567,8 @@ def demo(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point: run the CLI and exit with its status."""
     app(args=argv, prog_name=PROG)
+
+
+# The controller's commands (exec, replay, resume, suspend, fork) live in their own module and
+# register themselves on ``app`` when imported.
+from agentsessions.cli import turns as _turns  # noqa: E402, F401

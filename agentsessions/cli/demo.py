@@ -1,34 +1,67 @@
-"""``agentsessions demo``: the main job end to end, narrated step by step.
+"""``agentsessions demo``: the main job end to end, offline, narrated step by step.
 
-In a fresh temporary home (or the one given): create a session, import the shipped Go
-reference journal, list, show the imported log, verify both sessions, export the imported one
-and verify the export file. Each step prints one line; the run ends with a one-line summary.
-Any failing step raises its :class:`~agentsessions.errors.AgentSessionsError`, so the CLI
-exits with that error's code. The library does the work; this module only sequences and
-narrates it.
+On the embedded default (a file journal in a temporary home unless one is given, the
+offline model ``scripted:seed=7``, the ``chat`` harness with a system prompt, or ``echo``
+where chat is missing):
+
+1. run a 3-turn session;
+2. show its records;
+3. start ``agentsessions exec`` as a subprocess, SIGKILL it while its model call is in
+   flight (the MODEL_CALL is journaled, its OUTPUT is not), show the turn is interrupted
+   (exec RUNNING), and ``resume`` it: the model is called once more, OUTPUT and END follow;
+4. replay the whole session: zero model calls, byte-identical;
+5. fork it after turn 2 into two children and run a turn in each;
+6. suspend and resume the parent's compute;
+7. import the shipped Go reference journal and replay it with the echo harness;
+8. verify every chain.
+
+Each step prints one line (and sometimes a table); the run ends with a one-line summary.
+A failing step raises its :class:`~agentsessions.errors.AgentSessionsError`, so the CLI
+exits with that error's code. The library does the work; this module only sequences,
+checks and narrates it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import importlib.resources
+import json
+import os
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentsessions.errors import (
     AgentSessionsError,
     ChainBrokenError,
-    NotFoundError,
-    UnavailableError,
+    HarnessError,
+    InvalidExecutionLogError,
+    ReplayError,
 )
+
+if TYPE_CHECKING:
+    from agentsessions.cli.stall import Stall
+    from agentsessions.controller.controller import Controller
+    from agentsessions.journal.filestore import FileStore
+    from agentsessions.journal.records import Record
 
 FIXTURE = "go-v0.1.2-completed.json"
 DEMO_PROJECT = "demo"
+MODEL = "scripted:seed=7"
+SYSTEM_PROMPT = "You are a concise travel assistant."
+TURNS = (
+    "Plan three days in Lisbon.",
+    "Which day suits a museum visit?",
+    "Summarise the plan in one line.",
+)
+KILLED_INPUT = "What should I pack?"
+BRANCHES = (("branch-sintra", "Swap day 3 for Sintra."), ("branch-porto", "Add a day in Porto."))
+KILL_TIMEOUT = 30.0
 T = TypeVar("T")
 
 
@@ -42,37 +75,74 @@ class Narrator:
 
     def step(self, title: str, action: Callable[[], tuple[T, str]]) -> T:
         """Run ``action`` (returning a value and a detail line) and narrate the outcome."""
-        from rich.padding import Padding
         from rich.text import Text
-
-        from agentsessions.cli.render import stdout_console
 
         self.pending.clear()
         try:
             value, detail = action()
         except AgentSessionsError as exc:
             self.steps.append({"step": title, "ok": False, "error": exc.to_dict()})
-            if not self.quiet:
-                line = Text.assemble(("✗ ", "bold red"))
-                line.append(f"{title}: {exc.message}")
-                stdout_console().print(line, soft_wrap=True)
+            line = Text.assemble(("✗ ", "bold red"))
+            line.append(f"{title}: {exc.message}")
+            self._print(line)
             raise
         self.steps.append({"step": title, "ok": True, "detail": detail})
-        if not self.quiet:
-            line = Text.assemble(("✓ ", "green"))
-            line.append(f"{title}: ", style="bold")
-            line.append(detail)
-            console = stdout_console()
-            console.print(line, soft_wrap=True)
-            for renderable in self.pending:
-                console.print(Padding(renderable, (0, 0, 0, 2)))
-        self.pending.clear()
+        line = Text.assemble(("✓ ", "green"))
+        line.append(f"{title}: ", style="bold")
+        line.append(detail)
+        self._print(line)
         return value
 
     def show(self, renderable: Any) -> None:
         """Print a table or other rich renderable under the current step's line."""
         if not self.quiet:
             self.pending.append(renderable)
+
+    def _print(self, line: Any) -> None:
+        from rich.padding import Padding
+
+        from agentsessions.cli.render import stdout_console
+
+        if not self.quiet:
+            console = stdout_console()
+            console.print(line, soft_wrap=True)
+            for renderable in self.pending:
+                console.print(Padding(renderable, (0, 0, 0, 2)))
+        self.pending.clear()
+
+
+@dataclass
+class Demo:
+    """What the steps share: the store, a controller over it, and the sessions made."""
+
+    home: Path
+    store: FileStore
+    controller: Controller
+    narrator: Narrator
+    harness: str
+    uid: str = ""
+    children: list[str] = field(default_factory=list)
+    imported: str = ""
+    turns: int = 0
+
+    @property
+    def config(self) -> bytes:
+        """The harness config of every turn: a system prompt for chat, nothing for echo."""
+        if self.harness != "chat":
+            return b""
+        return json.dumps({"system_prompt": SYSTEM_PROMPT}).encode()
+
+    def records(self, uid: str, from_seq: int = 1) -> list[Record]:
+        return list(self.store.read(uid, from_seq))
+
+    def turn(self, uid: str, text: str) -> str:
+        """Run one turn in-process and return the assistant's answer."""
+        from agentsessions.journal.model import text_message
+
+        message = dict(text_message("user", text))
+        result = self.controller.exec(uid, [message], config=self.config)
+        self.turns += 1
+        return " ".join(result.outputs)
 
 
 @contextlib.contextmanager
@@ -123,117 +193,287 @@ def _finish(narrator: Narrator, summary: dict[str, Any]) -> None:
     where = "a temporary home (removed)" if summary["temporary_home"] else summary["home"]
     line = Text.assemble(("demo ok: ", "bold green"))
     line.append(
-        f"imported {summary['records']} Go reference records, verified 2 sessions and the "
-        f"export ({summary['export_bytes']} bytes) in {where}"
+        f"{summary['turns']} turns, 1 killed mid-call and resumed, 2 replays with "
+        f"{summary['model_calls_on_replay']} model calls, 2 forks, suspend and resume, "
+        f"{summary['verified']} chains verified in {summary['seconds']:.1f} s in {where}"
     )
     render.stdout_console().print(line, soft_wrap=True)
 
 
 def _run_steps(narrator: Narrator, home: Path) -> dict[str, Any]:
+    from agentsessions.cli.wiring import build_controller
     from agentsessions.journal.filestore import FileStore
 
     store = FileStore(home)
     try:
-        created = narrator.step("create a session", lambda: _create(store))
-        imported = narrator.step("import the Go reference journal", lambda: _import(store))
-        narrator.step("list project demo", lambda: _list(store, narrator, {created, imported}))
-        narrator.step("show the imported log", lambda: _log(store, narrator, imported))
-        for uid in (created, imported):
-            narrator.step(f"verify {uid}", functools.partial(_verify, store, uid))
-        export = home / "exports" / f"{imported}.agx"
-        size = narrator.step(
-            "export the imported session", lambda: _export(store, imported, export)
-        )
-        records = narrator.step("verify the export file", lambda: _verify_file(export))
+        controller = build_controller(store, home, default_model=MODEL)
+        demo = Demo(home, store, controller, narrator, _pick_harness())
+        step = narrator.step
+        step(f"run a 3-turn session (harness {demo.harness}, model {MODEL})", lambda: _three(demo))
+        step("show its records", lambda: _show(demo))
+        step("kill a turn mid-call with SIGKILL, then resume it", lambda: _kill_resume(demo))
+        replayed = step("replay the session", lambda: _replay(demo, demo.uid, ""))
+        step("fork after turn 2 into 2 children, a turn in each", lambda: _fork(demo))
+        step("suspend and resume the parent's compute", lambda: _suspend_resume(demo))
+        go = step("import the Go reference journal and replay it", lambda: _go(demo))
+        verified = step("verify every chain", lambda: _verify_all(demo))
     finally:
         store.close()
     return {
         "ok": True,
-        "created_uid": created,
-        "imported_uid": imported,
-        "records": records,
-        "export": str(export),
-        "export_bytes": size,
+        "harness": demo.harness,
+        "model": MODEL,
+        "session_uid": demo.uid,
+        "children": demo.children,
+        "imported_uid": demo.imported,
+        "turns": demo.turns,
+        "model_calls_on_replay": replayed["model_calls"] + go["model_calls"],
+        "replay": replayed,
+        "go_replay": go,
+        "verified": verified,
     }
 
 
-def _create(store: Any) -> tuple[str, str]:
+def _pick_harness() -> str:
+    """``chat`` when it can be found, else ``echo``."""
+    from agentsessions.cli.wiring import HARNESSES
+
+    try:
+        HARNESSES.factory("chat")
+    except AgentSessionsError:
+        return "echo"
+    return "chat"
+
+
+# --- 1, 2: a session and its records -------------------------------------------------------
+
+
+def _three(demo: Demo) -> tuple[None, str]:
+    from rich.text import Text
+
+    from agentsessions.cli.render import clip, plain_table
     from agentsessions.journal.store import SessionMeta, new_uid
 
     meta = SessionMeta(
         uid=new_uid(),
         project=DEMO_PROJECT,
-        name="demo-session",
-        harness="echo",
-        model="echo",
+        name="demo-trip",
+        harness=demo.harness,
+        model=MODEL,
         labels={"source": "demo"},
         create_time_ns=time.time_ns(),
     )
-    info = store.create(meta)
-    return info.uid, f"{info.uid} in project {DEMO_PROJECT!r} (no events yet)"
+    demo.uid = demo.store.create(meta).uid
+    table = plain_table()
+    for column in ("turn", "user", "assistant"):
+        table.add_column(column)
+    calls = demo.controller.models.calls
+    for number, text in enumerate(TURNS, start=1):
+        table.add_row(str(number), Text(text), Text(clip(demo.turn(demo.uid, text), 60)))
+    demo.narrator.show(table)
+    calls = demo.controller.models.calls - calls
+    last = demo.store.get(demo.uid).last_seq
+    return None, f"{demo.uid}: {len(TURNS)} turns, {calls} model calls, seq 1-{last}"
 
 
-def _import(store: Any) -> tuple[str, str]:
+def _show(demo: Demo) -> tuple[None, str]:
+    from agentsessions.cli.render import event_kind, log_table
+
+    records = demo.records(demo.uid)
+    demo.narrator.show(log_table(records))
+    first_turn = []
+    for record in records:
+        first_turn.append(event_kind(record.event))
+        if first_turn[-1] == "END":
+            break
+    return None, f"{len(records)} records; each turn is " + " -> ".join(first_turn)
+
+
+# --- 3: kill a turn while its model call is in flight, then resume it ----------------------
+
+
+def cli_command() -> tuple[list[str], dict[str, str]]:
+    """How to start this very command line in a subprocess, and its environment."""
+    import agentsessions
+
+    root = Path(agentsessions.__file__).resolve().parent.parent
+    env = dict(os.environ)
+    if root.is_file():  # running from the single-file app: run the same archive
+        return [sys.executable, str(root)], env
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH", "")]))
+    return [sys.executable, "-m", "agentsessions"], env
+
+
+def _kill_resume(demo: Demo) -> tuple[None, str]:
+    from agentsessions.cli.stall import Stall
+
+    if demo.harness != "chat":
+        return None, "skipped: needs the chat harness, which can name a slow model per turn"
+    head = demo.store.get(demo.uid).last_seq
+    with Stall() as stall:
+        call_seq = _start_and_kill(demo, stall)
+        info = demo.store.get(demo.uid)
+        if info.exec_state != "EXEC_RUNNING":
+            raise InvalidExecutionLogError(f"after the kill exec is {info.exec_state}, not RUNNING")
+        result = demo.controller.resume(demo.uid)
+    if result is None or result.model_calls != 1 or stall.requests != 2:
+        raise InvalidExecutionLogError("resume did not call the model exactly once more")
+    demo.turns += 1
+    records = demo.records(demo.uid, head + 1)
+    _check_resumed(records, call_seq)
+    from agentsessions.cli.render import log_table
+
+    demo.narrator.show(log_table(records))
+    return None, (
+        f"killed while MODEL_CALL seq {call_seq} waited for its answer (exec RUNNING); "
+        f"resume called the model once: OUTPUT at seq {call_seq + 1}, END at {call_seq + 2}"
+    )
+
+
+def _start_and_kill(demo: Demo, stall: Stall) -> int:
+    """Start ``exec`` in a subprocess, SIGKILL it mid model call; return the call's seq."""
+    config = {
+        "system_prompt": SYSTEM_PROMPT,
+        "model": f"openai:demo-slow,base_url={stall.base_url}",
+    }
+    command, env = cli_command()
+    command += ["--home", str(demo.home), "exec", demo.uid, "--input", KILLED_INPUT]
+    command += ["--config", json.dumps(config)]
+    proc = subprocess.Popen(
+        command,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_in_flight(proc, stall)
+        last = demo.records(demo.uid, demo.store.get(demo.uid).last_seq)[-1]
+        if last.event.get("kind") != "EVENT_MODEL_CALL":
+            raise InvalidExecutionLogError(f"expected MODEL_CALL at the head, got seq {last.seq}")
+        proc.kill()  # SIGKILL: no handler, no cleanup, the call still in flight
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=KILL_TIMEOUT)
+    return last.seq
+
+
+def _wait_in_flight(proc: subprocess.Popen[str], stall: Stall) -> None:
+    """Until the model call reaches the endpoint (so MODEL_CALL is durable)."""
+    deadline = time.monotonic() + KILL_TIMEOUT
+    while not stall.held.wait(0.05):
+        if proc.poll() is not None:
+            err = (proc.stderr.read() if proc.stderr else "").strip().splitlines()
+            raise HarnessError(f"exec exited {proc.returncode} early: {err[-1] if err else ''}")
+        if time.monotonic() > deadline:
+            raise HarnessError(f"exec made no model call within {KILL_TIMEOUT:.0f} s")
+
+
+def _check_resumed(records: list[Record], call_seq: int) -> None:
+    """The resumed turn: one MODEL_CALL, its OUTPUT right after, then END."""
+    kinds = {r.seq: str(r.event.get("kind", "")) for r in records}
+    calls = [seq for seq, kind in kinds.items() if kind == "EVENT_MODEL_CALL"]
+    expected = {call_seq + 1: "EVENT_OUTPUT", call_seq + 2: "EVENT_END"}
+    if calls != [call_seq] or any(kinds.get(s) != k for s, k in expected.items()):
+        raise InvalidExecutionLogError(f"the resumed turn's records are not as expected: {kinds}")
+
+
+# --- 4: replay ----------------------------------------------------------------------------
+
+
+def _replay(demo: Demo, uid: str, harness: str) -> tuple[dict[str, Any], str]:
+    """Replay every turn of ``uid``; fail unless identical with zero model calls."""
+    from agentsessions.cli.wiring import HARNESSES
+    from agentsessions.controller.replay import replay
+
+    counter = demo.controller.models
+    result = replay(demo.store, uid, HARNESSES, harness=harness, model_calls=lambda: counter.calls)
+    if not result.identical:
+        raise ReplayError(
+            f"replay of {uid} is not identical: {result.divergence or result.model_calls}"
+        )
+    detail = (
+        f"{result.replayed} of {result.executions} executions re-driven with harness "
+        f"{result.harness}: {result.model_calls} model calls, byte-identical, the journal "
+        f"untouched at seq {result.head_after[0]}"
+    )
+    return result.to_json(), detail
+
+
+# --- 5, 6: fork, suspend and resume --------------------------------------------------------
+
+
+def _fork(demo: Demo) -> tuple[None, str]:
+    from rich.text import Text
+
+    from agentsessions.cli.render import clip, plain_table
+    from agentsessions.controller.lifecycle import ForkRequest, fork
+
+    ends = [r.seq for r in demo.records(demo.uid) if r.event.get("kind") == "EVENT_END"]
+    at = ends[1]
+    names = tuple(name for name, _ in BRANCHES)
+    request = ForkRequest(at_seq=at, count=len(BRANCHES), names=names, labels={"source": "demo"})
+    children = fork(demo.controller, demo.uid, request)
+    parent = [r.content_hash for r in demo.records(demo.uid)[:at]]
+    table = plain_table()
+    for column in ("child", "name", "user", "assistant"):
+        table.add_column(column)
+    for child, (name, text) in zip(children, BRANCHES, strict=True):
+        own = demo.records(child.uid)
+        if [r.content_hash for r in own[:at]] != parent:
+            raise ChainBrokenError(f"{child.uid} does not share its parent's prefix")
+        answer = demo.turn(child.uid, text)
+        table.add_row(Text(child.uid), Text(name), Text(text), Text(clip(answer, 48)))
+        demo.children.append(child.uid)
+    demo.narrator.show(table)
+    return None, (
+        f"2 children at seq {at}; each shares the parent's first {at} record hashes, "
+        f"then a LIFECYCLE FORK marker parent@{at}, then its own turn"
+    )
+
+
+def _suspend_resume(demo: Demo) -> tuple[None, str]:
+    from agentsessions.controller.lifecycle import resume_compute, suspend
+
+    before = demo.store.get(demo.uid).compute_state
+    cold = suspend(demo.controller, demo.uid)
+    live = resume_compute(demo.controller, demo.uid)
+    if cold.compute_state != "COMPUTE_COLD" or live.compute_state != "COMPUTE_LIVE":
+        raise InvalidExecutionLogError(
+            f"compute went {before} -> {cold.compute_state} -> {live.compute_state}"
+        )
+    return None, (
+        f"compute {before} -> COMPUTE_COLD (LIFECYCLE SUSPEND at seq {cold.last_seq}) -> "
+        f"COMPUTE_LIVE (LIFECYCLE RESUME at seq {live.last_seq})"
+    )
+
+
+# --- 7, 8: the Go journal, and every chain ------------------------------------------------
+
+
+def _go(demo: Demo) -> tuple[dict[str, Any], str]:
     from agentsessions.journal.exchange import import_file
 
     with fixture_path() as path:
-        info = import_file(store, path, project=DEMO_PROJECT, name="go-v0.1.2-completed")
-    detail = f"{info.uid}: {info.last_seq} records, head {info.last_hash[:16]}"
-    return info.uid, detail
+        info = import_file(demo.store, path, project=DEMO_PROJECT, name="go-v0.1.2-completed")
+    demo.imported = info.uid
+    result, detail = _replay(demo, info.uid, "echo")
+    return result, f"{info.uid}, {info.last_seq} records written by Go v0.1.2: {detail}"
 
 
-def _list(store: Any, narrator: Narrator, expected: set[str]) -> tuple[None, str]:
-    from agentsessions.cli.render import sessions_table, stdout_console
-
-    page = store.list(DEMO_PROJECT)
-    listed = {info.uid for info in page.sessions}
-    if not expected <= listed:
-        missing = ", ".join(sorted(expected - listed))
-        raise NotFoundError(f"list does not show {missing}")
-    narrator.show(sessions_table(page.sessions, stdout_console().width))
-    return None, f"{len(page.sessions)} sessions, newest first"
-
-
-def _log(store: Any, narrator: Narrator, uid: str) -> tuple[None, str]:
-    from agentsessions.cli.render import log_table
-
-    records = list(store.read(uid))
-    narrator.show(log_table(records))
-    kinds = " -> ".join(str(r.event.get("kind", "")).removeprefix("EVENT_") for r in records)
-    return None, kinds or "no records"
-
-
-def _check(report: Any) -> tuple[int, str]:
-    if not report.ok:
-        raise ChainBrokenError(
-            f"{report.source} does not verify at seq {report.first_bad_seq}: {report.reason}"
-        )
-    if not report.records:
-        return 0, "empty journal (nothing to chain yet)"
-    return report.records, f"{report.records} records, chain intact up to seq {report.last_seq}"
-
-
-def _verify(store: Any, uid: str) -> tuple[int, str]:
+def _verify_all(demo: Demo) -> tuple[int, str]:
+    from agentsessions.cli.render import verify_line
     from agentsessions.journal.verify import verify_session
 
-    return _check(verify_session(store, uid, strict=True))
-
-
-def _export(store: Any, uid: str, out: Path) -> tuple[int, str]:
-    from agentsessions.journal.exchange import export_session
-
-    out.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        summary = export_session(store, uid, out, compress=True)
-        how = "zstd"
-    except UnavailableError:
-        summary = export_session(store, uid, out, compress=False)
-        how = "uncompressed: no zstd codec here"
-    size = int(summary.get("bytes", out.stat().st_size))
-    return size, f"{summary['records']} records -> {out} ({size} bytes, {how})"
-
-
-def _verify_file(path: Path) -> tuple[int, str]:
-    from agentsessions.journal.verify import verify_path
-
-    return _check(verify_path(path, strict=True))
+    uids = demo.store.uids()
+    reports = [(uid, verify_session(demo.store, uid, strict=True)) for uid in uids]
+    for uid, report in reports:
+        demo.narrator.show(verify_line(report, uid))
+        if not report.ok:
+            raise ChainBrokenError(
+                f"{uid} does not verify at seq {report.first_bad_seq}: {report.reason}"
+            )
+    total = sum(report.records for _, report in reports)
+    return len(reports), f'{len(reports)} chains, {total} records, each from prev_hash ""'

@@ -18,8 +18,10 @@ so it needs no fsync; the catalog changes only on create and delete.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import secrets
@@ -37,7 +39,7 @@ from agentsessions.errors import (
     SessionDeletedError,
     StorageError,
 )
-from agentsessions.journal import canonical, segment
+from agentsessions.journal import canonical, forking, segment
 from agentsessions.journal.catalog import Catalog
 from agentsessions.journal.durable import DEFAULT_FS, FileSystem
 from agentsessions.journal.lock import SessionLock
@@ -93,6 +95,33 @@ class FileStore:
 
     # -- sessions -------------------------------------------------------------------------
     def create(self, meta: SessionMeta) -> SessionInfo:
+        meta = self._make_dir(meta, None)
+        self.catalog.add(meta.uid, meta.project, meta.create_time_ns)
+        return SessionInfo(meta=meta, update_time_ns=meta.create_time_ns)
+
+    def fork(
+        self, parent: str, at_seq: int, children: Sequence[SessionMeta]
+    ) -> builtins.list[SessionInfo]:
+        source = self.get(parent)
+        forking.check_fork(parent, at_seq, source.last_seq, len(children))
+        base = forking.base_tail(lambda a, b: self.read(parent, a, b), at_seq)
+        made: list[SessionMeta] = []
+        try:
+            for meta in children:
+                made.append(self._make_dir(replace(meta, parent_uid=parent, fork_seq=at_seq), base))
+            for meta in made:
+                with self.writer(meta.uid) as w:
+                    w.append([forking.fork_marker(parent, at_seq)], expected_last_seq=at_seq)
+        except BaseException:
+            for meta in made:  # all or nothing: no child was listed yet
+                shutil.rmtree(self.sessions_dir / meta.uid, ignore_errors=True)
+            raise
+        for meta in made:
+            self.catalog.add(meta.uid, meta.project, meta.create_time_ns)
+        return [self.get(meta.uid) for meta in made]
+
+    def _make_dir(self, meta: SessionMeta, base: Tail | None) -> SessionMeta:
+        """Build a session directory under a temporary name and rename it into place."""
         check_uid(meta.uid)
         check_project(meta.project)
         if not meta.create_time_ns:
@@ -104,7 +133,16 @@ class FileStore:
         try:
             (tmp / "journal").mkdir(parents=True)
             self.fs.write_file_atomic(tmp / "session.json", _json_bytes(meta.to_json()))
-            SegmentLog.create(tmp / "journal", session_id=meta.uid, fs=self.fs)
+            base_seq, base_hash = (base.last_seq, base.last_hash) if base else (0, "")
+            if base is not None:
+                self.fs.write_file_atomic(tmp / "BASE", _json_bytes(base.to_json()))
+            SegmentLog.create(
+                tmp / "journal",
+                session_id=meta.uid,
+                base_seq=base_seq,
+                base_hash=base_hash,
+                fs=self.fs,
+            )
             self.fs.sync_dir(tmp)
             self.fs.replace(tmp, final)
             self.fs.sync_dir(self.sessions_dir)
@@ -114,8 +152,7 @@ class FileStore:
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        self.catalog.add(meta.uid, meta.project, meta.create_time_ns)
-        return SessionInfo(meta=meta, update_time_ns=meta.create_time_ns)
+        return meta
 
     def get(self, uid: str) -> SessionInfo:
         sdir = self._dir(uid)
@@ -171,10 +208,18 @@ class FileStore:
 
     def read(self, uid: str, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
         sdir = self._dir(uid)
+        meta = _read_meta(sdir)
         log, _scan = SegmentLog.open(
             sdir / "journal", session_id=uid, writable=False, fs=self.fs, resume=_read_hint(sdir)[0]
         )
-        return _records(log, log.read(from_seq, to_seq), close=True)
+        own = _records(log, log.read(from_seq, to_seq), close=True)
+        if not meta.parent_uid or from_seq > meta.fork_seq:
+            return own
+        upto = meta.fork_seq if to_seq <= 0 else min(to_seq, meta.fork_seq)
+        prefix = (
+            self.read(meta.parent_uid, from_seq, upto) if upto >= max(from_seq, 1) else iter(())
+        )
+        return itertools.chain(prefix, own)
 
     def follow(
         self, uid: str, from_seq: int = 1, *, idle_timeout: float | None = None
@@ -258,7 +303,7 @@ class FileStore:
         elif scan.base_carry is not None:
             tail = Tail.from_json(scan.base_carry)
         else:
-            tail = Tail()
+            tail = _read_base(sdir)
         fold_frames(tail, scan.frames)
         return tail, log.position, log
 
@@ -276,6 +321,9 @@ class FileStore:
             update_time_ns=update_ns,
             fence=max(_read_fence(sdir / "FENCE"), tail.max_fence),
             deleted=(sdir / "DELETED").exists(),
+            exec_seq=tail.projection.exec_seq,
+            exec_id=tail.projection.exec_id,
+            snapshot=tail.projection.snapshot,
         )
 
 
@@ -414,6 +462,16 @@ def _records(log: SegmentLog, frames: Iterator[segment.Frame], *, close: bool) -
     finally:
         if close:
             log.close()
+
+
+def _read_base(sdir: Path) -> Tail:
+    """Where a forked child's own journal starts (the parent's tail at the fork point)."""
+    try:
+        return Tail.from_json(json.loads((sdir / "BASE").read_bytes()))
+    except FileNotFoundError:
+        return Tail()
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise FormatError(f"damaged fork base in {sdir}: {exc}") from exc
 
 
 def _read_meta(sdir: Path) -> SessionMeta:

@@ -7,11 +7,12 @@ durability differs. Thread-safe: one lock guards every session.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentsessions.errors import (
@@ -20,6 +21,7 @@ from agentsessions.errors import (
     NotFoundError,
     SessionDeletedError,
 )
+from agentsessions.journal import forking
 from agentsessions.journal.records import Record
 from agentsessions.journal.store import (
     DEFAULT_MAX_COMMIT_BYTES,
@@ -100,6 +102,38 @@ class MemoryStore:
             session.deleted = True
             return self._info(session)
 
+    def fork(
+        self, parent: str, at_seq: int, children: Sequence[SessionMeta]
+    ) -> builtins.list[SessionInfo]:
+        with self._cond:
+            source = self._session(parent)
+            forking.check_fork(parent, at_seq, source.tail.last_seq, len(children))
+            prefix = source.records[:at_seq]
+            tail = forking.base_tail(lambda a, b: iter(prefix[a - 1 : b]), at_seq)
+            for meta in children:
+                check_uid(meta.uid)
+                check_project(meta.project)
+                if meta.uid in self._sessions:
+                    raise InvalidArgumentError(f"session {meta.uid} already exists")
+            made = []
+            for meta in children:
+                meta = replace(meta, parent_uid=parent, fork_seq=at_seq)
+                meta = _with_time(meta) if not meta.create_time_ns else meta
+                child = _Session(meta, list(prefix), Tail.from_json(tail.to_json()))
+                child.update_time_ns = meta.create_time_ns
+                self._sessions[meta.uid] = child
+                child.fence = 1
+                records = child.tail.seal_events(
+                    meta.uid,
+                    [forking.fork_marker(parent, at_seq)],
+                    fence=1,
+                    max_bytes=self.max_commit_bytes,
+                )
+                child.tail.advance(records, None, None)
+                child.records.extend(records)
+                made.append(self._info(child))
+            return made
+
     def writer(self, uid: str) -> MemoryWriter:
         with self._cond:
             session = self._session(uid)
@@ -152,6 +186,9 @@ class MemoryStore:
             update_time_ns=s.update_time_ns,
             fence=s.fence,
             deleted=s.deleted,
+            exec_seq=s.tail.projection.exec_seq,
+            exec_id=s.tail.projection.exec_id,
+            snapshot=s.tail.projection.snapshot,
         )
 
 

@@ -24,9 +24,8 @@ from __future__ import annotations
 import bisect
 import json
 import os
-import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +47,7 @@ from agentsessions.journal.segment import (
     Frame,
     SegmentHeader,
 )
+from agentsessions.journal.segmentread import CORRUPT_HINT, Link, SegmentFiles, listing
 
 __all__ = [
     "RTYPE_COMMIT", "RTYPE_EVENT", "RTYPE_SEAL", "Frame", "OpenScan", "Position",
@@ -55,11 +55,7 @@ __all__ = [
 ]  # fmt: skip
 
 RECOVERY_LOG = "RECOVERY.log"
-_SEG_NAME = re.compile(r"([0-9a-f]{16})\.seg(\.zst)?")
-_BLOCK = 1 << 20
-_TRAILER_READ = 64 << 10  # first read at the end of a sealed segment (SEAL or seek table)
-_ZST_CACHE = 64  # seek tables kept in memory
-_HINT = "run `agentsessions verify` on the session; see docs/FORMAT.md (Recovery)"
+SegmentFrames = Generator[Frame, None, Link | None]
 
 
 def _now_ms() -> int:
@@ -124,47 +120,22 @@ class _Tail:
         return self.header.first_seq
 
 
-@dataclass(frozen=True)
-class _Zst:
-    """A compressed segment's seek table with its decoded metadata."""
+class SegmentLog(SegmentFiles):
+    """One session's journal directory of segments. Build with :meth:`create` / :meth:`open`.
 
-    table: zstdcodec.SeekTable
-    header: SegmentHeader
-    header_raw: bytes
-    seal: bytes
-
-
-def _listing(fs: FileSystem, journal_dir: Path) -> tuple[dict[int, set[str]], list[str]]:
-    """Segment forms by first_seq ({"seg", "zst"}) and the names of ``*.tmp`` files."""
-    segs: dict[int, set[str]] = {}
-    tmps: list[str] = []
-    for name in fs.listdir(journal_dir):
-        m = _SEG_NAME.fullmatch(name)
-        if m:
-            segs.setdefault(int(m.group(1), 16), set()).add("zst" if m.group(2) else "seg")
-        elif name.endswith(".tmp"):
-            tmps.append(name)
-    return segs, tmps
-
-
-class SegmentLog:
-    """One session's journal directory of segments. Build with :meth:`create` / :meth:`open`."""
+    The read side (headers, SEALs, strict frames, batch checks) is :class:`SegmentFiles`.
+    """
 
     def __init__(
         self, journal_dir: Path, session_id: str, writable: bool, fs: FileSystem,
         segment_max_bytes: int, max_record_bytes: int, segs: dict[int, set[str]],
     ) -> None:  # fmt: skip
         """Private: use :meth:`open`."""
-        self.journal_dir = journal_dir
-        self.session_id = session_id
+        super().__init__(journal_dir, session_id, fs, max_record_bytes, segs)
         self.writable = writable
-        self.fs = fs
         self.segment_max_bytes = segment_max_bytes
-        self.max_record_bytes = max_record_bytes
-        self._segs = segs
         self._tail: _Tail | None = None
         self._indexes: dict[int, sg.SparseIndex] = {}
-        self._zst: dict[int, _Zst] = {}
         self._base_hash: str | None = None
         self._broken: StorageError | None = None
 
@@ -185,7 +156,7 @@ class SegmentLog:
         if (base_seq == 0) != (base_hash == ""):
             raise InvalidArgumentError("base_hash must be given exactly when base_seq > 0")
         journal_dir = Path(journal_dir)
-        if _listing(fs, journal_dir)[0]:
+        if listing(fs, journal_dir)[0]:
             raise InvalidArgumentError(f"{journal_dir} already holds a journal")
         header = SegmentHeader(session_id, base_seq + 1, 0, _now_ms(), base_hash)
         fs.write_file_atomic(journal_dir / sg.segment_name(base_seq + 1), header.encode())
@@ -202,10 +173,10 @@ class SegmentLog:
         """
         sg.session_bytes(session_id)
         journal_dir = Path(journal_dir)
-        segs, tmps = _listing(fs, journal_dir)
+        segs, tmps = listing(fs, journal_dir)
         if not segs:
             raise JournalCorruptError(
-                f"{journal_dir}: no segment files", path=str(journal_dir), hint=_HINT
+                f"{journal_dir}: no segment files", path=str(journal_dir), hint=CORRUPT_HINT
             )
         log = cls(journal_dir, session_id, writable, fs, segment_max_bytes, max_record_bytes, segs)
         try:
@@ -216,35 +187,14 @@ class SegmentLog:
             raise
         return log, OpenScan(s.frames, None if resumed else base_carry, resumed, recovery)
 
-    def _path(self, first: int, form: str = "seg") -> Path:
-        return self.journal_dir / sg.segment_name(first, compressed=form == "zst")
-
-    def _corrupt(
-        self, path: Path | str, offset: int, seq: int | None, reason: str
-    ) -> JournalCorruptError:
-        return JournalCorruptError(
-            f"{path}: damaged journal at offset {offset}: {reason}", hint=_HINT, path=str(path),
-            offset=offset, seq=seq, reason=reason, session=self.session_id,
-        )  # fmt: skip
-
-    def _check_header(self, header: SegmentHeader, first: int, path: Path) -> None:
-        if header.session_id != self.session_id:
-            raise self._corrupt(path, 16, None, f"segment belongs to {header.session_id}")
-        if header.first_seq != first:
-            raise self._corrupt(path, 32, first, f"header first_seq {header.first_seq} != name")
-
     def _load(self, resume: Position | None) -> tuple[sg.Scan, dict[str, Any] | None, bool]:
         """Read-only part of opening: tail header, link to the last sealed segment, scan."""
-        firsts = sorted(self._segs)
-        first = firsts[-1]
+        first = self.segments[-1]
         header, fd, raw = self._open_tail(first)
         index = sg.SparseIndex([(first, sg.HEADER_SIZE)])
         self._tail = _Tail(header, fd, sg.HEADER_SIZE, first, header.prev_hash, -1, False, index)
         path = self._path(first, "seg" if fd is not None else "zst")
-        if header.segment_no != len(firsts) - 1:
-            msg = f"segment_no {header.segment_no} but {len(firsts)} segments (one is missing?)"
-            raise self._corrupt(path, 40, first, msg)
-        carry = self._check_link(firsts[-2], header) if len(firsts) > 1 else None
+        carry = self._check_tail_layout(header, path)
         s = self._try_resume(resume) if raw is None else None
         resumed = s is not None
         if s is None:
@@ -276,63 +226,6 @@ class SegmentLog:
             return header, fd, None
         z = self._zst_of(first)
         return z.header, None, b"".join(self._zst_chunks(first, z.table, 0))
-
-    def _decode_header(self, raw: bytes, first: int, path: Path) -> SegmentHeader:
-        try:
-            header = sg.decode_header(raw)
-        except FormatError as exc:
-            raise self._corrupt(path, 0, first, f"segment header: {exc}") from exc
-        self._check_header(header, first, path)
-        return header
-
-    def _check_link(self, prev: int, header: SegmentHeader) -> dict[str, Any]:
-        """Check the last sealed segment's SEAL links to ``header``; return its carry."""
-        payload, prev_header, path = self._seal_of(prev)
-        if prev_header.segment_no != header.segment_no - 1:
-            raise self._corrupt(path, 40, prev, "segment numbers are not contiguous")
-        try:
-            info = sg.decode_seal(payload)
-        except FormatError as exc:
-            raise self._corrupt(path, 0, prev, str(exc)) from exc
-        if info.last_seq != header.first_seq - 1 or info.last_hash != header.prev_hash:
-            msg = f"SEAL (last_seq {info.last_seq}) does not link to the next segment"
-            raise self._corrupt(path, 0, header.first_seq, msg)
-        return info.carry
-
-    def _seal_of(self, first: int) -> tuple[bytes, SegmentHeader, Path]:
-        """SEAL payload and header of a sealed segment, from a few small reads at its end."""
-        fd = self._open_plain(first)
-        if fd is None:
-            z = self._zst_of(first)
-            return z.seal, z.header, self._path(first, "zst")
-        path = self._path(first)
-        try:
-            size = os.fstat(fd).st_size
-            header = self._decode_header(self.fs.read_at(fd, sg.HEADER_SIZE, 0), first, path)
-            window = _TRAILER_READ
-            while True:
-                n = min(window, size - sg.HEADER_SIZE)
-                seal = sg.find_seal(self.fs.read_at(fd, n, size - n), size - n, size, first)
-                if seal is not None:
-                    return seal.payload, header, path
-                if n >= size - sg.HEADER_SIZE:
-                    raise self._corrupt(path, size, None, "sealed segment does not end with SEAL")
-                window *= 8
-        finally:
-            os.close(fd)
-
-    def _open_plain(self, first: int) -> int | None:
-        """A read-only descriptor on sealed ``first``'s .seg; None if it is (now) compressed."""
-        if "seg" not in self._segs.get(first, ()):
-            return None
-        path = self._path(first)
-        try:
-            return os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except FileNotFoundError:  # compressed meanwhile by the writer
-            self._segs[first] = {"zst"}
-            return None
-        except OSError as exc:
-            raise storage_error("open", path, exc) from exc
 
     def _try_resume(self, hint: Position | None) -> sg.Scan | None:
         """Validate ``hint`` cheaply and scan from it; None means "do a full scan"."""
@@ -610,76 +503,6 @@ class SegmentLog:
             return
         yield from self._zst_frames(first, from_seq)
 
-    def _plain_frames(
-        self, fd: int, first: int, from_seq: int, end: int, index: sg.SparseIndex
-    ) -> Iterator[Frame]:
-        path = self._path(first)
-        seq, pos = index.floor(from_seq)
-        rules, want = sg.FrameRules(seq), _BLOCK
-        while pos < end:
-            n = min(want, end - pos)
-            buf = self.fs.read_at(fd, n, pos)
-            used, why = yield from sg.parse_frames(
-                buf, pos, first, rules, index, self.max_record_bytes, from_seq
-            )
-            if why and not (why in sg.INCOMPLETE and pos + n < end):
-                raise self._corrupt(path, pos + used, rules.expected, why)
-            want = _BLOCK if used else 2 * n
-            pos += used
-        if rules.in_group:
-            raise self._corrupt(path, pos, rules.expected, "segment ends inside a group")
-
-    def _zst_frames(self, first: int, from_seq: int) -> Iterator[Frame]:
-        z = self._zst_of(first)
-        path, entries = self._path(first, "zst"), z.table.entries
-        start = z.table.chunk_for(from_seq)
-        rules = sg.FrameRules(entries[start].key)
-        for n, raw in enumerate(self._zst_chunks(first, z.table, start), start=start):
-            e = entries[n]
-            if rules.expected != e.key or rules.in_group:
-                raise self._corrupt(path, e.comp_offset, rules.expected, "seek table seq")
-            skip = sg.HEADER_SIZE if n == 0 else 0
-            if raw[:skip] != z.header_raw[:skip]:
-                raise self._corrupt(path, 0, first, "header copy differs from chunk 0")
-            base = e.raw_offset + skip
-            used, why = yield from sg.parse_frames(
-                raw[skip:], base, first, rules, None, 1 << 62, from_seq
-            )
-            if why:
-                raise self._corrupt(path, base + used, rules.expected, f"in chunk {n}: {why}")
-        if not rules.sealed:
-            raise self._corrupt(path, 0, rules.expected, "compressed segment lacks its SEAL")
-
-    def _zst_of(self, first: int) -> _Zst:
-        """The (cached) seek table of compressed segment ``first``: two small reads at most."""
-        if first not in self._zst:
-            path = self._path(first, "zst")
-            fd = self.fs.open(path, os.O_RDONLY)
-            try:
-                size = os.fstat(fd).st_size
-                table = zstdcodec.read_seek_table(lambda n, o: self.fs.read_at(fd, n, o), size)
-                header, header_raw, seal = sg.decode_zst_meta(table.meta)
-            except FormatError as exc:
-                raise self._corrupt(path, 0, first, str(exc)) from exc
-            finally:
-                self.fs.close(fd)
-            self._check_header(header, first, path)
-            if len(self._zst) >= _ZST_CACHE:
-                del self._zst[next(iter(self._zst))]
-            self._zst[first] = _Zst(table, header, header_raw, seal)
-        return self._zst[first]
-
-    def _zst_chunks(self, first: int, table: zstdcodec.SeekTable, start: int) -> Iterator[bytes]:
-        """Decompressed chunks ``start..`` of compressed segment ``first``."""
-        path = self._path(first, "zst")
-        fd = self.fs.open(path, os.O_RDONLY)
-        try:
-            yield from zstdcodec.read_chunks(lambda n, o: self.fs.read_at(fd, n, o), table, start)
-        except FormatError as exc:
-            raise self._corrupt(path, 0, table.entries[start].key, str(exc)) from exc
-        finally:
-            self.fs.close(fd)
-
     def frames(self) -> Iterator[Frame]:
         """Every frame (EVENT, COMMIT, SEAL) of every segment in order, checked strictly.
 
@@ -690,39 +513,34 @@ class SegmentLog:
         return self._frames(sorted(self._segs), t.first, t.commit_end)
 
     def _frames(self, firsts: list[int], tail_first: int, tail_end: int) -> Iterator[Frame]:
-        link: tuple[int, str] | None = None
+        link: Link | None = None
         for no, first in enumerate(firsts):
-            header, path = self._header_of(first)
-            if header.segment_no != no:
-                raise self._corrupt(path, 40, first, "segment numbers are not contiguous")
-            if link is not None and link != (first - 1, header.prev_hash):
-                raise self._corrupt(path, 56, first, "header does not link to the previous SEAL")
-            last = last_event = None
-            for frame in self._segment_frames(first, first, tail_end):
-                if frame.rtype == RTYPE_EVENT:
-                    last_event = frame
-                last = frame
-                yield frame
-            if first == tail_first and (last is None or last.rtype != RTYPE_SEAL):
-                return
-            last_hash = sg.content_hash(last_event.payload) if last_event else header.prev_hash
-            why = sg.seal_problem(first, last, last_hash)
-            if not why and "seg" not in self._segs[first] and last is not None:
-                why = "" if self._zst_of(first).seal == last.payload else "SEAL copy differs"
-            if why or last is None:
-                raise self._corrupt(path, last.offset if last else 0, first, why)
-            info = sg.decode_seal(last.payload)
-            link = (info.last_seq, info.last_hash)
+            link = yield from self._one_segment(first, no, link, tail_first, tail_end)
 
-    def _header_of(self, first: int) -> tuple[SegmentHeader, Path]:
-        fd = self._open_plain(first)
-        if fd is None:
-            return self._zst_of(first).header, self._path(first, "zst")
-        try:
-            raw = self.fs.read_at(fd, sg.HEADER_SIZE, 0)
-        finally:
-            os.close(fd)
-        return self._decode_header(raw, first, self._path(first)), self._path(first)
+    def segment_frames(self, first: int, no: int, link: Link | None) -> SegmentFrames:
+        """The frames of the ``no``-th segment, ``first``, checked exactly as :meth:`frames`
+        checks them; the generator returns the segment's SEAL link (None for an open tail).
+
+        ``link`` is the previous segment's SEAL ``(last_seq, last_hash)`` (None for the
+        first segment): ``verify`` re-reads one segment this way when its batch check failed.
+        """
+        t = self._require_tail()
+        return self._one_segment(first, no, link, t.first, t.commit_end)
+
+    def _one_segment(
+        self, first: int, no: int, link: Link | None, tail_first: int, tail_end: int
+    ) -> SegmentFrames:
+        header, path = self._segment_head(first, no, link)
+        last = last_event = None
+        for frame in self._segment_frames(first, first, tail_end):
+            if frame.rtype == RTYPE_EVENT:
+                last_event = frame
+            last = frame
+            yield frame
+        if first == tail_first and (last is None or last.rtype != RTYPE_SEAL):
+            return None
+        last_hash = sg.content_hash(last_event.payload) if last_event else header.prev_hash
+        return self._segment_foot(first, header, path, last, last_hash)
 
     def refresh(self) -> list[Frame]:
         """Read-only logs: absorb groups committed by another process since the last look.
@@ -739,7 +557,7 @@ class SegmentLog:
                 new += self._refresh_tail(t)
             if not t.sealed:
                 return new
-            segs, _ = _listing(self.fs, self.journal_dir)
+            segs, _ = listing(self.fs, self.journal_dir)
             if t.next_seq not in segs:
                 return new
             self._segs = segs

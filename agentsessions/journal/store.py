@@ -22,6 +22,7 @@ Every implementation (file, in-memory, and later distributed) passes ONE contrac
 from __future__ import annotations
 
 import base64
+import builtins
 import re
 import secrets
 from collections.abc import Iterator, Mapping, Sequence
@@ -132,6 +133,9 @@ class SessionInfo:
     update_time_ns: int = 0
     fence: int = 0
     deleted: bool = False
+    exec_seq: int = 0  # where the latest execution began (0: none yet)
+    exec_id: str = ""  # its execution id ("" for a legacy ID-less run)
+    snapshot: Mapping[str, Any] | None = None  # the latest SUSPEND's snapshot fields
 
     @property
     def uid(self) -> str:
@@ -169,6 +173,7 @@ class CommitResult:
     last_hash: str
     fence: int
     duplicate: bool = False
+    records: tuple[Record, ...] = ()  # what this commit appended (empty for a duplicate)
 
 
 class Writer(Protocol):
@@ -234,6 +239,17 @@ class Store(Protocol):
 
     def delete(self, uid: str) -> SessionInfo:
         """Permanently soft-delete: hidden from list, every later write refused."""
+        ...
+
+    def fork(
+        self, parent: str, at_seq: int, children: Sequence[SessionMeta]
+    ) -> builtins.list[SessionInfo]:
+        """Create ``children`` whose chains are ``parent``'s up to ``at_seq`` plus a
+        LIFECYCLE_FORK marker ``parent@N``; all or nothing.
+
+        The prefix is referred to, not copied: a fork costs the same for a 10-event and a
+        1,000,000-event parent, and each child's chain still verifies from ``prev_hash ""``.
+        """
         ...
 
     def writer(self, uid: str) -> Writer:

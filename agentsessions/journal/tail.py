@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentsessions.errors import (
@@ -117,14 +117,14 @@ class Tail:
     ) -> CommitResult:
         """Move the head past ``records`` and fold them into the projection."""
         for i, record in enumerate(records):
-            self.projection.apply(events[i] if events is not None else record.event)
+            self.projection.apply(events[i] if events is not None else record.event, record.seq)
             self.max_fence = max(self.max_fence, record.fence)
         last = records[-1]
         self.last_seq, self.last_hash = last.seq, last.content_hash
         result = CommitResult(records[0].seq, last.seq, last.content_hash, last.fence)
         if commit_id is not None:
             self.remember(commit_id, result)
-        return result
+        return replace(result, records=tuple(records))
 
     def remember(self, commit_id: str, result: CommitResult) -> None:
         self.commits[commit_id] = result

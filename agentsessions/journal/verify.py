@@ -3,14 +3,37 @@
 A fast verify walks the records from ``prev_hash ""`` and checks, for each: the sequence
 number follows the previous one, the payload's ``prev_hash`` is the previous content hash,
 and the content hash is ``sha256`` of the stored bytes (the bytes hashed are the bytes
-stored, so this runs at hashing speed). ``strict`` also re-canonicalises every envelope and
-validates every event against the ``agentsessions.v1`` schema. Verification never writes.
+stored, so this runs at hashing speed). For a session directory it also checks the framing
+of every segment as reading does (segment headers and their numbering, every frame's magic,
+length, CRC, zero padding, reserved bits, sequence and group order, each SEAL's contents and
+its link to the next header, the seek tables of compressed segments), and reports a torn tail
+after the last commit. ``strict`` also decodes every envelope, validates its event against
+the ``agentsessions.v1`` schema and checks that re-encoding it (RFC 8785) gives the stored
+bytes. Verification never writes.
+
+How a directory is verified fast: each segment is batch-checked on its own, from the chain
+state its header names (:meth:`SegmentFiles.check_segment`: one tight loop per buffer, no
+per-record objects), and the walk accepts each such run only where it continues the chain
+(and each SEAL links to the next header). A segment the batch check does not accept is read
+again frame by frame (:meth:`SegmentLog.segment_frames`) and walked record by record, so
+every verdict (``ok``, ``first_bad_seq``, the reason) is the one the frame-by-frame path
+gives. On Linux, a single-threaded caller with a large journal (at least two sealed segments
+and 8 MiB of them) checks sealed segments in forked worker processes, one per spare CPU;
+elsewhere, or when a worker fails, the same checks run serially.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import functools
 import hashlib
-from collections.abc import Callable, Iterable, Iterator
+import json
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +46,8 @@ from agentsessions.errors import (
 )
 from agentsessions.journal import canonical, schema, segment
 from agentsessions.journal.records import Record
-from agentsessions.journal.segmentlog import SegmentLog
+from agentsessions.journal.segmentlog import OpenScan, Position, SegmentFrames, SegmentLog
+from agentsessions.journal.segmentread import Link, PayloadCheck, SegmentCheck, SegmentFiles
 
 Progress = Callable[[int, int], None]
 _PREFIX = b'{"event":'
@@ -98,8 +122,25 @@ def check_chain(
     return walk(items, report, strict=strict, progress=progress, total=total)
 
 
+@dataclass(frozen=True)
+class Verified:
+    """A run of ``count`` records from seq ``first`` checked in bulk (one batch-checked
+    segment): they continue ``prev`` and end at ``last_hash``. ``replay`` yields the same
+    records one by one, for when the run does not continue the walk."""
+
+    first: int
+    prev: str
+    count: int
+    last_hash: str
+    replay: Callable[[], Iterator[Item]]
+
+
+Item = tuple[int, bytes | bytearray, str | None] | Verified
+"""What :func:`walk` consumes: ``(seq, payload, claimed hash or None)``, or a Verified run."""
+
+
 def walk(
-    items: Iterable[tuple[int, bytes, str | None]],
+    items: Iterable[Item],
     report: VerifyReport,
     *,
     strict: bool = False,
@@ -110,31 +151,74 @@ def walk(
 
     This is the hot path of ``verify``: one sha256 per record, the link checked by comparing
     the payload's fixed suffix with the one the previous hash implies, no JSON parsing
-    unless ``strict``.
+    unless ``strict``. :class:`Verified` runs are taken whole when they continue the chain.
     """
-    sha256, prev, expected = hashlib.sha256, b"", 1
+    chain = _Walk(report, strict, progress, total)
     report.strict = strict
     try:
-        for seq, payload, claimed in items:
-            if seq != expected:
-                return report.fail(seq, f"sequence gap: expected seq {expected}, found {seq}")
-            suffix = b',"prev_hash":"%s","seq":"%d"}' % (prev, seq)
-            if not (payload.startswith(_PREFIX) and payload.endswith(suffix)):
-                return report.fail(seq, _link_reason(payload, prev.decode(), seq))
-            digest = sha256(payload).hexdigest()
-            if claimed is not None and claimed != digest:
-                return report.fail(seq, f"content_hash mismatch at seq {seq}")
-            if strict and (reason := _strict_reason(seq, payload)):
-                return report.fail(seq, reason)
-            prev, expected = digest.encode(), expected + 1
-            if progress is not None and seq % 4096 == 0:
-                progress(seq, total)
+        if not chain.feed(items):
+            return report
     finally:
-        report.records = expected - 1
-        report.last_seq, report.last_hash = expected - 1, prev.decode()
+        report.records = chain.expected - 1
+        report.last_seq, report.last_hash = chain.expected - 1, chain.prev.decode()
     if progress is not None:
         progress(report.records, total)
     return _check_declared(report)
+
+
+class _Walk:
+    """The state of :func:`walk`: the next seq and the last content hash (hex bytes)."""
+
+    def __init__(
+        self, report: VerifyReport, strict: bool, progress: Progress | None, total: int
+    ) -> None:
+        self.report, self.strict, self.progress, self.total = report, strict, progress, total
+        self.expected, self.prev = 1, b""
+
+    def feed(self, items: Iterable[Item]) -> bool:
+        """Walk ``items`` on from the current state; False once the report holds a failure."""
+        sha256, prev, expected = hashlib.sha256, self.prev, self.expected
+        report, strict, progress, total = self.report, self.strict, self.progress, self.total
+        try:
+            for item in items:
+                if isinstance(item, Verified):
+                    self.prev, self.expected = prev, expected
+                    try:
+                        if not self.run(item):
+                            return False
+                    finally:
+                        prev, expected = self.prev, self.expected
+                    continue
+                seq, payload, claimed = item
+                if seq != expected:
+                    report.fail(seq, f"sequence gap: expected seq {expected}, found {seq}")
+                    return False
+                suffix = b',"prev_hash":"%s","seq":"%d"}' % (prev, seq)
+                if not (payload.startswith(_PREFIX) and payload.endswith(suffix)):
+                    report.fail(seq, _link_reason(bytes(payload), prev.decode(), seq))
+                    return False
+                digest = sha256(payload).hexdigest()
+                if claimed is not None and claimed != digest:
+                    report.fail(seq, f"content_hash mismatch at seq {seq}")
+                    return False
+                if strict and (reason := _strict_reason(seq, payload)):
+                    report.fail(seq, reason)
+                    return False
+                prev, expected = digest.encode(), expected + 1
+                if progress is not None and seq % 4096 == 0:
+                    progress(seq, total)
+        finally:
+            self.prev, self.expected = prev, expected
+        return True
+
+    def run(self, run: Verified) -> bool:
+        """Take a bulk-checked run if it continues the chain, else walk its records."""
+        if (run.first, run.prev.encode()) != (self.expected, self.prev):
+            return self.feed(run.replay())
+        self.expected, self.prev = run.first + run.count, run.last_hash.encode()
+        if self.progress is not None:
+            self.progress(self.expected - 1, self.total)
+        return True
 
 
 def _check_declared(report: VerifyReport) -> VerifyReport:
@@ -166,44 +250,316 @@ def _link_reason(payload: bytes, prev: str, seq: int) -> str:
     return f"payload of seq {seq} is not a canonical envelope"
 
 
-def _strict_reason(seq: int, payload: bytes) -> str:
+def _strict_reason(seq: int, payload: bytes | bytearray) -> str:
     try:
         envelope = canonical.loads(payload)
-        schema.validate_event(envelope.get("event"))
-        if canonical.canonical_json(envelope) != payload:
+        plain = schema.validate_event(envelope.get("event"))
+        # A plain event in an envelope of just event/prev_hash/seq (strings, as the chain
+        # check proved) is plain as a whole: its sorted-key JSON already is its JCS form.
+        if plain and len(envelope) == 3:
+            encoded = canonical.canonical_plain(envelope)
+        else:
+            encoded = canonical.canonical_json(envelope)
+        if encoded != payload:
             return f"seq {seq} is not in canonical (RFC 8785) form"
     except AgentSessionsError as exc:
         return f"seq {seq} does not decode to a valid Event: {exc}"
     return ""
 
 
+def _strict_ok(payloads: Sequence[bytes | bytearray]) -> bool:
+    """The strict checks of a batch-checked run (any failure is named by walking it again)."""
+    return not any(_strict_reason(0, payload) for payload in payloads)
+
+
 def verify_dir(
-    sdir: Path, *, strict: bool = False, progress: Progress | None = None, total: int = 0
+    sdir: Path,
+    *,
+    strict: bool = False,
+    progress: Progress | None = None,
+    total: int = 0,
+    workers: int | None = None,
 ) -> VerifyReport:
-    """Verify a session directory (``session.json`` + ``journal/``) without any store."""
+    """Verify a session directory (``session.json`` + ``journal/``) without any store.
+
+    A forked child's prefix lives in its parent's directory (a sibling named by the
+    child's ``parent_uid``); the walk goes through the parent's records up to the fork
+    point and on into the child's own, so the child's chain is checked from genesis.
+    ``workers``: processes for sealed segments (None: decide; 1: this process only).
+    """
     report = VerifyReport(source=str(sdir), uid=sdir.name)
+    logs: list[SegmentLog] = []
     try:
-        log, scan = SegmentLog.open(sdir / "journal", session_id=sdir.name, writable=False)
-    except JournalCorruptError as exc:
-        return report.fail(int(exc.fields.get("seq", 0)), str(exc), "corrupt")
-    report.torn_tail = scan.torn_tail
-    if scan.torn_tail:
-        report.notes.append("torn tail after the last commit (not acknowledged; ignored)")
-    try:
-        return walk(
-            _event_payloads(log.frames()), report, strict=strict, progress=progress, total=total
-        )
+        fast = _Fast(strict, workers)
+        items = _session_items(sdir, 0, logs, report, fast)
+        return walk(items, report, strict=strict, progress=progress, total=total)
     except JournalCorruptError as exc:
         seq = int(exc.fields.get("seq", report.last_seq + 1))
         return report.fail(seq, str(exc), "corrupt")
+    except _MissingParent as exc:
+        return report.fail(report.last_seq + 1, str(exc), "format")
     finally:
-        log.close()
+        for log in logs:
+            log.close()
 
 
-def _event_payloads(frames: Iterator[segment.Frame]) -> Iterator[tuple[int, bytes, None]]:
-    for frame in frames:
+class _MissingParent(Exception):
+    """A forked child was copied without the parent that holds its prefix."""
+
+
+def _session_items(
+    sdir: Path, upto: int, logs: list[SegmentLog], report: VerifyReport, fast: _Fast
+) -> Iterator[Item]:
+    """The chain of ``sdir`` through seq ``upto`` (0 = all): parent prefix, then its own."""
+    parent_uid, fork_seq = _fork_point(sdir)
+    if parent_uid:
+        parent = sdir.parent / parent_uid
+        if not (parent / "journal").is_dir():
+            raise _MissingParent(
+                f"the prefix of {sdir.name} (seq 1..{fork_seq}) lives in parent session "
+                f"{parent_uid}, which is not beside it; export the child to verify it alone"
+            )
+        yield from _session_items(parent, fork_seq, logs, report, fast)
+    log, scan, checks = fast.open(sdir, upto)
+    logs.append(log)
+    if scan.torn_tail and not upto:
+        report.torn_tail = True
+        report.notes.append("torn tail after the last commit (not acknowledged; ignored)")
+    yield from _log_items(log, checks, upto)
+
+
+def _fork_point(sdir: Path) -> tuple[str, int]:
+    try:
+        meta = canonical.loads((sdir / "session.json").read_bytes())
+        return str(meta.get("parent_uid") or ""), int(meta.get("fork_seq") or 0)
+    except (OSError, FormatError, AttributeError, ValueError):
+        return "", 0
+
+
+def _log_items(log: SegmentLog, check_of: CheckOf, upto: int) -> Iterator[Item]:
+    """The records of ``log`` through seq ``upto`` (0: all): a :class:`Verified` run for each
+    segment whose batch check passed and links on, the records read strictly for the others."""
+    firsts = log.segments
+    link: Link | None = None
+    for no, first in enumerate(firsts):
+        sealed = no + 1 < len(firsts)
+        if upto and not (sealed and firsts[no + 1] - 1 <= upto):  # it holds seq upto + 1
+            yield from _strict_items(log.segment_frames(first, no, link), upto)
+            return
+        c = check_of(first, no)
+        if c.ok and (c.link is not None or not sealed) and link in (None, (first - 1, c.prev_hash)):
+            replay = functools.partial(_replay, log, first, no, link)
+            yield Verified(first, c.prev_hash, c.events, c.last_hash, replay)
+            link = c.link
+        else:
+            link = yield from _strict_items(log.segment_frames(first, no, link), 0)
+        if link is None:
+            return
+
+
+def _replay(log: SegmentLog, first: int, no: int, link: Link | None) -> Iterator[Item]:
+    yield from _strict_items(log.segment_frames(first, no, link), 0)
+
+
+def _strict_items(frames: SegmentFrames, upto: int) -> Generator[Item, None, Link | None]:
+    """The EVENT records of one segment read strictly, through seq ``upto`` (0: all); returns
+    its SEAL link (None for an open tail, or when it stopped at ``upto``)."""
+    while True:
+        try:
+            frame = next(frames)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
         if frame.rtype == segment.RTYPE_EVENT:
+            if upto and frame.seq > upto:
+                return None
             yield frame.seq, frame.payload, None
+
+
+CheckOf = Callable[[int, int], SegmentCheck]
+"""The batch check of the ``no``-th segment, ``first`` (made earlier or on demand)."""
+
+_FORK_MIN_BYTES = 8 << 20
+"""Sealed segments must hold this much (and be at least two) before workers are forked."""
+
+
+class _Fast:
+    """How :func:`verify_dir` opens each journal: batch checks first (module docstring)."""
+
+    def __init__(self, strict: bool, workers: int | None) -> None:
+        self.check: PayloadCheck | None = _strict_ok if strict else None
+        self.workers = workers
+
+    def open(self, sdir: Path, upto: int) -> tuple[SegmentLog, OpenScan, CheckOf]:
+        """Open ``sdir``'s journal read-only, from a resume hint at the end of its tail when
+        the batch check found that tail clean; sealed segments are checked in parallel or on
+        demand (those through seq ``upto`` only, when given)."""
+        journal = sdir / "journal"
+        files = SegmentFiles.at(journal, session_id=sdir.name)
+        firsts = files.segments
+        jobs = [
+            (no, f) for no, f in enumerate(firsts[:-1]) if not upto or firsts[no + 1] <= upto + 1
+        ]
+        pool = _Pool.start(files, jobs, self.check, self.workers) if firsts else None
+        try:
+            tail = files.check_segment(firsts[-1], len(firsts) - 1, self.check) if firsts else None
+            log, scan = SegmentLog.open(
+                journal, session_id=sdir.name, writable=False, resume=_hint(tail)
+            )
+            try:
+                done = pool.results() if pool is not None else {}
+            except BaseException:
+                log.close()
+                raise
+        finally:
+            if pool is not None:
+                pool.stop()
+        at = log.position
+        if tail is not None and (at.segment, at.offset) == (tail.first, tail.end):
+            done[tail.first] = tail  # the log ends where the batch check of its tail did
+
+        def check_of(first: int, no: int) -> SegmentCheck:
+            if first in done or first == at.segment:
+                return done.get(first, SegmentCheck(first, False))
+            return log.check_segment(first, no, self.check)
+
+        return log, scan, check_of
+
+
+def _hint(tail: SegmentCheck | None) -> Position | None:
+    """A resume hint at the end of a batch-checked clean tail, so opening skips its scan."""
+    if tail is None or not tail.ok or tail.last_frame < 0:
+        return None
+    return Position(tail.first, tail.end, tail.next_seq - 1, tail.last_hash, tail.last_frame)
+
+
+class _Pool:
+    """Batch checks of sealed segments shared with forked worker processes.
+
+    Fork is used only on Linux from a single-threaded process (no other thread can hold a
+    lock the child would need). A worker sends its checks as one JSON line on a pipe and
+    leaves with ``os._exit``; if it fails, its share is checked here instead.
+    """
+
+    def __init__(self, files: SegmentFiles, mine: Jobs, check: PayloadCheck | None) -> None:
+        self.files, self.mine, self.check = files, mine, check
+        self.children: list[tuple[int, int, Jobs]] = []
+
+    @classmethod
+    def start(
+        cls, files: SegmentFiles, jobs: Jobs, check: PayloadCheck | None, workers: int | None
+    ) -> _Pool | None:
+        """Fork workers for a share of ``jobs`` each; None when they run here, on demand."""
+        sizes = [files.segment_size(first) for _, first in jobs]
+        if workers is None:
+            big = len(jobs) >= 2 and sum(sizes) >= _FORK_MIN_BYTES
+            workers = _cpu_count() if big else 1
+        workers = min(workers, len(jobs) + 1)
+        if workers < 2 or not _can_fork():
+            return None
+        tail = files.segment_size(files.segments[-1])
+        shares = _shares(jobs, sizes, workers, tail)
+        pool = cls(files, shares[0], check)
+        try:
+            for share in shares[1:]:
+                pool._fork(share)
+        except BaseException:
+            pool.stop()
+            raise
+        return pool
+
+    def _fork(self, share: Jobs) -> None:
+        r, w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(r)
+            os.close(w)
+            self.mine = self.mine + share
+            return
+        if pid == 0:  # the worker: never returns, never runs the parent's cleanup
+            code = 1
+            try:
+                os.close(r)
+                line = json.dumps([dataclasses.astuple(c) for c in self._check(share)])
+                with open(w, "wb") as out:
+                    out.write(line.encode())
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        self.children.append((pid, r, share))
+
+    def _check(self, share: Jobs) -> list[SegmentCheck]:
+        return [self.files.check_segment(first, no, self.check) for no, first in share]
+
+    def results(self) -> dict[int, SegmentCheck]:
+        """This process's share, then each worker's (or, if it failed, its share here)."""
+        out = {c.first: c for c in self._check(self.mine)}
+        while self.children:
+            pid, r, share = self.children.pop(0)
+            got = _collect(pid, r)
+            out.update((c.first, c) for c in (got if got is not None else self._check(share)))
+        return out
+
+    def stop(self) -> None:
+        """End and reap the workers still running (after a failure here)."""
+        for pid, r, _ in self.children:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.waitpid(pid, 0)
+            os.close(r)
+        self.children.clear()
+
+
+Jobs = list[tuple[int, int]]
+"""``(no, first)`` of segments to batch-check."""
+
+
+def _collect(pid: int, r: int) -> list[SegmentCheck] | None:
+    """A worker's checks, or None if it failed."""
+    try:
+        with open(r, "rb") as pipe:
+            data = pipe.read()
+        _, status = os.waitpid(pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            return None
+        return [_check_from_row(row) for row in json.loads(data)]
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _check_from_row(row: list[Any]) -> SegmentCheck:
+    first, ok, prev, next_seq, last_hash, events, end, last_frame, link = row
+    return SegmentCheck(
+        int(first), bool(ok), str(prev), int(next_seq), str(last_hash), int(events), int(end),
+        int(last_frame), (int(link[0]), str(link[1])) if link else None,
+    )  # fmt: skip
+
+
+def _shares(jobs: Jobs, sizes: list[int], n: int, head: int) -> list[Jobs]:
+    """``jobs`` split into ``n`` shares of about equal bytes; share 0 (this process's) also
+    has ``head`` bytes of other work."""
+    shares: list[Jobs] = [[] for _ in range(n)]
+    loads = [head] + [0] * (n - 1)
+    for size, job in sorted(zip(sizes, jobs, strict=True), reverse=True):
+        i = loads.index(min(loads))
+        shares[i].append(job)
+        loads[i] += size
+    return shares
+
+
+def _cpu_count() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1  # pragma: no cover - platforms without affinity
+
+
+def _can_fork() -> bool:
+    """Fork is cheap and safe: Linux, and no other thread that might hold a lock."""
+    return (
+        sys.platform.startswith("linux") and hasattr(os, "fork") and threading.active_count() == 1
+    )
 
 
 def verify_file(

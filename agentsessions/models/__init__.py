@@ -1,1 +1,131 @@
-"""agentsessions.models."""
+"""Model providers by name, and the model spec that the CLI's ``--model`` flag takes.
+
+Spec grammar (surrounding whitespace ignored)::
+
+    spec    = "" | "echo" | "scripted" [":" options] | "openai:" model ["," options] | name
+    options = key "=" value *("," key "=" value)
+
+- ``""`` or ``echo``: the built-in echo model (:mod:`.echo`), the default.
+- ``scripted``: the offline scripted model (:mod:`.scripted`): ``scripted:seed=7``,
+  ``scripted:file=answers.json``, ``scripted:nondeterministic=1``; plain ``scripted`` is seed 0.
+- ``openai:MODEL``: an OpenAI-compatible chat-completions model (:mod:`.openai`), e.g.
+  ``openai:gpt-4o-mini`` or ``openai:llama3:8b,base_url=http://127.0.0.1:11434/v1``. Options:
+  ``base_url`` (else env ``MODEL_BASE_URL``, else ``https://api.openai.com/v1``), ``path``,
+  ``auth_header``, ``connect_timeout`` and ``read_timeout`` (seconds).
+- a name registered in :data:`MODELS` (in code, or by an entry point in the group
+  ``agentsessions.models``): that provider, which takes no options.
+- any other name, taken verbatim (colons included, so ``llama3:8b`` works): the same as
+  ``openai:<name>``.
+
+Invariants: :func:`create_model` touches no network and no file other than a scripted
+``file``; every bad spec or option raises InvalidArgumentError naming it; options given both
+inline and in ``options`` must not disagree; an empty option value means "unset"; the API key
+is never an option (it comes only from ``MODEL_API_KEY`` or ``OPENAI_API_KEY``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from agentsessions.controller.registry import Registry
+from agentsessions.controller.spi import ModelProvider
+from agentsessions.errors import InvalidArgumentError
+from agentsessions.models.echo import EchoModel
+from agentsessions.models.openai import OpenAIModel
+from agentsessions.models.scripted import ScriptedModel
+
+__all__ = [
+    "MODELS",
+    "EchoModel",
+    "ModelSpec",
+    "OpenAIModel",
+    "ScriptedModel",
+    "create_model",
+    "parse_spec",
+]
+
+MODELS: Registry[ModelProvider] = Registry("model", "agentsessions.models")
+"""Model providers that need no options, by name (``echo``, ``scripted`` and plugins)."""
+MODELS.register("echo", EchoModel)
+MODELS.register("scripted", ScriptedModel)
+
+_SECRET_OPTIONS = ("api_key", "key", "token")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A parsed spec: the provider ``kind``, the ``model`` name (openai only) and options."""
+
+    kind: str
+    model: str = ""
+    options: Mapping[str, str] = field(default_factory=dict)
+
+
+def parse_spec(spec: str) -> ModelSpec:
+    """Split a ``--model`` spec into kind, model and inline options (see the module doc)."""
+    spec = spec.strip()
+    head, colon, rest = spec.partition(":")
+    if not spec:
+        return ModelSpec("echo")
+    if head == "scripted":
+        return ModelSpec("scripted", options=_options(rest.split(","), spec))
+    if head == "openai":
+        model, *items = rest.split(",")
+        if not model.strip():
+            raise InvalidArgumentError(f"model spec {spec!r}: openai needs a model name")
+        return ModelSpec("openai", model.strip(), _options(items, spec))
+    if colon and head in MODELS.names():
+        raise InvalidArgumentError(f"model spec {spec!r}: {head} takes no options")
+    if spec in MODELS.names():
+        return ModelSpec(spec)
+    return ModelSpec("openai", spec)
+
+
+def create_model(name: str, *, options: Mapping[str, str] | None = None) -> ModelProvider:
+    """The model provider for spec ``name`` with extra ``options`` (e.g. from CLI flags)."""
+    spec = parse_spec(name)
+    merged = _merge(spec.options, options or {}, name)
+    if spec.kind == "scripted":
+        return ScriptedModel.from_options(merged)
+    if spec.kind == "openai":
+        return OpenAIModel.from_options(spec.model, merged)
+    if merged:
+        raise InvalidArgumentError(f"model {spec.kind!r} takes no options, got {sorted(merged)}")
+    return MODELS.create(spec.kind)
+
+
+def _options(items: list[str], spec: str) -> dict[str, str]:
+    """``key=value`` items (empty items skipped); a key given twice is an error."""
+    out: dict[str, str] = {}
+    for item in items:
+        if not item.strip():
+            continue
+        key, equals, value = item.partition("=")
+        key = key.strip()
+        if not equals or not key:
+            raise InvalidArgumentError(f"model spec {spec!r}: expected key=value, got {item!r}")
+        if key in out:
+            raise InvalidArgumentError(f"model spec {spec!r}: option {key!r} given twice")
+        out[key] = value.strip()
+    return out
+
+
+def _merge(inline: Mapping[str, str], extra: Mapping[str, str], spec: str) -> dict[str, str]:
+    """Inline and extra options together, empty values dropped; no key may disagree."""
+    for key in (*inline, *extra):
+        if key in _SECRET_OPTIONS:
+            raise InvalidArgumentError(
+                f"model option {key!r} is not accepted: the API key comes only from the"
+                " MODEL_API_KEY or OPENAI_API_KEY environment variable"
+            )
+    merged = {k: v for k, v in inline.items() if v != ""}
+    for key, value in extra.items():
+        if value == "":
+            continue
+        if merged.get(key, value) != value:
+            raise InvalidArgumentError(
+                f"model spec {spec!r}: option {key!r} is {merged[key]!r} inline but {value!r}"
+            )
+        merged[key] = value
+    return merged

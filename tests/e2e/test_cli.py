@@ -1,8 +1,10 @@
-"""The CLI as a user drives it: create, list, get, log, verify, export, import, delete, demo."""
+"""The CLI as a user drives it: create, list, get, log, verify, export, import, delete.
+
+The demo has its own tests (test_demo.py), the controller's commands theirs (test_cli_turns.py).
+"""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -252,27 +254,7 @@ def test_delete_hides_the_session_but_keeps_it_readable(cli: Cli, home: Path) ->
         store.close()
 
 
-# --- demo ----------------------------------------------------------------------------------
-
-
-def test_demo_runs_the_main_job_in_a_temporary_home(cli: Cli) -> None:
-    run = cli.run("demo", home=False).ok()
-    last = run.out.strip().splitlines()[-1]
-    assert last.startswith("demo ok:")
-    for step in ("create a session", "import the Go reference journal", "verify the export file"):
-        assert step in run.out
-
-
-def test_demo_in_a_given_home_leaves_its_sessions_there(cli: Cli) -> None:
-    summary = cli.run("demo", "--json").ok().json()
-    assert summary["ok"] is True and summary["temporary_home"] is False
-    assert all(step["ok"] for step in summary["steps"])
-    listed = {
-        s["uid"] for s in cli.fast("list", "--project", "demo", "--json").ok().json()["sessions"]
-    }
-    assert listed == {summary["created_uid"], summary["imported_uid"]}
-    cli.fast("verify", summary["export"]).ok()
-    assert json.loads(cli.fast("verify", "--all", "--json").ok().out)["ok"] is True
+# --- home ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,537 @@
+"""The controller's commands: ``exec``, ``replay``, ``resume``, ``fork`` and ``suspend``.
+
+Registered on the same :data:`~agentsessions.cli.app.app` as the journal commands and
+parsed, reported and exited the same way (one error line, the error's exit code).
+
+Invariants:
+- while a turn runs, stdout carries only the assistant's text and stderr one line per
+  journaled record (:mod:`agentsessions.cli.stream`); ``--json`` replaces all of that with
+  one JSON document on stdout at the end;
+- nothing is written before the request is checked: the session, the harness (known, and
+  placeable on the runtime), the model spec, the inputs and the config;
+- the controller, the harness registry and the models are imported inside the commands, so
+  ``--help`` and the journal commands never pay for them.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from agentsessions.cli.app import (
+    PROG,
+    CliState,
+    JsonOpt,
+    ProjectOpt,
+    SessionArg,
+    _open_store,
+    _state,
+    _uid,
+    app,
+    parse_pairs,
+)
+from agentsessions.cli.stream import TurnPrinter, record_line
+from agentsessions.errors import (
+    InvalidArgumentError,
+    LockHeldError,
+    PlacementError,
+    ReplayError,
+)
+
+if TYPE_CHECKING:
+    from agentsessions.controller.controller import Controller, TurnResult
+    from agentsessions.controller.replay import ReplayResult
+    from agentsessions.journal.filestore import FileStore
+    from agentsessions.journal.store import SessionInfo, SessionMeta
+
+DEFAULT_HARNESS = "echo"
+DEFAULT_MODEL = "echo"
+DEFAULT_RUNTIME = "local"
+
+HarnessOpt = Annotated[
+    str,
+    typer.Option(
+        metavar="NAME",
+        help="Harness to drive the turn (echo, chat, counter or a plugin; default: the "
+        "session's harness, else echo).",
+    ),
+]
+RuntimeOpt = Annotated[
+    str,
+    typer.Option(
+        metavar="NAME",
+        help="Runtime hosting the harness: local, or warm (keeps a harness's memory across "
+        "suspend and resume; needed by the counter harness).",
+    ),
+]
+WaitOpt = Annotated[
+    float,
+    typer.Option(
+        "--wait",
+        min=0.0,
+        metavar="SECONDS",
+        help="Wait up to SECONDS for a busy session instead of failing at once (exit 6).",
+    ),
+]
+
+
+def build(
+    state: CliState,
+    store: FileStore,
+    runtime: str,
+    printer: TurnPrinter | None = None,
+    model: str = "",
+) -> Controller:
+    """A controller over ``store`` whose records and deltas go to ``printer``."""
+    from agentsessions.cli.home import resolve_home
+    from agentsessions.cli.wiring import build_controller
+
+    return build_controller(
+        store,
+        resolve_home(state.home),
+        runtime=runtime or DEFAULT_RUNTIME,
+        default_model=model or DEFAULT_MODEL,
+        on_record=printer.record if printer is not None else None,
+        on_delta=printer.delta if printer is not None else None,
+    )
+
+
+def wake(controller: Controller, uid: str, printer: TurnPrinter, wait: float = 0.0) -> bool:
+    """Bring a suspended session's compute back (LIFECYCLE_RESUME); True if it was COLD.
+
+    A busy session is retried until ``wait`` seconds have passed, as the turn itself is.
+    """
+    from agentsessions.controller.lifecycle import resume_compute
+
+    if controller.store.get(uid).compute_state != "COMPUTE_COLD":
+        return False
+    printer.note(f"session {uid} was suspended: resuming its compute")
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            resume_compute(controller, uid)
+            return True
+        except LockHeldError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
+
+
+# --- exec ----------------------------------------------------------------------------------
+
+
+def read_inputs(values: Sequence[str]) -> list[str]:
+    """The turn's input texts: the ``--input`` values, else stdin when it is not a terminal.
+
+    Stdin is one input (one trailing newline dropped); empty stdin means no input.
+    """
+    if values:
+        return list(values)
+    stream = sys.stdin
+    if stream is None or stream.closed or stream.isatty():
+        return []
+    try:
+        text = stream.read()
+    except UnicodeDecodeError as exc:
+        raise InvalidArgumentError(f"stdin is not UTF-8 text: {exc.reason}") from None
+    text = text.removesuffix("\n")
+    return [text] if text else []
+
+
+def read_config(value: str) -> bytes:
+    """``--config`` as bytes, verbatim: the text itself, or the file named by ``@PATH``."""
+    if not value.startswith("@"):
+        return value.encode("utf-8")
+    path = Path(value[1:]).expanduser()
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise InvalidArgumentError(
+            f"cannot read --config file {str(path)!r}: {exc.strerror or exc}"
+        ) from None
+
+
+def check_turn(controller: Controller, harness: str, model: str) -> None:
+    """Fail before anything is written on an unknown harness, one this runtime cannot host
+    (a harness that needs memory snapshots on ``local``), or a malformed model spec."""
+    from agentsessions.controller.spi import can_place
+    from agentsessions.models import create_model
+
+    descriptor = controller.harnesses.create(harness).describe()
+    if not can_place(descriptor, controller.runtime.capabilities()):
+        raise PlacementError(
+            f"harness {harness!r} needs memory snapshots, which runtime "
+            f"{controller.runtime.name!r} cannot take; nothing was run",
+            hint="use --runtime warm",
+        )
+    if model:
+        create_model(model)  # parses and checks options; touches no network
+
+
+def new_meta(
+    project: str, name: str, labels: Sequence[str], harness: str, model: str
+) -> SessionMeta:
+    """The metadata of the session a SESSION-less exec creates."""
+    from agentsessions.journal.store import SessionMeta, check_project, new_uid
+
+    return SessionMeta(
+        uid=new_uid(),
+        project=check_project(project),
+        name=name,
+        harness=harness or DEFAULT_HARNESS,
+        model=model or DEFAULT_MODEL,
+        labels=parse_pairs(labels, "--label"),
+        create_time_ns=time.time_ns(),
+    )
+
+
+def check_model(info: SessionInfo, model: str) -> None:
+    """A session's recorded model cannot be swapped for one turn (the controller has no
+    per-turn model); refuse instead of silently using another model than asked."""
+    if model and info.meta.model and model != info.meta.model:
+        raise InvalidArgumentError(
+            f"session {info.uid} uses model {info.meta.model!r}; --model {model!r} cannot "
+            "replace it for one turn",
+            hint='with the chat harness, name a model for one turn in --config {"model": ...}',
+        )
+
+
+@app.command(
+    name="exec",
+    epilog="Examples: agentsessions exec --input hello | "
+    "agentsessions exec sess-0123456789abcdef01234567 --input 'and then?' | "
+    "echo hello | agentsessions exec --harness chat --model scripted:seed=7",
+)
+def exec_(
+    ctx: typer.Context,
+    session: Annotated[
+        str | None,
+        typer.Argument(metavar="[SESSION]", help="Session uid; omitted: create a new session."),
+    ] = None,
+    inputs: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--input",
+            "-i",
+            metavar="TEXT",
+            help="A user message; repeatable. Without it, stdin (if not a terminal) is one "
+            "message. With neither, an interrupted turn is continued (else a turn runs "
+            "without new input).",
+        ),
+    ] = None,
+    harness: HarnessOpt = "",
+    model: Annotated[
+        str,
+        typer.Option(
+            metavar="SPEC",
+            help="Model for a new session: echo, scripted:seed=7, openai:MODEL[,base_url=...] "
+            "(default: the session's model, else echo).",
+        ),
+    ] = "",
+    config: Annotated[
+        str,
+        typer.Option(
+            metavar="JSON|@FILE",
+            help='Harness config, passed verbatim (e.g. chat: \'{"system_prompt": "..."}\').',
+        ),
+    ] = "",
+    runtime: RuntimeOpt = DEFAULT_RUNTIME,
+    wait: WaitOpt = 0.0,
+    project: ProjectOpt = "default",
+    name: Annotated[str, typer.Option(help="Name of a new session.")] = "",
+    label: Annotated[
+        list[str] | None,
+        typer.Option(metavar="KEY=VALUE", help="A label of a new session; repeatable."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run one turn: record the inputs, drive the harness, stream the answer.
+
+    Without SESSION a session is created (its uid goes to stderr first). stdout gets only
+    the assistant's text as it streams; each journaled record is a line on stderr. With
+    --json, one object (the turn's result) is printed at the end instead.
+    """
+    from agentsessions.journal.model import text_message
+
+    state = _state(ctx, as_json)
+    uid = _uid(session) if session is not None else None
+    texts = read_inputs(inputs or [])
+    config_bytes = read_config(config)
+    printer = TurnPrinter(state.json)
+    with _open_store(state) as store:
+        recorded = ""
+        if uid is not None:
+            info = store.get(uid)
+            check_model(info, model)
+            recorded = info.meta.harness
+        controller = build(state, store, runtime, printer, model)
+        check_turn(controller, harness or recorded or DEFAULT_HARNESS, model)
+        if uid is None:
+            if not texts:
+                raise InvalidArgumentError(
+                    "a new session needs an input: pass --input TEXT or pipe it on stdin",
+                    hint=f"{PROG} exec --input hello",
+                )
+            uid = store.create(new_meta(project, name, label or [], harness, model)).uid
+            printer.note(f"session {uid}")
+        else:
+            wake(controller, uid, printer, wait)
+        messages = [dict(text_message("user", t)) for t in texts]
+        result = controller.exec(
+            uid, messages, harness=harness, config=config_bytes, wait_seconds=wait
+        )
+    result.created = session is None
+    finish_turn(state, printer, result)
+
+
+def finish_turn(state: CliState, printer: TurnPrinter, result: TurnResult) -> None:
+    """Print the turn's JSON result, or close its stream with a one-line summary."""
+    if state.json:
+        from agentsessions.cli.render import write_json
+
+        write_json(result.to_json())
+        return
+    how = "resumed and completed" if result.resumed else "completed"
+    calls = "model call" if result.model_calls == 1 else "model calls"
+    printer.note(
+        f"turn {result.execution_id or '(legacy)'} {how}: seq {result.first_seq}-"
+        f"{result.last_seq}, {result.model_calls} {calls}"
+    )
+
+
+# --- replay --------------------------------------------------------------------------------
+
+
+@app.command(
+    epilog="Examples: agentsessions replay sess-0123456789abcdef01234567 --from 3 | "
+    "agentsessions replay sess-0123456789abcdef01234567 --rerun --harness echo --json"
+)
+def replay(
+    ctx: typer.Context,
+    session: SessionArg,
+    from_seq: Annotated[
+        int, typer.Option("--from", min=1, metavar="SEQ", help="First seq to stream.")
+    ] = 1,
+    rerun: Annotated[
+        bool,
+        typer.Option(
+            "--rerun",
+            help="Re-drive the harness over every recorded turn, serving each effect from the "
+            "journal: no model is called and nothing is written.",
+        ),
+    ] = False,
+    harness: Annotated[
+        str,
+        typer.Option(
+            metavar="NAME",
+            help="Harness for --rerun when the session names none (e.g. an imported journal).",
+        ),
+    ] = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Stream a session's stored records, or with --rerun prove that they replay.
+
+    --rerun reports how many executions were replayed, model_calls (always 0 on success)
+    and whether the replay was byte-identical; it exits 16 when it was not.
+    """
+    state = _state(ctx, as_json)
+    uid = _uid(session)
+    if not rerun:
+        if harness:
+            raise InvalidArgumentError("--harness applies only with --rerun")
+        stream_records(state, uid, from_seq)
+        return
+    if from_seq != 1:
+        raise InvalidArgumentError("--from applies to streaming; --rerun replays every turn")
+    with _open_store(state) as store:
+        result = rerun_session(state, store, uid, harness)
+    finish_replay(state, result)
+
+
+def stream_records(state: CliState, uid: str, from_seq: int) -> None:
+    """Print the stored records from ``from_seq`` on, one line (or LogRecord JSON) each."""
+    from agentsessions.cli import render
+
+    with _open_store(state) as store:
+        store.get(uid)  # "not found" before anything is printed
+        records = store.read(uid, from_seq=from_seq)
+        if state.json:
+            render.write_json_lines(record.to_wire_json() for record in records)
+            return
+        for record in records:
+            sys.stdout.write(record_line(record) + "\n")
+        sys.stdout.flush()
+
+
+def rerun_session(state: CliState, store: FileStore, uid: str, harness: str) -> ReplayResult:
+    """Replay every completed execution of ``uid`` with zero model calls (counted)."""
+    from agentsessions.cli.wiring import HARNESSES
+    from agentsessions.controller.replay import replay as replay_session
+
+    controller = build(state, store, DEFAULT_RUNTIME)
+    return replay_session(
+        store, uid, HARNESSES, harness=harness, model_calls=lambda: controller.models.calls
+    )
+
+
+def finish_replay(state: CliState, result: ReplayResult) -> None:
+    """Print the replay's result; exit 16 (one error line) when it was not identical."""
+    from agentsessions.cli import render
+
+    if state.json:
+        render.write_json(result.to_json())
+    else:
+        sys.stdout.write(
+            f"replayed {result.replayed} of {result.executions} executions of {result.uid} "
+            f"with harness {result.harness}\n"
+            f"model_calls {result.model_calls}\n"
+            f"identical   {'yes' if result.identical else 'no'}\n"
+        )
+        sys.stdout.flush()
+    if not result.identical:
+        why = result.divergence or f"{result.model_calls} model calls"
+        sys.stderr.write(render.error_text(f"replay of {result.uid} is not identical: {why}"))
+        raise typer.Exit(ReplayError.exit_code)
+
+
+# --- resume / suspend ----------------------------------------------------------------------
+
+
+@app.command(epilog="Example: agentsessions resume sess-0123456789abcdef01234567")
+def resume(
+    ctx: typer.Context,
+    session: SessionArg,
+    harness: HarnessOpt = "",
+    runtime: RuntimeOpt = DEFAULT_RUNTIME,
+    wait: WaitOpt = 0.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Bring a session back: restore suspended compute and finish an interrupted turn.
+
+    A turn cut off mid-way (a killed exec) is completed from its journal: recorded effects
+    are served, a model call that has no recorded answer is made once more, nothing
+    recorded is repeated. Says which of the two it did (possibly neither).
+    """
+    state = _state(ctx, as_json)
+    uid = _uid(session)
+    printer = TurnPrinter(state.json)
+    with _open_store(state) as store:
+        controller = build(state, store, runtime, printer)
+        store.get(uid)
+        woke = wake(controller, uid, printer, wait)
+        turn = controller.resume(uid, harness=harness, wait_seconds=wait)
+        info = store.get(uid)
+    if state.json:
+        from agentsessions.cli.render import write_json
+
+        write_json(
+            {
+                "uid": uid,
+                "compute_resumed": woke,
+                "turn": turn.to_json() if turn is not None else None,
+                "compute_state": info.compute_state,
+                "exec_state": info.exec_state,
+                "last_seq": info.last_seq,
+            }
+        )
+        return
+    if turn is not None:
+        finish_turn(state, printer, turn)
+    sys.stdout.write(resume_summary(info, woke, turn) + "\n")
+
+
+def resume_summary(info: SessionInfo, woke: bool, turn: TurnResult | None) -> str:
+    """What ``resume`` did, in one line."""
+    done = []
+    if woke:
+        done.append("resumed its compute")
+    if turn is not None:
+        done.append(f"completed the interrupted turn {turn.execution_id or '(legacy)'}")
+    states = f"compute={info.compute_state} exec={info.exec_state} last_seq={info.last_seq}"
+    if not done:
+        return f"session {info.uid}: nothing to resume ({states})"
+    return f"session {info.uid}: {' and '.join(done)} ({states})"
+
+
+@app.command(epilog="Example: agentsessions suspend sess-0123456789abcdef01234567")
+def suspend(
+    ctx: typer.Context,
+    session: SessionArg,
+    runtime: RuntimeOpt = DEFAULT_RUNTIME,
+    as_json: JsonOpt = False,
+) -> None:
+    """Snapshot and free a session's compute (cold); the journal records the snapshot.
+
+    `resume`, or the next `exec`, brings the compute back.
+    """
+    from agentsessions.controller.lifecycle import suspend as suspend_session
+
+    state = _state(ctx, as_json)
+    uid = _uid(session)
+    printer = TurnPrinter(quiet=True)
+    with _open_store(state) as store:
+        before = store.get(uid)
+        info = suspend_session(build(state, store, runtime, printer), uid)
+    if state.json:
+        from agentsessions.cli.render import write_json
+
+        write_json(info.to_json())
+        return
+    already = " (it already was)" if before.compute_state == "COMPUTE_COLD" else ""
+    sys.stdout.write(
+        f"session {uid} suspended compute={info.compute_state} last_seq={info.last_seq}{already}\n"
+    )
+
+
+# --- fork ----------------------------------------------------------------------------------
+
+
+@app.command(
+    epilog="Example: agentsessions fork sess-0123456789abcdef01234567 --at 5 --count 2 "
+    "--name left --name right --label try=a"
+)
+def fork(
+    ctx: typer.Context,
+    session: SessionArg,
+    at: Annotated[
+        int, typer.Option(min=0, metavar="SEQ", help="Fork after this seq (0 = the head).")
+    ] = 0,
+    count: Annotated[int, typer.Option(metavar="K", help="How many children (1-128).")] = 1,
+    name: Annotated[
+        list[str] | None,
+        typer.Option(metavar="NAME", help="A child's name; none, or exactly one per child."),
+    ] = None,
+    label: Annotated[
+        list[str] | None,
+        typer.Option(metavar="KEY=VALUE", help="A label for every child; repeatable."),
+    ] = None,
+    runtime: RuntimeOpt = DEFAULT_RUNTIME,
+    as_json: JsonOpt = False,
+) -> None:
+    """Branch a session: each child shares the parent's chain up to SEQ, all or nothing.
+
+    Children inherit the project, harness and model (not the name); their first own record
+    is a LIFECYCLE FORK marker `parent@SEQ`. Prints each child's uid.
+    """
+    from agentsessions.controller.lifecycle import ForkRequest
+    from agentsessions.controller.lifecycle import fork as fork_session
+
+    state = _state(ctx, as_json)
+    uid = _uid(session)
+    request = ForkRequest(
+        at_seq=at, count=count, names=tuple(name or ()), labels=parse_pairs(label or [], "--label")
+    )
+    request.check()  # bad counts and names fail before the store is opened
+    with _open_store(state) as store:
+        children = fork_session(build(state, store, runtime), uid, request)
+    if state.json:
+        from agentsessions.cli.render import write_json
+
+        write_json([child.to_json() for child in children])
+        return
+    sys.stdout.write("".join(f"{child.uid}\n" for child in children))

@@ -1,0 +1,48 @@
+"""Assemble a controller for the CLI: the store, harnesses by name, models, a runtime.
+
+This is the only place that joins the core to concrete components; the core itself finds
+harnesses through the registry and never imports them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from agentsessions.controller.controller import Controller
+from agentsessions.controller.registry import Registry
+from agentsessions.controller.spi import Harness, ModelProvider
+from agentsessions.journal.records import Record
+from agentsessions.journal.store import Store
+
+HARNESSES: Registry[Harness] = Registry("harness", "agentsessions.harnesses", "harnesses")
+"""Harnesses by name: entry points ``agentsessions.harnesses``, else ``harnesses.<name>``."""
+
+DEFAULT_RUNTIME = "local"
+
+
+def build_controller(
+    store: Store,
+    home: Path,
+    *,
+    runtime: str = DEFAULT_RUNTIME,
+    default_model: str = "echo",
+    on_record: Callable[[Record], None] | None = None,
+    on_delta: Callable[[str], None] | None = None,
+) -> Controller:
+    """A controller over ``store`` with the named runtime and the model registry."""
+    from agentsessions.models import create_model
+    from agentsessions.runtimes import create_runtime
+
+    def models(name: str) -> ModelProvider:
+        return create_model(name)
+
+    return Controller(
+        store,
+        harnesses=HARNESSES,
+        models=models,
+        runtime=create_runtime(runtime, home=home),
+        default_model=default_model,
+        on_record=on_record,
+        on_delta=on_delta,
+    )

@@ -1,0 +1,405 @@
+"""The single-writer controller: live turns (exec) and crash recovery (resume).
+
+Invariants (digest 5.1): one writer per session (the store's lock plus a fresh fence, and
+CAS on every append); record before effect (a model's completion is durable before the
+harness sees it); a harness never calls a provider itself; a turn is closed only by END
+(success) or ERROR (failure). A turn killed part-way leaves an open execution, which
+:meth:`Controller.resume` completes: recorded effects are served, a trailing MODEL_CALL
+without its OUTPUT is re-invoked once, nothing recorded is ever repeated.
+
+The cost of a turn does not grow with the session: the controller reads the head from the
+writer, where the latest execution began from the store's projection, and hands the
+harness a lazy history.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import secrets
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from agentsessions.errors import (
+    AgentSessionsError,
+    HarnessError,
+    HarnessMismatchError,
+    InvalidArgumentError,
+    InvalidExecutionLogError,
+    LockHeldError,
+    PlacementError,
+    UnavailableError,
+)
+from agentsessions.journal import model
+from agentsessions.journal.records import Record
+from agentsessions.journal.store import SessionMeta, Store, Writer, new_uid
+
+from . import executions
+from .history import StoreHistory
+from .registry import Registry
+from .sinks import Live, TurnSink
+from .spi import (
+    REQUIRES_MEMORY_SNAPSHOT,
+    Completion,
+    Harness,
+    HarnessDescriptor,
+    Message,
+    ModelProvider,
+    ModelRequest,
+    Runtime,
+    Start,
+    can_place,
+)
+
+DEFAULT_HARNESS = "echo"
+ERROR_CODE_INTERNAL = 13  # gRPC INTERNAL, as the reference records a failed harness
+
+
+@dataclass
+class TurnResult:
+    """What one exec or resume did."""
+
+    uid: str
+    execution_id: str
+    first_seq: int
+    last_seq: int
+    outputs: list[str] = field(default_factory=list)
+    model_calls: int = 0
+    created: bool = False
+    resumed: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "uid": self.uid,
+            "execution_id": self.execution_id,
+            "first_seq": self.first_seq,
+            "last_seq": self.last_seq,
+            "outputs": list(self.outputs),
+            "model_calls": self.model_calls,
+            "created": self.created,
+            "resumed": self.resumed,
+        }
+
+
+class CountingModels:
+    """Model providers by name, counting every live call (the evidence for I1)."""
+
+    def __init__(self, factory: Callable[[str], ModelProvider]) -> None:
+        self._factory = factory
+        self._cache: dict[str, ModelProvider] = {}
+        self.calls = 0
+
+    def __call__(self, name: str) -> ModelProvider:
+        if name not in self._cache:
+            self._cache[name] = _Counted(self, self._factory(name))
+        return self._cache[name]
+
+
+@dataclass
+class _Counted:
+    owner: CountingModels
+    inner: ModelProvider
+
+    def complete(
+        self, request: ModelRequest, on_delta: Callable[[str], None] | None = None
+    ) -> Completion:
+        self.owner.calls += 1
+        return self.inner.complete(request, on_delta=on_delta)
+
+
+class _WriterJournal:
+    """Appends each effect as its own durable commit at the head it last saw (CAS)."""
+
+    def __init__(self, writer: Writer, on_record: Callable[[Record], None] | None) -> None:
+        self.writer = writer
+        self.on_record = on_record
+
+    def record(self, events: Sequence[Mapping[str, Any]], expected: int | None = None) -> Record:
+        head = self.writer.head[0] if expected is None else expected
+        result = self.writer.append(events, expected_last_seq=head)
+        if self.on_record is not None:
+            for record in result.records:
+                self.on_record(record)
+        return result.records[-1]
+
+
+class Controller:
+    """Drives sessions of one store with harnesses, models and a runtime found by name."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        harnesses: Registry[Harness],
+        models: Callable[[str], ModelProvider],
+        runtime: Runtime,
+        default_model: str = "echo",
+        on_record: Callable[[Record], None] | None = None,
+        on_delta: Callable[[str], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.harnesses = harnesses
+        self.models = CountingModels(models)
+        self.runtime = runtime
+        self.default_model = default_model
+        self.on_record = on_record
+        self.on_delta = on_delta
+
+    # -- exec -------------------------------------------------------------------------------
+    def exec(
+        self,
+        uid: str | None,
+        inputs: Sequence[Message],
+        *,
+        harness: str = "",
+        config: bytes = b"",
+        expected_last_seq: int | None = None,
+        meta: SessionMeta | None = None,
+        wait_seconds: float = 0.0,
+    ) -> TurnResult:
+        """Run one turn: EXECUTION_START (the CAS point) and INPUTs, the harness, END/ERROR.
+
+        ``uid`` None creates a session first (from ``meta``). If the first append fails,
+        no harness or model runs. An inputless exec on a session with an interrupted turn
+        continues that turn (as the reference's "inputless Exec means continue").
+        """
+        created = uid is None
+        if uid is None:
+            uid = self.store.create(meta or SessionMeta(uid=new_uid(), harness=harness)).uid
+        info = self.store.get(uid)
+        name = harness or info.meta.harness or DEFAULT_HARNESS
+        instance, descriptor = self._instance(uid, name)
+        with self._writer(uid, wait_seconds) as writer:
+            if self._interrupted(uid):
+                if inputs:
+                    raise InvalidExecutionLogError(
+                        f"session {uid} has an interrupted turn; finish it first",
+                        hint=f"agentsessions resume {uid}",
+                    )
+                return self._resume_with(writer, uid, name, instance, descriptor)
+            result = self._run_new(
+                writer, uid, name, instance, descriptor, inputs, config, expected_last_seq
+            )
+        result.created = created
+        return result
+
+    def _run_new(
+        self,
+        writer: Writer,
+        uid: str,
+        name: str,
+        instance: Harness,
+        descriptor: HarnessDescriptor,
+        inputs: Sequence[Message],
+        config: bytes,
+        expected_last_seq: int | None,
+    ) -> TurnResult:
+        journal = _WriterJournal(writer, self.on_record)
+        exec_id = secrets.token_hex(8)
+        head = writer.head[0]
+        start_event = model.execution_start(
+            input_count=len(inputs),
+            config=config,
+            harness=name,
+            harness_version=descriptor.version,
+            execution_id=exec_id,
+        )
+        events = [start_event] + [
+            model.input_event(cast(model.Message, _as_user(m)), execution_id=exec_id)
+            for m in inputs
+        ]
+        journal.record(events, head if expected_last_seq is None else expected_last_seq)
+        start = Start(
+            exec_id, config, tuple(_as_user(m) for m in inputs), StoreHistory(self.store, uid, head)
+        )
+        sink = TurnSink(exec_id, [], self._live(journal, uid))
+        return self._drive(uid, instance, start, sink, journal, head + 1, legacy=False)
+
+    # -- resume (crash recovery) -----------------------------------------------------------
+    def resume(
+        self, uid: str, *, harness: str = "", wait_seconds: float = 0.0
+    ) -> TurnResult | None:
+        """Complete the session's interrupted turn, if it has one (None when it has not)."""
+        info = self.store.get(uid)
+        with self._writer(uid, wait_seconds) as writer:
+            if self._pending(uid) is None:
+                return None
+            name = harness or info.meta.harness or self._recorded_harness(uid) or DEFAULT_HARNESS
+            instance, descriptor = self._describe(name)
+            self._place(descriptor)
+            return self._resume_with(writer, uid, name, instance, descriptor)
+
+    def _resume_with(
+        self, writer: Writer, uid: str, name: str, instance: Harness, descriptor: HarnessDescriptor
+    ) -> TurnResult:
+        run = self._pending(uid)
+        if run is None:
+            raise InvalidExecutionLogError(f"session {uid}: no interrupted turn found")
+        run.check_complete_invocation()
+        check_harness(run, name, descriptor)
+        journal = _WriterJournal(writer, self.on_record)
+        start = Start(
+            run.id,
+            run.config,
+            tuple(run.messages),
+            StoreHistory(self.store, uid, run.first_seq - 1),
+            run.resume_from_seq,
+        )
+        sink = TurnSink(run.id, run.effects, self._live(journal, uid), legacy=run.legacy)
+        result = self._drive(uid, instance, start, sink, journal, run.first_seq, legacy=run.legacy)
+        result.resumed = True
+        return result
+
+    def _pending(self, uid: str) -> executions.Execution | None:
+        """The open trailing execution, reading the journal only from where it began."""
+        info = self.store.get(uid)
+        since = max(1, info.exec_seq)
+        runs = executions.group((r.seq, r.event) for r in self.store.read(uid, since))
+        return executions.pending(runs)
+
+    def _recorded_harness(self, uid: str) -> str:
+        run = self._pending(uid)
+        return run.harness[0] if run is not None else ""
+
+    # -- the shared turn driver ------------------------------------------------------------
+    def _drive(
+        self,
+        uid: str,
+        instance: Harness,
+        start: Start,
+        sink: TurnSink,
+        journal: _WriterJournal,
+        first_seq: int,
+        *,
+        legacy: bool,
+    ) -> TurnResult:
+        calls_before = self.models.calls
+        exec_id = "" if legacy else start.execution_id
+        try:
+            instance.run(start, sink)
+            if sink.unconsumed():
+                seq = sink.unconsumed()[0][0]
+                raise HarnessError(
+                    f"execution {start.execution_id or '(legacy)'}: the harness stopped before "
+                    f"the recorded effect at seq {seq} (I5)"
+                )
+        except AgentSessionsError as exc:
+            if not isinstance(exc, HarnessError | InvalidArgumentError):
+                raise  # the journal itself failed: leave the turn open for resume
+            self._record_error(journal, exec_id, str(exc))
+            raise
+        except Exception as exc:
+            self._record_error(journal, exec_id, f"{type(exc).__name__}: {exc}")
+            raise HarnessError(f"harness failed: {type(exc).__name__}: {exc}") from exc
+        last = journal.record([model.end_event("COMPLETED", execution_id=exec_id)])
+        return TurnResult(
+            uid,
+            start.execution_id,
+            first_seq,
+            last.seq,
+            sink.outputs,
+            self.models.calls - calls_before,
+        )
+
+    @staticmethod
+    def _record_error(journal: _WriterJournal, exec_id: str, why: str) -> None:
+        """Best effort, as the reference: if even this fails the turn stays open to resume."""
+        with contextlib.suppress(AgentSessionsError):
+            event = model.error_event(ERROR_CODE_INTERNAL, why[:4000], execution_id=exec_id)
+            journal.record([event])
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _describe(self, name: str) -> tuple[Harness, HarnessDescriptor]:
+        try:
+            instance = self.harnesses.create(name)
+            return instance, instance.describe()
+        except AgentSessionsError:
+            raise
+        except Exception as exc:
+            raise HarnessError(f"harness {name!r} could not be described: {exc}") from exc
+
+    def _instance(self, uid: str, name: str) -> tuple[Harness, HarnessDescriptor]:
+        """The harness to run: a fresh one, or the runtime's live compute for a harness
+        whose state is its memory (REQUIRES_MEMORY_SNAPSHOT)."""
+        probe, descriptor = self._describe(name)
+        self._place(descriptor)
+        if descriptor.capabilities.resumability != REQUIRES_MEMORY_SNAPSHOT:
+            return probe, descriptor
+        if self.store.get(uid).compute_state == "COMPUTE_COLD":
+            from .lifecycle import resume_compute
+
+            resume_compute(self, uid)
+        compute = self.runtime.find(uid)
+        if compute is None:
+            if self.store.get(uid).exec_seq:
+                raise UnavailableError(
+                    f"session {uid}: the memory of harness {name!r} is gone (its live compute "
+                    f"ended and no snapshot holds it); a {REQUIRES_MEMORY_SNAPSHOT} harness "
+                    "cannot be rebuilt from the journal",
+                    hint="fork it from an earlier snapshot, or start a new session",
+                )
+            compute = self.runtime.create(uid, self.harnesses.factory(name))
+        return compute.harness, descriptor
+
+    def _place(self, descriptor: HarnessDescriptor) -> None:
+        if not can_place(descriptor, self.runtime.capabilities()):
+            raise PlacementError(
+                f"harness {descriptor.id!r} needs memory snapshots, which runtime "
+                f"{self.runtime.name!r} cannot take; nothing was run",
+                hint="use --runtime warm",
+            )
+
+    def _live(self, journal: _WriterJournal, uid: str) -> Live:
+        default = self.store.get(uid).meta.model or self.default_model
+        return Live(journal, self.models, default, self.on_delta)
+
+    def _interrupted(self, uid: str) -> bool:
+        """A turn was cut off (no END and no ERROR): new inputs must wait for resume."""
+        return self.store.get(uid).exec_state in ("EXEC_RUNNING", "EXEC_AWAITING")
+
+    @contextmanager
+    def _writer(self, uid: str, wait_seconds: float) -> Iterator[Writer]:
+        deadline = time.monotonic() + wait_seconds
+        delay = 0.01
+        while True:
+            try:
+                writer = self.store.writer(uid)
+                break
+            except LockHeldError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+        try:
+            yield writer
+        finally:
+            writer.close()
+
+
+def check_harness(run: executions.Execution, name: str, descriptor: HarnessDescriptor) -> None:
+    """Refuse to drive an execution recorded by another harness name or version."""
+    recorded_name, recorded_version = run.harness
+    if recorded_name and recorded_name not in (name, descriptor.id):
+        raise HarnessMismatchError(
+            f"execution {run.id} was recorded by harness {recorded_name!r}, not {name!r}",
+            hint=f"pass --harness {recorded_name}",
+        )
+    if recorded_version and descriptor.version and recorded_version != descriptor.version:
+        raise HarnessMismatchError(
+            f"execution {run.id} was recorded by {recorded_name or name} version "
+            f"{recorded_version!r}; this harness is version {descriptor.version!r}"
+        )
+
+
+def _as_user(message: Message) -> Message:
+    """Inputs are user messages unless they say otherwise."""
+    if not isinstance(message, dict) or "parts" not in message:
+        raise InvalidArgumentError("an input must be an agentsessions.v1 Message with parts")
+    return message if message.get("role") else {**message, "role": "user"}
+
+
+def config_b64(config: bytes) -> str:
+    return base64.b64encode(config).decode()

@@ -1,0 +1,155 @@
+"""Reading a journal as executions: which events belong to which turn, and what they say.
+
+An execution is the run of one harness invocation: EXECUTION_START, its INPUTs, the
+recorded effects (MODEL_CALL/OUTPUT pairs, TOOL_CALL/TOOL_RESULT, USAGE, ...), then END or
+ERROR. LIFECYCLE events are session-scoped and belong to no execution. Journals written by
+the Go reference v0.1.2 carry no execution ids; those "legacy" runs follow digest 5.3/5.4
+and section 8: a pure legacy log replays as ONE whole-log run (history = the whole log,
+inputs = every INPUT, USAGE not part of the effect stream); a new EXECUTION_START
+supersedes an unfinished legacy tail, and replay keeps the legacy prefix only through its
+last END.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentsessions.errors import InvalidExecutionLogError
+
+Event = dict[str, Any]
+EFFECT_KINDS = frozenset(
+    {
+        "EVENT_MODEL_CALL",
+        "EVENT_OUTPUT",
+        "EVENT_TOOL_CALL",
+        "EVENT_TOOL_RESULT",
+        "EVENT_USAGE",
+        "EVENT_APPROVAL_REQUEST",
+        "EVENT_APPROVAL_RESULT",
+    }
+)
+
+
+@dataclass
+class Execution:
+    """The recorded events of one harness invocation."""
+
+    id: str
+    first_seq: int
+    legacy: bool = False
+    start: Event | None = None
+    inputs: list[Event] = field(default_factory=list)
+    effects: list[tuple[int, Event]] = field(default_factory=list)
+    end: Event | None = None
+    errors: list[tuple[int, Event]] = field(default_factory=list)
+    last_seq: int = 0
+
+    @property
+    def completed(self) -> bool:
+        return self.end is not None
+
+    @property
+    def config(self) -> bytes:
+        raw = (self.start or {}).get("execution_start", {}).get("config", "")
+        return base64.b64decode(raw) if raw else b""
+
+    @property
+    def resume_from_seq(self) -> int:
+        return int((self.start or {}).get("execution_start", {}).get("resume_from_seq", "0"))
+
+    @property
+    def input_count(self) -> int | None:
+        """The count the EXECUTION_START declared (None for legacy runs or when absent)."""
+        body = (self.start or {}).get("execution_start", {})
+        return int(body["input_count"]) if "input_count" in body else None
+
+    @property
+    def harness(self) -> tuple[str, str]:
+        body = (self.start or {}).get("execution_start", {})
+        return str(body.get("harness", "")), str(body.get("harness_version", ""))
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The input messages, in order."""
+        return [e.get("message", {}) for e in self.inputs]
+
+    def check_complete_invocation(self) -> None:
+        """Refuse a turn whose recorded INPUT count differs from its EXECUTION_START."""
+        declared = self.input_count
+        if declared is not None and declared != len(self.inputs):
+            raise InvalidExecutionLogError(
+                f"execution {self.id} declared {declared} inputs but {len(self.inputs)} were "
+                "recorded (an incomplete invocation); it cannot be resumed",
+                execution_id=self.id,
+            )
+
+
+def group(events: Iterable[tuple[int, Event]]) -> list[Execution]:
+    """Split ``(seq, event)`` pairs into executions in first-seen order."""
+    runs: list[Execution] = []
+    by_id: dict[str, Execution] = {}
+    legacy: Execution | None = None
+    for seq, event in events:
+        kind = event.get("kind", "")
+        if kind == "EVENT_LIFECYCLE":
+            continue
+        exec_id = str(event.get("execution_id", ""))
+        if exec_id:
+            run = by_id.get(exec_id)
+            if run is None:
+                run = by_id[exec_id] = Execution(exec_id, seq)
+                runs.append(run)
+        else:
+            if legacy is None or (legacy.completed and kind == "EVENT_INPUT"):
+                legacy = Execution("", seq, legacy=True)
+                runs.append(legacy)
+            run = legacy
+        _add(run, seq, event)
+    return runs
+
+
+def _add(run: Execution, seq: int, event: Event) -> None:
+    kind = event.get("kind", "")
+    run.last_seq = seq
+    if kind == "EVENT_EXECUTION_START":
+        if run.start is not None:
+            raise InvalidExecutionLogError(f"execution {run.id} has two EXECUTION_START events")
+        run.start = event
+    elif kind == "EVENT_INPUT":
+        run.inputs.append(event)
+    elif kind == "EVENT_END":
+        run.end = event
+    elif kind == "EVENT_ERROR":
+        run.errors.append((seq, event))
+    elif kind in EFFECT_KINDS:
+        run.effects.append((seq, event))
+
+
+def replayable(runs: list[Execution]) -> list[Execution]:
+    """The executions replay re-drives, with the legacy rules applied.
+
+    Modern runs: every completed one. Legacy runs: merged into one whole-log run covering
+    the prefix through the last legacy END (an unfinished legacy tail is superseded by a
+    later EXECUTION_START, or simply not complete).
+    """
+    legacy = [r for r in runs if r.legacy]
+    modern = [r for r in runs if not r.legacy and r.completed]
+    done = [r for r in legacy if r.completed]
+    if not done:
+        return modern
+    merged = Execution("", done[0].first_seq, legacy=True, end=done[-1].end)
+    for run in done:
+        merged.inputs.extend(run.inputs)
+        merged.effects.extend((s, e) for s, e in run.effects if e.get("kind") != "EVENT_USAGE")
+        merged.last_seq = run.last_seq
+    return sorted([merged, *modern], key=lambda r: r.first_seq)
+
+
+def pending(runs: list[Execution]) -> Execution | None:
+    """The trailing execution that has no END (an interrupted turn), if any."""
+    if runs and not runs[-1].completed:
+        return runs[-1]
+    return None

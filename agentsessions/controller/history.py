@@ -1,0 +1,54 @@
+"""History handed to a harness: lazy over the store, or a list already in memory.
+
+:class:`StoreHistory` reads nothing until the harness asks, and ``tail(n)`` reads only the
+last ``n`` records, so a turn that needs recent context costs the same at seq 10 and at
+seq 1,000,000.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from agentsessions.journal.store import Store
+
+Event = dict[str, Any]
+
+
+class StoreHistory:
+    """The events of session ``uid`` with ``seq <= end``, read on demand."""
+
+    def __init__(self, store: Store, uid: str, end: int) -> None:
+        self._store = store
+        self._uid = uid
+        self._end = end
+
+    def __len__(self) -> int:
+        return self._end
+
+    def __iter__(self) -> Iterator[Event]:
+        if self._end <= 0:
+            return iter(())
+        return (r.event for r in self._store.read(self._uid, 1, self._end))
+
+    def tail(self, count: int) -> list[Event]:
+        if count <= 0 or self._end <= 0:
+            return []
+        first = max(1, self._end - count + 1)
+        return [r.event for r in self._store.read(self._uid, first, self._end)]
+
+
+class ListHistory:
+    """History already in memory (replay reads the journal once and shares it)."""
+
+    def __init__(self, events: Sequence[Event]) -> None:
+        self._events = events
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self._events)
+
+    def tail(self, count: int) -> list[Event]:
+        return list(self._events[-count:]) if count > 0 else []

@@ -1,0 +1,72 @@
+"""Registries by name: how the core finds harnesses, model providers and runtimes.
+
+The core never imports a concrete harness. A name resolves, in order, to an explicit
+registration, a Python entry point in the group (``agentsessions.harnesses`` and so on),
+and finally a module by convention (``harnesses.<name>`` exposing ``create``), which is how
+the single-file app, which carries no entry-point metadata, finds the shipped ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import re
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from agentsessions.errors import InvalidArgumentError
+
+T = TypeVar("T")
+_NAME = re.compile(r"[a-z][a-z0-9-]{0,62}")
+
+
+class Registry(Generic[T]):
+    """Factories by name for one kind of component."""
+
+    def __init__(self, kind: str, group: str, convention: str = "") -> None:
+        self.kind = kind
+        self.group = group
+        self.convention = convention
+        self._factories: dict[str, Callable[[], T]] = {}
+
+    def register(self, name: str, factory: Callable[[], T]) -> None:
+        """Make ``name`` resolve to ``factory`` (replacing any earlier registration)."""
+        if not _NAME.fullmatch(name):
+            raise InvalidArgumentError(f"invalid {self.kind} name {name!r}: a DNS label")
+        self._factories[name] = factory
+
+    def factory(self, name: str) -> Callable[[], T]:
+        """The factory for ``name``, or InvalidArgumentError listing the known names."""
+        if name in self._factories:
+            return self._factories[name]
+        found = self._from_entry_points(name) or self._from_convention(name)
+        if found is None:
+            known = ", ".join(self.names()) or "none"
+            raise InvalidArgumentError(f"unknown {self.kind} {name!r} (known: {known})")
+        self._factories[name] = found
+        return found
+
+    def create(self, name: str) -> T:
+        return self.factory(name)()
+
+    def names(self) -> list[str]:
+        """Every name this registry can resolve without guessing."""
+        names = set(self._factories)
+        names.update(ep.name for ep in importlib.metadata.entry_points(group=self.group))
+        return sorted(names)
+
+    def _from_entry_points(self, name: str) -> Callable[[], T] | None:
+        for ep in importlib.metadata.entry_points(group=self.group, name=name):
+            loaded: Callable[[], T] = ep.load()
+            return loaded
+        return None
+
+    def _from_convention(self, name: str) -> Callable[[], T] | None:
+        if not self.convention or not _NAME.fullmatch(name):
+            return None
+        try:
+            module = importlib.import_module(f"{self.convention}.{name.replace('-', '_')}")
+        except ModuleNotFoundError:
+            return None
+        create: Callable[[], T] | None = getattr(module, "create", None)
+        return create

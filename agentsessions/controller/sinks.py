@@ -1,0 +1,197 @@
+"""The sinks a harness runs against: live, replayed, and resumed (recorded, then live).
+
+Live and replay share this one code path (Temporal's lesson): a :class:`TurnSink` serves
+each effect from the recorded stream while one remains, and only past its end does it go
+live, recording the effect *before* the harness sees the result. Replay is a TurnSink
+whose live side is forbidden; resume is one whose live side appends to the journal.
+
+Checks made while serving the record (digest 5.1): I0, the model input hash of each call
+equals the recorded one; output text, usage and reported tool results equal the recorded
+ones; I5 (checked by the caller via :meth:`TurnSink.unconsumed`) every recorded effect was
+consumed.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, cast
+
+from agentsessions.errors import HarnessError, ReplayDivergedError, ReplayInvokedModelError
+from agentsessions.journal import canonical, model
+from agentsessions.journal.records import Record
+
+from .inputhash import model_input_hash
+from .spi import Completion, Message, ModelProvider, ModelRequest
+
+Event = dict[str, Any]
+
+
+class Journal(Protocol):
+    """Where a live sink appends: one event per commit, acknowledged after sync."""
+
+    def record(self, events: Sequence[Mapping[str, Any]]) -> Record: ...
+
+
+@dataclass
+class Live:
+    """The live side of a sink: the journal to append to and the models to call."""
+
+    journal: Journal
+    models: Callable[[str], ModelProvider]
+    default_model: str
+    on_delta: Callable[[str], None] | None = None
+    calls: list[str] = field(default_factory=list)  # live model calls made (I1 evidence)
+
+
+@dataclass
+class TurnSink:
+    """Serve ``recorded`` effects in order, then (if ``live`` is set) record new ones."""
+
+    execution_id: str
+    recorded: list[tuple[int, Event]]
+    live: Live | None
+    legacy: bool = False
+    position: int = 0
+    outputs: list[str] = field(default_factory=list)
+
+    # -- the Sink protocol ------------------------------------------------------------------
+    def model(self, request: ModelRequest) -> Completion:
+        recorded = self._next("EVENT_MODEL_CALL", "a model call")
+        if recorded is None:
+            return self._live_model(request)
+        call = recorded.get("model", {})
+        resolved = replace(request, model=request.model or str(call.get("model", "")))
+        digest = model_input_hash(resolved)
+        if call.get("input_hash") and call["input_hash"] != digest:
+            raise ReplayDivergedError(
+                f"execution {self.execution_id}: model input differs from the recorded call "
+                f"(I0: input hash {digest[:12]} != recorded {call['input_hash'][:12]})"
+            )
+        answer = self._next("EVENT_OUTPUT", "the recorded completion")
+        if answer is None:
+            return self._redrive(resolved, call)
+        return self._served(Completion(answer.get("message", {})))
+
+    def output(self, message: Message) -> None:
+        recorded = self._next("EVENT_OUTPUT", "an output")
+        if recorded is None:
+            event = model.output_event(cast(model.Message, message), execution_id=self.execution_id)
+            self._append([event])
+        elif not _same(recorded.get("message"), message):
+            raise self._diverged("output differs from the recorded OUTPUT")
+        self.outputs.append(_text(message))
+
+    def report(self, result: dict[str, Any]) -> None:
+        recorded = self._next("EVENT_TOOL_RESULT", "a reported tool result")
+        if recorded is None:
+            self._append([{**_event("EVENT_TOOL_RESULT", self.execution_id), "result": result}])
+        elif not _same(recorded.get("result"), result):
+            raise self._diverged("reported tool result differs from the recorded TOOL_RESULT")
+
+    def usage(self, usage: dict[str, Any]) -> None:
+        if self.legacy:
+            return  # v0.1.2 runs did not journal usage as part of the stream
+        recorded = self._next("EVENT_USAGE", "usage")
+        if recorded is None:
+            self._append([{**_event("EVENT_USAGE", self.execution_id), "usage": usage}])
+        elif not _same(recorded.get("usage"), usage):
+            raise self._diverged("usage differs from the recorded USAGE")
+
+    def delta(self, text: str) -> None:
+        if self.live is not None and self.live.on_delta is not None and not self.replaying:
+            self.live.on_delta(text)
+
+    # -- bookkeeping -------------------------------------------------------------------------
+    @property
+    def replaying(self) -> bool:
+        return self.position < len(self.recorded)
+
+    def unconsumed(self) -> list[tuple[int, Event]]:
+        """Recorded effects the harness did not ask for (I5 under-consumption)."""
+        return self.recorded[self.position :]
+
+    def _next(self, kind: str, what: str) -> Event | None:
+        """The next recorded effect, which must be of ``kind``; None past the record."""
+        if self.position >= len(self.recorded):
+            return None
+        seq, event = self.recorded[self.position]
+        if event.get("kind") != kind:
+            raise self._diverged(f"harness asked for {what} but seq {seq} is {event.get('kind')}")
+        self.position += 1
+        return event
+
+    def _served(self, completion: Completion) -> Completion:
+        self.outputs.append(_text(completion.message))
+        return completion
+
+    def _live_model(self, request: ModelRequest) -> Completion:
+        live = self._require_live("call a model")
+        resolved = replace(request, model=request.model or live.default_model)
+        call_event = model.model_call_event(
+            resolved.model,
+            input_hash=model_input_hash(resolved),
+            call_id=secrets.token_hex(8),
+            params=dict(resolved.params or {}),
+            execution_id=self.execution_id,
+        )
+        self._append([call_event])
+        return self._complete(resolved, live)
+
+    def _redrive(self, request: ModelRequest, call: dict[str, Any]) -> Completion:
+        """A recorded MODEL_CALL without its OUTPUT (crash mid-call): invoke it once more."""
+        if self.legacy:
+            raise HarnessError(
+                f"resume: recorded completion missing for model call {call.get('id', '')} "
+                "(a v0.1.2 journal cannot re-drive a model call)"
+            )
+        return self._complete(request, self._require_live("re-drive a model call"))
+
+    def _complete(self, request: ModelRequest, live: Live) -> Completion:
+        provider = live.models(request.model)
+        live.calls.append(request.model)
+        try:
+            completion = provider.complete(request, on_delta=live.on_delta)
+        except HarnessError:
+            raise
+        except Exception as exc:
+            raise HarnessError(f"model {request.model!r} failed: {exc}") from exc
+        message = {**completion.message, "role": completion.message.get("role") or "assistant"}
+        self._append(
+            [model.output_event(cast(model.Message, message), execution_id=self.execution_id)]
+        )
+        return self._served(Completion(message, completion.usage))
+
+    def _append(self, events: Sequence[Mapping[str, Any]]) -> None:
+        self._require_live("record a new effect").journal.record(events)
+
+    def _require_live(self, what: str) -> Live:
+        if self.live is None:
+            raise ReplayInvokedModelError(
+                f"execution {self.execution_id}: replay would {what} past the recorded "
+                "effects (I1/I5: replay never invokes a model or records anything)"
+            )
+        return self.live
+
+    def _diverged(self, why: str) -> ReplayDivergedError:
+        return ReplayDivergedError(f"execution {self.execution_id}: {why}")
+
+
+def _event(kind: str, execution_id: str) -> Event:
+    out: Event = {"kind": kind}
+    if execution_id:
+        out["execution_id"] = execution_id
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as canonical JSON (key order and int-vs-float do not matter)."""
+    try:
+        return canonical.canonical_json(a) == canonical.canonical_json(b)
+    except Exception:
+        return False
+
+
+def _text(message: Message) -> str:
+    return "".join(p.get("text", {}).get("text", "") for p in message.get("parts", []))

@@ -1,0 +1,217 @@
+"""The seams of the controller: Harness, ModelProvider and Runtime, each a small Protocol.
+
+Messages, events and usage are the ``agentsessions.v1`` proto3-JSON dicts of
+:mod:`agentsessions.journal.model`, the same form the journal hashes, so nothing is
+converted between a harness, the journal and the wire.
+
+Rules every implementation keeps:
+
+- A harness is driven by :meth:`Harness.run` and reaches the world only through its
+  :class:`Sink`: each model call, output, reported tool result and usage goes through the
+  sink, which records it in the journal *before* the harness observes its result. A
+  harness never calls a model provider itself, and it never names a session: the
+  controller binds it to one.
+- A model provider answers one request with one completion; streaming deltas may reach the
+  terminal through ``on_delta`` but are never journaled.
+- A runtime hosts harness compute. ``can_place`` refuses a harness that needs memory
+  snapshots on a runtime that cannot take them, before any compute or journal change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+Event = dict[str, Any]
+Message = dict[str, Any]
+
+STATELESS_REPLAY = "RESUMABILITY_STATELESS_REPLAY"
+REQUIRES_MEMORY_SNAPSHOT = "RESUMABILITY_REQUIRES_MEMORY_SNAPSHOT"
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a harness needs from its host (``agentsessions.v1.Capabilities``)."""
+
+    resumability: str = STATELESS_REPLAY
+    fork_safe: bool = True
+    requires_gpu: bool = False
+    streaming: bool = False
+    reasoning_replay: bool = False
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool a harness may call, with its default mediation tier."""
+
+    name: str
+    description: str = ""
+    mediation: str = "MEDIATION_CONTROLLER_MEDIATED"
+
+
+@dataclass(frozen=True)
+class HarnessDescriptor:
+    """Identity and needs of a harness (``agentsessions.v1.HarnessDescriptor``).
+
+    ``version`` is an opaque replay-compatibility version: replay refuses a journal
+    recorded by another version ("" means unknown and is not checked).
+    """
+
+    id: str
+    version: str = ""
+    models: tuple[str, ...] = ()
+    tools: tuple[ToolSpec, ...] = ()
+    capabilities: Capabilities = field(default_factory=Capabilities)
+
+
+class History(Protocol):
+    """The events before an execution, handed over lazily.
+
+    Reading is on demand and from the tail, so a turn's cost does not grow with the
+    session unless the harness itself chooses to read everything.
+    """
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[Event]: ...
+
+    def tail(self, count: int) -> list[Event]:
+        """The last ``count`` events (fewer if the history is shorter), oldest first."""
+        ...
+
+
+@dataclass(frozen=True)
+class Start:
+    """Everything one execution gets (``agentsessions.v1.Start``)."""
+
+    execution_id: str
+    config: bytes
+    inputs: tuple[Message, ...]
+    history: History
+    resume_from_seq: int = 0
+    memory_restored: bool = False  # I4: a restored harness must not rebuild from history
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One model call as the harness asks for it; hashed for the I0 check."""
+
+    model: str
+    messages: tuple[Message, ...]
+    params: Mapping[str, str] | None = None
+    tools: tuple[dict[str, Any], ...] = ()
+    tool_choice: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A model's answer: the assistant message and, if known, its usage."""
+
+    message: Message
+    usage: dict[str, Any] | None = None
+
+
+class Sink(Protocol):
+    """Where a running harness sends every nondeterministic effect (recorded first)."""
+
+    def model(self, request: ModelRequest) -> Completion:
+        """Record MODEL_CALL, get the completion (live, or served from the journal), record
+        OUTPUT, and return it."""
+        ...
+
+    def output(self, message: Message) -> None:
+        """Record an OUTPUT the harness produced itself (no model call)."""
+        ...
+
+    def report(self, result: dict[str, Any]) -> None:
+        """Record the TOOL_RESULT of a tool the harness ran itself (IN_HARNESS_REPORTED)."""
+        ...
+
+    def usage(self, usage: dict[str, Any]) -> None:
+        """Record a USAGE event."""
+        ...
+
+    def delta(self, text: str) -> None:
+        """Stream partial text to whoever watches; never journaled."""
+        ...
+
+
+class Harness(Protocol):
+    """An agent loop: described once, then run once per execution."""
+
+    def describe(self) -> HarnessDescriptor: ...
+
+    def run(self, start: Start, sink: Sink) -> None:
+        """Drive one execution; return on success, raise on failure."""
+        ...
+
+
+HarnessFactory = Callable[[], Harness]
+
+
+class ModelProvider(Protocol):
+    """One call in, one completion out."""
+
+    def complete(
+        self, request: ModelRequest, on_delta: Callable[[str], None] | None = None
+    ) -> Completion: ...
+
+
+@dataclass(frozen=True)
+class RuntimeCapabilities:
+    """What a runtime can do, and what its snapshots survive."""
+
+    memory_snapshot: bool = False
+    cow_fork: bool = False
+    attest: bool = False
+    gpu_state: bool = False
+    snapshot_survives_reboot: bool = False
+    snapshot_survives_host_process: bool = False
+
+
+@dataclass(frozen=True)
+class SnapshotRef:
+    """Where a suspended compute's state lives (``agentsessions.v1.SnapshotRef``)."""
+
+    local: str = ""
+    external_uri: str = ""
+    memory: bool = False
+    sealed: bool = False
+
+
+class Compute(Protocol):
+    """A live harness instance placed by a runtime."""
+
+    @property
+    def harness(self) -> Harness: ...
+
+
+class Runtime(Protocol):
+    """A compute backend: create, snapshot, restore and stop harness instances."""
+
+    name: str
+
+    def capabilities(self) -> RuntimeCapabilities: ...
+
+    def create(self, session: str, factory: HarnessFactory) -> Compute: ...
+
+    def find(self, session: str) -> Compute | None:
+        """The session's live compute, if this runtime still holds one."""
+        ...
+
+    def snapshot(self, session: str, compute: Compute) -> SnapshotRef: ...
+
+    def restore(self, session: str, snapshot: SnapshotRef) -> Compute: ...
+
+    def clone(self, snapshot: SnapshotRef, sessions: Sequence[str]) -> list[SnapshotRef]:
+        """Copies of a memory snapshot for forked children (needs ``cow_fork``)."""
+        ...
+
+    def stop(self, session: str, compute: Compute) -> None: ...
+
+
+def can_place(harness: HarnessDescriptor, runtime: RuntimeCapabilities) -> bool:
+    """False only for a REQUIRES_MEMORY_SNAPSHOT harness on a runtime without snapshots."""
+    needs_memory = harness.capabilities.resumability == REQUIRES_MEMORY_SNAPSHOT
+    return runtime.memory_snapshot or not needs_memory

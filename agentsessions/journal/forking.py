@@ -1,0 +1,54 @@
+"""What every store needs to fork a session: the fork point's hash, the tail a child starts
+from, and the marker it ends with.
+
+The child's starting tail is the parent's projection *at* the fork point. It is computed
+from a backward window that doubles until it holds the start of the execution open at that
+point, so its cost follows the length of one execution, never the length of the session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from agentsessions.errors import InvalidArgumentError
+from agentsessions.journal import model
+from agentsessions.journal.projection import Projection
+from agentsessions.journal.records import Record
+from agentsessions.journal.tail import Tail
+
+Reader = Callable[[int, int], Iterator[Record]]
+_WINDOW = 64
+
+
+def check_fork(parent: str, at_seq: int, last_seq: int, count: int) -> None:
+    if not 0 <= at_seq <= last_seq:
+        raise InvalidArgumentError(
+            f"session {parent} ends at seq {last_seq}; cannot fork at seq {at_seq}"
+        )
+    if count < 1:
+        raise InvalidArgumentError("a fork needs at least one child")
+
+
+def base_tail(read: Reader, at_seq: int) -> Tail:
+    """The tail of the parent's journal as it stood at ``at_seq`` (read backwards, bounded)."""
+    if at_seq == 0:
+        return Tail()
+    window = _WINDOW
+    while True:
+        first = max(1, at_seq - window + 1)
+        records = list(read(first, at_seq))
+        projection = Projection()
+        for record in records:
+            projection.apply(record.event, record.seq)
+        if first == 1 or projection.exec_seq > first:
+            break
+        window *= 2
+    last = records[-1]
+    return Tail(last_seq=last.seq, last_hash=last.content_hash, projection=projection)
+
+
+def fork_marker(parent: str, at_seq: int) -> dict[str, Any]:
+    """The LIFECYCLE_FORK event that ends a child's inherited prefix (``parent@N``)."""
+    del parent  # the reference records only the seq; the parent is in the metadata
+    return dict(model.lifecycle_event("LIFECYCLE_FORK", detail=f"parent@{at_seq}"))

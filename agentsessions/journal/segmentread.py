@@ -1,0 +1,533 @@
+"""Reading a journal directory's segment files: headers, SEALs, strict frames, batch checks.
+
+:class:`SegmentFiles` is the read side of :class:`~agentsessions.journal.segmentlog.SegmentLog`
+(which adds opening with recovery, the tail, appending and rotation). Layouts and rules:
+``docs/FORMAT.md``; the byte codec is :mod:`.segment`.
+
+Invariants:
+- nothing here writes; a ``.seg`` that disappears while being opened was compressed by the
+  writer meanwhile, and the reader switches to its ``.seg.zst``;
+- every frame the strict readers return has passed :func:`segment.parse_frames` (structure,
+  CRC, sequence and group rules); damage raises ``JournalCorruptError(path, offset, seq,
+  reason)``;
+- a segment's header is checked before its frames and its SEAL after them by
+  ``_segment_head`` / ``_segment_foot``, the same code for the strict and the batch path;
+- :meth:`SegmentFiles.check_segment` (the batch path ``verify`` runs) accepts a segment only
+  if the strict path accepts it *and* its EVENT payloads continue the hash chain from the
+  segment's header. It never names a failure: on damage, or on anything it is unsure about,
+  it answers "not ok" and the caller reads that segment strictly, which names it. So the batch
+  path can make ``verify`` faster but cannot change a verdict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import struct
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentsessions.errors import AgentSessionsError, FormatError, JournalCorruptError
+from agentsessions.journal import segment as sg
+from agentsessions.journal import zstdcodec
+from agentsessions.journal.durable import DEFAULT_FS, FileSystem, storage_error
+from agentsessions.journal.segment import RTYPE_EVENT, RTYPE_SEAL, Frame, SegmentHeader
+
+CORRUPT_HINT = "run `agentsessions verify` on the session; see docs/FORMAT.md (Recovery)"
+BLOCK = 1 << 20
+"""Bytes read at a time from a ``.seg``."""
+
+_SEG_NAME = re.compile(r"([0-9a-f]{16})\.seg(\.zst)?")
+_TRAILER_READ = 64 << 10  # first read at the end of a sealed segment (SEAL or seek table)
+_ZST_CACHE = 64  # seek tables kept in memory
+
+Link = tuple[int, str]
+"""A SEAL's ``(last_seq, last_hash)``: what the next segment's header must continue."""
+
+PayloadCheck = Callable[[Sequence[bytes | bytearray]], bool]
+"""Extra per-payload checks of a batch scan (``verify --strict``); False rejects the batch."""
+
+
+def listing(fs: FileSystem, journal_dir: Path) -> tuple[dict[int, set[str]], list[str]]:
+    """Segment forms by first_seq ({"seg", "zst"}) and the names of ``*.tmp`` files."""
+    segs: dict[int, set[str]] = {}
+    tmps: list[str] = []
+    for name in fs.listdir(journal_dir):
+        m = _SEG_NAME.fullmatch(name)
+        if m:
+            segs.setdefault(int(m.group(1), 16), set()).add("zst" if m.group(2) else "seg")
+        elif name.endswith(".tmp"):
+            tmps.append(name)
+    return segs, tmps
+
+
+@dataclass(frozen=True)
+class _Zst:
+    """A compressed segment's seek table with its decoded metadata."""
+
+    table: zstdcodec.SeekTable
+    header: SegmentHeader
+    header_raw: bytes
+    seal: bytes
+
+
+@dataclass(frozen=True)
+class SegmentCheck:
+    """What :meth:`SegmentFiles.check_segment` found; ``ok`` False means "read it strictly".
+
+    When ok, the segment's EVENTs continue the chain from ``(first, prev_hash)`` (its
+    header) to ``(next_seq, last_hash)``.
+    """
+
+    first: int
+    ok: bool
+    prev_hash: str = ""  # the header's prev_hash, where the chain was checked from
+    next_seq: int = 0  # the EVENT seq after this segment
+    last_hash: str = ""  # hash of its last EVENT (prev_hash when it holds none)
+    events: int = 0
+    end: int = 0  # offset just past its last frame (its size, for a clean segment)
+    last_frame: int = -1  # offset of its last EVENT frame, -1 if none
+    link: Link | None = None  # its SEAL's (last_seq, last_hash); None when not sealed
+
+
+# -- the batch scan -------------------------------------------------------------------------
+_HEAD = struct.Struct("<IIQ8xII")  # magic, payload_len, seq, (fence), kind, frame_crc
+_IN = 1 << 32  # "a group is open", above every 32-bit kind word
+_EVENT_NEXT = {0x601: 0, 0x201: _IN, 0x001 | _IN: _IN, 0x401 | _IN: 0}
+"""kind | group state -> group state after an EVENT frame that keeps the group rules.
+
+The kind word is bytes [24, 28) of a frame header as a u32: ``rtype | rflags << 8 |
+reserved << 16``; only EVENT with known flags and a zero reserved field is listed."""
+_PREFIX = b'{"event":'
+_TAIL = b',"prev_hash":"%s","seq":"%d"}'  # the envelope's fixed end (canonical.envelope)
+_PADS = tuple(bytes(n) for n in range(sg.FRAME_ALIGN))
+
+
+class ChainScan:
+    """Running state of a batch scan: the frame rules, the chain's last hash, what was seen."""
+
+    __slots__ = ("check", "events", "keep", "last_frame", "prev", "rules", "seal")
+
+    def __init__(self, first_seq: int, prev_hash: str, check: PayloadCheck | None) -> None:
+        self.rules = sg.FrameRules(first_seq)
+        self.prev = prev_hash.encode()  # hex of the last EVENT's hash
+        self.events = 0
+        self.last_frame = -1
+        self.seal: Frame | None = None
+        self.check = check
+        self.keep: list[bytes | bytearray] | None = [] if check is not None else None
+
+    def flush(self) -> bool:
+        """Run the payload check over the payloads kept since the last flush."""
+        if not self.keep:
+            return True
+        ok = self.check is None or self.check(self.keep)
+        self.keep.clear()
+        return ok
+
+
+def scan_events(
+    buf: bytes | bytearray, pos: int, end: int, base: int, st: ChainScan, max_record: int
+) -> int:
+    """Pass over intact EVENT frames of ``buf[pos:end]`` that continue the log and the chain.
+
+    ``buf[0]`` is file offset ``base``. Checks what :func:`segment.parse_frames` checks on
+    its fast path (magic, seq, group flag order, reserved bits, length, CRC, zero padding)
+    and what ``verify.walk`` checks (the envelope prefix, its ``prev_hash``/``seq`` tail) and
+    hashes each payload. Returns where it stopped: ``end``, or a frame that is anything else
+    (a COMMIT or SEAL, damage, or a frame the buffer cuts) for :func:`step_frame`.
+    """
+    rules = st.rules
+    if rules.sealed:
+        return pos
+    unpack, crc32, sha256 = _HEAD.unpack_from, zlib.crc32, hashlib.sha256
+    nexts, pads, tail, keep = _EVENT_NEXT, _PADS, _TAIL, st.keep
+    expected, prev, last = rules.expected, st.prev, -1
+    group = _IN if rules.in_group else 0
+    start_seq, limit = expected, end - sg.FRAME_HEADER_SIZE
+    while pos <= limit:
+        magic, plen, seq, kind, crc = unpack(buf, pos)
+        body = pos + sg.FRAME_HEADER_SIZE
+        stop = body + plen
+        fend = stop + (-plen & 7)
+        after = nexts.get(kind | group)
+        if after is None or magic != sg.FRAME_MAGIC or seq != expected or fend > end:
+            break
+        payload = buf[body:stop]
+        if plen > max_record or crc32(payload, crc32(buf[pos + 4 : pos + 28])) != crc:
+            break
+        if not (buf.startswith(pads[fend - stop], stop) and payload.startswith(_PREFIX)):
+            break
+        if not payload.endswith(tail % (prev, seq)):
+            break
+        prev = sha256(payload).hexdigest().encode()
+        if keep is not None:
+            keep.append(payload)
+        last, expected, group, pos = pos, seq + 1, after, fend
+    if last >= 0:
+        rules.expected, rules.in_group = expected, bool(group)
+        st.prev, st.last_frame, st.events = prev, base + last, st.events + expected - start_seq
+    return pos
+
+
+def step_frame(
+    buf: bytes | bytearray, pos: int, end: int, base: int, st: ChainScan, max_record: int,
+    segment: int,
+) -> Frame | str:  # fmt: skip
+    """Take the frame at ``buf[pos]`` exactly as the strict path would, or say why not.
+
+    :func:`segment.check_frame`, then :class:`segment.FrameRules`, then (for an EVENT) the
+    chain link; a reason in :data:`segment.INCOMPLETE` only means ``buf[:end]`` cuts the frame.
+    """
+    mv = memoryview(buf)[:end]
+    parsed = sg.check_frame(mv, pos, base, max_record)
+    if isinstance(parsed, str):
+        return parsed
+    plen, seq, fence, rtype, flags, _ = parsed
+    body = pos + sg.FRAME_HEADER_SIZE
+    payload = bytes(mv[body : body + plen])
+    why = st.rules.check(rtype, seq, flags, payload)
+    if why:
+        return why
+    if rtype == RTYPE_EVENT:
+        if not (payload.startswith(_PREFIX) and payload.endswith(_TAIL % (st.prev, seq))):
+            return f"seq {seq} does not continue the chain"
+        st.prev = hashlib.sha256(payload).hexdigest().encode()
+        st.events, st.last_frame = st.events + 1, base + pos
+        if st.keep is not None:
+            st.keep.append(payload)
+    frame = Frame(rtype, seq, fence, flags, payload, segment, base + pos)
+    if rtype == RTYPE_SEAL:
+        st.seal = frame
+    return frame
+
+
+def scan_buffer(
+    buf: bytes | bytearray, pos: int, end: int, base: int, st: ChainScan, max_record: int,
+    segment: int,
+) -> tuple[int, str]:  # fmt: skip
+    """Batch-scan ``buf[pos:end]``; returns (where it stopped, "" or why).
+
+    "" means the buffer was consumed to ``end``; a reason in :data:`segment.INCOMPLETE`
+    means the frame at the returned offset continues past ``end``.
+    """
+    while True:
+        pos = scan_events(buf, pos, end, base, st, max_record)
+        if pos >= end:
+            return pos, "" if st.flush() else "payload check failed"
+        frame = step_frame(buf, pos, end, base, st, max_record, segment)
+        if isinstance(frame, str):
+            return pos, frame if st.flush() else "payload check failed"
+        pos = frame.end - base
+
+
+def _pread_into(fd: int, buf: bytearray, n: int, offset: int) -> int:
+    """Read up to ``n`` bytes at ``offset`` into the start of the reused ``buf``."""
+    got = 0
+    with memoryview(buf) as view:
+        while got < n:
+            if hasattr(os, "preadv"):
+                k = os.preadv(fd, [view[got:n]], offset + got)
+            else:  # pragma: no cover - platforms without preadv
+                piece = os.pread(fd, n - got, offset + got)
+                k = len(piece)
+                view[got : got + k] = piece
+            if k <= 0:
+                break
+            got += k
+    return got
+
+
+class SegmentFiles:
+    """Read access to the segment files of one journal directory (see the module docstring)."""
+
+    def __init__(
+        self, journal_dir: Path, session_id: str, fs: FileSystem, max_record_bytes: int,
+        segs: dict[int, set[str]],
+    ) -> None:  # fmt: skip
+        self.journal_dir = journal_dir
+        self.session_id = session_id
+        self.fs = fs
+        self.max_record_bytes = max_record_bytes
+        self._segs = segs
+        self._zst: dict[int, _Zst] = {}
+
+    @classmethod
+    def at(
+        cls, journal_dir: Path, *, session_id: str, fs: FileSystem = DEFAULT_FS,
+        max_record_bytes: int = sg.DEFAULT_MAX_RECORD_BYTES,
+    ) -> SegmentFiles:  # fmt: skip
+        """The segment files in ``journal_dir`` now: one directory listing, nothing opened."""
+        sg.session_bytes(session_id)
+        journal_dir = Path(journal_dir)
+        return cls(journal_dir, session_id, fs, max_record_bytes, listing(fs, journal_dir)[0])
+
+    @property
+    def segments(self) -> list[int]:
+        """The segments' first seqs in order; the last one is the tail."""
+        return sorted(self._segs)
+
+    def segment_size(self, first: int) -> int:
+        """Raw (uncompressed) bytes of segment ``first``; 0 when unknown."""
+        try:
+            if "seg" in self._segs.get(first, ()):
+                return os.stat(self._path(first)).st_size
+            return self._zst_of(first).table.raw_size
+        except (AgentSessionsError, OSError):
+            return 0
+
+    def _path(self, first: int, form: str = "seg") -> Path:
+        return self.journal_dir / sg.segment_name(first, compressed=form == "zst")
+
+    def _corrupt(
+        self, path: Path | str, offset: int, seq: int | None, reason: str
+    ) -> JournalCorruptError:
+        return JournalCorruptError(
+            f"{path}: damaged journal at offset {offset}: {reason}", hint=CORRUPT_HINT,
+            path=str(path), offset=offset, seq=seq, reason=reason, session=self.session_id,
+        )  # fmt: skip
+
+    # -- headers and SEALs --------------------------------------------------------------
+    def _check_header(self, header: SegmentHeader, first: int, path: Path) -> None:
+        if header.session_id != self.session_id:
+            raise self._corrupt(path, 16, None, f"segment belongs to {header.session_id}")
+        if header.first_seq != first:
+            raise self._corrupt(path, 32, first, f"header first_seq {header.first_seq} != name")
+
+    def _decode_header(self, raw: bytes, first: int, path: Path) -> SegmentHeader:
+        try:
+            header = sg.decode_header(raw)
+        except FormatError as exc:
+            raise self._corrupt(path, 0, first, f"segment header: {exc}") from exc
+        self._check_header(header, first, path)
+        return header
+
+    def _header_of(self, first: int) -> tuple[SegmentHeader, Path]:
+        fd = self._open_plain(first)
+        if fd is None:
+            return self._zst_of(first).header, self._path(first, "zst")
+        try:
+            raw = self.fs.read_at(fd, sg.HEADER_SIZE, 0)
+        finally:
+            os.close(fd)
+        return self._decode_header(raw, first, self._path(first)), self._path(first)
+
+    def _check_tail_layout(self, header: SegmentHeader, path: Path) -> dict[str, Any] | None:
+        """Opening's checks of the tail ``header``: its number, and the link to the last sealed
+        segment (from a few small reads at that segment's end); returns that SEAL's carry."""
+        firsts = self.segments
+        if header.segment_no != len(firsts) - 1:
+            msg = f"segment_no {header.segment_no} but {len(firsts)} segments (one is missing?)"
+            raise self._corrupt(path, 40, header.first_seq, msg)
+        return self._check_link(firsts[-2], header) if len(firsts) > 1 else None
+
+    def _check_link(self, prev: int, header: SegmentHeader) -> dict[str, Any]:
+        """Check the last sealed segment's SEAL links to ``header``; return its carry."""
+        payload, prev_header, path = self._seal_of(prev)
+        if prev_header.segment_no != header.segment_no - 1:
+            raise self._corrupt(path, 40, prev, "segment numbers are not contiguous")
+        try:
+            info = sg.decode_seal(payload)
+        except FormatError as exc:
+            raise self._corrupt(path, 0, prev, str(exc)) from exc
+        if info.last_seq != header.first_seq - 1 or info.last_hash != header.prev_hash:
+            msg = f"SEAL (last_seq {info.last_seq}) does not link to the next segment"
+            raise self._corrupt(path, 0, header.first_seq, msg)
+        return info.carry
+
+    def _seal_of(self, first: int) -> tuple[bytes, SegmentHeader, Path]:
+        """SEAL payload and header of a sealed segment, from a few small reads at its end."""
+        fd = self._open_plain(first)
+        if fd is None:
+            z = self._zst_of(first)
+            return z.seal, z.header, self._path(first, "zst")
+        path = self._path(first)
+        try:
+            size = os.fstat(fd).st_size
+            header = self._decode_header(self.fs.read_at(fd, sg.HEADER_SIZE, 0), first, path)
+            window = _TRAILER_READ
+            while True:
+                n = min(window, size - sg.HEADER_SIZE)
+                seal = sg.find_seal(self.fs.read_at(fd, n, size - n), size - n, size, first)
+                if seal is not None:
+                    return seal.payload, header, path
+                if n >= size - sg.HEADER_SIZE:
+                    raise self._corrupt(path, size, None, "sealed segment does not end with SEAL")
+                window *= 8
+        finally:
+            os.close(fd)
+
+    def _segment_head(self, first: int, no: int, link: Link | None) -> tuple[SegmentHeader, Path]:
+        """The header of the ``no``-th segment, checked, and linked to the SEAL before it."""
+        header, path = self._header_of(first)
+        if header.segment_no != no:
+            raise self._corrupt(path, 40, first, "segment numbers are not contiguous")
+        if link is not None and link != (first - 1, header.prev_hash):
+            raise self._corrupt(path, 56, first, "header does not link to the previous SEAL")
+        return header, path
+
+    def _segment_foot(
+        self, first: int, header: SegmentHeader, path: Path, last: Frame | None, last_hash: str
+    ) -> Link:
+        """Check that ``last`` is a SEAL fitting segment ``first``; returns its link."""
+        why = sg.seal_problem(first, last, last_hash)
+        if not why and "seg" not in self._segs[first] and last is not None:
+            why = "" if self._zst_of(first).seal == last.payload else "SEAL copy differs"
+        if why or last is None:
+            raise self._corrupt(path, last.offset if last else 0, first, why)
+        info = sg.decode_seal(last.payload)
+        return info.last_seq, info.last_hash
+
+    # -- strict frames ------------------------------------------------------------------
+    def _open_plain(self, first: int) -> int | None:
+        """A read-only descriptor on sealed ``first``'s .seg; None if it is (now) compressed."""
+        if "seg" not in self._segs.get(first, ()):
+            return None
+        path = self._path(first)
+        try:
+            return os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:  # compressed meanwhile by the writer
+            self._segs[first] = {"zst"}
+            return None
+        except OSError as exc:
+            raise storage_error("open", path, exc) from exc
+
+    def _plain_frames(
+        self, fd: int, first: int, from_seq: int, end: int, index: sg.SparseIndex
+    ) -> Iterator[Frame]:
+        path = self._path(first)
+        seq, pos = index.floor(from_seq)
+        rules, want = sg.FrameRules(seq), BLOCK
+        while pos < end:
+            n = min(want, end - pos)
+            buf = self.fs.read_at(fd, n, pos)
+            used, why = yield from sg.parse_frames(
+                buf, pos, first, rules, index, self.max_record_bytes, from_seq
+            )
+            if why and not (why in sg.INCOMPLETE and pos + n < end):
+                raise self._corrupt(path, pos + used, rules.expected, why)
+            want = BLOCK if used else 2 * n
+            pos += used
+        if rules.in_group:
+            raise self._corrupt(path, pos, rules.expected, "segment ends inside a group")
+
+    def _zst_frames(self, first: int, from_seq: int) -> Iterator[Frame]:
+        z = self._zst_of(first)
+        path, entries = self._path(first, "zst"), z.table.entries
+        start = z.table.chunk_for(from_seq)
+        rules = sg.FrameRules(entries[start].key)
+        for n, raw in enumerate(self._zst_chunks(first, z.table, start), start=start):
+            e = entries[n]
+            if rules.expected != e.key or rules.in_group:
+                raise self._corrupt(path, e.comp_offset, rules.expected, "seek table seq")
+            skip = sg.HEADER_SIZE if n == 0 else 0
+            if raw[:skip] != z.header_raw[:skip]:
+                raise self._corrupt(path, 0, first, "header copy differs from chunk 0")
+            base = e.raw_offset + skip
+            used, why = yield from sg.parse_frames(
+                raw[skip:], base, first, rules, None, 1 << 62, from_seq
+            )
+            if why:
+                raise self._corrupt(path, base + used, rules.expected, f"in chunk {n}: {why}")
+        if not rules.sealed:
+            raise self._corrupt(path, 0, rules.expected, "compressed segment lacks its SEAL")
+
+    def _zst_of(self, first: int) -> _Zst:
+        """The (cached) seek table of compressed segment ``first``: two small reads at most."""
+        if first not in self._zst:
+            path = self._path(first, "zst")
+            fd = self.fs.open(path, os.O_RDONLY)
+            try:
+                size = os.fstat(fd).st_size
+                table = zstdcodec.read_seek_table(lambda n, o: self.fs.read_at(fd, n, o), size)
+                header, header_raw, seal = sg.decode_zst_meta(table.meta)
+            except FormatError as exc:
+                raise self._corrupt(path, 0, first, str(exc)) from exc
+            finally:
+                self.fs.close(fd)
+            self._check_header(header, first, path)
+            if len(self._zst) >= _ZST_CACHE:
+                del self._zst[next(iter(self._zst))]
+            self._zst[first] = _Zst(table, header, header_raw, seal)
+        return self._zst[first]
+
+    def _zst_chunks(self, first: int, table: zstdcodec.SeekTable, start: int) -> Iterator[bytes]:
+        """Decompressed chunks ``start..`` of compressed segment ``first``."""
+        path = self._path(first, "zst")
+        fd = self.fs.open(path, os.O_RDONLY)
+        try:
+            yield from zstdcodec.read_chunks(lambda n, o: self.fs.read_at(fd, n, o), table, start)
+        except FormatError as exc:
+            raise self._corrupt(path, 0, table.entries[start].key, str(exc)) from exc
+        finally:
+            self.fs.close(fd)
+
+    # -- batch checks -------------------------------------------------------------------
+    def check_segment(self, first: int, no: int, check: PayloadCheck | None = None) -> SegmentCheck:
+        """Batch-check the ``no``-th segment, ``first``, with its chain from its own header.
+
+        As strict as reading it with ``frames()`` (header, frames, SEAL; the link to the
+        previous segment is the caller's to compare), plus the chain and ``check`` on every
+        EVENT payload. Never raises for damage: ``ok`` is False instead (see the module
+        docstring). A segment that ends without a SEAL is ok only when it ends on a group
+        boundary (a clean tail).
+        """
+        try:
+            return self._check_segment(first, no, check)
+        except (AgentSessionsError, OSError):
+            return SegmentCheck(first, False)
+
+    def _check_segment(self, first: int, no: int, check: PayloadCheck | None) -> SegmentCheck:
+        header, path = self._segment_head(first, no, None)
+        st = ChainScan(header.first_seq, header.prev_hash, check)
+        fd = self._open_plain(first)
+        if fd is None:
+            end = self._scan_zst(first, st)
+        else:
+            try:
+                end = self._scan_plain(fd, first, st)
+            finally:
+                os.close(fd)
+        if end < 0:
+            return SegmentCheck(first, False)
+        last_hash = st.prev.decode()
+        link = None
+        if st.seal is not None:
+            link = self._segment_foot(first, header, path, st.seal, last_hash)
+        return SegmentCheck(
+            first, True, header.prev_hash, st.rules.expected, last_hash, st.events, end,
+            st.last_frame, link,
+        )  # fmt: skip
+
+    def _scan_plain(self, fd: int, first: int, st: ChainScan) -> int:
+        """Batch-scan a .seg from its first frame to its end; its size, or -1 if not ok."""
+        size = os.fstat(fd).st_size
+        pos = sg.HEADER_SIZE
+        buf = bytearray(max(min(BLOCK, size - pos), sg.FRAME_HEADER_SIZE))
+        while pos < size:
+            n = _pread_into(fd, buf, min(len(buf), size - pos), pos)
+            used, why = scan_buffer(buf, 0, n, pos, st, self.max_record_bytes, first)
+            if why and not (why in sg.INCOMPLETE and pos + n < size):
+                return -1
+            if why and used == 0:
+                buf = bytearray(2 * len(buf))  # one frame larger than the buffer
+            pos += used
+        return -1 if st.rules.in_group else size
+
+    def _scan_zst(self, first: int, st: ChainScan) -> int:
+        """Batch-scan a .seg.zst chunk by chunk; its raw size, or -1 if not ok."""
+        z = self._zst_of(first)
+        entries = z.table.entries
+        for n, raw in enumerate(self._zst_chunks(first, z.table, 0)):
+            e = entries[n]
+            skip = sg.HEADER_SIZE if n == 0 else 0
+            if st.rules.expected != e.key or st.rules.in_group or raw[:skip] != z.header_raw[:skip]:
+                return -1
+            _, why = scan_buffer(raw, skip, len(raw), e.raw_offset, st, 1 << 62, first)
+            if why:
+                return -1
+        return z.table.raw_size if st.rules.sealed else -1
