@@ -6,7 +6,8 @@
 Run the result with ``python -I dist/agentsessions.pyz ...`` on a machine where nothing is
 installed. The archive holds:
 
-- the ``agentsessions`` package from this source tree (with ``data/*.json``);
+- the ``agentsessions`` package from this source tree (with ``data/*.json``), and the
+  reference ``harnesses`` package (found by name through the registry's convention);
 - the pure-Python runtime dependencies, copied from their installed distributions (found
   with :mod:`importlib.metadata`), with their METADATA and licence files;
 - a legacy ``mod.pyc`` beside every ``mod.py`` (unchecked-hash pycs, which zipimport loads
@@ -36,6 +37,7 @@ from pathlib import Path, PurePosixPath
 
 ROOT = Path(__file__).resolve().parent
 PACKAGE = "agentsessions"
+HARNESSES = "harnesses"
 DEFAULT_OUTPUT = ROOT / "dist" / "agentsessions.pyz"
 
 DISTRIBUTIONS = (
@@ -98,6 +100,18 @@ def package_files(root: Path = ROOT, package: str = PACKAGE) -> dict[str, bytes]
     return files
 
 
+def _harness_files(root: Path) -> dict[str, bytes]:
+    """The reference harnesses (top-level ``harnesses``), found by the registry's convention."""
+    files = {
+        path.relative_to(root).as_posix(): path.read_bytes()
+        for path in sorted((root / HARNESSES).rglob("*.py"))
+        if _wanted(path.relative_to(root).parts)
+    }
+    if f"{HARNESSES}/echo.py" not in files:
+        raise BuildError(f"{HARNESSES}/echo.py is missing")
+    return files
+
+
 def _is_metadata_to_keep(parts: tuple[str, ...]) -> bool:
     name = parts[-1]
     return name == "METADATA" or "licenses" in parts or name.upper().startswith(LICENSE_MARKERS)
@@ -151,6 +165,7 @@ def compile_pycs(sources: dict[str, bytes]) -> dict[str, bytes]:
 def collect(root: Path = ROOT, distributions: Iterable[str] = DISTRIBUTIONS) -> dict[str, bytes]:
     """All archive entries: package, dependencies, ``__main__.py`` and their pycs."""
     files = package_files(root)
+    files.update(_harness_files(root))
     for name in distributions:
         for arcname, data in distribution_files(name).items():
             if arcname in files and files[arcname] != data:

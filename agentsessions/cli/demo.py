@@ -6,9 +6,10 @@ where chat is missing):
 
 1. run a 3-turn session;
 2. show its records;
-3. start ``agentsessions exec`` as a subprocess, SIGKILL it while its model call is in
-   flight (the MODEL_CALL is journaled, its OUTPUT is not), show the turn is interrupted
-   (exec RUNNING), and ``resume`` it: the model is called once more, OUTPUT and END follow;
+3. start ``agentsessions exec`` as a subprocess on a slow model (its chat config names
+   ``scripted:seed=7,delay=3``), SIGKILL it as soon as its MODEL_CALL is journaled, while
+   the call is in flight, show the turn is interrupted (exec RUNNING), and resume it: the
+   recorded call is made once more, its OUTPUT lands after it and END closes the turn;
 4. replay the whole session: zero model calls, byte-identical;
 5. fork it after turn 2 into two children and run a turn in each;
 6. suspend and resume the parent's compute;
@@ -45,7 +46,6 @@ from agentsessions.errors import (
 )
 
 if TYPE_CHECKING:
-    from agentsessions.cli.stall import Stall
     from agentsessions.controller.controller import Controller
     from agentsessions.journal.filestore import FileStore
     from agentsessions.journal.records import Record
@@ -61,7 +61,10 @@ TURNS = (
 )
 KILLED_INPUT = "What should I pack?"
 BRANCHES = (("branch-sintra", "Swap day 3 for Sintra."), ("branch-porto", "Add a day in Porto."))
+SLOW_MODEL = "scripted:seed=7,delay=3"
+"""The killed turn's model: the same offline model, taking 3 s to answer."""
 KILL_TIMEOUT = 30.0
+POLL_SECONDS = 0.02
 T = TypeVar("T")
 
 
@@ -133,6 +136,7 @@ class Demo:
         return json.dumps({"system_prompt": SYSTEM_PROMPT}).encode()
 
     def records(self, uid: str, from_seq: int = 1) -> list[Record]:
+        """The session's records from ``from_seq`` on."""
         return list(self.store.read(uid, from_seq))
 
     def turn(self, uid: str, text: str) -> str:
@@ -305,18 +309,15 @@ def cli_command() -> tuple[list[str], dict[str, str]]:
 
 
 def _kill_resume(demo: Demo) -> tuple[None, str]:
-    from agentsessions.cli.stall import Stall
-
     if demo.harness != "chat":
         return None, "skipped: needs the chat harness, which can name a slow model per turn"
     head = demo.store.get(demo.uid).last_seq
-    with Stall() as stall:
-        call_seq = _start_and_kill(demo, stall)
-        info = demo.store.get(demo.uid)
-        if info.exec_state != "EXEC_RUNNING":
-            raise InvalidExecutionLogError(f"after the kill exec is {info.exec_state}, not RUNNING")
-        result = demo.controller.resume(demo.uid)
-    if result is None or result.model_calls != 1 or stall.requests != 2:
+    call_seq = _start_and_kill(demo, head)
+    info = demo.store.get(demo.uid)
+    if info.exec_state != "EXEC_RUNNING":
+        raise InvalidExecutionLogError(f"after the kill exec is {info.exec_state}, not RUNNING")
+    result = demo.controller.resume(demo.uid)
+    if result is None or result.model_calls != 1:
         raise InvalidExecutionLogError("resume did not call the model exactly once more")
     demo.turns += 1
     records = demo.records(demo.uid, head + 1)
@@ -330,12 +331,13 @@ def _kill_resume(demo: Demo) -> tuple[None, str]:
     )
 
 
-def _start_and_kill(demo: Demo, stall: Stall) -> int:
-    """Start ``exec`` in a subprocess, SIGKILL it mid model call; return the call's seq."""
-    config = {
-        "system_prompt": SYSTEM_PROMPT,
-        "model": f"openai:demo-slow,base_url={stall.base_url}",
-    }
+def _start_and_kill(demo: Demo, head: int) -> int:
+    """Start ``exec`` in a subprocess, SIGKILL it mid model call; return the call's seq.
+
+    The turn names the slow model in its chat config (recorded in EXECUTION_START), so
+    resume, which re-invokes the recorded call, uses it too.
+    """
+    config = {"system_prompt": SYSTEM_PROMPT, "model": SLOW_MODEL}
     command, env = cli_command()
     command += ["--home", str(demo.home), "exec", demo.uid, "--input", KILLED_INPUT]
     command += ["--config", json.dumps(config)]
@@ -348,27 +350,31 @@ def _start_and_kill(demo: Demo, stall: Stall) -> int:
         text=True,
     )
     try:
-        _wait_in_flight(proc, stall)
-        last = demo.records(demo.uid, demo.store.get(demo.uid).last_seq)[-1]
-        if last.event.get("kind") != "EVENT_MODEL_CALL":
-            raise InvalidExecutionLogError(f"expected MODEL_CALL at the head, got seq {last.seq}")
-        proc.kill()  # SIGKILL: no handler, no cleanup, the call still in flight
+        call = _wait_for_model_call(demo, proc, head)
+        proc.kill()  # SIGKILL: no handler, no cleanup, the model call still in flight
+        proc.wait(KILL_TIMEOUT)
+        if demo.records(demo.uid, call.seq + 1):
+            raise InvalidExecutionLogError("the model answered before the kill; nothing to resume")
     finally:
         if proc.poll() is None:
             proc.kill()
         proc.communicate(timeout=KILL_TIMEOUT)
-    return last.seq
+    return call.seq
 
 
-def _wait_in_flight(proc: subprocess.Popen[str], stall: Stall) -> None:
-    """Until the model call reaches the endpoint (so MODEL_CALL is durable)."""
+def _wait_for_model_call(demo: Demo, proc: subprocess.Popen[str], head: int) -> Record:
+    """Poll the journal until the subprocess's MODEL_CALL is durable; return it."""
     deadline = time.monotonic() + KILL_TIMEOUT
-    while not stall.held.wait(0.05):
+    while True:
+        for record in demo.records(demo.uid, head + 1):
+            if record.event.get("kind") == "EVENT_MODEL_CALL":
+                return record
         if proc.poll() is not None:
             err = (proc.stderr.read() if proc.stderr else "").strip().splitlines()
             raise HarnessError(f"exec exited {proc.returncode} early: {err[-1] if err else ''}")
         if time.monotonic() > deadline:
             raise HarnessError(f"exec made no model call within {KILL_TIMEOUT:.0f} s")
+        time.sleep(POLL_SECONDS)
 
 
 def _check_resumed(records: list[Record], call_seq: int) -> None:

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 DEFAULT_HARNESS = "echo"
 DEFAULT_MODEL = "echo"
-DEFAULT_RUNTIME = "local"
+DEFAULT_RUNTIME = "auto"
 
 HarnessOpt = Annotated[
     str,
@@ -65,8 +65,9 @@ RuntimeOpt = Annotated[
     str,
     typer.Option(
         metavar="NAME",
-        help="Runtime hosting the harness: local, or warm (keeps a harness's memory across "
-        "suspend and resume; needed by the counter harness).",
+        help="Runtime hosting the harness: auto (default: warm for a harness whose memory is "
+        "its state, such as counter; local otherwise), local (in-process, no memory "
+        "snapshots) or warm (detached host processes whose memory survives suspend/resume).",
     ),
 ]
 WaitOpt = Annotated[
@@ -190,14 +191,17 @@ def new_meta(
     )
 
 
-def check_model(info: SessionInfo, model: str) -> None:
-    """A session's recorded model cannot be swapped for one turn (the controller has no
-    per-turn model); refuse instead of silently using another model than asked."""
-    if model and info.meta.model and model != info.meta.model:
+def check_exec_flags(uid: str | None, texts: Sequence[str], creating_flags: bool) -> None:
+    """A new session needs an input; --project, --name and --label only describe a new one."""
+    if uid is None and not texts:
         raise InvalidArgumentError(
-            f"session {info.uid} uses model {info.meta.model!r}; --model {model!r} cannot "
-            "replace it for one turn",
-            hint='with the chat harness, name a model for one turn in --config {"model": ...}',
+            "a new session needs an input: pass --input TEXT or pipe it on stdin",
+            hint=f"{PROG} exec --input hello",
+        )
+    if uid is not None and creating_flags:
+        raise InvalidArgumentError(
+            "--project, --name and --label apply only when exec creates a session",
+            hint=f"leave out SESSION to create one, or use {PROG} fork to branch this one",
         )
 
 
@@ -230,7 +234,8 @@ def exec_(
         typer.Option(
             metavar="SPEC",
             help="Model for a new session: echo, scripted:seed=7, openai:MODEL[,base_url=...] "
-            "(default: the session's model, else echo).",
+            "(default: the session's model, else echo); on an existing session it applies to "
+            "this turn only, and each MODEL_CALL records the model it used.",
         ),
     ] = "",
     config: Annotated[
@@ -263,27 +268,24 @@ def exec_(
     texts = read_inputs(inputs or [])
     config_bytes = read_config(config)
     printer = TurnPrinter(state.json)
+    meta = new_meta(project, name, label or [], harness, model) if uid is None else None
+    check_exec_flags(uid, texts, project != "default" or bool(name or label))
     with _open_store(state) as store:
         recorded = ""
         if uid is not None:
             info = store.get(uid)
-            check_model(info, model)
             recorded = info.meta.harness
         controller = build(state, store, runtime, printer, model)
         check_turn(controller, harness or recorded or DEFAULT_HARNESS, model)
-        if uid is None:
-            if not texts:
-                raise InvalidArgumentError(
-                    "a new session needs an input: pass --input TEXT or pipe it on stdin",
-                    hint=f"{PROG} exec --input hello",
-                )
-            uid = store.create(new_meta(project, name, label or [], harness, model)).uid
+        if meta is not None:
+            uid = store.create(meta).uid
             printer.note(f"session {uid}")
         else:
+            assert uid is not None
             wake(controller, uid, printer, wait)
         messages = [dict(text_message("user", t)) for t in texts]
         result = controller.exec(
-            uid, messages, harness=harness, config=config_bytes, wait_seconds=wait
+            uid, messages, harness=harness, config=config_bytes, wait_seconds=wait, model=model
         )
     result.created = session is None
     finish_turn(state, printer, result)

@@ -18,7 +18,7 @@ from agentsessions.journal.store import Store
 HARNESSES: Registry[Harness] = Registry("harness", "agentsessions.harnesses", "harnesses")
 """Harnesses by name: entry points ``agentsessions.harnesses``, else ``harnesses.<name>``."""
 
-DEFAULT_RUNTIME = "local"
+DEFAULT_RUNTIME = "auto"
 
 
 def build_controller(

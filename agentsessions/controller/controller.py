@@ -35,7 +35,7 @@ from agentsessions.errors import (
 )
 from agentsessions.journal import model
 from agentsessions.journal.records import Record
-from agentsessions.journal.store import SessionMeta, Store, Writer, new_uid
+from agentsessions.journal.store import SessionInfo, SessionMeta, Store, Writer, new_uid
 
 from . import executions
 from .history import StoreHistory
@@ -159,19 +159,22 @@ class Controller:
         expected_last_seq: int | None = None,
         meta: SessionMeta | None = None,
         wait_seconds: float = 0.0,
+        model: str = "",
     ) -> TurnResult:
         """Run one turn: EXECUTION_START (the CAS point) and INPUTs, the harness, END/ERROR.
 
         ``uid`` None creates a session first (from ``meta``). If the first append fails,
         no harness or model runs. An inputless exec on a session with an interrupted turn
-        continues that turn (as the reference's "inputless Exec means continue").
+        continues that turn (as the reference's "inputless Exec means continue"). ``model``
+        overrides the session's model for this turn (each MODEL_CALL records the one used).
         """
         created = uid is None
         if uid is None:
             uid = self.store.create(meta or SessionMeta(uid=new_uid(), harness=harness)).uid
         info = self.store.get(uid)
         name = harness or info.meta.harness or DEFAULT_HARNESS
-        instance, descriptor = self._instance(uid, name)
+        instance, descriptor = self._instance(info, name)
+        turn_model = model or info.meta.model or self.default_model
         with self._writer(uid, wait_seconds) as writer:
             if self._interrupted(uid):
                 if inputs:
@@ -179,9 +182,17 @@ class Controller:
                         f"session {uid} has an interrupted turn; finish it first",
                         hint=f"agentsessions resume {uid}",
                     )
-                return self._resume_with(writer, uid, name, instance, descriptor)
+                return self._resume_with(writer, uid, name, instance, descriptor, turn_model)
             result = self._run_new(
-                writer, uid, name, instance, descriptor, inputs, config, expected_last_seq
+                writer,
+                uid,
+                name,
+                instance,
+                descriptor,
+                inputs,
+                config,
+                expected_last_seq,
+                turn_model,
             )
         result.created = created
         return result
@@ -196,6 +207,7 @@ class Controller:
         inputs: Sequence[Message],
         config: bytes,
         expected_last_seq: int | None,
+        turn_model: str,
     ) -> TurnResult:
         journal = _WriterJournal(writer, self.on_record)
         exec_id = secrets.token_hex(8)
@@ -215,7 +227,7 @@ class Controller:
         start = Start(
             exec_id, config, tuple(_as_user(m) for m in inputs), StoreHistory(self.store, uid, head)
         )
-        sink = TurnSink(exec_id, [], self._live(journal, uid))
+        sink = TurnSink(exec_id, [], self._live(journal, turn_model))
         return self._drive(uid, instance, start, sink, journal, head + 1, legacy=False)
 
     # -- resume (crash recovery) -----------------------------------------------------------
@@ -224,16 +236,23 @@ class Controller:
     ) -> TurnResult | None:
         """Complete the session's interrupted turn, if it has one (None when it has not)."""
         info = self.store.get(uid)
+        turn_model = info.meta.model or self.default_model
         with self._writer(uid, wait_seconds) as writer:
             if self._pending(uid) is None:
                 return None
             name = harness or info.meta.harness or self._recorded_harness(uid) or DEFAULT_HARNESS
             instance, descriptor = self._describe(name)
             self._place(descriptor)
-            return self._resume_with(writer, uid, name, instance, descriptor)
+            return self._resume_with(writer, uid, name, instance, descriptor, turn_model)
 
     def _resume_with(
-        self, writer: Writer, uid: str, name: str, instance: Harness, descriptor: HarnessDescriptor
+        self,
+        writer: Writer,
+        uid: str,
+        name: str,
+        instance: Harness,
+        descriptor: HarnessDescriptor,
+        turn_model: str,
     ) -> TurnResult:
         run = self._pending(uid)
         if run is None:
@@ -248,7 +267,7 @@ class Controller:
             StoreHistory(self.store, uid, run.first_seq - 1),
             run.resume_from_seq,
         )
-        sink = TurnSink(run.id, run.effects, self._live(journal, uid), legacy=run.legacy)
+        sink = TurnSink(run.id, run.effects, self._live(journal, turn_model), legacy=run.legacy)
         result = self._drive(uid, instance, start, sink, journal, run.first_seq, legacy=run.legacy)
         result.resumed = True
         return result
@@ -321,20 +340,21 @@ class Controller:
         except Exception as exc:
             raise HarnessError(f"harness {name!r} could not be described: {exc}") from exc
 
-    def _instance(self, uid: str, name: str) -> tuple[Harness, HarnessDescriptor]:
+    def _instance(self, info: SessionInfo, name: str) -> tuple[Harness, HarnessDescriptor]:
         """The harness to run: a fresh one, or the runtime's live compute for a harness
         whose state is its memory (REQUIRES_MEMORY_SNAPSHOT)."""
         probe, descriptor = self._describe(name)
         self._place(descriptor)
         if descriptor.capabilities.resumability != REQUIRES_MEMORY_SNAPSHOT:
             return probe, descriptor
-        if self.store.get(uid).compute_state == "COMPUTE_COLD":
+        uid = info.uid
+        if info.compute_state == "COMPUTE_COLD":
             from .lifecycle import resume_compute
 
             resume_compute(self, uid)
         compute = self.runtime.find(uid)
         if compute is None:
-            if self.store.get(uid).exec_seq:
+            if info.exec_seq:
                 raise UnavailableError(
                     f"session {uid}: the memory of harness {name!r} is gone (its live compute "
                     f"ended and no snapshot holds it); a {REQUIRES_MEMORY_SNAPSHOT} harness "
@@ -349,12 +369,11 @@ class Controller:
             raise PlacementError(
                 f"harness {descriptor.id!r} needs memory snapshots, which runtime "
                 f"{self.runtime.name!r} cannot take; nothing was run",
-                hint="use --runtime warm",
+                hint="use --runtime warm (or the default, auto)",
             )
 
-    def _live(self, journal: _WriterJournal, uid: str) -> Live:
-        default = self.store.get(uid).meta.model or self.default_model
-        return Live(journal, self.models, default, self.on_delta)
+    def _live(self, journal: _WriterJournal, turn_model: str) -> Live:
+        return Live(journal, self.models, turn_model, self.on_delta)
 
     def _interrupted(self, uid: str) -> bool:
         """A turn was cut off (no END and no ERROR): new inputs must wait for resume."""

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from agentsessions.errors import (
+    AgentSessionsError,
     FormatError,
     InvalidArgumentError,
     NotFoundError,
@@ -45,6 +46,7 @@ from agentsessions.journal.durable import DEFAULT_FS, FileSystem
 from agentsessions.journal.lock import SessionLock
 from agentsessions.journal.records import Record
 from agentsessions.journal.segmentlog import Position, SegmentLog
+from agentsessions.journal.segmentread import SEGMENT_NAME
 from agentsessions.journal.store import (
     DEFAULT_MAX_COMMIT_BYTES,
     CommitResult,
@@ -104,7 +106,10 @@ class FileStore:
     ) -> builtins.list[SessionInfo]:
         source = self.get(parent)
         forking.check_fork(parent, at_seq, source.last_seq, len(children))
-        base = forking.base_tail(lambda a, b: self.read(parent, a, b), at_seq)
+        sdir = self._dir(parent)
+        head, _position, log = self._load_tail(sdir, source.meta)
+        log.close()
+        base = forking.base_tail(lambda a, b: self.read(parent, a, b), at_seq, head)
         made: list[SessionMeta] = []
         try:
             for meta in children:
@@ -166,7 +171,7 @@ class FileStore:
         size = clamp_page_size(page_size)
         after = decode_cursor(cursor) if cursor else None
         uids = self.catalog.page(project, size + 1, after)
-        infos = [self.get(uid) for uid in uids[:size]]
+        infos = [self._listed(uid) for uid in uids[:size]]
         if len(uids) <= size:
             return Page(infos)
         last = infos[-1]
@@ -199,9 +204,7 @@ class FileStore:
             tail, _position, log = self._load_tail(sdir, meta, writable=True)
             fence = max(_read_fence(sdir / "FENCE"), tail.max_fence) + 1
             self.fs.write_file_atomic(sdir / "FENCE", _encode_fence(fence))
-            writer = FileWriter(self, sdir, meta, log, tail, fence, lock)
-            writer.write_hint()
-            return writer
+            return FileWriter(self, sdir, meta, log, tail, fence, lock)
         except BaseException:
             lock.release()
             raise
@@ -307,11 +310,69 @@ class FileStore:
         fold_frames(tail, scan.frames)
         return tail, log.position, log
 
-    def _info(self, sdir: Path, meta: SessionMeta, tail: Tail) -> SessionInfo:
+    def _listed(self, uid: str) -> SessionInfo:
+        """The row ``list`` shows: what :meth:`get` says, from the TAIL hint alone when the
+        journal provably has not changed since the hint was written (else from ``get``).
+
+        ``get`` opens the journal and checks the hint's last frame (CRC, hash) before it
+        uses it. A listing skips that when the hint names the tail segment, the tail is
+        exactly as long as the hint says and was not modified after the hint was written
+        (mtime): every commit grows the tail and every rotation makes a new tail, so no
+        acknowledged commit can be missing from the row. What the listing does not catch,
+        damage that changes neither size nor mtime, is ``verify``'s and ``open``'s to find;
+        a listing never feeds a writer, which always opens with full validation.
+        """
+        try:
+            sdir = self.sessions_dir / check_uid(uid)
+            meta = _read_meta(sdir)
+            found = self._trusted_tail(sdir)
+        except (OSError, AgentSessionsError, ValueError):
+            found = None
+        if found is None:
+            return self.get(uid)
+        tail, newest_ns = found
+        return self._info(sdir, meta, tail, newest_ns)
+
+    def _trusted_tail(self, sdir: Path) -> tuple[Tail, int] | None:
+        """The journal's tail state and newest ``.seg`` mtime without opening the journal, or
+        None unless the hint (or, with none, a header-only journal) provably describes it."""
+        forms: dict[int, str] = {}
+        stats: dict[int, os.stat_result] = {}
+        newest = -1
+        with os.scandir(sdir / "journal") as entries:
+            for entry in entries:
+                if entry.name.endswith(".seg"):
+                    newest = max(newest, entry.stat().st_mtime_ns)  # as _newest_mtime_ns
+                m = SEGMENT_NAME.fullmatch(entry.name)
+                if m:
+                    first = int(m.group(1), 16)
+                    forms[first] = forms.get(first, "") + ("zst" if m.group(2) else "seg")
+                    if not m.group(2):
+                        stats[first] = entry.stat()
+        if not forms or forms[max(forms)] != "seg":
+            return None  # no segment, or a compressed tail: get() knows what to do
+        first = max(forms)
+        tail_st = stats[first]
+        position, hinted = _read_hint(sdir)
+        if position is None or hinted is None:
+            if len(forms) == 1 and tail_st.st_size == segment.HEADER_SIZE:
+                return _read_base(sdir), newest  # not one frame yet: the base state
+            return None
+        if (position.segment, position.offset) != (first, tail_st.st_size):
+            return None
+        if tail_st.st_mtime_ns > os.stat(sdir / "TAIL").st_mtime_ns:
+            return None
+        return hinted, newest
+
+    def _info(
+        self, sdir: Path, meta: SessionMeta, tail: Tail, newest_ns: int | None = None
+    ) -> SessionInfo:
         update_ns = meta.create_time_ns
         if tail.last_seq:
             with contextlib.suppress(OSError):
-                update_ns = max(update_ns, _newest_mtime_ns(sdir / "journal"))
+                if newest_ns is None:
+                    newest_ns = _newest_mtime_ns(sdir / "journal")
+                update_ns = max(update_ns, newest_ns)
         return SessionInfo(
             meta=meta,
             last_seq=tail.last_seq,

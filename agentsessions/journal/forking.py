@@ -1,9 +1,11 @@
 """What every store needs to fork a session: the fork point's hash, the tail a child starts
 from, and the marker it ends with.
 
-The child's starting tail is the parent's projection *at* the fork point. It is computed
-from a backward window that doubles until it holds the start of the execution open at that
-point, so its cost follows the length of one execution, never the length of the session.
+The child's starting tail is the parent's projection *at* the fork point. At the head (the
+common case) it is the parent's current tail, so a fork costs the same for a 10-event and a
+1,000,000-event parent. At an earlier seq it is computed from a backward window that doubles
+until the state there is settled (the latest execution's start, or its END/ERROR, is in the
+window), so the cost follows the length of one execution, not of the session.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from agentsessions.journal.tail import Tail
 
 Reader = Callable[[int, int], Iterator[Record]]
 _WINDOW = 64
+_CLOSED = frozenset({"EXEC_COMPLETED", "EXEC_FAILED", "EXEC_CANCELED"})
 
 
 def check_fork(parent: str, at_seq: int, last_seq: int, count: int) -> None:
@@ -30,8 +33,13 @@ def check_fork(parent: str, at_seq: int, last_seq: int, count: int) -> None:
         raise InvalidArgumentError("a fork needs at least one child")
 
 
-def base_tail(read: Reader, at_seq: int) -> Tail:
-    """The tail of the parent's journal as it stood at ``at_seq`` (read backwards, bounded)."""
+def base_tail(read: Reader, at_seq: int, head: Tail | None = None) -> Tail:
+    """The tail of the parent's journal as it stood at ``at_seq``.
+
+    ``head`` is the parent's current tail: when the fork is at the head it is the answer.
+    """
+    if head is not None and head.last_seq == at_seq:
+        return Tail(last_seq=head.last_seq, last_hash=head.last_hash, projection=head.projection)
     if at_seq == 0:
         return Tail()
     window = _WINDOW
@@ -41,7 +49,8 @@ def base_tail(read: Reader, at_seq: int) -> Tail:
         projection = Projection()
         for record in records:
             projection.apply(record.event, record.seq)
-        if first == 1 or projection.exec_seq > first:
+        settled = projection.exec_seq > first or projection.exec_state in _CLOSED
+        if first == 1 or settled:
             break
         window *= 2
     last = records[-1]

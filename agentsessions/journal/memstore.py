@@ -109,7 +109,7 @@ class MemoryStore:
             source = self._session(parent)
             forking.check_fork(parent, at_seq, source.tail.last_seq, len(children))
             prefix = source.records[:at_seq]
-            tail = forking.base_tail(lambda a, b: iter(prefix[a - 1 : b]), at_seq)
+            tail = forking.base_tail(lambda a, b: iter(prefix[a - 1 : b]), at_seq, source.tail)
             for meta in children:
                 check_uid(meta.uid)
                 check_project(meta.project)

@@ -37,11 +37,12 @@ from agentsessions.journal import zstdcodec
 from agentsessions.journal.durable import DEFAULT_FS, FileSystem, storage_error
 from agentsessions.journal.segment import RTYPE_EVENT, RTYPE_SEAL, Frame, SegmentHeader
 
+SEGMENT_NAME = re.compile(r"([0-9a-f]{16})\.seg(\.zst)?")
+"""Segment file names (match with ``fullmatch``): first seq in hex, ``.zst`` when compressed."""
 CORRUPT_HINT = "run `agentsessions verify` on the session; see docs/FORMAT.md (Recovery)"
 BLOCK = 1 << 20
 """Bytes read at a time from a ``.seg``."""
 
-_SEG_NAME = re.compile(r"([0-9a-f]{16})\.seg(\.zst)?")
 _TRAILER_READ = 64 << 10  # first read at the end of a sealed segment (SEAL or seek table)
 _ZST_CACHE = 64  # seek tables kept in memory
 
@@ -57,7 +58,7 @@ def listing(fs: FileSystem, journal_dir: Path) -> tuple[dict[int, set[str]], lis
     segs: dict[int, set[str]] = {}
     tmps: list[str] = []
     for name in fs.listdir(journal_dir):
-        m = _SEG_NAME.fullmatch(name)
+        m = SEGMENT_NAME.fullmatch(name)
         if m:
             segs.setdefault(int(m.group(1), 16), set()).add("zst" if m.group(2) else "seg")
         elif name.endswith(".tmp"):

@@ -1,5 +1,7 @@
 """Runtimes by name: where harness compute runs and what of its memory survives.
 
+``auto`` (the default) puts each harness where its resumability says: ``local`` for a
+STATELESS_REPLAY harness, ``warm`` for a REQUIRES_MEMORY_SNAPSHOT one.
 ``local`` runs the harness in the calling process (cold suspend, state rebuilt by replay);
 ``warm`` keeps it in a detached host process whose memory survives the CLI process and can
 be snapshotted and forked (see :mod:`agentsessions.runtimes.warm`). Other runtimes register
@@ -38,8 +40,17 @@ def _warm(*, home: Path | None = None) -> Runtime:
     return WarmRuntime(home)
 
 
+def _auto(*, home: Path | None = None) -> Runtime:
+    if home is None:
+        raise InvalidArgumentError("the auto runtime needs the store's home: create_runtime")
+    from agentsessions.runtimes.auto import AutoRuntime
+
+    return AutoRuntime(home)
+
+
 RUNTIMES.register("local", _local)
 RUNTIMES.register("warm", _warm)
+RUNTIMES.register("auto", _auto)
 
 
 def create_runtime(name: str, *, home: Path) -> Runtime:

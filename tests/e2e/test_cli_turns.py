@@ -138,9 +138,14 @@ def test_exec_refuses_bad_requests_before_creating_anything(cli: Cli, args: tupl
     assert cli.fast("list", "--json").ok().json()["sessions"] == []
 
 
-def test_exec_refuses_to_swap_a_sessions_model_for_one_turn(cli: Cli) -> None:
+def test_exec_model_applies_to_one_turn_and_is_recorded(cli: Cli) -> None:
     uid = exec_json(cli, *CHAT, "--input", "hi")["uid"]
-    cli.run("exec", uid, "--input", "x", "--model", "scripted:seed=8").fails(2)
+    cli.run("exec", uid, "--input", "x", "--name", "renamed").fails(2)
+    assert len(chain(cli, uid)) == 5
+    cli.run("exec", uid, "--input", "x", "--model", "scripted:seed=8").ok()
+    calls = [r["event"]["model"]["model"] for r in chain(cli, uid) if "model" in r["event"]]
+    assert calls[-1] == "scripted:seed=8" and calls[0] != calls[-1]
+    assert cli.run("replay", uid, "--rerun").ok()
 
 
 # --- replay --------------------------------------------------------------------------------
@@ -313,15 +318,17 @@ def test_resume_brings_back_a_suspended_session(cli: Cli) -> None:
 
 
 def test_a_memory_harness_is_refused_on_local_before_anything_is_written(cli: Cli) -> None:
-    run = cli.run("exec", "--harness", "counter", "--input", "a").fails(15)
+    run = cli.run("exec", "--harness", "counter", "--runtime", "local", "--input", "a").fails(15)
     assert "--runtime warm" in run.err
     assert cli.fast("list", "--json").ok().json()["sessions"] == []
 
 
-def test_the_counter_keeps_counting_across_processes_and_suspend_on_warm(cli: Cli) -> None:
+@pytest.mark.parametrize("warm", [("--runtime", "warm"), ()], ids=["warm", "auto-default"])
+def test_the_counter_keeps_counting_across_processes_and_suspend_on_warm(
+    cli: Cli, warm: tuple[str, ...]
+) -> None:
     from agentsessions.runtimes.warm import shutdown_all
 
-    warm = ("--runtime", "warm")
     env = {"AGENTSESSIONS_WARM_IDLE_SECONDS": "120"}
     try:
         first = cli.run("exec", "--harness", "counter", *warm, "--input", "a", env=env).ok()

@@ -26,7 +26,7 @@ from agentsessions.journal import segment as sg
 from agentsessions.journal.filestore import FileStore, StoreOptions
 from agentsessions.journal.records import Record
 from agentsessions.journal.segmentlog import SegmentLog
-from agentsessions.journal.segmentread import ChainScan, SegmentFiles, scan_events
+from agentsessions.journal.segmentread import ChainScan, SegmentCheck, SegmentFiles, scan_events
 from agentsessions.journal.store import SessionMeta, new_uid
 from agentsessions.journal.verify import VerifyReport, verify_dir, walk
 
@@ -95,7 +95,8 @@ def assert_same(sdir: Path, *, expect_ok: bool | None = None) -> VerifyReport:
 
 
 def segment_files(sdir: Path) -> list[Path]:
-    return sorted(p for p in (sdir / "journal").iterdir() if ".seg" in p.name and ".torn" not in p.name)
+    names = (sdir / "journal").iterdir()
+    return sorted(p for p in names if ".seg" in p.name and ".torn" not in p.name)
 
 
 def frames_of(path: Path) -> list[tuple[int, int, int, int, int, int]]:
@@ -184,7 +185,7 @@ def test_flipped_segment_header_byte(tmp_path: Path, which: int) -> None:
 def test_damage_in_the_tail(tmp_path: Path) -> None:
     sdir = build(tmp_path / "s", compress=False)
     tail = segment_files(sdir)[-1]
-    off, plen, *_ = frames_of(tail)[event_index(tail, 0)]
+    off = frames_of(tail)[event_index(tail, 0)][0]
     flip(tail, off + sg.FRAME_HEADER_SIZE + 5)
     assert assert_same(sdir, expect_ok=False).kind == "corrupt"
 
@@ -367,3 +368,43 @@ def test_hash_of_the_last_event_is_reported(journal: Path) -> None:
     finally:
         log.close()
     assert report.last_hash == hashlib.sha256(last.payload).hexdigest()
+
+
+def _frame_by_frame(sdir: Path, strict: bool, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """verify_dir with every batch check refused: every segment read and walked record by record."""
+    with monkeypatch.context() as m:
+        m.setattr(
+            SegmentFiles,
+            "check_segment",
+            lambda self, first, no, check=None: SegmentCheck(first, False),
+        )
+        return verdict(verify_dir(sdir, strict=strict, workers=1))
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_forked_children_verify_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compress: bool
+) -> None:
+    if compress and not zstdcodec.can_compress():
+        pytest.skip("no zstd codec")
+    parent = build(tmp_path / "s", compress=compress)
+    store = FileStore(parent.parent.parent, options=StoreOptions(segment_max_bytes=SMALL))
+    boundary = int(segment_files(parent)[2].name[:16], 16) - 1  # last seq of a sealed segment
+    children = {
+        at: store.fork(parent.name, at, [SessionMeta(uid=new_uid())])[0]
+        for at in (boundary, 50, 119)
+    }
+    store.close()
+    for at, child in children.items():
+        sdir = parent.parent / child.uid
+        for strict in (False, True):
+            want = _frame_by_frame(sdir, strict, monkeypatch)
+            assert want["ok"] and want["last_seq"] == at + 1
+            for workers in (1, 2):
+                assert verdict(verify_dir(sdir, strict=strict, workers=workers)) == want
+    flip(segment_files(parent)[1], 60)  # damage the parent's prefix
+    for child in children.values():
+        sdir = parent.parent / child.uid
+        want = _frame_by_frame(sdir, False, monkeypatch)
+        assert not want["ok"]
+        assert verdict(verify_dir(sdir, workers=2)) == want
