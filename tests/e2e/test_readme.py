@@ -30,14 +30,20 @@ def test_tour_runs_as_written(tmp_path: Path) -> None:
     shutil.copy(ROOT / "agentsessions" / "data" / "go-v0.1.2-completed.json", fixture)
     env = {k: v for k, v in os.environ.items() if k != "AGENTSESSIONS_HOME"}
     env["TMPDIR"] = str(tmp_path)
-    result = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", tour],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    try:
+        result = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", tour],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        from agentsessions.runtimes.warm import shutdown_all
+
+        for home in tmp_path.glob("tmp.*"):  # the tour's mktemp -d home: stop its warm hosts
+            shutdown_all(home)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert (tmp_path / "session.agx").stat().st_size > 0
     assert '"seq":"4"' in result.stdout  # the imported Go journal's four records, as LogRecord JSON
