@@ -39,16 +39,20 @@ class StoreHistory:
 
 
 class ListHistory:
-    """History already in memory (replay reads the journal once and shares it)."""
+    """The first ``end`` events of a list already in memory (replay reads the journal once
+    and every execution shares it; nothing is copied)."""
 
-    def __init__(self, events: Sequence[Event]) -> None:
+    def __init__(self, events: Sequence[Event], end: int | None = None) -> None:
         self._events = events
+        self._end = len(events) if end is None else max(0, min(end, len(events)))
 
     def __len__(self) -> int:
-        return len(self._events)
+        return self._end
 
     def __iter__(self) -> Iterator[Event]:
-        return iter(self._events)
+        return (self._events[i] for i in range(self._end))
 
     def tail(self, count: int) -> list[Event]:
-        return list(self._events[-count:]) if count > 0 else []
+        if count <= 0:
+            return []
+        return list(self._events[max(0, self._end - count) : self._end])

@@ -99,7 +99,7 @@ def replay(
     ordered = [e for _, e in events]
     for run in runs:
         try:
-            result.outputs += _replay_one(harnesses.create(name), run, ordered, events)
+            result.outputs += _replay_one(harnesses.create(name), run, ordered)
         except ReplayError as exc:
             result.divergence, result.diverged_execution = str(exc), run.id or "legacy"
             break
@@ -117,13 +117,10 @@ def _replay_one(
     instance: Harness,
     run: executions.Execution,
     ordered: list[dict[str, Any]],
-    events: list[tuple[int, dict[str, Any]]],
 ) -> list[str]:
-    if run.legacy:
-        history = ListHistory(ordered)  # v0.1.2: one whole-log run sees the whole log
-    else:
-        before = sum(1 for seq, _ in events if seq < run.first_seq)
-        history = ListHistory(ordered[:before])
+    # v0.1.2: one whole-log run sees the whole log; a modern run sees what came before it
+    # (seqs are contiguous from 1, so that is a prefix of the list, shared, not copied).
+    history = ListHistory(ordered) if run.legacy else ListHistory(ordered, run.first_seq - 1)
     start = Start(run.id, run.config, tuple(run.messages), history, run.resume_from_seq)
     sink = TurnSink(run.id, run.effects, None, legacy=run.legacy)
     try:

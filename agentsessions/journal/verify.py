@@ -252,24 +252,33 @@ def _link_reason(payload: bytes, prev: str, seq: int) -> str:
 
 def _strict_reason(seq: int, payload: bytes | bytearray) -> str:
     try:
-        envelope = canonical.loads(payload)
-        plain = schema.validate_event(envelope.get("event"))
-        # A plain event in an envelope of just event/prev_hash/seq (strings, as the chain
-        # check proved) is plain as a whole: its sorted-key JSON already is its JCS form.
-        if plain and len(envelope) == 3:
-            encoded = canonical.canonical_plain(envelope)
-        else:
-            encoded = canonical.canonical_json(envelope)
-        if encoded != payload:
+        if _reencoded(canonical.loads(payload)) != payload:
             return f"seq {seq} is not in canonical (RFC 8785) form"
     except AgentSessionsError as exc:
         return f"seq {seq} does not decode to a valid Event: {exc}"
     return ""
 
 
+def _reencoded(envelope: Any) -> bytes:
+    """The RFC 8785 bytes of a decoded envelope whose event passes the schema (or raise)."""
+    plain = schema.validate_event(envelope.get("event"))
+    # A plain event in an envelope of just event/prev_hash/seq (strings, as the chain
+    # check proved) is plain as a whole: its sorted-key JSON already is its JCS form.
+    if plain and len(envelope) == 3:
+        return canonical.canonical_plain(envelope)
+    return canonical.canonical_json(envelope)
+
+
 def _strict_ok(payloads: Sequence[bytes | bytearray]) -> bool:
-    """The strict checks of a batch-checked run (any failure is named by walking it again)."""
-    return not any(_strict_reason(0, payload) for payload in payloads)
+    """The strict checks of a batch-checked run (a failure is named by walking it again)."""
+    loads = canonical.loads
+    try:
+        for payload in payloads:
+            if _reencoded(loads(payload)) != payload:
+                return False
+    except AgentSessionsError:
+        return False
+    return True
 
 
 def verify_dir(
