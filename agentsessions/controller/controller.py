@@ -241,8 +241,7 @@ class Controller:
             if self._pending(uid) is None:
                 return None
             name = harness or info.meta.harness or self._recorded_harness(uid) or DEFAULT_HARNESS
-            instance, descriptor = self._describe(name)
-            self._place(descriptor)
+            instance, descriptor = self._instance(info, name)
             return self._resume_with(writer, uid, name, instance, descriptor, turn_model)
 
     def _resume_with(

@@ -324,18 +324,24 @@ class FileStore:
         """
         try:
             sdir = self.sessions_dir / check_uid(uid)
+            with os.scandir(sdir) as it:  # one listing instead of probing each small file
+                names = {entry.name: entry for entry in it}
             meta = _read_meta(sdir)
-            found = self._trusted_tail(sdir)
+            found = self._trusted_tail(sdir, names)
         except (OSError, AgentSessionsError, ValueError):
             found = None
         if found is None:
             return self.get(uid)
         tail, newest_ns = found
-        return self._info(sdir, meta, tail, newest_ns)
+        return self._info(sdir, meta, tail, newest_ns, frozenset(names))
 
-    def _trusted_tail(self, sdir: Path) -> tuple[Tail, int] | None:
+    def _trusted_tail(
+        self, sdir: Path, names: dict[str, os.DirEntry[str]]
+    ) -> tuple[Tail, int] | None:
         """The journal's tail state and newest ``.seg`` mtime without opening the journal, or
-        None unless the hint (or, with none, a header-only journal) provably describes it."""
+        None unless the hint (or, with none, a header-only journal) provably describes it.
+
+        ``names``: the session directory's entries."""
         forms: dict[int, str] = {}
         stats: dict[int, os.stat_result] = {}
         newest = -1
@@ -353,26 +359,38 @@ class FileStore:
             return None  # no segment, or a compressed tail: get() knows what to do
         first = max(forms)
         tail_st = stats[first]
-        position, hinted = _read_hint(sdir)
+        position, hinted = _read_hint(sdir) if "TAIL" in names else (None, None)
         if position is None or hinted is None:
             if len(forms) == 1 and tail_st.st_size == segment.HEADER_SIZE:
-                return _read_base(sdir), newest  # not one frame yet: the base state
+                base = _read_base(sdir) if "BASE" in names else Tail()
+                return base, newest  # not one frame yet: the base state
             return None
         if (position.segment, position.offset) != (first, tail_st.st_size):
             return None
-        if tail_st.st_mtime_ns > os.stat(sdir / "TAIL").st_mtime_ns:
+        if tail_st.st_mtime_ns > names["TAIL"].stat().st_mtime_ns:
             return None
         return hinted, newest
 
     def _info(
-        self, sdir: Path, meta: SessionMeta, tail: Tail, newest_ns: int | None = None
+        self,
+        sdir: Path,
+        meta: SessionMeta,
+        tail: Tail,
+        newest_ns: int | None = None,
+        names: frozenset[str] | None = None,
     ) -> SessionInfo:
+        """The session's row; ``newest_ns`` and ``names`` (the session directory's entries)
+        save the listing from looking again."""
         update_ns = meta.create_time_ns
         if tail.last_seq:
             with contextlib.suppress(OSError):
                 if newest_ns is None:
                     newest_ns = _newest_mtime_ns(sdir / "journal")
                 update_ns = max(update_ns, newest_ns)
+
+        def has(name: str) -> bool:
+            return names is None or name in names
+
         return SessionInfo(
             meta=meta,
             last_seq=tail.last_seq,
@@ -380,8 +398,8 @@ class FileStore:
             compute_state=tail.projection.compute_state,
             exec_state=tail.projection.exec_state,
             update_time_ns=update_ns,
-            fence=max(_read_fence(sdir / "FENCE"), tail.max_fence),
-            deleted=(sdir / "DELETED").exists(),
+            fence=max(_read_fence(sdir / "FENCE") if has("FENCE") else 0, tail.max_fence),
+            deleted=has("DELETED") and (sdir / "DELETED").exists(),
             exec_seq=tail.projection.exec_seq,
             exec_id=tail.projection.exec_id,
             snapshot=tail.projection.snapshot,

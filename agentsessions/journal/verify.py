@@ -410,7 +410,10 @@ class _Fast:
         ]
         pool = _Pool.start(files, jobs, self.check, self.workers) if firsts else None
         try:
-            tail = files.check_segment(firsts[-1], len(firsts) - 1, self.check) if firsts else None
+            # with upto, the tail is read strictly (it holds seq upto + 1): the check only
+            # makes the resume hint, so it skips the strict payload checks
+            check = self.check if not upto else None
+            tail = files.check_segment(firsts[-1], len(firsts) - 1, check) if firsts else None
             log, scan = SegmentLog.open(
                 journal, session_id=sdir.name, writable=False, resume=_hint(tail)
             )
@@ -423,7 +426,8 @@ class _Fast:
             if pool is not None:
                 pool.stop()
         at = log.position
-        if tail is not None and (at.segment, at.offset) == (tail.first, tail.end):
+        ends_there = tail is not None and (tail.first, tail.end) == (at.segment, at.offset)
+        if tail is not None and ends_there and check is self.check:
             done[tail.first] = tail  # the log ends where the batch check of its tail did
 
         def check_of(first: int, no: int) -> SegmentCheck:
@@ -445,97 +449,143 @@ class _Pool:
     """Batch checks of sealed segments shared with forked worker processes.
 
     Fork is used only on Linux from a single-threaded process (no other thread can hold a
-    lock the child would need). A worker sends its checks as one JSON line on a pipe and
-    leaves with ``os._exit``; if it fails, its share is checked here instead.
+    lock the child would need). Jobs are handed out through a pipe, one 4-byte index per
+    read, so a process slowed down by other load simply takes fewer; this process takes
+    jobs too once its own work (the tail) is done. A worker sends its checks as one JSON
+    document on its own pipe and leaves with ``os._exit``; jobs a failed worker took are
+    checked here. Every worker is reaped (killed first if this process gives up early)
+    before :func:`verify_dir` goes on.
     """
 
-    def __init__(self, files: SegmentFiles, mine: Jobs, check: PayloadCheck | None) -> None:
-        self.files, self.mine, self.check = files, mine, check
-        self.children: list[tuple[int, int, Jobs]] = []
+    def __init__(self, files: SegmentFiles, jobs: Jobs, check: PayloadCheck | None) -> None:
+        self.files, self.jobs, self.check = files, jobs, check
+        self.workers: list[_Worker] = []
+        self.queue = -1
+
+    def _fill(self) -> bool:
+        """Queue every job index (before any fork); False if the pipe cannot hold them."""
+        self.queue, feed = os.pipe()
+        data = b"".join(i.to_bytes(4, "little") for i in range(len(self.jobs)))
+        try:
+            os.set_blocking(feed, False)
+            return os.write(feed, data) == len(data)
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(feed)
 
     @classmethod
     def start(
         cls, files: SegmentFiles, jobs: Jobs, check: PayloadCheck | None, workers: int | None
     ) -> _Pool | None:
-        """Fork workers for a share of ``jobs`` each; None when they run here, on demand."""
-        sizes = [files.segment_size(first) for _, first in jobs]
+        """Fork workers to share ``jobs`` with this process; None when they run here, on demand."""
         if workers is None:
-            big = len(jobs) >= 2 and sum(sizes) >= _FORK_MIN_BYTES
-            workers = _cpu_count() if big else 1
+            size = sum(files.segment_size(first) for _, first in jobs)
+            workers = _cpu_count() if len(jobs) >= 2 and size >= _FORK_MIN_BYTES else 1
         workers = min(workers, len(jobs) + 1)
         if workers < 2 or not _can_fork():
             return None
-        tail = files.segment_size(files.segments[-1])
-        shares = _shares(jobs, sizes, workers, tail)
-        pool = cls(files, shares[0], check)
+        pool = cls(files, jobs, check)
         try:
-            for share in shares[1:]:
-                pool._fork(share)
+            if not pool._fill():
+                pool.stop()
+                return None
+            for _ in range(workers - 1):
+                pool._fork()
         except BaseException:
             pool.stop()
             raise
         return pool
 
-    def _fork(self, share: Jobs) -> None:
+    def _fork(self) -> None:
         r, w = os.pipe()
         try:
             pid = os.fork()
         except OSError:
             os.close(r)
             os.close(w)
-            self.mine = self.mine + share
             return
         if pid == 0:  # the worker: never returns, never runs the parent's cleanup
             code = 1
             try:
                 os.close(r)
-                line = json.dumps([dataclasses.astuple(c) for c in self._check(share)])
+                data = json.dumps([dataclasses.astuple(c) for c in self._work()])
                 with open(w, "wb") as out:
-                    out.write(line.encode())
+                    out.write(data.encode())
                 code = 0
             finally:
                 os._exit(code)
         os.close(w)
-        self.children.append((pid, r, share))
+        self.workers.append(_Worker(pid, r))
 
-    def _check(self, share: Jobs) -> list[SegmentCheck]:
-        return [self.files.check_segment(first, no, self.check) for no, first in share]
+    def _work(self) -> list[SegmentCheck]:
+        """Take jobs from the queue until it is empty; their checks."""
+        done = []
+        while len(item := os.read(self.queue, 4)) == 4:
+            no, first = self.jobs[int.from_bytes(item, "little")]
+            done.append(self.files.check_segment(first, no, self.check))
+        return done
 
     def results(self) -> dict[int, SegmentCheck]:
-        """This process's share, then each worker's (or, if it failed, its share here)."""
-        out = {c.first: c for c in self._check(self.mine)}
-        while self.children:
-            pid, r, share = self.children.pop(0)
-            got = _collect(pid, r)
-            out.update((c.first, c) for c in (got if got is not None else self._check(share)))
+        """Every job's check: this process's, the workers', then any a failed worker took."""
+        out = {c.first: c for c in self._work()}
+        for worker in self.workers:
+            out.update((c.first, c) for c in worker.collect() or ())
+        for no, first in self.jobs:
+            if first not in out:
+                out[first] = self.files.check_segment(first, no, self.check)
         return out
 
     def stop(self) -> None:
-        """End and reap the workers still running (after a failure here)."""
-        for pid, r, _ in self.children:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-            with contextlib.suppress(OSError):
-                os.waitpid(pid, 0)
-            os.close(r)
-        self.children.clear()
+        """Reap every worker, killing those still running; close the pipes."""
+        for worker in self.workers:
+            worker.end()
+        self.workers.clear()
+        if self.queue >= 0:
+            os.close(self.queue)
+            self.queue = -1
 
 
 Jobs = list[tuple[int, int]]
 """``(no, first)`` of segments to batch-check."""
 
 
-def _collect(pid: int, r: int) -> list[SegmentCheck] | None:
-    """A worker's checks, or None if it failed."""
-    try:
-        with open(r, "rb") as pipe:
-            data = pipe.read()
-        _, status = os.waitpid(pid, 0)
-        if os.waitstatus_to_exitcode(status) != 0:
+@dataclass
+class _Worker:
+    """A forked worker: its pid and the read end of its result pipe."""
+
+    pid: int
+    fd: int
+    reaped: bool = False
+
+    def collect(self) -> list[SegmentCheck] | None:
+        """Read the worker's checks and reap it; None if it failed."""
+        chunks: list[bytes] = []
+        with contextlib.suppress(OSError):
+            while chunk := os.read(self.fd, 1 << 16):
+                chunks.append(chunk)
+        status = 0  # stays 0 if it was reaped for us (SIGCHLD ignored): judge by the data
+        with contextlib.suppress(ChildProcessError):
+            status = os.waitpid(self.pid, 0)[1]
+        self.reaped = True
+        try:
+            if os.waitstatus_to_exitcode(status) != 0:
+                return None
+            return [_check_from_row(row) for row in json.loads(b"".join(chunks))]
+        except (ValueError, TypeError):
             return None
-        return [_check_from_row(row) for row in json.loads(data)]
-    except (OSError, ValueError, TypeError):
-        return None
+
+    def end(self) -> None:
+        """Kill and reap the worker unless it was reaped; close its pipe."""
+        if not self.reaped:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.waitpid(self.pid, 0)
+            self.reaped = True
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 def _check_from_row(row: list[Any]) -> SegmentCheck:
@@ -544,18 +594,6 @@ def _check_from_row(row: list[Any]) -> SegmentCheck:
         int(first), bool(ok), str(prev), int(next_seq), str(last_hash), int(events), int(end),
         int(last_frame), (int(link[0]), str(link[1])) if link else None,
     )  # fmt: skip
-
-
-def _shares(jobs: Jobs, sizes: list[int], n: int, head: int) -> list[Jobs]:
-    """``jobs`` split into ``n`` shares of about equal bytes; share 0 (this process's) also
-    has ``head`` bytes of other work."""
-    shares: list[Jobs] = [[] for _ in range(n)]
-    loads = [head] + [0] * (n - 1)
-    for size, job in sorted(zip(sizes, jobs, strict=True), reverse=True):
-        i = loads.index(min(loads))
-        shares[i].append(job)
-        loads[i] += size
-    return shares
 
 
 def _cpu_count() -> int:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -332,11 +334,33 @@ def test_forked_workers_are_used_and_reaped(tmp_path: Path) -> None:
     files = SegmentFiles.at(sdir / "journal", session_id=sdir.name)
     jobs = list(enumerate(files.segments[:-1]))
     pool = verify._Pool.start(files, jobs, None, 2)
-    assert pool is not None and pool.children
-    pids = [pid for pid, _, _ in pool.children]
+    assert pool is not None and pool.workers
+    pids = [worker.pid for worker in pool.workers]
     checks = pool.results()
     pool.stop()
     assert sorted(checks) == files.segments[:-1] and all(c.ok for c in checks.values())
+    for pid in pids:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def test_workers_are_reaped_when_opening_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not hasattr(os, "fork") or threading.active_count() != 1:
+        pytest.skip("forking is not used here")
+    sdir = build(tmp_path / "s")
+    flip(segment_files(sdir)[-1], 60)  # the tail's header: opening fails after the fork
+    pids: list[int] = []
+    real = verify._Pool._fork
+
+    def spy(self: verify._Pool) -> None:
+        real(self)
+        pids.append(self.workers[-1].pid)
+
+    monkeypatch.setattr(verify._Pool, "_fork", spy)
+    assert verify_dir(sdir, workers=2).kind == "corrupt"
+    assert pids
     for pid in pids:
         with pytest.raises(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
@@ -349,14 +373,14 @@ def test_a_failed_worker_is_replaced_by_the_parent(
         pytest.skip("forking is not used here")
     sdir = build(tmp_path / "s")
     parent = os.getpid()
-    real = verify._Pool._check
+    real = SegmentFiles.check_segment
 
-    def flaky(self: verify._Pool, share: verify.Jobs) -> list[Any]:
+    def flaky(self: SegmentFiles, first: int, no: int, check: Any = None) -> SegmentCheck:
         if os.getpid() != parent:
-            raise RuntimeError("worker dies")
-        return real(self, share)
+            raise RuntimeError("the worker dies holding a job")
+        return real(self, first, no, check)
 
-    monkeypatch.setattr(verify._Pool, "_check", flaky)
+    monkeypatch.setattr(SegmentFiles, "check_segment", flaky)
     assert verdict(verify_dir(sdir, workers=2)) == verdict(reference(sdir))
 
 
@@ -408,3 +432,31 @@ def test_forked_children_verify_alike(
         want = _frame_by_frame(sdir, False, monkeypatch)
         assert not want["ok"]
         assert verdict(verify_dir(sdir, workers=2)) == want
+
+
+def test_forked_verify_inside_the_zipapp(tmp_path: Path) -> None:
+    """The zipapp (no site-packages: no msgspec, no pyzstd) forks workers and agrees."""
+    if not hasattr(os, "fork") or not sys.platform.startswith("linux"):
+        pytest.skip("forking is Linux-only here")
+    root = Path(__file__).resolve().parents[2]
+    pyz = tmp_path / "app.pyz"
+    subprocess.run([sys.executable, str(root / "zipapp.py"), "-o", str(pyz)], cwd=root,
+                   check=True, capture_output=True, timeout=300)  # fmt: skip
+    sdir = build(tmp_path / "s", compress=False)
+    seg = segment_files(sdir)[2]
+    rewrite_frame(seg, event_index(seg, 1), lambda b: b.replace(b"lorem", b"LOREM", 1))
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]);"
+        "from pathlib import Path; from agentsessions.journal import canonical, verify;"
+        "from agentsessions.journal.segmentread import SegmentFiles;"
+        "d = Path(sys.argv[2]); f = SegmentFiles.at(d / 'journal', session_id=d.name);"
+        "pool = verify._Pool.start(f, list(enumerate(f.segments[:-1])), None, 2);"
+        "forked = pool is not None and bool(pool.workers); pool and pool.stop();"
+        "r = verify.verify_dir(d, workers=2).to_json(); r.pop('source');"
+        "print(json.dumps([canonical.HAVE_MSGSPEC, forked, r]))"
+    )
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(pyz), str(sdir)],
+                         check=True, capture_output=True, text=True, timeout=120)  # fmt: skip
+    have_msgspec, forked, got = json.loads(out.stdout)
+    assert (have_msgspec, forked) == (False, True)
+    assert got == verdict(reference(sdir)) and not got["ok"]
