@@ -433,3 +433,86 @@ def test_timestamps() -> None:
 def test_helpers_refuse_bad_arguments(build: Any) -> None:
     with pytest.raises(InvalidArgumentError):
         build()
+
+
+# --------------------------------------------------------------------------- fast path
+
+
+def _generic(event: Any) -> tuple[Any, ...]:
+    """What validate_event gives with the generated fast path bypassed."""
+    try:
+        return ("ok", not schema._check_msg(event, schema._SPECS["Event"]))
+    except schema._Bad as bad:
+        return ("err", str(schema._error("event", bad)))
+    except Exception as exc:
+        return ("exc", type(exc).__name__)
+
+
+def _public(event: Any) -> tuple[Any, ...]:
+    try:
+        return ("ok", schema.validate_event(event))
+    except FormatError as exc:
+        return ("err", str(exc))
+    except Exception as exc:
+        return ("exc", type(exc).__name__)
+
+
+def test_fast_path_agrees_with_the_generic_checker_on_mutated_events() -> None:
+    import random
+
+    eid = "0123456789abcdef"
+    seeds: list[Any] = [
+        model.output_event(model.text_message("assistant", "lorem"), execution_id=eid),
+        model.input_event(model.text_message("user", "h\u00e9llo"), execution_id=eid),
+        model.model_call_event("m", input_hash="h", call_id="c", params={"t": "0.2"}),
+        model.end_event(state="FAILED", error=model.rpc_error(3, "x"), execution_id=eid),
+        model.execution_start(input_count=0, config=b"abc", resume_from_seq=5, harness="h"),
+        model.tool_call_event("t1", "search", {"q": "x", "n": 3, "f": 1.5, "\U0001f600": 1}),
+        model.tool_result_event(
+            "t1", output={"a": [1, 2.5, {"b": None}]}, is_error=True, error="e",
+            content=[model.text_part("c")], approval_request_seq=3, execution_id=eid,
+            actor={"principal": "p"}, schema_version=1,
+        ),
+        model.approval_result_event("t1", True, "r", 7, execution_id=eid),
+        model.usage_event("m", 1, 2, 3, ts="2024-01-02T03:04:05.123Z"),
+        model.lifecycle_event(model.LIFECYCLE_KINDS[1], "d", snapshot_memory=True),
+        {"kind": "EVENT_PARKED", "parked": {"tool_call_id": "x", "request_seq": "-12"}},
+    ]  # fmt: skip
+    pool: list[Any] = [
+        None, 0, 1, -1, 2**31, 2**63, "", "0", "1", "-5", "01", "9223372036854775808",
+        "AAA=", "AA==", "A", True, False, 1.5, float("nan"), [], [1], {}, {"a": "b"},
+        {"text": {"text": "hi"}}, "EVENT_END", "EVENT_UNSPECIFIED", "\ud800", "\u00e9",
+        "2024-01-02T03:04:05Z", "2024-02-30T00:00:00Z", "2024-01-02T03:04:05.100Z",
+        {"role": "user", "parts": [{"text": {"text": "x"}}]}, {"\ud800x": "y"}, 99,
+        {"reasoning": {"summary": [{"text": {"text": "s"}}], "ordinal": 0}},
+    ]  # fmt: skip
+    keys = [*sorted({f.name for fields in schema.MESSAGES.values() for f in fields}), "x"]
+
+    def containers(o: Any, acc: list[Any]) -> list[Any]:
+        if isinstance(o, (dict, list)):
+            acc.append(o)
+            for x in o.values() if isinstance(o, dict) else o:
+                containers(x, acc)
+        return acc
+
+    rng = random.Random(7)
+    for seed in seeds:
+        assert _public(seed) == _generic(seed) and _public(seed)[0] == "ok"
+    for _ in range(20000):
+        event = copy.deepcopy(rng.choice(seeds))
+        for _ in range(rng.randint(1, 3)):
+            c = rng.choice(containers(event, []))
+            new = copy.deepcopy(rng.choice(pool))
+            if isinstance(c, dict):
+                r = rng.random()
+                if r < 0.4 and c:
+                    c[rng.choice(list(c))] = new
+                elif r < 0.6 and c:
+                    del c[rng.choice(list(c))]
+                else:
+                    c[rng.choice(keys)] = new
+            elif c and rng.random() < 0.5:
+                c[rng.randrange(len(c))] = new
+            else:
+                c.append(new)
+        assert _public(event) == _generic(event), event
