@@ -14,7 +14,6 @@ harness a lazy history.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import secrets
 import time
@@ -238,11 +237,12 @@ class Controller:
         info = self.store.get(uid)
         turn_model = info.meta.model or self.default_model
         with self._writer(uid, wait_seconds) as writer:
-            if self._pending(uid) is None:
+            run = self._pending(uid)
+            if run is None:
                 return None
-            name = harness or info.meta.harness or self._recorded_harness(uid) or DEFAULT_HARNESS
+            name = harness or info.meta.harness or run.harness[0] or DEFAULT_HARNESS
             instance, descriptor = self._instance(info, name)
-            return self._resume_with(writer, uid, name, instance, descriptor, turn_model)
+            return self._resume_with(writer, uid, name, instance, descriptor, turn_model, run)
 
     def _resume_with(
         self,
@@ -252,8 +252,9 @@ class Controller:
         instance: Harness,
         descriptor: HarnessDescriptor,
         turn_model: str,
+        run: executions.Execution | None = None,
     ) -> TurnResult:
-        run = self._pending(uid)
+        run = run or self._pending(uid)
         if run is None:
             raise InvalidExecutionLogError(f"session {uid}: no interrupted turn found")
         run.check_complete_invocation()
@@ -277,10 +278,6 @@ class Controller:
         since = max(1, info.exec_seq)
         runs = executions.group((r.seq, r.event) for r in self.store.read(uid, since))
         return executions.pending(runs)
-
-    def _recorded_harness(self, uid: str) -> str:
-        run = self._pending(uid)
-        return run.harness[0] if run is not None else ""
 
     # -- the shared turn driver ------------------------------------------------------------
     def _drive(
@@ -417,7 +414,3 @@ def _as_user(message: Message) -> Message:
     if not isinstance(message, dict) or "parts" not in message:
         raise InvalidArgumentError("an input must be an agentsessions.v1 Message with parts")
     return message if message.get("role") else {**message, "role": "user"}
-
-
-def config_b64(config: bytes) -> str:
-    return base64.b64encode(config).decode()
