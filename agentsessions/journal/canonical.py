@@ -430,17 +430,16 @@ def envelope(event_json: bytes, prev_hash: str, seq: int) -> bytes:
         raise InvalidArgumentError(f"seq must be a non-negative int64, got {seq!r}")
     if not (event_json[:1] == b"{" and event_json[-1:] == b"}"):
         raise InvalidArgumentError("event_json must be the canonical bytes of a JSON object")
+    return envelope_unchecked(event_json, prev_hash, seq)
+
+
+def envelope_unchecked(event_json: bytes, prev_hash: str, seq: int) -> bytes:
+    """:func:`envelope` without its argument checks, for the append path, which made every
+    argument itself (bytes it just canonicalised, the previous digest, its own seq)."""
     return b"".join(
-        (
-            _EVENT_PREFIX,
-            event_json,
-            b',"prev_hash":"',
-            prev_hash.encode(),
-            b'","seq":"',
-            b"%d" % seq,
-            b'"}',
-        )
-    )
+        (_EVENT_PREFIX, event_json, b',"prev_hash":"', prev_hash.encode(), b'","seq":"',
+         b"%d" % seq, b'"}')
+    )  # fmt: skip
 
 
 def content_hash(payload: bytes) -> str:

@@ -220,10 +220,12 @@ class SimulatedCrash(BaseException):
 class CrashFileSystem(FileSystem):
     """A test double that models power loss, a full disk, and a kill at step *k*.
 
-    - It remembers, per file, the length made durable by the last :meth:`sync`;
-      :meth:`crash` truncates every file it wrote back to that length (with ``rng``, a
-      random subset of the unsynced 512-byte sectors survives instead, and the rest reads as
-      zeros or is cut, the way a disk persists pages of an unsynced write in any order).
+    - It remembers, per file, the length made durable by the last :meth:`sync`, and the
+      previous bytes of every unsynced overwrite below that length (a writer reusing its
+      preallocated free space); :meth:`crash` puts those bytes back and truncates every file
+      it wrote back to that length (with ``rng``, a random subset of the unsynced 512-byte
+      sectors survives instead, and the rest reads as the old bytes, zeros, or is cut, the
+      way a disk persists pages of an unsynced write in any order).
       Files created since the last :meth:`sync_dir` of their directory vanish.
     - ``enospc_at_write=N`` makes the Nth :meth:`write_all` (1-based, counted over the
       object's life) write half its bytes, then raise StorageError(ENOSPC), once.
@@ -239,6 +241,7 @@ class CrashFileSystem(FileSystem):
         self.writes = 0
         self.ops: list[tuple[str, str]] = []
         self.synced: dict[str, int] = {}
+        self.overwritten: dict[str, list[tuple[int, bytes]]] = {}  # (offset, old bytes)
         self.unsynced_creates: set[str] = set()
 
     def _op(self, name: str, path: str | os.PathLike[str]) -> None:
@@ -264,8 +267,14 @@ class CrashFileSystem(FileSystem):
 
     def write_all(self, fd: int, data: bytes | memoryview) -> None:
         """Write, or (at the configured write) write half and raise ENOSPC."""
-        self._op("write", self.path_of(fd))
+        key = self.path_of(fd)
+        self._op("write", key)
         self.writes += 1
+        at = os.lseek(fd, 0, os.SEEK_CUR)
+        durable = self.synced.get(key, 0)
+        if at < durable:
+            old = os.pread(fd, min(len(data), durable - at), at)
+            self.overwritten.setdefault(key, []).append((at, old))
         if self.enospc_at_write is not None and self.writes == self.enospc_at_write:
             super().write_all(fd, bytes(data[: len(data) // 2]))
             err = OSError(errno_mod.ENOSPC, os.strerror(errno_mod.ENOSPC))
@@ -277,6 +286,7 @@ class CrashFileSystem(FileSystem):
         self._op("sync", self.path_of(fd))
         super().sync(fd, full=full)
         self.synced[self.path_of(fd)] = os.fstat(fd).st_size
+        self.overwritten.pop(self.path_of(fd), None)
 
     def sync_dir(self, path: str | os.PathLike[str]) -> None:
         """Sync a directory: creations in it become durable."""
@@ -292,6 +302,8 @@ class CrashFileSystem(FileSystem):
         s, d = os.path.abspath(src), os.path.abspath(dst)
         if s in self.synced:
             self.synced[d] = self.synced.pop(s)
+        if s in self.overwritten:
+            self.overwritten[d] = self.overwritten.pop(s)
         if s in self.unsynced_creates:
             self.unsynced_creates.discard(s)
             self.unsynced_creates.add(d)
@@ -302,6 +314,8 @@ class CrashFileSystem(FileSystem):
         super().truncate(fd, size)
         key = self.path_of(fd)
         self.synced[key] = min(self.synced.get(key, size), size)
+        undo = [(at, old[: size - at]) for at, old in self.overwritten.get(key, ()) if at < size]
+        self.overwritten[key] = undo
 
     def unlink(self, path: str | os.PathLike[str], *, missing_ok: bool = True) -> None:
         """Unlink (treated as durable at once: the pessimistic case for readers)."""
@@ -309,6 +323,7 @@ class CrashFileSystem(FileSystem):
         super().unlink(path, missing_ok=missing_ok)
         key = os.path.abspath(path)
         self.synced.pop(key, None)
+        self.overwritten.pop(key, None)
         self.unsynced_creates.discard(key)
 
     def crash(self, rng: random.Random | None = None) -> list[str]:
@@ -321,16 +336,34 @@ class CrashFileSystem(FileSystem):
         for path, keep in sorted(self.synced.items()):
             if path in self.unsynced_creates or not os.path.exists(path):
                 continue
+            undo = self.overwritten.get(path, [])
+            if undo:
+                _undo_overwrites(path, undo, rng)
             size = os.path.getsize(path)
             if size > keep:
                 _lose_tail(path, keep, size, rng)
+            if undo or size > keep:
                 touched.append(path)
         self.unsynced_creates.clear()
+        self.overwritten.clear()
         for fd in list(self._fd_paths):
             with contextlib.suppress(OSError):
                 os.close(fd)
         self._fd_paths.clear()
         return touched
+
+
+def _undo_overwrites(path: str, undo: list[tuple[int, bytes]], rng: random.Random | None) -> None:
+    """Put back the old bytes of unsynced overwrites (with ``rng``, sector by sector, each
+    with probability 1/2), newest first so the oldest content wins."""
+    with open(path, "r+b") as f:
+        for at, old in reversed(undo):
+            sector = 512
+            for start in range(at - at % sector, at + len(old), sector):
+                lo, hi = max(start, at), min(start + sector, at + len(old))
+                if rng is None or rng.random() < 0.5:
+                    f.seek(lo)
+                    f.write(old[lo - at : hi - at])
 
 
 def _lose_tail(path: str, keep: int, size: int, rng: random.Random | None) -> None:

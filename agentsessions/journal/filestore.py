@@ -315,10 +315,11 @@ class FileStore:
         journal provably has not changed since the hint was written (else from ``get``).
 
         ``get`` opens the journal and checks the hint's last frame (CRC, hash) before it
-        uses it. A listing skips that when the hint names the tail segment, the tail is
-        exactly as long as the hint says and was not modified after the hint was written
-        (mtime): every commit grows the tail and every rotation makes a new tail, so no
-        acknowledged commit can be missing from the row. What the listing does not catch,
+        uses it. A listing skips that when the hint names the tail segment, the tail holds
+        nothing but free space (zeros) or its end at the hint's offset, and was not modified
+        after the hint was written (mtime): every commit writes a frame at the commit end
+        and every rotation makes a new tail, so no acknowledged commit can be missing from
+        the row. What the listing does not catch,
         damage that changes neither size nor mtime, is ``verify``'s and ``open``'s to find;
         a listing never feeds a writer, which always opens with full validation.
         """
@@ -365,7 +366,7 @@ class FileStore:
                 base = _read_base(sdir) if "BASE" in names else Tail()
                 return base, newest  # not one frame yet: the base state
             return None
-        if (position.segment, position.offset) != (first, tail_st.st_size):
+        if position.segment != first or not _free_from(sdir / "journal", first, position.offset):
             return None
         if tail_st.st_mtime_ns > names["TAIL"].stat().st_mtime_ns:
             return None
@@ -609,6 +610,23 @@ def _read_fence(path: Path) -> int:
     ):
         raise FormatError(f"damaged fence file {path}", hint="agentsessions verify")
     return int.from_bytes(body, "little")
+
+
+def _free_from(journal: Path, first: int, offset: int) -> bool:
+    """True when segment ``first`` ends at ``offset`` or holds free space (zeros) there: one
+    small read, so a listing learns that no group was written after a hint."""
+    try:
+        fd = os.open(journal / segment.segment_name(first), os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        size = os.fstat(fd).st_size
+        peek = os.pread(fd, segment.FRAME_HEADER_SIZE, offset)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return offset <= size and peek == bytes(len(peek))
 
 
 def _newest_mtime_ns(journal: Path) -> int:

@@ -319,6 +319,7 @@ class Scan:
     dropped_seqs: tuple[int, ...] = ()
     hit_report_from: bool = False  # report_from was the start or a commit boundary
     pending: list[Frame] = field(default_factory=list)
+    free: int = 0  # zero bytes after ``end``: space the writer preallocated (never torn)
 
 
 def scan(
@@ -356,8 +357,37 @@ def scan(
         if flags & FLAG_GROUP_END:
             anchor = _commit(out, pending, expected, anchor, stride, report_from)
             out.commit_end = fend
+    if out.stop == out.commit_end and is_zero(raw, out.stop - base, len(raw)):
+        out.free, out.end, out.stop, out.reason = out.end - out.stop, out.stop, -1, ""
     _classify(out, raw, base, max_record)
+    if out.status == STATUS_TORN:
+        out.end = max(out.good_end, base + data_end(raw, out.commit_end - base))
     return out
+
+
+def is_zero(buf: bytes | bytearray | memoryview, start: int, end: int) -> bool:
+    """True when ``buf[start:end]`` holds only zero bytes (free space), at memcmp speed."""
+    if start == 0 and end == len(buf) and not isinstance(buf, memoryview):
+        return buf == _zeros(end)
+    step = 1 << 20
+    return all(
+        bytes(buf[a : min(a + step, end)]) == _zeros(min(a + step, end) - a)
+        for a in range(start, end, step)
+    )
+
+
+def _zeros(n: int) -> bytes:
+    """``n`` zero bytes; the common block size is allocated once."""
+    return _ZERO_BLOCK if n == len(_ZERO_BLOCK) else bytes(n)
+
+
+_ZERO_BLOCK = bytes(1 << 20)
+
+
+def data_end(buf: bytes | bytearray | memoryview, start: int) -> int:
+    """Offset in ``buf`` just past its last non-zero byte at or after ``start`` (``start``
+    when there is none): where torn bytes end and free space or lost sectors begin."""
+    return start + len(bytes(buf[start:]).rstrip(b"\x00"))
 
 
 def frame_rule(
@@ -504,6 +534,8 @@ def decode_zst_meta(meta: bytes) -> tuple[SegmentHeader, bytes, bytes]:
 
 # -- strict reading helpers ---------------------------------------------------------------
 INCOMPLETE = frozenset({"short frame header", "frame past end of file"})
+FREE_SPACE = frozenset({"short frame header", "bad frame magic"})
+"""Why a frame check fails on zero bytes (free space, when every byte after it is zero)."""
 """Reasons :func:`check_frame` gives when the buffer merely ends inside a frame."""
 
 

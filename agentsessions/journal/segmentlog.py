@@ -16,6 +16,10 @@ Invariants:
   readers use ``.seg`` and writable recovery deletes the ``.seg.zst``;
 - recovery cuts only a torn, unacknowledged tail of the tail segment, after saving it to a
   sidecar; anything else that is damaged raises JournalCorruptError and changes nothing;
+- the tail segment may end in free space: zero bytes the writer wrote ahead of its commits
+  so that a commit's fdatasync overwrites allocated blocks instead of also committing a new
+  file size (measured ~1.6x more syncs/s); zero bytes after the last commit are free, any
+  other byte there is a torn tail; a segment is cut to its exact end before it is sealed;
 - not thread-safe: the owner serialises calls.
 """
 
@@ -47,7 +51,13 @@ from agentsessions.journal.segment import (
     Frame,
     SegmentHeader,
 )
-from agentsessions.journal.segmentread import CORRUPT_HINT, Link, SegmentFiles, listing
+from agentsessions.journal.segmentread import (
+    CORRUPT_HINT,
+    Link,
+    SegmentFiles,
+    listing,
+    zero_until,
+)
 
 __all__ = [
     "RTYPE_COMMIT", "RTYPE_EVENT", "RTYPE_SEAL", "Frame", "OpenScan", "Position",
@@ -55,6 +65,13 @@ __all__ = [
 ]  # fmt: skip
 
 RECOVERY_LOG = "RECOVERY.log"
+_RESUME_WINDOW = 64 << 10
+"""How much past a resume hint an open reads at first (the rest only if not free space)."""
+PREALLOC_MIN = 4096
+"""Free space is written in whole 4 KiB pages; a small tail about doubles its size."""
+PREALLOC_MAX = 256 << 10
+"""A large tail grows by at most 256 KiB of zeros at a time (measured here with 10 KB
+commits: as many syncs/s as 1 MiB steps, 1.2x more than 64 KiB steps; opens read less)."""
 SegmentFrames = Generator[Frame, None, Link | None]
 
 
@@ -113,6 +130,7 @@ class _Tail:
     last_frame: int
     sealed: bool
     index: sg.SparseIndex
+    size: int = 0  # file size: commit_end plus free space (writable tails only)
 
     @property
     def first(self) -> int:
@@ -236,7 +254,10 @@ class SegmentLog(SegmentFiles):
         size = os.fstat(t.fd).st_size
         if not sg.HEADER_SIZE <= hint.last_frame < hint.offset <= size:
             return None
-        buf = self.fs.read_at(t.fd, size - hint.last_frame, hint.last_frame)
+        # read up to a window past the hint: enough for what a crash can leave unless it is
+        # followed by a long run of free space, whose zeros are then checked without copies
+        window = min(size, hint.offset + _RESUME_WINDOW)
+        buf = self.fs.read_at(t.fd, window - hint.last_frame, hint.last_frame)
         mv = memoryview(buf)
         parsed = sg.check_frame(mv, 0, hint.last_frame, self.max_record_bytes)
         if isinstance(parsed, str):
@@ -251,6 +272,10 @@ class SegmentLog(SegmentFiles):
                     max_record=self.max_record_bytes, report_from=hint.offset)  # fmt: skip
         if not s.hit_report_from or 0 <= s.stop < hint.offset:
             return None
+        if window < size:  # the scan saw only part of what follows the hint
+            if not s.free or (self.writable and not zero_until(t.fd, s.end + s.free, size)):
+                return None  # a full scan classifies it
+            s.free = size - s.end
         t.last_hash, t.last_frame = hint.last_hash, hint.last_frame
         return s
 
@@ -291,6 +316,11 @@ class SegmentLog(SegmentFiles):
             self._log_recovery(report)
         tail = self._tail
         assert tail is not None
+        if tail.fd is not None:
+            if tail.sealed and s.free:  # a crash lost the cut that precedes every SEAL
+                self.fs.truncate(tail.fd, tail.commit_end)
+                self.fs.sync(tail.fd, full=True)
+            tail.size = os.fstat(tail.fd).st_size
         for first, forms in self._segs.items():
             if forms == {"seg", "zst"}:
                 forms.discard("zst")
@@ -299,7 +329,8 @@ class SegmentLog(SegmentFiles):
         return report
 
     def _cut(self, s: sg.Scan) -> str:
-        """Save ``[commit_end, EOF)`` to a sidecar, then truncate and sync the tail."""
+        """Save the torn bytes (``[commit_end, end)``) to a sidecar, then cut the tail to
+        ``commit_end`` (dropping its free space too) and sync it."""
         t = self._tail
         assert t is not None and t.fd is not None
         path = self._path(t.first)
@@ -380,35 +411,69 @@ class SegmentLog(SegmentFiles):
             self._rotate(carry, frames[0][2])
             t = self._require_tail()
         start = t.commit_end
-        self._write_tail(buf)
+        self._write_tail(buf, prealloc=True)
         t.next_seq = next_seq
         if last_payload is not None:
             t.last_hash, t.last_frame = sg.content_hash(last_payload), start + last_rel
         t.index.note(frames[0][1], start)
         return self.position
 
-    def _write_tail(self, buf: bytes) -> None:
-        """Write ``buf`` at the commit end with one write loop and one sync, or undo it."""
+    def _write_tail(self, buf: bytes, *, prealloc: bool = False) -> None:
+        """Write ``buf`` at the commit end with one write loop and one sync, or undo it.
+
+        With ``prealloc``, a group that does not fit the free space also writes zeros after
+        itself (before the same sync), so later commits overwrite allocated blocks.
+        """
         t = self._require_tail()
         assert t.fd is not None
         start = t.commit_end
+        end = start + len(buf)
         try:
             os.lseek(t.fd, start, os.SEEK_SET)
             self.fs.write_all(t.fd, buf)
+            t.size = max(t.size, end)
+            if prealloc and end > t.size - sg.FRAME_HEADER_SIZE:
+                self._preallocate(end)
             self.fs.sync(t.fd)
         except StorageError:
             try:
                 self.fs.truncate(t.fd, start)
                 self.fs.sync(t.fd)
+                t.size = start
             except StorageError as undo:
                 self._broken = undo
             raise
-        t.commit_end = start + len(buf)
+        t.commit_end = end
+
+    def _preallocate(self, end: int) -> None:
+        """Extend the tail with zeros past ``end``: about ``end`` more bytes, at most
+        ``PREALLOC_MAX``, never past ``segment_max_bytes``; skipped if the disk is full.
+
+        Zeros are written, not ``fallocate``d: on ext4 a first write into an unwritten
+        extent still makes fdatasync commit metadata (no faster than a growing file).
+        """
+        t = self._require_tail()
+        assert t.fd is not None
+        target = min(end + min(max(end, PREALLOC_MIN), PREALLOC_MAX), self.segment_max_bytes)
+        target -= target % PREALLOC_MIN
+        if target - end < sg.FRAME_HEADER_SIZE:
+            return
+        try:
+            self.fs.write_all(t.fd, bytes(target - end))
+        except StorageError:  # the group itself is written; free space is only an optimisation
+            self.fs.truncate(t.fd, end)
+            t.size = end
+            return
+        t.size = target
 
     def _rotate(self, carry: Callable[[], dict[str, Any]], fence: int) -> None:
         """Seal the tail (unless already sealed), create its successor, compress the old one."""
         t = self._require_tail()
         if not t.sealed:
+            assert t.fd is not None
+            if t.size > t.commit_end:  # a sealed segment ends exactly at its SEAL
+                self.fs.truncate(t.fd, t.commit_end)
+                t.size = t.commit_end
             last = t.next_seq - 1
             info = sg.SealInfo(
                 last, t.last_hash, last - t.first + 1, t.commit_end, _now_ms(), carry()
@@ -424,7 +489,9 @@ class SegmentLog(SegmentFiles):
         self.fs.write_file_atomic(path, header.encode())
         fd = self.fs.open(path, os.O_RDWR)
         index = sg.SparseIndex([(header.first_seq, sg.HEADER_SIZE)])
-        self._tail = _Tail(header, fd, sg.HEADER_SIZE, t.next_seq, t.last_hash, -1, False, index)
+        self._tail = _Tail(
+            header, fd, sg.HEADER_SIZE, t.next_seq, t.last_hash, -1, False, index, sg.HEADER_SIZE
+        )
         self._segs[header.first_seq] = {"seg"}
         self._indexes[t.first] = t.index
         if t.fd is not None:
@@ -571,6 +638,9 @@ class SegmentLog(SegmentFiles):
             raise self._corrupt(path, size, t.next_seq, "segment shrank below a commit")
         if size == t.commit_end:
             return []
+        peek = self.fs.read_at(t.fd, min(size - t.commit_end, sg.FRAME_HEADER_SIZE), t.commit_end)
+        if peek == bytes(len(peek)):
+            return []  # free space: nothing committed since the last look
         buf = self.fs.read_at(t.fd, size - t.commit_end, t.commit_end)
         s = sg.scan(buf, base=t.commit_end, start=t.commit_end, next_seq=t.next_seq,
                     segment=t.first, max_record=self.max_record_bytes)  # fmt: skip

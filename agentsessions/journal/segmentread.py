@@ -243,6 +243,19 @@ def _pread_into(fd: int, buf: bytearray, n: int, offset: int) -> int:
     return got
 
 
+def zero_until(fd: int, pos: int, size: int, buf: bytearray | None = None) -> bool:
+    """True when the file holds only zero bytes (free space) from ``pos`` to ``size``;
+    reads through ``buf`` (or a fresh block) and compares with memcmp, no other copy."""
+    if buf is None:
+        buf = bytearray(min(BLOCK, max(size - pos, 0)))
+    while pos < size:
+        n = _pread_into(fd, buf, min(len(buf), size - pos), pos)
+        if n <= 0 or not sg.is_zero(buf, 0, n):
+            return False
+        pos += n
+    return True
+
+
 class SegmentFiles:
     """Read access to the segment files of one journal directory (see the module docstring)."""
 
@@ -505,7 +518,8 @@ class SegmentFiles:
         )  # fmt: skip
 
     def _scan_plain(self, fd: int, first: int, st: ChainScan) -> int:
-        """Batch-scan a .seg from its first frame to its end; its size, or -1 if not ok."""
+        """Batch-scan a .seg from its first frame to its end; where its data ends (its size,
+        or the start of an unsealed tail's free space), or -1 if not ok."""
         size = os.fstat(fd).st_size
         pos = sg.HEADER_SIZE
         buf = bytearray(max(min(BLOCK, size - pos), sg.FRAME_HEADER_SIZE))
@@ -513,7 +527,8 @@ class SegmentFiles:
             n = _pread_into(fd, buf, min(len(buf), size - pos), pos)
             used, why = scan_buffer(buf, 0, n, pos, st, self.max_record_bytes, first)
             if why and not (why in sg.INCOMPLETE and pos + n < size):
-                return -1
+                free = why in sg.FREE_SPACE and not (st.rules.in_group or st.rules.sealed)
+                return pos + used if free and zero_until(fd, pos + used, size, buf) else -1
             if why and used == 0:
                 buf = bytearray(2 * len(buf))  # one frame larger than the buffer
             pos += used

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from hashlib import sha256
 from typing import Any
 
 from agentsessions.errors import (
@@ -66,9 +67,14 @@ class Tail:
             raise InvalidArgumentError(f"session {uid}: a commit needs at least one event")
         records: list[Record] = []
         prev, seq, size = self.last_hash, self.last_seq, 0
+        validate, plain_json, loose_json = (
+            schema.validate_event,
+            canonical.canonical_plain,
+            canonical.canonical_json,
+        )
         for event in events:
             try:
-                plain = schema.validate_event(event)
+                plain = validate(event)
             except FormatError as exc:
                 raise InvalidArgumentError(
                     f"session {uid}: event {seq - self.last_seq + 1} of the commit is not a "
@@ -76,13 +82,16 @@ class Tail:
                     session=uid,
                 ) from None
             seq += 1
-            encode = canonical.canonical_plain if plain else canonical.canonical_json
-            record = Record.seal(encode(event), seq=seq, prev_hash=prev, fence=fence)
-            size += len(record.payload)
+            # the envelope's arguments are all made here (canonical bytes, a digest, a seq)
+            payload = canonical.envelope_unchecked(
+                plain_json(event) if plain else loose_json(event), prev, seq
+            )
+            size += len(payload)
             if size > max_bytes:
                 raise _too_large(uid, size, max_bytes)
-            records.append(record)
-            prev = record.content_hash
+            digest = sha256(payload).hexdigest()
+            records.append(Record(seq, prev, digest, fence, payload))
+            prev = digest
         return records
 
     def check_records(self, uid: str, records: Sequence[Record], *, max_bytes: int) -> None:
@@ -121,10 +130,10 @@ class Tail:
             self.max_fence = max(self.max_fence, record.fence)
         last = records[-1]
         self.last_seq, self.last_hash = last.seq, last.content_hash
-        result = CommitResult(records[0].seq, last.seq, last.content_hash, last.fence)
-        if commit_id is not None:
-            self.remember(commit_id, result)
-        return replace(result, records=tuple(records))
+        first = records[0].seq
+        if commit_id is not None:  # remembered without its records: a retry gets no copies
+            self.remember(commit_id, CommitResult(first, last.seq, last.content_hash, last.fence))
+        return CommitResult(first, last.seq, last.content_hash, last.fence, False, tuple(records))
 
     def remember(self, commit_id: str, result: CommitResult) -> None:
         self.commits[commit_id] = result

@@ -167,3 +167,70 @@ def test_sealed_without_successor(tmp_path: Path) -> None:
     assert (d / "0000000000000004.seg").exists()
     assert [f.seq for f in log.read()] == [1, 2, 3, 4, 5]
     log.close()
+
+
+def test_free_space_is_not_a_torn_tail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = _copy("free-space", tmp_path)
+    seg = d / sg.segment_name(1)
+    end = mk.free_commit_end()
+    assert seg.stat().st_size == 4096 and seg.read_bytes()[end:] == bytes(4096 - end)
+    before = _tree(d)
+    for writable in (False, True):
+        log, scan = _open(d, writable)
+        assert scan.recovery is None and not scan.torn_tail
+        assert log.position.offset == end and [f.seq for f in log.read()] == list(range(1, 7))
+        log.close()
+    assert _tree(d) == before  # free space is kept, not cut
+    # the writer produces these bytes, and appends over the free space without growing
+    monkeypatch.setattr(segmentlog, "_now_ms", lambda: mk.T_MS)
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    SegmentLog.create(fresh, session_id=SID)
+    log, _ = SegmentLog.open(fresh, session_id=SID, writable=True)
+    events = mk.chain(8)
+    for group in mk.FREE_GROUPS:
+        log.append_group(mk.group_frames(group, events), carry=dict)
+    assert (fresh / sg.segment_name(1)).read_bytes() == seg.read_bytes()
+    log.append_group(mk.group_frames([7, 8], events), carry=dict)
+    assert (fresh / sg.segment_name(1)).stat().st_size == 4096
+    log.close()
+
+
+def test_sealed_tail_followed_by_free_space(tmp_path: Path) -> None:
+    d = _copy("sealed-free-space", tmp_path)
+    seg = d / sg.segment_name(1)
+    seal_end = len(mk.build_log([[1, 2], [3]], 1 << 20, seal_last=True)[sg.segment_name(1)])
+    before = _tree(d)
+    log, scan = _open(d, writable=False)
+    assert scan.recovery is None and log.position.last_seq == 3
+    assert [f.seq for f in log.frames() if f.rtype == sg.RTYPE_SEAL] == [3]
+    log.close()
+    assert _tree(d) == before
+    log, scan = _open(d, writable=True)  # cuts the free space: a SEAL ends its segment
+    assert seg.stat().st_size == seal_end
+    events = mk.chain(5)
+    with mock.patch.object(segmentlog, "_now_ms", lambda: mk.T_MS):
+        log.append_group(mk.group_frames([4, 5], events), carry=dict)
+    assert [f.seq for f in log.read()] == [1, 2, 3, 4, 5]
+    log.close()
+    log, scan = _open(d, writable=False)
+    assert [f.seq for f in log.read()] == [1, 2, 3, 4, 5] and scan.recovery is None
+    assert [f.seq for f in log.frames() if f.rtype == sg.RTYPE_SEAL] == [3]
+    log.close()
+
+
+def test_torn_group_in_free_space_is_cut_alone(tmp_path: Path) -> None:
+    d = _copy("torn-in-free-space", tmp_path)
+    seg = d / sg.segment_name(1)
+    raw = seg.read_bytes()
+    end = mk.free_commit_end()
+    log, scan = _open(d, writable=False)
+    assert scan.torn_tail and scan.recovery is not None and not scan.recovery.cut
+    assert scan.recovery.truncated_bytes == 100 and log.position.offset == end
+    log.close()
+    log, scan = _open(d, writable=True)
+    r = scan.recovery
+    assert r is not None and r.cut and r.dropped_seqs == ()
+    assert Path(r.sidecar).read_bytes() == raw[end : end + 100]  # the torn bytes, no zeros
+    assert seg.stat().st_size == end and [f.seq for f in log.read()] == list(range(1, 7))
+    log.close()

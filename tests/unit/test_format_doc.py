@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentsessions.journal import segment as sg
-from agentsessions.journal import zstdcodec
+from agentsessions.journal import segmentlog, zstdcodec
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "FORMAT.md"
 TYPES = {"u8": "B", "u16": "H", "u32": "I", "u64": "Q", "i64": "q"}
@@ -93,7 +93,7 @@ def test_value_tables_match_constants(marker: str) -> None:
 
 def test_constants_table() -> None:
     for name, value in _table("values: constants"):
-        code = getattr(sg, name, getattr(zstdcodec, name, None))
+        code = getattr(sg, name, getattr(zstdcodec, name, getattr(segmentlog, name, None)))
         if isinstance(code, bytes):
             assert code == value.encode().decode("unicode_escape").encode("latin-1"), name
         else:

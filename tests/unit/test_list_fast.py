@@ -1,9 +1,10 @@
 """``FileStore.list`` rows equal ``get()``, and come from the TAIL hint only when it is provable.
 
-The light path reads session.json, the hint, one directory listing and a few stats; it is
-taken only when the hint names the tail, the tail is exactly as long as the hint says and
-was not modified after it (or, with no hint, the journal holds only a header). Every other
-state falls back to ``get()``, which opens the journal and validates the hint.
+The light path reads session.json, the hint, one directory listing, a few stats and 32
+bytes of the tail; it is taken only when the hint names the tail, the tail ends or holds
+free space (zeros) at the hint's offset and was not modified after it (or, with no hint,
+the journal holds only a header). Every other state falls back to ``get()``, which opens
+the journal and validates the hint.
 """
 
 from __future__ import annotations
@@ -83,6 +84,23 @@ def test_a_commit_after_the_hint_is_not_missed(store: FileStore) -> None:
         assert row.last_seq == 5
     finally:
         writer.close()
+
+
+def test_a_commit_into_free_space_is_seen_whatever_the_mtime(store: FileStore) -> None:
+    """A commit that overwrites free space changes no size, and a coarse clock may leave
+    the tail's mtime no newer than a stale hint's: the bytes at the hint's offset tell."""
+    uid = _new(store, 2)
+    sdir = store.session_dir(uid)
+    tail = max((sdir / "journal").glob("*.seg"))
+    size, old_hint = tail.stat().st_size, (sdir / "TAIL").read_bytes()
+    with store.writer(uid) as writer:
+        writer.append([_event(7)])
+    assert tail.stat().st_size == size  # the commit landed in free space
+    (sdir / "TAIL").write_bytes(old_hint)  # the hint from before that commit...
+    later = tail.stat().st_mtime_ns + 10**9
+    os.utime(sdir / "TAIL", ns=(later, later))  # ...not older than the tail
+    assert _trusted(store, sdir) is None
+    assert store.list("p").sessions[0].last_seq == 5
 
 
 def test_a_tail_touched_after_the_hint_falls_back(

@@ -91,7 +91,9 @@ def test_append_read_and_position(journal: Path) -> None:
     w = Writer(log)
     assert log.position == Position(1, 128, 0, "", -1)
     pos = w.group(3)
-    assert pos.last_seq == 3 and pos.offset == os.path.getsize(journal / sg.segment_name(1))
+    raw = (journal / sg.segment_name(1)).read_bytes()
+    assert pos.last_seq == 3 and len(raw) > pos.offset  # free space follows the commit
+    assert raw[pos.offset :] == bytes(len(raw) - pos.offset)
     assert pos.last_hash == hashlib.sha256(payload(3)).hexdigest()
     for _ in range(5):
         w.group(2)
@@ -291,7 +293,8 @@ def test_torn_tail_is_cut_to_a_sidecar_and_logged(journal: Path) -> None:
     log.close()
     seg = journal / sg.segment_name(1)
     torn = sg.encode_group([(sg.RTYPE_EVENT, 7, 1, payload(7)), (1, 8, 1, payload(8))], 7, 1 << 20)
-    with open(seg, "ab") as f:
+    with open(seg, "r+b") as f:  # where the writer writes: over the free space
+        f.seek(good.offset)
         f.write(torn[0][:-20])
     before = tree(journal)
     ro, scan = reopen(journal, writable=False)
@@ -424,6 +427,24 @@ def test_enospc_leaves_the_log_consistent_and_retry_works(journal: Path) -> None
     log.close()
     log, scan = reopen(journal)
     assert scan.recovery is None and seqs(scan.frames) == list(range(1, 7))
+    log.close()
+
+
+def test_a_full_disk_while_writing_free_space_still_commits_the_group(journal: Path) -> None:
+    fs = CrashFileSystem()
+    log = new_log(journal, fs=fs)
+    w = Writer(log)
+    fs.enospc_at_write = fs.writes + 2  # the group's write succeeds, its zeros do not
+    pos = w.group(3)
+    seg = journal / sg.segment_name(1)
+    assert os.path.getsize(seg) == pos.offset  # cut back to the group: no half free space
+    w.group(2)  # the next group tries the free space again
+    assert os.path.getsize(seg) > log.position.offset
+    assert seqs(log.read()) == w.acked == list(range(1, 6))
+    log.close()
+    fs.crash()  # everything acknowledged was synced
+    log, scan = reopen(journal)
+    assert scan.recovery is None and seqs(log.read()) == list(range(1, 6))
     log.close()
 
 

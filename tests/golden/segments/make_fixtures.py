@@ -23,6 +23,7 @@ T_MS = 1_700_000_000_000
 CHUNK = 512  # small chunks so the golden .seg.zst holds several
 MAX_BYTES = 1500  # segment_max_bytes of the multi-segment fixture
 OK_GROUPS = [[1, 2], [3], [4, 5, 6], [7], [8, 9], [10], [11, 12, 13], [14]]
+FREE_GROUPS = [[1, 2], [3], [4, 5, 6]]  # one segment with free space after its commits
 CASES = (
     "ok",
     "torn-header",
@@ -30,6 +31,9 @@ CASES = (
     "bad-crc-mid",
     "sealed-no-successor",
     "torn-group-intact-end",
+    "free-space",
+    "sealed-free-space",
+    "torn-in-free-space",
 )
 COMPRESSED = {"ok": ["0000000000000001.seg"]}
 
@@ -65,23 +69,44 @@ def carry_for(last_seq: int) -> dict[str, Any]:
     return {"commit_ids": [f"commit-{last_seq}"], "projection": {"last_seq": last_seq}}
 
 
-def build_log(groups: list[list[int]], max_bytes: int, *, seal_last: bool = False) -> dict:
+def free_space_after(end: int, size: int, max_bytes: int) -> int:
+    """Zero bytes the writer adds after a group ending at ``end`` in a file of ``size``
+    bytes (FORMAT.md section 8): none while a frame header still fits; else up to about
+    twice ``end`` (at most 256 KiB more, never past ``max_bytes``) in whole 4 KiB pages."""
+    if size - end >= sg.FRAME_HEADER_SIZE:
+        return 0
+    target = min(end + min(max(end, 4096), 256 << 10), max_bytes)
+    target -= target % 4096
+    return target - end if target - end >= sg.FRAME_HEADER_SIZE else 0
+
+
+def build_log(
+    groups: list[list[int]], max_bytes: int, *, seal_last: bool = False, free: bool = True
+) -> dict:
     """Segments for ``groups`` appended with ``segment_max_bytes = max_bytes``, following
-    the log's rotation rule exactly (so SegmentLog must produce the same bytes)."""
+    the log's rotation and free-space rules exactly (so SegmentLog must produce the same
+    bytes). ``free=False`` writes no free space, as writers before it did: those journals
+    stay valid, and the older fixtures keep their bytes to prove it."""
     events = chain(max(s for g in groups for s in g))
     files: dict[str, bytes] = {}
     first, no, prev, last = 1, 0, "", 0
     body = bytearray(sg.SegmentHeader(SID, first, no, T_MS, prev).encode())
+    end = len(body)  # the commit end; body[end:] is free space (zeros)
     for group in groups:
         buf, _, _, _ = sg.encode_group(group_frames(group, events), group[0], 1 << 20)
-        if last >= first and len(body) + len(buf) > max_bytes:
+        if last >= first and end + len(buf) > max_bytes:
+            del body[end:]  # a sealed segment ends exactly at its SEAL
             body += seal_frame(first, last, events[last][1], len(body))
             files[sg.segment_name(first)] = bytes(body)
             first, no, prev = last + 1, no + 1, events[last][1]
             body = bytearray(sg.SegmentHeader(SID, first, no, T_MS, prev).encode())
-        body += buf
+            end = len(body)
+        body[end : end + len(buf)] = buf
+        end += len(buf)
+        body += bytes(free_space_after(end, len(body), max_bytes) if free else 0)
         last = group[-1]
     if seal_last:
+        del body[end:]
         body += seal_frame(first, last, events[last][1], len(body))
     files[sg.segment_name(first)] = bytes(body)
     return files
@@ -105,7 +130,9 @@ def build(case: str) -> dict[str, bytes]:
     if case == "sealed-no-successor":
         return build_log([[1, 2], [3]], 1 << 20, seal_last=True)
     raw = build_log(
-        [[1, 2], [3], [4, 5]] if case == "torn-payload" else [[1], [2, 3], [4]], 1 << 20
+        [[1, 2], [3], [4, 5]] if case == "torn-payload" else [[1], [2, 3], [4]],
+        1 << 20,
+        free=False,
     )
     raw_b = bytearray(raw[name])
     offs = frame_offsets(bytes(raw_b))  # frames incl. COMMIT frames
@@ -117,11 +144,29 @@ def build(case: str) -> dict[str, bytes]:
         raw_b[offs[2] + 32 + 10] ^= 0x20  # seq 2's payload; the group of seq 4 follows
         return {name: bytes(raw_b)}
     if case == "torn-group-intact-end":
-        raw_b = bytearray(build_log([[1], [2, 3, 4]], 1 << 20)[name])
+        raw_b = bytearray(build_log([[1], [2, 3, 4]], 1 << 20, free=False)[name])
         offs = frame_offsets(bytes(raw_b))
         raw_b[offs[3] : offs[3] + 32] = bytes(32)  # header of seq 3; seq 4 (GROUP_END) intact
         return {name: bytes(raw_b)}
+    if case == "free-space":
+        return build_log(FREE_GROUPS, 1 << 20)
+    if case == "sealed-free-space":  # a crash lost the cut that precedes the SEAL
+        raw_b = bytearray(build_log([[1, 2], [3]], 1 << 20, seal_last=True)[name])
+        return {name: bytes(raw_b + bytes(4096 - len(raw_b)))}
+    if case == "torn-in-free-space":  # the first 100 bytes of group [7, 8] landed
+        raw_b = bytearray(build_log(FREE_GROUPS, 1 << 20)[name])
+        at = free_commit_end()
+        events = chain(8)
+        torn, _, _, _ = sg.encode_group(group_frames([7, 8], events), 7, 1 << 20)
+        raw_b[at : at + 100] = torn[:100]
+        return {name: bytes(raw_b)}
     raise KeyError(case)
+
+
+def free_commit_end() -> int:
+    """The commit end of the ``free-space`` fixture (where its free space begins)."""
+    raw = build_log(FREE_GROUPS, 1 << 30)[sg.segment_name(1)]
+    return len(raw.rstrip(b"\x00")) + (-len(raw.rstrip(b"\x00")) % sg.FRAME_ALIGN)
 
 
 def compress_segment(raw: bytes) -> bytes:
