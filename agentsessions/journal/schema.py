@@ -622,6 +622,15 @@ def validate_message(obj: Any, message: str = "Event", root: str = "event") -> N
         raise _error(root, bad) from None
 
 
+def plain_event(obj: Any) -> bool:
+    """True when ``obj`` is a valid, plain ``Event`` by the fast checker alone; False means
+    "not known" (invalid, not plain, or unusual): ask :func:`validate_event`. Never raises."""
+    try:
+        return not _FAST_EVENT(obj)
+    except Exception:
+        return False
+
+
 def validate_event(obj: Any) -> bool:
     """Raise FormatError unless ``obj`` is exactly canonical proto3-JSON of an ``Event``.
 

@@ -145,8 +145,10 @@ def scan_events(
     rules = st.rules
     if rules.sealed:
         return pos
+    # hot loop (one pass per record): payloads are memoryview slices, not copies
     unpack, crc32, sha256 = _HEAD.unpack_from, zlib.crc32, hashlib.sha256
-    nexts, pads, tail, keep = _EVENT_NEXT, _PADS, _TAIL, st.keep
+    nexts, pads, tail, keep, magic_ok = _EVENT_NEXT, _PADS, _TAIL, st.keep, sg.FRAME_MAGIC
+    startswith, endswith, mv = buf.startswith, buf.endswith, memoryview(buf)
     expected, prev, last = rules.expected, st.prev, -1
     group = _IN if rules.in_group else 0
     start_seq, limit = expected, end - sg.FRAME_HEADER_SIZE
@@ -156,18 +158,18 @@ def scan_events(
         stop = body + plen
         fend = stop + (-plen & 7)
         after = nexts.get(kind | group)
-        if after is None or magic != sg.FRAME_MAGIC or seq != expected or fend > end:
+        if after is None or magic != magic_ok or seq != expected or fend > end:
             break
-        payload = buf[body:stop]
-        if plen > max_record or crc32(payload, crc32(buf[pos + 4 : pos + 28])) != crc:
+        payload = mv[body:stop]
+        if plen > max_record or crc32(payload, crc32(mv[pos + 4 : pos + 28])) != crc:
             break
-        if not (buf.startswith(pads[fend - stop], stop) and payload.startswith(_PREFIX)):
+        if not (startswith(_PREFIX, body) and endswith(tail % (prev, seq), body, stop)):
             break
-        if not payload.endswith(tail % (prev, seq)):
+        if fend != stop and not startswith(pads[fend - stop], stop):
             break
         prev = sha256(payload).hexdigest().encode()
         if keep is not None:
-            keep.append(payload)
+            keep.append(bytes(payload))
         last, expected, group, pos = pos, seq + 1, after, fend
     if last >= 0:
         rules.expected, rules.in_group = expected, bool(group)

@@ -34,7 +34,8 @@ EXTRA = _load("extra_vectors.json")
 def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run each golden test with msgspec and again as the pure-Python build."""
     if request.param == "pure":
-        monkeypatch.setattr(canonical, "msgspec", None)
+        for name in ("msgspec", "_SORTED_ENCODER", "_DECODER"):
+            monkeypatch.setattr(canonical, name, None)
     return str(request.param)
 
 

@@ -128,16 +128,22 @@ def typed(v: Any) -> Any:
 @pytest.fixture
 def pure(monkeypatch: pytest.MonkeyPatch) -> None:
     """Run the test as the pure-Python zipapp would: msgspec not importable."""
-    monkeypatch.setattr(canonical, "msgspec", None)
+    for name in _ACCELERATORS:
+        monkeypatch.setattr(canonical, name, None)
+
+
+_ACCELERATORS = ("msgspec", "_SORTED_ENCODER", "_DECODER")
 
 
 def _pure_call(fn: Any, *args: Any) -> Any:
-    saved = canonical.msgspec
-    canonical.msgspec = None  # type: ignore[assignment]
+    saved = {name: getattr(canonical, name) for name in _ACCELERATORS}
+    for name in _ACCELERATORS:
+        setattr(canonical, name, None)
     try:
         return fn(*args)
     finally:
-        canonical.msgspec = saved
+        for name, value in saved.items():
+            setattr(canonical, name, value)
 
 
 def _outcome(fn: Any, *args: Any) -> Any:
