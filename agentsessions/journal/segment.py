@@ -232,15 +232,18 @@ _ZERO_PAD = bytes(FRAME_ALIGN)
 _FAST_FLAGS = FLAG_GROUP_START | FLAG_GROUP_END
 
 
-def check_frame(buf: memoryview, pos: int, base: int, max_record: int) -> FrameFields | str:
+def check_frame(
+    buf: memoryview, pos: int, base: int, max_record: int, crc: bool = True
+) -> FrameFields | str:
     """Parse the frame at ``buf[pos]`` (file offset ``base + pos``) or say why it is invalid.
 
     Checks structure only (magic, length, bounds, reserved bits, CRC, zero padding); the
-    returned end is a file offset.
+    returned end is a file offset. ``crc=False`` is for bytes of a compressed segment,
+    whose zstd content checksum stands in for the frame CRCs (FORMAT.md 7).
     """
     if len(buf) - pos < FRAME_HEADER_SIZE:
         return "short frame header"
-    magic, plen, seq, fence, rtype, flags, reserved, crc = FRAME_STRUCT.unpack_from(buf, pos)
+    magic, plen, seq, fence, rtype, flags, reserved, stored = FRAME_STRUCT.unpack_from(buf, pos)
     if magic != FRAME_MAGIC:
         return "bad frame magic"
     body = pos + FRAME_HEADER_SIZE
@@ -249,7 +252,7 @@ def check_frame(buf: memoryview, pos: int, base: int, max_record: int) -> FrameF
         return "payload too long"
     if end > len(buf):
         return "frame past end of file"
-    if zlib.crc32(buf[body : body + plen], zlib.crc32(buf[pos + 4 : pos + 28])) != crc:
+    if crc and zlib.crc32(buf[body : body + plen], zlib.crc32(buf[pos + 4 : pos + 28])) != stored:
         return "payload too long" if plen > max_record else "frame CRC mismatch"
     if plen > max_record:  # intact, just over this reader's limit: never a tear
         return f"payload of {plen} bytes is over max_record_bytes {max_record}"
@@ -498,27 +501,27 @@ def chunk_plan(
 ) -> tuple[bytes, list[tuple[int, int]]]:
     """The SEAL payload of sealed segment ``raw`` and its ``(seq, offset)`` chunk cuts.
 
-    A walk over frame headers only (the compressed copy is checked byte for byte against
-    ``raw`` before it replaces it); the first cut is ``(first_seq, 0)``, the others are group
-    starts at least ``target`` bytes apart. FormatError unless ``raw`` ends with a SEAL.
+    Every frame's structure and CRC is checked (the compressed copy then carries zstd
+    content checksums, which a batch verify relies on instead of the frame CRCs inside it;
+    FORMAT.md 7); the first cut is ``(first_seq, 0)``, the others are group starts at least
+    ``target`` bytes apart. FormatError unless ``raw`` is intact and ends with a SEAL.
     """
     first = decode_header(raw).first_seq
-    cuts, last_cut, pos, seal_at = [(first, 0)], 0, HEADER_SIZE, -1
-    while len(raw) - pos >= FRAME_HEADER_SIZE:
-        magic, plen, seq, _, rtype, flags, _, _ = FRAME_STRUCT.unpack_from(raw, pos)
-        if magic != FRAME_MAGIC:
+    cuts, last_cut, pos, last = [(first, 0)], 0, HEADER_SIZE, (0, 0, 0)
+    mv = memoryview(raw)
+    while pos < len(raw):
+        parsed = check_frame(mv, pos, 0, 1 << 62)
+        if isinstance(parsed, str):
             break
-        if rtype == RTYPE_SEAL:
-            seal_at = pos
-        elif flags & FLAG_GROUP_START and pos - last_cut >= target:
+        plen, seq, _, rtype, flags, end = parsed
+        if rtype != RTYPE_SEAL and flags & FLAG_GROUP_START and pos - last_cut >= target:
             cuts.append((seq, pos))
             last_cut = pos
-        pos += FRAME_HEADER_SIZE + plen + (-plen % FRAME_ALIGN)
-    parsed = check_frame(memoryview(raw), seal_at, 0, 1 << 62) if seal_at >= 0 else "no SEAL"
-    if pos != len(raw) or isinstance(parsed, str) or parsed[5] != len(raw):
+        last, pos = (pos, plen, rtype), end
+    if pos != len(raw) or last[2] != RTYPE_SEAL:
         raise FormatError(f"segment {segment:016x} is not a clean sealed segment")
-    body = seal_at + FRAME_HEADER_SIZE
-    return raw[body : body + parsed[0]], cuts
+    body = last[0] + FRAME_HEADER_SIZE
+    return raw[body : body + last[1]], cuts
 
 
 def encode_zst_meta(header_raw: bytes, seal_payload: bytes) -> bytes:
@@ -580,17 +583,17 @@ class FrameRules:
 
 def parse_frames(
     buf: bytes, base: int, segment: int, rules: FrameRules, index: SparseIndex | None,
-    max_record: int, skip_below: int = 0,
+    max_record: int, skip_below: int = 0, crc: bool = True,
 ) -> Generator[Frame, None, tuple[int, str]]:  # fmt: skip
     """Yield the valid frames of ``buf`` (file bytes from ``base``), checked strictly.
 
     Returns (bytes consumed, "" or why it stopped); a reason in :data:`INCOMPLETE` only
     means the buffer ended inside a frame. EVENT and COMMIT frames with a seq below
     ``skip_below`` are passed over by their headers (the rules still apply, no CRC check,
-    nothing yielded). Group starts are noted in ``index``.
+    nothing yielded). Group starts are noted in ``index``. ``crc``: as in :func:`check_frame`.
     """
     mv, p, n = memoryview(buf), 0, len(buf)
-    unpack, crc32 = FRAME_STRUCT.unpack_from, zlib.crc32
+    unpack, crc32, check_crc = FRAME_STRUCT.unpack_from, zlib.crc32, crc
     while p < n:
         if skip_below and n - p >= FRAME_HEADER_SIZE:
             magic, plen, seq, _, rtype, flags, _, _ = FRAME_STRUCT.unpack_from(mv, p)
@@ -606,7 +609,7 @@ def parse_frames(
         # Fast path for an intact EVENT frame in its place; anything else (or any doubt)
         # goes through check_frame and FrameRules, which also name what is wrong.
         if n - p >= FRAME_HEADER_SIZE:
-            magic, plen, seq, fence, rtype, flags, reserved, crc = unpack(mv, p)
+            magic, plen, seq, fence, rtype, flags, reserved, stored = unpack(mv, p)
             body = p + FRAME_HEADER_SIZE
             end = body + plen + (-plen % FRAME_ALIGN)
             if (
@@ -618,7 +621,10 @@ def parse_frames(
                 and not flags & ~_FAST_FLAGS
                 and plen <= max_record
                 and end <= n
-                and crc32(mv[body : body + plen], crc32(mv[p + 4 : p + 28])) == crc
+                and (
+                    not check_crc
+                    or crc32(mv[body : body + plen], crc32(mv[p + 4 : p + 28])) == stored
+                )
                 and mv[body + plen : end] == _ZERO_PAD[: end - body - plen]
             ):
                 rules.expected = seq + 1
@@ -630,7 +636,7 @@ def parse_frames(
                 )
                 p = end
                 continue
-        parsed = check_frame(mv, p, base, max_record)
+        parsed = check_frame(mv, p, base, max_record, check_crc)
         if isinstance(parsed, str):
             return p, parsed
         plen, seq, fence, rtype, flags, fend = parsed

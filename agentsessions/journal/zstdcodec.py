@@ -43,6 +43,7 @@ __all__ = [
     "decode_seekable_trailer",
     "decompress",
     "encode_seekable",
+    "one_checksummed_frame",
     "read_chunks",
     "read_seek_table",
     "skippable_frame",
@@ -112,6 +113,36 @@ def compress(data: bytes, level: int = 3) -> bytes:
         mod.CompressionParameter.checksum_flag: 1,
     }
     return bytes(mod.compress(data, options=params))
+
+
+_FRAME_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def one_checksummed_frame(data: bytes | memoryview) -> bool:
+    """True when ``data`` is exactly one zstd frame whose header sets the content checksum
+    flag: decoding it then verifies every restored byte against XXH64 (RFC 8878 3.1.1).
+
+    Walks the frame header and block headers only (a few per MiB); the decoder checks the
+    rest.
+    """
+    data = memoryview(data)
+    if len(data) < 6 or data[:4] != _FRAME_MAGIC:
+        return False
+    fhd = data[4]
+    fcs_flag, single, did_flag = fhd >> 6, (fhd >> 5) & 1, fhd & 3
+    if not fhd & 0x04 or fhd & 0x08:  # no checksum, or the reserved bit
+        return False
+    fcs_size = (1 if single else 0, 2, 4, 8)[fcs_flag]
+    pos = 5 + (0 if single else 1) + (0, 1, 2, 4)[did_flag] + fcs_size
+    while pos + 3 <= len(data):
+        head = int.from_bytes(data[pos : pos + 3], "little")
+        kind, size = (head >> 1) & 3, head >> 3
+        if kind == 3:
+            return False
+        pos += 3 + (1 if kind == 1 else size)
+        if head & 1:
+            return pos + 4 == len(data)
+    return False
 
 
 def decompress(data: bytes | memoryview, max_size: int) -> bytes:
@@ -338,13 +369,23 @@ MAX_CHUNK = 1 << 30
 """Largest raw chunk a seek table may claim (a hostile table cannot ask for more memory)."""
 
 
-def read_chunks(read_at: ReadAt, table: SeekTable, start: int = 0) -> Iterator[bytes]:
-    """Decompress chunks ``start..`` of a seekable file, each checked against its length."""
+def read_chunks(
+    read_at: ReadAt, table: SeekTable, start: int = 0, *, checksummed: bool = False
+) -> Iterator[bytes]:
+    """Decompress chunks ``start..`` of a seekable file, each checked against its length.
+
+    ``checksummed``: also require each chunk to be exactly one frame with a content
+    checksum (:func:`one_checksummed_frame`), so every byte returned was verified against
+    the XXH64 the compressor recorded (FormatError otherwise).
+    """
     for i in range(start, len(table.entries)):
         e, size = table.entries[i], table.raw_len(i)
         if size > MAX_CHUNK or e.comp_len > MAX_CHUNK:
             raise FormatError(f"chunk {i} claims {size} bytes, over the {MAX_CHUNK} limit")
-        raw = decompress(read_at(e.comp_len, e.comp_offset), size)
+        blob = read_at(e.comp_len, e.comp_offset)
+        if checksummed and not one_checksummed_frame(blob):
+            raise FormatError(f"chunk {i} is not one zstd frame with a content checksum")
+        raw = decompress(blob, size)
         if len(raw) != size:
             raise FormatError(f"chunk {i} decompresses to {len(raw)} bytes, expected {size}")
         yield raw

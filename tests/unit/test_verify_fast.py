@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from agentsessions.errors import JournalCorruptError
+from agentsessions.errors import FormatError, JournalCorruptError
 from agentsessions.journal import canonical, model, verify, zstdcodec
 from agentsessions.journal import segment as sg
 from agentsessions.journal.filestore import FileStore, StoreOptions
@@ -460,3 +460,54 @@ def test_forked_verify_inside_the_zipapp(tmp_path: Path) -> None:
     have_msgspec, forked, got = json.loads(out.stdout)
     assert (have_msgspec, forked) == (False, True)
     assert got == verdict(reference(sdir)) and not got["ok"]
+
+
+def _recompress(zst: Path, compress: Callable[[bytes], bytes]) -> None:
+    """Rewrite a .seg.zst with the same chunks, each compressed by ``compress``."""
+    raw = zstdcodec.decompress(zst.read_bytes(), 1 << 30)
+    seal, cuts = sg.chunk_plan(raw, sg.decode_header(raw).first_seq)
+    saved = zstdcodec.compress
+    zstdcodec.compress = lambda data, level=3: compress(data)  # type: ignore[assignment]
+    try:
+        zst.write_bytes(zstdcodec.encode_seekable(raw, cuts, sg.encode_zst_meta(raw, seal)))
+    finally:
+        zstdcodec.compress = saved  # type: ignore[assignment]
+
+
+def test_compressed_chunks_must_carry_a_content_checksum(tmp_path: Path) -> None:
+    """Readers trust a chunk's zstd checksum instead of its frame CRCs, so a chunk without
+    one is refused by every path (verify, fast and strict, and reading), naming the chunk."""
+    modules = [name for name in ("pyzstd", "backports.zstd") if _importable(name)]
+    if not modules or not zstdcodec.can_compress():
+        pytest.skip("no zstd module")
+    mod = __import__(modules[0], fromlist=["compress"])
+    sdir = build(tmp_path / "s")
+    zst = [p for p in segment_files(sdir) if p.name.endswith(".zst")][1]
+    _recompress(zst, lambda data: bytes(mod.compress(data)))  # the module's default: unchecked
+    report = assert_same(sdir, expect_ok=False)
+    assert report.kind == "corrupt" and "content checksum" in report.reason
+    store = FileStore(sdir.parent.parent)
+    with pytest.raises(JournalCorruptError, match="content checksum"):
+        list(store.read(sdir.name))
+    store.close()
+
+
+def test_a_frame_crc_mismatch_is_never_compressed(tmp_path: Path) -> None:
+    """The writer checks every frame CRC before it compresses a sealed segment, so the
+    zstd checksum can only vouch for frames that were intact."""
+    sdir = build(tmp_path / "s", compress=False)
+    seg = segment_files(sdir)[1]
+    off = frames_of(seg)[event_index(seg, 2)][0]
+    flip(seg, off + 16)  # the fence: only the frame CRC covers it
+    raw = seg.read_bytes()
+    with pytest.raises(FormatError, match="not a clean sealed segment"):
+        sg.chunk_plan(raw, sg.decode_header(raw).first_seq)
+    assert assert_same(sdir, expect_ok=False).kind == "corrupt"
+
+
+def _importable(name: str) -> bool:
+    try:
+        __import__(name)
+    except ImportError:
+        return False
+    return True

@@ -160,3 +160,33 @@ def test_hostile_chunk_sizes_are_refused(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(zstdcodec, "MAX_CHUNK", 1000)
     with pytest.raises(FormatError, match="limit"):
         list(zstdcodec.read_chunks(lambda n, o: blob[o : o + n], table))
+
+
+def test_one_checksummed_frame_is_recognised(backend: str) -> None:
+    """Readers of .seg.zst rely on this: exactly one frame, content checksum on."""
+    frame = zstdcodec.compress(DATA)
+    assert zstdcodec.one_checksummed_frame(frame)
+    assert zstdcodec.one_checksummed_frame(zstdcodec.compress(b""))
+    assert not zstdcodec.one_checksummed_frame(frame + zstdcodec.compress(b"x"))  # two frames
+    assert not zstdcodec.one_checksummed_frame(frame[:-1])  # truncated checksum
+    assert not zstdcodec.one_checksummed_frame(frame + b"\0")  # trailing bytes
+    assert not zstdcodec.one_checksummed_frame(zstdcodec.skippable_frame(b"meta", 0))
+    assert not zstdcodec.one_checksummed_frame(b"")
+    unchecked = bytearray(frame)
+    unchecked[4] &= ~0x04  # the same frame with its checksum flag cleared
+    assert not zstdcodec.one_checksummed_frame(bytes(unchecked))
+
+
+def test_frames_without_a_checksum_are_refused_by_checked_reads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    modules = [b for b in BACKENDS if b != "cli"]
+    if not modules:
+        pytest.skip("no zstd module")
+    mod = importlib.import_module(modules[0])
+    monkeypatch.setattr(zstdcodec, "compress", lambda data, level=3: bytes(mod.compress(data)))
+    blob = zstdcodec.encode_seekable(DATA, [(1, 0), (2, 40000)], b"")  # module default: no checksum
+    table = zstdcodec.read_seek_table(lambda n, o: blob[o : o + n], len(blob))
+    assert b"".join(zstdcodec.read_chunks(lambda n, o: blob[o : o + n], table)) == DATA
+    with pytest.raises(FormatError, match="content checksum"):
+        list(zstdcodec.read_chunks(lambda n, o: blob[o : o + n], table, checksummed=True))
