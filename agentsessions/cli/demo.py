@@ -104,13 +104,13 @@ class Narrator:
     def _print(self, line: Any) -> None:
         from rich.padding import Padding
 
-        from agentsessions.cli.render import stdout_console
+        from agentsessions.cli.render import emit, stdout_console
 
         if not self.quiet:
             console = stdout_console()
             console.print(line, soft_wrap=True)
             for renderable in self.pending:
-                console.print(Padding(renderable, (0, 0, 0, 2)))
+                emit(console, Padding(renderable, (0, 0, 0, 2)))
         self.pending.clear()
 
 

@@ -64,6 +64,17 @@ def stderr_console() -> Console:
     return Console(file=sys.stderr, highlight=False, soft_wrap=False, width=_width(sys.stderr))
 
 
+def emit(console: Console, renderable: Any) -> None:
+    """Print ``renderable``; to a pipe or a file, without the spaces rich pads each line of a
+    table with (a terminal gets it as is)."""
+    if console.is_terminal:
+        console.print(renderable)
+        return
+    with console.capture() as captured:
+        console.print(renderable)
+    console.file.write("\n".join(line.rstrip() for line in captured.get().split("\n")))
+
+
 def plain_table() -> Table:
     """A borderless table with a bold header and two spaces between columns."""
     from rich.table import Table
@@ -176,7 +187,7 @@ def print_page(page: Page, project: str) -> None:
     if not page.sessions:
         console.print(Text(f"no sessions in project {project!r}"))
     else:
-        console.print(sessions_table(page.sessions, console.width))
+        emit(console, sessions_table(page.sessions, console.width))
     if page.next_cursor:
         console.print(
             Text(f"next page: agentsessions list --project {project} --cursor {page.next_cursor}"),
@@ -394,7 +405,7 @@ def print_log(records: Iterable[Record]) -> int:
     table = log_table(counted())
     console = stdout_console()
     if shown:
-        console.print(table)
+        emit(console, table)
     else:
         console.print(Text("no records in that range"))
     return shown

@@ -116,6 +116,15 @@ def test_list_table_shows_sessions_and_the_next_cursor(cli: Cli) -> None:
     assert uids[0] in rest and "--cursor" not in rest
 
 
+def test_piped_tables_carry_no_trailing_spaces(cli: Cli) -> None:
+    """Output to a pipe or file is laid out wide, but no line ends in padding."""
+    cli.create("--name", "x")
+    uid = cli.import_fixture()
+    for args in (("list",), ("log", uid)):
+        out = cli.run(*args, env={"COLUMNS": ""}).ok().out
+        assert out.strip() and all(line == line.rstrip() for line in out.splitlines()), args
+
+
 def test_list_of_an_empty_project_says_so(cli: Cli) -> None:
     assert "no sessions" in cli.fast("list", "--project", "empty").ok().out
     assert cli.fast("list", "--project", "empty", "--json").ok().json() == {
