@@ -231,7 +231,7 @@ def session_details(info: SessionInfo) -> Table:
 
 def print_session(info: SessionInfo) -> None:
     """Print ``get``'s human view of one session."""
-    stdout_console().print(session_details(info))
+    emit(stdout_console(), session_details(info))
 
 
 # --- log -----------------------------------------------------------------------------------

@@ -75,6 +75,7 @@ class VerifyReport:
     expected_last_hash: str | None = None
     notes: list[str] = field(default_factory=list)
     kind: str = ""  # "chain", "corrupt" or "format" once failed
+    torn_detail: str = field(default="", repr=False)  # where and why the torn tail starts
 
     @property
     def exit_code(self) -> int:
@@ -342,6 +343,8 @@ def _session_items(
     if scan.torn_tail and not upto:
         report.torn_tail = True
         report.notes.append("torn tail after the last commit (not acknowledged; ignored)")
+        at, why = log.position, scan.recovery.reason if scan.recovery else ""
+        report.torn_detail = f"segment {at.segment:016x}, group at offset {at.offset}: {why}"
     yield from _log_items(log, checks, upto)
 
 
@@ -666,7 +669,16 @@ def verify_session(
     report = verify_dir(
         store.session_dir(uid), strict=strict, progress=progress, total=info.last_seq
     )
-    if report.ok and report.last_seq != info.last_seq:
+    if report.ok and report.torn_tail and report.last_seq < info.last_seq:
+        # what looked like a torn write holds records the store acknowledged: damage
+        report.torn_tail, report.notes = False, [n for n in report.notes if "torn" not in n]
+        report.fail(
+            report.last_seq + 1,
+            f"seqs {report.last_seq + 1}..{info.last_seq}, which the session acknowledged, "
+            f"are damaged ({report.torn_detail})",
+            "corrupt",
+        )
+    elif report.ok and report.last_seq != info.last_seq:
         report.fail(
             report.last_seq + 1,
             f"journal ends at seq {report.last_seq} but the session reports {info.last_seq}",

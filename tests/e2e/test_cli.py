@@ -120,7 +120,7 @@ def test_piped_tables_carry_no_trailing_spaces(cli: Cli) -> None:
     """Output to a pipe or file is laid out wide, but no line ends in padding."""
     cli.create("--name", "x")
     uid = cli.import_fixture()
-    for args in (("list",), ("log", uid)):
+    for args in (("list",), ("log", uid), ("get", uid)):
         out = cli.run(*args, env={"COLUMNS": ""}).ok().out
         assert out.strip() and all(line == line.rstrip() for line in out.splitlines()), args
 

@@ -170,6 +170,22 @@ def test_a_flipped_byte_in_an_acknowledged_frame_fails_verify_naming_the_seq(
     check()
 
 
+def test_damage_in_the_last_acknowledged_group_is_corruption_not_a_torn_tail(
+    cli: Cli, home: Path, unchanged: Unchanged
+) -> None:
+    """Damage in the last group looks like a torn write to the bytes alone; the session's
+    acknowledged head says otherwise, so verify names the damage (exit 8), as log does."""
+    uid = cli.import_fixture()  # one commit of four records: a single group
+    (segment,) = segments(home, uid)
+    flip_inside(segment, b"hello")
+    check = unchanged(home)
+    run = cli.run("verify", uid)
+    run.fails(EXIT_CORRUPT)
+    assert "acknowledged" in run.err and "frame CRC mismatch" in run.err, run.err
+    cli.run("log", uid).fails(EXIT_CORRUPT)
+    check()
+
+
 def test_a_truncated_sealed_segment_fails_verify(
     cli: Cli, home: Path, unchanged: Unchanged
 ) -> None:
