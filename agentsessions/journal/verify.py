@@ -419,20 +419,30 @@ class _Fast:
         jobs = [
             (no, f) for no, f in enumerate(firsts[:-1]) if not upto or firsts[no + 1] <= upto + 1
         ]
+        if firsts and not upto:  # the tail too, last: whoever is free takes it
+            jobs.append((len(firsts) - 1, firsts[-1]))
         pool = _Pool.start(files, jobs, self.check, self.workers) if firsts else None
+        # with upto, the tail is read strictly (it holds seq upto + 1): its check only makes
+        # the resume hint, so it skips the strict payload checks
+        check = self.check if not upto else None
         try:
-            # with upto, the tail is read strictly (it holds seq upto + 1): the check only
-            # makes the resume hint, so it skips the strict payload checks
-            check = self.check if not upto else None
-            tail = files.check_segment(firsts[-1], len(firsts) - 1, check) if firsts else None
-            log, scan = SegmentLog.open(
-                journal, session_id=sdir.name, writable=False, resume=_hint(tail)
-            )
-            try:
-                done = pool.results() if pool is not None else {}
-            except BaseException:
-                log.close()
-                raise
+            tail: SegmentCheck | None
+            if pool is not None and not upto:
+                done = pool.results()
+                tail = done[firsts[-1]]
+                log, scan = SegmentLog.open(
+                    journal, session_id=sdir.name, writable=False, resume=_hint(tail)
+                )
+            else:
+                tail = files.check_segment(firsts[-1], len(firsts) - 1, check) if firsts else None
+                log, scan = SegmentLog.open(
+                    journal, session_id=sdir.name, writable=False, resume=_hint(tail)
+                )
+                try:
+                    done = pool.results() if pool is not None else {}
+                except BaseException:
+                    log.close()
+                    raise
         finally:
             if pool is not None:
                 pool.stop()
