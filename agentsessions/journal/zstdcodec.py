@@ -162,6 +162,14 @@ def decompress(data: bytes | memoryview, max_size: int) -> bytes:
 
 
 def _decompress_module(mod: Any, data: bytes, max_size: int) -> bytes:
+    # one frame that fits (every seekable chunk): hand back the decoder's bytes, no copies
+    dec = mod.ZstdDecompressor()
+    try:
+        first = dec.decompress(data, max_length=max_size + 1)
+    except mod.ZstdError as exc:
+        raise FormatError(f"malformed zstd data: {exc}") from exc
+    if dec.eof and not dec.unused_data and len(first) <= max_size:
+        return bytes(first)
     out = bytearray()
     while data:
         dec = mod.ZstdDecompressor()
