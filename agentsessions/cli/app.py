@@ -548,6 +548,27 @@ def delete(ctx: typer.Context, session: SessionArg, as_json: JsonOpt = False) ->
         sys.stdout.write(f"deleted {uid}\n")
 
 
+@app.command(epilog="Example: agentsessions reindex")
+def reindex(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Rebuild the index that list reads, from the session directories.
+
+    list reads an index (catalog.sqlite3) so its first page stays fast over many sessions.
+    A crash between creating a session and indexing it leaves that session out of list
+    (get, log and verify still find it); reindex puts every session back and drops rows
+    whose directory is gone. Safe to run at any time, also while sessions are created.
+    """
+    state = _state(ctx, as_json)
+    with _open_store(state) as store:
+        count = store.reindex()
+        catalog = str(store.catalog.path)
+    if state.json:
+        from agentsessions.cli.render import write_json
+
+        write_json({"sessions": count, "catalog": catalog})
+    else:
+        sys.stdout.write(f"indexed {count} sessions in {catalog}\n")
+
+
 @app.command(epilog="Example: agentsessions demo   (or: agentsessions --home ./demo-home demo)")
 def demo(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Run the main job end to end, offline, and narrate each step.

@@ -76,20 +76,29 @@ class Catalog:
     def count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM sessions").fetchone()[0])
 
-    def rebuild(self, rows: Iterable[tuple[str, str, int, bool]]) -> int:
-        """Replace every row with ``(uid, project, created_ns, deleted)`` in one transaction."""
+    def rebuild(self, rows: Iterable[tuple[str, str, int, bool]], stale: Iterable[str] = ()) -> int:
+        """Upsert ``(uid, project, created_ns, deleted)`` rows and drop the ``stale`` uids, in
+        one transaction. Rows it is not told about stay: a session created meanwhile keeps
+        the row its creator adds."""
         items = [(u, p, n, int(d)) for u, p, n, d in rows]
         try:
             self._db.execute("BEGIN IMMEDIATE")
-            self._db.execute("DELETE FROM sessions")
+            self._db.executemany("DELETE FROM sessions WHERE uid=?", [(u,) for u in stale])
             self._db.executemany(
-                "INSERT INTO sessions(uid, project, created_ns, deleted) VALUES(?,?,?,?)", items
+                "INSERT INTO sessions(uid, project, created_ns, deleted) VALUES(?,?,?,?) "
+                "ON CONFLICT(uid) DO UPDATE SET project=excluded.project, "
+                "created_ns=excluded.created_ns, deleted=excluded.deleted",
+                items,
             )
             self._db.execute("COMMIT")
         except sqlite3.Error as exc:
             self._db.execute("ROLLBACK")
             raise StorageError(f"cannot rebuild the session catalog {self.path}: {exc}") from exc
         return len(items)
+
+    def uids(self) -> list[str]:
+        """Every uid with a row (live or deleted)."""
+        return [row[0] for row in self._db.execute("SELECT uid FROM sessions")]
 
     def close(self) -> None:
         self._db.close()

@@ -253,7 +253,12 @@ class FileStore:
         return tuple(sorted(found))
 
     def reindex(self) -> int:
-        """Rebuild the listing catalog from the session directories; returns the row count."""
+        """Rebuild the listing catalog from the session directories; returns the row count.
+
+        Every readable session directory gets its row back (a crash between creating a
+        session and indexing it leaves it out of ``list``); rows whose directory is gone
+        are dropped. Safe while other processes create sessions: no row they add is lost.
+        """
         rows = []
         for sdir in self._session_dirs():
             with contextlib.suppress(FormatError, OSError):
@@ -261,7 +266,13 @@ class FileStore:
                 rows.append(
                     (meta.uid, meta.project, meta.create_time_ns, (sdir / "DELETED").exists())
                 )
-        return self.catalog.rebuild(rows)
+        seen = {row[0] for row in rows}
+        stale = [
+            uid
+            for uid in self.catalog.uids()
+            if uid not in seen and not (self.sessions_dir / uid / "session.json").exists()
+        ]
+        return self.catalog.rebuild(rows, stale)
 
     def session_dir(self, uid: str) -> Path:
         """The directory that holds one session (for offline tools such as verify)."""

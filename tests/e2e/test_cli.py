@@ -1,10 +1,11 @@
-"""The CLI as a user drives it: create, list, get, log, verify, export, import, delete.
+"""The CLI as a user drives it: create, list, get, log, verify, export, import, delete, reindex.
 
 The demo has its own tests (test_demo.py), the controller's commands theirs (test_cli_turns.py).
 """
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,9 @@ from agentsessions.journal.filestore import FileStore
 if TYPE_CHECKING:
     from conftest import Cli
 
-COMMANDS = ["create", "list", "get", "log", "verify", "export", "import", "delete", "demo"]
+COMMANDS = [
+    "create", "list", "get", "log", "verify", "export", "import", "delete", "reindex", "demo",
+]  # fmt: skip
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
@@ -114,6 +117,21 @@ def test_list_table_shows_sessions_and_the_next_cursor(cli: Cli) -> None:
     assert f"--cursor {cursor}" in out
     rest = cli.run("list", "--page-size", "2", "--cursor", cursor).ok().out
     assert uids[0] in rest and "--cursor" not in rest
+
+
+def test_reindex_brings_back_a_session_a_crash_left_out_of_list(cli: Cli, home: Path) -> None:
+    """A crash between a session's directory and its index row hides it from list only."""
+    kept, lost = cli.create("--name", "kept"), cli.create("--name", "lost")
+    with sqlite3.connect(home / "catalog.sqlite3") as db:
+        db.execute("DELETE FROM sessions WHERE uid=?", (lost,))
+    listed = [s["uid"] for s in cli.fast("list", "--json").ok().json()["sessions"]]
+    assert listed == [kept]
+    cli.fast("get", lost).ok()  # still there, just not indexed
+    out = cli.run("reindex", "--json").ok().json()
+    assert out["sessions"] == 2 and out["catalog"].endswith("catalog.sqlite3")
+    listed = [s["uid"] for s in cli.fast("list", "--json").ok().json()["sessions"]]
+    assert listed == [lost, kept]
+    assert "indexed 2 sessions" in cli.run("reindex").ok().out
 
 
 def test_piped_tables_carry_no_trailing_spaces(cli: Cli) -> None:

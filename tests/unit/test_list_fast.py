@@ -10,6 +10,8 @@ the journal and validates the hint.
 from __future__ import annotations
 
 import os
+import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -150,3 +152,20 @@ def test_forked_children_list_as_get(store: FileStore) -> None:
         assert store._listed(child.uid) == store.get(child.uid)
     rows = {i.uid: i for i in store.list("p").sessions}
     assert all(rows[c.uid] == store.get(c.uid) for c in children)
+
+
+def test_reindex_restores_missing_rows_and_drops_only_rows_without_a_directory(
+    store: FileStore,
+) -> None:
+    live, gone, deleted = _new(store, 1), _new(store), _new(store)
+    store.delete(deleted)
+    store.catalog.rebuild([], stale=[live])  # as if a crash lost live's row
+    shutil.rmtree(store.session_dir(gone))  # a row whose directory is gone
+    racing = new_uid()  # a row a concurrent create added; its directory appears later
+    store.catalog.add(racing, "p", time.time_ns())
+    (store.sessions_dir / racing).mkdir()
+    (store.sessions_dir / racing / "session.json").write_text("{}")
+    assert store.reindex() == 2  # live and deleted are readable; racing's metadata is not
+    assert set(store.catalog.uids()) == {live, deleted, racing}
+    store.catalog.rebuild([], stale=[racing])
+    assert [i.uid for i in store.list("p").sessions] == [live]
