@@ -5,7 +5,7 @@ Layout under the store's home (``docs/FORMAT.md`` has the byte-level details)::
     catalog.sqlite3              listing index (rebuildable from the session directories)
     sessions/<uid>/session.json  immutable metadata, written before any event
     sessions/<uid>/LOCK          flock of the single writer, with the holder's identity
-    sessions/<uid>/FENCE         the current fence, minted (+1, fsync'd) by every writer open
+    sessions/<uid>/FENCE         the current fence, minted in place by every writer open
     sessions/<uid>/TAIL          hint: the tail position and state, so opens read only the tail
     sessions/<uid>/DELETED       marker of a soft delete; present = no more writes
     sessions/<uid>/journal/      segment files (see :mod:`agentsessions.journal.segmentlog`)
@@ -40,7 +40,7 @@ from agentsessions.errors import (
     SessionDeletedError,
     StorageError,
 )
-from agentsessions.journal import canonical, forking, segment
+from agentsessions.journal import canonical, fencefile, forking, segment
 from agentsessions.journal.catalog import Catalog
 from agentsessions.journal.durable import DEFAULT_FS, FileSystem
 from agentsessions.journal.lock import SessionLock
@@ -63,7 +63,6 @@ from agentsessions.journal.store import (
 from agentsessions.journal.tail import Tail
 
 HINT_EVERY_COMMITS = 64
-_FENCE_BYTES = 16
 
 
 @dataclass(frozen=True)
@@ -202,8 +201,7 @@ class FileStore:
                     session=uid,
                 )
             tail, _position, log = self._load_tail(sdir, meta, writable=True)
-            fence = max(_read_fence(sdir / "FENCE"), tail.max_fence) + 1
-            self.fs.write_file_atomic(sdir / "FENCE", _encode_fence(fence))
+            fence = fencefile.mint(self.fs, sdir / "FENCE", tail.max_fence)
             return FileWriter(self, sdir, meta, log, tail, fence, lock)
         except BaseException:
             lock.release()
@@ -410,7 +408,7 @@ class FileStore:
             compute_state=tail.projection.compute_state,
             exec_state=tail.projection.exec_state,
             update_time_ns=update_ns,
-            fence=max(_read_fence(sdir / "FENCE") if has("FENCE") else 0, tail.max_fence),
+            fence=max(fencefile.read(sdir / "FENCE") if has("FENCE") else 0, tail.max_fence),
             deleted=has("DELETED") and (sdir / "DELETED").exists(),
             exec_seq=tail.projection.exec_seq,
             exec_id=tail.projection.exec_id,
@@ -598,29 +596,6 @@ def _position_json(p: Position) -> dict[str, Any]:
         "last_hash": p.last_hash,
         "last_frame": p.last_frame,
     }
-
-
-def _encode_fence(fence: int) -> bytes:
-    body = fence.to_bytes(8, "little")
-    return b"AGSF" + body + hashlib.sha256(body).digest()[:4]
-
-
-def _read_fence(path: Path) -> int:
-    """The persisted fence; 0 when absent. A damaged file is refused, never guessed."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return 0
-    except OSError as exc:
-        raise StorageError(f"cannot read {path}: {exc.strerror}") from exc
-    body = raw[4:12]
-    if (
-        len(raw) != _FENCE_BYTES
-        or raw[:4] != b"AGSF"
-        or hashlib.sha256(body).digest()[:4] != raw[12:]
-    ):
-        raise FormatError(f"damaged fence file {path}", hint="agentsessions verify")
-    return int.from_bytes(body, "little")
 
 
 def _free_from(journal: Path, first: int, offset: int) -> bool:

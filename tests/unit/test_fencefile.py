@@ -1,0 +1,82 @@
+"""The FENCE file: minted in place, two slots, a torn mint never loses the previous fence."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentsessions.errors import FormatError
+from agentsessions.journal import fencefile
+from agentsessions.journal.durable import CrashFileSystem, FileSystem, SimulatedCrash
+
+
+def test_mints_increase_and_alternate_slots(tmp_path: Path) -> None:
+    path = tmp_path / "FENCE"
+    assert fencefile.read(path) == 0
+    fs = FileSystem()
+    assert [fencefile.mint(fs, path) for _ in range(4)] == [1, 2, 3, 4]
+    raw = path.read_bytes()
+    assert len(raw) == 2 * fencefile.SLOT_BYTES
+    assert {raw[:16], raw[16:]} == {fencefile.encode_slot(3), fencefile.encode_slot(4)}
+    assert fencefile.read(path) == 4
+    assert fencefile.mint(fs, path, floor=10) == 11  # above what the journal has seen too
+
+
+def test_a_one_slot_file_is_read_and_minted(tmp_path: Path) -> None:
+    """The layout before two slots: one slot, 16 bytes."""
+    path = tmp_path / "FENCE"
+    path.write_bytes(fencefile.encode_slot(7))
+    assert fencefile.read(path) == 7
+    assert fencefile.mint(FileSystem(), path) == 8
+    assert path.read_bytes()[:16] == fencefile.encode_slot(7)  # the old slot is kept
+    assert fencefile.read(path) == 8
+
+
+def test_a_torn_slot_leaves_the_previous_fence(tmp_path: Path) -> None:
+    path = tmp_path / "FENCE"
+    fs = FileSystem()
+    for _ in range(3):
+        fencefile.mint(fs, path)
+    raw = bytearray(path.read_bytes())
+    newest = 0 if raw[:16] == fencefile.encode_slot(3) else 16
+    raw[newest + 9] ^= 0xFF  # the slot of fence 3 torn
+    path.write_bytes(bytes(raw))
+    assert fencefile.read(path) == 2
+    assert fencefile.mint(fs, path) == 3  # rewrites the torn slot, keeps fence 2's
+    assert fencefile.read(path) == 3
+
+
+@pytest.mark.parametrize("raw", [b"", b"junk", bytes(16), bytes(32), b"x" * 48])
+def test_a_file_with_no_valid_slot_is_refused(tmp_path: Path, raw: bytes) -> None:
+    path = tmp_path / "FENCE"
+    path.write_bytes(raw)
+    with pytest.raises(FormatError, match="damaged fence file"):
+        fencefile.read(path)
+    with pytest.raises(FormatError):
+        fencefile.mint(FileSystem(), path)
+    assert path.read_bytes() == raw  # refused, not repaired by guessing
+
+
+@settings(max_examples=60, deadline=None)
+@given(mints=st.integers(1, 5), seed=st.integers(0, 2**32 - 1), at=st.integers(1, 4))
+def test_power_loss_during_a_mint_keeps_a_fence_at_least_the_last_acknowledged(
+    tmp_path_factory: pytest.TempPathFactory, mints: int, seed: int, at: int
+) -> None:
+    path = tmp_path_factory.mktemp("fence") / "FENCE"
+    fs = CrashFileSystem()
+    for _ in range(mints):
+        fencefile.mint(fs, path)
+    fs.crash_at_op = len(fs.ops) + at  # somewhere inside the next mint
+    try:
+        fencefile.mint(fs, path)
+        acknowledged = mints + 1
+    except SimulatedCrash:
+        acknowledged = mints
+    fs.crash(random.Random(seed))
+    assert fencefile.read(path) in (acknowledged, mints + 1)
+    assert fencefile.mint(FileSystem(), path) == fencefile.read(path)
+    assert fencefile.read(path) > acknowledged
