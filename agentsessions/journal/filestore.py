@@ -309,6 +309,7 @@ class FileStore:
             fs=self.fs,
             segment_max_bytes=self.options.segment_max_bytes,
             resume=position,
+            compress_in_background=writable,
         )
         if scan.resumed and hinted is not None:
             tail = hinted

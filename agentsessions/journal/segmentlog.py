@@ -20,7 +20,11 @@ Invariants:
   so that a commit's fdatasync overwrites allocated blocks instead of also committing a new
   file size (measured ~1.6x more syncs/s); zero bytes after the last commit are free, any
   other byte there is a torn tail; a segment is cut to its exact end before it is sealed;
-- not thread-safe: the owner serialises calls.
+- not thread-safe: the owner serialises calls. The one exception is its own compressor:
+  with ``compress_in_background``, a rotation hands the sealed segment to a thread (zstd
+  releases the GIL), so the append that rotates does not wait for it; that thread touches
+  only the sealed segment's files and entries, readers already handle a ``.seg`` turning
+  into a ``.seg.zst``, and :meth:`SegmentLog.close` waits for it.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from __future__ import annotations
 import bisect
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
@@ -156,6 +161,8 @@ class SegmentLog(SegmentFiles):
         self._indexes: dict[int, sg.SparseIndex] = {}
         self._base_hash: str | None = None
         self._broken: StorageError | None = None
+        self.compress_in_background = False
+        self._compressor: threading.Thread | None = None
 
     # -- creation and opening -------------------------------------------------------------
     @classmethod
@@ -183,11 +190,13 @@ class SegmentLog(SegmentFiles):
     def open(
         cls, journal_dir: Path, *, session_id: str, writable: bool, fs: FileSystem = DEFAULT_FS,
         segment_max_bytes: int = 16 << 20, max_record_bytes: int = sg.DEFAULT_MAX_RECORD_BYTES,
-        resume: Position | None = None,
+        resume: Position | None = None, compress_in_background: bool = False,
     ) -> tuple[SegmentLog, OpenScan]:  # fmt: skip
         """Open the log; a writable open recovers (see the module docstring and FORMAT.md).
 
         Costs O(bytes after a valid ``resume`` hint) plus O(1) per sealed segment.
+        ``compress_in_background``: a rotation compresses the sealed segment on a thread
+        instead of inside the append that rotates (the module docstring says how).
         """
         sg.session_bytes(session_id)
         journal_dir = Path(journal_dir)
@@ -197,6 +206,7 @@ class SegmentLog(SegmentFiles):
                 f"{journal_dir}: no segment files", path=str(journal_dir), hint=CORRUPT_HINT
             )
         log = cls(journal_dir, session_id, writable, fs, segment_max_bytes, max_record_bytes, segs)
+        log.compress_in_background = compress_in_background
         try:
             s, base_carry, resumed = log._load(resume)
             recovery = log._recover(s, tmps) if writable else log._report(s, (), ())
@@ -380,7 +390,9 @@ class SegmentLog(SegmentFiles):
         return self._tail
 
     def close(self) -> None:
-        """Release the tail segment's descriptor; the object is unusable afterwards."""
+        """Wait for a background compression, release the tail segment's descriptor; the
+        object is unusable afterwards."""
+        self._join_compressor()
         t, self._tail = self._tail, None
         if t is not None and t.fd is not None:
             self.fs.close(t.fd)
@@ -497,7 +509,20 @@ class SegmentLog(SegmentFiles):
         if t.fd is not None:
             self.fs.close(t.fd)
         if "seg" in self._segs[t.first] and zstdcodec.can_compress():
-            self._compress_quietly(t.first)
+            self._join_compressor()  # at most one at a time (rotations are far apart)
+            if self.compress_in_background:
+                self._compressor = threading.Thread(
+                    target=self._compress_quietly, args=(t.first,), daemon=True,
+                    name=f"compress-{t.first:016x}",
+                )  # fmt: skip
+                self._compressor.start()
+            else:
+                self._compress_quietly(t.first)
+
+    def _join_compressor(self) -> None:
+        thread, self._compressor = self._compressor, None
+        if thread is not None:
+            thread.join()
 
     def _compress_quietly(self, first: int) -> None:
         """Compress a sealed segment; on any failure leave it uncompressed (still valid)."""

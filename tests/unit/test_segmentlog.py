@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import random
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -187,6 +188,39 @@ def test_rotation_compresses_and_reads_every_seq(
     assert seqs(log.read()) == w.acked
     frames = list(log.frames())
     assert sum(f.rtype == sg.RTYPE_SEAL for f in frames) == len(zst)
+    log.close()
+
+
+def test_background_compression_keeps_the_rotating_append_short_and_reads_whole(
+    journal: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With compress_in_background, the append that rotates returns before the sealed
+    segment is compressed; reads meanwhile see every seq, and close waits for the thread."""
+    if not zstdcodec.can_compress():
+        pytest.skip("no zstd codec")
+    started, release = threading.Event(), threading.Event()
+    real = SegmentLog._compress
+
+    def slow(self: SegmentLog, first: int) -> None:
+        started.set()
+        release.wait(10)  # hold the compression until the test has read everything
+        real(self, first)
+
+    monkeypatch.setattr(SegmentLog, "_compress", slow)
+    w = fill(journal, groups=0, compress_in_background=True)
+    while not started.is_set():
+        w.group(1 + w.groups % 4)
+    assert [n for n in os.listdir(journal) if n.endswith(".zst")] == []  # still compressing
+    assert seqs(w.log.read()) == w.acked  # the append returned; everything reads
+    release.set()
+    for _ in range(30):
+        w.group(2)  # more rotations: each waits for the one before
+    assert seqs(w.log.read()) == w.acked
+    w.log.close()  # waits for the last compression
+    names = sorted(os.listdir(journal))
+    assert all(n.endswith(".seg.zst") for n in names[:-1]) and names[-1].endswith(".seg")
+    log, scan = reopen(journal)
+    assert scan.recovery is None and seqs(log.read()) == w.acked
     log.close()
 
 
