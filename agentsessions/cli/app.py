@@ -11,6 +11,7 @@ Invariants:
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import time
@@ -593,3 +594,15 @@ def main(argv: Sequence[str] | None = None) -> None:
 # The controller's commands (exec, replay, resume, suspend, fork) live in their own module and
 # register themselves on ``app`` when imported.
 from agentsessions.cli import turns as _turns  # noqa: E402, F401
+
+
+def _reflow(doc: str) -> str:
+    """A docstring with each paragraph on one line: rich keeps single line breaks, so help
+    text wrapped for the source file would break raggedly in an 80-column terminal."""
+    paragraphs = inspect.cleandoc(doc).split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+
+
+for _command in app.registered_commands:
+    if _command.help is None and _command.callback is not None and _command.callback.__doc__:
+        _command.help = _reflow(_command.callback.__doc__)

@@ -34,6 +34,21 @@ def wire_chain(cli: Cli, uid: str) -> list[tuple[str, str, str]]:
 # --- help ----------------------------------------------------------------------------------
 
 
+def test_help_paragraphs_fill_an_80_column_terminal() -> None:
+    """Help text wraps to the terminal, not to the line breaks of the source docstrings."""
+    from typer.testing import CliRunner
+
+    from agentsessions.cli.app import app
+
+    for command in [*COMMANDS, "exec", "replay", "resume", "suspend", "fork"]:
+        out = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "80"}).stdout
+        text = "\n".join(line.strip() for line in out.split("Usage:")[1].split("╭")[0].splitlines())
+        paragraphs = [p.splitlines() for p in text.strip().split("\n\n")[1:]]  # after usage
+        assert paragraphs, command
+        for lines in paragraphs:
+            assert all(len(line) > 55 for line in lines[:-1]), (command, lines)
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_explains_itself_and_takes_json(cli: Cli, command: str) -> None:
     out = cli.fast(command, "--help").ok().out
