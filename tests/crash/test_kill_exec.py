@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from agentsessions.cli.wiring import build_controller
 from agentsessions.journal.filestore import FileStore
 from agentsessions.journal.store import SessionMeta, new_uid
@@ -38,6 +40,7 @@ def _exec(home: Path, uid: str, text: str, kill_after: float) -> None:
     assert proc.returncode in (0, -signal.SIGKILL), err.decode()[-2000:]
 
 
+@pytest.mark.timeout(120 + 30 * KILLS)  # a torture run takes longer than the suite default
 def test_killed_turns_are_completed_once_by_resume(tmp_path: Path) -> None:
     home = tmp_path / "home"
     store = FileStore(home)

@@ -46,6 +46,7 @@ def _run_and_kill(
     return acks
 
 
+@pytest.mark.timeout(120 + 15 * KILLS)  # each kill re-reads and re-verifies the whole journal
 @pytest.mark.parametrize("seg_max", [16 << 20, 64 * 1024], ids=["one-segment", "rotating"])
 def test_acknowledged_commits_survive_sigkill(tmp_path: Path, seg_max: int) -> None:
     home = tmp_path / "home"
