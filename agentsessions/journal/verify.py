@@ -425,24 +425,23 @@ class _Fast:
         # with upto, the tail is read strictly (it holds seq upto + 1): its check only makes
         # the resume hint, so it skips the strict payload checks
         check = self.check if not upto else None
+        pooled_tail = pool is not None and not upto
         try:
-            tail: SegmentCheck | None
-            if pool is not None and not upto:
-                done = pool.results()
-                tail = done[firsts[-1]]
-                log, scan = SegmentLog.open(
-                    journal, session_id=sdir.name, writable=False, resume=_hint(tail)
-                )
-            else:
-                tail = files.check_segment(firsts[-1], len(firsts) - 1, check) if firsts else None
-                log, scan = SegmentLog.open(
-                    journal, session_id=sdir.name, writable=False, resume=_hint(tail)
-                )
-                try:
-                    done = pool.results() if pool is not None else {}
-                except BaseException:
-                    log.close()
-                    raise
+            done: dict[int, SegmentCheck] = (
+                pool.results() if pool is not None and pooled_tail else {}
+            )
+            tail = done.get(firsts[-1]) if pooled_tail else None
+            if not pooled_tail and firsts:
+                tail = files.check_segment(firsts[-1], len(firsts) - 1, check)
+            log, scan = SegmentLog.open(
+                journal, session_id=sdir.name, writable=False, resume=_hint(tail)
+            )
+            try:
+                if pool is not None and not pooled_tail:
+                    done = pool.results()
+            except BaseException:
+                log.close()
+                raise
         finally:
             if pool is not None:
                 pool.stop()
