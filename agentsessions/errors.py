@@ -15,6 +15,8 @@ Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_
     +-- SessionDeletedError                 writes to a deleted session are refused     (exit 11)
     +-- JournalError                        the stored bytes cannot be trusted
     |   +-- JournalCorruptError             damaged or truncated acknowledged data      (exit 8)
+    |   |   +-- AcknowledgedDataMissingError  the journal ends before (or differs at) a
+    |   |                                   seq that durable evidence says was acknowledged
     |   +-- ChainBrokenError                a hash link or content hash does not verify (exit 9)
     +-- FormatError                         input to import/verify is not a journal    (exit 10)
     +-- UnavailableError                    a needed capability is missing (zstd, disk) (exit 12)
@@ -141,6 +143,15 @@ class JournalCorruptError(JournalError):
     """Acknowledged data is damaged or missing; nothing was changed on disk."""
 
     kind = "corrupt"
+
+
+class AcknowledgedDataMissingError(JournalCorruptError):
+    """The journal ends before, or differs at, a seq that durable evidence (the TAIL hint, a
+    fork child's fork point) says was acknowledged; nothing was changed on disk.
+
+    ``last_seq`` is where the journal ends, ``acked_seq`` the acknowledged seq, ``evidence``
+    names the claim.
+    """
 
 
 class ChainBrokenError(JournalError):

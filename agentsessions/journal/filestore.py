@@ -40,7 +40,7 @@ from agentsessions.errors import (
     SessionDeletedError,
     StorageError,
 )
-from agentsessions.journal import canonical, fencefile, forking, segment
+from agentsessions.journal import canonical, evidence, fencefile, forking, segment
 from agentsessions.journal.catalog import Catalog
 from agentsessions.journal.durable import DEFAULT_FS, FileSystem
 from agentsessions.journal.lock import SessionLock
@@ -106,7 +106,7 @@ class FileStore:
         source = self.get(parent)
         forking.check_fork(parent, at_seq, source.last_seq, len(children))
         sdir = self._dir(parent)
-        head, _position, log = self._load_tail(sdir, source.meta)
+        head, _position, log = self._load_tail(sdir, source.meta, check_links=True)
         log.close()
         base = forking.base_tail(lambda a, b: self.read(parent, a, b), at_seq, head)
         made: list[SessionMeta] = []
@@ -210,9 +210,11 @@ class FileStore:
     def read(self, uid: str, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
         sdir = self._dir(uid)
         meta = _read_meta(sdir)
+        hint = _read_hint(sdir)[0]
         log, _scan = SegmentLog.open(
-            sdir / "journal", session_id=uid, writable=False, fs=self.fs, resume=_read_hint(sdir)[0]
-        )
+            sdir / "journal", session_id=uid, writable=False, fs=self.fs, resume=hint,
+            acked=_acked(hint),
+        )  # fmt: skip
         own = _records(log, log.read(from_seq, to_seq), close=True)
         if not meta.parent_uid or from_seq > meta.fork_seq:
             return own
@@ -226,7 +228,10 @@ class FileStore:
         self, uid: str, from_seq: int = 1, *, idle_timeout: float | None = None
     ) -> Iterator[Record]:
         sdir = self._dir(uid)
-        log, _scan = SegmentLog.open(sdir / "journal", session_id=uid, writable=False, fs=self.fs)
+        log, _scan = SegmentLog.open(
+            sdir / "journal", session_id=uid, writable=False, fs=self.fs,
+            acked=evidence.read_hint(sdir),
+        )  # fmt: skip
         try:
             next_seq = max(from_seq, 1)
             idle_since = time.monotonic()
@@ -298,9 +303,13 @@ class FileStore:
                 yield Path(entry.path)
 
     def _load_tail(
-        self, sdir: Path, meta: SessionMeta, *, writable: bool = False
+        self, sdir: Path, meta: SessionMeta, *, writable: bool = False, check_links: bool = False
     ) -> tuple[Tail, Position, SegmentLog]:
-        """Open the journal reading only its tail: the hint, then what was committed after it."""
+        """Open the journal reading only its tail: the hint, then what was committed after it.
+
+        The hint is also evidence of the acknowledged head: a journal that ends before it is
+        refused (AcknowledgedDataMissingError). A writable open, or ``check_links``, also
+        checks that the segments chain."""
         position, hinted = _read_hint(sdir)
         log, scan = SegmentLog.open(
             sdir / "journal",
@@ -310,6 +319,8 @@ class FileStore:
             segment_max_bytes=self.options.segment_max_bytes,
             resume=position,
             compress_in_background=writable,
+            acked=_acked(position),
+            check_links=writable or check_links,
         )
         if scan.resumed and hinted is not None:
             tail = hinted
@@ -589,6 +600,13 @@ def _read_hint(sdir: Path) -> tuple[Position | None, Tail | None]:
         return None, None
 
 
+def _acked(hint: Position | None) -> tuple[evidence.Acked, ...]:
+    """What a TAIL hint proves: its seq was acknowledged with its hash (a lower bound)."""
+    if hint is None:
+        return ()
+    return evidence.of_hint(hint.segment, hint.last_seq, hint.last_hash, hint.last_frame)
+
+
 def _position_json(p: Position) -> dict[str, Any]:
     return {
         "segment": p.segment,
@@ -617,7 +635,9 @@ def _free_from(journal: Path, first: int, offset: int) -> bool:
 
 
 def _newest_mtime_ns(journal: Path) -> int:
-    return max(e.stat().st_mtime_ns for e in os.scandir(journal) if e.name.endswith(".seg"))
+    # default: a journal whose tail is gone has only .seg.zst files (verify names the damage)
+    mtimes = (e.stat().st_mtime_ns for e in os.scandir(journal) if e.name.endswith(".seg"))
+    return max(mtimes, default=0)
 
 
 def _write_hint(fs: FileSystem, path: Path, data: bytes) -> None:

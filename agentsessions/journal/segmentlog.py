@@ -46,9 +46,10 @@ from agentsessions.errors import (
     StorageError,
     UnavailableError,
 )
+from agentsessions.journal import evidence, zstdcodec
 from agentsessions.journal import segment as sg
-from agentsessions.journal import zstdcodec
 from agentsessions.journal.durable import DEFAULT_FS, FileSystem, storage_error
+from agentsessions.journal.evidence import Acked
 from agentsessions.journal.segment import (
     RTYPE_COMMIT,
     RTYPE_EVENT,
@@ -191,12 +192,18 @@ class SegmentLog(SegmentFiles):
         cls, journal_dir: Path, *, session_id: str, writable: bool, fs: FileSystem = DEFAULT_FS,
         segment_max_bytes: int = 16 << 20, max_record_bytes: int = sg.DEFAULT_MAX_RECORD_BYTES,
         resume: Position | None = None, compress_in_background: bool = False,
+        acked: Sequence[Acked] = (), check_links: bool | None = None,
     ) -> tuple[SegmentLog, OpenScan]:  # fmt: skip
         """Open the log; a writable open recovers (see the module docstring and FORMAT.md).
 
         Costs O(bytes after a valid ``resume`` hint) plus O(1) per sealed segment.
         ``compress_in_background``: a rotation compresses the sealed segment on a thread
         instead of inside the append that rotates (the module docstring says how).
+        ``acked``: durable evidence of acknowledged seqs (:mod:`.evidence`); a journal that
+        ends before one, or holds another hash there, raises AcknowledgedDataMissingError
+        before recovery changes anything. ``check_links`` (default: when writable) checks
+        every SEAL against the next header, so no writer extends a journal whose segments
+        do not chain (two small reads per sealed segment).
         """
         sg.session_bytes(session_id)
         journal_dir = Path(journal_dir)
@@ -208,7 +215,10 @@ class SegmentLog(SegmentFiles):
         log = cls(journal_dir, session_id, writable, fs, segment_max_bytes, max_record_bytes, segs)
         log.compress_in_background = compress_in_background
         try:
+            if writable if check_links is None else check_links:
+                log.check_links()
             s, base_carry, resumed = log._load(resume)
+            log._check_acked(acked, s, resume if resumed else None)
             recovery = log._recover(s, tmps) if writable else log._report(s, (), ())
         except BaseException:
             log.close()
@@ -301,6 +311,71 @@ class SegmentLog(SegmentFiles):
         for seq, off in s.index:
             if off < s.commit_end:
                 t.index.note(seq, off)
+
+    # -- evidence of the acknowledged head ----------------------------------------------
+    def _check_acked(self, claims: Sequence[Acked], s: sg.Scan, resumed: Position | None) -> None:
+        """Refuse a journal that ends before, or differs at, an acknowledged seq."""
+        t = self._require_tail()
+        head, where = t.next_seq - 1, str(self.journal_dir)
+        for claim in claims:
+            if claim.seq > head:
+                raise evidence.missing(where, self.session_id, head, claim, self._damage(s))
+            if claim.seq < self.base_seq:
+                continue  # in a forked child's parent: the parent's open checks it
+            if resumed is not None and (resumed.last_seq, resumed.last_hash) == (
+                claim.seq, claim.hash,
+            ):  # fmt: skip
+                continue  # the resume hint's frame was just checked (CRC and hash)
+            found = self._hash_at(claim)
+            if found != claim.hash:
+                raise evidence.differs(where, self.session_id, claim, found)
+
+    def _damage(self, s: sg.Scan) -> str:
+        """What the tail holds after its last commit, for an error message ("" if nothing)."""
+        t = self._require_tail()
+        if s.end <= s.commit_end:
+            return ""
+        why = s.reason or "an incomplete group"
+        return (
+            f"segment {t.first:016x} holds {s.end - s.commit_end} bytes after its last commit "
+            f"at offset {s.commit_end} ({why}), which were acknowledged, not torn"
+        )
+
+    def _hash_at(self, claim: Acked) -> str:
+        """Content hash of the EVENT at ``claim.seq`` ("" if there is none): one small read at
+        the frame the claim names when it holds that seq, else a read through the index."""
+        if claim.seq == self.base_seq:
+            return self.base_hash
+        if claim.segment in self._segs and claim.frame >= sg.HEADER_SIZE:
+            found = self._hash_of_frame(claim.segment, claim.frame, claim.seq)
+            if found is not None:
+                return found
+        for frame in self.read(claim.seq, claim.seq):
+            return sg.content_hash(frame.payload)
+        return ""
+
+    def _hash_of_frame(self, first: int, offset: int, seq: int) -> str | None:
+        """Hash of the intact EVENT ``seq`` at ``offset`` of .seg ``first``; None otherwise."""
+        t = self._require_tail()
+        own = first == t.first and t.fd is not None
+        fd = t.fd if own else self._open_plain(first)
+        if fd is None:
+            return None
+        try:
+            head = self.fs.read_at(fd, sg.FRAME_HEADER_SIZE, offset)
+            if len(head) < sg.FRAME_HEADER_SIZE:
+                return None
+            plen = sg.FRAME_STRUCT.unpack_from(head, 0)[1]
+            if plen > self.max_record_bytes:
+                return None
+            raw = head + self.fs.read_at(fd, plen + (-plen % sg.FRAME_ALIGN), offset + len(head))
+        finally:
+            if not own:
+                os.close(fd)
+        parsed = sg.check_frame(memoryview(raw), 0, offset, self.max_record_bytes)
+        if isinstance(parsed, str) or parsed[1] != seq or parsed[3] != RTYPE_EVENT:
+            return None
+        return sg.content_hash(raw[sg.FRAME_HEADER_SIZE : sg.FRAME_HEADER_SIZE + parsed[0]])
 
     # -- recovery -------------------------------------------------------------------------
     def _report(

@@ -23,6 +23,7 @@ Invariants:
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import re
 import struct
@@ -330,6 +331,10 @@ class SegmentFiles:
         self._check_header(header, first, path)
         return header
 
+    def header_of(self, first: int) -> SegmentHeader:
+        """The checked header of segment ``first`` (one small read, or its seek table)."""
+        return self._header_of(first)[0]
+
     def _header_of(self, first: int) -> tuple[SegmentHeader, Path]:
         fd = self._open_plain(first)
         if fd is None:
@@ -362,6 +367,22 @@ class SegmentFiles:
             msg = f"SEAL (last_seq {info.last_seq}) does not link to the next segment"
             raise self._corrupt(path, 0, header.first_seq, msg)
         return info.carry
+
+    def check_links(self) -> None:
+        """Check that the sealed segments chain without reading their frames: the first is
+        segment_no 0, and each SEAL links to the next header with the next number.
+
+        Two small reads per sealed segment (its header and SEAL, or a compressed segment's
+        seek table); the link from the last sealed segment to the tail is opening's to check.
+        """
+        firsts = self.segments
+        if len(firsts) < 2:
+            return
+        header, path = self._header_of(firsts[0])
+        if header.segment_no != 0:
+            raise self._corrupt(path, 40, firsts[0], "the first segment's segment_no is not 0")
+        for prev, first in itertools.pairwise(firsts[:-1]):
+            self._check_link(prev, self._header_of(first)[0])
 
     def _seal_of(self, first: int) -> tuple[bytes, SegmentHeader, Path]:
         """SEAL payload and header of a sealed segment, from a few small reads at its end."""

@@ -43,8 +43,9 @@ from agentsessions.errors import (
     ChainBrokenError,
     FormatError,
     JournalCorruptError,
+    JournalError,
 )
-from agentsessions.journal import canonical, schema, segment
+from agentsessions.journal import canonical, evidence, schema, segment
 from agentsessions.journal.records import Record
 from agentsessions.journal.segmentlog import OpenScan, Position, SegmentFrames, SegmentLog
 from agentsessions.journal.segmentread import Link, PayloadCheck, SegmentCheck, SegmentFiles
@@ -326,9 +327,13 @@ class _MissingParent(Exception):
 
 
 def _session_items(
-    sdir: Path, upto: int, logs: list[SegmentLog], report: VerifyReport, fast: _Fast
-) -> Iterator[Item]:
-    """The chain of ``sdir`` through seq ``upto`` (0 = all): parent prefix, then its own."""
+    sdir: Path, upto: int, logs: list[SegmentLog], report: VerifyReport, fast: _Fast,
+    acked: tuple[evidence.Acked, ...] = (),
+) -> Iterator[Item]:  # fmt: skip
+    """The chain of ``sdir`` through seq ``upto`` (0 = all): parent prefix, then its own.
+
+    The journal is checked against the evidence of its acknowledged head in ``sdir`` (the
+    TAIL hint) and ``acked`` (a forked child's fork point, when ``sdir`` is its parent)."""
     parent_uid, fork_seq = _fork_point(sdir)
     if parent_uid:
         parent = sdir.parent / parent_uid
@@ -337,8 +342,9 @@ def _session_items(
                 f"the prefix of {sdir.name} (seq 1..{fork_seq}) lives in parent session "
                 f"{parent_uid}, which is not beside it; export the child to verify it alone"
             )
-        yield from _session_items(parent, fork_seq, logs, report, fast)
-    log, scan, checks = fast.open(sdir, upto)
+        base = _base_claim(sdir, fork_seq)
+        yield from _session_items(parent, fork_seq, logs, report, fast, base)
+    log, scan, checks = fast.open(sdir, upto, evidence.read_hint(sdir) + acked)
     logs.append(log)
     if scan.torn_tail and not upto:
         report.torn_tail = True
@@ -346,6 +352,18 @@ def _session_items(
         at, why = log.position, scan.recovery.reason if scan.recovery else ""
         report.torn_detail = f"segment {at.segment:016x}, group at offset {at.offset}: {why}"
     yield from _log_items(log, checks, upto)
+
+
+def _base_claim(sdir: Path, fork_seq: int) -> tuple[evidence.Acked, ...]:
+    """A forked child's claim on its parent: seq ``fork_seq`` has the hash its first
+    segment header names (none when that header cannot be read: the child's open says so)."""
+    journal = sdir / "journal"
+    try:
+        files = SegmentFiles.at(journal, session_id=sdir.name)
+        base_hash = files.header_of(files.segments[0]).prev_hash
+    except (AgentSessionsError, OSError, IndexError):
+        return ()
+    return (evidence.fork_point(sdir.name, fork_seq, base_hash),)
 
 
 def _fork_point(sdir: Path) -> tuple[str, int]:
@@ -409,10 +427,13 @@ class _Fast:
         self.check: PayloadCheck | None = _strict_ok if strict else None
         self.workers = workers
 
-    def open(self, sdir: Path, upto: int) -> tuple[SegmentLog, OpenScan, CheckOf]:
+    def open(
+        self, sdir: Path, upto: int, acked: Sequence[evidence.Acked] = ()
+    ) -> tuple[SegmentLog, OpenScan, CheckOf]:
         """Open ``sdir``'s journal read-only, from a resume hint at the end of its tail when
         the batch check found that tail clean; sealed segments are checked in parallel or on
-        demand (those through seq ``upto`` only, when given)."""
+        demand (those through seq ``upto`` only, when given). The open refuses a journal
+        that ends before, or differs at, a seq the ``acked`` evidence names."""
         journal = sdir / "journal"
         files = SegmentFiles.at(journal, session_id=sdir.name)
         firsts = files.segments
@@ -434,7 +455,7 @@ class _Fast:
             if not pooled_tail and firsts:
                 tail = files.check_segment(firsts[-1], len(firsts) - 1, check)
             log, scan = SegmentLog.open(
-                journal, session_id=sdir.name, writable=False, resume=_hint(tail)
+                journal, session_id=sdir.name, writable=False, resume=_hint(tail), acked=acked
             )
             try:
                 if pool is not None and not pooled_tail:
@@ -673,8 +694,18 @@ def verify_path(
 def verify_session(
     store: Any, uid: str, *, strict: bool = False, progress: Progress | None = None
 ) -> VerifyReport:
-    """Verify one session of a file store, also against the head its metadata reports."""
-    info = store.get(uid)
+    """Verify one session of a file store, also against the head its metadata reports.
+
+    A journal the store refuses to open (it ends before its acknowledged head, say) is
+    reported as a failed verify naming the damage, not raised, so ``--all`` goes on."""
+    try:
+        info = store.get(uid)
+    except JournalError as exc:
+        report = verify_dir(store.session_dir(uid), strict=strict, progress=progress)
+        if report.ok:  # the store saw what the offline walk did not: its verdict stands
+            seq = int(exc.fields.get("seq", report.last_seq + 1))
+            report.fail(seq, str(exc), "chain" if isinstance(exc, ChainBrokenError) else "corrupt")
+        return report
     report = verify_dir(
         store.session_dir(uid), strict=strict, progress=progress, total=info.last_seq
     )
