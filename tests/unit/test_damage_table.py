@@ -199,10 +199,14 @@ def delete_tail(keep_hint: bool) -> Damage:
 
 
 def stale_hint(store: FileStore, uid: str, sdir: Path) -> None:
-    """A power loss kept an older TAIL (it is written without fsync) and all the data."""
+    """A power loss kept an older TAIL (it is written without fsync) and all the data; the
+    commits since rotated, so the hint names a sealed, compressed segment."""
     old = (sdir / "TAIL").read_bytes()
+    tail = segments(sdir)[-1]
     with store.writer(uid) as writer:
-        writer.append([event(900)])
+        for i in range(12):
+            writer.append([event(900 + i)])
+    assert not tail.exists() and tail.with_name(tail.name + ".zst").exists()
     (sdir / "TAIL").write_bytes(old)
 
 
