@@ -141,6 +141,7 @@ def fresh_start(
 
 def _refuse_if_memory_exists(controller: Controller, uid: str, info: SessionInfo) -> None:
     """Memory still held (live, or a suspended snapshot that restores) is not discarded."""
+    restored = ""
     if info.compute_state == "COMPUTE_COLD":
         from .lifecycle import resume_compute
 
@@ -148,11 +149,12 @@ def _refuse_if_memory_exists(controller: Controller, uid: str, info: SessionInfo
         # exactly the case a fresh start is for.
         with contextlib.suppress(UnavailableError):
             resume_compute(controller, uid)
+            restored = ", just restored from its snapshot"
     compute = controller.runtime.find(uid)
     if compute is not None:
         raise InvalidArgumentError(
-            f"session {uid} still holds its harness memory (a live compute{_pid(compute)}); "
-            "--fresh-start would throw it away",
+            f"session {uid} still holds its harness memory (a live compute"
+            f"{_pid(compute)}{restored}); --fresh-start would throw it away",
             hint=f"leave out --fresh-start, or discard the memory first: "
             f"agentsessions compute stop {uid}",
         )
