@@ -313,17 +313,26 @@ def list_(
 
 @app.command(epilog="Example: agentsessions get sess-0123456789abcdef01234567")
 def get(ctx: typer.Context, session: SessionArg, as_json: JsonOpt = False) -> None:
-    """Show a session's metadata and its projections (last seq, compute and exec state)."""
+    """Show a session's metadata and its projections (last seq, compute and exec state).
+
+    Also where the harness's memory lives and until when (memory: a warm host and its idle
+    timeout, a frozen snapshot, none for a stateless harness, or gone).
+    """
+    from agentsessions.cli.home import resolve_home
+    from agentsessions.cli.wiring import HARNESSES
+    from agentsessions.runtimes.compute import session_memory
+
     state = _state(ctx, as_json)
     uid = _uid(session)
     with _open_store(state) as store:
         info = store.get(uid)
+    memory = session_memory(resolve_home(state.home), info, HARNESSES)
     from agentsessions.cli import render
 
     if state.json:
-        render.write_json(info.to_json())
+        render.write_json({**info.to_json(), "memory": memory.to_json()})
     else:
-        render.print_session(info)
+        render.print_session(info, memory.text)
 
 
 @app.command(epilog="Example: agentsessions log sess-0123456789abcdef01234567 --from 5 --json")
@@ -533,9 +542,9 @@ def import_(
 
 @app.command(epilog="Example: agentsessions delete sess-0123456789abcdef01234567")
 def delete(ctx: typer.Context, session: SessionArg, as_json: JsonOpt = False) -> None:
-    """Delete a session for good: hidden from list and never written again.
+    """Soft-delete a session: hidden from list and read-only (never written again).
 
-    get, log, verify and export still work on it.
+    Nothing is erased: get, log, verify and export still work on it.
     """
     state = _state(ctx, as_json)
     uid = _uid(session)
@@ -606,3 +615,6 @@ def _reflow(doc: str) -> str:
 for _command in app.registered_commands:
     if _command.help is None and _command.callback is not None and _command.callback.__doc__:
         _command.help = _reflow(_command.callback.__doc__)
+
+# The ``compute`` group (list and stop warm hosts) registers itself on ``app`` when imported.
+from agentsessions.cli import compute as _compute  # noqa: E402, F401

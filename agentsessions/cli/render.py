@@ -195,8 +195,9 @@ def print_page(page: Page, project: str) -> None:
         )
 
 
-def session_details(info: SessionInfo) -> Table:
-    """A session's metadata and projections as a two-column table."""
+def session_details(info: SessionInfo, memory: str = "") -> Table:
+    """A session's metadata and projections as a two-column table (``memory``: where the
+    harness's memory lives, from :func:`agentsessions.runtimes.compute.memory_status`)."""
     from rich.table import Table
     from rich.text import Text
 
@@ -213,6 +214,7 @@ def session_details(info: SessionInfo) -> Table:
         ("last_hash", info.last_hash or "-"),
         ("compute", short_state(info.compute_state, "COMPUTE_")),
         ("exec", short_state(info.exec_state, "EXEC_")),
+        *([("memory", memory)] if memory else []),
         ("fence", str(info.fence)),
         ("created", format_time_ns(meta.create_time_ns)),
         ("updated", format_time_ns(info.update_time_ns)),
@@ -229,9 +231,9 @@ def session_details(info: SessionInfo) -> Table:
     return grid
 
 
-def print_session(info: SessionInfo) -> None:
+def print_session(info: SessionInfo, memory: str = "") -> None:
     """Print ``get``'s human view of one session."""
-    emit(stdout_console(), session_details(info))
+    emit(stdout_console(), session_details(info, memory))
 
 
 # --- log -----------------------------------------------------------------------------------

@@ -247,6 +247,16 @@ def exec_(
     ] = "",
     runtime: RuntimeOpt = DEFAULT_RUNTIME,
     wait: WaitOpt = 0.0,
+    fresh_start: Annotated[
+        bool,
+        typer.Option(
+            "--fresh-start",
+            help="For a harness whose memory is its state (counter) whose memory is gone "
+            "(its warm host was stopped or idled out): start it again with empty memory. "
+            "The journal records the reset (a LIFECYCLE RESUME 'fresh start: ...'), and "
+            "replay restarts the harness empty there too.",
+        ),
+    ] = False,
     project: ProjectOpt = "default",
     name: Annotated[str, typer.Option(help="Name of a new session.")] = "",
     label: Annotated[
@@ -270,6 +280,11 @@ def exec_(
     printer = TurnPrinter(state.json)
     meta = new_meta(project, name, label or [], harness, model) if uid is None else None
     check_exec_flags(uid, texts, project != "default" or bool(name or label))
+    if fresh_start and uid is None:
+        raise InvalidArgumentError(
+            "--fresh-start applies to an existing session: a new one starts empty anyway",
+            hint=f"{PROG} exec SESSION --fresh-start --input TEXT",
+        )
     with _open_store(state) as store:
         recorded = ""
         if uid is not None:
@@ -282,10 +297,17 @@ def exec_(
             printer.note(f"session {uid}")
         else:
             assert uid is not None
-            wake(controller, uid, printer, wait)
+            if not fresh_start:  # a fresh start brings the compute back itself, empty
+                wake(controller, uid, printer, wait)
         messages = [dict(text_message("user", t)) for t in texts]
         result = controller.exec(
-            uid, messages, harness=harness, config=config_bytes, wait_seconds=wait, model=model
+            uid,
+            messages,
+            harness=harness,
+            config=config_bytes,
+            wait_seconds=wait,
+            model=model,
+            fresh_start=fresh_start,
         )
     result.created = session is None
     finish_turn(state, printer, result)

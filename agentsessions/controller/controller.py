@@ -159,6 +159,7 @@ class Controller:
         meta: SessionMeta | None = None,
         wait_seconds: float = 0.0,
         model: str = "",
+        fresh_start: bool = False,
     ) -> TurnResult:
         """Run one turn: EXECUTION_START (the CAS point) and INPUTs, the harness, END/ERROR.
 
@@ -166,12 +167,20 @@ class Controller:
         no harness or model runs. An inputless exec on a session with an interrupted turn
         continues that turn (as the reference's "inputless Exec means continue"). ``model``
         overrides the session's model for this turn (each MODEL_CALL records the one used).
+        ``fresh_start`` first records that a memory harness whose memory is gone restarts
+        empty (:func:`~agentsessions.controller.freshstart.fresh_start`).
         """
         created = uid is None
         if uid is None:
+            if fresh_start:
+                raise InvalidArgumentError("--fresh-start applies to an existing session")
             uid = self.store.create(meta or SessionMeta(uid=new_uid(), harness=harness)).uid
         info = self.store.get(uid)
         name = harness or info.meta.harness or DEFAULT_HARNESS
+        if fresh_start:
+            from .freshstart import fresh_start as start_fresh
+
+            info = start_fresh(self, uid, name, wait_seconds)
         instance, descriptor = self._instance(info, name)
         turn_model = model or info.meta.model or self.default_model
         with self._writer(uid, wait_seconds) as writer:
@@ -355,7 +364,8 @@ class Controller:
                     f"session {uid}: the memory of harness {name!r} is gone (its live compute "
                     f"ended and no snapshot holds it); a {REQUIRES_MEMORY_SNAPSHOT} harness "
                     "cannot be rebuilt from the journal",
-                    hint="fork it from an earlier snapshot, or start a new session",
+                    hint=fresh_start_hint(uid),
+                    session=uid,
                 )
             compute = self.runtime.create(uid, self.harnesses.factory(name))
         return compute.harness, descriptor
@@ -392,6 +402,14 @@ class Controller:
             yield writer
         finally:
             writer.close()
+
+
+def fresh_start_hint(uid: str) -> str:
+    """The way forward for a session whose harness memory is gone (exit 12)."""
+    return (
+        f"start the harness again with empty memory (recorded in the journal): "
+        f"agentsessions exec {uid} --fresh-start --input TEXT"
+    )
 
 
 def check_harness(run: executions.Execution, name: str, descriptor: HarnessDescriptor) -> None:

@@ -24,7 +24,7 @@ from agentsessions.errors import InvalidArgumentError, PlacementError, Unavailab
 from agentsessions.journal import model
 from agentsessions.journal.store import SessionInfo, SessionMeta, new_uid
 
-from .controller import DEFAULT_HARNESS, Controller
+from .controller import DEFAULT_HARNESS, Controller, fresh_start_hint
 from .spi import REQUIRES_MEMORY_SNAPSHOT, SnapshotRef
 
 MAX_FORK_CHILDREN = 128
@@ -71,7 +71,12 @@ def resume_compute(controller: Controller, uid: str) -> SessionInfo:
     if ref.memory:
         name = info.meta.harness or DEFAULT_HARNESS
         controller._place(controller.harnesses.create(name).describe())
-        controller.runtime.restore(uid, ref)
+        try:
+            controller.runtime.restore(uid, ref)
+        except UnavailableError as exc:  # the snapshot's memory is gone: name the way on
+            raise UnavailableError(
+                exc.message, hint=fresh_start_hint(uid), **{**exc.fields, "session": uid}
+            ) from None
     _append(controller, uid, model.lifecycle_event("LIFECYCLE_RESUME"))
     return controller.store.get(uid)
 

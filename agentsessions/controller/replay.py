@@ -5,8 +5,9 @@ Read-only. Every recorded effect is served from the journal by the same
 a replay that asks for anything unrecorded fails instead of calling a model (I1). Each
 model request must hash like the recorded one (I0) and each execution must consume its
 recorded effects exactly (I5). Harness name and version are checked for every execution
-before anything runs. The result names the first divergence instead of raising, so a
-user sees how far the replay got.
+before anything runs. A memory harness replays its executions in order on one instance,
+which starts over empty at each recorded fresh start (:mod:`.freshstart`). The result
+names the first divergence instead of raising, so a user sees how far the replay got.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from agentsessions.journal.store import Store
 
 from . import executions
 from .controller import check_harness
+from .freshstart import ReplayInstances
 from .history import ListHistory
 from .registry import Registry
 from .sinks import TurnSink
@@ -97,9 +99,11 @@ def replay(
     )
     calls_before = model_calls()
     ordered = [e for _, e in events]
+    instances = ReplayInstances(harnesses, name, descriptor, events)
     for run in runs:
         try:
-            result.outputs += _replay_one(harnesses.create(name), run, ordered)
+            instance = instances.for_run(run.first_seq, run.last_seq)
+            result.outputs += _replay_one(instance, run, ordered)
         except ReplayError as exc:
             result.divergence, result.diverged_execution = str(exc), run.id or "legacy"
             break

@@ -45,8 +45,10 @@ A snapshot is a process fork, so only the thread that serves the socket exists i
 copy: a harness that runs background threads must not rely on them across a snapshot, and
 file descriptors it holds are shared with the copy.
 
-Hygiene: hosts exit by themselves after the idle timeout; :func:`shutdown_all` ends every
-host of a home; every wait is bounded; nothing listens on the network.
+Hygiene: hosts exit by themselves after the idle timeout (counted from the last caller; a
+``ping`` does not count); :func:`shutdown_all` ends every host of a home and
+:mod:`agentsessions.runtimes.compute` lists and stops them per session; every wait is
+bounded; nothing listens on the network.
 """
 
 from __future__ import annotations
@@ -377,7 +379,10 @@ class WarmRuntime:
                 raise PlacementError(f"{snapshot.local!r} is not a warm snapshot of this runtime")
             return [SnapshotRef() for _ in sessions]  # cold: children are rebuilt by replay
         ids = [new_snapshot_id() for _ in sessions]
-        targets = [self._target(self.run_dir.snapshot(i)) for i in ids]
+        targets = [
+            {**self._target(self.run_dir.snapshot(i)), "session": child}
+            for i, child in zip(ids, sessions, strict=True)
+        ]
         source = self.run_dir.snapshot(snap)
         try:
             reply = self.control(source.socket, {"op": "clone", "targets": targets}, "")

@@ -18,7 +18,8 @@ A host has one of two roles:
 
 Invariants: one connection at a time, so a snapshot is always taken at a quiescent point
 (never mid-run); sockets are 0600; a host that sees no connection for its idle timeout
-exits and removes its socket and state file; a forked copy unwinds its parent's stack by
+exits and removes its socket and state file (a ``ping`` is not a caller: listing hosts never keeps
+one alive, so the ``idle_until`` a ping reports holds); a forked copy unwinds its parent's stack by
 exception (:class:`_Reincarnate`) so generations of suspend/resume never deepen the stack,
 and it never removes the files of the host it was forked from.
 """
@@ -66,6 +67,15 @@ class Host:
     harness: Harness
     listener: socket.socket | None = None
     inode: int = 0
+    session: str = ""  # the session whose memory this is (a clone's is its child session)
+    harness_id: str = ""  # the harness descriptor's id, for listings
+    started: float = 0.0  # wall-clock time this incarnation began listening
+    idle_from: float = 0.0  # monotonic time of the last caller (pings do not count)
+
+    def idle_until(self) -> float:
+        """The wall-clock time this host exits unless a caller comes first."""
+        left = self.idle - (time.monotonic() - self.idle_from) if self.idle_from else self.idle
+        return time.time() + max(0.0, left)
 
     def describe(self) -> dict[str, Any]:
         """The ``ping`` reply and the state file's content."""
@@ -77,6 +87,11 @@ class Host:
             "socket": self.address,
             "factory": self.factory,
             "origin": self.origin,
+            "session": self.session,
+            "harness": self.harness_id,
+            "started": self.started,
+            "idle_seconds": self.idle,
+            "idle_until": self.idle_until(),
         }
 
 
@@ -133,6 +148,7 @@ def _daemon(spec: dict[str, Any], ready_fd: int) -> int:
     signal.alarm(max(1, int(float(spec["start_seconds"]))))  # bounds a hanging factory
     try:
         harness = load_factory(spec["factory"])()
+        harness_id = _harness_id(harness)
     except PlacementError as exc:
         announce(ready_fd, {"ok": False, "kind": "factory", "error": str(exc)})
         return 1
@@ -152,8 +168,18 @@ def _daemon(spec: dict[str, Any], ready_fd: int) -> int:
         idle=float(spec["idle_seconds"]),
         io_seconds=float(spec["io_seconds"]),
         harness=harness,
+        session=spec["session"],
+        harness_id=harness_id,
     )
     return run(host, ready_fd)
+
+
+def _harness_id(harness: Harness) -> str:
+    """The descriptor's id, or "" if describing fails (the first ``describe`` op reports it)."""
+    try:
+        return str(harness.describe().id)
+    except Exception:
+        return ""
 
 
 def _redirect_stdio(log: str) -> None:
@@ -259,6 +285,7 @@ def run(host: Host, ready_fd: int | None) -> int:
 def _listen(host: Host) -> None:
     if host.listener is None:
         host.listener, host.inode = _bind(host.address)
+        host.started, host.idle_from = time.time(), time.monotonic()
         warm_dir.write_state(host.state, host.describe())
 
 
@@ -299,13 +326,17 @@ def _cleanup(host: Host) -> None:
 def _serve(host: Host) -> Host | None:
     """Accept connections one at a time; return the next incarnation, or None to exit."""
     assert host.listener is not None
-    host.listener.settimeout(host.idle)
+    host.idle_from = time.monotonic()
     while True:
+        left = host.idle - (time.monotonic() - host.idle_from)
+        if left <= 0:
+            _log(host, f"idle for {host.idle:g} s; exiting")
+            return None
+        host.listener.settimeout(left)
         try:
             conn, _ = host.listener.accept()
         except TimeoutError:
-            _log(host, f"idle for {host.idle:g} s; exiting")
-            return None
+            continue  # the loop's check decides: only a real caller resets the clock
         with conn:
             try:
                 outcome = _handle(host, conn)
@@ -320,6 +351,16 @@ def _serve(host: Host) -> Host | None:
 
 def _handle(host: Host, conn: socket.socket) -> str | Host:
     frame = wire.recv(conn, CONTROL_SECONDS)
+    if frame.get("op") != "ping":
+        host.idle_from = time.monotonic()
+    try:
+        return _dispatch(host, conn, frame)
+    finally:
+        if frame.get("op") != "ping":
+            host.idle_from = time.monotonic()  # the idle clock starts when the caller is done
+
+
+def _dispatch(host: Host, conn: socket.socket, frame: wire.Frame) -> str | Host:
     ops = _LIVE_OPS if host.role == "live" else _SNAPSHOT_OPS
     handler = ops.get(str(frame.get("op")))
     if handler is None:
@@ -382,6 +423,7 @@ def _thaw(host: Host, conn: socket.socket, frame: wire.Frame) -> str | Host:
         host,
         role="live",
         name=str(frame["session"]),
+        session=str(frame["session"]),
         address=str(target["socket"]),
         state=str(target["state"]),
         origin=host.name,
@@ -404,6 +446,7 @@ def _copy_of(host: Host, target: dict[str, Any], *, origin: str) -> Host:
         host,
         role="snapshot",
         name=str(target["id"]),
+        session=str(target.get("session") or host.session),
         address=str(target["socket"]),
         state=str(target["state"]),
         origin=origin,

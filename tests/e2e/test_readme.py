@@ -30,6 +30,7 @@ def test_tour_runs_as_written(tmp_path: Path) -> None:
     shutil.copy(ROOT / "agentsessions" / "data" / "go-v0.1.2-completed.json", fixture)
     env = {k: v for k, v in os.environ.items() if k != "AGENTSESSIONS_HOME"}
     env["TMPDIR"] = str(tmp_path)
+    env["PYTHONPATH"] = str(ROOT)  # the tour's `agentsessions` runs this checkout's code
     try:
         result = subprocess.run(
             ["bash", "-euo", "pipefail", "-c", tour],
@@ -45,5 +46,8 @@ def test_tour_runs_as_written(tmp_path: Path) -> None:
         for home in tmp_path.glob("tmp.*"):  # the tour's mktemp -d home: stop its warm hosts
             shutdown_all(home)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert (tmp_path / "session.agx").stat().st_size > 0
+    assert not (tmp_path / "session.agx").exists()  # the tour writes into its home, not here
+    exports = list(tmp_path.glob("tmp.*/session.agx"))
+    assert len(exports) == 1 and exports[0].stat().st_size > 0
+    assert "fresh start" in result.stdout + result.stderr  # the counter's way forward ran
     assert '"seq":"4"' in result.stdout  # the imported Go journal's four records, as LogRecord JSON
