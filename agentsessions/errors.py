@@ -15,6 +15,7 @@ Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_
     +-- SessionDeletedError                 writes to a deleted session are refused     (exit 11)
     +-- JournalError                        the stored bytes cannot be trusted
     |   +-- JournalCorruptError             damaged or truncated acknowledged data      (exit 8)
+    |   |   +-- MetadataCorruptError        a session's session.json (or BASE) is damaged
     |   +-- ChainBrokenError                a hash link or content hash does not verify (exit 9)
     +-- FormatError                         input to import/verify is not a journal    (exit 10)
     +-- UnavailableError                    a needed capability is missing (zstd, disk) (exit 12)
@@ -141,6 +142,17 @@ class JournalCorruptError(JournalError):
     """Acknowledged data is damaged or missing; nothing was changed on disk."""
 
     kind = "corrupt"
+
+
+class MetadataCorruptError(JournalCorruptError):
+    """A session's stored metadata file (``session.json``, a fork's ``BASE``) is damaged.
+
+    Exit 8 like other damaged store data, not 10: exit 10 means "the file you gave me is not
+    a journal" (import/verify input); this is the store's own data. ``session`` and ``path``
+    name the session and the file.
+    """
+
+    kind = "corrupt_metadata"
 
 
 class ChainBrokenError(JournalError):

@@ -159,7 +159,7 @@ def _version(value: bool) -> None:
 def root(
     ctx: typer.Context,
     home: Annotated[
-        Path | None,
+        str | None,  # a str, not a Path: Path("") is "." and would hide an empty --home
         typer.Option(
             "--home",
             envvar="AGENTSESSIONS_HOME",
@@ -176,8 +176,10 @@ def root(
     ] = False,
 ) -> None:
     """Durable AI-agent sessions kept as append-only, hash-chained event journals."""
+    from agentsessions.cli.home import check_home
+
     state = ctx.ensure_object(CliState)
-    state.home = home
+    state.home = None if home is None else check_home(home, "--home")
     state.json = state.json or as_json
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help(), nl=False)
@@ -361,13 +363,21 @@ def looks_like_path(target: str) -> bool:
 
 
 def _verify_all(store: FileStore, strict: bool, progress: Any) -> list[tuple[str, VerifyReport]]:
-    """Verify every session in the store, deleted ones included (they must still verify)."""
-    from agentsessions.journal.verify import verify_session
+    """Verify every session in the store, deleted ones included (they must still verify).
+
+    One report per session, whatever fails: damaged data is a failed report, and so is a
+    session the OS refuses to read (exit 13), so one bad session never hides the others.
+    """
+    from agentsessions.journal.verify import VerifyReport, failed_by, verify_session
 
     reports: list[tuple[str, VerifyReport]] = []
     for uid in store.uids():
         progress.relabel(f"verifying {uid}")
-        reports.append((uid, verify_session(store, uid, strict=strict, progress=progress)))
+        try:
+            report = verify_session(store, uid, strict=strict, progress=progress)
+        except StorageError as exc:
+            report = failed_by(VerifyReport(source=str(store.sessions_dir / uid), uid=uid), exc)
+        reports.append((uid, report))
     return reports
 
 
@@ -562,12 +572,15 @@ def reindex(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     with _open_store(state) as store:
         count = store.reindex()
         catalog = str(store.catalog.path)
-    if state.json:
-        from agentsessions.cli.render import write_json
+        damaged = [{"uid": e.fields["session"], "reason": e.message} for e in store.unindexed]
+    from agentsessions.cli.render import one_line, write_json
 
-        write_json({"sessions": count, "catalog": catalog})
+    if state.json:
+        write_json({"sessions": count, "catalog": catalog, "damaged": damaged})
     else:
         sys.stdout.write(f"indexed {count} sessions in {catalog}\n")
+    for item in damaged:  # reported, not hidden; the rebuild itself succeeded (exit 0)
+        sys.stderr.write(f"{PROG}: warning: not indexed: {one_line(item['reason'])}\n")
 
 
 @app.command(epilog="Example: agentsessions demo   (or: agentsessions --home ./demo-home demo)")

@@ -43,8 +43,11 @@ from agentsessions.errors import (
     ChainBrokenError,
     FormatError,
     JournalCorruptError,
+    JournalError,
+    MetadataCorruptError,
+    StorageError,
 )
-from agentsessions.journal import canonical, schema, segment
+from agentsessions.journal import canonical, metafile, schema, segment
 from agentsessions.journal.records import Record
 from agentsessions.journal.segmentlog import OpenScan, Position, SegmentFrames, SegmentLog
 from agentsessions.journal.segmentread import Link, PayloadCheck, SegmentCheck, SegmentFiles
@@ -55,6 +58,7 @@ _EXIT_BY_KIND = {
     "chain": ChainBrokenError.exit_code,
     "corrupt": JournalCorruptError.exit_code,
     "format": FormatError.exit_code,
+    "storage": StorageError.exit_code,
 }
 
 
@@ -311,6 +315,8 @@ def verify_dir(
         fast = _Fast(strict, workers)
         items = _session_items(sdir, 0, logs, report, fast)
         return walk(items, report, strict=strict, progress=progress, total=total)
+    except MetadataCorruptError as exc:
+        return failed_by(report, exc)
     except JournalCorruptError as exc:
         seq = int(exc.fields.get("seq", report.last_seq + 1))
         return report.fail(seq, str(exc), "corrupt")
@@ -349,11 +355,25 @@ def _session_items(
 
 
 def _fork_point(sdir: Path) -> tuple[str, int]:
-    try:
-        meta = canonical.loads((sdir / "session.json").read_bytes())
-        return str(meta.get("parent_uid") or ""), int(meta.get("fork_seq") or 0)
-    except (OSError, FormatError, AttributeError, ValueError):
-        return "", 0
+    """Where ``sdir``'s prefix lives, from its checked ``session.json`` (damaged metadata
+    raises MetadataCorruptError: without it the chain's start is unknown)."""
+    meta = metafile.read_meta(sdir)
+    return meta.parent_uid, meta.fork_seq
+
+
+def failed_by(report: VerifyReport, exc: AgentSessionsError) -> VerifyReport:
+    """``report`` failed by an error that names no record (damaged metadata, an unreadable
+    file): its message is the reason, and the error's class decides the exit code."""
+    report.first_bad_seq, report.reason = None, str(exc)
+    if isinstance(exc, ChainBrokenError):
+        report.kind = "chain"
+    elif isinstance(exc, JournalError):
+        report.kind = "corrupt"
+    elif isinstance(exc, StorageError):
+        report.kind = "storage"
+    else:
+        report.kind = "format"
+    return report
 
 
 def _log_items(log: SegmentLog, check_of: CheckOf, upto: int) -> Iterator[Item]:
@@ -673,8 +693,16 @@ def verify_path(
 def verify_session(
     store: Any, uid: str, *, strict: bool = False, progress: Progress | None = None
 ) -> VerifyReport:
-    """Verify one session of a file store, also against the head its metadata reports."""
-    info = store.get(uid)
+    """Verify one session of a file store, also against the head its metadata reports.
+
+    Damaged data (metadata, tail) is a failed report, not an exception, so that ``verify
+    --all`` goes on to the next session; an unknown uid still raises NotFoundError.
+    """
+    try:
+        info = store.get(uid)
+    except JournalError as exc:
+        report = verify_dir(store.session_dir(uid), strict=strict, progress=progress)
+        return report if not report.ok else failed_by(report, exc)
     report = verify_dir(
         store.session_dir(uid), strict=strict, progress=progress, total=info.last_seq
     )
