@@ -294,8 +294,9 @@ def list_(
 ) -> None:
     """List one page of a project's sessions, newest first.
 
-    Deleted sessions are hidden. When more sessions follow, the output ends with the cursor
-    of the next page.
+    Deleted sessions are hidden. A session whose metadata cannot be read is listed as
+    damaged (a "damaged" field with --json). When more sessions follow, the output ends with
+    the cursor of the next page.
     """
     from agentsessions.journal.store import check_project
 
@@ -433,8 +434,10 @@ def verify(
 ) -> None:
     """Walk hash chains from prev_hash "" and check seqs, links and content hashes.
 
-    Exits 0 only if every chain verifies; otherwise reports the first bad seq and why. A long
-    journal shows a progress bar on stderr.
+    Exits 0 only if every chain verifies; otherwise reports the first bad seq and why. Each
+    session's session.json is checked too. --all prints one line per session and exits with
+    the code of the first failing one (in uid order). A long journal shows a progress bar on
+    stderr.
     """
     state = _state(ctx, as_json)
     chosen = sum([target is not None, path is not None, all_])

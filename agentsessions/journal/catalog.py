@@ -48,17 +48,17 @@ class Catalog:
         """The catalog at ``path`` opened without writing anything beside it, or None when
         that cannot be done faithfully (no file; a write-ahead log we cannot read).
 
-        For a home on a read-only file system. ``mode=ro`` reads a WAL database only where
-        SQLite may create its ``-shm`` file; failing that, ``immutable=1`` reads the main file
-        alone, which is exact only when there is no ``-wal`` file (SQLite removes it when the
-        last writer closes), so with one present the caller rebuilds the rows from the
-        session directories instead.
+        For a home that cannot be written (a read-only mount). With no ``-wal`` file (SQLite
+        removes it when the last writer closes) the main file holds every row and
+        ``immutable=1`` reads it alone, taking no locks and creating no ``-shm``. With one,
+        ``mode=ro`` reads through it (SQLite needs the ``-shm`` its writer keeps); if that
+        fails too the caller rebuilds the rows from the session directories instead.
         """
         if not path.is_file():
             return None
         uri = path.absolute().as_uri()
         wal = path.with_name(path.name + "-wal")
-        modes = ["mode=ro"] + ([] if wal.exists() else ["mode=ro&immutable=1"])
+        modes = ["mode=ro"] if wal.exists() else ["mode=ro&immutable=1"]
         for mode in modes:
             try:
                 db = sqlite3.connect(f"{uri}?{mode}", uri=True, isolation_level=None)
@@ -158,4 +158,3 @@ class Catalog:
             self._db.execute(sql, args)
         except sqlite3.Error as exc:
             raise StorageError(f"cannot write the session catalog {self.path}: {exc}") from exc
-
