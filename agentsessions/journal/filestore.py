@@ -419,6 +419,9 @@ class FileStore:
         knows (project, creation time: the cursor needs it) and why, instead of no row."""
         project, created_ns = self.catalog.entry(uid) or ("", 0)
         meta = SessionMeta(uid=uid, project=project, create_time_ns=created_ns)
+        if not isinstance(exc, MetadataCorruptError):  # the journal is damaged, not this
+            with contextlib.suppress(MetadataCorruptError):
+                meta = _read_meta(self.sessions_dir / uid)
         deleted = (self.sessions_dir / uid / "DELETED").exists()
         why = str(exc.fields.get("problem") or exc)  # "session.json is not valid JSON (...)"
         return SessionInfo(meta=meta, update_time_ns=created_ns, deleted=deleted, damaged=why)

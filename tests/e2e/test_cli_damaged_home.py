@@ -172,3 +172,13 @@ def test_a_read_only_home_reads_and_refuses_writes(
         assert "is read-only" in run.err and str(tmp_path / "ro") in run.err
     check()
     assert sorted(p.name for p in cli.home.rglob("*")) == names  # not even a -shm file
+
+
+def test_resolve_home_refuses_empty_values() -> None:
+    from agentsessions.cli.home import resolve_home
+    from agentsessions.errors import InvalidArgumentError
+
+    for explicit, env in (("", {}), (None, {"AGENTSESSIONS_HOME": ""})):
+        with pytest.raises(InvalidArgumentError):
+            resolve_home(explicit, env)
+    assert str(resolve_home(None, {"AGENTSESSIONS_HOME": "/x"})) == "/x"
