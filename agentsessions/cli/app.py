@@ -304,7 +304,11 @@ def list_(
     check_project(project)
     with _open_store(state) as store:
         page = store.list(project, page_size=page_size, cursor=cursor)
+        unindexed = list(store.unindexed)  # a missing catalog was rebuilt on open
     from agentsessions.cli import render
+
+    for exc in unindexed:  # no row can carry them (their project is unknown): say so
+        sys.stderr.write(f"{PROG}: warning: not listed: {render.one_line(exc.message)}\n")
 
     if state.json:
         render.write_json(

@@ -358,9 +358,10 @@ class FileStore:
     def _session_dirs(self) -> Iterator[Path]:
         if self.read_only and not self.sessions_dir.is_dir():
             return  # a read-only home that never held a session
-        for entry in os.scandir(self.sessions_dir):
-            if entry.is_dir() and not entry.name.startswith("."):
-                yield Path(entry.path)
+        with os.scandir(self.sessions_dir) as entries:  # closed even when a caller stops early
+            for entry in entries:
+                if entry.is_dir() and not entry.name.startswith("."):
+                    yield Path(entry.path)
 
     def _load_tail(
         self, sdir: Path, meta: SessionMeta, *, writable: bool = False

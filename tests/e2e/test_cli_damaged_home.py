@@ -182,3 +182,15 @@ def test_resolve_home_refuses_empty_values() -> None:
         with pytest.raises(InvalidArgumentError):
             resolve_home(explicit, env)
     assert str(resolve_home(None, {"AGENTSESSIONS_HOME": "/x"})) == "/x"
+
+
+def test_list_warns_about_a_damaged_session_it_cannot_index(
+    cli: Cli, damaged: tuple[str, str, Path]
+) -> None:
+    """A lost catalog is rebuilt on open; a session whose project is unreadable gets no row,
+    so list says so on stderr instead of dropping it silently."""
+    uid, good, _path = damaged
+    (cli.home / "catalog.sqlite3").unlink()
+    run = cli.fast("list", "--json").ok()
+    assert [s["uid"] for s in run.json()["sessions"]] == [good]
+    assert run.err.startswith(f"agentsessions: warning: not listed: session {uid}")
