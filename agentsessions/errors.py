@@ -16,7 +16,8 @@ Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_
     +-- JournalError                        the stored bytes cannot be trusted
     |   +-- JournalCorruptError             damaged or truncated acknowledged data      (exit 8)
     |   |   +-- AcknowledgedDataMissingError  the journal ends before (or differs at) a
-    |   |                                   seq that durable evidence says was acknowledged
+    |   |   |                               seq that durable evidence says was acknowledged
+    |   |   +-- MetadataCorruptError        a session's session.json (or BASE) is damaged
     |   +-- ChainBrokenError                a hash link or content hash does not verify (exit 9)
     +-- FormatError                         input to import/verify is not a journal    (exit 10)
     +-- UnavailableError                    a needed capability is missing (zstd, disk) (exit 12)
@@ -152,6 +153,17 @@ class AcknowledgedDataMissingError(JournalCorruptError):
     ``last_seq`` is where the journal ends, ``acked_seq`` the acknowledged seq, ``evidence``
     names the claim.
     """
+
+
+class MetadataCorruptError(JournalCorruptError):
+    """A session's stored metadata file (``session.json``, a fork's ``BASE``) is damaged.
+
+    Exit 8 like other damaged store data, not 10: exit 10 means "the file you gave me is not
+    a journal" (import/verify input); this is the store's own data. ``session`` and ``path``
+    name the session and the file.
+    """
+
+    kind = "corrupt_metadata"
 
 
 class ChainBrokenError(JournalError):

@@ -159,7 +159,7 @@ def _version(value: bool) -> None:
 def root(
     ctx: typer.Context,
     home: Annotated[
-        Path | None,
+        str | None,  # a str, not a Path: Path("") is "." and would hide an empty --home
         typer.Option(
             "--home",
             envvar="AGENTSESSIONS_HOME",
@@ -176,8 +176,10 @@ def root(
     ] = False,
 ) -> None:
     """Durable AI-agent sessions kept as append-only, hash-chained event journals."""
+    from agentsessions.cli.home import check_home
+
     state = ctx.ensure_object(CliState)
-    state.home = home
+    state.home = None if home is None else check_home(home, "--home")
     state.json = state.json or as_json
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help(), nl=False)
@@ -292,8 +294,9 @@ def list_(
 ) -> None:
     """List one page of a project's sessions, newest first.
 
-    Deleted sessions are hidden. When more sessions follow, the output ends with the cursor
-    of the next page.
+    Deleted sessions are hidden. A session whose metadata cannot be read is listed as
+    damaged (a "damaged" field with --json). When more sessions follow, the output ends with
+    the cursor of the next page.
     """
     from agentsessions.journal.store import check_project
 
@@ -301,7 +304,11 @@ def list_(
     check_project(project)
     with _open_store(state) as store:
         page = store.list(project, page_size=page_size, cursor=cursor)
+        unindexed = list(store.unindexed)  # a missing catalog was rebuilt on open
     from agentsessions.cli import render
+
+    for exc in unindexed:  # no row can carry them (their project is unknown): say so
+        sys.stderr.write(f"{PROG}: warning: not listed: {render.one_line(exc.message)}\n")
 
     if state.json:
         render.write_json(
@@ -370,13 +377,21 @@ def looks_like_path(target: str) -> bool:
 
 
 def _verify_all(store: FileStore, strict: bool, progress: Any) -> list[tuple[str, VerifyReport]]:
-    """Verify every session in the store, deleted ones included (they must still verify)."""
-    from agentsessions.journal.verify import verify_session
+    """Verify every session in the store, deleted ones included (they must still verify).
+
+    One report per session, whatever fails: damaged data is a failed report, and so is a
+    session the OS refuses to read (exit 13), so one bad session never hides the others.
+    """
+    from agentsessions.journal.verify import VerifyReport, failed_by, verify_session
 
     reports: list[tuple[str, VerifyReport]] = []
     for uid in store.uids():
         progress.relabel(f"verifying {uid}")
-        reports.append((uid, verify_session(store, uid, strict=strict, progress=progress)))
+        try:
+            report = verify_session(store, uid, strict=strict, progress=progress)
+        except StorageError as exc:
+            report = failed_by(VerifyReport(source=str(store.sessions_dir / uid), uid=uid), exc)
+        reports.append((uid, report))
     return reports
 
 
@@ -432,8 +447,10 @@ def verify(
 ) -> None:
     """Walk hash chains from prev_hash "" and check seqs, links and content hashes.
 
-    Exits 0 only if every chain verifies; otherwise reports the first bad seq and why. A long
-    journal shows a progress bar on stderr.
+    Exits 0 only if every chain verifies; otherwise reports the first bad seq and why. Each
+    session's session.json is checked too. --all prints one line per session and exits with
+    the code of the first failing one (in uid order). A long journal shows a progress bar on
+    stderr.
     """
     state = _state(ctx, as_json)
     chosen = sum([target is not None, path is not None, all_])
@@ -571,12 +588,15 @@ def reindex(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     with _open_store(state) as store:
         count = store.reindex()
         catalog = str(store.catalog.path)
-    if state.json:
-        from agentsessions.cli.render import write_json
+        damaged = [{"uid": e.fields["session"], "reason": e.message} for e in store.unindexed]
+    from agentsessions.cli.render import one_line, write_json
 
-        write_json({"sessions": count, "catalog": catalog})
+    if state.json:
+        write_json({"sessions": count, "catalog": catalog, "damaged": damaged})
     else:
         sys.stdout.write(f"indexed {count} sessions in {catalog}\n")
+    for item in damaged:  # reported, not hidden; the rebuild itself succeeded (exit 0)
+        sys.stderr.write(f"{PROG}: warning: not indexed: {one_line(item['reason'])}\n")
 
 
 @app.command(epilog="Example: agentsessions demo   (or: agentsessions --home ./demo-home demo)")

@@ -17,6 +17,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 
+from agentsessions.errors import InvalidArgumentError
+
 APP_DIR = "agentsessions"
 HOME_ENV = "AGENTSESSIONS_HOME"
 
@@ -43,17 +45,34 @@ def default_home(
     return PurePosixPath(user_home, ".local", "share", APP_DIR)
 
 
+def check_home(value: str, source: str = "--home") -> Path:
+    """``value`` (as given to ``source``) as a home path; an empty one is refused.
+
+    An empty path would mean the current directory (``Path("")`` is ``.``): the store would
+    quietly spread ``sessions/`` and ``catalog.sqlite3`` over wherever the command ran.
+    """
+    if not value:
+        raise InvalidArgumentError(
+            f"{source} is empty: it must name the directory that holds the sessions",
+            hint=f"set it to a directory, or unset {HOME_ENV} to use the default"
+            if source == HOME_ENV
+            else "pass a directory, for example --home ./sessions-home",
+        )
+    return Path(value).expanduser()
+
+
 def resolve_home(
     explicit: str | os.PathLike[str] | None, env: Mapping[str, str] | None = None
 ) -> Path:
     """The home to use: ``explicit`` (``--home``), else ``AGENTSESSIONS_HOME``, else the default.
 
     ``~`` is expanded; the directory is not created here (the store does that on first write).
+    An empty ``explicit`` or a set but empty ``AGENTSESSIONS_HOME`` is an InvalidArgumentError
+    (exit 2), never the current directory or a silent fall back to the default.
     """
     env = os.environ if env is None else env
-    if explicit is not None and str(explicit):
-        return Path(explicit).expanduser()
-    from_env = env.get(HOME_ENV, "")
-    if from_env:
-        return Path(from_env).expanduser()
+    if explicit is not None:
+        return check_home(os.fspath(explicit), "--home")
+    if HOME_ENV in env:
+        return check_home(env[HOME_ENV], HOME_ENV)
     return Path(default_home(env))

@@ -163,6 +163,8 @@ def sessions_table(sessions: Sequence[SessionInfo], width: int | None = None) ->
             short_state(info.exec_state, "EXEC_"),
             *([format_time_ns(info.meta.create_time_ns)] if with_created else []),
         ]
+        if not info.damaged
+        else damaged_row(info, with_created)
         for info in sessions
     ]
     table = plain_table()
@@ -177,6 +179,23 @@ def sessions_table(sessions: Sequence[SessionInfo], width: int | None = None) ->
     for row in rows:
         table.add_row(*row)
     return table
+
+
+def damaged_row(info: SessionInfo, with_created: bool) -> list[Text | str]:
+    """The ``list`` row of a session that cannot be read: its uid and why, in the name
+    column, so that it is reported, not hidden (nothing else about it can be trusted)."""
+    from rich.text import Text
+
+    created = [format_time_ns(info.meta.create_time_ns)] if with_created else []
+    return [
+        Text(info.uid),
+        Text(f"damaged: {info.damaged}", style="bold red", no_wrap=True, overflow="ellipsis"),
+        "-",
+        "-",
+        "-",
+        "-",
+        *created,
+    ]
 
 
 def print_page(page: Page, project: str) -> None:

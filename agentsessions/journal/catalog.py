@@ -30,8 +30,11 @@ CREATE INDEX IF NOT EXISTS sessions_listing
 class Catalog:
     """SQLite index of sessions by project and creation time."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, db: sqlite3.Connection | None = None) -> None:
         self.path = path
+        if db is not None:  # opened by read_only() or in_memory()
+            self._db = db
+            return
         try:
             self._db = sqlite3.connect(path, timeout=30.0, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -39,6 +42,53 @@ class Catalog:
             self._db.executescript(_SCHEMA)
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open the session catalog {path}: {exc}") from exc
+
+    @classmethod
+    def read_only(cls, path: Path) -> Catalog | None:
+        """The catalog at ``path`` opened without writing anything beside it, or None when
+        that cannot be done faithfully (no file; a write-ahead log we cannot read).
+
+        For a home that cannot be written (a read-only mount). With no ``-wal`` file (SQLite
+        removes it when the last writer closes) the main file holds every row and
+        ``immutable=1`` reads it alone, taking no locks and creating no ``-shm``. With one,
+        ``mode=ro`` reads through it (SQLite needs the ``-shm`` its writer keeps); if that
+        fails too the caller rebuilds the rows from the session directories instead.
+        """
+        if not path.is_file():
+            return None
+        uri = path.absolute().as_uri()
+        wal = path.with_name(path.name + "-wal")
+        modes = ["mode=ro"] if wal.exists() else ["mode=ro&immutable=1"]
+        for mode in modes:
+            try:
+                db = sqlite3.connect(f"{uri}?{mode}", uri=True, isolation_level=None)
+            except sqlite3.Error:
+                continue
+            try:
+                db.execute("SELECT count(*) FROM sessions").fetchone()
+            except sqlite3.Error:
+                db.close()
+                continue
+            return cls(path, db=db)
+        return None
+
+    @classmethod
+    def in_memory(cls, path: Path) -> Catalog:
+        """An empty catalog held in memory (``path`` only names it in messages): the index of
+        a read-only home whose catalog file cannot be read, filled by a directory scan."""
+        db = sqlite3.connect(":memory:", isolation_level=None)
+        db.executescript(_SCHEMA)
+        return cls(path, db=db)
+
+    def entry(self, uid: str) -> tuple[str, int] | None:
+        """``(project, created_ns)`` of ``uid``'s row, or None without one."""
+        try:
+            row = self._db.execute(
+                "SELECT project, created_ns FROM sessions WHERE uid=?", (uid,)
+            ).fetchone()
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot read the session catalog {self.path}: {exc}") from exc
+        return None if row is None else (str(row[0]), int(row[1]))
 
     def add(self, uid: str, project: str, created_ns: int, *, deleted: bool = False) -> None:
         """Insert (or refresh) one row; durable when this returns."""

@@ -197,6 +197,11 @@ class FileSystem:
             raise storage_error("read", self.path_of(fd), exc) from exc
         return bytes(out)
 
+    def writable(self, path: str | os.PathLike[str]) -> bool:
+        """True if new files may be made in directory ``path`` (False on a read-only mount,
+        where ``access(2)`` says EROFS even to root); tests override it to simulate one."""
+        return os.access(path, os.W_OK)
+
     def listdir(self, path: str | os.PathLike[str]) -> list[str]:
         """Sorted names in directory ``path``."""
         try:

@@ -34,13 +34,14 @@ from typing import Any
 
 from agentsessions.errors import (
     AgentSessionsError,
-    FormatError,
     InvalidArgumentError,
+    JournalError,
+    MetadataCorruptError,
     NotFoundError,
     SessionDeletedError,
     StorageError,
 )
-from agentsessions.journal import canonical, evidence, fencefile, forking, segment
+from agentsessions.journal import canonical, evidence, fencefile, forking, metafile, segment
 from agentsessions.journal.catalog import Catalog
 from agentsessions.journal.durable import DEFAULT_FS, FileSystem
 from agentsessions.journal.lock import SessionLock
@@ -78,24 +79,70 @@ class FileStore:
     """Sessions as directories of segment files under ``home``."""
 
     def __init__(
-        self, home: Path | str, *, options: StoreOptions | None = None, fs: FileSystem = DEFAULT_FS
+        self,
+        home: Path | str,
+        *,
+        options: StoreOptions | None = None,
+        fs: FileSystem = DEFAULT_FS,
+        read_only: bool | None = None,
     ) -> None:
+        """Open (creating it if need be) the store under ``home``.
+
+        ``read_only``: None decides by whether ``home`` can be written (``fs.writable``): a
+        read-only home (a read-only mount, say) is opened without creating or changing any
+        file, its reads work, and every write raises StorageError (exit 13) naming it.
+        """
         self.home = Path(home)
         self.options = options or StoreOptions()
         self.max_commit_bytes = self.options.max_commit_bytes
         self.fs = fs
         self.sessions_dir = self.home / "sessions"
+        catalog_path = self.home / "catalog.sqlite3"
+        self.unindexed: builtins.list[MetadataCorruptError] = []  # found by the last reindex
+        self.read_only = self._decide_read_only() if read_only is None else read_only
+        if self.read_only:
+            self.catalog = Catalog.read_only(catalog_path) or self._scanned(catalog_path)
+            return
         try:
             self.sessions_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StorageError(f"cannot create the store at {self.home}: {exc.strerror}") from exc
-        fresh_catalog = not (self.home / "catalog.sqlite3").exists()
-        self.catalog = Catalog(self.home / "catalog.sqlite3")
+        fresh_catalog = not catalog_path.exists()
+        self.catalog = Catalog(catalog_path)
         if fresh_catalog and any(self._session_dirs()):
             self.reindex()
 
+    def _decide_read_only(self) -> bool:
+        """True when the store's directories (or, before they exist, the nearest existing
+        directory above them) cannot be written: the catalog lives in the home, the
+        sessions below it, so either one read-only makes the store read-only."""
+        present = [d for d in (self.sessions_dir, self.home) if d.is_dir()]
+        if present:
+            return not all(self.fs.writable(d) for d in present)
+        for where in self.home.parents:
+            if where.is_dir():
+                return not self.fs.writable(where)
+        return False
+
+    def _scanned(self, path: Path) -> Catalog:
+        """An in-memory index built from the session directories (read-only homes only)."""
+        catalog = Catalog.in_memory(path)
+        rows, _damaged = self._scan_rows()
+        catalog.rebuild(rows)
+        return catalog
+
+    def _check_writable(self, what: str) -> None:
+        """Refuse a write to a read-only store before anything is attempted."""
+        if self.read_only:
+            raise StorageError(
+                f"cannot {what}: the store at {self.home} is read-only",
+                hint="use a writable --home, or remount it read-write",
+                path=str(self.home),
+            )
+
     # -- sessions -------------------------------------------------------------------------
     def create(self, meta: SessionMeta) -> SessionInfo:
+        self._check_writable(f"create session {meta.uid}")
         meta = self._make_dir(meta, None)
         self.catalog.add(meta.uid, meta.project, meta.create_time_ns)
         return SessionInfo(meta=meta, update_time_ns=meta.create_time_ns)
@@ -103,6 +150,7 @@ class FileStore:
     def fork(
         self, parent: str, at_seq: int, children: Sequence[SessionMeta]
     ) -> builtins.list[SessionInfo]:
+        self._check_writable(f"fork session {parent}")
         source = self.get(parent)
         forking.check_fork(parent, at_seq, source.last_seq, len(children))
         sdir = self._dir(parent)
@@ -178,6 +226,7 @@ class FileStore:
 
     def delete(self, uid: str) -> SessionInfo:
         sdir = self._dir(uid)
+        self._check_writable(f"delete session {uid}")
         lock = SessionLock(sdir / "LOCK", session=uid)
         lock.acquire()
         try:
@@ -192,6 +241,7 @@ class FileStore:
     def writer(self, uid: str) -> FileWriter:
         sdir = self._dir(uid)
         meta = _read_meta(sdir)
+        self._check_writable(f"write session {uid}")
         lock = SessionLock(sdir / "LOCK", session=uid)
         lock.acquire()
         try:
@@ -262,20 +312,33 @@ class FileStore:
         session and indexing it leaves it out of ``list``); rows whose directory is gone
         are dropped. Safe while other processes create sessions: no row they add is lost.
         """
-        rows = []
-        for sdir in self._session_dirs():
-            with contextlib.suppress(FormatError, OSError):
-                meta = _read_meta(sdir)
-                rows.append(
-                    (meta.uid, meta.project, meta.create_time_ns, (sdir / "DELETED").exists())
-                )
+        self._check_writable("rebuild the session catalog")
+        rows, damaged = self._scan_rows()
+        self.unindexed = damaged
         seen = {row[0] for row in rows}
         stale = [
             uid
             for uid in self.catalog.uids()
             if uid not in seen and not (self.sessions_dir / uid / "session.json").exists()
         ]
+        # a damaged session keeps the row it has (its session.json exists), so list still
+        # shows it as damaged; one without a row cannot get one (its project is unknown)
         return self.catalog.rebuild(rows, stale)
+
+    def _scan_rows(
+        self,
+    ) -> tuple[builtins.list[tuple[str, str, int, bool]], builtins.list[MetadataCorruptError]]:
+        """Catalog rows of every session directory, and the errors of those whose metadata is
+        damaged (they cannot have a row: the project and creation time are unknown)."""
+        rows, damaged = [], []
+        for sdir in self._session_dirs():
+            try:
+                meta = _read_meta(sdir)
+            except MetadataCorruptError as exc:
+                damaged.append(exc)
+                continue
+            rows.append((meta.uid, meta.project, meta.create_time_ns, (sdir / "DELETED").exists()))
+        return rows, damaged
 
     def session_dir(self, uid: str) -> Path:
         """The directory that holds one session (for offline tools such as verify)."""
@@ -298,9 +361,12 @@ class FileStore:
         return sdir
 
     def _session_dirs(self) -> Iterator[Path]:
-        for entry in os.scandir(self.sessions_dir):
-            if entry.is_dir() and not entry.name.startswith("."):
-                yield Path(entry.path)
+        if self.read_only and not self.sessions_dir.is_dir():
+            return  # a read-only home that never held a session
+        with os.scandir(self.sessions_dir) as entries:  # closed even when a caller stops early
+            for entry in entries:
+                if entry.is_dir() and not entry.name.startswith("."):
+                    yield Path(entry.path)
 
     def _load_tail(
         self, sdir: Path, meta: SessionMeta, *, writable: bool = False, check_links: bool = False
@@ -353,9 +419,24 @@ class FileStore:
         except (OSError, AgentSessionsError, ValueError):
             found = None
         if found is None:
-            return self.get(uid)
+            try:
+                return self.get(uid)
+            except JournalError as exc:
+                return self._damaged_row(uid, exc)
         tail, newest_ns = found
         return self._info(sdir, meta, tail, newest_ns, frozenset(names))
+
+    def _damaged_row(self, uid: str, exc: JournalError) -> SessionInfo:
+        """The listing row of a session that cannot be read: its uid, what the catalog
+        knows (project, creation time: the cursor needs it) and why, instead of no row."""
+        project, created_ns = self.catalog.entry(uid) or ("", 0)
+        meta = SessionMeta(uid=uid, project=project, create_time_ns=created_ns)
+        if not isinstance(exc, MetadataCorruptError):  # the journal is damaged, not this
+            with contextlib.suppress(MetadataCorruptError):
+                meta = _read_meta(self.sessions_dir / uid)
+        deleted = (self.sessions_dir / uid / "DELETED").exists()
+        why = str(exc.fields.get("problem") or exc)  # "session.json is not valid JSON (...)"
+        return SessionInfo(meta=meta, update_time_ns=created_ns, deleted=deleted, damaged=why)
 
     def _trusted_tail(
         self, sdir: Path, names: dict[str, os.DirEntry[str]]
@@ -572,15 +653,14 @@ def _read_base(sdir: Path) -> Tail:
     except FileNotFoundError:
         return Tail()
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise FormatError(f"damaged fork base in {sdir}: {exc}") from exc
+        raise metafile.damaged(
+            sdir, sdir / "BASE", f"(the fork base) is unreadable: {exc}"
+        ) from exc
 
 
 def _read_meta(sdir: Path) -> SessionMeta:
-    try:
-        obj = canonical.loads((sdir / "session.json").read_bytes())
-        return SessionMeta.from_json(obj)
-    except (OSError, KeyError, TypeError, ValueError) as exc:
-        raise FormatError(f"unreadable session metadata in {sdir}: {exc}") from exc
+    """The session's checked metadata; MetadataCorruptError (exit 8) names the file if not."""
+    return metafile.read_meta(sdir)
 
 
 def _read_hint(sdir: Path) -> tuple[Position | None, Tail | None]:

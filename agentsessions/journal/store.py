@@ -136,6 +136,7 @@ class SessionInfo:
     exec_seq: int = 0  # where the latest execution began (0: none yet)
     exec_id: str = ""  # its execution id ("" for a legacy ID-less run)
     snapshot: Mapping[str, Any] | None = None  # the latest SUSPEND's snapshot fields
+    damaged: str = ""  # why a listed session cannot be read ("" when it can); list only
 
     @property
     def uid(self) -> str:
@@ -153,6 +154,8 @@ class SessionInfo:
             fence=self.fence,
             deleted=self.deleted,
         )
+        if self.damaged:  # only on a damaged listing row: the key's presence is the signal
+            out["damaged"] = self.damaged
         return out
 
 

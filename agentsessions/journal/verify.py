@@ -44,8 +44,10 @@ from agentsessions.errors import (
     FormatError,
     JournalCorruptError,
     JournalError,
+    MetadataCorruptError,
+    StorageError,
 )
-from agentsessions.journal import canonical, evidence, schema, segment
+from agentsessions.journal import canonical, evidence, metafile, schema, segment
 from agentsessions.journal.records import Record
 from agentsessions.journal.segmentlog import OpenScan, Position, SegmentFrames, SegmentLog
 from agentsessions.journal.segmentread import Link, PayloadCheck, SegmentCheck, SegmentFiles
@@ -56,6 +58,7 @@ _EXIT_BY_KIND = {
     "chain": ChainBrokenError.exit_code,
     "corrupt": JournalCorruptError.exit_code,
     "format": FormatError.exit_code,
+    "storage": StorageError.exit_code,
 }
 
 
@@ -312,6 +315,8 @@ def verify_dir(
         fast = _Fast(strict, workers)
         items = _session_items(sdir, 0, logs, report, fast)
         return walk(items, report, strict=strict, progress=progress, total=total)
+    except MetadataCorruptError as exc:
+        return failed_by(report, exc)
     except JournalCorruptError as exc:
         seq = int(exc.fields.get("seq", report.last_seq + 1))
         return report.fail(seq, str(exc), "corrupt")
@@ -367,11 +372,25 @@ def _base_claim(sdir: Path, fork_seq: int) -> tuple[evidence.Acked, ...]:
 
 
 def _fork_point(sdir: Path) -> tuple[str, int]:
-    try:
-        meta = canonical.loads((sdir / "session.json").read_bytes())
-        return str(meta.get("parent_uid") or ""), int(meta.get("fork_seq") or 0)
-    except (OSError, FormatError, AttributeError, ValueError):
-        return "", 0
+    """Where ``sdir``'s prefix lives, from its checked ``session.json`` (damaged metadata
+    raises MetadataCorruptError: without it the chain's start is unknown)."""
+    meta = metafile.read_meta(sdir)
+    return meta.parent_uid, meta.fork_seq
+
+
+def failed_by(report: VerifyReport, exc: AgentSessionsError) -> VerifyReport:
+    """``report`` failed by an error that names no record (damaged metadata, an unreadable
+    file): its message is the reason, and the error's class decides the exit code."""
+    report.first_bad_seq, report.reason = None, str(exc)
+    if isinstance(exc, ChainBrokenError):
+        report.kind = "chain"
+    elif isinstance(exc, JournalError):
+        report.kind = "corrupt"
+    elif isinstance(exc, StorageError):
+        report.kind = "storage"
+    else:
+        report.kind = "format"
+    return report
 
 
 def _log_items(log: SegmentLog, check_of: CheckOf, upto: int) -> Iterator[Item]:
@@ -696,16 +715,21 @@ def verify_session(
 ) -> VerifyReport:
     """Verify one session of a file store, also against the head its metadata reports.
 
-    A journal the store refuses to open (it ends before its acknowledged head, say) is
-    reported as a failed verify naming the damage, not raised, so ``--all`` goes on."""
+    Damaged data (metadata, a tail, a journal that ends before its acknowledged head) is a
+    failed report naming the damage, not an exception, so that ``verify --all`` goes on to
+    the next session; an unknown uid still raises NotFoundError.
+    """
     try:
         info = store.get(uid)
     except JournalError as exc:
         report = verify_dir(store.session_dir(uid), strict=strict, progress=progress)
-        if report.ok:  # the store saw what the offline walk did not: its verdict stands
-            seq = int(exc.fields.get("seq", report.last_seq + 1))
+        if not report.ok:
+            return report
+        if "seq" in exc.fields:  # the store saw what the offline walk did not: its verdict stands
+            seq = int(exc.fields["seq"])
             report.fail(seq, str(exc), "chain" if isinstance(exc, ChainBrokenError) else "corrupt")
-        return report
+            return report
+        return failed_by(report, exc)
     report = verify_dir(
         store.session_dir(uid), strict=strict, progress=progress, total=info.last_seq
     )
