@@ -147,6 +147,12 @@ JsonOpt = Annotated[
 ]
 SessionArg = Annotated[str, typer.Argument(metavar="SESSION", help="Session uid (sess-...).")]
 ProjectOpt = Annotated[str, typer.Option("--project", "-p", help="Project the session belongs to.")]
+MODEL_SPEC_HELP = (
+    "SPEC names the provider: echo, scripted[:seed=N|:file=PATH], "
+    "openai:MODEL[,base_url=URL] or a plugin's name; any other spec is refused (exit 2) "
+    "before anything is written or sent."
+)
+"""The ``--model`` syntax, in the help of every command that takes the flag (models/)."""
 
 
 def _version(value: bool) -> None:
@@ -237,7 +243,10 @@ def create(
     project: ProjectOpt = "default",
     name: Annotated[str, typer.Option(help="Human-readable session name.")] = "",
     harness: Annotated[str, typer.Option(help="Harness that will drive the session.")] = "",
-    model: Annotated[str, typer.Option(help="Model the harness will call.")] = "",
+    model: Annotated[
+        str,
+        typer.Option(metavar="SPEC", help=f"Model the harness will call. {MODEL_SPEC_HELP}"),
+    ] = "",
     label: Annotated[
         list[str] | None, typer.Option(metavar="KEY=VALUE", help="A label; repeatable.")
     ] = None,
@@ -253,6 +262,10 @@ def create(
     from agentsessions.journal.store import SessionMeta, check_project, new_uid
 
     state = _state(ctx, as_json)
+    if model:
+        from agentsessions.models import create_model
+
+        create_model(model)  # an unknown provider is refused before the session exists
     meta = SessionMeta(
         uid=new_uid(),
         project=check_project(project),

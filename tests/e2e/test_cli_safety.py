@@ -1,0 +1,115 @@
+"""Privacy and safety as a user meets them: no guessed remote model, no user content in the
+lock, no raw terminal escapes, no zstd bomb that eats the machine's memory."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from agentsessions.journal.filestore import FileStore
+from agentsessions.journal.store import SessionMeta, new_uid
+
+if TYPE_CHECKING:
+    from conftest import Cli
+
+Unchanged = Callable[[Path], Callable[[], None]]
+
+EXIT_USAGE = 2
+SECRET = "my secret 4f1c"
+KNOWN = "(known: echo, openai, scripted)"
+
+
+def sessions(home: Path) -> list[str]:
+    """Every session directory under ``home`` (a session exists once its directory does)."""
+    root = home / "sessions"
+    return sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+
+
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    """A TCP listener standing in for a model endpoint; a test asserts nobody connected."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.setblocking(False)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def connected(server: socket.socket) -> bool:
+    """True if any client connected to ``server`` (non-blocking: the client has exited)."""
+    try:
+        conn, _ = server.accept()
+    except BlockingIOError:
+        return False
+    conn.close()
+    return True
+
+
+def endpoint_env(server: socket.socket) -> dict[str, str]:
+    port = server.getsockname()[1]
+    return {"MODEL_BASE_URL": f"http://127.0.0.1:{port}/v1", "MODEL_API_KEY": "sk-test"}
+
+
+# --- 1. a model spec names its provider ----------------------------------------------------
+
+
+@pytest.mark.parametrize("spec", ["scriptd:seed=7", "gpt-4o-mini"])
+def test_a_sessionless_exec_with_an_unknown_model_creates_and_sends_nothing(
+    cli: Cli, home: Path, listener: socket.socket, spec: str
+) -> None:
+    args = ("exec", "--harness", "chat", "--model", spec, "--input", SECRET)
+    run = cli.run(*args, env=endpoint_env(listener)).fails(EXIT_USAGE)
+    assert "unknown model provider" in run.err and KNOWN in run.err
+    assert sessions(home) == []
+    assert not connected(listener)
+
+
+def test_exec_on_a_session_refuses_an_unknown_model_before_writing(
+    cli: Cli, home: Path, listener: socket.socket, unchanged: Unchanged
+) -> None:
+    uid = cli.create("--harness", "chat")
+    check = unchanged(home)
+    run = cli.run(
+        "exec", uid, "--model", "scriptd:seed=7", "-i", SECRET, env=endpoint_env(listener)
+    )
+    run.fails(EXIT_USAGE)
+    check()
+    assert not connected(listener)
+
+
+def test_a_session_recorded_with_a_bare_model_name_is_not_sent_to_openai(
+    cli: Cli, home: Path, listener: socket.socket, unchanged: Unchanged
+) -> None:
+    # sessions created before specs had to name a provider may carry a bare name
+    store = FileStore(home)
+    try:
+        meta = SessionMeta(uid=new_uid(), harness="chat", model="gpt-4o", create_time_ns=1)
+        uid = store.create(meta).uid
+    finally:
+        store.close()
+    check = unchanged(home)
+    run = cli.run("exec", uid, "-i", SECRET, env=endpoint_env(listener)).fails(EXIT_USAGE)
+    assert "openai:gpt-4o" in run.err  # the hint says how to keep using that model
+    check()
+    assert not connected(listener)
+
+
+def test_create_refuses_an_unknown_model_and_creates_nothing(cli: Cli, home: Path) -> None:
+    run = cli.fast("create", "--model", "scriptd:seed=7").fails(EXIT_USAGE)
+    assert KNOWN in run.err
+    assert sessions(home) == []
+    assert cli.fast("create", "--model", "openai:gpt-4o-mini").code == 0
+
+
+@pytest.mark.parametrize("command", ["exec", "create"])
+def test_model_help_documents_the_spec_syntax(cli: Cli, command: str) -> None:
+    out = " ".join(cli.fast(command, "--help").ok().out.split())
+    assert "SPEC names the provider" in out
+    assert "openai:MODEL" in out and "scripted" in out
