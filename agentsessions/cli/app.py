@@ -185,6 +185,11 @@ def root(
     state = ctx.ensure_object(CliState)
     state.home = home
     state.json = state.json or as_json
+    if ctx.invoked_subcommand is not None:
+        from agentsessions.journal.lock import set_program
+
+        # a registered verb, never an argument: a LOCK names its holder without user content
+        set_program(f"{PROG} {ctx.invoked_subcommand}")
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help(), nl=False)
         raise typer.Exit(0)

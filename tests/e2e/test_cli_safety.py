@@ -4,11 +4,15 @@ lock, no raw terminal escapes, no zstd bomb that eats the machine's memory."""
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from conftest import clean_env
 
 from agentsessions.journal.filestore import FileStore
 from agentsessions.journal.store import SessionMeta, new_uid
@@ -19,6 +23,8 @@ if TYPE_CHECKING:
 Unchanged = Callable[[Path], Callable[[], None]]
 
 EXIT_USAGE = 2
+EXIT_BUSY = 6
+DEVNULL = subprocess.DEVNULL
 SECRET = "my secret 4f1c"
 KNOWN = "(known: echo, openai, scripted)"
 
@@ -113,3 +119,33 @@ def test_model_help_documents_the_spec_syntax(cli: Cli, command: str) -> None:
     out = " ".join(cli.fast(command, "--help").ok().out.split())
     assert "SPEC names the provider" in out
     assert "openai:MODEL" in out and "scripted" in out
+
+
+# --- 2. the lock names its holder without user content -------------------------------------
+
+
+def test_a_busy_session_names_its_holder_without_the_holders_input(cli: Cli, home: Path) -> None:
+    uid = cli.create("--harness", "chat")
+    slow = ("--harness", "chat", "--model", "scripted:seed=7,delay=600", "--input", SECRET)
+    argv = [sys.executable, "-m", "agentsessions", "--home", str(home), "exec", uid, *slow]
+    lock_file = home / "sessions" / uid / "LOCK"
+    holder = subprocess.Popen(argv, env=clean_env(), stdout=DEVNULL, stderr=DEVNULL)
+    try:
+        while f'"pid": {holder.pid}'.encode() not in _read(lock_file):
+            assert holder.poll() is None, "the holder exited before taking the lock"
+            time.sleep(0.02)
+        raw = _read(lock_file)
+        run = cli.run("exec", uid, "--input", "second").fails(EXIT_BUSY)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert SECRET.encode() not in raw and b"--input" not in raw
+    assert SECRET not in run.err
+    assert f"pid {holder.pid} on " in run.err and ": agentsessions exec, since " in run.err
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
