@@ -391,7 +391,7 @@ def finish_replay(state: CliState, result: ReplayResult) -> None:
     else:
         sys.stdout.write(
             f"replayed {result.replayed} of {result.executions} executions of {result.uid} "
-            f"with harness {result.harness}\n"
+            f"with harness {render.one_line(result.harness)}\n"
             f"model_calls {result.model_calls}\n"
             f"identical   {'yes' if result.identical else 'no'}\n"
         )
