@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import clean_env
+from conftest import Run, clean_env
 
 from agentsessions.journal.filestore import FileStore
 from agentsessions.journal.store import SessionMeta, new_uid
@@ -149,3 +149,60 @@ def _read(path: Path) -> bytes:
         return path.read_bytes()
     except FileNotFoundError:
         return b""
+
+
+# --- 4. a zstd bomb is refused in bounded memory -------------------------------------------
+
+EXIT_FORMAT = 10
+MEMORY_CAP = 100 << 20
+
+
+def bomb(path: Path, prefix: bytes, fill: bytes, size: int = 1 << 30) -> None:
+    """``prefix`` then ``fill`` repeated to ``size`` bytes, zstd-compressed by streaming."""
+    import pyzstd
+
+    comp = pyzstd.ZstdCompressor(1)
+    piece = fill * ((4 << 20) // len(fill))
+    with path.open("wb") as out:
+        out.write(comp.compress(prefix))
+        for _ in range(size // len(piece)):
+            out.write(comp.compress(piece))
+        out.write(comp.flush())
+
+
+def peak_rss(cli: Cli, *args: str) -> tuple[Run, int]:
+    """Run the CLI in a child and return its result and peak resident memory in bytes."""
+    script = (
+        "import resource, subprocess, sys\n"
+        "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+        "sys.stdout.write(p.stdout); sys.stderr.write(p.stderr)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
+        "sys.exit(p.returncode)\n"
+    )
+    argv = [sys.executable, "-c", script, sys.executable, "-m", "agentsessions"]
+    argv += ["--home", str(cli.home), *args]
+    proc = subprocess.run(argv, env=clean_env(), capture_output=True, text=True, timeout=300)
+    *err, rss = proc.stderr.splitlines()
+    return Run(args, proc.returncode, proc.stdout, "\n".join(err) + "\n"), int(rss) * 1024
+
+
+@pytest.mark.parametrize(
+    ("prefix", "fill"),
+    [
+        (b"", b"\0"),  # one endless line
+        (b'{"agentsessions_export":1,"records":1,"last_seq":1,"last_hash":""}\n', b"\n"),
+        (b"", b'{"seq":"1"}  '),  # an endless LogRecord line
+    ],
+)
+@pytest.mark.parametrize("command", ["import", "verify"])
+def test_a_zstd_bomb_is_refused_in_bounded_memory(
+    cli: Cli, home: Path, tmp_path: Path, prefix: bytes, fill: bytes, command: str
+) -> None:
+    pytest.importorskip("pyzstd")
+    path = tmp_path / "bomb.agx"
+    bomb(path, prefix, fill)
+    assert path.stat().st_size < 1 << 20  # a small file ...
+    run, peak = peak_rss(cli, command, str(path))
+    run.fails(EXIT_FORMAT)  # ... refused as not a journal,
+    assert peak < MEMORY_CAP, f"peak RSS {peak >> 20} MiB"  # without holding what it expands to
+    assert sessions(home) == []
