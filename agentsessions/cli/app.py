@@ -147,6 +147,12 @@ JsonOpt = Annotated[
 ]
 SessionArg = Annotated[str, typer.Argument(metavar="SESSION", help="Session uid (sess-...).")]
 ProjectOpt = Annotated[str, typer.Option("--project", "-p", help="Project the session belongs to.")]
+MODEL_SPEC_HELP = (
+    "SPEC names the provider: echo, scripted[:seed=N|:file=PATH], "
+    "openai:MODEL[,base_url=URL] or a plugin's name; any other spec is refused (exit 2) "
+    "before anything is written or sent."
+)
+"""The ``--model`` syntax, in the help of every command that takes the flag (models/)."""
 
 
 def _version(value: bool) -> None:
@@ -181,6 +187,11 @@ def root(
     state = ctx.ensure_object(CliState)
     state.home = None if home is None else check_home(home, "--home")
     state.json = state.json or as_json
+    if ctx.invoked_subcommand is not None:
+        from agentsessions.journal.lock import set_program
+
+        # a registered verb, never an argument: a LOCK names its holder without user content
+        set_program(f"{PROG} {ctx.invoked_subcommand}")
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help(), nl=False)
         raise typer.Exit(0)
@@ -239,7 +250,10 @@ def create(
     project: ProjectOpt = "default",
     name: Annotated[str, typer.Option(help="Human-readable session name.")] = "",
     harness: Annotated[str, typer.Option(help="Harness that will drive the session.")] = "",
-    model: Annotated[str, typer.Option(help="Model the harness will call.")] = "",
+    model: Annotated[
+        str,
+        typer.Option(metavar="SPEC", help=f"Model the harness will call. {MODEL_SPEC_HELP}"),
+    ] = "",
     label: Annotated[
         list[str] | None, typer.Option(metavar="KEY=VALUE", help="A label; repeatable.")
     ] = None,
@@ -255,6 +269,10 @@ def create(
     from agentsessions.journal.store import SessionMeta, check_project, new_uid
 
     state = _state(ctx, as_json)
+    if model:
+        from agentsessions.models import create_model
+
+        create_model(model)  # an unknown provider is refused before the session exists
     meta = SessionMeta(
         uid=new_uid(),
         project=check_project(project),

@@ -5,6 +5,11 @@ Invariants:
   never through rich, so it is never wrapped, coloured or markup-interpreted;
 - user data shown by rich is passed as :class:`rich.text.Text`, never as markup, so a session
   name like ``[bold]`` prints as typed;
+- no human-readable output carries a raw control or format character from user data (names,
+  labels, annotations, message text, verify reasons): :func:`one_line` escapes C0, DEL, C1,
+  bidi overrides and every other non-printable character as ``\x1b``/``\u202e``, so a
+  journal cannot clear the screen, retitle the terminal or reorder what a reader sees;
+  ``--json`` stays byte-exact;
 - diagnostics (progress bars, narration of long work) go to stderr.
 
 rich is imported inside the functions that draw, so JSON output and error lines never pay
@@ -111,7 +116,12 @@ def write_json_lines(lines: Iterable[bytes]) -> None:
 
 
 def one_line(text: str) -> str:
-    """``text`` with line breaks and other control characters escaped, so it stays one line."""
+    """``text`` with line breaks and other control characters escaped, so it stays one line.
+
+    Everything ``str.isprintable`` rejects is escaped: C0 and C1 controls, DEL, format
+    characters (bidi overrides and isolates, zero-width joiners) and separators other than
+    the space. The one helper for every human-readable line the CLI prints.
+    """
     return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)
 
 
@@ -141,7 +151,7 @@ def format_time_ns(time_ns: int) -> str:
 
 def format_pairs(pairs: Mapping[str, str]) -> str:
     """Labels or annotations as ``k=v, k2=v2`` (sorted), or ``-`` when empty."""
-    return ", ".join(f"{k}={v}" for k, v in sorted(pairs.items())) or "-"
+    return one_line(", ".join(f"{k}={v}" for k, v in sorted(pairs.items()))) or "-"
 
 
 def sessions_table(sessions: Sequence[SessionInfo], width: int | None = None) -> Table:
@@ -155,9 +165,9 @@ def sessions_table(sessions: Sequence[SessionInfo], width: int | None = None) ->
     with_created = width is None or width >= WIDE
     rows: list[list[Text | str]] = [
         [
-            Text(info.uid),
-            Text(info.meta.name or "-"),
-            Text(info.meta.harness or "-"),
+            Text(one_line(info.uid)),
+            Text(one_line(info.meta.name) or "-"),
+            Text(one_line(info.meta.harness) or "-"),
             str(info.last_seq),
             short_state(info.compute_state, "COMPUTE_"),
             short_state(info.exec_state, "EXEC_"),
@@ -204,7 +214,7 @@ def print_page(page: Page, project: str) -> None:
 
     console = stdout_console()
     if not page.sessions:
-        console.print(Text(f"no sessions in project {project!r}"))
+        console.print(Text(one_line(f"no sessions in project {project!r}")))
     else:
         emit(console, sessions_table(page.sessions, console.width))
     if page.next_cursor:
@@ -246,7 +256,7 @@ def session_details(info: SessionInfo, memory: str = "") -> Table:
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
     for key, value in rows:
-        grid.add_row(key, Text(value))
+        grid.add_row(key, Text(one_line(value)))
     return grid
 
 
@@ -259,8 +269,9 @@ def print_session(info: SessionInfo, memory: str = "") -> None:
 
 
 def clip(text: str, width: int = SUMMARY_WIDTH) -> str:
-    """``text`` on one line, whitespace collapsed, cut to ``width`` characters with an ellipsis."""
-    flat = " ".join(text.split())
+    """``text`` on one line, whitespace collapsed, other controls escaped (:func:`one_line`),
+    cut to ``width`` characters with an ellipsis."""
+    flat = one_line(" ".join(text.split()))
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
@@ -403,8 +414,8 @@ def log_table(records: Iterable[Record]) -> Table:
         event = record.event
         table.add_row(
             str(record.seq),
-            event_kind(event),
-            Text(str(event.get("execution_id", "")) or "-"),
+            Text(one_line(event_kind(event))),
+            Text(one_line(str(event.get("execution_id", ""))) or "-"),
             record.content_hash[:12],
             Text(summarize_event(event)),
         )
@@ -442,14 +453,15 @@ def verify_line(report: VerifyReport, label: str) -> Text:
     if report.ok:
         head = report.last_hash[:16] or "-"
         line = Text.assemble(("✓ ", "green"))
-        line.append(f"{label}: {report.records} records verified, last seq {report.last_seq}")
+        line.append(one_line(f"{label}: {report.records} records verified"))
+        line.append(f", last seq {report.last_seq}")
         line.append(f", head {head}")
         if report.torn_tail:
             line.append(" (a torn, unacknowledged tail was ignored)")
         return line
     line = Text.assemble(("✗ ", "bold red"))
     where = f" at seq {report.first_bad_seq}" if report.first_bad_seq is not None else ""
-    line.append(f"{label}: FAILED{where}: {report.reason}")
+    line.append(one_line(f"{label}: FAILED{where}: {report.reason}"))
     return line
 
 
@@ -477,7 +489,7 @@ def print_export(summary: Mapping[str, Any]) -> None:
         f"exported {summary.get('uid')}: {summary.get('records')} records, last seq "
         f"{summary.get('last_seq')}, head {head} -> {summary.get('path')} ({kind})"
     )
-    stdout_console().print(Text(line), soft_wrap=True)
+    stdout_console().print(Text(one_line(line)), soft_wrap=True)
 
 
 # --- progress ------------------------------------------------------------------------------

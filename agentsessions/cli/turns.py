@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from agentsessions.cli.app import (
+    MODEL_SPEC_HELP,
     PROG,
     CliState,
     JsonOpt,
@@ -233,9 +234,9 @@ def exec_(
         str,
         typer.Option(
             metavar="SPEC",
-            help="Model for a new session: echo, scripted:seed=7, openai:MODEL[,base_url=...] "
-            "(default: the session's model, else echo); on an existing session it applies to "
-            "this turn only, and each MODEL_CALL records the model it used.",
+            help="Model for a new session (default: the session's model, else echo); on an "
+            "existing session it applies to this turn only, and each MODEL_CALL records the "
+            f"model it used. {MODEL_SPEC_HELP}",
         ),
     ] = "",
     config: Annotated[
@@ -286,12 +287,12 @@ def exec_(
             hint=f"{PROG} exec SESSION --fresh-start --input TEXT",
         )
     with _open_store(state) as store:
-        recorded = ""
+        recorded, recorded_model = "", ""
         if uid is not None:
             info = store.get(uid)
-            recorded = info.meta.harness
+            recorded, recorded_model = info.meta.harness, info.meta.model
         controller = build(state, store, runtime, printer, model)
-        check_turn(controller, harness or recorded or DEFAULT_HARNESS, model)
+        check_turn(controller, harness or recorded or DEFAULT_HARNESS, model or recorded_model)
         if meta is not None:
             uid = store.create(meta).uid
             printer.note(f"session {uid}")
@@ -412,7 +413,7 @@ def finish_replay(state: CliState, result: ReplayResult) -> None:
     else:
         sys.stdout.write(
             f"replayed {result.replayed} of {result.executions} executions of {result.uid} "
-            f"with harness {result.harness}\n"
+            f"with harness {render.one_line(result.harness)}\n"
             f"model_calls {result.model_calls}\n"
             f"identical   {'yes' if result.identical else 'no'}\n"
         )

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from agentsessions.errors import AgentSessionsError, ChainBrokenError, StorageError
+from agentsessions.errors import AgentSessionsError, ChainBrokenError, FormatError, StorageError
 from agentsessions.journal import exportfile, zstdcodec
 from agentsessions.journal.store import (
     DEFAULT_PROJECT,
@@ -24,7 +24,7 @@ from agentsessions.journal.store import (
     check_project,
     new_uid,
 )
-from agentsessions.journal.verify import Progress, verify_parsed
+from agentsessions.journal.verify import Progress, verify_file
 
 
 def export_session(
@@ -68,25 +68,32 @@ def import_file(
     name: str | None = None,
     progress: Progress | None = None,
 ) -> SessionInfo:
-    """Create a new session from a journal file, keeping its seqs, hashes and fences."""
+    """Create a new session from a journal file, keeping its seqs, hashes and fences.
+
+    Two passes in bounded memory: the first verifies every record (nothing is created if
+    one fails), the second reads the file again and appends; the writer re-checks each
+    record's link, so a file changed in between cannot slip anything in.
+    """
     if project is not None:
         check_project(project)
-    parsed = exportfile.parse(exportfile.load(path), source=str(path))
-    report = verify_parsed(parsed, str(path))
+    report = verify_file(path)
+    if report.kind == "format":
+        raise FormatError(report.reason)
     if not report.ok:
         raise ChainBrokenError(
             f"{path}: refused to import: {report.reason}", seq=report.first_bad_seq
         )
-    meta = _meta_for(parsed, project, name)
+    opened = exportfile.stream(path)
+    meta = _meta_for(opened, project, name)
     store.create(meta)
     try:
         with store.writer(meta.uid) as writer:
             done = 0
-            for batch in exportfile.iter_batches(parsed.records, store.max_commit_bytes):
+            for batch in exportfile.iter_batches(opened.records, store.max_commit_bytes):
                 writer.append_records(batch)
                 done += len(batch)
                 if progress is not None:
-                    progress(done, len(parsed.records))
+                    progress(done, report.records)
     except AgentSessionsError:
         with contextlib.suppress(AgentSessionsError):
             store.delete(meta.uid)
@@ -95,7 +102,9 @@ def import_file(
     return result
 
 
-def _meta_for(parsed: exportfile.Parsed, project: str | None, name: str | None) -> SessionMeta:
+def _meta_for(
+    parsed: exportfile.Parsed | exportfile.Stream, project: str | None, name: str | None
+) -> SessionMeta:
     base = SessionMeta(uid=new_uid())
     if parsed.meta is not None:
         with contextlib.suppress(KeyError, TypeError, ValueError):

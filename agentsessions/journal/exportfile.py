@@ -12,12 +12,17 @@ at disk speed and an import keeps every hash. A missing end line means a truncat
 record whose bytes, link or count disagree means a tampered one. Besides our own format,
 :func:`parse` reads JSON lines of ``agentsessions.v1.LogRecord`` (the gRPC ``Replay`` wire
 form) and the Go reference's record-array JSON, detected from the content.
+
+:func:`stream` reads a file in bounded memory whatever it holds: zstd is decompressed in
+pieces with a size and ratio cap (a bomb is refused early), lines are capped at
+:data:`MAX_LINE_BYTES`, records are yielded one by one, and only a Go record array (one
+JSON document) is read whole, capped at :data:`MAX_GO_BYTES`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -28,6 +33,15 @@ from agentsessions.journal.records import Record
 MAGIC_KEY = b'{"agentsessions_export":'
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 MAX_IMPORT_BYTES = 4 << 30
+MAX_RATIO = 10_000
+"""Most raw bytes a compressed export may hold per compressed byte (zstd's own output of a
+real journal stays far below; a bomb of zeros is at ~30 000)."""
+MAX_LINE_BYTES = 24 << 20
+"""Longest line of an export or LogRecord file: a record (at most 16 MiB) plus escaping."""
+MAX_GO_BYTES = 16 << 20
+"""Largest Go record array: it is one JSON document, parsed whole."""
+MAX_BLANK_LINES = 10_000
+_READ = 1 << 20
 
 FORMAT_EXPORT = "agentsessions-export"
 FORMAT_LOGRECORD = "logrecord-jsonl"
@@ -82,6 +96,167 @@ def load(path: Path) -> bytes:
     return data
 
 
+@dataclass
+class Stream:
+    """A journal file being read: its format, our header's metadata and declared head, and
+    its records one at a time (:func:`stream`)."""
+
+    format: str
+    records: Iterator[Record]
+    meta: dict[str, Any] | None = None
+    declared: dict[str, Any] | None = field(default=None)
+
+
+def stream(path: Path) -> Stream:
+    """Open a journal file for one pass over its records, in bounded memory.
+
+    FormatError (from here or from the iterator) names what is wrong; the end marker and
+    record count of our export are checked when the iterator ends.
+    """
+    source = str(path)
+    lines = _lines(_pieces(path), source)
+    first, number = b"", 0
+    for number, first in lines:  # noqa: B007 - the first non-blank line picks the format
+        if first.strip():
+            break
+    stripped = first.lstrip()
+    if stripped.startswith(MAGIC_KEY):
+        header = _json_line(stripped, source, number)
+        if not isinstance(header, dict) or header.get("agentsessions_export") != 1:
+            raise FormatError(f"{source}: unsupported export header")
+        meta = header.get("session")
+        declared = {k: header.get(k) for k in ("records", "last_seq", "last_hash")}
+        records = _stream_export(lines, header, source)
+        return Stream(FORMAT_EXPORT, records, meta if isinstance(meta, dict) else None, declared)
+    if stripped.startswith(b"["):
+        return Stream(FORMAT_GO, _stream_go(first, lines, source))
+    if stripped.startswith(b"{"):
+        return Stream(FORMAT_LOGRECORD, _stream_logrecords(number, first, lines, source))
+    raise _not_a_journal(source)
+
+
+def _pieces(path: Path) -> Iterator[bytes]:
+    """The file's bytes in pieces, zstd decompressed (capped) when the content says so."""
+    try:
+        fh = path.open("rb")
+    except OSError as exc:
+        raise StorageError(f"cannot read {path}: {exc.strerror}") from exc
+    with fh:
+        read = _reader(fh, path)
+        head = read(len(ZSTD_MAGIC))
+        if head == ZSTD_MAGIC:
+            pending = [head]
+
+            def again(n: int) -> bytes:
+                return pending.pop() if pending else read(n)
+
+            yield from zstdcodec.decompress_stream(again, MAX_IMPORT_BYTES, max_ratio=MAX_RATIO)
+            return
+        total = len(head)
+        yield head
+        while piece := read(_READ):
+            total += len(piece)
+            if total > MAX_IMPORT_BYTES:
+                raise FormatError(f"{path} is larger than {MAX_IMPORT_BYTES} bytes")
+            yield piece
+
+
+def _reader(fh: IO[bytes], path: Path) -> zstdcodec.Read:
+    def read(n: int) -> bytes:
+        try:
+            return fh.read(n)
+        except OSError as exc:
+            raise StorageError(f"cannot read {path}: {exc.strerror}") from exc
+
+    return read
+
+
+def _lines(pieces: Iterator[bytes], source: str) -> Iterator[tuple[int, bytes]]:
+    """``(line number, line)`` without its newline; a line over the cap is a FormatError."""
+    buf, number, blanks = bytearray(), 0, 0
+    for piece in pieces:
+        start = 0
+        while (end := piece.find(b"\n", start)) >= 0:
+            buf += piece[start:end]
+            start, number = end + 1, number + 1
+            blanks = blanks + 1 if not buf.strip() else 0
+            if blanks > MAX_BLANK_LINES:  # nothing real is ever that sparse; a bomb can be
+                raise FormatError(f"{source}: more than {MAX_BLANK_LINES} blank lines in a row")
+            yield number, _utf8(bytes(buf), source, number)
+            buf.clear()
+        buf += piece[start:]
+        if len(buf) > MAX_LINE_BYTES:
+            raise FormatError(f"{source}: line {number + 1} is longer than {MAX_LINE_BYTES} bytes")
+    if buf:
+        yield number + 1, _utf8(bytes(buf), source, number + 1)
+
+
+def _utf8(line: bytes, source: str, number: int) -> bytes:
+    if len(line) > MAX_LINE_BYTES:
+        raise FormatError(f"{source}: line {number} is longer than {MAX_LINE_BYTES} bytes")
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FormatError(f"{source} is not UTF-8 text: not a journal file") from None
+    return line
+
+
+def _stream_export(
+    lines: Iterator[tuple[int, bytes]], header: dict[str, Any], source: str
+) -> Iterator[Record]:
+    count, blank, trailer = 0, 0, None
+    for number, line in lines:
+        if not line.strip():
+            blank = blank or number
+            continue
+        if trailer is not None or blank:
+            raise FormatError(f"{source}: line {blank or number} is not a record line")
+        if line.startswith(b"{"):
+            trailer = _trailer(line)
+            if not (isinstance(trailer, dict) and isinstance(trailer.get("end"), dict)):
+                raise FormatError(f"{source}: line {number} is not a record line")
+            continue
+        count += 1
+        yield _export_record(line, count, source)
+    if trailer is None:
+        raise FormatError(f"{source} is truncated: the end marker is missing")
+    declared = trailer["end"]
+    for key in ("records", "last_seq", "last_hash"):
+        if header.get(key) != declared.get(key):
+            raise FormatError(f"{source}: header and end marker disagree on {key}")
+    if declared.get("records") != count:
+        raise FormatError(
+            f"{source}: end marker declares {declared.get('records')} records, found {count}"
+        )
+
+
+def _stream_go(first: bytes, lines: Iterator[tuple[int, bytes]], source: str) -> Iterator[Record]:
+    doc, size = [first], len(first)
+    for _, line in lines:
+        size += len(line) + 1
+        if size > MAX_GO_BYTES:
+            raise FormatError(f"{source}: a Go record array over {MAX_GO_BYTES} bytes")
+        doc.append(line)
+    yield from _parse_go(b"\n".join(doc), source).records
+
+
+def _stream_logrecords(
+    number: int, first: bytes, lines: Iterator[tuple[int, bytes]], source: str
+) -> Iterator[Record]:
+    yield _logrecord(first, number, source)
+    for number, line in lines:
+        if line.strip():
+            yield _logrecord(line, number, source)
+
+
+def _logrecord(line: bytes, number: int, source: str) -> Record:
+    try:
+        foreign = interchange.parse_logrecord_line(line)
+    except FormatError as exc:
+        raise FormatError(f"{source}: line {number}: {exc}") from None
+    return _foreign(foreign, source)
+
+
 def parse(data: bytes, *, source: str = "input") -> Parsed:
     """Detect the format of ``data`` and read its records (links are checked by the caller)."""
     try:
@@ -95,7 +270,11 @@ def parse(data: bytes, *, source: str = "input") -> Parsed:
         return _parse_go(stripped, source)
     if stripped.startswith(b"{"):
         return _parse_logrecords(stripped, source)
-    raise FormatError(
+    raise _not_a_journal(source)
+
+
+def _not_a_journal(source: str) -> FormatError:
+    return FormatError(
         f"{source} is not a journal: expected an agentsessions export, LogRecord JSON lines "
         "or a Go record array"
     )
@@ -179,7 +358,7 @@ def _json_line(line: bytes, source: str, number: int) -> Any:
 
 
 def iter_batches(
-    records: list[Record], max_bytes: int, max_count: int = 4096
+    records: Iterable[Record], max_bytes: int, max_count: int = 4096
 ) -> Iterator[list[Record]]:
     """Split records into commits that each stay under the store's size limit."""
     batch: list[Record] = []

@@ -3,8 +3,13 @@
 ``flock`` locks belong to an open file description, so a second writer fails fast whether it
 is another process or another open in this one, and the kernel releases the lock when the
 holder dies (a crashed writer never leaves a session stuck). The holder writes who it is
-(pid, host, command, since) into the file so the loser can say who holds the session; that
+(pid, host, program, since) into the file so the loser can say who holds the session; that
 text is informational and never fsync'd.
+
+Invariant: the holder identity never carries user content. The program is the name of the
+executable (``agentsessions``, or the verb the CLI declared with :func:`set_program`), never
+its arguments: a command line holds ``--input`` texts, labels and paths, and the LOCK file
+and the busy message are readable by whoever can list the session.
 
 We use ``fcntl`` directly rather than the ``filelock`` package: filelock opens the lock file
 with ``O_TRUNC`` on every attempt, so a losing writer would erase the holder's identity.
@@ -28,6 +33,34 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 _HOLDER_BYTES = 512
+_PROGRAM_CHARS = 64
+_program: str | None = None
+
+
+def set_program(name: str) -> None:
+    """Name this process in the LOCK files it writes (e.g. ``agentsessions exec``).
+
+    Callers pass a fixed name (a subcommand verb), never a user-supplied value.
+    """
+    global _program
+    _program = _clean(name)
+
+
+def program() -> str:
+    """This process's name for LOCK files: :func:`set_program`'s, else argv[0]'s basename."""
+    if _program:
+        return _program
+    argv0 = sys.argv[0] if sys.argv and sys.argv[0] else "python"
+    path = Path(argv0)
+    # ``python -m agentsessions`` runs .../agentsessions/__main__.py
+    name = path.parent.name if path.name == "__main__.py" else path.name
+    return _clean(name) or "python"
+
+
+def _clean(text: object) -> str:
+    """``text`` as a short, printable, single-line string (a LOCK file may be hostile)."""
+    value = "".join(ch for ch in str(text) if ch.isprintable())
+    return value[:_PROGRAM_CHARS]
 
 
 class SessionLock:
@@ -81,7 +114,7 @@ def _write_holder(fd: int) -> None:
     info = {
         "pid": os.getpid(),
         "host": socket.gethostname(),
-        "command": " ".join(sys.argv)[:200],
+        "program": program(),
         "since_unix": int(time.time()),
     }
     data = json.dumps(info).encode()[: _HOLDER_BYTES - 1]
@@ -98,4 +131,11 @@ def _read_holder(fd: int) -> str:
         return "holder unknown"
     if not isinstance(info, dict) or "pid" not in info:
         return "holder unknown"
-    return f"pid {info.get('pid')} on {info.get('host', '?')}: {info.get('command', '?')}"
+    # Only the identity fields, cleaned: an older LOCK may hold a whole command line.
+    out = f"pid {_clean(info.get('pid'))} on {_clean(info.get('host', '?'))}"
+    out += f": {_clean(info.get('program', '?')) or '?'}"
+    since = info.get("since_unix")
+    if isinstance(since, int) and 0 < since < 1 << 40:
+        when = time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(since))
+        out += f", since {when}"
+    return out

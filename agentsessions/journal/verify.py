@@ -672,14 +672,29 @@ def _can_fork() -> bool:
 def verify_file(
     path: Path, *, strict: bool = False, progress: Progress | None = None
 ) -> VerifyReport:
-    """Verify an export file, LogRecord JSON lines, or a Go record array, offline."""
+    """Verify an export file, LogRecord JSON lines, or a Go record array, offline.
+
+    One pass in bounded memory (:func:`exportfile.stream`): the file is never held whole.
+    """
     from agentsessions.journal import exportfile
 
+    report = VerifyReport(source=str(path))
     try:
-        parsed = exportfile.parse(exportfile.load(path), source=str(path))
+        opened = exportfile.stream(path)
+        _declare(report, opened)
+        total = report.expected_last_seq or 0  # known up front for our export only
+        return check_chain(opened.records, report, strict=strict, progress=progress, total=total)
     except FormatError as exc:
-        return VerifyReport(source=str(path)).fail(0, str(exc), "format")
-    return verify_parsed(parsed, str(path), strict=strict, progress=progress)
+        return report.fail(0, str(exc), "format")
+
+
+def _declare(report: VerifyReport, parsed: Any) -> None:
+    """Take the uid and the head a file's header declares into ``report``."""
+    if parsed.meta is not None:
+        report.uid = str(parsed.meta.get("uid", ""))
+    if parsed.declared is not None:
+        report.expected_last_seq = int(parsed.declared.get("last_seq", 0))
+        report.expected_last_hash = str(parsed.declared.get("last_hash", ""))
 
 
 def verify_parsed(
@@ -687,11 +702,7 @@ def verify_parsed(
 ) -> VerifyReport:
     """Verify records read from a journal file, including the head its end marker declares."""
     report = VerifyReport(source=source)
-    if parsed.meta is not None:
-        report.uid = str(parsed.meta.get("uid", ""))
-    if parsed.declared is not None:
-        report.expected_last_seq = int(parsed.declared.get("last_seq", 0))
-        report.expected_last_hash = str(parsed.declared.get("last_hash", ""))
+    _declare(report, parsed)
     total = len(parsed.records)
     return check_chain(parsed.records, report, strict=strict, progress=progress, total=total)
 

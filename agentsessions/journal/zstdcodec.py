@@ -9,6 +9,9 @@ Invariants:
 - :func:`decompress` never returns more than ``max_size`` bytes: a larger output (a zstd
   bomb or a hostile input) raises :class:`~agentsessions.errors.FormatError` without
   materialising it; truncated or malformed input raises FormatError too;
+- :func:`decompress_stream` reads and yields in bounded pieces (:data:`STREAM_PIECE`), so a
+  stream of any size costs a few MiB of memory; it refuses, as soon as it is passed, more
+  than ``max_size`` output bytes or more than ``max_ratio`` output bytes per input byte;
 - :func:`decompress` accepts concatenated frames and skips skippable frames, so the output
   of every backend is byte-identical;
 - :func:`compress` writes one frame with a content checksum;
@@ -42,6 +45,7 @@ __all__ = [
     "decode_seekable_footer",
     "decode_seekable_trailer",
     "decompress",
+    "decompress_stream",
     "encode_seekable",
     "one_checksummed_frame",
     "read_chunks",
@@ -189,6 +193,118 @@ def _decompress_module(mod: Any, data: bytes, max_size: int) -> bytes:
             raise FormatError("truncated zstd data")
         data = dec.unused_data
     return bytes(out)
+
+
+STREAM_PIECE = 1 << 20
+"""Largest piece :func:`decompress_stream` yields (and the most it holds decoded at once)."""
+_STREAM_READ = 64 << 10
+_RATIO_SLACK = 1 << 20  # tiny inputs may expand a lot in absolute terms; that is harmless
+
+Read = Callable[[int], bytes]
+"""``read(n)``: up to ``n`` more bytes of a stream, ``b""`` at its end."""
+
+
+def decompress_stream(read: Read, max_size: int, *, max_ratio: int) -> Iterator[bytes]:
+    """Decompress the zstd stream ``read`` returns, piece by piece (concatenated frames,
+    skippable frames skipped).
+
+    Raises FormatError on malformed or truncated data, or as soon as the output passes
+    ``max_size`` bytes or ``max_ratio`` times the input read so far (a zstd bomb is
+    refused after a bounded amount of work, never materialised).
+    """
+    name = backend()
+    if name == "none":
+        raise _unavailable()
+    total_in, total_out = [0], 0
+    counted = _counting(read, total_in)
+    pieces = _stream_cli(counted) if name == "cli" else _stream_module(_module(), counted)
+    try:
+        for piece in pieces:
+            total_out += len(piece)
+            if total_out > max_size:
+                raise FormatError(f"zstd data decompresses to more than {max_size} bytes")
+            if total_out > max_ratio * total_in[0] + _RATIO_SLACK:
+                raise FormatError(
+                    f"zstd data expands more than {max_ratio} times: refused as a "
+                    "decompression bomb"
+                )
+            yield piece
+    finally:
+        close = getattr(pieces, "close", None)
+        if close is not None:
+            close()
+
+
+def _counting(read: Read, total: list[int]) -> Read:
+    def counted(n: int) -> bytes:
+        data = read(n)
+        total[0] += len(data)
+        return data
+
+    return counted
+
+
+def _stream_module(mod: Any, read: Read) -> Iterator[bytes]:
+    dec = mod.ZstdDecompressor()
+    data = read(_STREAM_READ)
+    if not data:
+        return
+    while True:
+        if dec.eof:
+            data = dec.unused_data or read(_STREAM_READ)
+            if not data:
+                return  # the input ends after a whole frame
+            dec = mod.ZstdDecompressor()
+        elif dec.needs_input and not data:
+            data = read(_STREAM_READ)
+            if not data:
+                raise FormatError("truncated zstd data")
+        try:
+            out = dec.decompress(data, max_length=STREAM_PIECE)
+        except mod.ZstdError as exc:
+            raise FormatError(f"malformed zstd data: {exc}") from exc
+        data = b""
+        if out:
+            yield bytes(out)
+
+
+def _stream_cli(read: Read) -> Iterator[bytes]:
+    """``zstd -d`` fed from ``read`` on a thread, its output read in bounded pieces."""
+    exe = shutil.which("zstd")
+    if exe is None:
+        raise _unavailable()
+    pipe = subprocess.PIPE
+    with subprocess.Popen([exe, "-d", "-q", "-c"], stdin=pipe, stdout=pipe, stderr=pipe) as proc:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        errors: list[bytes] = []
+        helpers = [
+            threading.Thread(target=_feed_from, args=(proc.stdin, read), daemon=True),
+            threading.Thread(target=_drain, args=(proc.stderr, errors), daemon=True),
+        ]
+        for thread in helpers:
+            thread.start()
+        finished = False
+        try:
+            while piece := proc.stdout.read(STREAM_PIECE):
+                yield piece
+            finished = True
+        finally:
+            if not finished:  # the consumer stopped (a cap, a bad record): stop zstd too
+                proc.kill()
+            code = proc.wait(timeout=_CLI_TIMEOUT)
+            for thread in helpers:
+                thread.join(timeout=_CLI_TIMEOUT)
+    if code != 0:
+        msg = b"".join(errors).decode("utf-8", "replace").strip()
+        raise FormatError(f"zstd command failed ({code}): {msg or 'malformed data'}")
+
+
+def _feed_from(pipe: Any, read: Read) -> None:
+    with contextlib.suppress(OSError):
+        while data := read(_STREAM_READ):
+            pipe.write(data)
+    with contextlib.suppress(OSError):
+        pipe.close()
 
 
 def _cli(args: list[str], data: bytes, max_size: int | None) -> bytes:
@@ -373,8 +489,10 @@ def read_seek_table(read_at: ReadAt, file_size: int, guess: int = 64 << 10) -> S
     return decode_seekable_trailer(tail[-trailer:], file_size)
 
 
-MAX_CHUNK = 1 << 30
-"""Largest raw chunk a seek table may claim (a hostile table cannot ask for more memory)."""
+MAX_CHUNK = 32 << 20
+"""Largest chunk, raw or compressed, a seek table may claim, so a hostile or damaged table
+cannot make a reader hold more than this (chunks are cut at ~1 MiB; one group may be up to
+the commit limit, 4 MiB by default)."""
 
 
 def read_chunks(

@@ -2,7 +2,7 @@
 
 Spec grammar (surrounding whitespace ignored)::
 
-    spec    = "" | "echo" | "scripted" [":" options] | "openai:" model ["," options] | name
+    spec    = "" | "echo" | "scripted" [":" options] | "openai:" model ["," options] | plugin
     options = key "=" value *("," key "=" value)
 
 - ``""`` or ``echo``: the built-in echo model (:mod:`.echo`), the default.
@@ -14,11 +14,14 @@ Spec grammar (surrounding whitespace ignored)::
   ``auth_header``, ``connect_timeout`` and ``read_timeout`` (seconds).
 - a name registered in :data:`MODELS` (in code, or by an entry point in the group
   ``agentsessions.models``): that provider, which takes no options.
-- any other name, taken verbatim (colons included, so ``llama3:8b`` works): the same as
-  ``openai:<name>``.
+
+Any other spec (a misspelt ``scriptd:seed=7``, a bare ``gpt-4o-mini``) is refused: a spec
+names its provider explicitly, so a typo can never send the user's input to a remote
+endpoint. :func:`known_providers` lists what is accepted, for the error and ``--help``.
 
 Invariants: :func:`create_model` touches no network and no file other than a scripted
-``file``; every bad spec or option raises InvalidArgumentError naming it; options given both
+``file``; every bad spec or option raises InvalidArgumentError naming it (an unknown provider
+also lists the known ones); options given both
 inline and in ``options`` must not disagree; an empty option value means "unset"; the API key
 is never an option (it comes only from ``MODEL_API_KEY`` or ``OPENAI_API_KEY``).
 """
@@ -42,6 +45,7 @@ __all__ = [
     "OpenAIModel",
     "ScriptedModel",
     "create_model",
+    "known_providers",
     "parse_spec",
 ]
 
@@ -51,6 +55,7 @@ MODELS.register("echo", EchoModel)
 MODELS.register("scripted", ScriptedModel)
 
 _SECRET_OPTIONS = ("api_key", "key", "token")
+_OPENAI = "openai"
 
 
 @dataclass(frozen=True)
@@ -70,7 +75,7 @@ def parse_spec(spec: str) -> ModelSpec:
         return ModelSpec("echo")
     if head == "scripted":
         return ModelSpec("scripted", options=_options(rest.split(","), spec))
-    if head == "openai":
+    if head == _OPENAI:
         model, *items = rest.split(",")
         if not model.strip():
             raise InvalidArgumentError(f"model spec {spec!r}: openai needs a model name")
@@ -79,7 +84,23 @@ def parse_spec(spec: str) -> ModelSpec:
         raise InvalidArgumentError(f"model spec {spec!r}: {head} takes no options")
     if spec in MODELS.names():
         return ModelSpec(spec)
-    return ModelSpec("openai", spec)
+    # Never guess: falling back to the remote provider would send a typo's input off-host.
+    raise InvalidArgumentError(
+        f"unknown model provider {head!r} in model spec {spec!r} "
+        f"(known: {', '.join(known_providers())})",
+        hint=_unknown_hint(spec),
+    )
+
+
+def _unknown_hint(spec: str) -> str:
+    # ``llama3:8b`` probably means an OpenAI-compatible model; ``scriptd:seed=7`` a typo
+    remote = f"{_OPENAI}:{spec}" if "=" not in spec and "," not in spec else f"{_OPENAI}:MODEL"
+    return f"for example --model echo, --model scripted:seed=7 or --model {remote}"
+
+
+def known_providers() -> list[str]:
+    """The provider names a spec may start with: ``openai`` and every registered model."""
+    return sorted({_OPENAI, *MODELS.names()})
 
 
 def create_model(name: str, *, options: Mapping[str, str] | None = None) -> ModelProvider:

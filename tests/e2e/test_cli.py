@@ -76,7 +76,7 @@ def test_create_prints_the_uid_and_get_shows_the_metadata(cli: Cli) -> None:
             "--harness",
             "echo",
             "--model",
-            "echo-1",
+            "openai:echo-1",
             "--label",
             "team=ml",
             "--label",
@@ -90,7 +90,7 @@ def test_create_prints_the_uid_and_get_shows_the_metadata(cli: Cli) -> None:
     assert uid.startswith("sess-") and len(uid) == 29
     got = cli.fast("get", uid, "--json").ok().json()
     assert got["uid"] == uid and got["project"] == "acme" and got["name"] == "triage"
-    assert got["harness"] == "echo" and got["model"] == "echo-1"
+    assert got["harness"] == "echo" and got["model"] == "openai:echo-1"
     assert got["labels"] == {"team": "ml", "tier": "gold"}
     assert got["annotations"] == {"note": "a=b"}
     assert got["last_seq"] == 0 and got["deleted"] is False

@@ -175,17 +175,15 @@ def test_scripted_specs(tmp_path: Path) -> None:
 def test_openai_specs(monkeypatch: pytest.MonkeyPatch) -> None:
     named = create_model("openai:gpt-4o-mini")
     assert isinstance(named, OpenAIModel) and named.model == "gpt-4o-mini"
-    bare = create_model("gpt-4o-mini")
-    assert isinstance(bare, OpenAIModel) and bare.model == "gpt-4o-mini"
-    assert bare.endpoint.display == "https://api.openai.com/v1/chat/completions"
-    colon = create_model("llama3:8b", options={"base_url": "http://127.0.0.1:11434/v1"})
+    assert named.endpoint.display == "https://api.openai.com/v1/chat/completions"
+    colon = create_model("openai:llama3:8b", options={"base_url": "http://127.0.0.1:11434/v1"})
     assert isinstance(colon, OpenAIModel) and colon.model == "llama3:8b"
     assert colon.endpoint.display == "http://127.0.0.1:11434/v1/chat/completions"
     inline = create_model("openai:llama3:8b,base_url=http://h:1/x,path=/c?v=1,read_timeout=5")
     assert isinstance(inline, OpenAIModel) and inline.model == "llama3:8b"
     assert (inline.endpoint.target, inline.read_timeout) == ("/x/c?v=1", 5.0)
     monkeypatch.setenv("MODEL_BASE_URL", "http://from-env:8000/v1/")
-    from_env = create_model("m")
+    from_env = create_model("openai:m")
     assert isinstance(from_env, OpenAIModel)
     assert from_env.endpoint.display == "http://from-env:8000/v1/chat/completions"
 
@@ -193,7 +191,16 @@ def test_openai_specs(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_parse_spec() -> None:
     assert parse_spec("scripted:seed=7").options == {"seed": "7"}
     assert parse_spec("openai:m,path=/p?a=b").options == {"path": "/p?a=b"}
-    assert (parse_spec("echo").kind, parse_spec("x:y").kind) == ("echo", "openai")
+    assert (parse_spec("echo").kind, parse_spec("openai:x:y").kind) == ("echo", "openai")
+
+
+@pytest.mark.parametrize("spec", ["scriptd:seed=7", "gpt-4o-mini", "llama3:8b", "x:y", "Echo"])
+def test_an_unknown_provider_is_refused_never_sent_to_openai(spec: str) -> None:
+    # a bare or misspelt spec used to become openai:<spec> and reach the default endpoint
+    with pytest.raises(InvalidArgumentError, match="unknown model provider") as caught:
+        create_model(spec)
+    assert "(known: echo, openai, scripted)" in str(caught.value)
+    assert "--model" in caught.value.hint
 
 
 def test_a_registered_plugin_is_found_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -223,7 +230,7 @@ def test_a_registered_plugin_is_found_by_name(monkeypatch: pytest.MonkeyPatch) -
         ("openai:m,read_timeout=-1", None, "must be positive"),
         ("openai:m,connect_timeout=soon", None, "must be seconds"),
         ("openai:m,auth_header=bad header", None, "bad auth_header"),
-        ("gpt", {"api_key": "sk-1"}, "comes only from the MODEL_API_KEY"),
+        ("openai:gpt", {"api_key": "sk-1"}, "comes only from the MODEL_API_KEY"),
     ],
 )
 def test_bad_specs_are_invalid_arguments(

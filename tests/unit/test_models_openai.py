@@ -326,7 +326,7 @@ def test_a_key_echoed_by_the_server_is_redacted(
 def test_a_key_with_control_characters_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MODEL_API_KEY", "sk-a\nX-Evil: 1")
     with pytest.raises(InvalidArgumentError, match="MODEL_API_KEY contains") as caught:
-        create_model("gpt")
+        create_model("openai:gpt")
     assert "sk-a" not in str(caught.value)
 
 
@@ -357,7 +357,7 @@ def test_http_500_detail_is_one_truncated_line(endpoint: Endpoint) -> None:
 
 def test_connection_refused() -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"
-    model = create_model("gpt", options={"base_url": url})
+    model = create_model("openai:gpt", options={"base_url": url})
     with pytest.raises(UnavailableError) as caught:
         model.complete(ask("q"))
     assert str(caught.value) == (

@@ -190,3 +190,28 @@ def test_frames_without_a_checksum_are_refused_by_checked_reads(
     assert b"".join(zstdcodec.read_chunks(lambda n, o: blob[o : o + n], table)) == DATA
     with pytest.raises(FormatError, match="content checksum"):
         list(zstdcodec.read_chunks(lambda n, o: blob[o : o + n], table, checksummed=True))
+
+
+def test_a_seek_table_claiming_a_huge_chunk_is_refused_before_any_read() -> None:
+    # a damaged or hostile .seg.zst must not make a reader allocate anywhere near 1 GiB
+    assert zstdcodec.MAX_CHUNK <= 32 << 20
+    entry = zstdcodec.SeekEntry(key=1, raw_offset=0, comp_offset=0, comp_len=64)
+    table = zstdcodec.SeekTable((entry,), b"", raw_size=1 << 30, skip_offset=64)
+
+    def read_at(n: int, offset: int) -> bytes:
+        raise AssertionError("read before the claimed size was checked")
+
+    with pytest.raises(FormatError, match="over the"):
+        list(zstdcodec.read_chunks(read_at, table))
+
+
+def test_decompress_stream_refuses_a_bomb_by_ratio_in_pieces() -> None:
+    import io
+
+    data = zstdcodec.compress(b"\0" * (64 << 20))
+    stream = io.BytesIO(data)
+    pieces = zstdcodec.decompress_stream(stream.read, 1 << 40, max_ratio=100)
+    with pytest.raises(FormatError, match="decompression bomb"):
+        for piece in pieces:
+            assert len(piece) <= zstdcodec.STREAM_PIECE
+    assert zstdcodec.decompress(data, 64 << 20) == b"\0" * (64 << 20)

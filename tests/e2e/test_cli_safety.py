@@ -1,0 +1,208 @@
+"""Privacy and safety as a user meets them: no guessed remote model, no user content in the
+lock, no raw terminal escapes, no zstd bomb that eats the machine's memory."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from conftest import Run, clean_env
+
+from agentsessions.journal.filestore import FileStore
+from agentsessions.journal.store import SessionMeta, new_uid
+
+if TYPE_CHECKING:
+    from conftest import Cli
+
+Unchanged = Callable[[Path], Callable[[], None]]
+
+EXIT_USAGE = 2
+EXIT_BUSY = 6
+DEVNULL = subprocess.DEVNULL
+SECRET = "my secret 4f1c"
+KNOWN = "(known: echo, openai, scripted)"
+
+
+def sessions(home: Path) -> list[str]:
+    """Every session directory under ``home`` (a session exists once its directory does)."""
+    root = home / "sessions"
+    return sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+
+
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    """A TCP listener standing in for a model endpoint; a test asserts nobody connected."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.setblocking(False)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def connected(server: socket.socket) -> bool:
+    """True if any client connected to ``server`` (non-blocking: the client has exited)."""
+    try:
+        conn, _ = server.accept()
+    except BlockingIOError:
+        return False
+    conn.close()
+    return True
+
+
+def endpoint_env(server: socket.socket) -> dict[str, str]:
+    port = server.getsockname()[1]
+    return {"MODEL_BASE_URL": f"http://127.0.0.1:{port}/v1", "MODEL_API_KEY": "sk-test"}
+
+
+# --- 1. a model spec names its provider ----------------------------------------------------
+
+
+@pytest.mark.parametrize("spec", ["scriptd:seed=7", "gpt-4o-mini"])
+def test_a_sessionless_exec_with_an_unknown_model_creates_and_sends_nothing(
+    cli: Cli, home: Path, listener: socket.socket, spec: str
+) -> None:
+    args = ("exec", "--harness", "chat", "--model", spec, "--input", SECRET)
+    run = cli.run(*args, env=endpoint_env(listener)).fails(EXIT_USAGE)
+    assert "unknown model provider" in run.err and KNOWN in run.err
+    assert sessions(home) == []
+    assert not connected(listener)
+
+
+def test_exec_on_a_session_refuses_an_unknown_model_before_writing(
+    cli: Cli, home: Path, listener: socket.socket, unchanged: Unchanged
+) -> None:
+    uid = cli.create("--harness", "chat")
+    check = unchanged(home)
+    run = cli.run(
+        "exec", uid, "--model", "scriptd:seed=7", "-i", SECRET, env=endpoint_env(listener)
+    )
+    run.fails(EXIT_USAGE)
+    check()
+    assert not connected(listener)
+
+
+def test_a_session_recorded_with_a_bare_model_name_is_not_sent_to_openai(
+    cli: Cli, home: Path, listener: socket.socket, unchanged: Unchanged
+) -> None:
+    # sessions created before specs had to name a provider may carry a bare name
+    store = FileStore(home)
+    try:
+        meta = SessionMeta(uid=new_uid(), harness="chat", model="gpt-4o", create_time_ns=1)
+        uid = store.create(meta).uid
+    finally:
+        store.close()
+    check = unchanged(home)
+    run = cli.run("exec", uid, "-i", SECRET, env=endpoint_env(listener)).fails(EXIT_USAGE)
+    assert "openai:gpt-4o" in run.err  # the hint says how to keep using that model
+    check()
+    assert not connected(listener)
+
+
+def test_create_refuses_an_unknown_model_and_creates_nothing(cli: Cli, home: Path) -> None:
+    run = cli.fast("create", "--model", "scriptd:seed=7").fails(EXIT_USAGE)
+    assert KNOWN in run.err
+    assert sessions(home) == []
+    assert cli.fast("create", "--model", "openai:gpt-4o-mini").code == 0
+
+
+@pytest.mark.parametrize("command", ["exec", "create"])
+def test_model_help_documents_the_spec_syntax(cli: Cli, command: str) -> None:
+    out = " ".join(cli.fast(command, "--help").ok().out.split())
+    assert "SPEC names the provider" in out
+    assert "openai:MODEL" in out and "scripted" in out
+
+
+# --- 2. the lock names its holder without user content -------------------------------------
+
+
+def test_a_busy_session_names_its_holder_without_the_holders_input(cli: Cli, home: Path) -> None:
+    uid = cli.create("--harness", "chat")
+    slow = ("--harness", "chat", "--model", "scripted:seed=7,delay=600", "--input", SECRET)
+    argv = [sys.executable, "-m", "agentsessions", "--home", str(home), "exec", uid, *slow]
+    lock_file = home / "sessions" / uid / "LOCK"
+    holder = subprocess.Popen(argv, env=clean_env(), stdout=DEVNULL, stderr=DEVNULL)
+    try:
+        while f'"pid": {holder.pid}'.encode() not in _read(lock_file):
+            assert holder.poll() is None, "the holder exited before taking the lock"
+            time.sleep(0.02)
+        raw = _read(lock_file)
+        run = cli.run("exec", uid, "--input", "second").fails(EXIT_BUSY)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert SECRET.encode() not in raw and b"--input" not in raw
+    assert SECRET not in run.err
+    assert f"pid {holder.pid} on " in run.err and ": agentsessions exec, since " in run.err
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
+# --- 4. a zstd bomb is refused in bounded memory -------------------------------------------
+
+EXIT_FORMAT = 10
+MEMORY_CAP = 100 << 20
+
+
+def bomb(path: Path, prefix: bytes, fill: bytes, size: int = 1 << 30) -> None:
+    """``prefix`` then ``fill`` repeated to ``size`` bytes, zstd-compressed by streaming."""
+    import pyzstd
+
+    comp = pyzstd.ZstdCompressor(1)
+    piece = fill * ((4 << 20) // len(fill))
+    with path.open("wb") as out:
+        out.write(comp.compress(prefix))
+        for _ in range(size // len(piece)):
+            out.write(comp.compress(piece))
+        out.write(comp.flush())
+
+
+def peak_rss(cli: Cli, *args: str) -> tuple[Run, int]:
+    """Run the CLI in a child and return its result and peak resident memory in bytes."""
+    script = (
+        "import resource, subprocess, sys\n"
+        "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+        "sys.stdout.write(p.stdout); sys.stderr.write(p.stderr)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
+        "sys.exit(p.returncode)\n"
+    )
+    argv = [sys.executable, "-c", script, sys.executable, "-m", "agentsessions"]
+    argv += ["--home", str(cli.home), *args]
+    proc = subprocess.run(argv, env=clean_env(), capture_output=True, text=True, timeout=300)
+    *err, rss = proc.stderr.splitlines()
+    return Run(args, proc.returncode, proc.stdout, "\n".join(err) + "\n"), int(rss) * 1024
+
+
+@pytest.mark.parametrize(
+    ("prefix", "fill"),
+    [
+        (b"", b"\0"),  # one endless line
+        (b'{"agentsessions_export":1,"records":1,"last_seq":1,"last_hash":""}\n', b"\n"),
+        (b"", b'{"seq":"1"}  '),  # an endless LogRecord line
+    ],
+)
+@pytest.mark.parametrize("command", ["import", "verify"])
+def test_a_zstd_bomb_is_refused_in_bounded_memory(
+    cli: Cli, home: Path, tmp_path: Path, prefix: bytes, fill: bytes, command: str
+) -> None:
+    pytest.importorskip("pyzstd")
+    path = tmp_path / "bomb.agx"
+    bomb(path, prefix, fill)
+    assert path.stat().st_size < 1 << 20  # a small file ...
+    run, peak = peak_rss(cli, command, str(path))
+    run.fails(EXIT_FORMAT)  # ... refused as not a journal,
+    assert peak < MEMORY_CAP, f"peak RSS {peak >> 20} MiB"  # without holding what it expands to
+    assert sessions(home) == []
