@@ -86,8 +86,11 @@ class AgentSessionsGroup(TyperGroup):
         **extra: Any,
     ) -> Any:
         """Run the command line; exit (or return, when not standalone) with the exit code."""
+        from agentsessions.cli.stream import guarded
+
         state = extra.setdefault("obj", CliState())
-        code = self._run(args, prog_name or PROG, complete_var, state, extra)
+        with guarded() as output:  # a closed terminal, EPIPE or ENOSPC never fails a command
+            code = output.exit_code(self._run(args, prog_name or PROG, complete_var, state, extra))
         if standalone_mode:
             sys.exit(code)
         return code

@@ -35,7 +35,7 @@ from agentsessions.cli.app import (
     app,
     parse_pairs,
 )
-from agentsessions.cli.stream import TurnPrinter, record_line
+from agentsessions.cli.stream import TurnPrinter, note_done, record_line
 from agentsessions.errors import (
     InvalidArgumentError,
     LockHeldError,
@@ -293,6 +293,7 @@ def exec_(
 
 def finish_turn(state: CliState, printer: TurnPrinter, result: TurnResult) -> None:
     """Print the turn's JSON result, or close its stream with a one-line summary."""
+    note_done(f"the turn completed and is journaled (seq {result.last_seq})")
     if state.json:
         from agentsessions.cli.render import write_json
 
@@ -428,6 +429,8 @@ def resume(
         woke = wake(controller, uid, printer, wait)
         turn = controller.resume(uid, harness=harness, wait_seconds=wait)
         info = store.get(uid)
+    if turn is not None:
+        note_done(f"the turn completed and is journaled (seq {turn.last_seq})")
     if state.json:
         from agentsessions.cli.render import write_json
 

@@ -39,7 +39,7 @@ from agentsessions.journal.store import SessionInfo, SessionMeta, Store, Writer,
 from . import executions
 from .history import StoreHistory
 from .registry import Registry
-from .sinks import Live, TurnSink
+from .sinks import Live, Observer, TurnSink
 from .spi import (
     REQUIRES_MEMORY_SNAPSHOT,
     Completion,
@@ -144,8 +144,28 @@ class Controller:
         self.models = CountingModels(models)
         self.runtime = runtime
         self.default_model = default_model
+        self.observer_errors: list[Exception] = []
+        """What the ``on_record``/``on_delta`` callbacks raised; never part of a turn."""
         self.on_record = on_record
         self.on_delta = on_delta
+
+    @property
+    def on_record(self) -> Callable[[Record], None] | None:
+        """Called with each record the controller commits (isolated: see :class:`Observer`)."""
+        return self._on_record
+
+    @on_record.setter
+    def on_record(self, callback: Callable[[Record], None] | None) -> None:
+        self._on_record = _isolated(callback, self.observer_errors)
+
+    @property
+    def on_delta(self) -> Callable[[str], None] | None:
+        """Called with each streamed model delta (isolated: see :class:`Observer`)."""
+        return self._on_delta
+
+    @on_delta.setter
+    def on_delta(self, callback: Callable[[str], None] | None) -> None:
+        self._on_delta = _isolated(callback, self.observer_errors)
 
     # -- exec -------------------------------------------------------------------------------
     def exec(
@@ -407,6 +427,15 @@ def check_harness(run: executions.Execution, name: str, descriptor: HarnessDescr
             f"execution {run.id} was recorded by {recorded_name or name} version "
             f"{recorded_version!r}; this harness is version {descriptor.version!r}"
         )
+
+
+def _isolated(
+    callback: Callable[[Any], None] | None, errors: list[Exception]
+) -> Callable[[Any], None] | None:
+    """``callback`` behind an :class:`Observer` (once: an Observer is not wrapped again)."""
+    if callback is None or isinstance(callback, Observer):
+        return callback
+    return Observer(callback, errors)
 
 
 def _as_user(message: Message) -> Message:
