@@ -24,6 +24,7 @@ from typing import Any, cast
 
 from agentsessions.errors import (
     AgentSessionsError,
+    CommitTooLargeError,
     HarnessError,
     HarnessMismatchError,
     InvalidArgumentError,
@@ -184,12 +185,17 @@ class Controller:
 
         ``uid`` None creates a session first (from ``meta``). If the first append fails,
         no harness or model runs. An inputless exec on a session with an interrupted turn
-        continues that turn (as the reference's "inputless Exec means continue"). ``model``
+        continues that turn (as the reference's "inputless Exec means continue"), and so does
+        an inputless exec on a session whose last turn failed (ERROR, no END): see
+        :meth:`resume`. With inputs, a failed turn does not block: a new execution starts,
+        and the failed one stays in the journal as audit (replay skips it). ``model``
         overrides the session's model for this turn (each MODEL_CALL records the one used).
         """
         created = uid is None
         if uid is None:
-            uid = self.store.create(meta or SessionMeta(uid=new_uid(), harness=harness)).uid
+            meta = meta or SessionMeta(uid=new_uid(), harness=harness)
+            self.check_exec(inputs, harness=harness or meta.harness, config=config)
+            uid = self.store.create(meta).uid
         info = self.store.get(uid)
         name = harness or info.meta.harness or DEFAULT_HARNESS
         instance, descriptor = self._instance(info, name)
@@ -202,6 +208,11 @@ class Controller:
                         hint=f"agentsessions resume {uid}",
                     )
                 return self._resume_with(writer, uid, name, instance, descriptor, turn_model)
+            failed = None if inputs else self._failed(uid)
+            if failed is not None:  # "inputless Exec means continue", a failed turn included
+                return self._resume_with(
+                    writer, uid, name, instance, descriptor, turn_model, failed
+                )
             result = self._run_new(
                 writer,
                 uid,
@@ -215,6 +226,34 @@ class Controller:
             )
         result.created = created
         return result
+
+    def check_exec(
+        self, inputs: Sequence[Message], *, harness: str = "", config: bytes = b""
+    ) -> None:
+        """Refuse, before anything is written or created, a turn whose first commit the store
+        would refuse: an unknown harness, inputs that are not valid Messages (text that is
+        not UTF-8), or EXECUTION_START plus the INPUTs over the store's commit limit.
+
+        The commit is sealed as it would land first in a new session (seq 1, no previous
+        hash), so for a new session the size check is exact.
+        """
+        from agentsessions.journal.tail import Tail
+
+        name = harness or DEFAULT_HARNESS
+        descriptor = self._describe(name)[1]
+        events = _first_commit("0" * 16, name, descriptor, inputs, config)
+        limit = self.store.max_commit_bytes
+        try:
+            Tail().seal_events("(new)", events, fence=0, max_bytes=limit)
+        except CommitTooLargeError:
+            raise CommitTooLargeError(
+                f"the turn's inputs do not fit in one commit (at most {limit} bytes); "
+                "nothing was written",
+                hint="send less text per turn",
+                limit=limit,
+            ) from None
+        except InvalidArgumentError as exc:
+            raise InvalidArgumentError(exc.message.removeprefix("session (new): ")) from None
 
     def _run_new(
         self,
@@ -231,17 +270,7 @@ class Controller:
         journal = _WriterJournal(writer, self.on_record)
         exec_id = secrets.token_hex(8)
         head = writer.head[0]
-        start_event = model.execution_start(
-            input_count=len(inputs),
-            config=config,
-            harness=name,
-            harness_version=descriptor.version,
-            execution_id=exec_id,
-        )
-        events = [start_event] + [
-            model.input_event(cast(model.Message, _as_user(m)), execution_id=exec_id)
-            for m in inputs
-        ]
+        events = _first_commit(exec_id, name, descriptor, inputs, config)
         journal.record(events, head if expected_last_seq is None else expected_last_seq)
         start = Start(
             exec_id, config, tuple(_as_user(m) for m in inputs), StoreHistory(self.store, uid, head)
@@ -253,7 +282,15 @@ class Controller:
     def resume(
         self, uid: str, *, harness: str = "", wait_seconds: float = 0.0
     ) -> TurnResult | None:
-        """Complete the session's interrupted turn, if it has one (None when it has not)."""
+        """Complete the session's open turn, if it has one (None when it has not).
+
+        The open turn is the trailing execution without END: cut off (a killed process) or
+        failed (it ended in ERROR). Either is re-driven the same way (digest 5.4): its
+        recorded effects are served in order, its ERROR events are skipped (audit only, they
+        do not close an execution), a trailing MODEL_CALL without OUTPUT is invoked once
+        more, and past the record everything is live. It ends with END, or with one more
+        ERROR (HarnessError, exit 14) if it fails again; nothing else is appended then.
+        """
         info = self.store.get(uid)
         turn_model = info.meta.model or self.default_model
         with self._writer(uid, wait_seconds) as writer:
@@ -391,6 +428,13 @@ class Controller:
     def _live(self, journal: _WriterJournal, turn_model: str) -> Live:
         return Live(journal, self.models, turn_model, self.on_delta)
 
+    def _failed(self, uid: str) -> executions.Execution | None:
+        """The trailing execution if it failed (ERROR recorded, no END), else None."""
+        if self.store.get(uid).exec_state != "EXEC_FAILED":
+            return None
+        run = self._pending(uid)
+        return run if run is not None and run.errors else None
+
     def _interrupted(self, uid: str) -> bool:
         """A turn was cut off (no END and no ERROR): new inputs must wait for resume."""
         return self.store.get(uid).exec_state in ("EXEC_RUNNING", "EXEC_AWAITING")
@@ -427,6 +471,26 @@ def check_harness(run: executions.Execution, name: str, descriptor: HarnessDescr
             f"execution {run.id} was recorded by {recorded_name or name} version "
             f"{recorded_version!r}; this harness is version {descriptor.version!r}"
         )
+
+
+def _first_commit(
+    exec_id: str,
+    name: str,
+    descriptor: HarnessDescriptor,
+    inputs: Sequence[Message],
+    config: bytes,
+) -> list[model.Event]:
+    """A turn's first commit (the CAS point): EXECUTION_START and one INPUT per message."""
+    start_event = model.execution_start(
+        input_count=len(inputs),
+        config=config,
+        harness=name,
+        harness_version=descriptor.version,
+        execution_id=exec_id,
+    )
+    return [start_event] + [
+        model.input_event(cast(model.Message, _as_user(m)), execution_id=exec_id) for m in inputs
+    ]
 
 
 def _isolated(

@@ -7,11 +7,19 @@ model request must hash like the recorded one (I0) and each execution must consu
 recorded effects exactly (I5). Harness name and version are checked for every execution
 before anything runs. The result names the first divergence instead of raising, so a
 user sees how far the replay got.
+
+Each execution gets the history the live turn got (the events before its first one). A
+stateless harness runs each execution on a fresh instance; a memory harness
+(REQUIRES_MEMORY_SNAPSHOT) runs them all, in journal order, on ONE instance, as its live
+compute did (I4: it never rebuilds memory from history, so that is the only way to reach
+the memory a later execution started from). Failed executions (ERROR, no END) are audit
+and not replayed; a memory harness that changed its memory in one before failing is not
+reproducible from the journal alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +36,7 @@ from .controller import check_harness
 from .history import ListHistory
 from .registry import Registry
 from .sinks import TurnSink
-from .spi import Harness, Start
+from .spi import REQUIRES_MEMORY_SNAPSHOT, Harness, HarnessDescriptor, Start
 
 
 @dataclass
@@ -79,7 +87,11 @@ def replay(
     harness: str = "",
     model_calls: Callable[[], int] = lambda: 0,
 ) -> ReplayResult:
-    """Re-drive every completed execution of ``uid``; see the module docstring."""
+    """Re-drive every completed execution of ``uid``, in order; see the module docstring.
+
+    Always from the session's first execution (a forked child's included: it shares the
+    parent's prefix), since a memory harness can only reach execution N through 1..N-1.
+    """
     info = store.get(uid)
     events = [(r.seq, r.event) for r in store.read(uid, 1, info.last_seq)]
     runs = executions.replayable(executions.group(events))
@@ -97,9 +109,10 @@ def replay(
     )
     calls_before = model_calls()
     ordered = [e for _, e in events]
+    instances = _instances(harnesses, name, descriptor)
     for run in runs:
         try:
-            result.outputs += _replay_one(harnesses.create(name), run, ordered)
+            result.outputs += _replay_one(next(instances), run, ordered)
         except ReplayError as exc:
             result.divergence, result.diverged_execution = str(exc), run.id or "legacy"
             break
@@ -111,6 +124,25 @@ def replay(
     after = store.get(uid)
     result.head_after = (after.last_seq, after.last_hash)
     return result
+
+
+def _instances(
+    harnesses: Registry[Harness], name: str, descriptor: HarnessDescriptor
+) -> Iterator[Harness]:
+    """The harness each execution is replayed on, in journal order.
+
+    A stateless harness gets a fresh instance per execution (everything it knows is in
+    ``Start``). A harness whose state is its memory (REQUIRES_MEMORY_SNAPSHOT) gets ONE
+    instance for every execution, in order, exactly as the live warm compute did: its
+    memory after execution N is what execution N+1 starts from, and a fresh instance per
+    execution would replay each turn against an empty memory and diverge.
+    """
+    if descriptor.capabilities.resumability != REQUIRES_MEMORY_SNAPSHOT:
+        while True:
+            yield harnesses.create(name)
+    instance = harnesses.create(name)
+    while True:
+        yield instance
 
 
 def _replay_one(
