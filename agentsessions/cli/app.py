@@ -11,6 +11,7 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import sys
@@ -482,18 +483,20 @@ def export(
     The file is zstd-compressed unless --no-compress; `verify FILE` checks it anywhere.
     """
     from agentsessions.cli import render
-    from agentsessions.journal.exchange import export_session
+    from agentsessions.journal.exchange import export_session, is_stream
 
     state = _state(ctx, as_json)
     uid = _uid(session)
-    if output.exists() and not force:
+    if output.exists() and not force and not is_stream(output):  # /dev/stdout: written in place
         raise InvalidArgumentError(f"{output} already exists", hint="pass --force to overwrite it")
     with _open_store(state) as store, render.ProgressBar("exporting") as progress:
         summary = export_session(store, uid, output, compress=not no_compress, progress=progress)
-    if state.json:
-        render.write_json(summary)
-    else:
-        render.print_export(summary)
+    # exporting to /dev/stdout: the file is the output, so the summary goes to stderr
+    with contextlib.redirect_stdout(sys.stderr) if is_stream(output) else contextlib.nullcontext():
+        if state.json:
+            render.write_json(summary)
+        else:
+            render.print_export(summary)
 
 
 @app.command(

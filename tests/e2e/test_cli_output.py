@@ -8,6 +8,7 @@ its END; only the exit status and one stderr line tell what happened to the outp
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import sys
@@ -200,3 +201,31 @@ def test_a_long_listing_into_a_pipe_closed_mid_way_exits_0_without_noise(
     proc.stderr.close()
     assert proc.wait(timeout=120) == 0, err
     assert_quiet(err)
+
+
+def test_export_to_a_pipe_writes_through_it_and_keeps_the_node(cli: Cli, tmp_path: Path) -> None:
+    """A device or FIFO target is written in place: renaming over it would replace the node
+    (``export -o /dev/stdout --force`` used to turn /dev/stdout into a regular file)."""
+    import stat
+    import threading
+
+    uid = cli.fast("exec", "--input", "hello", "--json").ok().json()["uid"]
+    fifo = tmp_path / "export.fifo"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    holder = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # the FIFO's inode, whatever happens
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    try:
+        run = cli.run("export", uid, "-o", str(fifo), "--no-compress", "--json")
+    finally:
+        # a writer that opens and closes ends the reader's wait even if the command never
+        # opened the FIFO (it was renamed over, or the command failed first)
+        os.close(os.open(f"/proc/self/fd/{holder}", os.O_WRONLY))
+        reader.join()
+        os.close(holder)
+    assert run.code == 0, run.err
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert received and b'"agentsessions_export"' in received[0]
+    assert run.out == ""  # the summary went to stderr, not into the exported stream
+    assert f'"uid": "{uid}"' in run.err
