@@ -10,9 +10,11 @@ puts ``sys.stdout`` and ``sys.stderr`` behind :class:`GuardedStream`, which abso
 write failure (a closed descriptor, a broken pipe, ENOSPC, EIO): the first one is kept,
 the stream drops what follows, and the turn goes on to its END. At the end
 :meth:`OutputGuard.exit_code` decides: a broken pipe on stdout ends the command quietly
-with its own exit code (as Unix tools do); any other stdout failure of a command that
-otherwise succeeded is one error line on stderr and exit 13; stderr failures never change
-the outcome.
+with its own exit code (as Unix tools do: nothing is said about the pipe; stderr's
+diagnostics, such as the record lines of ``exec``, go on as usual); any other stdout
+failure of a command that otherwise succeeded is one error line on stderr and exit 13; a
+command that failed on its own keeps its error line and exit code; stderr failures never
+change the outcome.
 """
 
 from __future__ import annotations
