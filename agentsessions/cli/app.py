@@ -489,8 +489,15 @@ def export(
     uid = _uid(session)
     if output.exists() and not force and not is_stream(output):  # /dev/stdout: written in place
         raise InvalidArgumentError(f"{output} already exists", hint="pass --force to overwrite it")
-    with _open_store(state) as store, render.ProgressBar("exporting") as progress:
-        summary = export_session(store, uid, output, compress=not no_compress, progress=progress)
+    try:
+        with _open_store(state) as store, render.ProgressBar("exporting") as progress:
+            summary = export_session(
+                store, uid, output, compress=not no_compress, progress=progress
+            )
+    except StorageError as exc:
+        if isinstance(exc.__cause__, BrokenPipeError):
+            return  # `export -o /dev/stdout | head`: the reader hung up; end quietly
+        raise
     # exporting to /dev/stdout: the file is the output, so the summary goes to stderr
     with contextlib.redirect_stdout(sys.stderr) if is_stream(output) else contextlib.nullcontext():
         if state.json:

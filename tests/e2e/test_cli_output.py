@@ -229,3 +229,11 @@ def test_export_to_a_pipe_writes_through_it_and_keeps_the_node(cli: Cli, tmp_pat
     assert received and b'"agentsessions_export"' in received[0]
     assert run.out == ""  # the summary went to stderr, not into the exported stream
     assert f'"uid": "{uid}"' in run.err
+
+
+def test_export_to_stdout_ends_quietly_on_a_closed_pipe(cli: Cli) -> None:
+    # /proc/self/fd/1 rather than /dev/stdout: even a regression cannot rename over it
+    uid = cli.fast("exec", "--input", "hello", "--json").ok().json()["uid"]
+    run = into_closed_pipe(cli, "export", uid, "-o", "/proc/self/fd/1", "--no-compress")
+    assert run.code == 0, run.err
+    assert_quiet(run.err)
