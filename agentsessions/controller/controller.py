@@ -5,7 +5,10 @@ CAS on every append); record before effect (a model's completion is durable befo
 harness sees it); a harness never calls a provider itself; a turn is closed only by END
 (success) or ERROR (failure). A turn killed part-way leaves an open execution, which
 :meth:`Controller.resume` completes: recorded effects are served, a trailing MODEL_CALL
-without its OUTPUT is re-invoked once, nothing recorded is ever repeated.
+without its OUTPUT is re-invoked once, nothing recorded is ever repeated. A failed turn
+(ERROR, no END) is open in the same sense (digest 5.4: earlier ERRORs are audit only), so
+resume retries it the same way; new inputs are not blocked by it. Observers (``on_record``,
+``on_delta``) are isolated: whatever they raise is kept, never journaled as the turn's.
 
 The cost of a turn does not grow with the session: the controller reads the head from the
 writer, where the latest execution began from the store's projection, and hands the
