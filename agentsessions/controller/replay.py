@@ -19,7 +19,7 @@ reproducible from the journal alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,10 +109,13 @@ def replay(
     )
     calls_before = model_calls()
     ordered = [e for _, e in events]
-    instances = _instances(harnesses, name, descriptor)
+    # a memory harness replays every execution, in order, on this one instance (see the
+    # module docstring); a stateless one gets a fresh instance per execution
+    shared = harnesses.create(name) if _keeps_memory(descriptor) else None
     for run in runs:
+        instance = shared if shared is not None else harnesses.create(name)
         try:
-            result.outputs += _replay_one(next(instances), run, ordered)
+            result.outputs += _replay_one(instance, run, ordered)
         except ReplayError as exc:
             result.divergence, result.diverged_execution = str(exc), run.id or "legacy"
             break
@@ -126,23 +129,11 @@ def replay(
     return result
 
 
-def _instances(
-    harnesses: Registry[Harness], name: str, descriptor: HarnessDescriptor
-) -> Iterator[Harness]:
-    """The harness each execution is replayed on, in journal order.
-
-    A stateless harness gets a fresh instance per execution (everything it knows is in
-    ``Start``). A harness whose state is its memory (REQUIRES_MEMORY_SNAPSHOT) gets ONE
-    instance for every execution, in order, exactly as the live warm compute did: its
-    memory after execution N is what execution N+1 starts from, and a fresh instance per
-    execution would replay each turn against an empty memory and diverge.
-    """
-    if descriptor.capabilities.resumability != REQUIRES_MEMORY_SNAPSHOT:
-        while True:
-            yield harnesses.create(name)
-    instance = harnesses.create(name)
-    while True:
-        yield instance
+def _keeps_memory(descriptor: HarnessDescriptor) -> bool:
+    """True for a harness whose state is its memory (REQUIRES_MEMORY_SNAPSHOT): its memory
+    after execution N is what execution N+1 started from live, so a fresh instance per
+    execution would replay each turn against an empty memory and diverge."""
+    return descriptor.capabilities.resumability == REQUIRES_MEMORY_SNAPSHOT
 
 
 def _replay_one(
