@@ -237,3 +237,16 @@ def test_export_to_stdout_ends_quietly_on_a_closed_pipe(cli: Cli) -> None:
     run = into_closed_pipe(cli, "export", uid, "-o", "/proc/self/fd/1", "--no-compress")
     assert run.code == 0, run.err
     assert_quiet(run.err)
+
+
+def test_a_turn_that_fails_on_its_own_keeps_exit_14_into_a_closed_pipe(
+    cli: Cli, tmp_path: Path
+) -> None:
+    answers = tmp_path / "none.json"
+    answers.write_text("[]", encoding="utf-8")  # every model call fails
+    model = f"scripted:file={answers}"
+    run = into_closed_pipe(cli, "exec", "--harness", "chat", "--model", model, "-i", "x", "--json")
+    assert run.code == 14
+    assert run.err.startswith("agentsessions: error: model ")
+    assert "Broken pipe" not in run.err and "Exception ignored" not in run.err
+    assert only_session(cli)["exec_state"] == "EXEC_FAILED"
