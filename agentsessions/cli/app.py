@@ -11,6 +11,7 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import sys
@@ -86,8 +87,11 @@ class AgentSessionsGroup(TyperGroup):
         **extra: Any,
     ) -> Any:
         """Run the command line; exit (or return, when not standalone) with the exit code."""
+        from agentsessions.cli.stream import guarded
+
         state = extra.setdefault("obj", CliState())
-        code = self._run(args, prog_name or PROG, complete_var, state, extra)
+        with guarded() as output:  # a closed terminal, EPIPE or ENOSPC never fails a command
+            code = output.exit_code(self._run(args, prog_name or PROG, complete_var, state, extra))
         if standalone_mode:
             sys.exit(code)
         return code
@@ -523,18 +527,27 @@ def export(
     The file is zstd-compressed unless --no-compress; `verify FILE` checks it anywhere.
     """
     from agentsessions.cli import render
-    from agentsessions.journal.exchange import export_session
+    from agentsessions.journal.exchange import export_session, is_stream
 
     state = _state(ctx, as_json)
     uid = _uid(session)
-    if output.exists() and not force:
+    if output.exists() and not force and not is_stream(output):  # /dev/stdout: written in place
         raise InvalidArgumentError(f"{output} already exists", hint="pass --force to overwrite it")
-    with _open_store(state) as store, render.ProgressBar("exporting") as progress:
-        summary = export_session(store, uid, output, compress=not no_compress, progress=progress)
-    if state.json:
-        render.write_json(summary)
-    else:
-        render.print_export(summary)
+    try:
+        with _open_store(state) as store, render.ProgressBar("exporting") as progress:
+            summary = export_session(
+                store, uid, output, compress=not no_compress, progress=progress
+            )
+    except StorageError as exc:
+        if isinstance(exc.__cause__, BrokenPipeError):
+            return  # `export -o /dev/stdout | head`: the reader hung up; end quietly
+        raise
+    # exporting to /dev/stdout: the file is the output, so the summary goes to stderr
+    with contextlib.redirect_stdout(sys.stderr) if is_stream(output) else contextlib.nullcontext():
+        if state.json:
+            render.write_json(summary)
+        else:
+            render.print_export(summary)
 
 
 @app.command(

@@ -15,6 +15,7 @@ Invariants:
 
 from __future__ import annotations
 
+import io
 import sys
 import time
 from collections.abc import Sequence
@@ -36,7 +37,7 @@ from agentsessions.cli.app import (
     app,
     parse_pairs,
 )
-from agentsessions.cli.stream import TurnPrinter, record_line
+from agentsessions.cli.stream import TurnPrinter, note_done, record_line
 from agentsessions.errors import (
     InvalidArgumentError,
     LockHeldError,
@@ -133,22 +134,39 @@ def read_inputs(values: Sequence[str]) -> list[str]:
     Stdin is one input (one trailing newline dropped); empty stdin means no input.
     """
     if values:
-        return list(values)
+        return [_utf8(value, "--input") for value in values]
     stream = sys.stdin
     if stream is None or stream.closed or stream.isatty():
         return []
+    buffer = getattr(stream, "buffer", None)
+    # the bytes, decoded strictly: a text stream may decode with surrogateescape and hand
+    # over lone surrogates that only fail later, deep in the journal
+    raw = buffer.read() if buffer is not None else stream.read().encode("utf-8", "surrogateescape")
     try:
-        text = stream.read()
+        text = io.StringIO(raw.decode("utf-8"), newline=None).read()  # universal newlines
     except UnicodeDecodeError as exc:
-        raise InvalidArgumentError(f"stdin is not UTF-8 text: {exc.reason}") from None
+        raise InvalidArgumentError(
+            f"stdin is not UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start}",
+            hint="convert it first, for example with iconv -t UTF-8",
+        ) from None
     text = text.removesuffix("\n")
     return [text] if text else []
+
+
+def _utf8(value: str, flag: str) -> str:
+    """``value`` as given on the command line, refused if it is not UTF-8 (the shell passed
+    bytes that Python kept as lone surrogates)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgumentError(f"{flag} is not UTF-8 text") from None
+    return value
 
 
 def read_config(value: str) -> bytes:
     """``--config`` as bytes, verbatim: the text itself, or the file named by ``@PATH``."""
     if not value.startswith("@"):
-        return value.encode("utf-8")
+        return _utf8(value, "--config").encode("utf-8")
     path = Path(value[1:]).expanduser()
     try:
         return path.read_bytes()
@@ -225,8 +243,8 @@ def exec_(
             "-i",
             metavar="TEXT",
             help="A user message; repeatable. Without it, stdin (if not a terminal) is one "
-            "message. With neither, an interrupted turn is continued (else a turn runs "
-            "without new input).",
+            "message. With neither, an interrupted or failed turn is continued, as resume "
+            "does (else a turn runs without new input).",
         ),
     ] = None,
     harness: HarnessOpt = "",
@@ -293,14 +311,16 @@ def exec_(
             recorded, recorded_model = info.meta.harness, info.meta.model
         controller = build(state, store, runtime, printer, model)
         check_turn(controller, harness or recorded or DEFAULT_HARNESS, model or recorded_model)
+        messages = [dict(text_message("user", t)) for t in texts]
         if meta is not None:
+            # every check is made before the session exists: a refused turn leaves nothing
+            controller.check_exec(messages, harness=meta.harness, config=config_bytes)
             uid = store.create(meta).uid
             printer.note(f"session {uid}")
         else:
             assert uid is not None
             if not fresh_start:  # a fresh start brings the compute back itself, empty
                 wake(controller, uid, printer, wait)
-        messages = [dict(text_message("user", t)) for t in texts]
         result = controller.exec(
             uid,
             messages,
@@ -316,6 +336,7 @@ def exec_(
 
 def finish_turn(state: CliState, printer: TurnPrinter, result: TurnResult) -> None:
     """Print the turn's JSON result, or close its stream with a one-line summary."""
+    note_done(f"the turn completed and is journaled (seq {result.last_seq})")
     if state.json:
         from agentsessions.cli.render import write_json
 
@@ -363,6 +384,12 @@ def replay(
 
     --rerun reports how many executions were replayed, model_calls (always 0 on success)
     and whether the replay was byte-identical; it exits 16 when it was not.
+
+    --rerun re-drives every completed execution from the first (a fork's includes the
+    parent's, which it shares), each with the history its live turn had. A stateless
+    harness gets a fresh instance per execution; a harness whose memory is its state
+    (counter) gets one instance for all of them, in order, as its live compute did.
+    Failed turns (ERROR, no END) are audit and are not replayed.
     """
     state = _state(ctx, as_json)
     uid = _uid(session)
@@ -436,21 +463,29 @@ def resume(
     wait: WaitOpt = 0.0,
     as_json: JsonOpt = False,
 ) -> None:
-    """Bring a session back: restore suspended compute and finish an interrupted turn.
+    """Bring a session back: restore suspended compute and finish an open turn.
 
     A turn cut off mid-way (a killed exec) is completed from its journal: recorded effects
     are served, a model call that has no recorded answer is made once more, nothing
     recorded is repeated. Says which of the two it did (possibly neither).
+
+    A failed turn (its last event is ERROR) is open too, and is retried the same way: its
+    ERROR events are audit only and are skipped, so the turn ends with OUTPUT and END
+    after them, or, if it fails again, with one more ERROR (exit 14) and nothing else. A
+    failed turn never blocks exec with new input: that starts a new turn and leaves the
+    failed one as audit.
     """
     state = _state(ctx, as_json)
     uid = _uid(session)
     printer = TurnPrinter(state.json)
     with _open_store(state) as store:
         controller = build(state, store, runtime, printer)
-        store.get(uid)
+        failed = store.get(uid).exec_state == "EXEC_FAILED"
         woke = wake(controller, uid, printer, wait)
         turn = controller.resume(uid, harness=harness, wait_seconds=wait)
         info = store.get(uid)
+    if turn is not None:
+        note_done(f"the turn completed and is journaled (seq {turn.last_seq})")
     if state.json:
         from agentsessions.cli.render import write_json
 
@@ -467,16 +502,19 @@ def resume(
         return
     if turn is not None:
         finish_turn(state, printer, turn)
-    sys.stdout.write(resume_summary(info, woke, turn) + "\n")
+    sys.stdout.write(resume_summary(info, woke, turn, failed) + "\n")
 
 
-def resume_summary(info: SessionInfo, woke: bool, turn: TurnResult | None) -> str:
+def resume_summary(
+    info: SessionInfo, woke: bool, turn: TurnResult | None, failed: bool = False
+) -> str:
     """What ``resume`` did, in one line."""
     done = []
     if woke:
         done.append("resumed its compute")
     if turn is not None:
-        done.append(f"completed the interrupted turn {turn.execution_id or '(legacy)'}")
+        which = "failed" if failed else "interrupted"
+        done.append(f"completed the {which} turn {turn.execution_id or '(legacy)'}")
     states = f"compute={info.compute_state} exec={info.exec_state} last_seq={info.last_seq}"
     if not done:
         return f"session {info.uid}: nothing to resume ({states})"

@@ -5,7 +5,10 @@ CAS on every append); record before effect (a model's completion is durable befo
 harness sees it); a harness never calls a provider itself; a turn is closed only by END
 (success) or ERROR (failure). A turn killed part-way leaves an open execution, which
 :meth:`Controller.resume` completes: recorded effects are served, a trailing MODEL_CALL
-without its OUTPUT is re-invoked once, nothing recorded is ever repeated.
+without its OUTPUT is re-invoked once, nothing recorded is ever repeated. A failed turn
+(ERROR, no END) is open in the same sense (digest 5.4: earlier ERRORs are audit only), so
+resume retries it the same way; new inputs are not blocked by it. Observers (``on_record``,
+``on_delta``) are isolated: whatever they raise is kept, never journaled as the turn's.
 
 The cost of a turn does not grow with the session: the controller reads the head from the
 writer, where the latest execution began from the store's projection, and hands the
@@ -24,6 +27,7 @@ from typing import Any, cast
 
 from agentsessions.errors import (
     AgentSessionsError,
+    CommitTooLargeError,
     HarnessError,
     HarnessMismatchError,
     InvalidArgumentError,
@@ -39,7 +43,7 @@ from agentsessions.journal.store import SessionInfo, SessionMeta, Store, Writer,
 from . import executions
 from .history import StoreHistory
 from .registry import Registry
-from .sinks import Live, TurnSink
+from .sinks import Live, Observer, TurnSink
 from .spi import (
     REQUIRES_MEMORY_SNAPSHOT,
     Completion,
@@ -144,8 +148,28 @@ class Controller:
         self.models = CountingModels(models)
         self.runtime = runtime
         self.default_model = default_model
+        self.observer_errors: list[Exception] = []
+        """What the ``on_record``/``on_delta`` callbacks raised; never part of a turn."""
         self.on_record = on_record
         self.on_delta = on_delta
+
+    @property
+    def on_record(self) -> Callable[[Record], None] | None:
+        """Called with each record the controller commits (isolated: see :class:`Observer`)."""
+        return self._on_record
+
+    @on_record.setter
+    def on_record(self, callback: Callable[[Record], None] | None) -> None:
+        self._on_record = _isolated(callback, self.observer_errors)
+
+    @property
+    def on_delta(self) -> Callable[[str], None] | None:
+        """Called with each streamed model delta (isolated: see :class:`Observer`)."""
+        return self._on_delta
+
+    @on_delta.setter
+    def on_delta(self, callback: Callable[[str], None] | None) -> None:
+        self._on_delta = _isolated(callback, self.observer_errors)
 
     # -- exec -------------------------------------------------------------------------------
     def exec(
@@ -165,7 +189,10 @@ class Controller:
 
         ``uid`` None creates a session first (from ``meta``). If the first append fails,
         no harness or model runs. An inputless exec on a session with an interrupted turn
-        continues that turn (as the reference's "inputless Exec means continue"). ``model``
+        continues that turn (as the reference's "inputless Exec means continue"), and so does
+        an inputless exec on a session whose last turn failed (ERROR, no END): see
+        :meth:`resume`. With inputs, a failed turn does not block: a new execution starts,
+        and the failed one stays in the journal as audit (replay skips it). ``model``
         overrides the session's model for this turn (each MODEL_CALL records the one used).
         ``fresh_start`` first records that a memory harness whose memory is gone restarts
         empty (:func:`~agentsessions.controller.freshstart.fresh_start`).
@@ -174,7 +201,9 @@ class Controller:
         if uid is None:
             if fresh_start:
                 raise InvalidArgumentError("--fresh-start applies to an existing session")
-            uid = self.store.create(meta or SessionMeta(uid=new_uid(), harness=harness)).uid
+            meta = meta or SessionMeta(uid=new_uid(), harness=harness)
+            self.check_exec(inputs, harness=harness or meta.harness, config=config)
+            uid = self.store.create(meta).uid
         info = self.store.get(uid)
         name = harness or info.meta.harness or DEFAULT_HARNESS
         if fresh_start:
@@ -191,6 +220,11 @@ class Controller:
                         hint=f"agentsessions resume {uid}",
                     )
                 return self._resume_with(writer, uid, name, instance, descriptor, turn_model)
+            failed = None if inputs else self._failed(uid)
+            if failed is not None:  # "inputless Exec means continue", a failed turn included
+                return self._resume_with(
+                    writer, uid, name, instance, descriptor, turn_model, failed
+                )
             result = self._run_new(
                 writer,
                 uid,
@@ -204,6 +238,34 @@ class Controller:
             )
         result.created = created
         return result
+
+    def check_exec(
+        self, inputs: Sequence[Message], *, harness: str = "", config: bytes = b""
+    ) -> None:
+        """Refuse, before anything is written or created, a turn whose first commit the store
+        would refuse: an unknown harness, inputs that are not valid Messages (text that is
+        not UTF-8), or EXECUTION_START plus the INPUTs over the store's commit limit.
+
+        The commit is sealed as it would land first in a new session (seq 1, no previous
+        hash), so for a new session the size check is exact.
+        """
+        from agentsessions.journal.tail import Tail
+
+        name = harness or DEFAULT_HARNESS
+        descriptor = self._describe(name)[1]
+        events = _first_commit("0" * 16, name, descriptor, inputs, config)
+        limit = self.store.max_commit_bytes
+        try:
+            Tail().seal_events("(new)", events, fence=0, max_bytes=limit)
+        except CommitTooLargeError:
+            raise CommitTooLargeError(
+                f"the turn's inputs do not fit in one commit (at most {limit} bytes); "
+                "nothing was written",
+                hint="send less text per turn",
+                limit=limit,
+            ) from None
+        except InvalidArgumentError as exc:
+            raise InvalidArgumentError(exc.message.removeprefix("session (new): ")) from None
 
     def _run_new(
         self,
@@ -220,17 +282,7 @@ class Controller:
         journal = _WriterJournal(writer, self.on_record)
         exec_id = secrets.token_hex(8)
         head = writer.head[0]
-        start_event = model.execution_start(
-            input_count=len(inputs),
-            config=config,
-            harness=name,
-            harness_version=descriptor.version,
-            execution_id=exec_id,
-        )
-        events = [start_event] + [
-            model.input_event(cast(model.Message, _as_user(m)), execution_id=exec_id)
-            for m in inputs
-        ]
+        events = _first_commit(exec_id, name, descriptor, inputs, config)
         journal.record(events, head if expected_last_seq is None else expected_last_seq)
         start = Start(
             exec_id, config, tuple(_as_user(m) for m in inputs), StoreHistory(self.store, uid, head)
@@ -242,7 +294,15 @@ class Controller:
     def resume(
         self, uid: str, *, harness: str = "", wait_seconds: float = 0.0
     ) -> TurnResult | None:
-        """Complete the session's interrupted turn, if it has one (None when it has not)."""
+        """Complete the session's open turn, if it has one (None when it has not).
+
+        The open turn is the trailing execution without END: cut off (a killed process) or
+        failed (it ended in ERROR). Either is re-driven the same way (digest 5.4): its
+        recorded effects are served in order, its ERROR events are skipped (audit only, they
+        do not close an execution), a trailing MODEL_CALL without OUTPUT is invoked once
+        more, and past the record everything is live. It ends with END, or with one more
+        ERROR (HarnessError, exit 14) if it fails again; nothing else is appended then.
+        """
         info = self.store.get(uid)
         turn_model = info.meta.model or self.default_model
         with self._writer(uid, wait_seconds) as writer:
@@ -381,6 +441,13 @@ class Controller:
     def _live(self, journal: _WriterJournal, turn_model: str) -> Live:
         return Live(journal, self.models, turn_model, self.on_delta)
 
+    def _failed(self, uid: str) -> executions.Execution | None:
+        """The trailing execution if it failed (ERROR recorded, no END), else None."""
+        if self.store.get(uid).exec_state != "EXEC_FAILED":
+            return None
+        run = self._pending(uid)
+        return run if run is not None and run.errors else None
+
     def _interrupted(self, uid: str) -> bool:
         """A turn was cut off (no END and no ERROR): new inputs must wait for resume."""
         return self.store.get(uid).exec_state in ("EXEC_RUNNING", "EXEC_AWAITING")
@@ -425,6 +492,35 @@ def check_harness(run: executions.Execution, name: str, descriptor: HarnessDescr
             f"execution {run.id} was recorded by {recorded_name or name} version "
             f"{recorded_version!r}; this harness is version {descriptor.version!r}"
         )
+
+
+def _first_commit(
+    exec_id: str,
+    name: str,
+    descriptor: HarnessDescriptor,
+    inputs: Sequence[Message],
+    config: bytes,
+) -> list[model.Event]:
+    """A turn's first commit (the CAS point): EXECUTION_START and one INPUT per message."""
+    start_event = model.execution_start(
+        input_count=len(inputs),
+        config=config,
+        harness=name,
+        harness_version=descriptor.version,
+        execution_id=exec_id,
+    )
+    return [start_event] + [
+        model.input_event(cast(model.Message, _as_user(m)), execution_id=exec_id) for m in inputs
+    ]
+
+
+def _isolated(
+    callback: Callable[[Any], None] | None, errors: list[Exception]
+) -> Callable[[Any], None] | None:
+    """``callback`` behind an :class:`Observer` (once: an Observer is not wrapped again)."""
+    if callback is None or isinstance(callback, Observer):
+        return callback
+    return Observer(callback, errors)
 
 
 def _as_user(message: Message) -> Message:

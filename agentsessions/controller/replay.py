@@ -5,9 +5,17 @@ Read-only. Every recorded effect is served from the journal by the same
 a replay that asks for anything unrecorded fails instead of calling a model (I1). Each
 model request must hash like the recorded one (I0) and each execution must consume its
 recorded effects exactly (I5). Harness name and version are checked for every execution
-before anything runs. A memory harness replays its executions in order on one instance,
-which starts over empty at each recorded fresh start (:mod:`.freshstart`). The result
-names the first divergence instead of raising, so a user sees how far the replay got.
+before anything runs. The result names the first divergence instead of raising, so a
+user sees how far the replay got.
+
+Each execution gets the history the live turn got (the events before its first one). A
+stateless harness runs each execution on a fresh instance; a memory harness
+(REQUIRES_MEMORY_SNAPSHOT) runs them all, in journal order, on ONE instance, as its live
+compute did (I4: it never rebuilds memory from history, so that is the only way to reach
+the memory a later execution started from), starting over empty at each recorded fresh
+start (:mod:`.freshstart`). Failed executions (ERROR, no END) are audit and not replayed; a
+memory harness that changed its memory in one before failing is not reproducible from the
+journal alone.
 """
 
 from __future__ import annotations
@@ -81,7 +89,11 @@ def replay(
     harness: str = "",
     model_calls: Callable[[], int] = lambda: 0,
 ) -> ReplayResult:
-    """Re-drive every completed execution of ``uid``; see the module docstring."""
+    """Re-drive every completed execution of ``uid``, in order; see the module docstring.
+
+    Always from the session's first execution (a forked child's included: it shares the
+    parent's prefix), since a memory harness can only reach execution N through 1..N-1.
+    """
     info = store.get(uid)
     events = [(r.seq, r.event) for r in store.read(uid, 1, info.last_seq)]
     runs = executions.replayable(executions.group(events))
@@ -99,6 +111,8 @@ def replay(
     )
     calls_before = model_calls()
     ordered = [e for _, e in events]
+    # a memory harness replays every execution, in order, on one instance (see the module
+    # docstring); a stateless one gets a fresh instance per execution
     instances = ReplayInstances(harnesses, name, descriptor, events)
     for run in runs:
         try:

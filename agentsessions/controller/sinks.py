@@ -34,6 +34,32 @@ class Journal(Protocol):
     def record(self, events: Sequence[Mapping[str, Any]]) -> Record: ...
 
 
+class Observer:
+    """A caller's callback (``on_record``, ``on_delta``) isolated from the turn it watches.
+
+    Watching a turn must never change it: a terminal that went away (a broken pipe, a full
+    disk) is the caller's problem, not the model's or the harness's, so an exception raised
+    by the callback is kept in ``errors`` (for the caller to inspect) instead of being
+    journaled as the turn's failure. After its first failure the callback is not called
+    again. ``BaseException`` (Ctrl-C, SystemExit) still propagates: that is the user stopping
+    the process, and the open turn is left for resume.
+    """
+
+    def __init__(self, callback: Callable[[Any], None], errors: list[Exception]) -> None:
+        self.callback = callback
+        self.errors = errors
+        self.broken = False
+
+    def __call__(self, value: Any) -> None:
+        if self.broken:
+            return
+        try:
+            self.callback(value)
+        except Exception as exc:
+            self.broken = True
+            self.errors.append(exc)
+
+
 @dataclass
 class Live:
     """The live side of a sink: the journal to append to and the models to call."""

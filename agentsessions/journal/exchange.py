@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import stat
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -39,14 +40,17 @@ def export_session(
     data = buf.getvalue()
     if compress:
         data = zstdcodec.compress(data)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, out)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise StorageError(f"cannot write {out}: {exc.strerror}") from exc
+    if is_stream(out):
+        _write_through(out, data)
+    else:
+        tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+        try:
+            tmp.write_bytes(data)
+            os.replace(tmp, out)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise StorageError(f"cannot write {out}: {exc.strerror}") from exc
     if progress is not None:
         progress(count, count)
     return {
@@ -58,6 +62,24 @@ def export_session(
         "compressed": compress,
         "bytes": len(data),
     }
+
+
+def is_stream(path: Path) -> bool:
+    """True if ``path`` names a device, pipe or socket (``/dev/stdout``, a FIFO): written in
+    place, never renamed over, since a rename would replace the device node itself."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _write_through(out: Path, data: bytes) -> None:
+    try:
+        with out.open("wb") as stream:
+            stream.write(data)
+    except OSError as exc:
+        raise StorageError(f"cannot write {out}: {exc.strerror}", path=str(out)) from exc
 
 
 def import_file(

@@ -1,0 +1,81 @@
+"""Watching a turn never changes it: observer errors stay out of the journal (issue 7.3.1).
+
+``on_record`` and ``on_delta`` are the caller's (a terminal, a gRPC stream); when they
+raise, the controller keeps the error in ``observer_errors`` and the turn goes on to END.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentsessions.cli.wiring import build_controller
+from agentsessions.controller.controller import Controller
+from agentsessions.controller.sinks import Observer
+from agentsessions.journal import model
+from agentsessions.journal.filestore import FileStore
+from agentsessions.journal.records import Record
+from agentsessions.journal.store import SessionMeta, new_uid
+
+
+def broken_pipe(_: object) -> None:
+    """An observer whose terminal went away."""
+    raise BrokenPipeError(32, "Broken pipe")
+
+
+def controller(home: Path, **observers: object) -> Controller:
+    return build_controller(FileStore(home), home, runtime="local", **observers)  # type: ignore[arg-type]
+
+
+def kinds(ctl: Controller, uid: str) -> list[str]:
+    return [str(r.event["kind"]) for r in ctl.store.read(uid)]
+
+
+@pytest.mark.parametrize("which", ["on_record", "on_delta"])
+def test_a_failing_observer_does_not_fail_the_turn(tmp_path: Path, which: str) -> None:
+    ctl = controller(tmp_path, **{which: broken_pipe})
+    uid = ctl.store.create(SessionMeta(uid=new_uid(), harness="echo")).uid
+    result = ctl.exec(uid, [dict(model.text_message("user", "hello"))])
+    assert result.outputs == ["echo:hello"]
+    assert kinds(ctl, uid)[-2:] == ["EVENT_OUTPUT", "EVENT_END"]
+    assert "EVENT_ERROR" not in kinds(ctl, uid)
+    assert ctl.store.get(uid).exec_state == "EXEC_COMPLETED"
+    assert [type(e) for e in ctl.observer_errors] == [BrokenPipeError]
+
+
+def test_a_broken_observer_is_not_called_again_and_others_still_are(tmp_path: Path) -> None:
+    seen: list[int] = []
+    calls: list[object] = []
+
+    def flaky(value: object) -> None:
+        calls.append(value)
+        raise OSError(28, "No space left on device")
+
+    def record(rec: Record) -> None:
+        seen.append(rec.seq)
+
+    ctl = controller(tmp_path, on_record=record, on_delta=flaky)
+    uid = ctl.store.create(SessionMeta(uid=new_uid(), harness="echo")).uid
+    ctl.exec(uid, [dict(model.text_message("user", "a"))])
+    ctl.exec(uid, [dict(model.text_message("user", "b"))])
+    assert len(calls) == 1  # the first failure retired it
+    assert seen == list(range(1, 11))  # the healthy observer saw every record of both turns
+    assert ctl.store.get(uid).exec_state == "EXEC_COMPLETED"
+
+
+def test_interrupts_are_not_absorbed() -> None:
+    def interrupted(_: object) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        Observer(interrupted, [])(1)
+
+
+def test_an_observer_set_after_construction_is_isolated_too(tmp_path: Path) -> None:
+    ctl = controller(tmp_path)
+    ctl.on_record = broken_pipe
+    uid = ctl.store.create(SessionMeta(uid=new_uid(), harness="echo")).uid
+    ctl.exec(uid, [dict(model.text_message("user", "x"))])
+    assert kinds(ctl, uid)[-1] == "EVENT_END"
+    assert len(ctl.observer_errors) == 1
