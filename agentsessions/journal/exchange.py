@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import stat
 import time
 from dataclasses import replace
@@ -18,6 +17,7 @@ from typing import Any
 
 from agentsessions.errors import AgentSessionsError, ChainBrokenError, FormatError, StorageError
 from agentsessions.journal import exportfile, zstdcodec
+from agentsessions.journal.durable import DEFAULT_FS, FileSystem
 from agentsessions.journal.store import (
     DEFAULT_PROJECT,
     SessionInfo,
@@ -29,9 +29,18 @@ from agentsessions.journal.verify import Progress, verify_file
 
 
 def export_session(
-    store: Any, uid: str, out: Path, *, compress: bool = True, progress: Progress | None = None
+    store: Any,
+    uid: str,
+    out: Path,
+    *,
+    compress: bool = True,
+    progress: Progress | None = None,
+    fs: FileSystem = DEFAULT_FS,
 ) -> dict[str, Any]:
-    """Write session ``uid`` to ``out`` (zstd unless ``compress`` is False); returns a summary."""
+    """Write session ``uid`` to ``out`` (zstd unless ``compress`` is False); returns a summary.
+
+    A regular file is replaced atomically and durably through ``fs``; a device or pipe
+    (``/dev/stdout``) is written in place."""
     info: SessionInfo = store.get(uid)
     head = (info.last_seq, info.last_hash)
     buf = io.BytesIO()
@@ -43,14 +52,9 @@ def export_session(
     if is_stream(out):
         _write_through(out, data)
     else:
-        tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-        try:
-            tmp.write_bytes(data)
-            os.replace(tmp, out)
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            raise StorageError(f"cannot write {out}: {exc.strerror}") from exc
+        # durable like every file the journal writes: tmp, fsync, replace, directory fsync,
+        # so an acknowledged export survives a power loss and a crash never leaves half a file
+        fs.write_file_atomic(out, data)
     if progress is not None:
         progress(count, count)
     return {
