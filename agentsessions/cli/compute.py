@@ -49,9 +49,12 @@ def _home(state: CliState) -> Path:
 
 
 def _known(state: CliState, uid: str) -> None:
-    """NotFoundError (exit 3) unless ``uid`` is a session of this home."""
+    """NotFoundError (exit 3) unless ``uid`` is a session of this home.
+
+    Only the directory is needed: a session whose journal or metadata is damaged (exit 8 for
+    every reader) must still be able to have its host listed and stopped."""
     with _open_store(state) as store:
-        store.get(uid)
+        store.session_dir(uid)
 
 
 @compute_app.command(
