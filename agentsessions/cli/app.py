@@ -186,7 +186,7 @@ def root(
     ] = False,
 ) -> None:
     """Durable AI-agent sessions kept as append-only, hash-chained event journals."""
-    from agentsessions.cli.home import check_home
+    from agentsessions.sessions.home import check_home
 
     state = ctx.ensure_object(CliState)
     state.home = None if home is None else check_home(home, "--home")
@@ -211,8 +211,8 @@ def _state(ctx: typer.Context, as_json: bool) -> CliState:
 @contextmanager
 def _open_store(state: CliState) -> Iterator[FileStore]:
     """The file store under the resolved home, closed when the command ends."""
-    from agentsessions.cli.home import resolve_home
     from agentsessions.journal.filestore import FileStore
+    from agentsessions.sessions.home import resolve_home
 
     store = FileStore(resolve_home(state.home))
     try:
@@ -347,9 +347,9 @@ def get(ctx: typer.Context, session: SessionArg, as_json: JsonOpt = False) -> No
     Also where the harness's memory lives and until when (memory: a warm host and its idle
     timeout, a frozen snapshot, none for a stateless harness, or gone).
     """
-    from agentsessions.cli.home import resolve_home
-    from agentsessions.cli.wiring import HARNESSES
     from agentsessions.runtimes.compute import session_memory
+    from agentsessions.sessions.home import resolve_home
+    from agentsessions.sessions.wiring import HARNESSES
 
     state = _state(ctx, as_json)
     uid = _uid(session)

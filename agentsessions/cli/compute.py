@@ -43,7 +43,7 @@ app.add_typer(compute_app, name="compute")
 
 
 def _home(state: CliState) -> Path:
-    from agentsessions.cli.home import resolve_home
+    from agentsessions.sessions.home import resolve_home
 
     return resolve_home(state.home)
 

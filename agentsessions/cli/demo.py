@@ -169,7 +169,7 @@ def fixture_path() -> Iterator[Path]:
 
 def run_demo(home: Path | None, *, as_json: bool = False) -> dict[str, Any]:
     """Run the demo; print the narration (or one JSON object) and return the summary."""
-    from agentsessions.cli.home import resolve_home
+    from agentsessions.sessions.home import resolve_home
 
     started = time.monotonic()
     narrator = Narrator(quiet=as_json)
@@ -205,8 +205,8 @@ def _finish(narrator: Narrator, summary: dict[str, Any]) -> None:
 
 
 def _run_steps(narrator: Narrator, home: Path) -> dict[str, Any]:
-    from agentsessions.cli.wiring import build_controller
     from agentsessions.journal.filestore import FileStore
+    from agentsessions.sessions.wiring import build_controller
 
     store = FileStore(home)
     try:
@@ -240,7 +240,7 @@ def _run_steps(narrator: Narrator, home: Path) -> dict[str, Any]:
 
 def _pick_harness() -> str:
     """``chat`` when it can be found, else ``echo``."""
-    from agentsessions.cli.wiring import HARNESSES
+    from agentsessions.sessions.wiring import HARNESSES
 
     try:
         HARNESSES.factory("chat")
@@ -391,8 +391,8 @@ def _check_resumed(records: list[Record], call_seq: int) -> None:
 
 def _replay(demo: Demo, uid: str, harness: str) -> tuple[dict[str, Any], str]:
     """Replay every turn of ``uid``; fail unless identical with zero model calls."""
-    from agentsessions.cli.wiring import HARNESSES
     from agentsessions.controller.replay import replay
+    from agentsessions.sessions.wiring import HARNESSES
 
     counter = demo.controller.models
     result = replay(demo.store, uid, HARNESSES, harness=harness, model_calls=lambda: counter.calls)

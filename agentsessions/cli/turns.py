@@ -91,8 +91,8 @@ def build(
     model: str = "",
 ) -> Controller:
     """A controller over ``store`` whose records and deltas go to ``printer``."""
-    from agentsessions.cli.home import resolve_home
-    from agentsessions.cli.wiring import build_controller
+    from agentsessions.sessions.home import resolve_home
+    from agentsessions.sessions.wiring import build_controller
 
     return build_controller(
         store,
@@ -422,8 +422,8 @@ def stream_records(state: CliState, uid: str, from_seq: int) -> None:
 
 def rerun_session(state: CliState, store: FileStore, uid: str, harness: str) -> ReplayResult:
     """Replay every completed execution of ``uid`` with zero model calls (counted)."""
-    from agentsessions.cli.wiring import HARNESSES
     from agentsessions.controller.replay import replay as replay_session
+    from agentsessions.sessions.wiring import HARNESSES
 
     controller = build(state, store, DEFAULT_RUNTIME)
     return replay_session(
