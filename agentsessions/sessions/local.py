@@ -350,10 +350,21 @@ class LocalSessions:
 
     def verify(self, uid: str, *, strict: bool = False, progress: Any = None) -> VerifyReport:
         """Walk ``uid``'s chain from ``prev_hash ""`` and check its metadata."""
-        from agentsessions.journal.verify import verify_session
+        from agentsessions.journal.verify import VerifyReport, check_chain, verify_session
 
         check_uid(uid)
-        return verify_session(self.store, uid, strict=strict, progress=progress)
+        if hasattr(self.store, "session_dir"):  # a file store: the bytes on disk, offline
+            return verify_session(self.store, uid, strict=strict, progress=progress)
+        info = self.store.get(uid)  # any other store: its records, from genesis
+        report = VerifyReport(source=f"session {uid}", uid=uid, strict=strict)
+        report.expected_last_seq, report.expected_last_hash = info.last_seq, info.last_hash
+        check_chain(self.store.read(uid), report, strict=strict, progress=progress)
+        if report.ok and (report.last_seq, report.last_hash) != (info.last_seq, info.last_hash):
+            report.fail(
+                report.last_seq + 1,
+                f"journal ends at seq {report.last_seq} but the session reports {info.last_seq}",
+            )
+        return report
 
     def verify_all(
         self, *, strict: bool = False, progress: Any = None
