@@ -18,11 +18,11 @@ from agentsessions.cli.app import (
     PROG,
     CliState,
     JsonOpt,
-    _open_store,
     _reflow,
     _state,
     _uid,
     app,
+    open_engine,
 )
 from agentsessions.errors import InvalidArgumentError
 
@@ -50,8 +50,8 @@ def _home(state: CliState) -> Path:
 
 def _known(state: CliState, uid: str) -> None:
     """NotFoundError (exit 3) unless ``uid`` is a session of this home."""
-    with _open_store(state) as store:
-        store.get(uid)
+    with open_engine(state) as engine:
+        engine.get(uid)
 
 
 @compute_app.command(

@@ -26,6 +26,22 @@ if TYPE_CHECKING:
     from agentsessions.journal.records import Record as LogRecord
     from agentsessions.journal.verify import VerifyReport
 
+__all__ = [
+    "DeltaFrame",
+    "Frame",
+    "Input",
+    "LogRecord",
+    "Memory",
+    "RecordFrame",
+    "ReplayReport",
+    "Session",
+    "SessionFrame",
+    "SessionPage",
+    "Sessions",
+    "Turn",
+    "VerifyReport",
+]
+
 Input = str | Mapping[str, Any]
 """A turn input: a user text, or an ``agentsessions.v1`` Message dict (``role``, ``parts``)."""
 

@@ -279,6 +279,11 @@ class LocalSessions:
         finally:
             lock.release()
 
+    @property
+    def catalog_path(self) -> str:
+        """Where the file store keeps its listing index (``catalog.sqlite3``)."""
+        return str(self.store.catalog.path)  # type: ignore[attr-defined]
+
     def reindex(self) -> int:
         """Rebuild the listing index from the session directories (file store)."""
         with self._lock:
@@ -447,6 +452,42 @@ class LocalSessions:
 
             create_model(model)  # parses and checks options; touches no network
 
+    @staticmethod
+    def check_request(
+        uid: str | None,
+        inputs: Sequence[Input],
+        wait: float = 0.0,
+        project: str = "default",
+        name: str = "",
+        labels: Mapping[str, str] | None = None,
+        fresh_start: bool = False,
+    ) -> None:
+        """The checks of an exec that need no store (a front end may make them before it
+        opens one): a well-formed uid, a new session's input and project, the flags that
+        only describe a new session, ``fresh_start`` only on an existing one."""
+        if wait < 0:
+            raise InvalidArgumentError(f"wait must be >= 0 seconds, got {wait}")
+        if uid is not None:
+            check_uid(uid)
+        creating = project != "default" or bool(name or labels)
+        if uid is None:
+            check_project(project)
+            if not inputs:
+                raise InvalidArgumentError(
+                    "a new session needs an input: pass --input TEXT or pipe it on stdin",
+                    hint=f"{PROG} exec --input hello",
+                )
+            if fresh_start:
+                raise InvalidArgumentError(
+                    "--fresh-start applies to an existing session: a new one starts empty anyway",
+                    hint=f"{PROG} exec SESSION --fresh-start --input TEXT",
+                )
+        elif creating:
+            raise InvalidArgumentError(
+                "--project, --name and --label apply only when exec creates a session",
+                hint=f"leave out SESSION to create one, or use {PROG} fork to branch this one",
+            )
+
     def exec(
         self,
         uid: str | None = None,
@@ -463,29 +504,8 @@ class LocalSessions:
     ) -> Iterator[Frame]:
         """Run one turn (see :meth:`Sessions.exec`); every check is made in the caller's
         thread before anything is written, then the turn runs on its own thread."""
-        if wait < 0:
-            raise InvalidArgumentError(f"wait must be >= 0 seconds, got {wait}")
-        if uid is not None:
-            check_uid(uid)
         messages = [as_message(item) for item in inputs]
-        creating = project != "default" or bool(name or labels)
-        if uid is None:
-            check_project(project)
-            if not messages:
-                raise InvalidArgumentError(
-                    "a new session needs an input: pass --input TEXT or pipe it on stdin",
-                    hint=f"{PROG} exec --input hello",
-                )
-            if fresh_start:
-                raise InvalidArgumentError(
-                    "--fresh-start applies to an existing session: a new one starts empty anyway",
-                    hint=f"{PROG} exec SESSION --fresh-start --input TEXT",
-                )
-        elif creating:
-            raise InvalidArgumentError(
-                "--project, --name and --label apply only when exec creates a session",
-                hint=f"leave out SESSION to create one, or use {PROG} fork to branch this one",
-            )
+        self.check_request(uid, messages, wait, project, name, labels, fresh_start)
         recorded, recorded_model = "", ""
         if uid is not None:
             info = self.store.get(uid)
@@ -615,6 +635,15 @@ class LocalSessions:
         finally:
             lock.release()
 
+    @staticmethod
+    def check_fork(at: int, count: int, names: Sequence[str]) -> None:
+        """A fork request's own checks (counts, names, seq), made before any store is used."""
+        from agentsessions.controller.lifecycle import ForkRequest
+
+        if isinstance(names, str):
+            raise InvalidArgumentError("names must be a sequence of names, not one string")
+        ForkRequest(at_seq=at, count=count, names=tuple(names)).check()
+
     def fork(
         self,
         uid: str,
@@ -629,10 +658,8 @@ class LocalSessions:
         from agentsessions.controller.lifecycle import fork as fork_session
 
         check_uid(uid)
-        if isinstance(names, str):
-            raise InvalidArgumentError("names must be a sequence of names, not one string")
+        self.check_fork(at, count, names)
         request = ForkRequest(at_seq=at, count=count, names=tuple(names), labels=dict(labels or {}))
-        request.check()  # bad counts and names fail before the store is touched
         controller = self.controller(uid)
         lock = self._hold(uid, 0.0)
         try:
