@@ -621,11 +621,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     app(args=argv, prog_name=PROG)
 
 
-# The controller's commands (exec, replay, resume, suspend, fork) live in their own module and
-# register themselves on ``app`` when imported.
-from agentsessions.cli import turns as _turns  # noqa: E402, F401
-
-
 def _reflow(doc: str) -> str:
     """A docstring with each paragraph on one line: rich keeps single line breaks, so help
     text wrapped for the source file would break raggedly in an 80-column terminal."""
@@ -633,9 +628,13 @@ def _reflow(doc: str) -> str:
     return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
 
 
-for _command in app.registered_commands:
-    if _command.help is None and _command.callback is not None and _command.callback.__doc__:
-        _command.help = _reflow(_command.callback.__doc__)
+def reflow_help() -> None:
+    """Give every registered command without explicit help its reflowed docstring.
 
-# The ``compute`` group (list and stop warm hosts) registers itself on ``app`` when imported.
-from agentsessions.cli import compute as _compute  # noqa: E402, F401
+    Called by :mod:`agentsessions.cli` once the other command modules (``turns``,
+    ``compute``) have registered theirs: they import this module, so it never imports them
+    (no import cycle).
+    """
+    for command in app.registered_commands:
+        if command.help is None and command.callback is not None and command.callback.__doc__:
+            command.help = _reflow(command.callback.__doc__)

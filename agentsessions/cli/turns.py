@@ -1,6 +1,7 @@
 """The controller's commands: ``exec``, ``replay``, ``resume``, ``fork`` and ``suspend``.
 
-Registered on the same :data:`~agentsessions.cli.app.app` as the journal commands and
+Registered (by importing :mod:`agentsessions.cli`) on the same :data:`~agentsessions.cli.app.app`
+as the journal commands and
 parsed, reported and exited the same way (one error line, the error's exit code).
 
 Invariants:
