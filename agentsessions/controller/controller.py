@@ -29,7 +29,6 @@ from agentsessions.errors import (
     AgentSessionsError,
     CommitTooLargeError,
     HarnessError,
-    HarnessMismatchError,
     InvalidArgumentError,
     InvalidExecutionLogError,
     LockHeldError,
@@ -43,6 +42,9 @@ from agentsessions.journal.store import SessionInfo, SessionMeta, Store, Writer,
 from . import executions
 from .history import StoreHistory
 from .registry import Registry
+from .rules import DEFAULT_HARNESS as DEFAULT_HARNESS  # re-exported: callers import it here
+from .rules import check_harness as check_harness
+from .rules import fresh_start_hint as fresh_start_hint
 from .sinks import Live, Observer, TurnSink
 from .spi import (
     REQUIRES_MEMORY_SNAPSHOT,
@@ -57,7 +59,6 @@ from .spi import (
     can_place,
 )
 
-DEFAULT_HARNESS = "echo"
 ERROR_CODE_INTERNAL = 13  # gRPC INTERNAL, as the reference records a failed harness
 
 
@@ -469,29 +470,6 @@ class Controller:
             yield writer
         finally:
             writer.close()
-
-
-def fresh_start_hint(uid: str) -> str:
-    """The way forward for a session whose harness memory is gone (exit 12)."""
-    return (
-        f"start the harness again with empty memory (recorded in the journal): "
-        f"agentsessions exec {uid} --fresh-start --input TEXT"
-    )
-
-
-def check_harness(run: executions.Execution, name: str, descriptor: HarnessDescriptor) -> None:
-    """Refuse to drive an execution recorded by another harness name or version."""
-    recorded_name, recorded_version = run.harness
-    if recorded_name and recorded_name not in (name, descriptor.id):
-        raise HarnessMismatchError(
-            f"execution {run.id} was recorded by harness {recorded_name!r}, not {name!r}",
-            hint=f"pass --harness {recorded_name}",
-        )
-    if recorded_version and descriptor.version and recorded_version != descriptor.version:
-        raise HarnessMismatchError(
-            f"execution {run.id} was recorded by {recorded_name or name} version "
-            f"{recorded_version!r}; this harness is version {descriptor.version!r}"
-        )
 
 
 def _first_commit(

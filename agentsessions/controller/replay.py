@@ -33,10 +33,10 @@ from agentsessions.errors import (
 from agentsessions.journal.store import Store
 
 from . import executions
-from .controller import check_harness
 from .freshstart import ReplayInstances
 from .history import ListHistory
 from .registry import Registry
+from .rules import check_harness
 from .sinks import TurnSink
 from .spi import Harness, Start
 

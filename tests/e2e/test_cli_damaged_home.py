@@ -175,8 +175,8 @@ def test_a_read_only_home_reads_and_refuses_writes(
 
 
 def test_resolve_home_refuses_empty_values() -> None:
-    from agentsessions.cli.home import resolve_home
     from agentsessions.errors import InvalidArgumentError
+    from agentsessions.sessions.home import resolve_home
 
     for explicit, env in (("", {}), (None, {"AGENTSESSIONS_HOME": ""})):
         with pytest.raises(InvalidArgumentError):
