@@ -25,7 +25,7 @@ import codecs
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from agentsessions.errors import AgentSessionsError, FormatError, StorageError
 from agentsessions.journal import canonical, interchange, zstdcodec
@@ -64,10 +64,18 @@ class Parsed:
     declared: dict[str, Any] | None = None
 
 
+class Writable(Protocol):
+    """Where :func:`write` puts an export: a binary file, or a streaming sink."""
+
+    def write(self, data: bytes, /) -> Any:
+        """Take the next bytes of the export."""
+
+
 def write(
-    out: IO[bytes], meta: dict[str, Any], records: Iterable[Record], head: tuple[int, str]
+    out: Writable, meta: dict[str, Any], records: Iterable[Record], head: tuple[int, str]
 ) -> int:
-    """Write an uncompressed export of ``records`` (which must end at ``head``) to ``out``."""
+    """Write an uncompressed export of ``records`` (which must end at ``head``) to ``out``,
+    a line at a time (nothing here holds more than one record)."""
     last_seq, last_hash = head
     header = {
         "agentsessions_export": 1,
