@@ -199,19 +199,23 @@ class Controller:
         empty (:func:`~agentsessions.controller.freshstart.fresh_start`).
         """
         created = uid is None
+        early: tuple[Harness, HarnessDescriptor] | None = None
         if uid is None:
             if fresh_start:
                 raise InvalidArgumentError("--fresh-start applies to an existing session")
             meta = meta or SessionMeta(uid=new_uid(), harness=harness)
             self.check_exec(inputs, harness=harness or meta.harness, config=config)
-            uid = self.store.create(meta).uid
+            # the harness (a memory harness's host) before the session: one that cannot
+            # start (a factory with no importable name) must not leave an empty session
+            early = self._instance(SessionInfo(meta), harness or meta.harness or DEFAULT_HARNESS)
+            uid = self._create_for(meta)
         info = self.store.get(uid)
         name = harness or info.meta.harness or DEFAULT_HARNESS
         if fresh_start:
             from .freshstart import fresh_start as start_fresh
 
             info = start_fresh(self, uid, name, wait_seconds)
-        instance, descriptor = self._instance(info, name)
+        instance, descriptor = early or self._instance(info, name)
         turn_model = model or info.meta.model or self.default_model
         with self._writer(uid, wait_seconds) as writer:
             if self._interrupted(uid):
@@ -239,6 +243,18 @@ class Controller:
             )
         result.created = created
         return result
+
+    def _create_for(self, meta: SessionMeta) -> str:
+        """Create the session whose harness already started; if that fails, stop the live
+        compute started for it (a memory harness's host), so nothing is left running."""
+        try:
+            return self.store.create(meta).uid
+        except Exception:
+            with contextlib.suppress(AgentSessionsError):
+                compute = self.runtime.find(meta.uid)
+                if compute is not None:
+                    self.runtime.stop(meta.uid, compute)
+            raise
 
     def check_exec(
         self, inputs: Sequence[Message], *, harness: str = "", config: bytes = b""

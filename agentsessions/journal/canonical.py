@@ -436,6 +436,33 @@ def envelope(event_json: bytes, prev_hash: str, seq: int) -> bytes:
     return envelope_unchecked(event_json, prev_hash, seq)
 
 
+def envelope_of(event: Any, prev_hash: str, seq: int) -> bytes:
+    """``envelope(canonical_json(event), prev_hash, seq)``, encoded in one pass with msgspec.
+
+    The same bytes without the intermediate copy of the event's JSON: a foreign record may be
+    tens of megabytes, and import and verify must stay memory-bounded (one copy, not two).
+    """
+    if msgspec is None:
+        return envelope(canonical_json(event), prev_hash, seq)
+    if type(event) is not dict:
+        raise InvalidArgumentError("event_json must be the canonical bytes of a JSON object")
+    if prev_hash and not (len(prev_hash) == 64 and _HEX64.fullmatch(prev_hash)):
+        raise InvalidArgumentError(
+            f"prev_hash must be empty or 64 lowercase hex digits: {prev_hash!r}"
+        )
+    if type(seq) is not int or not 0 <= seq <= _INT64_MAX:
+        raise InvalidArgumentError(f"seq must be a non-negative int64, got {seq!r}")
+    # the three envelope keys sort as JCS orders them; _prep makes the event's sorted output JCS
+    wrapper = {"event": None, "prev_hash": prev_hash, "seq": str(seq)}
+    try:
+        wrapper["event"] = _prep(event)
+        return _SORTED_ENCODER.encode(wrapper)
+    except UnicodeEncodeError:
+        raise InvalidArgumentError("a string contains a lone UTF-16 surrogate") from None
+    except RecursionError:
+        raise InvalidArgumentError("value is nested too deeply to encode") from None
+
+
 def envelope_unchecked(event_json: bytes, prev_hash: str, seq: int) -> bytes:
     """:func:`envelope` without its argument checks, for the append path, which made every
     argument itself (bytes it just canonicalised, the previous digest, its own seq)."""
@@ -533,6 +560,7 @@ __all__ = [
     "dumps",
     "envelope",
     "envelope_link",
+    "envelope_of",
     "format_number",
     "ijson",
     "json_number",

@@ -12,7 +12,8 @@ Invariants:
   writes); nothing here retries after a failed sync (a failed fsync leaves the page cache
   state unknown, so the caller must cut back to a known-good end and sync again);
 - :meth:`FileSystem.write_file_atomic` leaves either the old file or the complete new one,
-  never a mix: tmp in the same directory (``O_EXCL``), write, fsync, replace, directory fsync.
+  never a mix: tmp in the same directory (``O_EXCL``), write, fsync, replace, directory fsync;
+  :meth:`FileSystem.atomic_stream` does the same for bytes written in pieces.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import contextlib
 import errno as errno_mod
 import os
 import random
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from agentsessions.errors import StorageError
@@ -161,6 +163,31 @@ class FileSystem:
             self.create_file(tmp, data)
             self.replace(tmp, target)
         except StorageError:
+            self.discard(tmp)
+            raise
+        self.sync_dir(target.parent)
+
+    @contextlib.contextmanager
+    def atomic_stream(self, path: str | os.PathLike[str]) -> Iterator[Callable[[bytes], None]]:
+        """Replace ``path`` atomically and durably with bytes written in pieces.
+
+        :meth:`write_file_atomic` for output too large to hold at once (an export): yields
+        ``write(piece)``; on a clean exit the tmp file ``<path>.tmp`` (``O_EXCL``, a stale
+        one removed first) is fsync'd, renamed over ``path`` and the directory fsync'd. If
+        the body or any step raises, the tmp file is removed and ``path`` is untouched.
+        """
+        target = Path(path)
+        tmp = target.with_name(target.name + ".tmp")
+        self.unlink(tmp)
+        fd = self.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        try:
+            try:
+                yield lambda piece: self.write_all(fd, piece)
+                self.sync(fd, full=True)
+            finally:
+                self.close(fd)
+            self.replace(tmp, target)
+        except Exception:  # not SimulatedCrash: a killed process cleans up nothing
             self.discard(tmp)
             raise
         self.sync_dir(target.parent)

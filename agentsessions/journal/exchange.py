@@ -8,9 +8,9 @@ seqs, hashes and fences as the source.
 from __future__ import annotations
 
 import contextlib
-import io
 import stat
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -39,22 +39,20 @@ def export_session(
 ) -> dict[str, Any]:
     """Write session ``uid`` to ``out`` (zstd unless ``compress`` is False); returns a summary.
 
-    A regular file is replaced atomically and durably through ``fs``; a device or pipe
-    (``/dev/stdout``) is written in place."""
+    Streams: records are read, written, compressed and written out a chunk at a time, so a
+    session of any length costs bounded memory. A regular file is replaced atomically and
+    durably through ``fs``; a device or pipe (``/dev/stdout``) is written in place."""
     info: SessionInfo = store.get(uid)
     head = (info.last_seq, info.last_hash)
-    buf = io.BytesIO()
     records = store.read(uid, 1, info.last_seq) if info.last_seq else iter(())
-    count = exportfile.write(buf, info.meta.to_json(), records, head)
-    data = buf.getvalue()
-    if compress:
-        data = zstdcodec.compress(data)
+    meta = info.meta.to_json()
     if is_stream(out):
-        _write_through(out, data)
+        count, size = _write_through(out, meta, records, head, compress)
     else:
         # durable like every file the journal writes: tmp, fsync, replace, directory fsync,
         # so an acknowledged export survives a power loss and a crash never leaves half a file
-        fs.write_file_atomic(out, data)
+        with fs.atomic_stream(out) as emit:
+            count, size = _export(emit, meta, records, head, compress)
     if progress is not None:
         progress(count, count)
     return {
@@ -64,8 +62,65 @@ def export_session(
         "last_hash": info.last_hash,
         "path": str(out),
         "compressed": compress,
-        "bytes": len(data),
+        "bytes": size,
     }
+
+
+EXPORT_CHUNK = 1 << 20
+"""Bytes of export text gathered before they are compressed and written (few syscalls)."""
+
+
+class _Sink:
+    """What :func:`exportfile.write` writes into: gathers lines into chunks, compresses
+    each (when asked) and hands the result to ``emit``; counts the bytes emitted."""
+
+    def __init__(self, emit: Callable[[bytes], Any], compress: bool) -> None:
+        self._emit = emit
+        self._buf = bytearray()
+        self._comp = zstdcodec.Compressor() if compress else None
+        self.size = 0
+
+    def write(self, data: bytes) -> None:
+        self._buf += data
+        if len(self._buf) >= EXPORT_CHUNK:
+            self._drain()
+
+    def _drain(self) -> None:
+        chunk = bytes(self._buf)
+        self._buf.clear()
+        self._out(chunk if self._comp is None else self._comp.compress(chunk))
+
+    def _out(self, data: bytes) -> None:
+        if data:
+            self._emit(data)
+            self.size += len(data)
+
+    def finish(self) -> None:
+        self._drain()
+        if self._comp is not None:
+            self._out(self._comp.flush())
+
+    def abort(self) -> None:
+        if self._comp is not None:
+            self._comp.abort()
+
+
+def _export(
+    emit: Callable[[bytes], Any],
+    meta: dict[str, Any],
+    records: Iterable[Any],
+    head: tuple[int, str],
+    compress: bool,
+) -> tuple[int, int]:
+    """Stream the export to ``emit``; returns ``(records, bytes written)``."""
+    sink = _Sink(emit, compress)
+    try:
+        count = exportfile.write(sink, meta, records, head)
+        sink.finish()
+    except BaseException:
+        sink.abort()
+        raise
+    return count, sink.size
 
 
 def is_stream(path: Path) -> bool:
@@ -78,10 +133,12 @@ def is_stream(path: Path) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
-def _write_through(out: Path, data: bytes) -> None:
+def _write_through(
+    out: Path, meta: dict[str, Any], records: Iterable[Any], head: tuple[int, str], compress: bool
+) -> tuple[int, int]:
     try:
         with out.open("wb") as stream:
-            stream.write(data)
+            return _export(stream.write, meta, records, head, compress)
     except OSError as exc:
         raise StorageError(f"cannot write {out}: {exc.strerror}", path=str(out)) from exc
 

@@ -21,10 +21,11 @@ JSON document) is read whole, capped at :data:`MAX_GO_BYTES`.
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from agentsessions.errors import AgentSessionsError, FormatError, StorageError
 from agentsessions.journal import canonical, interchange, zstdcodec
@@ -40,6 +41,11 @@ MAX_LINE_BYTES = 24 << 20
 """Longest line of an export or LogRecord file: a record (at most 16 MiB) plus escaping."""
 MAX_GO_BYTES = 16 << 20
 """Largest Go record array: it is one JSON document, parsed whole."""
+MAX_DECODED_BYTES = 32 << 20
+"""Most memory the text of one LogRecord line or Go record array may take once decoded to
+Python strings (1, 2 or 4 bytes a character, set by the widest one). A line of ASCII text
+with one emoji decodes to four times its size; with the line itself that would pass the
+100 MB bound import and verify keep. Our export format is never decoded to text."""
 MAX_BLANK_LINES = 10_000
 _READ = 1 << 20
 
@@ -58,10 +64,18 @@ class Parsed:
     declared: dict[str, Any] | None = None
 
 
+class Writable(Protocol):
+    """Where :func:`write` puts an export: a binary file, or a streaming sink."""
+
+    def write(self, data: bytes, /) -> Any:
+        """Take the next bytes of the export."""
+
+
 def write(
-    out: IO[bytes], meta: dict[str, Any], records: Iterable[Record], head: tuple[int, str]
+    out: Writable, meta: dict[str, Any], records: Iterable[Record], head: tuple[int, str]
 ) -> int:
-    """Write an uncompressed export of ``records`` (which must end at ``head``) to ``out``."""
+    """Write an uncompressed export of ``records`` (which must end at ``head``) to ``out``,
+    a line at a time (nothing here holds more than one record)."""
     last_seq, last_hash = head
     header = {
         "agentsessions_export": 1,
@@ -182,16 +196,21 @@ def _lines(pieces: Iterator[bytes], source: str) -> Iterator[tuple[int, bytes]]:
             blanks = blanks + 1 if _blank(buf) else 0
             if blanks > MAX_BLANK_LINES:  # nothing real is ever that sparse; a bomb can be
                 raise FormatError(f"{source}: more than {MAX_BLANK_LINES} blank lines in a row")
-            # one copy of a line at a time: the buffer is emptied before the line is used
-            line = bytes(buf)
-            buf.clear()
-            yield number, _utf8(line, source, number)
-            del line
+            # one copy of a line at a time: the buffer is emptied before the line is used, and
+            # this frame keeps no reference while the consumer holds it (it may drop it early)
+            yield number, _utf8(_take(buf), source, number)
         buf += piece[start:]
         if len(buf) > MAX_LINE_BYTES:
             raise FormatError(f"{source}: line {number + 1} is longer than {MAX_LINE_BYTES} bytes")
     if buf:
         yield number + 1, _utf8(bytes(buf), source, number + 1)
+
+
+def _take(buf: bytearray) -> bytes:
+    """The bytes of ``buf``, which is emptied (its memory released) before they are used."""
+    line = bytes(buf)
+    buf.clear()
+    return line
 
 
 def _blank(line: bytes | bytearray) -> bool:
@@ -204,11 +223,39 @@ def _utf8(line: bytes, source: str, number: int) -> bytes:
         raise FormatError(f"{source}: line {number} is longer than {MAX_LINE_BYTES} bytes")
     if line.isascii():  # checked in place; decoding would build a str as large as the line
         return line
+    _text_size(line, source)
+    return line
+
+
+_CHECK_PIECE = 1 << 20
+
+
+def _text_size(data: bytes, source: str) -> int:
+    """Bytes a str of ``data`` would take (characters times the widest one's width); raises
+    FormatError unless ``data`` is UTF-8. Decodes a piece at a time: one str of a whole wide
+    line could take four times the line (ASCII with one emoji)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view, chars, width = memoryview(data), 0, 1
     try:
-        line.decode("utf-8")
+        for at in range(0, len(view), _CHECK_PIECE):
+            text = decoder.decode(view[at : at + _CHECK_PIECE], at + _CHECK_PIECE >= len(view))
+            chars += len(text)
+            if width < 4 and not text.isascii():
+                top = max(text)
+                width = max(width, 4 if top > "\uffff" else 2 if top > "\xff" else 1)
     except UnicodeDecodeError:
         raise FormatError(f"{source} is not UTF-8 text: not a journal file") from None
-    return line
+    return chars * width
+
+
+def _check_decodable(data: bytes, source: str, number: int) -> None:
+    """Refuse a JSON line whose strings would take more than MAX_DECODED_BYTES decoded."""
+    size = len(data) if data.isascii() else _text_size(data, source)
+    if size > MAX_DECODED_BYTES:
+        raise FormatError(
+            f"{source}: line {number} would take {size} bytes decoded, over the limit of "
+            f"{MAX_DECODED_BYTES} (its text is too wide to check in bounded memory)"
+        )
 
 
 def _stream_export(
@@ -245,26 +292,66 @@ def _stream_export(
 
 def _stream_go(first: bytes, lines: Iterator[tuple[int, bytes]], source: str) -> Iterator[Record]:
     doc, size = [first], len(first)
+    del first
     for _, line in lines:
         size += len(line) + 1
         if size > MAX_GO_BYTES:
             raise FormatError(f"{source}: a Go record array over {MAX_GO_BYTES} bytes")
         doc.append(line)
-    yield from _parse_go(b"\n".join(doc), source).records
+        del line
+    data = b"\n".join(doc)
+    doc.clear()  # the joined document is the one copy of the text
+    _check_decodable(data, source, 1)
+    try:
+        parsed = canonical.loads(data)
+    finally:
+        del data
+    records = interchange.go_records_from_json(parsed)
+    del parsed  # the records share its strings; the envelopes are built one at a time
+    records.reverse()  # popped from the end, so each record is released once it is used
+    while records:
+        foreign = records.pop()
+        record = _foreign(foreign, source)
+        del foreign
+        yield record
+        del record
 
 
 def _stream_logrecords(
     number: int, first: bytes, lines: Iterator[tuple[int, bytes]], source: str
 ) -> Iterator[Record]:
-    yield _logrecord(first, number, source)
+    """LogRecord lines, each held once: a line is dropped as soon as it is decoded (its
+    strings live on, shared, in the decoded value and the normalised event), the value once
+    its envelope is built, and a record once it is yielded. A line near the cap costs about
+    twice its size, not four times."""
+    obj = _decode_line(first, number, source)
+    del first
+    record = _logrecord(obj, number, source)
+    del obj
+    yield record
+    del record
     for number, line in lines:
-        if line.strip():
-            yield _logrecord(line, number, source)
+        if _blank(line):
+            continue
+        obj = _decode_line(line, number, source)
+        del line
+        record = _logrecord(obj, number, source)
+        del obj
+        yield record
+        del record
 
 
-def _logrecord(line: bytes, number: int, source: str) -> Record:
+def _decode_line(line: bytes, number: int, source: str) -> Any:
+    _check_decodable(line, source, number)
     try:
-        foreign = interchange.parse_logrecord_line(line)
+        return canonical.loads(line)
+    except FormatError as exc:
+        raise FormatError(f"{source}: line {number}: {exc}") from None
+
+
+def _logrecord(obj: Any, number: int, source: str) -> Record:
+    try:
+        foreign = interchange.logrecord_from_json(obj)
     except FormatError as exc:
         raise FormatError(f"{source}: line {number}: {exc}") from None
     return _foreign(foreign, source)
@@ -347,7 +434,7 @@ def _parse_logrecords(data: bytes, source: str) -> Parsed:
 def _foreign(rec: interchange.ForeignRecord, source: str) -> Record:
     """Re-canonicalise a foreign record; its claimed hash is kept for the chain check."""
     try:
-        payload = canonical.envelope(canonical.canonical_json(rec.event), rec.prev_hash, rec.seq)
+        payload = canonical.envelope_of(rec.event, rec.prev_hash, rec.seq)
     except AgentSessionsError as exc:
         raise FormatError(f"{source}: record seq {rec.seq}: {exc}") from None
     return Record(rec.seq, rec.prev_hash, rec.content_hash, rec.fence, payload)

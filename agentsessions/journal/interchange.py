@@ -99,6 +99,8 @@ class _Go:
             return ""
         if not isinstance(v, str):
             raise FormatError(f"{self.where(key)}: expected base64 or null, got {_kind(v)}")
+        if schema.is_canonical_base64(v):
+            return v  # already what re-encoding gives: no decoded and re-encoded copies
         try:
             return base64.b64encode(base64.b64decode(v, validate=True)).decode()
         except ValueError:  # binascii.Error, or non-ASCII text
@@ -440,7 +442,11 @@ def _is_hex(text: str) -> bool:
 
 def parse_go_records(data: bytes) -> list[ForeignRecord]:
     """Parse the Go reference's fixture journal: a JSON array of ``eventlog.Record``."""
-    doc = canonical.loads(data)
+    return go_records_from_json(canonical.loads(data))
+
+
+def go_records_from_json(doc: Any) -> list[ForeignRecord]:
+    """:func:`parse_go_records` of a document already decoded to JSON values."""
     if not isinstance(doc, list):
         raise FormatError(f"a Go journal is a JSON array of records, got {_kind(doc)}")
     return [_go_record(obj, i) for i, obj in enumerate(doc, start=1)]
@@ -448,7 +454,16 @@ def parse_go_records(data: bytes) -> list[ForeignRecord]:
 
 def parse_logrecord_line(line: bytes) -> ForeignRecord:
     """Parse one ``agentsessions.v1.LogRecord`` in proto3-JSON (any form a parser accepts)."""
-    rec = schema.normalize_message(canonical.loads(line), "LogRecord", "record")
+    return logrecord_from_json(canonical.loads(line))
+
+
+def logrecord_from_json(obj: Any) -> ForeignRecord:
+    """:func:`parse_logrecord_line` of a line already decoded to JSON values.
+
+    Lets a reader drop the line before the record is normalised: the decoded strings are
+    shared, never copied, so a wide record is held once (import and verify stay bounded).
+    """
+    rec = schema.normalize_message(obj, "LogRecord", "record")
     if "event" not in rec:
         raise FormatError("record: no event")
     return ForeignRecord(
@@ -464,6 +479,8 @@ __all__ = [
     "ForeignRecord",
     "GoRecord",
     "go_event_to_wire",
+    "go_records_from_json",
+    "logrecord_from_json",
     "parse_go_records",
     "parse_logrecord_line",
 ]

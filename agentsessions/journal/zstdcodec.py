@@ -38,6 +38,7 @@ from agentsessions.errors import FormatError, UnavailableError
 
 __all__ = [
     "SKIPPABLE_MAGIC_BASE",
+    "Compressor",
     "SeekTable",
     "backend",
     "can_compress",
@@ -117,6 +118,116 @@ def compress(data: bytes, level: int = 3) -> bytes:
         mod.CompressionParameter.checksum_flag: 1,
     }
     return bytes(mod.compress(data, options=params))
+
+
+class Compressor:
+    """Streaming compression into one zstd frame with a content checksum, as :func:`compress`
+    writes it: :meth:`compress` pieces, then :meth:`flush` once; each returns the output ready
+    so far. Memory stays bounded whatever the input's size (the export of a long session)."""
+
+    def __init__(self, level: int = 3) -> None:
+        name = backend()
+        if name == "none":
+            raise _unavailable()
+        self._cli: _CliCompressor | None = None
+        if name == "cli":
+            self._cli = _CliCompressor(level)
+            return
+        mod = _module()
+        if name == "pyzstd":
+            params = {mod.CParameter.compressionLevel: level, mod.CParameter.checksumFlag: 1}
+            self._comp = mod.ZstdCompressor(params)
+        else:
+            self._comp = mod.ZstdCompressor(
+                options={
+                    mod.CompressionParameter.compression_level: level,
+                    mod.CompressionParameter.checksum_flag: 1,
+                }
+            )
+        self._end = mod.ZstdCompressor.FLUSH_FRAME
+
+    def compress(self, data: bytes) -> bytes:
+        """Feed ``data``; returns compressed bytes ready so far (often none)."""
+        if self._cli is not None:
+            return self._cli.compress(data)
+        return bytes(self._comp.compress(data))
+
+    def flush(self) -> bytes:
+        """End the frame; returns the rest of the compressed stream."""
+        if self._cli is not None:
+            return self._cli.flush()
+        return bytes(self._comp.flush(self._end))
+
+    def abort(self) -> None:
+        """Give up on the stream (the caller failed): stops a ``zstd`` process, if any."""
+        if self._cli is not None:
+            self._cli.abort()
+
+
+class _CliCompressor:
+    """``zstd -c`` fed on the caller's thread, its output collected by a reader thread and
+    handed back at each call (a pipe never fills, so neither side blocks the other)."""
+
+    def __init__(self, level: int) -> None:
+        exe = shutil.which("zstd")
+        if exe is None:
+            raise _unavailable()
+        pipe = subprocess.PIPE
+        args = [exe, "-q", "-c", f"-{level}", "--check"]
+        self._proc = subprocess.Popen(args, stdin=pipe, stdout=pipe, stderr=pipe)
+        self._out: list[bytes] = []
+        self._errors: list[bytes] = []
+        self._lock = threading.Lock()
+        assert self._proc.stdout is not None and self._proc.stderr is not None
+        self._threads = [
+            threading.Thread(target=self._collect, args=(self._proc.stdout,), daemon=True),
+            threading.Thread(target=_drain, args=(self._proc.stderr, self._errors), daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _collect(self, pipe: Any) -> None:
+        while piece := pipe.read1(1 << 20):
+            with self._lock:
+                self._out.append(piece)
+
+    def _take(self) -> bytes:
+        with self._lock:
+            out, self._out = b"".join(self._out), []
+        return out
+
+    def compress(self, data: bytes) -> bytes:
+        assert self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(data)
+        except OSError as exc:
+            self._proc.kill()
+            raise FormatError(f"zstd command failed: {exc}") from None
+        return self._take()
+
+    def flush(self) -> bytes:
+        assert self._proc.stdin is not None
+        with contextlib.suppress(OSError):
+            self._proc.stdin.close()
+        code = self._proc.wait(timeout=_CLI_TIMEOUT)
+        self._close()
+        if code != 0:
+            msg = b"".join(self._errors).decode("utf-8", "replace").strip()
+            raise FormatError(f"zstd command failed ({code}): {msg or 'no output'}")
+        return self._take()
+
+    def abort(self) -> None:
+        self._proc.kill()
+        self._proc.wait(timeout=_CLI_TIMEOUT)
+        self._close()
+
+    def _close(self) -> None:
+        for thread in self._threads:
+            thread.join(timeout=_CLI_TIMEOUT)
+        for pipe in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
 
 
 _FRAME_MAGIC = b"\x28\xb5\x2f\xfd"

@@ -260,3 +260,105 @@ def test_import_refuses_a_record_over_the_commit_limit_before_creating_anything(
     run = cli.fast("import", str(tmp_path / "big.agx")).fails(7)  # ... this store cannot hold
     assert "record seq 1 is " in run.err and "nothing was imported" in run.err
     assert sessions(home) == []
+
+
+def _logrecord_line(event: dict[str, object]) -> bytes:
+    """A LogRecord JSON line claiming ``event``'s true content hash (a valid genesis record)."""
+    import hashlib
+    import json
+
+    from agentsessions.journal import canonical
+
+    payload = canonical.envelope(canonical.canonical_json(event), "", 1)
+    digest = hashlib.sha256(payload).hexdigest()
+    record = {"seq": "1", "prev_hash": "", "content_hash": digest, "fence": "1", "event": event}
+    return json.dumps(record, ensure_ascii=False).encode() + b"\n"
+
+
+def _wide_part(kind: str, size: int) -> dict[str, object]:
+    """A message part of about ``size`` bytes of JSON: hex text, or base64 file bytes."""
+    import base64
+
+    rng = random.Random(size)
+    if kind == "text":
+        return {"text": {"text": rng.randbytes(size // 2).hex()}}
+    return {"file": {"mime": "application/octet-stream", "bytes": base64.b64encode(
+        rng.randbytes(size * 3 // 4)).decode()}}  # fmt: skip
+
+
+def _output(part: dict[str, object]) -> dict[str, object]:
+    return {"kind": "EVENT_OUTPUT", "message": {"parts": [part], "role": "assistant"}}
+
+
+@pytest.mark.parametrize("kind", ["text", "bytes"])
+@pytest.mark.parametrize("command", ["import", "verify"])
+def test_a_logrecord_line_near_the_line_cap_is_checked_in_bounded_memory(
+    cli: Cli, home: Path, tmp_path: Path, command: str, kind: str
+) -> None:
+    """Main peaked at ~121 MiB on one 22 MiB LogRecord line (the line, its decoded text, the
+    event's canonical JSON and the envelope built from it, all alive at once) and at ~820
+    MiB on base64 file bytes (the canonical-base64 regex kept state per character)."""
+    from agentsessions.journal.exportfile import MAX_LINE_BYTES
+
+    path = tmp_path / "wide.jsonl"
+    path.write_bytes(_logrecord_line(_output(_wide_part(kind, MAX_LINE_BYTES - (64 << 10)))))
+    assert MAX_LINE_BYTES - (1 << 20) < path.stat().st_size <= MAX_LINE_BYTES
+    run, peak = peak_rss(cli, command, str(path))
+    if command == "verify":
+        run.ok()  # the widest line the format accepts verifies ...
+    else:
+        run.fails(7)  # ... and is over this store's commit limit, refused before creating
+        assert sessions(home) == []
+    assert peak < MEMORY_CAP, f"peak RSS {peak >> 20} MiB"
+
+
+def test_a_logrecord_line_of_wide_characters_is_bounded_or_refused(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """ASCII text with one emoji decodes to four bytes a character: main built a str four
+    times the line (in the UTF-8 check and in the JSON decode). Text that fits the decoded
+    budget verifies in bounded memory; wider text is refused (exit 10) naming the limit."""
+    from agentsessions.journal.exportfile import MAX_DECODED_BYTES
+
+    for size, code in ((MAX_DECODED_BYTES // 4 - (256 << 10), 0), (MAX_DECODED_BYTES // 3, 10)):
+        text = "a" * size + "\U0001f600"
+        path = tmp_path / f"emoji-{size}.jsonl"
+        path.write_bytes(_logrecord_line(_output({"text": {"text": text}})))
+        run, peak = peak_rss(cli, "verify", str(path))
+        if code:
+            run.fails(EXIT_FORMAT)
+            assert f"over the limit of {MAX_DECODED_BYTES}" in run.err
+        else:
+            run.ok()
+        assert peak < MEMORY_CAP, f"peak RSS {peak >> 20} MiB"
+
+
+@pytest.mark.parametrize("kind", ["Text", "Bytes"])
+@pytest.mark.parametrize("command", ["import", "verify"])
+def test_a_go_record_array_near_its_cap_is_checked_in_bounded_memory(
+    cli: Cli, home: Path, tmp_path: Path, command: str, kind: str
+) -> None:
+    """A Go record array is one JSON document, read whole: its lines, the joined document,
+    the decoded value and every envelope were alive together; base64 was decoded and
+    re-encoded into three more copies."""
+    import base64
+    import json
+
+    from agentsessions.journal.exportfile import MAX_GO_BYTES
+
+    size = MAX_GO_BYTES - (64 << 10)
+    rng = random.Random(size)
+    if kind == "Text":
+        part: dict[str, object] = {"Text": {"Text": rng.randbytes(size // 2).hex()}}
+    else:
+        part = {"File": {"MIME": "a/b", "Bytes": base64.b64encode(rng.randbytes(size * 3 // 4))
+                         .decode()}}  # fmt: skip
+    event = {"Kind": "OUTPUT", "Message": {"Role": "assistant", "Parts": [part]}}
+    record = {"Seq": 1, "PrevHash": "", "Hash": "0" * 64, "Fence": 1, "Event": event}
+    path = tmp_path / "wide.json"
+    path.write_bytes(json.dumps([record]).encode())
+    assert MAX_GO_BYTES - (1 << 20) < path.stat().st_size <= MAX_GO_BYTES
+    run, peak = peak_rss(cli, command, str(path))
+    assert run.code == (7 if command == "import" else 9), run.err  # too large; a wrong hash
+    assert peak < MEMORY_CAP, f"peak RSS {peak >> 20} MiB"
+    assert sessions(home) == []

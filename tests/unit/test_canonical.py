@@ -453,3 +453,29 @@ def test_envelope_link_checks_as_split_envelope_does(payload: bytes) -> None:
             canonical.envelope_link(payload)
     else:
         assert canonical.envelope_link(payload) == (prev, seq)
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"kind": "EVENT_END"},
+        {"kind": "EVENT_OUTPUT", "message": {"parts": [{"text": {"text": 'é "q" \U0001f600'}}]}},
+        {"data": {"f": [0.1, 1e21, -0.0], "\U0001f600": 1, "\uffff": {"b": 2, "a": 1}}},
+    ],
+)
+@pytest.mark.parametrize("link", [("", 1), ("a" * 64, 2**63 - 1)])
+def test_envelope_of_is_the_envelope_of_the_canonical_json(
+    event: dict[str, Any], link: tuple[str, int]
+) -> None:
+    """envelope_of builds the same bytes in one pass (import holds one copy of a wide record)."""
+    prev, seq = link
+    expected = canonical.envelope(canonical.canonical_json(event), prev, seq)
+    assert canonical.envelope_of(event, prev, seq) == expected
+
+
+@pytest.mark.parametrize(("prev", "seq"), [("x", 1), ("", -1), ("", 2**63)])
+def test_envelope_of_checks_the_link_as_envelope_does(prev: str, seq: int) -> None:
+    with pytest.raises(InvalidArgumentError):
+        canonical.envelope(b"{}", prev, seq)
+    with pytest.raises(InvalidArgumentError):
+        canonical.envelope_of({}, prev, seq)

@@ -434,3 +434,28 @@ def test_the_idle_timeout_comes_from_the_environment(
         WarmRuntime(home)
     monkeypatch.delenv("AGENTSESSIONS_WARM_IDLE_SECONDS")
     assert WarmRuntime(home).idle_seconds == 3600
+
+
+def test_a_sessionless_exec_whose_host_cannot_start_creates_no_session(
+    runtime: WarmRuntime,
+) -> None:
+    """The warm host was started after the new session existed: a plugin factory with no
+    importable name failed the exec (PlacementError) and left a 0-record session behind."""
+    from agentsessions.controller.controller import Controller
+    from agentsessions.controller.registry import Registry
+    from agentsessions.controller.spi import Harness
+    from agentsessions.journal import model
+    from agentsessions.journal.memstore import MemoryStore
+    from agentsessions.models import create_model
+
+    store = MemoryStore()
+    harnesses: Registry[Harness] = Registry("harness", "agentsessions.harnesses")
+    harnesses.register("counting", lambda: counting_harness.create())  # no 'module:attr'
+    ctl = Controller(store, harnesses=harnesses, models=create_model, runtime=runtime)
+    hello = [model.text_message("user", "hello")]
+    with pytest.raises(PlacementError, match="importable"):
+        ctl.exec(None, hello, harness="counting")
+    assert store.list("default").sessions == []
+    harnesses.register("counting", COUNTER)  # an importable factory runs as before
+    assert ctl.exec(None, hello, harness="counting").uid
+    assert len(store.list("default").sessions) == 1

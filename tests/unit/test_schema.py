@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -516,3 +517,19 @@ def test_fast_path_agrees_with_the_generic_checker_on_mutated_events() -> None:
             else:
                 c.append(new)
         assert _public(event) == _generic(event), event
+
+
+_B64_OLD = re.compile(
+    r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?"
+)
+
+
+@given(st.binary(max_size=40).map(lambda b: base64.b64encode(b).decode()) | st.text(max_size=12))
+def test_canonical_base64_is_the_old_regex_without_its_memory(text: str) -> None:
+    """The check of a field's base64 used a regex that kept state per character (800 MB for
+    an 18 MiB part); the flat check accepts exactly what it accepted."""
+    from agentsessions.journal import schema
+
+    assert schema.is_canonical_base64(text) == bool(_B64_OLD.fullmatch(text))
+    for tail in ("AB==", "AQ==", "ABC=", "ABE=", "ABCD", "AB=", "A==="):
+        assert schema.is_canonical_base64(text + tail) == bool(_B64_OLD.fullmatch(text + tail))

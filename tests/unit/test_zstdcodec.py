@@ -215,3 +215,25 @@ def test_decompress_stream_refuses_a_bomb_by_ratio_in_pieces() -> None:
         for piece in pieces:
             assert len(piece) <= zstdcodec.STREAM_PIECE
     assert zstdcodec.decompress(data, 64 << 20) == b"\0" * (64 << 20)
+
+
+def test_a_streamed_frame_decompresses_like_a_one_shot_one(
+    backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Export streams through Compressor: one checksummed frame every backend reads back."""
+    data = b"".join(b"%d line of an export\n" % i for i in range(200_000))
+    comp = zstdcodec.Compressor()
+    out = b"".join(comp.compress(data[at : at + 65536]) for at in range(0, len(data), 65536))
+    out += comp.flush()
+    assert zstdcodec.one_checksummed_frame(out)
+    for other in BACKENDS:
+        monkeypatch.setattr(zstdcodec, "_backend", other)
+        assert zstdcodec.decompress(out, len(data)) == data
+
+
+def test_an_aborted_stream_stops_its_compressor(backend: str) -> None:
+    comp = zstdcodec.Compressor()
+    comp.compress(b"x" * 1000)
+    comp.abort()  # the cli backend's zstd process is killed and reaped, not left waiting
+    if comp._cli is not None:
+        assert comp._cli._proc.returncode is not None
