@@ -97,19 +97,28 @@ def open_engine(home: Path, model_name: str) -> Engine:
             return str(got or getattr(frames, "uid", ""))
 
         return Engine(sessions_turn, engine.close, "Sessions")
-    from agentsessions.cli.wiring import build_controller
+    from agentsessions.cli.wiring import HARNESSES
+    from agentsessions.controller.controller import Controller
+    from agentsessions.controller.held import KEEP_LONG_LIVED
+    from agentsessions.models import create_model
+    from agentsessions.runtimes import create_runtime
 
     store = FileStore(home)
-    ctl = build_controller(store, home, runtime="local", default_model=model_name)
+    ctl = Controller(
+        store,
+        harnesses=HARNESSES,
+        models=create_model,
+        runtime=create_runtime("local", home=home),
+        default_model=model_name,
+        keep_writers=KEEP_LONG_LIVED,  # a long-lived engine keeps its sessions' writers
+    )
 
     def controller_turn(uid: str | None, text: str) -> str:
         inputs = [dict(model.text_message("user", text))]
         return ctl.exec(uid, inputs, harness="chat").uid
 
     def close() -> None:
-        closer = getattr(ctl, "close", None)
-        if closer is not None:
-            closer()
+        ctl.close()
         store.close()
 
     return Engine(controller_turn, close, "Controller")
