@@ -36,8 +36,15 @@ class StoreHistory:
     def tail(self, count: int) -> list[Event]:
         if count <= 0 or self._end <= 0:
             return []
-        first = max(1, self._end - count + 1)
-        return [r.event for r in self._store.read(self._uid, first, self._end)]
+        return self.tail_of(max(1, self._end - count + 1), self._end)
+
+    def tail_of(self, first: int, end: int) -> list[Event]:
+        """The events ``first..end`` (a history that serves its recent part elsewhere)."""
+        return list(self.events(first, end))
+
+    def events(self, first: int, end: int) -> Iterator[Event]:
+        """The events ``first..end``, read lazily."""
+        return (r.event for r in self._store.read(self._uid, first, end))
 
 
 class RecordSource(Protocol):
