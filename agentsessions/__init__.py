@@ -1,7 +1,48 @@
 """agentsessions: durable AI-agent sessions on an append-only, hash-chained event journal.
 
 Layers import one way only:
-``journal`` <- ``controller`` <- ``runtimes``/``models`` <- ``cli``/``server``.
+``journal`` <- ``controller`` <- ``runtimes``/``models`` <- ``sessions`` <- ``cli``/``server``.
+
+The library's way in is :func:`open`, which returns a :class:`~agentsessions.sessions.Sessions`
+engine (see the README's "Use it as a library"). Nothing heavy is imported here.
 """
 
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentsessions.journal.store import Store
+    from agentsessions.sessions.api import Session, Sessions
+
 __version__ = "0.1.0"
+
+__all__ = ["Session", "Sessions", "__version__", "open"]
+
+
+def open(  # the library's entry point: ``agentsessions.open``
+    home: str | os.PathLike[str] | None = None,
+    *,
+    store: Store | None = None,
+    runtime: str = "auto",
+    model: str | None = None,
+) -> Sessions:
+    """A ready :class:`Sessions` engine: on ``store``, else the file store under ``home``.
+
+    ``home`` resolves as the CLI's ``--home`` does (then ``AGENTSESSIONS_HOME``, then the
+    per-user data directory). ``runtime`` hosts harnesses (auto, local, warm); ``model`` is
+    the default model of new sessions (else echo). Use it as a context manager: leaving it
+    waits for running turns and closes the store it opened. Thread-safe.
+    """
+    from agentsessions.sessions.local import open_local
+
+    return open_local(home, store=store, runtime=runtime, model=model)
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("Session", "Sessions"):
+        from agentsessions.sessions import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

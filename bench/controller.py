@@ -23,13 +23,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentsessions.cli.wiring import HARNESSES, build_controller
 from agentsessions.controller.lifecycle import ForkRequest, fork
 from agentsessions.controller.replay import replay
 from agentsessions.journal import model
 from agentsessions.journal.durable import FileSystem
 from agentsessions.journal.filestore import FileStore
 from agentsessions.journal.store import SessionMeta, new_uid
+from agentsessions.sessions.wiring import HARNESSES, build_controller
 
 
 class NoSyncFileSystem(FileSystem):

@@ -5,3 +5,12 @@ replay, resume, fork, suspend) and ``stream`` shows a running turn; ``render`` d
 progress and JSON, ``home`` resolves where sessions live, ``wiring`` assembles a controller,
 ``demo`` narrates the main job. Nothing here is imported by the library.
 """
+
+# The root command lives in ``app``; the controller's commands (exec, replay, resume, suspend,
+# fork) and the ``compute`` group register themselves on it when imported. They import
+# ``app``, so the package (not ``app``) imports them: no module imports its importer.
+from agentsessions.cli import app as _app
+from agentsessions.cli import turns as _turns  # noqa: F401
+
+_app.reflow_help()
+from agentsessions.cli import compute as _compute  # noqa: E402, F401

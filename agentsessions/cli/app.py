@@ -6,7 +6,9 @@ Invariants:
   error from the parser) and ends as ONE line ``agentsessions: error: ...`` on stderr (plus an
   optional ``  hint: ...`` line) and the error class's stable exit code, never a traceback;
 - session ids and project names are validated before the file system is touched;
-- startup stays fast: rich, the store and the journal modules are imported inside commands.
+- startup stays fast: rich, the store and the journal modules are imported inside commands;
+- a veneer: each command parses, calls one :class:`~agentsessions.sessions.api.Sessions`
+  method and renders; no module of ``cli/`` imports the journal or the controller.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import contextlib
 import inspect
 import os
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,8 +32,8 @@ from agentsessions.errors import AgentSessionsError, InvalidArgumentError, Stora
 if TYPE_CHECKING:
     from typer._click.core import Context as BaseContext
 
-    from agentsessions.journal.filestore import FileStore
-    from agentsessions.journal.verify import VerifyReport
+    from agentsessions.sessions.api import VerifyReport
+    from agentsessions.sessions.local import LocalSessions
 
 PROG = "agentsessions"
 EXIT_INTERRUPTED = 130
@@ -186,13 +187,13 @@ def root(
     ] = False,
 ) -> None:
     """Durable AI-agent sessions kept as append-only, hash-chained event journals."""
-    from agentsessions.cli.home import check_home
+    from agentsessions.sessions.home import check_home
 
     state = ctx.ensure_object(CliState)
     state.home = None if home is None else check_home(home, "--home")
     state.json = state.json or as_json
     if ctx.invoked_subcommand is not None:
-        from agentsessions.journal.lock import set_program
+        from agentsessions.sessions.support import set_program
 
         # a registered verb, never an argument: a LOCK names its holder without user content
         set_program(f"{PROG} {ctx.invoked_subcommand}")
@@ -209,23 +210,25 @@ def _state(ctx: typer.Context, as_json: bool) -> CliState:
 
 
 @contextmanager
-def _open_store(state: CliState) -> Iterator[FileStore]:
-    """The file store under the resolved home, closed when the command ends."""
-    from agentsessions.cli.home import resolve_home
-    from agentsessions.journal.filestore import FileStore
+def open_engine(state: CliState, runtime: str = "auto") -> Iterator[LocalSessions]:
+    """The engine on the file store under the resolved home, closed when the command ends."""
+    from agentsessions.sessions.local import open_local
 
-    store = FileStore(resolve_home(state.home))
-    try:
-        yield store
-    finally:
-        store.close()
+    with open_local(state.home, runtime=runtime) as engine:
+        yield engine
 
 
 def _uid(value: str) -> str:
     """A validated session uid (before any file is touched)."""
-    from agentsessions.journal.store import check_uid
+    from agentsessions.sessions.support import check_uid
 
     return check_uid(value)
+
+
+def _check_project(project: str) -> str:
+    from agentsessions.sessions.support import check_project
+
+    return check_project(project)
 
 
 def parse_pairs(values: Sequence[str], flag: str) -> dict[str, str]:
@@ -270,25 +273,19 @@ def create(
 
     The metadata row is written at once, before any event.
     """
-    from agentsessions.journal.store import SessionMeta, check_project, new_uid
-
     state = _state(ctx, as_json)
-    if model:
-        from agentsessions.models import create_model
-
-        create_model(model)  # an unknown provider is refused before the session exists
-    meta = SessionMeta(
-        uid=new_uid(),
-        project=check_project(project),
-        name=name,
-        harness=harness,
-        model=model,
-        labels=parse_pairs(label or [], "--label"),
-        annotations=parse_pairs(annotation or [], "--annotation"),
-        create_time_ns=time.time_ns(),
-    )
-    with _open_store(state) as store:
-        info = store.create(meta)
+    _check_project(project)
+    labels = parse_pairs(label or [], "--label")
+    annotations = parse_pairs(annotation or [], "--annotation")
+    with open_engine(state) as engine:
+        info = engine.create(
+            project=project,
+            name=name,
+            harness=harness,
+            model=model,
+            labels=labels,
+            annotations=annotations,
+        )
     _print_uid_or_json(state, info.uid, info.to_json())
 
 
@@ -320,13 +317,11 @@ def list_(
     damaged (a "damaged" field with --json). When more sessions follow, the output ends with
     the cursor of the next page.
     """
-    from agentsessions.journal.store import check_project
-
     state = _state(ctx, as_json)
-    check_project(project)
-    with _open_store(state) as store:
-        page = store.list(project, page_size=page_size, cursor=cursor)
-        unindexed = list(store.unindexed)  # a missing catalog was rebuilt on open
+    _check_project(project)
+    with open_engine(state) as engine:
+        page = engine.list(project=project, page_size=page_size, cursor=cursor)
+        unindexed = list(engine.unindexed)  # a missing catalog was rebuilt on open
     from agentsessions.cli import render
 
     for exc in unindexed:  # no row can carry them (their project is unknown): say so
@@ -347,17 +342,14 @@ def get(ctx: typer.Context, session: SessionArg, as_json: JsonOpt = False) -> No
     Also where the harness's memory lives and until when (memory: a warm host and its idle
     timeout, a frozen snapshot, none for a stateless harness, or gone).
     """
-    from agentsessions.cli.home import resolve_home
-    from agentsessions.cli.wiring import HARNESSES
-    from agentsessions.runtimes.compute import session_memory
-
     state = _state(ctx, as_json)
     uid = _uid(session)
-    with _open_store(state) as store:
-        info = store.get(uid)
-    memory = session_memory(resolve_home(state.home), info, HARNESSES)
+    with open_engine(state) as engine:
+        info = engine.get(uid)
     from agentsessions.cli import render
 
+    memory = info.memory
+    assert memory is not None  # get always says where the memory is
     if state.json:
         render.write_json({**info.to_json(), "memory": memory.to_json()})
     else:
@@ -380,9 +372,8 @@ def log(
     uid = _uid(session)
     from agentsessions.cli import render
 
-    with _open_store(state) as store:
-        store.get(uid)  # fail with "not found" before printing anything
-        records = store.read(uid, from_seq=from_seq, to_seq=to_seq)
+    with open_engine(state) as engine:
+        records = engine.read(uid, from_seq=from_seq, to_seq=to_seq)  # "not found" first
         if state.json:
             render.write_json_lines(record.to_wire_json() for record in records)
         else:
@@ -398,37 +389,18 @@ def looks_like_path(target: str) -> bool:
     return any(sep in target for sep in seps) or os.path.exists(target)
 
 
-def _verify_all(store: FileStore, strict: bool, progress: Any) -> list[tuple[str, VerifyReport]]:
-    """Verify every session in the store, deleted ones included (they must still verify).
-
-    One report per session, whatever fails: damaged data is a failed report, and so is a
-    session the OS refuses to read (exit 13), so one bad session never hides the others.
-    """
-    from agentsessions.journal.verify import VerifyReport, failed_by, verify_session
-
-    reports: list[tuple[str, VerifyReport]] = []
-    for uid in store.uids():
-        progress.relabel(f"verifying {uid}")
-        try:
-            report = verify_session(store, uid, strict=strict, progress=progress)
-        except StorageError as exc:
-            report = failed_by(VerifyReport(source=str(store.sessions_dir / uid), uid=uid), exc)
-        reports.append((uid, report))
-    return reports
-
-
 def _run_verify(
     state: CliState, target: str | None, path: Path | None, all_: bool, strict: bool
 ) -> list[tuple[str, VerifyReport]]:
     from agentsessions.cli.render import ProgressBar
-    from agentsessions.journal.verify import verify_path, verify_session
+    from agentsessions.sessions.support import verify_path
 
     with ProgressBar("verifying") as progress:
         if path is not None:
             return [(str(path), verify_path(path, strict=strict, progress=progress))]
-        if all_:
-            with _open_store(state) as store:
-                return _verify_all(store, strict, progress)
+        if all_:  # one report per session, deleted ones too, whatever fails
+            with open_engine(state) as engine:
+                return engine.verify_all(strict=strict, progress=progress)
         assert target is not None
         if looks_like_path(target):
             if not os.path.exists(target):
@@ -438,8 +410,8 @@ def _run_verify(
                 )
             return [(target, verify_path(Path(target), strict=strict, progress=progress))]
         uid = _uid(target)
-        with _open_store(state) as store:
-            return [(uid, verify_session(store, uid, strict=strict, progress=progress))]
+        with open_engine(state) as engine:
+            return [(uid, engine.verify(uid, strict=strict, progress=progress))]
 
 
 @app.command(
@@ -527,16 +499,16 @@ def export(
     The file is zstd-compressed unless --no-compress; `verify FILE` checks it anywhere.
     """
     from agentsessions.cli import render
-    from agentsessions.journal.exchange import export_session, is_stream
+    from agentsessions.sessions.support import is_stream
 
     state = _state(ctx, as_json)
     uid = _uid(session)
     if output.exists() and not force and not is_stream(output):  # /dev/stdout: written in place
         raise InvalidArgumentError(f"{output} already exists", hint="pass --force to overwrite it")
     try:
-        with _open_store(state) as store, render.ProgressBar("exporting") as progress:
-            summary = export_session(
-                store, uid, output, compress=not no_compress, progress=progress
+        with open_engine(state) as engine, render.ProgressBar("exporting") as progress:
+            summary = engine.export(
+                uid, output, compress=not no_compress, progress=progress, overwrite=force
             )
     except StorageError as exc:
         if isinstance(exc.__cause__, BrokenPipeError):
@@ -577,14 +549,12 @@ def import_(
     is refused and nothing is created.
     """
     from agentsessions.cli import render
-    from agentsessions.journal.exchange import import_file
-    from agentsessions.journal.store import check_project
 
     state = _state(ctx, as_json)
     if project is not None:
-        check_project(project)
-    with _open_store(state) as store, render.ProgressBar("importing") as progress:
-        info = import_file(store, file, project=project, name=name, progress=progress)
+        _check_project(project)
+    with open_engine(state) as engine, render.ProgressBar("importing") as progress:
+        info = engine.import_(file, project=project, name=name, progress=progress)
     _print_uid_or_json(state, info.uid, info.to_json())
 
 
@@ -596,8 +566,8 @@ def delete(ctx: typer.Context, session: SessionArg, as_json: JsonOpt = False) ->
     """
     state = _state(ctx, as_json)
     uid = _uid(session)
-    with _open_store(state) as store:
-        info = store.delete(uid)
+    with open_engine(state) as engine:
+        info = engine.delete(uid)
     if state.json:
         from agentsessions.cli.render import write_json
 
@@ -616,10 +586,10 @@ def reindex(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     whose directory is gone. Safe to run at any time, also while sessions are created.
     """
     state = _state(ctx, as_json)
-    with _open_store(state) as store:
-        count = store.reindex()
-        catalog = str(store.catalog.path)
-        damaged = [{"uid": e.fields["session"], "reason": e.message} for e in store.unindexed]
+    with open_engine(state) as engine:
+        count = engine.reindex()
+        catalog = engine.catalog_path
+        damaged = [{"uid": e.fields["session"], "reason": e.message} for e in engine.unindexed]
     from agentsessions.cli.render import one_line, write_json
 
     if state.json:
@@ -651,11 +621,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     app(args=argv, prog_name=PROG)
 
 
-# The controller's commands (exec, replay, resume, suspend, fork) live in their own module and
-# register themselves on ``app`` when imported.
-from agentsessions.cli import turns as _turns  # noqa: E402, F401
-
-
 def _reflow(doc: str) -> str:
     """A docstring with each paragraph on one line: rich keeps single line breaks, so help
     text wrapped for the source file would break raggedly in an 80-column terminal."""
@@ -663,9 +628,13 @@ def _reflow(doc: str) -> str:
     return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
 
 
-for _command in app.registered_commands:
-    if _command.help is None and _command.callback is not None and _command.callback.__doc__:
-        _command.help = _reflow(_command.callback.__doc__)
+def reflow_help() -> None:
+    """Give every registered command without explicit help its reflowed docstring.
 
-# The ``compute`` group (list and stop warm hosts) registers itself on ``app`` when imported.
-from agentsessions.cli import compute as _compute  # noqa: E402, F401
+    Called by :mod:`agentsessions.cli` once the other command modules (``turns``,
+    ``compute``) have registered theirs: they import this module, so it never imports them
+    (no import cycle).
+    """
+    for command in app.registered_commands:
+        if command.help is None and command.callback is not None and command.callback.__doc__:
+            command.help = _reflow(command.callback.__doc__)

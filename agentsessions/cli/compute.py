@@ -16,19 +16,16 @@ import typer
 
 from agentsessions.cli.app import (
     PROG,
-    CliState,
     JsonOpt,
-    _open_store,
     _reflow,
     _state,
     _uid,
     app,
+    open_engine,
 )
 from agentsessions.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from agentsessions.runtimes.compute import HostInfo
 
 compute_app = typer.Typer(
@@ -40,18 +37,6 @@ compute_app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(compute_app, name="compute")
-
-
-def _home(state: CliState) -> Path:
-    from agentsessions.cli.home import resolve_home
-
-    return resolve_home(state.home)
-
-
-def _known(state: CliState, uid: str) -> None:
-    """NotFoundError (exit 3) unless ``uid`` is a session of this home."""
-    with _open_store(state) as store:
-        store.get(uid)
 
 
 @compute_app.command(
@@ -72,13 +57,10 @@ def list_(
     One row each: session, harness, pid, kind (live host or snapshot), when it started and
     when it exits unless used (its idle timeout; "busy" while it serves a run).
     """
-    from agentsessions.runtimes.compute import list_compute
-
     state = _state(ctx, as_json)
     uid = _uid(session) if session is not None else None
-    if uid is not None:
-        _known(state, uid)
-    hosts = list_compute(_home(state), uid)
+    with open_engine(state) as engine:
+        hosts = engine.compute(uid)
     if state.json:
         from agentsessions.cli.render import write_json
 
@@ -134,7 +116,7 @@ def stop(
     The journal is not touched. A harness whose memory was stopped continues only with
     `exec SESSION --fresh-start` (recorded in the journal).
     """
-    from agentsessions.runtimes.compute import KIND_NAMES, stop_compute
+    from agentsessions.runtimes.compute import KIND_NAMES
 
     state = _state(ctx, as_json)
     if (session is None) == (not all_):
@@ -143,9 +125,8 @@ def stop(
             hint=f"{PROG} compute stop --help",
         )
     uid = _uid(session) if session is not None else None
-    if uid is not None:
-        _known(state, uid)
-    stopped = stop_compute(_home(state), uid)
+    with open_engine(state) as engine:
+        stopped = engine.stop_compute(uid)
     if state.json:
         from agentsessions.cli.render import write_json
 

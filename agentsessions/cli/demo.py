@@ -18,8 +18,8 @@ where chat is missing):
 
 Each step prints one line (and sometimes a table); the run ends with a one-line summary.
 A failing step raises its :class:`~agentsessions.errors.AgentSessionsError`, so the CLI
-exits with that error's code. The library does the work; this module only sequences,
-checks and narrates it.
+exits with that error's code. The library does the work, through the same ``Sessions``
+engine every front end uses; this module only sequences, checks and narrates it.
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ from agentsessions.errors import (
 )
 
 if TYPE_CHECKING:
-    from agentsessions.controller.controller import Controller
-    from agentsessions.journal.filestore import FileStore
-    from agentsessions.journal.records import Record
+    from agentsessions.sessions.api import Frame, SessionFrame, Turn
+    from agentsessions.sessions.api import LogRecord as Record
+    from agentsessions.sessions.local import LocalSessions
 
 FIXTURE = "go-v0.1.2-completed.json"
 DEMO_PROJECT = "demo"
@@ -116,11 +116,10 @@ class Narrator:
 
 @dataclass
 class Demo:
-    """What the steps share: the store, a controller over it, and the sessions made."""
+    """What the steps share: the engine over the home, and the sessions made."""
 
     home: Path
-    store: FileStore
-    controller: Controller
+    engine: LocalSessions
     narrator: Narrator
     harness: str
     uid: str = ""
@@ -137,16 +136,22 @@ class Demo:
 
     def records(self, uid: str, from_seq: int = 1) -> list[Record]:
         """The session's records from ``from_seq`` on."""
-        return list(self.store.read(uid, from_seq))
+        return list(self.engine.read(uid, from_seq=from_seq))
 
-    def turn(self, uid: str, text: str) -> str:
-        """Run one turn in-process and return the assistant's answer."""
-        from agentsessions.journal.model import text_message
-
-        message = dict(text_message("user", text))
-        result = self.controller.exec(uid, [message], config=self.config)
+    def turn(self, uid: str, text: str) -> Turn:
+        """Run one turn in-process; what it did."""
+        result = last_frame(self.engine.exec(uid, [text], config=self.config)).turn
+        assert result is not None  # an exec's last frame always carries its turn
         self.turns += 1
-        return " ".join(result.outputs)
+        return result
+
+
+def last_frame(frames: Iterator[Frame]) -> SessionFrame:
+    """The last frame of a turn's stream (the session as the turn left it)."""
+    from agentsessions.sessions.api import SessionFrame
+
+    last = [frame for frame in frames if isinstance(frame, SessionFrame) and frame.last]
+    return last[-1]
 
 
 @contextlib.contextmanager
@@ -169,7 +174,7 @@ def fixture_path() -> Iterator[Path]:
 
 def run_demo(home: Path | None, *, as_json: bool = False) -> dict[str, Any]:
     """Run the demo; print the narration (or one JSON object) and return the summary."""
-    from agentsessions.cli.home import resolve_home
+    from agentsessions.sessions.home import resolve_home
 
     started = time.monotonic()
     narrator = Narrator(quiet=as_json)
@@ -205,13 +210,10 @@ def _finish(narrator: Narrator, summary: dict[str, Any]) -> None:
 
 
 def _run_steps(narrator: Narrator, home: Path) -> dict[str, Any]:
-    from agentsessions.cli.wiring import build_controller
-    from agentsessions.journal.filestore import FileStore
+    from agentsessions.sessions.local import open_local
 
-    store = FileStore(home)
-    try:
-        controller = build_controller(store, home, default_model=MODEL)
-        demo = Demo(home, store, controller, narrator, _pick_harness())
+    with open_local(home, model=MODEL) as engine:
+        demo = Demo(home, engine, narrator, _pick_harness())
         step = narrator.step
         step(f"run a 3-turn session (harness {demo.harness}, model {MODEL})", lambda: _three(demo))
         step("show its records", lambda: _show(demo))
@@ -221,8 +223,6 @@ def _run_steps(narrator: Narrator, home: Path) -> dict[str, Any]:
         step("suspend and resume the parent's compute", lambda: _suspend_resume(demo))
         go = step("import the Go reference journal and replay it", lambda: _go(demo))
         verified = step("verify every chain", lambda: _verify_all(demo))
-    finally:
-        store.close()
     return {
         "ok": True,
         "harness": demo.harness,
@@ -240,7 +240,7 @@ def _run_steps(narrator: Narrator, home: Path) -> dict[str, Any]:
 
 def _pick_harness() -> str:
     """``chat`` when it can be found, else ``echo``."""
-    from agentsessions.cli.wiring import HARNESSES
+    from agentsessions.sessions.wiring import HARNESSES
 
     try:
         HARNESSES.factory("chat")
@@ -256,27 +256,25 @@ def _three(demo: Demo) -> tuple[None, str]:
     from rich.text import Text
 
     from agentsessions.cli.render import clip, plain_table
-    from agentsessions.journal.store import SessionMeta, new_uid
 
-    meta = SessionMeta(
-        uid=new_uid(),
+    made = demo.engine.create(
         project=DEMO_PROJECT,
         name="demo-trip",
         harness=demo.harness,
         model=MODEL,
         labels={"source": "demo"},
-        create_time_ns=time.time_ns(),
     )
-    demo.uid = demo.store.create(meta).uid
+    demo.uid = made.uid
     table = plain_table()
     for column in ("turn", "user", "assistant"):
         table.add_column(column)
-    calls = demo.controller.models.calls
+    calls = 0
     for number, text in enumerate(TURNS, start=1):
-        table.add_row(str(number), Text(text), Text(clip(demo.turn(demo.uid, text), 60)))
+        turn = demo.turn(demo.uid, text)
+        calls += turn.model_calls
+        table.add_row(str(number), Text(text), Text(clip(" ".join(turn.outputs), 60)))
     demo.narrator.show(table)
-    calls = demo.controller.models.calls - calls
-    last = demo.store.get(demo.uid).last_seq
+    last = demo.engine.get(demo.uid).last_seq
     return None, f"{demo.uid}: {len(TURNS)} turns, {calls} model calls, seq 1-{last}"
 
 
@@ -311,12 +309,12 @@ def cli_command() -> tuple[list[str], dict[str, str]]:
 def _kill_resume(demo: Demo) -> tuple[None, str]:
     if demo.harness != "chat":
         return None, "skipped: needs the chat harness, which can name a slow model per turn"
-    head = demo.store.get(demo.uid).last_seq
+    head = demo.engine.get(demo.uid).last_seq
     call_seq = _start_and_kill(demo, head)
-    info = demo.store.get(demo.uid)
-    if info.exec_state != "EXEC_RUNNING":
-        raise InvalidExecutionLogError(f"after the kill exec is {info.exec_state}, not RUNNING")
-    result = demo.controller.resume(demo.uid)
+    state = demo.engine.get(demo.uid).exec_state
+    if state != "EXEC_RUNNING":
+        raise InvalidExecutionLogError(f"after the kill exec is {state}, not RUNNING")
+    result = last_frame(demo.engine.resume(demo.uid)).turn
     if result is None or result.model_calls != 1:
         raise InvalidExecutionLogError("resume did not call the model exactly once more")
     demo.turns += 1
@@ -393,11 +391,7 @@ def _check_resumed(records: list[Record], call_seq: int) -> None:
 
 def _replay(demo: Demo, uid: str, harness: str) -> tuple[dict[str, Any], str]:
     """Replay every turn of ``uid``; fail unless identical with zero model calls."""
-    from agentsessions.cli.wiring import HARNESSES
-    from agentsessions.controller.replay import replay
-
-    counter = demo.controller.models
-    result = replay(demo.store, uid, HARNESSES, harness=harness, model_calls=lambda: counter.calls)
+    result = demo.engine.replay(uid, rerun=True, harness=harness or None)
     if not result.identical:
         raise ReplayError(
             f"replay of {uid} is not identical: {result.divergence or result.model_calls}"
@@ -405,7 +399,7 @@ def _replay(demo: Demo, uid: str, harness: str) -> tuple[dict[str, Any], str]:
     detail = (
         f"{result.replayed} of {result.executions} executions re-driven with harness "
         f"{result.harness}: {result.model_calls} model calls, byte-identical, the journal "
-        f"untouched at seq {result.head_after[0]}"
+        f"untouched at seq {result.last_seq}"
     )
     return result.to_json(), detail
 
@@ -417,13 +411,13 @@ def _fork(demo: Demo) -> tuple[None, str]:
     from rich.text import Text
 
     from agentsessions.cli.render import clip, plain_table
-    from agentsessions.controller.lifecycle import ForkRequest, fork
 
     ends = [r.seq for r in demo.records(demo.uid) if r.event.get("kind") == "EVENT_END"]
     at = ends[1]
     names = tuple(name for name, _ in BRANCHES)
-    request = ForkRequest(at_seq=at, count=len(BRANCHES), names=names, labels={"source": "demo"})
-    children = fork(demo.controller, demo.uid, request)
+    children = demo.engine.fork(
+        demo.uid, at=at, count=len(BRANCHES), names=names, labels={"source": "demo"}
+    )
     parent = [r.content_hash for r in demo.records(demo.uid)[:at]]
     table = plain_table()
     for column in ("child", "name", "user", "assistant"):
@@ -432,7 +426,7 @@ def _fork(demo: Demo) -> tuple[None, str]:
         own = demo.records(child.uid)
         if [r.content_hash for r in own[:at]] != parent:
             raise ChainBrokenError(f"{child.uid} does not share its parent's prefix")
-        answer = demo.turn(child.uid, text)
+        answer = " ".join(demo.turn(child.uid, text).outputs)
         table.add_row(Text(child.uid), Text(name), Text(text), Text(clip(answer, 48)))
         demo.children.append(child.uid)
     demo.narrator.show(table)
@@ -443,11 +437,9 @@ def _fork(demo: Demo) -> tuple[None, str]:
 
 
 def _suspend_resume(demo: Demo) -> tuple[None, str]:
-    from agentsessions.controller.lifecycle import resume_compute, suspend
-
-    before = demo.store.get(demo.uid).compute_state
-    cold = suspend(demo.controller, demo.uid)
-    live = resume_compute(demo.controller, demo.uid)
+    before = demo.engine.get(demo.uid).compute_state
+    cold = demo.engine.suspend(demo.uid)
+    live = last_frame(demo.engine.resume(demo.uid)).session
     if cold.compute_state != "COMPUTE_COLD" or live.compute_state != "COMPUTE_LIVE":
         raise InvalidExecutionLogError(
             f"compute went {before} -> {cold.compute_state} -> {live.compute_state}"
@@ -462,10 +454,8 @@ def _suspend_resume(demo: Demo) -> tuple[None, str]:
 
 
 def _go(demo: Demo) -> tuple[dict[str, Any], str]:
-    from agentsessions.journal.exchange import import_file
-
     with fixture_path() as path:
-        info = import_file(demo.store, path, project=DEMO_PROJECT, name="go-v0.1.2-completed")
+        info = demo.engine.import_(path, project=DEMO_PROJECT, name="go-v0.1.2-completed")
     demo.imported = info.uid
     result, detail = _replay(demo, info.uid, "echo")
     return result, f"{info.uid}, {info.last_seq} records written by Go v0.1.2: {detail}"
@@ -473,10 +463,8 @@ def _go(demo: Demo) -> tuple[dict[str, Any], str]:
 
 def _verify_all(demo: Demo) -> tuple[int, str]:
     from agentsessions.cli.render import verify_line
-    from agentsessions.journal.verify import verify_session
 
-    uids = demo.store.uids()
-    reports = [(uid, verify_session(demo.store, uid, strict=True)) for uid in uids]
+    reports = demo.engine.verify_all(strict=True)
     for uid, report in reports:
         demo.narrator.show(verify_line(report, uid))
         if not report.ok:

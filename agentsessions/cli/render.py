@@ -32,9 +32,7 @@ if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
 
-    from agentsessions.journal.records import Record
-    from agentsessions.journal.store import Page, SessionInfo
-    from agentsessions.journal.verify import VerifyReport
+    from agentsessions.sessions.api import LogRecord, Session, SessionPage, VerifyReport
 
 SUMMARY_WIDTH = 72
 PROGRESS_MIN_TOTAL = 5_000
@@ -154,7 +152,7 @@ def format_pairs(pairs: Mapping[str, str]) -> str:
     return one_line(", ".join(f"{k}={v}" for k, v in sorted(pairs.items()))) or "-"
 
 
-def sessions_table(sessions: Sequence[SessionInfo], width: int | None = None) -> Table:
+def sessions_table(sessions: Sequence[Session], width: int | None = None) -> Table:
     """One page of sessions as a table: uid, name, harness, last seq, states, created.
 
     uid, seq and states never wrap; on a terminal narrower than :data:`WIDE` columns the
@@ -166,12 +164,12 @@ def sessions_table(sessions: Sequence[SessionInfo], width: int | None = None) ->
     rows: list[list[Text | str]] = [
         [
             Text(one_line(info.uid)),
-            Text(one_line(info.meta.name) or "-"),
-            Text(one_line(info.meta.harness) or "-"),
+            Text(one_line(info.name) or "-"),
+            Text(one_line(info.harness) or "-"),
             str(info.last_seq),
             short_state(info.compute_state, "COMPUTE_"),
             short_state(info.exec_state, "EXEC_"),
-            *([format_time_ns(info.meta.create_time_ns)] if with_created else []),
+            *([format_time_ns(info.create_time_ns)] if with_created else []),
         ]
         if not info.damaged
         else damaged_row(info, with_created)
@@ -191,12 +189,12 @@ def sessions_table(sessions: Sequence[SessionInfo], width: int | None = None) ->
     return table
 
 
-def damaged_row(info: SessionInfo, with_created: bool) -> list[Text | str]:
+def damaged_row(info: Session, with_created: bool) -> list[Text | str]:
     """The ``list`` row of a session that cannot be read: its uid and why, in the name
     column, so that it is reported, not hidden (nothing else about it can be trusted)."""
     from rich.text import Text
 
-    created = [format_time_ns(info.meta.create_time_ns)] if with_created else []
+    created = [format_time_ns(info.create_time_ns)] if with_created else []
     return [
         Text(info.uid),
         Text(f"damaged: {info.damaged}", style="bold red", no_wrap=True, overflow="ellipsis"),
@@ -208,7 +206,7 @@ def damaged_row(info: SessionInfo, with_created: bool) -> list[Text | str]:
     ]
 
 
-def print_page(page: Page, project: str) -> None:
+def print_page(page: SessionPage, project: str) -> None:
     """Print one page of ``list`` and, when there is one, the command for the next page."""
     from rich.text import Text
 
@@ -224,13 +222,13 @@ def print_page(page: Page, project: str) -> None:
         )
 
 
-def session_details(info: SessionInfo, memory: str = "") -> Table:
+def session_details(info: Session, memory: str = "") -> Table:
     """A session's metadata and projections as a two-column table (``memory``: where the
     harness's memory lives, from :func:`agentsessions.runtimes.compute.memory_status`)."""
     from rich.table import Table
     from rich.text import Text
 
-    meta = info.meta
+    meta = info
     rows: list[tuple[str, str]] = [
         ("uid", info.uid),
         ("project", meta.project),
@@ -260,7 +258,7 @@ def session_details(info: SessionInfo, memory: str = "") -> Table:
     return grid
 
 
-def print_session(info: SessionInfo, memory: str = "") -> None:
+def print_session(info: Session, memory: str = "") -> None:
     """Print ``get``'s human view of one session."""
     emit(stdout_console(), session_details(info, memory))
 
@@ -400,7 +398,7 @@ def summarize_event(event: Mapping[str, Any], width: int = SUMMARY_WIDTH) -> str
     return ""
 
 
-def log_table(records: Iterable[Record]) -> Table:
+def log_table(records: Iterable[LogRecord]) -> Table:
     """Records as a table: seq, kind, execution id, short hash and a summary of the body."""
     from rich.text import Text
 
@@ -422,13 +420,13 @@ def log_table(records: Iterable[Record]) -> Table:
     return table
 
 
-def print_log(records: Iterable[Record]) -> int:
+def print_log(records: Iterable[LogRecord]) -> int:
     """Print ``log``'s table; returns how many records were shown."""
     from rich.text import Text
 
     shown = 0
 
-    def counted() -> Iterable[Record]:
+    def counted() -> Iterable[LogRecord]:
         nonlocal shown
         for record in records:
             shown += 1

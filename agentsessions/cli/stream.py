@@ -1,7 +1,8 @@
 """The output sink: how a running turn is shown, and the one place write failures end.
 
 Invariants: stdout carries only the assistant's text (model deltas as they stream, or a
-whole OUTPUT when nothing streamed), so ``agentsessions exec ... | tool`` gets the answer;
+whole OUTPUT when nothing streamed), so ``agentsessions exec ... | tool`` gets the answer
+byte for byte; on a terminal its control characters are escaped (:func:`terminal_text`);
 diagnostics (the new session's uid, one line per committed record, the turn's summary) go
 to stderr, each flushed at once; a quiet printer (``--json``) prints nothing.
 
@@ -27,7 +28,7 @@ from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agentsessions.journal.records import Record
+    from agentsessions.sessions.api import LogRecord as Record
 
 EXIT_OUTPUT_FAILED = 13  # StorageError's code: the OS refused the write (ENOSPC, EIO)
 
@@ -218,6 +219,25 @@ def record_line(record: Record) -> str:
     return one_line(f"{record.seq:>6}  {kind:<16}{summary}")
 
 
+def terminal_text(text: str) -> str:
+    """Assistant text as a terminal may show it: line breaks and tabs kept, every other
+    control or format character escaped (``\\x1b``), so a model's answer cannot drive the
+    terminal; a pipe or file still gets the answer byte for byte."""
+    from agentsessions.cli.render import one_line
+
+    return "\n".join(
+        "\t".join(one_line(cell) for cell in line.split("\t")) for line in text.split("\n")
+    )
+
+
+def _on_terminal(stream: Any) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty is not None and isatty())
+    except (OSError, ValueError):
+        return False
+
+
 class TurnPrinter:
     """Streams a running turn: model deltas and outputs to stdout, record lines to stderr.
 
@@ -240,7 +260,7 @@ class TurnPrinter:
         """Partial assistant text, written as it arrives (never journaled)."""
         if self.quiet or not text:
             return
-        sys.stdout.write(text)
+        sys.stdout.write(terminal_text(text) if _on_terminal(sys.stdout) else text)
         sys.stdout.flush()
         self._streamed = True
         self._open_line = not text.endswith("\n")

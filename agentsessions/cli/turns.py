@@ -1,6 +1,7 @@
 """The controller's commands: ``exec``, ``replay``, ``resume``, ``fork`` and ``suspend``.
 
-Registered on the same :data:`~agentsessions.cli.app.app` as the journal commands and
+Registered (by importing :mod:`agentsessions.cli`) on the same :data:`~agentsessions.cli.app.app`
+as the journal commands and
 parsed, reported and exited the same way (one error line, the error's exit code).
 
 Invariants:
@@ -8,17 +9,17 @@ Invariants:
   journaled record (:mod:`agentsessions.cli.stream`); ``--json`` replaces all of that with
   one JSON document on stdout at the end;
 - nothing is written before the request is checked: the session, the harness (known, and
-  placeable on the runtime), the model spec, the inputs and the config;
-- the controller, the harness registry and the models are imported inside the commands, so
-  ``--help`` and the journal commands never pay for them.
+  placeable on the runtime), the model spec, the inputs and the config (the engine,
+  :class:`~agentsessions.sessions.local.LocalSessions`, makes every check);
+- each command calls one engine method and renders what it returns; the engine is imported
+  inside the commands, so ``--help`` and the journal commands never pay for it.
 """
 
 from __future__ import annotations
 
 import io
 import sys
-import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -26,33 +27,22 @@ import typer
 
 from agentsessions.cli.app import (
     MODEL_SPEC_HELP,
-    PROG,
     CliState,
     JsonOpt,
     ProjectOpt,
     SessionArg,
-    _open_store,
     _state,
     _uid,
     app,
+    open_engine,
     parse_pairs,
 )
 from agentsessions.cli.stream import TurnPrinter, note_done, record_line
-from agentsessions.errors import (
-    InvalidArgumentError,
-    LockHeldError,
-    PlacementError,
-    ReplayError,
-)
+from agentsessions.errors import InvalidArgumentError, ReplayError
 
 if TYPE_CHECKING:
-    from agentsessions.controller.controller import Controller, TurnResult
-    from agentsessions.controller.replay import ReplayResult
-    from agentsessions.journal.filestore import FileStore
-    from agentsessions.journal.store import SessionInfo, SessionMeta
+    from agentsessions.sessions.api import Frame, ReplayReport, Session, SessionFrame, Turn
 
-DEFAULT_HARNESS = "echo"
-DEFAULT_MODEL = "echo"
 DEFAULT_RUNTIME = "auto"
 
 HarnessOpt = Annotated[
@@ -81,48 +71,6 @@ WaitOpt = Annotated[
         help="Wait up to SECONDS for a busy session instead of failing at once (exit 6).",
     ),
 ]
-
-
-def build(
-    state: CliState,
-    store: FileStore,
-    runtime: str,
-    printer: TurnPrinter | None = None,
-    model: str = "",
-) -> Controller:
-    """A controller over ``store`` whose records and deltas go to ``printer``."""
-    from agentsessions.cli.home import resolve_home
-    from agentsessions.cli.wiring import build_controller
-
-    return build_controller(
-        store,
-        resolve_home(state.home),
-        runtime=runtime or DEFAULT_RUNTIME,
-        default_model=model or DEFAULT_MODEL,
-        on_record=printer.record if printer is not None else None,
-        on_delta=printer.delta if printer is not None else None,
-    )
-
-
-def wake(controller: Controller, uid: str, printer: TurnPrinter, wait: float = 0.0) -> bool:
-    """Bring a suspended session's compute back (LIFECYCLE_RESUME); True if it was COLD.
-
-    A busy session is retried until ``wait`` seconds have passed, as the turn itself is.
-    """
-    from agentsessions.controller.lifecycle import resume_compute
-
-    if controller.store.get(uid).compute_state != "COMPUTE_COLD":
-        return False
-    printer.note(f"session {uid} was suspended: resuming its compute")
-    deadline = time.monotonic() + wait
-    while True:
-        try:
-            resume_compute(controller, uid)
-            return True
-        except LockHeldError:
-            if time.monotonic() >= deadline:
-                raise
-            time.sleep(0.05)
 
 
 # --- exec ----------------------------------------------------------------------------------
@@ -174,54 +122,6 @@ def read_config(value: str) -> bytes:
         raise InvalidArgumentError(
             f"cannot read --config file {str(path)!r}: {exc.strerror or exc}"
         ) from None
-
-
-def check_turn(controller: Controller, harness: str, model: str) -> None:
-    """Fail before anything is written on an unknown harness, one this runtime cannot host
-    (a harness that needs memory snapshots on ``local``), or a malformed model spec."""
-    from agentsessions.controller.spi import can_place
-    from agentsessions.models import create_model
-
-    descriptor = controller.harnesses.create(harness).describe()
-    if not can_place(descriptor, controller.runtime.capabilities()):
-        raise PlacementError(
-            f"harness {harness!r} needs memory snapshots, which runtime "
-            f"{controller.runtime.name!r} cannot take; nothing was run",
-            hint="use --runtime warm",
-        )
-    if model:
-        create_model(model)  # parses and checks options; touches no network
-
-
-def new_meta(
-    project: str, name: str, labels: Sequence[str], harness: str, model: str
-) -> SessionMeta:
-    """The metadata of the session a SESSION-less exec creates."""
-    from agentsessions.journal.store import SessionMeta, check_project, new_uid
-
-    return SessionMeta(
-        uid=new_uid(),
-        project=check_project(project),
-        name=name,
-        harness=harness or DEFAULT_HARNESS,
-        model=model or DEFAULT_MODEL,
-        labels=parse_pairs(labels, "--label"),
-        create_time_ns=time.time_ns(),
-    )
-
-
-def check_exec_flags(uid: str | None, texts: Sequence[str], creating_flags: bool) -> None:
-    """A new session needs an input; --project, --name and --label only describe a new one."""
-    if uid is None and not texts:
-        raise InvalidArgumentError(
-            "a new session needs an input: pass --input TEXT or pipe it on stdin",
-            hint=f"{PROG} exec --input hello",
-        )
-    if uid is not None and creating_flags:
-        raise InvalidArgumentError(
-            "--project, --name and --label apply only when exec creates a session",
-            hint=f"leave out SESSION to create one, or use {PROG} fork to branch this one",
-        )
 
 
 @app.command(
@@ -290,51 +190,55 @@ def exec_(
     the assistant's text as it streams; each journaled record is a line on stderr. With
     --json, one object (the turn's result) is printed at the end instead.
     """
-    from agentsessions.journal.model import text_message
+    from agentsessions.sessions.local import LocalSessions
 
     state = _state(ctx, as_json)
     uid = _uid(session) if session is not None else None
     texts = read_inputs(inputs or [])
     config_bytes = read_config(config)
     printer = TurnPrinter(state.json)
-    meta = new_meta(project, name, label or [], harness, model) if uid is None else None
-    check_exec_flags(uid, texts, project != "default" or bool(name or label))
-    if fresh_start and uid is None:
-        raise InvalidArgumentError(
-            "--fresh-start applies to an existing session: a new one starts empty anyway",
-            hint=f"{PROG} exec SESSION --fresh-start --input TEXT",
-        )
-    with _open_store(state) as store:
-        recorded, recorded_model = "", ""
-        if uid is not None:
-            info = store.get(uid)
-            recorded, recorded_model = info.meta.harness, info.meta.model
-        controller = build(state, store, runtime, printer, model)
-        check_turn(controller, harness or recorded or DEFAULT_HARNESS, model or recorded_model)
-        messages = [dict(text_message("user", t)) for t in texts]
-        if meta is not None:
-            # every check is made before the session exists: a refused turn leaves nothing
-            controller.check_exec(messages, harness=meta.harness, config=config_bytes)
-            uid = store.create(meta).uid
-            printer.note(f"session {uid}")
-        else:
-            assert uid is not None
-            if not fresh_start:  # a fresh start brings the compute back itself, empty
-                wake(controller, uid, printer, wait)
-        result = controller.exec(
+    labels = parse_pairs(label or [], "--label")
+    # the checks that need no store come first: a refused exec never opens the home
+    LocalSessions.check_request(uid, texts, wait, project, name, labels, fresh_start)
+    with open_engine(state, runtime) as engine:
+        frames = engine.exec(
             uid,
-            messages,
-            harness=harness,
+            texts,
+            harness=harness or None,
+            model=model or None,
             config=config_bytes,
-            wait_seconds=wait,
-            model=model,
+            wait=wait,
+            project=project,
+            name=name,
+            labels=labels,
             fresh_start=fresh_start,
         )
-    result.created = session is None
-    finish_turn(state, printer, result)
+        last = show_turn(printer, frames, waking=not fresh_start)
+    assert last.turn is not None
+    finish_turn(state, printer, last.turn)
 
 
-def finish_turn(state: CliState, printer: TurnPrinter, result: TurnResult) -> None:
+def show_turn(printer: TurnPrinter, frames: Iterator[Frame], waking: bool = True) -> SessionFrame:
+    """Render a turn's frames as they come (records on stderr, text on stdout); the last."""
+    from agentsessions.sessions.api import DeltaFrame, RecordFrame
+
+    last: SessionFrame | None = None
+    for frame in frames:
+        if isinstance(frame, RecordFrame):
+            printer.record(frame.record)
+        elif isinstance(frame, DeltaFrame):
+            printer.delta(frame.text)
+        elif frame.last:
+            last = frame
+        elif frame.created:
+            printer.note(f"session {frame.uid}")
+        elif waking and frame.session.compute_state == "COMPUTE_COLD":
+            printer.note(f"session {frame.uid} was suspended: resuming its compute")
+    assert last is not None  # a turn's stream ends with the session, or raises
+    return last
+
+
+def finish_turn(state: CliState, printer: TurnPrinter, result: Turn) -> None:
     """Print the turn's JSON result, or close its stream with a one-line summary."""
     note_done(f"the turn completed and is journaled (seq {result.last_seq})")
     if state.json:
@@ -400,8 +304,8 @@ def replay(
         return
     if from_seq != 1:
         raise InvalidArgumentError("--from applies to streaming; --rerun replays every turn")
-    with _open_store(state) as store:
-        result = rerun_session(state, store, uid, harness)
+    with open_engine(state) as engine:
+        result = engine.replay(uid, rerun=True, harness=harness or None)
     finish_replay(state, result)
 
 
@@ -409,9 +313,8 @@ def stream_records(state: CliState, uid: str, from_seq: int) -> None:
     """Print the stored records from ``from_seq`` on, one line (or LogRecord JSON) each."""
     from agentsessions.cli import render
 
-    with _open_store(state) as store:
-        store.get(uid)  # "not found" before anything is printed
-        records = store.read(uid, from_seq=from_seq)
+    with open_engine(state) as engine:
+        records = engine.replay(uid, from_seq=from_seq)  # "not found" before any output
         if state.json:
             render.write_json_lines(record.to_wire_json() for record in records)
             return
@@ -420,18 +323,7 @@ def stream_records(state: CliState, uid: str, from_seq: int) -> None:
         sys.stdout.flush()
 
 
-def rerun_session(state: CliState, store: FileStore, uid: str, harness: str) -> ReplayResult:
-    """Replay every completed execution of ``uid`` with zero model calls (counted)."""
-    from agentsessions.cli.wiring import HARNESSES
-    from agentsessions.controller.replay import replay as replay_session
-
-    controller = build(state, store, DEFAULT_RUNTIME)
-    return replay_session(
-        store, uid, HARNESSES, harness=harness, model_calls=lambda: controller.models.calls
-    )
-
-
-def finish_replay(state: CliState, result: ReplayResult) -> None:
+def finish_replay(state: CliState, result: ReplayReport) -> None:
     """Print the replay's result; exit 16 (one error line) when it was not identical."""
     from agentsessions.cli import render
 
@@ -475,15 +367,17 @@ def resume(
     failed turn never blocks exec with new input: that starts a new turn and leaves the
     failed one as audit.
     """
+    from agentsessions.sessions.api import SessionFrame
+
     state = _state(ctx, as_json)
     uid = _uid(session)
     printer = TurnPrinter(state.json)
-    with _open_store(state) as store:
-        controller = build(state, store, runtime, printer)
-        failed = store.get(uid).exec_state == "EXEC_FAILED"
-        woke = wake(controller, uid, printer, wait)
-        turn = controller.resume(uid, harness=harness, wait_seconds=wait)
-        info = store.get(uid)
+    with open_engine(state, runtime) as engine:
+        frames = engine.resume(uid, harness=harness or None, wait=wait)
+        first = next(frames)  # the session as it was: a failed turn, suspended compute
+        failed = isinstance(first, SessionFrame) and first.session.exec_state == "EXEC_FAILED"
+        last = show_turn(printer, _again(first, frames))
+    turn, woke, info = last.turn, last.compute_resumed, last.session
     if turn is not None:
         note_done(f"the turn completed and is journaled (seq {turn.last_seq})")
     if state.json:
@@ -505,9 +399,13 @@ def resume(
     sys.stdout.write(resume_summary(info, woke, turn, failed) + "\n")
 
 
-def resume_summary(
-    info: SessionInfo, woke: bool, turn: TurnResult | None, failed: bool = False
-) -> str:
+def _again(first: Frame, frames: Iterator[Frame]) -> Iterator[Frame]:
+    """``first`` put back in front of the rest of ``frames``."""
+    yield first
+    yield from frames
+
+
+def resume_summary(info: Session, woke: bool, turn: Turn | None, failed: bool = False) -> str:
     """What ``resume`` did, in one line."""
     done = []
     if woke:
@@ -532,14 +430,11 @@ def suspend(
 
     `resume`, or the next `exec`, brings the compute back.
     """
-    from agentsessions.controller.lifecycle import suspend as suspend_session
-
     state = _state(ctx, as_json)
     uid = _uid(session)
-    printer = TurnPrinter(quiet=True)
-    with _open_store(state) as store:
-        before = store.get(uid)
-        info = suspend_session(build(state, store, runtime, printer), uid)
+    with open_engine(state, runtime) as engine:
+        before = engine.get(uid)
+        info = engine.suspend(uid)
     if state.json:
         from agentsessions.cli.render import write_json
 
@@ -581,17 +476,14 @@ def fork(
     Children inherit the project, harness and model (not the name); their first own record
     is a LIFECYCLE FORK marker `parent@SEQ`. Prints each child's uid.
     """
-    from agentsessions.controller.lifecycle import ForkRequest
-    from agentsessions.controller.lifecycle import fork as fork_session
+    from agentsessions.sessions.local import LocalSessions
 
     state = _state(ctx, as_json)
     uid = _uid(session)
-    request = ForkRequest(
-        at_seq=at, count=count, names=tuple(name or ()), labels=parse_pairs(label or [], "--label")
-    )
-    request.check()  # bad counts and names fail before the store is opened
-    with _open_store(state) as store:
-        children = fork_session(build(state, store, runtime), uid, request)
+    names, labels = tuple(name or ()), parse_pairs(label or [], "--label")
+    LocalSessions.check_fork(at, count, names)  # bad counts and names: before the home opens
+    with open_engine(state, runtime) as engine:
+        children = engine.fork(uid, at=at, count=count, names=names, labels=labels)
     if state.json:
         from agentsessions.cli.render import write_json
 

@@ -32,7 +32,6 @@ from agentsessions.errors import (
     AgentSessionsError,
     CommitTooLargeError,
     HarnessError,
-    HarnessMismatchError,
     InvalidArgumentError,
     InvalidExecutionLogError,
     LockHeldError,
@@ -47,6 +46,9 @@ from . import executions
 from .held import DEFAULT_IDLE_SECONDS, DEFAULT_KEEP, HeldWriter, WriterPool
 from .history import WriterHistory
 from .registry import Registry
+from .rules import DEFAULT_HARNESS as DEFAULT_HARNESS  # re-exported: callers import it here
+from .rules import check_harness as check_harness
+from .rules import fresh_start_hint as fresh_start_hint
 from .sinks import Live, Observer, TurnSink
 from .spi import (
     REQUIRES_MEMORY_SNAPSHOT,
@@ -61,7 +63,6 @@ from .spi import (
     can_place,
 )
 
-DEFAULT_HARNESS = "echo"
 _TURN_ERRORS = (HarnessError, InvalidArgumentError, InvalidExecutionLogError, PlacementError)
 """Errors a turn raises with its journal in order: its held writer stays valid."""
 ERROR_CODE_INTERNAL = 13  # gRPC INTERNAL, as the reference records a failed harness
@@ -512,29 +513,6 @@ class Controller:
             self.writers.discard(writer)
             raise
         self.writers.keep_open(writer)
-
-
-def fresh_start_hint(uid: str) -> str:
-    """The way forward for a session whose harness memory is gone (exit 12)."""
-    return (
-        f"start the harness again with empty memory (recorded in the journal): "
-        f"agentsessions exec {uid} --fresh-start --input TEXT"
-    )
-
-
-def check_harness(run: executions.Execution, name: str, descriptor: HarnessDescriptor) -> None:
-    """Refuse to drive an execution recorded by another harness name or version."""
-    recorded_name, recorded_version = run.harness
-    if recorded_name and recorded_name not in (name, descriptor.id):
-        raise HarnessMismatchError(
-            f"execution {run.id} was recorded by harness {recorded_name!r}, not {name!r}",
-            hint=f"pass --harness {recorded_name}",
-        )
-    if recorded_version and descriptor.version and recorded_version != descriptor.version:
-        raise HarnessMismatchError(
-            f"execution {run.id} was recorded by {recorded_name or name} version "
-            f"{recorded_version!r}; this harness is version {descriptor.version!r}"
-        )
 
 
 def _first_commit(

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentsessions.errors import (
     InvalidArgumentError,
@@ -32,7 +32,9 @@ from agentsessions.errors import (
 from agentsessions.journal import model
 from agentsessions.journal.store import SessionInfo
 
-from .controller import Controller
+if TYPE_CHECKING:
+    from .controller import Controller
+
 from .registry import Registry
 from .spi import REQUIRES_MEMORY_SNAPSHOT, Harness, HarnessDescriptor
 

@@ -18,13 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentsessions.errors import InvalidArgumentError, PlacementError, UnavailableError
 from agentsessions.journal import model
 from agentsessions.journal.store import SessionInfo, SessionMeta, new_uid
 
-from .controller import DEFAULT_HARNESS, Controller, fresh_start_hint
+if TYPE_CHECKING:
+    from .controller import Controller
+
+from .rules import DEFAULT_HARNESS, fresh_start_hint
 from .spi import REQUIRES_MEMORY_SNAPSHOT, SnapshotRef
 
 MAX_FORK_CHILDREN = 128

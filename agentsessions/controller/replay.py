@@ -41,10 +41,10 @@ from agentsessions.errors import (
 from agentsessions.journal.store import SessionInfo, Store
 
 from . import executions
-from .controller import check_harness
 from .freshstart import ReplayInstances, is_marker
 from .history import ListHistory, StoreHistory
 from .registry import Registry
+from .rules import check_harness
 from .sinks import TurnSink
 from .spi import Harness, Start
 

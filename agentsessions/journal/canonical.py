@@ -456,6 +456,18 @@ def split_envelope(payload: bytes) -> tuple[bytes, str, int]:
     Matches the fixed prefix and the fixed tail; raises FormatError for any other shape. The
     event bytes are not checked (a strict verify re-canonicalises them).
     """
+    prev_hash, seq, cut = _envelope_tail(payload)
+    return payload[len(_EVENT_PREFIX) : cut], prev_hash, seq
+
+
+def envelope_link(payload: bytes) -> tuple[str, int]:
+    """``(prev_hash, seq)`` of a stored envelope, checked as :func:`split_envelope` checks it,
+    without copying the event out (a payload may be megabytes)."""
+    prev_hash, seq, _cut = _envelope_tail(payload)
+    return prev_hash, seq
+
+
+def _envelope_tail(payload: bytes) -> tuple[str, int, int]:
     if not payload.startswith(_EVENT_PREFIX):
         raise FormatError('payload does not start with {"event":')
     cut = payload.rfind(_TAIL_KEY)
@@ -465,10 +477,10 @@ def split_envelope(payload: bytes) -> tuple[bytes, str, int]:
     seq = int(m.group(2))
     if seq > _INT64_MAX:
         raise FormatError(f"envelope seq {seq} is beyond int64")
-    event_json = payload[len(_EVENT_PREFIX) : cut]
-    if not (event_json[:1] == b"{" and event_json[-1:] == b"}"):
+    start = len(_EVENT_PREFIX)
+    if not (payload[start : start + 1] == b"{" and payload[cut - 1 : cut] == b"}"):
         raise FormatError("envelope event is not a JSON object")
-    return event_json, m.group(1).decode(), seq
+    return m.group(1).decode(), seq, cut
 
 
 # --------------------------------------------------------------------------- decoding
@@ -520,6 +532,7 @@ __all__ = [
     "content_hash",
     "dumps",
     "envelope",
+    "envelope_link",
     "format_number",
     "ijson",
     "json_number",

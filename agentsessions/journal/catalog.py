@@ -5,6 +5,9 @@ The catalog is an index, not the truth: every session directory holds its own
 the first page of ``list`` over 100,000 sessions reads a B-tree, not 100,000 directories.
 Rows change only on create and delete (rare), so it runs with ``synchronous=FULL``; appends
 never touch it (projections live beside each journal).
+
+Connections are opened with ``check_same_thread=False``: one engine (``agentsessions.open``)
+serves every thread of its process, and it serialises its calls into the store's catalog.
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ class Catalog:
             self._db = db
             return
         try:
-            self._db = sqlite3.connect(path, timeout=30.0, isolation_level=None)
+            self._db = sqlite3.connect(
+                path, timeout=30.0, isolation_level=None, check_same_thread=False
+            )
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(_SCHEMA)
@@ -61,7 +66,9 @@ class Catalog:
         modes = ["mode=ro"] if wal.exists() else ["mode=ro&immutable=1"]
         for mode in modes:
             try:
-                db = sqlite3.connect(f"{uri}?{mode}", uri=True, isolation_level=None)
+                db = sqlite3.connect(
+                    f"{uri}?{mode}", uri=True, isolation_level=None, check_same_thread=False
+                )
             except sqlite3.Error:
                 continue
             try:
@@ -76,7 +83,7 @@ class Catalog:
     def in_memory(cls, path: Path) -> Catalog:
         """An empty catalog held in memory (``path`` only names it in messages): the index of
         a read-only home whose catalog file cannot be read, filled by a directory scan."""
-        db = sqlite3.connect(":memory:", isolation_level=None)
+        db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         db.executescript(_SCHEMA)
         return cls(path, db=db)
 

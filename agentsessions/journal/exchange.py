@@ -102,7 +102,7 @@ def import_file(
     """
     if project is not None:
         check_project(project)
-    report = verify_file(path)
+    report = verify_file(path, max_record_bytes=store.max_commit_bytes)
     if report.kind == "format":
         raise FormatError(report.reason)
     if not report.ok:

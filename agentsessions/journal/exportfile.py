@@ -179,11 +179,14 @@ def _lines(pieces: Iterator[bytes], source: str) -> Iterator[tuple[int, bytes]]:
         while (end := piece.find(b"\n", start)) >= 0:
             buf += piece[start:end]
             start, number = end + 1, number + 1
-            blanks = blanks + 1 if not buf.strip() else 0
+            blanks = blanks + 1 if _blank(buf) else 0
             if blanks > MAX_BLANK_LINES:  # nothing real is ever that sparse; a bomb can be
                 raise FormatError(f"{source}: more than {MAX_BLANK_LINES} blank lines in a row")
-            yield number, _utf8(bytes(buf), source, number)
+            # one copy of a line at a time: the buffer is emptied before the line is used
+            line = bytes(buf)
             buf.clear()
+            yield number, _utf8(line, source, number)
+            del line
         buf += piece[start:]
         if len(buf) > MAX_LINE_BYTES:
             raise FormatError(f"{source}: line {number + 1} is longer than {MAX_LINE_BYTES} bytes")
@@ -191,9 +194,16 @@ def _lines(pieces: Iterator[bytes], source: str) -> Iterator[tuple[int, bytes]]:
         yield number + 1, _utf8(bytes(buf), source, number + 1)
 
 
+def _blank(line: bytes | bytearray) -> bool:
+    """``not line.strip()`` without copying the line (lines run to MAX_LINE_BYTES)."""
+    return not line or line.isspace()
+
+
 def _utf8(line: bytes, source: str, number: int) -> bytes:
     if len(line) > MAX_LINE_BYTES:
         raise FormatError(f"{source}: line {number} is longer than {MAX_LINE_BYTES} bytes")
+    if line.isascii():  # checked in place; decoding would build a str as large as the line
+        return line
     try:
         line.decode("utf-8")
     except UnicodeDecodeError:
@@ -206,7 +216,7 @@ def _stream_export(
 ) -> Iterator[Record]:
     count, blank, trailer = 0, 0, None
     for number, line in lines:
-        if not line.strip():
+        if _blank(line):
             blank = blank or number
             continue
         if trailer is not None or blank:
@@ -217,7 +227,10 @@ def _stream_export(
                 raise FormatError(f"{source}: line {number} is not a record line")
             continue
         count += 1
-        yield _export_record(line, count, source)
+        record = _export_record(line, count, source)
+        del line  # the record holds its payload; the line would be a second copy of it
+        yield record
+        del record  # nor is it kept while the next line is read
     if trailer is None:
         raise FormatError(f"{source} is truncated: the end marker is missing")
     declared = trailer["end"]
@@ -309,7 +322,7 @@ def _export_record(line: bytes, index: int, source: str) -> Record:
     if not sep or not fence_text.isdigit():
         raise FormatError(f"{source}: line {index + 1} is not a record line")
     try:
-        _body, prev, seq = canonical.split_envelope(payload)
+        prev, seq = canonical.envelope_link(payload)
     except FormatError as exc:
         raise FormatError(f"{source}: line {index + 1}: {exc}") from None
     return Record(seq, prev, canonical.content_hash(payload), int(fence_text), payload)

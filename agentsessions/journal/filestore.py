@@ -319,10 +319,11 @@ class FileStore:
         stale = [
             uid
             for uid in self.catalog.uids()
-            if uid not in seen and not (self.sessions_dir / uid / "session.json").exists()
+            if uid not in seen and not (self.sessions_dir / uid).is_dir()
         ]
-        # a damaged session keeps the row it has (its session.json exists), so list still
-        # shows it as damaged; one without a row cannot get one (its project is unknown)
+        # a damaged session keeps the row it has (its directory exists, whatever became of
+        # its session.json), so list still shows it as damaged; one without a row cannot
+        # get one (its project is unknown)
         return self.catalog.rebuild(rows, stale)
 
     def _scan_rows(
@@ -341,8 +342,12 @@ class FileStore:
         return rows, damaged
 
     def session_dir(self, uid: str) -> Path:
-        """The directory that holds one session (for offline tools such as verify)."""
-        return self._dir(uid)
+        """The directory that holds one session (for offline tools such as verify), even when
+        its ``session.json`` is damaged or missing: verify reports that as damage."""
+        sdir = self.sessions_dir / check_uid(uid)
+        if not sdir.is_dir():
+            raise NotFoundError(f"session {uid} not found", hint="agentsessions list", session=uid)
+        return sdir
 
     def close(self) -> None:
         self.catalog.close()
@@ -355,9 +360,11 @@ class FileStore:
 
     # -- internals ------------------------------------------------------------------------
     def _dir(self, uid: str) -> Path:
-        sdir = self.sessions_dir / check_uid(uid)
+        sdir = self.session_dir(uid)
         if not (sdir / "session.json").is_file():
-            raise NotFoundError(f"session {uid} not found", hint="agentsessions list", session=uid)
+            # a session directory appears whole (built aside, renamed into place), so one
+            # without its metadata is damaged store data (exit 8 naming the file), not absent
+            _read_meta(sdir)
         return sdir
 
     def _session_dirs(self) -> Iterator[Path]:
@@ -423,10 +430,12 @@ class FileStore:
                 return self.get(uid)
             except JournalError as exc:
                 return self._damaged_row(uid, exc)
+            except NotFoundError as exc:  # the catalog's row outlived a directory removed by hand
+                return self._damaged_row(uid, exc)
         tail, newest_ns = found
         return self._info(sdir, meta, tail, newest_ns, frozenset(names))
 
-    def _damaged_row(self, uid: str, exc: JournalError) -> SessionInfo:
+    def _damaged_row(self, uid: str, exc: JournalError | NotFoundError) -> SessionInfo:
         """The listing row of a session that cannot be read: its uid, what the catalog
         knows (project, creation time: the cursor needs it) and why, instead of no row."""
         project, created_ns = self.catalog.entry(uid) or ("", 0)
@@ -436,6 +445,8 @@ class FileStore:
                 meta = _read_meta(self.sessions_dir / uid)
         deleted = (self.sessions_dir / uid / "DELETED").exists()
         why = str(exc.fields.get("problem") or exc)  # "session.json is not valid JSON (...)"
+        if isinstance(exc, NotFoundError):
+            why = "the session directory is gone ('agentsessions reindex' drops this row)"
         return SessionInfo(meta=meta, update_time_ns=created_ns, deleted=deleted, damaged=why)
 
     def _trusted_tail(

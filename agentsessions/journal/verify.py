@@ -41,6 +41,7 @@ from typing import Any
 from agentsessions.errors import (
     AgentSessionsError,
     ChainBrokenError,
+    CommitTooLargeError,
     FormatError,
     JournalCorruptError,
     JournalError,
@@ -123,8 +124,17 @@ def check_chain(
     total: int = 0,
 ) -> VerifyReport:
     """Walk records claimed by a file from genesis; each claimed hash must be the real one."""
-    items = ((r.seq, r.payload, r.content_hash) for r in records)
-    return walk(items, report, strict=strict, progress=progress, total=total)
+    return walk(_items(records), report, strict=strict, progress=progress, total=total)
+
+
+def _items(records: Iterable[Record]) -> Iterator[Item]:
+    """``records`` as walk items, holding none of them while the next one is read (a record
+    may be megabytes: at most one is alive at a time)."""
+    for record in records:
+        item = (record.seq, record.payload, record.content_hash)
+        del record
+        yield item
+        del item
 
 
 @dataclass(frozen=True)
@@ -212,6 +222,7 @@ class _Walk:
                 prev, expected = digest.encode(), expected + 1
                 if progress is not None and seq % 4096 == 0:
                     progress(seq, total)
+                del item, payload  # not held while the next item is read
         finally:
             self.prev, self.expected = prev, expected
         return True
@@ -670,11 +681,18 @@ def _can_fork() -> bool:
 
 
 def verify_file(
-    path: Path, *, strict: bool = False, progress: Progress | None = None
+    path: Path,
+    *,
+    strict: bool = False,
+    progress: Progress | None = None,
+    max_record_bytes: int = 0,
 ) -> VerifyReport:
     """Verify an export file, LogRecord JSON lines, or a Go record array, offline.
 
     One pass in bounded memory (:func:`exportfile.stream`): the file is never held whole.
+    ``max_record_bytes`` (import: the store's commit limit) raises CommitTooLargeError for
+    a record no commit of that store can hold, so an import refuses it before it creates
+    anything.
     """
     from agentsessions.journal import exportfile
 
@@ -683,9 +701,25 @@ def verify_file(
         opened = exportfile.stream(path)
         _declare(report, opened)
         total = report.expected_last_seq or 0  # known up front for our export only
-        return check_chain(opened.records, report, strict=strict, progress=progress, total=total)
+        records = opened.records
+        if max_record_bytes:
+            records = _within(records, max_record_bytes, path)
+        return check_chain(records, report, strict=strict, progress=progress, total=total)
     except FormatError as exc:
         return report.fail(0, str(exc), "format")
+
+
+def _within(records: Iterable[Record], limit: int, path: Path) -> Iterator[Record]:
+    for record in records:
+        if len(record.payload) > limit:
+            raise CommitTooLargeError(
+                f"{path}: record seq {record.seq} is {len(record.payload)} bytes, over the "
+                f"limit of {limit} bytes of one commit; nothing was imported",
+                hint="a store with a larger commit limit wrote it; it cannot be imported here",
+                seq=record.seq,
+                limit=limit,
+            )
+        yield record
 
 
 def _declare(report: VerifyReport, parsed: Any) -> None:

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from agentsessions.cli.wiring import build_controller
 from agentsessions.controller.controller import Controller
 from agentsessions.controller.lifecycle import ForkRequest, fork, resume_compute, suspend
 from agentsessions.errors import PlacementError
@@ -23,6 +22,7 @@ from agentsessions.journal.filestore import FileStore
 from agentsessions.journal.store import SessionMeta, new_uid
 from agentsessions.journal.verify import verify_session
 from agentsessions.runtimes.warm import shutdown_all
+from agentsessions.sessions.wiring import build_controller
 
 
 @pytest.fixture

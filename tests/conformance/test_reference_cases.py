@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from agentsessions.cli.wiring import HARNESSES, build_controller
 from agentsessions.controller.controller import Controller
 from agentsessions.controller.lifecycle import ForkRequest, fork
 from agentsessions.controller.replay import replay
@@ -29,6 +28,7 @@ from agentsessions.journal.exchange import import_file
 from agentsessions.journal.filestore import FileStore
 from agentsessions.journal.store import SessionMeta, new_uid
 from agentsessions.journal.verify import verify_session
+from agentsessions.sessions.wiring import HARNESSES, build_controller
 
 FIXTURE = (
     Path(__file__).resolve().parents[2] / "agentsessions" / "data" / "go-v0.1.2-completed.json"

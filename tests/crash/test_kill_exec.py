@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from agentsessions.cli.wiring import build_controller
 from agentsessions.journal.filestore import FileStore
 from agentsessions.journal.store import SessionMeta, new_uid
 from agentsessions.journal.verify import verify_session
+from agentsessions.sessions.wiring import build_controller
 
 KILLS = max(3, int(os.environ.get("AGENTSESSIONS_TORTURE", "12")) // 2)
 MODEL = "scripted:seed=5,delay=0.4"

@@ -312,7 +312,7 @@ def test_delete_hides_the_session_but_keeps_it_readable(cli: Cli, home: Path) ->
 def test_default_home_follows_the_platform_convention(
     platform: str, env: dict[str, str], expected: str | None
 ) -> None:
-    from agentsessions.cli.home import default_home
+    from agentsessions.sessions.home import default_home
 
     got = default_home(env, platform, user_home="/u")
     if expected is None:

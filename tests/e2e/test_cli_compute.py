@@ -155,3 +155,17 @@ def test_delete_help_says_the_delete_is_soft(cli: Cli) -> None:
     out = cli.fast("delete", "--help").ok().out
     assert "for good" not in out
     assert "Soft-delete" in out and "read-only" in out
+
+
+def test_a_damaged_session_can_still_have_its_host_listed_and_stopped(warm: Cli) -> None:
+    """Main: `compute stop UID` read the session first, so damaged metadata (exit 8) kept
+    its warm host running out of reach of everything but `--all`."""
+    cli = warm
+    uid = counter(cli, "a")
+    (cli.home / "sessions" / uid / "session.json").write_text("{")
+    cli.run("get", uid).fails(8)
+    hosts = cli.run("compute", "list", uid, "--json").ok().json()["compute"]
+    assert [h["session"] for h in hosts] == [uid]
+    out = cli.run("compute", "stop", uid).ok().out
+    assert out == f"stopped live host pid {hosts[0]['pid']} of {uid}\n"
+    assert cli.run("compute", "list", "--json").ok().json() == {"compute": []}

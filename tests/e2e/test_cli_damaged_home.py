@@ -175,8 +175,8 @@ def test_a_read_only_home_reads_and_refuses_writes(
 
 
 def test_resolve_home_refuses_empty_values() -> None:
-    from agentsessions.cli.home import resolve_home
     from agentsessions.errors import InvalidArgumentError
+    from agentsessions.sessions.home import resolve_home
 
     for explicit, env in (("", {}), (None, {"AGENTSESSIONS_HOME": ""})):
         with pytest.raises(InvalidArgumentError):
@@ -194,3 +194,34 @@ def test_list_warns_about_a_damaged_session_it_cannot_index(
     run = cli.fast("list", "--json").ok()
     assert [s["uid"] for s in run.json()["sessions"]] == [good]
     assert run.err.startswith(f"agentsessions: warning: not listed: session {uid}")
+
+
+@pytest.mark.parametrize("removed", ["session.json", "directory"])
+def test_a_session_missing_its_metadata_or_directory_breaks_no_listing(
+    cli: Cli, removed: str
+) -> None:
+    """Main: one session.json (or session directory) removed by hand made `list` exit 3 for
+    the whole home, and `verify --all` exit 3 without a report; a reindex then hid it."""
+    uids = sorted([cli.import_fixture(), cli.import_fixture()])
+    sdir = cli.home / "sessions" / uids[0]
+    if removed == "directory":
+        shutil.rmtree(sdir)
+    else:
+        (sdir / "session.json").unlink()
+    rows = {s["uid"]: s for s in cli.fast("list", "--json").ok().json()["sessions"]}
+    assert set(rows) == set(uids) and "damaged" not in rows[uids[1]]
+    assert rows[uids[0]]["damaged"]
+    run = cli.fast("verify", "--all")
+    if removed == "directory":  # nothing left to verify: the healthy one passes
+        assert run.code == 0 and run.out.startswith(f"✓ {uids[1]}: 4 records verified")
+        cli.fast("get", uids[0]).fails(3)
+        return
+    assert run.code == CORRUPT, run.err
+    assert run.out.splitlines()[0].startswith(f"✗ {uids[0]}: FAILED: ")
+    assert f"✓ {uids[1]}: 4 records verified" in run.out
+    for command in ("get", "log", "verify"):
+        err = cli.fast(command, uids[0]).fails(CORRUPT).err
+        assert "damaged metadata" in err and str(sdir / "session.json") in err
+    cli.fast("reindex").ok()
+    rows = {s["uid"]: s for s in cli.fast("list", "--json").ok().json()["sessions"]}
+    assert rows[uids[0]]["damaged"].startswith("session.json cannot be read")

@@ -108,3 +108,43 @@ def test_a_screen_clearing_name_is_shown_escaped(cli: Cli) -> None:
     assert "a\\x1b[2Jb\\u202ec" in cli.fast("get", uid).ok().out
     assert "a\\x1b[2Jb\\u202ec" in cli.fast("list").ok().out
     assert "user: a\\x1b[2Jb\\u202ec" in cli.fast("log", uid).ok().out
+
+
+def test_exec_escapes_the_answer_on_a_terminal_and_keeps_it_exact_in_a_pipe(cli: Cli) -> None:
+    """Main wrote the model's answer to a terminal raw: an echoed ESC sequence (or one a
+    remote model sends) reached the terminal. A pipe still gets the answer byte for byte."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import clean_env
+
+    hostile = "a\x1b]0;pwn\x07b\x1b[2J\u009b31m\u202ec\rd\te\nf"
+    argv = [sys.executable, "-m", "agentsessions", "--home", str(cli.home), "exec"]
+    argv += ["--input", hostile]
+    main, sub = os.openpty()
+    try:
+        proc = subprocess.run(
+            argv, stdout=sub, stderr=subprocess.PIPE, env=clean_env(), timeout=120
+        )
+        os.close(sub)
+        sub = -1
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:  # EIO: the writer side is closed and drained
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(main)
+        if sub >= 0:
+            os.close(sub)
+    assert proc.returncode == 0, proc.stderr
+    shown = b"".join(chunks).decode().replace("\r\n", "\n")  # the tty maps \n to \r\n
+    assert shown.startswith("echo:a\\x1b]0;pwn\\x07b\\x1b[2J\\x9b31m\\u202ec\\rd\te\nf")
+    assert raw_controls(shown.replace("\t", "")) == []
+    piped = subprocess.run(argv, capture_output=True, env=clean_env(), timeout=120)
+    assert piped.returncode == 0 and piped.stdout == f"echo:{hostile}\n".encode()

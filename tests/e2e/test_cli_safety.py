@@ -3,6 +3,7 @@ lock, no raw terminal escapes, no zstd bomb that eats the machine's memory."""
 
 from __future__ import annotations
 
+import random
 import socket
 import subprocess
 import sys
@@ -205,4 +206,57 @@ def test_a_zstd_bomb_is_refused_in_bounded_memory(
     run, peak = peak_rss(cli, command, str(path))
     run.fails(EXIT_FORMAT)  # ... refused as not a journal,
     assert peak < MEMORY_CAP, f"peak RSS {peak >> 20} MiB"  # without holding what it expands to
+    assert sessions(home) == []
+
+
+def _record_line(seq_text: bytes, size: int) -> bytes:
+    """An export record line whose payload is a valid envelope with ``size`` bytes of text
+    (hex digits: they compress about 2:1, so the file is no bomb)."""
+    event = b'{"kind":"EVENT_OUTPUT","message":{"parts":[{"text":{"text":"'
+    event += random.Random(size).randbytes(size // 2).hex().encode()
+    event += b'"}}],"role":"assistant"}}'
+    return b'1 {"event":' + event + b',"prev_hash":"","seq":"' + seq_text + b'"}\n'
+
+
+@pytest.mark.parametrize("command", ["import", "verify"])
+def test_records_near_the_line_cap_are_checked_in_bounded_memory(
+    cli: Cli, home: Path, tmp_path: Path, command: str
+) -> None:
+    """Main held each line three or four times over (the line buffer, a stripped copy, the
+    payload and the event sliced out of it, the previous record): two 23 MiB lines peaked
+    at ~160 MiB. Now at most about one line and one payload are alive at a time."""
+    pyzstd = pytest.importorskip("pyzstd")
+    header = b'{"agentsessions_export":1,"records":2,"last_seq":2,"last_hash":""}\n'
+    path = tmp_path / "wide.agx"
+    comp = pyzstd.ZstdCompressor(3)
+    with path.open("wb") as out:
+        out.write(comp.compress(header))
+        for _ in range(2):  # the second repeats seq 1: the walk must reach it to refuse it
+            out.write(comp.compress(_record_line(b"1", 23 << 20)))
+        out.write(comp.flush())
+    run, peak = peak_rss(cli, command, str(path))
+    assert run.code in (7, 9), run.err  # import: over the commit limit; verify: seq gap
+    assert peak < MEMORY_CAP, f"peak RSS {peak >> 20} MiB"
+    assert sessions(home) == []
+
+
+def test_import_refuses_a_record_over_the_commit_limit_before_creating_anything(
+    cli: Cli, home: Path, tmp_path: Path
+) -> None:
+    """Main verified the file, created the session, failed the append (exit 7, 'nothing was
+    written') and left a soft-deleted session behind."""
+    from agentsessions.journal import model
+    from agentsessions.journal.exchange import export_session
+    from agentsessions.journal.filestore import StoreOptions
+
+    big = FileStore(tmp_path / "big", options=StoreOptions(max_commit_bytes=8 << 20))
+    uid = big.create(SessionMeta(uid=new_uid())).uid
+    with big.writer(uid) as writer:
+        text = "x" * (5 << 20)
+        writer.append([model.output_event(model.text_message("assistant", text))])
+    export_session(big, uid, tmp_path / "big.agx")
+    big.close()
+    cli.fast("verify", str(tmp_path / "big.agx")).ok()  # a valid journal ...
+    run = cli.fast("import", str(tmp_path / "big.agx")).fails(7)  # ... this store cannot hold
+    assert "record seq 1 is " in run.err and "nothing was imported" in run.err
     assert sessions(home) == []

@@ -122,10 +122,10 @@ def test_an_oversized_input_to_an_existing_session_writes_nothing(cli: Cli) -> N
 
 
 def test_the_library_checks_a_new_sessions_inputs_before_creating_it(tmp_path: Path) -> None:
-    from agentsessions.cli.wiring import build_controller
     from agentsessions.errors import CommitTooLargeError
     from agentsessions.journal import model
     from agentsessions.journal.filestore import FileStore
+    from agentsessions.sessions.wiring import build_controller
 
     store = FileStore(tmp_path)
     ctl = build_controller(store, tmp_path, runtime="local")

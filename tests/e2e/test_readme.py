@@ -51,3 +51,21 @@ def test_tour_runs_as_written(tmp_path: Path) -> None:
     assert len(exports) == 1 and exports[0].stat().st_size > 0
     assert "fresh start" in result.stdout + result.stderr  # the counter's way forward ran
     assert '"seq":"4"' in result.stdout  # the imported Go journal's four records, as LogRecord JSON
+
+
+def test_the_library_example_runs_as_written(tmp_path: Path) -> None:
+    """The "Use it as a library" section's code block, run with ``home`` set to a temp dir."""
+    section = README.split("## Use it as a library", 1)[1].split("\n## ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    result = subprocess.run(
+        ["python3", "-c", f"home = {str(tmp_path / 'home')!r}\n{code}"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("['EVENT_EXECUTION_START'") and lines[0].endswith("'EVENT_END']")
+    assert lines[1:] == ["('echo:hello',)", "12"]

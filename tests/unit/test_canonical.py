@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import re
 from functools import cache
 from typing import Any
 
@@ -431,3 +432,24 @@ print(canonical.canonical_json({"f": [0.1, 1e21], "\\U0001f600": 1, "\\uffff": 2
         "b09cbff45d5a30990c3b72be8b06af6bc509d5a29a849aab5fd42153ef10ec65",
         '{"f":[0.1,1e+21],"\U0001f600":1,"\uffff":2}',
     ]
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b'{"event":{"kind":"EVENT_END"},"prev_hash":"","seq":"1"}',
+        b'{"event":{"kind":"EVENT_END"},"prev_hash":"' + b"a" * 64 + b'","seq":"42"}',
+        b'{"event":[],"prev_hash":"","seq":"1"}',
+        b'{"event":{},"prev_hash":"","seq":"x"}',
+        b'{"evt":{},"prev_hash":"","seq":"1"}',
+    ],
+)
+def test_envelope_link_checks_as_split_envelope_does(payload: bytes) -> None:
+    """envelope_link is split_envelope without the copy of the event (import, verify)."""
+    try:
+        _body, prev, seq = canonical.split_envelope(payload)
+    except FormatError as exc:
+        with pytest.raises(FormatError, match=re.escape(exc.message)):
+            canonical.envelope_link(payload)
+    else:
+        assert canonical.envelope_link(payload) == (prev, seq)

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from agentsessions.errors import MetadataCorruptError
 from agentsessions.journal import model
 from agentsessions.journal.filestore import FileStore, StoreOptions
 from agentsessions.journal.segmentlog import SegmentLog
@@ -130,11 +131,15 @@ def test_a_missing_or_stale_hint_falls_back(store: FileStore) -> None:
     assert store.list("p").sessions[0] == store.get(uid)
 
 
-def test_a_vanished_session_raises_as_get_does(store: FileStore) -> None:
+def test_a_vanished_session_json_is_listed_as_get_reports_it(store: FileStore) -> None:
+    """get calls it damaged metadata; list shows that as a damaged row (issue 7), not a
+    NotFoundError that failed the whole listing."""
     uid = _new(store)
     (store.session_dir(uid) / "session.json").unlink()
-    with pytest.raises(type(_error_of(lambda: store.get(uid)))):
-        store.list("p")
+    error = _error_of(lambda: store.get(uid))
+    assert isinstance(error, MetadataCorruptError)
+    (row,) = store.list("p").sessions
+    assert row.uid == uid and row.damaged == error.fields["problem"]
 
 
 def _error_of(fn: Any) -> BaseException:

@@ -98,3 +98,22 @@ def test_reindex_keeps_the_damaged_row_and_reports_it(tmp_path: Path) -> None:
     assert [e.fields["session"] for e in store.unindexed] == [uid]
     assert [info.uid for info in store.list("acme").sessions] == [uid]
     store.close()
+
+
+def test_a_missing_session_json_is_damage_not_absence(tmp_path: Path) -> None:
+    """The directory appears whole (renamed into place), so a missing session.json is damage:
+    main said 'not found' (exit 3), and list and verify --all failed for every session."""
+    store, uid, path = _store_with_session(tmp_path)
+    good = store.create(SessionMeta(uid=new_uid(), project="acme")).uid
+    path.unlink()
+    with pytest.raises(MetadataCorruptError) as info:
+        store.get(uid)
+    assert str(path) in info.value.message
+    assert store.session_dir(uid) == path.parent
+    report = verify_session(store, uid)
+    assert not report.ok and report.exit_code == 8 and str(path) in report.reason
+    rows = {info.uid: info for info in store.list("acme").sessions}
+    assert set(rows) == {uid, good} and rows[uid].damaged.startswith("session.json cannot be read")
+    store.reindex()
+    assert uid in [info.uid for info in store.list("acme").sessions]
+    store.close()

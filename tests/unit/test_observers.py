@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from agentsessions.cli.wiring import build_controller
 from agentsessions.controller.controller import Controller
 from agentsessions.controller.sinks import Observer
 from agentsessions.journal import model
 from agentsessions.journal.filestore import FileStore
 from agentsessions.journal.records import Record
 from agentsessions.journal.store import SessionMeta, new_uid
+from agentsessions.sessions.wiring import build_controller
 
 
 def broken_pipe(_: object) -> None:

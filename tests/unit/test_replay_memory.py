@@ -93,8 +93,8 @@ def test_the_memory_harness_gets_the_history_the_live_turn_got() -> None:
 
 
 def test_a_stateless_harness_still_gets_a_fresh_instance_per_execution(tmp_path: Path) -> None:
-    from agentsessions.cli.wiring import build_controller
     from agentsessions.journal.filestore import FileStore
+    from agentsessions.sessions.wiring import build_controller
 
     store = FileStore(tmp_path)
     ctl = build_controller(store, tmp_path, runtime="local")

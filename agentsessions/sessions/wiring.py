@@ -1,4 +1,4 @@
-"""Assemble a controller for the CLI: the store, harnesses by name, models, a runtime.
+"""Assemble a controller for an engine: the store, harnesses by name, models, a runtime.
 
 This is the only place that joins the core to concrete components; the core itself finds
 harnesses through the registry and never imports them.
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from agentsessions.controller.controller import Controller
 from agentsessions.controller.registry import Registry
-from agentsessions.controller.spi import Harness, ModelProvider
+from agentsessions.controller.spi import Harness, ModelProvider, Runtime
 from agentsessions.journal.records import Record
 from agentsessions.journal.store import Store
 
@@ -25,12 +25,13 @@ def build_controller(
     store: Store,
     home: Path,
     *,
-    runtime: str = DEFAULT_RUNTIME,
+    runtime: str | Runtime = DEFAULT_RUNTIME,
     default_model: str = "echo",
     on_record: Callable[[Record], None] | None = None,
     on_delta: Callable[[str], None] | None = None,
 ) -> Controller:
-    """A controller over ``store`` with the named runtime and the model registry."""
+    """A controller over ``store`` with the runtime (by name, or one already made, so that
+    the controllers of one engine share it) and the model registry."""
     from agentsessions.models import create_model
     from agentsessions.runtimes import create_runtime
 
@@ -41,7 +42,7 @@ def build_controller(
         store,
         harnesses=HARNESSES,
         models=models,
-        runtime=create_runtime(runtime, home=home),
+        runtime=create_runtime(runtime, home=home) if isinstance(runtime, str) else runtime,
         default_model=default_model,
         on_record=on_record,
         on_delta=on_delta,

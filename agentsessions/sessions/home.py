@@ -1,4 +1,4 @@
-"""Where the CLI keeps its sessions: ``--home``, else ``AGENTSESSIONS_HOME``, else a per-user dir.
+"""Where sessions live: ``--home``, else ``AGENTSESSIONS_HOME``, else a per-user dir.
 
 The per-user data directory follows each platform's convention:
 

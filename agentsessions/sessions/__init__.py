@@ -1,0 +1,56 @@
+"""The ``Sessions`` API: the one way in to sessions for every front end.
+
+:mod:`.api` holds the Protocol and its typed results, :mod:`.local` the engine over a store
+in this process, :mod:`.wiring` the harness registry and how a controller is assembled,
+:mod:`.home` where sessions live. Importing this package is cheap: the engine, the
+controller and the store load when first used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .api import (
+        DeltaFrame,
+        Frame,
+        Memory,
+        RecordFrame,
+        ReplayReport,
+        Session,
+        SessionFrame,
+        SessionPage,
+        Sessions,
+        Turn,
+    )
+    from .local import LocalSessions, open_local
+
+__all__ = [
+    "DeltaFrame",
+    "Frame",
+    "LocalSessions",
+    "Memory",
+    "RecordFrame",
+    "ReplayReport",
+    "Session",
+    "SessionFrame",
+    "SessionPage",
+    "Sessions",
+    "Turn",
+    "open_local",
+]
+
+_LOCAL = ("LocalSessions", "open_local")
+
+
+def __getattr__(name: str) -> Any:
+    """The public names, imported on first use (so ``--help`` never pays for them)."""
+    if name in _LOCAL:
+        from . import local
+
+        return getattr(local, name)
+    if name in __all__:
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

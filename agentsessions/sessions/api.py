@@ -1,0 +1,366 @@
+"""The ``Sessions`` contract: the reference's Sessions service (digest 1.2) as a Python API.
+
+Every front end (the CLI, a library caller, the gRPC server of a later issue) reaches
+sessions through this Protocol, so the semantics of a turn (waking a suspended session,
+refusing a bad request before any write, new-session defaults, waiting on a busy session)
+live once, in the implementation, and a second implementation (the gRPC client) passes the
+same contract suite (``tests/contract/test_sessions_contract.py``).
+
+The types here are plain frozen values that carry the session ``uid``; none of them holds
+a file, a lock or a controller, so they can cross threads and, later, the wire.
+Errors are the :mod:`agentsessions.errors` tree (NotFoundError, InvalidArgumentError,
+LockHeldError for a busy session, HarnessError for a failed turn, ...).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
+
+if TYPE_CHECKING:
+    # a LogRecord is the journal's Record: seq, prev_hash, content_hash, fence, payload,
+    # with ``event`` and ``to_wire_json()``; re-exported under the reference's name
+    from agentsessions.journal.records import Record as LogRecord
+    from agentsessions.journal.verify import VerifyReport
+
+__all__ = [
+    "DeltaFrame",
+    "Frame",
+    "Input",
+    "LogRecord",
+    "Memory",
+    "RecordFrame",
+    "ReplayReport",
+    "Session",
+    "SessionFrame",
+    "SessionPage",
+    "Sessions",
+    "Turn",
+    "VerifyReport",
+]
+
+Input = str | Mapping[str, Any]
+"""A turn input: a user text, or an ``agentsessions.v1`` Message dict (``role``, ``parts``)."""
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Where a session's harness memory lives and until when (warm compute, issue 7)."""
+
+    where: str  # "none", "unknown", "not started", "live", "snapshot" or "gone"
+    text: str
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``memory`` object of ``get --json``."""
+        return dict(self.detail)
+
+
+@dataclass(frozen=True)
+class Session:
+    """A session as the engine knows it: metadata plus the projections kept at append time.
+
+    ``exec_state`` is the reference's ExecState name: EXEC_PENDING (no turn yet),
+    EXEC_RUNNING / EXEC_AWAITING (a turn is open: running now, or interrupted and waiting
+    for resume), EXEC_COMPLETED, EXEC_FAILED (the last turn ended in ERROR). ``memory`` is
+    filled in by :meth:`Sessions.get` only (it costs a bounded probe of warm hosts).
+    """
+
+    uid: str
+    project: str = "default"
+    name: str = ""
+    harness: str = ""
+    model: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    origin: Mapping[str, Any] | None = None
+    identity: Mapping[str, str] | None = None
+    parent_uid: str = ""
+    fork_seq: int = 0
+    create_time_ns: int = 0
+    last_seq: int = 0
+    last_hash: str = ""
+    compute_state: str = "COMPUTE_NONE"
+    exec_state: str = "EXEC_PENDING"
+    update_time_ns: int = 0
+    fence: int = 0
+    deleted: bool = False
+    damaged: str = ""  # why a listed session cannot be read; list only
+    memory: Memory | None = None
+
+    @property
+    def busy(self) -> bool:
+        """A turn is open (running, or cut off and waiting for resume)."""
+        return self.exec_state in ("EXEC_RUNNING", "EXEC_AWAITING")
+
+    def to_json(self) -> dict[str, Any]:
+        """The session as the CLI's ``--json`` object (a contract: keys only grow)."""
+        out: dict[str, Any] = {
+            "uid": self.uid,
+            "project": self.project,
+            "name": self.name,
+            "harness": self.harness,
+            "model": self.model,
+            "labels": dict(self.labels),
+            "annotations": dict(self.annotations),
+            "origin": dict(self.origin) if self.origin is not None else None,
+            "identity": dict(self.identity) if self.identity is not None else None,
+            "parent_uid": self.parent_uid,
+            "fork_seq": self.fork_seq,
+            "create_time_ns": self.create_time_ns,
+            "last_seq": self.last_seq,
+            "last_hash": self.last_hash,
+            "compute_state": self.compute_state,
+            "exec_state": self.exec_state,
+            "update_time_ns": self.update_time_ns,
+            "fence": self.fence,
+            "deleted": self.deleted,
+        }
+        if self.damaged:  # only on a damaged listing row: the key's presence is the signal
+            out["damaged"] = self.damaged
+        return out
+
+
+@dataclass(frozen=True)
+class SessionPage:
+    """One page of :meth:`Sessions.list`; ``next_cursor`` is empty on the last page."""
+
+    sessions: tuple[Session, ...]
+    next_cursor: str = ""
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What one exec or resume did: its execution, its seqs, its outputs, its model calls."""
+
+    uid: str
+    execution_id: str
+    first_seq: int
+    last_seq: int
+    outputs: tuple[str, ...] = ()
+    model_calls: int = 0
+    created: bool = False
+    resumed: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``exec --json`` object."""
+        return {
+            "uid": self.uid,
+            "execution_id": self.execution_id,
+            "first_seq": self.first_seq,
+            "last_seq": self.last_seq,
+            "outputs": list(self.outputs),
+            "model_calls": self.model_calls,
+            "created": self.created,
+            "resumed": self.resumed,
+        }
+
+
+@dataclass(frozen=True)
+class SessionFrame:
+    """The session, first and last in a turn's stream.
+
+    The last frame carries ``turn`` (None when nothing was run, e.g. a resume with no open
+    turn) and ``compute_resumed`` (the turn first woke suspended compute).
+    """
+
+    session: Session
+    turn: Turn | None = None
+    compute_resumed: bool = False
+    created: bool = False  # the first frame of an exec that created the session
+    last: bool = False
+
+    @property
+    def uid(self) -> str:
+        return self.session.uid
+
+
+@dataclass(frozen=True)
+class RecordFrame:
+    """A record the turn just committed (durable when this frame is produced)."""
+
+    uid: str
+    record: LogRecord
+
+
+@dataclass(frozen=True)
+class DeltaFrame:
+    """Streamed assistant text, never journaled (the OUTPUT record carries the whole text)."""
+
+    uid: str
+    text: str
+
+
+Frame = SessionFrame | RecordFrame | DeltaFrame
+"""One item of a turn's stream (exec, resume)."""
+
+
+@dataclass(frozen=True)
+class ReplayReport:
+    """What ``replay(rerun=True)`` reproduced (``identical`` is the proof)."""
+
+    uid: str
+    harness: str
+    executions: int
+    replayed: int
+    model_calls: int
+    identical: bool
+    outputs: tuple[str, ...] = ()
+    divergence: str = ""  # the first divergence, "" when none
+    diverged_execution: str = ""
+    last_seq: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``replay --rerun --json`` object."""
+        return {
+            "uid": self.uid,
+            "harness": self.harness,
+            "executions": self.executions,
+            "replayed": self.replayed,
+            "model_calls": self.model_calls,
+            "identical": self.identical,
+            "outputs": list(self.outputs),
+            "divergence": self.divergence,
+            "diverged_execution": self.diverged_execution,
+            "last_seq": self.last_seq,
+        }
+
+
+class Sessions(Protocol):
+    """The one way in to sessions; the local engine and (later) the gRPC client implement it.
+
+    Thread-safe: any method may be called from any thread. Writes to one session are
+    serialised (a busy session waits up to ``wait`` seconds, else LockHeldError, exit 6, as
+    for another process); different sessions run in parallel. A context manager: leaving
+    it waits for running turns and closes what the engine opened.
+    """
+
+    def create(
+        self,
+        *,
+        project: str = "default",
+        name: str = "",
+        harness: str = "",
+        model: str = "",
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+    ) -> Session:
+        """Create an empty session (metadata only, no event)."""
+        ...
+
+    def get(self, uid: str) -> Session:
+        """The session (deleted ones too), with where its harness memory lives."""
+        ...
+
+    def list(
+        self, *, project: str = "default", page_size: int = 50, cursor: str | None = None
+    ) -> SessionPage:
+        """One page of a project's sessions, newest first; deleted ones hidden."""
+        ...
+
+    def delete(self, uid: str) -> Session:
+        """Soft-delete: hidden from list, never written again; reads still work."""
+        ...
+
+    def exec(
+        self,
+        uid: str | None = None,
+        inputs: Sequence[Input] = (),
+        *,
+        harness: str | None = None,
+        model: str | None = None,
+        config: bytes = b"",
+        wait: float = 0.0,
+        project: str = "default",
+        name: str = "",
+        labels: Mapping[str, str] | None = None,
+        fresh_start: bool = False,
+    ) -> Iterator[Frame]:
+        """Run one turn: frames are the Session, each record and delta, the Session last.
+
+        Without ``uid`` a session is created (``project``, ``name``, ``labels`` describe
+        it). A request that cannot run is refused before anything is written. A failed
+        turn yields its frames up to the ERROR record, then raises (HarnessError, exit 14).
+        """
+        ...
+
+    def resume(self, uid: str, *, harness: str | None = None, wait: float = 0.0) -> Iterator[Frame]:
+        """Bring a session back: wake suspended compute, complete an open turn; frames."""
+        ...
+
+    def suspend(self, uid: str) -> Session:
+        """Snapshot and free the session's compute (COLD); idempotent."""
+        ...
+
+    def fork(
+        self,
+        uid: str,
+        *,
+        at: int = 0,
+        count: int = 1,
+        names: Sequence[str] = (),
+        labels: Mapping[str, str] | None = None,
+    ) -> builtins.list[Session]:
+        """Branch ``uid`` after seq ``at`` (0 = head) into ``count`` children, all or nothing."""
+        ...
+
+    @overload
+    def replay(
+        self,
+        uid: str,
+        *,
+        rerun: Literal[False] = False,
+        from_seq: int = 1,
+        harness: str | None = None,
+    ) -> Iterator[LogRecord]: ...
+
+    @overload
+    def replay(
+        self, uid: str, *, rerun: Literal[True], from_seq: int = 1, harness: str | None = None
+    ) -> ReplayReport: ...
+
+    def replay(
+        self, uid: str, *, rerun: bool = False, from_seq: int = 1, harness: str | None = None
+    ) -> Iterator[LogRecord] | ReplayReport:
+        """The stored records from ``from_seq``; with ``rerun`` re-drive every turn instead."""
+        ...
+
+    def follow(self, uid: str, *, from_seq: int = 1) -> Iterator[LogRecord]:
+        """Every record from ``from_seq``, then each new one as it commits (until closed)."""
+        ...
+
+    def read(self, uid: str, *, from_seq: int = 1, to_seq: int = 0) -> Iterator[LogRecord]:
+        """The stored records ``from_seq..to_seq`` (0 = head); NotFoundError first if unknown."""
+        ...
+
+    def verify(self, uid: str, *, strict: bool = False, progress: Any = None) -> VerifyReport:
+        """Walk the session's chain (and its metadata); the report says the first bad seq."""
+        ...
+
+    def export(
+        self, uid: str, path: Path, *, compress: bool = True, progress: Any = None
+    ) -> dict[str, Any]:
+        """Write the session to one portable, self-verifying file; a summary of it."""
+        ...
+
+    def import_(
+        self,
+        path: Path,
+        *,
+        project: str | None = None,
+        name: str | None = None,
+        progress: Any = None,
+    ) -> Session:
+        """Recreate a session from a file with identical seqs and hashes."""
+        ...
+
+    def close(self) -> None:
+        """Wait for running turns, then close the stores and writers the engine opened."""
+        ...
+
+    def __enter__(self) -> Sessions: ...
+
+    def __exit__(self, *exc: object) -> None: ...

@@ -1,0 +1,734 @@
+"""The local engine: :class:`~agentsessions.sessions.api.Sessions` over a store in this process.
+
+The one home of session semantics: what a request needs before anything is written (a
+known harness the runtime can place, a well-formed model spec, inputs that fit one commit,
+a new session's metadata and defaults), waking suspended compute before a turn, waiting on
+a busy session, and counting model calls for replay. Every front end calls these methods;
+none of them reaches the controller or the journal itself.
+
+Invariants:
+- nothing is written before a request is checked; a refused exec leaves no session behind;
+- a turn never depends on its consumer: it runs on a worker thread that feeds an unbounded
+  queue, so a consumer that stops iterating, raises or is slow cannot fail, block or
+  truncate it. Closing the frame iterator (or leaving the engine) waits for the turn to
+  end, so END is durable when ``close`` returns. Worker threads are daemons: a process
+  that exits mid-turn (a second Ctrl-C) leaves an open turn that ``resume`` completes,
+  exactly as a killed process does;
+- thread safety: one lock per session serialises its writes within the engine (a busy
+  session is waited for up to ``wait`` seconds, then LockHeldError, exit 6, as another
+  process's writer would be); store calls that touch the shared catalog are serialised by
+  an engine lock; different sessions' turns run in parallel. Each session has its own
+  controller, so per-turn observers and model-call counts never mix between threads.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+from agentsessions.errors import (
+    AgentSessionsError,
+    InvalidArgumentError,
+    LockHeldError,
+    PlacementError,
+)
+from agentsessions.journal.model import text_message
+from agentsessions.journal.store import (
+    SessionInfo,
+    SessionMeta,
+    Store,
+    check_project,
+    check_uid,
+    new_uid,
+)
+
+from .api import (
+    DeltaFrame,
+    Frame,
+    Input,
+    Memory,
+    RecordFrame,
+    ReplayReport,
+    Session,
+    SessionFrame,
+    SessionPage,
+    Turn,
+)
+from .home import resolve_home
+from .wiring import HARNESSES, build_controller
+
+if TYPE_CHECKING:
+    from agentsessions.controller.controller import Controller, TurnResult
+    from agentsessions.controller.spi import Runtime
+    from agentsessions.journal.records import Record
+    from agentsessions.journal.verify import VerifyReport
+    from agentsessions.runtimes.compute import HostInfo
+
+DEFAULT_HARNESS = "echo"
+DEFAULT_MODEL = "echo"
+DEFAULT_RUNTIME = "auto"
+PROG = "agentsessions"
+_RETRY_SECONDS = 0.05
+
+
+def view(info: SessionInfo, memory: Memory | None = None) -> Session:
+    """The :class:`Session` of a store's SessionInfo."""
+    meta = info.meta
+    return Session(
+        uid=meta.uid,
+        project=meta.project,
+        name=meta.name,
+        harness=meta.harness,
+        model=meta.model,
+        labels=dict(meta.labels),
+        annotations=dict(meta.annotations),
+        origin=meta.origin,
+        identity=meta.identity,
+        parent_uid=meta.parent_uid,
+        fork_seq=meta.fork_seq,
+        create_time_ns=meta.create_time_ns,
+        last_seq=info.last_seq,
+        last_hash=info.last_hash,
+        compute_state=info.compute_state,
+        exec_state=info.exec_state,
+        update_time_ns=info.update_time_ns,
+        fence=info.fence,
+        deleted=info.deleted,
+        damaged=info.damaged,
+        memory=memory,
+    )
+
+
+def _turn(result: TurnResult, created: bool = False) -> Turn:
+    return Turn(
+        uid=result.uid,
+        execution_id=result.execution_id,
+        first_seq=result.first_seq,
+        last_seq=result.last_seq,
+        outputs=tuple(result.outputs),
+        model_calls=result.model_calls,
+        created=created or result.created,
+        resumed=result.resumed,
+    )
+
+
+def as_message(item: Input) -> dict[str, Any]:
+    """A turn input as an ``agentsessions.v1`` Message: a text becomes a user message."""
+    if isinstance(item, str):
+        return dict(text_message("user", item))
+    return dict(item)
+
+
+@dataclass
+class _Failed:
+    error: BaseException
+
+
+_DONE = object()
+
+
+class LocalSessions:
+    """The local engine over ``store`` (see the module docstring); use :func:`open_local`."""
+
+    def __init__(
+        self,
+        home: Path,
+        store: Store,
+        *,
+        runtime: str = DEFAULT_RUNTIME,
+        model: str | None = None,
+        owns_store: bool = True,
+    ) -> None:
+        self.home = home
+        self.store = store
+        self.runtime_name = runtime or DEFAULT_RUNTIME
+        self.default_model = model or DEFAULT_MODEL
+        self._owns_store = owns_store
+        self._lock = threading.Lock()  # guards the dicts below and the store's catalog
+        self._session_locks: dict[str, threading.Lock] = {}
+        self._controllers: dict[str, Controller] = {}
+        self._runtime: Runtime | None = None
+        self._turns: set[threading.Thread] = set()
+        self._closed = False
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def __enter__(self) -> LocalSessions:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Wait for running turns (their END is durable then), then close the store."""
+        with self._lock:
+            if self._closed:
+                return
+            turns = list(self._turns)
+        for thread in turns:
+            thread.join()
+        with self._lock:
+            self._closed = True
+            self._controllers.clear()
+        if self._owns_store:
+            self.store.close()
+
+    def runtime(self) -> Runtime:
+        """The engine's runtime, made on first use (an unknown name fails here, exit 2)."""
+        with self._lock:
+            if self._runtime is None:
+                from agentsessions.runtimes import create_runtime
+
+                self._runtime = create_runtime(self.runtime_name, home=self.home)
+            return self._runtime
+
+    def controller(self, uid: str = "") -> Controller:
+        """The controller of session ``uid`` ("" for checks that concern no session)."""
+        runtime = self.runtime()
+        with self._lock:
+            found = self._controllers.get(uid)
+            if found is None:
+                found = build_controller(
+                    self.store, self.home, runtime=runtime, default_model=self.default_model
+                )
+                self._controllers[uid] = found
+            return found
+
+    def _hold(self, uid: str, wait: float) -> threading.Lock:
+        """Take ``uid``'s engine lock, waiting up to ``wait`` seconds; LockHeldError if busy."""
+        with self._lock:
+            if self._closed:
+                raise InvalidArgumentError("this Sessions engine is closed")
+            lock = self._session_locks.setdefault(uid, threading.Lock())
+        if not (lock.acquire(timeout=wait) if wait > 0 else lock.acquire(blocking=False)):
+            raise LockHeldError(
+                f"session {uid} is busy: another call of this engine is writing it",
+                hint=f"wait for it, or pass --wait SECONDS ({PROG} exec ... --wait 30)",
+                session=uid,
+            )
+        return lock
+
+    def _info(self, uid: str) -> SessionInfo:
+        return self.store.get(check_uid(uid))
+
+    # -- metadata ---------------------------------------------------------------------------
+    def create(
+        self,
+        *,
+        project: str = "default",
+        name: str = "",
+        harness: str = "",
+        model: str = "",
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+    ) -> Session:
+        """Create an empty session; an unknown model provider is refused first."""
+        if model:
+            from agentsessions.models import create_model
+
+            create_model(model)  # an unknown provider is refused before the session exists
+        meta = SessionMeta(
+            uid=new_uid(),
+            project=check_project(project),
+            name=name,
+            harness=harness,
+            model=model,
+            labels=dict(labels or {}),
+            annotations=dict(annotations or {}),
+            create_time_ns=time.time_ns(),
+        )
+        with self._lock:
+            return view(self.store.create(meta))
+
+    def get(self, uid: str) -> Session:
+        """The session, with where its harness memory lives (a bounded probe)."""
+        from agentsessions.runtimes.compute import session_memory
+
+        info = self._info(uid)
+        status = session_memory(self.home, info, HARNESSES)
+        return view(info, Memory(status.where, status.text, status.to_json()))
+
+    def list(
+        self, *, project: str = "default", page_size: int = 50, cursor: str | None = None
+    ) -> SessionPage:
+        """One page of ``project``'s sessions, newest first (deleted hidden)."""
+        check_project(project)
+        if page_size < 0:
+            raise InvalidArgumentError(f"page_size must be >= 0 (0 = 50), got {page_size}")
+        with self._lock:
+            page = self.store.list(project, page_size=page_size, cursor=cursor or "")
+        return SessionPage(tuple(view(s) for s in page.sessions), page.next_cursor)
+
+    @property
+    def unindexed(self) -> builtins.list[AgentSessionsError]:
+        """Sessions the store found but could not index (their metadata is damaged)."""
+        return builtins.list(getattr(self.store, "unindexed", ()))
+
+    def delete(self, uid: str) -> Session:
+        """Soft-delete ``uid`` (hidden from list, never written again)."""
+        check_uid(uid)
+        lock = self._hold(uid, 0.0)
+        try:
+            with self._lock:
+                return view(self.store.delete(uid))
+        finally:
+            lock.release()
+
+    @property
+    def catalog_path(self) -> str:
+        """Where the file store keeps its listing index (``catalog.sqlite3``)."""
+        return str(self.store.catalog.path)  # type: ignore[attr-defined]
+
+    def reindex(self) -> int:
+        """Rebuild the listing index from the session directories (file store)."""
+        with self._lock:
+            return int(self.store.reindex())  # type: ignore[attr-defined]
+
+    # -- reading ----------------------------------------------------------------------------
+    def read(self, uid: str, *, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
+        """The stored records ``from_seq..to_seq`` (0 = head); NotFoundError first."""
+        self._info(uid)
+        return self.store.read(uid, from_seq=from_seq, to_seq=to_seq)
+
+    def follow(self, uid: str, *, from_seq: int = 1) -> Iterator[Record]:
+        """Every record from ``from_seq``, then each new one as it commits."""
+        if from_seq < 1:
+            raise InvalidArgumentError(f"from_seq must be >= 1, got {from_seq}")
+        self._info(uid)
+        return self.store.follow(uid, from_seq)
+
+    @overload
+    def replay(
+        self,
+        uid: str,
+        *,
+        rerun: Literal[False] = False,
+        from_seq: int = 1,
+        harness: str | None = None,
+    ) -> Iterator[Record]: ...
+
+    @overload
+    def replay(
+        self, uid: str, *, rerun: Literal[True], from_seq: int = 1, harness: str | None = None
+    ) -> ReplayReport: ...
+
+    def replay(
+        self, uid: str, *, rerun: bool = False, from_seq: int = 1, harness: str | None = None
+    ) -> Iterator[Record] | ReplayReport:
+        """Stored records from ``from_seq``; or with ``rerun`` re-drive every completed turn
+        with effects served from the journal (zero model calls) and report it."""
+        check_uid(uid)
+        if not rerun:
+            if harness:
+                raise InvalidArgumentError("--harness applies only with --rerun")
+            return self.read(uid, from_seq=from_seq)
+        if from_seq != 1:
+            raise InvalidArgumentError("--from applies to streaming; --rerun replays every turn")
+        from agentsessions.controller.replay import replay as replay_session
+
+        # a controller of its own: its model-call counter sees only this replay
+        counter = build_controller(self.store, self.home, runtime=self.runtime())
+        result = replay_session(
+            self.store,
+            uid,
+            HARNESSES,
+            harness=harness or "",
+            model_calls=lambda: counter.models.calls,
+        )
+        return ReplayReport(
+            uid=result.uid,
+            harness=result.harness,
+            executions=result.executions,
+            replayed=result.replayed,
+            model_calls=result.model_calls,
+            identical=result.identical,
+            outputs=tuple(result.outputs),
+            divergence=result.divergence,
+            diverged_execution=result.diverged_execution,
+            last_seq=result.head_after[0],
+        )
+
+    def verify(self, uid: str, *, strict: bool = False, progress: Any = None) -> VerifyReport:
+        """Walk ``uid``'s chain from ``prev_hash ""`` and check its metadata."""
+        from agentsessions.journal.verify import VerifyReport, check_chain, verify_session
+
+        check_uid(uid)
+        if hasattr(self.store, "session_dir"):  # a file store: the bytes on disk, offline
+            return verify_session(self.store, uid, strict=strict, progress=progress)
+        info = self.store.get(uid)  # any other store: its records, from genesis
+        report = VerifyReport(source=f"session {uid}", uid=uid, strict=strict)
+        report.expected_last_seq, report.expected_last_hash = info.last_seq, info.last_hash
+        check_chain(self.store.read(uid), report, strict=strict, progress=progress)
+        if report.ok and (report.last_seq, report.last_hash) != (info.last_seq, info.last_hash):
+            report.fail(
+                report.last_seq + 1,
+                f"journal ends at seq {report.last_seq} but the session reports {info.last_seq}",
+            )
+        return report
+
+    def verify_all(
+        self, *, strict: bool = False, progress: Any = None
+    ) -> builtins.list[tuple[str, VerifyReport]]:
+        """Verify every session (deleted ones too), one report each whatever fails: a
+        session the OS refuses to read is a failed report, never hiding the others."""
+        from agentsessions.errors import StorageError
+        from agentsessions.journal.verify import VerifyReport, failed_by, verify_session
+
+        store: Any = self.store
+        reports: builtins.list[tuple[str, VerifyReport]] = []
+        for uid in store.uids():
+            if progress is not None:
+                progress.relabel(f"verifying {uid}")
+            try:
+                report = verify_session(store, uid, strict=strict, progress=progress)
+            except StorageError as exc:
+                source = str(store.sessions_dir / uid)
+                report = failed_by(VerifyReport(source=source, uid=uid), exc)
+            reports.append((uid, report))
+        return reports
+
+    # -- exchange ---------------------------------------------------------------------------
+    def export(
+        self,
+        uid: str,
+        path: Path,
+        *,
+        compress: bool = True,
+        progress: Any = None,
+        overwrite: bool = False,
+    ) -> dict[str, Any]:
+        """Write ``uid`` to one self-verifying file; refuse an existing file unless
+        ``overwrite`` (a device or pipe such as /dev/stdout is written in place)."""
+        from agentsessions.journal.exchange import export_session, is_stream
+
+        check_uid(uid)
+        path = Path(path)
+        if path.exists() and not overwrite and not is_stream(path):
+            raise InvalidArgumentError(
+                f"{path} already exists", hint="pass --force to overwrite it"
+            )
+        return export_session(self.store, uid, path, compress=compress, progress=progress)
+
+    def import_(
+        self,
+        path: Path,
+        *,
+        project: str | None = None,
+        name: str | None = None,
+        progress: Any = None,
+    ) -> Session:
+        """Recreate a session from ``path`` (format detected) with identical seqs and hashes."""
+        from agentsessions.journal.exchange import import_file
+
+        if project is not None:
+            check_project(project)
+        with self._lock:
+            info = import_file(
+                self.store, Path(path), project=project, name=name, progress=progress
+            )
+        return view(info)
+
+    # -- turns ------------------------------------------------------------------------------
+    def check_turn(self, harness: str, model: str) -> None:
+        """Fail before anything is written on an unknown harness, one this runtime cannot host
+        (a harness that needs memory snapshots on ``local``), or a malformed model spec."""
+        from agentsessions.controller.spi import can_place
+
+        runtime = self.runtime()
+        descriptor = HARNESSES.create(harness).describe()
+        if not can_place(descriptor, runtime.capabilities()):
+            raise PlacementError(
+                f"harness {harness!r} needs memory snapshots, which runtime "
+                f"{runtime.name!r} cannot take; nothing was run",
+                hint="use --runtime warm",
+            )
+        if model:
+            from agentsessions.models import create_model
+
+            create_model(model)  # parses and checks options; touches no network
+
+    @staticmethod
+    def check_request(
+        uid: str | None,
+        inputs: Sequence[Input],
+        wait: float = 0.0,
+        project: str = "default",
+        name: str = "",
+        labels: Mapping[str, str] | None = None,
+        fresh_start: bool = False,
+    ) -> None:
+        """The checks of an exec that need no store (a front end may make them before it
+        opens one): a well-formed uid, a new session's input and project, the flags that
+        only describe a new session, ``fresh_start`` only on an existing one."""
+        if wait < 0:
+            raise InvalidArgumentError(f"wait must be >= 0 seconds, got {wait}")
+        if uid is not None:
+            check_uid(uid)
+        creating = project != "default" or bool(name or labels)
+        if uid is None:
+            check_project(project)
+            if not inputs:
+                raise InvalidArgumentError(
+                    "a new session needs an input: pass --input TEXT or pipe it on stdin",
+                    hint=f"{PROG} exec --input hello",
+                )
+            if fresh_start:
+                raise InvalidArgumentError(
+                    "--fresh-start applies to an existing session: a new one starts empty anyway",
+                    hint=f"{PROG} exec SESSION --fresh-start --input TEXT",
+                )
+        elif creating:
+            raise InvalidArgumentError(
+                "--project, --name and --label apply only when exec creates a session",
+                hint=f"leave out SESSION to create one, or use {PROG} fork to branch this one",
+            )
+
+    def exec(
+        self,
+        uid: str | None = None,
+        inputs: Sequence[Input] = (),
+        *,
+        harness: str | None = None,
+        model: str | None = None,
+        config: bytes = b"",
+        wait: float = 0.0,
+        project: str = "default",
+        name: str = "",
+        labels: Mapping[str, str] | None = None,
+        fresh_start: bool = False,
+    ) -> Iterator[Frame]:
+        """Run one turn (see :meth:`Sessions.exec`); every check is made in the caller's
+        thread before anything is written, then the turn runs on its own thread."""
+        messages = [as_message(item) for item in inputs]
+        self.check_request(uid, messages, wait, project, name, labels, fresh_start)
+        recorded, recorded_model = "", ""
+        if uid is not None:
+            info = self.store.get(uid)
+            recorded, recorded_model = info.meta.harness, info.meta.model
+        self.check_turn(harness or recorded or DEFAULT_HARNESS, model or recorded_model)
+        created = uid is None
+        if uid is None:
+            meta = SessionMeta(
+                uid=new_uid(),
+                project=project,
+                name=name,
+                harness=harness or DEFAULT_HARNESS,
+                model=model or self.default_model,
+                labels=dict(labels or {}),
+                create_time_ns=time.time_ns(),
+            )
+            # every check is made before the session exists: a refused turn leaves nothing
+            self.controller().check_exec(messages, harness=meta.harness, config=config)
+            with self._lock:
+                uid = self.store.create(meta).uid
+        lock = self._hold(uid, wait)
+        session_uid = uid
+
+        def work(controller: Controller) -> tuple[Turn | None, bool]:
+            woke = False
+            if not created and not fresh_start:  # a fresh start brings compute back, empty
+                woke = self._wake(controller, session_uid, wait)
+            result = controller.exec(
+                session_uid,
+                messages,
+                harness=harness or "",
+                config=config,
+                wait_seconds=wait,
+                model=model or "",
+                fresh_start=fresh_start,
+            )
+            return _turn(result, created), woke
+
+        return self._stream(session_uid, lock, work, created)
+
+    def resume(self, uid: str, *, harness: str | None = None, wait: float = 0.0) -> Iterator[Frame]:
+        """Wake suspended compute and complete an open turn, if any; frames as for exec.
+
+        The last frame's ``turn`` is None when no turn was open."""
+        check_uid(uid)
+        self.store.get(uid)
+        self.runtime()  # an unknown runtime fails before the session is touched
+        lock = self._hold(uid, wait)
+
+        def work(controller: Controller) -> tuple[Turn | None, bool]:
+            woke = self._wake(controller, uid, wait)
+            result = controller.resume(uid, harness=harness or "", wait_seconds=wait)
+            return (_turn(result) if result is not None else None), woke
+
+        return self._stream(uid, lock, work, False)
+
+    @staticmethod
+    def _wake(controller: Controller, uid: str, wait: float) -> bool:
+        """Bring a suspended session's compute back (LIFECYCLE_RESUME); True if it was COLD.
+
+        A busy session is retried until ``wait`` seconds have passed, as the turn itself is.
+        """
+        from agentsessions.controller.lifecycle import resume_compute
+
+        if controller.store.get(uid).compute_state != "COMPUTE_COLD":
+            return False
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                resume_compute(controller, uid)
+                return True
+            except LockHeldError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(_RETRY_SECONDS)
+
+    def _stream(
+        self,
+        uid: str,
+        lock: threading.Lock,
+        work: Callable[[Controller], tuple[Turn | None, bool]],
+        created: bool,
+    ) -> Iterator[Frame]:
+        """Start ``work`` on a worker thread holding ``lock``; the frames it produces."""
+        try:
+            controller = self.controller(uid)
+            first = SessionFrame(view(self.store.get(uid)), created=created)
+        except BaseException:
+            lock.release()
+            raise
+        frames: queue.SimpleQueue[object] = queue.SimpleQueue()
+
+        def run() -> None:
+            try:
+                controller.on_record = lambda record: frames.put(RecordFrame(uid, record))
+                controller.on_delta = lambda text: frames.put(DeltaFrame(uid, text))
+                turn, woke = work(controller)
+                last = view(self.store.get(uid))
+                frames.put(SessionFrame(last, turn, compute_resumed=woke, last=True))
+            except BaseException as exc:  # handed to the consumer, raised from its iterator
+                frames.put(_Failed(exc))
+            finally:
+                controller.on_record = None
+                controller.on_delta = None
+                lock.release()
+                with self._lock:
+                    self._turns.discard(threading.current_thread())
+                frames.put(_DONE)
+
+        thread = threading.Thread(target=run, name=f"agentsessions turn {uid}", daemon=True)
+        with self._lock:
+            self._turns.add(thread)
+        thread.start()
+        return _frames(first, frames, thread)
+
+    # -- warm compute -----------------------------------------------------------------------
+    def _known_dir(self, uid: str | None) -> None:
+        """NotFoundError (exit 3) unless ``uid`` is a session of this home. Only its directory
+        is needed: a session whose metadata or journal is damaged (exit 8 for every reader)
+        must still be able to have its compute listed and stopped."""
+        if uid is None:
+            return
+        session_dir = getattr(self.store, "session_dir", None)
+        if session_dir is not None:
+            session_dir(check_uid(uid))
+        else:
+            self.store.get(check_uid(uid))
+
+    def compute(self, uid: str | None = None) -> builtins.list[HostInfo]:
+        """Every live warm host and frozen snapshot process of this home (``uid``'s only)."""
+        from agentsessions.runtimes.compute import list_compute
+
+        self._known_dir(uid)
+        return list_compute(self.home, uid)
+
+    def stop_compute(self, uid: str | None = None) -> builtins.list[HostInfo]:
+        """End ``uid``'s warm host and snapshots (every one of the home when None);
+        idempotent, and the journal is not touched. Returns what was stopped."""
+        from agentsessions.runtimes.compute import stop_compute
+
+        self._known_dir(uid)
+        return stop_compute(self.home, uid)
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def suspend(self, uid: str) -> Session:
+        """Snapshot and free ``uid``'s compute (COLD); a cold session is returned as is."""
+        from agentsessions.controller.lifecycle import suspend as suspend_session
+
+        check_uid(uid)
+        self.store.get(uid)
+        controller = self.controller(uid)
+        lock = self._hold(uid, 0.0)
+        try:
+            return view(suspend_session(controller, uid))
+        finally:
+            lock.release()
+
+    @staticmethod
+    def check_fork(at: int, count: int, names: Sequence[str]) -> None:
+        """A fork request's own checks (counts, names, seq), made before any store is used."""
+        from agentsessions.controller.lifecycle import ForkRequest
+
+        if isinstance(names, str):
+            raise InvalidArgumentError("names must be a sequence of names, not one string")
+        ForkRequest(at_seq=at, count=count, names=tuple(names)).check()
+
+    def fork(
+        self,
+        uid: str,
+        *,
+        at: int = 0,
+        count: int = 1,
+        names: Sequence[str] = (),
+        labels: Mapping[str, str] | None = None,
+    ) -> builtins.list[Session]:
+        """Branch ``uid`` after seq ``at`` (0 = head) into ``count`` children, all or nothing."""
+        from agentsessions.controller.lifecycle import ForkRequest
+        from agentsessions.controller.lifecycle import fork as fork_session
+
+        check_uid(uid)
+        self.check_fork(at, count, names)
+        request = ForkRequest(at_seq=at, count=count, names=tuple(names), labels=dict(labels or {}))
+        controller = self.controller(uid)
+        lock = self._hold(uid, 0.0)
+        try:
+            with self._lock:
+                children = fork_session(controller, uid, request)
+        finally:
+            lock.release()
+        return [view(child) for child in children]
+
+
+def _frames(
+    first: SessionFrame, frames: queue.SimpleQueue[object], thread: threading.Thread
+) -> Iterator[Frame]:
+    """The consumer's side of a turn: closing it early waits for the turn to end."""
+    try:
+        yield first
+        while True:
+            item = frames.get()
+            if item is _DONE:
+                return
+            if isinstance(item, _Failed):
+                raise item.error
+            assert isinstance(item, SessionFrame | RecordFrame | DeltaFrame)
+            yield item
+    finally:
+        thread.join()
+
+
+def open_local(
+    home: str | os.PathLike[str] | None = None,
+    *,
+    store: Store | None = None,
+    runtime: str = DEFAULT_RUNTIME,
+    model: str | None = None,
+) -> LocalSessions:
+    """A ready engine: on ``store``, else the file store under ``home`` (``--home``, else
+    ``AGENTSESSIONS_HOME``, else the per-user data directory)."""
+    resolved = resolve_home(home)
+    if store is not None:
+        return LocalSessions(resolved, store, runtime=runtime, model=model, owns_store=False)
+    from agentsessions.journal.filestore import FileStore
+
+    return LocalSessions(resolved, FileStore(resolved), runtime=runtime, model=model)

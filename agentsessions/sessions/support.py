@@ -1,0 +1,50 @@
+"""Small helpers front ends need before (or beside) an engine, without reaching the journal.
+
+Validation that must happen before the file system is touched (a session id, a project
+name), how a process names itself in the LOCK files it takes, and whether a path is a
+device or pipe that is written in place. Each is the journal's own rule, re-exported here
+so that a front end imports only the ``sessions`` layer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentsessions.journal.verify import VerifyReport
+
+
+def check_uid(uid: str) -> str:
+    """``uid`` if it is a well-formed session id, else InvalidArgumentError (exit 2)."""
+    from agentsessions.journal.store import check_uid as check
+
+    return check(uid)
+
+
+def check_project(project: str) -> str:
+    """``project`` if it is a usable project name, else InvalidArgumentError (exit 2)."""
+    from agentsessions.journal.store import check_project as check
+
+    return check(project)
+
+
+def set_program(program: str) -> None:
+    """Name this process in the LOCK files it takes (a registered verb, no user content)."""
+    from agentsessions.journal.lock import set_program as name
+
+    name(program)
+
+
+def is_stream(path: Path) -> bool:
+    """True if ``path`` is a device, pipe or socket (``/dev/stdout``): written in place."""
+    from agentsessions.journal.exchange import is_stream as stream
+
+    return stream(path)
+
+
+def verify_path(path: Path, *, strict: bool = False, progress: Any = None) -> VerifyReport:
+    """Verify a session directory or an export file anywhere on disk (offline, no home)."""
+    from agentsessions.journal.verify import verify_path as verify
+
+    return verify(Path(path), strict=strict, progress=progress)

@@ -1,0 +1,447 @@
+"""ONE contract suite for the ``Sessions`` API, written against the Protocol only.
+
+Every implementation passes it unchanged: today the local engine on the file store and on
+the in-memory store; the gRPC client of a later issue joins by adding a fixture to
+``ENGINES``. A fixture may register the test harness below wherever its harnesses run.
+
+The ``gate`` harness makes timing deterministic without sleeps: its turn records its
+EXECUTION_START, then waits for the test to open its gate before making its model call;
+config ``fail`` makes it raise instead.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import agentsessions
+from agentsessions.errors import (
+    HarnessError,
+    InvalidArgumentError,
+    LockHeldError,
+    NotFoundError,
+    SessionDeletedError,
+)
+from agentsessions.sessions.api import (
+    DeltaFrame,
+    Frame,
+    RecordFrame,
+    Session,
+    SessionFrame,
+    Sessions,
+)
+
+UNKNOWN = "sess-" + "0" * 24
+GATES: dict[str, threading.Event] = {}
+"""The gate of each gated turn, by its config text."""
+
+
+class GateHarness:
+    """Echo's turn, held at a gate named by the config; config ``fail`` raises."""
+
+    def describe(self) -> Any:
+        from agentsessions.controller.spi import HarnessDescriptor
+
+        return HarnessDescriptor(id="contract-gate", version="1")
+
+    def run(self, start: Any, sink: Any) -> None:
+        from agentsessions.controller.spi import ModelRequest
+
+        name = start.config.decode()
+        if name == "fail":
+            raise RuntimeError("the gate harness was told to fail")
+        gate = GATES.get(name)
+        if gate is not None:
+            gate.wait()
+        sink.model(ModelRequest(model="echo", messages=(start.inputs[-1],), params=None))
+
+
+def _local(tmp: Path, store: Any = None) -> Sessions:
+    from agentsessions.sessions.wiring import HARNESSES
+
+    HARNESSES.register("contract-gate", GateHarness)
+    return agentsessions.open(tmp / "home", store=store, runtime="auto")
+
+
+def _local_memory(tmp: Path) -> Sessions:
+    from agentsessions.journal.memstore import MemoryStore
+
+    return _local(tmp, MemoryStore())
+
+
+ENGINES: dict[str, Callable[[Path], Sessions]] = {
+    "local-file": _local,
+    "local-memory": _local_memory,
+}
+
+
+@pytest.fixture(params=sorted(ENGINES))
+def sessions(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sessions]:
+    with ENGINES[request.param](tmp_path) as engine:
+        yield engine
+
+
+def _run(frames: Iterator[Frame]) -> list[Frame]:
+    return list(frames)
+
+
+def _last(frames: list[Frame]) -> SessionFrame:
+    frame = frames[-1]
+    assert isinstance(frame, SessionFrame) and frame.last
+    return frame
+
+
+def _kinds(sessions: Sessions, uid: str) -> list[str]:
+    return [r.event["kind"] for r in sessions.replay(uid)]
+
+
+def _gate(name: str) -> threading.Event:
+    GATES[name] = threading.Event()
+    return GATES[name]
+
+
+# --- create / get / list / delete -------------------------------------------------------------
+
+
+def test_create_then_get_returns_the_metadata(sessions: Sessions) -> None:
+    made = sessions.create(project="acme", name="triage", harness="echo", labels={"team": "ml"})
+    got = sessions.get(made.uid)
+    assert isinstance(got, Session) and got.uid == made.uid
+    assert (got.project, got.name, got.harness, dict(got.labels)) == (
+        "acme",
+        "triage",
+        "echo",
+        {"team": "ml"},
+    )
+    assert got.last_seq == 0 and got.exec_state == "EXEC_PENDING" and not got.deleted
+    assert got.memory is not None and got.memory.where == "none"
+
+
+def test_unknown_and_malformed_uids_are_refused(sessions: Sessions) -> None:
+    with pytest.raises(NotFoundError):
+        sessions.get(UNKNOWN)
+    for call in (
+        lambda: sessions.get("nope"),
+        lambda: sessions.delete("nope"),
+        lambda: _run(sessions.exec("nope", ["hi"])),
+        lambda: sessions.fork("nope"),
+    ):
+        with pytest.raises(InvalidArgumentError):
+            call()
+    for call in (
+        lambda: _run(sessions.exec(UNKNOWN, ["hi"])),
+        lambda: list(sessions.replay(UNKNOWN)),
+        lambda: sessions.replay(UNKNOWN, rerun=True),
+        lambda: sessions.suspend(UNKNOWN),
+        lambda: list(sessions.follow(UNKNOWN)),
+        lambda: sessions.fork(UNKNOWN),
+        lambda: _run(sessions.resume(UNKNOWN)),
+        lambda: sessions.verify(UNKNOWN),
+    ):
+        with pytest.raises(NotFoundError):
+            call()
+
+
+def test_list_pages_newest_first_and_hides_deleted(sessions: Sessions) -> None:
+    uids = [sessions.create(project="p").uid for _ in range(5)]
+    first = sessions.list(project="p", page_size=2)
+    assert [s.uid for s in first.sessions] == uids[::-1][:2] and first.next_cursor
+    rest = sessions.list(project="p", page_size=10, cursor=first.next_cursor)
+    assert [s.uid for s in rest.sessions] == uids[::-1][2:] and rest.next_cursor == ""
+    deleted = sessions.delete(uids[0])
+    assert deleted.uid == uids[0] and deleted.deleted
+    assert uids[0] not in [s.uid for s in sessions.list(project="p").sessions]
+    assert sessions.get(uids[0]).deleted  # still readable
+    with pytest.raises(InvalidArgumentError):
+        sessions.list(project="a/b")
+    with pytest.raises(InvalidArgumentError):
+        sessions.list(project="p", cursor="garbage!")
+
+
+def test_a_deleted_session_is_never_written(sessions: Sessions) -> None:
+    uid = _last(_run(sessions.exec(None, ["hi"]))).uid
+    sessions.delete(uid)
+    with pytest.raises(SessionDeletedError):
+        _run(sessions.exec(uid, ["again"]))
+    assert sessions.get(uid).last_seq == 5
+
+
+# --- exec -----------------------------------------------------------------------------------
+
+
+def test_exec_streams_the_session_each_record_and_the_session_last(sessions: Sessions) -> None:
+    frames = _run(sessions.exec(None, ["hello"], harness="echo"))
+    first, last = frames[0], _last(frames)
+    assert isinstance(first, SessionFrame) and first.created and not first.last
+    assert all(f.uid == first.uid for f in frames)
+    records = [f.record for f in frames if isinstance(f, RecordFrame)]
+    assert [r.seq for r in records] == list(range(1, len(records) + 1))
+    kinds = [r.event["kind"] for r in records]
+    assert kinds[0] == "EVENT_EXECUTION_START" and kinds[-1] == "EVENT_END"
+    assert any(isinstance(f, DeltaFrame) and f.text for f in frames)
+    assert last.turn is not None and last.turn.uid == first.uid and last.turn.created
+    assert last.turn.outputs == ("echo:hello",) and last.turn.model_calls == 1
+    assert last.session.last_seq == records[-1].seq == last.turn.last_seq
+    assert last.session.exec_state == "EXEC_COMPLETED"
+    assert sessions.verify(first.uid).ok
+
+
+def test_exec_on_an_existing_session_appends_a_turn(sessions: Sessions) -> None:
+    uid = _last(_run(sessions.exec(None, ["one"]))).uid
+    last = _last(_run(sessions.exec(uid, ["two"])))
+    assert last.turn is not None and not last.turn.created and last.turn.first_seq == 6
+    assert last.turn.outputs == ("echo:two",)
+
+
+def test_bad_requests_are_refused_before_anything_is_written(sessions: Sessions) -> None:
+    for call in (
+        lambda: sessions.exec(None, []),  # a new session needs an input
+        lambda: sessions.exec(None, ["hi"], harness="no-such-harness"),
+        lambda: sessions.exec(None, ["hi"], model="no-such-provider:x"),
+        lambda: sessions.exec(None, ["hi"], project="a/b"),
+        lambda: sessions.exec(None, ["hi"], fresh_start=True),
+        lambda: sessions.exec(None, ["hi"], wait=-1),
+    ):
+        with pytest.raises(InvalidArgumentError):
+            _run(call())
+    assert sessions.list().sessions == ()
+    uid = sessions.create().uid
+    with pytest.raises(InvalidArgumentError):
+        _run(sessions.exec(uid, ["hi"], name="only-for-new-sessions"))
+    assert sessions.get(uid).last_seq == 0
+
+
+def test_a_failed_turn_yields_up_to_its_error_then_raises(sessions: Sessions) -> None:
+    seen: list[Frame] = []
+    with pytest.raises(HarnessError):
+        for frame in sessions.exec(None, ["hi"], harness="contract-gate", config=b"fail"):
+            seen.append(frame)
+    kinds = [f.record.event["kind"] for f in seen if isinstance(f, RecordFrame)]
+    assert kinds[-1] == "EVENT_ERROR"
+    uid = seen[0].uid
+    assert sessions.get(uid).exec_state == "EXEC_FAILED" and sessions.verify(uid).ok
+
+
+def test_a_consumer_that_stops_iterating_does_not_cut_the_turn(sessions: Sessions) -> None:
+    gate = _gate("stop")
+    frames = sessions.exec(None, ["hi"], harness="contract-gate", config=b"stop")
+    uid = next(frames).uid
+    first = next(frames)
+    assert isinstance(first, RecordFrame)  # EXECUTION_START is durable; the turn waits
+    gate.set()
+    frames.close()  # type: ignore[attr-defined]  # waits for the turn's END
+    assert _kinds(sessions, uid)[-1] == "EVENT_END"
+    assert sessions.get(uid).exec_state == "EXEC_COMPLETED" and sessions.verify(uid).ok
+
+
+def test_a_consumer_that_raises_does_not_cut_the_turn(sessions: Sessions) -> None:
+    gate = _gate("raise")
+    uid = ""
+    with pytest.raises(KeyError):
+        for frame in sessions.exec(None, ["hi"], harness="contract-gate", config=b"raise"):
+            uid = frame.uid
+            if isinstance(frame, RecordFrame):
+                gate.set()
+                raise KeyError("the consumer's own bug")
+    assert _kinds(sessions, uid)[-1] == "EVENT_END" and sessions.verify(uid).ok
+
+
+def test_a_consumer_that_never_iterates_still_gets_a_durable_turn(tmp_path: Path) -> None:
+    gate = _gate("dropped")
+    with ENGINES["local-file"](tmp_path) as engine:
+        engine.exec(None, ["hi"], harness="contract-gate", config=b"dropped")  # never iterated
+        uid = engine.list().sessions[0].uid
+        gate.set()
+    # leaving the engine waited for the turn: a new engine over the same home sees its END
+    with ENGINES["local-file"](tmp_path) as again:
+        assert _kinds(again, uid)[-1] == "EVENT_END" and again.verify(uid).ok
+
+
+def test_a_busy_session_is_refused_or_waited_for(sessions: Sessions) -> None:
+    gate = _gate("busy")
+    frames = sessions.exec(None, ["hi"], harness="contract-gate", config=b"busy")
+    uid = next(frames).uid
+    assert isinstance(next(frames), RecordFrame)  # the turn holds the session now
+    with pytest.raises(LockHeldError):
+        _run(sessions.exec(uid, ["second"], harness="contract-gate"))
+    results: list[list[Frame]] = []
+    waiter = threading.Thread(
+        target=lambda: results.append(_run(sessions.exec(uid, ["second"], wait=600)))
+    )
+    waiter.start()
+    gate.set()
+    _run(frames)
+    waiter.join()
+    second = _last(results[0])
+    assert second.turn is not None and second.turn.outputs == ("echo:second",)
+    assert sessions.verify(uid).ok
+
+
+# --- threads --------------------------------------------------------------------------------
+
+
+def test_threads_exec_different_sessions_in_parallel(sessions: Sessions) -> None:
+    uids = [_last(_run(sessions.exec(None, [f"s{i}"]))).uid for i in range(4)]
+    done: dict[str, list[Frame]] = {}
+    errors: list[BaseException] = []
+
+    def turns(uid: str) -> None:
+        try:
+            for n in range(3):
+                done[f"{uid}/{n}"] = _run(sessions.exec(uid, [f"{uid}:{n}"]))
+        except BaseException as exc:  # reported below, not lost in the thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=turns, args=(uid,)) for uid in uids]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for key, frames in done.items():
+        uid, n = key.split("/")
+        turn = _last(frames).turn
+        assert turn is not None and turn.outputs == (f"echo:{uid}:{n}",) and turn.model_calls == 1
+    for uid in uids:
+        assert sessions.get(uid).last_seq == 4 * 5 and sessions.verify(uid).ok
+
+
+def test_threads_exec_the_same_session_one_turn_at_a_time(sessions: Sessions) -> None:
+    uid = _last(_run(sessions.exec(None, ["start"]))).uid
+    errors: list[BaseException] = []
+
+    def turn(i: int) -> None:
+        try:
+            _run(sessions.exec(uid, [f"t{i}"], wait=600))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=turn, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    kinds = _kinds(sessions, uid)
+    assert kinds.count("EVENT_EXECUTION_START") == 5 and kinds.count("EVENT_END") == 5
+    assert sessions.verify(uid).ok
+
+
+def test_threads_create_sessions_at_once(sessions: Sessions) -> None:
+    made: list[str] = []
+    threads = [
+        threading.Thread(target=lambda: made.append(sessions.create(project="t").uid))
+        for _ in range(6)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(s.uid for s in sessions.list(project="t").sessions) == sorted(made)
+
+
+# --- replay / follow ------------------------------------------------------------------------
+
+
+def test_replay_streams_records_or_reruns_with_zero_model_calls(sessions: Sessions) -> None:
+    uid = _last(_run(sessions.exec(None, ["one"]))).uid
+    _run(sessions.exec(uid, ["two"]))
+    assert [r.seq for r in sessions.replay(uid, from_seq=7)] == [7, 8, 9, 10]
+    report = sessions.replay(uid, rerun=True)
+    assert report.uid == uid and report.identical and report.model_calls == 0
+    assert (report.executions, report.replayed) == (2, 2)
+    assert report.outputs == ("echo:one", "echo:two") and report.divergence == ""
+    with pytest.raises(InvalidArgumentError):
+        sessions.replay(uid, rerun=True, from_seq=3)
+    with pytest.raises(InvalidArgumentError):
+        sessions.replay(uid, harness="echo")
+    with pytest.raises(InvalidArgumentError):
+        sessions.replay(uid, rerun=True, harness="no-such-harness")
+
+
+def test_follow_yields_from_a_seq_then_each_new_record(sessions: Sessions) -> None:
+    uid = _last(_run(sessions.exec(None, ["one"]))).uid
+    follower = sessions.follow(uid, from_seq=4)
+    assert [next(follower).seq for _ in range(2)] == [4, 5]
+    _run(sessions.exec(uid, ["two"]))
+    assert [next(follower).seq for _ in range(5)] == [6, 7, 8, 9, 10]
+    with pytest.raises(InvalidArgumentError):
+        sessions.follow(uid, from_seq=0)
+
+
+# --- fork / suspend / resume ----------------------------------------------------------------
+
+
+def test_fork_shares_the_prefix_and_each_child_runs_its_own_turn(sessions: Sessions) -> None:
+    parent = _last(_run(sessions.exec(None, ["root"], project="f", name="parent"))).uid
+    children = sessions.fork(parent, at=5, count=2, names=("left", "right"), labels={"try": "a"})
+    assert [c.name for c in children] == ["left", "right"]
+    for child in children:
+        assert child.parent_uid == parent and child.fork_seq == 5 and child.project == "f"
+        assert dict(child.labels) == {"try": "a"} and child.last_seq == 6
+        assert [r.seq for r in sessions.replay(child.uid)][:5] == [1, 2, 3, 4, 5]
+        turn = _last(_run(sessions.exec(child.uid, [child.name]))).turn
+        assert turn is not None and turn.outputs == (f"echo:{child.name}",)
+        assert sessions.verify(child.uid).ok
+    assert sessions.get(parent).last_seq == 5
+    for bad in (
+        lambda: sessions.fork(parent, count=0),
+        lambda: sessions.fork(parent, count=2, names=("only-one",)),
+        lambda: sessions.fork(parent, at=99),
+        lambda: sessions.fork(parent, at=-1),
+    ):
+        with pytest.raises(InvalidArgumentError):
+            bad()
+
+
+def test_suspend_then_exec_wakes_the_session_first(sessions: Sessions) -> None:
+    uid = _last(_run(sessions.exec(None, ["one"]))).uid
+    cold = sessions.suspend(uid)
+    assert cold.uid == uid and cold.compute_state == "COMPUTE_COLD"
+    assert sessions.suspend(uid).last_seq == cold.last_seq  # idempotent
+    frames = _run(sessions.exec(uid, ["two"]))
+    first, last = frames[0], _last(frames)
+    assert isinstance(first, SessionFrame) and first.session.compute_state == "COMPUTE_COLD"
+    kinds = [f.record.event["kind"] for f in frames if isinstance(f, RecordFrame)]
+    assert kinds[0] == "EVENT_LIFECYCLE"  # the RESUME comes before the turn
+    assert last.compute_resumed and last.session.compute_state != "COMPUTE_COLD"
+
+
+def test_resume_wakes_compute_and_says_when_nothing_was_open(sessions: Sessions) -> None:
+    uid = _last(_run(sessions.exec(None, ["one"]))).uid
+    idle = _last(_run(sessions.resume(uid)))
+    assert idle.turn is None and not idle.compute_resumed and idle.uid == uid
+    sessions.suspend(uid)
+    woke = _last(_run(sessions.resume(uid)))
+    assert woke.turn is None and woke.compute_resumed
+    assert woke.session.compute_state != "COMPUTE_COLD"
+
+
+def test_resume_retries_a_failed_turn(sessions: Sessions) -> None:
+    with pytest.raises(HarnessError):
+        _run(sessions.exec(None, ["hi"], harness="contract-gate", config=b"fail"))
+    uid = sessions.list().sessions[0].uid
+    with pytest.raises(HarnessError):  # the same config fails the same way again
+        _run(sessions.resume(uid))
+    assert _kinds(sessions, uid).count("EVENT_ERROR") == 2 and sessions.verify(uid).ok
+
+
+# --- exchange -------------------------------------------------------------------------------
+
+
+def test_export_then_import_keeps_every_hash(sessions: Sessions, tmp_path: Path) -> None:
+    uid = _last(_run(sessions.exec(None, ["one"]))).uid
+    out = tmp_path / "s.agx"
+    summary = sessions.export(uid, out)
+    assert summary and out.stat().st_size > 0
+    with pytest.raises(InvalidArgumentError):
+        sessions.export(uid, out)  # an existing file is not overwritten
+    copy = sessions.import_(out, project="copies", name="copy")
+    assert copy.uid != uid and copy.project == "copies" and copy.name == "copy"
+    original = [(r.seq, r.content_hash) for r in sessions.replay(uid)]
+    assert [(r.seq, r.content_hash) for r in sessions.replay(copy.uid)] == original
+    assert sessions.verify(copy.uid).ok

@@ -1,0 +1,142 @@
+"""The package's import graph: the CLI is a veneer over ``agentsessions.sessions``, and no
+two modules import each other, directly or round a longer loop.
+
+Read with ``ast`` (nothing is imported), counting top-level and function-level (lazy)
+imports alike: a lazy import is still a dependency, and a cycle through one is still a
+cycle that only happens to work in today's import order. Imports under
+``if TYPE_CHECKING:`` are annotations only and are left out of the cycle check, but not out
+of the veneer check (the CLI does not even name the journal's types).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from test_layering import PACKAGE, imports, module_name, within
+
+FORBIDDEN_IN_CLI = ("agentsessions.journal", "agentsessions.controller")
+
+
+def _modules() -> dict[str, Path]:
+    return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _runtime_source(source: str) -> str:
+    """``source`` with its ``if TYPE_CHECKING:`` blocks emptied (they never run)."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            node.body = [ast.Pass()]
+    return ast.unparse(tree)
+
+
+def import_graph(sources: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
+    """Module -> the package modules it imports at run time (``from a import b`` counts
+    ``a.b`` when that is a module, else ``a``)."""
+    names = set(sources)
+    graph: dict[str, set[str]] = {}
+    for module, (source, is_package) in sources.items():
+        edges = set()
+        for name in imports(_runtime_source(source), module, is_package):
+            if name in names and name != module:
+                edges.add(name)
+        graph[module] = edges
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle of ``graph`` (its modules, the first repeated at the end), or []."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        path.pop()
+        state[node] = 2
+        return []
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return []
+
+
+def _package_sources() -> dict[str, tuple[str, bool]]:
+    return {
+        name: (path.read_text(encoding="utf-8"), path.name == "__init__.py")
+        for name, path in _modules().items()
+    }
+
+
+def _parents(module: str) -> set[str]:
+    """Importing ``a.b.c`` runs ``a`` and ``a.b`` first: those edges are implicit."""
+    parts = module.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts))}
+
+
+def test_no_import_cycle_anywhere_in_the_package() -> None:
+    graph = import_graph(_package_sources())
+    # a package's __init__ importing its own submodule is how packages work, not a cycle
+    for module in graph:
+        graph[module] -= _parents(module)
+    assert find_cycle(graph) == []
+
+
+@pytest.mark.parametrize(
+    "module", sorted(m for m in _modules() if within(m, "agentsessions.cli")), ids=str
+)
+def test_the_cli_never_imports_the_journal_or_the_controller(module: str) -> None:
+    path = _modules()[module]
+    found = set(imports(path.read_text(encoding="utf-8"), module, path.name == "__init__.py"))
+    assert sorted(n for n in found if any(within(n, f) for f in FORBIDDEN_IN_CLI)) == []
+
+
+# --- the checkers themselves catch what they must ------------------------------------------
+
+
+def test_the_cycle_finder_sees_a_lazy_import_cycle() -> None:
+    sources = {
+        "agentsessions.a": ("import agentsessions.b\n", False),
+        "agentsessions.b": ("def f():\n    from agentsessions import a\n", False),
+    }
+    assert find_cycle(import_graph(sources)) == [
+        "agentsessions.a",
+        "agentsessions.b",
+        "agentsessions.a",
+    ]
+
+
+def test_the_cycle_finder_sees_a_longer_loop_and_ignores_type_checking() -> None:
+    loop = {
+        "agentsessions.a": ("from agentsessions.b import x\n", False),
+        "agentsessions.b": ("from agentsessions.c import y\n", False),
+        "agentsessions.c": ("from . import a\n", False),
+    }
+    assert len(find_cycle(import_graph(loop))) == 4
+    typed = {
+        "agentsessions.a": ("from agentsessions.b import x\n", False),
+        "agentsessions.b": (
+            "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n    from agentsessions import a\n",
+            False,
+        ),
+    }
+    assert find_cycle(import_graph(typed)) == []
+
+
+def test_the_veneer_check_sees_a_lazy_journal_import() -> None:
+    source = "def f():\n    from agentsessions.journal.store import check_uid\n"
+    found = set(imports(source, "agentsessions.cli.x"))
+    assert any(within(n, "agentsessions.journal") for n in found)
