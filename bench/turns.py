@@ -97,11 +97,11 @@ def open_engine(home: Path, model_name: str) -> Engine:
             return str(got or getattr(frames, "uid", ""))
 
         return Engine(sessions_turn, engine.close, "Sessions")
-    from agentsessions.cli.wiring import HARNESSES
     from agentsessions.controller.controller import Controller
     from agentsessions.controller.held import KEEP_LONG_LIVED
     from agentsessions.models import create_model
     from agentsessions.runtimes import create_runtime
+    from agentsessions.sessions.wiring import HARNESSES
 
     store = FileStore(home)
     ctl = Controller(

@@ -337,6 +337,7 @@ def _start_and_kill(demo: Demo, head: int) -> int:
     resume, which re-invokes the recorded call, uses it too.
     """
     config = {"system_prompt": SYSTEM_PROMPT, "model": SLOW_MODEL}
+    demo.engine.release(demo.uid)  # the engine holds the writer between turns: hand it over
     command, env = cli_command()
     command += ["--home", str(demo.home), "exec", demo.uid, "--input", KILLED_INPUT]
     command += ["--config", json.dumps(config)]

@@ -200,6 +200,11 @@ class Controller:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def info(self, uid: str) -> SessionInfo:
+        """The session's state: from its held writer when there is one (no store call),
+        else the store. Call it where no turn of ``uid`` runs concurrently."""
+        return self._info(uid)
+
     def _info(self, uid: str) -> SessionInfo:
         """The session's state: from its held writer when there is one, else the store."""
         held = self.writers.get(uid)

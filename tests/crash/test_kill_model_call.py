@@ -16,10 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-from agentsessions.cli.wiring import build_controller
 from agentsessions.journal.filestore import FileStore
 from agentsessions.journal.store import SessionMeta, new_uid
 from agentsessions.journal.verify import verify_session
+from agentsessions.sessions.wiring import build_controller
 
 
 def _wait_for_the_call(store: FileStore, uid: str, deadline: float) -> None:

@@ -12,12 +12,12 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from agentsessions.cli.wiring import HARNESSES, build_controller
 from agentsessions.controller import executions
 from agentsessions.controller import replay as replay_module
 from agentsessions.controller.replay import replay
 from agentsessions.journal import model
 from agentsessions.journal.filestore import FileStore
+from agentsessions.sessions.wiring import HARNESSES, build_controller
 
 
 def _session(home: Path, turns: int) -> tuple[FileStore, str]:

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from agentsessions.cli.wiring import HARNESSES
 from agentsessions.controller.controller import Controller
 from agentsessions.controller.held import KEEP_LONG_LIVED
 from agentsessions.journal import model
@@ -25,6 +24,7 @@ from agentsessions.journal.store import SessionMeta, new_uid
 from agentsessions.journal.verify import verify_session
 from agentsessions.models import create_model
 from agentsessions.runtimes import create_runtime
+from agentsessions.sessions.wiring import HARNESSES
 
 
 class CountingFileSystem(FileSystem):
@@ -161,3 +161,23 @@ def test_a_failed_model_call_keeps_its_intent_in_the_journal(tmp_path: Path) -> 
         ctl.exec(uid, _say("b"))  # the script ran out
     assert _kinds(store, uid)[-3:] == ["EVENT_INPUT", "EVENT_MODEL_CALL", "EVENT_ERROR"]
     ctl.close()
+
+
+def test_the_engine_holds_a_writer_across_turns_and_frees_it_on_close(tmp_path: Path) -> None:
+    """``agentsessions.open()`` is a long-lived engine: its second turn on a session opens
+    no file (the writer is held); closing it frees the lock for anyone else."""
+    import agentsessions
+
+    fs = CountingFileSystem()
+    store = FileStore(tmp_path, fs=fs)
+    engine = agentsessions.open(tmp_path, store=store, runtime="local", model="scripted:seed=3")
+    frames = list(engine.exec(None, ["turn 1"], harness="chat"))
+    uid = frames[0].session.uid  # type: ignore[union-attr]
+    fs.ops.clear()
+    list(engine.exec(uid, ["turn 2"]))
+    assert [op for op in fs.ops if op[0] == "open"] == []
+    assert ("open", "FENCE") not in fs.ops
+    engine.close()
+    with FileStore(tmp_path) as other, other.writer(uid):
+        pass  # the lock is free: no LockHeldError
+    assert verify_session(FileStore(tmp_path), uid).ok
