@@ -324,8 +324,9 @@ def _kill_resume(demo: Demo) -> tuple[None, str]:
 
     demo.narrator.show(log_table(records))
     return None, (
-        f"killed while MODEL_CALL seq {call_seq} waited for its answer (exec RUNNING); "
-        f"resume called the model once: OUTPUT at seq {call_seq + 1}, END at {call_seq + 2}"
+        "killed while its model call waited for the answer (exec RUNNING; a call's intent is "
+        "committed with its answer, so nothing of it was recorded); resume called the model "
+        f"once: MODEL_CALL at seq {call_seq}, OUTPUT at {call_seq + 1}, END at {call_seq + 2}"
     )
 
 
@@ -336,6 +337,7 @@ def _start_and_kill(demo: Demo, head: int) -> int:
     resume, which re-invokes the recorded call, uses it too.
     """
     config = {"system_prompt": SYSTEM_PROMPT, "model": SLOW_MODEL}
+    demo.engine.release(demo.uid)  # the engine holds the writer between turns: hand it over
     command, env = cli_command()
     command += ["--home", str(demo.home), "exec", demo.uid, "--input", KILLED_INPUT]
     command += ["--config", json.dumps(config)]
@@ -348,25 +350,26 @@ def _start_and_kill(demo: Demo, head: int) -> int:
         text=True,
     )
     try:
-        call = _wait_for_model_call(demo, proc, head)
+        call_seq = _wait_for_model_call(demo, proc, head)
         proc.kill()  # SIGKILL: no handler, no cleanup, the model call still in flight
         proc.wait(KILL_TIMEOUT)
-        if demo.records(demo.uid, call.seq + 1):
+        if demo.records(demo.uid, call_seq):
             raise InvalidExecutionLogError("the model answered before the kill; nothing to resume")
     finally:
         if proc.poll() is None:
             proc.kill()
         proc.communicate(timeout=KILL_TIMEOUT)
-    return call.seq
+    return call_seq
 
 
-def _wait_for_model_call(demo: Demo, proc: subprocess.Popen[str], head: int) -> Record:
-    """Poll the journal until the subprocess's MODEL_CALL is durable; return it."""
+def _wait_for_model_call(demo: Demo, proc: subprocess.Popen[str], head: int) -> int:
+    """Poll the journal until the subprocess's turn inputs are durable (its slow model call
+    comes next; the call commits with its answer); return the seq the call will take."""
     deadline = time.monotonic() + KILL_TIMEOUT
     while True:
         for record in demo.records(demo.uid, head + 1):
-            if record.event.get("kind") == "EVENT_MODEL_CALL":
-                return record
+            if record.event.get("kind") == "EVENT_INPUT":
+                return record.seq + 1
         if proc.poll() is not None:
             err = (proc.stderr.read() if proc.stderr else "").strip().splitlines()
             raise HarnessError(f"exec exited {proc.returncode} early: {err[-1] if err else ''}")

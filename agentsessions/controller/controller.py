@@ -10,9 +10,12 @@ without its OUTPUT is re-invoked once, nothing recorded is ever repeated. A fail
 resume retries it the same way; new inputs are not blocked by it. Observers (``on_record``,
 ``on_delta``) are isolated: whatever they raise is kept, never journaled as the turn's.
 
-The cost of a turn does not grow with the session: the controller reads the head from the
-writer, where the latest execution began from the store's projection, and hands the
-harness a lazy history.
+The cost of a turn does not grow with the session, nor with the turns before it: the
+controller keeps each session's writer open across turns (:mod:`.held`: one lock and one
+fence per writer, not per turn; closed by :meth:`Controller.close`, after an idle limit, past
+an LRU cap, or at interpreter exit), answers its state questions (head, projections, where
+the latest execution began, metadata) from what that writer folded, and hands the harness a
+lazy history whose recent records come from the writer's memory.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ from agentsessions.journal.records import Record
 from agentsessions.journal.store import SessionInfo, SessionMeta, Store, Writer, new_uid
 
 from . import executions
-from .history import StoreHistory
+from .held import DEFAULT_IDLE_SECONDS, DEFAULT_KEEP, HeldWriter, WriterPool
+from .history import WriterHistory
 from .registry import Registry
 from .rules import DEFAULT_HARNESS as DEFAULT_HARNESS  # re-exported: callers import it here
 from .rules import check_harness as check_harness
@@ -59,6 +63,8 @@ from .spi import (
     can_place,
 )
 
+_TURN_ERRORS = (HarnessError, InvalidArgumentError, InvalidExecutionLogError, PlacementError)
+"""Errors a turn raises with its journal in order: its held writer stays valid."""
 ERROR_CODE_INTERNAL = 13  # gRPC INTERNAL, as the reference records a failed harness
 
 
@@ -143,8 +149,14 @@ class Controller:
         default_model: str = "echo",
         on_record: Callable[[Record], None] | None = None,
         on_delta: Callable[[str], None] | None = None,
+        keep_writers: int = DEFAULT_KEEP,
+        idle_seconds: float = DEFAULT_IDLE_SECONDS,
     ) -> None:
+        """``keep_writers``: how many sessions' writers stay open between turns (0: close
+        each after its turn, as a short-lived caller wants); ``idle_seconds``: how long an
+        unused one stays open (checked whenever the controller opens or reuses a writer)."""
         self.store = store
+        self.writers = WriterPool(store, keep_writers, idle_seconds)
         self.harnesses = harnesses
         self.models = CountingModels(models)
         self.runtime = runtime
@@ -171,6 +183,32 @@ class Controller:
     @on_delta.setter
     def on_delta(self, callback: Callable[[str], None] | None) -> None:
         self._on_delta = _isolated(callback, self.observer_errors)
+
+    # -- held writers --------------------------------------------------------------------
+    def release(self, uid: str) -> None:
+        """Close the writer held for ``uid`` (its lock is free afterwards), if any."""
+        self.writers.release(uid)
+
+    def close(self) -> None:
+        """Close every held writer; each leaves a fresh TAIL hint. The controller stays
+        usable (the next turn opens its writer again)."""
+        self.writers.close()
+
+    def __enter__(self) -> Controller:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def info(self, uid: str) -> SessionInfo:
+        """The session's state: from its held writer when there is one (no store call),
+        else the store. Call it where no turn of ``uid`` runs concurrently."""
+        return self._info(uid)
+
+    def _info(self, uid: str) -> SessionInfo:
+        """The session's state: from its held writer when there is one, else the store."""
+        held = self.writers.get(uid)
+        return held.info() if held is not None else self.store.get(uid)
 
     # -- exec -------------------------------------------------------------------------------
     def exec(
@@ -209,7 +247,7 @@ class Controller:
             # start (a factory with no importable name) must not leave an empty session
             early = self._instance(SessionInfo(meta), harness or meta.harness or DEFAULT_HARNESS)
             uid = self._create_for(meta)
-        info = self.store.get(uid)
+        info = self._info(uid)
         name = harness or info.meta.harness or DEFAULT_HARNESS
         if fresh_start:
             from .freshstart import fresh_start as start_fresh
@@ -218,14 +256,14 @@ class Controller:
         instance, descriptor = early or self._instance(info, name)
         turn_model = model or info.meta.model or self.default_model
         with self._writer(uid, wait_seconds) as writer:
-            if self._interrupted(uid):
+            if self._interrupted(writer):
                 if inputs:
                     raise InvalidExecutionLogError(
                         f"session {uid} has an interrupted turn; finish it first",
                         hint=f"agentsessions resume {uid}",
                     )
                 return self._resume_with(writer, uid, name, instance, descriptor, turn_model)
-            failed = None if inputs else self._failed(uid)
+            failed = None if inputs else self._failed(writer)
             if failed is not None:  # "inputless Exec means continue", a failed turn included
                 return self._resume_with(
                     writer, uid, name, instance, descriptor, turn_model, failed
@@ -286,7 +324,7 @@ class Controller:
 
     def _run_new(
         self,
-        writer: Writer,
+        writer: HeldWriter,
         uid: str,
         name: str,
         instance: Harness,
@@ -301,9 +339,8 @@ class Controller:
         head = writer.head[0]
         events = _first_commit(exec_id, name, descriptor, inputs, config)
         journal.record(events, head if expected_last_seq is None else expected_last_seq)
-        start = Start(
-            exec_id, config, tuple(_as_user(m) for m in inputs), StoreHistory(self.store, uid, head)
-        )
+        history = WriterHistory(writer, head)
+        start = Start(exec_id, config, tuple(_as_user(m) for m in inputs), history)
         sink = TurnSink(exec_id, [], self._live(journal, turn_model))
         return self._drive(uid, instance, start, sink, journal, head + 1, legacy=False)
 
@@ -320,10 +357,10 @@ class Controller:
         more, and past the record everything is live. It ends with END, or with one more
         ERROR (HarnessError, exit 14) if it fails again; nothing else is appended then.
         """
-        info = self.store.get(uid)
+        info = self._info(uid)
         turn_model = info.meta.model or self.default_model
         with self._writer(uid, wait_seconds) as writer:
-            run = self._pending(uid)
+            run = self._pending(writer)
             if run is None:
                 return None
             name = harness or info.meta.harness or run.harness[0] or DEFAULT_HARNESS
@@ -332,7 +369,7 @@ class Controller:
 
     def _resume_with(
         self,
-        writer: Writer,
+        writer: HeldWriter,
         uid: str,
         name: str,
         instance: Harness,
@@ -340,7 +377,7 @@ class Controller:
         turn_model: str,
         run: executions.Execution | None = None,
     ) -> TurnResult:
-        run = run or self._pending(uid)
+        run = run or self._pending(writer)
         if run is None:
             raise InvalidExecutionLogError(f"session {uid}: no interrupted turn found")
         run.check_complete_invocation()
@@ -350,7 +387,7 @@ class Controller:
             run.id,
             run.config,
             tuple(run.messages),
-            StoreHistory(self.store, uid, run.first_seq - 1),
+            WriterHistory(writer, run.first_seq - 1),
             run.resume_from_seq,
         )
         sink = TurnSink(run.id, run.effects, self._live(journal, turn_model), legacy=run.legacy)
@@ -358,11 +395,10 @@ class Controller:
         result.resumed = True
         return result
 
-    def _pending(self, uid: str) -> executions.Execution | None:
+    def _pending(self, writer: HeldWriter) -> executions.Execution | None:
         """The open trailing execution, reading the journal only from where it began."""
-        info = self.store.get(uid)
-        since = max(1, info.exec_seq)
-        runs = executions.group((r.seq, r.event) for r in self.store.read(uid, since))
+        since = max(1, writer.info().exec_seq)
+        runs = executions.group((r.seq, r.event) for r in writer.read(since))
         return executions.pending(runs)
 
     # -- the shared turn driver ------------------------------------------------------------
@@ -458,34 +494,46 @@ class Controller:
     def _live(self, journal: _WriterJournal, turn_model: str) -> Live:
         return Live(journal, self.models, turn_model, self.on_delta)
 
-    def _failed(self, uid: str) -> executions.Execution | None:
+    def _failed(self, writer: HeldWriter) -> executions.Execution | None:
         """The trailing execution if it failed (ERROR recorded, no END), else None."""
-        if self.store.get(uid).exec_state != "EXEC_FAILED":
+        if writer.info().exec_state != "EXEC_FAILED":
             return None
-        run = self._pending(uid)
+        run = self._pending(writer)
         return run if run is not None and run.errors else None
 
-    def _interrupted(self, uid: str) -> bool:
+    def _interrupted(self, writer: HeldWriter) -> bool:
         """A turn was cut off (no END and no ERROR): new inputs must wait for resume."""
-        return self.store.get(uid).exec_state in ("EXEC_RUNNING", "EXEC_AWAITING")
+        return writer.info().exec_state in ("EXEC_RUNNING", "EXEC_AWAITING")
 
     @contextmanager
-    def _writer(self, uid: str, wait_seconds: float) -> Iterator[Writer]:
-        deadline = time.monotonic() + wait_seconds
-        delay = 0.01
-        while True:
-            try:
-                writer = self.store.writer(uid)
-                break
-            except LockHeldError:
-                if time.monotonic() >= deadline:
-                    raise
-                time.sleep(delay)
-                delay = min(delay * 2, 0.5)
+    def _writer(self, uid: str, wait_seconds: float) -> Iterator[HeldWriter]:
+        """The session's writer: the held one, else a new one (waiting up to
+        ``wait_seconds`` for a busy lock). It stays held after a turn that ended in order
+        (END, or a failure the turn itself recorded); any other error closes it, so the
+        next turn re-opens, recovers and re-validates."""
+        writer = self.writers.get(uid)
+        if writer is None:
+            deadline = time.monotonic() + wait_seconds
+            delay = 0.01
+            while True:
+                try:
+                    writer = self.writers.open(uid)
+                    break
+                except LockHeldError:
+                    if time.monotonic() >= deadline:
+                        raise
+                    time.sleep(delay)
+                    delay = min(delay * 2, 0.5)
         try:
-            yield writer
-        finally:
-            writer.close()
+            with self.writers.using(uid):
+                yield writer
+        except _TURN_ERRORS:
+            self.writers.keep_open(writer)  # the journal is as the writer holds it
+            raise
+        except BaseException:
+            self.writers.discard(writer)
+            raise
+        self.writers.keep_open(writer)
 
 
 def _first_commit(

@@ -13,7 +13,7 @@ last END.
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,6 +109,45 @@ def group(events: Iterable[tuple[int, Event]]) -> list[Execution]:
             run = legacy
         _add(run, seq, event)
     return runs
+
+
+def stream(events: Iterable[tuple[int, Event]]) -> Iterator[Execution]:
+    """:func:`group` for a journal whose executions are contiguous (every journal this
+    controller writes: one turn at a time, a resumed turn continues its own run), yielding
+    each execution once the next one begins, so nothing but the current one is held.
+
+    ID-less (legacy) events raise :class:`LegacyLogError`: the v0.1.2 rules need the whole
+    log (:func:`replayable`), and so does an id that appears again after another began.
+    """
+    current: Execution | None = None
+    finished: set[str] = set()
+    for seq, event in events:
+        kind = event.get("kind", "")
+        if kind == "EVENT_LIFECYCLE":
+            continue
+        exec_id = str(event.get("execution_id", ""))
+        if not exec_id:
+            raise LegacyLogError(f"seq {seq} carries no execution id")
+        if current is None or exec_id != current.id:
+            if current is not None:
+                yield current
+                if len(finished) < _REAPPEAR_CHECK:
+                    finished.add(current.id)
+            if exec_id in finished:
+                raise LegacyLogError(f"execution {exec_id} continues at seq {seq}")
+            current = Execution(exec_id, seq)
+        _add(current, seq, event)
+    if current is not None:
+        yield current
+
+
+_REAPPEAR_CHECK = 4096
+"""How many finished ids :func:`stream` remembers to notice one that continues later (a log
+this controller wrote never does; past that many, :func:`Execution` START checks remain)."""
+
+
+class LegacyLogError(Exception):
+    """A journal :func:`stream` cannot split alone (a legacy or interleaved log)."""
 
 
 def _add(run: Execution, seq: int, event: Event) -> None:

@@ -1,15 +1,17 @@
-"""History handed to a harness: lazy over the store, or a list already in memory.
+"""History handed to a harness: lazy over the store or a held writer, or a list in memory.
 
-:class:`StoreHistory` reads nothing until the harness asks, and ``tail(n)`` reads only the
-last ``n`` records, so a turn that needs recent context costs the same at seq 10 and at
-seq 1,000,000.
+:class:`StoreHistory` and :class:`WriterHistory` read nothing until the harness asks, and
+``tail(n)`` reads only the last ``n`` records, so a turn that needs recent context costs the
+same at seq 10 and at seq 1,000,000. A :class:`WriterHistory` serves recent records from
+the memory of the writer the controller holds, and older ones from the store.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
+from agentsessions.journal.records import Record
 from agentsessions.journal.store import Store
 
 Event = dict[str, Any]
@@ -34,8 +36,43 @@ class StoreHistory:
     def tail(self, count: int) -> list[Event]:
         if count <= 0 or self._end <= 0:
             return []
+        return self.tail_of(max(1, self._end - count + 1), self._end)
+
+    def tail_of(self, first: int, end: int) -> list[Event]:
+        """The events ``first..end`` (a history that serves its recent part elsewhere)."""
+        return list(self.events(first, end))
+
+    def events(self, first: int, end: int) -> Iterator[Event]:
+        """The events ``first..end``, read lazily."""
+        return (r.event for r in self._store.read(self._uid, first, end))
+
+
+class RecordSource(Protocol):
+    """Reads one session's records (a held writer: recent ones from memory)."""
+
+    def read(self, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]: ...
+
+
+class WriterHistory:
+    """The events with ``seq <= end`` of the session ``source`` writes, read on demand."""
+
+    def __init__(self, source: RecordSource, end: int) -> None:
+        self._source = source
+        self._end = end
+
+    def __len__(self) -> int:
+        return self._end
+
+    def __iter__(self) -> Iterator[Event]:
+        if self._end <= 0:
+            return iter(())
+        return (r.event for r in self._source.read(1, self._end))
+
+    def tail(self, count: int) -> list[Event]:
+        if count <= 0 or self._end <= 0:
+            return []
         first = max(1, self._end - count + 1)
-        return [r.event for r in self._store.read(self._uid, first, self._end)]
+        return [r.event for r in self._source.read(first, self._end)]
 
 
 class ListHistory:

@@ -5,6 +5,15 @@ each effect from the recorded stream while one remains, and only past its end do
 live, recording the effect *before* the harness sees the result. Replay is a TurnSink
 whose live side is forbidden; resume is one whose live side appends to the journal.
 
+Syncs (spec decision 11): a model call's intent (MODEL_CALL) is committed together with its
+completion (OUTPUT), in one durable commit made after the provider answered and before the
+harness sees the answer. A crash during the call then leaves no MODEL_CALL, and resume makes
+the call again, exactly as it re-drives a MODEL_CALL recorded without its OUTPUT: a model
+call cut by a crash is made once more either way (``tests/crash/test_kill_model_call.py``).
+A failed call still records its MODEL_CALL alone, before the turn's ERROR (audit). A tool
+call's intent is different: it must be durable before its executor runs (a tool has effects
+outside the journal), so a TOOL_CALL is appended on its own, never deferred to its result.
+
 Checks made while serving the record (digest 5.1): I0, the model input hash of each call
 equals the recorded one; output text, usage and reported tool results equal the recorded
 ones; I5 (checked by the caller via :meth:`TurnSink.unconsumed`) every recorded effect was
@@ -162,8 +171,8 @@ class TurnSink:
             params=dict(resolved.params or {}),
             execution_id=self.execution_id,
         )
-        self._append([call_event])
-        return self._complete(resolved, live)
+        # the intent rides with the completion (one sync, see the module docstring)
+        return self._complete(resolved, live, intent=call_event)
 
     def _redrive(self, request: ModelRequest, call: dict[str, Any]) -> Completion:
         """A recorded MODEL_CALL without its OUTPUT (crash mid-call): invoke it once more."""
@@ -174,19 +183,27 @@ class TurnSink:
             )
         return self._complete(request, self._require_live("re-drive a model call"))
 
-    def _complete(self, request: ModelRequest, live: Live) -> Completion:
+    def _complete(
+        self, request: ModelRequest, live: Live, intent: Mapping[str, Any] | None = None
+    ) -> Completion:
+        """Call the model; commit ``intent`` (its MODEL_CALL, unless already recorded) and
+        the OUTPUT as one durable commit before the harness sees the answer."""
         provider = live.models(request.model)
         live.calls.append(request.model)
         try:
-            completion = provider.complete(request, on_delta=live.on_delta)
+            try:
+                completion = provider.complete(request, on_delta=live.on_delta)
+            except HarnessError:
+                raise
+            except Exception as exc:
+                raise HarnessError(f"model {request.model!r} failed: {exc}") from exc
         except HarnessError:
+            if intent is not None:  # the failed call stays in the audit trail
+                self._append([intent])
             raise
-        except Exception as exc:
-            raise HarnessError(f"model {request.model!r} failed: {exc}") from exc
         message = {**completion.message, "role": completion.message.get("role") or "assistant"}
-        self._append(
-            [model.output_event(cast(model.Message, message), execution_id=self.execution_id)]
-        )
+        output = model.output_event(cast(model.Message, message), execution_id=self.execution_id)
+        self._append([intent, output] if intent is not None else [output])
         return self._served(Completion(message, completion.usage))
 
     def _append(self, events: Sequence[Mapping[str, Any]]) -> None:

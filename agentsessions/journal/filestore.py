@@ -581,6 +581,11 @@ class FileWriter:
         self._tail.check_records(self.uid, records, max_bytes=self._store.max_commit_bytes)
         return self._land(list(records), None, None)
 
+    def state(self) -> SessionInfo:
+        """The session as :meth:`FileStore.get` returns it, from what this writer holds
+        (it holds the lock: no one else can have committed since it opened)."""
+        return self._store._info(self._dir, self.meta, self._tail)
+
     def write_hint(self) -> None:
         """Persist the tail position and state so the next open reads only what follows."""
         body = {"position": _position_json(self._log.position), "tail": self._tail.to_json()}

@@ -241,6 +241,11 @@ class MemoryWriter:
             tail.check_records(self.uid, records, max_bytes=self._store.max_commit_bytes)
             return self._land(list(records), None, None)
 
+    def state(self) -> SessionInfo:
+        """The session as :meth:`MemoryStore.get` returns it."""
+        with self._store._cond:
+            return self._store._info(self._session)
+
     def close(self) -> None:
         with self._store._cond:
             if self._session.writer is self:

@@ -132,6 +132,7 @@ class _Failed:
 
 
 _DONE = object()
+_RELEASE_WAIT_SECONDS = 3600.0  # release waits for a running turn: turns end by themselves
 
 
 class LocalSessions:
@@ -166,7 +167,8 @@ class LocalSessions:
         self.close()
 
     def close(self) -> None:
-        """Wait for running turns (their END is durable then), then close the store."""
+        """Wait for running turns (their END is durable then), close the writers the engine
+        held across turns (each leaves a fresh TAIL hint and frees its lock), then the store."""
         with self._lock:
             if self._closed:
                 return
@@ -175,7 +177,10 @@ class LocalSessions:
             thread.join()
         with self._lock:
             self._closed = True
+            controllers = list(self._controllers.values())
             self._controllers.clear()
+        for controller in controllers:
+            controller.close()
         if self._owns_store:
             self.store.close()
 
@@ -194,11 +199,34 @@ class LocalSessions:
         with self._lock:
             found = self._controllers.get(uid)
             if found is None:
+                # one controller per session, holding that session's writer across turns
                 found = build_controller(
-                    self.store, self.home, runtime=runtime, default_model=self.default_model
+                    self.store,
+                    self.home,
+                    runtime=runtime,
+                    default_model=self.default_model,
+                    keep_writers=1,
                 )
                 self._controllers[uid] = found
             return found
+
+    def release(self, uid: str) -> None:
+        """Close the writer this engine holds for ``uid`` between turns (a long-lived engine
+        keeps it, with the session's lock, until it idles out or the engine closes), so that
+        another process can write the session now. Waits for a running turn of ``uid``."""
+        lock = self._hold(check_uid(uid), _RELEASE_WAIT_SECONDS)
+        try:
+            self._release_writer(uid)
+        finally:
+            lock.release()
+
+    def _release_writer(self, uid: str) -> None:
+        """Close the writer held for ``uid`` between turns, so a store operation that takes
+        the session's lock itself (delete) or another process can have it."""
+        with self._lock:
+            controller = self._controllers.get(uid)
+        if controller is not None:
+            controller.release(uid)
 
     def _hold(self, uid: str, wait: float) -> threading.Lock:
         """Take ``uid``'s engine lock, waiting up to ``wait`` seconds; LockHeldError if busy."""
@@ -216,6 +244,14 @@ class LocalSessions:
 
     def _info(self, uid: str) -> SessionInfo:
         return self.store.get(check_uid(uid))
+
+    def _state(self, uid: str) -> SessionInfo:
+        """``uid``'s state around a turn of this engine: from the writer the engine holds,
+        without asking the store, when there is one (its metadata never changes mid-turn;
+        its head is current once the caller holds the session's lock)."""
+        with self._lock:
+            controller = self._controllers.get(uid)
+        return controller.info(uid) if controller is not None else self.store.get(check_uid(uid))
 
     # -- metadata ---------------------------------------------------------------------------
     def create(
@@ -275,6 +311,7 @@ class LocalSessions:
         check_uid(uid)
         lock = self._hold(uid, 0.0)
         try:
+            self._release_writer(uid)  # delete takes the session's lock itself
             with self._lock:
                 return view(self.store.delete(uid))
         finally:
@@ -509,7 +546,7 @@ class LocalSessions:
         self.check_request(uid, messages, wait, project, name, labels, fresh_start)
         recorded, recorded_model = "", ""
         if uid is not None:
-            info = self.store.get(uid)
+            info = self._state(uid)
             recorded, recorded_model = info.meta.harness, info.meta.model
         self.check_turn(harness or recorded or DEFAULT_HARNESS, model or recorded_model)
         created = uid is None
@@ -571,7 +608,7 @@ class LocalSessions:
         """
         from agentsessions.controller.lifecycle import resume_compute
 
-        if controller.store.get(uid).compute_state != "COMPUTE_COLD":
+        if controller.info(uid).compute_state != "COMPUTE_COLD":
             return False
         deadline = time.monotonic() + wait
         while True:
@@ -593,7 +630,7 @@ class LocalSessions:
         """Start ``work`` on a worker thread holding ``lock``; the frames it produces."""
         try:
             controller = self.controller(uid)
-            first = SessionFrame(view(self.store.get(uid)), created=created)
+            first = SessionFrame(view(self._state(uid)), created=created)
         except BaseException:
             lock.release()
             raise
@@ -604,7 +641,7 @@ class LocalSessions:
                 controller.on_record = lambda record: frames.put(RecordFrame(uid, record))
                 controller.on_delta = lambda text: frames.put(DeltaFrame(uid, text))
                 turn, woke = work(controller)
-                last = view(self.store.get(uid))
+                last = view(controller.info(uid))
                 frames.put(SessionFrame(last, turn, compute_resumed=woke, last=True))
             except BaseException as exc:  # handed to the consumer, raised from its iterator
                 frames.put(_Failed(exc))

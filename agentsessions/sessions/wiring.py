@@ -29,9 +29,11 @@ def build_controller(
     default_model: str = "echo",
     on_record: Callable[[Record], None] | None = None,
     on_delta: Callable[[str], None] | None = None,
+    keep_writers: int = 0,
 ) -> Controller:
     """A controller over ``store`` with the runtime (by name, or one already made, so that
-    the controllers of one engine share it) and the model registry."""
+    the controllers of one engine share it) and the model registry. ``keep_writers``: how
+    many sessions' writers stay open between turns (a long-lived engine keeps them)."""
     from agentsessions.models import create_model
     from agentsessions.runtimes import create_runtime
 
@@ -46,4 +48,5 @@ def build_controller(
         default_model=default_model,
         on_record=on_record,
         on_delta=on_delta,
+        keep_writers=keep_writers,
     )

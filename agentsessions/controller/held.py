@@ -1,0 +1,251 @@
+"""Writers a controller keeps open across turns, and what they know about their session.
+
+A turn used to open the journal three times (``get``, ``writer``, ``read``), mint a fence
+and rewrite the TAIL hint. A :class:`HeldWriter` is opened once (one lock, one fence) and
+then answers the controller's state questions itself: the head, the projections (exec state,
+where the latest execution began), the metadata, and the most recent records, all folded
+from the commits that pass through it. That is sound because it holds the session's lock:
+no other writer can commit meanwhile, so what it folded is the whole truth past the state it
+read at open.
+
+:class:`WriterPool` bounds how many stay open (an LRU cap) and for how long (an idle limit,
+checked whenever the pool is used), and closes them all on :meth:`WriterPool.close` or at
+interpreter exit, so each leaves a fresh TAIL hint for the next open.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import weakref
+from collections import OrderedDict, deque
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from agentsessions.errors import LockHeldError
+from agentsessions.journal.projection import Projection
+from agentsessions.journal.records import Record
+from agentsessions.journal.store import CommitResult, SessionInfo, Store, Writer
+
+RECENT_RECORDS = 512
+"""Records a held writer keeps in memory: enough for a chat harness's tail window (50)."""
+DEFAULT_KEEP = 0
+"""A plain Controller closes each writer after its turn: a held writer holds the session's
+lock, which would refuse other processes (a CLI command) until it is released. A long-lived
+engine, the one way in to its sessions, passes ``keep_writers`` (e.g. :data:`KEEP_LONG_LIVED`)."""
+KEEP_LONG_LIVED = 8
+DEFAULT_IDLE_SECONDS = 30.0
+
+
+class HeldWriter:
+    """A session's writer plus the session state folded from every commit made through it."""
+
+    def __init__(self, store: Store, inner: Writer, info: SessionInfo) -> None:
+        self._store = store
+        self.inner = inner
+        self._info = info
+        self._projection = Projection(
+            compute_state=info.compute_state,
+            exec_state=info.exec_state,
+            exec_seq=info.exec_seq,
+            exec_id=info.exec_id,
+            snapshot=dict(info.snapshot) if info.snapshot is not None else None,
+        )
+        self._update_ns = info.update_time_ns
+        self._recent: deque[Record] = deque(maxlen=RECENT_RECORDS)
+        self.last_used = time.monotonic()
+
+    # -- the Writer protocol ------------------------------------------------------------
+    @property
+    def uid(self) -> str:
+        return self.inner.uid
+
+    @property
+    def fence(self) -> int:
+        return self.inner.fence
+
+    @property
+    def head(self) -> tuple[int, str]:
+        return self.inner.head
+
+    def append(
+        self,
+        events: Sequence[Mapping[str, Any]],
+        *,
+        expected_last_seq: int | None = None,
+        fence: int | None = None,
+        commit_id: str | None = None,
+    ) -> CommitResult:
+        """Append through the inner writer, then fold what landed into the held state."""
+        result = self.inner.append(
+            events, expected_last_seq=expected_last_seq, fence=fence, commit_id=commit_id
+        )
+        if not result.duplicate:
+            self._fold(result.records, events)
+        return result
+
+    def append_records(self, records: Sequence[Record]) -> CommitResult:
+        """Append already-hashed records verbatim, folding them too."""
+        result = self.inner.append_records(records)
+        self._fold(result.records or tuple(records), None)
+        return result
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __enter__(self) -> HeldWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- what it knows ------------------------------------------------------------------
+    def info(self) -> SessionInfo:
+        """The session as :meth:`Store.get` would return it, without asking the store."""
+        seq, digest = self.inner.head
+        p = self._projection
+        return replace(
+            self._info,
+            last_seq=seq,
+            last_hash=digest,
+            compute_state=p.compute_state,
+            exec_state=p.exec_state,
+            exec_seq=p.exec_seq,
+            exec_id=p.exec_id,
+            snapshot=dict(p.snapshot) if p.snapshot is not None else None,
+            update_time_ns=self._update_ns,
+            fence=max(self._info.fence, self.inner.fence),
+        )
+
+    def read(self, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
+        """Records ``from_seq..to_seq`` (0 = head): from memory when held, else the store."""
+        head = self.inner.head[0]
+        hi = head if to_seq <= 0 else min(to_seq, head)
+        lo = max(from_seq, 1)
+        if self._recent and self._recent[0].seq <= lo:
+            start = lo - self._recent[0].seq
+            return (self._recent[i] for i in range(start, start + max(0, hi - lo + 1)))
+        return self._store.read(self.uid, lo, hi)
+
+    def _fold(self, records: Sequence[Record], events: Sequence[Mapping[str, Any]] | None) -> None:
+        for i, record in enumerate(records):
+            self._projection.apply(events[i] if events is not None else record.event, record.seq)
+            if self._recent and self._recent[-1].seq + 1 != record.seq:
+                self._recent.clear()  # keep the window contiguous
+            self._recent.append(record)
+        self._update_ns = time.time_ns()
+
+
+class WriterPool:
+    """At most ``keep`` held writers, each closed after ``idle_seconds`` unused."""
+
+    def __init__(
+        self, store: Store, keep: int = DEFAULT_KEEP, idle_seconds: float = DEFAULT_IDLE_SECONDS
+    ) -> None:
+        self.store = store
+        self.keep = keep
+        self.idle_seconds = idle_seconds
+        self.opened = 0  # writers opened so far (each one lock and one fence)
+        self._held: OrderedDict[str, HeldWriter] = OrderedDict()
+        self._busy: dict[str, int] = {}  # uid -> turns using its writer right now
+        _POOLS.add(self)
+        # at interpreter exit too (finalize's default): each close leaves a fresh TAIL hint
+        self._finalizer = weakref.finalize(self, _close_all, self._held)
+
+    @contextlib.contextmanager
+    def using(self, uid: str) -> Iterator[None]:
+        """Mark ``uid``'s writer in use (another pool may not take it meanwhile)."""
+        self._busy[uid] = self._busy.get(uid, 0) + 1
+        try:
+            yield
+        finally:
+            self._busy[uid] -= 1
+            if not self._busy[uid]:
+                del self._busy[uid]
+
+    def get(self, uid: str) -> HeldWriter | None:
+        """The held writer of ``uid``, if one is open (marked as just used)."""
+        self._expire()
+        held = self._held.get(uid)
+        if held is not None:
+            self._held.move_to_end(uid)
+            held.last_used = time.monotonic()
+        return held
+
+    def open(self, uid: str) -> HeldWriter:
+        """Open ``uid``'s writer (LockHeldError if busy) and read its state once.
+
+        A writer that another pool of this process holds idle is released first: holding
+        one is only an optimisation, never a reason to refuse a caller in the same process
+        (two controllers over one home, as tests and embedders make them).
+        """
+        try:
+            inner = self.store.writer(uid)
+        except LockHeldError:
+            if not _yield_elsewhere(uid, self):
+                raise
+            inner = self.store.writer(uid)
+        try:
+            state = getattr(inner, "state", None)  # a store's writer may know it already
+            info = state() if callable(state) else self.store.get(uid)
+            if (info.last_seq, info.last_hash) != inner.head:  # read what the lock protects
+                info = replace(info, last_seq=inner.head[0], last_hash=inner.head[1])
+        except BaseException:
+            inner.close()
+            raise
+        self.opened += 1
+        return HeldWriter(self.store, inner, info)
+
+    def keep_open(self, held: HeldWriter) -> None:
+        """Keep ``held`` for the next turn, or close it when the pool keeps none."""
+        if self.keep <= 0:
+            held.close()
+            return
+        self._held[held.uid] = held
+        self._held.move_to_end(held.uid)
+        while len(self._held) > self.keep:
+            _uid, oldest = self._held.popitem(last=False)
+            oldest.close()
+
+    def release(self, uid: str) -> None:
+        """Close ``uid``'s held writer (its lock is free afterwards); no-op if none."""
+        held = self._held.pop(uid, None)
+        if held is not None:
+            held.close()
+
+    def discard(self, held: HeldWriter) -> None:
+        """Close a writer whose turn failed, so the next one re-opens and re-validates."""
+        if self._held.get(held.uid) is held:
+            del self._held[held.uid]
+        held.close()
+
+    def close(self) -> None:
+        """Close every held writer (each writes its TAIL hint as it closes)."""
+        _close_all(self._held)
+
+    def _expire(self) -> None:
+        if not self._held:
+            return
+        limit = time.monotonic() - self.idle_seconds
+        for uid in [u for u, h in self._held.items() if h.last_used < limit]:
+            self.release(uid)
+
+
+_POOLS: weakref.WeakSet[WriterPool] = weakref.WeakSet()
+
+
+def _yield_elsewhere(uid: str, asking: WriterPool) -> bool:
+    """Release ``uid``'s writer where another pool holds it idle; True if one did."""
+    for pool in list(_POOLS):
+        if pool is not asking and uid in pool._held and uid not in pool._busy:
+            pool.release(uid)
+            return True
+    return False
+
+
+def _close_all(held: OrderedDict[str, HeldWriter]) -> None:
+    while held:
+        _uid, writer = held.popitem(last=False)
+        with contextlib.suppress(Exception):  # best effort at exit; the lock goes anyway
+            writer.close()

@@ -1,0 +1,375 @@
+"""Turn benchmarks: a chat conversation through one long-lived engine, against baselines.
+
+    python bench/turns.py            # 2,000 turns, 3 rounds, a 1,000,000-event session
+    python bench/turns.py --quick    # small sizes, for a smoke check
+
+Each turn is one user message and one assistant reply of 600 bytes of text, durable before
+``exec`` returns, driven through ONE engine (``agentsessions.open()`` when it exists, else
+one :class:`~agentsessions.controller.controller.Controller`) with the ``chat`` harness and
+an offline model (``scripted:file=``, 600-byte answers). Baselines in the same run, rounds
+interleaved, medians reported:
+
+- SQLite WAL synchronous=FULL committing the turn's two rows in one transaction (the Go
+  reference's storage); target: agentsessions >= 0.25x;
+- a raw ``write`` + ``fdatasync`` loop (one 1.2 KB write per turn): the physical floor;
+- the OpenAI Agents SDK ``SQLiteSession`` driven as its Runner drives it (get_items, add
+  the user item, add the reply) and LangGraph ``MessagesState`` on ``SqliteSaver``, when
+  installed (a bench-only extra; skipped with a note otherwise).
+
+Also: flatness (turns/s of the last 100 turns / the first 100; target >= 0.9); a turn on a
+1,000,000-event session vs a 100-event one (target within 1.2x; the big session is built
+through the store's append path directly); ``replay --rerun`` peak memory (ru_maxrss of a
+subprocess) on a 1,000,000-event session vs a 10-event one (target within 1.5x).
+Nothing here is asserted: machines are shared and noisy, ratios are the point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from agentsessions.journal import model  # noqa: E402
+from agentsessions.journal.durable import FileSystem  # noqa: E402
+from agentsessions.journal.filestore import FileStore  # noqa: E402
+from agentsessions.journal.store import SessionMeta, new_uid  # noqa: E402
+
+TEXT_BYTES = 600
+
+
+class NoSyncFileSystem(FileSystem):
+    """Builds big fixtures quickly; never used where durability is being timed."""
+
+    def sync(self, fd: int, *, full: bool = False) -> None:
+        pass
+
+    def sync_dir(self, path: Any) -> None:
+        pass
+
+
+def _text(i: int, who: str) -> str:
+    head = f"{who} {i}: "
+    return head + ("lorem ipsum dolor sit amet " * 30)[: TEXT_BYTES - len(head)]
+
+
+def _answers(path: Path, count: int) -> str:
+    path.write_text(json.dumps([_text(i, "assistant") for i in range(count)]))
+    return f"scripted:file={path}"
+
+
+# -- the engine adapter: whichever exists on main ------------------------------------------
+@dataclass
+class Engine:
+    """One long-lived engine: ``turn(uid, text) -> uid`` and ``close()``."""
+
+    turn: Callable[[str | None, str], str]
+    close: Callable[[], None]
+    kind: str
+
+
+def open_engine(home: Path, model_name: str) -> Engine:
+    """``agentsessions.open()`` (the Sessions engine) if present, else one Controller."""
+    import agentsessions
+
+    opener = getattr(agentsessions, "open", None)
+    if opener is not None:
+        engine = opener(home, runtime="local", model=model_name)
+
+        def sessions_turn(uid: str | None, text: str) -> str:
+            inputs = [dict(model.text_message("user", text))]
+            frames = engine.exec(uid, inputs, harness="chat")
+            got = uid
+            for frame in frames if not hasattr(frames, "uid") else ():
+                got = got or getattr(frame, "uid", None)
+            return str(got or getattr(frames, "uid", ""))
+
+        return Engine(sessions_turn, engine.close, "Sessions")
+    from agentsessions.controller.controller import Controller
+    from agentsessions.controller.held import KEEP_LONG_LIVED
+    from agentsessions.models import create_model
+    from agentsessions.runtimes import create_runtime
+    from agentsessions.sessions.wiring import HARNESSES
+
+    store = FileStore(home)
+    ctl = Controller(
+        store,
+        harnesses=HARNESSES,
+        models=create_model,
+        runtime=create_runtime("local", home=home),
+        default_model=model_name,
+        keep_writers=KEEP_LONG_LIVED,  # a long-lived engine keeps its sessions' writers
+    )
+
+    def controller_turn(uid: str | None, text: str) -> str:
+        inputs = [dict(model.text_message("user", text))]
+        return ctl.exec(uid, inputs, harness="chat").uid
+
+    def close() -> None:
+        ctl.close()
+        store.close()
+
+    return Engine(controller_turn, close, "Controller")
+
+
+# -- the conversations ---------------------------------------------------------------------
+def run_agentsessions(tmp: Path, turns: int, tag: str) -> list[float]:
+    home = tmp / f"as-{tag}"
+    engine = open_engine(home, _answers(tmp / f"answers-{tag}.json", turns + 1))
+    times, uid = [], None
+    try:
+        for i in range(turns):
+            t0 = time.perf_counter()
+            uid = engine.turn(uid, _text(i, "user"))
+            times.append(time.perf_counter() - t0)
+    finally:
+        engine.close()
+    return times
+
+
+def run_sqlite(tmp: Path, turns: int, tag: str) -> list[float]:
+    db = sqlite3.connect(tmp / f"sqlite-{tag}.db", isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.execute("CREATE TABLE events (session TEXT, seq INTEGER, body BLOB)")
+    times = []
+    for i in range(turns):
+        t0 = time.perf_counter()
+        db.execute("BEGIN")
+        for seq, who in ((2 * i + 1, "user"), (2 * i + 2, "assistant")):
+            body = json.dumps({"role": who, "text": _text(i, who)}).encode()
+            db.execute("INSERT INTO events VALUES (?, ?, ?)", ("s", seq, body))
+        db.execute("COMMIT")
+        times.append(time.perf_counter() - t0)
+    db.close()
+    return times
+
+
+def run_raw(tmp: Path, turns: int, tag: str) -> list[float]:
+    fd = os.open(tmp / f"raw-{tag}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    times = []
+    try:
+        for i in range(turns):
+            t0 = time.perf_counter()
+            os.write(fd, (_text(i, "user") + _text(i, "assistant")).encode())
+            os.fdatasync(fd)
+            times.append(time.perf_counter() - t0)
+    finally:
+        os.close(fd)
+    return times
+
+
+def run_agents_sdk(tmp: Path, turns: int, tag: str) -> list[float]:
+    import asyncio
+
+    from agents import SQLiteSession  # type: ignore[import-not-found]
+
+    async def drive() -> list[float]:
+        session = SQLiteSession("s", str(tmp / f"agents-{tag}.db"))
+        times = []
+        for i in range(turns):
+            t0 = time.perf_counter()
+            await session.get_items()
+            await session.add_items([{"role": "user", "content": _text(i, "user")}])
+            await session.add_items([{"role": "assistant", "content": _text(i, "assistant")}])
+            times.append(time.perf_counter() - t0)
+        return times
+
+    return asyncio.run(drive())
+
+
+def run_langgraph(tmp: Path, turns: int, tag: str) -> list[float]:
+    from langchain_core.messages import AIMessage  # type: ignore[import-not-found]
+    from langgraph.checkpoint.sqlite import SqliteSaver  # type: ignore[import-not-found]
+    from langgraph.graph import START, MessagesState, StateGraph  # type: ignore[import-not-found]
+
+    def reply(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(_text(len(state["messages"]), "assistant"))]}
+
+    conn = sqlite3.connect(tmp / f"lg-{tag}.db", check_same_thread=False)
+    graph = StateGraph(MessagesState)
+    graph.add_node("reply", reply)
+    graph.add_edge(START, "reply")
+    app = graph.compile(checkpointer=SqliteSaver(conn))
+    config = {"configurable": {"thread_id": "s"}}
+    times = []
+    for i in range(turns):
+        t0 = time.perf_counter()
+        app.invoke({"messages": [("user", _text(i, "user"))]}, config)
+        times.append(time.perf_counter() - t0)
+    conn.close()
+    return times
+
+
+def _optional(name: str, module: str) -> bool:
+    try:
+        __import__(module)
+    except ImportError:
+        print(f"{name}: not installed, skipped (a bench-only extra: pip install {name})")
+        return False
+    return True
+
+
+def bench_conversation(tmp: Path, turns: int, rounds: int) -> None:
+    systems: dict[str, Callable[[Path, int, str], list[float]]] = {
+        "agentsessions": run_agentsessions,
+        "sqlite": run_sqlite,
+        "raw": run_raw,
+    }
+    if _optional("openai-agents", "agents"):
+        systems["agents-sdk"] = run_agents_sdk
+    if _optional("langgraph-checkpoint-sqlite", "langgraph.checkpoint.sqlite"):
+        systems["langgraph"] = run_langgraph
+    rates: dict[str, list[float]] = {name: [] for name in systems}
+    flat: list[float] = []
+    names = list(systems)
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            times = systems[name](tmp, turns, f"{name}-{r}")
+            rates[name].append(len(times) / sum(times))
+            if name == "agentsessions":
+                k = min(100, len(times) // 2)
+                flat.append(sum(times[:k]) / sum(times[-k:]))
+    med = {name: statistics.median(v) for name, v in rates.items()}
+    print(f"{turns}-turn chat conversation, median of {rounds} interleaved rounds:")
+    for name, rate in med.items():
+        print(f"  {name:14s} {rate:9,.0f} turns/s   {rate / med['sqlite']:.3f}x sqlite")
+    ours = med["agentsessions"]
+    print(f"agentsessions / sqlite WAL FULL: {ours / med['sqlite']:.3f}x   (target >= 0.25x)")
+    if "agents-sdk" in med:
+        print(f"agentsessions / Agents SDK: {ours / med['agents-sdk']:.1f}x   (target >= 10x)")
+    print(f"flatness last-100 / first-100 turns/s: {statistics.median(flat):.2f}  (target >= 0.9)")
+
+
+# -- a turn on a big session --------------------------------------------------------------
+def _echo_hash(msg: dict[str, Any]) -> str:
+    from agentsessions.controller.inputhash import model_input_hash
+    from agentsessions.controller.spi import ModelRequest
+
+    return model_input_hash(ModelRequest(model="echo", messages=(msg,), params=None))
+
+
+def _executions(count: int) -> Iterator[dict[str, Any]]:
+    """``count`` completed echo executions, 5 events each (replayable by the echo harness)."""
+    msg = dict(model.text_message("user", _text(0, "user")))
+    digest = _echo_hash(msg)
+    answer = model.text_message("assistant", _text(0, "user"))
+    for n in range(count):
+        xid = f"{n:016x}"
+        yield model.execution_start(input_count=1, harness="echo", harness_version="1",
+                                    execution_id=xid)  # fmt: skip
+        yield model.input_event(msg, execution_id=xid)  # type: ignore[arg-type]
+        yield model.model_call_event("echo", input_hash=digest, call_id=xid, execution_id=xid)
+        yield model.output_event(answer, execution_id=xid)
+        yield model.end_event("COMPLETED", execution_id=xid)
+
+
+def build_session(home: Path, events: int) -> str:
+    """A session of ``events`` events (echo executions), appended through the store directly."""
+    store = FileStore(home, fs=NoSyncFileSystem())
+    uid = store.create(SessionMeta(uid=new_uid(), harness="echo")).uid
+    batch: list[dict[str, Any]] = []
+    with store.writer(uid) as writer:
+        for event in _executions(events // 5):
+            batch.append(event)
+            if len(batch) == 4000:
+                writer.append(batch)
+                batch = []
+        if batch:
+            writer.append(batch)
+    store.close()
+    return uid
+
+
+def bench_big_turn(tmp: Path, big: int, turns: int) -> None:
+    home = tmp / "big"
+    t0 = time.perf_counter()
+    uids = {"small": build_session(home, 100), "big": build_session(home, big)}
+    print(f"built a {big:,}-event session in {time.perf_counter() - t0:.1f} s")
+    engine_model = _answers(tmp / "answers-big.json", 4 * turns + 4)
+    engine = open_engine(home, engine_model)
+    try:
+        first = {name: _timed(lambda u=uid: engine.turn(u, "warm")) for name, uid in uids.items()}
+        steady: dict[str, list[float]] = {name: [] for name in uids}
+        for i in range(turns):  # interleaved
+            for name, uid in uids.items():
+                steady[name].append(_timed(lambda u=uid, j=i: engine.turn(u, _text(j, "user"))))
+    finally:
+        engine.close()
+    med = {name: statistics.median(v) for name, v in steady.items()}
+    print(
+        f"turn on a {big:,}-event session {med['big'] * 1e3:.2f} ms vs a 100-event one "
+        f"{med['small'] * 1e3:.2f} ms -> {med['big'] / med['small']:.2f}x  (target <= 1.2x); "
+        f"first turn (writer open) {first['big'] * 1e3:.1f} ms vs {first['small'] * 1e3:.1f} ms"
+    )
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+# -- replay --rerun peak memory --------------------------------------------------------------
+_PEAK = """
+import resource, subprocess, sys
+proc = subprocess.run(sys.argv[1:], capture_output=True)
+if proc.returncode:
+    sys.stderr.write(proc.stderr.decode()); sys.exit(proc.returncode)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def peak_kib(*argv: str) -> int:
+    """ru_maxrss (KiB) of a command run in a fresh subprocess."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-c", _PEAK, *argv], capture_output=True, text=True, env=env, check=True
+    )
+    return int(out.stdout.split()[-1])
+
+
+def bench_replay_memory(tmp: Path, big: int) -> None:
+    home = tmp / "replay"
+    uids = {"small": build_session(home, 10), "big": build_session(home, big)}
+    peaks = {}
+    for name, uid in uids.items():
+        cmd = [sys.executable, "-m", "agentsessions", "--home", str(home), "replay", uid]
+        peaks[name] = peak_kib(*cmd, "--rerun", "--json")
+    print(
+        f"replay --rerun peak memory: {big:,} events {peaks['big'] / 1024:.0f} MiB vs 10 events "
+        f"{peaks['small'] / 1024:.0f} MiB -> {peaks['big'] / peaks['small']:.2f}x  "
+        "(target <= 1.5x)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
+    parser.add_argument("--only", choices=("conversation", "big", "replay"), default=None)
+    args = parser.parse_args()
+    turns, rounds, big, big_turns = (300, 3, 50_000, 20) if args.quick else (2000, 3, 1_000_000, 50)
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = Path(scratch)
+        if args.only in (None, "conversation"):
+            bench_conversation(tmp, turns, rounds)
+        if args.only in (None, "big"):
+            bench_big_turn(tmp, big, big_turns)
+        if args.only in (None, "replay"):
+            bench_replay_memory(tmp, big)
+
+
+if __name__ == "__main__":
+    main()
