@@ -89,12 +89,12 @@ def open_engine(home: Path, model_name: str) -> Engine:
         engine = opener(home, runtime="local", model=model_name)
 
         def sessions_turn(uid: str | None, text: str) -> str:
-            inputs = [dict(model.text_message("user", text))]
-            frames = engine.exec(uid, inputs, harness="chat")
-            got = uid
-            for frame in frames if not hasattr(frames, "uid") else ():
-                got = got or getattr(frame, "uid", None)
-            return str(got or getattr(frames, "uid", ""))
+            got = uid or ""
+            for frame in engine.exec(uid, [text], harness="chat"):  # the turn's whole stream
+                session = getattr(frame, "session", None)
+                if session is not None:
+                    got = session.uid
+            return got
 
         return Engine(sessions_turn, engine.close, "Sessions")
     from agentsessions.controller.controller import Controller

@@ -156,7 +156,8 @@ class LocalSessions:
         self._session_locks: dict[str, threading.Lock] = {}
         self._controllers: dict[str, Controller] = {}
         self._runtime: Runtime | None = None
-        self._turns: set[threading.Thread] = set()
+        self._turns: set[threading.Event] = set()  # each running turn's done signal
+        self._workers = _Workers()
         self._closed = False
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -173,14 +174,15 @@ class LocalSessions:
             if self._closed:
                 return
             turns = list(self._turns)
-        for thread in turns:
-            thread.join()
+        for done in turns:
+            done.wait()
         with self._lock:
             self._closed = True
             controllers = list(self._controllers.values())
             self._controllers.clear()
         for controller in controllers:
             controller.close()
+        self._workers.close()
         if self._owns_store:
             self.store.close()
 
@@ -635,6 +637,7 @@ class LocalSessions:
             lock.release()
             raise
         frames: queue.SimpleQueue[object] = queue.SimpleQueue()
+        done = threading.Event()
 
         def run() -> None:
             try:
@@ -650,14 +653,14 @@ class LocalSessions:
                 controller.on_delta = None
                 lock.release()
                 with self._lock:
-                    self._turns.discard(threading.current_thread())
+                    self._turns.discard(done)
                 frames.put(_DONE)
+                done.set()
 
-        thread = threading.Thread(target=run, name=f"agentsessions turn {uid}", daemon=True)
         with self._lock:
-            self._turns.add(thread)
-        thread.start()
-        return _frames(first, frames, thread)
+            self._turns.add(done)
+        self._workers.submit(run)
+        return _frames(first, frames, done)
 
     # -- warm compute -----------------------------------------------------------------------
     def _known_dir(self, uid: str | None) -> None:
@@ -736,8 +739,50 @@ class LocalSessions:
         return [view(child) for child in children]
 
 
+class _Workers:
+    """Daemon threads that run an engine's turns, reused from turn to turn.
+
+    Starting a thread per turn cost about 1 ms (the starter waits until the new thread is
+    scheduled), a third of a whole turn on a held writer. A turn is submitted to an idle
+    worker, or to a new one when none is idle; :meth:`close` ends the idle workers. Daemon
+    threads, so an interpreter that must exit mid-turn can (the turn is then interrupted,
+    and ``resume`` completes it, as after a kill).
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+        self._count = 0
+
+    def submit(self, job: Callable[[], None]) -> None:
+        """Run ``job`` on a worker (it must not raise: a turn hands its errors over)."""
+        with self._lock:
+            spawn = self._idle == 0
+            if spawn:
+                self._count += 1
+            else:
+                self._idle -= 1  # that idle worker takes this job
+        self._jobs.put(job)
+        if spawn:
+            threading.Thread(target=self._work, name="agentsessions turn", daemon=True).start()
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            job()
+            with self._lock:
+                self._idle += 1
+
+    def close(self) -> None:
+        """End every worker once its current job is done."""
+        with self._lock:
+            count, self._count, self._idle = self._count, 0, 0
+        for _ in range(count):
+            self._jobs.put(None)
+
+
 def _frames(
-    first: SessionFrame, frames: queue.SimpleQueue[object], thread: threading.Thread
+    first: SessionFrame, frames: queue.SimpleQueue[object], done: threading.Event
 ) -> Iterator[Frame]:
     """The consumer's side of a turn: closing it early waits for the turn to end."""
     try:
@@ -751,7 +796,7 @@ def _frames(
             assert isinstance(item, SessionFrame | RecordFrame | DeltaFrame)
             yield item
     finally:
-        thread.join()
+        done.wait()
 
 
 def open_local(
