@@ -45,6 +45,7 @@ class CliState:
 
     home: Path | None = None
     json: bool = False
+    program: str = ""
 
 
 # --- error handling ------------------------------------------------------------------------
@@ -193,10 +194,10 @@ def root(
     state.home = None if home is None else check_home(home, "--home")
     state.json = state.json or as_json
     if ctx.invoked_subcommand is not None:
-        from agentsessions.sessions.support import set_program
-
-        # a registered verb, never an argument: a LOCK names its holder without user content
-        set_program(f"{PROG} {ctx.invoked_subcommand}")
+        # a registered verb, never an argument: a LOCK names its holder without user content.
+        # Handed to the journal when an engine opens (``name_process``), so that a
+        # subcommand's --help imports no journal module.
+        state.program = f"{PROG} {ctx.invoked_subcommand}"
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help(), nl=False)
         raise typer.Exit(0)
@@ -214,8 +215,17 @@ def open_engine(state: CliState, runtime: str = "auto") -> Iterator[LocalSession
     """The engine on the file store under the resolved home, closed when the command ends."""
     from agentsessions.sessions.local import open_local
 
+    name_process(state)
     with open_local(state.home, runtime=runtime) as engine:
         yield engine
+
+
+def name_process(state: CliState) -> None:
+    """Name this process in the LOCK files it takes after the verb the callback parsed."""
+    if state.program:
+        from agentsessions.sessions.support import set_program
+
+        set_program(state.program)
 
 
 def _uid(value: str) -> str:
@@ -613,6 +623,7 @@ def demo(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     from agentsessions.cli.demo import run_demo
 
     state = _state(ctx, as_json)
+    name_process(state)
     run_demo(state.home, as_json=state.json)
 
 

@@ -9,12 +9,14 @@ the single-file app, which carries no entry-point metadata, finds the shipped on
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import re
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from agentsessions.errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 T = TypeVar("T")
 _NAME = re.compile(r"[a-z][a-z0-9-]{0,62}")
@@ -52,11 +54,11 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         """Every name this registry can resolve without guessing."""
         names = set(self._factories)
-        names.update(ep.name for ep in importlib.metadata.entry_points(group=self.group))
+        names.update(ep.name for ep in _entry_points(self.group))
         return sorted(names)
 
     def _from_entry_points(self, name: str) -> Callable[[], T] | None:
-        for ep in importlib.metadata.entry_points(group=self.group, name=name):
+        for ep in _entry_points(self.group, name):
             loaded: Callable[[], T] = ep.load()
             return loaded
         return None
@@ -70,3 +72,16 @@ class Registry(Generic[T]):
             return None
         create: Callable[[], T] | None = getattr(module, "create", None)
         return create
+
+
+def _entry_points(group: str, name: str | None = None) -> list[EntryPoint]:
+    """The installed entry points of ``group`` (only ``name``'s, if given).
+
+    ``importlib.metadata`` is imported here, not at module level: importing it and scanning
+    every installed distribution costs a command line several milliseconds, and only a
+    registry lookup by name (a harness about to run) needs it.
+    """
+    import importlib.metadata
+
+    eps = importlib.metadata.entry_points(group=group)
+    return [ep for ep in eps if name is None or ep.name == name]

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from agentsessions.controller.controller import Controller
 from agentsessions.controller.registry import Registry
-from agentsessions.controller.spi import Harness, ModelProvider, Runtime
-from agentsessions.journal.records import Record
-from agentsessions.journal.store import Store
+
+if TYPE_CHECKING:
+    # The controller (and through it the journal's schema) loads when a controller is first
+    # built, not when the engine is: ``list`` and ``get`` never drive a harness.
+    from agentsessions.controller.controller import Controller
+    from agentsessions.controller.spi import Harness, ModelProvider, Runtime
+    from agentsessions.journal.records import Record
+    from agentsessions.journal.store import Store
 
 HARNESSES: Registry[Harness] = Registry("harness", "agentsessions.harnesses", "harnesses")
 """Harnesses by name: entry points ``agentsessions.harnesses``, else ``harnesses.<name>``."""
@@ -34,6 +39,7 @@ def build_controller(
     """A controller over ``store`` with the runtime (by name, or one already made, so that
     the controllers of one engine share it) and the model registry. ``keep_writers``: how
     many sessions' writers stay open between turns (a long-lived engine keeps them)."""
+    from agentsessions.controller.controller import Controller
     from agentsessions.models import create_model
     from agentsessions.runtimes import create_runtime
 

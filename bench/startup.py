@@ -1,0 +1,96 @@
+"""Command-line start-up: CPU time of whole commands against ``python -c pass``.
+
+    python bench/startup.py            # 7 interleaved rounds, a home with 50 sessions
+    python bench/startup.py --rounds 3
+
+Each round runs every command once, in turn (so a drift in the machine's speed hits all of
+them alike), as a fresh process; the CPU time of a run is its user+sys time as the kernel
+accounts it for the reaped child (``os.wait4``). Printed: the median CPU seconds of each
+command and its ratio to ``python -c pass`` in the same round (median of the per-round
+ratios). Target (issue 8): ``--help`` and ``list`` under 4x. No number here is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cpu_seconds(argv: list[str], env: dict[str, str]) -> float:
+    """User+sys CPU seconds of one run of ``argv`` (its output discarded); it must exit 0."""
+    proc = subprocess.Popen(
+        argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read() if proc.stderr else b""
+    if proc.returncode != 0:
+        raise SystemExit(f"{argv} exited {proc.returncode}: {err.decode(errors='replace')}")
+    return usage.ru_utime + usage.ru_stime
+
+
+def make_home(env: dict[str, str], count: int) -> tuple[Path, str]:
+    """A temporary home holding ``count`` sessions, and the uid of one that ran a turn."""
+    home = Path(tempfile.mkdtemp(prefix="agentsessions-startup-"))
+    sys.path.insert(0, str(ROOT))
+    import agentsessions
+
+    with agentsessions.open(home) as engine:
+        uids = [engine.create(name=f"s{i}").uid for i in range(count)]
+    cli = [sys.executable, "-m", "agentsessions", "--home", str(home)]
+    subprocess.run(
+        [*cli, "exec", uids[0], "--input", "hello"], env=env, check=True, capture_output=True
+    )
+    return home, uids[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--sessions", type=int, default=50)
+    args = parser.parse_args()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSESSIONS_")}
+    env["PYTHONPATH"] = str(ROOT)
+    home, uid = make_home(env, args.sessions)
+    cli = [sys.executable, "-m", "agentsessions", "--home", str(home)]
+    # the installed console script itself, not a shim in front of it (pyenv's is bash)
+    script = Path(sys.executable).with_name("agentsessions")
+    commands: dict[str, list[str]] = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "--help": [*cli, "--help"],
+        "list": [*cli, "list"],
+        "list --json": [*cli, "list", "--json"],
+        "get UID": [*cli, "get", uid],
+        "exec UID --input x": [*cli, "exec", uid, "--input", "x"],
+    }
+    if script.is_file():  # pip's script imports cli.app:main directly: no importlib.metadata
+        commands["script --help"] = [sys.executable, str(script), "--help"]
+    cpu: dict[str, list[float]] = {name: [] for name in commands}
+    ratio: dict[str, list[float]] = {name: [] for name in commands}
+    for argv in commands.values():  # warm-up: page cache, .pyc files
+        cpu_seconds(argv, env)
+    for _ in range(args.rounds):
+        base = 0.0
+        for name, argv in commands.items():
+            seconds = cpu_seconds(argv, env)
+            base = seconds if name == "python -c pass" else base
+            cpu[name].append(seconds)
+            ratio[name].append(seconds / base)
+    shutil.rmtree(home, ignore_errors=True)
+    print(f"{args.rounds} rounds, {args.sessions} sessions; medians of user+sys CPU")
+    print(f"{'command':<22} {'cpu s':>8} {'x python -c pass':>17}")
+    for name in commands:
+        median_cpu = statistics.median(cpu[name])
+        print(f"{name:<22} {median_cpu:>8.3f} {statistics.median(ratio[name]):>17.2f}")
+
+
+if __name__ == "__main__":
+    main()

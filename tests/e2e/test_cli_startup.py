@@ -1,0 +1,80 @@
+"""The command line starts light: what ``--help`` and ``list`` import, never how long they take.
+
+Each case starts a real interpreter with ``-X importtime`` (the same start a user pays) and
+reads the names of the modules it imported from stderr. A heavy module on a path that does
+not need it (the controller for ``list``, the journal for ``--help``, the package-metadata
+scan for either) fails the test; the figures themselves live in ``bench/startup.py``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import Cli, clean_env
+
+HELP_NEVER = (
+    "msgspec",
+    "sqlite3",
+    "agentsessions.journal",
+    "agentsessions.controller",
+    "agentsessions.sessions.local",
+    "agentsessions.runtimes",
+    "agentsessions.models",
+)
+"""--help only parses and prints: no store, no schema, no controller, no runtime."""
+
+LIST_NEVER = (
+    "importlib.metadata",  # the harness registry scans entry points only to resolve a harness
+    "agentsessions.controller.controller",
+    "agentsessions.runtimes",
+    "agentsessions.models",
+    "harnesses",
+)
+"""list reads the catalog and renders: it builds no controller and looks up no harness."""
+
+
+def imported(args: list[str], cwd: Path) -> set[str]:
+    """The modules a fresh ``python -m agentsessions ARGS`` imports (it must exit 0)."""
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "agentsessions", *args],
+        cwd=cwd,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    names = set()
+    for line in proc.stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            names.add(line.rsplit("|", 1)[1].strip())
+    assert "agentsessions.cli.app" in names  # the parse saw real -X importtime output
+    return names
+
+
+def heavy(names: set[str], never: tuple[str, ...]) -> list[str]:
+    """The names in ``names`` that are, or live under, one of ``never``."""
+    return sorted(n for n in names if any(n == p or n.startswith(p + ".") for p in never))
+
+
+@pytest.mark.parametrize("args", [["--help"], ["list", "--help"], ["exec", "--help"], []])
+def test_help_imports_no_store_schema_or_controller(cli: Cli, args: list[str]) -> None:
+    names = imported(["--home", str(cli.home), *args], cli.cwd)
+    assert heavy(names, HELP_NEVER) == []
+
+
+def test_list_imports_no_controller_and_scans_no_entry_points(cli: Cli) -> None:
+    cli.create("--name", "one")
+    names = imported(["--home", str(cli.home), "list"], cli.cwd)
+    assert "agentsessions.journal.catalog" in names or "sqlite3" in names  # it did list
+    assert heavy(names, LIST_NEVER) == []
+
+
+def test_list_json_imports_no_controller(cli: Cli) -> None:
+    cli.create("--name", "one")
+    names = imported(["--home", str(cli.home), "list", "--json"], cli.cwd)
+    assert heavy(names, LIST_NEVER) == []
