@@ -97,11 +97,11 @@ def chunk(content: str | None = None, finish: str | None = None, **delta: Any) -
     return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
 
-def compatible_reply(endpoint: Endpoint, role: str = "assistant") -> Reply:
+def compatible_reply(endpoint: Endpoint) -> Reply:
     """A chat-completions server: ``fake:<last content>`` with usage, SSE when streamed.
 
     The answer depends only on the request, so the fake is deterministic; a streamed answer
-    is split into word-sized chunks. ``role`` lets a test of the suite itself break the wire.
+    is split into word-sized chunks.
     """
 
     def send(handler: BaseHTTPRequestHandler) -> None:
@@ -109,12 +109,10 @@ def compatible_reply(endpoint: Endpoint, role: str = "assistant") -> Reply:
         messages = body.get("messages") or [{}]
         text = "fake:" + str(messages[-1].get("content", ""))
         if not body.get("stream"):
-            reply = chat_reply(text, USAGE)
-            reply["choices"][0]["message"]["role"] = role
-            json_reply(200, reply)(handler)
+            json_reply(200, chat_reply(text, USAGE))(handler)
             return
         pieces = re.findall(r"\S+\s*|\s+", text) or [""]
-        events: list[Any] = [chunk(role=role)]
+        events: list[Any] = [chunk(role="assistant")]
         events += [chunk(piece) for piece in pieces]
         events += [chunk(finish="stop"), {"choices": [], "usage": USAGE}, "[DONE]"]
         sse_reply(*events)(handler)
