@@ -3,44 +3,42 @@
 The counter keeps its count only in memory, so every assertion below on ``count:N`` is
 evidence that the warm runtime really kept the harness's memory: across controllers (each
 like a separate CLI process), across suspend and resume, and into forked children. On the
-local runtime the tier is refused by ``can_place`` before anything is written.
+local runtime the tier is refused by ``can_place`` before anything is written. Both cases
+run on the file store and on the memory store (the ``backend`` fixture, ``backends.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from backends import Backend
 
 from agentsessions.controller.controller import Controller
 from agentsessions.controller.lifecycle import ForkRequest, fork, resume_compute, suspend
 from agentsessions.errors import PlacementError
 from agentsessions.journal import model
-from agentsessions.journal.filestore import FileStore
 from agentsessions.journal.store import SessionMeta, new_uid
-from agentsessions.journal.verify import verify_session
 from agentsessions.runtimes.warm import shutdown_all
-from agentsessions.sessions.wiring import build_controller
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Iterator[Path]:
-    home = tmp_path / "home"
-    yield home
-    shutdown_all(home)
+def home(backend: Backend) -> Iterator[Backend]:
+    """The store backend; every warm host started under its home is ended after the test."""
+    yield backend
+    shutdown_all(backend.home)
 
 
-def _ctl(home: Path, runtime: str = "warm") -> Controller:
-    return build_controller(FileStore(home), home, runtime=runtime)
+def _ctl(home: Backend, runtime: str = "warm") -> Controller:
+    return home.controller(runtime=runtime)
 
 
 def _say(text: str) -> list[dict[str, Any]]:
     return [dict(model.text_message("user", text))]
 
 
-def test_local_runtime_refuses_the_memory_tier_before_any_write(home: Path) -> None:
+def test_local_runtime_refuses_the_memory_tier_before_any_write(home: Backend) -> None:
     ctl = _ctl(home, "local")
     uid = ctl.store.create(SessionMeta(uid=new_uid(), harness="counter")).uid
     with pytest.raises(PlacementError):
@@ -48,7 +46,7 @@ def test_local_runtime_refuses_the_memory_tier_before_any_write(home: Path) -> N
     assert ctl.store.get(uid).last_seq == 0
 
 
-def test_counter_keeps_memory_across_turns_suspend_resume_and_fork(home: Path) -> None:
+def test_counter_keeps_memory_across_turns_suspend_resume_and_fork(home: Backend) -> None:
     uid = _ctl(home).store.create(SessionMeta(uid=new_uid(), harness="counter")).uid
     assert _ctl(home).exec(uid, _say("a")).outputs == ["count:1"]
     assert _ctl(home).exec(uid, _say("b"), harness="counter").outputs == ["count:2"]
@@ -63,6 +61,6 @@ def test_counter_keeps_memory_across_turns_suspend_resume_and_fork(home: Path) -
     children = fork(_ctl(home), uid, ForkRequest(count=2))
     for child in children:
         assert _ctl(home).exec(child.uid, _say("child")).outputs == ["count:4"]
-        assert verify_session(FileStore(home), child.uid).ok
+        assert home.verified(child.uid)
     assert _ctl(home).exec(uid, _say("d")).outputs == ["count:4"]  # parent resumed from its own
-    assert verify_session(FileStore(home), uid).ok
+    assert home.verified(uid)

@@ -1,9 +1,10 @@
 """The Go reference's conformance cases (digest section 6), on our engine and journal.
 
-Each test builds its journal through the real controller and file store, reopening the
-store and the controller where the reference does, and asserts what a user of either
-implementation relies on: replay makes zero model calls, a crashed turn is completed at
-most once, forks share their parent's prefix hashes, and a stale writer is refused.
+Each test builds its journal through the real controller, on the file store and on the
+memory store (the ``backend`` fixture, see ``backends.py``), reopening the store and the
+controller where the reference does, and asserts what a user of either implementation
+relies on: replay makes zero model calls, a crashed turn is completed at most once, forks
+share their parent's prefix hashes, and a stale writer is refused.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from backends import Backend
 
 from agentsessions.controller.controller import Controller
 from agentsessions.controller.lifecycle import ForkRequest, fork
@@ -25,21 +27,15 @@ from agentsessions.errors import (
 )
 from agentsessions.journal import model
 from agentsessions.journal.exchange import import_file
-from agentsessions.journal.filestore import FileStore
-from agentsessions.journal.store import SessionMeta, new_uid
-from agentsessions.journal.verify import verify_session
-from agentsessions.sessions.wiring import HARNESSES, build_controller
+from agentsessions.journal.store import SessionMeta, Store, new_uid
+from agentsessions.sessions.wiring import HARNESSES
 
 FIXTURE = (
     Path(__file__).resolve().parents[2] / "agentsessions" / "data" / "go-v0.1.2-completed.json"
 )
 
 
-def _controller(home: Path, **kw: Any) -> Controller:
-    return build_controller(FileStore(home), home, **kw)
-
-
-def _kinds(store: FileStore, uid: str) -> list[str]:
+def _kinds(store: Store, uid: str) -> list[str]:
     return [r.event["kind"].removeprefix("EVENT_") for r in store.read(uid)]
 
 
@@ -47,47 +43,48 @@ def _say(text: str) -> list[dict[str, Any]]:
     return [dict(model.text_message("user", text))]
 
 
-def test_replay_reconstructs_nondeterministic_output_with_zero_model_calls(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    ctl = _controller(home)
+def test_replay_reconstructs_nondeterministic_output_with_zero_model_calls(
+    backend: Backend,
+) -> None:
+    ctl = backend.controller()
     uid = ctl.store.create(
         SessionMeta(uid=new_uid(), harness="chat", model="scripted:nondeterministic=1")
     ).uid
     first = ctl.exec(uid, _say("pick a number"))
-    again = _controller(home).exec(uid, _say("pick a number"))
+    again = backend.controller().exec(uid, _say("pick a number"))
     assert first.outputs != again.outputs  # the model really is nondeterministic
-    fresh = _controller(home)
+    fresh = backend.controller()
     result = replay(fresh.store, uid, HARNESSES, model_calls=lambda: fresh.models.calls)
     assert result.identical, result.divergence
     assert result.model_calls == 0
     assert result.outputs == first.outputs + again.outputs
 
 
-def test_three_turns_on_three_reopened_controllers(tmp_path: Path) -> None:
-    home = tmp_path / "home"
+def test_three_turns_on_three_reopened_controllers(backend: Backend) -> None:
     uid = None
     outputs = []
     for text in ("one", "two", "three"):
-        ctl = _controller(home)
+        ctl = backend.controller()
         turn = ctl.exec(uid, _say(text), harness="echo")
         uid = turn.uid
         outputs += turn.outputs
     assert outputs == ["echo:one", "echo:two", "echo:three"]
-    store = FileStore(home)
-    assert uid is not None and verify_session(store, uid).ok
+    store = backend.open()
+    assert uid is not None and backend.verified(uid)
     assert _kinds(store, uid).count("EXECUTION_START") == 3
     fences = {r.fence for r in store.read(uid)}
     assert len(fences) == 3  # a fresh writer fence per reopened controller
 
 
-def _journal(store: FileStore, uid: str, events: list[dict[str, Any]]) -> None:
+def _journal(store: Store, uid: str, events: list[dict[str, Any]]) -> None:
     with store.writer(uid) as writer:
         writer.append(events)
 
 
-def _cut_turn(store: FileStore, text: str, upto: str) -> str:
+def _cut_turn(backend: Backend, text: str, upto: str) -> str:
     """A session whose echo turn was cut right after the event kind ``upto`` (a crash)."""
-    ctl = build_controller(store, store.home)
+    ctl = backend.controller()
+    store = ctl.store
     done = ctl.exec(None, _say(text), harness="echo")
     events = [r.event for r in store.read(done.uid)]
     cut = next(i for i, e in enumerate(events) if e["kind"] == f"EVENT_{upto}") + 1
@@ -96,32 +93,32 @@ def _cut_turn(store: FileStore, text: str, upto: str) -> str:
     return uid
 
 
-def test_crash_mid_turn_is_completed_with_zero_model_calls(tmp_path: Path) -> None:
-    store = FileStore(tmp_path / "home")
-    uid = _cut_turn(store, "hello", "OUTPUT")
+def test_crash_mid_turn_is_completed_with_zero_model_calls(backend: Backend) -> None:
+    uid = _cut_turn(backend, "hello", "OUTPUT")
+    store = backend.open()
     assert store.get(uid).exec_state == "EXEC_RUNNING"
-    ctl = build_controller(store, store.home)
+    ctl = backend.controller()
     result = ctl.resume(uid)
     assert result is not None and result.model_calls == 0
     assert _kinds(store, uid) == ["EXECUTION_START", "INPUT", "MODEL_CALL", "OUTPUT", "END"]
     assert store.get(uid).exec_state == "EXEC_COMPLETED"
-    assert verify_session(store, uid).ok
+    assert backend.verified(uid)
     assert ctl.resume(uid) is None  # nothing left to do; nothing appended
     assert store.get(uid).last_seq == 5
 
 
-def test_crash_mid_model_call_reinvokes_once(tmp_path: Path) -> None:
-    store = FileStore(tmp_path / "home")
-    uid = _cut_turn(store, "hello", "MODEL_CALL")
-    ctl = build_controller(store, store.home)
+def test_crash_mid_model_call_reinvokes_once(backend: Backend) -> None:
+    uid = _cut_turn(backend, "hello", "MODEL_CALL")
+    ctl = backend.controller()
+    store = ctl.store
     result = ctl.resume(uid)
     assert result is not None and result.model_calls == 1 and result.outputs == ["echo:hello"]
     assert _kinds(store, uid) == ["EXECUTION_START", "INPUT", "MODEL_CALL", "OUTPUT", "END"]
-    assert verify_session(store, uid).ok
+    assert backend.verified(uid)
 
 
-def test_fork_prefix_hashes_equal_the_parent(tmp_path: Path) -> None:
-    ctl = _controller(tmp_path / "home")
+def test_fork_prefix_hashes_equal_the_parent(backend: Backend) -> None:
+    ctl = backend.controller()
     uid = ctl.exec(None, _say("a"), harness="echo").uid
     ctl.exec(uid, _say("b"))
     parent = [r.content_hash for r in ctl.store.read(uid)]
@@ -129,24 +126,23 @@ def test_fork_prefix_hashes_equal_the_parent(tmp_path: Path) -> None:
     for child in children:
         hashes = [r.content_hash for r in ctl.store.read(child.uid)]
         assert hashes[:5] == parent[:5]
-        assert verify_session(ctl.store, child.uid).ok
+        assert backend.verified(child.uid)
         turn = ctl.exec(child.uid, _say("child"))
         assert turn.outputs == ["echo:child"]
-    assert verify_session(ctl.store, uid).ok
+    assert backend.verified(uid)
     assert [r.content_hash for r in ctl.store.read(uid)] == parent
 
 
-def test_stale_single_writer_is_rejected(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    uid = _controller(home).exec(None, _say("first"), harness="echo").uid
+def test_stale_single_writer_is_rejected(backend: Backend) -> None:
+    uid = backend.controller().exec(None, _say("first"), harness="echo").uid
     with pytest.raises(ConflictError) as err:
-        _controller(home).exec(uid, _say("stale"), expected_last_seq=0)
+        backend.controller().exec(uid, _say("stale"), expected_last_seq=0)
     assert err.value.head_seq == 5
-    assert FileStore(home).get(uid).last_seq == 5
+    assert backend.open().get(uid).last_seq == 5
 
 
-def test_go_fixture_replays_after_import(tmp_path: Path) -> None:
-    ctl = _controller(tmp_path / "home")
+def test_go_fixture_replays_after_import(backend: Backend) -> None:
+    ctl = backend.controller()
     uid = import_file(ctl.store, FIXTURE).uid
     result = replay(ctl.store, uid, HARNESSES, harness="echo", model_calls=lambda: ctl.models.calls)
     assert result.identical and result.model_calls == 0 and result.outputs == ["echo:hello"]
@@ -156,16 +152,16 @@ def test_go_fixture_replays_after_import(tmp_path: Path) -> None:
     assert again.identical and again.outputs == ["echo:hello", "echo:modern"]
 
 
-def _legacy(tmp_path: Path, keep: int) -> tuple[Controller, str]:
+def _legacy(backend: Backend, tmp_path: Path, keep: int) -> tuple[Controller, str]:
     records = json.loads(FIXTURE.read_text())[:keep]
     cut = tmp_path / "cut.json"
     cut.write_text(json.dumps(records))
-    ctl = _controller(tmp_path / "home")
+    ctl = backend.controller()
     return ctl, import_file(ctl.store, cut).uid
 
 
-def test_legacy_crash_after_output_is_completed_by_resume(tmp_path: Path) -> None:
-    ctl, uid = _legacy(tmp_path, 3)
+def test_legacy_crash_after_output_is_completed_by_resume(backend: Backend, tmp_path: Path) -> None:
+    ctl, uid = _legacy(backend, tmp_path, 3)
     result = ctl.resume(uid, harness="echo")
     assert result is not None and result.model_calls == 0
     end = list(ctl.store.read(uid))[-1].event
@@ -173,15 +169,15 @@ def test_legacy_crash_after_output_is_completed_by_resume(tmp_path: Path) -> Non
     assert replay(ctl.store, uid, HARNESSES, harness="echo").identical
 
 
-def test_legacy_crash_after_model_call_refuses_to_redrive(tmp_path: Path) -> None:
-    ctl, uid = _legacy(tmp_path, 2)
+def test_legacy_crash_after_model_call_refuses_to_redrive(backend: Backend, tmp_path: Path) -> None:
+    ctl, uid = _legacy(backend, tmp_path, 2)
     with pytest.raises(HarnessError, match="recorded completion missing"):
         ctl.resume(uid, harness="echo")
     assert ctl.models.calls == 0
 
 
-def test_incomplete_invocation_is_refused(tmp_path: Path) -> None:
-    store = FileStore(tmp_path / "home")
+def test_incomplete_invocation_is_refused(backend: Backend) -> None:
+    store = backend.open()
     uid = store.create(SessionMeta(uid=new_uid(), harness="echo")).uid
     start = model.execution_start(input_count=2, harness="echo", execution_id="e0")
     _journal(
@@ -190,12 +186,12 @@ def test_incomplete_invocation_is_refused(tmp_path: Path) -> None:
         [start, model.input_event(model.text_message("user", "only one"), execution_id="e0")],
     )
     with pytest.raises(InvalidExecutionLogError, match="incomplete invocation"):
-        build_controller(store, store.home).resume(uid)
+        backend.controller().resume(uid)
     assert store.get(uid).last_seq == 2
 
 
-def test_harness_version_mismatch_fails_before_any_run(tmp_path: Path) -> None:
-    store = FileStore(tmp_path / "home")
+def test_harness_version_mismatch_fails_before_any_run(backend: Backend) -> None:
+    store = backend.open()
     uid = store.create(SessionMeta(uid=new_uid(), harness="echo")).uid
     start = model.execution_start(
         input_count=0, harness="echo", harness_version="0.9", execution_id="e0"

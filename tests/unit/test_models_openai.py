@@ -1,99 +1,35 @@
 """The OpenAI-compatible model against a real HTTP server on 127.0.0.1 (a thread, no network).
 
-The server records each request (path, headers, JSON body) and answers with whatever the test
+The server (shared with the ModelProvider contract suite, in ``tests/fake_openai.py``)
+records each request (path, headers, JSON body) and answers with whatever the test
 scripted: a JSON reply, a stream of server-sent events, an error status, or silence.
 """
 
 from __future__ import annotations
 
 import base64
-import json
-import socket
-import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from fake_openai import (
+    USAGE,
+    Endpoint,
+    Reply,
+    chat_reply,
+    chunk,
+    free_port,
+    json_reply,
+    raw_reply,
+    serve,
+    sse_reply,
+)
 
 from agentsessions.controller.spi import Completion, ModelRequest
 from agentsessions.errors import InvalidArgumentError, UnavailableError
 from agentsessions.journal.model import data_part, message, text_message, text_part
 from agentsessions.journal.schema import validate_message
 from agentsessions.models import OpenAIModel, create_model
-
-Reply = Callable[[BaseHTTPRequestHandler], None]
-
-
-@dataclass
-class Seen:
-    """One request as the server received it."""
-
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-
-
-@dataclass
-class Endpoint:
-    """The fake endpoint: what it saw, and how it answers next."""
-
-    url: str
-    reply: Reply = field(default_factory=lambda: json_reply(200, chat_reply("ok")))
-    seen: list[Seen] = field(default_factory=list)
-    release: threading.Event = field(default_factory=threading.Event)
-
-
-def json_reply(status: int, obj: Any) -> Reply:
-    return raw_reply(status, json.dumps(obj).encode(), "application/json")
-
-
-def raw_reply(status: int, body: bytes, content_type: str = "text/plain") -> Reply:
-    def send(handler: BaseHTTPRequestHandler) -> None:
-        handler.send_response(status)
-        handler.send_header("Content-Type", content_type)
-        handler.send_header("Content-Length", str(len(body)))
-        handler.end_headers()
-        handler.wfile.write(body)
-
-    return send
-
-
-def sse_reply(*payloads: Any) -> Reply:
-    """Each payload as one ``data:`` event (dicts as JSON), then the connection closes."""
-
-    def send(handler: BaseHTTPRequestHandler) -> None:
-        handler.send_response(200)
-        handler.send_header("Content-Type", "text/event-stream")
-        handler.end_headers()
-        handler.wfile.write(b": keep-alive comment\n\n")
-        for payload in payloads:
-            data = payload if isinstance(payload, str) else json.dumps(payload)
-            handler.wfile.write(f"data: {data}\n\n".encode())
-            handler.wfile.flush()
-
-    return send
-
-
-def chat_reply(text: str, usage: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-    reply: dict[str, Any] = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text, **extra}}],
-    }
-    if usage is not None:
-        reply["usage"] = usage
-    return reply
-
-
-def chunk(content: str | None = None, finish: str | None = None, **delta: Any) -> dict[str, Any]:
-    if content is not None:
-        delta["content"] = content
-    return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-
-
-USAGE = {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}
 
 
 @pytest.fixture(autouse=True)
@@ -104,31 +40,8 @@ def _no_model_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def endpoint() -> Iterator[Endpoint]:
-    state = Endpoint(url="")
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", "0"))
-            body = json.loads(self.rfile.read(length))
-            headers = {k.lower(): v for k, v in self.headers.items()}
-            state.seen.append(Seen(self.path, headers, body))
-            state.reply(self)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = False  # server_close joins every handler thread
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
+    with serve() as state:
         yield state
-    finally:
-        state.release.set()
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 def provider(endpoint: Endpoint, model: str = "gpt-test", **options: str) -> OpenAIModel:
@@ -145,13 +58,6 @@ def assert_valid(completion: Completion) -> None:
     validate_message(completion.message, "Message", "message")
     if completion.usage is not None:
         validate_message(completion.usage, "Usage", "usage")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 # --------------------------------------------------------------------------- happy paths

@@ -1,0 +1,158 @@
+"""A fake OpenAI-compatible endpoint: a real HTTP server on 127.0.0.1 in a thread.
+
+Shared by the OpenAI provider's unit tests and the ModelProvider contract suite. The server
+records each request (path, headers, JSON body) and answers with whatever the test set as
+``Endpoint.reply``: a JSON reply, a stream of server-sent events, an error status, silence,
+or (:func:`compatible_reply`) a small but complete chat-completions server that answers
+``fake:<last message content>``, streamed as SSE when the request asks for ``stream``.
+Nothing listens beyond the loopback interface, and :func:`serve` joins every thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Reply = Callable[[BaseHTTPRequestHandler], None]
+
+USAGE = {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}
+
+
+@dataclass
+class Seen:
+    """One request as the server received it."""
+
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+@dataclass
+class Endpoint:
+    """The fake endpoint: what it saw, and how it answers next."""
+
+    url: str
+    reply: Reply = field(default_factory=lambda: json_reply(200, chat_reply("ok")))
+    seen: list[Seen] = field(default_factory=list)
+    release: threading.Event = field(default_factory=threading.Event)
+
+
+def json_reply(status: int, obj: Any) -> Reply:
+    """Answer ``obj`` as a JSON body with ``status``."""
+    return raw_reply(status, json.dumps(obj).encode(), "application/json")
+
+
+def raw_reply(status: int, body: bytes, content_type: str = "text/plain") -> Reply:
+    """Answer ``body`` verbatim with ``status``."""
+
+    def send(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(status)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    return send
+
+
+def sse_reply(*payloads: Any) -> Reply:
+    """Each payload as one ``data:`` event (dicts as JSON), then the connection closes."""
+
+    def send(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.end_headers()
+        handler.wfile.write(b": keep-alive comment\n\n")
+        for payload in payloads:
+            data = payload if isinstance(payload, str) else json.dumps(payload)
+            handler.wfile.write(f"data: {data}\n\n".encode())
+            handler.wfile.flush()
+
+    return send
+
+
+def chat_reply(text: str, usage: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    """A non-streamed chat completion answering ``text``."""
+    reply: dict[str, Any] = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text, **extra}}],
+    }
+    if usage is not None:
+        reply["usage"] = usage
+    return reply
+
+
+def chunk(content: str | None = None, finish: str | None = None, **delta: Any) -> dict[str, Any]:
+    """One streamed chunk whose delta carries ``content`` (and any other delta fields)."""
+    if content is not None:
+        delta["content"] = content
+    return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def compatible_reply(endpoint: Endpoint) -> Reply:
+    """A chat-completions server: ``fake:<last content>`` with usage, SSE when streamed.
+
+    The answer depends only on the request, so the fake is deterministic; a streamed answer
+    is split into word-sized chunks.
+    """
+
+    def send(handler: BaseHTTPRequestHandler) -> None:
+        body = endpoint.seen[-1].body
+        messages = body.get("messages") or [{}]
+        text = "fake:" + str(messages[-1].get("content", ""))
+        if not body.get("stream"):
+            json_reply(200, chat_reply(text, USAGE))(handler)
+            return
+        pieces = re.findall(r"\S+\s*|\s+", text) or [""]
+        events: list[Any] = [chunk(role="assistant")]
+        events += [chunk(piece) for piece in pieces]
+        events += [chunk(finish="stop"), {"choices": [], "usage": USAGE}, "[DONE]"]
+        sse_reply(*events)(handler)
+
+    return send
+
+
+@contextlib.contextmanager
+def serve() -> Iterator[Endpoint]:
+    """Run a fake endpoint for the duration of the block; every thread is joined after."""
+    state = Endpoint(url="")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", "0"))
+            body = json.loads(self.rfile.read(length))
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            state.seen.append(Seen(self.path, headers, body))
+            state.reply(self)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = False  # server_close joins every handler thread
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield state
+    finally:
+        state.release.set()
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
