@@ -13,7 +13,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agentsessions.journal.store import Store
+    from agentsessions.journal.stores.store import Store
     from agentsessions.sessions.api import Session, Sessions
 
 __version__ = "0.1.0"

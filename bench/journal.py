@@ -31,11 +31,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentsessions.journal import model
-from agentsessions.journal.durable import FileSystem
-from agentsessions.journal.filestore import FileStore
-from agentsessions.journal.store import SessionMeta, new_uid
-from agentsessions.journal.verify import verify_dir
+from agentsessions.journal.format.durable import FileSystem
+from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.store import SessionMeta, new_uid
+from agentsessions.journal.tools.verify import verify_dir
+from agentsessions.v1 import model
 
 
 class NoSyncFileSystem(FileSystem):
@@ -133,7 +133,7 @@ def bench_commits(tmp: Path, commits: int, report: Callable[..., None]) -> None:
 
 
 def _payload_sample() -> bytes:
-    from agentsessions.journal import canonical
+    from agentsessions.journal.format import canonical
 
     return canonical.envelope(canonical.canonical_json(_event(1)), "ab" * 32, 1)
 

@@ -19,7 +19,8 @@ import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentsessions.journal import canonical, model
+from agentsessions.journal.format import canonical
+from agentsessions.v1 import model
 
 
 class TextPart(msgspec.Struct, omit_defaults=True):

@@ -33,7 +33,7 @@ from agentsessions.controller.spi import (
     Start,
 )
 from agentsessions.errors import HarnessError
-from agentsessions.journal.model import text_message
+from agentsessions.v1.model import text_message
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 DEFAULT_HISTORY_EVENTS = 50

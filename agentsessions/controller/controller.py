@@ -38,9 +38,9 @@ from agentsessions.errors import (
     PlacementError,
     UnavailableError,
 )
-from agentsessions.journal import model
-from agentsessions.journal.records import Record
-from agentsessions.journal.store import SessionInfo, SessionMeta, Store, Writer, new_uid
+from agentsessions.journal.format.records import Record
+from agentsessions.journal.stores.store import SessionInfo, SessionMeta, Store, Writer, new_uid
+from agentsessions.v1 import model
 
 from . import executions
 from .held import DEFAULT_IDLE_SECONDS, DEFAULT_KEEP, HeldWriter, WriterPool
@@ -304,7 +304,7 @@ class Controller:
         The commit is sealed as it would land first in a new session (seq 1, no previous
         hash), so for a new session the size check is exact.
         """
-        from agentsessions.journal.tail import Tail
+        from agentsessions.journal.stores.tail import Tail
 
         name = harness or DEFAULT_HARNESS
         descriptor = self._describe(name)[1]

@@ -29,8 +29,8 @@ from agentsessions.errors import (
     InvalidExecutionLogError,
     UnavailableError,
 )
-from agentsessions.journal import model
-from agentsessions.journal.store import SessionInfo
+from agentsessions.journal.stores.store import SessionInfo
+from agentsessions.v1 import model
 
 if TYPE_CHECKING:
     from .controller import Controller

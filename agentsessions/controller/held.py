@@ -24,9 +24,9 @@ from dataclasses import replace
 from typing import Any
 
 from agentsessions.errors import LockHeldError
-from agentsessions.journal.projection import Projection
-from agentsessions.journal.records import Record
-from agentsessions.journal.store import CommitResult, SessionInfo, Store, Writer
+from agentsessions.journal.format.records import Record
+from agentsessions.journal.stores.projection import Projection
+from agentsessions.journal.stores.store import CommitResult, SessionInfo, Store, Writer
 
 RECENT_RECORDS = 512
 """Records a held writer keeps in memory: enough for a chat harness's tail window (50)."""

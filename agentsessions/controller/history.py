@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
-from agentsessions.journal.records import Record
-from agentsessions.journal.store import Store
+from agentsessions.journal.format.records import Record
+from agentsessions.journal.stores.store import Store
 
 Event = dict[str, Any]
 

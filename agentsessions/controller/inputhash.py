@@ -16,7 +16,7 @@ on the other:
   numbers printed by Go's float encoder (``-0`` included) with keys sorted bytewise;
 - ``[]byte`` is padded standard base64.
 
-Input is the proto3-JSON of :mod:`agentsessions.journal.model` (the same dicts the journal
+Input is the proto3-JSON of :mod:`agentsessions.v1.model` (the same dicts the journal
 holds). A key the mapping does not know, a wrong type, a lone surrogate, NaN or an infinity
 raises InvalidArgumentError instead of hashing something Go would not (Go's Marshal fails on
 NaN, and the reference then hashes empty input). Not verified against Go: the approval-era

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentsessions.errors import InvalidArgumentError, PlacementError, UnavailableError
-from agentsessions.journal import model
-from agentsessions.journal.store import SessionInfo, SessionMeta, new_uid
+from agentsessions.journal.stores.store import SessionInfo, SessionMeta, new_uid
+from agentsessions.v1 import model
 
 if TYPE_CHECKING:
     from .controller import Controller

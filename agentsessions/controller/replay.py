@@ -38,7 +38,7 @@ from agentsessions.errors import (
     ReplayDivergedError,
     ReplayError,
 )
-from agentsessions.journal.store import SessionInfo, Store
+from agentsessions.journal.stores.store import SessionInfo, Store
 
 from . import executions
 from .freshstart import ReplayInstances, is_marker

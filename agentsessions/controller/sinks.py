@@ -28,8 +28,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, cast
 
 from agentsessions.errors import HarnessError, ReplayDivergedError, ReplayInvokedModelError
-from agentsessions.journal import canonical, model
-from agentsessions.journal.records import Record
+from agentsessions.journal.format import canonical
+from agentsessions.journal.format.records import Record
+from agentsessions.v1 import model
 
 from .inputhash import model_input_hash
 from .spi import Completion, Message, ModelProvider, ModelRequest

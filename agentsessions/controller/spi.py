@@ -1,7 +1,7 @@
 """The seams of the controller: Harness, ModelProvider and Runtime, each a small Protocol.
 
 Messages, events and usage are the ``agentsessions.v1`` proto3-JSON dicts of
-:mod:`agentsessions.journal.model`, the same form the journal hashes, so nothing is
+:mod:`agentsessions.v1.model`, the same form the journal hashes, so nothing is
 converted between a harness, the journal and the wire.
 
 Rules every implementation keeps:

@@ -50,7 +50,7 @@ from urllib.parse import urlsplit
 
 from agentsessions.controller.spi import Completion, Message, ModelRequest
 from agentsessions.errors import InvalidArgumentError, UnavailableError
-from agentsessions.journal.model import Part, message, text_part
+from agentsessions.v1.model import Part, message, text_part
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_PATH = "/chat/completions"

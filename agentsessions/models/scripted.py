@@ -35,7 +35,7 @@ from pathlib import Path
 
 from agentsessions.controller.spi import Completion, ModelRequest
 from agentsessions.errors import InvalidArgumentError, UnavailableError
-from agentsessions.journal.model import text_message
+from agentsessions.v1.model import text_message
 
 OPTIONS = ("file", "seed", "nondeterministic", "delay")
 MAX_DELAY_SECONDS = 600.0

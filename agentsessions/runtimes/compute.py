@@ -25,7 +25,7 @@ from typing import Any
 from agentsessions.controller.controller import DEFAULT_HARNESS
 from agentsessions.controller.registry import Registry
 from agentsessions.controller.spi import REQUIRES_MEMORY_SNAPSHOT, Harness
-from agentsessions.journal.store import SessionInfo
+from agentsessions.journal.stores.store import SessionInfo
 from agentsessions.runtimes import warm_dir
 from agentsessions.runtimes import warm_wire as wire
 from agentsessions.runtimes.refs import WARM_PREFIX

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
 if TYPE_CHECKING:
     # a LogRecord is the journal's Record: seq, prev_hash, content_hash, fence, payload,
     # with ``event`` and ``to_wire_json()``; re-exported under the reference's name
-    from agentsessions.journal.records import Record as LogRecord
-    from agentsessions.journal.verify import VerifyReport
+    from agentsessions.journal.format.records import Record as LogRecord
+    from agentsessions.journal.tools.verify import VerifyReport
 
 __all__ = [
     "DeltaFrame",

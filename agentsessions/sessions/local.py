@@ -39,8 +39,7 @@ from agentsessions.errors import (
     LockHeldError,
     PlacementError,
 )
-from agentsessions.journal.model import text_message
-from agentsessions.journal.store import (
+from agentsessions.journal.stores.store import (
     SessionInfo,
     SessionMeta,
     Store,
@@ -48,6 +47,7 @@ from agentsessions.journal.store import (
     check_uid,
     new_uid,
 )
+from agentsessions.v1.model import text_message
 
 from .api import (
     DeltaFrame,
@@ -67,8 +67,8 @@ from .wiring import HARNESSES, build_controller
 if TYPE_CHECKING:
     from agentsessions.controller.controller import Controller, TurnResult
     from agentsessions.controller.spi import Runtime
-    from agentsessions.journal.records import Record
-    from agentsessions.journal.verify import VerifyReport
+    from agentsessions.journal.format.records import Record
+    from agentsessions.journal.tools.verify import VerifyReport
     from agentsessions.runtimes.compute import HostInfo
 
 DEFAULT_HARNESS = "echo"
@@ -395,7 +395,7 @@ class LocalSessions:
 
     def verify(self, uid: str, *, strict: bool = False, progress: Any = None) -> VerifyReport:
         """Walk ``uid``'s chain from ``prev_hash ""`` and check its metadata."""
-        from agentsessions.journal.verify import VerifyReport, check_chain, verify_session
+        from agentsessions.journal.tools.verify import VerifyReport, check_chain, verify_session
 
         check_uid(uid)
         if hasattr(self.store, "session_dir"):  # a file store: the bytes on disk, offline
@@ -417,7 +417,7 @@ class LocalSessions:
         """Verify every session (deleted ones too), one report each whatever fails: a
         session the OS refuses to read is a failed report, never hiding the others."""
         from agentsessions.errors import StorageError
-        from agentsessions.journal.verify import VerifyReport, failed_by, verify_session
+        from agentsessions.journal.tools.verify import VerifyReport, failed_by, verify_session
 
         store: Any = self.store
         reports: builtins.list[tuple[str, VerifyReport]] = []
@@ -444,7 +444,7 @@ class LocalSessions:
     ) -> dict[str, Any]:
         """Write ``uid`` to one self-verifying file; refuse an existing file unless
         ``overwrite`` (a device or pipe such as /dev/stdout is written in place)."""
-        from agentsessions.journal.exchange import export_session, is_stream
+        from agentsessions.journal.tools.exchange import export_session, is_stream
 
         check_uid(uid)
         path = Path(path)
@@ -463,7 +463,7 @@ class LocalSessions:
         progress: Any = None,
     ) -> Session:
         """Recreate a session from ``path`` (format detected) with identical seqs and hashes."""
-        from agentsessions.journal.exchange import import_file
+        from agentsessions.journal.tools.exchange import import_file
 
         if project is not None:
             check_project(project)
@@ -811,6 +811,6 @@ def open_local(
     resolved = resolve_home(home)
     if store is not None:
         return LocalSessions(resolved, store, runtime=runtime, model=model, owns_store=False)
-    from agentsessions.journal.filestore import FileStore
+    from agentsessions.journal.stores.filestore import FileStore
 
     return LocalSessions(resolved, FileStore(resolved), runtime=runtime, model=model)

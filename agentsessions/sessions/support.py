@@ -12,39 +12,39 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agentsessions.journal.verify import VerifyReport
+    from agentsessions.journal.tools.verify import VerifyReport
 
 
 def check_uid(uid: str) -> str:
     """``uid`` if it is a well-formed session id, else InvalidArgumentError (exit 2)."""
-    from agentsessions.journal.store import check_uid as check
+    from agentsessions.journal.stores.store import check_uid as check
 
     return check(uid)
 
 
 def check_project(project: str) -> str:
     """``project`` if it is a usable project name, else InvalidArgumentError (exit 2)."""
-    from agentsessions.journal.store import check_project as check
+    from agentsessions.journal.stores.store import check_project as check
 
     return check(project)
 
 
 def set_program(program: str) -> None:
     """Name this process in the LOCK files it takes (a registered verb, no user content)."""
-    from agentsessions.journal.lock import set_program as name
+    from agentsessions.journal.format.lock import set_program as name
 
     name(program)
 
 
 def is_stream(path: Path) -> bool:
     """True if ``path`` is a device, pipe or socket (``/dev/stdout``): written in place."""
-    from agentsessions.journal.exchange import is_stream as stream
+    from agentsessions.journal.tools.exchange import is_stream as stream
 
     return stream(path)
 
 
 def verify_path(path: Path, *, strict: bool = False, progress: Any = None) -> VerifyReport:
     """Verify a session directory or an export file anywhere on disk (offline, no home)."""
-    from agentsessions.journal.verify import verify_path as verify
+    from agentsessions.journal.tools.verify import verify_path as verify
 
     return verify(Path(path), strict=strict, progress=progress)

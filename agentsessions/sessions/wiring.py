@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     # built, not when the engine is: ``list`` and ``get`` never drive a harness.
     from agentsessions.controller.controller import Controller
     from agentsessions.controller.spi import Harness, ModelProvider, Runtime
-    from agentsessions.journal.records import Record
-    from agentsessions.journal.store import Store
+    from agentsessions.journal.format.records import Record
+    from agentsessions.journal.stores.store import Store
 
 HARNESSES: Registry[Harness] = Registry("harness", "agentsessions.harnesses", "harnesses")
 """Harnesses by name: entry points ``agentsessions.harnesses``, else ``harnesses.<name>``."""

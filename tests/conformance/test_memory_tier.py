@@ -18,9 +18,9 @@ from backends import Backend
 from agentsessions.controller.controller import Controller
 from agentsessions.controller.lifecycle import ForkRequest, fork, resume_compute, suspend
 from agentsessions.errors import PlacementError
-from agentsessions.journal import model
-from agentsessions.journal.store import SessionMeta, new_uid
+from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.runtimes.warm import shutdown_all
+from agentsessions.v1 import model
 
 
 @pytest.fixture

@@ -25,10 +25,10 @@ from agentsessions.errors import (
     HarnessMismatchError,
     InvalidExecutionLogError,
 )
-from agentsessions.journal import model
-from agentsessions.journal.exchange import import_file
-from agentsessions.journal.store import SessionMeta, Store, new_uid
+from agentsessions.journal.stores.store import SessionMeta, Store, new_uid
+from agentsessions.journal.tools.exchange import import_file
 from agentsessions.sessions.wiring import HARNESSES
+from agentsessions.v1 import model
 
 FIXTURE = (
     Path(__file__).resolve().parents[2] / "agentsessions" / "data" / "go-v0.1.2-completed.json"

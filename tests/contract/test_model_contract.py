@@ -23,10 +23,10 @@ from fake_openai import Endpoint, compatible_reply, free_port, json_reply, serve
 
 from agentsessions.controller.spi import Completion, ModelProvider, ModelRequest
 from agentsessions.errors import AgentSessionsError, UnavailableError
-from agentsessions.journal.model import text_message
-from agentsessions.journal.schema import validate_message
 from agentsessions.models import create_model
 from agentsessions.models.echo import message_text
+from agentsessions.v1.model import text_message
+from agentsessions.v1.schema import validate_message
 
 
 @dataclass(frozen=True)

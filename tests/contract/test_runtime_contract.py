@@ -43,13 +43,13 @@ from agentsessions.errors import (
     PlacementError,
     UnavailableError,
 )
-from agentsessions.journal import model
-from agentsessions.journal.memstore import MemoryStore
-from agentsessions.journal.store import SessionMeta, new_uid
+from agentsessions.journal.stores.memstore import MemoryStore
+from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.models import create_model
 from agentsessions.runtimes import create_runtime
 from agentsessions.runtimes.local import LocalRuntime
 from agentsessions.runtimes.warm import shutdown_all
+from agentsessions.v1 import model
 
 pytestmark = [
     pytest.mark.timeout(120),

@@ -68,7 +68,7 @@ def _local(tmp: Path, store: Any = None) -> Sessions:
 
 
 def _local_memory(tmp: Path) -> Sessions:
-    from agentsessions.journal.memstore import MemoryStore
+    from agentsessions.journal.stores.memstore import MemoryStore
 
     return _local(tmp, MemoryStore())
 

@@ -1,7 +1,7 @@
 """ONE contract suite that every store passes: the file store and the in-memory store.
 
 A distributed store joins by adding a fixture to ``STORES``. Each test states a promise of
-``agentsessions.journal.store`` that a user of any store relies on.
+``agentsessions.journal.stores.store`` that a user of any store relies on.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from agentsessions.errors import (
     NotFoundError,
     SessionDeletedError,
 )
-from agentsessions.journal import model
-from agentsessions.journal.filestore import FileStore, StoreOptions
-from agentsessions.journal.memstore import MemoryStore
-from agentsessions.journal.store import COMMIT_IDS_REMEMBERED, SessionMeta, Store, new_uid
-from agentsessions.journal.verify import VerifyReport, check_chain
+from agentsessions.journal.stores.filestore import FileStore, StoreOptions
+from agentsessions.journal.stores.memstore import MemoryStore
+from agentsessions.journal.stores.store import COMMIT_IDS_REMEMBERED, SessionMeta, Store, new_uid
+from agentsessions.journal.tools.verify import VerifyReport, check_chain
+from agentsessions.v1 import model
 
 MAX_COMMIT = 64 * 1024
 
@@ -346,7 +346,7 @@ def test_fork_is_all_or_nothing(store: Store) -> None:
 
 
 def test_forked_child_verifies_from_genesis_on_disk(tmp_path: Path) -> None:
-    from agentsessions.journal.verify import verify_dir, verify_session
+    from agentsessions.journal.tools.verify import verify_dir, verify_session
 
     store = _file_store(tmp_path)
     parent = _new(store)

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from agentsessions.journal.filestore import FileStore
-from agentsessions.journal.store import SessionMeta, new_uid
-from agentsessions.journal.verify import verify_session
+from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.store import SessionMeta, new_uid
+from agentsessions.journal.tools.verify import verify_session
 from agentsessions.sessions.wiring import build_controller
 
 KILLS = max(3, int(os.environ.get("AGENTSESSIONS_TORTURE", "12")) // 2)

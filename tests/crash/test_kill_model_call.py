@@ -16,9 +16,9 @@ import sys
 import time
 from pathlib import Path
 
-from agentsessions.journal.filestore import FileStore
-from agentsessions.journal.store import SessionMeta, new_uid
-from agentsessions.journal.verify import verify_session
+from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.store import SessionMeta, new_uid
+from agentsessions.journal.tools.verify import verify_session
 from agentsessions.sessions.wiring import build_controller
 
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from agentsessions.journal.filestore import FileStore, StoreOptions
-from agentsessions.journal.store import SessionMeta, new_uid
-from agentsessions.journal.verify import verify_dir
+from agentsessions.journal.stores.filestore import FileStore, StoreOptions
+from agentsessions.journal.stores.store import SessionMeta, new_uid
+from agentsessions.journal.tools.verify import verify_dir
 
 WRITER = Path(__file__).with_name("writer_proc.py")
 KILLS = int(os.environ.get("AGENTSESSIONS_TORTURE", "12"))

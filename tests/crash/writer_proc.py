@@ -11,8 +11,8 @@ from __future__ import annotations
 import random
 import sys
 
-from agentsessions.journal import model
-from agentsessions.journal.filestore import FileStore, StoreOptions
+from agentsessions.journal.stores.filestore import FileStore, StoreOptions
+from agentsessions.v1 import model
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentsessions.journal import segment as sg
+from agentsessions.journal.format import segment as sg
 
 if TYPE_CHECKING:
     from conftest import Cli

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from agentsessions.journal.filestore import FileStore, StoreOptions
-from agentsessions.journal.store import SessionMeta, new_uid
+from agentsessions.journal.stores.filestore import FileStore, StoreOptions
+from agentsessions.journal.stores.store import SessionMeta, new_uid
 
 if TYPE_CHECKING:
     from conftest import Cli

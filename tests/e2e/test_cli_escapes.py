@@ -18,10 +18,10 @@ from conftest import FIXTURE, Cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentsessions.journal import canonical
-from agentsessions.journal.filestore import FileStore
-from agentsessions.journal.interchange import go_event_to_wire
-from agentsessions.journal.store import SessionMeta, new_uid
+from agentsessions.journal.format import canonical
+from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.store import SessionMeta, new_uid
+from agentsessions.journal.tools.interchange import go_event_to_wire
 
 HOSTILE = [chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))]
 HOSTILE += ["\u202e", "\u202d", "\u2066", "\u2069", "\u200b", "\u2028", "\x1b[2J", "\x1b]0;t\x07"]

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 import pytest
 from conftest import Run, clean_env
 
-from agentsessions.journal.filestore import FileStore
-from agentsessions.journal.store import SessionMeta, new_uid
+from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.store import SessionMeta, new_uid
 
 if TYPE_CHECKING:
     from conftest import Cli
@@ -245,9 +245,9 @@ def test_import_refuses_a_record_over_the_commit_limit_before_creating_anything(
 ) -> None:
     """Main verified the file, created the session, failed the append (exit 7, 'nothing was
     written') and left a soft-deleted session behind."""
-    from agentsessions.journal import model
-    from agentsessions.journal.exchange import export_session
-    from agentsessions.journal.filestore import StoreOptions
+    from agentsessions.journal.stores.filestore import StoreOptions
+    from agentsessions.journal.tools.exchange import export_session
+    from agentsessions.v1 import model
 
     big = FileStore(tmp_path / "big", options=StoreOptions(max_commit_bytes=8 << 20))
     uid = big.create(SessionMeta(uid=new_uid())).uid
@@ -267,7 +267,7 @@ def _logrecord_line(event: dict[str, object]) -> bytes:
     import hashlib
     import json
 
-    from agentsessions.journal import canonical
+    from agentsessions.journal.format import canonical
 
     payload = canonical.envelope(canonical.canonical_json(event), "", 1)
     digest = hashlib.sha256(payload).hexdigest()
@@ -298,7 +298,7 @@ def test_a_logrecord_line_near_the_line_cap_is_checked_in_bounded_memory(
     """Main peaked at ~121 MiB on one 22 MiB LogRecord line (the line, its decoded text, the
     event's canonical JSON and the envelope built from it, all alive at once) and at ~820
     MiB on base64 file bytes (the canonical-base64 regex kept state per character)."""
-    from agentsessions.journal.exportfile import MAX_LINE_BYTES
+    from agentsessions.journal.tools.exportfile import MAX_LINE_BYTES
 
     path = tmp_path / "wide.jsonl"
     path.write_bytes(_logrecord_line(_output(_wide_part(kind, MAX_LINE_BYTES - (64 << 10)))))
@@ -318,7 +318,7 @@ def test_a_logrecord_line_of_wide_characters_is_bounded_or_refused(
     """ASCII text with one emoji decodes to four bytes a character: main built a str four
     times the line (in the UTF-8 check and in the JSON decode). Text that fits the decoded
     budget verifies in bounded memory; wider text is refused (exit 10) naming the limit."""
-    from agentsessions.journal.exportfile import MAX_DECODED_BYTES
+    from agentsessions.journal.tools.exportfile import MAX_DECODED_BYTES
 
     for size, code in ((MAX_DECODED_BYTES // 4 - (256 << 10), 0), (MAX_DECODED_BYTES // 3, 10)):
         text = "a" * size + "\U0001f600"
@@ -344,7 +344,7 @@ def test_a_go_record_array_near_its_cap_is_checked_in_bounded_memory(
     import base64
     import json
 
-    from agentsessions.journal.exportfile import MAX_GO_BYTES
+    from agentsessions.journal.tools.exportfile import MAX_GO_BYTES
 
     size = MAX_GO_BYTES - (64 << 10)
     rng = random.Random(size)

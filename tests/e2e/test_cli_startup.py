@@ -70,7 +70,7 @@ def test_help_imports_no_store_schema_or_controller(cli: Cli, args: list[str]) -
 def test_list_imports_no_controller_and_scans_no_entry_points(cli: Cli) -> None:
     cli.create("--name", "one")
     names = imported(["--home", str(cli.home), "list"], cli.cwd)
-    assert "agentsessions.journal.catalog" in names or "sqlite3" in names  # it did list
+    assert "agentsessions.journal.stores.catalog" in names or "sqlite3" in names  # it did list
     assert heavy(names, LIST_NEVER) == []
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from conftest import Run, clean_env
 
-from agentsessions.journal.filestore import FileStore
+from agentsessions.journal.stores.filestore import FileStore
 
 if TYPE_CHECKING:
     from conftest import Cli
@@ -204,7 +204,7 @@ def interrupt(home: Path, uid: str, text: str) -> int:
     """Journal a turn cut off after its MODEL_CALL, as a killed ``exec`` leaves it."""
     from agentsessions.controller.inputhash import model_input_hash
     from agentsessions.controller.spi import ModelRequest
-    from agentsessions.journal import model
+    from agentsessions.v1 import model
 
     message = dict(model.text_message("user", text))
     request = ModelRequest(model="echo", messages=(message,), params=None)

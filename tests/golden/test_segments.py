@@ -12,9 +12,9 @@ from unittest import mock
 import pytest
 
 from agentsessions.errors import JournalCorruptError
-from agentsessions.journal import segment as sg
-from agentsessions.journal import segmentlog, zstdcodec
-from agentsessions.journal.segmentlog import SegmentLog
+from agentsessions.journal.format import segment as sg
+from agentsessions.journal.format import segmentlog, zstdcodec
+from agentsessions.journal.format.segmentlog import SegmentLog
 
 ROOT = Path(__file__).parent / "segments"
 

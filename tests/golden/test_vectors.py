@@ -16,7 +16,9 @@ from typing import Any
 import pytest
 
 import agentsessions
-from agentsessions.journal import canonical, interchange, model, schema
+from agentsessions.journal.format import canonical
+from agentsessions.journal.tools import interchange
+from agentsessions.v1 import model, schema
 
 HERE = Path(__file__).parent / "canonical"
 FIXTURE = Path(agentsessions.__file__).parent / "data" / "go-v0.1.2-completed.json"

@@ -19,13 +19,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentsessions.errors import FormatError, InvalidArgumentError
-from agentsessions.journal import canonical, model, schema
+from agentsessions.journal.format import canonical
+from agentsessions.v1 import model, numbers, schema
 
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # --------------------------------------------------------------------------- strategies
 
-SAFE = canonical.MAX_SAFE_INT
+SAFE = numbers.MAX_SAFE_INT
 texts = st.text(max_size=12)  # every code point but lone surrogates, astral included
 keys = st.one_of(
     texts, st.sampled_from(["\uffff", "\U0001f600", "\ue000", "a\uffff", "a\U0001f600"])
@@ -222,7 +223,7 @@ def test_loads_pure_equals_msgspec(data: bytes) -> None:
 @SETTINGS
 @given(finite)
 def test_format_number_equals_rfc8785(x: float) -> None:
-    assert canonical.format_number(x).encode() == rfc8785.dumps(x)
+    assert numbers.format_number(x).encode() == rfc8785.dumps(x)
 
 
 # --------------------------------------------------------------------------- examples
@@ -391,16 +392,16 @@ def test_content_hash() -> None:
 
 
 def test_json_number_and_ijson() -> None:
-    assert typed(canonical.json_number(2.0)) == typed(2)
-    assert typed(canonical.json_number(-0.0)) == typed(0)
-    assert canonical.json_number(2**60) == 1152921504606847000
-    assert typed(canonical.json_number(1e21)) == typed(1e21)
-    assert typed(canonical.json_number(0.5)) == typed(0.5)
+    assert typed(numbers.json_number(2.0)) == typed(2)
+    assert typed(numbers.json_number(-0.0)) == typed(0)
+    assert numbers.json_number(2**60) == 1152921504606847000
+    assert typed(numbers.json_number(1e21)) == typed(1e21)
+    assert typed(numbers.json_number(0.5)) == typed(0.5)
     with pytest.raises(InvalidArgumentError):
-        canonical.json_number(10**400)
+        numbers.json_number(10**400)
     with pytest.raises(FormatError, match=r"x\.y\[1\]"):
-        canonical.ijson({"y": [1, math.nan]}, error=FormatError, path="x")
-    assert canonical.ijson((1, {"a": 2**53 + 1})) == [1, {"a": 9007199254740992}]
+        numbers.ijson({"y": [1, math.nan]}, error=FormatError, path="x")
+    assert numbers.ijson((1, {"a": 2**53 + 1})) == [1, {"a": 9007199254740992}]
 
 
 def test_have_msgspec_flag() -> None:
@@ -416,7 +417,9 @@ def test_modules_work_without_msgspec() -> None:
     script = """
 import sys
 sys.modules["msgspec"] = None  # makes `import msgspec` raise ImportError
-from agentsessions.journal import canonical, interchange, model, schema
+from agentsessions.journal.format import canonical
+from agentsessions.journal.tools import interchange
+from agentsessions.v1 import model, schema
 assert not canonical.HAVE_MSGSPEC
 ev = model.execution_start(input_count=0, execution_id="exec-default")
 schema.validate_event(schema.normalize_event(ev))

@@ -19,10 +19,10 @@ import pytest
 from test_damage_table import group_ends, sample, segments
 
 from agentsessions.errors import JournalError
-from agentsessions.journal import segment as sg
-from agentsessions.journal import zstdcodec
-from agentsessions.journal.filestore import FileStore
-from agentsessions.journal.verify import verify_dir
+from agentsessions.journal.format import segment as sg
+from agentsessions.journal.format import zstdcodec
+from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.tools.verify import verify_dir
 
 TORTURE = int(os.environ.get("AGENTSESSIONS_TORTURE", "0")) > 0
 STEP = 1 if TORTURE else 23  # a prime, so the sample hits every field of a frame in turn

@@ -20,12 +20,13 @@ from typing import Any
 import pytest
 
 from agentsessions.errors import AcknowledgedDataMissingError, AgentSessionsError
-from agentsessions.journal import model, zstdcodec
-from agentsessions.journal import segment as sg
-from agentsessions.journal.filestore import FileStore, StoreOptions
-from agentsessions.journal.segmentread import SEGMENT_NAME
-from agentsessions.journal.store import SessionMeta, new_uid
-from agentsessions.journal.verify import verify_dir, verify_session
+from agentsessions.journal.format import segment as sg
+from agentsessions.journal.format import zstdcodec
+from agentsessions.journal.format.segmentread import SEGMENT_NAME
+from agentsessions.journal.stores.filestore import FileStore, StoreOptions
+from agentsessions.journal.stores.store import SessionMeta, new_uid
+from agentsessions.journal.tools.verify import verify_dir, verify_session
+from agentsessions.v1 import model
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "FORMAT.md"
 SMALL = 8 * 1024

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from agentsessions.errors import StorageError
-from agentsessions.journal.durable import CrashFileSystem, SimulatedCrash
-from agentsessions.journal.exchange import export_session
-from agentsessions.journal.filestore import FileStore
-from agentsessions.journal.model import text_message
-from agentsessions.journal.store import SessionMeta, new_uid
-from agentsessions.journal.verify import verify_file
+from agentsessions.journal.format.durable import CrashFileSystem, SimulatedCrash
+from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.store import SessionMeta, new_uid
+from agentsessions.journal.tools.exchange import export_session
+from agentsessions.journal.tools.verify import verify_file
+from agentsessions.v1.model import text_message
 
 OLD = b"an earlier export\n"
 
@@ -77,7 +77,7 @@ GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "export" / "small.expo
 
 
 def _golden_session(tmp_path: Path) -> tuple[FileStore, str]:
-    from agentsessions.journal import model
+    from agentsessions.v1 import model
 
     store = FileStore(tmp_path / "home")
     uid = "sess-0123456789abcdef01234567"
@@ -91,7 +91,7 @@ def _golden_session(tmp_path: Path) -> tuple[FileStore, str]:
 
 
 def test_a_streamed_export_is_byte_identical_to_the_in_memory_one(tmp_path: Path) -> None:
-    from agentsessions.journal import zstdcodec
+    from agentsessions.journal.format import zstdcodec
 
     store, uid = _golden_session(tmp_path)
     raw, packed = tmp_path / "raw.agx", tmp_path / "z.agx"
@@ -192,9 +192,9 @@ def test_a_failing_read_midway_keeps_the_old_file_and_leaves_no_tmp(tmp_path: Pa
 _BUILD = """
 import sys
 from pathlib import Path
-from agentsessions.journal import model
-from agentsessions.journal.filestore import FileStore
-from agentsessions.journal.store import SessionMeta, new_uid
+from agentsessions.v1 import model
+from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.store import SessionMeta, new_uid
 store = FileStore(Path(sys.argv[1]))
 uid = store.create(SessionMeta(uid=new_uid())).uid
 n = int(sys.argv[2])

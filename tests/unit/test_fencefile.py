@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentsessions.errors import FormatError
-from agentsessions.journal import fencefile
-from agentsessions.journal.durable import CrashFileSystem, FileSystem, SimulatedCrash
+from agentsessions.journal.format import fencefile
+from agentsessions.journal.format.durable import CrashFileSystem, FileSystem, SimulatedCrash
 
 
 def test_mints_increase_and_alternate_slots(tmp_path: Path) -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agentsessions.journal import segment as sg
-from agentsessions.journal import segmentlog, zstdcodec
+from agentsessions.journal.format import segment as sg
+from agentsessions.journal.format import segmentlog, zstdcodec
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "FORMAT.md"
 TYPES = {"u8": "B", "u16": "H", "u32": "I", "u64": "Q", "i64": "q"}

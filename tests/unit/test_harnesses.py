@@ -29,7 +29,7 @@ from agentsessions.controller.spi import (
     Start,
 )
 from agentsessions.errors import AgentSessionsError, HarnessError
-from agentsessions.journal.model import (
+from agentsessions.v1.model import (
     end_event,
     input_event,
     model_call_event,
@@ -364,7 +364,7 @@ def test_registry_finds_each_harness_by_name(name: str) -> None:
     assert convention_only.create(name).describe().id == name
 
 
-ALLOWED = {"agentsessions.controller.spi", "agentsessions.journal.model", "agentsessions.errors"}
+ALLOWED = {"agentsessions.controller.spi", "agentsessions.v1.model", "agentsessions.errors"}
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "harnesses").glob("*.py")), ids=lambda p: p.name)

@@ -137,6 +137,6 @@ def test_the_cycle_finder_sees_a_longer_loop_and_ignores_type_checking() -> None
 
 
 def test_the_veneer_check_sees_a_lazy_journal_import() -> None:
-    source = "def f():\n    from agentsessions.journal.store import check_uid\n"
+    source = "def f():\n    from agentsessions.journal.stores.store import check_uid\n"
     found = set(imports(source, "agentsessions.cli.x"))
     assert any(within(n, "agentsessions.journal") for n in found)

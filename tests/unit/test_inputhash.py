@@ -26,8 +26,8 @@ from agentsessions.controller.inputhash import (
 )
 from agentsessions.controller.spi import ModelRequest
 from agentsessions.errors import InvalidArgumentError
-from agentsessions.journal import canonical
-from agentsessions.journal.model import data_part, message, text_message, text_part
+from agentsessions.v1 import numbers
+from agentsessions.v1.model import data_part, message, text_message, text_part
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "canonical" / "vectors.json"
 FIXTURE = Path(agentsessions.__file__).parent / "data" / "go-v0.1.2-completed.json"
@@ -326,7 +326,7 @@ def test_go_float_round_trips_and_agrees_with_ecmascript(x: float) -> None:
     assert float(text) == x
     assert math.copysign(1.0, float(text)) == math.copysign(1.0, x)
     if x != 0:
-        assert text == canonical.format_number(x)
+        assert text == numbers.format_number(x)
 
 
 def test_ints_in_maps_are_float64() -> None:

@@ -10,7 +10,9 @@ import pytest
 
 import agentsessions
 from agentsessions.errors import FormatError
-from agentsessions.journal import canonical, interchange, schema
+from agentsessions.journal.format import canonical
+from agentsessions.journal.tools import interchange
+from agentsessions.v1 import schema
 
 FIXTURE = Path(agentsessions.__file__).parent / "data" / "go-v0.1.2-completed.json"
 ZERO = "0001-01-01T00:00:00Z"

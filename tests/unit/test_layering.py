@@ -1,4 +1,8 @@
-"""Layers import one way only: journal <- controller <- runtimes/models <- cli/server.
+"""Layers import one way only: v1 <- journal.format <- journal.stores <- journal.tools
+<- controller <- runtimes/models <- cli/server.
+
+The ``agentsessions.v1`` vocabulary imports nothing of the package but ``errors``; harnesses
+and model providers speak it and never reach into the storage room.
 
 Read with ``ast`` (nothing is imported), so a violation anywhere in the tree fails here even
 if no test exercises that module. Relative imports and ``importlib.import_module("...")``
@@ -19,9 +23,17 @@ PACKAGE = ROOT / "agentsessions"
 UPPER_LAYERS = ("cli", "server", "runtimes", "models", "harnesses")
 UI_AND_WIRE = ("typer", "rich", "grpc", "click")
 
+# the journal's rooms, lowest first: a room imports only the rooms before it (and v1, errors)
+JOURNAL_ROOMS = (
+    "agentsessions.journal.format",
+    "agentsessions.journal.stores",
+    "agentsessions.journal.tools",
+)
+VOCABULARY_ONLY = ("agentsessions.models", "agentsessions.harnesses", "harnesses")
+
 
 def module_name(path: Path, root: Path = ROOT) -> str:
-    """``agentsessions/journal/store.py`` -> ``agentsessions.journal.store``."""
+    """``agentsessions/journal/stores/store.py`` -> ``agentsessions.journal.stores.store``."""
     parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
@@ -74,10 +86,24 @@ def violations(module: str, imported: list[str]) -> list[str]:
     """The layering rules broken by ``module`` importing ``imported``."""
     out: list[str] = []
     for name in imported:
+        vocabulary_ok = within(name, "agentsessions.v1") or within(name, "agentsessions.errors")
+        if (
+            within(module, "agentsessions.v1")
+            and within(name, "agentsessions")
+            and not vocabulary_ok
+        ):
+            out.append(f"{module}: the v1 vocabulary imports {name}")
         if within(module, "agentsessions.journal") and within(name, "agentsessions"):
-            allowed = within(name, "agentsessions.journal") or within(name, "agentsessions.errors")
+            allowed = any(
+                within(name, f"agentsessions.{base}") for base in ("journal", "errors", "v1")
+            )
             if not allowed:
                 out.append(f"{module}: the journal layer imports {name}")
+        out.extend(_room_violations(module, name))
+        if any(within(module, m) for m in VOCABULARY_ONLY) and within(
+            name, "agentsessions.journal"
+        ):
+            out.append(f"{module}: speaks agentsessions.v1, never the storage room ({name})")
         if within(module, "agentsessions.journal") and name.split(".")[0] in UI_AND_WIRE:
             out.append(f"{module}: the journal layer imports {name}")
         if within(module, "agentsessions.controller"):
@@ -91,6 +117,20 @@ def violations(module: str, imported: list[str]) -> list[str]:
     return out
 
 
+def _room(name: str) -> int:
+    """The index of the journal room ``name`` is in, or -1 outside them."""
+    return next((i for i, room in enumerate(JOURNAL_ROOMS) if within(name, room)), -1)
+
+
+def _room_violations(module: str, name: str) -> list[str]:
+    here = _room(module)
+    if within(module, "agentsessions.journal") and here == -1 and module != "agentsessions.journal":
+        return [f"{module}: every journal module lives in one of {', '.join(JOURNAL_ROOMS)}"]
+    if here >= 0 and _room(name) > here:
+        return [f"{module}: {JOURNAL_ROOMS[here]} imports the upper room {name}"]
+    return []
+
+
 def package_modules() -> Iterator[tuple[str, Path]]:
     for path in sorted(PACKAGE.rglob("*.py")):
         yield module_name(path), path
@@ -98,13 +138,24 @@ def package_modules() -> Iterator[tuple[str, Path]]:
 
 def test_the_package_has_modules_to_check() -> None:
     names = {name for name, _ in package_modules()}
-    assert {"agentsessions.journal.store", "agentsessions.cli.app", "agentsessions.errors"} <= names
+    assert {
+        "agentsessions.journal.stores.store",
+        "agentsessions.cli.app",
+        "agentsessions.errors",
+    } <= names
 
 
 @pytest.mark.parametrize(("module", "path"), list(package_modules()), ids=lambda v: str(v))
 def test_imports_follow_the_layers(module: str, path: Path) -> None:
     source = path.read_text(encoding="utf-8")
     found = list(imports(source, module, path.name == "__init__.py"))
+    assert violations(module, found) == []
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "harnesses").rglob("*.py")), ids=lambda p: p.name)
+def test_the_shipped_harnesses_speak_v1_not_the_journal(path: Path) -> None:
+    module = module_name(path)
+    found = list(imports(path.read_text(encoding="utf-8"), module, path.name == "__init__.py"))
     assert violations(module, found) == []
 
 
@@ -123,6 +174,14 @@ def test_imports_follow_the_layers(module: str, path: Path) -> None:
         ("agentsessions.controller.x", "import importlib\nimportlib.import_module('grpc')"),
         ("agentsessions.cli.app", "import grpc"),
         ("agentsessions.cli.app", "from harnesses import echo"),
+        ("agentsessions.v1.model", "from agentsessions.journal.format import canonical"),
+        ("agentsessions.v1.schema", "from agentsessions.controller import spi"),
+        ("agentsessions.journal.format.segment", "from agentsessions.journal.stores import store"),
+        ("agentsessions.journal.format.segment", "from ..tools import verify"),
+        ("agentsessions.journal.stores.store", "from agentsessions.journal.tools import verify"),
+        ("agentsessions.journal.loose", "from agentsessions.errors import FormatError"),
+        ("harnesses.chat", "from agentsessions.journal.format import records"),
+        ("agentsessions.models.echo", "from agentsessions.journal.stores.store import Store"),
     ],
 )
 def test_the_checker_catches_upward_imports(module: str, source: str) -> None:
@@ -132,9 +191,14 @@ def test_the_checker_catches_upward_imports(module: str, source: str) -> None:
 @pytest.mark.parametrize(
     ("module", "source"),
     [
-        ("agentsessions.journal.x", "from agentsessions.errors import FormatError"),
-        ("agentsessions.journal.x", "from . import canonical"),
-        ("agentsessions.journal.x", "from agentsessions.journal.store import Store"),
+        ("agentsessions.journal.format.x", "from agentsessions.errors import FormatError"),
+        ("agentsessions.journal.format.x", "from . import canonical"),
+        ("agentsessions.journal.format.x", "from agentsessions.v1 import numbers"),
+        ("agentsessions.journal.stores.x", "from agentsessions.journal.format import segment"),
+        ("agentsessions.journal.tools.x", "from agentsessions.journal.stores.store import Store"),
+        ("agentsessions.journal.tools.x", "from ..format import canonical"),
+        ("agentsessions.v1.schema", "from agentsessions.v1 import model"),
+        ("harnesses.chat", "from agentsessions.v1 import model"),
         ("agentsessions.controller.x", "from agentsessions.journal import store"),
         ("agentsessions.server.x", "import grpc"),
         ("agentsessions.cli.app", "import typer\nimport rich"),

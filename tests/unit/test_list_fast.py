@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from agentsessions.errors import MetadataCorruptError
-from agentsessions.journal import model
-from agentsessions.journal.filestore import FileStore, StoreOptions
-from agentsessions.journal.segmentlog import SegmentLog
-from agentsessions.journal.store import SessionMeta, new_uid
+from agentsessions.journal.format.segmentlog import SegmentLog
+from agentsessions.journal.stores.filestore import FileStore, StoreOptions
+from agentsessions.journal.stores.store import SessionMeta, new_uid
+from agentsessions.v1 import model
 
 
 def _event(i: int) -> dict[str, Any]:

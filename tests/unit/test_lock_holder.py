@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from agentsessions.errors import LockHeldError
-from agentsessions.journal import lock
-from agentsessions.journal.lock import SessionLock
+from agentsessions.journal.format import lock
+from agentsessions.journal.format.lock import SessionLock
 
 SECRET = "my secret 4f1c"
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from agentsessions.errors import JournalCorruptError, MetadataCorruptError
-from agentsessions.journal.filestore import FileStore
-from agentsessions.journal.metafile import read_meta
-from agentsessions.journal.store import SessionMeta, new_uid
-from agentsessions.journal.verify import verify_dir, verify_session
+from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.metafile import read_meta
+from agentsessions.journal.stores.store import SessionMeta, new_uid
+from agentsessions.journal.tools.verify import verify_dir, verify_session
 
 
 def _store_with_session(tmp_path: Path) -> tuple[FileStore, str, Path]:

@@ -10,8 +10,6 @@ import pytest
 
 from agentsessions.controller.spi import Completion, ModelProvider, ModelRequest
 from agentsessions.errors import InvalidArgumentError, UnavailableError
-from agentsessions.journal.model import data_part, message, text_message, text_part
-from agentsessions.journal.schema import validate_message
 from agentsessions.models import (
     MODELS,
     EchoModel,
@@ -20,6 +18,8 @@ from agentsessions.models import (
     create_model,
     parse_spec,
 )
+from agentsessions.v1.model import data_part, message, text_message, text_part
+from agentsessions.v1.schema import validate_message
 
 
 def ask(text: str, model: str = "echo") -> ModelRequest:
@@ -244,8 +244,8 @@ def test_bad_specs_are_invalid_arguments(
 def test_scripted_delay_keeps_the_answer_and_refuses_bad_values() -> None:
     from agentsessions.controller.spi import ModelRequest
     from agentsessions.errors import InvalidArgumentError
-    from agentsessions.journal.model import text_message
     from agentsessions.models import create_model
+    from agentsessions.v1.model import text_message
 
     request = ModelRequest("m", (dict(text_message("user", "hi")),))
     slow = create_model("scripted:seed=3,delay=0.05").complete(request)

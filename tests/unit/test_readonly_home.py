@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from agentsessions.errors import StorageError
-from agentsessions.journal import model
-from agentsessions.journal.durable import FileSystem
-from agentsessions.journal.filestore import FileStore
-from agentsessions.journal.store import SessionMeta, new_uid
+from agentsessions.journal.format.durable import FileSystem
+from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.store import SessionMeta, new_uid
+from agentsessions.v1 import model
 
 
 class ReadOnlyFileSystem(FileSystem):

@@ -19,10 +19,10 @@ from unittest import mock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsessions.journal import segment as sg
-from agentsessions.journal import segmentlog
-from agentsessions.journal.durable import CrashFileSystem, FileSystem, SimulatedCrash
-from agentsessions.journal.segmentlog import SegmentLog
+from agentsessions.journal.format import segment as sg
+from agentsessions.journal.format import segmentlog
+from agentsessions.journal.format.durable import CrashFileSystem, FileSystem, SimulatedCrash
+from agentsessions.journal.format.segmentlog import SegmentLog
 
 SID = "sess-aaaaaaaaaaaaaaaaaaaaaaaa"
 GROUPS = st.lists(st.tuples(st.integers(1, 5), st.booleans(), st.integers(10, 400)),

@@ -15,9 +15,9 @@ from typing import Any
 from agentsessions.controller import executions
 from agentsessions.controller import replay as replay_module
 from agentsessions.controller.replay import replay
-from agentsessions.journal import model
-from agentsessions.journal.filestore import FileStore
+from agentsessions.journal.stores.filestore import FileStore
 from agentsessions.sessions.wiring import HARNESSES, build_controller
+from agentsessions.v1 import model
 
 
 def _session(home: Path, turns: int) -> tuple[FileStore, str]:

@@ -25,8 +25,7 @@ from agentsessions.controller.freshstart import (
 )
 from agentsessions.controller.registry import Registry
 from agentsessions.controller.spi import Harness
-from agentsessions.journal import model
-from agentsessions.journal.store import SessionInfo, SessionMeta
+from agentsessions.journal.stores.store import SessionInfo, SessionMeta
 from agentsessions.runtimes import warm_dir
 from agentsessions.runtimes.compute import (
     LIVE,
@@ -37,6 +36,7 @@ from agentsessions.runtimes.compute import (
 )
 from agentsessions.runtimes.refs import FactoryRef
 from agentsessions.runtimes.warm import WarmRuntime, shutdown_all
+from agentsessions.v1 import model
 
 warm_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="warm hosts need Linux")
 pytestmark = [pytest.mark.timeout(120)]

@@ -14,7 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentsessions.errors import FormatError, InvalidArgumentError
-from agentsessions.journal import canonical, model, schema
+from agentsessions.journal.format import canonical
+from agentsessions.v1 import model, schema
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_canonical import SETTINGS, canonical_events, typed
@@ -528,7 +529,7 @@ _B64_OLD = re.compile(
 def test_canonical_base64_is_the_old_regex_without_its_memory(text: str) -> None:
     """The check of a field's base64 used a regex that kept state per character (800 MB for
     an 18 MiB part); the flat check accepts exactly what it accepted."""
-    from agentsessions.journal import schema
+    from agentsessions.v1 import schema
 
     assert schema.is_canonical_base64(text) == bool(_B64_OLD.fullmatch(text))
     for tail in ("AB==", "AQ==", "ABC=", "ABE=", "ABCD", "AB=", "A==="):

@@ -9,7 +9,7 @@ import struct
 import pytest
 
 from agentsessions.errors import FormatError, InvalidArgumentError
-from agentsessions.journal import segment as sg
+from agentsessions.journal.format import segment as sg
 
 SID = "sess-00112233445566778899aabb"
 

@@ -19,15 +19,15 @@ from agentsessions.errors import (
     JournalCorruptError,
     StorageError,
 )
-from agentsessions.journal import segment as sg
-from agentsessions.journal import zstdcodec
-from agentsessions.journal.durable import (
+from agentsessions.journal.format import segment as sg
+from agentsessions.journal.format import zstdcodec
+from agentsessions.journal.format.durable import (
     CrashFileSystem,
     FileSystem,
     SimulatedCrash,
     storage_error,
 )
-from agentsessions.journal.segmentlog import Position, SegmentLog
+from agentsessions.journal.format.segmentlog import Position, SegmentLog
 
 SID = "sess-0123456789abcdef01234567"
 SMALL = 4096  # segment_max_bytes for rotation tests

@@ -17,14 +17,14 @@ import pytest
 
 from agentsessions.controller.controller import Controller
 from agentsessions.controller.held import KEEP_LONG_LIVED
-from agentsessions.journal import model
-from agentsessions.journal.durable import FileSystem
-from agentsessions.journal.filestore import FileStore
-from agentsessions.journal.store import SessionMeta, new_uid
-from agentsessions.journal.verify import verify_session
+from agentsessions.journal.format.durable import FileSystem
+from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.store import SessionMeta, new_uid
+from agentsessions.journal.tools.verify import verify_session
 from agentsessions.models import create_model
 from agentsessions.runtimes import create_runtime
 from agentsessions.sessions.wiring import HARNESSES
+from agentsessions.v1 import model
 
 
 class CountingFileSystem(FileSystem):

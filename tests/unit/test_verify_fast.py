@@ -23,14 +23,21 @@ from typing import Any
 import pytest
 
 from agentsessions.errors import FormatError, JournalCorruptError
-from agentsessions.journal import canonical, model, verify, zstdcodec
-from agentsessions.journal import segment as sg
-from agentsessions.journal.filestore import FileStore, StoreOptions
-from agentsessions.journal.records import Record
-from agentsessions.journal.segmentlog import SegmentLog
-from agentsessions.journal.segmentread import ChainScan, SegmentCheck, SegmentFiles, scan_events
-from agentsessions.journal.store import SessionMeta, new_uid
-from agentsessions.journal.verify import VerifyReport, verify_dir, walk
+from agentsessions.journal.format import canonical, zstdcodec
+from agentsessions.journal.format import segment as sg
+from agentsessions.journal.format.records import Record
+from agentsessions.journal.format.segmentlog import SegmentLog
+from agentsessions.journal.format.segmentread import (
+    ChainScan,
+    SegmentCheck,
+    SegmentFiles,
+    scan_events,
+)
+from agentsessions.journal.stores.filestore import FileStore, StoreOptions
+from agentsessions.journal.stores.store import SessionMeta, new_uid
+from agentsessions.journal.tools import verify
+from agentsessions.journal.tools.verify import VerifyReport, verify_dir, walk
+from agentsessions.v1 import model
 
 SMALL = 16 * 1024
 
@@ -447,8 +454,9 @@ def test_forked_verify_inside_the_zipapp(tmp_path: Path) -> None:
     rewrite_frame(seg, event_index(seg, 1), lambda b: b.replace(b"lorem", b"LOREM", 1))
     code = (
         "import json, sys; sys.path.insert(0, sys.argv[1]);"
-        "from pathlib import Path; from agentsessions.journal import canonical, verify;"
-        "from agentsessions.journal.segmentread import SegmentFiles;"
+        "from pathlib import Path; from agentsessions.journal.format import canonical;"
+        "from agentsessions.journal.tools import verify;"
+        "from agentsessions.journal.format.segmentread import SegmentFiles;"
         "d = Path(sys.argv[2]); f = SegmentFiles.at(d / 'journal', session_id=d.name);"
         "pool = verify._Pool.start(f, list(enumerate(f.segments[:-1])), None, 2);"
         "forked = pool is not None and bool(pool.workers); pool and pool.stop();"

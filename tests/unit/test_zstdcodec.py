@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentsessions.errors import FormatError, UnavailableError
-from agentsessions.journal import zstdcodec
+from agentsessions.journal.format import zstdcodec
 
 
 def _available() -> list[str]:

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentsessions.journal import segment as sg
-from agentsessions.journal import zstdcodec
+from agentsessions.journal.format import segment as sg
+from agentsessions.journal.format import zstdcodec
 
 SID = "sess-00112233445566778899aabb"
 T_MS = 1_700_000_000_000

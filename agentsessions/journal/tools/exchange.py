@@ -16,16 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from agentsessions.errors import AgentSessionsError, ChainBrokenError, FormatError, StorageError
-from agentsessions.journal import exportfile, zstdcodec
-from agentsessions.journal.durable import DEFAULT_FS, FileSystem
-from agentsessions.journal.store import (
+from agentsessions.journal.format import zstdcodec
+from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
+from agentsessions.journal.stores.store import (
     DEFAULT_PROJECT,
     SessionInfo,
     SessionMeta,
     check_project,
     new_uid,
 )
-from agentsessions.journal.verify import Progress, verify_file
+from agentsessions.journal.tools import exportfile
+from agentsessions.journal.tools.verify import Progress, verify_file
 
 
 def export_session(

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agentsessions.errors import InvalidArgumentError
-from agentsessions.journal.records import Record
+from agentsessions.journal.format.records import Record
 
 DEFAULT_PROJECT = "default"
 DEFAULT_PAGE_SIZE = 50

@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from agentsessions.errors import AgentSessionsError, FormatError, StorageError
-from agentsessions.journal import canonical, interchange, zstdcodec
-from agentsessions.journal.records import Record
+from agentsessions.journal.format import canonical, zstdcodec
+from agentsessions.journal.format.records import Record
+from agentsessions.journal.tools import interchange
 
 MAGIC_KEY = b'{"agentsessions_export":'
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"

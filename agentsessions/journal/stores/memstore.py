@@ -21,9 +21,9 @@ from agentsessions.errors import (
     NotFoundError,
     SessionDeletedError,
 )
-from agentsessions.journal import forking
-from agentsessions.journal.records import Record
-from agentsessions.journal.store import (
+from agentsessions.journal.format.records import Record
+from agentsessions.journal.stores import forking
+from agentsessions.journal.stores.store import (
     DEFAULT_MAX_COMMIT_BYTES,
     CommitResult,
     Page,
@@ -36,7 +36,7 @@ from agentsessions.journal.store import (
     decode_cursor,
     encode_cursor,
 )
-from agentsessions.journal.tail import Tail
+from agentsessions.journal.stores.tail import Tail
 
 
 @dataclass

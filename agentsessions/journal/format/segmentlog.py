@@ -1,7 +1,7 @@
 """A session's multi-segment log: open (with recovery), append groups, rotate, compress, read.
 
 Layout and rules: ``docs/FORMAT.md``. The byte codec lives in :mod:`.segment`; every durable
-step goes through an injected :class:`~agentsessions.journal.durable.FileSystem`.
+step goes through an injected :class:`~agentsessions.journal.format.durable.FileSystem`.
 
 Invariants:
 - one writer per log (the caller holds the session lock); readers never modify anything;
@@ -46,18 +46,18 @@ from agentsessions.errors import (
     StorageError,
     UnavailableError,
 )
-from agentsessions.journal import evidence, zstdcodec
-from agentsessions.journal import segment as sg
-from agentsessions.journal.durable import DEFAULT_FS, FileSystem, storage_error
-from agentsessions.journal.evidence import Acked
-from agentsessions.journal.segment import (
+from agentsessions.journal.format import evidence, zstdcodec
+from agentsessions.journal.format import segment as sg
+from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem, storage_error
+from agentsessions.journal.format.evidence import Acked
+from agentsessions.journal.format.segment import (
     RTYPE_COMMIT,
     RTYPE_EVENT,
     RTYPE_SEAL,
     Frame,
     SegmentHeader,
 )
-from agentsessions.journal.segmentread import (
+from agentsessions.journal.format.segmentread import (
     CORRUPT_HINT,
     Link,
     SegmentFiles,

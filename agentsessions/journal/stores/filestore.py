@@ -8,7 +8,7 @@ Layout under the store's home (``docs/FORMAT.md`` has the byte-level details)::
     sessions/<uid>/FENCE         the current fence, minted in place by every writer open
     sessions/<uid>/TAIL          hint: the tail position and state, so opens read only the tail
     sessions/<uid>/DELETED       marker of a soft delete; present = no more writes
-    sessions/<uid>/journal/      segment files (see :mod:`agentsessions.journal.segmentlog`)
+    sessions/<uid>/journal/      segment files (see :mod:`agentsessions.journal.format.segmentlog`)
 
 Invariants: a session directory appears atomically (built under ``sessions/.tmp-*`` and
 renamed, then ``sessions/`` fsync'd); a commit is acknowledged only after its group is
@@ -41,14 +41,15 @@ from agentsessions.errors import (
     SessionDeletedError,
     StorageError,
 )
-from agentsessions.journal import canonical, evidence, fencefile, forking, metafile, segment
-from agentsessions.journal.catalog import Catalog
-from agentsessions.journal.durable import DEFAULT_FS, FileSystem
-from agentsessions.journal.lock import SessionLock
-from agentsessions.journal.records import Record
-from agentsessions.journal.segmentlog import Position, SegmentLog
-from agentsessions.journal.segmentread import SEGMENT_NAME
-from agentsessions.journal.store import (
+from agentsessions.journal.format import canonical, evidence, fencefile, segment
+from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
+from agentsessions.journal.format.lock import SessionLock
+from agentsessions.journal.format.records import Record
+from agentsessions.journal.format.segmentlog import Position, SegmentLog
+from agentsessions.journal.format.segmentread import SEGMENT_NAME
+from agentsessions.journal.stores import forking, metafile
+from agentsessions.journal.stores.catalog import Catalog
+from agentsessions.journal.stores.store import (
     DEFAULT_MAX_COMMIT_BYTES,
     CommitResult,
     Page,
@@ -61,7 +62,7 @@ from agentsessions.journal.store import (
     decode_cursor,
     encode_cursor,
 )
-from agentsessions.journal.tail import Tail
+from agentsessions.journal.stores.tail import Tail
 
 HINT_EVERY_COMMITS = 64
 

@@ -23,10 +23,11 @@ from agentsessions.errors import (
     FormatError,
     InvalidArgumentError,
 )
-from agentsessions.journal import canonical, schema
-from agentsessions.journal.projection import Projection
-from agentsessions.journal.records import Record
-from agentsessions.journal.store import COMMIT_IDS_REMEMBERED, CommitResult
+from agentsessions.journal.format import canonical
+from agentsessions.journal.format.records import Record
+from agentsessions.journal.stores.projection import Projection
+from agentsessions.journal.stores.store import COMMIT_IDS_REMEMBERED, CommitResult
+from agentsessions.v1 import schema
 
 
 @dataclass

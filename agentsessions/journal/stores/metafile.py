@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from agentsessions.errors import AgentSessionsError, MetadataCorruptError
-from agentsessions.journal import canonical
-from agentsessions.journal.store import SessionMeta, check_project, check_uid
+from agentsessions.journal.format import canonical
+from agentsessions.journal.stores.store import SessionMeta, check_project, check_uid
 
 META_NAME = "session.json"
 

@@ -1,6 +1,6 @@
 """Reading a journal directory's segment files: headers, SEALs, strict frames, batch checks.
 
-:class:`SegmentFiles` is the read side of :class:`~agentsessions.journal.segmentlog.SegmentLog`
+:class:`SegmentFiles` is the read side of :class:`.segmentlog.SegmentLog`
 (which adds opening with recovery, the tail, appending and rotation). Layouts and rules:
 ``docs/FORMAT.md``; the byte codec is :mod:`.segment`.
 
@@ -34,10 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from agentsessions.errors import AgentSessionsError, FormatError, JournalCorruptError
-from agentsessions.journal import segment as sg
-from agentsessions.journal import zstdcodec
-from agentsessions.journal.durable import DEFAULT_FS, FileSystem, storage_error
-from agentsessions.journal.segment import RTYPE_EVENT, RTYPE_SEAL, Frame, SegmentHeader
+from agentsessions.journal.format import segment as sg
+from agentsessions.journal.format import zstdcodec
+from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem, storage_error
+from agentsessions.journal.format.segment import RTYPE_EVENT, RTYPE_SEAL, Frame, SegmentHeader
 
 SEGMENT_NAME = re.compile(r"([0-9a-f]{16})\.seg(\.zst)?")
 """Segment file names (match with ``fullmatch``): first seq in hex, ``.zst`` when compressed."""

@@ -12,7 +12,7 @@
   ``null`` for unset) and returns the canonical form, or raises FormatError as a parser would.
 
 Canonical Struct numbers are what decoding JCS text gives back: ints for integral values below
-1e21 (spelled as JCS prints the double), floats otherwise (``canonical.json_number``).
+1e21 (spelled as JCS prints the double), floats otherwise (``numbers.json_number``).
 Unknown enum numbers are canonical as numbers (protojson writes open-enum values that way).
 
 Measured (one core, msgspec present, shared machine, best of 3 runs): validate_event then
@@ -32,8 +32,8 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from agentsessions.errors import FormatError, InvalidArgumentError
-from agentsessions.journal import model
-from agentsessions.journal.canonical import MAX_SAFE_INT, format_number, json_number
+from agentsessions.v1 import model
+from agentsessions.v1.numbers import MAX_SAFE_INT, format_number, json_number
 
 STRING, BYTES, BOOL, INT32, INT64 = "string", "bytes", "bool", "int32", "int64"
 ENUM, MESSAGE, TIMESTAMP, STRUCT = "enum", "message", "timestamp", "struct"
@@ -653,8 +653,8 @@ def validate_event(obj: Any) -> bool:
 
     Returns True when the event is *plain* (no float and no key at or above U+D800 in its
     Struct and map values), so that sorted-key JSON of it already is its RFC 8785 form and
-    :func:`agentsessions.journal.canonical.canonical_plain` may encode it without a second
-    walk; False when it needs :func:`~agentsessions.journal.canonical.canonical_json`.
+    :func:`agentsessions.journal.format.canonical.canonical_plain` may encode it without a second
+    walk; False when it needs :func:`~agentsessions.journal.format.canonical.canonical_json`.
 
     Canonical means what Go protojson emits with proto names: no unknown keys, defaults
     omitted (except optional fields, oneof members and set messages), int64 as canonical

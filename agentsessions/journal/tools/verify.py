@@ -48,10 +48,12 @@ from agentsessions.errors import (
     MetadataCorruptError,
     StorageError,
 )
-from agentsessions.journal import canonical, evidence, metafile, schema, segment
-from agentsessions.journal.records import Record
-from agentsessions.journal.segmentlog import OpenScan, Position, SegmentFrames, SegmentLog
-from agentsessions.journal.segmentread import Link, PayloadCheck, SegmentCheck, SegmentFiles
+from agentsessions.journal.format import canonical, evidence, segment
+from agentsessions.journal.format.records import Record
+from agentsessions.journal.format.segmentlog import OpenScan, Position, SegmentFrames, SegmentLog
+from agentsessions.journal.format.segmentread import Link, PayloadCheck, SegmentCheck, SegmentFiles
+from agentsessions.journal.stores import metafile
+from agentsessions.v1 import schema
 
 Progress = Callable[[int, int], None]
 _PREFIX = b'{"event":'
@@ -694,7 +696,7 @@ def verify_file(
     a record no commit of that store can hold, so an import refuses it before it creates
     anything.
     """
-    from agentsessions.journal import exportfile
+    from agentsessions.journal.tools import exportfile
 
     report = VerifyReport(source=str(path))
     try:

@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from agentsessions.errors import InvalidArgumentError
-from agentsessions.journal import model
-from agentsessions.journal.projection import Projection
-from agentsessions.journal.records import Record
-from agentsessions.journal.tail import Tail
+from agentsessions.journal.format.records import Record
+from agentsessions.journal.stores.projection import Projection
+from agentsessions.journal.stores.tail import Tail
+from agentsessions.v1 import model
 
 Reader = Callable[[int, int], Iterator[Record]]
 _WINDOW = 64

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 
 from agentsessions.errors import FormatError, StorageError
-from agentsessions.journal.durable import FileSystem
+from agentsessions.journal.format.durable import FileSystem
 
 __all__ = ["SLOT_BYTES", "encode_slot", "mint", "read"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from hashlib import sha256
 from typing import Any, NamedTuple
 
-from agentsessions.journal import canonical
+from agentsessions.journal.format import canonical
 
 
 class Record(NamedTuple):

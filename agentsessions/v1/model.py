@@ -26,7 +26,7 @@ from datetime import date, datetime
 from typing import Any, Literal, TypedDict, get_args
 
 from agentsessions.errors import InvalidArgumentError
-from agentsessions.journal.canonical import ijson
+from agentsessions.v1.numbers import ijson
 
 # --------------------------------------------------------------------------- enums
 
@@ -417,7 +417,7 @@ def _ts(ts: datetime | str | None) -> str | None:
 
 
 def struct_value(value: Mapping[str, Any], *, path: str = "struct") -> dict[str, Any]:
-    """A ``google.protobuf.Struct`` (JSON object) from a mapping, see :func:`canonical.ijson`."""
+    """A ``google.protobuf.Struct`` (JSON object) from a mapping, see :func:`.numbers.ijson`."""
     if not isinstance(value, Mapping):
         raise InvalidArgumentError(f"{path}: expected a JSON object, got {type(value).__name__}")
     out: dict[str, Any] = ijson(dict(value), path=path)

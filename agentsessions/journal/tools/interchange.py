@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentsessions.errors import FormatError, InvalidArgumentError
-from agentsessions.journal import canonical, model, schema
+from agentsessions.journal.format import canonical
+from agentsessions.v1 import model, numbers, schema
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +121,7 @@ class _Go:
             return None
         if not isinstance(v, dict):
             raise FormatError(f"{self.where(key)}: expected a JSON object or null, got {_kind(v)}")
-        out: dict[str, Any] = canonical.ijson(v, error=FormatError, path=self.where(key))
+        out: dict[str, Any] = numbers.ijson(v, error=FormatError, path=self.where(key))
         return out
 
     def sub(self, key: str, convert: Callable[[Any, str], dict[str, Any]]) -> dict[str, Any] | None:

@@ -1,0 +1,6 @@
+"""The ``agentsessions.v1`` vocabulary: typed messages and their constructors, the event
+schema and the proto3-JSON rules.
+
+What harnesses, models and front ends speak. Imports nothing of agentsessions but
+``agentsessions.errors``; the journal stores this vocabulary, it does not define it.
+"""
