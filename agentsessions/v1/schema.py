@@ -1,15 +1,17 @@
-"""The ``agentsessions.v1`` schema as a table, and proto3-JSON validation and normalisation.
+"""The ``agentsessions.v1`` schema as a table, and validation of canonical proto3-JSON.
 
 ``MESSAGES`` and ``ENUMS`` hold every message and enum of ``common.proto`` (digest 1.1) plus
 ``LogRecord``, with the reference's field numbers. Two views of proto3-JSON are built on them:
+validation here and normalisation in :mod:`.normalize`.
 
 - :func:`validate_event` accepts exactly the canonical form Go ``protojson`` emits (proto names,
   defaults omitted, int64 as strings, enum names, UTC timestamps with 0/3/6/9 digits, padded
   standard base64). Anything else raises FormatError naming the JSON path. A valid event hashes
   the same here and in the reference. It is the strict-verify hot path, hence compiled checkers.
-- :func:`normalize_event` accepts what a proto3-JSON *parser* accepts (lowerCamelCase names,
-  int64 as numbers, enum numbers, offsets and any fraction length, URL-safe or unpadded base64,
-  ``null`` for unset) and returns the canonical form, or raises FormatError as a parser would.
+- :func:`.normalize.normalize_event` accepts what a proto3-JSON *parser* accepts
+  (lowerCamelCase names, int64 as numbers, enum numbers, offsets and any fraction length,
+  URL-safe or unpadded base64, ``null`` for unset) and returns the canonical form, or raises
+  FormatError as a parser would.
 
 Canonical Struct numbers are what decoding JCS text gives back: ints for integral values below
 1e21 (spelled as JCS prints the double), floats otherwise (``numbers.json_number``).
@@ -22,18 +24,16 @@ tool-call events with a 60-key Struct/s; with ``loads`` first (strict verify) ~9
 
 from __future__ import annotations
 
-import binascii
 import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from agentsessions.errors import FormatError, InvalidArgumentError
+from agentsessions.errors import FormatError
 from agentsessions.v1 import model
-from agentsessions.v1.numbers import MAX_SAFE_INT, format_number, json_number
+from agentsessions.v1.numbers import MAX_SAFE_INT, format_number
 
 STRING, BYTES, BOOL, INT32, INT64 = "string", "bytes", "bool", "int32", "int64"
 ENUM, MESSAGE, TIMESTAMP, STRUCT = "enum", "message", "timestamp", "struct"
@@ -180,8 +180,9 @@ INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 _JS_EXP_LIMIT = 10**21
 
 
-class _Bad(Exception):
-    """Internal: a validation failure; ``path`` collects segments innermost-first."""
+class Invalid(Exception):
+    """A value that breaks the schema (validation and normalisation raise it internally);
+    ``path`` collects segments innermost-first, :func:`path_error` turns it into FormatError."""
 
     def __init__(self, msg: str) -> None:
         super().__init__(msg)
@@ -189,18 +190,20 @@ class _Bad(Exception):
         self.path: list[str] = []
 
 
-def _error(root: str, bad: _Bad) -> FormatError:
+def path_error(root: str, bad: Invalid) -> FormatError:
+    """The FormatError for ``bad``, naming its JSON path below ``root``."""
     path = root + "".join(reversed(bad.path))
     return FormatError(f"{path}: {bad.msg}", path=path)
 
 
-def _kind(v: Any) -> str:
+def kind_of(v: Any) -> str:
+    """The JSON-ish name of ``v``'s type for an error message (``null`` for None)."""
     return "null" if v is None else type(v).__name__
 
 
 # --------------------------------------------------------------------------- validation
 
-# A checker raises _Bad, or returns a truthy value when the value is valid but not "plain":
+# A checker raises Invalid, or returns a truthy value when the value is valid but not "plain":
 # it holds a float or a key at/above U+D800, so sorted msgspec output is not its JCS form.
 Checker = Callable[[Any], Any]
 _SLOW = 1
@@ -229,20 +232,21 @@ def is_canonical_base64(text: str) -> bool:
     return bool(_B64_RUN.fullmatch(text, 0, n - 4) and _B64_LAST.fullmatch(text, n - 4))
 
 
-def _chk_text(v: str) -> None:
+def check_text(v: str) -> None:
+    """Raise Invalid if ``v`` holds a lone surrogate (JSON text cannot carry it)."""
     if not v.isascii() and _SURROGATE.search(v):
-        raise _Bad("string contains a lone surrogate")
+        raise Invalid("string contains a lone surrogate")
 
 
 def _string(presence: bool) -> Checker:
     def chk(v: Any) -> None:
         if type(v) is not str:
-            raise _Bad(f"expected a string, got {_kind(v)}")
+            raise Invalid(f"expected a string, got {kind_of(v)}")
         if not v:
             if not presence:
-                raise _Bad(_DEFAULT)
+                raise Invalid(_DEFAULT)
         elif not v.isascii() and _SURROGATE.search(v):
-            raise _Bad("string contains a lone surrogate")
+            raise Invalid("string contains a lone surrogate")
 
     return chk
 
@@ -250,14 +254,14 @@ def _string(presence: bool) -> Checker:
 def _int64(presence: bool) -> Checker:
     def chk(v: Any) -> None:
         if type(v) is not str:
-            raise _Bad(f"int64 must be a decimal string, got {_kind(v)}")
+            raise Invalid(f"int64 must be a decimal string, got {kind_of(v)}")
         if v == "0":
             if not presence:
-                raise _Bad(_DEFAULT)
+                raise Invalid(_DEFAULT)
         elif not _INT64_TEXT.fullmatch(v):
-            raise _Bad(f"not a canonical int64 decimal string: {v!r}")
+            raise Invalid(f"not a canonical int64 decimal string: {v!r}")
         elif len(v) >= 19 and not INT64_MIN <= int(v) <= INT64_MAX:
-            raise _Bad(f"int64 out of range: {v}")
+            raise Invalid(f"int64 out of range: {v}")
 
     return chk
 
@@ -265,11 +269,11 @@ def _int64(presence: bool) -> Checker:
 def _int32(presence: bool) -> Checker:
     def chk(v: Any) -> None:
         if type(v) is not int:
-            raise _Bad(f"int32 must be a JSON integer, got {_kind(v)}")
+            raise Invalid(f"int32 must be a JSON integer, got {kind_of(v)}")
         if not INT32_MIN <= v <= INT32_MAX:
-            raise _Bad(f"int32 out of range: {v}")
+            raise Invalid(f"int32 out of range: {v}")
         if v == 0 and not presence:
-            raise _Bad(_DEFAULT)
+            raise Invalid(_DEFAULT)
 
     return chk
 
@@ -277,9 +281,9 @@ def _int32(presence: bool) -> Checker:
 def _bool(presence: bool) -> Checker:
     def chk(v: Any) -> None:
         if type(v) is not bool:
-            raise _Bad(f"expected true or false, got {_kind(v)}")
+            raise Invalid(f"expected true or false, got {kind_of(v)}")
         if not v and not presence:
-            raise _Bad(_DEFAULT)
+            raise Invalid(_DEFAULT)
 
     return chk
 
@@ -287,12 +291,12 @@ def _bool(presence: bool) -> Checker:
 def _bytes(presence: bool) -> Checker:
     def chk(v: Any) -> None:
         if type(v) is not str:
-            raise _Bad(f"bytes must be a base64 string, got {_kind(v)}")
+            raise Invalid(f"bytes must be a base64 string, got {kind_of(v)}")
         if not v:
             if not presence:
-                raise _Bad(_DEFAULT)
+                raise Invalid(_DEFAULT)
         elif not is_canonical_base64(v):
-            raise _Bad("bytes are not canonical padded standard base64")
+            raise Invalid("bytes are not canonical padded standard base64")
 
     return chk
 
@@ -307,14 +311,14 @@ def _enum(names: tuple[str, ...], presence: bool) -> Checker:
             if v == names[0]:
                 if presence:
                     return
-                raise _Bad(_DEFAULT)
-            raise _Bad(f"unknown enum value {v!r}")
+                raise Invalid(_DEFAULT)
+            raise Invalid(f"unknown enum value {v!r}")
         if type(v) is int:
             if 0 <= v < len(names):
-                raise _Bad(f"enum value {v} must be written by name ({names[v]})")
+                raise Invalid(f"enum value {v} must be written by name ({names[v]})")
             if INT32_MIN <= v <= INT32_MAX:
                 return  # an open-enum value the schema does not name: protojson writes a number
-        raise _Bad(f"expected an enum name, got {v!r}")
+        raise Invalid(f"expected an enum name, got {v!r}")
 
     return chk
 
@@ -330,17 +334,17 @@ def _date_ok(text: str) -> bool:
 
 def _chk_timestamp(v: Any) -> None:
     if type(v) is not str:
-        raise _Bad(f"timestamp must be a string, got {_kind(v)}")
+        raise Invalid(f"timestamp must be a string, got {kind_of(v)}")
     m = _TS.fullmatch(v)
     if m is None:
-        raise _Bad(f"not a canonical RFC 3339 UTC timestamp: {v!r}")
+        raise Invalid(f"not a canonical RFC 3339 UTC timestamp: {v!r}")
     hh, mi, ss, frac = m.group(4, 5, 6, 7)
     if frac and frac.endswith("000"):
-        raise _Bad(f"timestamp fraction is not in shortest 3/6/9-digit form: {v!r}")
+        raise Invalid(f"timestamp fraction is not in shortest 3/6/9-digit form: {v!r}")
     if not _date_ok(v[:10]):
-        raise _Bad(f"not a calendar date in 0001..9999: {v!r}")
+        raise Invalid(f"not a calendar date in 0001..9999: {v!r}")
     if hh > "23" or mi > "59" or ss > "59":  # two-digit strings compare like numbers
-        raise _Bad(f"time of day out of range: {v!r}")
+        raise Invalid(f"time of day out of range: {v!r}")
 
 
 def _value_ok_int(v: int) -> bool:
@@ -362,20 +366,20 @@ def _chk_value(v: Any) -> int:
                 continue
             try:
                 slow |= _chk_value(x)
-            except _Bad as e:
+            except Invalid as e:
                 e.path.append(f"[{i}]")
                 raise
     elif t is str:
-        _chk_text(v)
+        check_text(v)
     elif t is int:
         if not _value_ok_int(v):
-            raise _Bad(f"integer {v} is not a float64 value as JCS prints it")
+            raise Invalid(f"integer {v} is not a float64 value as JCS prints it")
     elif t is float:
         if v - v:
-            raise _Bad(f"{v!r} is not a JSON number")
+            raise Invalid(f"{v!r} is not a JSON number")
         slow = _SLOW
     elif not (t is bool or v is None):
-        raise _Bad(f"{_kind(v)} is not a JSON value")
+        raise Invalid(f"{kind_of(v)} is not a JSON value")
     return slow
 
 
@@ -386,11 +390,11 @@ def _high(k: str) -> int:
 
 def _chk_struct(v: Any) -> int:
     if type(v) is not dict:
-        raise _Bad(f"expected a JSON object, got {_kind(v)}")
+        raise Invalid(f"expected a JSON object, got {kind_of(v)}")
     slow = 0
     for k, x in v.items():
         if type(k) is not str:
-            raise _Bad(f"object keys must be strings, got {_kind(k)}")
+            raise Invalid(f"object keys must be strings, got {kind_of(k)}")
         t = type(x)
         if k.isascii():
             if (t is str and x.isascii()) or t is bool or x is None:
@@ -398,9 +402,9 @@ def _chk_struct(v: Any) -> int:
             if t is int and -MAX_SAFE_INT <= x <= MAX_SAFE_INT:
                 continue
         try:
-            _chk_text(k)
+            check_text(k)
             slow |= _high(k) | _chk_value(x)
-        except _Bad as e:
+        except Invalid as e:
             e.path.append(f"[{k!r}]" if not k.isidentifier() else f".{k}")
             raise
     return slow
@@ -408,15 +412,15 @@ def _chk_struct(v: Any) -> int:
 
 def _map(v: Any) -> int:
     if type(v) is not dict:
-        raise _Bad(f"expected a JSON object (map), got {_kind(v)}")
+        raise Invalid(f"expected a JSON object (map), got {kind_of(v)}")
     if not v:
-        raise _Bad(_DEFAULT)
+        raise Invalid(_DEFAULT)
     slow = 0
     for k, x in v.items():
         if type(x) is not str:
-            raise _Bad(f"map value for {k!r} must be a string, got {_kind(x)}")
-        _chk_text(k)
-        _chk_text(x)
+            raise Invalid(f"map value for {k!r} must be a string, got {kind_of(x)}")
+        check_text(k)
+        check_text(x)
         slow |= _high(k)
     return slow
 
@@ -424,15 +428,15 @@ def _map(v: Any) -> int:
 def _repeated(item: Checker) -> Checker:
     def chk(v: Any) -> int:
         if type(v) is not list:
-            raise _Bad(f"expected a JSON array, got {_kind(v)}")
+            raise Invalid(f"expected a JSON array, got {kind_of(v)}")
         if not v:
-            raise _Bad(_DEFAULT)
+            raise Invalid(_DEFAULT)
         slow = 0
         for i, x in enumerate(v):
             try:
                 if item(x):
                     slow = _SLOW
-            except _Bad as e:
+            except Invalid as e:
                 e.path.append(f"[{i}]")
                 raise
         return slow
@@ -446,22 +450,22 @@ _SPECS: dict[str, Spec] = {name: {} for name in MESSAGES}
 
 def _check_msg(obj: Any, spec: Spec) -> int:
     if type(obj) is not dict:
-        raise _Bad(f"expected a JSON object, got {_kind(obj)}")
+        raise Invalid(f"expected a JSON object, got {kind_of(obj)}")
     member = ""
     slow = 0
     for k, v in obj.items():
         entry = spec.get(k)
         if entry is None:
-            raise _Bad(f"unknown field {k!r}")
+            raise Invalid(f"unknown field {k!r}")
         try:
             if entry[0](v):
                 slow = _SLOW
-        except _Bad as e:
+        except Invalid as e:
             e.path.append("." + k)
             raise
         if entry[1]:
             if member:
-                raise _Bad(f"oneof '{entry[1]}' has two members set: {member!r} and {k!r}")
+                raise Invalid(f"oneof '{entry[1]}' has two members set: {member!r} and {k!r}")
             member = k
     return slow
 
@@ -635,8 +639,8 @@ def validate_message(obj: Any, message: str = "Event", root: str = "event") -> N
         pass
     try:
         _check_msg(obj, _SPECS[message])
-    except _Bad as bad:
-        raise _error(root, bad) from None
+    except Invalid as bad:
+        raise path_error(root, bad) from None
 
 
 def plain_event(obj: Any) -> bool:
@@ -667,224 +671,5 @@ def validate_event(obj: Any) -> bool:
         pass
     try:
         return not _check_msg(obj, _SPECS["Event"])
-    except _Bad as bad:
-        raise _error("event", bad) from None
-
-
-# --------------------------------------------------------------------------- normalisation
-
-_NAMES: dict[str, dict[str, Field]] = {
-    name: {**{f.json_name: f for f in fields}, **{f.name: f for f in fields}}
-    for name, fields in MESSAGES.items()
-}
-_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-_DEFAULTS: dict[str, Any] = {STRING: "", BYTES: "", BOOL: False, INT32: 0, INT64: 0}
-
-
-def _parse_int(v: Any, lo: int, hi: int) -> int:
-    """An integer as proto3-JSON parsers accept it: a JSON number or a string holding one,
-    with an integral value (``1``, ``1.0``, ``"1e2"``)."""
-    t = type(v)
-    n: int
-    if t is int:
-        n = v
-    elif t is float:
-        if not v.is_integer():
-            raise _Bad(f"not an integer: {v!r}")
-        n = int(v)
-    elif t is str:
-        if not _JSON_NUMBER.fullmatch(v):
-            raise _Bad(f"not an integer: {v!r}")
-        try:
-            d = Decimal(v)
-            if d.adjusted() > 20 or d != d.to_integral_value():
-                raise _Bad(f"not an integer in range: {v!r}")
-            n = int(d)
-        except InvalidOperation:
-            raise _Bad(f"not an integer: {v!r}") from None
-    else:
-        raise _Bad(f"expected an integer, got {_kind(v)}")
-    if not lo <= n <= hi:
-        raise _Bad(f"integer out of range: {v!r}")
-    return n
-
-
-def _parse_bytes(v: Any) -> str:
-    if type(v) is not str:
-        raise _Bad(f"bytes must be a base64 string, got {_kind(v)}")
-    if is_canonical_base64(v):
-        return v
-    text = v
-    if "-" in text or "_" in text:
-        if "+" in text or "/" in text:
-            raise _Bad("base64 mixes the standard and URL-safe alphabets")
-        text = text.replace("-", "+").replace("_", "/")
-    if len(text) % 4:
-        if "=" in text:
-            raise _Bad("base64 has partial padding")
-        text += "=" * (-len(text) % 4)
-    try:
-        raw = binascii.a2b_base64(text, strict_mode=True)
-    except ValueError as exc:  # binascii.Error, or non-ASCII text
-        raise _Bad(f"invalid base64: {exc}") from None
-    return binascii.b2a_base64(raw, newline=False).decode()
-
-
-def _parse_enum(v: Any, names: tuple[str, ...]) -> str | int:
-    if type(v) is str:
-        if v in names:
-            return v
-        raise _Bad(f"unknown enum value {v!r}")
-    if type(v) is int and INT32_MIN <= v <= INT32_MAX:
-        return names[v] if 0 <= v < len(names) else v
-    raise _Bad(f"expected an enum name or number, got {v!r}")
-
-
-def _norm_value(v: Any) -> Any:
-    t = type(v)
-    if t is str:
-        _chk_text(v)
-        return v
-    if t is bool or v is None:
-        return v
-    if t is int or t is float:
-        try:
-            return json_number(v)
-        except InvalidArgumentError as exc:
-            raise _Bad(str(exc)) from None
-    if t is dict:
-        return _norm_struct(v)
-    if t is list:
-        out = []
-        for i, x in enumerate(v):
-            try:
-                out.append(_norm_value(x))
-            except _Bad as e:
-                e.path.append(f"[{i}]")
-                raise
-        return out
-    raise _Bad(f"{_kind(v)} is not a JSON value")
-
-
-def _norm_struct(v: Any) -> dict[str, Any]:
-    if type(v) is not dict:
-        raise _Bad(f"expected a JSON object, got {_kind(v)}")
-    out = {}
-    for k, x in v.items():
-        try:
-            _chk_text(k)
-            out[k] = _norm_value(x)
-        except _Bad as e:
-            e.path.append(f"[{k!r}]" if not k.isidentifier() else f".{k}")
-            raise
-    return out
-
-
-def _norm_single(f: Field, v: Any) -> Any:
-    t = f.type
-    if t == MESSAGE:
-        return _norm_msg(v, f.ref)
-    if t == STRING:
-        if type(v) is not str:
-            raise _Bad(f"expected a string, got {_kind(v)}")
-        _chk_text(v)
-        return v
-    if t == INT64:
-        return _parse_int(v, INT64_MIN, INT64_MAX)
-    if t == INT32:
-        return _parse_int(v, INT32_MIN, INT32_MAX)
-    if t == BOOL:
-        if type(v) is not bool:
-            raise _Bad(f"expected true or false, got {_kind(v)}")
-        return v
-    if t == BYTES:
-        return _parse_bytes(v)
-    if t == ENUM:
-        return _parse_enum(v, ENUMS[f.ref])
-    if t == TIMESTAMP:
-        try:
-            return model.normalize_timestamp(v)
-        except InvalidArgumentError as exc:
-            raise _Bad(str(exc)) from None
-    return _norm_struct(v)
-
-
-def _norm_field(f: Field, v: Any) -> tuple[Any, bool]:
-    """The canonical value of one present field and whether it is emitted."""
-    if f.label == REPEATED:
-        if type(v) is not list:
-            raise _Bad(f"expected a JSON array, got {_kind(v)}")
-        items = []
-        for i, x in enumerate(v):
-            try:
-                if x is None:
-                    raise _Bad("null is not allowed in a repeated field")
-                items.append(_canonical_scalar(f, _norm_single(f, x)))
-            except _Bad as e:
-                e.path.append(f"[{i}]")
-                raise
-        return items, bool(items)
-    if f.label == MAP:
-        if type(v) is not dict:
-            raise _Bad(f"expected a JSON object (map), got {_kind(v)}")
-        for k, x in v.items():
-            if type(x) is not str:
-                raise _Bad(f"map value for {k!r} must be a string, got {_kind(x)}")
-            _chk_text(k)
-            _chk_text(x)
-        return dict(v), bool(v)
-    value = _norm_single(f, v)
-    default = ENUMS[f.ref][0] if f.type == ENUM else _DEFAULTS.get(f.type)
-    return _canonical_scalar(f, value), f.has_presence or value != default
-
-
-def _canonical_scalar(f: Field, value: Any) -> Any:
-    return str(value) if f.type == INT64 else value
-
-
-def _norm_msg(obj: Any, message: str) -> dict[str, Any]:
-    if type(obj) is not dict:
-        raise _Bad(f"expected a JSON object, got {_kind(obj)}")
-    names = _NAMES[message]
-    got: dict[str, Any] = {}
-    seen: set[str] = set()
-    member = ""
-    for k, v in obj.items():
-        f = names.get(k) if type(k) is str else None
-        if f is None:
-            raise _Bad(f"unknown field {k!r}")
-        if f.name in seen:
-            raise _Bad(f"field {f.name!r} is given twice")
-        seen.add(f.name)
-        if v is None:
-            continue  # proto3-JSON: null means unset (Struct values are handled below them)
-        if f.oneof:
-            if member:
-                raise _Bad(f"oneof '{f.oneof}' has two members set: {member!r} and {k!r}")
-            member = k
-        try:
-            value, keep = _norm_field(f, v)
-        except _Bad as e:
-            e.path.append("." + k)
-            raise
-        if keep:
-            got[f.name] = value
-    return {f.name: got[f.name] for f in MESSAGES[message] if f.name in got}
-
-
-def normalize_message(obj: Any, message: str = "Event", root: str = "event") -> dict[str, Any]:
-    """Parse proto3-JSON of ``message`` as a proto3-JSON parser would; return canonical form."""
-    try:
-        return _norm_msg(obj, message)
-    except _Bad as bad:
-        raise _error(root, bad) from None
-
-
-def normalize_event(obj: Any) -> dict[str, Any]:
-    """The canonical proto3-JSON dict of an ``Event`` given in any form a parser accepts.
-
-    Accepts lowerCamelCase names, int64 as numbers or strings, enum numbers, timestamps with
-    offsets and any fraction length, URL-safe or unpadded base64, ``null`` for unset; returns
-    what Go protojson would emit. Raises FormatError for what a parser refuses.
-    """
-    return normalize_message(obj, "Event", "event")
+    except Invalid as bad:
+        raise path_error("event", bad) from None

@@ -18,7 +18,7 @@ import pytest
 import agentsessions
 from agentsessions.journal.format import canonical
 from agentsessions.journal.tools import interchange
-from agentsessions.v1 import model, schema
+from agentsessions.v1 import model, normalize, schema
 
 HERE = Path(__file__).parent / "canonical"
 FIXTURE = Path(agentsessions.__file__).parent / "data" / "go-v0.1.2-completed.json"
@@ -102,7 +102,7 @@ def test_extra_vectors(vector: dict[str, Any], path: str) -> None:
     payload, digest = _hash(event, vector["prev_hash"], vector["seq"])
     assert payload == vector["canonical_record_bytes"].encode()
     assert digest == vector["content_hash"]
-    assert schema.normalize_event(event) == event
+    assert normalize.normalize_event(event) == event
     assert canonical.canonical_json(canonical.loads(payload)) == payload
 
 

@@ -1,4 +1,4 @@
-"""schema.py: the table, validate_event (canonical only) and normalize_event (parser forms)."""
+"""v1 schema: the table, validate_event (canonical only), normalize_event (parser forms)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from agentsessions.errors import FormatError, InvalidArgumentError
 from agentsessions.journal.format import canonical
-from agentsessions.v1 import model, schema
+from agentsessions.v1 import model, normalize, schema
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_canonical import SETTINGS, canonical_events, typed
@@ -150,7 +150,7 @@ def test_validate_rejects_with_the_path(event: Any, message: str) -> None:
 )
 def test_validate_accepts_canonical_edge_forms(event: dict[str, Any]) -> None:
     schema.validate_event(event)
-    assert schema.normalize_event(event) == event
+    assert normalize.normalize_event(event) == event
 
 
 def test_validate_message_for_log_records() -> None:
@@ -168,9 +168,9 @@ def test_validate_message_for_log_records() -> None:
 @given(canonical_events)
 def test_normalize_of_canonical_is_identity(event: dict[str, Any]) -> None:
     data = canonical.canonical_json(event)
-    assert canonical.canonical_json(schema.normalize_event(event)) == data
+    assert canonical.canonical_json(normalize.normalize_event(event)) == data
     decoded = canonical.loads(data)
-    assert typed(schema.normalize_event(decoded)) == typed(decoded)
+    assert typed(normalize.normalize_event(decoded)) == typed(decoded)
 
 
 def _camel(name: str) -> str:
@@ -238,7 +238,7 @@ def _with_offset(ts: str, minutes: int) -> str:
 @given(canonical_events, st.data())
 def test_normalize_parser_forms_to_canonical(event: dict[str, Any], data: st.DataObject) -> None:
     form = _parser_form(copy.deepcopy(event), "Event", data)
-    got = schema.normalize_event(form)
+    got = normalize.normalize_event(form)
     schema.validate_event(got)
     assert canonical.canonical_json(got) == canonical.canonical_json(event)
 
@@ -254,7 +254,7 @@ def test_normalize_examples() -> None:
         "usage": None,
         "executionStart": None,
     }
-    assert schema.normalize_event(given_) == {
+    assert normalize.normalize_event(given_) == {
         "execution_id": "x",
         "ts": "2023-11-14T22:13:20.500Z",
         "schema_version": 1,
@@ -264,11 +264,11 @@ def test_normalize_examples() -> None:
             "parts": [{"data": {"data": {"a": 1152921504606847000, "b": 2}}}],
         },
     }
-    start = schema.normalize_event(
+    start = normalize.normalize_event(
         {"executionStart": {"inputCount": 0, "config": "AP-_", "resumeFromSeq": "0"}}
     )
     assert start == {"execution_start": {"config": "AP+/", "input_count": "0"}}
-    assert schema.normalize_event({"kind": 0, "schemaVersion": 0, "result": {"code": 9}}) == {
+    assert normalize.normalize_event({"kind": 0, "schemaVersion": 0, "result": {"code": 9}}) == {
         "result": {"code": 9}
     }
 
@@ -313,7 +313,7 @@ def test_normalize_examples() -> None:
 )
 def test_normalize_rejects_what_a_parser_refuses(event: Any, message: str) -> None:
     with pytest.raises(FormatError) as info:
-        schema.normalize_event(event)
+        normalize.normalize_event(event)
     assert str(info.value).startswith(message), str(info.value)
 
 
@@ -358,7 +358,7 @@ def test_helpers_build_canonical_events() -> None:
     events = _helper_events()
     for ev in events:
         schema.validate_event(ev)
-        assert schema.normalize_event(ev) == ev
+        assert normalize.normalize_event(ev) == ev
     assert events[0] == {
         "execution_id": "e",
         "ts": "2024-05-01T10:00:00.120Z",
@@ -444,8 +444,8 @@ def _generic(event: Any) -> tuple[Any, ...]:
     """What validate_event gives with the generated fast path bypassed."""
     try:
         return ("ok", not schema._check_msg(event, schema._SPECS["Event"]))
-    except schema._Bad as bad:
-        return ("err", str(schema._error("event", bad)))
+    except schema.Invalid as bad:
+        return ("err", str(schema.path_error("event", bad)))
     except Exception as exc:
         return ("exc", type(exc).__name__)
 

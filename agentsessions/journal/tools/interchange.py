@@ -27,7 +27,7 @@ from typing import Any
 
 from agentsessions.errors import FormatError, InvalidArgumentError
 from agentsessions.journal.format import canonical
-from agentsessions.v1 import model, numbers, schema
+from agentsessions.v1 import model, normalize, numbers, schema
 
 
 @dataclass(frozen=True, slots=True)
@@ -464,7 +464,7 @@ def logrecord_from_json(obj: Any) -> ForeignRecord:
     Lets a reader drop the line before the record is normalised: the decoded strings are
     shared, never copied, so a wide record is held once (import and verify stay bounded).
     """
-    rec = schema.normalize_message(obj, "LogRecord", "record")
+    rec = normalize.normalize_message(obj, "LogRecord", "record")
     if "event" not in rec:
         raise FormatError("record: no event")
     return ForeignRecord(
