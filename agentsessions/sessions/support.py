@@ -45,6 +45,6 @@ def is_stream(path: Path) -> bool:
 
 def verify_path(path: Path, *, strict: bool = False, progress: Any = None) -> VerifyReport:
     """Verify a session directory or an export file anywhere on disk (offline, no home)."""
-    from agentsessions.journal.tools.verify import verify_path as verify
+    from agentsessions.journal.tools.verifyfile import verify_path as verify
 
     return verify(Path(path), strict=strict, progress=progress)

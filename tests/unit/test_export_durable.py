@@ -12,7 +12,7 @@ from agentsessions.journal.format.durable import CrashFileSystem, SimulatedCrash
 from agentsessions.journal.stores.filestore import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.exchange import export_session
-from agentsessions.journal.tools.verify import verify_file
+from agentsessions.journal.tools.verifyfile import verify_file
 from agentsessions.v1.model import text_message
 
 OLD = b"an earlier export\n"

@@ -35,7 +35,7 @@ from agentsessions.journal.format.segmentread import (
 )
 from agentsessions.journal.stores.filestore import FileStore, StoreOptions
 from agentsessions.journal.stores.store import SessionMeta, new_uid
-from agentsessions.journal.tools import verify
+from agentsessions.journal.tools import verify, verifypool
 from agentsessions.journal.tools.verify import VerifyReport, verify_dir, walk
 from agentsessions.v1 import model
 
@@ -340,7 +340,7 @@ def test_forked_workers_are_used_and_reaped(tmp_path: Path) -> None:
     sdir = build(tmp_path / "s")
     files = SegmentFiles.at(sdir / "journal", session_id=sdir.name)
     jobs = list(enumerate(files.segments[:-1]))
-    pool = verify._Pool.start(files, jobs, None, 2)
+    pool = verifypool.Pool.start(files, jobs, None, 2)
     assert pool is not None and pool.workers
     pids = [worker.pid for worker in pool.workers]
     checks = pool.results()
@@ -359,13 +359,13 @@ def test_workers_are_reaped_when_opening_fails(
     sdir = build(tmp_path / "s")
     flip(segment_files(sdir)[-1], 60)  # the tail's header: opening fails after the fork
     pids: list[int] = []
-    real = verify._Pool._fork
+    real = verifypool.Pool._fork
 
-    def spy(self: verify._Pool) -> None:
+    def spy(self: verifypool.Pool) -> None:
         real(self)
         pids.append(self.workers[-1].pid)
 
-    monkeypatch.setattr(verify._Pool, "_fork", spy)
+    monkeypatch.setattr(verifypool.Pool, "_fork", spy)
     assert verify_dir(sdir, workers=2).kind == "corrupt"
     assert pids
     for pid in pids:
@@ -455,10 +455,10 @@ def test_forked_verify_inside_the_zipapp(tmp_path: Path) -> None:
     code = (
         "import json, sys; sys.path.insert(0, sys.argv[1]);"
         "from pathlib import Path; from agentsessions.journal.format import canonical;"
-        "from agentsessions.journal.tools import verify;"
+        "from agentsessions.journal.tools import verify, verifypool;"
         "from agentsessions.journal.format.segmentread import SegmentFiles;"
         "d = Path(sys.argv[2]); f = SegmentFiles.at(d / 'journal', session_id=d.name);"
-        "pool = verify._Pool.start(f, list(enumerate(f.segments[:-1])), None, 2);"
+        "pool = verifypool.Pool.start(f, list(enumerate(f.segments[:-1])), None, 2);"
         "forked = pool is not None and bool(pool.workers); pool and pool.stop();"
         "r = verify.verify_dir(d, workers=2).to_json(); r.pop('source');"
         "print(json.dumps([canonical.HAVE_MSGSPEC, forked, r]))"

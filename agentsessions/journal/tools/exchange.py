@@ -26,7 +26,8 @@ from agentsessions.journal.stores.store import (
     new_uid,
 )
 from agentsessions.journal.tools import exportfile
-from agentsessions.journal.tools.verify import Progress, verify_file
+from agentsessions.journal.tools.verify import Progress
+from agentsessions.journal.tools.verifyfile import verify_file
 
 
 def export_session(

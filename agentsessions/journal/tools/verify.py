@@ -19,20 +19,16 @@ again frame by frame (:meth:`SegmentLog.segment_frames`) and walked record by re
 every verdict (``ok``, ``first_bad_seq``, the reason) is the one the frame-by-frame path
 gives. On Linux, a single-threaded caller with a large journal (at least two sealed segments
 and 8 MiB of them) checks sealed segments in forked worker processes, one per spare CPU;
-elsewhere, or when a worker fails, the same checks run serially.
+elsewhere, or when a worker fails, the same checks run serially (:mod:`.verifypool`).
+
+This module holds the chain walk, directory and store-session verify; a journal file
+(an export, JSON lines) is verified by :mod:`.verifyfile` with the same walk.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import functools
 import hashlib
-import json
-import os
-import signal
-import sys
-import threading
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +37,6 @@ from typing import Any
 from agentsessions.errors import (
     AgentSessionsError,
     ChainBrokenError,
-    CommitTooLargeError,
     FormatError,
     JournalCorruptError,
     JournalError,
@@ -53,6 +48,7 @@ from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import OpenScan, Position, SegmentFrames, SegmentLog
 from agentsessions.journal.format.segmentread import Link, PayloadCheck, SegmentCheck, SegmentFiles
 from agentsessions.journal.stores import metafile
+from agentsessions.journal.tools.verifypool import Pool
 from agentsessions.v1 import schema
 
 Progress = Callable[[int, int], None]
@@ -448,9 +444,6 @@ def _strict_items(frames: SegmentFrames, upto: int) -> Generator[Item, None, Lin
 CheckOf = Callable[[int, int], SegmentCheck]
 """The batch check of the ``no``-th segment, ``first`` (made earlier or on demand)."""
 
-_FORK_MIN_BYTES = 8 << 20
-"""Sealed segments must hold this much (and be at least two) before workers are forked."""
-
 
 class _Fast:
     """How :func:`verify_dir` opens each journal: batch checks first (module docstring)."""
@@ -474,7 +467,7 @@ class _Fast:
         ]
         if firsts and not upto:  # the tail too, last: whoever is free takes it
             jobs.append((len(firsts) - 1, firsts[-1]))
-        pool = _Pool.start(files, jobs, self.check, self.workers) if firsts else None
+        pool = Pool.start(files, jobs, self.check, self.workers) if firsts else None
         # with upto, the tail is read strictly (it holds seq upto + 1): its check only makes
         # the resume hint, so it skips the strict payload checks
         check = self.check if not upto else None
@@ -516,245 +509,6 @@ def _hint(tail: SegmentCheck | None) -> Position | None:
     if tail is None or not tail.ok or tail.last_frame < 0:
         return None
     return Position(tail.first, tail.end, tail.next_seq - 1, tail.last_hash, tail.last_frame)
-
-
-class _Pool:
-    """Batch checks of sealed segments shared with forked worker processes.
-
-    Fork is used only on Linux from a single-threaded process (no other thread can hold a
-    lock the child would need). Jobs are handed out through a pipe, one 4-byte index per
-    read, so a process slowed down by other load simply takes fewer; this process takes
-    jobs too once its own work (the tail) is done. A worker sends its checks as one JSON
-    document on its own pipe and leaves with ``os._exit``; jobs a failed worker took are
-    checked here. Every worker is reaped (killed first if this process gives up early)
-    before :func:`verify_dir` goes on.
-    """
-
-    def __init__(self, files: SegmentFiles, jobs: Jobs, check: PayloadCheck | None) -> None:
-        self.files, self.jobs, self.check = files, jobs, check
-        self.workers: list[_Worker] = []
-        self.queue = -1
-
-    def _fill(self) -> bool:
-        """Queue every job index (before any fork); False if the pipe cannot hold them."""
-        self.queue, feed = os.pipe()
-        data = b"".join(i.to_bytes(4, "little") for i in range(len(self.jobs)))
-        try:
-            os.set_blocking(feed, False)
-            return os.write(feed, data) == len(data)
-        except BlockingIOError:
-            return False
-        finally:
-            os.close(feed)
-
-    @classmethod
-    def start(
-        cls, files: SegmentFiles, jobs: Jobs, check: PayloadCheck | None, workers: int | None
-    ) -> _Pool | None:
-        """Fork workers to share ``jobs`` with this process; None when they run here, on demand."""
-        if workers is None:
-            size = sum(files.segment_size(first) for _, first in jobs)
-            workers = _cpu_count() if len(jobs) >= 2 and size >= _FORK_MIN_BYTES else 1
-        workers = min(workers, len(jobs) + 1)
-        if workers < 2 or not _can_fork():
-            return None
-        pool = cls(files, jobs, check)
-        try:
-            if not pool._fill():
-                pool.stop()
-                return None
-            for _ in range(workers - 1):
-                pool._fork()
-        except BaseException:
-            pool.stop()
-            raise
-        return pool
-
-    def _fork(self) -> None:
-        r, w = os.pipe()
-        try:
-            pid = os.fork()
-        except OSError:
-            os.close(r)
-            os.close(w)
-            return
-        if pid == 0:  # the worker: never returns, never runs the parent's cleanup
-            code = 1
-            try:
-                os.close(r)
-                data = json.dumps([dataclasses.astuple(c) for c in self._work()])
-                with open(w, "wb") as out:
-                    out.write(data.encode())
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(w)
-        self.workers.append(_Worker(pid, r))
-
-    def _work(self) -> list[SegmentCheck]:
-        """Take jobs from the queue until it is empty; their checks."""
-        done = []
-        while len(item := os.read(self.queue, 4)) == 4:
-            no, first = self.jobs[int.from_bytes(item, "little")]
-            done.append(self.files.check_segment(first, no, self.check))
-        return done
-
-    def results(self) -> dict[int, SegmentCheck]:
-        """Every job's check: this process's, the workers', then any a failed worker took."""
-        out = {c.first: c for c in self._work()}
-        for worker in self.workers:
-            out.update((c.first, c) for c in worker.collect() or ())
-        for no, first in self.jobs:
-            if first not in out:
-                out[first] = self.files.check_segment(first, no, self.check)
-        return out
-
-    def stop(self) -> None:
-        """Reap every worker, killing those still running; close the pipes."""
-        for worker in self.workers:
-            worker.end()
-        self.workers.clear()
-        if self.queue >= 0:
-            os.close(self.queue)
-            self.queue = -1
-
-
-Jobs = list[tuple[int, int]]
-"""``(no, first)`` of segments to batch-check."""
-
-
-@dataclass
-class _Worker:
-    """A forked worker: its pid and the read end of its result pipe."""
-
-    pid: int
-    fd: int
-    reaped: bool = False
-
-    def collect(self) -> list[SegmentCheck] | None:
-        """Read the worker's checks and reap it; None if it failed."""
-        chunks: list[bytes] = []
-        with contextlib.suppress(OSError):
-            while chunk := os.read(self.fd, 1 << 16):
-                chunks.append(chunk)
-        status = 0  # stays 0 if it was reaped for us (SIGCHLD ignored): judge by the data
-        with contextlib.suppress(ChildProcessError):
-            status = os.waitpid(self.pid, 0)[1]
-        self.reaped = True
-        try:
-            if os.waitstatus_to_exitcode(status) != 0:
-                return None
-            return [_check_from_row(row) for row in json.loads(b"".join(chunks))]
-        except (ValueError, TypeError):
-            return None
-
-    def end(self) -> None:
-        """Kill and reap the worker unless it was reaped; close its pipe."""
-        if not self.reaped:
-            with contextlib.suppress(OSError):
-                os.kill(self.pid, signal.SIGKILL)
-            with contextlib.suppress(OSError):
-                os.waitpid(self.pid, 0)
-            self.reaped = True
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-
-def _check_from_row(row: list[Any]) -> SegmentCheck:
-    first, ok, prev, next_seq, last_hash, events, end, last_frame, link = row
-    return SegmentCheck(
-        int(first), bool(ok), str(prev), int(next_seq), str(last_hash), int(events), int(end),
-        int(last_frame), (int(link[0]), str(link[1])) if link else None,
-    )  # fmt: skip
-
-
-def _cpu_count() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1  # pragma: no cover - platforms without affinity
-
-
-def _can_fork() -> bool:
-    """Fork is cheap and safe: Linux, and no other thread that might hold a lock."""
-    return (
-        sys.platform.startswith("linux") and hasattr(os, "fork") and threading.active_count() == 1
-    )
-
-
-def verify_file(
-    path: Path,
-    *,
-    strict: bool = False,
-    progress: Progress | None = None,
-    max_record_bytes: int = 0,
-) -> VerifyReport:
-    """Verify an export file, LogRecord JSON lines, or a Go record array, offline.
-
-    One pass in bounded memory (:func:`exportfile.stream`): the file is never held whole.
-    ``max_record_bytes`` (import: the store's commit limit) raises CommitTooLargeError for
-    a record no commit of that store can hold, so an import refuses it before it creates
-    anything.
-    """
-    from agentsessions.journal.tools import exportfile
-
-    report = VerifyReport(source=str(path))
-    try:
-        opened = exportfile.stream(path)
-        _declare(report, opened)
-        total = report.expected_last_seq or 0  # known up front for our export only
-        records = opened.records
-        if max_record_bytes:
-            records = _within(records, max_record_bytes, path)
-        return check_chain(records, report, strict=strict, progress=progress, total=total)
-    except FormatError as exc:
-        return report.fail(0, str(exc), "format")
-
-
-def _within(records: Iterable[Record], limit: int, path: Path) -> Iterator[Record]:
-    for record in records:
-        if len(record.payload) > limit:
-            raise CommitTooLargeError(
-                f"{path}: record seq {record.seq} is {len(record.payload)} bytes, over the "
-                f"limit of {limit} bytes of one commit; nothing was imported",
-                hint="a store with a larger commit limit wrote it; it cannot be imported here",
-                seq=record.seq,
-                limit=limit,
-            )
-        yield record
-
-
-def _declare(report: VerifyReport, parsed: Any) -> None:
-    """Take the uid and the head a file's header declares into ``report``."""
-    if parsed.meta is not None:
-        report.uid = str(parsed.meta.get("uid", ""))
-    if parsed.declared is not None:
-        report.expected_last_seq = int(parsed.declared.get("last_seq", 0))
-        report.expected_last_hash = str(parsed.declared.get("last_hash", ""))
-
-
-def verify_parsed(
-    parsed: Any, source: str, *, strict: bool = False, progress: Progress | None = None
-) -> VerifyReport:
-    """Verify records read from a journal file, including the head its end marker declares."""
-    report = VerifyReport(source=source)
-    _declare(report, parsed)
-    total = len(parsed.records)
-    return check_chain(parsed.records, report, strict=strict, progress=progress, total=total)
-
-
-def verify_path(
-    path: Path, *, strict: bool = False, progress: Progress | None = None
-) -> VerifyReport:
-    """Verify a session directory or a journal file copied anywhere (no store needed)."""
-    if path.is_dir():
-        if not (path / "journal").is_dir():
-            reason = f"{path} is not a session directory"
-            return VerifyReport(source=str(path)).fail(0, reason, "format")
-        return verify_dir(path, strict=strict, progress=progress)
-    if not path.exists():
-        return VerifyReport(source=str(path)).fail(0, f"{path} does not exist", "format")
-    return verify_file(path, strict=strict, progress=progress)
 
 
 def verify_session(
