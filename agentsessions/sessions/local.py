@@ -333,12 +333,16 @@ class LocalSessions:
         self._info(uid)
         return self.store.read(uid, from_seq=from_seq, to_seq=to_seq)
 
-    def follow(self, uid: str, *, from_seq: int = 1) -> Iterator[Record]:
-        """Every record from ``from_seq``, then each new one as it commits."""
+    def follow(
+        self, uid: str, *, from_seq: int = 1, idle_timeout: float | None = None
+    ) -> Iterator[Record]:
+        """Every record from ``from_seq``, then each new one as any process commits it."""
         if from_seq < 1:
             raise InvalidArgumentError(f"from_seq must be >= 1, got {from_seq}")
+        if idle_timeout is not None and idle_timeout < 0:
+            raise InvalidArgumentError(f"idle_timeout must be >= 0, got {idle_timeout}")
         self._info(uid)
-        return self.store.follow(uid, from_seq)
+        return self.store.follow(uid, from_seq, idle_timeout=idle_timeout)
 
     @overload
     def replay(
