@@ -328,6 +328,10 @@ class Sessions(Protocol):
         """The stored records from ``from_seq``; with ``rerun`` re-drive every turn instead."""
         ...
 
+    def cancel(self, uid: str) -> Session:
+        """End ``uid``'s open execution as CANCELED; idempotent once canceled."""
+        ...
+
     def follow(
         self, uid: str, *, from_seq: int = 1, idle_timeout: float | None = None
     ) -> Iterator[LogRecord]:

@@ -705,6 +705,23 @@ class LocalSessions:
         finally:
             lock.release()
 
+    def cancel(self, uid: str) -> Session:
+        """End ``uid``'s open execution as CANCELED (LIFECYCLE_CANCEL, then END CANCELED).
+
+        Idempotent on an already canceled execution; InvalidExecutionLogError (exit 17)
+        when nothing is open; LockHeldError while a live process runs the turn.
+        """
+        from agentsessions.controller.cancel import cancel as cancel_execution
+
+        check_uid(uid)
+        self.store.get(uid)
+        controller = self.controller(uid)
+        lock = self._hold(uid, 0.0)
+        try:
+            return view(cancel_execution(controller, uid))
+        finally:
+            lock.release()
+
     @staticmethod
     def check_fork(at: int, count: int, names: Sequence[str]) -> None:
         """A fork request's own checks (counts, names, seq), made before any store is used."""
