@@ -13,4 +13,6 @@ from agentsessions.cli import app as _app
 from agentsessions.cli import turns as _turns  # noqa: F401
 
 _app.reflow_help()
+from agentsessions.cli import cancel as _cancel  # noqa: E402, F401
 from agentsessions.cli import compute as _compute  # noqa: E402, F401
+from agentsessions.cli import follow as _follow  # noqa: E402, F401

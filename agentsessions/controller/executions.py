@@ -175,7 +175,8 @@ def replayable(runs: list[Execution]) -> list[Execution]:
     later EXECUTION_START, or simply not complete).
     """
     legacy = [r for r in runs if r.legacy]
-    modern = [r for r in runs if not r.legacy and r.completed]
+    # a CANCELED run stopped early on request: there is nothing to reproduce
+    modern = [r for r in runs if not r.legacy and r.completed and not _canceled(r)]
     done = [r for r in legacy if r.completed]
     if not done:
         return modern
@@ -185,6 +186,10 @@ def replayable(runs: list[Execution]) -> list[Execution]:
         merged.effects.extend((s, e) for s, e in run.effects if e.get("kind") != "EVENT_USAGE")
         merged.last_seq = run.last_seq
     return sorted([merged, *modern], key=lambda r: r.first_seq)
+
+
+def _canceled(run: Execution) -> bool:
+    return bool((run.end or {}).get("end", {}).get("state") == "CANCELED")
 
 
 def pending(runs: list[Execution]) -> Execution | None:

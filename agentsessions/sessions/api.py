@@ -328,8 +328,19 @@ class Sessions(Protocol):
         """The stored records from ``from_seq``; with ``rerun`` re-drive every turn instead."""
         ...
 
-    def follow(self, uid: str, *, from_seq: int = 1) -> Iterator[LogRecord]:
-        """Every record from ``from_seq``, then each new one as it commits (until closed)."""
+    def cancel(self, uid: str) -> Session:
+        """End ``uid``'s open execution as CANCELED; idempotent once canceled."""
+        ...
+
+    def follow(
+        self, uid: str, *, from_seq: int = 1, idle_timeout: float | None = None
+    ) -> Iterator[LogRecord]:
+        """Every record from ``from_seq``, then each new one as any process commits it.
+
+        Runs until closed, or until ``idle_timeout`` seconds pass without a new record
+        (None = never). Never yields a record twice or skips one; a forked child's follow
+        starts in its parent's prefix; a ``from_seq`` beyond the head waits for it.
+        """
         ...
 
     def read(self, uid: str, *, from_seq: int = 1, to_seq: int = 0) -> Iterator[LogRecord]:

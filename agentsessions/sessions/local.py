@@ -335,12 +335,16 @@ class LocalSessions:
         self._info(uid)
         return self.store.read(uid, from_seq=from_seq, to_seq=to_seq)
 
-    def follow(self, uid: str, *, from_seq: int = 1) -> Iterator[Record]:
-        """Every record from ``from_seq``, then each new one as it commits."""
+    def follow(
+        self, uid: str, *, from_seq: int = 1, idle_timeout: float | None = None
+    ) -> Iterator[Record]:
+        """Every record from ``from_seq``, then each new one as any process commits it."""
         if from_seq < 1:
             raise InvalidArgumentError(f"from_seq must be >= 1, got {from_seq}")
+        if idle_timeout is not None and idle_timeout < 0:
+            raise InvalidArgumentError(f"idle_timeout must be >= 0, got {idle_timeout}")
         self._info(uid)
-        return self.store.follow(uid, from_seq)
+        return self.store.follow(uid, from_seq, idle_timeout=idle_timeout)
 
     @overload
     def replay(
@@ -701,6 +705,23 @@ class LocalSessions:
         lock = self._hold(uid, 0.0)
         try:
             return view(suspend_session(controller, uid))
+        finally:
+            lock.release()
+
+    def cancel(self, uid: str) -> Session:
+        """End ``uid``'s open execution as CANCELED (LIFECYCLE_CANCEL, then END CANCELED).
+
+        Idempotent on an already canceled execution; InvalidExecutionLogError (exit 17)
+        when nothing is open; LockHeldError while a live process runs the turn.
+        """
+        from agentsessions.controller.cancel import cancel as cancel_execution
+
+        check_uid(uid)
+        self.store.get(uid)
+        controller = self.controller(uid)
+        lock = self._hold(uid, 0.0)
+        try:
+            return view(cancel_execution(controller, uid))
         finally:
             lock.release()
 

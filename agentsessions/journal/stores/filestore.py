@@ -47,7 +47,7 @@ from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import Position, SegmentLog
 from agentsessions.journal.format.segmentread import SEGMENT_NAME
-from agentsessions.journal.stores import forking, metafile
+from agentsessions.journal.stores import forking, metafile, watch
 from agentsessions.journal.stores.catalog import Catalog
 from agentsessions.journal.stores.store import (
     DEFAULT_MAX_COMMIT_BYTES,
@@ -73,7 +73,7 @@ class StoreOptions:
 
     max_commit_bytes: int = DEFAULT_MAX_COMMIT_BYTES
     segment_max_bytes: int = 16 << 20
-    follow_poll_seconds: float = 0.05
+    follow_poll_seconds: float = 0.5  # the polling fallback's longest sleep (no inotify)
 
 
 class FileStore:
@@ -100,6 +100,7 @@ class FileStore:
         self.sessions_dir = self.home / "sessions"
         catalog_path = self.home / "catalog.sqlite3"
         self.unindexed: builtins.list[MetadataCorruptError] = []  # found by the last reindex
+        self.last_watcher: watch.Watcher | None = None  # the newest follow's (tests count)
         self.read_only = self._decide_read_only() if read_only is None else read_only
         if self.read_only:
             self.catalog = Catalog.read_only(catalog_path) or self._scanned(catalog_path)
@@ -278,24 +279,55 @@ class FileStore:
     def follow(
         self, uid: str, from_seq: int = 1, *, idle_timeout: float | None = None
     ) -> Iterator[Record]:
+        """Records from ``from_seq`` on, then each one another process commits.
+
+        A forked child's follow first reads the parent's prefix (seq <= fork_seq, which
+        never changes), then the child's own journal. Between looks it sleeps on a
+        :mod:`~agentsessions.journal.stores.watch` watcher (inotify on Linux), not a busy poll;
+        what counts as committed is decided by the segment log's refresh alone, so a
+        record is never yielded twice, skipped, or yielded before its group commits.
+        """
         sdir = self._dir(uid)
-        log, _scan = SegmentLog.open(
-            sdir / "journal", session_id=uid, writable=False, fs=self.fs,
-            acked=evidence.read_hint(sdir),
-        )  # fmt: skip
+        meta = _read_meta(sdir)
+        next_seq = max(from_seq, 1)
+        if meta.parent_uid and next_seq <= meta.fork_seq:
+            for record in self.read(meta.parent_uid, next_seq, meta.fork_seq):
+                yield record
+                next_seq = record.seq + 1
+            next_seq = max(next_seq, meta.fork_seq + 1)
+        # the watch exists before the first read: a commit after that read wakes us
+        watcher = watch.open_watcher(
+            sdir / "journal", poll_max_seconds=self.options.follow_poll_seconds
+        )
         try:
-            next_seq = max(from_seq, 1)
+            log, _scan = SegmentLog.open(
+                sdir / "journal", session_id=uid, writable=False, fs=self.fs,
+                acked=evidence.read_hint(sdir),
+            )  # fmt: skip
+        except BaseException:
+            watcher.close()
+            raise
+        self.last_watcher = watcher  # lets a test count an idle follower's wakeups
+        try:
             idle_since = time.monotonic()
             while True:
+                found = False
                 for record in _records(log, log.read(next_seq, 0), close=False):
                     yield record
                     next_seq = record.seq + 1
+                    found = True
+                if found:
                     idle_since = time.monotonic()
-                if idle_timeout is not None and time.monotonic() - idle_since >= idle_timeout:
+                    watcher.progress()
+                left = (
+                    None if idle_timeout is None else idle_timeout - (time.monotonic() - idle_since)
+                )
+                if left is not None and left <= 0:
                     return
-                time.sleep(self.options.follow_poll_seconds)
+                watcher.wait(left)
                 log.refresh()
         finally:
+            watcher.close()
             log.close()
 
     def uids(self) -> tuple[str, ...]:

@@ -1,0 +1,33 @@
+"""The ``cancel`` command: close a session's interrupted execution as CANCELED.
+
+Parses, calls :meth:`Sessions.cancel` and renders; the rules (idempotent once canceled,
+exit 17 when nothing is open, exit 6 while a live process runs the turn) live in
+:mod:`agentsessions.controller.cancel`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from agentsessions.cli.app import JsonOpt, SessionArg, _state, _uid, app, open_engine
+
+
+@app.command(epilog="Example: agentsessions cancel sess-0123456789abcdef01234567")
+def cancel(ctx: typer.Context, session: SessionArg, as_json: JsonOpt = False) -> None:
+    """End a session's open (interrupted) execution: LIFECYCLE CANCEL, then END CANCELED.
+
+    After it, exec takes new input again. Cancelling an already canceled execution changes
+    nothing; a session with no open execution is an error (exit 17).
+    """
+    state = _state(ctx, as_json)
+    uid = _uid(session)
+    with open_engine(state) as engine:
+        info = engine.cancel(uid)
+    if state.json:
+        from agentsessions.cli.render import write_json
+
+        write_json(info.to_json())
+        return
+    sys.stdout.write(f"session {uid} canceled exec={info.exec_state} last_seq={info.last_seq}\n")

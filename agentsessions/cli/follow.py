@@ -1,0 +1,99 @@
+"""The ``follow`` command: a session's records, then each new one as it commits.
+
+``agentsessions follow SESSION [--from SEQ] [--json] [--idle-exit SECONDS]`` prints every
+record from SEQ (one line each: seq, kind, execution, short hash, summary, the columns of
+``log``; with ``--json`` the same agentsessions.v1.LogRecord lines as ``log --json``), then
+each record any process on this machine commits, as it commits. The waiting is done by
+:meth:`Sessions.follow` (inotify on Linux, a backoff poll elsewhere), never a busy loop.
+
+How it ends, as ``tail -f`` does: Ctrl-C (SIGINT) ends it quietly with exit status 130,
+the status a shell gives a command killed by SIGINT; a reader that hangs up (``| head``)
+ends it quietly with status 0; ``--idle-exit SECONDS`` ends it with status 0 once no record
+arrived for that long (scripts and the README tour). Resume after the last printed seq N
+with ``--from N+1``: nothing is printed twice or skipped.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from agentsessions.cli.app import (
+    EXIT_INTERRUPTED,
+    JsonOpt,
+    SessionArg,
+    _state,
+    _uid,
+    app,
+    open_engine,
+)
+
+if TYPE_CHECKING:
+    from agentsessions.sessions.api import LogRecord
+
+
+def follow_line(record: LogRecord) -> str:
+    """One record as ``log`` shows it, on one line: seq, kind, execution, hash, summary."""
+    from agentsessions.cli.render import event_kind, one_line, summarize_event
+
+    event = record.event
+    kind = event_kind(event)
+    execution = str(event.get("execution_id", "")) or "-"
+    summary = summarize_event(event)
+    return one_line(
+        f"{record.seq:>6}  {kind:<16} {execution}  {record.content_hash[:12]}  {summary}"
+    )
+
+
+def _stdout_failed() -> bool:
+    """True once stdout refused a write (cli/stream.py's guard keeps the failure)."""
+    return bool(getattr(sys.stdout, "failed", False))
+
+
+@app.command(
+    epilog="Examples: agentsessions follow sess-0123456789abcdef01234567 | "
+    "agentsessions follow sess-0123456789abcdef01234567 --from 42 --json"
+)
+def follow(
+    ctx: typer.Context,
+    session: SessionArg,
+    from_seq: Annotated[int, typer.Option("--from", min=1, help="First seq to show.")] = 1,
+    idle_exit: Annotated[
+        float | None,
+        typer.Option(
+            "--idle-exit",
+            min=0.0,
+            metavar="SECONDS",
+            help="Exit 0 once no new record arrived for SECONDS (default: follow forever).",
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print a session's records from --from on, then each new one as it commits.
+
+    Runs until Ctrl-C (exit 130, quietly, as tail -f) or, with --idle-exit, until no
+    record arrived for that long (exit 0). With --json, prints one agentsessions.v1.LogRecord
+    in proto3-JSON per line, as log --json does. Resume after seq N with --from N+1.
+    """
+    state = _state(ctx, as_json)
+    uid = _uid(session)
+    try:
+        with open_engine(state) as engine:
+            records = engine.follow(uid, from_seq=from_seq, idle_timeout=idle_exit)
+            try:
+                for record in records:
+                    if state.json:
+                        sys.stdout.buffer.write(record.to_wire_json() + b"\n")
+                    else:
+                        sys.stdout.write(follow_line(record) + "\n")
+                    sys.stdout.flush()
+                    if _stdout_failed():
+                        return  # the reader hung up: the guard ends the command quietly
+            finally:
+                close = getattr(records, "close", None)
+                if close is not None:
+                    close()  # release the watch and the segment descriptors now
+    except KeyboardInterrupt:
+        raise typer.Exit(EXIT_INTERRUPTED) from None

@@ -1,0 +1,58 @@
+"""``agentsessions follow`` as a user drives it: log's lines, then each new commit, until
+--idle-exit, Ctrl-C (130, quietly) or a reader that hangs up (0, quietly)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+from tests.e2e.conftest import Cli, clean_env
+
+
+def _session(cli: Cli) -> str:
+    run = cli.run("exec", "--input", "hi", "--json").ok()
+    return str(run.json()["session"]["uid"]) if "session" in run.json() else str(run.json()["uid"])
+
+
+def test_follow_prints_the_records_then_exits_when_idle(cli: Cli) -> None:
+    uid = _session(cli)
+    out = cli.run("follow", uid, "--idle-exit", "0.2").ok().out.splitlines()
+    assert [line.split()[0] for line in out] == ["1", "2", "3", "4", "5"]
+    assert out[4].split()[1] == "END" and "COMPLETED" in out[4]
+    as_json = cli.run("follow", uid, "--from", "3", "--json", "--idle-exit", "0").ok().out
+    assert as_json == cli.run("log", uid, "--from", "3", "--json").ok().out
+
+
+def test_follow_sees_another_process_commit_and_ctrl_c_exits_130(cli: Cli) -> None:
+    uid = _session(cli)
+    argv = [sys.executable, "-m", "agentsessions", "--home", str(cli.home), "follow", uid]
+    proc = subprocess.Popen(
+        [*argv, "--from", "6"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env()
+    )
+    assert proc.stdout is not None
+    cli.run("exec", uid, "--input", "again").ok()
+    lines = [proc.stdout.readline().decode() for _ in range(5)]
+    assert [line.split()[0] for line in lines] == ["6", "7", "8", "9", "10"]
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert err == b""
+
+
+def test_follow_ends_quietly_when_the_reader_hangs_up(cli: Cli) -> None:
+    uid = _session(cli)
+    argv = [sys.executable, "-m", "agentsessions", "--home", str(cli.home), "follow", uid]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env())
+    assert proc.stdout is not None
+    assert proc.stdout.readline().split()[0] == b"1"
+    proc.stdout.close()  # the reader hangs up; the next record's write fails with EPIPE
+    cli.run("exec", uid, "--input", "again").ok()
+    assert proc.wait(timeout=60) == 0
+    assert proc.stderr is not None
+    with proc.stderr:
+        assert proc.stderr.read() == b""
+
+
+def test_follow_of_an_unknown_session_is_one_error_line(cli: Cli) -> None:
+    cli.run("follow", "sess-0123456789abcdef01234567").fails(3)
