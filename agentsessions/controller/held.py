@@ -123,10 +123,27 @@ class HeldWriter:
         head = self.inner.head[0]
         hi = head if to_seq <= 0 else min(to_seq, head)
         lo = max(from_seq, 1)
+        if not (self._recent and self._recent[0].seq <= lo):
+            self._fill(lo, head)
         if self._recent and self._recent[0].seq <= lo:
             start = lo - self._recent[0].seq
             return (self._recent[i] for i in range(start, start + max(0, hi - lo + 1)))
         return self._store.read(self.uid, lo, hi)
+
+    def _fill(self, lo: int, head: int) -> None:
+        """Load the window with the records before it, once: a recent read (a harness's
+        history tail) that reaches back past what this writer appended costs one read of
+        the store, then every later one comes from memory, however long the session."""
+        first = max(1, head - RECENT_RECORDS + 1)
+        if lo < first:
+            return  # deeper than the window holds: the caller reads the store
+        end = self._recent[0].seq - 1 if self._recent else head
+        if end < first:
+            return
+        older = list(self._store.read(self.uid, first, end))
+        if len(older) != end - first + 1:
+            return  # the store answered with a gap: do not trust the window with it
+        self._recent.extendleft(reversed(older[-(RECENT_RECORDS - len(self._recent)) :]))
 
     def _fold(self, records: Sequence[Record], events: Sequence[Mapping[str, Any]] | None) -> None:
         for i, record in enumerate(records):

@@ -107,6 +107,42 @@ def test_a_later_turn_asks_the_store_nothing(tmp_path: Path, monkeypatch: Any) -
     ctl.close()
 
 
+def test_a_long_session_reopened_reads_its_recent_history_once(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A writer opened on a long session fills its window from the store on the first
+    history read that reaches past what it appended; later turns read nothing."""
+    store = FileStore(tmp_path)
+    uid = store.create(SessionMeta(uid=new_uid(), harness="chat")).uid
+    with store.writer(uid) as w:
+        for i in range(100):  # 400 events: far more than the chat harness's 50-event history
+            xid = f"{i:016x}"
+            w.append(
+                [
+                    model.execution_start(input_count=1, harness="chat", execution_id=xid),
+                    model.input_event(model.text_message("user", f"old {i}"), execution_id=xid),
+                    model.output_event(model.text_message("assistant", "ok"), execution_id=xid),
+                    model.end_event("COMPLETED", execution_id=xid),
+                ]
+            )
+    ctl = _controller(store)
+    ctl.exec(uid, _say("first turn after open"))  # one store read fills the window
+    reads: list[tuple[int, int]] = []
+    real = store.read
+
+    def counted(u: str, a: int = 1, b: int = 0) -> Any:
+        reads.append((a, b))
+        return real(u, a, b)
+
+    monkeypatch.setattr(store, "read", counted)
+    for i in range(5):
+        ctl.exec(uid, _say(f"turn {i}"))
+    assert reads == []
+    monkeypatch.undo()
+    ctl.close()
+    assert verify_session(store, uid).ok
+
+
 def test_history_from_the_writer_is_what_the_store_holds(tmp_path: Path) -> None:
     store = FileStore(tmp_path)
     held, plain = _controller(store), _controller(store, keep=0)
