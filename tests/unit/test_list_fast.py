@@ -20,6 +20,7 @@ import pytest
 from agentsessions.errors import MetadataCorruptError
 from agentsessions.journal.format.segmentlog import SegmentLog
 from agentsessions.journal.stores.filestore import FileStore, StoreOptions
+from agentsessions.journal.stores.sessiondir import SessionDir
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.v1 import model
 
@@ -46,7 +47,7 @@ def _new(store: FileStore, commits: int = 0, *, project: str = "p") -> str:
 
 def _trusted(store: FileStore, sdir: Path) -> object:
     with os.scandir(sdir) as it:
-        return store._trusted_tail(sdir, {entry.name: entry for entry in it})
+        return SessionDir(sdir).trusted_tail({entry.name: entry for entry in it})
 
 
 def _forbid_open(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -55,10 +55,10 @@ def of_hint(segment: int, last_seq: int, last_hash: str, last_frame: int) -> tup
     return (Acked(last_seq, last_hash, TAIL_HINT, segment, last_frame),)
 
 
-def read_hint(sdir: Path) -> tuple[Acked, ...]:
-    """The claim of the TAIL hint in session directory ``sdir`` (none if missing or unreadable)."""
+def read_hint(path: Path) -> tuple[Acked, ...]:
+    """The claim of the TAIL hint file at ``path`` (none if missing or unreadable)."""
     try:
-        p = json.loads((sdir / "TAIL").read_bytes())["position"]
+        p = json.loads(path.read_bytes())["position"]
         return of_hint(int(p["segment"]), int(p["last_seq"]), str(p["last_hash"]),
                        int(p["last_frame"]))  # fmt: skip
     except (OSError, ValueError, KeyError, TypeError):

@@ -22,7 +22,6 @@ import builtins
 import contextlib
 import hashlib
 import itertools
-import json
 import os
 import secrets
 import shutil
@@ -41,14 +40,20 @@ from agentsessions.errors import (
     SessionDeletedError,
     StorageError,
 )
-from agentsessions.journal.format import canonical, evidence, fencefile, segment
+from agentsessions.journal.format import canonical, fencefile, segment
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import Position, SegmentLog
-from agentsessions.journal.format.segmentread import SEGMENT_NAME
-from agentsessions.journal.stores import forking, metafile, watch
+from agentsessions.journal.stores import forking, watch
 from agentsessions.journal.stores.catalog import Catalog
+from agentsessions.journal.stores.sessiondir import (
+    DELETED_NAME,
+    FENCE_NAME,
+    SessionDir,
+    acked,
+    json_bytes,
+)
 from agentsessions.journal.stores.store import (
     DEFAULT_MAX_COMMIT_BYTES,
     CommitResult,
@@ -183,34 +188,34 @@ class FileStore:
         final = self.sessions_dir / meta.uid
         if final.exists():
             raise InvalidArgumentError(f"session {meta.uid} already exists")
-        tmp = self.sessions_dir / f".tmp-{meta.uid}-{secrets.token_hex(4)}"
+        tmp = SessionDir(self.sessions_dir / f".tmp-{meta.uid}-{secrets.token_hex(4)}")
         try:
-            (tmp / "journal").mkdir(parents=True)
-            self.fs.write_file_atomic(tmp / "session.json", _json_bytes(meta.to_json()))
+            tmp.journal.mkdir(parents=True)
+            self.fs.write_file_atomic(tmp.meta_file, json_bytes(meta.to_json()))
             base_seq, base_hash = (base.last_seq, base.last_hash) if base else (0, "")
             if base is not None:
-                self.fs.write_file_atomic(tmp / "BASE", _json_bytes(base.to_json()))
+                self.fs.write_file_atomic(tmp.base_file, json_bytes(base.to_json()))
             SegmentLog.create(
-                tmp / "journal",
+                tmp.journal,
                 session_id=meta.uid,
                 base_seq=base_seq,
                 base_hash=base_hash,
                 fs=self.fs,
             )
-            self.fs.sync_dir(tmp)
-            self.fs.replace(tmp, final)
+            self.fs.sync_dir(tmp.path)
+            self.fs.replace(tmp.path, final)
             self.fs.sync_dir(self.sessions_dir)
         except OSError as exc:
-            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(tmp.path, ignore_errors=True)
             raise StorageError(f"cannot create session {meta.uid}: {exc.strerror}") from exc
         except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(tmp.path, ignore_errors=True)
             raise
         return meta
 
     def get(self, uid: str) -> SessionInfo:
         sdir = self._dir(uid)
-        meta = _read_meta(sdir)
+        meta = sdir.read_meta()
         tail, _position, _log = self._load_tail(sdir, meta)
         _log.close()
         return self._info(sdir, meta, tail)
@@ -229,12 +234,12 @@ class FileStore:
     def delete(self, uid: str) -> SessionInfo:
         sdir = self._dir(uid)
         self._check_writable(f"delete session {uid}")
-        lock = SessionLock(sdir / "LOCK", session=uid)
+        lock = SessionLock(sdir.lock_file, session=uid)
         lock.acquire()
         try:
-            if not (sdir / "DELETED").exists():
-                stamp = _json_bytes({"deleted_unix_ns": time.time_ns()})
-                self.fs.write_file_atomic(sdir / "DELETED", stamp)
+            if not sdir.is_deleted():
+                stamp = json_bytes({"deleted_unix_ns": time.time_ns()})
+                self.fs.write_file_atomic(sdir.deleted_file, stamp)
             self.catalog.mark_deleted(uid)
         finally:
             lock.release()
@@ -242,18 +247,18 @@ class FileStore:
 
     def writer(self, uid: str) -> FileWriter:
         sdir = self._dir(uid)
-        meta = _read_meta(sdir)
+        meta = sdir.read_meta()
         self._check_writable(f"write session {uid}")
-        lock = SessionLock(sdir / "LOCK", session=uid)
+        lock = SessionLock(sdir.lock_file, session=uid)
         lock.acquire()
         try:
-            if (sdir / "DELETED").exists():
+            if sdir.is_deleted():
                 raise SessionDeletedError(
                     f"session {uid} was deleted; it can still be read and verified, never written",
                     session=uid,
                 )
             tail, _position, log = self._load_tail(sdir, meta, writable=True)
-            fence = fencefile.mint(self.fs, sdir / "FENCE", tail.max_fence)
+            fence = fencefile.mint(self.fs, sdir.fence_file, tail.max_fence)
             return FileWriter(self, sdir, meta, log, tail, fence, lock)
         except BaseException:
             lock.release()
@@ -261,11 +266,11 @@ class FileStore:
 
     def read(self, uid: str, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
         sdir = self._dir(uid)
-        meta = _read_meta(sdir)
-        hint = _read_hint(sdir)[0]
+        meta = sdir.read_meta()
+        hint = sdir.read_hint()[0]
         log, _scan = SegmentLog.open(
-            sdir / "journal", session_id=uid, writable=False, fs=self.fs, resume=hint,
-            acked=_acked(hint),
+            sdir.journal, session_id=uid, writable=False, fs=self.fs, resume=hint,
+            acked=acked(hint),
         )  # fmt: skip
         own = _records(log, log.read(from_seq, to_seq), close=True)
         if not meta.parent_uid or from_seq > meta.fork_seq:
@@ -288,7 +293,7 @@ class FileStore:
         record is never yielded twice, skipped, or yielded before its group commits.
         """
         sdir = self._dir(uid)
-        meta = _read_meta(sdir)
+        meta = sdir.read_meta()
         next_seq = max(from_seq, 1)
         if meta.parent_uid and next_seq <= meta.fork_seq:
             for record in self.read(meta.parent_uid, next_seq, meta.fork_seq):
@@ -297,12 +302,12 @@ class FileStore:
             next_seq = max(next_seq, meta.fork_seq + 1)
         # the watch exists before the first read: a commit after that read wakes us
         watcher = watch.open_watcher(
-            sdir / "journal", poll_max_seconds=self.options.follow_poll_seconds
+            sdir.journal, poll_max_seconds=self.options.follow_poll_seconds
         )
         try:
             log, _scan = SegmentLog.open(
-                sdir / "journal", session_id=uid, writable=False, fs=self.fs,
-                acked=evidence.read_hint(sdir),
+                sdir.journal, session_id=uid, writable=False, fs=self.fs,
+                acked=sdir.hint_evidence(),
             )  # fmt: skip
         except BaseException:
             watcher.close()
@@ -335,7 +340,7 @@ class FileStore:
         found = []
         for sdir in self._session_dirs():
             with contextlib.suppress(InvalidArgumentError):
-                found.append(check_uid(sdir.name))
+                found.append(check_uid(sdir.uid))
         return tuple(sorted(found))
 
     def reindex(self) -> int:
@@ -367,11 +372,11 @@ class FileStore:
         rows, damaged = [], []
         for sdir in self._session_dirs():
             try:
-                meta = _read_meta(sdir)
+                meta = sdir.read_meta()
             except MetadataCorruptError as exc:
                 damaged.append(exc)
                 continue
-            rows.append((meta.uid, meta.project, meta.create_time_ns, (sdir / "DELETED").exists()))
+            rows.append((meta.uid, meta.project, meta.create_time_ns, sdir.is_deleted()))
         return rows, damaged
 
     def session_dir(self, uid: str) -> Path:
@@ -392,40 +397,45 @@ class FileStore:
         self.close()
 
     # -- internals ------------------------------------------------------------------------
-    def _dir(self, uid: str) -> Path:
-        sdir = self.session_dir(uid)
-        if not (sdir / "session.json").is_file():
+    def _dir(self, uid: str) -> SessionDir:
+        sdir = SessionDir(self.session_dir(uid))
+        if not sdir.has_meta():
             # a session directory appears whole (built aside, renamed into place), so one
             # without its metadata is damaged store data (exit 8 naming the file), not absent
-            _read_meta(sdir)
+            sdir.read_meta()
         return sdir
 
-    def _session_dirs(self) -> Iterator[Path]:
+    def _session_dirs(self) -> Iterator[SessionDir]:
         if self.read_only and not self.sessions_dir.is_dir():
             return  # a read-only home that never held a session
         with os.scandir(self.sessions_dir) as entries:  # closed even when a caller stops early
             for entry in entries:
                 if entry.is_dir() and not entry.name.startswith("."):
-                    yield Path(entry.path)
+                    yield SessionDir(Path(entry.path))
 
     def _load_tail(
-        self, sdir: Path, meta: SessionMeta, *, writable: bool = False, check_links: bool = False
+        self,
+        sdir: SessionDir,
+        meta: SessionMeta,
+        *,
+        writable: bool = False,
+        check_links: bool = False,
     ) -> tuple[Tail, Position, SegmentLog]:
         """Open the journal reading only its tail: the hint, then what was committed after it.
 
         The hint is also evidence of the acknowledged head: a journal that ends before it is
         refused (AcknowledgedDataMissingError). A writable open, or ``check_links``, also
         checks that the segments chain."""
-        position, hinted = _read_hint(sdir)
+        position, hinted = sdir.read_hint()
         log, scan = SegmentLog.open(
-            sdir / "journal",
+            sdir.journal,
             session_id=meta.uid,
             writable=writable,
             fs=self.fs,
             segment_max_bytes=self.options.segment_max_bytes,
             resume=position,
             compress_in_background=writable,
-            acked=_acked(position),
+            acked=acked(position),
             check_links=writable or check_links,
         )
         if scan.resumed and hinted is not None:
@@ -433,7 +443,7 @@ class FileStore:
         elif scan.base_carry is not None:
             tail = Tail.from_json(scan.base_carry)
         else:
-            tail = _read_base(sdir)
+            tail = sdir.read_base()
         fold_frames(tail, scan.frames)
         return tail, log.position, log
 
@@ -451,11 +461,11 @@ class FileStore:
         a listing never feeds a writer, which always opens with full validation.
         """
         try:
-            sdir = self.sessions_dir / check_uid(uid)
-            with os.scandir(sdir) as it:  # one listing instead of probing each small file
+            sdir = SessionDir(self.sessions_dir / check_uid(uid))
+            with os.scandir(sdir.path) as it:  # one listing instead of probing each small file
                 names = {entry.name: entry for entry in it}
-            meta = _read_meta(sdir)
-            found = self._trusted_tail(sdir, names)
+            meta = sdir.read_meta()
+            found = sdir.trusted_tail(names)
         except (OSError, AgentSessionsError, ValueError):
             found = None
         if found is None:
@@ -475,52 +485,16 @@ class FileStore:
         meta = SessionMeta(uid=uid, project=project, create_time_ns=created_ns)
         if not isinstance(exc, MetadataCorruptError):  # the journal is damaged, not this
             with contextlib.suppress(MetadataCorruptError):
-                meta = _read_meta(self.sessions_dir / uid)
-        deleted = (self.sessions_dir / uid / "DELETED").exists()
+                meta = SessionDir(self.sessions_dir / uid).read_meta()
+        deleted = SessionDir(self.sessions_dir / uid).is_deleted()
         why = str(exc.fields.get("problem") or exc)  # "session.json is not valid JSON (...)"
         if isinstance(exc, NotFoundError):
             why = "the session directory is gone ('agentsessions reindex' drops this row)"
         return SessionInfo(meta=meta, update_time_ns=created_ns, deleted=deleted, damaged=why)
 
-    def _trusted_tail(
-        self, sdir: Path, names: dict[str, os.DirEntry[str]]
-    ) -> tuple[Tail, int] | None:
-        """The journal's tail state and newest ``.seg`` mtime without opening the journal, or
-        None unless the hint (or, with none, a header-only journal) provably describes it.
-
-        ``names``: the session directory's entries."""
-        forms: dict[int, str] = {}
-        stats: dict[int, os.stat_result] = {}
-        newest = -1
-        with os.scandir(sdir / "journal") as entries:
-            for entry in entries:
-                if entry.name.endswith(".seg"):
-                    newest = max(newest, entry.stat().st_mtime_ns)  # as _newest_mtime_ns
-                m = SEGMENT_NAME.fullmatch(entry.name)
-                if m:
-                    first = int(m.group(1), 16)
-                    forms[first] = forms.get(first, "") + ("zst" if m.group(2) else "seg")
-                    if not m.group(2):
-                        stats[first] = entry.stat()
-        if not forms or forms[max(forms)] != "seg":
-            return None  # no segment, or a compressed tail: get() knows what to do
-        first = max(forms)
-        tail_st = stats[first]
-        position, hinted = _read_hint(sdir) if "TAIL" in names else (None, None)
-        if position is None or hinted is None:
-            if len(forms) == 1 and tail_st.st_size == segment.HEADER_SIZE:
-                base = _read_base(sdir) if "BASE" in names else Tail()
-                return base, newest  # not one frame yet: the base state
-            return None
-        if position.segment != first or not _free_from(sdir / "journal", first, position.offset):
-            return None
-        if tail_st.st_mtime_ns > names["TAIL"].stat().st_mtime_ns:
-            return None
-        return hinted, newest
-
     def _info(
         self,
-        sdir: Path,
+        sdir: SessionDir,
         meta: SessionMeta,
         tail: Tail,
         newest_ns: int | None = None,
@@ -532,7 +506,7 @@ class FileStore:
         if tail.last_seq:
             with contextlib.suppress(OSError):
                 if newest_ns is None:
-                    newest_ns = _newest_mtime_ns(sdir / "journal")
+                    newest_ns = sdir.newest_mtime_ns()
                 update_ns = max(update_ns, newest_ns)
 
         def has(name: str) -> bool:
@@ -545,8 +519,8 @@ class FileStore:
             compute_state=tail.projection.compute_state,
             exec_state=tail.projection.exec_state,
             update_time_ns=update_ns,
-            fence=max(fencefile.read(sdir / "FENCE") if has("FENCE") else 0, tail.max_fence),
-            deleted=has("DELETED") and (sdir / "DELETED").exists(),
+            fence=max(fencefile.read(sdir.fence_file) if has(FENCE_NAME) else 0, tail.max_fence),
+            deleted=has(DELETED_NAME) and sdir.is_deleted(),
             exec_seq=tail.projection.exec_seq,
             exec_id=tail.projection.exec_id,
             snapshot=tail.projection.snapshot,
@@ -559,7 +533,7 @@ class FileWriter:
     def __init__(
         self,
         store: FileStore,
-        sdir: Path,
+        sdir: SessionDir,
         meta: SessionMeta,
         log: SegmentLog,
         tail: Tail,
@@ -621,8 +595,7 @@ class FileWriter:
 
     def write_hint(self) -> None:
         """Persist the tail position and state so the next open reads only what follows."""
-        body = {"position": _position_json(self._log.position), "tail": self._tail.to_json()}
-        _write_hint(self._store.fs, self._dir / "TAIL", _json_bytes(body))
+        self._dir.write_hint(self._store.fs, self._log.position, self._tail)
         self._since_hint = 0
 
     def close(self) -> None:
@@ -693,91 +666,3 @@ def _records(log: SegmentLog, frames: Iterator[segment.Frame], *, close: bool) -
     finally:
         if close:
             log.close()
-
-
-def _read_base(sdir: Path) -> Tail:
-    """Where a forked child's own journal starts (the parent's tail at the fork point)."""
-    try:
-        return Tail.from_json(json.loads((sdir / "BASE").read_bytes()))
-    except FileNotFoundError:
-        return Tail()
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise metafile.damaged(
-            sdir, sdir / "BASE", f"(the fork base) is unreadable: {exc}"
-        ) from exc
-
-
-def _read_meta(sdir: Path) -> SessionMeta:
-    """The session's checked metadata; MetadataCorruptError (exit 8) names the file if not."""
-    return metafile.read_meta(sdir)
-
-
-def _read_hint(sdir: Path) -> tuple[Position | None, Tail | None]:
-    """The TAIL hint, or (None, None) if it is missing or unreadable (it is only a hint)."""
-    try:
-        obj = json.loads((sdir / "TAIL").read_bytes())
-        p = obj["position"]
-        position = Position(
-            int(p["segment"]),
-            int(p["offset"]),
-            int(p["last_seq"]),
-            str(p["last_hash"]),
-            int(p["last_frame"]),
-        )
-        return position, Tail.from_json(obj["tail"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None, None
-
-
-def _acked(hint: Position | None) -> tuple[evidence.Acked, ...]:
-    """What a TAIL hint proves: its seq was acknowledged with its hash (a lower bound)."""
-    if hint is None:
-        return ()
-    return evidence.of_hint(hint.segment, hint.last_seq, hint.last_hash, hint.last_frame)
-
-
-def _position_json(p: Position) -> dict[str, Any]:
-    return {
-        "segment": p.segment,
-        "offset": p.offset,
-        "last_seq": p.last_seq,
-        "last_hash": p.last_hash,
-        "last_frame": p.last_frame,
-    }
-
-
-def _free_from(journal: Path, first: int, offset: int) -> bool:
-    """True when segment ``first`` ends at ``offset`` or holds free space (zeros) there: one
-    small read, so a listing learns that no group was written after a hint."""
-    try:
-        fd = os.open(journal / segment.segment_name(first), os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        size = os.fstat(fd).st_size
-        peek = os.pread(fd, segment.FRAME_HEADER_SIZE, offset)
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-    return offset <= size and peek == bytes(len(peek))
-
-
-def _newest_mtime_ns(journal: Path) -> int:
-    # default: a journal whose tail is gone has only .seg.zst files (verify names the damage)
-    mtimes = (e.stat().st_mtime_ns for e in os.scandir(journal) if e.name.endswith(".seg"))
-    return max(mtimes, default=0)
-
-
-def _write_hint(fs: FileSystem, path: Path, data: bytes) -> None:
-    """Replace a hint file atomically; no fsync, since a hint is validated before use."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_bytes(data)
-    except OSError as exc:
-        raise StorageError(f"cannot write {tmp}: {exc.strerror}") from exc
-    fs.replace(tmp, path)
-
-
-def _json_bytes(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()

@@ -47,7 +47,7 @@ from agentsessions.journal.format import canonical, evidence, segment
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import OpenScan, Position, SegmentFrames, SegmentLog
 from agentsessions.journal.format.segmentread import Link, PayloadCheck, SegmentCheck, SegmentFiles
-from agentsessions.journal.stores import metafile
+from agentsessions.journal.stores.sessiondir import SessionDir
 from agentsessions.journal.tools.verifypool import Pool
 from agentsessions.v1 import schema
 
@@ -351,14 +351,14 @@ def _session_items(
     parent_uid, fork_seq = _fork_point(sdir)
     if parent_uid:
         parent = sdir.parent / parent_uid
-        if not (parent / "journal").is_dir():
+        if not SessionDir(parent).is_session():
             raise _MissingParent(
                 f"the prefix of {sdir.name} (seq 1..{fork_seq}) lives in parent session "
                 f"{parent_uid}, which is not beside it; export the child to verify it alone"
             )
         base = _base_claim(sdir, fork_seq)
         yield from _session_items(parent, fork_seq, logs, report, fast, base)
-    log, scan, checks = fast.open(sdir, upto, evidence.read_hint(sdir) + acked)
+    log, scan, checks = fast.open(sdir, upto, SessionDir(sdir).hint_evidence() + acked)
     logs.append(log)
     if scan.torn_tail and not upto:
         report.torn_tail = True
@@ -371,7 +371,7 @@ def _session_items(
 def _base_claim(sdir: Path, fork_seq: int) -> tuple[evidence.Acked, ...]:
     """A forked child's claim on its parent: seq ``fork_seq`` has the hash its first
     segment header names (none when that header cannot be read: the child's open says so)."""
-    journal = sdir / "journal"
+    journal = SessionDir(sdir).journal
     try:
         files = SegmentFiles.at(journal, session_id=sdir.name)
         base_hash = files.header_of(files.segments[0]).prev_hash
@@ -383,7 +383,7 @@ def _base_claim(sdir: Path, fork_seq: int) -> tuple[evidence.Acked, ...]:
 def _fork_point(sdir: Path) -> tuple[str, int]:
     """Where ``sdir``'s prefix lives, from its checked ``session.json`` (damaged metadata
     raises MetadataCorruptError: without it the chain's start is unknown)."""
-    meta = metafile.read_meta(sdir)
+    meta = SessionDir(sdir).read_meta()
     return meta.parent_uid, meta.fork_seq
 
 
@@ -459,7 +459,7 @@ class _Fast:
         the batch check found that tail clean; sealed segments are checked in parallel or on
         demand (those through seq ``upto`` only, when given). The open refuses a journal
         that ends before, or differs at, a seq the ``acked`` evidence names."""
-        journal = sdir / "journal"
+        journal = SessionDir(sdir).journal
         files = SegmentFiles.at(journal, session_id=sdir.name)
         firsts = files.segments
         jobs = [

@@ -15,6 +15,7 @@ from typing import Any
 
 from agentsessions.errors import CommitTooLargeError, FormatError
 from agentsessions.journal.format.records import Record
+from agentsessions.journal.stores.sessiondir import SessionDir
 from agentsessions.journal.tools.verify import Progress, VerifyReport, check_chain, verify_dir
 
 
@@ -84,7 +85,7 @@ def verify_path(
 ) -> VerifyReport:
     """Verify a session directory or a journal file copied anywhere (no store needed)."""
     if path.is_dir():
-        if not (path / "journal").is_dir():
+        if not SessionDir(path).is_session():
             reason = f"{path} is not a session directory"
             return VerifyReport(source=str(path)).fail(0, reason, "format")
         return verify_dir(path, strict=strict, progress=progress)

@@ -1,0 +1,230 @@
+"""The layout of one session directory: the names of its files and how each one is read.
+
+A session directory (``docs/FORMAT.md``) holds::
+
+    session.json  immutable metadata, written before any event
+    LOCK          flock of the single writer, with the holder's identity
+    FENCE         the current fence, minted in place by every writer open
+    TAIL          hint: the tail position and state, so opens read only the tail
+    DELETED       marker of a soft delete; present = no more writes
+    BASE          a forked child's start: the parent's tail state at the fork point
+    journal/      segment files (see :mod:`agentsessions.journal.format.segmentlog`)
+
+:class:`SessionDir` is the one place those names are spelled: the file store (which owns
+many such directories) and ``verify`` (which reads one anywhere on disk) both go through it.
+
+Invariants: the TAIL hint is never trusted, only validated against the segment it names,
+so it is replaced without fsync; nothing here creates the directory itself (the store
+builds it aside and renames it into place).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentsessions.errors import StorageError
+from agentsessions.journal.format import evidence, segment
+from agentsessions.journal.format.durable import FileSystem
+from agentsessions.journal.format.segmentlog import Position
+from agentsessions.journal.format.segmentread import SEGMENT_NAME
+from agentsessions.journal.stores import metafile
+from agentsessions.journal.stores.store import SessionMeta
+from agentsessions.journal.stores.tail import Tail
+
+META_NAME = metafile.META_NAME
+LOCK_NAME = "LOCK"
+FENCE_NAME = "FENCE"
+TAIL_NAME = "TAIL"
+DELETED_NAME = "DELETED"
+BASE_NAME = "BASE"
+JOURNAL_NAME = "journal"
+
+
+@dataclass(frozen=True)
+class SessionDir:
+    """The files of the session directory at ``path`` (its name is the session's uid)."""
+
+    path: Path
+
+    @property
+    def uid(self) -> str:
+        """The session's uid: the directory's name."""
+        return self.path.name
+
+    @property
+    def meta_file(self) -> Path:
+        """``session.json``."""
+        return self.path / META_NAME
+
+    @property
+    def lock_file(self) -> Path:
+        """``LOCK``: the single writer's flock."""
+        return self.path / LOCK_NAME
+
+    @property
+    def fence_file(self) -> Path:
+        """``FENCE``: the current writer fence."""
+        return self.path / FENCE_NAME
+
+    @property
+    def tail_file(self) -> Path:
+        """``TAIL``: the resume hint."""
+        return self.path / TAIL_NAME
+
+    @property
+    def deleted_file(self) -> Path:
+        """``DELETED``: the soft-delete marker."""
+        return self.path / DELETED_NAME
+
+    @property
+    def base_file(self) -> Path:
+        """``BASE``: a forked child's starting tail state."""
+        return self.path / BASE_NAME
+
+    @property
+    def journal(self) -> Path:
+        """``journal/``: the segment files."""
+        return self.path / JOURNAL_NAME
+
+    def is_session(self) -> bool:
+        """True when the directory holds a journal (what makes a path a session directory)."""
+        return self.journal.is_dir()
+
+    def has_meta(self) -> bool:
+        """True when ``session.json`` is a file (whether or not it is readable)."""
+        return self.meta_file.is_file()
+
+    def is_deleted(self) -> bool:
+        """True when the session was soft-deleted (no more writes)."""
+        return self.deleted_file.exists()
+
+    def read_meta(self) -> SessionMeta:
+        """The checked metadata; MetadataCorruptError (exit 8) names the file if not."""
+        return metafile.read_meta(self.path)
+
+    def read_base(self) -> Tail:
+        """Where a forked child's own journal starts (the parent's tail at the fork point);
+        the empty state when there is no BASE (not a fork)."""
+        try:
+            return Tail.from_json(json.loads(self.base_file.read_bytes()))
+        except FileNotFoundError:
+            return Tail()
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise metafile.damaged(
+                self.path, self.base_file, f"(the fork base) is unreadable: {exc}"
+            ) from exc
+
+    def read_hint(self) -> tuple[Position | None, Tail | None]:
+        """The TAIL hint, or (None, None) if it is missing or unreadable (it is only a hint)."""
+        try:
+            obj = json.loads(self.tail_file.read_bytes())
+            p = obj["position"]
+            position = Position(
+                int(p["segment"]),
+                int(p["offset"]),
+                int(p["last_seq"]),
+                str(p["last_hash"]),
+                int(p["last_frame"]),
+            )
+            return position, Tail.from_json(obj["tail"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None, None
+
+    def hint_evidence(self) -> tuple[evidence.Acked, ...]:
+        """What the TAIL hint's position alone proves was acknowledged (none if unreadable);
+        unlike :meth:`read_hint`, a hint whose tail state is damaged still counts."""
+        return evidence.read_hint(self.tail_file)
+
+    def write_hint(self, fs: FileSystem, position: Position, tail: Tail) -> None:
+        """Replace the TAIL hint atomically; no fsync, since a hint is validated before use."""
+        body = {"position": position_json(position), "tail": tail.to_json()}
+        path = self.tail_file
+        tmp = path.with_name(path.name + ".tmp")
+        try:
+            tmp.write_bytes(json_bytes(body))
+        except OSError as exc:
+            raise StorageError(f"cannot write {tmp}: {exc.strerror}") from exc
+        fs.replace(tmp, path)
+
+    def free_from(self, first: int, offset: int) -> bool:
+        """True when segment ``first`` ends at ``offset`` or holds free space (zeros) there:
+        one small read, so a listing learns that no group was written after a hint."""
+        try:
+            fd = os.open(self.journal / segment.segment_name(first), os.O_RDONLY)
+        except OSError:
+            return False
+        try:
+            size = os.fstat(fd).st_size
+            peek = os.pread(fd, segment.FRAME_HEADER_SIZE, offset)
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        return offset <= size and peek == bytes(len(peek))
+
+    def newest_mtime_ns(self) -> int:
+        """The newest mtime of the journal's open (``.seg``) segments, 0 with none."""
+        # default: a journal whose tail is gone has only .seg.zst files (verify names the damage)
+        mtimes = (e.stat().st_mtime_ns for e in os.scandir(self.journal) if e.name.endswith(".seg"))
+        return max(mtimes, default=0)
+
+    def trusted_tail(self, names: dict[str, os.DirEntry[str]]) -> tuple[Tail, int] | None:
+        """The journal's tail state and newest ``.seg`` mtime without opening the journal, or
+        None unless the hint (or, with none, a header-only journal) provably describes it.
+
+        ``names``: the session directory's entries."""
+        forms: dict[int, str] = {}
+        stats: dict[int, os.stat_result] = {}
+        newest = -1
+        with os.scandir(self.journal) as entries:
+            for entry in entries:
+                if entry.name.endswith(".seg"):
+                    newest = max(newest, entry.stat().st_mtime_ns)  # as newest_mtime_ns
+                m = SEGMENT_NAME.fullmatch(entry.name)
+                if m:
+                    first = int(m.group(1), 16)
+                    forms[first] = forms.get(first, "") + ("zst" if m.group(2) else "seg")
+                    if not m.group(2):
+                        stats[first] = entry.stat()
+        if not forms or forms[max(forms)] != "seg":
+            return None  # no segment, or a compressed tail: get() knows what to do
+        first = max(forms)
+        tail_st = stats[first]
+        position, hinted = self.read_hint() if TAIL_NAME in names else (None, None)
+        if position is None or hinted is None:
+            if len(forms) == 1 and tail_st.st_size == segment.HEADER_SIZE:
+                base = self.read_base() if BASE_NAME in names else Tail()
+                return base, newest  # not one frame yet: the base state
+            return None
+        if position.segment != first or not self.free_from(first, position.offset):
+            return None
+        if tail_st.st_mtime_ns > names[TAIL_NAME].stat().st_mtime_ns:
+            return None
+        return hinted, newest
+
+
+def acked(hint: Position | None) -> tuple[evidence.Acked, ...]:
+    """What a TAIL hint proves: its seq was acknowledged with its hash (a lower bound)."""
+    if hint is None:
+        return ()
+    return evidence.of_hint(hint.segment, hint.last_seq, hint.last_hash, hint.last_frame)
+
+
+def position_json(p: Position) -> dict[str, Any]:
+    """A segment-log position as the TAIL hint stores it."""
+    return {
+        "segment": p.segment,
+        "offset": p.offset,
+        "last_seq": p.last_seq,
+        "last_hash": p.last_hash,
+        "last_frame": p.last_frame,
+    }
+
+
+def json_bytes(obj: Any) -> bytes:
+    """``obj`` as the compact, key-sorted JSON the store's small files hold."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
