@@ -429,6 +429,8 @@ class Controller:
                     f"execution {start.execution_id or '(legacy)'}: the harness stopped before "
                     f"the recorded effect at seq {seq} (I5)"
                 )
+            if sink.live is not None:  # a cancel that came during the last effect: END here
+                sink.live.boundary()
         except TurnCanceledError:
             return self._canceled(uid, start, sink, journal, first_seq, calls_before)
         except AgentSessionsError as exc:
