@@ -1,8 +1,8 @@
-"""The ``cancel`` command: close a session's interrupted execution as CANCELED.
+"""The ``cancel`` command: close a session's open execution as CANCELED.
 
 Parses, calls :meth:`Sessions.cancel` and renders; the rules (idempotent once canceled,
-exit 17 when nothing is open, exit 6 while a live process runs the turn) live in
-:mod:`agentsessions.controller.cancel`.
+exit 17 when nothing is open, a running turn asked to stop and waited for, exit 12 when
+the wait runs out) live in :mod:`agentsessions.controller.cancel`.
 """
 
 from __future__ import annotations
