@@ -29,6 +29,7 @@ Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_
     |   +-- ReplayInvokedModelError         I1: replay called a model
     |   +-- HarnessMismatchError            recorded harness name or version differs
     +-- InvalidExecutionLogError            the journal's turns cannot be driven as is   (exit 17)
+    +-- TurnCanceledError                   the running turn was canceled by request     (exit 18)
 """
 
 from __future__ import annotations
@@ -245,3 +246,14 @@ class InvalidExecutionLogError(AgentSessionsError):
     exit_code = 17
     grpc_code = "FAILED_PRECONDITION"
     kind = "invalid_execution_log"
+
+
+class TurnCanceledError(AgentSessionsError):
+    """A cancel request named the running execution: the turn stops at this boundary.
+
+    Raised by the live sink before an effect starts; the controller catches it, records
+    LIFECYCLE_CANCEL and END CANCELED, and returns a normal (canceled) turn result.
+    """
+
+    exit_code = 18
+    grpc_code = "CANCELLED"

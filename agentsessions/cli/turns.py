@@ -239,19 +239,35 @@ def show_turn(printer: TurnPrinter, frames: Iterator[Frame], waking: bool = True
 
 
 def finish_turn(state: CliState, printer: TurnPrinter, result: Turn) -> None:
-    """Print the turn's JSON result, or close its stream with a one-line summary."""
-    note_done(f"the turn completed and is journaled (seq {result.last_seq})")
+    """Print the turn's JSON result, or close its stream with a one-line summary.
+
+    A turn a cancel request stopped exits 18 (TurnCanceledError's code) after its result.
+    """
+    if result.canceled:
+        note_done(f"the turn was canceled and is journaled (seq {result.last_seq})")
+    else:
+        note_done(f"the turn completed and is journaled (seq {result.last_seq})")
     if state.json:
         from agentsessions.cli.render import write_json
 
         write_json(result.to_json())
+        _exit_if_canceled(result)
         return
     how = "resumed and completed" if result.resumed else "completed"
+    how = "canceled" if result.canceled else how
     calls = "model call" if result.model_calls == 1 else "model calls"
     printer.note(
         f"turn {result.execution_id or '(legacy)'} {how}: seq {result.first_seq}-"
         f"{result.last_seq}, {result.model_calls} {calls}"
     )
+    _exit_if_canceled(result)
+
+
+def _exit_if_canceled(result: Turn) -> None:
+    if result.canceled:
+        from agentsessions.errors import TurnCanceledError
+
+        raise typer.Exit(TurnCanceledError.exit_code)
 
 
 # --- replay --------------------------------------------------------------------------------

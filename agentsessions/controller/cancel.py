@@ -7,26 +7,117 @@ already CANCELED appends nothing and returns it (idempotent); cancel of a sessio
 open execution (none yet, or the latest one COMPLETED or FAILED with its END) is
 InvalidExecutionLogError (exit 17, FAILED_PRECONDITION): there is nothing to cancel.
 
-Scope today: the open execution of a turn whose process is gone (an interrupted turn that
-would otherwise block new input). A turn still running in a live process holds the lock,
-so cancel fails fast with LockHeldError (exit 6); stopping a live turn at its next effect
-boundary (a durable CANCEL request beside the journal that the running sink checks) is
-not built yet. Replay never re-drives a CANCELED execution and resume never resumes it:
-it has its END, and ``executions.replayable`` skips canceled runs.
+A turn still running in a live process holds the lock, so the canceller cannot append:
+it writes a durable cancel request beside the journal naming the execution
+(``store.request_cancel``; a ``CANCEL`` file for the file store) and waits, bounded, for
+END CANCELED. The running turn's live sink asks :func:`check_request` before every effect
+(model call, output, tool result, usage: one ``stat`` each); when its execution is named it
+raises TurnCanceledError, and the controller appends the same two events
+(:func:`cancel_events`) as the writer, then clears the request. So no model or tool call
+starts after the cancel is recorded. A request naming an execution that is not running
+(it ended meanwhile) is removed and ignored. Replay never re-drives a CANCELED execution
+and resume never resumes it: it has its END, and ``executions.replayable`` skips canceled
+runs.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
-from agentsessions.errors import InvalidExecutionLogError
-from agentsessions.journal.stores.store import SessionInfo
+from agentsessions.errors import InvalidExecutionLogError, TurnCanceledError, UnavailableError
+from agentsessions.journal.stores.store import SessionInfo, Store
 from agentsessions.v1 import model
 
 if TYPE_CHECKING:
     from agentsessions.controller.controller import Controller
 
 DEFAULT_DETAIL = "canceled by request"
+DEFAULT_WAIT_SECONDS = 10.0
+"""How long a cancel of a live turn waits for its END CANCELED by default."""
+
+
+class CancelRequests(Protocol):
+    """A store that keeps cancel requests beside its journals (file and memory stores)."""
+
+    def request_cancel(self, uid: str, execution_id: str) -> None: ...
+
+    def cancel_requested(self, uid: str) -> str | None: ...
+
+    def clear_cancel(self, uid: str) -> None: ...
+
+
+def requests_of(store: object) -> CancelRequests | None:
+    """``store`` as a keeper of cancel requests, or None if it keeps none."""
+    if all(hasattr(store, n) for n in ("request_cancel", "cancel_requested", "clear_cancel")):
+        return store  # type: ignore[return-value]
+    return None
+
+
+def cancel_events(execution_id: str, detail: str = DEFAULT_DETAIL) -> list[Mapping[str, Any]]:
+    """The one commit that ends ``execution_id`` as canceled."""
+    return [
+        model.lifecycle_event("LIFECYCLE_CANCEL", detail=detail, execution_id=execution_id),
+        model.end_event("CANCELED", execution_id=execution_id),
+    ]
+
+
+def check_request(store: object, uid: str, execution_id: str) -> None:
+    """Raise TurnCanceledError if a cancel request names ``execution_id``; a request that
+    names another execution (one that ended) is stale and removed."""
+    requests = requests_of(store)
+    if requests is None:
+        return
+    named = requests.cancel_requested(uid)
+    if named is None:
+        return
+    if named != execution_id:
+        requests.clear_cancel(uid)
+        return
+    raise TurnCanceledError(f"execution {execution_id} was canceled", session=uid)
+
+
+def request_and_wait(store: Store, uid: str, wait_seconds: float) -> SessionInfo:
+    """Ask the live turn of ``uid`` to stop, then wait up to ``wait_seconds`` for its END.
+
+    The request stays if the wait runs out: the turn stops at its next effect boundary.
+    """
+    info = store.get(uid)
+    requests = requests_of(store)
+    if requests is None or not info.exec_id or info.exec_state not in _OPEN:
+        raise InvalidExecutionLogError(
+            f"session {uid} has no running execution to cancel (exec={info.exec_state})",
+            session=uid,
+        )
+    exec_id = info.exec_id
+    requests.request_cancel(uid, exec_id)
+    deadline = time.monotonic() + max(wait_seconds, 0.0)
+    delay = 0.01
+    while True:
+        info = store.get(uid)
+        if info.exec_id != exec_id or info.exec_state not in _OPEN:
+            break
+        if time.monotonic() >= deadline:
+            raise UnavailableError(
+                f"session {uid}: execution {exec_id} did not stop within {wait_seconds:g}s; "
+                "the cancel request stays and the turn stops at its next effect boundary",
+                hint=f"agentsessions cancel {uid} --wait 60",
+                session=uid,
+            )
+        time.sleep(delay)
+        delay = min(delay * 2, 0.2)
+    if info.exec_id == exec_id and info.exec_state == "EXEC_CANCELED":
+        return info
+    if requests.cancel_requested(uid) == exec_id:
+        requests.clear_cancel(uid)
+    raise InvalidExecutionLogError(
+        f"session {uid}: execution {exec_id} ended ({info.exec_state}) before the cancel",
+        session=uid,
+    )
+
+
+_OPEN = ("EXEC_RUNNING", "EXEC_AWAITING")
 
 
 def _end_state(controller: Controller, uid: str, info: SessionInfo) -> str | None:
@@ -51,12 +142,12 @@ def cancel(controller: Controller, uid: str, detail: str = DEFAULT_DETAIL) -> Se
             f"session {uid} has no running execution to cancel (the latest one ended {state})",
             session=uid,
         )
-    events = [
-        model.lifecycle_event("LIFECYCLE_CANCEL", detail=detail, execution_id=info.exec_id),
-        model.end_event("CANCELED", execution_id=info.exec_id),
-    ]
+    events = cancel_events(info.exec_id, detail)
     with controller._writer(uid, 0.0) as writer:
         result = writer.append(events, expected_last_seq=writer.head[0])
+    requests = requests_of(controller.store)
+    if requests is not None:  # a request left by a cancel whose live turn died first
+        requests.clear_cancel(uid)
     if controller.on_record is not None:
         for record in result.records:
             controller.on_record(record)

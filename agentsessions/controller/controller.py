@@ -36,6 +36,7 @@ from agentsessions.errors import (
     InvalidExecutionLogError,
     LockHeldError,
     PlacementError,
+    TurnCanceledError,
     UnavailableError,
 )
 from agentsessions.journal.format.records import Record
@@ -43,6 +44,7 @@ from agentsessions.journal.stores.store import SessionInfo, SessionMeta, Store, 
 from agentsessions.v1 import model
 
 from . import executions
+from .cancel import cancel_events, check_request, requests_of
 from .held import DEFAULT_IDLE_SECONDS, DEFAULT_KEEP, HeldWriter, WriterPool
 from .history import WriterHistory
 from .registry import Registry
@@ -80,6 +82,7 @@ class TurnResult:
     model_calls: int = 0
     created: bool = False
     resumed: bool = False
+    canceled: bool = False  # a cancel request stopped it (it ended END CANCELED)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -91,6 +94,7 @@ class TurnResult:
             "model_calls": self.model_calls,
             "created": self.created,
             "resumed": self.resumed,
+            "canceled": self.canceled,
         }
 
 
@@ -341,7 +345,7 @@ class Controller:
         journal.record(events, head if expected_last_seq is None else expected_last_seq)
         history = WriterHistory(writer, head)
         start = Start(exec_id, config, tuple(_as_user(m) for m in inputs), history)
-        sink = TurnSink(exec_id, [], self._live(journal, turn_model))
+        sink = TurnSink(exec_id, [], self._live(journal, turn_model, exec_id))
         return self._drive(uid, instance, start, sink, journal, head + 1, legacy=False)
 
     # -- resume (crash recovery) -----------------------------------------------------------
@@ -390,7 +394,9 @@ class Controller:
             WriterHistory(writer, run.first_seq - 1),
             run.resume_from_seq,
         )
-        sink = TurnSink(run.id, run.effects, self._live(journal, turn_model), legacy=run.legacy)
+        sink = TurnSink(
+            run.id, run.effects, self._live(journal, turn_model, run.id), legacy=run.legacy
+        )
         result = self._drive(uid, instance, start, sink, journal, run.first_seq, legacy=run.legacy)
         result.resumed = True
         return result
@@ -423,6 +429,10 @@ class Controller:
                     f"execution {start.execution_id or '(legacy)'}: the harness stopped before "
                     f"the recorded effect at seq {seq} (I5)"
                 )
+            if sink.live is not None:  # a cancel that came during the last effect: END here
+                sink.live.boundary()
+        except TurnCanceledError:
+            return self._canceled(uid, start, sink, journal, first_seq, calls_before)
         except AgentSessionsError as exc:
             if not isinstance(exc, HarnessError | InvalidArgumentError):
                 raise  # the journal itself failed: leave the turn open for resume
@@ -440,6 +450,32 @@ class Controller:
             sink.outputs,
             self.models.calls - calls_before,
         )
+
+    def _canceled(
+        self,
+        uid: str,
+        start: Start,
+        sink: TurnSink,
+        journal: _WriterJournal,
+        first_seq: int,
+        calls_before: int,
+    ) -> TurnResult:
+        """End the turn a cancel request stopped: LIFECYCLE_CANCEL + END CANCELED in one
+        commit as its writer, then remove the request (it is answered)."""
+        last = journal.record(cancel_events(start.execution_id))
+        requests = requests_of(self.store)
+        if requests is not None:
+            requests.clear_cancel(uid)
+        result = TurnResult(
+            uid,
+            start.execution_id,
+            first_seq,
+            last.seq,
+            sink.outputs,
+            self.models.calls - calls_before,
+        )
+        result.canceled = True
+        return result
 
     @staticmethod
     def _record_error(journal: _WriterJournal, exec_id: str, why: str) -> None:
@@ -491,8 +527,12 @@ class Controller:
                 hint="use --runtime warm (or the default, auto)",
             )
 
-    def _live(self, journal: _WriterJournal, turn_model: str) -> Live:
-        return Live(journal, self.models, turn_model, self.on_delta)
+    def _live(self, journal: _WriterJournal, turn_model: str, exec_id: str = "") -> Live:
+        live = Live(journal, self.models, turn_model, self.on_delta)
+        if exec_id and requests_of(self.store) is not None:
+            uid, store = journal.writer.uid, self.store
+            live.before_effect = lambda: check_request(store, uid, exec_id)
+        return live
 
     def _failed(self, writer: HeldWriter) -> executions.Execution | None:
         """The trailing execution if it failed (ERROR recorded, no END), else None."""

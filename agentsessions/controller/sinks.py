@@ -79,6 +79,14 @@ class Live:
     default_model: str
     on_delta: Callable[[str], None] | None = None
     calls: list[str] = field(default_factory=list)  # live model calls made (I1 evidence)
+    before_effect: Callable[[], None] | None = None
+    """Asked before each live effect starts (model call, output, tool result, usage); it
+    raises TurnCanceledError when a cancel request names the turn's execution."""
+
+    def boundary(self) -> None:
+        """An effect boundary: stop here if the turn was canceled."""
+        if self.before_effect is not None:
+            self.before_effect()
 
 
 @dataclass
@@ -114,6 +122,7 @@ class TurnSink:
         recorded = self._next("EVENT_OUTPUT", "an output")
         if recorded is None:
             event = model.output_event(cast(model.Message, message), execution_id=self.execution_id)
+            self._boundary()
             self._append([event])
         elif not _same(recorded.get("message"), message):
             raise self._diverged("output differs from the recorded OUTPUT")
@@ -122,6 +131,7 @@ class TurnSink:
     def report(self, result: dict[str, Any]) -> None:
         recorded = self._next("EVENT_TOOL_RESULT", "a reported tool result")
         if recorded is None:
+            self._boundary()
             self._append([{**_event("EVENT_TOOL_RESULT", self.execution_id), "result": result}])
         elif not _same(recorded.get("result"), result):
             raise self._diverged("reported tool result differs from the recorded TOOL_RESULT")
@@ -131,6 +141,7 @@ class TurnSink:
             return  # v0.1.2 runs did not journal usage as part of the stream
         recorded = self._next("EVENT_USAGE", "usage")
         if recorded is None:
+            self._boundary()
             self._append([{**_event("EVENT_USAGE", self.execution_id), "usage": usage}])
         elif not _same(recorded.get("usage"), usage):
             raise self._diverged("usage differs from the recorded USAGE")
@@ -189,6 +200,7 @@ class TurnSink:
     ) -> Completion:
         """Call the model; commit ``intent`` (its MODEL_CALL, unless already recorded) and
         the OUTPUT as one durable commit before the harness sees the answer."""
+        live.boundary()  # no model call starts after a recorded cancel
         provider = live.models(request.model)
         live.calls.append(request.model)
         try:
@@ -206,6 +218,10 @@ class TurnSink:
         output = model.output_event(cast(model.Message, message), execution_id=self.execution_id)
         self._append([intent, output] if intent is not None else [output])
         return self._served(Completion(message, completion.usage))
+
+    def _boundary(self) -> None:
+        if self.live is not None:
+            self.live.boundary()
 
     def _append(self, events: Sequence[Mapping[str, Any]]) -> None:
         self._require_live("record a new effect").journal.record(events)

@@ -144,6 +144,7 @@ class Turn:
     model_calls: int = 0
     created: bool = False
     resumed: bool = False
+    canceled: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The ``exec --json`` object."""
@@ -156,6 +157,7 @@ class Turn:
             "model_calls": self.model_calls,
             "created": self.created,
             "resumed": self.resumed,
+            "canceled": self.canceled,
         }
 
 
@@ -328,8 +330,11 @@ class Sessions(Protocol):
         """The stored records from ``from_seq``; with ``rerun`` re-drive every turn instead."""
         ...
 
-    def cancel(self, uid: str) -> Session:
-        """End ``uid``'s open execution as CANCELED; idempotent once canceled."""
+    def cancel(self, uid: str, *, wait: float = 10.0) -> Session:
+        """End ``uid``'s open execution as CANCELED; idempotent once canceled.
+
+        A turn running elsewhere is asked to stop at its next effect boundary; this waits
+        up to ``wait`` seconds for its END CANCELED."""
         ...
 
     def follow(

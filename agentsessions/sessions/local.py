@@ -74,6 +74,8 @@ if TYPE_CHECKING:
 DEFAULT_HARNESS = "echo"
 DEFAULT_MODEL = "echo"
 DEFAULT_RUNTIME = "auto"
+DEFAULT_CANCEL_WAIT = 10.0
+"""Seconds a cancel of a running turn waits for its END CANCELED."""
 PROG = "agentsessions"
 _RETRY_SECONDS = 0.05
 
@@ -116,6 +118,7 @@ def _turn(result: TurnResult, created: bool = False) -> Turn:
         model_calls=result.model_calls,
         created=created or result.created,
         resumed=result.resumed,
+        canceled=result.canceled,
     )
 
 
@@ -708,22 +711,33 @@ class LocalSessions:
         finally:
             lock.release()
 
-    def cancel(self, uid: str) -> Session:
+    def cancel(self, uid: str, *, wait: float = DEFAULT_CANCEL_WAIT) -> Session:
         """End ``uid``'s open execution as CANCELED (LIFECYCLE_CANCEL, then END CANCELED).
 
-        Idempotent on an already canceled execution; InvalidExecutionLogError (exit 17)
-        when nothing is open; LockHeldError while a live process runs the turn.
+        An interrupted turn (its process gone) is closed here, as its writer. A turn still
+        running (another process or thread holds the lock) is asked to stop with a durable
+        cancel request; this waits up to ``wait`` seconds for its END CANCELED
+        (UnavailableError, exit 12, if it runs out; the request stays). Idempotent on an
+        already canceled execution; InvalidExecutionLogError (exit 17) when nothing is open.
         """
         from agentsessions.controller.cancel import cancel as cancel_execution
+        from agentsessions.controller.cancel import request_and_wait
 
         check_uid(uid)
         self.store.get(uid)
         controller = self.controller(uid)
-        lock = self._hold(uid, 0.0)
         try:
-            return view(cancel_execution(controller, uid))
+            lock = self._hold(uid, 0.0)
+        except LockHeldError:
+            return view(request_and_wait(self.store, uid, wait))
+        try:
+            try:
+                return view(cancel_execution(controller, uid))
+            except LockHeldError:  # a writer of this engine's controller runs the turn
+                pass
         finally:
             lock.release()
+        return view(request_and_wait(self.store, uid, wait))
 
     @staticmethod
     def check_fork(at: int, count: int, names: Sequence[str]) -> None:

@@ -445,3 +445,32 @@ def test_export_then_import_keeps_every_hash(sessions: Sessions, tmp_path: Path)
     original = [(r.seq, r.content_hash) for r in sessions.replay(uid)]
     assert [(r.seq, r.content_hash) for r in sessions.replay(copy.uid)] == original
     assert sessions.verify(copy.uid).ok
+
+
+# --- cancel -----------------------------------------------------------------------------------
+
+
+def test_cancel_of_a_running_turn_stops_it_before_its_model_call(sessions: Sessions) -> None:
+    from agentsessions.errors import InvalidExecutionLogError, UnavailableError
+
+    gate = _gate("cancel")
+    frames = sessions.exec(None, ["hi"], harness="contract-gate", config=b"cancel")
+    uid = next(frames).uid
+    assert isinstance(next(frames), RecordFrame)  # EXECUTION_START is durable; the turn waits
+    with pytest.raises(UnavailableError, match="did not stop"):
+        sessions.cancel(uid, wait=0.0)  # the request is durable; the turn has not reached it
+    gate.set()  # the turn goes on to its model call's boundary and finds the request
+    last = _last(_run(frames))
+    assert last.turn is not None and last.turn.canceled and last.turn.model_calls == 0
+    records = list(sessions.replay(uid))
+    assert [r.event["kind"] for r in records[-2:]] == ["EVENT_LIFECYCLE", "EVENT_END"]
+    assert records[-2].event["lifecycle"]["kind"] == "LIFECYCLE_CANCEL"
+    assert records[-1].event["end"]["state"] == "CANCELED"
+    assert "EVENT_MODEL_CALL" not in [r.event["kind"] for r in records]  # nothing started
+    assert sessions.get(uid).exec_state == "EXEC_CANCELED" and sessions.verify(uid).ok
+    head = sessions.get(uid).last_seq
+    assert sessions.cancel(uid).last_seq == head  # idempotent: nothing appended
+    _run(sessions.exec(uid, ["again"]))  # the next exec runs (and the request is gone)
+    assert sessions.get(uid).exec_state == "EXEC_COMPLETED"
+    with pytest.raises(InvalidExecutionLogError, match="ended COMPLETED"):
+        sessions.cancel(uid)  # nothing open: a clear error

@@ -48,6 +48,7 @@ class _Session:
     writer: MemoryWriter | None = None
     deleted: bool = False
     update_time_ns: int = 0
+    cancel: str | None = None  # the execution id a cancel request names (FileStore: CANCEL)
 
 
 class MemoryStore:
@@ -169,6 +170,21 @@ class MemoryStore:
         """Nothing to release: memory goes with the process."""
 
     # -- internals used by MemoryWriter -------------------------------------------------
+    # -- cancel requests (the same contract as FileStore's CANCEL file) --------------------
+    def request_cancel(self, uid: str, execution_id: str) -> None:
+        """Ask the running turn of ``execution_id`` to stop at its next effect boundary."""
+        with self._cond:
+            self._session(uid).cancel = execution_id
+
+    def cancel_requested(self, uid: str) -> str | None:
+        """The execution id a pending cancel request names, or None."""
+        return self._session(uid).cancel
+
+    def clear_cancel(self, uid: str) -> None:
+        """Remove the pending cancel request, if any (idempotent)."""
+        with self._cond:
+            self._session(uid).cancel = None
+
     def _session(self, uid: str) -> _Session:
         check_uid(uid)
         try:
