@@ -397,39 +397,24 @@ class FileStore:
         self.close()
 
     # -- cancel requests ----------------------------------------------------------------
-    CANCEL_FILE = "CANCEL"
-    """A session directory's pending cancel request (JSON naming the execution id)."""
-
     def request_cancel(self, uid: str, execution_id: str) -> None:
         """Durably ask the running turn of ``execution_id`` to stop at its next effect
         boundary: a ``CANCEL`` file beside the journal naming it (the canceller cannot
         append while the running writer holds the lock)."""
         self._check_writable("cancel")
-        data = _json_bytes({"execution_id": execution_id})
-        self.fs.write_file_atomic(self._dir(uid) / self.CANCEL_FILE, data)
+        data = json_bytes({"execution_id": execution_id})
+        self.fs.write_file_atomic(self._dir(uid).cancel_file, data)
 
     def cancel_requested(self, uid: str) -> str | None:
-        """The execution id the pending ``CANCEL`` request names, or None.
-
-        Cheap on purpose (one failed ``stat`` when there is none): the live sink asks it
-        before every effect. A torn or unreadable request counts as none.
-        """
-        path = self.sessions_dir / uid / self.CANCEL_FILE
-        try:
-            if not os.stat(path).st_size:
-                return None
-            obj = json.loads(path.read_bytes())
-        except (OSError, ValueError):
-            return None
-        execution_id = obj.get("execution_id") if isinstance(obj, dict) else None
-        return execution_id if isinstance(execution_id, str) and execution_id else None
+        """The execution id the pending ``CANCEL`` request names, or None (one ``stat``)."""
+        return SessionDir(self.sessions_dir / uid).cancel_requested()
 
     def clear_cancel(self, uid: str) -> None:
         """Remove the pending ``CANCEL`` request, if any (idempotent, durable)."""
-        sdir = self.sessions_dir / uid
-        if (sdir / self.CANCEL_FILE).exists():
-            self.fs.unlink(sdir / self.CANCEL_FILE)
-            self.fs.sync_dir(sdir)
+        sdir = SessionDir(self.sessions_dir / uid)
+        if sdir.cancel_file.exists():
+            self.fs.unlink(sdir.cancel_file)
+            self.fs.sync_dir(sdir.path)
 
     # -- internals ------------------------------------------------------------------------
     def _dir(self, uid: str) -> SessionDir:

@@ -41,6 +41,7 @@ FENCE_NAME = "FENCE"
 TAIL_NAME = "TAIL"
 DELETED_NAME = "DELETED"
 BASE_NAME = "BASE"
+CANCEL_NAME = "CANCEL"
 JOURNAL_NAME = "journal"
 
 
@@ -84,6 +85,24 @@ class SessionDir:
     def base_file(self) -> Path:
         """``BASE``: a forked child's starting tail state."""
         return self.path / BASE_NAME
+
+    @property
+    def cancel_file(self) -> Path:
+        """``CANCEL``: a pending cancel request (JSON naming the execution id to stop)."""
+        return self.path / CANCEL_NAME
+
+    def cancel_requested(self) -> str | None:
+        """The execution id the pending cancel request names, or None. Cheap on purpose (one
+        failed ``stat`` when there is none): a live turn asks before every effect. A torn or
+        unreadable request counts as none."""
+        try:
+            if not os.stat(self.cancel_file).st_size:
+                return None
+            obj = json.loads(self.cancel_file.read_bytes())
+        except (OSError, ValueError):
+            return None
+        execution_id = obj.get("execution_id") if isinstance(obj, dict) else None
+        return execution_id if isinstance(execution_id, str) and execution_id else None
 
     @property
     def journal(self) -> Path:
