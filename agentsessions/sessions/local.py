@@ -29,7 +29,6 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -47,7 +46,6 @@ from agentsessions.journal.stores.store import (
     check_uid,
     new_uid,
 )
-from agentsessions.v1.model import text_message
 
 from .api import (
     DeltaFrame,
@@ -62,10 +60,12 @@ from .api import (
     Turn,
 )
 from .home import resolve_home
+from .turnstream import DONE, Failed, Workers, frames_of
+from .views import as_message, turn_view, view
 from .wiring import HARNESSES, build_controller
 
 if TYPE_CHECKING:
-    from agentsessions.controller.controller import Controller, TurnResult
+    from agentsessions.controller.controller import Controller
     from agentsessions.controller.spi import Runtime
     from agentsessions.journal.format.records import Record
     from agentsessions.journal.tools.verify import VerifyReport
@@ -80,61 +80,6 @@ PROG = "agentsessions"
 _RETRY_SECONDS = 0.05
 
 
-def view(info: SessionInfo, memory: Memory | None = None) -> Session:
-    """The :class:`Session` of a store's SessionInfo."""
-    meta = info.meta
-    return Session(
-        uid=meta.uid,
-        project=meta.project,
-        name=meta.name,
-        harness=meta.harness,
-        model=meta.model,
-        labels=dict(meta.labels),
-        annotations=dict(meta.annotations),
-        origin=meta.origin,
-        identity=meta.identity,
-        parent_uid=meta.parent_uid,
-        fork_seq=meta.fork_seq,
-        create_time_ns=meta.create_time_ns,
-        last_seq=info.last_seq,
-        last_hash=info.last_hash,
-        compute_state=info.compute_state,
-        exec_state=info.exec_state,
-        update_time_ns=info.update_time_ns,
-        fence=info.fence,
-        deleted=info.deleted,
-        damaged=info.damaged,
-        memory=memory,
-    )
-
-
-def _turn(result: TurnResult, created: bool = False) -> Turn:
-    return Turn(
-        uid=result.uid,
-        execution_id=result.execution_id,
-        first_seq=result.first_seq,
-        last_seq=result.last_seq,
-        outputs=tuple(result.outputs),
-        model_calls=result.model_calls,
-        created=created or result.created,
-        resumed=result.resumed,
-        canceled=result.canceled,
-    )
-
-
-def as_message(item: Input) -> dict[str, Any]:
-    """A turn input as an ``agentsessions.v1`` Message: a text becomes a user message."""
-    if isinstance(item, str):
-        return dict(text_message("user", item))
-    return dict(item)
-
-
-@dataclass
-class _Failed:
-    error: BaseException
-
-
-_DONE = object()
 _RELEASE_WAIT_SECONDS = 3600.0  # release waits for a running turn: turns end by themselves
 
 
@@ -160,7 +105,7 @@ class LocalSessions:
         self._controllers: dict[str, Controller] = {}
         self._runtime: Runtime | None = None
         self._turns: set[threading.Event] = set()  # each running turn's done signal
-        self._workers = _Workers()
+        self._workers = Workers()
         self._closed = False
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -589,7 +534,7 @@ class LocalSessions:
                 model=model or "",
                 fresh_start=fresh_start,
             )
-            return _turn(result, created), woke
+            return turn_view(result, created), woke
 
         return self._stream(session_uid, lock, work, created)
 
@@ -605,7 +550,7 @@ class LocalSessions:
         def work(controller: Controller) -> tuple[Turn | None, bool]:
             woke = self._wake(controller, uid, wait)
             result = controller.resume(uid, harness=harness or "", wait_seconds=wait)
-            return (_turn(result) if result is not None else None), woke
+            return (turn_view(result) if result is not None else None), woke
 
         return self._stream(uid, lock, work, False)
 
@@ -654,20 +599,20 @@ class LocalSessions:
                 last = view(controller.info(uid))
                 frames.put(SessionFrame(last, turn, compute_resumed=woke, last=True))
             except BaseException as exc:  # handed to the consumer, raised from its iterator
-                frames.put(_Failed(exc))
+                frames.put(Failed(exc))
             finally:
                 controller.on_record = None
                 controller.on_delta = None
                 lock.release()
                 with self._lock:
                     self._turns.discard(done)
-                frames.put(_DONE)
+                frames.put(DONE)
                 done.set()
 
         with self._lock:
             self._turns.add(done)
         self._workers.submit(run)
-        return _frames(first, frames, done)
+        return frames_of(first, frames, done)
 
     # -- warm compute -----------------------------------------------------------------------
     def _known_dir(self, uid: str | None) -> None:
@@ -772,66 +717,6 @@ class LocalSessions:
         finally:
             lock.release()
         return [view(child) for child in children]
-
-
-class _Workers:
-    """Daemon threads that run an engine's turns, reused from turn to turn.
-
-    Starting a thread per turn cost about 1 ms (the starter waits until the new thread is
-    scheduled), a third of a whole turn on a held writer. A turn is submitted to an idle
-    worker, or to a new one when none is idle; :meth:`close` ends the idle workers. Daemon
-    threads, so an interpreter that must exit mid-turn can (the turn is then interrupted,
-    and ``resume`` completes it, as after a kill).
-    """
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._idle = 0
-        self._count = 0
-
-    def submit(self, job: Callable[[], None]) -> None:
-        """Run ``job`` on a worker (it must not raise: a turn hands its errors over)."""
-        with self._lock:
-            spawn = self._idle == 0
-            if spawn:
-                self._count += 1
-            else:
-                self._idle -= 1  # that idle worker takes this job
-        self._jobs.put(job)
-        if spawn:
-            threading.Thread(target=self._work, name="agentsessions turn", daemon=True).start()
-
-    def _work(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            job()
-            with self._lock:
-                self._idle += 1
-
-    def close(self) -> None:
-        """End every worker once its current job is done."""
-        with self._lock:
-            count, self._count, self._idle = self._count, 0, 0
-        for _ in range(count):
-            self._jobs.put(None)
-
-
-def _frames(
-    first: SessionFrame, frames: queue.SimpleQueue[object], done: threading.Event
-) -> Iterator[Frame]:
-    """The consumer's side of a turn: closing it early waits for the turn to end."""
-    try:
-        yield first
-        while True:
-            item = frames.get()
-            if item is _DONE:
-                return
-            if isinstance(item, _Failed):
-                raise item.error
-            assert isinstance(item, SessionFrame | RecordFrame | DeltaFrame)
-            yield item
-    finally:
-        done.wait()
 
 
 def open_local(

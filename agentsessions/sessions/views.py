@@ -1,0 +1,64 @@
+"""Views of the engine's results: the typed values of :mod:`.api` made from the store's
+and the controller's own records, and turn inputs made into ``agentsessions.v1`` Messages."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agentsessions.journal.stores.store import SessionInfo
+from agentsessions.v1.model import text_message
+
+from .api import Input, Memory, Session, Turn
+
+if TYPE_CHECKING:
+    from agentsessions.controller.controller import TurnResult
+
+
+def view(info: SessionInfo, memory: Memory | None = None) -> Session:
+    """The :class:`Session` of a store's SessionInfo."""
+    meta = info.meta
+    return Session(
+        uid=meta.uid,
+        project=meta.project,
+        name=meta.name,
+        harness=meta.harness,
+        model=meta.model,
+        labels=dict(meta.labels),
+        annotations=dict(meta.annotations),
+        origin=meta.origin,
+        identity=meta.identity,
+        parent_uid=meta.parent_uid,
+        fork_seq=meta.fork_seq,
+        create_time_ns=meta.create_time_ns,
+        last_seq=info.last_seq,
+        last_hash=info.last_hash,
+        compute_state=info.compute_state,
+        exec_state=info.exec_state,
+        update_time_ns=info.update_time_ns,
+        fence=info.fence,
+        deleted=info.deleted,
+        damaged=info.damaged,
+        memory=memory,
+    )
+
+
+def turn_view(result: TurnResult, created: bool = False) -> Turn:
+    """The :class:`Turn` of a controller's TurnResult."""
+    return Turn(
+        uid=result.uid,
+        execution_id=result.execution_id,
+        first_seq=result.first_seq,
+        last_seq=result.last_seq,
+        outputs=tuple(result.outputs),
+        model_calls=result.model_calls,
+        created=created or result.created,
+        resumed=result.resumed,
+        canceled=result.canceled,
+    )
+
+
+def as_message(item: Input) -> dict[str, Any]:
+    """A turn input as an ``agentsessions.v1`` Message: a text becomes a user message."""
+    if isinstance(item, str):
+        return dict(text_message("user", item))
+    return dict(item)
