@@ -10,9 +10,9 @@ progress and JSON, ``home`` resolves where sessions live, ``wiring`` assembles a
 # fork) and the ``compute`` group register themselves on it when imported. They import
 # ``app``, so the package (not ``app``) imports them: no module imports its importer.
 from agentsessions.cli import app as _app
+from agentsessions.cli import cancel as _cancel  # noqa: F401
+from agentsessions.cli import compute as _compute  # noqa: F401
+from agentsessions.cli import follow as _follow  # noqa: F401
 from agentsessions.cli import turns as _turns  # noqa: F401
 
 _app.reflow_help()
-from agentsessions.cli import cancel as _cancel  # noqa: E402, F401
-from agentsessions.cli import compute as _compute  # noqa: E402, F401
-from agentsessions.cli import follow as _follow  # noqa: E402, F401

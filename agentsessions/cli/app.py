@@ -643,9 +643,10 @@ def reflow_help() -> None:
     """Give every registered command without explicit help its reflowed docstring.
 
     Called by :mod:`agentsessions.cli` once the other command modules (``turns``,
-    ``compute``) have registered theirs: they import this module, so it never imports them
-    (no import cycle).
+    ``compute``, ``follow``, ``cancel``) have registered theirs, groups' commands included:
+    they import this module, so it never imports them (no import cycle).
     """
-    for command in app.registered_commands:
+    groups = [group.typer_instance for group in app.registered_groups if group.typer_instance]
+    for command in [c for t in (app, *groups) for c in t.registered_commands]:
         if command.help is None and command.callback is not None and command.callback.__doc__:
             command.help = _reflow(command.callback.__doc__)

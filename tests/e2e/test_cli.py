@@ -38,10 +38,13 @@ def test_help_paragraphs_fill_an_80_column_terminal() -> None:
     """Help text wraps to the terminal, not to the line breaks of the source docstrings."""
     from typer.testing import CliRunner
 
+    import agentsessions.cli  # noqa: F401  (registers every command, then reflows their help)
     from agentsessions.cli.app import app
 
-    for command in [*COMMANDS, "exec", "replay", "resume", "suspend", "fork"]:
-        out = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "80"}).stdout
+    turns = ["exec", "replay", "resume", "suspend", "fork", "follow", "cancel"]
+    groups = [["compute", "list"], ["compute", "stop"]]
+    for command in [*([c] for c in [*COMMANDS, *turns]), *groups]:
+        out = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "80"}).stdout
         text = "\n".join(line.strip() for line in out.split("Usage:")[1].split("╭")[0].splitlines())
         paragraphs = [p.splitlines() for p in text.strip().split("\n\n")[1:]]  # after usage
         assert paragraphs, command
