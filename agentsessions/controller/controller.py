@@ -84,19 +84,6 @@ class TurnResult:
     resumed: bool = False
     canceled: bool = False  # a cancel request stopped it (it ended END CANCELED)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "uid": self.uid,
-            "execution_id": self.execution_id,
-            "first_seq": self.first_seq,
-            "last_seq": self.last_seq,
-            "outputs": list(self.outputs),
-            "model_calls": self.model_calls,
-            "created": self.created,
-            "resumed": self.resumed,
-            "canceled": self.canceled,
-        }
-
 
 class CountingModels:
     """Model providers by name, counting every live call (the evidence for I1)."""
