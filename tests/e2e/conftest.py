@@ -8,101 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import sys
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURE = ROOT / "agentsessions" / "data" / "go-v0.1.2-completed.json"
-ERROR_PREFIX = "agentsessions: error: "
-
-
-@dataclass
-class Run:
-    """The outcome of one CLI invocation."""
-
-    args: Sequence[str]
-    code: int
-    out: str
-    err: str
-
-    def json(self) -> Any:
-        """stdout parsed as one JSON document."""
-        return json.loads(self.out)
-
-    def json_lines(self) -> list[Any]:
-        """stdout parsed as JSON lines."""
-        return [json.loads(line) for line in self.out.splitlines()]
-
-    def ok(self) -> Run:
-        """Assert success (showing stderr otherwise) and return self."""
-        assert self.code == 0, f"{self.args} exited {self.code}: {self.err}"
-        return self
-
-    def fails(self, code: int) -> Run:
-        """Assert the run failed with ``code`` and one error line (plus an optional hint)."""
-        assert self.code == code, f"{self.args} exited {self.code}, not {code}: {self.err}"
-        lines = self.err.splitlines()
-        assert lines and lines[0].startswith(ERROR_PREFIX), self.err
-        assert len(lines) <= 2, f"more than one error line: {self.err}"
-        assert all(line.startswith("  hint: ") for line in lines[1:]), self.err
-        assert "Traceback" not in self.err
-        return self
-
-
-def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for a CLI subprocess: no AGENTSESSIONS_* leaks, wide tables."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTSESSIONS_", "XDG_"))}
-    env["PYTHONPATH"] = str(ROOT)
-    env["COLUMNS"] = "200"
-    env.update(extra or {})
-    return env
-
-
-class Cli:
-    """Runs ``agentsessions --home HOME ...`` as a subprocess (``run``) or in-process (``fast``)."""
-
-    def __init__(self, home: Path, cwd: Path) -> None:
-        self.home = home
-        self.cwd = cwd
-
-    def run(self, *args: str, env: Mapping[str, str] | None = None, home: bool = True) -> Run:
-        """Run the real command line in a subprocess."""
-        argv = [sys.executable, "-m", "agentsessions"]
-        argv += ["--home", str(self.home)] if home else []
-        proc = subprocess.run(
-            [*argv, *args],
-            cwd=self.cwd,
-            env=clean_env(env),
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            timeout=120,
-        )
-        return Run(args, proc.returncode, proc.stdout, proc.stderr)
-
-    def fast(self, *args: str) -> Run:
-        """Run the same app in-process with typer's CliRunner (no interpreter start-up)."""
-        from typer.testing import CliRunner
-
-        from agentsessions.cli.app import app
-
-        result = CliRunner().invoke(app, ["--home", str(self.home), *args], env={"COLUMNS": "200"})
-        return Run(args, result.exit_code, result.stdout, result.stderr)
-
-    def create(self, *args: str) -> str:
-        """Create a session (in-process) and return its uid."""
-        return str(self.fast("create", "--json", *args).ok().json()["uid"])
-
-    def import_fixture(self, *args: str) -> str:
-        """Import the shipped Go fixture (in-process) and return the new uid."""
-        return str(self.fast("import", str(FIXTURE), "--json", *args).ok().json()["uid"])
+from clirun import FIXTURE, Cli
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import Cli
+from clirun import Cli
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="warm hosts need Linux"

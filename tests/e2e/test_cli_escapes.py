@@ -14,7 +14,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from conftest import FIXTURE, Cli
+from clirun import FIXTURE, Cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

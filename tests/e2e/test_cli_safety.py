@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import Run, clean_env
+from clirun import Run, clean_env
 
 from agentsessions.journal.stores.filestore import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Cli, clean_env
+from clirun import Cli, clean_env
 
 HELP_NEVER = (
     "msgspec",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from conftest import Run, clean_env
+from clirun import Run, clean_env
 
 from agentsessions.journal.stores.filestore import FileStore
 
