@@ -15,7 +15,7 @@ from agentsessions.errors import SessionDeletedError
 from agentsessions.journal.stores.filestore import FileStore
 
 if TYPE_CHECKING:
-    from conftest import Cli
+    from clirun import Cli
 
 COMMANDS = [
     "create", "list", "get", "log", "verify", "export", "import", "delete", "reindex", "demo",

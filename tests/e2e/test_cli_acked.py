@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from agentsessions.journal.format import segment as sg
 
 if TYPE_CHECKING:
-    from conftest import Cli
+    from clirun import Cli
 
 EXIT_CORRUPT = 8
 

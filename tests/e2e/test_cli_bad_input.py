@@ -14,7 +14,7 @@ from agentsessions.journal.stores.filestore import FileStore, StoreOptions
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 
 if TYPE_CHECKING:
-    from conftest import Cli
+    from clirun import Cli
 
 Unchanged = Callable[[Path], Callable[[], None]]
 

@@ -15,7 +15,7 @@ import pytest
 from clirun import Run, clean_env
 
 if TYPE_CHECKING:
-    from conftest import Cli
+    from clirun import Cli
 
 CORRUPT = 8
 STORAGE = 13

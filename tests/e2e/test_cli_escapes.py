@@ -117,7 +117,7 @@ def test_exec_escapes_the_answer_on_a_terminal_and_keeps_it_exact_in_a_pipe(cli:
     import subprocess
     import sys
 
-    from conftest import clean_env
+    from clirun import clean_env
 
     hostile = "a\x1b]0;pwn\x07b\x1b[2J\u009b31m\u202ec\rd\te\nf"
     argv = [sys.executable, "-m", "agentsessions", "--home", str(cli.home), "exec"]

@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 
-from tests.e2e.conftest import Cli, clean_env
+from clirun import Cli, clean_env
 
 
 def _session(cli: Cli) -> str:

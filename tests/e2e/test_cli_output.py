@@ -19,7 +19,7 @@ import pytest
 from clirun import Run, clean_env
 
 if TYPE_CHECKING:
-    from conftest import Cli
+    from clirun import Cli
 
 FULL = Path("/dev/full")
 needs_dev_full = pytest.mark.skipif(not FULL.exists(), reason="no /dev/full here")

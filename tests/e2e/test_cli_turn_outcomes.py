@@ -18,7 +18,7 @@ import pytest
 from clirun import Run, clean_env
 
 if TYPE_CHECKING:
-    from conftest import Cli
+    from clirun import Cli
 
 
 def exec_json(cli: Cli, *args: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from clirun import Run, clean_env
 from agentsessions.journal.stores.filestore import FileStore
 
 if TYPE_CHECKING:
-    from conftest import Cli
+    from clirun import Cli
 
 UID = re.compile(r"sess-[0-9a-f]{24}")
 CHAT = ("--harness", "chat", "--model", "scripted:seed=7")

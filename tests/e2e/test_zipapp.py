@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from conftest import Cli
+    from clirun import Cli
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPILED = (".so", ".pyd", ".dylib", ".dll")
