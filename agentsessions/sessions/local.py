@@ -105,6 +105,7 @@ class LocalSessions:
         self._controllers: dict[str, Controller] = {}
         self._runtime: Runtime | None = None
         self._turns: set[threading.Event] = set()  # each running turn's done signal
+        self._checked_models: set[str] = set()  # specs already parsed and checked
         self._workers = Workers()
         self._closed = False
 
@@ -215,10 +216,7 @@ class LocalSessions:
         annotations: Mapping[str, str] | None = None,
     ) -> Session:
         """Create an empty session; an unknown model provider is refused first."""
-        if model:
-            from agentsessions.models import create_model
-
-            create_model(model)  # an unknown provider is refused before the session exists
+        self._check_model(model)  # an unknown provider is refused before the session exists
         meta = SessionMeta(
             uid=new_uid(),
             project=check_project(project),
@@ -439,10 +437,21 @@ class LocalSessions:
                 f"{runtime.name!r} cannot take; nothing was run",
                 hint="use --runtime warm",
             )
-        if model:
-            from agentsessions.models import create_model
+        self._check_model(model)
 
-            create_model(model)  # parses and checks options; touches no network
+    def _check_model(self, spec: str) -> None:
+        """Refuse a malformed model spec (parses and checks options; touches no network).
+
+        Checked once per engine and spec: the controller keeps the provider it builds from
+        a spec, so checking again each turn (a scripted model re-reads its file) would only
+        add a cost that grows with the script."""
+        if not spec or spec in self._checked_models:
+            return
+        from agentsessions.models import create_model
+
+        create_model(spec)
+        with self._lock:
+            self._checked_models.add(spec)
 
     @staticmethod
     def check_request(
