@@ -1,7 +1,10 @@
 """A session's multi-segment log: open (with recovery), append groups, rotate, compress, read.
 
-Layout and rules: ``docs/FORMAT.md``. The byte codec lives in :mod:`.segment`; every durable
-step goes through an injected :class:`~agentsessions.journal.format.durable.FileSystem`.
+Layout and rules: ``docs/FORMAT.md``. The byte codec lives in :mod:`.segment`, the read side
+of the files in :mod:`.segmentread`, the tail's state (the :class:`~.segmenttail.Tail` that
+opening builds and appending advances), the resume hint's check and recovery's cut in
+:mod:`.segmenttail`; every durable step goes through an injected
+:class:`~agentsessions.journal.format.durable.FileSystem`.
 
 Invariants:
 - one writer per log (the caller holds the session lock); readers never modify anything;
@@ -30,12 +33,9 @@ Invariants:
 from __future__ import annotations
 
 import bisect
-import json
 import os
 import threading
-import time
 from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,12 +57,16 @@ from agentsessions.journal.format.segment import (
     Frame,
     SegmentHeader,
 )
-from agentsessions.journal.format.segmentread import (
-    CORRUPT_HINT,
-    Link,
-    SegmentFiles,
-    listing,
-    zero_until,
+from agentsessions.journal.format.segmentread import CORRUPT_HINT, Link, SegmentFiles, listing
+from agentsessions.journal.format.segmenttail import (
+    OpenScan,
+    Position,
+    RecoveryReport,
+    Tail,
+    now_ms,
+    recover,
+    report,
+    resume_scan,
 )
 
 __all__ = [
@@ -70,9 +74,6 @@ __all__ = [
     "RecoveryReport", "SegmentLog",
 ]  # fmt: skip
 
-RECOVERY_LOG = "RECOVERY.log"
-_RESUME_WINDOW = 64 << 10
-"""How much past a resume hint an open reads at first (the rest only if not free space)."""
 PREALLOC_MIN = 4096
 """Free space is written in whole 4 KiB pages; a small tail about doubles its size."""
 PREALLOC_MAX = 256 << 10
@@ -82,66 +83,8 @@ SegmentFrames = Generator[Frame, None, Link | None]
 
 
 def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-@dataclass(frozen=True)
-class Position:
-    """Where the committed log ends; the store persists it as a resume hint."""
-
-    segment: int  # first_seq of the tail segment (its file name)
-    offset: int  # commit_end in the tail segment
-    last_seq: int
-    last_hash: str  # hex; "" when the log is empty (or base_hash)
-    last_frame: int  # offset of the frame holding last_seq in the tail segment, -1 if none
-
-
-@dataclass(frozen=True)
-class RecoveryReport:
-    """What opening found beyond the last commit, and what a writable open did about it."""
-
-    truncated_bytes: int  # bytes after the last commit in the tail segment
-    dropped_seqs: tuple[int, ...]  # seqs of valid EVENT frames in those bytes
-    sidecar: str  # path of the forensic copy ("" when nothing was cut)
-    removed_tmp: tuple[str, ...]
-    removed_duplicates: tuple[str, ...] = ()  # .seg.zst copies deleted because .seg exists
-    cut: bool = False  # True when the torn tail was actually cut (writable open)
-    reason: str = ""  # why the scan stopped
-
-
-@dataclass
-class OpenScan:
-    """What :meth:`SegmentLog.open` read from the tail segment."""
-
-    frames: list[Frame]  # committed EVENT and COMMIT frames after the hint (or from the start)
-    base_carry: dict[str, Any] | None  # previous SEAL's carry when scanned from the start
-    resumed: bool
-    recovery: RecoveryReport | None
-
-    @property
-    def torn_tail(self) -> bool:
-        """True when bytes after the last commit were found (cut if the open was writable)."""
-        return self.recovery is not None and self.recovery.truncated_bytes > 0
-
-
-@dataclass
-class _Tail:
-    """State of the tail (highest) segment."""
-
-    header: SegmentHeader
-    fd: int | None  # None when the tail exists only compressed (read-only view)
-    commit_end: int
-    next_seq: int
-    last_hash: str
-    last_frame: int
-    sealed: bool
-    index: sg.SparseIndex
-    size: int = 0  # file size: commit_end plus free space (writable tails only)
-
-    @property
-    def first(self) -> int:
-        """The tail's first seq (its file name)."""
-        return self.header.first_seq
+    # a name of this module's own: the golden tests pin it for byte-exact headers and SEALs
+    return now_ms()
 
 
 class SegmentLog(SegmentFiles):
@@ -158,7 +101,7 @@ class SegmentLog(SegmentFiles):
         super().__init__(journal_dir, session_id, fs, max_record_bytes, segs)
         self.writable = writable
         self.segment_max_bytes = segment_max_bytes
-        self._tail: _Tail | None = None
+        self._tail: Tail | None = None
         self._indexes: dict[int, sg.SparseIndex] = {}
         self._base_hash: str | None = None
         self._broken: StorageError | None = None
@@ -219,7 +162,7 @@ class SegmentLog(SegmentFiles):
                 log.check_links()
             s, base_carry, resumed = log._load(resume)
             log._check_acked(acked, s, resume if resumed else None)
-            recovery = log._recover(s, tmps) if writable else log._report(s, (), ())
+            recovery = log._recover(s, tmps) if writable else report(s, (), ())
         except BaseException:
             log.close()
             raise
@@ -229,11 +172,13 @@ class SegmentLog(SegmentFiles):
         """Read-only part of opening: tail header, link to the last sealed segment, scan."""
         first = self.segments[-1]
         header, fd, raw = self._open_tail(first)
-        index = sg.SparseIndex([(first, sg.HEADER_SIZE)])
-        self._tail = _Tail(header, fd, sg.HEADER_SIZE, first, header.prev_hash, -1, False, index)
+        self._tail = tail = Tail.start(header, fd)
         path = self._path(first, "seg" if fd is not None else "zst")
         carry = self._check_tail_layout(header, path)
-        s = self._try_resume(resume) if raw is None else None
+        s = None
+        if raw is None:
+            s = resume_scan(self.fs, tail, resume, writable=self.writable,
+                            max_record=self.max_record_bytes)  # fmt: skip
         resumed = s is not None
         if s is None:
             if raw is None:
@@ -248,7 +193,7 @@ class SegmentLog(SegmentFiles):
             raise self._corrupt(path, s.stop, s.next_seq, reason)
         if fd is None and (s.status != sg.STATUS_CLEAN or s.seal is None):
             raise self._corrupt(path, s.stop, s.next_seq, "compressed tail is not sealed")
-        self._absorb(s)
+        tail.absorb(s)
         return s, carry, resumed
 
     def _open_tail(self, first: int) -> tuple[SegmentHeader, int | None, bytes | None]:
@@ -265,53 +210,6 @@ class SegmentLog(SegmentFiles):
         z = self._zst_of(first)
         return z.header, None, b"".join(self._zst_chunks(first, z.table, 0))
 
-    def _try_resume(self, hint: Position | None) -> sg.Scan | None:
-        """Validate ``hint`` cheaply and scan from it; None means "do a full scan"."""
-        t = self._tail
-        assert t is not None and t.fd is not None
-        if hint is None or hint.segment != t.first or hint.last_seq < t.first:
-            return None
-        size = os.fstat(t.fd).st_size
-        if not sg.HEADER_SIZE <= hint.last_frame < hint.offset <= size:
-            return None
-        # read up to a window past the hint: enough for what a crash can leave unless it is
-        # followed by a long run of free space, whose zeros are then checked without copies
-        window = min(size, hint.offset + _RESUME_WINDOW)
-        buf = self.fs.read_at(t.fd, window - hint.last_frame, hint.last_frame)
-        mv = memoryview(buf)
-        parsed = sg.check_frame(mv, 0, hint.last_frame, self.max_record_bytes)
-        if isinstance(parsed, str):
-            return None
-        plen, seq, _, rtype, flags, fend = parsed
-        payload = mv[sg.FRAME_HEADER_SIZE : sg.FRAME_HEADER_SIZE + plen]
-        if rtype != RTYPE_EVENT or seq != hint.last_seq or not flags & sg.FLAG_GROUP_END:
-            return None
-        if fend > hint.offset or sg.content_hash(payload) != hint.last_hash:
-            return None
-        s = sg.scan(buf, base=hint.last_frame, start=fend, next_seq=seq + 1, segment=t.first,
-                    max_record=self.max_record_bytes, report_from=hint.offset)  # fmt: skip
-        if not s.hit_report_from or 0 <= s.stop < hint.offset:
-            return None
-        if window < size:  # the scan saw only part of what follows the hint
-            if not s.free or (self.writable and not zero_until(t.fd, s.end + s.free, size)):
-                return None  # a full scan classifies it
-            s.free = size - s.end
-        t.last_hash, t.last_frame = hint.last_hash, hint.last_frame
-        return s
-
-    def _absorb(self, s: sg.Scan) -> None:
-        """Advance the tail state over the committed part of scan ``s``."""
-        t = self._tail
-        assert t is not None
-        t.commit_end, t.next_seq = s.commit_end, s.next_seq
-        if s.last_event is not None:
-            t.last_hash = sg.content_hash(s.last_event.payload)
-            t.last_frame = s.last_event.offset
-        t.sealed = t.sealed or s.seal is not None
-        for seq, off in s.index:
-            if off < s.commit_end:
-                t.index.note(seq, off)
-
     # -- evidence of the acknowledged head ----------------------------------------------
     def _check_acked(self, claims: Sequence[Acked], s: sg.Scan, resumed: Position | None) -> None:
         """Refuse a journal that ends before, or differs at, an acknowledged seq."""
@@ -319,7 +217,7 @@ class SegmentLog(SegmentFiles):
         head, where = t.next_seq - 1, str(self.journal_dir)
         for claim in claims:
             if claim.seq > head:
-                raise evidence.missing(where, self.session_id, head, claim, self._damage(s))
+                raise evidence.missing(where, self.session_id, head, claim, t.damage(s))
             if claim.seq < self.base_seq:
                 continue  # in a forked child's parent: the parent's open checks it
             if resumed is not None and (resumed.last_seq, resumed.last_hash) == (
@@ -329,17 +227,6 @@ class SegmentLog(SegmentFiles):
             found = self._hash_at(claim)
             if found != claim.hash:
                 raise evidence.differs(where, self.session_id, claim, found)
-
-    def _damage(self, s: sg.Scan) -> str:
-        """What the tail holds after its last commit, for an error message ("" if nothing)."""
-        t = self._require_tail()
-        if s.end <= s.commit_end:
-            return ""
-        why = s.reason or "an incomplete group"
-        return (
-            f"segment {t.first:016x} holds {s.end - s.commit_end} bytes after its last commit "
-            f"at offset {s.commit_end} ({why}), which were acknowledged, not torn"
-        )
 
     def _hash_at(self, claim: Acked) -> str:
         """Content hash of the EVENT at ``claim.seq`` ("" if there is none): one small read at
@@ -378,74 +265,20 @@ class SegmentLog(SegmentFiles):
         return sg.content_hash(raw[sg.FRAME_HEADER_SIZE : sg.FRAME_HEADER_SIZE + parsed[0]])
 
     # -- recovery -------------------------------------------------------------------------
-    def _report(
-        self, s: sg.Scan, removed_tmp: tuple[str, ...], dups: tuple[str, ...], sidecar: str = ""
-    ) -> RecoveryReport | None:
-        torn = s.end - s.commit_end
-        if not torn and not removed_tmp and not dups:
-            return None
-        return RecoveryReport(torn, s.dropped_seqs, sidecar, removed_tmp, dups,
-                              bool(sidecar), s.reason)  # fmt: skip
-
     def _recover(self, s: sg.Scan, tmps: list[str]) -> RecoveryReport | None:
-        """Writable part of opening: delete tmp files and .zst duplicates, cut a torn tail."""
-        dups = tuple(sg.segment_name(f, compressed=True) for f, forms in self._segs.items()
-                     if forms == {"seg", "zst"})  # fmt: skip
-        for name in (*tmps, *dups):
-            self.fs.unlink(self.journal_dir / name)
-        if tmps or dups:
-            self.fs.sync_dir(self.journal_dir)
-        sidecar = self._cut(s) if s.end > s.commit_end else ""
-        report = self._report(s, tuple(tmps), dups, sidecar)
-        if report is not None:
-            self._log_recovery(report)
-        tail = self._tail
-        assert tail is not None
-        if tail.fd is not None:
-            if tail.sealed and s.free:  # a crash lost the cut that precedes every SEAL
-                self.fs.truncate(tail.fd, tail.commit_end)
-                self.fs.sync(tail.fd, full=True)
-            tail.size = os.fstat(tail.fd).st_size
-        for first, forms in self._segs.items():
-            if forms == {"seg", "zst"}:
-                forms.discard("zst")
-                if first != tail.first:
-                    self._compress_quietly(first)
-        return report
-
-    def _cut(self, s: sg.Scan) -> str:
-        """Save the torn bytes (``[commit_end, end)``) to a sidecar, then cut the tail to
-        ``commit_end`` (dropping its free space too) and sync it."""
-        t = self._tail
-        assert t is not None and t.fd is not None
-        path = self._path(t.first)
-        data = self.fs.read_at(t.fd, s.end - s.commit_end, s.commit_end)
-        stamp = _now_ms()
-        while (sidecar := path.with_name(f"{path.name}.torn-{stamp}")).exists():
-            stamp += 1
-        self.fs.write_file_atomic(sidecar, data)
-        self.fs.truncate(t.fd, s.commit_end)
-        self.fs.sync(t.fd, full=True)
-        return str(sidecar)
-
-    def _log_recovery(self, r: RecoveryReport) -> None:
-        t = self._tail
-        assert t is not None
-        line = {
-            "unix_ms": _now_ms(), "segment": sg.segment_name(t.first), "commit_end": t.commit_end,
-            "truncated_bytes": r.truncated_bytes, "dropped_seqs": list(r.dropped_seqs),
-            "sidecar": os.path.basename(r.sidecar), "removed_tmp": list(r.removed_tmp),
-            "removed_duplicates": list(r.removed_duplicates), "reason": r.reason,
-        }  # fmt: skip
-        data = json.dumps(line, sort_keys=True, separators=(",", ":")).encode() + b"\n"
-        self.fs.append_durable(self.journal_dir / RECOVERY_LOG, data)
+        """Writable part of opening (:func:`.segmenttail.recover`), then compress again the
+        sealed segments whose duplicate .zst it deleted."""
+        found, recompress = recover(self.fs, self.journal_dir, self._segs, self._require_tail(),
+                                    s, tmps)  # fmt: skip
+        for first in recompress:
+            self._compress_quietly(first)
+        return found
 
     # -- state ----------------------------------------------------------------------------
     @property
     def position(self) -> Position:
         """Where the committed log ends (valid as a resume hint)."""
-        t = self._require_tail()
-        return Position(t.first, t.commit_end, t.next_seq - 1, t.last_hash, t.last_frame)
+        return self._require_tail().position
 
     @property
     def base_seq(self) -> int:
@@ -459,7 +292,7 @@ class SegmentLog(SegmentFiles):
             self._base_hash = self._header_of(min(self._segs))[0].prev_hash
         return self._base_hash
 
-    def _require_tail(self) -> _Tail:
+    def _require_tail(self) -> Tail:
         if self._tail is None:
             raise InvalidArgumentError("the segment log is closed")
         return self._tail
@@ -575,10 +408,7 @@ class SegmentLog(SegmentFiles):
         path = self._path(header.first_seq)
         self.fs.write_file_atomic(path, header.encode())
         fd = self.fs.open(path, os.O_RDWR)
-        index = sg.SparseIndex([(header.first_seq, sg.HEADER_SIZE)])
-        self._tail = _Tail(
-            header, fd, sg.HEADER_SIZE, t.next_seq, t.last_hash, -1, False, index, sg.HEADER_SIZE
-        )
+        self._tail = Tail.start(header, fd, sg.HEADER_SIZE)
         self._segs[header.first_seq] = {"seg"}
         self._indexes[t.first] = t.index
         if t.fd is not None:
@@ -730,7 +560,7 @@ class SegmentLog(SegmentFiles):
             self._segs = segs
             self._follow_rotation(t)
 
-    def _refresh_tail(self, t: _Tail) -> list[Frame]:
+    def _refresh_tail(self, t: Tail) -> list[Frame]:
         assert t.fd is not None
         path = self._path(t.first)
         size = os.fstat(t.fd).st_size
@@ -746,10 +576,10 @@ class SegmentLog(SegmentFiles):
                     segment=t.first, max_record=self.max_record_bytes)  # fmt: skip
         if s.status == sg.STATUS_CORRUPT:
             raise self._corrupt(path, s.stop, s.next_seq, s.reason)
-        self._absorb(s)
+        t.absorb(s)
         return s.frames
 
-    def _follow_rotation(self, old: _Tail) -> None:
+    def _follow_rotation(self, old: Tail) -> None:
         """Move the read-only tail to the successor of sealed ``old``."""
         first = old.next_seq
         header, fd, raw = self._open_tail(first)
@@ -757,11 +587,10 @@ class SegmentLog(SegmentFiles):
             if fd is not None:
                 self.fs.close(fd)
             raise self._corrupt(self._path(first), 0, first, "successor does not link")
-        index = sg.SparseIndex([(first, sg.HEADER_SIZE)])
-        self._tail = _Tail(header, fd, sg.HEADER_SIZE, first, old.last_hash, -1, False, index)
+        self._tail = tail = Tail.start(header, fd)
         self._indexes[old.first] = old.index
         if old.fd is not None:
             self.fs.close(old.fd)
         if raw is not None:
-            self._absorb(sg.scan(raw, base=0, start=sg.HEADER_SIZE, next_seq=first,
-                                 segment=first, max_record=self.max_record_bytes))  # fmt: skip
+            tail.absorb(sg.scan(raw, base=0, start=sg.HEADER_SIZE, next_seq=first,
+                                segment=first, max_record=self.max_record_bytes))  # fmt: skip
