@@ -112,19 +112,39 @@ class _Counted:
 
 
 class _WriterJournal:
-    """Appends each effect as its own durable commit at the head it last saw (CAS)."""
+    """Appends each effect as its own commit at the head it last saw (CAS).
+
+    A commit made with ``sync=False`` waits for the next sync (spec decision 11: the sink
+    flushes before anything leaves the process, and END is synced): ``on_record`` hears of
+    it only then, so a caller is told of a record only once it is durable, in order.
+    """
 
     def __init__(self, writer: Writer, on_record: Callable[[Record], None] | None) -> None:
         self.writer = writer
         self.on_record = on_record
+        self._unsynced: list[Record] = []
 
-    def record(self, events: Sequence[Mapping[str, Any]], expected: int | None = None) -> Record:
+    def record(
+        self, events: Sequence[Mapping[str, Any]], expected: int | None = None, *, sync: bool = True
+    ) -> Record:
         head = self.writer.head[0] if expected is None else expected
-        result = self.writer.append(events, expected_last_seq=head)
-        if self.on_record is not None:
-            for record in result.records:
-                self.on_record(record)
+        result = self.writer.append(events, expected_last_seq=head, sync=sync)
+        self._unsynced.extend(result.records)
+        if sync:
+            self._acknowledged()
         return result.records[-1]
+
+    def flush(self) -> None:
+        """Make the commits made with ``sync=False`` durable (one sync), then report them."""
+        if self._unsynced:
+            self.writer.sync()
+            self._acknowledged()
+
+    def _acknowledged(self) -> None:
+        records, self._unsynced = self._unsynced, []
+        if self.on_record is not None:
+            for record in records:
+                self.on_record(record)
 
 
 class Controller:
@@ -329,6 +349,7 @@ class Controller:
         exec_id = secrets.token_hex(8)
         head = writer.head[0]
         events = _first_commit(exec_id, name, descriptor, inputs, config)
+        # durable at once: the turn has begun, for its caller and for resume
         journal.record(events, head if expected_last_seq is None else expected_last_seq)
         history = WriterHistory(writer, head)
         start = Start(exec_id, config, tuple(_as_user(m) for m in inputs), history)

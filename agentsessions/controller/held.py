@@ -76,10 +76,15 @@ class HeldWriter:
         expected_last_seq: int | None = None,
         fence: int | None = None,
         commit_id: str | None = None,
+        sync: bool = True,
     ) -> CommitResult:
         """Append through the inner writer, then fold what landed into the held state."""
         result = self.inner.append(
-            events, expected_last_seq=expected_last_seq, fence=fence, commit_id=commit_id
+            events,
+            expected_last_seq=expected_last_seq,
+            fence=fence,
+            commit_id=commit_id,
+            sync=sync,
         )
         if not result.duplicate:
             self._fold(result.records, events)
@@ -90,6 +95,10 @@ class HeldWriter:
         result = self.inner.append_records(records)
         self._fold(result.records or tuple(records), None)
         return result
+
+    def sync(self) -> None:
+        """Make the commits appended with ``sync=False`` durable."""
+        self.inner.sync()
 
     def close(self) -> None:
         self.inner.close()

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import math
 import re
@@ -228,6 +229,17 @@ def _params(params: Mapping[str, str]) -> str:
 
 
 def _message(value: object, path: str) -> str:
+    texts = _plain_texts(value)
+    if texts is not None:
+        try:
+            return _text_message(*texts)
+        except InvalidArgumentError:
+            pass  # the general path raises it again, naming the field
+    return _general_message(value, path)
+
+
+def _general_message(value: object, path: str) -> str:
+    """Any message, field by field (:func:`_message` is this, memoised for text-only ones)."""
     msg = _object(value, path, frozenset({"role", "parts"}))
     return _struct(
         [
@@ -235,6 +247,42 @@ def _message(value: object, path: str) -> str:
             ("Parts", _slice(msg.get("parts", []), _part, f"{path}.parts", nil_if_empty=True)),
         ]
     )
+
+
+def _plain_texts(value: object) -> tuple[str, tuple[str, ...]] | None:
+    """``(role, texts)`` of a message made only of text parts, else None (the general path).
+
+    Such messages are nearly all of a conversation, and each turn hashes its whole window of
+    history again: recognising them is cheap, and their encoding is then memoised."""
+    if type(value) is not dict or not value.keys() <= {"role", "parts"}:
+        return None
+    role, parts = value.get("role", ""), value.get("parts", [])
+    if type(role) is not str or type(parts) is not list:
+        return None
+    texts = []
+    for part in parts:
+        if type(part) is not dict or len(part) != 1:
+            return None
+        inner = part.get("text")
+        if type(inner) is not dict or len(inner) != 1:
+            return None
+        text = inner.get("text")
+        if type(text) is not str:
+            return None
+        texts.append(text)
+    return role, tuple(texts)
+
+
+@functools.lru_cache(maxsize=4096)
+def _text_message(role: str, texts: tuple[str, ...]) -> str:
+    """What :func:`_message` writes for a message of text parts only (memoised)."""
+    if not texts:
+        return '{"Role":' + go_string(role) + ',"Parts":null}'
+    parts = ",".join(
+        '{"Text":{"Text":' + go_string(text) + '},"File":null,"Data":null,"Reasoning":null}'
+        for text in texts
+    )
+    return '{"Role":' + go_string(role) + ',"Parts":[' + parts + "]}"
 
 
 def _part(value: object, path: str) -> str:

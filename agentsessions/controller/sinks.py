@@ -5,14 +5,25 @@ each effect from the recorded stream while one remains, and only past its end do
 live, recording the effect *before* the harness sees the result. Replay is a TurnSink
 whose live side is forbidden; resume is one whose live side appends to the journal.
 
-Syncs (spec decision 11): a model call's intent (MODEL_CALL) is committed together with its
-completion (OUTPUT), in one durable commit made after the provider answered and before the
-harness sees the answer. A crash during the call then leaves no MODEL_CALL, and resume makes
-the call again, exactly as it re-drives a MODEL_CALL recorded without its OUTPUT: a model
-call cut by a crash is made once more either way (``tests/crash/test_kill_model_call.py``).
-A failed call still records its MODEL_CALL alone, before the turn's ERROR (audit). A tool
-call's intent is different: it must be durable before its executor runs (a tool has effects
-outside the journal), so a TOOL_CALL is appended on its own, never deferred to its result.
+Syncs (spec decision 11): the fewest the invariants allow. The rule is that **everything
+recorded is durable before anything leaves the process, and END is durable before the turn
+returns**; between those points commits land unsynced and the next sync covers them.
+
+- A model call's intent (MODEL_CALL) is committed together with its completion (OUTPUT),
+  after the provider answered. A crash during the call leaves no MODEL_CALL, and resume
+  makes the call again, exactly as it re-drives a MODEL_CALL recorded without its OUTPUT: a
+  model call cut by a crash is made once more either way (``tests/crash/test_kill_model_call.py``).
+  A failed call still records its MODEL_CALL alone, before the turn's ERROR (audit).
+- The turn's first commit (START with its INPUT) is synced at once: the turn has begun,
+  its caller is told so, and resume has the input. After it, the model call's commit, the
+  harness's outputs, reported results and usage are not synced on their own: the next sync
+  covers them, made before the next model call (what a call is sent is durable before it
+  leaves the process), before a tool's executor runs, or with END. A plain chat turn
+  therefore syncs twice: START+INPUT, then MODEL_CALL+OUTPUT with END. A crash (a killed
+  process) loses nothing written; a power loss may take only the unsynced commits, which
+  were never acknowledged, and resume then makes the model call once more, as above.
+- A tool call's intent must be durable before its executor runs (a tool has effects outside
+  the journal), so a TOOL_CALL is synced on its own, never deferred to its result.
 
 Checks made while serving the record (digest 5.1): I0, the model input hash of each call
 equals the recorded one; output text, usage and reported tool results equal the recorded
@@ -39,9 +50,15 @@ Event = dict[str, Any]
 
 
 class Journal(Protocol):
-    """Where a live sink appends: one event per commit, acknowledged after sync."""
+    """Where a live sink appends: one commit per call, acknowledged after its sync."""
 
-    def record(self, events: Sequence[Mapping[str, Any]]) -> Record: ...
+    def record(self, events: Sequence[Mapping[str, Any]], *, sync: bool = True) -> Record:
+        """Commit ``events``; with ``sync=False`` the next sync (or :meth:`flush`) covers it."""
+        ...
+
+    def flush(self) -> None:
+        """Make every commit recorded with ``sync=False`` durable."""
+        ...
 
 
 class Observer:
@@ -123,7 +140,7 @@ class TurnSink:
         if recorded is None:
             event = model.output_event(cast(model.Message, message), execution_id=self.execution_id)
             self._boundary()
-            self._append([event])
+            self._append([event], sync=False)
         elif not _same(recorded.get("message"), message):
             raise self._diverged("output differs from the recorded OUTPUT")
         self.outputs.append(_text(message))
@@ -132,7 +149,8 @@ class TurnSink:
         recorded = self._next("EVENT_TOOL_RESULT", "a reported tool result")
         if recorded is None:
             self._boundary()
-            self._append([{**_event("EVENT_TOOL_RESULT", self.execution_id), "result": result}])
+            event = {**_event("EVENT_TOOL_RESULT", self.execution_id), "result": result}
+            self._append([event], sync=False)
         elif not _same(recorded.get("result"), result):
             raise self._diverged("reported tool result differs from the recorded TOOL_RESULT")
 
@@ -142,7 +160,7 @@ class TurnSink:
         recorded = self._next("EVENT_USAGE", "usage")
         if recorded is None:
             self._boundary()
-            self._append([{**_event("EVENT_USAGE", self.execution_id), "usage": usage}])
+            self._append([{**_event("EVENT_USAGE", self.execution_id), "usage": usage}], sync=False)
         elif not _same(recorded.get("usage"), usage):
             raise self._diverged("usage differs from the recorded USAGE")
 
@@ -201,6 +219,7 @@ class TurnSink:
         """Call the model; commit ``intent`` (its MODEL_CALL, unless already recorded) and
         the OUTPUT as one durable commit before the harness sees the answer."""
         live.boundary()  # no model call starts after a recorded cancel
+        live.journal.flush()  # what the call is sent is durable before it leaves the process
         provider = live.models(request.model)
         live.calls.append(request.model)
         try:
@@ -216,15 +235,15 @@ class TurnSink:
             raise
         message = {**completion.message, "role": completion.message.get("role") or "assistant"}
         output = model.output_event(cast(model.Message, message), execution_id=self.execution_id)
-        self._append([intent, output] if intent is not None else [output])
+        self._append([intent, output] if intent is not None else [output], sync=False)
         return self._served(Completion(message, completion.usage))
 
     def _boundary(self) -> None:
         if self.live is not None:
             self.live.boundary()
 
-    def _append(self, events: Sequence[Mapping[str, Any]]) -> None:
-        self._require_live("record a new effect").journal.record(events)
+    def _append(self, events: Sequence[Mapping[str, Any]], *, sync: bool = True) -> None:
+        self._require_live("record a new effect").journal.record(events, sync=sync)
 
     def _require_live(self, what: str) -> Live:
         if self.live is None:

@@ -361,3 +361,25 @@ def test_refuses_what_go_would_not_hash(msg: dict[str, Any], where: str) -> None
 def test_refuses_non_string_params() -> None:
     with pytest.raises(InvalidArgumentError, match="params"):
         model_input_hash(_request(params={"t": 0.2}))  # type: ignore[dict-item,unused-ignore]
+
+
+_TEXTS = st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=40) | st.sampled_from(
+    ["<b>&amp;</b>", "\u2028\u2029", '\x00\x1f"\\', "日本語 🙂"]
+)
+
+
+@given(st.sampled_from(["user", "assistant", "system", "", "<r&>"]), st.lists(_TEXTS, max_size=4))
+@settings(max_examples=300)
+def test_memoised_text_messages_encode_as_the_general_path(role: str, texts: list[str]) -> None:
+    """The fast path for text-only messages writes exactly what the field-by-field path does."""
+    from agentsessions.controller.inputhash import _general_message, _message
+
+    msg = {"role": role, "parts": [{"text": {"text": t}} for t in texts]}
+    assert _message(msg, "m") == _general_message(msg, "m")
+    assert _message(msg, "m") == _message(json.loads(json.dumps(msg)), "m")  # memo hit
+
+
+def test_memoised_path_still_refuses_a_lone_surrogate_naming_the_field() -> None:
+    msg = {"role": "user", "parts": [{"text": {"text": "a\ud800"}}]}
+    with pytest.raises(InvalidArgumentError, match=r"messages\[0\]\.parts\[0\]\.text\.text"):
+        model_input_bytes(ModelRequest(model="m", messages=[msg]))

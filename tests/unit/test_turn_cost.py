@@ -2,8 +2,10 @@
 
 A long-lived controller (``keep_writers``) opens a session's writer once: a later turn opens
 no file, mints no fence, rewrites no TAIL hint and asks the store nothing (state and recent
-history come from the held writer); a turn makes three syncs (START+INPUT, MODEL_CALL with
-its OUTPUT, END); closing leaves a fresh hint.
+history come from the held writer); a turn makes two syncs (START+INPUT before its model
+call, MODEL_CALL with its OUTPUT together with END: spec decision 11); a caller hears of a
+record only once it is durable; a power loss takes only unsynced commits and the turn
+resumes; closing leaves a fresh hint.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ def _kinds(store: FileStore, uid: str) -> list[str]:
     return [str(r.event["kind"]) for r in store.read(uid)]
 
 
-def test_a_later_turn_opens_nothing_mints_no_fence_and_syncs_three_times(tmp_path: Path) -> None:
+def test_a_later_turn_opens_nothing_mints_no_fence_and_syncs_twice(tmp_path: Path) -> None:
     fs = CountingFileSystem()
     store = FileStore(tmp_path, fs=fs)
     ctl = _controller(store)
@@ -83,7 +85,7 @@ def test_a_later_turn_opens_nothing_mints_no_fence_and_syncs_three_times(tmp_pat
         assert result.model_calls == 1
     assert ctl.writers.opened == 1  # one lock and one fence for all five turns
     assert [op for op in fs.ops if op[0] != "sync"] == []  # no open, no fence, no hint
-    assert len(fs.ops) == 3 * 4  # START+INPUT, MODEL_CALL+OUTPUT, END per turn
+    assert len(fs.ops) == 2 * 4  # START+INPUT before the call; MODEL_CALL+OUTPUT with END
     assert ctl.writers.get(uid).fence == fence  # type: ignore[union-attr]
     ctl.close()
     assert verify_session(store, uid).ok

@@ -105,6 +105,8 @@ class SegmentLog(SegmentFiles):
         self._indexes: dict[int, sg.SparseIndex] = {}
         self._base_hash: str | None = None
         self._broken: StorageError | None = None
+        # offset of the first group written since the tail's last sync (None: all synced)
+        self._unsynced_from: int | None = None
         self.compress_in_background = False
         self._compressor: threading.Thread | None = None
 
@@ -307,14 +309,20 @@ class SegmentLog(SegmentFiles):
 
     # -- appending -----------------------------------------------------------------------
     def append_group(
-        self, frames: Sequence[tuple[int, int, int, bytes]], *, carry: Callable[[], dict[str, Any]]
+        self,
+        frames: Sequence[tuple[int, int, int, bytes]],
+        *,
+        carry: Callable[[], dict[str, Any]],
+        sync: bool = True,
     ) -> Position:
         """Append ``(rtype, seq, fence, payload)`` frames as one durable group.
 
         EVENT seqs must continue ``last_seq + 1, ...``; an optional COMMIT frame may come
         first (its seq is the group's first EVENT seq). Rotates first when the tail holds an
         EVENT and the group would push it past ``segment_max_bytes`` (``carry()`` goes into the
-        SEAL). Returns the new position only after the data sync.
+        SEAL). Returns the new position only after the data sync; with ``sync=False`` the
+        group is written but waits for the next sync (:meth:`sync`, a synced group, or the
+        SEAL of a rotation), which then covers every group written since the last one.
         """
         t = self._require_tail()
         if not self.writable:
@@ -331,18 +339,35 @@ class SegmentLog(SegmentFiles):
             self._rotate(carry, frames[0][2])
             t = self._require_tail()
         start = t.commit_end
-        self._write_tail(buf, prealloc=True)
+        self._write_tail(buf, prealloc=True, sync=sync)
         t.next_seq = next_seq
         if last_payload is not None:
             t.last_hash, t.last_frame = sg.content_hash(last_payload), start + last_rel
         t.index.note(frames[0][1], start)
         return self.position
 
-    def _write_tail(self, buf: bytes, *, prealloc: bool = False) -> None:
+    def sync(self) -> None:
+        """Make the groups appended with ``sync=False`` durable (nothing to do if none).
+
+        A failed sync cannot be undone group by group (the caller has moved past them, and
+        after a failed fsync the kernel's view of what is on disk is not to be trusted): the
+        log is broken until it is reopened, which recovers what the disk holds."""
+        t = self._require_tail()
+        if self._unsynced_from is None or t.fd is None:
+            return
+        try:
+            self.fs.sync(t.fd)
+        except StorageError as exc:
+            self._broken = exc
+            raise
+        self._unsynced_from = None
+
+    def _write_tail(self, buf: bytes, *, prealloc: bool = False, sync: bool = True) -> None:
         """Write ``buf`` at the commit end with one write loop and one sync, or undo it.
 
         With ``prealloc``, a group that does not fit the free space also writes zeros after
-        itself (before the same sync), so later commits overwrite allocated blocks.
+        itself (before the same sync), so later commits overwrite allocated blocks. Without
+        ``sync`` the group waits for the next sync (see :meth:`append_group`).
         """
         t = self._require_tail()
         assert t.fd is not None
@@ -354,16 +379,25 @@ class SegmentLog(SegmentFiles):
             t.size = max(t.size, end)
             if prealloc and end > t.size - sg.FRAME_HEADER_SIZE:
                 self._preallocate(end)
-            self.fs.sync(t.fd)
-        except StorageError:
+            if sync:
+                self.fs.sync(t.fd)
+        except StorageError as exc:
+            if self._unsynced_from is not None and sync:
+                self._broken = exc  # earlier unsynced groups: what is durable is unknown
+                raise
             try:
                 self.fs.truncate(t.fd, start)
-                self.fs.sync(t.fd)
+                if sync:
+                    self.fs.sync(t.fd)
                 t.size = start
             except StorageError as undo:
                 self._broken = undo
             raise
         t.commit_end = end
+        if sync:
+            self._unsynced_from = None
+        elif self._unsynced_from is None:
+            self._unsynced_from = start
 
     def _preallocate(self, end: int) -> None:
         """Extend the tail with zeros past ``end``: about ``end`` more bytes, at most

@@ -20,16 +20,14 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import hashlib
 import itertools
 import os
 import secrets
 import shutil
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from agentsessions.errors import (
     AgentSessionsError,
@@ -40,13 +38,14 @@ from agentsessions.errors import (
     SessionDeletedError,
     StorageError,
 )
-from agentsessions.journal.format import canonical, fencefile, segment
+from agentsessions.journal.format import fencefile
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import Position, SegmentLog
 from agentsessions.journal.stores import forking, watch
 from agentsessions.journal.stores.catalog import Catalog
+from agentsessions.journal.stores.filewriter import FileWriter, fold_frames, frame_records
 from agentsessions.journal.stores.sessiondir import (
     DELETED_NAME,
     FENCE_NAME,
@@ -56,11 +55,9 @@ from agentsessions.journal.stores.sessiondir import (
 )
 from agentsessions.journal.stores.store import (
     DEFAULT_MAX_COMMIT_BYTES,
-    CommitResult,
     Page,
     SessionInfo,
     SessionMeta,
-    check_commit_id,
     check_project,
     check_uid,
     clamp_page_size,
@@ -68,8 +65,6 @@ from agentsessions.journal.stores.store import (
     encode_cursor,
 )
 from agentsessions.journal.stores.tail import Tail
-
-HINT_EVERY_COMMITS = 64
 
 
 @dataclass(frozen=True)
@@ -272,7 +267,7 @@ class FileStore:
             sdir.journal, session_id=uid, writable=False, fs=self.fs, resume=hint,
             acked=acked(hint),
         )  # fmt: skip
-        own = _records(log, log.read(from_seq, to_seq), close=True)
+        own = frame_records(log, log.read(from_seq, to_seq), close=True)
         if not meta.parent_uid or from_seq > meta.fork_seq:
             return own
         upto = meta.fork_seq if to_seq <= 0 else min(to_seq, meta.fork_seq)
@@ -317,7 +312,7 @@ class FileStore:
             idle_since = time.monotonic()
             while True:
                 found = False
-                for record in _records(log, log.read(next_seq, 0), close=False):
+                for record in frame_records(log, log.read(next_seq, 0), close=False):
                     yield record
                     next_seq = record.seq + 1
                     found = True
@@ -545,144 +540,3 @@ class FileStore:
             exec_id=tail.projection.exec_id,
             snapshot=tail.projection.snapshot,
         )
-
-
-class FileWriter:
-    """The single writer of one file-backed session (holds its LOCK and a fresh fence)."""
-
-    def __init__(
-        self,
-        store: FileStore,
-        sdir: SessionDir,
-        meta: SessionMeta,
-        log: SegmentLog,
-        tail: Tail,
-        fence: int,
-        lock: SessionLock,
-    ) -> None:
-        self._store = store
-        self._dir = sdir
-        self.meta = meta
-        self._log = log
-        self._tail = tail
-        self._fence = fence
-        self._lock = lock
-        self._since_hint = 0
-
-    @property
-    def uid(self) -> str:
-        return self.meta.uid
-
-    @property
-    def fence(self) -> int:
-        return self._fence
-
-    @property
-    def head(self) -> tuple[int, str]:
-        return self._tail.last_seq, self._tail.last_hash
-
-    def append(
-        self,
-        events: Sequence[Mapping[str, Any]],
-        *,
-        expected_last_seq: int | None = None,
-        fence: int | None = None,
-        commit_id: str | None = None,
-    ) -> CommitResult:
-        check_commit_id(commit_id)
-        self._check_open()
-        first = self._tail.duplicate(commit_id)
-        if first is not None:
-            return first
-        use = self._fence if fence is None else fence
-        self._tail.check(
-            self.uid, expected_last_seq=expected_last_seq, fence=use, current=self._fence
-        )
-        records = self._tail.seal_events(
-            self.uid, events, fence=use, max_bytes=self._store.max_commit_bytes
-        )
-        return self._land(records, events, commit_id)
-
-    def append_records(self, records: Sequence[Record]) -> CommitResult:
-        self._check_open()
-        self._tail.check_records(self.uid, records, max_bytes=self._store.max_commit_bytes)
-        return self._land(list(records), None, None)
-
-    def state(self) -> SessionInfo:
-        """The session as :meth:`FileStore.get` returns it, from what this writer holds
-        (it holds the lock: no one else can have committed since it opened)."""
-        return self._store._info(self._dir, self.meta, self._tail)
-
-    def write_hint(self) -> None:
-        """Persist the tail position and state so the next open reads only what follows."""
-        self._dir.write_hint(self._store.fs, self._log.position, self._tail)
-        self._since_hint = 0
-
-    def close(self) -> None:
-        if not self._lock.held:
-            return
-        try:
-            with contextlib.suppress(StorageError):
-                self.write_hint()
-            self._log.close()
-        finally:
-            self._lock.release()
-
-    def __enter__(self) -> FileWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _check_open(self) -> None:
-        if not self._lock.held:
-            raise InvalidArgumentError(f"session {self.uid}: this writer was closed")
-
-    def _land(
-        self, records: list[Record], events: Sequence[Mapping[str, Any]] | None, cid: str | None
-    ) -> CommitResult:
-        frames: list[tuple[int, int, int, bytes]] = []
-        if cid is not None:
-            frames.append((segment.RTYPE_COMMIT, records[0].seq, records[0].fence, cid.encode()))
-        frames.extend((segment.RTYPE_EVENT, r.seq, r.fence, r.payload) for r in records)
-        self._log.append_group(frames, carry=self._tail.to_json)
-        result = self._tail.advance(records, events, cid)
-        self._since_hint += 1
-        if self._since_hint >= HINT_EVERY_COMMITS:
-            with contextlib.suppress(StorageError):
-                self.write_hint()
-        return result
-
-
-def fold_frames(tail: Tail, frames: Sequence[segment.Frame]) -> None:
-    """Advance ``tail`` over committed frames (EVENT and COMMIT) read back from segments."""
-    group: list[Record] = []
-    commit_id: str | None = None
-    prev = tail.last_hash
-    for frame in frames:
-        if frame.rtype == segment.RTYPE_COMMIT:
-            commit_id = frame.payload.decode("utf-8", "replace")
-        elif frame.rtype == segment.RTYPE_EVENT:
-            record = _record(frame, prev)
-            group.append(record)
-            prev = record.content_hash
-            if frame.flags & segment.FLAG_GROUP_END:
-                tail.advance(group, None, commit_id)
-                group, commit_id = [], None
-    if group:
-        tail.advance(group, None, commit_id)
-
-
-def _record(frame: segment.Frame, prev: str) -> Record:
-    _body, prev_hash, _seq = canonical.split_envelope(frame.payload)
-    digest = hashlib.sha256(frame.payload).hexdigest()
-    return Record(frame.seq, prev_hash, digest, frame.fence, frame.payload)
-
-
-def _records(log: SegmentLog, frames: Iterator[segment.Frame], *, close: bool) -> Iterator[Record]:
-    try:
-        for frame in frames:
-            yield _record(frame, "")
-    finally:
-        if close:
-            log.close()

@@ -235,7 +235,9 @@ class MemoryWriter:
         expected_last_seq: int | None = None,
         fence: int | None = None,
         commit_id: str | None = None,
+        sync: bool = True,
     ) -> CommitResult:
+        del sync  # memory has no durability to defer: every commit is as final as it gets
         check_commit_id(commit_id)
         with self._store._cond:
             tail = self._live_tail()
@@ -256,6 +258,9 @@ class MemoryWriter:
             tail = self._live_tail()
             tail.check_records(self.uid, records, max_bytes=self._store.max_commit_bytes)
             return self._land(list(records), None, None)
+
+    def sync(self) -> None:
+        """Nothing to do: see :meth:`append`."""
 
     def state(self) -> SessionInfo:
         """The session as :meth:`MemoryStore.get` returns it."""

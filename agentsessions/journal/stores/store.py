@@ -200,12 +200,24 @@ class Writer(Protocol):
         expected_last_seq: int | None = None,
         fence: int | None = None,
         commit_id: str | None = None,
+        sync: bool = True,
     ) -> CommitResult:
         """Append ``events`` (proto3-JSON ``Event`` dicts) as one durable, atomic commit.
 
         ``expected_last_seq`` None appends at the current head; ``fence`` None uses the
         writer's own fence. Acknowledged (returned) only after the bytes are synced.
+
+        ``sync=False`` lands the commit (the head moves past it, readers may see it) without
+        making it durable: it is *not* acknowledged until a later sync covers it (the next
+        append with ``sync=True``, or :meth:`sync`). Until then a power loss may take it,
+        and only it and the commits after it: never an earlier, acknowledged one. If that
+        covering sync fails the writer is broken and must be reopened. A store whose every
+        commit is durable anyway treats it as ``sync=True``.
         """
+        ...
+
+    def sync(self) -> None:
+        """Make every commit landed with ``sync=False`` durable (a no-op when none is)."""
         ...
 
     def append_records(self, records: Sequence[Record]) -> CommitResult:

@@ -1,0 +1,200 @@
+"""The writer of one file-backed session, and how committed frames become records.
+
+A :class:`FileWriter` holds the session's LOCK and a fresh fence (the store opens it, after
+recovery). It appends groups to the session's segment log, keeps the tail state (head,
+projections, commit ids) and leaves the TAIL hint: evidence of the acknowledged head, so it
+names durable commits only (see :meth:`FileWriter.append` with ``sync=False``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from agentsessions.errors import InvalidArgumentError, StorageError
+from agentsessions.journal.format import canonical, segment
+from agentsessions.journal.format.lock import SessionLock
+from agentsessions.journal.format.records import Record
+from agentsessions.journal.format.segmentlog import SegmentLog
+from agentsessions.journal.stores.sessiondir import SessionDir
+from agentsessions.journal.stores.store import (
+    CommitResult,
+    SessionInfo,
+    SessionMeta,
+    check_commit_id,
+)
+from agentsessions.journal.stores.tail import Tail
+
+if TYPE_CHECKING:
+    from agentsessions.journal.stores.filestore import FileStore
+
+HINT_EVERY_COMMITS = 64
+"""A writer rewrites its TAIL hint (unsynced) every this many commits, and when it closes."""
+
+
+class FileWriter:
+    """The single writer of one file-backed session (holds its LOCK and a fresh fence)."""
+
+    def __init__(
+        self,
+        store: FileStore,
+        sdir: SessionDir,
+        meta: SessionMeta,
+        log: SegmentLog,
+        tail: Tail,
+        fence: int,
+        lock: SessionLock,
+    ) -> None:
+        self._store = store
+        self._dir = sdir
+        self.meta = meta
+        self._log = log
+        self._tail = tail
+        self._fence = fence
+        self._lock = lock
+        self._since_hint = 0
+        # Commits landed with sync=False wait for the next sync. At open the tail may hold
+        # commits a dead writer landed unsynced, so nothing is known durable until a sync.
+        self._unsynced = True
+
+    @property
+    def uid(self) -> str:
+        return self.meta.uid
+
+    @property
+    def fence(self) -> int:
+        return self._fence
+
+    @property
+    def head(self) -> tuple[int, str]:
+        return self._tail.last_seq, self._tail.last_hash
+
+    def append(
+        self,
+        events: Sequence[Mapping[str, Any]],
+        *,
+        expected_last_seq: int | None = None,
+        fence: int | None = None,
+        commit_id: str | None = None,
+        sync: bool = True,
+    ) -> CommitResult:
+        check_commit_id(commit_id)
+        self._check_open()
+        first = self._tail.duplicate(commit_id)
+        if first is not None:
+            return first
+        use = self._fence if fence is None else fence
+        self._tail.check(
+            self.uid, expected_last_seq=expected_last_seq, fence=use, current=self._fence
+        )
+        records = self._tail.seal_events(
+            self.uid, events, fence=use, max_bytes=self._store.max_commit_bytes
+        )
+        return self._land(records, events, commit_id, sync=sync)
+
+    def append_records(self, records: Sequence[Record]) -> CommitResult:
+        self._check_open()
+        self._tail.check_records(self.uid, records, max_bytes=self._store.max_commit_bytes)
+        return self._land(list(records), None, None)
+
+    def state(self) -> SessionInfo:
+        """The session as :meth:`FileStore.get` returns it, from what this writer holds
+        (it holds the lock: no one else can have committed since it opened)."""
+        return self._store._info(self._dir, self.meta, self._tail)
+
+    def sync(self) -> None:
+        """Make every commit landed with ``sync=False`` durable (see :meth:`Writer.append`)."""
+        self._check_open()
+        if self._unsynced:
+            self._log.sync()
+            self._unsynced = False
+
+    def write_hint(self) -> None:
+        """Persist the tail position and state so the next open reads only what follows.
+
+        The hint is evidence of the acknowledged head (journal/format/evidence.py): it may
+        only name durable commits, so unsynced ones are synced first."""
+        self.sync()
+        self._dir.write_hint(self._store.fs, self._log.position, self._tail)
+        self._since_hint = 0
+
+    def close(self) -> None:
+        if not self._lock.held:
+            return
+        try:
+            with contextlib.suppress(StorageError):
+                self.write_hint()
+            self._log.close()
+        finally:
+            self._lock.release()
+
+    def __enter__(self) -> FileWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if not self._lock.held:
+            raise InvalidArgumentError(f"session {self.uid}: this writer was closed")
+
+    def _land(
+        self,
+        records: list[Record],
+        events: Sequence[Mapping[str, Any]] | None,
+        cid: str | None,
+        *,
+        sync: bool = True,
+    ) -> CommitResult:
+        frames: list[tuple[int, int, int, bytes]] = []
+        if cid is not None:
+            frames.append((segment.RTYPE_COMMIT, records[0].seq, records[0].fence, cid.encode()))
+        frames.extend((segment.RTYPE_EVENT, r.seq, r.fence, r.payload) for r in records)
+        self._log.append_group(frames, carry=self._tail.to_json, sync=sync)
+        self._unsynced = not sync
+        result = self._tail.advance(records, events, cid)
+        self._since_hint += 1
+        if sync and self._since_hint >= HINT_EVERY_COMMITS:
+            with contextlib.suppress(StorageError):
+                self.write_hint()
+        return result
+
+
+def fold_frames(tail: Tail, frames: Sequence[segment.Frame]) -> None:
+    """Advance ``tail`` over committed frames (EVENT and COMMIT) read back from segments."""
+    group: list[Record] = []
+    commit_id: str | None = None
+    prev = tail.last_hash
+    for frame in frames:
+        if frame.rtype == segment.RTYPE_COMMIT:
+            commit_id = frame.payload.decode("utf-8", "replace")
+        elif frame.rtype == segment.RTYPE_EVENT:
+            record = frame_record(frame, prev)
+            group.append(record)
+            prev = record.content_hash
+            if frame.flags & segment.FLAG_GROUP_END:
+                tail.advance(group, None, commit_id)
+                group, commit_id = [], None
+    if group:
+        tail.advance(group, None, commit_id)
+
+
+def frame_record(frame: segment.Frame, prev: str) -> Record:
+    """The record an EVENT frame holds (``prev`` is not checked here: verify does that)."""
+    _body, prev_hash, _seq = canonical.split_envelope(frame.payload)
+    digest = hashlib.sha256(frame.payload).hexdigest()
+    return Record(frame.seq, prev_hash, digest, frame.fence, frame.payload)
+
+
+def frame_records(
+    log: SegmentLog, frames: Iterator[segment.Frame], *, close: bool
+) -> Iterator[Record]:
+    """The records of ``frames`` read from ``log`` (closed after them when ``close``)."""
+    try:
+        for frame in frames:
+            yield frame_record(frame, "")
+    finally:
+        if close:
+            log.close()
