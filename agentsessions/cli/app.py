@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand
 
 from agentsessions import __version__
+from agentsessions.cli.helpview import HelpCommand, HelpGroup
 from agentsessions.errors import AgentSessionsError, InvalidArgumentError, StorageError
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def _usage_hint(exc: typer.TyperException) -> str:
     return f"{ctx.command_path} --help"
 
 
-class AgentSessionsGroup(TyperGroup):
+class AgentSessionsGroup(HelpGroup):
     """The root command: runs the parser and turns every failure into one line and an exit code."""
 
     def main(  # type: ignore[override]
@@ -640,7 +641,8 @@ def _reflow(doc: str) -> str:
 
 
 def reflow_help() -> None:
-    """Give every registered command without explicit help its reflowed docstring.
+    """Give every registered command without explicit help its reflowed docstring, and a
+    class whose ``--help`` is drawn without ``typer.rich_utils`` (:mod:`.helpview`).
 
     Called by :mod:`agentsessions.cli` once the other command modules (``turns``,
     ``compute``, ``follow``, ``cancel``) have registered theirs, groups' commands included:
@@ -650,3 +652,5 @@ def reflow_help() -> None:
     for command in [c for t in (app, *groups) for c in t.registered_commands]:
         if command.help is None and command.callback is not None and command.callback.__doc__:
             command.help = _reflow(command.callback.__doc__)
+        if command.cls is TyperCommand:  # typer's default: never one a command chose
+            command.cls = HelpCommand
