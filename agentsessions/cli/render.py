@@ -211,7 +211,7 @@ def plain_page(sessions: Sequence[Session], width: int) -> str | None:
     when rich would have more to do than pad columns: a damaged row (styled), a character
     that is not printable ASCII (cell widths, escapes), a row wider than ``width`` (wrap).
 
-    Same bytes as :func:`emit` of :func:`sessions_table` (held by tests/unit/test_list_plain):
+    Same bytes as :func:`emit` of :func:`sessions_table` (held by tests/unit/test_plain_pages):
     each column as wide as its widest cell (or its minimum), two spaces between columns,
     last_seq right-justified, no trailing spaces.
     """
@@ -300,12 +300,8 @@ def _print_plain_page(page: SessionPage, project: str) -> bool:
     return True
 
 
-def session_details(info: Session, memory: str = "") -> Table:
-    """A session's metadata and projections as a two-column table (``memory``: where the
-    harness's memory lives, from :func:`agentsessions.runtimes.compute.memory_status`)."""
-    from rich.table import Table
-    from rich.text import Text
-
+def session_rows(info: Session, memory: str = "") -> list[tuple[str, str]]:
+    """``get``'s (field, value) rows, values on one line (see :func:`session_details`)."""
     meta = info
     rows: list[tuple[str, str]] = [
         ("uid", info.uid),
@@ -328,16 +324,42 @@ def session_details(info: Session, memory: str = "") -> Table:
         rows.append(("parent", f"{meta.parent_uid} at seq {meta.fork_seq}"))
     if info.deleted:
         rows.append(("deleted", "yes (read-only: get, log and verify still work)"))
+    return [(key, one_line(value)) for key, value in rows]
+
+
+def session_details(info: Session, memory: str = "") -> Table:
+    """A session's metadata and projections as a two-column table (``memory``: where the
+    harness's memory lives, from :func:`agentsessions.runtimes.compute.memory_status`)."""
+    from rich.table import Table
+    from rich.text import Text
+
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
-    for key, value in rows:
-        grid.add_row(key, Text(one_line(value)))
+    for key, value in session_rows(info, memory):
+        grid.add_row(key, Text(value))
     return grid
 
 
+def plain_details(rows: Sequence[tuple[str, str]], width: int) -> str | None:
+    """``get``'s grid as rich draws it off a terminal, without rich, or None when rich has
+    more to do than pad the first column (a value that is not printable ASCII, or too long
+    for ``width``). Same bytes as :func:`emit` of :func:`session_details`."""
+    if not all(_plain(key) and _plain(value) for key, value in rows):
+        return None
+    key_width = max(len(key) for key, _ in rows)
+    if key_width + 2 + max(len(value) for _, value in rows) > width:
+        return None
+    return "".join(f"{key.ljust(key_width)}  {value}".rstrip() + "\n" for key, value in rows)
+
+
 def print_session(info: Session, memory: str = "") -> None:
-    """Print ``get``'s human view of one session."""
+    """Print ``get``'s human view of one session (to a pipe, without rich when it can)."""
+    width = _width(sys.stdout)
+    text = None if width is None else plain_details(session_rows(info, memory), width)
+    if text is not None:
+        sys.stdout.write(text)
+        return
     emit(stdout_console(), session_details(info, memory))
 
 

@@ -1,7 +1,8 @@
-"""``list`` to a pipe writes rich's bytes without rich: the plain page equals rich's page.
+"""``list`` and ``get`` to a pipe write rich's bytes without rich.
 
-:func:`agentsessions.cli.render.print_page` writes a page that rich would only pad straight
-to stdout (so ``list`` in a shell loop never imports rich). Each case draws the same page
+:func:`agentsessions.cli.render.print_page` and :func:`~agentsessions.cli.render.print_session`
+write a table that rich would only pad straight to stdout (so ``list`` or ``get`` in a shell
+loop never imports rich). Each case draws the same page
 both ways (the plain path, and rich with the plain path turned off) and requires equal
 bytes; pages that rich must wrap, fold or style fall back to rich and still print the same.
 """
@@ -92,3 +93,49 @@ def test_a_terminal_width_always_goes_through_rich(monkeypatch: pytest.MonkeyPat
     page = SessionPage((Session(uid=f"sess-{1:024x}", name="one"),))
     with redirect_stdout(io.StringIO()):
         assert not render._print_plain_page(page, "default")
+
+
+def details(session: Session, memory: str, plain: bool, monkeypatch: pytest.MonkeyPatch) -> str:
+    out = io.StringIO()
+    with monkeypatch.context() as patch:
+        if not plain:
+            patch.setattr(render, "plain_details", lambda rows, width: None)
+        with redirect_stdout(out):
+            render.print_session(session, memory)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_get_without_rich_is_riches_grid_byte_for_byte(
+    monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    rng = random.Random(seed)
+    base = session(rng, seed)
+    labels = {f"k{i}": "v " * rng.randrange(40) for i in range(rng.randrange(4))}
+    info = Session(
+        uid=base.uid,
+        name=base.name,
+        harness=base.harness,
+        labels=labels,
+        annotations={"note": base.name[:10]} if rng.random() < 0.5 else {},
+        last_seq=base.last_seq,
+        last_hash=rng.choice(("", "d5" * 32)),
+        compute_state=base.compute_state,
+        exec_state=base.exec_state,
+        create_time_ns=base.create_time_ns,
+        update_time_ns=base.create_time_ns,
+        parent_uid=rng.choice(("", f"sess-{7:024x}")),
+        fork_seq=rng.randrange(9),
+        deleted=rng.random() < 0.3,
+    )
+    memory = rng.choice(("", "none (stateless harness: the journal is its state)"))
+    assert details(info, memory, True, monkeypatch) == details(info, memory, False, monkeypatch)
+
+
+def test_an_ordinary_get_is_written_without_rich(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    info = Session(uid=f"sess-{3:024x}", name="triage", last_hash="d5" * 32)
+    rows = render.session_rows(info, "none")
+    assert render.plain_details(rows, render.PIPE_WIDTH) is not None
+    assert details(info, "none", True, monkeypatch) == details(info, "none", False, monkeypatch)
