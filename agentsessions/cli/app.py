@@ -6,7 +6,9 @@ Invariants:
   error from the parser) and ends as ONE line ``agentsessions: error: ...`` on stderr (plus an
   optional ``  hint: ...`` line) and the error class's stable exit code, never a traceback;
 - session ids and project names are validated before the file system is touched;
-- startup stays fast: rich, the store and the journal modules are imported inside commands;
+- startup stays fast: rich, the store and the journal modules are imported inside commands,
+  only the subcommand that runs is built (:func:`root_command`) and ``--help`` is drawn
+  without typer's markdown-and-pygments renderer (:mod:`.helpview`);
 - a veneer: each command parses, calls one :class:`~agentsessions.sessions.api.Sessions`
   method and renders; no module of ``cli/`` imports the journal or the controller.
 """
@@ -14,23 +16,21 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
-import copy
-import functools
 import inspect
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-import typer.main
 from typer.core import TyperCommand
 
 from agentsessions import __version__
-from agentsessions.cli.helpview import HelpCommand, HelpGroup
+from agentsessions.cli.helpview import HelpCommand
+from agentsessions.cli.lazygroup import LazyGroup, lazy_group
 from agentsessions.errors import AgentSessionsError, InvalidArgumentError, StorageError
 
 if TYPE_CHECKING:
@@ -81,41 +81,11 @@ def _usage_hint(exc: typer.TyperException) -> str:
     return f"{ctx.command_path} --help"
 
 
-class AgentSessionsGroup(HelpGroup):
+class AgentSessionsGroup(LazyGroup):
     """The root command: runs the parser and turns every failure into one line and an exit code.
 
-    Built by :func:`root_command`, its subcommands are made on first use: typer turns each
-    command's signature into click parameters (evaluating every annotation), so a command
-    line that runs one command builds one, not twenty.
+    Built by :func:`root_command`, its subcommands are made on first use (:mod:`.lazygroup`).
     """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._deferred: dict[str, Callable[[], Any]] = {}
-        self._order: list[str] = []
-
-    def defer(self, name: str, build: Callable[[], Any]) -> None:
-        """Add the subcommand ``name``, made by ``build()`` when first looked up."""
-        self._deferred[name] = build
-        self._order.append(name)
-
-    def list_commands(self, ctx: BaseContext) -> list[str]:
-        """Every subcommand's name, built or not, in the order they were registered."""
-        return [*self._order, *(name for name in self.commands if name not in self._order)]
-
-    def get_command(self, ctx: BaseContext, cmd_name: str) -> Any:
-        """The subcommand ``cmd_name``, built now if it was deferred."""
-        build = self._deferred.pop(cmd_name, None)
-        if build is not None:
-            self.commands[cmd_name] = build()
-        return super().get_command(ctx, cmd_name)
-
-    def resolve_command(self, ctx: BaseContext, args: list[str]) -> Any:
-        """Find the subcommand; for an unknown name, typer suggests from every built one."""
-        if args and args[0] not in self.commands and args[0] not in self._deferred:
-            for name in list(self._deferred):  # a typo: build them all (an error path)
-                self.get_command(ctx, name)
-        return super().resolve_command(ctx, args)
 
     def main(  # type: ignore[override]
         self,
@@ -671,38 +641,12 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def root_command() -> AgentSessionsGroup:
     """``app`` as typer would build it (same group, same commands in the same order), but
-    with each subcommand built on first use (:class:`AgentSessionsGroup`).
+    with each subcommand built on first use (:func:`.lazygroup.lazy_group`).
 
     typer's own entry (``app(...)``) only adds an exception hook, a no-op with pretty
     exceptions off; tests that hand ``app`` to typer's CliRunner get the eager build.
     """
-    from typer.main import get_command_from_info, get_command_name, get_group_from_info
-
-    bare = copy.copy(app)  # the root callback and settings, no subcommand to build
-    bare.registered_commands, bare.registered_groups = [], []
-    root = typer.main.get_group(bare)
-    assert isinstance(root, AgentSessionsGroup)
-    short, markup = app.pretty_exceptions_short, app.rich_markup_mode
-    for info in app.registered_commands:
-        assert info.callback is not None
-        name = info.name or get_command_name(info.callback.__name__)
-        root.defer(
-            name,
-            functools.partial(
-                get_command_from_info, info, pretty_exceptions_short=short, rich_markup_mode=markup
-            ),
-        )
-    for group in app.registered_groups:
-        assert isinstance(group.name, str), "every group is added with its name"
-        build = functools.partial(
-            get_group_from_info,
-            group,
-            pretty_exceptions_short=short,
-            rich_markup_mode=markup,
-            suggest_commands=app.suggest_commands,
-        )
-        root.defer(group.name, build)
-    return root
+    return lazy_group(app, AgentSessionsGroup)
 
 
 def _reflow(doc: str) -> str:

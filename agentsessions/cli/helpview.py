@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 from collections import defaultdict
+from dataclasses import dataclass
 from functools import cache
 from gettext import gettext as _
 from os import getenv
@@ -287,9 +288,7 @@ def _options_panel(
     console.print(Panel(table, border_style=STYLE_PANEL_BORDER, title=name, title_align="left"))
 
 
-def _commands_panel(
-    name: str, commands: list[_click.Command], console: Console, cmd_len: int
-) -> None:
+def _commands_panel(name: str, commands: list[Any], console: Console, cmd_len: int) -> None:
     from rich.panel import Panel
     from rich.table import Table
     from rich.text import Text
@@ -348,10 +347,25 @@ def _panels(obj: _click.Command, ctx: _click.Context, console: Console) -> None:
                 _options_panel(name, params, ctx, console)
 
 
+@dataclass(frozen=True)
+class Summary:
+    """What a group's commands panel shows of a subcommand, without building it."""
+
+    name: str
+    help: str | None
+    short_help: str | None = None
+    deprecated: bool = False
+    hidden: bool = False
+    rich_help_panel: str | None = None
+
+
 def _command_panels(obj: TyperGroup, ctx: _click.Context, console: Console) -> None:
-    panels: defaultdict[str, list[_click.Command]] = defaultdict(list)
+    panels: defaultdict[str, list[Any]] = defaultdict(list)
+    # a group that builds subcommands on demand offers their summaries: the panel needs
+    # only names and help, not every command's parameters
+    peek = getattr(obj, "peek_command", obj.get_command)
     for name in obj.list_commands(ctx):
-        command = obj.get_command(ctx, name)
+        command = peek(ctx, name)
         if command and not command.hidden:
             panels[getattr(command, _PANEL, None) or COMMANDS_PANEL_TITLE].append(command)
     cmd_len = max((len(c.name or "") for cs in panels.values() for c in cs), default=0)

@@ -13,7 +13,9 @@ Invariants:
 - diagnostics (progress bars, narration of long work) go to stderr.
 
 rich is imported inside the functions that draw, so JSON output and error lines never pay
-for it (start-up matters for a command line).
+for it (start-up matters for a command line); ``list`` and ``get`` written to a pipe, where
+rich would only pad columns, are written without it (:func:`plain_page`,
+:func:`plain_details`: the same bytes).
 """
 
 from __future__ import annotations

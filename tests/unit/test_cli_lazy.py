@@ -62,3 +62,18 @@ def test_a_mistyped_command_still_gets_a_suggestion(capsys: pytest.CaptureFixtur
     assert root.main(["lst"], standalone_mode=False) == 2
     err = capsys.readouterr().err
     assert "No such command 'lst'. Did you mean 'list'?" in err
+
+
+def test_the_root_help_is_drawn_from_summaries_and_is_typers(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    root = root_command()
+    assert root.main(["--help"], standalone_mode=False) == 0
+    lazy = capsys.readouterr().out
+    assert root.commands == {}  # the commands panel needed no command built
+    eager = typer.main.get_command(app)
+    assert isinstance(eager, TyperGroup)
+    assert eager.main(["--help"], standalone_mode=False) == 0
+    assert lazy == capsys.readouterr().out
+    assert "compute" in lazy and "Start here" in lazy
