@@ -3,7 +3,8 @@
 ``app`` parses and dispatches the journal commands, ``turns`` adds the controller's (exec,
 replay, resume, fork, suspend) and ``stream`` shows a running turn; ``render`` draws tables,
 progress and JSON, ``home`` resolves where sessions live, ``wiring`` assembles a controller,
-``demo`` narrates the main job. Nothing here is imported by the library.
+``demo`` narrates the main job, ``helpview`` draws ``--help`` on rich's core. Nothing here
+is imported by the library.
 """
 
 # The root command lives in ``app``; the controller's commands (exec, replay, resume, suspend,

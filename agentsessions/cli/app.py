@@ -6,7 +6,9 @@ Invariants:
   error from the parser) and ends as ONE line ``agentsessions: error: ...`` on stderr (plus an
   optional ``  hint: ...`` line) and the error class's stable exit code, never a traceback;
 - session ids and project names are validated before the file system is touched;
-- startup stays fast: rich, the store and the journal modules are imported inside commands;
+- startup stays fast: rich, the store and the journal modules are imported inside commands,
+  only the subcommand that runs is built (:func:`root_command`) and ``--help`` is drawn
+  without typer's markdown-and-pygments renderer (:mod:`.helpview`);
 - a veneer: each command parses, calls one :class:`~agentsessions.sessions.api.Sessions`
   method and renders; no module of ``cli/`` imports the journal or the controller.
 """
@@ -24,9 +26,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand
 
 from agentsessions import __version__
+from agentsessions.cli.helpview import HelpCommand
+from agentsessions.cli.lazygroup import LazyGroup, lazy_group
 from agentsessions.errors import AgentSessionsError, InvalidArgumentError, StorageError
 
 if TYPE_CHECKING:
@@ -77,8 +81,11 @@ def _usage_hint(exc: typer.TyperException) -> str:
     return f"{ctx.command_path} --help"
 
 
-class AgentSessionsGroup(TyperGroup):
-    """The root command: runs the parser and turns every failure into one line and an exit code."""
+class AgentSessionsGroup(LazyGroup):
+    """The root command: runs the parser and turns every failure into one line and an exit code.
+
+    Built by :func:`root_command`, its subcommands are made on first use (:mod:`.lazygroup`).
+    """
 
     def main(  # type: ignore[override]
         self,
@@ -629,7 +636,17 @@ def demo(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point: run the CLI and exit with its status."""
-    app(args=argv, prog_name=PROG)
+    root_command()(args=argv, prog_name=PROG)
+
+
+def root_command() -> AgentSessionsGroup:
+    """``app`` as typer would build it (same group, same commands in the same order), but
+    with each subcommand built on first use (:func:`.lazygroup.lazy_group`).
+
+    typer's own entry (``app(...)``) only adds an exception hook, a no-op with pretty
+    exceptions off; tests that hand ``app`` to typer's CliRunner get the eager build.
+    """
+    return lazy_group(app, AgentSessionsGroup)
 
 
 def _reflow(doc: str) -> str:
@@ -640,7 +657,8 @@ def _reflow(doc: str) -> str:
 
 
 def reflow_help() -> None:
-    """Give every registered command without explicit help its reflowed docstring.
+    """Give every registered command without explicit help its reflowed docstring, and a
+    class whose ``--help`` is drawn without ``typer.rich_utils`` (:mod:`.helpview`).
 
     Called by :mod:`agentsessions.cli` once the other command modules (``turns``,
     ``compute``, ``follow``, ``cancel``) have registered theirs, groups' commands included:
@@ -650,3 +668,5 @@ def reflow_help() -> None:
     for command in [c for t in (app, *groups) for c in t.registered_commands]:
         if command.help is None and command.callback is not None and command.callback.__doc__:
             command.help = _reflow(command.callback.__doc__)
+        if command.cls is TyperCommand:  # typer's default: never one a command chose
+            command.cls = HelpCommand

@@ -23,6 +23,7 @@ from agentsessions.cli.app import (
     app,
     open_engine,
 )
+from agentsessions.cli.helpview import HelpGroup
 from agentsessions.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
 compute_app = typer.Typer(
     name="compute",
+    cls=HelpGroup,
     help="List and stop the warm host processes that keep harness memory (e.g. counter's). "
     "Each exits by itself after its idle timeout (AGENTSESSIONS_WARM_IDLE_SECONDS, "
     "default 3600 s, counted from its last use).",

@@ -13,7 +13,9 @@ Invariants:
 - diagnostics (progress bars, narration of long work) go to stderr.
 
 rich is imported inside the functions that draw, so JSON output and error lines never pay
-for it (start-up matters for a command line).
+for it (start-up matters for a command line); ``list`` and ``get`` written to a pipe, where
+rich would only pad columns, are written without it (:func:`plain_page`,
+:func:`plain_details`: the same bytes).
 """
 
 from __future__ import annotations
@@ -152,6 +154,25 @@ def format_pairs(pairs: Mapping[str, str]) -> str:
     return one_line(", ".join(f"{k}={v}" for k, v in sorted(pairs.items()))) or "-"
 
 
+SESSION_COLUMNS = ("uid", "name", "harness", "last_seq", "compute", "exec", "created")
+"""The columns of ``list``, in order (``created`` only on a wide page)."""
+_MIN_WIDTHS = (29, 4, 4, 0, 0, 0, 0)
+_RIGHT = frozenset({3})  # last_seq is right-justified
+
+
+def session_cells(info: Session, with_created: bool) -> list[str]:
+    """The cells of a readable session's ``list`` row, as text (see :func:`sessions_table`)."""
+    return [
+        one_line(info.uid),
+        one_line(info.name) or "-",
+        one_line(info.harness) or "-",
+        str(info.last_seq),
+        short_state(info.compute_state, "COMPUTE_"),
+        short_state(info.exec_state, "EXEC_"),
+        *([format_time_ns(info.create_time_ns)] if with_created else []),
+    ]
+
+
 def sessions_table(sessions: Sequence[Session], width: int | None = None) -> Table:
     """One page of sessions as a table: uid, name, harness, last seq, states, created.
 
@@ -161,20 +182,13 @@ def sessions_table(sessions: Sequence[Session], width: int | None = None) -> Tab
     from rich.text import Text
 
     with_created = width is None or width >= WIDE
-    rows: list[list[Text | str]] = [
-        [
-            Text(one_line(info.uid)),
-            Text(one_line(info.name) or "-"),
-            Text(one_line(info.harness) or "-"),
-            str(info.last_seq),
-            short_state(info.compute_state, "COMPUTE_"),
-            short_state(info.exec_state, "EXEC_"),
-            *([format_time_ns(info.create_time_ns)] if with_created else []),
-        ]
-        if not info.damaged
-        else damaged_row(info, with_created)
-        for info in sessions
-    ]
+    rows: list[list[Text | str]] = []
+    for info in sessions:
+        if info.damaged:
+            rows.append(damaged_row(info, with_created))
+            continue
+        cells = session_cells(info, with_created)
+        rows.append([Text(cells[0]), Text(cells[1]), Text(cells[2]), *cells[3:]])
     table = plain_table()
     table.add_column("uid", no_wrap=True, min_width=29)
     table.add_column("name", overflow="fold", min_width=4)
@@ -187,6 +201,45 @@ def sessions_table(sessions: Sequence[Session], width: int | None = None) -> Tab
     for row in rows:
         table.add_row(*row)
     return table
+
+
+def _plain(text: str) -> bool:
+    """True if rich prints ``text`` unchanged, one cell per character (printable ASCII)."""
+    return text.isascii() and text.isprintable()
+
+
+def plain_page(sessions: Sequence[Session], width: int) -> str | None:
+    """``list``'s table as rich draws it off a terminal, without importing rich, or None
+    when rich would have more to do than pad columns: a damaged row (styled), a character
+    that is not printable ASCII (cell widths, escapes), a row wider than ``width`` (wrap).
+
+    Same bytes as :func:`emit` of :func:`sessions_table` (held by tests/unit/test_plain_pages):
+    each column as wide as its widest cell (or its minimum), two spaces between columns,
+    last_seq right-justified, no trailing spaces.
+    """
+    with_created = width >= WIDE
+    columns = len(SESSION_COLUMNS) - (0 if with_created else 1)
+    rows = [list(SESSION_COLUMNS[:columns])]
+    for info in sessions:
+        if info.damaged:
+            return None
+        rows.append(session_cells(info, with_created))
+    # the non-Text cells (seq, states, time) go through rich's markup: keep them literal
+    if any("[" in cell for row in rows[1:] for cell in row[3:]):
+        return None
+    if not all(_plain(cell) for row in rows for cell in row):
+        return None
+    widths = [max(_MIN_WIDTHS[i], *(len(row[i]) for row in rows)) for i in range(columns)]
+    if sum(widths) + 2 * (columns - 1) > width:
+        return None
+    lines = [
+        "  ".join(
+            cell.rjust(widths[i]) if i in _RIGHT else cell.ljust(widths[i])
+            for i, cell in enumerate(row)
+        ).rstrip()
+        for row in rows
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def damaged_row(info: Session, with_created: bool) -> list[Text | str]:
@@ -207,7 +260,13 @@ def damaged_row(info: Session, with_created: bool) -> list[Text | str]:
 
 
 def print_page(page: SessionPage, project: str) -> None:
-    """Print one page of ``list`` and, when there is one, the command for the next page."""
+    """Print one page of ``list`` and, when there is one, the command for the next page.
+
+    To a pipe or a file, a page rich would only pad is written directly (:func:`plain_page`):
+    ``agentsessions list | ...`` in a loop does not import rich for each call.
+    """
+    if _print_plain_page(page, project):
+        return
     from rich.text import Text
 
     console = stdout_console()
@@ -222,12 +281,29 @@ def print_page(page: SessionPage, project: str) -> None:
         )
 
 
-def session_details(info: Session, memory: str = "") -> Table:
-    """A session's metadata and projections as a two-column table (``memory``: where the
-    harness's memory lives, from :func:`agentsessions.runtimes.compute.memory_status`)."""
-    from rich.table import Table
-    from rich.text import Text
+def _print_plain_page(page: SessionPage, project: str) -> bool:
+    """Write ``page`` without rich if that gives rich's bytes; False if rich must draw it."""
+    width = _width(sys.stdout)
+    if width is None:  # a terminal (or COLUMNS): rich wraps and styles for it
+        return False
+    if page.sessions:
+        text = plain_page(page.sessions, width)
+    else:
+        empty = one_line(f"no sessions in project {project!r}")
+        text = empty + "\n" if _plain(empty) and len(empty) <= width else None
+    if text is None:
+        return False
+    if page.next_cursor:
+        more = f"next page: agentsessions list --project {project} --cursor {page.next_cursor}"
+        if not _plain(more):
+            return False
+        text += more + "\n"
+    sys.stdout.write(text)
+    return True
 
+
+def session_rows(info: Session, memory: str = "") -> list[tuple[str, str]]:
+    """``get``'s (field, value) rows, values on one line (see :func:`session_details`)."""
     meta = info
     rows: list[tuple[str, str]] = [
         ("uid", info.uid),
@@ -250,16 +326,42 @@ def session_details(info: Session, memory: str = "") -> Table:
         rows.append(("parent", f"{meta.parent_uid} at seq {meta.fork_seq}"))
     if info.deleted:
         rows.append(("deleted", "yes (read-only: get, log and verify still work)"))
+    return [(key, one_line(value)) for key, value in rows]
+
+
+def session_details(info: Session, memory: str = "") -> Table:
+    """A session's metadata and projections as a two-column table (``memory``: where the
+    harness's memory lives, from :func:`agentsessions.runtimes.compute.memory_status`)."""
+    from rich.table import Table
+    from rich.text import Text
+
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
-    for key, value in rows:
-        grid.add_row(key, Text(one_line(value)))
+    for key, value in session_rows(info, memory):
+        grid.add_row(key, Text(value))
     return grid
 
 
+def plain_details(rows: Sequence[tuple[str, str]], width: int) -> str | None:
+    """``get``'s grid as rich draws it off a terminal, without rich, or None when rich has
+    more to do than pad the first column (a value that is not printable ASCII, or too long
+    for ``width``). Same bytes as :func:`emit` of :func:`session_details`."""
+    if not all(_plain(key) and _plain(value) for key, value in rows):
+        return None
+    key_width = max(len(key) for key, _ in rows)
+    if key_width + 2 + max(len(value) for _, value in rows) > width:
+        return None
+    return "".join(f"{key.ljust(key_width)}  {value}".rstrip() + "\n" for key, value in rows)
+
+
 def print_session(info: Session, memory: str = "") -> None:
-    """Print ``get``'s human view of one session."""
+    """Print ``get``'s human view of one session (to a pipe, without rich when it can)."""
+    width = _width(sys.stdout)
+    text = None if width is None else plain_details(session_rows(info, memory), width)
+    if text is not None:
+        sys.stdout.write(text)
+        return
     emit(stdout_console(), session_details(info, memory))
 
 

@@ -10,23 +10,37 @@ InvalidExecutionLogError (exit 17, FAILED_PRECONDITION): there is nothing to can
 A turn still running in a live process holds the lock, so the canceller cannot append:
 it writes a durable cancel request beside the journal naming the execution
 (``store.request_cancel``; a ``CANCEL`` file for the file store) and waits, bounded, for
-END CANCELED. The running turn's live sink asks :func:`check_request` before every effect
-(model call, output, tool result, usage: one ``stat`` each); when its execution is named it
-raises TurnCanceledError, and the controller appends the same two events
-(:func:`cancel_events`) as the writer, then clears the request. So no model or tool call
-starts after the cancel is recorded. A request naming an execution that is not running
-(it ended meanwhile) is removed and ignored. Replay never re-drives a CANCELED execution
-and resume never resumes it: it has its END, and ``executions.replayable`` skips canceled
-runs.
+END CANCELED. The running turn's live sink asks :func:`check_request` at every effect
+boundary: before each model call, output, tool result and usage (one ``stat`` each), and
+once more before END; when its execution is named it raises TurnCanceledError, and the
+controller appends the same two events (:func:`cancel_events`) as the writer, then clears
+the request. So no model or tool call starts after the cancel is recorded.
+
+A model call in flight when the cancel lands is abandoned at its next streamed delta
+(:func:`checked_stream`, at most one ``stat`` per :data:`STREAM_CHECK_SECONDS`): the
+provider's stream is closed, its MODEL_CALL is journaled without an OUTPUT (the call was
+made: audit), then LIFECYCLE CANCEL + END CANCELED. A call that does not stream (no delta
+callback) runs to its end, its answer is journaled, and the turn stops at the next boundary.
+
+A cancel racing the turn's end has one of two outcomes, both consistent: the turn sees the
+request before END (END CANCELED; ``cancel`` exits 0), or it committed END COMPLETED first
+(``cancel`` exits 17 "ended before the cancel" and removes its request). A request naming
+an execution that is not running (it ended meanwhile) is removed and ignored. The checks
+that decide whether an interrupted turn may be closed here are made again under the lock,
+so a turn completed by another process meanwhile (``resume``) never gets a second END.
+Replay never re-drives a CANCELED execution and resume never resumes it: it has its END,
+and ``executions.replayable`` skips canceled runs. The cases, one per boundary, are
+``tests/e2e/test_cancel_boundaries.py``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentsessions.errors import InvalidExecutionLogError, TurnCanceledError, UnavailableError
+from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.store import SessionInfo, Store
 from agentsessions.v1 import model
 
@@ -36,6 +50,8 @@ if TYPE_CHECKING:
 DEFAULT_DETAIL = "canceled by request"
 DEFAULT_WAIT_SECONDS = 10.0
 """How long a cancel of a live turn waits for its END CANCELED by default."""
+STREAM_CHECK_SECONDS = 0.05
+"""How often a streaming model call looks for a cancel request (a ``stat`` per look)."""
 
 
 class CancelRequests(Protocol):
@@ -76,6 +92,25 @@ def check_request(store: object, uid: str, execution_id: str) -> None:
         requests.clear_cancel(uid)
         return
     raise TurnCanceledError(f"execution {execution_id} was canceled", session=uid)
+
+
+def checked_stream(
+    on_delta: Callable[[str], None], check: Callable[[], None]
+) -> Callable[[str], None]:
+    """``on_delta`` that first runs ``check`` (which raises TurnCanceledError on a cancel),
+    at most once per :data:`STREAM_CHECK_SECONDS`: a slow call is abandoned within a delta of
+    the request, and a fast stream of many small deltas pays for a few ``stat`` calls only."""
+    last = time.monotonic()
+
+    def deliver(text: str) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= STREAM_CHECK_SECONDS:
+            last = now
+            check()
+        on_delta(text)
+
+    return deliver
 
 
 def request_and_wait(store: Store, uid: str, wait_seconds: float) -> SessionInfo:
@@ -120,30 +155,44 @@ def request_and_wait(store: Store, uid: str, wait_seconds: float) -> SessionInfo
 _OPEN = ("EXEC_RUNNING", "EXEC_AWAITING")
 
 
-def _end_state(controller: Controller, uid: str, info: SessionInfo) -> str | None:
-    """The END state of the latest execution, or None while it is open (one turn's reads)."""
-    for record in controller.store.read(uid, max(info.exec_seq, 1)):
+def _end_state(records: Iterable[Record], exec_id: str) -> str | None:
+    """The END state of execution ``exec_id`` in ``records`` (read from where it began), or
+    None while it is open."""
+    for record in records:
         event = record.event
-        if event.get("kind") == "EVENT_END" and event.get("execution_id", "") == info.exec_id:
+        if event.get("kind") == "EVENT_END" and event.get("execution_id", "") == exec_id:
             return str(event.get("end", {}).get("state", "COMPLETED"))
     return None
 
 
-def cancel(controller: Controller, uid: str, detail: str = DEFAULT_DETAIL) -> SessionInfo:
-    """Close ``uid``'s open execution as CANCELED (see the module docstring)."""
-    info = controller.store.get(uid)
+def _cancelable(uid: str, info: SessionInfo, records: Iterable[Record]) -> bool:
+    """True if ``info``'s latest execution is open, False if it is already CANCELED;
+    InvalidExecutionLogError (exit 17) when there is none or it ended otherwise."""
     if not info.exec_id:
         raise InvalidExecutionLogError(f"session {uid} has no execution to cancel", session=uid)
-    state = _end_state(controller, uid, info)
+    state = _end_state(records, info.exec_id)
     if state == "CANCELED":
-        return info
+        return False
     if state is not None:
         raise InvalidExecutionLogError(
             f"session {uid} has no running execution to cancel (the latest one ended {state})",
             session=uid,
         )
-    events = cancel_events(info.exec_id, detail)
+    return True
+
+
+def cancel(controller: Controller, uid: str, detail: str = DEFAULT_DETAIL) -> SessionInfo:
+    """Close ``uid``'s open execution as CANCELED (see the module docstring)."""
+    info = controller.store.get(uid)
+    # answered without the lock when it can be: an idle or already canceled session
+    if not _cancelable(uid, info, controller.store.read(uid, max(info.exec_seq, 1))):
+        return info
     with controller._writer(uid, 0.0) as writer:
+        # again under the lock: another process may have ended the turn since (resume)
+        held = writer.info()
+        if not _cancelable(uid, held, writer.read(max(held.exec_seq, 1))):
+            return held
+        events = cancel_events(held.exec_id, detail)
         result = writer.append(events, expected_last_seq=writer.head[0])
     requests = requests_of(controller.store)
     if requests is not None:  # a request left by a cancel whose live turn died first

@@ -38,7 +38,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, cast
 
-from agentsessions.errors import HarnessError, ReplayDivergedError, ReplayInvokedModelError
+from agentsessions.errors import (
+    HarnessError,
+    ReplayDivergedError,
+    ReplayInvokedModelError,
+    TurnCanceledError,
+)
 from agentsessions.journal.format import canonical
 from agentsessions.journal.format.records import Record
 from agentsessions.v1 import model
@@ -97,13 +102,23 @@ class Live:
     on_delta: Callable[[str], None] | None = None
     calls: list[str] = field(default_factory=list)  # live model calls made (I1 evidence)
     before_effect: Callable[[], None] | None = None
-    """Asked before each live effect starts (model call, output, tool result, usage); it
-    raises TurnCanceledError when a cancel request names the turn's execution."""
+    """Asked before each live effect starts (model call, output, tool result, usage) and as
+    a live model call streams; it raises TurnCanceledError when a cancel request names the
+    turn's execution (a streaming call is then abandoned, its MODEL_CALL kept as audit)."""
 
     def boundary(self) -> None:
         """An effect boundary: stop here if the turn was canceled."""
         if self.before_effect is not None:
             self.before_effect()
+
+    def streaming(self) -> Callable[[str], None] | None:
+        """The delta callback for a live model call: ``on_delta``, also asking
+        ``before_effect`` as the answer streams, so a cancel abandons a call in flight."""
+        if self.on_delta is None or self.before_effect is None:
+            return self.on_delta
+        from .cancel import checked_stream
+
+        return checked_stream(self.on_delta, self.before_effect)
 
 
 @dataclass
@@ -224,13 +239,14 @@ class TurnSink:
         live.calls.append(request.model)
         try:
             try:
-                completion = provider.complete(request, on_delta=live.on_delta)
-            except HarnessError:
+                completion = provider.complete(request, on_delta=live.streaming())
+            except (HarnessError, TurnCanceledError):
                 raise
             except Exception as exc:
                 raise HarnessError(f"model {request.model!r} failed: {exc}") from exc
-        except HarnessError:
-            if intent is not None:  # the failed call stays in the audit trail
+        except (HarnessError, TurnCanceledError):
+            # a failed call, or one a cancel abandoned mid-stream, stays in the audit trail
+            if intent is not None:
                 self._append([intent])
             raise
         message = {**completion.message, "role": completion.message.get("role") or "assistant"}

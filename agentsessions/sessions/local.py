@@ -4,7 +4,9 @@ The one home of session semantics: what a request needs before anything is writt
 known harness the runtime can place, a well-formed model spec, inputs that fit one commit,
 a new session's metadata and defaults), waking suspended compute before a turn, waiting on
 a busy session, and counting model calls for replay. Every front end calls these methods;
-none of them reaches the controller or the journal itself.
+none of them reaches the controller or the journal itself. The store-free checks live in
+:mod:`.checks`, the turn plumbing (session locks, worker threads, frame queues) in
+:mod:`.turnstream`, the offline tools (verify, export) in :mod:`.offline`.
 
 Invariants:
 - nothing is written before a request is checked; a refused exec leaves no session behind;
@@ -25,19 +27,13 @@ from __future__ import annotations
 
 import builtins
 import os
-import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from agentsessions.errors import (
-    AgentSessionsError,
-    InvalidArgumentError,
-    LockHeldError,
-    PlacementError,
-)
+from agentsessions.errors import AgentSessionsError, InvalidArgumentError, LockHeldError
 from agentsessions.journal.stores.store import (
     SessionInfo,
     SessionMeta,
@@ -47,20 +43,10 @@ from agentsessions.journal.stores.store import (
     new_uid,
 )
 
-from .api import (
-    DeltaFrame,
-    Frame,
-    Input,
-    Memory,
-    RecordFrame,
-    ReplayReport,
-    Session,
-    SessionFrame,
-    SessionPage,
-    Turn,
-)
+from . import checks, offline
+from .api import Frame, Input, Memory, ReplayReport, Session, SessionFrame, SessionPage, Turn
 from .home import resolve_home
-from .turnstream import DONE, Failed, Workers, frames_of
+from .turnstream import Turns
 from .views import as_message, turn_view, view
 from .wiring import HARNESSES, build_controller
 
@@ -76,7 +62,6 @@ DEFAULT_MODEL = "echo"
 DEFAULT_RUNTIME = "auto"
 DEFAULT_CANCEL_WAIT = 10.0
 """Seconds a cancel of a running turn waits for its END CANCELED."""
-PROG = "agentsessions"
 _RETRY_SECONDS = 0.05
 
 
@@ -100,14 +85,11 @@ class LocalSessions:
         self.runtime_name = runtime or DEFAULT_RUNTIME
         self.default_model = model or DEFAULT_MODEL
         self._owns_store = owns_store
-        self._lock = threading.Lock()  # guards the dicts below and the store's catalog
-        self._session_locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()  # guards the fields below and the store's catalog
         self._controllers: dict[str, Controller] = {}
         self._runtime: Runtime | None = None
-        self._turns: set[threading.Event] = set()  # each running turn's done signal
-        self._checked_models: set[str] = set()  # specs already parsed and checked
-        self._workers = Workers()
-        self._closed = False
+        self._turns = Turns()  # the session locks, the running turns and their workers
+        self._models = checks.ModelChecks()
 
     # -- plumbing ---------------------------------------------------------------------------
     def __enter__(self) -> LocalSessions:
@@ -119,19 +101,14 @@ class LocalSessions:
     def close(self) -> None:
         """Wait for running turns (their END is durable then), close the writers the engine
         held across turns (each leaves a fresh TAIL hint and frees its lock), then the store."""
+        if not self._turns.drain():
+            return  # closed already
         with self._lock:
-            if self._closed:
-                return
-            turns = list(self._turns)
-        for done in turns:
-            done.wait()
-        with self._lock:
-            self._closed = True
             controllers = list(self._controllers.values())
             self._controllers.clear()
         for controller in controllers:
             controller.close()
-        self._workers.close()
+        self._turns.close()
         if self._owns_store:
             self.store.close()
 
@@ -181,17 +158,7 @@ class LocalSessions:
 
     def _hold(self, uid: str, wait: float) -> threading.Lock:
         """Take ``uid``'s engine lock, waiting up to ``wait`` seconds; LockHeldError if busy."""
-        with self._lock:
-            if self._closed:
-                raise InvalidArgumentError("this Sessions engine is closed")
-            lock = self._session_locks.setdefault(uid, threading.Lock())
-        if not (lock.acquire(timeout=wait) if wait > 0 else lock.acquire(blocking=False)):
-            raise LockHeldError(
-                f"session {uid} is busy: another call of this engine is writing it",
-                hint=f"wait for it, or pass --wait SECONDS ({PROG} exec ... --wait 30)",
-                session=uid,
-            )
-        return lock
+        return self._turns.hold(uid, wait)
 
     def _info(self, uid: str) -> SessionInfo:
         return self.store.get(check_uid(uid))
@@ -345,42 +312,14 @@ class LocalSessions:
 
     def verify(self, uid: str, *, strict: bool = False, progress: Any = None) -> VerifyReport:
         """Walk ``uid``'s chain from ``prev_hash ""`` and check its metadata."""
-        from agentsessions.journal.tools.verify import VerifyReport, check_chain, verify_session
-
-        check_uid(uid)
-        if hasattr(self.store, "session_dir"):  # a file store: the bytes on disk, offline
-            return verify_session(self.store, uid, strict=strict, progress=progress)
-        info = self.store.get(uid)  # any other store: its records, from genesis
-        report = VerifyReport(source=f"session {uid}", uid=uid, strict=strict)
-        report.expected_last_seq, report.expected_last_hash = info.last_seq, info.last_hash
-        check_chain(self.store.read(uid), report, strict=strict, progress=progress)
-        if report.ok and (report.last_seq, report.last_hash) != (info.last_seq, info.last_hash):
-            report.fail(
-                report.last_seq + 1,
-                f"journal ends at seq {report.last_seq} but the session reports {info.last_seq}",
-            )
-        return report
+        return offline.verify(self.store, uid, strict=strict, progress=progress)
 
     def verify_all(
         self, *, strict: bool = False, progress: Any = None
     ) -> builtins.list[tuple[str, VerifyReport]]:
         """Verify every session (deleted ones too), one report each whatever fails: a
         session the OS refuses to read is a failed report, never hiding the others."""
-        from agentsessions.errors import StorageError
-        from agentsessions.journal.tools.verify import VerifyReport, failed_by, verify_session
-
-        store: Any = self.store
-        reports: builtins.list[tuple[str, VerifyReport]] = []
-        for uid in store.uids():
-            if progress is not None:
-                progress.relabel(f"verifying {uid}")
-            try:
-                report = verify_session(store, uid, strict=strict, progress=progress)
-            except StorageError as exc:
-                source = str(store.sessions_dir / uid)
-                report = failed_by(VerifyReport(source=source, uid=uid), exc)
-            reports.append((uid, report))
-        return reports
+        return offline.verify_all(self.store, strict=strict, progress=progress)
 
     # -- exchange ---------------------------------------------------------------------------
     def export(
@@ -394,15 +333,9 @@ class LocalSessions:
     ) -> dict[str, Any]:
         """Write ``uid`` to one self-verifying file; refuse an existing file unless
         ``overwrite`` (a device or pipe such as /dev/stdout is written in place)."""
-        from agentsessions.journal.tools.exchange import export_session, is_stream
-
-        check_uid(uid)
-        path = Path(path)
-        if path.exists() and not overwrite and not is_stream(path):
-            raise InvalidArgumentError(
-                f"{path} already exists", hint="pass --force to overwrite it"
-            )
-        return export_session(self.store, uid, path, compress=compress, progress=progress)
+        return offline.export(
+            self.store, uid, path, compress=compress, progress=progress, overwrite=overwrite
+        )
 
     def import_(
         self,
@@ -427,67 +360,15 @@ class LocalSessions:
     def check_turn(self, harness: str, model: str) -> None:
         """Fail before anything is written on an unknown harness, one this runtime cannot host
         (a harness that needs memory snapshots on ``local``), or a malformed model spec."""
-        from agentsessions.controller.spi import can_place
-
-        runtime = self.runtime()
-        descriptor = HARNESSES.create(harness).describe()
-        if not can_place(descriptor, runtime.capabilities()):
-            raise PlacementError(
-                f"harness {harness!r} needs memory snapshots, which runtime "
-                f"{runtime.name!r} cannot take; nothing was run",
-                hint="use --runtime warm",
-            )
+        checks.check_placement(self.runtime(), harness)
         self._check_model(model)
 
     def _check_model(self, spec: str) -> None:
-        """Refuse a malformed model spec (parses and checks options; touches no network).
+        """Refuse a malformed model spec, once per engine and spec (:class:`.ModelChecks`)."""
+        self._models.check(spec)
 
-        Checked once per engine and spec: the controller keeps the provider it builds from
-        a spec, so checking again each turn (a scripted model re-reads its file) would only
-        add a cost that grows with the script."""
-        if not spec or spec in self._checked_models:
-            return
-        from agentsessions.models import create_model
-
-        create_model(spec)
-        with self._lock:
-            self._checked_models.add(spec)
-
-    @staticmethod
-    def check_request(
-        uid: str | None,
-        inputs: Sequence[Input],
-        wait: float = 0.0,
-        project: str = "default",
-        name: str = "",
-        labels: Mapping[str, str] | None = None,
-        fresh_start: bool = False,
-    ) -> None:
-        """The checks of an exec that need no store (a front end may make them before it
-        opens one): a well-formed uid, a new session's input and project, the flags that
-        only describe a new session, ``fresh_start`` only on an existing one."""
-        if wait < 0:
-            raise InvalidArgumentError(f"wait must be >= 0 seconds, got {wait}")
-        if uid is not None:
-            check_uid(uid)
-        creating = project != "default" or bool(name or labels)
-        if uid is None:
-            check_project(project)
-            if not inputs:
-                raise InvalidArgumentError(
-                    "a new session needs an input: pass --input TEXT or pipe it on stdin",
-                    hint=f"{PROG} exec --input hello",
-                )
-            if fresh_start:
-                raise InvalidArgumentError(
-                    "--fresh-start applies to an existing session: a new one starts empty anyway",
-                    hint=f"{PROG} exec SESSION --fresh-start --input TEXT",
-                )
-        elif creating:
-            raise InvalidArgumentError(
-                "--project, --name and --label apply only when exec creates a session",
-                hint=f"leave out SESSION to create one, or use {PROG} fork to branch this one",
-            )
+    check_request = staticmethod(checks.check_request)
+    check_fork = staticmethod(checks.check_fork)
 
     def exec(
         self,
@@ -597,31 +478,7 @@ class LocalSessions:
         except BaseException:
             lock.release()
             raise
-        frames: queue.SimpleQueue[object] = queue.SimpleQueue()
-        done = threading.Event()
-
-        def run() -> None:
-            try:
-                controller.on_record = lambda record: frames.put(RecordFrame(uid, record))
-                controller.on_delta = lambda text: frames.put(DeltaFrame(uid, text))
-                turn, woke = work(controller)
-                last = view(controller.info(uid))
-                frames.put(SessionFrame(last, turn, compute_resumed=woke, last=True))
-            except BaseException as exc:  # handed to the consumer, raised from its iterator
-                frames.put(Failed(exc))
-            finally:
-                controller.on_record = None
-                controller.on_delta = None
-                lock.release()
-                with self._lock:
-                    self._turns.discard(done)
-                frames.put(DONE)
-                done.set()
-
-        with self._lock:
-            self._turns.add(done)
-        self._workers.submit(run)
-        return frames_of(first, frames, done)
+        return self._turns.start(uid, lock, controller, first, work)
 
     # -- warm compute -----------------------------------------------------------------------
     def _known_dir(self, uid: str | None) -> None:
@@ -692,15 +549,6 @@ class LocalSessions:
         finally:
             lock.release()
         return view(request_and_wait(self.store, uid, wait))
-
-    @staticmethod
-    def check_fork(at: int, count: int, names: Sequence[str]) -> None:
-        """A fork request's own checks (counts, names, seq), made before any store is used."""
-        from agentsessions.controller.lifecycle import ForkRequest
-
-        if isinstance(names, str):
-            raise InvalidArgumentError("names must be a sequence of names, not one string")
-        ForkRequest(at_seq=at, count=count, names=tuple(names)).check()
 
     def fork(
         self,

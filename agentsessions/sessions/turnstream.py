@@ -1,6 +1,10 @@
 """How a turn's frames reach its consumer: reused daemon worker threads run the turns, and
 an unbounded queue carries each turn's frames, so a consumer that stops, raises or is slow
-never blocks, fails or truncates the turn; closing the frame iterator waits for its end."""
+never blocks, fails or truncates the turn; closing the frame iterator waits for its end.
+
+:class:`Turns` is an engine's side of it: one lock per session (a busy session is waited
+for, then LockHeldError), the running turns' done signals (closing the engine waits for
+them), and the workers."""
 
 from __future__ import annotations
 
@@ -8,8 +12,16 @@ import queue
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .api import DeltaFrame, Frame, RecordFrame, SessionFrame
+from agentsessions.errors import InvalidArgumentError, LockHeldError
+
+from .api import DeltaFrame, Frame, RecordFrame, SessionFrame, Turn
+from .checks import PROG
+from .views import view
+
+if TYPE_CHECKING:
+    from agentsessions.controller.controller import Controller
 
 
 @dataclass
@@ -81,3 +93,86 @@ def frames_of(
             yield item
     finally:
         done.wait()
+
+
+class Turns:
+    """An engine's turns: a lock per session, the running turns, the workers that run them.
+
+    Thread-safe. A session's lock is held from the checks of a turn to its end (the worker
+    releases it), so one engine never runs two turns of one session at once.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # guards the fields below
+        self._session_locks: dict[str, threading.Lock] = {}
+        self._running: set[threading.Event] = set()  # each running turn's done signal
+        self._workers = Workers()
+        self._closed = False
+
+    def hold(self, uid: str, wait: float) -> threading.Lock:
+        """Take ``uid``'s lock, waiting up to ``wait`` seconds; LockHeldError if busy."""
+        with self._lock:
+            if self._closed:
+                raise InvalidArgumentError("this Sessions engine is closed")
+            lock = self._session_locks.setdefault(uid, threading.Lock())
+        if not (lock.acquire(timeout=wait) if wait > 0 else lock.acquire(blocking=False)):
+            raise LockHeldError(
+                f"session {uid} is busy: another call of this engine is writing it",
+                hint=f"wait for it, or pass --wait SECONDS ({PROG} exec ... --wait 30)",
+                session=uid,
+            )
+        return lock
+
+    def start(
+        self,
+        uid: str,
+        lock: threading.Lock,
+        controller: Controller,
+        first: SessionFrame,
+        work: Callable[[Controller], tuple[Turn | None, bool]],
+    ) -> Iterator[Frame]:
+        """Run ``work`` on a worker that releases ``lock`` when it ends; the frames it
+        produces: ``first``, each record and delta as ``controller`` reports it, then the
+        session as the turn left it (``work`` returns the turn and whether compute woke)."""
+        frames: queue.SimpleQueue[object] = queue.SimpleQueue()
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                controller.on_record = lambda record: frames.put(RecordFrame(uid, record))
+                controller.on_delta = lambda text: frames.put(DeltaFrame(uid, text))
+                turn, woke = work(controller)
+                last = view(controller.info(uid))
+                frames.put(SessionFrame(last, turn, compute_resumed=woke, last=True))
+            except BaseException as exc:  # handed to the consumer, raised from its iterator
+                frames.put(Failed(exc))
+            finally:
+                controller.on_record = None
+                controller.on_delta = None
+                lock.release()
+                with self._lock:
+                    self._running.discard(done)
+                frames.put(DONE)
+                done.set()
+
+        with self._lock:
+            self._running.add(done)
+        self._workers.submit(run)
+        return frames_of(first, frames, done)
+
+    def drain(self) -> bool:
+        """Wait for the running turns (their END is durable then), then refuse new ones
+        (:meth:`hold` raises); False, without waiting, when already drained."""
+        with self._lock:
+            if self._closed:
+                return False
+            running = list(self._running)
+        for done in running:
+            done.wait()
+        with self._lock:
+            self._closed = True
+        return True
+
+    def close(self) -> None:
+        """End the idle workers (after :meth:`drain`, every worker is idle)."""
+        self._workers.close()

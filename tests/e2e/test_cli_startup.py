@@ -1,9 +1,12 @@
-"""The command line starts light: what ``--help`` and ``list`` import, never how long they take.
+"""The command line starts light: what ``--help``, ``list`` and ``get`` import, never how long
+they take.
 
 Each case starts a real interpreter with ``-X importtime`` (the same start a user pays) and
 reads the names of the modules it imported from stderr. A heavy module on a path that does
 not need it (the controller for ``list``, the journal for ``--help``, the package-metadata
-scan for either) fails the test; the figures themselves live in ``bench/startup.py``.
+scan for either, typer's markdown-and-pygments help renderer for any help page, rich or the
+schema's validators for a ``list`` or ``get`` written to a pipe) fails the test; the figures
+themselves live in ``bench/startup.py``.
 """
 
 from __future__ import annotations
@@ -23,8 +26,14 @@ HELP_NEVER = (
     "agentsessions.sessions.local",
     "agentsessions.runtimes",
     "agentsessions.models",
+    "typer.rich_utils",  # imports rich.markdown, rich.syntax, rich.traceback: cli.helpview
+    "rich.markdown",
+    "markdown_it",
+    "pygments",
+    "rich.traceback",
 )
-"""--help only parses and prints: no store, no schema, no controller, no runtime."""
+"""--help only parses and prints: no store, no schema, no controller, no runtime, and the
+page is drawn on rich's core (no markdown parser, no syntax highlighter)."""
 
 LIST_NEVER = (
     "importlib.metadata",  # the harness registry scans entry points only to resolve a harness
@@ -32,16 +41,29 @@ LIST_NEVER = (
     "agentsessions.runtimes",
     "agentsessions.models",
     "harnesses",
+    "agentsessions.v1.schema",  # the validators build at import: only a commit needs them
+    "rich",  # a page to a pipe is padded columns (render.plain_page)
+    "typer.rich_utils",
 )
-"""list reads the catalog and renders: it builds no controller and looks up no harness."""
+"""list reads the catalog and renders: it builds no controller, looks up no harness, builds
+no schema and, to a pipe, draws no rich table."""
+
+GET_NEVER = ("agentsessions.v1.schema", "rich", "typer.rich_utils")
+"""get reads one session: no schema and, to a pipe, no rich (render.plain_details)."""
 
 
-def imported(args: list[str], cwd: Path) -> set[str]:
-    """The modules a fresh ``python -m agentsessions ARGS`` imports (it must exit 0)."""
+def imported(args: list[str], cwd: Path, *, pipe: bool = False) -> set[str]:
+    """The modules a fresh ``python -m agentsessions ARGS`` imports (it must exit 0).
+
+    ``pipe``: stdout is a pipe and COLUMNS unset, as in ``agentsessions list | grep x``
+    (clean_env sets COLUMNS, which asks for rich's layout)."""
+    env = clean_env()
+    if pipe:
+        del env["COLUMNS"]
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "agentsessions", *args],
         cwd=cwd,
-        env=clean_env(),
+        env=env,
         capture_output=True,
         text=True,
         encoding="utf-8",
@@ -69,7 +91,7 @@ def test_help_imports_no_store_schema_or_controller(cli: Cli, args: list[str]) -
 
 def test_list_imports_no_controller_and_scans_no_entry_points(cli: Cli) -> None:
     cli.create("--name", "one")
-    names = imported(["--home", str(cli.home), "list"], cli.cwd)
+    names = imported(["--home", str(cli.home), "list"], cli.cwd, pipe=True)
     assert "agentsessions.journal.stores.catalog" in names or "sqlite3" in names  # it did list
     assert heavy(names, LIST_NEVER) == []
 
@@ -78,3 +100,10 @@ def test_list_json_imports_no_controller(cli: Cli) -> None:
     cli.create("--name", "one")
     names = imported(["--home", str(cli.home), "list", "--json"], cli.cwd)
     assert heavy(names, LIST_NEVER) == []
+
+
+def test_get_to_a_pipe_imports_no_schema_or_rich(cli: Cli) -> None:
+    uid = cli.create("--name", "one")
+    names = imported(["--home", str(cli.home), "get", uid], cli.cwd, pipe=True)
+    assert "agentsessions.journal.stores.filestore" in names  # it did read the session
+    assert heavy(names, GET_NEVER) == []

@@ -51,6 +51,14 @@ def test_tour_runs_as_written(tmp_path: Path) -> None:
     assert len(exports) == 1 and exports[0].stat().st_size > 0
     assert "fresh start" in result.stdout + result.stderr  # the counter's way forward ran
     assert '"seq":"4"' in result.stdout  # the imported Go journal's four records, as LogRecord JSON
+    # follow and cancel: the slow turn ended CANCELED mid-answer, follow printed it committing
+    assert "canceled exec=EXEC_CANCELED last_seq=15" in result.stdout
+    assert "exec exited 18" in result.stdout
+    assert re.search(r"^ +14  LIFECYCLE .* CANCEL canceled by request$", result.stdout, re.M)
+    assert re.search(r"^ +15  END .* END CANCELED$", result.stdout, re.M)
+    assert not re.search(r"^ +\d+  OUTPUT .*word word", result.stdout, re.M)  # no answer kept
+    streamed = [int(line) for line in result.stdout.splitlines() if line.strip().isdigit()]
+    assert len(streamed) == 1 and streamed[0] < 600  # the essay stopped part-way
 
 
 def test_the_library_example_runs_as_written(tmp_path: Path) -> None:

@@ -27,7 +27,6 @@ from agentsessions.journal.format import canonical
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.projection import Projection
 from agentsessions.journal.stores.store import COMMIT_IDS_REMEMBERED, CommitResult
-from agentsessions.v1 import schema
 
 
 @dataclass
@@ -66,6 +65,10 @@ class Tail:
         """Validate, canonicalise, chain and hash ``events`` after the head; nothing is stored."""
         if not events:
             raise InvalidArgumentError(f"session {uid}: a commit needs at least one event")
+        # the schema's validators build at import (~4x `python -c pass`): only a commit needs
+        # them, so a reader (``list``, ``get``, ``log``) never pays for them
+        from agentsessions.v1 import schema
+
         records: list[Record] = []
         prev, seq, size = self.last_hash, self.last_seq, 0
         validate, plain_json, loose_json = (

@@ -1,0 +1,107 @@
+"""What a request needs before anything is written: the engine's checks of exec, fork and a
+turn's harness and model.
+
+Every check here raises before the store is touched (InvalidArgumentError, exit 2;
+PlacementError for a harness the runtime cannot host), so a refused request leaves no
+session and no record behind. :class:`~.local.LocalSessions` exposes the store-free ones
+as its static methods, which a front end may call before it opens a home.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from agentsessions.errors import InvalidArgumentError, PlacementError
+from agentsessions.journal.stores.store import check_project, check_uid
+
+from .api import Input
+from .wiring import HARNESSES
+
+if TYPE_CHECKING:
+    from agentsessions.controller.spi import Runtime
+
+PROG = "agentsessions"
+
+
+def check_request(
+    uid: str | None,
+    inputs: Sequence[Input],
+    wait: float = 0.0,
+    project: str = "default",
+    name: str = "",
+    labels: Mapping[str, str] | None = None,
+    fresh_start: bool = False,
+) -> None:
+    """The checks of an exec that need no store (a front end may make them before it
+    opens one): a well-formed uid, a new session's input and project, the flags that
+    only describe a new session, ``fresh_start`` only on an existing one."""
+    if wait < 0:
+        raise InvalidArgumentError(f"wait must be >= 0 seconds, got {wait}")
+    if uid is not None:
+        check_uid(uid)
+    creating = project != "default" or bool(name or labels)
+    if uid is None:
+        check_project(project)
+        if not inputs:
+            raise InvalidArgumentError(
+                "a new session needs an input: pass --input TEXT or pipe it on stdin",
+                hint=f"{PROG} exec --input hello",
+            )
+        if fresh_start:
+            raise InvalidArgumentError(
+                "--fresh-start applies to an existing session: a new one starts empty anyway",
+                hint=f"{PROG} exec SESSION --fresh-start --input TEXT",
+            )
+    elif creating:
+        raise InvalidArgumentError(
+            "--project, --name and --label apply only when exec creates a session",
+            hint=f"leave out SESSION to create one, or use {PROG} fork to branch this one",
+        )
+
+
+def check_fork(at: int, count: int, names: Sequence[str]) -> None:
+    """A fork request's own checks (counts, names, seq), made before any store is used."""
+    from agentsessions.controller.lifecycle import ForkRequest
+
+    if isinstance(names, str):
+        raise InvalidArgumentError("names must be a sequence of names, not one string")
+    ForkRequest(at_seq=at, count=count, names=tuple(names)).check()
+
+
+def check_placement(runtime: Runtime, harness: str) -> None:
+    """Refuse an unknown harness, or one ``runtime`` cannot host (a harness that needs
+    memory snapshots on ``local``)."""
+    from agentsessions.controller.spi import can_place
+
+    descriptor = HARNESSES.create(harness).describe()
+    if not can_place(descriptor, runtime.capabilities()):
+        raise PlacementError(
+            f"harness {harness!r} needs memory snapshots, which runtime "
+            f"{runtime.name!r} cannot take; nothing was run",
+            hint="use --runtime warm",
+        )
+
+
+class ModelChecks:
+    """Refuses a malformed model spec (parses and checks options; touches no network).
+
+    Each spec is checked once per engine: the controller keeps the provider it builds from
+    a spec, so checking again each turn (a scripted model re-reads its file) would only
+    add a cost that grows with the script. Thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._checked: set[str] = set()  # specs already parsed and checked
+
+    def check(self, spec: str) -> None:
+        """Raise the provider's error for a bad ``spec``; "" (the default) always passes."""
+        if not spec or spec in self._checked:
+            return
+        from agentsessions.models import create_model
+
+        create_model(spec)
+        with self._lock:
+            self._checked.add(spec)

@@ -1,0 +1,79 @@
+"""The engine's offline tools over a store: verify one session or all, export one to a file.
+
+None of them writes a session or takes its lock: verify reads the bytes on disk (a file
+store) or the records (any other store), export writes only its output file. The journal's
+tools load when first used, so an engine that never verifies never imports them.
+"""
+
+from __future__ import annotations
+
+import builtins
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentsessions.errors import InvalidArgumentError
+from agentsessions.journal.stores.store import Store, check_uid
+
+if TYPE_CHECKING:
+    from agentsessions.journal.tools.verify import VerifyReport
+
+
+def verify(store: Store, uid: str, *, strict: bool = False, progress: Any = None) -> VerifyReport:
+    """Walk ``uid``'s chain from ``prev_hash ""`` and check its metadata."""
+    from agentsessions.journal.tools.verify import VerifyReport, check_chain, verify_session
+
+    check_uid(uid)
+    if hasattr(store, "session_dir"):  # a file store: the bytes on disk, offline
+        return verify_session(store, uid, strict=strict, progress=progress)
+    info = store.get(uid)  # any other store: its records, from genesis
+    report = VerifyReport(source=f"session {uid}", uid=uid, strict=strict)
+    report.expected_last_seq, report.expected_last_hash = info.last_seq, info.last_hash
+    check_chain(store.read(uid), report, strict=strict, progress=progress)
+    if report.ok and (report.last_seq, report.last_hash) != (info.last_seq, info.last_hash):
+        report.fail(
+            report.last_seq + 1,
+            f"journal ends at seq {report.last_seq} but the session reports {info.last_seq}",
+        )
+    return report
+
+
+def verify_all(
+    store: Any, *, strict: bool = False, progress: Any = None
+) -> builtins.list[tuple[str, VerifyReport]]:
+    """Verify every session of file store ``store`` (deleted ones too), one report each
+    whatever fails: a session the OS refuses to read is a failed report, never hiding the
+    others."""
+    from agentsessions.errors import StorageError
+    from agentsessions.journal.tools.verify import VerifyReport, failed_by, verify_session
+
+    reports: builtins.list[tuple[str, VerifyReport]] = []
+    for uid in store.uids():
+        if progress is not None:
+            progress.relabel(f"verifying {uid}")
+        try:
+            report = verify_session(store, uid, strict=strict, progress=progress)
+        except StorageError as exc:
+            source = str(store.sessions_dir / uid)
+            report = failed_by(VerifyReport(source=source, uid=uid), exc)
+        reports.append((uid, report))
+    return reports
+
+
+def export(
+    store: Store,
+    uid: str,
+    path: Path,
+    *,
+    compress: bool = True,
+    progress: Any = None,
+    overwrite: bool = False,
+) -> dict[str, Any]:
+    """Write ``uid`` to one self-verifying file; refuse an existing file unless
+    ``overwrite`` (a device or pipe such as /dev/stdout is written in place)."""
+    from agentsessions.journal.tools.exchange import export_session, is_stream
+
+    check_uid(uid)
+    path = Path(path)
+    if path.exists() and not overwrite and not is_stream(path):
+        raise InvalidArgumentError(f"{path} already exists", hint="pass --force to overwrite it")
+    return export_session(store, uid, path, compress=compress, progress=progress)
