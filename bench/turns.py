@@ -171,46 +171,85 @@ def run_raw(tmp: Path, turns: int, tag: str) -> list[float]:
     return times
 
 
+def _sdk_reply(i: int) -> dict[str, Any]:
+    """The assistant item as the Runner stores it: a Responses API output message, dumped."""
+    text = _text(i, "assistant")
+    content = [{"annotations": [], "text": text, "type": "output_text"}]
+    return {"id": f"msg_{i}", "content": content, "role": "assistant", "status": "completed",
+            "type": "message"}  # fmt: skip
+
+
 def run_agents_sdk(tmp: Path, turns: int, tag: str) -> list[float]:
+    """``SQLiteSession`` driven per turn exactly as ``Runner.run(agent, text, session=s)`` does.
+
+    Traced on openai-agents 0.24: the Runner calls ``get_items()`` (no limit: the whole
+    history), ``add_items([user item])`` before the model call and ``add_items([reply])``
+    after it; no other session calls. Each ``add_items`` is one commit on a WAL database
+    (the session sets ``journal_mode=WAL`` and leaves ``synchronous`` at SQLite's default,
+    FULL), so a turn is durable when the second call returns: strace counts 2 fdatasync a
+    turn. The model call itself is not timed: the offline model on our side costs next to
+    nothing too.
+    """
     import asyncio
 
     from agents import SQLiteSession  # type: ignore[import-not-found]
 
     async def drive() -> list[float]:
-        session = SQLiteSession("s", str(tmp / f"agents-{tag}.db"))
+        session = SQLiteSession("s", tmp / f"agents-{tag}.db")
         times = []
-        for i in range(turns):
-            t0 = time.perf_counter()
-            await session.get_items()
-            await session.add_items([{"role": "user", "content": _text(i, "user")}])
-            await session.add_items([{"role": "assistant", "content": _text(i, "assistant")}])
-            times.append(time.perf_counter() - t0)
+        try:
+            for i in range(turns):
+                t0 = time.perf_counter()
+                await session.get_items()
+                await session.add_items([{"content": _text(i, "user"), "role": "user"}])
+                await session.add_items([_sdk_reply(i)])
+                times.append(time.perf_counter() - t0)
+            _expect("agents-sdk", len(await session.get_items()), 2 * turns)
+        finally:
+            session.close()
         return times
 
     return asyncio.run(drive())
 
 
 def run_langgraph(tmp: Path, turns: int, tag: str) -> list[float]:
+    """A ``MessagesState`` graph compiled with a ``SqliteSaver``, one ``invoke`` per turn.
+
+    One thread_id for the whole conversation; the graph's one node returns the 600-byte
+    assistant reply. The saver opens the file as ``SqliteSaver.from_conn_string`` does,
+    sets ``journal_mode=WAL`` and leaves ``synchronous`` at SQLite's default (FULL), and
+    commits each checkpoint and each node's writes. ``invoke`` runs with the default
+    ``durability="async"``: checkpoints are written on a background thread, but the run's
+    executor waits for them before ``invoke`` returns, so a turn is durable on return
+    (strace counts 5 fdatasync a turn on langgraph 1.2 / langgraph-checkpoint-sqlite 3.1).
+    """
     from langchain_core.messages import AIMessage  # type: ignore[import-not-found]
     from langgraph.checkpoint.sqlite import SqliteSaver  # type: ignore[import-not-found]
     from langgraph.graph import START, MessagesState, StateGraph  # type: ignore[import-not-found]
 
     def reply(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [AIMessage(_text(len(state["messages"]), "assistant"))]}
+        turn = len(state["messages"]) // 2  # the user message of turn i is message 2i+1
+        return {"messages": [AIMessage(_text(turn, "assistant"))]}
 
-    conn = sqlite3.connect(tmp / f"lg-{tag}.db", check_same_thread=False)
     graph = StateGraph(MessagesState)
     graph.add_node("reply", reply)
     graph.add_edge(START, "reply")
-    app = graph.compile(checkpointer=SqliteSaver(conn))
-    config = {"configurable": {"thread_id": "s"}}
+    config: dict[str, Any] = {"configurable": {"thread_id": "s"}}
     times = []
-    for i in range(turns):
-        t0 = time.perf_counter()
-        app.invoke({"messages": [("user", _text(i, "user"))]}, config)
-        times.append(time.perf_counter() - t0)
-    conn.close()
+    with SqliteSaver.from_conn_string(str(tmp / f"lg-{tag}.db")) as saver:
+        app = graph.compile(checkpointer=saver)
+        for i in range(turns):
+            t0 = time.perf_counter()
+            app.invoke({"messages": [("user", _text(i, "user"))]}, config)
+            times.append(time.perf_counter() - t0)
+        _expect("langgraph", len(app.get_state(config).values["messages"]), 2 * turns)
     return times
+
+
+def _expect(name: str, got: int, want: int) -> None:
+    """A baseline that did not store the whole conversation is not a baseline: stop."""
+    if got != want:
+        raise SystemExit(f"{name}: the conversation holds {got} messages, expected {want}")
 
 
 def _optional(name: str, module: str) -> bool:
