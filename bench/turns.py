@@ -3,6 +3,11 @@
     python bench/turns.py            # 2,000 turns, 3 rounds, a 1,000,000-event session
     python bench/turns.py --quick    # small sizes, for a smoke check
 
+With the peer baselines (the ``bench`` extra), in a venv that sees the project's packages:
+
+    python3 -m venv --system-site-packages /tmp/benchvenv
+    /tmp/benchvenv/bin/pip install -e '.[bench]' && /tmp/benchvenv/bin/python bench/turns.py
+
 Each turn is one user message and one assistant reply of 600 bytes of text, durable before
 ``exec`` returns, driven through ONE engine (``agentsessions.open()`` when it exists, else
 one :class:`~agentsessions.controller.controller.Controller`) with the ``chat`` harness and
@@ -18,8 +23,9 @@ interleaved, medians reported:
 
 Also: flatness (turns/s of the last 100 turns / the first 100; target >= 0.9); a turn on a
 1,000,000-event session vs a 100-event one (target within 1.2x; the big session is built
-through the store's append path directly); ``replay --rerun`` peak memory (ru_maxrss of a
-subprocess) on a 1,000,000-event session vs a 10-event one (target within 1.5x).
+through the store's append path directly); ``replay --rerun`` and ``follow`` peak memory
+(ru_maxrss of a subprocess, stdout to /dev/null) on a 1,000,000-event session vs a 10-event
+one (target within 1.5x).
 Nothing here is asserted: machines are shared and noisy, ratios are the point.
 """
 
@@ -256,7 +262,7 @@ def _optional(name: str, module: str) -> bool:
     try:
         __import__(module)
     except ImportError:
-        print(f"{name}: not installed, skipped (a bench-only extra: pip install {name})")
+        print(f"{name}: not installed, skipped (the bench-only extra: pip install -e '.[bench]')")
         return False
     return True
 
@@ -361,10 +367,12 @@ def _timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - t0
 
 
-# -- replay --rerun peak memory --------------------------------------------------------------
+# -- replay --rerun and follow peak memory -----------------------------------------------
+# The child's stdout goes to /dev/null: a follow of 1,000,000 records prints hundreds of MB,
+# and neither this wrapper nor the child should hold it.
 _PEAK = """
 import resource, subprocess, sys
-proc = subprocess.run(sys.argv[1:], capture_output=True)
+proc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 if proc.returncode:
     sys.stderr.write(proc.stderr.decode()); sys.exit(proc.returncode)
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
@@ -372,7 +380,7 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 
 
 def peak_kib(*argv: str) -> int:
-    """ru_maxrss (KiB) of a command run in a fresh subprocess."""
+    """ru_maxrss (KiB) of a command run in a fresh subprocess, its stdout to /dev/null."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run(
         [sys.executable, "-c", _PEAK, *argv], capture_output=True, text=True, env=env, check=True
@@ -380,24 +388,46 @@ def peak_kib(*argv: str) -> int:
     return int(out.stdout.split()[-1])
 
 
-def bench_replay_memory(tmp: Path, big: int) -> None:
-    home = tmp / "replay"
+_LABELS = {"replay": "replay --rerun", "follow": "follow"}
+
+
+def memory_commands(home: Path, uid: str) -> dict[str, list[str]]:
+    """The measured commands: ``replay --rerun`` and a ``follow`` that reads the whole session.
+
+    ``follow --idle-exit 0.5`` prints every stored record, then exits once nothing new has
+    arrived for half a second: its peak is the catch-up over the whole session (the idle
+    clock runs only once the stored records are all read, so it cannot cut the catch-up).
+    """
+    cli = [sys.executable, "-m", "agentsessions", "--home", str(home)]
+    return {
+        "replay": [*cli, "replay", uid, "--rerun", "--json"],
+        "follow": [*cli, "follow", uid, "--idle-exit", "0.5"],
+    }
+
+
+def bench_memory(tmp: Path, big: int, which: tuple[str, ...]) -> dict[str, tuple[int, int]]:
+    """Peak memory of each command in ``which`` on a ``big``-event session vs a 10-event one.
+
+    Returns ``{command: (big KiB, small KiB)}`` and prints one line per command.
+    """
+    home = tmp / "memory"
     uids = {"small": build_session(home, 10), "big": build_session(home, big)}
-    peaks = {}
-    for name, uid in uids.items():
-        cmd = [sys.executable, "-m", "agentsessions", "--home", str(home), "replay", uid]
-        peaks[name] = peak_kib(*cmd, "--rerun", "--json")
-    print(
-        f"replay --rerun peak memory: {big:,} events {peaks['big'] / 1024:.0f} MiB vs 10 events "
-        f"{peaks['small'] / 1024:.0f} MiB -> {peaks['big'] / peaks['small']:.2f}x  "
-        "(target <= 1.5x)"
-    )
+    result = {}
+    for what in which:
+        peaks = {name: peak_kib(*memory_commands(home, uid)[what]) for name, uid in uids.items()}
+        result[what] = (peaks["big"], peaks["small"])
+        big_mib, small_mib = peaks["big"] / 1024, peaks["small"] / 1024
+        print(
+            f"{_LABELS[what]} peak memory: {big:,} events {big_mib:.0f} MiB vs 10 events "
+            f"{small_mib:.0f} MiB -> {big_mib / small_mib:.2f}x  (target <= 1.5x)"
+        )
+    return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
-    parser.add_argument("--only", choices=("conversation", "big", "replay"), default=None)
+    parser.add_argument("--only", choices=("conversation", "big", "replay", "follow"), default=None)
     args = parser.parse_args()
     turns, rounds, big, big_turns = (300, 3, 50_000, 20) if args.quick else (2000, 3, 1_000_000, 50)
     with tempfile.TemporaryDirectory() as scratch:
@@ -406,8 +436,9 @@ def main() -> None:
             bench_conversation(tmp, turns, rounds)
         if args.only in (None, "big"):
             bench_big_turn(tmp, big, big_turns)
-        if args.only in (None, "replay"):
-            bench_replay_memory(tmp, big)
+        memory = tuple(w for w in ("replay", "follow") if args.only in (None, w))
+        if memory:
+            bench_memory(tmp, big, memory)
 
 
 if __name__ == "__main__":
