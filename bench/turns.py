@@ -258,12 +258,16 @@ def _expect(name: str, got: int, want: int) -> None:
         raise SystemExit(f"{name}: the conversation holds {got} messages, expected {want}")
 
 
-def _optional(name: str, module: str) -> bool:
+def _optional(name: str, module: str, *distributions: str) -> bool:
+    """Whether a peer baseline can run; prints the versions it runs against, or the skip."""
+    from importlib.metadata import version
+
     try:
         __import__(module)
     except ImportError:
         print(f"{name}: not installed, skipped (the bench-only extra: pip install -e '.[bench]')")
         return False
+    print(f"{name}: " + ", ".join(f"{d} {version(d)}" for d in distributions))
     return True
 
 
@@ -273,9 +277,11 @@ def bench_conversation(tmp: Path, turns: int, rounds: int) -> None:
         "sqlite": run_sqlite,
         "raw": run_raw,
     }
-    if _optional("openai-agents", "agents"):
+    if _optional("agents-sdk", "agents", "openai-agents"):
         systems["agents-sdk"] = run_agents_sdk
-    if _optional("langgraph-checkpoint-sqlite", "langgraph.checkpoint.sqlite"):
+    if _optional(
+        "langgraph", "langgraph.checkpoint.sqlite", "langgraph", "langgraph-checkpoint-sqlite"
+    ):
         systems["langgraph"] = run_langgraph
     rates: dict[str, list[float]] = {name: [] for name in systems}
     flat: list[float] = []
