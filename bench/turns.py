@@ -3,6 +3,11 @@
     python bench/turns.py            # 2,000 turns, 3 rounds, a 1,000,000-event session
     python bench/turns.py --quick    # small sizes, for a smoke check
 
+With the peer baselines (the ``bench`` extra), in a venv that sees the project's packages:
+
+    python3 -m venv --system-site-packages /tmp/benchvenv
+    /tmp/benchvenv/bin/pip install -e '.[bench]' && /tmp/benchvenv/bin/python bench/turns.py
+
 Each turn is one user message and one assistant reply of 600 bytes of text, durable before
 ``exec`` returns, driven through ONE engine (``agentsessions.open()`` when it exists, else
 one :class:`~agentsessions.controller.controller.Controller`) with the ``chat`` harness and
@@ -18,8 +23,9 @@ interleaved, medians reported:
 
 Also: flatness (turns/s of the last 100 turns / the first 100; target >= 0.9); a turn on a
 1,000,000-event session vs a 100-event one (target within 1.2x; the big session is built
-through the store's append path directly); ``replay --rerun`` peak memory (ru_maxrss of a
-subprocess) on a 1,000,000-event session vs a 10-event one (target within 1.5x).
+through the store's append path directly); ``replay --rerun`` and ``follow`` peak memory
+(ru_maxrss of a subprocess, stdout to /dev/null) on a 1,000,000-event session vs a 10-event
+one (target within 1.5x).
 Nothing here is asserted: machines are shared and noisy, ratios are the point.
 """
 
@@ -171,54 +177,97 @@ def run_raw(tmp: Path, turns: int, tag: str) -> list[float]:
     return times
 
 
+def _sdk_reply(i: int) -> dict[str, Any]:
+    """The assistant item as the Runner stores it: a Responses API output message, dumped."""
+    text = _text(i, "assistant")
+    content = [{"annotations": [], "text": text, "type": "output_text"}]
+    return {"id": f"msg_{i}", "content": content, "role": "assistant", "status": "completed",
+            "type": "message"}  # fmt: skip
+
+
 def run_agents_sdk(tmp: Path, turns: int, tag: str) -> list[float]:
+    """``SQLiteSession`` driven per turn exactly as ``Runner.run(agent, text, session=s)`` does.
+
+    Traced on openai-agents 0.24: the Runner calls ``get_items()`` (no limit: the whole
+    history), ``add_items([user item])`` before the model call and ``add_items([reply])``
+    after it; no other session calls. Each ``add_items`` is one commit on a WAL database
+    (the session sets ``journal_mode=WAL`` and leaves ``synchronous`` at SQLite's default,
+    FULL), so a turn is durable when the second call returns: strace counts 2 fdatasync a
+    turn. The model call itself is not timed: the offline model on our side costs next to
+    nothing too.
+    """
     import asyncio
 
     from agents import SQLiteSession  # type: ignore[import-not-found]
 
     async def drive() -> list[float]:
-        session = SQLiteSession("s", str(tmp / f"agents-{tag}.db"))
+        session = SQLiteSession("s", tmp / f"agents-{tag}.db")
         times = []
-        for i in range(turns):
-            t0 = time.perf_counter()
-            await session.get_items()
-            await session.add_items([{"role": "user", "content": _text(i, "user")}])
-            await session.add_items([{"role": "assistant", "content": _text(i, "assistant")}])
-            times.append(time.perf_counter() - t0)
+        try:
+            for i in range(turns):
+                t0 = time.perf_counter()
+                await session.get_items()
+                await session.add_items([{"content": _text(i, "user"), "role": "user"}])
+                await session.add_items([_sdk_reply(i)])
+                times.append(time.perf_counter() - t0)
+            _expect("agents-sdk", len(await session.get_items()), 2 * turns)
+        finally:
+            session.close()
         return times
 
     return asyncio.run(drive())
 
 
 def run_langgraph(tmp: Path, turns: int, tag: str) -> list[float]:
+    """A ``MessagesState`` graph compiled with a ``SqliteSaver``, one ``invoke`` per turn.
+
+    One thread_id for the whole conversation; the graph's one node returns the 600-byte
+    assistant reply. The saver opens the file as ``SqliteSaver.from_conn_string`` does,
+    sets ``journal_mode=WAL`` and leaves ``synchronous`` at SQLite's default (FULL), and
+    commits each checkpoint and each node's writes. ``invoke`` runs with the default
+    ``durability="async"``: checkpoints are written on a background thread, but the run's
+    executor waits for them before ``invoke`` returns, so a turn is durable on return
+    (strace counts 5 fdatasync a turn on langgraph 1.2 / langgraph-checkpoint-sqlite 3.1).
+    """
     from langchain_core.messages import AIMessage  # type: ignore[import-not-found]
     from langgraph.checkpoint.sqlite import SqliteSaver  # type: ignore[import-not-found]
     from langgraph.graph import START, MessagesState, StateGraph  # type: ignore[import-not-found]
 
     def reply(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [AIMessage(_text(len(state["messages"]), "assistant"))]}
+        turn = len(state["messages"]) // 2  # the user message of turn i is message 2i+1
+        return {"messages": [AIMessage(_text(turn, "assistant"))]}
 
-    conn = sqlite3.connect(tmp / f"lg-{tag}.db", check_same_thread=False)
     graph = StateGraph(MessagesState)
     graph.add_node("reply", reply)
     graph.add_edge(START, "reply")
-    app = graph.compile(checkpointer=SqliteSaver(conn))
-    config = {"configurable": {"thread_id": "s"}}
+    config: dict[str, Any] = {"configurable": {"thread_id": "s"}}
     times = []
-    for i in range(turns):
-        t0 = time.perf_counter()
-        app.invoke({"messages": [("user", _text(i, "user"))]}, config)
-        times.append(time.perf_counter() - t0)
-    conn.close()
+    with SqliteSaver.from_conn_string(str(tmp / f"lg-{tag}.db")) as saver:
+        app = graph.compile(checkpointer=saver)
+        for i in range(turns):
+            t0 = time.perf_counter()
+            app.invoke({"messages": [("user", _text(i, "user"))]}, config)
+            times.append(time.perf_counter() - t0)
+        _expect("langgraph", len(app.get_state(config).values["messages"]), 2 * turns)
     return times
 
 
-def _optional(name: str, module: str) -> bool:
+def _expect(name: str, got: int, want: int) -> None:
+    """A baseline that did not store the whole conversation is not a baseline: stop."""
+    if got != want:
+        raise SystemExit(f"{name}: the conversation holds {got} messages, expected {want}")
+
+
+def _optional(name: str, module: str, *distributions: str) -> bool:
+    """Whether a peer baseline can run; prints the versions it runs against, or the skip."""
+    from importlib.metadata import version
+
     try:
         __import__(module)
     except ImportError:
-        print(f"{name}: not installed, skipped (a bench-only extra: pip install {name})")
+        print(f"{name}: not installed, skipped (the bench-only extra: pip install -e '.[bench]')")
         return False
+    print(f"{name}: " + ", ".join(f"{d} {version(d)}" for d in distributions))
     return True
 
 
@@ -228,9 +277,11 @@ def bench_conversation(tmp: Path, turns: int, rounds: int) -> None:
         "sqlite": run_sqlite,
         "raw": run_raw,
     }
-    if _optional("openai-agents", "agents"):
+    if _optional("agents-sdk", "agents", "openai-agents"):
         systems["agents-sdk"] = run_agents_sdk
-    if _optional("langgraph-checkpoint-sqlite", "langgraph.checkpoint.sqlite"):
+    if _optional(
+        "langgraph", "langgraph.checkpoint.sqlite", "langgraph", "langgraph-checkpoint-sqlite"
+    ):
         systems["langgraph"] = run_langgraph
     rates: dict[str, list[float]] = {name: [] for name in systems}
     flat: list[float] = []
@@ -322,10 +373,12 @@ def _timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - t0
 
 
-# -- replay --rerun peak memory --------------------------------------------------------------
+# -- replay --rerun and follow peak memory -----------------------------------------------
+# The child's stdout goes to /dev/null: a follow of 1,000,000 records prints hundreds of MB,
+# and neither this wrapper nor the child should hold it.
 _PEAK = """
 import resource, subprocess, sys
-proc = subprocess.run(sys.argv[1:], capture_output=True)
+proc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 if proc.returncode:
     sys.stderr.write(proc.stderr.decode()); sys.exit(proc.returncode)
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
@@ -333,7 +386,7 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 
 
 def peak_kib(*argv: str) -> int:
-    """ru_maxrss (KiB) of a command run in a fresh subprocess."""
+    """ru_maxrss (KiB) of a command run in a fresh subprocess, its stdout to /dev/null."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run(
         [sys.executable, "-c", _PEAK, *argv], capture_output=True, text=True, env=env, check=True
@@ -341,24 +394,46 @@ def peak_kib(*argv: str) -> int:
     return int(out.stdout.split()[-1])
 
 
-def bench_replay_memory(tmp: Path, big: int) -> None:
-    home = tmp / "replay"
+_LABELS = {"replay": "replay --rerun", "follow": "follow"}
+
+
+def memory_commands(home: Path, uid: str) -> dict[str, list[str]]:
+    """The measured commands: ``replay --rerun`` and a ``follow`` that reads the whole session.
+
+    ``follow --idle-exit 0.5`` prints every stored record, then exits once nothing new has
+    arrived for half a second: its peak is the catch-up over the whole session (the idle
+    clock runs only once the stored records are all read, so it cannot cut the catch-up).
+    """
+    cli = [sys.executable, "-m", "agentsessions", "--home", str(home)]
+    return {
+        "replay": [*cli, "replay", uid, "--rerun", "--json"],
+        "follow": [*cli, "follow", uid, "--idle-exit", "0.5"],
+    }
+
+
+def bench_memory(tmp: Path, big: int, which: tuple[str, ...]) -> dict[str, tuple[int, int]]:
+    """Peak memory of each command in ``which`` on a ``big``-event session vs a 10-event one.
+
+    Returns ``{command: (big KiB, small KiB)}`` and prints one line per command.
+    """
+    home = tmp / "memory"
     uids = {"small": build_session(home, 10), "big": build_session(home, big)}
-    peaks = {}
-    for name, uid in uids.items():
-        cmd = [sys.executable, "-m", "agentsessions", "--home", str(home), "replay", uid]
-        peaks[name] = peak_kib(*cmd, "--rerun", "--json")
-    print(
-        f"replay --rerun peak memory: {big:,} events {peaks['big'] / 1024:.0f} MiB vs 10 events "
-        f"{peaks['small'] / 1024:.0f} MiB -> {peaks['big'] / peaks['small']:.2f}x  "
-        "(target <= 1.5x)"
-    )
+    result = {}
+    for what in which:
+        peaks = {name: peak_kib(*memory_commands(home, uid)[what]) for name, uid in uids.items()}
+        result[what] = (peaks["big"], peaks["small"])
+        big_mib, small_mib = peaks["big"] / 1024, peaks["small"] / 1024
+        print(
+            f"{_LABELS[what]} peak memory: {big:,} events {big_mib:.0f} MiB vs 10 events "
+            f"{small_mib:.0f} MiB -> {big_mib / small_mib:.2f}x  (target <= 1.5x)"
+        )
+    return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
-    parser.add_argument("--only", choices=("conversation", "big", "replay"), default=None)
+    parser.add_argument("--only", choices=("conversation", "big", "replay", "follow"), default=None)
     args = parser.parse_args()
     turns, rounds, big, big_turns = (300, 3, 50_000, 20) if args.quick else (2000, 3, 1_000_000, 50)
     with tempfile.TemporaryDirectory() as scratch:
@@ -367,8 +442,9 @@ def main() -> None:
             bench_conversation(tmp, turns, rounds)
         if args.only in (None, "big"):
             bench_big_turn(tmp, big, big_turns)
-        if args.only in (None, "replay"):
-            bench_replay_memory(tmp, big)
+        memory = tuple(w for w in ("replay", "follow") if args.only in (None, w))
+        if memory:
+            bench_memory(tmp, big, memory)
 
 
 if __name__ == "__main__":

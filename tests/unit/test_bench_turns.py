@@ -1,0 +1,156 @@
+"""bench/turns.py measures what issue 8 names, and its peer baselines stay bench-only.
+
+The figures are not asserted (machines are shared and noisy); what is asserted is that the
+bench measures the right things: both peak-memory commands really run on a session, the
+peer baselines store the whole conversation, and their packages live in the ``bench``
+extra alone, never imported by the package.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PEERS = {"openai-agents", "langgraph", "langgraph-checkpoint-sqlite"}
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_turns", ROOT / "bench" / "turns.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def _requirement_name(requirement: str) -> str:
+    return requirement.split(";")[0].split("[")[0].split("<")[0].split(">")[0].split("=")[0]
+
+
+def test_the_bench_extra_holds_the_peer_baselines_and_nothing_else_does() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    assert {_requirement_name(r).strip() for r in extras["bench"]} == PEERS
+    for name, requirements in [("dependencies", project["dependencies"]), *extras.items()]:
+        if name != "bench":
+            assert not {_requirement_name(r).strip() for r in requirements} & PEERS, name
+
+
+def test_no_module_of_the_package_imports_a_peer_baseline() -> None:
+    banned = {"agents", "langgraph", "langchain_core", "langchain"}
+    for path in [*ROOT.glob("agentsessions/**/*.py"), *ROOT.glob("harnesses/**/*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            assert not {n.split(".")[0] for n in names} & banned, f"{path}: {names}"
+
+
+def test_replay_and_follow_peak_memory_are_both_measured(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bench = _bench()
+    peaks = bench.bench_memory(tmp_path, 50, ("replay", "follow"))
+    assert set(peaks) == {"replay", "follow"}
+    for big, small in peaks.values():
+        assert big > 1024 and small > 1024  # KiB of a real interpreter, not a failed start
+    out = capsys.readouterr().out
+    assert "replay --rerun peak memory: 50 events" in out
+    assert "follow peak memory: 50 events" in out
+
+
+def test_the_follow_it_measures_prints_the_whole_session(tmp_path: Path) -> None:
+    """The measured follow reads every stored record and exits on its own (no Ctrl-C)."""
+    bench = _bench()
+    uid = bench.build_session(tmp_path, 50)
+    command = bench.memory_commands(tmp_path, uid)["follow"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(command, capture_output=True, text=True, env=env, check=True).stdout
+    assert len(out.splitlines()) == 50
+
+
+@pytest.mark.parametrize("system", ["agents-sdk", "langgraph"])
+def test_a_peer_baseline_stores_the_whole_conversation(tmp_path: Path, system: str) -> None:
+    """Runs only where the ``bench`` extra is installed (the bench venv), skipped elsewhere."""
+    pytest.importorskip(
+        {"agents-sdk": "agents", "langgraph": "langgraph.checkpoint.sqlite"}[system]
+    )
+    bench = _bench()
+    run = {"agents-sdk": bench.run_agents_sdk, "langgraph": bench.run_langgraph}[system]
+    times = run(tmp_path, 3, "t")  # SystemExit if it did not store all six messages
+    assert len(times) == 3 and all(t > 0 for t in times)
+
+
+def _recorded_session_calls(run: Any) -> list[tuple[str, list[list[str]]]]:
+    """``run()``'s SQLiteSession calls: the method and, for add_items, each item's keys."""
+    from agents import SQLiteSession
+
+    calls: list[tuple[str, list[list[str]]]] = []
+    originals = {name: getattr(SQLiteSession, name) for name in ("get_items", "add_items")}
+
+    def recorder(name: str) -> Any:
+        async def record(self: Any, *args: Any, **kwargs: Any) -> Any:
+            items = args[0] if args else kwargs.get("items", [])
+            calls.append((name, [sorted(item) for item in items] if name == "add_items" else []))
+            return await originals[name](self, *args, **kwargs)
+
+        return record
+
+    try:
+        for name in originals:
+            setattr(SQLiteSession, name, recorder(name))
+        run()
+    finally:
+        for name, original in originals.items():
+            setattr(SQLiteSession, name, original)
+    return calls
+
+
+def test_the_agents_sdk_baseline_drives_the_session_as_a_real_runner_does(tmp_path: Path) -> None:
+    """A real ``Runner.run`` on an offline Model makes the same session calls, same items."""
+    pytest.importorskip("agents")
+    import asyncio
+
+    from agents import Agent, RunConfig, Runner, SQLiteSession
+    from agents.items import ModelResponse
+    from agents.models.interface import Model
+    from agents.usage import Usage
+    from openai.types.responses import ResponseOutputMessage, ResponseOutputText
+
+    class Offline(Model):  # the SDK's own seam: an offline model, as ours is
+        async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+            text = ResponseOutputText(type="output_text", text="a" * 600, annotations=[])
+            message = ResponseOutputMessage(
+                id="msg_0", type="message", role="assistant", status="completed", content=[text]
+            )
+            return ModelResponse(output=[message], usage=Usage(), response_id=None)
+
+        def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError
+
+    async def runner_turns() -> None:
+        session = SQLiteSession("s", tmp_path / "runner.db")
+        agent = Agent(name="a", model=Offline())
+        for i in range(2):
+            config = RunConfig(tracing_disabled=True)
+            await Runner.run(agent, f"user {i}", session=session, run_config=config)
+        session.close()
+
+    runner = _recorded_session_calls(lambda: asyncio.run(runner_turns()))
+    bench = _bench()
+    ours = _recorded_session_calls(lambda: bench.run_agents_sdk(tmp_path, 2, "t"))
+    assert ours[: len(runner)] == runner  # then the bench's own check reads the history once
+    assert ours[len(runner) :] == [("get_items", [])]
