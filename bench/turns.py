@@ -11,8 +11,11 @@ With the peer baselines (the ``bench`` extra), in a venv that sees the project's
 Each turn is one user message and one assistant reply of 600 bytes of text, durable before
 ``exec`` returns, driven through ONE engine (``agentsessions.open()`` when it exists, else
 one :class:`~agentsessions.controller.controller.Controller`) with the ``chat`` harness and
-an offline model (``scripted:file=``, 600-byte answers). Baselines in the same run, rounds
-interleaved, medians reported:
+an offline model (``scripted:file=``, 600-byte answers). ``agentsessions`` runs each turn
+with ``Sessions.run`` (the outcome: what the Agents SDK's ``Runner.run`` returns);
+``as-streamed`` iterates ``Sessions.exec`` to its end instead (every record and delta frame
+handed from the turn's thread to the caller's, as a live display takes them). Baselines in
+the same run, rounds interleaved, medians reported:
 
 - SQLite WAL synchronous=FULL committing the turn's two rows in one transaction (the Go
   reference's storage); target: agentsessions >= 0.25x;
@@ -86,8 +89,11 @@ class Engine:
     kind: str
 
 
-def open_engine(home: Path, model_name: str) -> Engine:
-    """``agentsessions.open()`` (the Sessions engine) if present, else one Controller."""
+def open_engine(home: Path, model_name: str, *, streamed: bool = False) -> Engine:
+    """``agentsessions.open()`` (the Sessions engine) if present, else one Controller.
+
+    A turn is ``Sessions.run`` (the outcome, as the Agents SDK's ``Runner.run``), or with
+    ``streamed`` ``Sessions.exec`` iterated to its end (every record and delta frame)."""
     import agentsessions
 
     opener = getattr(agentsessions, "open", None)
@@ -95,6 +101,8 @@ def open_engine(home: Path, model_name: str) -> Engine:
         engine = opener(home, runtime="local", model=model_name)
 
         def sessions_turn(uid: str | None, text: str) -> str:
+            if not streamed and hasattr(engine, "run"):
+                return str(engine.run(uid, [text], harness="chat").uid)
             got = uid or ""
             for frame in engine.exec(uid, [text], harness="chat"):  # the turn's whole stream
                 session = getattr(frame, "session", None)
@@ -131,9 +139,9 @@ def open_engine(home: Path, model_name: str) -> Engine:
 
 
 # -- the conversations ---------------------------------------------------------------------
-def run_agentsessions(tmp: Path, turns: int, tag: str) -> list[float]:
+def run_agentsessions(tmp: Path, turns: int, tag: str, *, streamed: bool = False) -> list[float]:
     home = tmp / f"as-{tag}"
-    engine = open_engine(home, _answers(tmp / f"answers-{tag}.json", turns + 1))
+    engine = open_engine(home, _answers(tmp / f"answers-{tag}.json", turns + 1), streamed=streamed)
     times, uid = [], None
     try:
         for i in range(turns):
@@ -274,6 +282,7 @@ def _optional(name: str, module: str, *distributions: str) -> bool:
 def bench_conversation(tmp: Path, turns: int, rounds: int) -> None:
     systems: dict[str, Callable[[Path, int, str], list[float]]] = {
         "agentsessions": run_agentsessions,
+        "as-streamed": lambda tmp, turns, tag: run_agentsessions(tmp, turns, tag, streamed=True),
         "sqlite": run_sqlite,
         "raw": run_raw,
     }

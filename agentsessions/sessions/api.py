@@ -286,6 +286,31 @@ class Sessions(Protocol):
         Without ``uid`` a session is created (``project``, ``name``, ``labels`` describe
         it). A request that cannot run is refused before anything is written. A failed
         turn yields its frames up to the ERROR record, then raises (HarnessError, exit 14).
+        A record is yielded once it is durable. Streamed text comes as DeltaFrames, in
+        order and between the records it came between; text streamed while the consumer
+        had not yet taken the previous delta rides in one frame with it.
+        """
+        ...
+
+    def run(
+        self,
+        uid: str | None = None,
+        inputs: Sequence[Input] = (),
+        *,
+        harness: str | None = None,
+        model: str | None = None,
+        config: bytes = b"",
+        wait: float = 0.0,
+        project: str = "default",
+        name: str = "",
+        labels: Mapping[str, str] | None = None,
+        fresh_start: bool = False,
+    ) -> SessionFrame:
+        """Run one turn as :meth:`exec` does, without streaming: its last frame (the session
+        as the turn left it, and the turn). Raises as :meth:`exec`'s iterator would.
+
+        For callers that want the outcome, not the stream (as ``Runner.run`` is to
+        ``run_streamed`` and ``invoke`` to ``stream`` elsewhere); the same journal results.
         """
         ...
 

@@ -386,6 +386,55 @@ class LocalSessions:
     ) -> Iterator[Frame]:
         """Run one turn (see :meth:`Sessions.exec`); every check is made in the caller's
         thread before anything is written, then the turn runs on its own thread."""
+        uid, lock, work, created = self._begin(
+            uid, inputs, harness, model, config, wait, project, name, labels, fresh_start
+        )
+        return self._stream(uid, lock, work, created)
+
+    def run(
+        self,
+        uid: str | None = None,
+        inputs: Sequence[Input] = (),
+        *,
+        harness: str | None = None,
+        model: str | None = None,
+        config: bytes = b"",
+        wait: float = 0.0,
+        project: str = "default",
+        name: str = "",
+        labels: Mapping[str, str] | None = None,
+        fresh_start: bool = False,
+    ) -> SessionFrame:
+        """Run one turn to its end and return its last frame (see :meth:`Sessions.run`).
+
+        The same checks and turn as :meth:`exec`, run on the caller's thread: nothing is
+        streamed, so no frame crosses threads. An interrupt (Ctrl-C) in the caller stops
+        the turn where it is, leaving it open for ``resume``, as a killed process does."""
+        uid, lock, work, _created = self._begin(
+            uid, inputs, harness, model, config, wait, project, name, labels, fresh_start
+        )
+        try:
+            controller = self.controller(uid)
+        except BaseException:
+            lock.release()
+            raise
+        return self._turns.run_here(uid, lock, controller, work)
+
+    def _begin(
+        self,
+        uid: str | None,
+        inputs: Sequence[Input],
+        harness: str | None,
+        model: str | None,
+        config: bytes,
+        wait: float,
+        project: str,
+        name: str,
+        labels: Mapping[str, str] | None,
+        fresh_start: bool,
+    ) -> tuple[str, threading.Lock, Callable[[Controller], tuple[Turn | None, bool]], bool]:
+        """A turn's checks, its session (created when ``uid`` is None) and the session's
+        lock, taken: the session, the lock, the turn's work for a controller, and created."""
         messages = [as_message(item) for item in inputs]
         self.check_request(uid, messages, wait, project, name, labels, fresh_start)
         recorded, recorded_model = "", ""
@@ -426,7 +475,7 @@ class LocalSessions:
             )
             return turn_view(result, created), woke
 
-        return self._stream(session_uid, lock, work, created)
+        return session_uid, lock, work, created
 
     def resume(self, uid: str, *, harness: str | None = None, wait: float = 0.0) -> Iterator[Frame]:
         """Wake suspended compute and complete an open turn, if any; frames as for exec.

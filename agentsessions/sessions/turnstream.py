@@ -35,6 +35,53 @@ DONE = object()
 """The last item a turn puts on its queue."""
 
 
+class _Batch:
+    """Deltas queued as one item: the consumer takes them all at once."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, text: str) -> None:
+        self.parts = [text]
+
+
+class TurnFrames:
+    """The producer's side of a turn's frames, over the queue its consumer reads.
+
+    Streamed text that arrives while the consumer has not yet taken the previous delta joins
+    it: the consumer gets every delta's text, in order and never later than it asks for it,
+    in fewer frames (an offline model streams a hundred deltas in a millisecond, and a frame
+    each made the consumer's thread wake a hundred times a turn). A record or the session
+    frame closes the batch, so text never moves across a record.
+    """
+
+    def __init__(self, uid: str, queue_: queue.SimpleQueue[object]) -> None:
+        self.uid = uid
+        self.queue = queue_
+        self._lock = threading.Lock()
+        self._open: _Batch | None = None  # queued, not yet taken: later deltas join it
+
+    def delta(self, text: str) -> None:
+        with self._lock:
+            if self._open is not None:
+                self._open.parts.append(text)
+                return
+            batch = self._open = _Batch(text)
+        self.queue.put(batch)
+
+    def put(self, item: object) -> None:
+        """Queue a frame (or DONE, Failed) after every delta so far."""
+        with self._lock:
+            self._open = None
+        self.queue.put(item)
+
+    def take(self, batch: _Batch) -> DeltaFrame:
+        """The consumer's frame for ``batch``: its text so far; later deltas start anew."""
+        with self._lock:
+            if self._open is batch:
+                self._open = None
+            return DeltaFrame(self.uid, "".join(batch.parts))
+
+
 class Workers:
     """Daemon threads that run an engine's turns, reused from turn to turn.
 
@@ -77,19 +124,20 @@ class Workers:
             self._jobs.put(None)
 
 
-def frames_of(
-    first: SessionFrame, frames: queue.SimpleQueue[object], done: threading.Event
-) -> Iterator[Frame]:
+def frames_of(first: SessionFrame, frames: TurnFrames, done: threading.Event) -> Iterator[Frame]:
     """The consumer's side of a turn: closing it early waits for the turn to end."""
     try:
         yield first
         while True:
-            item = frames.get()
+            item = frames.queue.get()
             if item is DONE:
                 return
+            if type(item) is _Batch:
+                yield frames.take(item)
+                continue
             if isinstance(item, Failed):
                 raise item.error
-            assert isinstance(item, SessionFrame | RecordFrame | DeltaFrame)
+            assert isinstance(item, SessionFrame | RecordFrame)
             yield item
     finally:
         done.wait()
@@ -134,13 +182,13 @@ class Turns:
         """Run ``work`` on a worker that releases ``lock`` when it ends; the frames it
         produces: ``first``, each record and delta as ``controller`` reports it, then the
         session as the turn left it (``work`` returns the turn and whether compute woke)."""
-        frames: queue.SimpleQueue[object] = queue.SimpleQueue()
+        frames = TurnFrames(uid, queue.SimpleQueue())
         done = threading.Event()
 
         def run() -> None:
             try:
                 controller.on_record = lambda record: frames.put(RecordFrame(uid, record))
-                controller.on_delta = lambda text: frames.put(DeltaFrame(uid, text))
+                controller.on_delta = frames.delta
                 turn, woke = work(controller)
                 last = view(controller.info(uid))
                 frames.put(SessionFrame(last, turn, compute_resumed=woke, last=True))
@@ -159,6 +207,26 @@ class Turns:
             self._running.add(done)
         self._workers.submit(run)
         return frames_of(first, frames, done)
+
+    def run_here(
+        self,
+        uid: str,
+        lock: threading.Lock,
+        controller: Controller,
+        work: Callable[[Controller], tuple[Turn | None, bool]],
+    ) -> SessionFrame:
+        """Run ``work`` on the caller's thread, then release ``lock``; the last frame."""
+        done = threading.Event()
+        with self._lock:
+            self._running.add(done)
+        try:
+            turn, woke = work(controller)
+            return SessionFrame(view(controller.info(uid)), turn, compute_resumed=woke, last=True)
+        finally:
+            lock.release()
+            with self._lock:
+                self._running.discard(done)
+            done.set()
 
     def drain(self) -> bool:
         """Wait for the running turns (their END is durable then), then refuse new ones

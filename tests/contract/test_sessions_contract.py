@@ -183,6 +183,11 @@ def test_exec_streams_the_session_each_record_and_the_session_last(sessions: Ses
     kinds = [r.event["kind"] for r in records]
     assert kinds[0] == "EVENT_EXECUTION_START" and kinds[-1] == "EVENT_END"
     assert any(isinstance(f, DeltaFrame) and f.text for f in frames)
+    # the streamed text, whole and in order, between the INPUT and the MODEL_CALL's commit
+    order = ["delta" if isinstance(f, DeltaFrame) else f.record.event["kind"] for f in frames[1:-1]]  # type: ignore[union-attr]
+    assert order.index("delta") > order.index("EVENT_INPUT")
+    assert max(i for i, k in enumerate(order) if k == "delta") < order.index("EVENT_MODEL_CALL")
+    assert "".join(f.text for f in frames if isinstance(f, DeltaFrame)) == "echo:hello"
     assert last.turn is not None and last.turn.uid == first.uid and last.turn.created
     assert last.turn.outputs == ("echo:hello",) and last.turn.model_calls == 1
     assert last.session.last_seq == records[-1].seq == last.turn.last_seq
@@ -259,6 +264,46 @@ def test_a_consumer_that_never_iterates_still_gets_a_durable_turn(tmp_path: Path
     # leaving the engine waited for the turn: a new engine over the same home sees its END
     with ENGINES["local-file"](tmp_path) as again:
         assert _kinds(again, uid)[-1] == "EVENT_END" and again.verify(uid).ok
+
+
+def test_run_is_exec_without_the_stream(sessions: Sessions) -> None:
+    """``run`` makes the same turn as ``exec`` and returns exec's last frame."""
+    first = sessions.run(None, ["one"])
+    assert isinstance(first, SessionFrame) and first.last and first.turn is not None
+    uid = first.uid
+    assert first.turn.created and first.turn.outputs == ("echo:one",)
+    assert first.session.last_seq == first.turn.last_seq == 5
+    second = sessions.run(uid, ["two"])
+    assert second.turn is not None and not second.turn.created and second.turn.first_seq == 6
+    streamed = _last(_run(sessions.exec(uid, ["three"])))
+    assert streamed.turn is not None and streamed.turn.first_seq == 11
+    assert _kinds(sessions, uid)[:5] == _kinds(sessions, uid)[5:10] == _kinds(sessions, uid)[10:]
+    assert sessions.get(uid).exec_state == "EXEC_COMPLETED" and sessions.verify(uid).ok
+
+
+def test_run_refuses_what_exec_refuses_and_raises_what_it_raises(sessions: Sessions) -> None:
+    for call in (
+        lambda: sessions.run(None, []),
+        lambda: sessions.run(None, ["hi"], harness="no-such-harness"),
+        lambda: sessions.run(None, ["hi"], wait=-1),
+    ):
+        with pytest.raises(InvalidArgumentError):
+            call()
+    assert sessions.list().sessions == ()
+    with pytest.raises(HarnessError):
+        sessions.run(None, ["hi"], harness="contract-gate", config=b"fail")
+    (failed,) = sessions.list().sessions
+    assert _kinds(sessions, failed.uid)[-1] == "EVENT_ERROR"
+    assert sessions.get(failed.uid).exec_state == "EXEC_FAILED"
+    gate = _gate("run-busy")
+    frames = sessions.exec(None, ["hi"], harness="contract-gate", config=b"run-busy")
+    uid = next(frames).uid
+    assert isinstance(next(frames), RecordFrame)  # the turn holds the session now
+    with pytest.raises(LockHeldError):
+        sessions.run(uid, ["second"])
+    gate.set()
+    _run(frames)
+    assert sessions.run(uid, ["second"]).session.exec_state == "EXEC_COMPLETED"
 
 
 def test_a_busy_session_is_refused_or_waited_for(sessions: Sessions) -> None:

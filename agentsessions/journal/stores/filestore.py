@@ -51,6 +51,7 @@ from agentsessions.journal.stores.sessiondir import (
     FENCE_NAME,
     SessionDir,
     acked,
+    cancel_request_at,
     json_bytes,
 )
 from agentsessions.journal.stores.store import (
@@ -98,6 +99,7 @@ class FileStore:
         self.max_commit_bytes = self.options.max_commit_bytes
         self.fs = fs
         self.sessions_dir = self.home / "sessions"
+        self._cancel_paths: dict[str, str] = {}  # uid -> its CANCEL path, built once
         catalog_path = self.home / "catalog.sqlite3"
         self.unindexed: builtins.list[MetadataCorruptError] = []  # found by the last reindex
         self.last_watcher: watch.Watcher | None = None  # the newest follow's (tests count)
@@ -402,7 +404,12 @@ class FileStore:
 
     def cancel_requested(self, uid: str) -> str | None:
         """The execution id the pending ``CANCEL`` request names, or None (one ``stat``)."""
-        return SessionDir(self.sessions_dir / uid).cancel_requested()
+        path = self._cancel_paths.get(uid)
+        if path is None:
+            path = self._cancel_paths[uid] = os.fspath(
+                SessionDir(self.sessions_dir / uid).cancel_file
+            )
+        return cancel_request_at(path)
 
     def clear_cancel(self, uid: str) -> None:
         """Remove the pending ``CANCEL`` request, if any (idempotent, durable)."""

@@ -92,17 +92,9 @@ class SessionDir:
         return self.path / CANCEL_NAME
 
     def cancel_requested(self) -> str | None:
-        """The execution id the pending cancel request names, or None. Cheap on purpose (one
-        failed ``stat`` when there is none): a live turn asks before every effect. A torn or
-        unreadable request counts as none."""
-        try:
-            if not os.stat(self.cancel_file).st_size:
-                return None
-            obj = json.loads(self.cancel_file.read_bytes())
-        except (OSError, ValueError):
-            return None
-        execution_id = obj.get("execution_id") if isinstance(obj, dict) else None
-        return execution_id if isinstance(execution_id, str) and execution_id else None
+        """The execution id the pending cancel request names, or None (see
+        :func:`cancel_request_at`)."""
+        return cancel_request_at(os.fspath(self.cancel_file))
 
     @property
     def journal(self) -> Path:
@@ -247,3 +239,18 @@ def position_json(p: Position) -> dict[str, Any]:
 def json_bytes(obj: Any) -> bytes:
     """``obj`` as the compact, key-sorted JSON the store's small files hold."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+
+
+def cancel_request_at(path: str) -> str | None:
+    """The execution id the cancel request at ``path`` names, or None. Cheap on purpose (one
+    failed ``stat`` when there is none, on a path built once): a live turn asks before every
+    effect. A torn or unreadable request counts as none."""
+    try:
+        if not os.stat(path).st_size:
+            return None
+        with open(path, "rb") as f:
+            obj = json.loads(f.read())
+    except (OSError, ValueError):
+        return None
+    execution_id = obj.get("execution_id") if isinstance(obj, dict) else None
+    return execution_id if isinstance(execution_id, str) and execution_id else None

@@ -1,0 +1,70 @@
+"""The frames of a turn (sessions/turnstream.py): deltas the consumer has not yet taken ride
+in one frame, with exactly their text, in order, never across a record."""
+
+from __future__ import annotations
+
+import queue
+import threading
+
+from agentsessions.sessions.api import DeltaFrame, RecordFrame, SessionFrame
+from agentsessions.sessions.turnstream import DONE, TurnFrames, frames_of
+
+
+def _drain(frames: TurnFrames) -> list[object]:
+    done = threading.Event()
+    done.set()
+    first = SessionFrame.__new__(SessionFrame)
+    return list(frames_of(first, frames, done))[1:]
+
+
+def test_deltas_not_yet_taken_ride_in_one_frame_and_never_cross_a_record() -> None:
+    frames = TurnFrames("s", queue.SimpleQueue())
+    for piece in ("a", "b", "c"):
+        frames.delta(piece)
+    record = RecordFrame.__new__(RecordFrame)
+    frames.put(record)
+    frames.delta("d")
+    frames.delta("e")
+    frames.put(DONE)
+    got = _drain(frames)
+    assert got[0] == DeltaFrame("s", "abc")
+    assert got[1] is record
+    assert got[2] == DeltaFrame("s", "de")
+    assert len(got) == 3
+
+
+def test_a_delta_after_the_consumer_took_the_batch_starts_a_new_one() -> None:
+    frames = TurnFrames("s", queue.SimpleQueue())
+    frames.delta("x")
+    frames.delta("y")
+    batch = frames.queue.get()
+    assert frames.take(batch) == DeltaFrame("s", "xy")  # type: ignore[arg-type]
+    frames.delta("z")  # not lost into the batch already taken
+    frames.put(DONE)
+    assert _drain(frames) == [DeltaFrame("s", "z")]
+
+
+def test_a_consumer_on_another_thread_gets_every_delta_in_order() -> None:
+    frames = TurnFrames("s", queue.SimpleQueue())
+    pieces = [f"{i}," for i in range(5000)]
+
+    def produce() -> None:
+        for i, piece in enumerate(pieces):
+            frames.delta(piece)
+            if i % 1000 == 999:
+                frames.put(RecordFrame.__new__(RecordFrame))
+        frames.put(DONE)
+
+    thread = threading.Thread(target=produce)
+    thread.start()
+    got = _drain(frames)
+    thread.join()
+    texts, records = "", 0
+    for frame in got:
+        if isinstance(frame, DeltaFrame):
+            texts += frame.text
+            # a record closes a batch: no batch spans two thousands
+            assert len({int(p) // 1000 for p in frame.text.rstrip(",").split(",")}) == 1
+        else:
+            records += 1
+    assert texts == "".join(pieces) and records == 5
