@@ -76,4 +76,4 @@ def test_the_library_example_runs_as_written(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.splitlines()
     assert lines[0].startswith("['EVENT_EXECUTION_START'") and lines[0].endswith("'EVENT_END']")
-    assert lines[1:] == ["('echo:hello',)", "12"]
+    assert lines[1:] == ["('echo:hello',)", "12", "('echo:no stream, please',) 10"]
