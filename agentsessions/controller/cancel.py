@@ -37,15 +37,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from agentsessions.controller.port import ControllerPort
 from agentsessions.errors import InvalidExecutionLogError, TurnCanceledError, UnavailableError
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.store import SessionInfo, Store
 from agentsessions.v1 import model
-
-if TYPE_CHECKING:
-    from agentsessions.controller.controller import Controller
 
 DEFAULT_DETAIL = "canceled by request"
 DEFAULT_WAIT_SECONDS = 10.0
@@ -181,7 +179,7 @@ def _cancelable(uid: str, info: SessionInfo, records: Iterable[Record]) -> bool:
     return True
 
 
-def cancel(controller: Controller, uid: str, detail: str = DEFAULT_DETAIL) -> SessionInfo:
+def cancel(controller: ControllerPort, uid: str, detail: str = DEFAULT_DETAIL) -> SessionInfo:
     """Close ``uid``'s open execution as CANCELED (see the module docstring)."""
     info = controller.store.get(uid)
     # answered without the lock when it can be: an idle or already canceled session

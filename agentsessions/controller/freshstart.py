@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentsessions.errors import (
     InvalidArgumentError,
@@ -32,9 +32,8 @@ from agentsessions.errors import (
 from agentsessions.journal.stores.store import SessionInfo
 from agentsessions.v1 import model
 
-if TYPE_CHECKING:
-    from .controller import Controller
-
+from .lifecycle import resume_compute
+from .port import ControllerPort
 from .registry import Registry
 from .spi import REQUIRES_MEMORY_SNAPSHOT, Harness, HarnessDescriptor
 
@@ -106,7 +105,7 @@ class ReplayInstances:
 
 
 def fresh_start(
-    controller: Controller, uid: str, name: str, wait_seconds: float = 0.0
+    controller: ControllerPort, uid: str, name: str, wait_seconds: float = 0.0
 ) -> SessionInfo:
     """Record a fresh start for ``uid`` and start harness ``name`` with empty memory.
 
@@ -141,12 +140,10 @@ def fresh_start(
     return controller.store.get(uid)
 
 
-def _refuse_if_memory_exists(controller: Controller, uid: str, info: SessionInfo) -> None:
+def _refuse_if_memory_exists(controller: ControllerPort, uid: str, info: SessionInfo) -> None:
     """Memory still held (live, or a suspended snapshot that restores) is not discarded."""
     restored = ""
     if info.compute_state == "COMPUTE_COLD":
-        from .lifecycle import resume_compute
-
         # A snapshot that still restores is memory (refused below); one that is gone is
         # exactly the case a fresh start is for.
         with contextlib.suppress(UnavailableError):

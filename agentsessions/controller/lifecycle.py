@@ -18,15 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentsessions.errors import InvalidArgumentError, PlacementError, UnavailableError
 from agentsessions.journal.stores.store import SessionInfo, SessionMeta, new_uid
 from agentsessions.v1 import model
 
-if TYPE_CHECKING:
-    from .controller import Controller
-
+from .port import ControllerPort
 from .rules import DEFAULT_HARNESS, fresh_start_hint
 from .spi import REQUIRES_MEMORY_SNAPSHOT, SnapshotRef
 
@@ -55,7 +53,7 @@ class ForkRequest:
             raise InvalidArgumentError(f"fork seq must be >= 0 (0 = head), got {self.at_seq}")
 
 
-def suspend(controller: Controller, uid: str) -> SessionInfo:
+def suspend(controller: ControllerPort, uid: str) -> SessionInfo:
     """Snapshot and free the session's compute; record LIFECYCLE_SUSPEND (COLD)."""
     info = controller.store.get(uid)
     if info.compute_state == "COMPUTE_COLD":
@@ -65,7 +63,7 @@ def suspend(controller: Controller, uid: str) -> SessionInfo:
     return controller.store.get(uid)
 
 
-def resume_compute(controller: Controller, uid: str) -> SessionInfo:
+def resume_compute(controller: ControllerPort, uid: str) -> SessionInfo:
     """Bring compute back from the latest snapshot; record LIFECYCLE_RESUME (LIVE)."""
     info = controller.store.get(uid)
     if info.compute_state != "COMPUTE_COLD":
@@ -84,7 +82,7 @@ def resume_compute(controller: Controller, uid: str) -> SessionInfo:
     return controller.store.get(uid)
 
 
-def fork(controller: Controller, uid: str, request: ForkRequest) -> list[SessionInfo]:
+def fork(controller: ControllerPort, uid: str, request: ForkRequest) -> list[SessionInfo]:
     """Create ``request.count`` children of ``uid`` at ``request.at_seq`` (0 = head)."""
     request.check()
     parent = controller.store.get(uid)
@@ -114,7 +112,7 @@ def fork(controller: Controller, uid: str, request: ForkRequest) -> list[Session
 
 
 def _fork_memory(
-    controller: Controller, parent: SessionInfo, at: int, metas: list[SessionMeta]
+    controller: ControllerPort, parent: SessionInfo, at: int, metas: list[SessionMeta]
 ) -> list[SessionInfo]:
     if not controller.runtime.capabilities().cow_fork:
         raise PlacementError(
@@ -133,13 +131,13 @@ def _fork_memory(
     return [controller.store.get(c.uid) for c in children]
 
 
-def _needs_memory(controller: Controller, info: SessionInfo) -> bool:
+def _needs_memory(controller: ControllerPort, info: SessionInfo) -> bool:
     name = info.meta.harness or DEFAULT_HARNESS
     descriptor = controller.harnesses.create(name).describe()
     return descriptor.capabilities.resumability == REQUIRES_MEMORY_SNAPSHOT
 
 
-def _snapshot(controller: Controller, uid: str, info: SessionInfo) -> SnapshotRef:
+def _snapshot(controller: ControllerPort, uid: str, info: SessionInfo) -> SnapshotRef:
     if not _needs_memory(controller, info):
         return SnapshotRef()  # the journal is the state: nothing of memory to keep
     compute = controller.runtime.find(uid)
@@ -150,7 +148,7 @@ def _snapshot(controller: Controller, uid: str, info: SessionInfo) -> SnapshotRe
     return ref
 
 
-def _append(controller: Controller, uid: str, event: Mapping[str, Any]) -> None:
+def _append(controller: ControllerPort, uid: str, event: Mapping[str, Any]) -> None:
     with controller._writer(uid, 0.0) as writer:
         result = writer.append([event], expected_last_seq=writer.head[0])
     if controller.on_record is not None:

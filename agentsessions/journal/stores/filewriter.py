@@ -11,10 +11,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from agentsessions.errors import InvalidArgumentError, StorageError
 from agentsessions.journal.format import canonical, segment
+from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import SegmentLog
@@ -27,11 +28,28 @@ from agentsessions.journal.stores.store import (
 )
 from agentsessions.journal.stores.tail import Tail
 
-if TYPE_CHECKING:
-    from agentsessions.journal.stores.filestore import FileStore
-
 HINT_EVERY_COMMITS = 64
 """A writer rewrites its TAIL hint (unsynced) every this many commits, and when it closes."""
+
+
+class WriterOwner(Protocol):
+    """What a writer uses of the store that opened it (:class:`FileStore
+    <agentsessions.journal.stores.filestore.FileStore>`, which imports this module: naming
+    the store by this Protocol keeps the import one way)."""
+
+    @property
+    def max_commit_bytes(self) -> int:
+        """The largest commit the store accepts, in bytes."""
+        ...
+
+    @property
+    def fs(self) -> FileSystem:
+        """The store's durability primitives (injectable for crash tests)."""
+        ...
+
+    def _info(self, sdir: SessionDir, meta: SessionMeta, tail: Tail) -> SessionInfo:
+        """The session's row as the store's ``get`` returns it, from this tail state."""
+        ...
 
 
 class FileWriter:
@@ -39,7 +57,7 @@ class FileWriter:
 
     def __init__(
         self,
-        store: FileStore,
+        store: WriterOwner,
         sdir: SessionDir,
         meta: SessionMeta,
         log: SegmentLog,
