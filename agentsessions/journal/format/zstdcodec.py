@@ -59,8 +59,10 @@ SKIPPABLE_MAGIC_BASE = 0x184D2A50
 
 _MODULES = (
     ("compression.zstd", "compression.zstd"),
-    ("pyzstd", "pyzstd"),
+    # before pyzstd: pyzstd 0.20 is a shim over backports.zstd whose import also loads
+    # asyncio (9 MiB of RSS, ~25 ms): every process that reads a sealed segment paid it
     ("backports.zstd", "backports.zstd"),
+    ("pyzstd", "pyzstd"),
 )
 _CLI_TIMEOUT = 120.0
 _NO_CODEC = "no zstd codec: install pyzstd or the zstd command line"

@@ -302,9 +302,10 @@ class FileStore:
             sdir.journal, poll_max_seconds=self.options.follow_poll_seconds
         )
         try:
+            hint = sdir.read_hint()[0]  # resume from it, as read() does: no scan of the tail
             log, _scan = SegmentLog.open(
-                sdir.journal, session_id=uid, writable=False, fs=self.fs,
-                acked=sdir.hint_evidence(),
+                sdir.journal, session_id=uid, writable=False, fs=self.fs, resume=hint,
+                acked=acked(hint) if hint is not None else sdir.hint_evidence(),
             )  # fmt: skip
         except BaseException:
             watcher.close()
