@@ -8,6 +8,7 @@ durability differs. Thread-safe: one lock guards every session.
 from __future__ import annotations
 
 import builtins
+import copy
 import functools
 import threading
 import time
@@ -49,6 +50,7 @@ class _Session:
     deleted: bool = False
     update_time_ns: int = 0
     cancel: str | None = None  # the execution id a cancel request names (FileStore: CANCEL)
+    receipts: dict[str, dict[str, Any]] = field(default_factory=dict)  # tool receipts by key
 
 
 class MemoryStore:
@@ -184,6 +186,18 @@ class MemoryStore:
         """Remove the pending cancel request, if any (idempotent)."""
         with self._cond:
             self._session(uid).cancel = None
+
+    # -- tool receipts (the same contract as FileStore's TOOLRECEIPTS) ---------------------
+    def tool_receipt(self, uid: str, key: str) -> dict[str, Any] | None:
+        """The outcome kept for ``(uid, key)``, or None."""
+        with self._cond:
+            kept = self._session(uid).receipts.get(key)
+            return None if kept is None else copy.deepcopy(kept)
+
+    def record_tool_receipt(self, uid: str, key: str, receipt: Mapping[str, Any]) -> None:
+        """Keep ``receipt`` for ``(uid, key)``."""
+        with self._cond:
+            self._session(uid).receipts[key] = copy.deepcopy(dict(receipt))
 
     def _session(self, uid: str) -> _Session:
         check_uid(uid)
