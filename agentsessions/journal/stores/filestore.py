@@ -430,6 +430,20 @@ class FileStore:
         path = self._dir(uid).path / receipts.RECEIPTS_NAME
         receipts.append_receipt(self.fs, path, key, receipt)
 
+    # -- the session's workload (its tools, ``--tools FILE``) -----------------------------
+    def workload(self, uid: str) -> str | None:
+        """The workload TOML recorded for ``uid`` (its ``WORKLOAD`` file), or None."""
+        try:
+            return (self._dir(uid).path / receipts.WORKLOAD_NAME).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+
+    def set_workload(self, uid: str, text: str) -> None:
+        """Record ``text`` as the session's workload (atomic and durable; replaces any)."""
+        self._check_writable("record the session's tools")
+        path = self._dir(uid).path / receipts.WORKLOAD_NAME
+        self.fs.write_file_atomic(path, text.encode("utf-8"))
+
     # -- internals ------------------------------------------------------------------------
     def _dir(self, uid: str) -> SessionDir:
         sdir = SessionDir(self.session_dir(uid))

@@ -51,6 +51,7 @@ class _Session:
     update_time_ns: int = 0
     cancel: str | None = None  # the execution id a cancel request names (FileStore: CANCEL)
     receipts: dict[str, dict[str, Any]] = field(default_factory=dict)  # tool receipts by key
+    workload: str | None = None  # the session's tools (FileStore: WORKLOAD)
 
 
 class MemoryStore:
@@ -198,6 +199,15 @@ class MemoryStore:
         """Keep ``receipt`` for ``(uid, key)``."""
         with self._cond:
             self._session(uid).receipts[key] = copy.deepcopy(dict(receipt))
+
+    def workload(self, uid: str) -> str | None:
+        """The workload TOML recorded for ``uid``, or None."""
+        return self._session(uid).workload
+
+    def set_workload(self, uid: str, text: str) -> None:
+        """Record ``text`` as the session's workload (replaces any)."""
+        with self._cond:
+            self._session(uid).workload = text
 
     def _session(self, uid: str) -> _Session:
         check_uid(uid)

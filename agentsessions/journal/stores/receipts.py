@@ -22,6 +22,8 @@ from agentsessions.errors import StorageError
 from agentsessions.journal.format.durable import FileSystem
 
 RECEIPTS_NAME = "TOOLRECEIPTS"
+WORKLOAD_NAME = "WORKLOAD"
+"""The session's workload (``--tools FILE``, its TOML text), replaced by a later one."""
 
 
 def read_receipt(path: str | os.PathLike[str], key: str) -> dict[str, Any] | None:
