@@ -7,6 +7,10 @@ Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_
     AgentSessionsError                      root; never raised itself
     +-- UsageError                          the caller asked for something malformed
     |   +-- InvalidArgumentError            bad id, project, page cursor, flag value  (exit 2)
+    |   |   +-- MissingIdempotencyKeyError  a mediated tool call names no idempotency key
+    |   |   +-- UnmediatedToolCallError     a tool call through the host with another tier
+    |   |   +-- UnknownToolError            the session's workload has no such tool
+    |   |   +-- WorkloadError               a ``--tools`` workload file is not valid
     |   +-- CommitTooLargeError             a commit over the store's limit            (exit 7)
     +-- NotFoundError                       no such session                            (exit 3)
     +-- ConflictError                       lost CAS: the journal end moved             (exit 4)
@@ -29,6 +33,8 @@ Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_
     |   +-- ReplayInvokedModelError         I1: replay called a model
     |   +-- HarnessMismatchError            recorded harness name or version differs
     +-- InvalidExecutionLogError            the journal's turns cannot be driven as is   (exit 17)
+    |   +-- InheritedToolIntentError        a fork child's copied prefix ends in a tool intent
+    +-- ToolOutcomeUnknownError             a cut tool call may have run; none can confirm (exit 19)
     +-- TurnCanceledError                   the running turn was canceled by request     (exit 18)
 """
 
@@ -257,3 +263,47 @@ class TurnCanceledError(AgentSessionsError):
 
     exit_code = 18
     grpc_code = "CANCELLED"
+
+
+class MissingIdempotencyKeyError(InvalidArgumentError):
+    """A CONTROLLER_MEDIATED tool call without an idempotency key; nothing was recorded."""
+
+    kind = "missing_idempotency_key"
+
+
+class UnmediatedToolCallError(InvalidArgumentError):
+    """A tool call handed to the host (``sink.tool``) with a tier the host does not run;
+    nothing was recorded. A tool the harness runs itself is reported with ``sink.report``."""
+
+    kind = "unmediated_tool_call"
+
+
+class UnknownToolError(InvalidArgumentError):
+    """The session's workload names no tool (or no executor) of that name."""
+
+    kind = "unknown_tool"
+
+
+class WorkloadError(InvalidArgumentError):
+    """A workload file (``--tools FILE``) does not parse or names what does not exist;
+    ``path``, ``table`` and ``key`` say where."""
+
+    kind = "invalid_workload"
+
+
+class InheritedToolIntentError(InvalidExecutionLogError):
+    """A forked child's open turn ends in a tool intent copied from its parent: the child
+    never re-drives it (the effect, if any, happened in the parent's session)."""
+
+    kind = "inherited_tool_intent"
+
+
+class ToolOutcomeUnknownError(AgentSessionsError):
+    """A mediated tool call was cut between its intent (TOOL_CALL, durable) and its result,
+    the host holds no receipt of its outcome, and its executor cannot confirm one by key: it
+    may have run, so it is never repeated blindly. Nothing was written. ``call_id``,
+    ``tool`` and ``idempotency_key`` name the call."""
+
+    exit_code = 19
+    grpc_code = "FAILED_PRECONDITION"
+    kind = "tool_outcome_unknown"

@@ -284,6 +284,12 @@ def create(
     annotation: Annotated[
         list[str] | None, typer.Option(metavar="KEY=VALUE", help="An annotation; repeatable.")
     ] = None,
+    tools: Annotated[
+        str,
+        typer.Option(
+            metavar="FILE", help="A workload TOML file ([tools.NAME] tables): the session's tools."
+        ),
+    ] = "",
     as_json: JsonOpt = False,
 ) -> None:
     """Create an empty session and print its uid.
@@ -302,6 +308,7 @@ def create(
             model=model,
             labels=labels,
             annotations=annotations,
+            tools=tools or None,
         )
     _print_uid_or_json(state, info.uid, info.to_json())
 

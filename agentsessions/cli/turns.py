@@ -182,6 +182,14 @@ def exec_(
         list[str] | None,
         typer.Option(metavar="KEY=VALUE", help="A label of a new session; repeatable."),
     ] = None,
+    tools: Annotated[
+        str,
+        typer.Option(
+            metavar="FILE",
+            help="A workload TOML file ([tools.NAME] tables): the session's tools, recorded "
+            "with it for this and later turns (replacing earlier ones).",
+        ),
+    ] = "",
     as_json: JsonOpt = False,
 ) -> None:
     """Run one turn: record the inputs, drive the harness, stream the answer.
@@ -212,6 +220,7 @@ def exec_(
             name=name,
             labels=labels,
             fresh_start=fresh_start,
+            tools=tools or None,
         )
         last = show_turn(printer, frames, waking=not fresh_start)
     assert last.turn is not None

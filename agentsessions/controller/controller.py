@@ -32,6 +32,7 @@ from agentsessions.errors import (
     AgentSessionsError,
     CommitTooLargeError,
     HarnessError,
+    InheritedToolIntentError,
     InvalidArgumentError,
     InvalidExecutionLogError,
     LockHeldError,
@@ -62,8 +63,10 @@ from .spi import (
     ModelRequest,
     Runtime,
     Start,
+    ToolResolver,
     can_place,
 )
+from .toolcalls import ToolHost, receipts_of
 
 _TURN_ERRORS = (HarnessError, InvalidArgumentError, InvalidExecutionLogError, PlacementError)
 """Errors a turn raises with its journal in order: its held writer stays valid."""
@@ -83,6 +86,7 @@ class TurnResult:
     created: bool = False
     resumed: bool = False
     canceled: bool = False  # a cancel request stopped it (it ended END CANCELED)
+    tool_calls: int = 0  # executor calls made (0 when every tool result was served)
 
 
 class CountingModels:
@@ -162,16 +166,22 @@ class Controller:
         on_delta: Callable[[str], None] | None = None,
         keep_writers: int = DEFAULT_KEEP,
         idle_seconds: float = DEFAULT_IDLE_SECONDS,
+        tools: ToolResolver | None = None,
     ) -> None:
         """``keep_writers``: how many sessions' writers stay open between turns (0: close
         each after its turn, as a short-lived caller wants); ``idle_seconds``: how long an
-        unused one stays open (checked whenever the controller opens or reuses a writer)."""
+        unused one stays open (checked whenever the controller opens or reuses a writer).
+        ``tools`` finds a session's tools by name (its workload), as ``models`` finds model
+        providers; None: no session has mediated tools."""
         self.store = store
         self.writers = WriterPool(store, keep_writers, idle_seconds)
         self.harnesses = harnesses
         self.models = CountingModels(models)
         self.runtime = runtime
         self.default_model = default_model
+        self.tools = tools
+        self.executor_calls: list[str] = []
+        """Every live tool executor call this controller made, by tool name (evidence)."""
         self.observer_errors: list[Exception] = []
         """What the ``on_record``/``on_delta`` callbacks raised; never part of a turn."""
         self.on_record = on_record
@@ -394,6 +404,7 @@ class Controller:
             raise InvalidExecutionLogError(f"session {uid}: no interrupted turn found")
         run.check_complete_invocation()
         check_harness(run, name, descriptor)
+        _check_inherited_intent(self._info(uid), run)
         journal = _WriterJournal(writer, self.on_record)
         start = Start(
             run.id,
@@ -428,6 +439,7 @@ class Controller:
         legacy: bool,
     ) -> TurnResult:
         calls_before = self.models.calls
+        tools_before = len(self.executor_calls)
         exec_id = "" if legacy else start.execution_id
         try:
             instance.run(start, sink)
@@ -450,7 +462,7 @@ class Controller:
             self._record_error(journal, exec_id, f"{type(exc).__name__}: {exc}")
             raise HarnessError(f"harness failed: {type(exc).__name__}: {exc}") from exc
         last = journal.record([model.end_event("COMPLETED", execution_id=exec_id)])
-        return TurnResult(
+        result = TurnResult(
             uid,
             start.execution_id,
             first_seq,
@@ -458,6 +470,8 @@ class Controller:
             sink.outputs,
             self.models.calls - calls_before,
         )
+        result.tool_calls = len(self.executor_calls) - tools_before
+        return result
 
     def _canceled(
         self,
@@ -537,8 +551,10 @@ class Controller:
 
     def _live(self, journal: _WriterJournal, turn_model: str, exec_id: str = "") -> Live:
         live = Live(journal, self.models, turn_model, self.on_delta)
+        uid = journal.writer.uid
+        live.tools = ToolHost(uid, self.tools, receipts_of(self.store), self.executor_calls)
         if exec_id and requests_of(self.store) is not None:
-            uid, store = journal.writer.uid, self.store
+            store = self.store
             live.before_effect = lambda: check_request(store, uid, exec_id)
         return live
 
@@ -602,6 +618,25 @@ def _first_commit(
     return [start_event] + [
         model.input_event(cast(model.Message, _as_user(m)), execution_id=exec_id) for m in inputs
     ]
+
+
+def _check_inherited_intent(info: SessionInfo, run: executions.Execution) -> None:
+    """Refuse, before the harness runs, to re-drive a tool intent a fork child copied from
+    its parent (digest 5.4): the effect belongs to the parent's session."""
+    meta = info.meta
+    if not meta.parent_uid or not run.effects or run.first_seq > meta.fork_seq:
+        return
+    seq, event = run.effects[-1]
+    if event.get("kind") == "EVENT_TOOL_CALL" and seq <= meta.fork_seq:
+        call = event.get("tool", {})
+        raise InheritedToolIntentError(
+            f"session {meta.uid} was forked from {meta.parent_uid} at seq {meta.fork_seq} "
+            f"inside an open tool call {call.get('id', '')} ({call.get('tool', '')}, seq "
+            f"{seq}); a fork child never re-drives an inherited tool intent",
+            hint=f"resume the parent ({meta.parent_uid}), or fork at a completed turn",
+            session=meta.uid,
+            call_id=str(call.get("id", "")),
+        )
 
 
 def _isolated(

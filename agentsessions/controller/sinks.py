@@ -23,7 +23,9 @@ returns**; between those points commits land unsynced and the next sync covers t
   process) loses nothing written; a power loss may take only the unsynced commits, which
   were never acknowledged, and resume then makes the model call once more, as above.
 - A tool call's intent must be durable before its executor runs (a tool has effects outside
-  the journal), so a TOOL_CALL is synced on its own, never deferred to its result.
+  the journal), so a TOOL_CALL is synced on its own, never deferred to its result. Its
+  TOOL_RESULT rides with the next sync: the host's receipt already holds the outcome
+  durably (:mod:`.toolcalls` has the whole protocol).
 
 Checks made while serving the record (digest 5.1): I0, the model input hash of each call
 equals the recorded one; output text, usage and reported tool results equal the recorded
@@ -50,6 +52,7 @@ from agentsessions.v1 import model
 
 from .inputhash import model_input_hash
 from .spi import Completion, Message, ModelProvider, ModelRequest
+from .toolcalls import ToolHost, check_call, same_call
 
 Event = dict[str, Any]
 
@@ -101,6 +104,8 @@ class Live:
     default_model: str
     on_delta: Callable[[str], None] | None = None
     calls: list[str] = field(default_factory=list)  # live model calls made (I1 evidence)
+    tools: ToolHost | None = None
+    """The session's tools and receipts (None: this turn runs no mediated tools)."""
     before_effect: Callable[[], None] | None = None
     """Asked before each live effect starts (model call, output, tool result, usage) and as
     a live model call streams; it raises TurnCanceledError when a cancel request names the
@@ -178,6 +183,46 @@ class TurnSink:
             self._append([{**_event("EVENT_USAGE", self.execution_id), "usage": usage}], sync=False)
         elif not _same(recorded.get("usage"), usage):
             raise self._diverged("usage differs from the recorded USAGE")
+
+    def tool(self, call: Mapping[str, Any]) -> dict[str, Any]:
+        checked = check_call(call)  # a refusal records nothing
+        recorded = self._next("EVENT_TOOL_CALL", f"tool call {checked['id']}")
+        if recorded is None:
+            return self._live_tool(checked)
+        if not same_call(recorded.get("tool"), checked):
+            raise self._diverged(
+                f"tool call {checked['id']} ({checked['tool']}) differs from the recorded "
+                f"TOOL_CALL {recorded.get('tool', {}).get('id', '')} (id, tool, mediation, "
+                "key or arguments)"
+            )
+        result = self._next("EVENT_TOOL_RESULT", f"the recorded result of {checked['id']}")
+        if result is not None:
+            return dict(result.get("result", {}))
+        # an intent without its result (a crash in between): its outcome, at most once
+        live = self._require_live(f"re-drive tool call {checked['id']}")
+        body = self._host(live).redrive(checked)
+        self._append([self._result_event(body)], sync=False)
+        return body
+
+    def _live_tool(self, call: dict[str, Any]) -> dict[str, Any]:
+        live = self._require_live(f"run tool call {call['id']}")
+        host = self._host(live)
+        bound = host.bind(str(call["tool"]))  # an unknown tool records nothing
+        kept = host.receipt(call)  # the key already ran in this session: no second effect
+        live.boundary()  # no executor starts after a recorded cancel
+        event = {**_event("EVENT_TOOL_CALL", self.execution_id), "tool": call}
+        self._append([event], sync=True)  # the intent is durable before any effect
+        body = kept if kept is not None else host.execute(bound, call)
+        self._append([self._result_event(body)], sync=False)
+        return body
+
+    def _host(self, live: Live) -> ToolHost:
+        if live.tools is None:
+            return ToolHost("", None, None)  # bind() refuses: no tools in this turn
+        return live.tools
+
+    def _result_event(self, body: Mapping[str, Any]) -> Event:
+        return {**_event("EVENT_TOOL_RESULT", self.execution_id), "result": dict(body)}
 
     def delta(self, text: str) -> None:
         if self.live is not None and self.live.on_delta is not None and not self.replaying:

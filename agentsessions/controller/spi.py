@@ -13,6 +13,9 @@ Rules every implementation keeps:
   controller binds it to one.
 - A model provider answers one request with one completion; streaming deltas may reach the
   terminal through ``on_delta`` but are never journaled.
+- A tool executor runs one CONTROLLER_MEDIATED call the host hands it (``sink.tool``): the
+  host has made the call's intent durable first and records its outcome after. Its dedup
+  namespace is (session uid, idempotency key), never the key alone.
 - A runtime hosts harness compute. ``can_place`` refuses a harness that needs memory
   snapshots on a runtime that cannot take them, before any compute or journal change.
 """
@@ -27,6 +30,7 @@ Event = dict[str, Any]
 Message = dict[str, Any]
 
 STATELESS_REPLAY = "RESUMABILITY_STATELESS_REPLAY"
+CONTROLLER_MEDIATED = "MEDIATION_CONTROLLER_MEDIATED"
 REQUIRES_MEMORY_SNAPSHOT = "RESUMABILITY_REQUIRES_MEMORY_SNAPSHOT"
 
 
@@ -132,6 +136,15 @@ class Sink(Protocol):
         """Record a USAGE event."""
         ...
 
+    def tool(self, call: Mapping[str, Any]) -> dict[str, Any]:
+        """Run a host tool call (mediation MEDIATION_CONTROLLER_MEDIATED): TOOL_CALL is made
+        durable (a sync) before the executor runs, then TOOL_RESULT; returns the ToolResult
+        dict (``is_error`` True, code EXECUTOR_ERROR on an executor failure: the model sees
+        it). Replay and resume serve the recorded result (the executor is not called). A
+        call with another tier raises UnmediatedToolCallError before anything is recorded;
+        no idempotency key raises MissingIdempotencyKeyError."""
+        ...
+
     def delta(self, text: str) -> None:
         """Stream partial text to whoever watches; never journaled."""
         ...
@@ -148,6 +161,51 @@ class Harness(Protocol):
 
 
 HarnessFactory = Callable[[], Harness]
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    """One mediated call as its executor gets it; ``config`` is the workload's for the tool."""
+
+    session_uid: str
+    call_id: str
+    tool: str
+    args: Mapping[str, Any]
+    idempotency_key: str
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What an executor did: ``output`` (a JSON object) and ``content`` parts for the model,
+    or ``error`` (non-empty: an is_error result, code EXECUTOR_ERROR)."""
+
+    output: Mapping[str, Any] | None = None
+    content: tuple[dict[str, Any], ...] = ()
+    error: str = ""
+
+
+class ToolExecutor(Protocol):
+    """Runs mediated tool calls. An executor that dedups on (session uid, idempotency key)
+    itself, so that a second call with the same key returns the first outcome without a
+    second effect, says so with a true ``idempotent`` attribute: only such an executor is
+    re-driven after a crash left a call's outcome unknown (see ``controller/sinks.py``)."""
+
+    def call(self, request: ToolRequest) -> ToolOutcome: ...
+
+
+@dataclass(frozen=True)
+class BoundTool:
+    """A tool of a session's workload as the host runs it: its executor and its config."""
+
+    name: str
+    executor: ToolExecutor
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+
+ToolResolver = Callable[[str, str], BoundTool]
+"""``(session uid, tool name) -> BoundTool``; raises UnknownToolError for a tool the
+session's workload does not have."""
 
 
 class ModelProvider(Protocol):

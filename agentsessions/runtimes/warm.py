@@ -12,7 +12,7 @@ returns it without starting anything.
 
 A compute's ``harness`` is a :class:`RemoteHarness`: ``describe`` and ``run`` travel over
 the socket as length-prefixed JSON frames (:mod:`warm_wire`). The real harness runs in
-the host; each sink call (model, output, report, usage, delta) and each history read
+the host; each sink call (model, output, report, usage, tool, delta) and each history read
 comes back to the calling process, which answers it from its own sink and history. So
 the controller's sink in the calling process still records every effect before the
 harness sees its result. A harness exception comes back as HarnessError with its
@@ -203,6 +203,8 @@ class _Served:
             return self.sink.report(frame["result"])
         if call == "usage":
             return self.sink.usage(frame["usage"])
+        if call == "tool":
+            return self.sink.tool(frame["tool_call"])
         if call == "history_len":
             return len(self.history)
         if call == "history_tail":

@@ -36,7 +36,7 @@ import socket
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, NoReturn
 
@@ -564,6 +564,10 @@ class _RemoteSink:
 
     def usage(self, usage: dict[str, Any]) -> None:
         self._channel.call({"call": "usage", "usage": usage})
+
+    def tool(self, call: Mapping[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = self._channel.call({"call": "tool", "tool_call": dict(call)})
+        return result
 
     def delta(self, text: str) -> None:
         self._channel.tell({"call": "delta", "text": text})

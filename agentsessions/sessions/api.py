@@ -17,6 +17,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
 
@@ -249,8 +250,10 @@ class Sessions(Protocol):
         model: str = "",
         labels: Mapping[str, str] | None = None,
         annotations: Mapping[str, str] | None = None,
+        tools: str | PathLike[str] | None = None,
     ) -> Session:
-        """Create an empty session (metadata only, no event)."""
+        """Create an empty session (metadata only, no event); ``tools`` names a workload
+        TOML file (validated first) recorded with the session for its turns."""
         ...
 
     def get(self, uid: str) -> Session:
@@ -280,8 +283,12 @@ class Sessions(Protocol):
         name: str = "",
         labels: Mapping[str, str] | None = None,
         fresh_start: bool = False,
+        tools: str | PathLike[str] | None = None,
     ) -> Iterator[Frame]:
         """Run one turn: frames are the Session, each record and delta, the Session last.
+
+        ``tools`` names a workload TOML file, validated before anything is written and
+        recorded with the session (it replaces the earlier one for this and later turns).
 
         Without ``uid`` a session is created (``project``, ``name``, ``labels`` describe
         it). A request that cannot run is refused before anything is written. A failed
@@ -305,6 +312,7 @@ class Sessions(Protocol):
         name: str = "",
         labels: Mapping[str, str] | None = None,
         fresh_start: bool = False,
+        tools: str | PathLike[str] | None = None,
     ) -> SessionFrame:
         """Run one turn as :meth:`exec` does, without streaming: its last frame (the session
         as the turn left it, and the turn). Raises as :meth:`exec`'s iterator would.

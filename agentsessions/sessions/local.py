@@ -30,10 +30,16 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from agentsessions.errors import AgentSessionsError, InvalidArgumentError, LockHeldError
+from agentsessions.errors import (
+    AgentSessionsError,
+    InvalidArgumentError,
+    LockHeldError,
+    UnavailableError,
+)
 from agentsessions.journal.stores.store import (
     SessionInfo,
     SessionMeta,
@@ -56,6 +62,7 @@ if TYPE_CHECKING:
     from agentsessions.journal.format.records import Record
     from agentsessions.journal.tools.verify import VerifyReport
     from agentsessions.runtimes.compute import HostInfo
+    from agentsessions.tools.workload import Workload
 
 DEFAULT_HARNESS = "echo"
 DEFAULT_MODEL = "echo"
@@ -181,9 +188,12 @@ class LocalSessions:
         model: str = "",
         labels: Mapping[str, str] | None = None,
         annotations: Mapping[str, str] | None = None,
+        tools: str | PathLike[str] | None = None,
     ) -> Session:
-        """Create an empty session; an unknown model provider is refused first."""
+        """Create an empty session; an unknown model provider or a bad workload is refused
+        first; ``tools`` (a workload file) is recorded with the session."""
         self._check_model(model)  # an unknown provider is refused before the session exists
+        workload = _workload(tools)
         meta = SessionMeta(
             uid=new_uid(),
             project=check_project(project),
@@ -195,7 +205,10 @@ class LocalSessions:
             create_time_ns=time.time_ns(),
         )
         with self._lock:
-            return view(self.store.create(meta))
+            info = self.store.create(meta)
+            if workload is not None:
+                self._record_workload(info.uid, workload)
+            return view(info)
 
     def get(self, uid: str) -> Session:
         """The session, with where its harness memory lives (a bounded probe)."""
@@ -383,11 +396,12 @@ class LocalSessions:
         name: str = "",
         labels: Mapping[str, str] | None = None,
         fresh_start: bool = False,
+        tools: str | PathLike[str] | None = None,
     ) -> Iterator[Frame]:
         """Run one turn (see :meth:`Sessions.exec`); every check is made in the caller's
         thread before anything is written, then the turn runs on its own thread."""
         uid, lock, work, created = self._begin(
-            uid, inputs, harness, model, config, wait, project, name, labels, fresh_start
+            uid, inputs, harness, model, config, wait, project, name, labels, fresh_start, tools
         )
         return self._stream(uid, lock, work, created)
 
@@ -404,6 +418,7 @@ class LocalSessions:
         name: str = "",
         labels: Mapping[str, str] | None = None,
         fresh_start: bool = False,
+        tools: str | PathLike[str] | None = None,
     ) -> SessionFrame:
         """Run one turn to its end and return its last frame (see :meth:`Sessions.run`).
 
@@ -411,7 +426,7 @@ class LocalSessions:
         streamed, so no frame crosses threads. An interrupt (Ctrl-C) in the caller stops
         the turn where it is, leaving it open for ``resume``, as a killed process does."""
         uid, lock, work, _created = self._begin(
-            uid, inputs, harness, model, config, wait, project, name, labels, fresh_start
+            uid, inputs, harness, model, config, wait, project, name, labels, fresh_start, tools
         )
         try:
             controller = self.controller(uid)
@@ -432,11 +447,13 @@ class LocalSessions:
         name: str,
         labels: Mapping[str, str] | None,
         fresh_start: bool,
+        tools: str | PathLike[str] | None = None,
     ) -> tuple[str, threading.Lock, Callable[[Controller], tuple[Turn | None, bool]], bool]:
         """A turn's checks, its session (created when ``uid`` is None) and the session's
         lock, taken: the session, the lock, the turn's work for a controller, and created."""
         messages = [as_message(item) for item in inputs]
         self.check_request(uid, messages, wait, project, name, labels, fresh_start)
+        workload = _workload(tools)  # a bad workload is refused before anything is written
         recorded, recorded_model = "", ""
         if uid is not None:
             info = self._state(uid)
@@ -459,6 +476,8 @@ class LocalSessions:
                 uid = self.store.create(meta).uid
         lock = self._hold(uid, wait)
         session_uid = uid
+        if workload is not None:
+            self._record_workload(uid, workload)
 
         def work(controller: Controller) -> tuple[Turn | None, bool]:
             woke = False
@@ -476,6 +495,13 @@ class LocalSessions:
             return turn_view(result, created), woke
 
         return session_uid, lock, work, created
+
+    def _record_workload(self, uid: str, workload: Workload) -> None:
+        """Keep the session's tools with it (a store without a place for them refuses)."""
+        setter = getattr(self.store, "set_workload", None)
+        if setter is None:
+            raise UnavailableError("this store keeps no tools for its sessions")
+        setter(uid, workload.source)
 
     def resume(self, uid: str, *, harness: str | None = None, wait: float = 0.0) -> Iterator[Frame]:
         """Wake suspended compute and complete an open turn, if any; frames as for exec.
@@ -640,3 +666,12 @@ def open_local(
     from agentsessions.journal.stores.filestore import FileStore
 
     return LocalSessions(resolved, FileStore(resolved), runtime=runtime, model=model)
+
+
+def _workload(tools: str | PathLike[str] | None) -> Workload | None:
+    """The validated workload file ``tools`` names, or None."""
+    if tools is None or tools == "":
+        return None
+    from agentsessions.tools.workload import load_workload
+
+    return load_workload(os.fspath(tools))

@@ -1,4 +1,5 @@
-"""Assemble a controller for an engine: the store, harnesses by name, models, a runtime.
+"""Assemble a controller for an engine: the store, harnesses by name, models, a runtime,
+and each session's tools (the workload recorded with it).
 
 This is the only place that joins the core to concrete components; the core itself finds
 harnesses through the registry and never imports them.
@@ -42,6 +43,7 @@ def build_controller(
     from agentsessions.controller.controller import Controller
     from agentsessions.models import create_model
     from agentsessions.runtimes import create_runtime
+    from agentsessions.tools.workload import resolver
 
     def models(name: str) -> ModelProvider:
         return create_model(name)
@@ -55,4 +57,5 @@ def build_controller(
         on_record=on_record,
         on_delta=on_delta,
         keep_writers=keep_writers,
+        tools=resolver(store),
     )

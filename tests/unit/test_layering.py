@@ -20,7 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "agentsessions"
 
-UPPER_LAYERS = ("cli", "server", "runtimes", "models", "harnesses")
+UPPER_LAYERS = ("cli", "server", "runtimes", "models", "harnesses", "tools")
 UI_AND_WIRE = ("typer", "rich", "grpc", "click")
 
 # the journal's rooms, lowest first: a room imports only the rooms before it (and v1, errors)

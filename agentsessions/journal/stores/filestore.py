@@ -25,9 +25,10 @@ import os
 import secrets
 import shutil
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from agentsessions.errors import (
     AgentSessionsError,
@@ -43,7 +44,7 @@ from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import Position, SegmentLog
-from agentsessions.journal.stores import forking, watch
+from agentsessions.journal.stores import forking, receipts, watch
 from agentsessions.journal.stores.catalog import Catalog
 from agentsessions.journal.stores.filewriter import FileWriter, fold_frames, frame_records
 from agentsessions.journal.stores.sessiondir import (
@@ -418,6 +419,31 @@ class FileStore:
         if sdir.cancel_file.exists():
             self.fs.unlink(sdir.cancel_file)
             self.fs.sync_dir(sdir.path)
+
+    # -- tool receipts (the host's dedup record of mediated calls) ------------------------
+    def tool_receipt(self, uid: str, key: str) -> dict[str, Any] | None:
+        """The outcome kept for ``(uid, key)``, or None (see :mod:`.receipts`)."""
+        return receipts.read_receipt(self._dir(uid).path / receipts.RECEIPTS_NAME, key)
+
+    def record_tool_receipt(self, uid: str, key: str, receipt: Mapping[str, Any]) -> None:
+        """Keep ``receipt`` for ``(uid, key)`` durably before returning."""
+        self._check_writable("keep a tool receipt")
+        path = self._dir(uid).path / receipts.RECEIPTS_NAME
+        receipts.append_receipt(self.fs, path, key, receipt)
+
+    # -- the session's workload (its tools, ``--tools FILE``) -----------------------------
+    def workload(self, uid: str) -> str | None:
+        """The workload TOML recorded for ``uid`` (its ``WORKLOAD`` file), or None."""
+        try:
+            return (self._dir(uid).path / receipts.WORKLOAD_NAME).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+
+    def set_workload(self, uid: str, text: str) -> None:
+        """Record ``text`` as the session's workload (atomic and durable; replaces any)."""
+        self._check_writable("record the session's tools")
+        path = self._dir(uid).path / receipts.WORKLOAD_NAME
+        self.fs.write_file_atomic(path, text.encode("utf-8"))
 
     # -- internals ------------------------------------------------------------------------
     def _dir(self, uid: str) -> SessionDir:

@@ -8,6 +8,7 @@ durability differs. Thread-safe: one lock guards every session.
 from __future__ import annotations
 
 import builtins
+import copy
 import functools
 import threading
 import time
@@ -49,6 +50,8 @@ class _Session:
     deleted: bool = False
     update_time_ns: int = 0
     cancel: str | None = None  # the execution id a cancel request names (FileStore: CANCEL)
+    receipts: dict[str, dict[str, Any]] = field(default_factory=dict)  # tool receipts by key
+    workload: str | None = None  # the session's tools (FileStore: WORKLOAD)
 
 
 class MemoryStore:
@@ -184,6 +187,27 @@ class MemoryStore:
         """Remove the pending cancel request, if any (idempotent)."""
         with self._cond:
             self._session(uid).cancel = None
+
+    # -- tool receipts (the same contract as FileStore's TOOLRECEIPTS) ---------------------
+    def tool_receipt(self, uid: str, key: str) -> dict[str, Any] | None:
+        """The outcome kept for ``(uid, key)``, or None."""
+        with self._cond:
+            kept = self._session(uid).receipts.get(key)
+            return None if kept is None else copy.deepcopy(kept)
+
+    def record_tool_receipt(self, uid: str, key: str, receipt: Mapping[str, Any]) -> None:
+        """Keep ``receipt`` for ``(uid, key)``."""
+        with self._cond:
+            self._session(uid).receipts[key] = copy.deepcopy(dict(receipt))
+
+    def workload(self, uid: str) -> str | None:
+        """The workload TOML recorded for ``uid``, or None."""
+        return self._session(uid).workload
+
+    def set_workload(self, uid: str, text: str) -> None:
+        """Record ``text`` as the session's workload (replaces any)."""
+        with self._cond:
+            self._session(uid).workload = text
 
     def _session(self, uid: str) -> _Session:
         check_uid(uid)

@@ -1,0 +1,81 @@
+"""Tool executors by spec: how the host finds what runs a session's mediated tool calls.
+
+Spec grammar (the ``executor`` key of a workload's ``[tools.NAME]`` table)::
+
+    spec = "python:" module ":" function | builtin
+    builtin = "append_line" | a name given to :func:`register_executor`
+
+- ``python:module:function``: imports ``module`` and calls ``function(request)``, which
+  returns a :class:`~agentsessions.controller.spi.ToolOutcome`, a mapping (the output object)
+  or a string (a text part for the model); see :mod:`.python`. A function with a true
+  ``idempotent`` attribute dedups on (session uid, idempotency key) itself.
+- ``append_line``: appends ``args["line"]`` and a newline to the file named by
+  ``config["path"]``, durably (:mod:`.appendline`): an effect anyone can count.
+
+Later: ``unix:///path.sock`` (an operator-run process) and ``mcp:COMMAND ARGS``. Any other
+spec is refused with UnknownToolError naming it and the known forms. Creating an executor
+checks the spec and imports a ``python:`` module, and touches nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from agentsessions.controller.spi import BoundTool, ToolExecutor, ToolResolver
+from agentsessions.errors import UnknownToolError
+
+from .appendline import AppendLine
+from .python import PythonExecutor
+
+__all__ = [
+    "AppendLine",
+    "PythonExecutor",
+    "create_executor",
+    "known_executors",
+    "register_executor",
+    "static_resolver",
+]
+
+_BUILTINS: dict[str, Callable[[], ToolExecutor]] = {"append_line": AppendLine}
+SCHEMES = ("python:",)
+
+
+def register_executor(name: str, factory: Callable[[], ToolExecutor]) -> None:
+    """Make the built-in name ``name`` create executors with ``factory``."""
+    if not name or ":" in name or name != name.strip():
+        raise UnknownToolError(f"invalid executor name {name!r}: a plain name without ':'")
+    _BUILTINS[name] = factory
+
+
+def known_executors() -> list[str]:
+    """The accepted forms, for errors and help."""
+    return [*sorted(_BUILTINS), "python:module:function"]
+
+
+def create_executor(spec: str) -> ToolExecutor:
+    """The executor ``spec`` names (see the module docstring), or UnknownToolError."""
+    spec = spec.strip()
+    if spec.startswith("python:"):
+        return PythonExecutor.from_spec(spec)
+    factory = _BUILTINS.get(spec)
+    if factory is None:
+        raise UnknownToolError(
+            f"unknown tool executor {spec!r} (known: {', '.join(known_executors())})"
+        )
+    return factory()
+
+
+def static_resolver(tools: Mapping[str, BoundTool]) -> ToolResolver:
+    """A resolver serving the same ``tools`` to every session (tests, embedding code)."""
+    table = dict(tools)
+
+    def resolve(uid: str, name: str) -> BoundTool:
+        bound = table.get(name)
+        if bound is None:
+            known = ", ".join(sorted(table)) or "none"
+            raise UnknownToolError(
+                f"session {uid} has no tool {name!r} (its tools: {known}); nothing was recorded"
+            )
+        return bound
+
+    return resolve

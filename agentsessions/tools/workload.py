@@ -1,0 +1,181 @@
+"""The workload: a session's tools, from a TOML file (``--tools FILE``).
+
+One ``[tools.NAME]`` table per tool::
+
+    [tools.log]
+    mediation = "mediated"          # reported | mediated | approval
+    executor = "append_line"        # python:module:function | a built-in name
+    description = "Append a line to the log"
+    parameters = { type = "object", properties = { line = { type = "string" } } }
+    config = { path = "/tmp/log.txt" }
+
+Validation is strict and happens before anything is written: a file that does not parse, a
+key or table that is not one of these, a tier that does not exist, a tool name that is not a
+plain name, or an executor spec the registry refuses is a WorkloadError (exit 2) with one
+line naming the file, the table and the key. A ``reported`` tool (run by the harness itself)
+needs no executor; ``mediated`` and ``approval`` tools do.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentsessions.controller.spi import BoundTool, ToolResolver
+from agentsessions.errors import UnknownToolError, WorkloadError
+from agentsessions.v1 import model
+
+from . import create_executor
+
+MEDIATIONS = {
+    "reported": "MEDIATION_IN_HARNESS_REPORTED",
+    "mediated": "MEDIATION_CONTROLLER_MEDIATED",
+    "approval": "MEDIATION_REQUIRES_APPROVAL",
+}
+KEYS = ("mediation", "executor", "description", "parameters", "config")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One ``[tools.NAME]`` table, validated."""
+
+    name: str
+    mediation: str  # the v1 enum name (MEDIATION_...)
+    executor: str = ""
+    description: str = ""
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A session's tools, by name; ``source`` is the TOML text it was read from."""
+
+    tools: Mapping[str, Tool]
+    source: str = ""
+    path: str = ""
+
+    def definitions(self) -> tuple[model.ToolDefinition, ...]:
+        """What a harness offers the model: one ToolDefinition per tool, by name."""
+        out: list[model.ToolDefinition] = []
+        for name in sorted(self.tools):
+            tool = self.tools[name]
+            definition: model.ToolDefinition = {"name": name}
+            if tool.description:
+                definition["description"] = tool.description
+            if tool.parameters:
+                definition["input_schema"] = dict(tool.parameters)
+            out.append(definition)
+        return tuple(out)
+
+    def bind(self, uid: str, name: str) -> BoundTool:
+        """The tool ``name`` with its executor, or UnknownToolError."""
+        tool = self.tools.get(name)
+        if tool is None or not tool.executor:
+            known = ", ".join(n for n in sorted(self.tools) if self.tools[n].executor) or "none"
+            raise UnknownToolError(
+                f"session {uid}: its workload has no host-run tool {name!r} (host-run: "
+                f"{known}); nothing was recorded"
+            )
+        return BoundTool(name, create_executor(tool.executor), dict(tool.config))
+
+
+def load_workload(path: str | Path) -> Workload:
+    """Read and validate the workload file at ``path`` (see the module docstring)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise WorkloadError(f"workload {path}: cannot read it: {exc}", path=str(path)) from None
+    return parse_workload(text, str(path))
+
+
+def parse_workload(text: str, path: str = "(workload)") -> Workload:
+    """Validate workload TOML ``text``; ``path`` names it in errors."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise WorkloadError(f"workload {path}: not valid TOML: {exc}", path=path) from None
+    extra = sorted(set(data) - {"tools"})
+    if extra:
+        raise _bad(path, "", extra[0], "unknown table or key (a workload has only [tools.NAME])")
+    tables = data.get("tools", {})
+    if not isinstance(tables, dict):
+        raise _bad(path, "", "tools", "must be a table of [tools.NAME] tables")
+    tools = {name: _tool(path, name, body) for name, body in tables.items()}
+    return Workload(tools, text, path)
+
+
+def _tool(path: str, name: str, body: Any) -> Tool:
+    table = f"tools.{name}"
+    if not _NAME.fullmatch(name):
+        raise _bad(path, table, "", "a tool name is letters, digits, '_', '.', '-' (1-64)")
+    if not isinstance(body, dict):
+        raise _bad(path, table, "", "must be a table")
+    extra = sorted(set(body) - set(KEYS))
+    if extra:
+        raise _bad(path, table, extra[0], f"unknown key (known: {', '.join(KEYS)})")
+    tier = body.get("mediation")
+    if tier not in MEDIATIONS:
+        raise _bad(
+            path, table, "mediation", f"must be one of {', '.join(MEDIATIONS)}; got {tier!r}"
+        )
+    executor = body.get("executor", "")
+    if not isinstance(executor, str):
+        raise _bad(path, table, "executor", "must be a string")
+    if tier != "reported" and not executor:
+        raise _bad(path, table, "executor", f"a {tier} tool needs an executor")
+    if executor:
+        try:
+            create_executor(executor)
+        except UnknownToolError as exc:
+            raise _bad(path, table, "executor", str(exc)) from None
+    description = body.get("description", "")
+    if not isinstance(description, str):
+        raise _bad(path, table, "description", "must be a string")
+    for key in ("parameters", "config"):
+        if not isinstance(body.get(key, {}), dict):
+            raise _bad(path, table, key, "must be a table")
+    return Tool(
+        name,
+        MEDIATIONS[tier],
+        executor,
+        description,
+        dict(body.get("parameters", {})),
+        dict(body.get("config", {})),
+    )
+
+
+def _bad(path: str, table: str, key: str, why: str) -> WorkloadError:
+    where = f"[{table}] " if table else ""
+    where += f"{key}: " if key else ""
+    return WorkloadError(f"workload {path}: {where}{why}", path=path, table=table, key=key)
+
+
+class WorkloadTools:
+    """A :data:`ToolResolver` reading each session's recorded workload from its store."""
+
+    def __init__(self, store: object) -> None:
+        self._store = store
+        self._parsed: dict[str, Workload] = {}  # by source text: parsed once
+
+    def __call__(self, uid: str, name: str) -> BoundTool:
+        text = getattr(self._store, "workload", lambda _uid: None)(uid)
+        if text is None:
+            raise UnknownToolError(
+                f"session {uid} has no tools; tool {name!r} cannot run; nothing was recorded",
+                hint=f"agentsessions exec {uid} --tools FILE",
+            )
+        workload = self._parsed.get(text)
+        if workload is None:
+            workload = self._parsed[text] = parse_workload(text, f"(recorded for {uid})")
+        return workload.bind(uid, name)
+
+
+def resolver(store: object) -> ToolResolver:
+    """The tools resolver for sessions of ``store`` (their recorded workloads)."""
+    return WorkloadTools(store)
