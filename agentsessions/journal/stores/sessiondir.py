@@ -5,7 +5,8 @@ A session directory (``docs/FORMAT.md``) holds::
     session.json  immutable metadata, written before any event
     LOCK          flock of the single writer, with the holder's identity
     FENCE         the current fence, minted in place by every writer open
-    TAIL          hint: the tail position and state, so opens read only the tail
+    TAIL          hint: the tail position and state, so opens read only the tail, and
+                  what the last writable open verified about the sealed segments
     DELETED       marker of a soft delete; present = no more writes
     BASE          a forked child's start: the parent's tail state at the fork point
     journal/      segment files (see :mod:`agentsessions.journal.format.segmentlog`)
