@@ -36,6 +36,7 @@ import bisect
 import os
 import threading
 from collections.abc import Callable, Generator, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,13 @@ from agentsessions.journal.format.segment import (
     Frame,
     SegmentHeader,
 )
-from agentsessions.journal.format.segmentread import CORRUPT_HINT, Link, SegmentFiles, listing
+from agentsessions.journal.format.segmentread import (
+    CORRUPT_HINT,
+    CheckedLinks,
+    Link,
+    SegmentFiles,
+    listing,
+)
 from agentsessions.journal.format.segmenttail import (
     OpenScan,
     Position,
@@ -109,6 +116,8 @@ class SegmentLog(SegmentFiles):
         self._unsynced_from: int | None = None
         self.compress_in_background = False
         self._compressor: threading.Thread | None = None
+        # what opening verified about the sealed segments (the TAIL hint records it)
+        self._links: CheckedLinks | None = None
 
     # -- creation and opening -------------------------------------------------------------
     @classmethod
@@ -148,7 +157,8 @@ class SegmentLog(SegmentFiles):
         ends before one, or holds another hash there, raises AcknowledgedDataMissingError
         before recovery changes anything. ``check_links`` (default: when writable) checks
         every SEAL against the next header, so no writer extends a journal whose segments
-        do not chain (two small reads per sealed segment).
+        do not chain: one ``stat`` per sealed segment, and two small reads for each one that
+        ``resume.links`` (the hint's record of an earlier check) does not vouch for.
         """
         sg.session_bytes(session_id)
         journal_dir = Path(journal_dir)
@@ -161,7 +171,7 @@ class SegmentLog(SegmentFiles):
         log.compress_in_background = compress_in_background
         try:
             if writable if check_links is None else check_links:
-                log.check_links()
+                log.check_links(resume.links if resume is not None else None)
             s, base_carry, resumed = log._load(resume)
             log._check_acked(acked, s, resume if resumed else None)
             recovery = log._recover(s, tmps) if writable else report(s, (), ())
@@ -176,12 +186,14 @@ class SegmentLog(SegmentFiles):
         header, fd, raw = self._open_tail(first)
         self._tail = tail = Tail.start(header, fd)
         path = self._path(first, "seg" if fd is not None else "zst")
-        carry = self._check_tail_layout(header, path)
+        self._check_tail_number(header, path)
         s = None
         if raw is None:
             s = resume_scan(self.fs, tail, resume, writable=self.writable,
                             max_record=self.max_record_bytes)  # fmt: skip
         resumed = s is not None
+        carry = self._check_tail_link(header, need_carry=not resumed)  # (resume_scan never raises)
+        self._links = self.checked_links(header)
         if s is None:
             if raw is None:
                 assert fd is not None
@@ -279,8 +291,9 @@ class SegmentLog(SegmentFiles):
     # -- state ----------------------------------------------------------------------------
     @property
     def position(self) -> Position:
-        """Where the committed log ends (valid as a resume hint)."""
-        return self._require_tail().position
+        """Where the committed log ends (valid as a resume hint), with what opening verified
+        about the sealed segments (``links``, None unless it checked them all)."""
+        return replace(self._require_tail().position, links=self._links)
 
     @property
     def base_seq(self) -> int:

@@ -17,13 +17,15 @@ Invariants:
   if the strict path accepts it *and* its EVENT payloads continue the hash chain from the
   segment's header. It never names a failure: on damage, or on anything it is unsure about,
   it answers "not ok" and the caller reads that segment strictly, which names it. So the batch
-  path can make ``verify`` faster but cannot change a verdict.
+  path can make ``verify`` faster but cannot change a verdict;
+- :meth:`SegmentFiles.check_links` re-reads the header and SEAL of a sealed segment unless a
+  :class:`CheckedLinks` record (the TAIL hint's ``sealed``) shows that it and its neighbours
+  are, by ``stat``, the very files whose links an earlier open checked (FORMAT.md 11, 14).
 """
 
 from __future__ import annotations
 
 import hashlib
-import itertools
 import os
 import re
 import struct
@@ -53,6 +55,50 @@ Link = tuple[int, str]
 
 PayloadCheck = Callable[[Sequence[bytes | bytearray]], bool]
 """Extra per-payload checks of a batch scan (``verify --strict``); False rejects the batch."""
+
+FileId = tuple[int, str, int, int, int, int]
+"""A sealed segment file as ``stat`` sees it: ``(first_seq, form, size, inode, mtime_ns,
+ctime_ns)``, ``form`` being ``"seg"`` or ``"zst"`` (the file a reader uses)."""
+
+
+@dataclass(frozen=True)
+class CheckedLinks:
+    """What an open verified about the sealed segments; the TAIL hint carries it as ``sealed``.
+
+    ``files``: each sealed segment in order (``segment_no`` 0 first), as ``stat`` saw it just
+    before its header and SEAL were read and found to chain (or, unchanged, an earlier record);
+    ``link``: the last one's SEAL, which the next header continued. ``written_ns``: the hint
+    file's mtime as read back (0 for a record not read from a file). A record counts only for
+    a file whose ctime is older than that: a change within the same clock tick as the check
+    could leave every stat field equal (the "racy git" problem), one a tick later cannot.
+    """
+
+    files: tuple[FileId, ...]
+    link: Link
+    written_ns: int = 0
+
+    def trusts(self, no: int, now: FileId | None) -> bool:
+        """True when the ``no``-th sealed segment is, by ``stat``, the file checked before."""
+        if now is None or no >= len(self.files):
+            return False
+        return self.files[no] == now and now[5] < self.written_ns
+
+    def to_json(self) -> dict[str, Any]:
+        """The TAIL hint's ``sealed`` value (docs/FORMAT.md 11)."""
+        return {"files": [list(f) for f in self.files], "link": list(self.link)}
+
+    @classmethod
+    def from_json(cls, obj: Any, written_ns: int) -> CheckedLinks | None:
+        """The record in a TAIL hint, or None when it is absent or malformed (a full check)."""
+        try:
+            files = tuple(
+                (int(a), str(b), int(c), int(d), int(e), int(f))
+                for a, b, c, d, e, f in obj["files"]
+            )
+            last_seq, last_hash = obj["link"]
+            return cls(files, (int(last_seq), str(last_hash)), written_ns)
+        except (KeyError, TypeError, ValueError):
+            return None
 
 
 def listing(fs: FileSystem, journal_dir: Path) -> tuple[dict[int, set[str]], list[str]]:
@@ -280,6 +326,10 @@ class SegmentFiles:
         self.max_record_bytes = max_record_bytes
         self._segs = segs
         self._zst: dict[int, _Zst] = {}
+        # set by check_links: the sealed segments as stat saw them before their checks, and
+        # the last one's SEAL when a record vouches for it (opening then need not read it)
+        self._sealed_ids: list[FileId | None] | None = None
+        self._known_link: Link | None = None
 
     @classmethod
     def at(
@@ -345,14 +395,34 @@ class SegmentFiles:
             os.close(fd)
         return self._decode_header(raw, first, self._path(first)), self._path(first)
 
-    def _check_tail_layout(self, header: SegmentHeader, path: Path) -> dict[str, Any] | None:
-        """Opening's checks of the tail ``header``: its number, and the link to the last sealed
-        segment (from a few small reads at that segment's end); returns that SEAL's carry."""
+    def _check_tail_number(self, header: SegmentHeader, path: Path) -> None:
+        """Opening's first check of the tail ``header``: its number is the segment count - 1."""
         firsts = self.segments
         if header.segment_no != len(firsts) - 1:
             msg = f"segment_no {header.segment_no} but {len(firsts)} segments (one is missing?)"
             raise self._corrupt(path, 40, header.first_seq, msg)
-        return self._check_link(firsts[-2], header) if len(firsts) > 1 else None
+
+    def _check_tail_link(self, header: SegmentHeader, need_carry: bool) -> dict[str, Any] | None:
+        """Opening's check that the last sealed segment's SEAL links to the tail ``header``,
+        from a few small reads at that segment's end; returns that SEAL's carry.
+
+        When :meth:`check_links` found that segment unchanged since a recorded check and the
+        carry is not needed, the recorded SEAL stands in for the reads."""
+        firsts = self.segments
+        if len(firsts) < 2:
+            return None
+        if not need_carry and self._known_link == (header.first_seq - 1, header.prev_hash):
+            return None
+        return self._check_link(firsts[-2], header)
+
+    def checked_links(self, tail: SegmentHeader) -> CheckedLinks | None:
+        """What :meth:`check_links` and opening verified, as the TAIL hint records it; None
+        when they did not run, or a sealed segment could not be stat'ed."""
+        ids = self._sealed_ids
+        if not ids or any(i is None for i in ids):
+            return None
+        return CheckedLinks(tuple(i for i in ids if i is not None),
+                            (tail.first_seq - 1, tail.prev_hash))  # fmt: skip
 
     def _check_link(self, prev: int, header: SegmentHeader) -> dict[str, Any]:
         """Check the last sealed segment's SEAL links to ``header``; return its carry."""
@@ -368,21 +438,40 @@ class SegmentFiles:
             raise self._corrupt(path, 0, header.first_seq, msg)
         return info.carry
 
-    def check_links(self) -> None:
+    def check_links(self, known: CheckedLinks | None = None) -> None:
         """Check that the sealed segments chain without reading their frames: the first is
         segment_no 0, and each SEAL links to the next header with the next number.
 
-        Two small reads per sealed segment (its header and SEAL, or a compressed segment's
-        seek table); the link from the last sealed segment to the tail is opening's to check.
+        One ``stat`` per sealed segment, and two small reads (its header and SEAL, or a
+        compressed segment's seek table) for each one that ``known`` (an earlier open's
+        record) does not vouch for, and for the neighbours of those; so an unchanged journal
+        costs no read. The link from the last sealed segment to the tail is opening's to check.
         """
-        firsts = self.segments
-        if len(firsts) < 2:
-            return
-        header, path = self._header_of(firsts[0])
-        if header.segment_no != 0:
-            raise self._corrupt(path, 40, firsts[0], "the first segment's segment_no is not 0")
-        for prev, first in itertools.pairwise(firsts[:-1]):
-            self._check_link(prev, self._header_of(first)[0])
+        sealed = self.segments[:-1]
+        ids = [self._file_id(first) for first in sealed]  # before any read: a later change shows
+        ok = [known is not None and known.trusts(no, i) for no, i in enumerate(ids)]
+        if sealed and not ok[0]:
+            header, path = self._header_of(sealed[0])
+            if header.segment_no != 0:
+                raise self._corrupt(path, 40, sealed[0], "the first segment's segment_no is not 0")
+        for no in range(1, len(sealed)):
+            if not (ok[no - 1] and ok[no]):
+                self._check_link(sealed[no - 1], self._header_of(sealed[no])[0])
+        if known is not None and sealed and ok[-1] and len(known.files) == len(sealed):
+            self._known_link = known.link
+        self._sealed_ids = ids
+
+    def _file_id(self, first: int) -> FileId | None:
+        """Sealed segment ``first`` as ``stat`` sees it now (None if it cannot be stat'ed)."""
+        # a str path, not a Path: this runs once per sealed segment on every writable open
+        base = os.path.join(self.journal_dir, sg.segment_name(first))
+        for form in ("seg", "zst") if "seg" in self._segs.get(first, ()) else ("zst",):
+            try:
+                st = os.stat(base if form == "seg" else base + ".zst")
+            except OSError:
+                continue  # a .seg compressed meanwhile, or a missing file the reads will name
+            return first, form, st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns
+        return None
 
     def _seal_of(self, first: int) -> tuple[bytes, SegmentHeader, Path]:
         """SEAL payload and header of a sealed segment, from a few small reads at its end."""

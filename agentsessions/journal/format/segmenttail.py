@@ -22,14 +22,14 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.format.segment import RTYPE_EVENT, Frame, SegmentHeader
-from agentsessions.journal.format.segmentread import zero_until
+from agentsessions.journal.format.segmentread import CheckedLinks, zero_until
 
 RECOVERY_LOG = "RECOVERY.log"
 _RESUME_WINDOW = 64 << 10
@@ -50,6 +50,9 @@ class Position:
     last_seq: int
     last_hash: str  # hex; "" when the log is empty (or base_hash)
     last_frame: int  # offset of the frame holding last_seq in the tail segment, -1 if none
+    # what an open verified about the sealed segments, so the next one need not re-read
+    # them (FORMAT.md 11); not part of where the log ends, hence not compared
+    links: CheckedLinks | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ A session directory (``docs/FORMAT.md``) holds::
     session.json  immutable metadata, written before any event
     LOCK          flock of the single writer, with the holder's identity
     FENCE         the current fence, minted in place by every writer open
-    TAIL          hint: the tail position and state, so opens read only the tail
+    TAIL          hint: the tail position and state, so opens read only the tail, and
+                  what the last writable open verified about the sealed segments
     DELETED       marker of a soft delete; present = no more writes
     BASE          a forked child's start: the parent's tail state at the fork point
     journal/      segment files (see :mod:`agentsessions.journal.format.segmentlog`)
@@ -30,7 +31,7 @@ from agentsessions.errors import StorageError
 from agentsessions.journal.format import evidence, segment
 from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.format.segmentlog import Position
-from agentsessions.journal.format.segmentread import SEGMENT_NAME
+from agentsessions.journal.format.segmentread import SEGMENT_NAME, CheckedLinks
 from agentsessions.journal.stores import metafile
 from agentsessions.journal.stores.store import SessionMeta
 from agentsessions.journal.stores.tail import Tail
@@ -130,9 +131,14 @@ class SessionDir:
             ) from exc
 
     def read_hint(self) -> tuple[Position | None, Tail | None]:
-        """The TAIL hint, or (None, None) if it is missing or unreadable (it is only a hint)."""
+        """The TAIL hint, or (None, None) if it is missing or unreadable (it is only a hint).
+
+        Its ``sealed`` record (absent in older hints, ignored when malformed) becomes the
+        position's ``links``, dated by the file's mtime (see :class:`CheckedLinks`)."""
         try:
-            obj = json.loads(self.tail_file.read_bytes())
+            with open(self.tail_file, "rb") as f:
+                written_ns = os.fstat(f.fileno()).st_mtime_ns
+                obj = json.loads(f.read())
             p = obj["position"]
             position = Position(
                 int(p["segment"]),
@@ -140,6 +146,7 @@ class SessionDir:
                 int(p["last_seq"]),
                 str(p["last_hash"]),
                 int(p["last_frame"]),
+                CheckedLinks.from_json(obj["sealed"], written_ns) if "sealed" in obj else None,
             )
             return position, Tail.from_json(obj["tail"])
         except (OSError, ValueError, KeyError, TypeError):
@@ -153,6 +160,8 @@ class SessionDir:
     def write_hint(self, fs: FileSystem, position: Position, tail: Tail) -> None:
         """Replace the TAIL hint atomically; no fsync, since a hint is validated before use."""
         body = {"position": position_json(position), "tail": tail.to_json()}
+        if position.links is not None:
+            body["sealed"] = position.links.to_json()
         path = self.tail_file
         tmp = path.with_name(path.name + ".tmp")
         try:
