@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+MCP_SERVER = ROOT / "tests" / "mcp_server.py"
 
 
 def short_dir() -> str:

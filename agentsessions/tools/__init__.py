@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 _BUILTINS: dict[str, Callable[[], ToolExecutor]] = {"append_line": AppendLine}
-SCHEMES = ("python:", "unix://")
+SCHEMES = ("python:", "unix://", "mcp:")
 
 
 def register_executor(name: str, factory: Callable[[], ToolExecutor]) -> None:
@@ -58,7 +58,7 @@ def register_executor(name: str, factory: Callable[[], ToolExecutor]) -> None:
 
 def known_executors() -> list[str]:
     """The accepted forms, for errors and help."""
-    return [*sorted(_BUILTINS), "python:module:function", "unix:///path.sock"]
+    return [*sorted(_BUILTINS), "python:module:function", "unix:///path.sock", "mcp:COMMAND ARGS"]
 
 
 def create_executor(spec: str) -> ToolExecutor:
@@ -68,6 +68,10 @@ def create_executor(spec: str) -> ToolExecutor:
         return PythonExecutor.from_spec(spec)
     if spec.startswith("unix:"):
         return UnixExecutor.from_spec(spec)
+    if spec.startswith("mcp:"):
+        from .mcpexec import McpExecutor  # the optional extra stays unimported until used
+
+        return McpExecutor.from_spec(spec)
     factory = _BUILTINS.get(spec)
     if factory is None:
         raise UnknownToolError(

@@ -1,6 +1,8 @@
 """The ToolExecutor contract, run on every executor shipped (``agentsessions.tools``).
 
-Each executor is created by its spec through the registry and gets a probe that counts
+Each executor (append_line, python:, unix: against the shipped reference server, mcp:
+against tests/mcp_server.py, skipped without the mcp extra) is created by its spec through
+the registry and gets a probe that counts
 its effects. The contract: ``call`` returns a ToolOutcome whose output (if any) is a JSON
 object the journal accepts; one call with valid arguments makes exactly one effect; a call
 with bad arguments fails (an error outcome or an exception, which the host records as an
@@ -11,6 +13,7 @@ at most once; an executor is usable from any session (the request carries the se
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -22,7 +25,7 @@ from agentsessions.controller.spi import ToolExecutor, ToolOutcome, ToolRequest
 from agentsessions.controller.toolcalls import result_body
 from agentsessions.errors import UnknownToolError
 from agentsessions.tools import create_executor, known_executors
-from tests.toolservers import unix_server
+from tests.toolservers import MCP_SERVER, unix_server
 
 
 @dataclass
@@ -51,10 +54,26 @@ def _unix(tmp: Path, stack: ExitStack) -> Subject:
     return _append_line(tmp, f"unix://{sock}", tool="append_line")
 
 
+def _mcp(tmp: Path, stack: ExitStack) -> Subject:
+    """tests/mcp_server.py's counting ``append`` tool, through the mcp executor."""
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    path = tmp / "effects.txt"
+    executor = create_executor(f"mcp:{sys.executable} {MCP_SERVER} {path}")
+    stack.callback(executor.close)  # type: ignore[attr-defined]
+    return Subject(
+        executor,
+        {"tool": "append"},
+        lambda: len(path.read_text().splitlines()) if path.exists() else 0,
+        {"line": "one line"},
+        {"line": "two\nlines"},
+    )
+
+
 EXECUTORS: dict[str, Callable[[Path, ExitStack], Subject]] = {
     "append_line": lambda tmp, _: _append_line(tmp, "append_line"),
     "python": lambda tmp, _: _append_line(tmp, "python:tests.contract.tool_funcs:append"),
     "unix": _unix,
+    "mcp": _mcp,
 }
 
 
@@ -126,7 +145,7 @@ def test_a_bad_spec_is_refused_with_one_clear_error(spec: str) -> None:
 def test_the_known_forms_are_listed() -> None:
     known = known_executors()
     assert "append_line" in known and "python:module:function" in known
-    assert "unix:///path.sock" in known
+    assert "unix:///path.sock" in known and "mcp:COMMAND ARGS" in known
 
 
 def test_python_return_forms(tmp_path: Path) -> None:
