@@ -25,6 +25,8 @@ Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_
     |   +-- ChainBrokenError                a hash link or content hash does not verify (exit 9)
     +-- FormatError                         input to import/verify is not a journal    (exit 10)
     +-- UnavailableError                    a needed capability is missing (zstd, disk) (exit 12)
+    |   +-- ToolServerError                 a unix/mcp tool server did not start, answer or
+    |                                       answered garbage
     +-- StorageError                        the OS refused an operation (ENOSPC, EIO)   (exit 13)
     +-- HarnessError                        a harness failed its run (ERROR recorded)   (exit 14)
     +-- PlacementError                      this runtime cannot host that harness      (exit 15)
@@ -194,6 +196,15 @@ class UnavailableError(AgentSessionsError):
     exit_code = 12
     grpc_code = "UNAVAILABLE"
     kind = "unavailable"
+
+
+class ToolServerError(UnavailableError):
+    """A tool server (``unix:`` socket process, ``mcp:`` server) is unreachable, did not
+    start, timed out or answered garbage. Raised before a call's intent is recorded it
+    changes nothing (exit 12); raised by the executor after it, the host records an
+    EXECUTOR_ERROR result the model sees."""
+
+    kind = "tool_server"
 
 
 class StorageError(AgentSessionsError):

@@ -2,7 +2,7 @@
 
 Spec grammar (the ``executor`` key of a workload's ``[tools.NAME]`` table)::
 
-    spec = "python:" module ":" function | builtin
+    spec = "python:" module ":" function | "unix://" abspath | "mcp:" command args | builtin
     builtin = "append_line" | a name given to :func:`register_executor`
 
 - ``python:module:function``: imports ``module`` and calls ``function(request)``, which
@@ -12,9 +12,16 @@ Spec grammar (the ``executor`` key of a workload's ``[tools.NAME]`` table)::
 - ``append_line``: appends ``args["line"]`` and a newline to the file named by
   ``config["path"]``, durably (:mod:`.appendline`): an effect anyone can count.
 
-Later: ``unix:///path.sock`` (an operator-run process) and ``mcp:COMMAND ARGS``. Any other
-spec is refused with UnknownToolError naming it and the known forms. Creating an executor
-checks the spec and imports a ``python:`` module, and touches nothing else.
+- ``unix:///path.sock``: each call goes to an operator-run process listening on that
+  socket, one JSON line each way (:mod:`.unixsock`; a reference server: :mod:`.unixserver`).
+- ``mcp:COMMAND ARGS``: the tool of that name (or ``config["tool"]``) of the stdio MCP
+  server ``COMMAND ARGS`` starts (:mod:`.mcpexec`; needs the ``mcp`` extra).
+
+Any other spec is refused with UnknownToolError naming it and the known forms. Creating an
+executor checks the spec and imports a ``python:`` module (or checks the ``mcp`` extra is
+installed), and touches nothing else: no socket is connected, no server started. An
+executor may have ``prepare(tool, config)``, which the workload's bind calls before a
+call's intent is recorded, so that a server that is down is refused with nothing written.
 """
 
 from __future__ import annotations
@@ -26,10 +33,12 @@ from agentsessions.errors import UnknownToolError
 
 from .appendline import AppendLine
 from .python import PythonExecutor
+from .unixsock import UnixExecutor
 
 __all__ = [
     "AppendLine",
     "PythonExecutor",
+    "UnixExecutor",
     "create_executor",
     "known_executors",
     "register_executor",
@@ -37,7 +46,7 @@ __all__ = [
 ]
 
 _BUILTINS: dict[str, Callable[[], ToolExecutor]] = {"append_line": AppendLine}
-SCHEMES = ("python:",)
+SCHEMES = ("python:", "unix://", "mcp:")
 
 
 def register_executor(name: str, factory: Callable[[], ToolExecutor]) -> None:
@@ -49,7 +58,7 @@ def register_executor(name: str, factory: Callable[[], ToolExecutor]) -> None:
 
 def known_executors() -> list[str]:
     """The accepted forms, for errors and help."""
-    return [*sorted(_BUILTINS), "python:module:function"]
+    return [*sorted(_BUILTINS), "python:module:function", "unix:///path.sock", "mcp:COMMAND ARGS"]
 
 
 def create_executor(spec: str) -> ToolExecutor:
@@ -57,6 +66,12 @@ def create_executor(spec: str) -> ToolExecutor:
     spec = spec.strip()
     if spec.startswith("python:"):
         return PythonExecutor.from_spec(spec)
+    if spec.startswith("unix:"):
+        return UnixExecutor.from_spec(spec)
+    if spec.startswith("mcp:"):
+        from .mcpexec import McpExecutor  # the optional extra stays unimported until used
+
+        return McpExecutor.from_spec(spec)
     factory = _BUILTINS.get(spec)
     if factory is None:
         raise UnknownToolError(

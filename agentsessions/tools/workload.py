@@ -19,13 +19,14 @@ needs no executor; ``mediated`` and ``approval`` tools do.
 from __future__ import annotations
 
 import re
+import threading
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentsessions.controller.spi import BoundTool, ToolResolver
+from agentsessions.controller.spi import BoundTool, ToolExecutor, ToolResolver
 from agentsessions.errors import UnknownToolError, WorkloadError
 from agentsessions.v1 import model
 
@@ -59,6 +60,10 @@ class Workload:
     tools: Mapping[str, Tool]
     source: str = ""
     path: str = ""
+    # executors by spec, made on first bind and kept: one mcp server per spec for the
+    # life of whoever holds this workload (the engine's resolver), not one per call
+    _executors: dict[str, ToolExecutor] = field(default_factory=dict, compare=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
 
     def definitions(self) -> tuple[model.ToolDefinition, ...]:
         """What a harness offers the model: one ToolDefinition per tool, by name."""
@@ -74,7 +79,9 @@ class Workload:
         return tuple(out)
 
     def bind(self, uid: str, name: str) -> BoundTool:
-        """The tool ``name`` with its executor, or UnknownToolError."""
+        """The tool ``name`` with its executor, or UnknownToolError; an executor with a
+        ``prepare`` (a unix or mcp server) is checked now, before any intent is recorded,
+        so a server that is down or answers garbage raises here and nothing is written."""
         tool = self.tools.get(name)
         if tool is None or not tool.executor:
             known = ", ".join(n for n in sorted(self.tools) if self.tools[n].executor) or "none"
@@ -82,7 +89,24 @@ class Workload:
                 f"session {uid}: its workload has no host-run tool {name!r} (host-run: "
                 f"{known}); nothing was recorded"
             )
-        return BoundTool(name, create_executor(tool.executor), dict(tool.config))
+        with self._lock:
+            executor = self._executors.get(tool.executor)
+            if executor is None:
+                executor = self._executors[tool.executor] = create_executor(tool.executor)
+        prepare = getattr(executor, "prepare", None)
+        if callable(prepare):
+            prepare(name, tool.config)
+        return BoundTool(name, executor, dict(tool.config))
+
+    def close(self) -> None:
+        """Close the executors bound so far that hold a resource (an mcp server process)."""
+        with self._lock:
+            executors = list(self._executors.values())
+            self._executors.clear()
+        for executor in executors:
+            close = getattr(executor, "close", None)
+            if callable(close):
+                close()
 
 
 def load_workload(path: str | Path) -> Workload:

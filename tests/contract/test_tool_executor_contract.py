@@ -1,6 +1,8 @@
 """The ToolExecutor contract, run on every executor shipped (``agentsessions.tools``).
 
-Each executor is created by its spec through the registry and gets a probe that counts
+Each executor (append_line, python:, unix: against the shipped reference server, mcp:
+against tests/mcp_server.py, skipped without the mcp extra) is created by its spec through
+the registry and gets a probe that counts
 its effects. The contract: ``call`` returns a ToolOutcome whose output (if any) is a JSON
 object the journal accepts; one call with valid arguments makes exactly one effect; a call
 with bad arguments fails (an error outcome or an exception, which the host records as an
@@ -11,7 +13,9 @@ at most once; an executor is usable from any session (the request carries the se
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +25,7 @@ from agentsessions.controller.spi import ToolExecutor, ToolOutcome, ToolRequest
 from agentsessions.controller.toolcalls import result_body
 from agentsessions.errors import UnknownToolError
 from agentsessions.tools import create_executor, known_executors
+from tests.toolservers import MCP_SERVER, unix_server
 
 
 @dataclass
@@ -32,26 +37,50 @@ class Subject:
     bad: dict[str, object]
 
 
-def _append_line(tmp: Path, spec: str) -> Subject:
+def _append_line(tmp: Path, spec: str, **config: str) -> Subject:
     path = tmp / "effects.txt"
     return Subject(
         create_executor(spec),
-        {"path": str(path)},
+        {"path": str(path), **config},
         lambda: len(path.read_text().splitlines()) if path.exists() else 0,
         {"line": "one line"},
         {"line": "two\nlines"},
     )
 
 
-EXECUTORS: dict[str, Callable[[Path], Subject]] = {
-    "append_line": lambda tmp: _append_line(tmp, "append_line"),
-    "python": lambda tmp: _append_line(tmp, "python:tests.contract.tool_funcs:append"),
+def _unix(tmp: Path, stack: ExitStack) -> Subject:
+    """The reference unix server's append_line, through the socket executor."""
+    sock = stack.enter_context(unix_server())
+    return _append_line(tmp, f"unix://{sock}", tool="append_line")
+
+
+def _mcp(tmp: Path, stack: ExitStack) -> Subject:
+    """tests/mcp_server.py's counting ``append`` tool, through the mcp executor."""
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    path = tmp / "effects.txt"
+    executor = create_executor(f"mcp:{sys.executable} {MCP_SERVER} {path}")
+    stack.callback(executor.close)  # type: ignore[attr-defined]
+    return Subject(
+        executor,
+        {"tool": "append"},
+        lambda: len(path.read_text().splitlines()) if path.exists() else 0,
+        {"line": "one line"},
+        {"line": "two\nlines"},
+    )
+
+
+EXECUTORS: dict[str, Callable[[Path, ExitStack], Subject]] = {
+    "append_line": lambda tmp, _: _append_line(tmp, "append_line"),
+    "python": lambda tmp, _: _append_line(tmp, "python:tests.contract.tool_funcs:append"),
+    "unix": _unix,
+    "mcp": _mcp,
 }
 
 
 @pytest.fixture(params=sorted(EXECUTORS))
-def subject(request: pytest.FixtureRequest, tmp_path: Path) -> Subject:
-    return EXECUTORS[request.param](tmp_path)
+def subject(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Subject]:
+    with ExitStack() as stack:
+        yield EXECUTORS[request.param](tmp_path, stack)
 
 
 def _request(subject: Subject, args: dict[str, object], key: str = "k1") -> ToolRequest:
@@ -99,7 +128,13 @@ def test_the_executor_serves_any_session(subject: Subject) -> None:
 
 @pytest.mark.parametrize(
     "spec",
-    ["nope", "python:", "python:no_such_module_x:f", "python:tests.contract.tool_funcs:missing"],
+    [
+        "nope",
+        "python:",
+        "python:no_such_module_x:f",
+        "python:tests.contract.tool_funcs:missing",
+        "unix:relative.sock",
+    ],
 )
 def test_a_bad_spec_is_refused_with_one_clear_error(spec: str) -> None:
     with pytest.raises(UnknownToolError) as info:
@@ -108,7 +143,9 @@ def test_a_bad_spec_is_refused_with_one_clear_error(spec: str) -> None:
 
 
 def test_the_known_forms_are_listed() -> None:
-    assert "append_line" in known_executors() and "python:module:function" in known_executors()
+    known = known_executors()
+    assert "append_line" in known and "python:module:function" in known
+    assert "unix:///path.sock" in known and "mcp:COMMAND ARGS" in known
 
 
 def test_python_return_forms(tmp_path: Path) -> None:
