@@ -266,11 +266,19 @@ def approve(controller: ControllerPort, uid: str, decision: Decision) -> Decided
     docstring); the request is the pending one unless the decision names it."""
     if decision.request_seq is not None and decision.request_seq <= 0:
         raise InvalidArgumentError(f"request seq must be > 0, got {decision.request_seq}")
+    # checked first from the store: a refused or repeated decision opens no writer (no
+    # new fence, no lock taken), so it changes nothing at all
+    store = controller.store
+    info = store.get(uid)
+    records = list(store.read(uid, info.exec_seq)) if info.exec_seq else []
+    gate = _find(uid, info, latest_run(records), decision)
+    if gate.decision is not None:
+        return _existing(uid, gate, decision, records)
     with controller._writer(uid, 0.0) as writer:
+        # again as the writer: another process may have decided or moved on since
         info = writer.info()
         records = list(writer.read(max(info.exec_seq, 1))) if info.exec_seq else []
-        run = latest_run(records)
-        gate = _find(uid, info, run, decision)
+        gate = _find(uid, info, latest_run(records), decision)
         if gate.decision is not None:
             return _existing(uid, gate, decision, records)
         event = model.approval_result_event(
@@ -310,7 +318,8 @@ def _find(
     if decision.tool_call_id:
         found = [g for g in found if g.call_id == decision.tool_call_id]
     if decision.request_seq is None and not decision.tool_call_id:
-        found = [g for g in found if g.pending]
+        # the pending one; else the last one decided, so a plain retry finds its decision
+        found = [g for g in found if g.pending] or found[-1:]
     if not found:
         asked = _asked(decision)
         raise ApprovalNotPendingError(

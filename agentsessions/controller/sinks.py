@@ -294,6 +294,7 @@ class TurnSink:
         return with_seqs(kept, gate)
 
     def _parked(self, call: Mapping[str, Any], request_seq: int) -> ApprovalParkedError:
+        tools = self.live.tools if self.live is not None else None
         return ApprovalParkedError(
             f"execution {self.execution_id} waits for approval of tool call {call['id']} "
             f"({call['tool']}, request seq {request_seq})",
@@ -301,6 +302,7 @@ class TurnSink:
             tool_call_id=str(call["id"]),
             request_seq=request_seq,
             tool=str(call["tool"]),
+            session=tools.session_uid if tools is not None and tools.session_uid else None,
         )
 
     def _seq(self) -> int:
