@@ -11,6 +11,8 @@ Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_
     |   |   +-- UnmediatedToolCallError     a tool call through the host with another tier
     |   |   +-- UnknownToolError            the session's workload has no such tool
     |   |   +-- WorkloadError               a ``--tools`` workload file is not valid
+    |   |   +-- ApprovalUnavailableError    an approval-gated call from a harness that
+    |   |                                   cannot be resumed by replay
     |   +-- CommitTooLargeError             a commit over the store's limit            (exit 7)
     +-- NotFoundError                       no such session                            (exit 3)
     +-- ConflictError                       lost CAS: the journal end moved             (exit 4)
@@ -38,6 +40,12 @@ Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_
     |   +-- InheritedToolIntentError        a fork child's copied prefix ends in a tool intent
     +-- ToolOutcomeUnknownError             a cut tool call may have run; none can confirm (exit 19)
     +-- TurnCanceledError                   the running turn was canceled by request     (exit 18)
+    +-- ApprovalParkedError                 the turn parked on an approval-gated call    (exit 20)
+    +-- ApprovalError                       an approval request that cannot be decided   (exit 21)
+        +-- ApprovalNotPendingError         no such open request (wrong seq, execution, call)
+        +-- ApprovalDecidedError            the request was already decided otherwise
+        +-- ApprovalInheritedError          the request was copied from a fork's parent
+        +-- ApprovalBlockedError            new input while an approval is unreceipted
 """
 
 from __future__ import annotations
@@ -318,3 +326,81 @@ class ToolOutcomeUnknownError(AgentSessionsError):
     exit_code = 19
     grpc_code = "FAILED_PRECONDITION"
     kind = "tool_outcome_unknown"
+
+
+class ApprovalUnavailableError(InvalidArgumentError):
+    """An approval-gated (REQUIRES_APPROVAL) call from a harness that is not resumable by
+    replay (a parked turn is continued by replaying it); nothing was recorded."""
+
+    kind = "approval_unavailable"
+
+
+class ApprovalParkedError(AgentSessionsError):
+    """The turn parked on an approval-gated tool call: TOOL_CALL and APPROVAL_REQUEST are
+    durable, no END or ERROR was written, and the turn waits for ``approve`` or ``deny``.
+
+    ``execution_id``, ``tool_call_id`` and ``request_seq`` (the APPROVAL_REQUEST's seq) are
+    the ApprovalRef a decision names; ``tool`` is the call's tool. Not a failure of the
+    turn: the server answers it with a final session frame, the CLI with exit 20.
+    """
+
+    exit_code = 20
+    grpc_code = "FAILED_PRECONDITION"
+    kind = "approval_parked"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        execution_id: str,
+        tool_call_id: str,
+        request_seq: int,
+        tool: str = "",
+        **fields: Any,
+    ) -> None:
+        super().__init__(
+            message,
+            execution_id=execution_id,
+            tool_call_id=tool_call_id,
+            request_seq=request_seq,
+            tool=tool,
+            **fields,
+        )
+        self.execution_id = execution_id
+        self.tool_call_id = tool_call_id
+        self.request_seq = request_seq
+        self.tool = tool
+
+
+class ApprovalError(AgentSessionsError):
+    """An approval decision (or a turn) the session's approval state refuses; nothing was
+    written."""
+
+    exit_code = 21
+    grpc_code = "FAILED_PRECONDITION"
+    kind = "approval"
+
+
+class ApprovalNotPendingError(ApprovalError):
+    """No open approval request matches (not pending, wrong seq, execution or call)."""
+
+    kind = "approval_not_pending"
+
+
+class ApprovalDecidedError(ApprovalError):
+    """The request already has a different decision (an identical retry is answered with
+    the existing one instead)."""
+
+    kind = "approval_decided"
+
+
+class ApprovalInheritedError(ApprovalError):
+    """The request is in a fork child's copied prefix: it belongs to the parent session."""
+
+    kind = "approval_inherited"
+
+
+class ApprovalBlockedError(ApprovalError):
+    """New input while the session's own approval-gated call has no receipt yet."""
+
+    kind = "approval_blocked"

@@ -11,6 +11,7 @@ is imported by the library.
 # fork) and the ``compute`` group register themselves on it when imported. They import
 # ``app``, so the package (not ``app``) imports them: no module imports its importer.
 from agentsessions.cli import app as _app
+from agentsessions.cli import approve as _approve  # noqa: F401
 from agentsessions.cli import cancel as _cancel  # noqa: F401
 from agentsessions.cli import compute as _compute  # noqa: F401
 from agentsessions.cli import follow as _follow  # noqa: F401

@@ -324,6 +324,15 @@ def session_rows(info: Session, memory: str = "") -> list[tuple[str, str]]:
     ]
     if meta.parent_uid:
         rows.append(("parent", f"{meta.parent_uid} at seq {meta.fork_seq}"))
+    ref = info.pending_approval
+    if ref is not None:
+        rows.append(
+            (
+                "awaiting",
+                f"approval of call {ref.tool_call_id} (execution "
+                f"{ref.execution_id}, request seq {ref.request_seq}): approve/deny",
+            )
+        )
     if info.deleted:
         rows.append(("deleted", "yes (read-only: get, log and verify still work)"))
     return [(key, one_line(value)) for key, value in rows]

@@ -216,7 +216,8 @@ def record_line(record: Record) -> str:
     event = record.event
     kind = event_kind(event)
     summary = summarize_event(event).removeprefix(kind + " ")
-    return one_line(f"{record.seq:>6}  {kind:<16}{summary}")
+    gap = " " if len(kind) >= 16 else ""  # APPROVAL_REQUEST fills the column
+    return one_line(f"{record.seq:>6}  {kind:<16}{gap}{summary}")
 
 
 def terminal_text(text: str) -> str:

@@ -38,7 +38,7 @@ from agentsessions.cli.app import (
     parse_pairs,
 )
 from agentsessions.cli.stream import TurnPrinter, note_done, record_line
-from agentsessions.errors import InvalidArgumentError, ReplayError
+from agentsessions.errors import ApprovalParkedError, InvalidArgumentError, ReplayError
 
 if TYPE_CHECKING:
     from agentsessions.sessions.api import Frame, ReplayReport, Session, SessionFrame, Turn
@@ -222,9 +222,30 @@ def exec_(
             fresh_start=fresh_start,
             tools=tools or None,
         )
-        last = show_turn(printer, frames, waking=not fresh_start)
+        try:
+            last = show_turn(printer, frames, waking=not fresh_start)
+        except ApprovalParkedError as parked:
+            print_parked(state, parked.fields.get("session") or uid or "", parked)
     assert last.turn is not None
     finish_turn(state, printer, last.turn)
+
+
+def print_parked(state: CliState, uid: str, parked: ApprovalParkedError) -> None:
+    """Say what a parked turn waits for (stderr; ``--json``: one object on stdout), then
+    exit with the park's code (20)."""
+    if state.json:
+        from agentsessions.cli.render import write_json
+
+        write_json({"uid": uid, "parked": True, **parked.to_dict()})
+    else:
+        sys.stderr.write(
+            f"{parked.message}\n"
+            f"  the turn is parked: tool {parked.tool}, call {parked.tool_call_id}, "
+            f"execution {parked.execution_id}, request seq {parked.request_seq}\n"
+            f"  approve: agentsessions approve {uid} --reason TEXT\n"
+            f"  deny:    agentsessions deny {uid} --reason TEXT\n"
+        )
+    raise typer.Exit(ApprovalParkedError.exit_code)
 
 
 def show_turn(printer: TurnPrinter, frames: Iterator[Frame], waking: bool = True) -> SessionFrame:
@@ -401,7 +422,10 @@ def resume(
         frames = engine.resume(uid, harness=harness or None, wait=wait)
         first = next(frames)  # the session as it was: a failed turn, suspended compute
         failed = isinstance(first, SessionFrame) and first.session.exec_state == "EXEC_FAILED"
-        last = show_turn(printer, _again(first, frames))
+        try:
+            last = show_turn(printer, _again(first, frames))
+        except ApprovalParkedError as parked:  # no decision yet: it parks again
+            print_parked(state, uid, parked)
     turn, woke, info = last.turn, last.compute_resumed, last.session
     if turn is not None:
         note_done(f"the turn completed and is journaled (seq {turn.last_seq})")

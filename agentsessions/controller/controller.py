@@ -30,6 +30,7 @@ from typing import Any, cast
 
 from agentsessions.errors import (
     AgentSessionsError,
+    ApprovalParkedError,
     CommitTooLargeError,
     HarnessError,
     InheritedToolIntentError,
@@ -55,6 +56,7 @@ from .rules import fresh_start_hint as fresh_start_hint
 from .sinks import Live, Observer, TurnSink
 from .spi import (
     REQUIRES_MEMORY_SNAPSHOT,
+    STATELESS_REPLAY,
     Completion,
     Harness,
     HarnessDescriptor,
@@ -68,7 +70,13 @@ from .spi import (
 )
 from .toolcalls import ToolHost, receipts_of
 
-_TURN_ERRORS = (HarnessError, InvalidArgumentError, InvalidExecutionLogError, PlacementError)
+_TURN_ERRORS = (
+    HarnessError,
+    InvalidArgumentError,
+    InvalidExecutionLogError,
+    PlacementError,
+    ApprovalParkedError,  # a parked turn's journal is in order: TOOL_CALL + REQUEST synced
+)
 """Errors a turn raises with its journal in order: its held writer stays valid."""
 ERROR_CODE_INTERNAL = 13  # gRPC INTERNAL, as the reference records a failed harness
 
@@ -363,7 +371,7 @@ class Controller:
         journal.record(events, head if expected_last_seq is None else expected_last_seq)
         history = WriterHistory(writer, head)
         start = Start(exec_id, config, tuple(_as_user(m) for m in inputs), history)
-        sink = TurnSink(exec_id, [], self._live(journal, turn_model, exec_id))
+        sink = TurnSink(exec_id, [], self._live(journal, turn_model, exec_id, descriptor))
         return self._drive(uid, instance, start, sink, journal, head + 1, legacy=False)
 
     # -- resume (crash recovery) -----------------------------------------------------------
@@ -414,7 +422,10 @@ class Controller:
             run.resume_from_seq,
         )
         sink = TurnSink(
-            run.id, run.effects, self._live(journal, turn_model, run.id), legacy=run.legacy
+            run.id,
+            run.effects,
+            self._live(journal, turn_model, run.id, descriptor),
+            legacy=run.legacy,
         )
         result = self._drive(uid, instance, start, sink, journal, run.first_seq, legacy=run.legacy)
         result.resumed = True
@@ -549,8 +560,18 @@ class Controller:
                 hint="use --runtime warm (or the default, auto)",
             )
 
-    def _live(self, journal: _WriterJournal, turn_model: str, exec_id: str = "") -> Live:
+    def _live(
+        self,
+        journal: _WriterJournal,
+        turn_model: str,
+        exec_id: str = "",
+        descriptor: HarnessDescriptor | None = None,
+    ) -> Live:
         live = Live(journal, self.models, turn_model, self.on_delta)
+        # a parked turn is continued by replay: only such a harness may ask for approval
+        live.approvals = descriptor is not None and (
+            descriptor.capabilities.resumability == STATELESS_REPLAY
+        )
         uid = journal.writer.uid
         live.tools = ToolHost(uid, self.tools, receipts_of(self.store), self.executor_calls)
         if exec_id and requests_of(self.store) is not None:

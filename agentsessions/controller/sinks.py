@@ -41,7 +41,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, cast
 
 from agentsessions.errors import (
+    ApprovalParkedError,
+    ApprovalUnavailableError,
     HarnessError,
+    InvalidArgumentError,
     ReplayDivergedError,
     ReplayInvokedModelError,
     TurnCanceledError,
@@ -50,6 +53,7 @@ from agentsessions.journal.format import canonical
 from agentsessions.journal.format.records import Record
 from agentsessions.v1 import model
 
+from .approvals import Gate, denial_body, is_gated, with_seqs
 from .inputhash import model_input_hash
 from .spi import Completion, Message, ModelProvider, ModelRequest
 from .toolcalls import ToolHost, check_call, same_call
@@ -110,6 +114,9 @@ class Live:
     """Asked before each live effect starts (model call, output, tool result, usage) and as
     a live model call streams; it raises TurnCanceledError when a cancel request names the
     turn's execution (a streaming call is then abandoned, its MODEL_CALL kept as audit)."""
+    approvals: bool = False
+    """The harness may make approval-gated calls (it is STATELESS_REPLAY: a parked turn is
+    continued by replaying it); False refuses them before anything is recorded."""
 
     def boundary(self) -> None:
         """An effect boundary: stop here if the turn was canceled."""
@@ -136,6 +143,7 @@ class TurnSink:
     legacy: bool = False
     position: int = 0
     outputs: list[str] = field(default_factory=list)
+    call_ids: set[str] = field(default_factory=set)  # the turn's tool call ids so far
 
     # -- the Sink protocol ------------------------------------------------------------------
     def model(self, request: ModelRequest) -> Completion:
@@ -186,15 +194,25 @@ class TurnSink:
 
     def tool(self, call: Mapping[str, Any]) -> dict[str, Any]:
         checked = check_call(call)  # a refusal records nothing
+        gated = is_gated(checked)
+        if gated and checked["id"] in self.call_ids:
+            raise InvalidArgumentError(
+                f"approval-gated tool call id {checked['id']!r} was already used in this turn; "
+                "nothing was recorded",
+                hint="each tool call of a turn needs its own id",
+            )
+        self.call_ids.add(str(checked["id"]))
         recorded = self._next("EVENT_TOOL_CALL", f"tool call {checked['id']}")
         if recorded is None:
-            return self._live_tool(checked)
+            return self._park(checked) if gated else self._live_tool(checked)
         if not same_call(recorded.get("tool"), checked):
             raise self._diverged(
                 f"tool call {checked['id']} ({checked['tool']}) differs from the recorded "
                 f"TOOL_CALL {recorded.get('tool', {}).get('id', '')} (id, tool, mediation, "
                 "key or arguments)"
             )
+        if gated:
+            return self._gated(Gate(self.execution_id, self._seq(), checked))
         result = self._next("EVENT_TOOL_RESULT", f"the recorded result of {checked['id']}")
         if result is not None:
             return dict(result.get("result", {}))
@@ -203,6 +221,93 @@ class TurnSink:
         body = self._host(live).redrive(checked)
         self._append([self._result_event(body)], sync=False)
         return body
+
+    # -- approval-gated calls (the protocol is in .approvals) ------------------------------
+    def _park(self, call: dict[str, Any]) -> dict[str, Any]:
+        """The gate: TOOL_CALL and APPROVAL_REQUEST in one synced commit, then park."""
+        live = self._require_live(f"ask approval for tool call {call['id']}")
+        if not live.approvals:
+            raise ApprovalUnavailableError(
+                f"tool call {call['id']} ({call['tool']}) needs approval, but this harness is "
+                "not resumable by replay (STATELESS_REPLAY), so its turn cannot park; nothing "
+                "was recorded",
+                hint="use mediation MEDIATION_CONTROLLER_MEDIATED for this harness",
+            )
+        host = self._host(live)
+        host.bind(str(call["tool"]))  # an unknown tool records nothing
+        host.receipt(call)  # a key already used by another call is refused here
+        live.boundary()
+        events = [
+            {**_event("EVENT_TOOL_CALL", self.execution_id), "tool": call},
+            model.approval_request_event(str(call["id"]), execution_id=self.execution_id),
+        ]
+        request = live.journal.record(events, sync=True)
+        raise self._parked(call, request.seq)
+
+    def _gated(self, gate: Gate) -> dict[str, Any]:
+        """A recorded gated call: serve its request, decision and receipt in order; park
+        where the record ends before a decision; write the receipt once decided."""
+        call_id = gate.call_id
+        if not self.replaying:  # a cut between the intent and its request
+            live = self._require_live(f"ask approval for tool call {call_id}")
+            event = model.approval_request_event(call_id, execution_id=self.execution_id)
+            raise self._parked(gate.call, live.journal.record([event], sync=True).seq)
+        request = self._next("EVENT_APPROVAL_REQUEST", f"the approval request of {call_id}")
+        assert request is not None
+        if str(request.get("approval", {}).get("tool_call_id", "")) != call_id:
+            raise self._diverged(f"seq {self._seq()} is the approval request of another call")
+        gate.request_seq = self._seq()
+        if not self.replaying:  # requested, not decided: park again, writing nothing
+            raise self._parked(gate.call, gate.request_seq)
+        decision = self._next("EVENT_APPROVAL_RESULT", f"the decision on {call_id}")
+        assert decision is not None
+        body = decision.get("approval_result", {})
+        if str(body.get("tool_call_id", "")) != call_id or int(
+            body.get("request_seq", 0) or 0
+        ) != int(gate.request_seq):
+            raise self._diverged(f"seq {self._seq()} decides another approval request")
+        gate.decision_seq, gate.decision = self._seq(), decision
+        if self.replaying:
+            receipt = self._next("EVENT_TOOL_RESULT", f"the receipt of {call_id}")
+            assert receipt is not None
+            return dict(receipt.get("result", {}))
+        live = self._require_live(f"write the receipt of tool call {call_id}")
+        result = self._receipt(live, gate)
+        self._append([self._result_event(result)], sync=False)
+        return result
+
+    def _receipt(self, live: Live, gate: Gate) -> dict[str, Any]:
+        """The receipt of a decided call: a denial, or the executor's outcome (at most one
+        run: a durable "started" mark precedes it, see :mod:`.approvals`)."""
+        if not gate.approved:
+            return denial_body(gate)
+        host = self._host(live)
+        kept = host.receipt(gate.call)
+        if kept is None and host.started(gate.call):
+            kept = host.redrive(gate.call)  # cut while it ran: by key, or refused
+        if kept is None:
+            bound = host.bind(str(gate.call["tool"]))
+            live.boundary()  # no executor starts after a recorded cancel
+            live.journal.flush()
+            host.mark_started(gate.call)
+            kept = host.execute(bound, gate.call)
+        return with_seqs(kept, gate)
+
+    def _parked(self, call: Mapping[str, Any], request_seq: int) -> ApprovalParkedError:
+        tools = self.live.tools if self.live is not None else None
+        return ApprovalParkedError(
+            f"execution {self.execution_id} waits for approval of tool call {call['id']} "
+            f"({call['tool']}, request seq {request_seq})",
+            execution_id=self.execution_id,
+            tool_call_id=str(call["id"]),
+            request_seq=request_seq,
+            tool=str(call["tool"]),
+            session=tools.session_uid if tools is not None and tools.session_uid else None,
+        )
+
+    def _seq(self) -> int:
+        """The seq of the recorded effect served last."""
+        return self.recorded[self.position - 1][0]
 
     def _live_tool(self, call: dict[str, Any]) -> dict[str, Any]:
         live = self._require_live(f"run tool call {call['id']}")

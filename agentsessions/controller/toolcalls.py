@@ -59,6 +59,7 @@ from agentsessions.errors import (
 from agentsessions.journal.format import canonical
 from agentsessions.v1 import model
 
+from .approvals import REQUIRES_APPROVAL
 from .spi import CONTROLLER_MEDIATED, BoundTool, ToolOutcome, ToolRequest, ToolResolver
 
 EXECUTOR_ERROR = "EXECUTOR_ERROR"
@@ -90,10 +91,11 @@ def check_call(call: Mapping[str, Any]) -> dict[str, Any]:
         raise InvalidArgumentError("a tool call must be an agentsessions.v1 ToolCall object")
     mediation = str(call.get("mediation") or "MEDIATION_UNSPECIFIED")
     tool, call_id = str(call.get("tool") or ""), str(call.get("id") or "")
-    if mediation != CONTROLLER_MEDIATED:
+    if mediation not in (CONTROLLER_MEDIATED, REQUIRES_APPROVAL):
         raise UnmediatedToolCallError(
             f"tool call {call_id or '(no id)'} ({tool or 'no tool'}): the host runs only "
-            f"{CONTROLLER_MEDIATED} calls, not {mediation}; nothing was recorded",
+            f"{CONTROLLER_MEDIATED} and {REQUIRES_APPROVAL} calls, not {mediation}; "
+            "nothing was recorded",
             hint="set mediation MEDIATION_CONTROLLER_MEDIATED, or run it in the harness and "
             "report its result",
         )
@@ -186,6 +188,32 @@ class ToolHost:
         kept = self.receipts.tool_receipt(self.session_uid, str(call["idempotency_key"]))
         if kept is None:
             return None
+        self._same_key(call, kept)
+        if "result" not in kept:
+            return None  # a "started" mark only (an approved call cut while it ran)
+        return {**dict(kept.get("result") or {}), "id": call["id"]}
+
+    def started(self, call: Mapping[str, Any]) -> bool:
+        """An approved call's executor was started under this key (a "started" mark, or
+        its outcome, is kept)."""
+        if self.receipts is None:
+            return False
+        key = str(call["idempotency_key"])
+        return self.receipts.tool_receipt(self.session_uid, key) is not None
+
+    def mark_started(self, call: Mapping[str, Any]) -> None:
+        """Keep, durably, that the executor of ``call`` is about to run: an approved call
+        has no TOOL_CALL written just before its executor (that sync is the mediated
+        call's mark), so a resume cut while it ran must learn it from here."""
+        if self.receipts is None:
+            return
+        mark = {"call_id": call["id"], "tool": call["tool"], "args": call.get("args") or {}}
+        self.receipts.record_tool_receipt(
+            self.session_uid, str(call["idempotency_key"]), {**mark, "started": True}
+        )
+
+    def _same_key(self, call: Mapping[str, Any], kept: Mapping[str, Any]) -> None:
+        """InvalidArgumentError if the call's key was kept for a different call."""
         if kept.get("tool") != call["tool"] or not _same_json(
             kept.get("args") or {}, call.get("args") or {}
         ):
@@ -195,7 +223,6 @@ class ToolHost:
                 f"({kept.get('tool')}) with other arguments; nothing was recorded",
                 hint="a key names one effect: use a new key for a new call",
             )
-        return {**dict(kept.get("result") or {}), "id": call["id"]}
 
     def execute(self, bound: BoundTool, call: Mapping[str, Any]) -> dict[str, Any]:
         """Run the executor once and keep its outcome's receipt; the TOOL_RESULT body."""

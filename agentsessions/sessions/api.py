@@ -24,10 +24,12 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
 if TYPE_CHECKING:
     # a LogRecord is the journal's Record: seq, prev_hash, content_hash, fence, payload,
     # with ``event`` and ``to_wire_json()``; re-exported under the reference's name
+    from agentsessions.controller.approvals import ApprovalRef
     from agentsessions.journal.format.records import Record as LogRecord
     from agentsessions.journal.tools.verify import VerifyReport
 
 __all__ = [
+    "Approval",
     "DeltaFrame",
     "Frame",
     "Input",
@@ -67,7 +69,9 @@ class Session:
     ``exec_state`` is the reference's ExecState name: EXEC_PENDING (no turn yet),
     EXEC_RUNNING / EXEC_AWAITING (a turn is open: running now, or interrupted and waiting
     for resume), EXEC_COMPLETED, EXEC_FAILED (the last turn ended in ERROR). ``memory`` is
-    filled in by :meth:`Sessions.get` only (it costs a bounded probe of warm hosts).
+    filled in by :meth:`Sessions.get` only (it costs a bounded probe of warm hosts), and so
+    is ``pending_approval`` (and by :meth:`Sessions.approve`): the approval request an
+    EXEC_AWAITING session waits for (execution id, tool call id, request seq).
     """
 
     uid: str
@@ -91,6 +95,7 @@ class Session:
     deleted: bool = False
     damaged: str = ""  # why a listed session cannot be read; list only
     memory: Memory | None = None
+    pending_approval: ApprovalRef | None = None
 
     @property
     def busy(self) -> bool:
@@ -120,9 +125,39 @@ class Session:
             "fence": self.fence,
             "deleted": self.deleted,
         }
+        if self.pending_approval is not None:  # present only while a request waits
+            out["pending_approval"] = self.pending_approval.to_json()
         if self.damaged:  # only on a damaged listing row: the key's presence is the signal
             out["damaged"] = self.damaged
         return out
+
+
+@dataclass(frozen=True)
+class Approval:
+    """What ``approve``/``deny`` did: the session after it, the APPROVAL_RESULT record, the
+    request it decided, and whether that decision was already recorded (an identical retry)."""
+
+    session: Session
+    decision: LogRecord
+    ref: ApprovalRef
+    existing: bool = False
+
+    @property
+    def approved(self) -> bool:
+        return bool(self.decision.event.get("approval_result", {}).get("approved", False))
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``approve --json`` / ``deny --json`` object (before the resume's turn)."""
+        body = self.decision.event.get("approval_result", {})
+        return {
+            "uid": self.session.uid,
+            "approved": self.approved,
+            "reason": str(body.get("reason", "")),
+            "actor": dict(self.decision.event.get("actor", {}) or {}),
+            "decision_seq": self.decision.seq,
+            "existing": self.existing,
+            **self.ref.to_json(),
+        }
 
 
 @dataclass(frozen=True)
@@ -328,6 +363,25 @@ class Sessions(Protocol):
 
     def suspend(self, uid: str) -> Session:
         """Snapshot and free the session's compute (COLD); idempotent."""
+        ...
+
+    def approve(
+        self,
+        uid: str,
+        *,
+        approved: bool,
+        reason: str = "",
+        actor: str = "",
+        execution_id: str | None = None,
+        tool_call_id: str | None = None,
+        request_seq: int | None = None,
+    ) -> Approval:
+        """Decide ``uid``'s approval request (``approved=False`` denies it): commit
+        APPROVAL_RESULT with ``actor`` as Event.actor; never runs the tool (``resume`` then
+        writes the receipt and continues the turn). The request is the pending one unless
+        the ids name it. An identical retry returns the recorded decision; a different one
+        (ApprovalDecidedError), a request not pending (ApprovalNotPendingError) or one a
+        fork inherited (ApprovalInheritedError) is refused, exit 21, nothing written."""
         ...
 
     def fork(

@@ -49,7 +49,7 @@ from agentsessions.journal.stores.store import (
     new_uid,
 )
 
-from . import checks, offline
+from . import approvals, checks, offline
 from .api import Frame, Input, Memory, ReplayReport, Session, SessionFrame, SessionPage, Turn
 from .home import resolve_home
 from .turnstream import Turns
@@ -216,7 +216,8 @@ class LocalSessions:
 
         info = self._info(uid)
         status = session_memory(self.home, info, HARNESSES)
-        return view(info, Memory(status.where, status.text, status.to_json()))
+        memory = Memory(status.where, status.text, status.to_json())
+        return view(info, memory, approvals.pending_of(self.store, info))
 
     def list(
         self, *, project: str = "default", page_size: int = 50, cursor: str | None = None
@@ -458,6 +459,8 @@ class LocalSessions:
         if uid is not None:
             info = self._state(uid)
             recorded, recorded_model = info.meta.harness, info.meta.model
+            if messages:  # new input waits for an open approval's receipt
+                approvals.check_no_open_approval(self.store, info)
         self.check_turn(harness or recorded or DEFAULT_HARNESS, model or recorded_model)
         created = uid is None
         if uid is None:
@@ -596,6 +599,8 @@ class LocalSessions:
             return view(suspend_session(controller, uid))
         finally:
             lock.release()
+
+    approve = approvals.approve
 
     def cancel(self, uid: str, *, wait: float = DEFAULT_CANCEL_WAIT) -> Session:
         """End ``uid``'s open execution as CANCELED (LIFECYCLE_CANCEL, then END CANCELED).

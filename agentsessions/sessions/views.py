@@ -11,11 +11,14 @@ from agentsessions.v1.model import text_message
 from .api import Input, Memory, Session, Turn
 
 if TYPE_CHECKING:
+    from agentsessions.controller.approvals import ApprovalRef
     from agentsessions.controller.controller import TurnResult
 
 
-def view(info: SessionInfo, memory: Memory | None = None) -> Session:
-    """The :class:`Session` of a store's SessionInfo."""
+def view(
+    info: SessionInfo, memory: Memory | None = None, pending: ApprovalRef | None = None
+) -> Session:
+    """The :class:`Session` of a store's SessionInfo (``pending``: its pending approval)."""
     meta = info.meta
     return Session(
         uid=meta.uid,
@@ -39,6 +42,7 @@ def view(info: SessionInfo, memory: Memory | None = None) -> Session:
         deleted=info.deleted,
         damaged=info.damaged,
         memory=memory,
+        pending_approval=pending,
     )
 
 

@@ -1,0 +1,110 @@
+"""The engine's side of human approval: ``Sessions.approve``, ``pending_approval`` on the
+``Session`` view, and the refusal of new input while an approval is open.
+
+The protocol itself (gate, decision, receipt, journal validation) lives in
+:mod:`agentsessions.controller.approvals`; here it is bound to the engine's session locks
+and views. Reading what is pending costs a read of the latest execution only, and only when
+the projection says a request is waiting (exec_state EXEC_AWAITING).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Protocol
+
+from agentsessions.errors import ApprovalBlockedError
+from agentsessions.journal.stores.store import SessionInfo, Store, check_uid
+
+from .api import Approval
+from .views import view
+
+if TYPE_CHECKING:
+    from agentsessions.controller.approvals import ApprovalRef
+    from agentsessions.controller.controller import Controller
+
+_OPEN = ("EXEC_RUNNING", "EXEC_AWAITING")
+
+
+class Engine(Protocol):
+    """What :func:`approve` uses of the local engine (named so, not imported: the engine
+    imports this module)."""
+
+    store: Store
+
+    def controller(self, uid: str = "") -> Controller:
+        """The controller of session ``uid``."""
+        ...
+
+    def _hold(self, uid: str, wait: float) -> threading.Lock:
+        """Take ``uid``'s engine lock (LockHeldError if busy)."""
+        ...
+
+
+def pending_of(store: Store, info: SessionInfo) -> ApprovalRef | None:
+    """The session's pending approval request (execution, call, request seq), or None."""
+    if info.exec_state != "EXEC_AWAITING" or not info.exec_seq:
+        return None
+    from agentsessions.controller.approvals import pending_approval
+
+    return pending_approval(info, list(store.read(info.uid, info.exec_seq)))
+
+
+def check_no_open_approval(store: Store, info: SessionInfo) -> None:
+    """Refuse new input while the session's own approval-gated call has no receipt."""
+    if info.exec_state not in _OPEN or not info.exec_seq:
+        return
+    from agentsessions.controller.approvals import owned_open_gate
+
+    gate = owned_open_gate(info, list(store.read(info.uid, info.exec_seq)))
+    if gate is None:
+        return
+    step = "decided, resume it" if gate.decision_seq else "waiting for a decision"
+    how = (
+        f"agentsessions resume {info.uid}"
+        if gate.decision_seq
+        else (f"agentsessions approve {info.uid}  (or: agentsessions deny {info.uid})")
+    )
+    raise ApprovalBlockedError(
+        f"session {info.uid}: tool call {gate.call_id} ({gate.call.get('tool', '')}) is "
+        f"{step} (execution {gate.execution_id}); new input is refused until its receipt is "
+        "written; nothing was written",
+        hint=how,
+        session=info.uid,
+        tool_call_id=gate.call_id,
+    )
+
+
+def approve(
+    engine: Engine,
+    uid: str,
+    *,
+    approved: bool,
+    reason: str = "",
+    actor: str = "",
+    execution_id: str | None = None,
+    tool_call_id: str | None = None,
+    request_seq: int | None = None,
+) -> Approval:
+    """Commit a decision on ``uid``'s approval request (see :meth:`Sessions.approve`)."""
+    from agentsessions.controller.approvals import Decision
+    from agentsessions.controller.approvals import approve as commit
+
+    check_uid(uid)
+    engine.store.get(uid)  # NotFoundError first
+    decision = Decision(
+        approved=bool(approved),
+        reason=reason,
+        actor=actor,
+        execution_id=execution_id or None,
+        tool_call_id=tool_call_id or None,
+        request_seq=request_seq,
+    )
+    controller = engine.controller(uid)
+    lock = engine._hold(uid, 0.0)
+    try:
+        decided = commit(controller, uid, decision)
+        info = controller.info(uid)
+    finally:
+        lock.release()
+    session = view(info, pending=pending_of(engine.store, info))
+    return Approval(session, decided.record, decided.ref, decided.existing)
