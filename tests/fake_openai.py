@@ -4,7 +4,9 @@ Shared by the OpenAI provider's unit tests and the ModelProvider contract suite.
 records each request (path, headers, JSON body) and answers with whatever the test set as
 ``Endpoint.reply``: a JSON reply, a stream of server-sent events, an error status, silence,
 or (:func:`compatible_reply`) a small but complete chat-completions server that answers
-``fake:<last message content>``, streamed as SSE when the request asks for ``stream``.
+``fake:<last message content>``, streamed as SSE when the request asks for ``stream``;
+:func:`tool_calling_reply` is that server with tools: it asks for the given tool calls when a
+user's message comes with tools offered, and answers ``fake:<tool result>`` after a result.
 Nothing listens beyond the loopback interface, and :func:`serve` joins every thread.
 """
 
@@ -78,8 +80,10 @@ def sse_reply(*payloads: Any) -> Reply:
     return send
 
 
-def chat_reply(text: str, usage: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-    """A non-streamed chat completion answering ``text``."""
+def chat_reply(
+    text: str | None, usage: dict[str, Any] | None = None, **extra: Any
+) -> dict[str, Any]:
+    """A non-streamed chat completion answering ``text`` (``None``: content null)."""
     reply: dict[str, Any] = {
         "id": "chatcmpl-1",
         "object": "chat.completion",
@@ -95,6 +99,49 @@ def chunk(content: str | None = None, finish: str | None = None, **delta: Any) -
     if content is not None:
         delta["content"] = content
     return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def tool_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    """One OpenAI ``tool_calls`` item (``arguments`` is the JSON string the model wrote)."""
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def tool_call_chunks(calls: list[dict[str, Any]], pieces: int = 3) -> list[dict[str, Any]]:
+    """The stream chunks of ``calls`` as OpenAI sends them: per call a head (index, id, type,
+    name, empty arguments), then its arguments in ``pieces`` fragments; then the finish."""
+    out: list[dict[str, Any]] = []
+    for index, call in enumerate(calls):
+        function = call["function"]
+        head = {**call, "index": index, "function": {"name": function["name"], "arguments": ""}}
+        out.append(chunk(tool_calls=[head]))
+        text = function["arguments"]
+        size = max(1, -(-len(text) // pieces))
+        for start in range(0, len(text), size):
+            fragment = {"index": index, "function": {"arguments": text[start : start + size]}}
+            out.append(chunk(tool_calls=[fragment]))
+    out.append(chunk(finish="tool_calls"))
+    return out
+
+
+def tool_calling_reply(endpoint: Endpoint, calls: list[dict[str, Any]]) -> Reply:
+    """:func:`compatible_reply` that asks for ``calls`` when tools come with a user message.
+
+    After a tool result (the last message has role ``tool``) it answers ``fake:<content>``,
+    so a test sees the result reach the server and come back in the answer."""
+    plain = compatible_reply(endpoint)
+
+    def send(handler: BaseHTTPRequestHandler) -> None:
+        body = endpoint.seen[-1].body
+        last = (body.get("messages") or [{}])[-1]
+        if not body.get("tools") or last.get("role") != "user":
+            plain(handler)
+        elif not body.get("stream"):
+            json_reply(200, chat_reply(None, USAGE, tool_calls=calls))(handler)
+        else:
+            events: list[Any] = [chunk(role="assistant"), *tool_call_chunks(calls)]
+            sse_reply(*events, {"choices": [], "usage": USAGE}, "[DONE]")(handler)
+
+    return send
 
 
 def compatible_reply(endpoint: Endpoint) -> Reply:

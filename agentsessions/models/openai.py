@@ -11,13 +11,16 @@ Invariants:
 
 - What is sent is exactly what the journal says was asked, or nothing: a message's content is
   the concatenation of its text parts; reasoning parts are dropped (they are provider state
-  recorded for replay continuity, not input); file, data, tool-call and tool-result parts,
-  tool definitions and params other than ``temperature``, ``top_p``, ``max_tokens`` and
-  ``seed`` are refused with InvalidArgumentError before any byte is sent.
+  recorded for replay continuity, not input); tool definitions, tool choice, an assistant's
+  tool-call parts and a ``tool`` message's tool-result parts are mapped as
+  :mod:`.openai_tools` says; file and data parts, and params other than ``temperature``,
+  ``top_p``, ``max_tokens`` and ``seed``, are refused with InvalidArgumentError before any
+  byte is sent.
 - A request model of ``""`` or ``"echo"`` (the echo harness's placeholder) means this
   provider's model; any other request model is sent as is.
 - The completion is ``assistant`` with a reasoning part (only if the server returned
-  ``reasoning_content``) then a text part (only if non-empty). Usage is the
+  ``reasoning_content``), a text part (only if non-empty), then one ``tool_call`` part per
+  tool call the server asked for (streamed calls assembled by index). Usage is the
   ``agentsessions.v1.Usage`` dict (int64 counts as strings, zero counts omitted) when the
   server reports usage, else None. The concatenated deltas equal the completion text.
 - A streamed answer counts only if it ends with ``data: [DONE]`` or a choice carried a
@@ -50,6 +53,14 @@ from urllib.parse import urlsplit
 
 from agentsessions.controller.spi import Completion, Message, ModelRequest
 from agentsessions.errors import InvalidArgumentError, UnavailableError
+from agentsessions.models.openai_tools import (
+    Malformed,
+    ToolCallAssembler,
+    assistant_message,
+    tool_choice_body,
+    tool_messages,
+    tools_body,
+)
 from agentsessions.v1.model import Part, message, text_part
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -75,8 +86,7 @@ _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-class _Malformed(Exception):
-    """The server answered 2xx with something that is not a chat completion."""
+_Malformed = Malformed  # the server answered 2xx with something that is not a chat completion
 
 
 class _CallbackError(Exception):
@@ -234,13 +244,14 @@ class OpenAIModel:
         if not 200 <= response.status < 300:
             raise self._status_error(response)
         content_type = response.getheader("Content-Type", "").lower()
+        calls = ToolCallAssembler(self.endpoint.display)
         if on_delta is None or content_type.startswith("application/json"):
-            text, reasoning, usage = parse_reply(_json(_read_all(response)))
+            text, reasoning, usage = parse_reply(_json(_read_all(response)), calls)
             if on_delta is not None and text:
                 _deliver(on_delta, text)
         else:
-            text, reasoning, usage = parse_stream(_sse_data(response), on_delta)
-        return completion(model, text, reasoning, usage)
+            text, reasoning, usage = parse_stream(_sse_data(response), on_delta, calls)
+        return completion(model, text, reasoning, usage, calls.parts())
 
     def _post(self, body: bytes) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
         connection = self.endpoint.connection(self.connect_timeout)
@@ -299,9 +310,13 @@ _STATUS_HINTS = {
 
 def request_body(model: str, request: ModelRequest, *, stream: bool) -> bytes:
     """The JSON body for ``request``, or InvalidArgumentError if it cannot be sent whole."""
-    if request.tools or request.tool_choice:
-        raise InvalidArgumentError("openai model: tool definitions are not supported yet")
     body: dict[str, Any] = {"model": model, "messages": chat_messages(request.messages)}
+    if request.tools:
+        body["tools"] = tools_body(request.tools)
+    offered = [tool["function"]["name"] for tool in body.get("tools", ())]
+    choice = tool_choice_body(request.tool_choice, offered)
+    if choice is not None:
+        body["tool_choice"] = choice
     body.update(sampling_params(request.params or {}))
     if stream:
         body["stream"] = True
@@ -309,20 +324,35 @@ def request_body(model: str, request: ModelRequest, *, stream: bool) -> bytes:
     return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
 
-def chat_messages(messages: Sequence[Message]) -> list[dict[str, str]]:
-    """``{"role", "content"}`` per message: text parts joined, reasoning parts dropped."""
-    out: list[dict[str, str]] = []
+def chat_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """``{"role", "content"}`` per message: text parts joined, reasoning parts dropped.
+
+    An assistant message's tool calls become its ``tool_calls``; a ``tool`` message becomes
+    one ``tool`` message per result it holds (see :mod:`.openai_tools`)."""
+    out: list[dict[str, Any]] = []
     for index, msg in enumerate(messages):
+        role = str(msg.get("role") or "user")
+        parts = msg.get("parts") or ()
+        if role == "tool":
+            out.extend(tool_messages(index, parts))
+            continue
         pieces: list[str] = []
-        for part in msg.get("parts") or ():
+        calls: list[Any] = []
+        for part in parts:
             kind = next(iter(part), "")
             if kind == "text":
                 pieces.append(str(part["text"].get("text", "")))
+            elif kind == "tool_call" and role == "assistant":
+                calls.append(part["tool_call"])
             elif kind not in ("", "reasoning"):
                 raise InvalidArgumentError(
-                    f"openai model: message {index} has a {kind} part; only text is supported"
+                    f"openai model: message {index} ({role}) has a {kind} part; only text"
+                    " (and tool calls on an assistant message) is supported"
                 )
-        out.append({"role": str(msg.get("role") or "user"), "content": "".join(pieces)})
+        if calls:
+            out.append(assistant_message(index, "".join(pieces), calls))
+        else:
+            out.append({"role": role, "content": "".join(pieces)})
     return out
 
 
@@ -347,8 +377,9 @@ def sampling_params(params: Mapping[str, str]) -> dict[str, int | float]:
 # --------------------------------------------------------------------------- response
 
 
-def parse_reply(reply: Any) -> tuple[str, str, Any]:
-    """(text, reasoning, raw usage) of a non-streamed chat completion."""
+def parse_reply(reply: Any, calls: ToolCallAssembler) -> tuple[str, str, Any]:
+    """(text, reasoning, raw usage) of a non-streamed chat completion; its tool calls go to
+    ``calls``."""
     choices = reply.get("choices") if isinstance(reply, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise _Malformed("no choices")
@@ -356,11 +387,15 @@ def parse_reply(reply: Any) -> tuple[str, str, Any]:
     if not isinstance(msg, dict):
         raise _Malformed("choices[0].message is not an object")
     usage = reply.get("usage")
+    calls.add_reply(msg.get("tool_calls"))
     return _text(msg, "content"), _text(msg, "reasoning_content"), usage
 
 
-def parse_stream(payloads: Iterator[str], on_delta: Callable[[str], None]) -> tuple[str, str, Any]:
-    """(text, reasoning, raw usage) from the ``data:`` payloads of a streamed completion."""
+def parse_stream(
+    payloads: Iterator[str], on_delta: Callable[[str], None], calls: ToolCallAssembler
+) -> tuple[str, str, Any]:
+    """(text, reasoning, raw usage) from the ``data:`` payloads of a streamed completion;
+    the tool-call fragments are assembled in ``calls``."""
     text: list[str] = []
     reasoning: list[str] = []
     usage: Any = None
@@ -375,7 +410,7 @@ def parse_stream(payloads: Iterator[str], on_delta: Callable[[str], None]) -> tu
         if chunk.get("error"):
             raise _Malformed(f"error in stream: {error_detail(payload.encode('utf-8'))}")
         usage = chunk.get("usage") or usage
-        content, thought, done = _delta(chunk)
+        content, thought, done = _delta(chunk, calls)
         finished = finished or done
         reasoning.append(thought)
         if content:
@@ -386,7 +421,7 @@ def parse_stream(payloads: Iterator[str], on_delta: Callable[[str], None]) -> tu
     return "".join(text), "".join(reasoning), usage
 
 
-def _delta(chunk: dict[str, Any]) -> tuple[str, str, bool]:
+def _delta(chunk: dict[str, Any], calls: ToolCallAssembler) -> tuple[str, str, bool]:
     """(content, reasoning, finished) of one stream chunk; usage-only chunks have no choice."""
     choices = chunk.get("choices")
     if not choices:
@@ -397,6 +432,7 @@ def _delta(chunk: dict[str, Any]) -> tuple[str, str, bool]:
     if not isinstance(delta, dict):
         raise _Malformed("choices[0].delta is not an object")
     done = choices[0].get("finish_reason") is not None
+    calls.add_deltas(delta.get("tool_calls"))
     return _text(delta, "content"), _text(delta, "reasoning_content"), done
 
 
@@ -423,8 +459,10 @@ def usage_body(model: str, raw: Any) -> dict[str, Any] | None:
     return out
 
 
-def completion(model: str, text: str, reasoning: str, usage: Any) -> Completion:
-    """The assistant message: a reasoning part if any, then a text part if any."""
+def completion(
+    model: str, text: str, reasoning: str, usage: Any, calls: Sequence[Part] = ()
+) -> Completion:
+    """The assistant message: a reasoning part if any, a text part if any, then the calls."""
     parts: list[Part] = []
     if reasoning:
         opaque = base64.b64encode(reasoning.encode("utf-8")).decode("ascii")
@@ -433,6 +471,7 @@ def completion(model: str, text: str, reasoning: str, usage: Any) -> Completion:
         )
     if text:
         parts.append(text_part(text))
+    parts.extend(calls)
     answer: Message = dict(message("assistant", *parts))
     return Completion(message=answer, usage=usage_body(model, usage))
 

@@ -3,10 +3,16 @@
 Exactly one mode per instance:
 
 - ``answers`` (from ``file=PATH``): the answers in order, one per call. A ``.json`` file holds a
-  JSON array of strings; any other file holds one answer per line (blank lines skipped, so use
-  JSON for empty or multi-line answers). When the answers run out the next call raises
-  UnavailableError rather than cycling: a test that makes more model calls than it scripted
-  fails loudly instead of quietly reusing an answer.
+  JSON array whose entries are strings (a text answer) or objects ``{"text": "...",
+  "tool_calls": [{"name": "...", "arguments": {...}}]}`` (both keys optional, at least one
+  given): the completion then holds the text part (if the text is not empty) and one
+  ``tool_call`` part per call, ``{"id": "call-<entry>-<n>", "tool": name, "args": arguments}``
+  (entry and n counted from 0, so the ids are the same in every run of the script). Any
+  other file holds one text answer per line (blank lines skipped, so use JSON for empty or
+  multi-line answers). A script is checked whole when it is loaded: an unknown key or a
+  wrong type is an InvalidArgumentError naming the file and the entry. When the answers run
+  out the next call raises UnavailableError rather than cycling: a test that makes more
+  model calls than it scripted fails loudly instead of quietly reusing an answer.
 - ``seed`` (the default, seed 0): the answer is ``scripted-<seed>-<16 hex>``, a SHA-256 of the
   seed and the whole request (model, messages, params, tools, tool choice). The same request
   and seed always get the same answer, in any process.
@@ -18,8 +24,8 @@ slow model for demos and crash tests that kill a process while a call is in flig
 
 Invariants: ``calls`` counts every ``complete`` call, including one that fails on an exhausted
 script (so a test can assert that replay made zero calls); the role is ``assistant``; no usage
-is reported; a given ``on_delta`` receives the answer in word-sized pieces whose concatenation
-equals the completion text.
+is reported; a given ``on_delta`` receives the answer's text in word-sized pieces whose
+concatenation equals the completion text (tool calls are not streamed).
 """
 
 from __future__ import annotations
@@ -31,17 +37,45 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agentsessions.controller.spi import Completion, ModelRequest
 from agentsessions.errors import InvalidArgumentError, UnavailableError
-from agentsessions.v1.model import text_message
+from agentsessions.v1.model import Part, message, struct_value, text_message, text_part
 
 OPTIONS = ("file", "seed", "nondeterministic", "delay")
 MAX_DELAY_SECONDS = 600.0
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 _PIECES = re.compile(r"\S+\s*|\s+")
+_ENTRY_KEYS = frozenset({"text", "tool_calls"})
+_CALL_KEYS = frozenset({"name", "arguments"})
+
+
+@dataclass(frozen=True)
+class ScriptedCall:
+    """One tool call a scripted answer asks for."""
+
+    name: str
+    arguments: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One scripted answer: its text and the tool calls it asks for (ids made at answer)."""
+
+    text: str = ""
+    tool_calls: tuple[ScriptedCall, ...] = ()
+
+    def parts(self, entry: int) -> list[Part]:
+        """The completion's parts: the text (if any), then ``call-<entry>-<n>`` calls."""
+        parts: list[Part] = [text_part(self.text)] if self.text else []
+        for n, call in enumerate(self.tool_calls):
+            body = {"id": f"call-{entry}-{n}", "tool": call.name, "args": dict(call.arguments)}
+            parts.append({"tool_call": body})  # type: ignore[typeddict-item]
+        return parts
 
 
 class ScriptedModel:
@@ -50,7 +84,7 @@ class ScriptedModel:
     def __init__(
         self,
         *,
-        answers: Sequence[str] | None = None,
+        answers: Sequence[str | Answer] | None = None,
         seed: int = 0,
         nondeterministic: bool = False,
         source: str = "",
@@ -58,7 +92,7 @@ class ScriptedModel:
     ) -> None:
         if answers is not None and nondeterministic:
             raise InvalidArgumentError("scripted model: answers and nondeterministic exclude")
-        self.answers = None if answers is None else tuple(answers)
+        self.answers = None if answers is None else tuple(map(_as_answer, answers))
         self.seed = seed
         self.nondeterministic = nondeterministic
         self.source = source
@@ -101,16 +135,19 @@ class ScriptedModel:
         with self._lock:
             self.calls += 1
             call = self.calls
-        text = self._answer(request, call)
+        found = self._answer(request, call)
+        text = found.text
         pieces = _PIECES.findall(text) or [""]
         for piece in pieces:
             if self.delay:  # a slow model, spread over the stream (demos, crash tests)
                 time.sleep(self.delay / len(pieces))
             if on_delta is not None and piece:
                 on_delta(piece)
-        return Completion(message=dict(text_message("assistant", text)))
+        if not found.tool_calls:  # exactly the text answer it always was, empty text included
+            return Completion(message=dict(text_message("assistant", text)))
+        return Completion(message=dict(message("assistant", *found.parts(call - 1))))
 
-    def _answer(self, request: ModelRequest, call: int) -> str:
+    def _answer(self, request: ModelRequest, call: int) -> Answer:
         if self.answers is not None:
             if call > len(self.answers):
                 where = f" in {self.source}" if self.source else ""
@@ -120,8 +157,8 @@ class ScriptedModel:
                 )
             return self.answers[call - 1]
         if self.nondeterministic:
-            return f"scripted-random-{secrets.token_hex(8)}"
-        return f"scripted-{self.seed}-{request_digest(request, self.seed)[:16]}"
+            return Answer(f"scripted-random-{secrets.token_hex(8)}")
+        return Answer(f"scripted-{self.seed}-{request_digest(request, self.seed)[:16]}")
 
     def __repr__(self) -> str:
         if self.answers is not None:
@@ -156,21 +193,82 @@ def request_digest(request: ModelRequest, seed: int) -> str:
     return hashlib.sha256(f"{seed}\n{encoded}".encode()).hexdigest()
 
 
-def load_answers(path: Path) -> list[str]:
-    """The answers in ``path``: a JSON array of strings (``.json``) or one per line."""
+def load_answers(path: Path) -> list[Answer]:
+    """The answers in ``path``: a JSON array of answers (``.json``) or one text per line."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidArgumentError(f"scripted model: cannot read {path}: {exc}") from exc
     if path.suffix.lower() != ".json":
-        return [line for line in text.splitlines() if line.strip()]
+        return [Answer(line) for line in text.splitlines() if line.strip()]
     try:
-        answers = json.loads(text)
-    except json.JSONDecodeError as exc:
+        entries = json.loads(text, parse_constant=_no_constant)
+    except ValueError as exc:
         raise InvalidArgumentError(f"scripted model: {path} is not JSON: {exc}") from exc
-    if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
-        raise InvalidArgumentError(f"scripted model: {path} must hold a JSON array of strings")
-    return answers
+    if not isinstance(entries, list):
+        raise InvalidArgumentError(
+            f"scripted model: {path} must hold a JSON array of answers (strings or objects)"
+        )
+    return [_entry(entry, f"scripted model: {path} entry {i}") for i, entry in enumerate(entries)]
+
+
+def _entry(entry: object, where: str) -> Answer:
+    """One script entry, checked strictly (``where`` names the file and the entry)."""
+    if isinstance(entry, str):
+        return Answer(entry)
+    if not isinstance(entry, dict):
+        raise InvalidArgumentError(
+            f"{where}: expected a string or an object, got {_json_type(entry)}"
+        )
+    unknown = sorted(set(entry) - _ENTRY_KEYS)
+    if unknown:
+        raise InvalidArgumentError(f"{where}: unknown key {unknown[0]!r} (known: text, tool_calls)")
+    if not entry:
+        raise InvalidArgumentError(f"{where}: an object answer needs text or tool_calls")
+    text = entry.get("text", "")
+    if not isinstance(text, str):
+        raise InvalidArgumentError(f"{where}: text must be a string, got {_json_type(text)}")
+    calls = entry.get("tool_calls", [])
+    if not isinstance(calls, list):
+        raise InvalidArgumentError(f"{where}: tool_calls must be an array, got {_json_type(calls)}")
+    return Answer(text, tuple(_call(c, f"{where} tool_calls[{n}]") for n, c in enumerate(calls)))
+
+
+def _call(call: object, where: str) -> ScriptedCall:
+    if not isinstance(call, dict):
+        raise InvalidArgumentError(f"{where}: expected an object, got {_json_type(call)}")
+    unknown = sorted(set(call) - _CALL_KEYS)
+    if unknown:
+        raise InvalidArgumentError(f"{where}: unknown key {unknown[0]!r} (known: name, arguments)")
+    name = call.get("name")
+    if not isinstance(name, str) or not name:
+        raise InvalidArgumentError(f"{where}: name must be a non-empty string")
+    arguments = call.get("arguments", {})
+    if not isinstance(arguments, dict):
+        raise InvalidArgumentError(
+            f"{where}: arguments must be an object, got {_json_type(arguments)}"
+        )
+    return ScriptedCall(name, struct_value(arguments, path=f"{where} arguments"))
+
+
+def _as_answer(answer: str | Answer) -> Answer:
+    return Answer(answer) if isinstance(answer, str) else answer
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _seed(value: str) -> int:

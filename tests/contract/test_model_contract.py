@@ -1,7 +1,11 @@
 """ONE contract suite that every ModelProvider passes: echo, scripted, OpenAI-compatible.
 
 A provider joins by adding a :class:`Case` to ``CASES``: how to make it, what it claims
-(deterministic, reports usage) and, if it has one, a way to make it fail. The OpenAI
+(deterministic, reports usage), if it has one a way to make it fail, and if it can call tools
+a way to make it ask for :data:`LOOKUP_CALL` (the tool loop's round trip: the call comes back
+as a ``tool_call`` part, and the follow-up request carrying its result is answered). Echo is
+exempt from the tool cases (it only echoes text), and so are the scripted model's seed and
+random modes: only a script can make it call a tool. The OpenAI
 provider runs against a real chat-completions server on 127.0.0.1 (``fake_openai``), both
 plain and streamed. Tests skip on a claim a provider does not make, never on its name.
 
@@ -19,7 +23,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_openai import Endpoint, compatible_reply, free_port, json_reply, serve
+from fake_openai import (
+    Endpoint,
+    compatible_reply,
+    free_port,
+    json_reply,
+    serve,
+    tool_call,
+    tool_calling_reply,
+)
 
 from agentsessions.controller.spi import Completion, ModelProvider, ModelRequest
 from agentsessions.errors import AgentSessionsError, UnavailableError
@@ -46,6 +58,19 @@ class Case:
     usage: bool = False  # every completion carries usage
     failing: tuple[Callable[[World], ModelProvider], ...] = ()  # each fails its next call
     remote: bool = False  # talks to its configured endpoint (and nothing else)
+    # makes the provider answer a request offering LOOKUP with LOOKUP_CALL, then text
+    tool_caller: Callable[[World], ModelProvider] | None = None
+    # the tool results (call id, content) the provider's far end received last, if visible
+    received: Callable[[World], list[tuple[str, str]]] | None = None
+
+
+LOOKUP = {
+    "name": "lookup",
+    "description": "look a word up",
+    "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}},
+}
+LOOKUP_CALL = {"name": "lookup", "arguments": {"q": "tea"}}
+RESULT_TEXT = "tea: a drink"
 
 
 def _script(world: World, answers: list[str]) -> Path:
@@ -61,6 +86,25 @@ def _scripted_file(world: World) -> ModelProvider:
 def _openai(world: World) -> ModelProvider:
     world.endpoint.reply = compatible_reply(world.endpoint)
     return create_model("openai:gpt-fake", options={"base_url": world.endpoint.url})
+
+
+def _scripted_tools(world: World) -> ModelProvider:
+    path = world.tmp / "tools.json"
+    path.write_text(json.dumps([{"tool_calls": [LOOKUP_CALL]}, "looked it up"] * 2))
+    return create_model(f"scripted:file={path}")
+
+
+def _openai_tools(world: World) -> ModelProvider:
+    arguments = json.dumps(LOOKUP_CALL["arguments"])
+    world.endpoint.reply = tool_calling_reply(
+        world.endpoint, [tool_call("call_1", str(LOOKUP_CALL["name"]), arguments)]
+    )
+    return create_model("openai:gpt-fake", options={"base_url": world.endpoint.url})
+
+
+def _openai_received(world: World) -> list[tuple[str, str]]:
+    messages = world.endpoint.seen[-1].body["messages"]
+    return [(m["tool_call_id"], m["content"]) for m in messages if m["role"] == "tool"]
 
 
 def _openai_failing(world: World) -> ModelProvider:
@@ -79,11 +123,18 @@ CASES: dict[str, Case] = {
         lambda w: create_model("scripted:nondeterministic=1"), deterministic=False
     ),
     "scripted-file": Case(
-        _scripted_file, failing=(lambda w: create_model(f"scripted:file={_script(w, [])}"),)
+        _scripted_file,
+        failing=(lambda w: create_model(f"scripted:file={_script(w, [])}"),),
+        tool_caller=_scripted_tools,  # answers from its script: nothing to observe beyond
     ),
     # fails by an HTTP error status, and by connection refused
     "openai": Case(
-        _openai, usage=True, failing=(_openai_failing, _openai_unreachable), remote=True
+        _openai,
+        usage=True,
+        failing=(_openai_failing, _openai_unreachable),
+        remote=True,
+        tool_caller=_openai_tools,
+        received=_openai_received,
     ),
 }
 
@@ -198,6 +249,54 @@ def check_connects_only_to(model: ModelProvider, allowed: set[Any], seen: Connec
         assert made, "a remote provider reaches its endpoint"
 
 
+def tool_request(*messages: dict[str, Any]) -> ModelRequest:
+    """A request offering LOOKUP (tool choice auto) after one user message."""
+    history = (dict(text_message("user", "what is tea?")), *messages)
+    return ModelRequest(
+        model="", messages=history, tools=(LOOKUP,), tool_choice={"mode": "MODE_AUTO"}
+    )
+
+
+def check_tool_round_trip(
+    model: ModelProvider, on_delta: Callable[[str], None] | None
+) -> tuple[list[str], Completion]:
+    """A tool-calling answer is ``tool_call`` parts (id, tool, args as an object), and the
+    follow-up request carrying each call's result is answered with text.
+
+    Returns the call ids and the follow-up's completion."""
+    deltas: list[str] = []
+    first = model.complete(tool_request(), deltas.append if on_delta else None)
+    assert first.message.get("role") == "assistant", first.message
+    validate_message(first.message, "Message", "message")
+    if on_delta is not None:
+        assert "".join(deltas) == message_text(first.message)
+    calls = [p["tool_call"] for p in first.message.get("parts", []) if "tool_call" in p]
+    assert calls, f"the answer asks for no tool: {first.message}"
+    for call in calls:
+        assert isinstance(call.get("id"), str) and call["id"], call
+        assert call.get("tool") == LOOKUP_CALL["name"], call
+        assert call.get("args") == LOOKUP_CALL["arguments"], f"args must be an object: {call}"
+    results = {
+        "role": "tool",
+        "parts": [
+            {"tool_result": {"id": call["id"], "content": [{"text": {"text": RESULT_TEXT}}]}}
+            for call in calls
+        ],
+    }
+    second = model.complete(tool_request(first.message, results), on_delta)
+    check_is_text_answer(second)
+    return [call["id"] for call in calls], second
+
+
+def check_is_text_answer(completion: Completion) -> None:
+    """An assistant message with text and no tool call (the loop can end here)."""
+    assert completion.message.get("role") == "assistant", completion.message
+    validate_message(completion.message, "Message", "message")
+    parts = completion.message.get("parts", [])
+    assert not any("tool_call" in p for p in parts), f"no tool call expected: {parts}"
+    assert message_text(completion.message), "the answer after a tool result has text"
+
+
 def _allowed(case: Case, world: World) -> set[Any]:
     if not case.remote:
         return set()
@@ -245,6 +344,24 @@ def test_the_request_is_not_mutated(case: Case, world: World) -> None:
     copy = json.loads(json.dumps([dict(m) for m in request.messages]))
     case.make(world).complete(request, lambda _: None)
     assert [dict(m) for m in request.messages] == copy
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
+def test_a_tool_call_round_trips_into_the_follow_up(
+    case: Case, world: World, streamed: bool
+) -> None:
+    if case.tool_caller is None:
+        pytest.skip("the provider does not call tools (echo and unscripted answers are text)")
+    ids, _ = check_tool_round_trip(case.tool_caller(world), (lambda _: None) if streamed else None)
+    if case.received is not None:
+        assert case.received(world) == [(i, RESULT_TEXT) for i in ids]
+
+
+def test_tool_calls_repeat_in_a_fresh_instance(case: Case, world: World) -> None:
+    if case.tool_caller is None or not case.deterministic:
+        pytest.skip("the provider does not call tools deterministically")
+    make = case.tool_caller
+    assert make(world).complete(tool_request()) == make(world).complete(tool_request())
 
 
 # --------------------------------------------------------------------------- the suite itself
@@ -302,6 +419,48 @@ class Strays:
         with socket.create_connection(("127.0.0.1", self.port), timeout=5):
             pass
         return self.inner.complete(request, on_delta)
+
+
+class ArgsAsString:
+    """Passes the server's JSON arguments string through instead of an object."""
+
+    def __init__(self, inner: ModelProvider) -> None:
+        self.inner = inner
+
+    def complete(
+        self, request: ModelRequest, on_delta: Callable[[str], None] | None = None
+    ) -> Completion:
+        done = self.inner.complete(request, on_delta)
+        parts = [
+            {"tool_call": {**p["tool_call"], "args": {"raw": json.dumps(p["tool_call"]["args"])}}}
+            if "tool_call" in p
+            else p
+            for p in done.message.get("parts", [])
+        ]
+        return Completion({**done.message, "parts": parts}, done.usage)
+
+
+class DropsToolCalls:
+    """Keeps only the text of an answer: the loop never sees the calls."""
+
+    def __init__(self, inner: ModelProvider) -> None:
+        self.inner = inner
+
+    def complete(
+        self, request: ModelRequest, on_delta: Callable[[str], None] | None = None
+    ) -> Completion:
+        done = self.inner.complete(request, on_delta)
+        parts = [p for p in done.message.get("parts", []) if "tool_call" not in p]
+        return Completion({"role": "assistant", **({"parts": parts} if parts else {})})
+
+
+def test_the_suite_catches_broken_tool_calls(world: World) -> None:
+    with pytest.raises(AssertionError, match="args must be an object"):
+        check_tool_round_trip(ArgsAsString(_scripted_tools(world)), None)
+    with pytest.raises(AssertionError, match="asks for no tool"):
+        check_tool_round_trip(DropsToolCalls(_openai_tools(world)), None)
+    with pytest.raises(AssertionError, match="no tool call"):
+        check_is_text_answer(_scripted_tools(world).complete(tool_request()))
 
 
 def test_the_suite_catches_a_wrong_role() -> None:

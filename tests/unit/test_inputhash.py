@@ -7,6 +7,7 @@ formatting), pinned here as exact preimage bytes.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -26,6 +27,7 @@ from agentsessions.controller.inputhash import (
 )
 from agentsessions.controller.spi import ModelRequest
 from agentsessions.errors import InvalidArgumentError
+from agentsessions.models import create_model
 from agentsessions.v1 import numbers
 from agentsessions.v1.model import data_part, message, text_message, text_part
 
@@ -383,3 +385,122 @@ def test_memoised_path_still_refuses_a_lone_surrogate_naming_the_field() -> None
     msg = {"role": "user", "parts": [{"text": {"text": "a\ud800"}}]}
     with pytest.raises(InvalidArgumentError, match=r"messages\[0\]\.parts\[0\]\.text\.text"):
         model_input_bytes(ModelRequest(model="m", messages=[msg]))
+
+
+# --------------------------------------------------------------------------- the tool loop
+
+# A follow-up request as the tool loop builds it: the tools offered (tool choice auto), the
+# assistant's recorded completion (text and a tool_call part with no mediation or key, as a
+# provider returns it) and each result in its own ``tool`` message, one of them an error.
+TOOL_LOOP_REQUEST = ModelRequest(
+    model="gpt-4o-mini",
+    messages=(
+        _msg("user", "write <b> & go"),
+        {
+            "role": "assistant",
+            "parts": [
+                {"text": {"text": "ok"}},
+                {
+                    "tool_call": {
+                        "id": "call-0-0",
+                        "tool": "append_line",
+                        "args": {
+                            "line": "héllo <x>",
+                            "n": 2,
+                            "ratio": 0.5,
+                            "big": 1e21,
+                            "tags": ["a"],
+                            "opt": None,
+                        },
+                    }
+                },
+            ],
+        },
+        {
+            "role": "tool",
+            "parts": [{"tool_result": {"id": "call-0-0", "output": {"written": True, "bytes": 6}}}],
+        },
+        {
+            "role": "tool",
+            "parts": [{"tool_result": {"id": "call-0-1", "is_error": True, "error": "disk full"}}],
+        },
+    ),
+    tools=(
+        {
+            "name": "append_line",
+            "description": "append a line",
+            "input_schema": {
+                "type": "object",
+                "properties": {"line": {"type": "string", "maxLength": 200}},
+                "required": ["line"],
+            },
+        },
+        {"name": "notes"},
+    ),
+    tool_choice={"mode": "MODE_AUTO"},
+)
+
+# By hand from the digest's section 3: Go field order, nil pointers and maps as null, the
+# omitempty Tools/ToolChoice/ToolCall/ToolResult present, map keys sorted, float64 numbers
+# (2 for the integer, 1e+21 from 1e21), HTML-safe escaping, raw UTF-8.
+_EMPTY = '"Text":null,"File":null,"Data":null,"Reasoning":null'
+TOOL_LOOP_PREIMAGE = (
+    '{"Model":"gpt-4o-mini","Messages":['
+    + _text_preimage("user", '"write \\u003cb\\u003e \\u0026 go"')
+    + ',{"Role":"assistant","Parts":['
+    + f'{{"Text":{{"Text":"ok"}},{NULLS}}},'
+    + f'{{{_EMPTY},"ToolCall":{{"ID":"call-0-0","Tool":"append_line","Args":'
+    + '{"big":1e+21,"line":"héllo \\u003cx\\u003e","n":2,"opt":null,"ratio":0.5,"tags":["a"]},'
+    + '"Mediation":"","IdempotencyKey":""}}]}'
+    + f',{{"Role":"tool","Parts":[{{{_EMPTY},"ToolResult":{{"ID":"call-0-0",'
+    + '"Output":{"bytes":6,"written":true},"OutputURI":"","OutputDigest":"","IsError":false,'
+    + '"Error":""}}]}'
+    + f',{{"Role":"tool","Parts":[{{{_EMPTY},"ToolResult":{{"ID":"call-0-1","Output":null,'
+    + '"OutputURI":"","OutputDigest":"","IsError":true,"Error":"disk full"}}]}'
+    + '],"Params":null,"Tools":['
+    + '{"Name":"append_line","Description":"append a line","InputSchema":'
+    + '{"properties":{"line":{"maxLength":200,"type":"string"}},"required":["line"],'
+    + '"type":"object"}},'
+    + '{"Name":"notes","Description":"","InputSchema":null}],'
+    + '"ToolChoice":{"Mode":"AUTO","Name":""}}'
+)
+
+
+def test_a_tool_loop_follow_up_hashes_as_go_marshals_it() -> None:
+    assert model_input_bytes(TOOL_LOOP_REQUEST).decode() == TOOL_LOOP_PREIMAGE
+    assert (
+        model_input_hash(TOOL_LOOP_REQUEST)
+        == hashlib.sha256(TOOL_LOOP_PREIMAGE.encode()).hexdigest()
+    )
+
+
+def test_tools_tool_choice_and_tool_parts_all_change_the_hash() -> None:
+    """I0 covers every tool field: a replay that offered other tools must diverge."""
+    base = model_input_hash(TOOL_LOOP_REQUEST)
+    tweaks = [
+        dict(tools=TOOL_LOOP_REQUEST.tools[:1]),
+        dict(tool_choice={"mode": "MODE_REQUIRED", "name": "notes"}),
+        dict(tool_choice=None),
+        dict(messages=TOOL_LOOP_REQUEST.messages[:3]),
+        dict(
+            messages=(
+                *TOOL_LOOP_REQUEST.messages[:3],
+                {"role": "tool", "parts": [{"tool_result": {"id": "call-0-1", "error": "x"}}]},
+            )
+        ),
+    ]
+    hashes = {model_input_hash(dataclasses.replace(TOOL_LOOP_REQUEST, **t)) for t in tweaks}
+    assert base not in hashes and len(hashes) == len(tweaks)
+
+
+def test_a_provider_completion_with_a_tool_call_hashes_like_the_journal(tmp_path: Path) -> None:
+    """The scripted model's tool_call part, sent back as history, is a plain Go ToolCall."""
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps([{"tool_calls": [{"name": "notes", "arguments": {"k": 1}}]}]))
+    done = create_model(f"scripted:file={script}").complete(ModelRequest("m", ()))
+    got = model_input_bytes(ModelRequest("m", (done.message,))).decode()
+    assert got == (
+        f'{{"Model":"m","Messages":[{{"Role":"assistant","Parts":[{{{_EMPTY},"ToolCall":'
+        '{"ID":"call-0-0","Tool":"notes","Args":{"k":1},"Mediation":"","IdempotencyKey":""}}]}]'
+        ',"Params":null}'
+    )

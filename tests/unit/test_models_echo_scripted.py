@@ -18,6 +18,7 @@ from agentsessions.models import (
     create_model,
     parse_spec,
 )
+from agentsessions.models.scripted import Answer
 from agentsessions.v1.model import data_part, message, text_message, text_part
 from agentsessions.v1.schema import validate_message
 
@@ -123,8 +124,8 @@ def test_text_file_has_one_answer_per_line_blank_lines_skipped(tmp_path: Path) -
     ("name", "content", "error"),
     [
         ("a.json", "not json", "is not JSON"),
-        ("a.json", '["ok", 3]', "JSON array of strings"),
-        ("a.json", '{"a": "b"}', "JSON array of strings"),
+        ("a.json", '["ok", 3]', r"a\.json entry 1: expected a string or an object, got a number"),
+        ("a.json", '{"a": "b"}', r"a\.json must hold a JSON array of answers"),
         ("missing.txt", None, "cannot read"),
     ],
 )
@@ -167,7 +168,7 @@ def test_scripted_specs(tmp_path: Path) -> None:
     plain = create_model("scripted")
     assert isinstance(plain, ScriptedModel) and plain.seed == 0
     scripted = create_model(f"scripted:file={path}")
-    assert isinstance(scripted, ScriptedModel) and scripted.answers == ("hi",)
+    assert isinstance(scripted, ScriptedModel) and scripted.answers == (Answer("hi"),)
     random = create_model("scripted", options={"nondeterministic": "1", "seed": ""})
     assert isinstance(random, ScriptedModel) and random.nondeterministic
 

@@ -317,7 +317,10 @@ def test_malformed_streams(endpoint: Endpoint, reply: Reply, error: str) -> None
     ("request_", "error"),
     [
         (ModelRequest("m", (dict(message("user", data_part({"a": 1}))),)), "has a data part"),
-        (ModelRequest("m", ask("q").messages, tools=({"name": "t"},)), "tool definitions"),
+        (
+            ModelRequest("m", (dict(message("user", {"tool_call": {"id": "c", "tool": "t"}})),)),
+            r"message 0 \(user\) has a tool_call part",
+        ),
         (ModelRequest("m", ask("q").messages, params={"stop": "x"}), "unsupported param"),
         (ModelRequest("m", ask("q").messages, params={"max_tokens": "lots"}), "must be a number"),
     ],
