@@ -1,19 +1,33 @@
-"""The chat harness: a history-aware chat loop, one model call per turn.
+"""The chat harness: a history-aware chat loop that runs the session's tools.
 
-Invariants: the request is built only from the config, ``Start.history`` and
-``Start.inputs``, so replaying the journal rebuilds the same request (STATELESS_REPLAY, I0);
-the harness writes nothing itself (the sink records MODEL_CALL and the completion's OUTPUT)
-and keeps no state between runs.
+Invariants: every request is built only from the config, ``Start.history``, ``Start.inputs``,
+``Start.tools`` and the completions and tool results of this run (which replay and resume
+serve from the journal), so replaying the journal rebuilds the same requests (STATELESS_REPLAY,
+I0); the harness writes nothing itself (the sink records MODEL_CALL, each completion's OUTPUT,
+TOOL_CALL and TOOL_RESULT) and keeps no state between runs.
 
-The request's messages are, in order: the system prompt (role ``system``, left out when
-empty), the INPUT and OUTPUT events among the last ``history_events`` events of the history
-(as ``user`` and ``assistant`` turns; other kinds are skipped), then the new inputs. Model
-``""`` means "the session's model": the controller fills it in.
+The first request's messages are, in order: the system prompt (role ``system``, left out when
+empty), the conversation among the last ``history_events`` events of the history (INPUT as
+``user``, OUTPUT as ``assistant`` with any ``tool_call`` parts, and each run of TOOL_RESULTs
+as one ``tool`` message; other kinds are skipped), then the new inputs. Model ``""`` means
+"the session's model": the controller fills it in.
+
+The tool loop (digest 5.8): the mediated and approval tools of ``Start.tools`` are offered on
+``ModelRequest.tools``. While a completion asks for tool calls, the harness copies each
+``tool_call`` part, sets on the copy the tier the workload gives the tool and the idempotency
+key ``<execution id>:<step>:<index>:<call id>`` (unique in the session: model call ids such
+as a script's ``call-0-0`` repeat across turns), and hands it to ``sink.tool``; a call to a
+tool that was not offered (unknown, or ``reported``: this harness runs no tool itself) gets an
+``is_error`` result it reports with ``sink.report``. The completion and then one ``tool``
+message holding every result (``tool_result`` parts, in call order) are appended, and the
+model is called again. The turn ends when a completion asks for no tool; a completion that
+still asks for tools at the ``max_steps``-th model call fails the turn (HarnessError, exit 14)
+before any of those calls runs.
 
 Config (``Start.config``) is UTF-8 JSON, for example
-``{"system_prompt": "...", "model": "", "history_events": 50}``: empty config or a missing key
-takes the default and unknown keys are ignored; text that is not a JSON object, or a value of
-the wrong type, raises HarnessError naming the problem.
+``{"system_prompt": "...", "model": "", "history_events": 50, "max_steps": 8}``: empty config
+or a missing key takes the default and unknown keys are ignored; text that is not a JSON
+object, or a value of the wrong type, raises HarnessError naming the problem.
 """
 
 from __future__ import annotations
@@ -25,25 +39,34 @@ from typing import Any
 from agentsessions.controller.spi import (
     STATELESS_REPLAY,
     Capabilities,
+    Completion,
     Event,
     HarnessDescriptor,
     Message,
     ModelRequest,
     Sink,
     Start,
+    ToolSpec,
 )
 from agentsessions.errors import HarnessError
-from agentsessions.v1.model import text_message
+from agentsessions.v1.model import text_message, tool_result_event
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 DEFAULT_HISTORY_EVENTS = 50
+DEFAULT_MAX_STEPS = 8
+# the version stays "1": a session without tools gets exactly the requests it always got
 DESCRIPTOR = HarnessDescriptor(
     id="chat",
     version="1",
     capabilities=Capabilities(resumability=STATELESS_REPLAY),
 )
+OFFERED = ("MEDIATION_CONTROLLER_MEDIATED", "MEDIATION_REQUIRES_APPROVAL")
+"""The tiers whose tools the chat harness offers: the host runs them (it runs none itself)."""
 _ROLES = {"EVENT_INPUT": "user", "EVENT_OUTPUT": "assistant"}
-_CONFIG_HINT = 'config is JSON like {"system_prompt": "...", "model": "", "history_events": 50}'
+_CONFIG_HINT = (
+    'config is JSON like {"system_prompt": "...", "model": "", "history_events": 50, '
+    '"max_steps": 8}'
+)
 
 
 @dataclass(frozen=True)
@@ -53,6 +76,7 @@ class ChatConfig:
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     model: str = ""
     history_events: int = DEFAULT_HISTORY_EVENTS
+    max_steps: int = DEFAULT_MAX_STEPS  # model calls per turn, tool rounds included
 
     @classmethod
     def parse(cls, config: bytes) -> ChatConfig:
@@ -73,6 +97,7 @@ class ChatConfig:
         prompt = doc.get("system_prompt", DEFAULT_SYSTEM_PROMPT)
         model = doc.get("model", "")
         events = doc.get("history_events", DEFAULT_HISTORY_EVENTS)
+        steps = doc.get("max_steps", DEFAULT_MAX_STEPS)
         for key, value in (("system_prompt", prompt), ("model", model)):
             if not isinstance(value, str):
                 raise HarnessError(f"chat: config {key} must be a string", hint=_CONFIG_HINT)
@@ -81,24 +106,79 @@ class ChatConfig:
                 f"chat: config history_events must be an integer >= 0, got {events!r}",
                 hint=_CONFIG_HINT,
             )
-        return cls(system_prompt=prompt, model=model, history_events=events)
+        if type(steps) is not int or steps < 1:
+            raise HarnessError(
+                f"chat: config max_steps must be an integer >= 1, got {steps!r}",
+                hint=_CONFIG_HINT,
+            )
+        return cls(system_prompt=prompt, model=model, history_events=events, max_steps=steps)
 
 
 class ChatHarness:
-    """System prompt + recent conversation + new inputs, sent to the model in one call."""
+    """System prompt + recent conversation + new inputs to the model; then the tool loop."""
 
     def describe(self) -> HarnessDescriptor:
         """The chat harness's descriptor (id "chat", version "1", STATELESS_REPLAY)."""
         return DESCRIPTOR
 
     def run(self, start: Start, sink: Sink) -> None:
-        """Build the request from config, history and inputs, and make the model call."""
+        """Call the model, run the tools it asks for, and call it again until it answers
+        without tool calls (see the module docstring)."""
         cfg = ChatConfig.parse(start.config)
-        sink.model(ModelRequest(model=cfg.model, messages=build_messages(cfg, start), params=None))
+        offered = {t.name: t for t in start.tools if t.mediation in OFFERED}
+        definitions = tuple(offered[name].definition() for name in sorted(offered))
+        messages = list(build_messages(cfg, start))
+        for step in range(cfg.max_steps):
+            request = ModelRequest(cfg.model, tuple(messages), None, tools=definitions)
+            completion = sink.model(request)
+            calls = tool_calls(completion)
+            if not calls:
+                return
+            if step + 1 == cfg.max_steps:
+                raise HarnessError(
+                    f"chat: the model still asks for tools ({', '.join(c['tool'] for c in calls)}) "
+                    f"after {cfg.max_steps} model calls (max_steps); those calls did not run",
+                    hint="allow more with --config '{\"max_steps\": N}'",
+                )
+            results = [
+                run_call(sink, offered, call, f"{start.execution_id}:{step}:{index}")
+                for index, call in enumerate(calls)
+            ]
+            messages.append(completion.message)
+            messages.append(tool_message(results))
+
+
+def tool_calls(completion: Completion) -> list[dict[str, Any]]:
+    """The ``tool_call`` parts of a completion, in order."""
+    parts = completion.message.get("parts") or []
+    return [dict(p["tool_call"]) for p in parts if isinstance(p.get("tool_call"), dict)]
+
+
+def run_call(
+    sink: Sink, offered: dict[str, ToolSpec], call: dict[str, Any], position: str
+) -> dict[str, Any]:
+    """The result of one call the model asked for: through the host (a copy carrying the
+    workload's tier and a session-unique key), or an error the harness reports for a tool
+    that was not offered."""
+    call_id, name = str(call.get("id") or ""), str(call.get("tool") or "")
+    spec = offered.get(name)
+    if spec is None:
+        known = ", ".join(sorted(offered)) or "none"
+        why = f"tool {name!r} is not offered (offered: {known})"
+        result = dict(tool_result_event(call_id, is_error=True, error=why)["result"])
+        sink.report(result)
+        return result
+    copy = {**call, "mediation": spec.mediation, "idempotency_key": f"{position}:{call_id}"}
+    return dict(sink.tool(copy))
+
+
+def tool_message(results: list[dict[str, Any]]) -> Message:
+    """The ``tool`` message that gives the model its results (one part per result)."""
+    return {"role": "tool", "parts": [{"tool_result": r} for r in results]}
 
 
 def build_messages(cfg: ChatConfig, start: Start) -> tuple[Message, ...]:
-    """The request's messages: system prompt, conversation from history, new inputs."""
+    """The first request's messages: system prompt, conversation from history, new inputs."""
     messages: list[Message] = []
     if cfg.system_prompt:
         messages.append(dict(text_message("system", cfg.system_prompt)))
@@ -109,15 +189,61 @@ def build_messages(cfg: ChatConfig, start: Start) -> tuple[Message, ...]:
 
 
 def conversation(events: list[Event]) -> list[Message]:
-    """INPUT messages as user turns and OUTPUT messages as assistant turns, in order."""
+    """INPUT messages as user turns, OUTPUT messages as assistant turns and each run of
+    TOOL_RESULTs as one tool turn, in order, paired (see :func:`paired`)."""
     out: list[Message] = []
     for event in events:
-        role = _ROLES.get(event.get("kind", ""))
+        kind = event.get("kind", "")
+        if kind == "EVENT_TOOL_RESULT" and isinstance(event.get("result"), dict):
+            part = {"tool_result": event["result"]}
+            if out and out[-1].get("role") == "tool":
+                out[-1] = {**out[-1], "parts": [*out[-1]["parts"], part]}
+            else:
+                out.append({"role": "tool", "parts": [part]})
+            continue
+        role = _ROLES.get(kind)
         msg = event.get("message")
         if role is None or msg is None:
             continue
         out.append(msg if msg.get("role") == role else {**msg, "role": role})
+    return paired(out)
+
+
+def paired(messages: list[Message]) -> list[Message]:
+    """Only tool calls answered by the next message and results of the previous message's
+    calls: a history window that cuts an exchange, or a turn that failed between a call and
+    its result, never sends a model a call without its result or a result without its call.
+    A message left with no parts by this is dropped."""
+    out: list[Message] = []
+    kept_prev = False
+    for i, msg in enumerate(messages):
+        prev = messages[i - 1] if i and kept_prev else None
+        nxt = messages[i + 1] if i + 1 < len(messages) else None
+        found: Message | None = msg
+        if msg.get("role") == "tool":
+            asked = _ids(prev, "tool_call") if prev and prev.get("role") == "assistant" else set()
+            found = _keep(msg, "tool_result", asked)
+        elif msg.get("role") == "assistant":
+            answered = _ids(nxt, "tool_result") if nxt and nxt.get("role") == "tool" else set()
+            found = _keep(msg, "tool_call", answered)
+        kept_prev = found is not None
+        if found is not None:
+            out.append(found)
     return out
+
+
+def _ids(msg: Message, kind: str) -> set[str]:
+    return {str(p[kind].get("id", "")) for p in msg.get("parts") or [] if kind in p}
+
+
+def _keep(msg: Message, kind: str, ids: set[str]) -> Message | None:
+    """``msg`` without its ``kind`` parts whose ids are not in ``ids``; None when that left
+    nothing (a message that had no parts to begin with stays as it was)."""
+    parts = msg.get("parts") or []
+    kept = [p for p in parts if kind not in p or str(p[kind].get("id", "")) in ids]
+    if len(kept) == len(parts):
+        return msg
+    return {**msg, "parts": kept} if kept else None
 
 
 def create() -> ChatHarness:

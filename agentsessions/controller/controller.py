@@ -65,7 +65,9 @@ from .spi import (
     ModelRequest,
     Runtime,
     Start,
+    ToolOffer,
     ToolResolver,
+    ToolSpec,
     can_place,
 )
 from .toolcalls import ToolHost, receipts_of
@@ -175,12 +177,14 @@ class Controller:
         keep_writers: int = DEFAULT_KEEP,
         idle_seconds: float = DEFAULT_IDLE_SECONDS,
         tools: ToolResolver | None = None,
+        offers: ToolOffer | None = None,
     ) -> None:
         """``keep_writers``: how many sessions' writers stay open between turns (0: close
         each after its turn, as a short-lived caller wants); ``idle_seconds``: how long an
         unused one stays open (checked whenever the controller opens or reuses a writer).
         ``tools`` finds a session's tools by name (its workload), as ``models`` finds model
-        providers; None: no session has mediated tools."""
+        providers; None: no session has mediated tools. ``offers`` lists a session's tools
+        for its harness (``Start.tools``); None: harnesses are offered none."""
         self.store = store
         self.writers = WriterPool(store, keep_writers, idle_seconds)
         self.harnesses = harnesses
@@ -188,6 +192,7 @@ class Controller:
         self.runtime = runtime
         self.default_model = default_model
         self.tools = tools
+        self.offers = offers
         self.executor_calls: list[str] = []
         """Every live tool executor call this controller made, by tool name (evidence)."""
         self.observer_errors: list[Exception] = []
@@ -370,7 +375,9 @@ class Controller:
         # durable at once: the turn has begun, for its caller and for resume
         journal.record(events, head if expected_last_seq is None else expected_last_seq)
         history = WriterHistory(writer, head)
-        start = Start(exec_id, config, tuple(_as_user(m) for m in inputs), history)
+        start = Start(
+            exec_id, config, tuple(_as_user(m) for m in inputs), history, tools=self._offered(uid)
+        )
         sink = TurnSink(exec_id, [], self._live(journal, turn_model, exec_id, descriptor))
         return self._drive(uid, instance, start, sink, journal, head + 1, legacy=False)
 
@@ -420,6 +427,7 @@ class Controller:
             tuple(run.messages),
             WriterHistory(writer, run.first_seq - 1),
             run.resume_from_seq,
+            tools=self._offered(uid),
         )
         sink = TurnSink(
             run.id,
@@ -430,6 +438,10 @@ class Controller:
         result = self._drive(uid, instance, start, sink, journal, run.first_seq, legacy=run.legacy)
         result.resumed = True
         return result
+
+    def _offered(self, uid: str) -> tuple[ToolSpec, ...]:
+        """The tools the session's workload offers its harness (none without ``offers``)."""
+        return () if self.offers is None else self.offers(uid)
 
     def _pending(self, writer: HeldWriter) -> executions.Execution | None:
         """The open trailing execution, reading the journal only from where it began."""

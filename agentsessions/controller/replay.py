@@ -46,7 +46,7 @@ from .history import ListHistory, StoreHistory
 from .registry import Registry
 from .rules import check_harness
 from .sinks import TurnSink
-from .spi import Harness, Start
+from .spi import Harness, Start, ToolOffer, ToolSpec
 
 
 @dataclass
@@ -111,15 +111,18 @@ def replay(
     *,
     harness: str = "",
     model_calls: Callable[[], int] = lambda: 0,
+    offers: ToolOffer | None = None,
 ) -> ReplayResult:
     """Re-drive every completed execution of ``uid``, in order; see the module docstring.
 
     Always from the session's first execution (a forked child's included: it shares the
     parent's prefix), since a memory harness can only reach execution N through 1..N-1.
+    ``offers`` gives each run the session's tools (``Start.tools``) as a live run gets them.
     """
     info = store.get(uid)
+    tools = () if offers is None else offers(uid)
     try:
-        return _replay_streaming(store, uid, info, harnesses, harness, model_calls)
+        return _replay_streaming(store, uid, info, harnesses, harness, model_calls, tools)
     except executions.LegacyLogError:
         pass  # a v0.1.2 journal: its rules need the whole log
     events = [(r.seq, r.event) for r in store.read(uid, 1, info.last_seq)]
@@ -147,7 +150,7 @@ def replay(
             # v0.1.2: one whole-log run sees the whole log; a modern run sees what came
             # before it (seqs are contiguous from 1: a prefix of the list, not a copy)
             end = None if run.legacy else run.first_seq - 1
-            result.add_outputs(_replay_one(instance, run, ListHistory(ordered, end)))
+            result.add_outputs(_replay_one(instance, run, ListHistory(ordered, end), tools))
         except ReplayError as exc:
             result.divergence, result.diverged_execution = str(exc), run.id or "legacy"
             break
@@ -169,6 +172,7 @@ def _replay_streaming(
     harnesses: Registry[Harness],
     harness: str,
     model_calls: Callable[[], int],
+    tools: tuple[ToolSpec, ...] = (),
 ) -> ReplayResult:
     """Replay a journal of contiguous executions holding one at a time (see the module
     docstring); LegacyLogError when it is not one (nothing has run yet then)."""
@@ -204,7 +208,7 @@ def _replay_streaming(
         history = WindowHistory(window, run.first_seq - 1, StoreHistory(store, uid, last))
         try:
             instance = instances.for_run(run.first_seq, run.last_seq)
-            result.add_outputs(_replay_one(instance, run, history))
+            result.add_outputs(_replay_one(instance, run, history, tools))
         except ReplayError as exc:
             result.divergence, result.diverged_execution = str(exc), run.id
             break
@@ -273,8 +277,11 @@ def _replay_one(
     instance: Harness,
     run: executions.Execution,
     history: ListHistory | WindowHistory,
+    tools: tuple[ToolSpec, ...] = (),
 ) -> list[str]:
-    start = Start(run.id, run.config, tuple(run.messages), history, run.resume_from_seq)
+    start = Start(
+        run.id, run.config, tuple(run.messages), history, run.resume_from_seq, tools=tools
+    )
     sink = TurnSink(run.id, run.effects, None, legacy=run.legacy)
     try:
         instance.run(start, sink)

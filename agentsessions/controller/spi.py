@@ -47,11 +47,25 @@ class Capabilities:
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """A tool a harness may call, with its default mediation tier."""
+    """A tool a harness may call, with its mediation tier and its arguments' JSON Schema.
+
+    In ``Start.tools`` these are the tools of the session's workload, as the host bound them:
+    ``mediation`` is the tier the workload gives the tool, which the harness sets on its copy
+    of each call it hands to ``sink.tool``."""
 
     name: str
     description: str = ""
     mediation: str = "MEDIATION_CONTROLLER_MEDIATED"
+    input_schema: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    def definition(self) -> dict[str, Any]:
+        """The ``ToolDefinition`` offered to a model (``ModelRequest.tools``)."""
+        out: dict[str, Any] = {"name": self.name}
+        if self.description:
+            out["description"] = self.description
+        if self.input_schema:
+            out["input_schema"] = dict(self.input_schema)
+        return out
 
 
 @dataclass(frozen=True)
@@ -95,6 +109,10 @@ class Start:
     history: History
     resume_from_seq: int = 0
     memory_restored: bool = False  # I4: a restored harness must not rebuild from history
+    tools: tuple[ToolSpec, ...] = ()
+    """The tools of the session's workload (``--tools FILE``), bound by the host for this run:
+    live, resumed and replayed runs of one execution get the same ones while the workload
+    stays (they are not journaled; see :data:`ToolOffer`)."""
 
 
 @dataclass(frozen=True)
@@ -202,6 +220,12 @@ class BoundTool:
     executor: ToolExecutor
     config: Mapping[str, Any] = field(default_factory=dict)
 
+
+ToolOffer = Callable[[str], tuple[ToolSpec, ...]]
+"""``(session uid) -> the tools its workload offers a harness`` (``Start.tools``), in a stable
+order. They are read from the session's current workload whenever a run starts, so a later
+``--tools`` changes what a replay of an earlier turn is offered: such a replay diverges (I0)
+instead of passing with other tools."""
 
 ToolResolver = Callable[[str, str], BoundTool]
 """``(session uid, tool name) -> BoundTool``; raises UnknownToolError for a tool the

@@ -310,6 +310,7 @@ class LocalSessions:
             HARNESSES,
             harness=harness or "",
             model_calls=lambda: counter.models.calls,
+            offers=counter.offers,
         )
         return ReplayReport(
             uid=result.uid,
