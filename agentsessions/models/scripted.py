@@ -149,6 +149,10 @@ class ScriptedModel:
 
     def _answer(self, request: ModelRequest, call: int) -> Answer:
         if self.answers is not None:
+            # A turn resumed in a new process (after an approval, a crash) continues the
+            # script where the turn left off: this instance's count starts over there, but
+            # the request shows k answers given since the user spoke, so this is call k+1.
+            call = max(call, _answers_this_turn(request) + 1)
             if call > len(self.answers):
                 where = f" in {self.source}" if self.source else ""
                 raise UnavailableError(
@@ -166,6 +170,18 @@ class ScriptedModel:
         if self.nondeterministic:
             return "ScriptedModel(nondeterministic=True)"
         return f"ScriptedModel(seed={self.seed})"
+
+
+def _answers_this_turn(request: ModelRequest) -> int:
+    """How many assistant messages follow the request's last user message (the answers
+    this turn has had: a tool loop's earlier steps)."""
+    count = 0
+    for each in reversed(request.messages):
+        role = each.get("role")
+        if role == "user":
+            break
+        count += role == "assistant"
+    return count
 
 
 def _delay(text: str) -> float:

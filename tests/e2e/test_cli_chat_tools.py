@@ -81,3 +81,29 @@ def test_the_step_limit_fails_the_turn_with_exit_14(cli: Cli, tmp_path: Path) ->
     assert "after 1 model calls (max_steps)" in error
     assert hint.startswith("  hint: allow more with --config")
     assert not effects.exists()  # the call the last completion asked for never ran
+
+
+def test_an_approval_gated_call_parks_then_approve_runs_it_once(cli: Cli, tmp_path: Path) -> None:
+    """Issue 9's scripted end-to-end run: the chat harness with the scripted model calls
+    append_line under approval, parks (exit 20), ``approve`` continues it in a new process
+    (the script goes on where the turn left off), the line is written once, and
+    ``replay --rerun`` makes no model call and runs no tool."""
+    tools, effects = _workload(tmp_path)
+    tools.write_text(tools.read_text().replace('"mediated"', '"approval"'))
+    model = _script(tmp_path, CALL, "Done: buy milk is noted.")
+    run = cli.run("exec", "--harness", "chat", "--model", model, "--tools", str(tools),
+                  "--input", "note: buy milk")  # fmt: skip
+    assert run.code == 20, run.err
+    assert not effects.exists()  # nothing runs before a person decides
+    uid = cli.run("list", "--json").ok().json()["sessions"][0]["uid"]
+    assert cli.run("get", uid, "--json").ok().json()["exec_state"] == "EXEC_AWAITING"
+
+    cli.run("approve", uid, "--reason", "fine", "--actor", "alice").ok()
+    assert effects.read_text() == "buy milk\n"
+    kinds = [line.split()[1] for line in cli.run("log", uid).ok().out.splitlines()[1:]]
+    assert kinds[-6:] == ["APPROVAL_REQUEST", "APPROVAL_RESULT", "TOOL_RESULT", "MODEL_CALL",
+                          "OUTPUT", "END"]  # fmt: skip
+    replay = cli.run("replay", uid, "--rerun", "--json").ok().json()
+    assert replay["identical"] is True and replay["model_calls"] == 0
+    assert effects.read_text() == "buy milk\n"  # the executor did not run again
+    cli.run("verify", uid).ok()

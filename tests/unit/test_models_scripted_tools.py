@@ -152,3 +152,34 @@ def test_a_text_file_cannot_script_tool_calls(tmp_path: Path) -> None:
     path.write_text('{"tool_calls": [{"name": "t"}]}\n', encoding="utf-8")
     parts = ScriptedModel.from_file(path).complete(ASK).message["parts"]
     assert parts == [{"text": {"text": '{"tool_calls": [{"name": "t"}]}'}}]
+
+
+def test_a_turn_resumed_in_a_new_process_continues_the_script(tmp_path: Path) -> None:
+    """After an approval or a crash, a fresh instance sees the turn's earlier answers in the
+    request and gives the next entry, not the first again."""
+    script = tmp_path / "s.json"
+    script.write_text(
+        json.dumps([{"tool_calls": [{"name": "append_line", "arguments": {"line": "x"}}]}, "Done."])
+    )
+    first = ScriptedModel.from_file(script).complete(
+        ModelRequest(model="m", messages=[dict(text_message("user", "go"))])
+    )
+    call = first.message["parts"][-1]["tool_call"]
+    follow_up = [
+        dict(text_message("user", "go")),
+        first.message,
+        {"role": "tool", "parts": [{"tool_result": {"id": call["id"], "output": {"ok": True}}}]},
+    ]
+    fresh = ScriptedModel.from_file(script)  # a new process: its own count starts at 1
+    again = fresh.complete(ModelRequest(model="m", messages=follow_up))
+    assert again.message["parts"] == [{"text": {"text": "Done."}}]
+    # a new turn (the user spoke last) still starts where this instance's count is
+    new_turn = [*follow_up, again.message, dict(text_message("user", "more"))]
+    assert (
+        ScriptedModel.from_file(script)
+        .complete(ModelRequest(model="m", messages=new_turn))
+        .message["parts"][-1]
+        .get("tool_call", {})
+        .get("tool")
+        == "append_line"
+    )
