@@ -39,6 +39,7 @@ Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_
     +-- InvalidExecutionLogError            the journal's turns cannot be driven as is   (exit 17)
     |   +-- InheritedToolIntentError        a fork child's copied prefix ends in a tool intent
     +-- ToolOutcomeUnknownError             a cut tool call may have run; none can confirm (exit 19)
+    +-- ToolNotUnresolvedError              resolve of a call that is not unresolved   (exit 22)
     +-- TurnCanceledError                   the running turn was canceled by request     (exit 18)
     +-- ApprovalParkedError                 the turn parked on an approval-gated call    (exit 20)
     +-- ApprovalError                       an approval request that cannot be decided   (exit 21)
@@ -326,6 +327,16 @@ class ToolOutcomeUnknownError(AgentSessionsError):
     exit_code = 19
     grpc_code = "FAILED_PRECONDITION"
     kind = "tool_outcome_unknown"
+
+
+class ToolNotUnresolvedError(AgentSessionsError):
+    """``resolve`` named a tool call that is not unresolved (unknown id, not the latest
+    execution's open call, already answered, or not marked unknown by a resume); nothing
+    was changed. ``call_id`` names it."""
+
+    exit_code = 22
+    grpc_code = "FAILED_PRECONDITION"
+    kind = "tool_not_unresolved"
 
 
 class ApprovalUnavailableError(InvalidArgumentError):

@@ -15,6 +15,7 @@ from agentsessions.cli import approve as _approve  # noqa: F401
 from agentsessions.cli import cancel as _cancel  # noqa: F401
 from agentsessions.cli import compute as _compute  # noqa: F401
 from agentsessions.cli import follow as _follow  # noqa: F401
+from agentsessions.cli import resolve as _resolve  # noqa: F401
 from agentsessions.cli import turns as _turns  # noqa: F401
 
 _app.reflow_help()

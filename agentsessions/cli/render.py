@@ -333,6 +333,16 @@ def session_rows(info: Session, memory: str = "") -> list[tuple[str, str]]:
                 f"{ref.execution_id}, request seq {ref.request_seq}): approve/deny",
             )
         )
+    unresolved = info.unresolved_call
+    if unresolved is not None:
+        rows.append(
+            (
+                "unresolved",
+                f"tool call {unresolved.tool_call_id} ({unresolved.tool}, key "
+                f"{unresolved.idempotency_key}, seq {unresolved.call_seq}, execution "
+                f"{unresolved.execution_id}): its outcome is unknown; resolve it",
+            )
+        )
     if info.deleted:
         rows.append(("deleted", "yes (read-only: get, log and verify still work)"))
     return [(key, one_line(value)) for key, value in rows]

@@ -33,9 +33,20 @@ TOOL_RESULT), the call is re-driven once with the same key, through the receipts
   more with the same key and returns the first outcome without a second effect;
 - no receipt and an executor that cannot confirm: the outcome is **unknown** (the intent was
   durable before the executor started, so it may have run, and nothing says whether): resume
-  raises ToolOutcomeUnknownError naming the call and writes nothing. The call is never
-  repeated blindly. (No "started" marker is written before the executor: the TOOL_CALL sync
-  just before it is that marker, and one more sync would only narrow a window that stays.)
+  raises ToolOutcomeUnknownError naming the call and writes nothing to the journal. The call
+  is never repeated blindly. (No "started" marker is written before the executor: the
+  TOOL_CALL sync just before it is that marker, and one more sync would only narrow a window
+  that stays.)
+
+**Unresolved for a person.** The resume that finds an unknown outcome keeps that finding in
+the receipts file, durably: an ``"unknown": true`` line under the call's key. ``get`` (in any
+process, without running or probing the executor, which may be a server that is down or a
+side effect that cannot be asked) then reports the call as unresolved by reading that line
+(:func:`unresolved_call`): whether an executor "can confirm" is only learnt by trying, and
+the try is the resume's. A person then says what happened (``agentsessions resolve``): that
+is a receipt like any other (:func:`resolution_receipt`), a later line of the key that wins,
+and the next resume records TOOL_RESULT from it and the turn goes on. Nothing in the journal
+changes until that TOOL_RESULT, so the chain is the conversation as it really happened.
 
 A fork child never re-drives an open intent inherited in its copied prefix
 (InheritedToolIntentError, FAILED_PRECONDITION; checked by the controller before the harness
@@ -57,9 +68,10 @@ from agentsessions.errors import (
     UnmediatedToolCallError,
 )
 from agentsessions.journal.format import canonical
+from agentsessions.journal.format.records import Record
 from agentsessions.v1 import model
 
-from .approvals import REQUIRES_APPROVAL
+from .approvals import REQUIRES_APPROVAL, latest_run
 from .spi import CONTROLLER_MEDIATED, BoundTool, ToolOutcome, ToolRequest, ToolResolver
 
 EXECUTOR_ERROR = "EXECUTOR_ERROR"
@@ -261,17 +273,109 @@ class ToolHost:
         bound = self.bind(str(call["tool"]))
         if getattr(bound.executor, "idempotent", False) is True:
             return self.execute(bound, call)
-        raise ToolOutcomeUnknownError(
-            f"session {self.session_uid}: tool call {call['id']} ({call['tool']}, key "
-            f"{call['idempotency_key']!r}) was cut after its intent was recorded; its executor "
-            "may have run, keeps no receipt and cannot confirm it by key, so it is not run "
-            "again; nothing was written",
-            hint="check the tool's effect by hand; the call stays open",
-            session=self.session_uid,
-            call_id=str(call["id"]),
-            tool=str(call["tool"]),
-            idempotency_key=str(call["idempotency_key"]),
-        )
+        self.mark_unknown(call)
+        raise unknown_error(self.session_uid, call)
+
+    def mark_unknown(self, call: Mapping[str, Any]) -> None:
+        """Keep, durably, that this call's outcome is unknown (it is unresolved until a
+        person resolves it); once only: a repeated resume finds the mark and keeps it."""
+        if self.receipts is None:
+            return
+        key = str(call["idempotency_key"])
+        kept = self.receipts.tool_receipt(self.session_uid, key)
+        if kept is not None and kept.get("unknown") is True:
+            return
+        mark = {"call_id": call["id"], "tool": call["tool"], "args": call.get("args") or {}}
+        self.receipts.record_tool_receipt(self.session_uid, key, {**mark, "unknown": True})
+
+
+def unknown_error(uid: str, call: Mapping[str, Any]) -> ToolOutcomeUnknownError:
+    """The refusal of a call whose outcome is unknown: it names the call and ``resolve``."""
+    return ToolOutcomeUnknownError(
+        f"session {uid}: tool call {call['id']} ({call['tool']}, key "
+        f"{call['idempotency_key']!r}) was cut after its intent was recorded; its executor "
+        "may have run, keeps no receipt and cannot confirm it by key, so it is not run again; "
+        "it is unresolved and nothing was written to the journal",
+        hint=f"check the tool's effect by hand, then: agentsessions resolve {uid} --call "
+        f"{call['id']} --result JSON  (or: --failed REASON)",
+        session=uid,
+        call_id=str(call["id"]),
+        tool=str(call["tool"]),
+        idempotency_key=str(call["idempotency_key"]),
+    )
+
+
+@dataclass(frozen=True)
+class UnresolvedCall:
+    """A tool call whose outcome is unknown after a crash, waiting for a person."""
+
+    execution_id: str
+    tool_call_id: str
+    tool: str
+    idempotency_key: str
+    call_seq: int
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``unresolved_call`` object of ``get --json``."""
+        return {
+            "execution_id": self.execution_id,
+            "tool_call_id": self.tool_call_id,
+            "tool": self.tool,
+            "idempotency_key": self.idempotency_key,
+            "call_seq": self.call_seq,
+        }
+
+
+def unresolved_call(
+    uid: str, records: list[Record], receipts: ToolReceipts | None
+) -> UnresolvedCall | None:
+    """The latest execution's last TOOL_CALL without its TOOL_RESULT whose key holds an
+    "unknown" mark (see the module docstring), from ``records`` (read from where the latest
+    execution began); None when there is none."""
+    run = latest_run(records)
+    if run is None or run.completed or receipts is None:
+        return None
+    answered = {
+        str(e.get("result", {}).get("id", ""))
+        for _, e in run.effects
+        if e.get("kind") == "EVENT_TOOL_RESULT"
+    }
+    for seq, event in reversed(run.effects):
+        if event.get("kind") != "EVENT_TOOL_CALL":
+            continue
+        call = event.get("tool", {})
+        call_id, key = str(call.get("id", "")), str(call.get("idempotency_key", ""))
+        if call_id in answered or not key:
+            return None
+        kept = receipts.tool_receipt(uid, key)
+        if kept is None or kept.get("unknown") is not True or "result" in kept:
+            return None
+        return UnresolvedCall(run.id, call_id, str(call.get("tool", "")), key, seq)
+    return None
+
+
+def resolution_receipt(
+    call: UnresolvedCall,
+    args: Mapping[str, Any],
+    *,
+    result: Mapping[str, Any] | None,
+    failed: str | None,
+    actor: str,
+) -> dict[str, Any]:
+    """The receipt a person's resolution keeps for ``call``: the tool's output, or an
+    error result (code EXECUTOR_ERROR) whose text says who resolved it."""
+    if failed is not None:
+        body = error_body(call.tool_call_id, f"{failed} (resolved by {actor or 'a person'})")
+    else:
+        event = model.tool_result_event(call.tool_call_id, output=dict(result or {}))
+        body = dict(event["result"])
+    return {
+        "call_id": call.tool_call_id,
+        "tool": call.tool,
+        "args": dict(args),
+        "result": body,
+        "resolved_by": actor,
+    }
 
 
 def _why(exc: Exception) -> str:

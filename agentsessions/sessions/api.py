@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     # a LogRecord is the journal's Record: seq, prev_hash, content_hash, fence, payload,
     # with ``event`` and ``to_wire_json()``; re-exported under the reference's name
     from agentsessions.controller.approvals import ApprovalRef
+    from agentsessions.controller.toolcalls import UnresolvedCall
     from agentsessions.journal.format.records import Record as LogRecord
     from agentsessions.journal.tools.verify import VerifyReport
 
@@ -37,6 +38,7 @@ __all__ = [
     "Memory",
     "RecordFrame",
     "ReplayReport",
+    "Resolution",
     "Session",
     "SessionFrame",
     "SessionPage",
@@ -71,7 +73,9 @@ class Session:
     for resume), EXEC_COMPLETED, EXEC_FAILED (the last turn ended in ERROR). ``memory`` is
     filled in by :meth:`Sessions.get` only (it costs a bounded probe of warm hosts), and so
     is ``pending_approval`` (and by :meth:`Sessions.approve`): the approval request an
-    EXEC_AWAITING session waits for (execution id, tool call id, request seq).
+    EXEC_AWAITING session waits for (execution id, tool call id, request seq), and
+    ``unresolved_call``: the tool call a resume found with an unknown outcome, waiting for
+    :meth:`Sessions.resolve` (execution id, tool call id, tool, key, TOOL_CALL seq).
     """
 
     uid: str
@@ -96,6 +100,7 @@ class Session:
     damaged: str = ""  # why a listed session cannot be read; list only
     memory: Memory | None = None
     pending_approval: ApprovalRef | None = None
+    unresolved_call: UnresolvedCall | None = None
 
     @property
     def busy(self) -> bool:
@@ -127,6 +132,8 @@ class Session:
         }
         if self.pending_approval is not None:  # present only while a request waits
             out["pending_approval"] = self.pending_approval.to_json()
+        if self.unresolved_call is not None:  # present only while a call is unresolved
+            out["unresolved_call"] = self.unresolved_call.to_json()
         if self.damaged:  # only on a damaged listing row: the key's presence is the signal
             out["damaged"] = self.damaged
         return out
@@ -157,6 +164,26 @@ class Approval:
             "decision_seq": self.decision.seq,
             "existing": self.existing,
             **self.ref.to_json(),
+        }
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What ``resolve`` did: the session after it, the call it resolved, the TOOL_RESULT
+    body its receipt holds, and the turn the resume continued (None when not resumed)."""
+
+    session: Session
+    call: UnresolvedCall
+    result: Mapping[str, Any]
+    turn: Turn | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``resolve --json`` object."""
+        return {
+            "uid": self.session.uid,
+            **self.call.to_json(),
+            "result": dict(self.result),
+            "turn": self.turn.to_json() if self.turn is not None else None,
         }
 
 
@@ -382,6 +409,24 @@ class Sessions(Protocol):
         the ids name it. An identical retry returns the recorded decision; a different one
         (ApprovalDecidedError), a request not pending (ApprovalNotPendingError) or one a
         fork inherited (ApprovalInheritedError) is refused, exit 21, nothing written."""
+        ...
+
+    def resolve(
+        self,
+        uid: str,
+        *,
+        call_id: str,
+        result: Mapping[str, Any] | None = None,
+        failed: str | None = None,
+        actor: str = "",
+        resume: bool = True,
+    ) -> Resolution:
+        """Say what really happened to ``uid``'s unresolved tool call ``call_id``: exactly
+        one of ``result`` (a JSON object: the tool's output) or ``failed`` (a reason). Keeps
+        it as the call's receipt, then (``resume``) resumes: TOOL_RESULT is recorded from the
+        receipt and the turn goes on. A call that is not unresolved is refused
+        (ToolNotUnresolvedError, exit 22), both or neither of result/failed or a result that
+        is not an object (InvalidArgumentError, exit 2); nothing is changed then."""
         ...
 
     def fork(

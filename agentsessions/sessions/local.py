@@ -49,12 +49,12 @@ from agentsessions.journal.stores.store import (
     new_uid,
 )
 
-from . import approvals, checks, offline
+from . import approvals, checks, offline, resolving
 from .api import Frame, Input, Memory, ReplayReport, Session, SessionFrame, SessionPage, Turn
 from .home import resolve_home
 from .turnstream import Turns
 from .views import as_message, turn_view, view
-from .wiring import HARNESSES, build_controller
+from .wiring import HARNESSES, build_controller, close_tools
 
 if TYPE_CHECKING:
     from agentsessions.controller.controller import Controller
@@ -115,6 +115,7 @@ class LocalSessions:
             self._controllers.clear()
         for controller in controllers:
             controller.close()
+            close_tools(controller)  # ends the mcp server processes its tools started
         self._turns.close()
         if self._owns_store:
             self.store.close()
@@ -217,7 +218,11 @@ class LocalSessions:
         info = self._info(uid)
         status = session_memory(self.home, info, HARNESSES)
         memory = Memory(status.where, status.text, status.to_json())
-        return view(info, memory, approvals.pending_of(self.store, info))
+        pending, unresolved = (
+            approvals.pending_of(self.store, info),
+            resolving.unresolved_of(self.store, info),
+        )
+        return view(info, memory, pending, unresolved)
 
     def list(
         self, *, project: str = "default", page_size: int = 50, cursor: str | None = None
@@ -462,6 +467,7 @@ class LocalSessions:
             recorded, recorded_model = info.meta.harness, info.meta.model
             if messages:  # new input waits for an open approval's receipt
                 approvals.check_no_open_approval(self.store, info)
+                resolving.check_not_unresolved(self.store, info)
         self.check_turn(harness or recorded or DEFAULT_HARNESS, model or recorded_model)
         created = uid is None
         if uid is None:
@@ -602,6 +608,7 @@ class LocalSessions:
             lock.release()
 
     approve = approvals.approve
+    resolve = resolving.resolve
 
     def cancel(self, uid: str, *, wait: float = DEFAULT_CANCEL_WAIT) -> Session:
         """End ``uid``'s open execution as CANCELED (LIFECYCLE_CANCEL, then END CANCELED).

@@ -13,12 +13,17 @@ from .api import Input, Memory, Session, Turn
 if TYPE_CHECKING:
     from agentsessions.controller.approvals import ApprovalRef
     from agentsessions.controller.controller import TurnResult
+    from agentsessions.controller.toolcalls import UnresolvedCall
 
 
 def view(
-    info: SessionInfo, memory: Memory | None = None, pending: ApprovalRef | None = None
+    info: SessionInfo,
+    memory: Memory | None = None,
+    pending: ApprovalRef | None = None,
+    unresolved: UnresolvedCall | None = None,
 ) -> Session:
-    """The :class:`Session` of a store's SessionInfo (``pending``: its pending approval)."""
+    """The :class:`Session` of a store's SessionInfo (``pending``: its pending approval;
+    ``unresolved``: its unresolved tool call)."""
     meta = info.meta
     return Session(
         uid=meta.uid,
@@ -43,6 +48,7 @@ def view(
         damaged=info.damaged,
         memory=memory,
         pending_approval=pending,
+        unresolved_call=unresolved,
     )
 
 

@@ -62,6 +62,14 @@ def build_controller(
     )
 
 
+def close_tools(controller: Controller) -> None:
+    """Close the executors ``controller``'s tools hold (the mcp server processes a
+    workload started): an engine that closes leaves no tool server behind."""
+    close = getattr(controller.tools, "close", None)
+    if callable(close):
+        close()
+
+
 class WorkloadOffers:
     """A :data:`~agentsessions.controller.spi.ToolOffer`: the tools each session's recorded
     workload offers its harness (``Start.tools``), by name, with the workload's tier.

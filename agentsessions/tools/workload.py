@@ -199,6 +199,14 @@ class WorkloadTools:
             workload = self._parsed[text] = parse_workload(text, f"(recorded for {uid})")
         return workload.bind(uid, name)
 
+    def close(self) -> None:
+        """Close every workload's executors (:meth:`Workload.close`); the next bind makes
+        them again."""
+        workloads = list(self._parsed.values())
+        self._parsed.clear()
+        for workload in workloads:
+            workload.close()
+
 
 def resolver(store: object) -> ToolResolver:
     """The tools resolver for sessions of ``store`` (their recorded workloads)."""

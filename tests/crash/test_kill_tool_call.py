@@ -4,11 +4,14 @@ The tool is ``append_line``, so the effect count is the file's line count. Kille
 host kept its receipt: resume records TOOL_RESULT from the receipt, runs nothing, the line
 is there once and the chain verifies. Killed after the effect but before the receipt: the
 outcome is unknown, resume refuses (ToolOutcomeUnknownError, exit 19) and writes nothing, and
-the line is still there once: never repeated blindly.
+the line is still there once: never repeated blindly. That resume marks the call unresolved
+(``get`` shows it, in any process); ``resolve`` with the real result, or a failure, records
+TOOL_RESULT from it and the turn goes on, the effect still once.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -18,10 +21,11 @@ from pathlib import Path
 import pytest
 
 from agentsessions.controller.spi import BoundTool
-from agentsessions.errors import ToolOutcomeUnknownError
+from agentsessions.errors import ToolNotUnresolvedError, ToolOutcomeUnknownError
 from agentsessions.journal.stores.filestore import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.verify import verify_session
+from agentsessions.sessions import LocalSessions, open_local
 from agentsessions.sessions.wiring import HARNESSES, build_controller
 from agentsessions.tools import AppendLine, static_resolver
 from tests.tool_harness import ToolLineHarness
@@ -84,4 +88,76 @@ def test_killed_after_the_effect_before_the_receipt_resume_refuses_to_repeat_it(
         ctl.resume(uid)
     assert info.value.exit_code == 19 and "c1" in str(info.value)
     assert store.get(uid).last_seq == before and effects.read_text() == "the line\n"
+    assert verify_session(store, uid).ok
+
+
+def _workload(effects: Path) -> str:
+    """The session's recorded tools: the harness's ``append`` as the built-in append_line."""
+    return (
+        '[tools.append]\nmediation = "mediated"\nexecutor = "append_line"\n'
+        f"config = {{ path = {json.dumps(str(effects))} }}\n"
+    )
+
+
+def _unresolved_after_kill(tmp_path: Path) -> tuple[FileStore, str, Path, LocalSessions]:
+    """Killed after the effect, before the receipt; a resume finds the outcome unknown."""
+    store, uid, effects = _kill_at(tmp_path, "effect")
+    store.set_workload(uid, _workload(effects))
+    engine = open_local(store.home)
+    assert engine.get(uid).unresolved_call is None  # nobody has tried to re-drive it yet
+    before = store.get(uid).last_seq
+    with pytest.raises(ToolOutcomeUnknownError) as info:
+        list(engine.resume(uid))
+    assert info.value.exit_code == 19
+    assert f"agentsessions resolve {uid} --call c1" in info.value.hint
+    assert store.get(uid).last_seq == before  # the journal is untouched
+    return store, uid, effects, engine
+
+
+def test_an_unknown_outcome_is_unresolved_and_a_result_resolves_it_once(tmp_path: Path) -> None:
+    store, uid, effects, engine = _unresolved_after_kill(tmp_path)
+    with engine:
+        session = engine.get(uid)
+        ref = session.unresolved_call
+        assert ref is not None and ref.tool_call_id == "c1" and ref.tool == "append"
+        assert ref.idempotency_key == "k-c1" and ref.call_seq == store.get(uid).last_seq
+        assert session.to_json()["unresolved_call"]["tool_call_id"] == "c1"
+        assert session.exec_state == "EXEC_RUNNING"  # exec_state stays as it was
+        # seen from another process's engine too: the mark is durable, not in memory
+        with open_local(store.home) as other:
+            assert other.get(uid).unresolved_call == ref
+            with pytest.raises(ToolOutcomeUnknownError):
+                list(other.resume(uid))  # a second resume refuses again, writes nothing
+        last = store.get(uid).last_seq
+        with pytest.raises(ToolOutcomeUnknownError) as refused:  # new input names the call
+            list(engine.exec(uid, ["more"]))
+        assert "resolve" in refused.value.hint and store.get(uid).last_seq == last
+        for wrong in ("c9", ""):  # not the unresolved call: refused, nothing changed
+            with pytest.raises(ToolNotUnresolvedError) as bad:
+                engine.resolve(uid, call_id=wrong, result={})
+            assert bad.value.exit_code == 22
+        assert engine.get(uid).unresolved_call == ref
+        done = engine.resolve(uid, call_id="c1", result={"bytes": 9}, actor="ops")
+        assert done.turn is not None and done.turn.outputs == ('c1: ok {"bytes": 9}',)
+        assert done.session.unresolved_call is None and done.session.exec_state != "EXEC_RUNNING"
+        with pytest.raises(ToolNotUnresolvedError):  # answered now: nothing is changed
+            engine.resolve(uid, call_id="c1", failed="again")
+    assert effects.read_text() == "the line\n"  # exactly one effect: never repeated
+    kinds = [str(r.event["kind"]) for r in store.read(uid)]
+    assert kinds.count("EVENT_TOOL_CALL") == 1 and kinds.count("EVENT_TOOL_RESULT") == 1
+    assert kinds[-1] == "EVENT_END"
+    assert verify_session(store, uid).ok
+
+
+def test_a_failed_resolution_continues_with_an_error_result_the_model_sees(
+    tmp_path: Path,
+) -> None:
+    store, uid, effects, engine = _unresolved_after_kill(tmp_path)
+    with engine:
+        done = engine.resolve(uid, call_id="c1", failed="the disk was full", actor="ops")
+    assert done.turn is not None
+    assert done.turn.outputs == ("c1: error the disk was full (resolved by ops)",)
+    result = [r.event["result"] for r in store.read(uid) if r.event["kind"] == "EVENT_TOOL_RESULT"]
+    assert result[0]["is_error"] is True and result[0]["code"] == "EXECUTOR_ERROR"
+    assert effects.read_text() == "the line\n"
     assert verify_session(store, uid).ok

@@ -8,7 +8,9 @@ line of a key wins. Each line is written as ``"\\n" + json + "\\n"``: a line tor
 (never acknowledged, so its outcome is unknown, which is what a reader then concludes) is
 ended by the next write's leading newline and skipped as unparseable. The file is not part
 of the hash chain: it is the executor's dedup state, kept by the host for executors that
-have none.
+have none. Besides outcomes it holds two marks (a receipt without ``result``): ``started``
+(an approved call's executor is about to run) and ``unknown`` (a resume found the call's
+outcome unknown: it is unresolved for a person, whose ``resolve`` appends the outcome).
 """
 
 from __future__ import annotations

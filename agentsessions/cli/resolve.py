@@ -1,0 +1,110 @@
+"""The ``resolve`` command: say what really happened to an unresolved tool call.
+
+It keeps the person's answer as the call's receipt (:meth:`Sessions.resolve` with
+``resume=False``) and then resumes the session in one step, so the turn continues with a
+TOOL_RESULT recorded from that receipt. The two steps are separate writes: if the resume
+fails after the answer was kept, the command says so (the answer stands; ``resume SESSION``
+continues) and exits with the resume's code. The protocol lives in
+:mod:`agentsessions.controller.toolcalls`.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from agentsessions.cli.app import JsonOpt, SessionArg, _state, _uid, app, open_engine
+from agentsessions.errors import AgentSessionsError, ApprovalParkedError, InvalidArgumentError
+
+CallIdOpt = Annotated[
+    str, typer.Option("--call", metavar="ID", help="The unresolved tool call's id (see get).")
+]
+ResultOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--result", metavar="JSON", help="What the tool returned: a JSON object (its output)."
+    ),
+]
+FailedOpt = Annotated[
+    str | None,
+    typer.Option("--failed", metavar="REASON", help="The call failed: why (the model reads it)."),
+]
+ActorOpt = Annotated[
+    str,
+    typer.Option(
+        "--actor", metavar="NAME", help="Who resolves it (in the result; default: your login)."
+    ),
+]
+
+
+@app.command(
+    epilog="Example: agentsessions resolve sess-0123456789abcdef01234567 --call c1 "
+    "--result '{\"ok\": true}'"
+)
+def resolve(
+    ctx: typer.Context,
+    session: SessionArg,
+    call: CallIdOpt = "",
+    result: ResultOpt = None,
+    failed: FailedOpt = None,
+    actor: ActorOpt = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Record what an unresolved tool call really did, then resume: the turn goes on.
+
+    A call is unresolved when a crash cut it after its intent and its executor cannot say
+    whether it ran (get shows an 'unresolved' row). Give exactly one of --result (the
+    tool's output, a JSON object) or --failed (an error result the model sees). A call that
+    is not unresolved is refused (exit 22), a missing or malformed answer too (exit 2);
+    nothing is changed then.
+    """
+    from agentsessions.cli.approve import _login
+    from agentsessions.cli.stream import TurnPrinter
+    from agentsessions.cli.turns import finish_turn, print_parked, show_turn
+    from agentsessions.sessions.resolving import check_answer, parse_result
+
+    state = _state(ctx, as_json)
+    uid = _uid(session)
+    if not call:
+        raise InvalidArgumentError(
+            "resolve needs --call ID (the unresolved tool call); nothing was changed",
+            hint=f"agentsessions get {uid}  (the 'unresolved' row names the call)",
+        )
+    output = parse_result(result) if result is not None else None
+    check_answer(output, failed)  # before the session is opened: nothing is touched
+    with open_engine(state) as engine:
+        done = engine.resolve(
+            uid,
+            call_id=call,
+            result=output,
+            failed=failed,
+            actor=actor or _login(),
+            resume=False,
+        )
+        if not state.json:
+            how = "failed" if failed is not None else "a result"
+            sys.stderr.write(
+                f"call {done.call.tool_call_id} ({done.call.tool}) resolved with {how}; "
+                "resuming the turn\n"
+            )
+        printer = TurnPrinter(state.json)
+        try:
+            last = show_turn(printer, engine.resume(uid))
+        except ApprovalParkedError as parked:  # the continued turn parks on another call
+            print_parked(state, uid, parked)
+        except AgentSessionsError as exc:
+            exc.hint = exc.hint or f"agentsessions resume {uid}"
+            exc.message = (
+                f"the resolution of call {done.call.tool_call_id} was kept, but the resume "
+                f"failed: {exc.message}"
+            )
+            raise
+    if state.json:  # one document: the resolution and the turn it continued
+        from agentsessions.cli.render import write_json
+
+        turn = last.turn.to_json() if last.turn is not None else None
+        write_json({**done.to_json(), "turn": turn})
+    elif last.turn is not None:
+        finish_turn(state, printer, last.turn)

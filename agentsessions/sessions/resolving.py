@@ -1,0 +1,213 @@
+"""The engine's side of unresolved tool calls: ``unresolved_call`` on the ``Session`` view
+and ``Sessions.resolve``.
+
+A call is unresolved when a resume found its outcome unknown and kept that finding in the
+session's receipts (the protocol is in :mod:`agentsessions.controller.toolcalls`). Reading
+it costs a read of the latest execution, and only while a turn is open (exec_state
+EXEC_RUNNING or EXEC_AWAITING) in a store that keeps receipts. ``resolve`` appends the
+person's answer as the call's receipt under the session's locks (engine lock, then the
+store's writer lock, so no turn runs meanwhile), then resumes, which records TOOL_RESULT
+from that receipt: the journal changes only through the ordinary resume path.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from agentsessions.errors import AgentSessionsError, InvalidArgumentError, ToolNotUnresolvedError
+from agentsessions.journal.stores.store import SessionInfo, Store, check_uid
+
+from .api import Frame, Resolution, Session, SessionFrame
+
+if TYPE_CHECKING:
+    from agentsessions.controller.controller import Controller
+    from agentsessions.controller.toolcalls import ToolReceipts, UnresolvedCall
+
+_OPEN = ("EXEC_RUNNING", "EXEC_AWAITING")
+
+
+class Engine(Protocol):
+    """What :func:`resolve` uses of the local engine (named so, not imported: the engine
+    imports this module)."""
+
+    store: Store
+
+    def controller(self, uid: str = "") -> Controller:
+        """The controller of session ``uid``."""
+        ...
+
+    def _hold(self, uid: str, wait: float) -> threading.Lock:
+        """Take ``uid``'s engine lock (LockHeldError if busy)."""
+        ...
+
+    def get(self, uid: str) -> Session:
+        """The session's view."""
+        ...
+
+    def resume(self, uid: str, *, harness: str | None = None, wait: float = 0.0) -> Iterator[Frame]:
+        """Resume the session's open turn."""
+        ...
+
+
+def unresolved_of(store: Store, info: SessionInfo) -> UnresolvedCall | None:
+    """The session's unresolved tool call, or None (see the module docstring)."""
+    if info.exec_state not in _OPEN or not info.exec_seq:
+        return None
+    from agentsessions.controller.toolcalls import receipts_of, unresolved_call
+
+    receipts = receipts_of(store)
+    if receipts is None:
+        return None
+    return unresolved_call(info.uid, list(store.read(info.uid, info.exec_seq)), receipts)
+
+
+def check_not_unresolved(store: Store, info: SessionInfo) -> None:
+    """Refuse new input while the session's open turn has an unresolved tool call
+    (ToolOutcomeUnknownError, exit 19, naming the call and ``resolve``)."""
+    call = unresolved_of(store, info)
+    if call is None:
+        return
+    from agentsessions.controller.toolcalls import unknown_error
+
+    raise unknown_error(
+        info.uid,
+        {"id": call.tool_call_id, "tool": call.tool, "idempotency_key": call.idempotency_key},
+    )
+
+
+def check_answer(result: Any, failed: str | None) -> None:
+    """InvalidArgumentError unless exactly one of ``result`` (a JSON object) or ``failed``
+    (a non-empty reason) is given."""
+    if (result is None) == (failed is None):
+        raise InvalidArgumentError(
+            "resolve needs exactly one of a result (what the tool returned) or a failure "
+            "reason; nothing was changed",
+            hint="agentsessions resolve SESSION --call ID --result '{...}'  (or --failed REASON)",
+        )
+    if failed is not None and not str(failed).strip():
+        raise InvalidArgumentError("resolve --failed needs a reason; nothing was changed")
+    if result is not None:
+        if not isinstance(result, Mapping):
+            raise InvalidArgumentError(
+                f"resolve --result must be a JSON object (the tool's output), not "
+                f"{type(result).__name__}; nothing was changed"
+            )
+        try:
+            json.dumps(dict(result), allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgumentError(
+                f"resolve --result is not JSON: {exc}; nothing was changed"
+            ) from None
+
+
+def parse_result(text: str) -> dict[str, Any]:
+    """``--result`` text as a JSON object, or InvalidArgumentError."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise InvalidArgumentError(
+            f"resolve --result is not valid JSON: {exc}; nothing was changed",
+            hint="for example: --result '{\"ok\": true}'",
+        ) from None
+    if not isinstance(value, dict):
+        raise InvalidArgumentError(
+            f"resolve --result must be a JSON object (the tool's output), not "
+            f"{type(value).__name__}; nothing was changed",
+            hint="for example: --result '{\"ok\": true}'",
+        )
+    return value
+
+
+def resolve(
+    engine: Engine,
+    uid: str,
+    *,
+    call_id: str,
+    result: Mapping[str, Any] | None = None,
+    failed: str | None = None,
+    actor: str = "",
+    resume: bool = True,
+) -> Resolution:
+    """Keep a person's answer for ``uid``'s unresolved call, then resume (see
+    :meth:`Sessions.resolve`)."""
+    check_uid(uid)
+    check_answer(result, failed)
+    engine.store.get(uid)  # NotFoundError first
+    controller = engine.controller(uid)
+    lock = engine._hold(uid, 0.0)
+    try:
+        receipt = _record(engine.store, controller, uid, call_id, result, failed, actor)
+    finally:
+        lock.release()
+    call, body = receipt
+    session = engine.get(uid)
+    if not resume:
+        return Resolution(session, call, body)
+    last: Frame | None = None
+    try:
+        for frame in engine.resume(uid):
+            last = frame
+    except AgentSessionsError as exc:
+        exc.hint = exc.hint or f"agentsessions resume {uid}"
+        exc.message = f"the resolution of call {call_id} was kept, but the resume failed: {exc}"
+        exc.args = (exc.message,)
+        raise
+    turn = last.turn if isinstance(last, SessionFrame) else None
+    return Resolution(engine.get(uid), call, body, turn)
+
+
+def _record(
+    store: Store,
+    controller: Controller,
+    uid: str,
+    call_id: str,
+    result: Mapping[str, Any] | None,
+    failed: str | None,
+    actor: str,
+) -> tuple[UnresolvedCall, dict[str, Any]]:
+    """Append the resolution receipt; refuse a call that is not unresolved, changing
+    nothing. Checked first from the store (a refusal opens no writer: no new fence), then
+    again as the session's writer, which another process cannot hold meanwhile."""
+    from agentsessions.controller.toolcalls import receipts_of, resolution_receipt
+
+    receipts = receipts_of(store)
+    call = unresolved_of(store, store.get(uid))
+    if call is None or call.tool_call_id != call_id or receipts is None:
+        raise _not_unresolved(uid, call_id, call)
+    with controller._writer(uid, 0.0) as writer:
+        info = writer.info()
+        records = list(writer.read(max(info.exec_seq, 1))) if info.exec_seq else []
+        call = _unresolved(uid, info, records, receipts)
+        if call is None or call.tool_call_id != call_id:
+            raise _not_unresolved(uid, call_id, call)
+        at = [r for r in records if r.seq == call.call_seq]
+        args = dict(at[0].event.get("tool", {}).get("args") or {}) if at else {}
+        receipt = resolution_receipt(call, args, result=result, failed=failed, actor=actor)
+        receipts.record_tool_receipt(uid, call.idempotency_key, receipt)
+    return call, dict(receipt["result"])
+
+
+def _unresolved(
+    uid: str, info: SessionInfo, records: list[Any], receipts: ToolReceipts
+) -> UnresolvedCall | None:
+    from agentsessions.controller.toolcalls import unresolved_call
+
+    if info.exec_state not in _OPEN:
+        return None
+    return unresolved_call(uid, records, receipts)
+
+
+def _not_unresolved(uid: str, call_id: str, found: UnresolvedCall | None) -> ToolNotUnresolvedError:
+    if found is None:
+        why = "the session has no unresolved tool call"
+    else:
+        why = f"its unresolved call is {found.tool_call_id} ({found.tool})"
+    return ToolNotUnresolvedError(
+        f"session {uid}: tool call {call_id!r} is not unresolved ({why}); nothing was changed",
+        hint=f"agentsessions get {uid}  (the 'unresolved' row names the call)",
+        session=uid,
+        call_id=call_id,
+    )
