@@ -5,7 +5,8 @@
 Tools: ``append`` (appends its ``line`` argument and a newline to EFFECTS_FILE, so the
 file's line count is the effect count; a line break in ``line`` is refused with no
 effect), ``shout`` (structured output and a text part), ``fail`` (always an isError
-result), ``meta`` (returns the request's ``_meta`` the executor sent). ``--garbage`` writes a
+result), ``meta`` (returns the request's ``_meta`` the executor sent), ``pid`` (the server's process
+id, so a test can see the process end). ``--garbage`` writes a
 line that is not JSON-RPC to stdout on every request and never answers; ``--exit`` exits
 at once with a message on stderr (a server that does not start).
 """
@@ -57,6 +58,11 @@ def main() -> None:
         """The _meta the client sent."""
         sent = ctx.request_context.meta
         return {"meta": sent.model_dump() if sent is not None else {}}
+
+    @server.tool()
+    def pid(line: str = "") -> dict[str, Any]:
+        """This server's process id (``line`` is ignored)."""
+        return {"pid": os.getpid()}
 
     server.run("stdio")
 
