@@ -60,3 +60,21 @@ def cut_session(home: Path, effects: Path) -> str:
     ctl.close()
     store.close()
     return uid
+
+
+def cut_append(request: ToolRequest) -> ToolOutcome:
+    """A ``python:tests.unresolved:cut_append`` executor: append_line into
+    ``config["path"]``, then interrupt when the call's id is in ``config["cut"]``."""
+    outcome = AppendLine().call(request)
+    if request.call_id in request.config.get("cut", []):
+        raise KeyboardInterrupt
+    return outcome
+
+
+def cut_workload(effects: Path, mediation: str = "mediated", cut: str = "c2") -> str:
+    """A workload running ``append`` as :func:`cut_append`, cutting call ``cut``."""
+    return (
+        f'[tools.append]\nmediation = "{mediation}"\n'
+        'executor = "python:tests.unresolved:cut_append"\n'
+        f"config = {{ path = {json.dumps(str(effects))}, cut = [{json.dumps(cut)}] }}\n"
+    )
