@@ -340,7 +340,8 @@ def session_rows(info: Session, memory: str = "") -> list[tuple[str, str]]:
                 "unresolved",
                 f"tool call {unresolved.tool_call_id} ({unresolved.tool}, key "
                 f"{unresolved.idempotency_key}, seq {unresolved.call_seq}, execution "
-                f"{unresolved.execution_id}): its outcome is unknown; resolve it",
+                f"{unresolved.execution_id}): outcome unknown; resolve --call "
+                f"{unresolved.tool_call_id} --result JSON | --failed REASON",
             )
         )
     if info.deleted:
