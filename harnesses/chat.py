@@ -24,6 +24,21 @@ model is called again. The turn ends when a completion asks for no tool; a compl
 still asks for tools at the ``max_steps``-th model call fails the turn (HarnessError, exit 14)
 before any of those calls runs.
 
+Compaction (issue 9 item 5, :mod:`agentsessions.v1.compaction`): an execution whose
+config holds ``"compact": {"keep_turns": N}`` makes one model call and no tool call: the
+request is a summarising system prompt, the previous summary (if any, as an assistant
+message), the conversation of the entries it newly covers (up to just before the last N
+turns) and a user message asking for the summary. The completion is recorded as the model's
+OUTPUT; the harness then outputs the marker (role assistant, a ``compaction`` DataPart with
+``from_seq``, ``to_seq`` and ``tokens_saved``: bytes/4 of the messages the summary replaces
+minus the summary's). A compaction reads the whole history once. In a later turn, when the
+history window holds a marker, the request is the system prompt, the summary (an assistant
+message, never instructions), the conversation of the window's entries after ``to_seq``
+(compaction executions left out) and the new inputs: bounded by the window, whatever the
+session's length. A session without compactions gets exactly the requests it always got. A
+marker that left the window is not looked for (that would mean reading the whole history);
+compact again to bring a summary back into it.
+
 Config (``Start.config``) is UTF-8 JSON, for example
 ``{"system_prompt": "...", "model": "", "history_events": 50, "max_steps": 8}``: empty config
 or a missing key takes the default and unknown keys are ignored; text that is not a JSON
@@ -36,6 +51,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import agentsessions.v1.compaction as compaction
 from agentsessions.controller.spi import (
     STATELESS_REPLAY,
     Capabilities,
@@ -54,6 +70,12 @@ from agentsessions.v1.model import text_message, tool_result_event
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 DEFAULT_HISTORY_EVENTS = 50
 DEFAULT_MAX_STEPS = 8
+COMPACT_PROMPT = (
+    "You summarise conversations. Write a concise summary of the conversation you are given: "
+    "the facts, decisions, open questions and tool results a later turn needs. Answer with the "
+    "summary only."
+)
+COMPACT_REQUEST = "Summarise the conversation above."
 # the version stays "1": a session without tools gets exactly the requests it always got
 DESCRIPTOR = HarnessDescriptor(
     id="chat",
@@ -77,6 +99,7 @@ class ChatConfig:
     model: str = ""
     history_events: int = DEFAULT_HISTORY_EVENTS
     max_steps: int = DEFAULT_MAX_STEPS  # model calls per turn, tool rounds included
+    compact_keep_turns: int | None = None  # set: this execution is a compaction
 
     @classmethod
     def parse(cls, config: bytes) -> ChatConfig:
@@ -111,7 +134,27 @@ class ChatConfig:
                 f"chat: config max_steps must be an integer >= 1, got {steps!r}",
                 hint=_CONFIG_HINT,
             )
-        return cls(system_prompt=prompt, model=model, history_events=events, max_steps=steps)
+        keep = _compact_keep(doc.get("compact"))
+        return cls(
+            system_prompt=prompt,
+            model=model,
+            history_events=events,
+            max_steps=steps,
+            compact_keep_turns=keep,
+        )
+
+
+def _compact_keep(value: Any) -> int | None:
+    """``keep_turns`` of a ``compact`` config value (absent: not a compaction)."""
+    if value is None:
+        return None
+    keep = value.get("keep_turns", 2) if isinstance(value, dict) else value
+    if type(keep) is not int or keep < 0:
+        raise HarnessError(
+            f'chat: config compact must be {{"keep_turns": N}} with N >= 0, got {value!r}',
+            hint=_CONFIG_HINT,
+        )
+    return keep
 
 
 class ChatHarness:
@@ -125,6 +168,9 @@ class ChatHarness:
         """Call the model, run the tools it asks for, and call it again until it answers
         without tool calls (see the module docstring)."""
         cfg = ChatConfig.parse(start.config)
+        if cfg.compact_keep_turns is not None:
+            compact(cfg, cfg.compact_keep_turns, start, sink)
+            return
         offered = {t.name: t for t in start.tools if t.mediation in OFFERED}
         definitions = tuple(offered[name].definition() for name in sorted(offered))
         messages = list(build_messages(cfg, start))
@@ -177,13 +223,65 @@ def tool_message(results: list[dict[str, Any]]) -> Message:
     return {"role": "tool", "parts": [{"tool_result": r} for r in results]}
 
 
+def compact(cfg: ChatConfig, keep_turns: int, start: Start, sink: Sink) -> None:
+    """Summarise the history up to the cut and record the marker (module docstring)."""
+    events = list(enumerate(start.history, 1))
+    plan = compaction.plan(events, keep_turns)
+    if plan is None:
+        raise HarnessError(
+            f"chat: nothing to compact: no turn before the last {keep_turns} since the last "
+            "compaction",
+            hint="compact after more turns, or keep fewer with --keep-turns N",
+        )
+    ids, _latest = compaction.markers(events)
+    after = plan.previous.to_seq if plan.previous is not None else 0
+    covered: list[Message] = []
+    if plan.previous is not None and plan.previous.summary is not None:
+        covered.append(summary_message(plan.previous.summary))
+    covered.extend(
+        conversation(
+            [e for seq, e in events[after : plan.to_seq] if e.get("execution_id", "") not in ids]
+        )
+    )
+    request = ModelRequest(
+        cfg.model,
+        (
+            dict(text_message("system", COMPACT_PROMPT)),
+            *covered,
+            dict(text_message("user", COMPACT_REQUEST)),
+        ),
+        None,
+    )
+    completion = sink.model(request)
+    summary = summary_message(completion.message)
+    saved = compaction.estimate_tokens(covered) - compaction.estimate_tokens([summary])
+    sink.output(compaction.marker_message(plan.from_seq, plan.to_seq, max(0, saved)))
+
+
+def summary_message(message: Message) -> Message:
+    """A summary as the model's words: role assistant, its text parts only."""
+    parts = [p for p in message.get("parts") or [] if "text" in p]
+    return {"role": "assistant", "parts": parts}
+
+
 def build_messages(cfg: ChatConfig, start: Start) -> tuple[Message, ...]:
-    """The first request's messages: system prompt, conversation from history, new inputs."""
+    """The first request's messages: system prompt, conversation from history (after the
+    latest compaction in the window: its summary, then what follows its range), new inputs."""
     messages: list[Message] = []
     if cfg.system_prompt:
         messages.append(dict(text_message("system", cfg.system_prompt)))
     if cfg.history_events:
-        messages.extend(conversation(start.history.tail(cfg.history_events)))
+        window = start.history.tail(cfg.history_events)
+        first = len(start.history) - len(window) + 1
+        events = list(enumerate(window, first))
+        ids, latest = compaction.markers(events)
+        if latest is not None:
+            if latest.summary is not None:
+                messages.append(summary_message(latest.summary))
+            events = [(s, e) for s, e in events if s > latest.to_seq]
+        if ids:
+            events = [(s, e) for s, e in events if e.get("execution_id", "") not in ids]
+        messages.extend(conversation([e for _s, e in events]))
     messages.extend(start.inputs)
     return tuple(messages)
 
