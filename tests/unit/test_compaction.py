@@ -170,3 +170,19 @@ def test_only_chat_sessions_compact_and_keep_turns_is_checked(tmp_path: Path) ->
         chat = _session(engine, 3)
         with pytest.raises(InvalidArgumentError, match="keep_turns"):
             engine.compact(chat, keep_turns=-1)
+
+
+def test_the_compaction_bench_runs_in_quick_mode() -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, str(root / "bench" / "compact.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "compacted turn" in done.stdout and "x smaller" in done.stdout
