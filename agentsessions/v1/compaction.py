@@ -14,7 +14,10 @@ field: a DataPart in an OUTPUT message is part of the v1 schema already.
 Invariants: nothing here writes or deletes; the covered entries stay in the journal. A turn
 is an execution that is not a compaction; the cut keeps the last ``keep_turns`` turns whole
 (it falls just before the first kept turn's EXECUTION_START). A new compaction covers the
-previous summary too, so its ``from_seq`` is the previous one's (1 for the first).
+previous summary too, so its ``from_seq`` is the previous one's (for the first, the first seq
+it was given: 1 for a whole history, the window's first for a compaction a turn triggers).
+A turn may compact itself (``compact_over_bytes``): its summary OUTPUT and marker come
+before its own model call, in the same execution; only those two leave the conversation.
 """
 
 from __future__ import annotations
@@ -90,29 +93,34 @@ def marker_message(from_seq: int, to_seq: int, tokens_saved: int) -> dict[str, A
     return {"role": "assistant", "parts": [{"data": {"data": {KEY: body}}}]}
 
 
-def markers(events: Iterable[tuple[int, Event]]) -> tuple[set[str], Marker | None]:
-    """The ids of the compaction executions among ``events`` (seq, event pairs in order),
-    and the latest marker with its summary (the last OUTPUT of its execution before it)."""
-    ids: set[str] = set()
-    last_output: dict[str, Mapping[str, Any]] = {}
+def markers(events: Iterable[tuple[int, Event]]) -> tuple[set[int], Marker | None]:
+    """The seqs among ``events`` (seq, event pairs in order) that are not conversation (each
+    marker, its summary, every OUTPUT of a compaction execution) and the latest marker with
+    its summary (the last OUTPUT of its execution before it)."""
+    drop: set[int] = set()
+    compacting: set[str] = set()
+    last_output: dict[str, tuple[int, Mapping[str, Any]]] = {}
     latest: Marker | None = None
-    for _seq, event in events:
+    for seq, event in events:
         exec_id = str(event.get("execution_id", ""))
         if is_compaction_start(event):
-            ids.add(exec_id)
+            compacting.add(exec_id)
         data = marker_data(event)
         if data is not None:
-            ids.add(exec_id)
-            latest = Marker(exec_id, **data, summary=last_output.get(exec_id))
+            prior = last_output.get(exec_id)
+            drop.update((seq, prior[0]) if prior else (seq,))
+            latest = Marker(exec_id, **data, summary=prior[1] if prior else None)
         elif event.get("kind") == "EVENT_OUTPUT" and isinstance(event.get("message"), Mapping):
-            last_output[exec_id] = event["message"]
-    return ids, latest
+            last_output[exec_id] = (seq, event["message"])
+            if exec_id in compacting:
+                drop.add(seq)
+    return drop, latest
 
 
 def plan(events: list[tuple[int, Event]], keep_turns: int) -> Plan | None:
     """What a compaction keeping the last ``keep_turns`` turns would cover, or None when
     there is nothing to compact (no turn before the kept ones, or none since the last one)."""
-    _ids, previous = markers(events)
+    _drop, previous = markers(events)
     starts = [
         seq
         for seq, e in events
@@ -124,11 +132,15 @@ def plan(events: list[tuple[int, Event]], keep_turns: int) -> Plan | None:
     turns = sum(1 for s in starts if after < s <= to_seq)
     if turns == 0 or len(starts) <= keep_turns:
         return None
-    from_seq = previous.from_seq if previous is not None else 1
+    from_seq = previous.from_seq if previous is not None else events[0][0]
     return Plan(from_seq, to_seq, previous, turns)
+
+
+def size(messages: Iterable[Mapping[str, Any]]) -> int:
+    """The bytes of the messages' compact JSON (what a threshold compares)."""
+    return sum(len(json.dumps(m, separators=(",", ":"), sort_keys=True)) for m in messages)
 
 
 def estimate_tokens(messages: Iterable[Mapping[str, Any]]) -> int:
     """A rough token count: the bytes of the messages' compact JSON over 4."""
-    size = sum(len(json.dumps(m, separators=(",", ":"), sort_keys=True)) for m in messages)
-    return size // 4
+    return size(messages) // 4

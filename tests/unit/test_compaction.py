@@ -186,3 +186,61 @@ def test_the_compaction_bench_runs_in_quick_mode() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "compacted turn" in done.stdout and "x smaller" in done.stdout
+
+
+OVER = json.dumps({"compact_over_bytes": 300, "compact_keep_turns": 2}).encode()
+
+
+def test_a_turn_over_compact_over_bytes_compacts_itself_first(tmp_path: Path) -> None:
+    with open_local(tmp_path / "home") as engine:
+        uid = _session(engine, 10)
+        small = engine.run(
+            uid, ["small"], config=json.dumps({"compact_over_bytes": 10**6}).encode()
+        )
+        assert small.turn is not None and small.turn.model_calls == 1  # under: as ever
+        count = len(Recorder.requests)
+        frame = engine.run(uid, ["big"], config=OVER)
+        assert frame.turn is not None and frame.turn.model_calls == 2
+        summary_ask, request = Recorder.requests[count:]
+        assert _texts(summary_ask)[-1] == ("user", compaction_ask())
+        assert ("user", "turn 8") in _texts(summary_ask)  # turns 9 and "small" are kept
+        assert _texts(request) == [
+            ("system", "You are a helpful assistant."),
+            ("assistant", SUMMARY),
+            ("user", "turn 9"),
+            ("assistant", "re:turn 9"),
+            ("user", "small"),
+            ("assistant", "re:small"),
+            ("user", "big"),
+        ]
+        kinds = [str(e["kind"]).removeprefix("EVENT_") for e in _events(engine, uid)[-8:]]
+        assert kinds == [
+            "EXECUTION_START", "INPUT", "MODEL_CALL", "OUTPUT", "OUTPUT", "MODEL_CALL",
+            "OUTPUT", "END",
+        ]  # fmt: skip
+        marker = compaction.marker_data(_events(engine, uid)[-4])
+        assert marker is not None and marker["to_seq"] == 9 * 5
+
+        engine.run(uid, ["after"])  # the next turn keeps its own input and answer
+        assert _texts(Recorder.requests[-1])[1:] == [
+            ("assistant", SUMMARY),
+            ("user", "turn 9"),
+            ("assistant", "re:turn 9"),
+            ("user", "small"),
+            ("assistant", "re:small"),
+            ("user", "big"),
+            ("assistant", "re:big"),
+            ("user", "after"),
+        ]
+        calls = len(Recorder.requests)
+        report = engine.replay(uid, rerun=True)
+        assert report.identical and report.model_calls == 0 and len(Recorder.requests) == calls
+
+
+def test_a_bad_compact_over_bytes_fails_the_turn(tmp_path: Path) -> None:
+    from agentsessions.errors import HarnessError
+
+    with open_local(tmp_path / "home") as engine:
+        uid = _session(engine, 1)
+        with pytest.raises(HarnessError, match="compact_over_bytes"):
+            engine.run(uid, ["x"], config=b'{"compact_over_bytes": -1}')
