@@ -37,6 +37,7 @@ Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_
     |   +-- ReplayInvokedModelError         I1: replay called a model
     |   +-- HarnessMismatchError            recorded harness name or version differs
     +-- InvalidExecutionLogError            the journal's turns cannot be driven as is   (exit 17)
+    |   +-- NothingToCompactError           no turn to compact before the kept ones
     |   +-- InheritedToolIntentError        a fork child's copied prefix ends in a tool intent
     +-- ToolOutcomeUnknownError             a cut tool call may have run; none can confirm (exit 19)
     +-- ToolNotUnresolvedError              resolve of a call that is not unresolved   (exit 22)
@@ -272,6 +273,13 @@ class InvalidExecutionLogError(AgentSessionsError):
     exit_code = 17
     grpc_code = "FAILED_PRECONDITION"
     kind = "invalid_execution_log"
+
+
+class NothingToCompactError(InvalidExecutionLogError):
+    """A compaction was asked of a session with no turn before the kept ones (empty, fewer
+    turns than kept, or none since the last compaction): nothing was written."""
+
+    kind = "nothing_to_compact"
 
 
 class TurnCanceledError(AgentSessionsError):

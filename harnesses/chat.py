@@ -24,6 +24,28 @@ model is called again. The turn ends when a completion asks for no tool; a compl
 still asks for tools at the ``max_steps``-th model call fails the turn (HarnessError, exit 14)
 before any of those calls runs.
 
+Compaction (issue 9 item 5, :mod:`agentsessions.v1.compaction`): an execution whose
+config holds ``"compact": {"keep_turns": N}`` makes one model call and no tool call: the
+request is a summarising system prompt, the previous summary (if any, as an assistant
+message), the conversation of the entries it newly covers (up to just before the last N
+turns) and a user message asking for the summary. The completion is recorded as the model's
+OUTPUT; the harness then outputs the marker (role assistant, a ``compaction`` DataPart with
+``from_seq``, ``to_seq`` and ``tokens_saved``: bytes/4 of the messages the summary replaces
+minus the summary's). A compaction reads the whole history once. In a later turn, when the
+history window holds a marker, the request is the system prompt, the summary (an assistant
+message, never instructions), the conversation of the window's entries after ``to_seq``
+(compaction executions left out) and the new inputs: bounded by the window, whatever the
+session's length. A session without compactions gets exactly the requests it always got. A
+marker that left the window is not looked for (that would mean reading the whole history);
+compact again to bring a summary back into it.
+
+A turn compacts itself when ``compact_over_bytes`` is set (default 0: never) and its first
+request's messages are over that many bytes (compact JSON): before its own model call, in
+the same execution, it summarises the history window up to its last ``compact_keep_turns``
+turns (default 2) with the same request a compaction sends, records the summary and the
+marker, and sends the request rebuilt on the summary. A window with nothing to compact sends
+the request as it was. The summary call is streamed like any other model call.
+
 Config (``Start.config``) is UTF-8 JSON, for example
 ``{"system_prompt": "...", "model": "", "history_events": 50, "max_steps": 8}``: empty config
 or a missing key takes the default and unknown keys are ignored; text that is not a JSON
@@ -36,6 +58,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import agentsessions.v1.compaction as compaction
 from agentsessions.controller.spi import (
     STATELESS_REPLAY,
     Capabilities,
@@ -54,6 +77,12 @@ from agentsessions.v1.model import text_message, tool_result_event
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 DEFAULT_HISTORY_EVENTS = 50
 DEFAULT_MAX_STEPS = 8
+COMPACT_PROMPT = (
+    "You summarise conversations. Write a concise summary of the conversation you are given: "
+    "the facts, decisions, open questions and tool results a later turn needs. Answer with the "
+    "summary only."
+)
+COMPACT_REQUEST = "Summarise the conversation above."
 # the version stays "1": a session without tools gets exactly the requests it always got
 DESCRIPTOR = HarnessDescriptor(
     id="chat",
@@ -77,6 +106,9 @@ class ChatConfig:
     model: str = ""
     history_events: int = DEFAULT_HISTORY_EVENTS
     max_steps: int = DEFAULT_MAX_STEPS  # model calls per turn, tool rounds included
+    compact_keep_turns: int | None = None  # set: this execution is a compaction
+    compact_over_bytes: int = 0  # a request over this compacts first (0: never)
+    compact_keep: int = 2  # the turns such a compaction keeps
 
     @classmethod
     def parse(cls, config: bytes) -> ChatConfig:
@@ -111,7 +143,36 @@ class ChatConfig:
                 f"chat: config max_steps must be an integer >= 1, got {steps!r}",
                 hint=_CONFIG_HINT,
             )
-        return cls(system_prompt=prompt, model=model, history_events=events, max_steps=steps)
+        keep = _compact_keep(doc.get("compact"))
+        over, auto_keep = doc.get("compact_over_bytes", 0), doc.get("compact_keep_turns", 2)
+        for key, value in (("compact_over_bytes", over), ("compact_keep_turns", auto_keep)):
+            if type(value) is not int or value < 0:
+                raise HarnessError(
+                    f"chat: config {key} must be an integer >= 0, got {value!r}",
+                    hint=_CONFIG_HINT,
+                )
+        return cls(
+            system_prompt=prompt,
+            model=model,
+            history_events=events,
+            max_steps=steps,
+            compact_keep_turns=keep,
+            compact_over_bytes=over,
+            compact_keep=auto_keep,
+        )
+
+
+def _compact_keep(value: Any) -> int | None:
+    """``keep_turns`` of a ``compact`` config value (absent: not a compaction)."""
+    if value is None:
+        return None
+    keep = value.get("keep_turns", 2) if isinstance(value, dict) else value
+    if type(keep) is not int or keep < 0:
+        raise HarnessError(
+            f'chat: config compact must be {{"keep_turns": N}} with N >= 0, got {value!r}',
+            hint=_CONFIG_HINT,
+        )
+    return keep
 
 
 class ChatHarness:
@@ -125,9 +186,14 @@ class ChatHarness:
         """Call the model, run the tools it asks for, and call it again until it answers
         without tool calls (see the module docstring)."""
         cfg = ChatConfig.parse(start.config)
+        if cfg.compact_keep_turns is not None:
+            compact(cfg, cfg.compact_keep_turns, start, sink)
+            return
         offered = {t.name: t for t in start.tools if t.mediation in OFFERED}
         definitions = tuple(offered[name].definition() for name in sorted(offered))
         messages = list(build_messages(cfg, start))
+        if cfg.compact_over_bytes and compaction.size(messages) > cfg.compact_over_bytes:
+            messages = list(self_compacted(cfg, start, sink) or messages)
         for step in range(cfg.max_steps):
             request = ModelRequest(cfg.model, tuple(messages), None, tools=definitions)
             completion = sink.model(request)
@@ -177,13 +243,84 @@ def tool_message(results: list[dict[str, Any]]) -> Message:
     return {"role": "tool", "parts": [{"tool_result": r} for r in results]}
 
 
-def build_messages(cfg: ChatConfig, start: Start) -> tuple[Message, ...]:
-    """The first request's messages: system prompt, conversation from history, new inputs."""
+def compact(cfg: ChatConfig, keep_turns: int, start: Start, sink: Sink) -> None:
+    """Summarise the whole history up to the cut and record the marker (module docstring)."""
+    events = list(enumerate(start.history, 1))
+    plan = compaction.plan(events, keep_turns)
+    if plan is None:
+        raise HarnessError(
+            f"chat: nothing to compact: no turn before the last {keep_turns} since the last "
+            "compaction",
+            hint="compact after more turns, or keep fewer with --keep-turns N",
+        )
+    summarise(cfg, events, plan, sink)
+
+
+def self_compacted(cfg: ChatConfig, start: Start, sink: Sink) -> tuple[Message, ...] | None:
+    """A turn whose request is over ``compact_over_bytes``: summarise the window up to the
+    last ``compact_keep_turns`` turns first (same execution) and return the request rebuilt
+    on that summary; None (and nothing recorded) when the window has nothing to compact."""
+    events = window(cfg, start)
+    plan = compaction.plan(events, cfg.compact_keep) if events else None
+    if plan is None:
+        return None
+    return build_messages(cfg, start, summarise(cfg, events, plan, sink), events)
+
+
+def summarise(
+    cfg: ChatConfig, events: list[tuple[int, Event]], plan: compaction.Plan, sink: Sink
+) -> compaction.Marker:
+    """One model call for the summary of what ``plan`` covers (the previous summary, then
+    the conversation after it up to the cut), then the marker output; the new marker."""
+    drop, _latest = compaction.markers(events)
+    after = plan.previous.to_seq if plan.previous is not None else 0
+    covered: list[Message] = []
+    if plan.previous is not None and plan.previous.summary is not None:
+        covered.append(summary_message(plan.previous.summary))
+    inside = [e for s, e in events if after < s <= plan.to_seq and s not in drop]
+    covered.extend(conversation(inside))
+    ask = (text_message("system", COMPACT_PROMPT), text_message("user", COMPACT_REQUEST))
+    request = ModelRequest(cfg.model, (dict(ask[0]), *covered, dict(ask[1])), None)
+    summary = summary_message(sink.model(request).message)
+    saved = max(0, compaction.estimate_tokens(covered) - compaction.estimate_tokens([summary]))
+    sink.output(compaction.marker_message(plan.from_seq, plan.to_seq, saved))
+    return compaction.Marker("", plan.from_seq, plan.to_seq, saved, summary)
+
+
+def summary_message(message: Message) -> Message:
+    """A summary as the model's words: role assistant, its text parts only."""
+    parts = [p for p in message.get("parts") or [] if "text" in p]
+    return {"role": "assistant", "parts": parts}
+
+
+def window(cfg: ChatConfig, start: Start) -> list[tuple[int, Event]]:
+    """The last ``history_events`` events of the history, with their seqs."""
+    if not cfg.history_events:
+        return []
+    events = start.history.tail(cfg.history_events)
+    return list(enumerate(events, len(start.history) - len(events) + 1))
+
+
+def build_messages(
+    cfg: ChatConfig,
+    start: Start,
+    latest: compaction.Marker | None = None,
+    events: list[tuple[int, Event]] | None = None,
+) -> tuple[Message, ...]:
+    """The first request's messages: system prompt, conversation from the history window
+    (after its latest compaction, or ``latest``: the summary, then what follows its range),
+    new inputs."""
     messages: list[Message] = []
     if cfg.system_prompt:
         messages.append(dict(text_message("system", cfg.system_prompt)))
-    if cfg.history_events:
-        messages.extend(conversation(start.history.tail(cfg.history_events)))
+    events = window(cfg, start) if events is None else events
+    drop, found = compaction.markers(events)
+    latest = latest or found
+    if latest is not None:
+        if latest.summary is not None:
+            messages.append(summary_message(latest.summary))
+        events = [(s, e) for s, e in events if s > latest.to_seq]
+    messages.extend(conversation([e for s, e in events if s not in drop]))
     messages.extend(start.inputs)
     return tuple(messages)
 

@@ -13,6 +13,7 @@ is imported by the library.
 from agentsessions.cli import app as _app
 from agentsessions.cli import approve as _approve  # noqa: F401
 from agentsessions.cli import cancel as _cancel  # noqa: F401
+from agentsessions.cli import compact as _compact  # noqa: F401
 from agentsessions.cli import compute as _compute  # noqa: F401
 from agentsessions.cli import follow as _follow  # noqa: F401
 from agentsessions.cli import resolve as _resolve  # noqa: F401

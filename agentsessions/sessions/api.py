@@ -388,6 +388,12 @@ class Sessions(Protocol):
         """Bring a session back: wake suspended compute, complete an open turn; frames."""
         ...
 
+    def compact(self, uid: str, *, keep_turns: int = 2, model: str | None = None) -> SessionFrame:
+        """Summarise the turns before the last ``keep_turns`` in one recorded chat execution
+        (the summary is model output; the entries stay); its last frame. A session with
+        nothing to compact raises NothingToCompactError (exit 17), nothing written."""
+        ...
+
     def suspend(self, uid: str) -> Session:
         """Snapshot and free the session's compute (COLD); idempotent."""
         ...

@@ -50,6 +50,7 @@ from agentsessions.journal.stores.store import (
 )
 
 from . import approvals, checks, offline, resolving
+from . import compact as compaction
 from .api import Frame, Input, Memory, ReplayReport, Session, SessionFrame, SessionPage, Turn
 from .home import resolve_home
 from .turnstream import Turns
@@ -637,6 +638,10 @@ class LocalSessions:
         finally:
             lock.release()
         return view(request_and_wait(self.store, uid, wait))
+
+    def compact(self, uid: str, *, keep_turns: int = 2, model: str | None = None) -> SessionFrame:
+        """Summarise the turns before the last ``keep_turns`` (see :mod:`.compact`)."""
+        return compaction.compact(self, uid, keep_turns=keep_turns, model=model)
 
     def fork(
         self,

@@ -364,7 +364,12 @@ def test_registry_finds_each_harness_by_name(name: str) -> None:
     assert convention_only.create(name).describe().id == name
 
 
-ALLOWED = {"agentsessions.controller.spi", "agentsessions.v1.model", "agentsessions.errors"}
+ALLOWED = {
+    "agentsessions.controller.spi",
+    "agentsessions.v1.model",
+    "agentsessions.errors",
+    "agentsessions.v1.compaction",  # vocabulary: the compaction marker's format (issue 9 item 5)
+}
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "harnesses").glob("*.py")), ids=lambda p: p.name)
