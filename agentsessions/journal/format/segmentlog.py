@@ -36,7 +36,6 @@ import bisect
 import os
 import threading
 from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -293,7 +292,9 @@ class SegmentLog(SegmentFiles):
     def position(self) -> Position:
         """Where the committed log ends (valid as a resume hint), with what opening verified
         about the sealed segments (``links``, None unless it checked them all)."""
-        return replace(self._require_tail().position, links=self._links)
+        t = self._require_tail()  # built directly: every append returns one (replace is slow)
+        return Position(t.first, t.commit_end, t.next_seq - 1, t.last_hash, t.last_frame,
+                        links=self._links)  # fmt: skip
 
     @property
     def base_seq(self) -> int:

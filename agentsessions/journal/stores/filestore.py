@@ -101,6 +101,8 @@ class FileStore:
         self.fs = fs
         self.sessions_dir = self.home / "sessions"
         self._cancel_paths: dict[str, str] = {}  # uid -> its CANCEL path, built once
+        self._workload_paths: dict[str, str] = {}  # uid -> its WORKLOAD path, built once
+        self._workloads: dict[str, tuple[tuple[int, int, int], str]] = {}  # uid -> (id, text)
         catalog_path = self.home / "catalog.sqlite3"
         self.unindexed: builtins.list[MetadataCorruptError] = []  # found by the last reindex
         self.last_watcher: watch.Watcher | None = None  # the newest follow's (tests count)
@@ -433,11 +435,30 @@ class FileStore:
 
     # -- the session's workload (its tools, ``--tools FILE``) -----------------------------
     def workload(self, uid: str) -> str | None:
-        """The workload TOML recorded for ``uid`` (its ``WORKLOAD`` file), or None."""
+        """The workload TOML recorded for ``uid`` (its ``WORKLOAD`` file), or None.
+
+        Asked before every turn: the text is kept and re-read only when the file's identity
+        (inode, size, mtime) changes, so a turn costs one ``stat`` here, not a read."""
+        path = self._workload_paths.get(uid)
+        if path is None:
+            path = os.fspath(self._dir(uid).path / receipts.WORKLOAD_NAME)
+            self._workload_paths[uid] = path
         try:
-            return (self._dir(uid).path / receipts.WORKLOAD_NAME).read_text(encoding="utf-8")
+            st = os.stat(path)
+        except FileNotFoundError:
+            self._workloads.pop(uid, None)
+            return None
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        kept = self._workloads.get(uid)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
         except FileNotFoundError:
             return None
+        self._workloads[uid] = (key, text)
+        return text
 
     def set_workload(self, uid: str, text: str) -> None:
         """Record ``text`` as the session's workload (atomic and durable; replaces any)."""
