@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from agentsessions.cli.app import JsonOpt, SessionArg, _state, _uid, app, open_engine
-from agentsessions.errors import AgentSessionsError, ApprovalParkedError
 
 if TYPE_CHECKING:
     from agentsessions.cli.app import CliState
@@ -62,8 +61,7 @@ def _decide(
     request_seq: int | None,
     as_json: bool,
 ) -> None:
-    from agentsessions.cli.stream import TurnPrinter
-    from agentsessions.cli.turns import finish_turn, print_parked, show_turn
+    from agentsessions.cli.turns import continue_turn
 
     state = _state(ctx, as_json)
     uid = _uid(session)
@@ -79,25 +77,13 @@ def _decide(
             request_seq=request_seq,
         )
         _say_decided(state, decided)
-        printer = TurnPrinter(state.json)
-        try:
-            last = show_turn(printer, engine.resume(uid))
-        except ApprovalParkedError as parked:  # the continued turn asks again
-            print_parked(state, uid, parked)
-        except AgentSessionsError as exc:
-            exc.hint = exc.hint or f"agentsessions resume {uid}"
-            exc.message = (
-                f"the decision was committed (seq {decided.decision.seq}), but the resume "
-                f"failed: {exc.message}"
-            )
-            raise
-    if state.json:  # one document: the decision and the turn it continued
-        from agentsessions.cli.render import write_json
-
-        turn = last.turn.to_json() if last.turn is not None else None
-        write_json({**decided.to_json(), "turn": turn})
-    elif last.turn is not None:
-        finish_turn(state, printer, last.turn)
+        continue_turn(
+            state,
+            engine,
+            uid,
+            committed=f"the decision was committed (seq {decided.decision.seq})",
+            document=decided.to_json(),
+        )
 
 
 def _say_decided(state: CliState, decided: Approval) -> None:

@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 
 from agentsessions.cli.app import JsonOpt, SessionArg, _state, _uid, app, open_engine
-from agentsessions.errors import AgentSessionsError, ApprovalParkedError, InvalidArgumentError
+from agentsessions.errors import InvalidArgumentError
 
 CallIdOpt = Annotated[
     str, typer.Option("--call", metavar="ID", help="The unresolved tool call's id (see get).")
@@ -61,8 +61,7 @@ def resolve(
     nothing is changed then.
     """
     from agentsessions.cli.approve import _login
-    from agentsessions.cli.stream import TurnPrinter
-    from agentsessions.cli.turns import finish_turn, print_parked, show_turn
+    from agentsessions.cli.turns import continue_turn
     from agentsessions.sessions.resolving import check_answer, parse_result
 
     state = _state(ctx, as_json)
@@ -89,22 +88,10 @@ def resolve(
                 f"call {done.call.tool_call_id} ({done.call.tool}) resolved with {how}; "
                 "resuming the turn\n"
             )
-        printer = TurnPrinter(state.json)
-        try:
-            last = show_turn(printer, engine.resume(uid))
-        except ApprovalParkedError as parked:  # the continued turn parks on another call
-            print_parked(state, uid, parked)
-        except AgentSessionsError as exc:
-            exc.hint = exc.hint or f"agentsessions resume {uid}"
-            exc.message = (
-                f"the resolution of call {done.call.tool_call_id} was kept, but the resume "
-                f"failed: {exc.message}"
-            )
-            raise
-    if state.json:  # one document: the resolution and the turn it continued
-        from agentsessions.cli.render import write_json
-
-        turn = last.turn.to_json() if last.turn is not None else None
-        write_json({**done.to_json(), "turn": turn})
-    elif last.turn is not None:
-        finish_turn(state, printer, last.turn)
+        continue_turn(
+            state,
+            engine,
+            uid,
+            committed=f"the resolution of call {done.call.tool_call_id} was kept",
+            document=done.to_json(),
+        )

@@ -21,7 +21,7 @@ import io
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -41,7 +41,14 @@ from agentsessions.cli.stream import TurnPrinter, note_done, record_line
 from agentsessions.errors import ApprovalParkedError, InvalidArgumentError, ReplayError
 
 if TYPE_CHECKING:
-    from agentsessions.sessions.api import Frame, ReplayReport, Session, SessionFrame, Turn
+    from agentsessions.sessions.api import (
+        Frame,
+        ReplayReport,
+        Session,
+        SessionFrame,
+        Sessions,
+        Turn,
+    )
 
 DEFAULT_RUNTIME = "auto"
 
@@ -246,6 +253,32 @@ def print_parked(state: CliState, uid: str, parked: ApprovalParkedError) -> None
             f"  deny:    agentsessions deny {uid} --reason TEXT\n"
         )
     raise typer.Exit(ApprovalParkedError.exit_code)
+
+
+def continue_turn(
+    state: CliState, engine: Sessions, uid: str, *, committed: str, document: dict[str, Any]
+) -> None:
+    """Resume ``uid``'s turn after a person's answer was committed (approve, deny, resolve)
+    and render it; ``--json``: ``document`` and the turn in one object. A turn that parks
+    again says so (exit 20); a failed resume says what was ``committed`` already."""
+    from agentsessions.errors import AgentSessionsError
+
+    printer = TurnPrinter(state.json)
+    try:
+        last = show_turn(printer, engine.resume(uid))
+    except ApprovalParkedError as parked:  # the continued turn parks on another call
+        print_parked(state, uid, parked)
+    except AgentSessionsError as exc:
+        exc.hint = exc.hint or f"agentsessions resume {uid}"
+        exc.message = f"{committed}, but the resume failed: {exc.message}"
+        raise
+    if state.json:
+        from agentsessions.cli.render import write_json
+
+        turn = last.turn.to_json() if last.turn is not None else None
+        write_json({**document, "turn": turn})
+    elif last.turn is not None:
+        finish_turn(state, printer, last.turn)
 
 
 def show_turn(printer: TurnPrinter, frames: Iterator[Frame], waking: bool = True) -> SessionFrame:
