@@ -16,7 +16,9 @@ installed. The archive holds:
 
 Compiled extensions (msgspec, pyzstd, backports.zstd) are left out on purpose: a zipapp cannot
 import them, and the package falls back to pure Python for canonical JSON and decoding and to
-the ``zstd`` command line for zstd. A distribution that ships compiled code fails the build.
+the ``zstd`` command line for zstd. So is ``agentsessions/server`` (gRPC needs grpcio and
+protobuf, both compiled): the single file has no gRPC features. A distribution that ships
+compiled code fails the build.
 
 The build is reproducible: entries are sorted, timestamps and permissions fixed, so rebuilding
 from the same tree and the same installed packages gives the same bytes. Standard library only.
@@ -54,6 +56,10 @@ DISTRIBUTIONS = (
 
 LEFT_OUT = ("msgspec", "pyzstd", "backports.zstd")
 """Compiled accelerators a zipapp cannot import; the package has pure fallbacks."""
+
+LEFT_OUT_SUBPACKAGES = ("server",)
+"""Subpackages that need compiled extensions throughout (the gRPC server, its protobuf code);
+the zipapp has no gRPC features, so their code would be dead weight."""
 
 COMPILED_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")
 SKIPPED_SUFFIXES = (".pyc", ".pyo")
@@ -93,6 +99,8 @@ def package_files(root: Path = ROOT, package: str = PACKAGE) -> dict[str, bytes]
     files: dict[str, bytes] = {}
     for path in sorted((root / package).rglob("*")):
         rel = path.relative_to(root)
+        if len(rel.parts) > 1 and rel.parts[1] in LEFT_OUT_SUBPACKAGES:
+            continue
         if path.is_file() and _wanted(rel.parts):
             files[rel.as_posix()] = path.read_bytes()
     if f"{package}/data/go-v0.1.2-completed.json" not in files:

@@ -31,6 +31,9 @@ HELP_NEVER = (
     "markdown_it",
     "pygments",
     "rich.traceback",
+    "grpc",  # gRPC only when a gRPC feature is used (docs/WIRE.md)
+    "google.protobuf",
+    "agentsessions.server",
 )
 """--help only parses and prints: no store, no schema, no controller, no runtime, and the
 page is drawn on rich's core (no markdown parser, no syntax highlighter)."""
@@ -44,11 +47,14 @@ LIST_NEVER = (
     "agentsessions.v1.schema",  # the validators build at import: only a commit needs them
     "rich",  # a page to a pipe is padded columns (render.plain_page)
     "typer.rich_utils",
+    "grpc",
+    "google.protobuf",
+    "agentsessions.server",
 )
 """list reads the catalog and renders: it builds no controller, looks up no harness, builds
 no schema and, to a pipe, draws no rich table."""
 
-GET_NEVER = ("agentsessions.v1.schema", "rich", "typer.rich_utils")
+GET_NEVER = ("agentsessions.v1.schema", "rich", "typer.rich_utils", "grpc", "google.protobuf")
 """get reads one session: no schema and, to a pipe, no rich (render.plain_details)."""
 
 
@@ -107,3 +113,10 @@ def test_get_to_a_pipe_imports_no_schema_or_rich(cli: Cli) -> None:
     names = imported(["--home", str(cli.home), "get", uid], cli.cwd, pipe=True)
     assert "agentsessions.journal.stores.filestore" in names  # it did read the session
     assert heavy(names, GET_NEVER) == []
+
+
+def test_a_local_turn_imports_no_grpc_or_protobuf(cli: Cli) -> None:
+    uid = cli.create("--name", "one", "--harness", "echo")
+    names = imported(["--home", str(cli.home), "exec", uid, "-i", "hello"], cli.cwd, pipe=True)
+    assert "agentsessions.controller.controller" in names  # it did run the turn
+    assert heavy(names, ("grpc", "google.protobuf", "agentsessions.server")) == []

@@ -86,6 +86,8 @@ def test_archive_is_pure_python_with_data_and_bytecode(pyz: Path) -> None:
     assert {"typer/__init__.pyc", "rich/__init__.pyc", "rfc8785/__init__.py"} <= names
     assert not [n for n in names if n.endswith(COMPILED)]
     assert not [n for n in names if n.startswith(("msgspec/", "pyzstd/", "backports/"))]
+    # no gRPC in a zipapp (grpcio and protobuf are compiled): the server is left out
+    assert not [n for n in names if n.startswith(("agentsessions/server/", "grpc", "google/"))]
     assert pyz.read_bytes().startswith(b"#!/usr/bin/env python3\n")
 
 

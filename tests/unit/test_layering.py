@@ -112,6 +112,8 @@ def violations(module: str, imported: list[str]) -> list[str]:
                 out.append(f"{module}: the controller imports {name}")
         if within(name, "grpc") and not within(module, "agentsessions.server"):
             out.append(f"{module}: only agentsessions.server may import grpc ({name})")
+        if within(name, "google.protobuf") and not within(module, "agentsessions.server"):
+            out.append(f"{module}: only agentsessions.server may import protobuf ({name})")
         if within(name, "harnesses") or within(name, "agentsessions.harnesses"):
             out.append(f"{module}: the package never imports harnesses ({name})")
     return out
@@ -173,6 +175,7 @@ def test_the_shipped_harnesses_speak_v1_not_the_journal(path: Path) -> None:
         ("agentsessions.controller.x", "from ..server import service"),
         ("agentsessions.controller.x", "import importlib\nimportlib.import_module('grpc')"),
         ("agentsessions.cli.app", "import grpc"),
+        ("agentsessions.sessions.local", "from google.protobuf import json_format"),
         ("agentsessions.cli.app", "from harnesses import echo"),
         ("agentsessions.v1.model", "from agentsessions.journal.format import canonical"),
         ("agentsessions.v1.schema", "from agentsessions.controller import spi"),
@@ -201,6 +204,7 @@ def test_the_checker_catches_upward_imports(module: str, source: str) -> None:
         ("harnesses.chat", "from agentsessions.v1 import model"),
         ("agentsessions.controller.x", "from agentsessions.journal import store"),
         ("agentsessions.server.x", "import grpc"),
+        ("agentsessions.server.x", "from google.protobuf import json_format"),
         ("agentsessions.cli.app", "import typer\nimport rich"),
     ],
 )

@@ -1,0 +1,118 @@
+from agentsessions.server.gen import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Resumability(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    RESUMABILITY_UNSPECIFIED: _ClassVar[Resumability]
+    RESUMABILITY_STATELESS_REPLAY: _ClassVar[Resumability]
+    RESUMABILITY_REQUIRES_MEMORY_SNAPSHOT: _ClassVar[Resumability]
+RESUMABILITY_UNSPECIFIED: Resumability
+RESUMABILITY_STATELESS_REPLAY: Resumability
+RESUMABILITY_REQUIRES_MEMORY_SNAPSHOT: Resumability
+
+class Capabilities(_message.Message):
+    __slots__ = ("resumability", "fork_safe", "requires_gpu", "streaming", "reasoning_replay")
+    RESUMABILITY_FIELD_NUMBER: _ClassVar[int]
+    FORK_SAFE_FIELD_NUMBER: _ClassVar[int]
+    REQUIRES_GPU_FIELD_NUMBER: _ClassVar[int]
+    STREAMING_FIELD_NUMBER: _ClassVar[int]
+    REASONING_REPLAY_FIELD_NUMBER: _ClassVar[int]
+    resumability: Resumability
+    fork_safe: bool
+    requires_gpu: bool
+    streaming: bool
+    reasoning_replay: bool
+    def __init__(self, resumability: _Optional[_Union[Resumability, str]] = ..., fork_safe: _Optional[bool] = ..., requires_gpu: _Optional[bool] = ..., streaming: _Optional[bool] = ..., reasoning_replay: _Optional[bool] = ...) -> None: ...
+
+class ToolSpec(_message.Message):
+    __slots__ = ("name", "description", "mediation")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    MEDIATION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    mediation: _common_pb2.Mediation
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., mediation: _Optional[_Union[_common_pb2.Mediation, str]] = ...) -> None: ...
+
+class HarnessDescriptor(_message.Message):
+    __slots__ = ("id", "models", "tools", "capabilities", "version")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    MODELS_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    models: _containers.RepeatedScalarFieldContainer[str]
+    tools: _containers.RepeatedCompositeFieldContainer[ToolSpec]
+    capabilities: Capabilities
+    version: str
+    def __init__(self, id: _Optional[str] = ..., models: _Optional[_Iterable[str]] = ..., tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ..., capabilities: _Optional[_Union[Capabilities, _Mapping]] = ..., version: _Optional[str] = ...) -> None: ...
+
+class DescribeRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class IdentityContext(_message.Message):
+    __slots__ = ("principal", "can_mint_tokens")
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    CAN_MINT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    principal: _common_pb2.IdentityRef
+    can_mint_tokens: bool
+    def __init__(self, principal: _Optional[_Union[_common_pb2.IdentityRef, _Mapping]] = ..., can_mint_tokens: _Optional[bool] = ...) -> None: ...
+
+class Start(_message.Message):
+    __slots__ = ("config", "history", "inputs", "identity", "resume_from_seq")
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_FIELD_NUMBER: _ClassVar[int]
+    INPUTS_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    RESUME_FROM_SEQ_FIELD_NUMBER: _ClassVar[int]
+    config: bytes
+    history: _containers.RepeatedCompositeFieldContainer[_common_pb2.Event]
+    inputs: _containers.RepeatedCompositeFieldContainer[_common_pb2.Message]
+    identity: IdentityContext
+    resume_from_seq: int
+    def __init__(self, config: _Optional[bytes] = ..., history: _Optional[_Iterable[_Union[_common_pb2.Event, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., identity: _Optional[_Union[IdentityContext, _Mapping]] = ..., resume_from_seq: _Optional[int] = ...) -> None: ...
+
+class Cancel(_message.Message):
+    __slots__ = ("reason",)
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    reason: str
+    def __init__(self, reason: _Optional[str] = ...) -> None: ...
+
+class ControllerFrame(_message.Message):
+    __slots__ = ("session", "execution_id", "start", "cancel", "approval", "tool", "model", "park")
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    PARK_FIELD_NUMBER: _ClassVar[int]
+    session: str
+    execution_id: str
+    start: Start
+    cancel: Cancel
+    approval: _common_pb2.ApprovalResult
+    tool: _common_pb2.ToolResult
+    model: ModelResult
+    park: _common_pb2.ApprovalRef
+    def __init__(self, session: _Optional[str] = ..., execution_id: _Optional[str] = ..., start: _Optional[_Union[Start, _Mapping]] = ..., cancel: _Optional[_Union[Cancel, _Mapping]] = ..., approval: _Optional[_Union[_common_pb2.ApprovalResult, _Mapping]] = ..., tool: _Optional[_Union[_common_pb2.ToolResult, _Mapping]] = ..., model: _Optional[_Union[ModelResult, _Mapping]] = ..., park: _Optional[_Union[_common_pb2.ApprovalRef, _Mapping]] = ...) -> None: ...
+
+class ModelResult(_message.Message):
+    __slots__ = ("message", "usage", "model_call_id")
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    MODEL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    message: _common_pb2.Message
+    usage: _common_pb2.Usage
+    model_call_id: str
+    def __init__(self, message: _Optional[_Union[_common_pb2.Message, _Mapping]] = ..., usage: _Optional[_Union[_common_pb2.Usage, _Mapping]] = ..., model_call_id: _Optional[str] = ...) -> None: ...
