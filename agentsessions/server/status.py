@@ -1,0 +1,122 @@
+"""Our exception tree as gRPC statuses, and back.
+
+Each class of :mod:`agentsessions.errors` names its status (``grpc_code``, as the digest's
+section 1.2 lists them: ABORTED for a lost CAS, a fence or a busy session,
+FAILED_PRECONDITION, INVALID_ARGUMENT, NOT_FOUND, UNAVAILABLE, INTERNAL for a failed harness
+...). The server sends the error's message as the status details and two trailing metadata
+entries a client of ours reads to raise the same class again (a reference client sees an
+ordinary status):
+
+- ``agentsessions-error``: the class name (``NotFoundError``);
+- ``agentsessions-hint``: the hint, when there is one;
+- ``agentsessions-fields``: the error's fields (session, seq, head_seq, ...) as JSON, when
+  it has any: the same context the CLI's ``--json`` error object carries.
+
+An exception outside the tree is a bug: INTERNAL with a fixed message, its text withheld
+(it may hold paths or payloads); the server's log has it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import grpc
+
+from agentsessions import errors
+from agentsessions.errors import AgentSessionsError
+
+ERROR_KEY = "agentsessions-error"
+HINT_KEY = "agentsessions-hint"
+FIELDS_KEY = "agentsessions-fields"
+INTERNAL_MESSAGE = "internal error (the server's log has the details)"
+
+
+def status_code(exc: BaseException) -> grpc.StatusCode:
+    """The status an exception is sent as."""
+    if isinstance(exc, AgentSessionsError):
+        return grpc.StatusCode[exc.grpc_code]
+    return grpc.StatusCode.INTERNAL
+
+
+def _ascii(text: str) -> str:
+    """Metadata values must be printable ASCII; anything else is escaped."""
+    return text.encode("ascii", "backslashreplace").decode("ascii").replace("\n", " ")
+
+
+def trailers(exc: BaseException) -> tuple[tuple[str, str], ...]:
+    """The trailing metadata naming ``exc``'s class and hint (none for a foreign error)."""
+    if not isinstance(exc, AgentSessionsError):
+        return ()
+    out = [(ERROR_KEY, type(exc).__name__)]
+    if exc.hint:
+        out.append((HINT_KEY, _ascii(exc.hint)))
+    if exc.fields:
+        out.append((FIELDS_KEY, json.dumps(exc.fields, default=str, sort_keys=True)))
+    return tuple(out)
+
+
+def details(exc: BaseException) -> str:
+    """The status details: our error's message, or a fixed text for a foreign one."""
+    return exc.message if isinstance(exc, AgentSessionsError) else INTERNAL_MESSAGE
+
+
+def abort(context: grpc.ServicerContext, exc: BaseException) -> None:
+    """End the RPC with ``exc``'s status, details and trailers (raises, as grpc's abort)."""
+    context.set_trailing_metadata(trailers(exc))
+    context.abort(status_code(exc), details(exc))
+
+
+def error_class(name: str) -> type[AgentSessionsError] | None:
+    """The class of our tree named ``name`` (from a trailer), None if there is none."""
+    cls: Any = getattr(errors, name, None)
+    if isinstance(cls, type) and issubclass(cls, AgentSessionsError):
+        return cls
+    return None
+
+
+def from_rpc_error(err: grpc.RpcError) -> AgentSessionsError:
+    """The error of our tree a failed call stands for (the client's side of :func:`abort`).
+
+    With our trailer: that class, message and hint. Without (a reference server, a proxy,
+    the transport): the most specific class whose status it is, else UnavailableError for
+    UNAVAILABLE and DEADLINE_EXCEEDED, else AgentSessionsError.
+    """
+    call: Any = err
+    code = call.code() if hasattr(call, "code") else grpc.StatusCode.UNKNOWN
+    message = (call.details() if hasattr(call, "details") else "") or str(code.name)
+    meta = dict(call.trailing_metadata() or ()) if hasattr(call, "trailing_metadata") else {}
+    cls = error_class(str(meta.get(ERROR_KEY, "")))
+    hint = str(meta.get(HINT_KEY, ""))
+    fields = _fields(str(meta.get(FIELDS_KEY, "")))
+    if cls is None:
+        cls = _BY_STATUS.get(code.name, AgentSessionsError)
+    # built as every class of the tree builds itself (message, hint, fields, then each field
+    # as an attribute), without calling a subclass __init__ whose fields a peer may not send
+    exc = cls.__new__(cls)
+    AgentSessionsError.__init__(exc, message, hint=hint, **fields)
+    for name, value in exc.fields.items():
+        if not hasattr(type(exc), name):  # never shadow a method or class attribute
+            setattr(exc, name, value)
+    return exc
+
+
+def _fields(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+_BY_STATUS: dict[str, type[AgentSessionsError]] = {
+    "INVALID_ARGUMENT": errors.InvalidArgumentError,
+    "NOT_FOUND": errors.NotFoundError,
+    "ABORTED": errors.ConflictError,
+    "UNAVAILABLE": errors.UnavailableError,
+    "DEADLINE_EXCEEDED": errors.UnavailableError,
+    "CANCELLED": errors.TurnCanceledError,
+    "DATA_LOSS": errors.JournalCorruptError,
+    "INTERNAL": errors.HarnessError,
+}
+"""A status with no trailer of ours, as the class a caller most likely handles."""
