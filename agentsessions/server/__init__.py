@@ -1,1 +1,8 @@
-"""agentsessions.server."""
+"""agentsessions.server: the wire. The only package that imports grpc and protobuf.
+
+:mod:`.gen` holds the code generated from ``proto/agentsessions/v1`` (``proto/generate.py``),
+:mod:`.convert` the conversions between engine values and its messages, :mod:`.status` our
+exception tree as gRPC statuses and back, :mod:`.service` the ``Sessions`` service over one
+engine, :mod:`.breaking` the additive-only gate on the descriptors. docs/WIRE.md says what
+is the reference's and what is ours. Importing this package imports nothing else.
+"""
