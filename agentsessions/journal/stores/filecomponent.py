@@ -83,7 +83,8 @@ def lock_all(session: SessionDir) -> list[SessionLock]:
     held: list[SessionLock] = []
     try:
         for name in names(session):
-            lock = SessionLock(components_dir(session) / name / "LOCK", session=session.uid)
+            part = SessionDir(components_dir(session) / name)
+            lock = SessionLock(part.lock_file, session=session.uid)
             lock.acquire()
             held.append(lock)
     except BaseException:
