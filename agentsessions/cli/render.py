@@ -594,6 +594,8 @@ def print_verify(reports: Sequence[tuple[str, VerifyReport]]) -> None:
         console.print(Text("no sessions to verify"))
     for label, report in reports:
         console.print(verify_line(report, label), soft_wrap=True)
+        for name, part in report.components:  # the session's tool stores, one line each
+            console.print(verify_line(part, f"{label} tool store {name}"), soft_wrap=True)
 
 
 # --- export --------------------------------------------------------------------------------

@@ -58,6 +58,7 @@ from .spi import (
     REQUIRES_MEMORY_SNAPSHOT,
     STATELESS_REPLAY,
     Completion,
+    ComponentCheck,
     Harness,
     HarnessDescriptor,
     Message,
@@ -178,13 +179,15 @@ class Controller:
         idle_seconds: float = DEFAULT_IDLE_SECONDS,
         tools: ToolResolver | None = None,
         offers: ToolOffer | None = None,
+        components: ComponentCheck | None = None,
     ) -> None:
         """``keep_writers``: how many sessions' writers stay open between turns (0: close
         each after its turn, as a short-lived caller wants); ``idle_seconds``: how long an
         unused one stays open (checked whenever the controller opens or reuses a writer).
         ``tools`` finds a session's tools by name (its workload), as ``models`` finds model
         providers; None: no session has mediated tools. ``offers`` lists a session's tools
-        for its harness (``Start.tools``); None: harnesses are offered none."""
+        for its harness (``Start.tools``); None: harnesses are offered none. ``components``
+        refuses a harness the session's workload does not let work in it, before a write."""
         self.store = store
         self.writers = WriterPool(store, keep_writers, idle_seconds)
         self.harnesses = harnesses
@@ -193,6 +196,7 @@ class Controller:
         self.default_model = default_model
         self.tools = tools
         self.offers = offers
+        self.components = components
         self.executor_calls: list[str] = []
         """Every live tool executor call this controller made, by tool name (evidence)."""
         self.observer_errors: list[Exception] = []
@@ -283,6 +287,8 @@ class Controller:
             uid = self._create_for(meta)
         info = self._info(uid)
         name = harness or info.meta.harness or DEFAULT_HARNESS
+        if self.components is not None:
+            self.components(uid, name)
         if fresh_start:
             from .freshstart import fresh_start as start_fresh
 
@@ -401,6 +407,8 @@ class Controller:
             if run is None:
                 return None
             name = harness or info.meta.harness or run.harness[0] or DEFAULT_HARNESS
+            if self.components is not None:
+                self.components(uid, name)
             instance, descriptor = self._instance(info, name)
             return self._resume_with(writer, uid, name, instance, descriptor, turn_model, run)
 

@@ -24,7 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from agentsessions.journal.stores.store import CommitResult
 
 Event = dict[str, Any]
 Message = dict[str, Any]
@@ -182,8 +185,58 @@ HarnessFactory = Callable[[], Harness]
 
 
 @dataclass(frozen=True)
+class ToolStoreEntry:
+    """One entry of a tool's own store: its seq, the author and time the host stamped on
+    it, and the JSON object the tool committed."""
+
+    seq: int
+    author: str
+    time_ns: int
+    data: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry as ``agentsessions store --json`` prints it (one object a line)."""
+        return {"seq": self.seq, "author": self.author, "time_ns": self.time_ns,
+                "data": dict(self.data)}  # fmt: skip
+
+
+class ToolStore(Protocol):
+    """A tool's own store, bound by the host to one (session, tool) pair
+    (``agentsessions/tools/toolstore.py``): commit, read and follow its entries. It takes no
+    session or path: it cannot reach the conversation, another tool's store or another
+    session. The host stamps each entry's author (the tool's name) and time."""
+
+    def commit(
+        self,
+        entries: Sequence[Mapping[str, Any]],
+        *,
+        state: bytes | None = None,
+        expected_end: int | None = None,
+        expected_state_version: int | None = None,
+        commit_id: str | None = None,
+    ) -> CommitResult:
+        """Append ``entries`` (JSON objects) as one commit, if the store ends at
+        ``expected_end`` (None: wherever it ends); ``commit_id`` makes a retry a no-op.
+        ``state``/``expected_state_version``: the tool's working state (a follow-up:
+        refused with InvalidArgumentError until the store's writer takes state)."""
+        ...
+
+    def read(self, from_seq: int = 1) -> list[ToolStoreEntry]:
+        """The entries from ``from_seq`` on, in order."""
+        ...
+
+    def follow(
+        self, from_seq: int = 1, *, idle_timeout: float | None = None
+    ) -> Iterator[ToolStoreEntry]:
+        """The entries from ``from_seq`` on, then each new one as it commits."""
+        ...
+
+
+@dataclass(frozen=True)
 class ToolRequest:
-    """One mediated call as its executor gets it; ``config`` is the workload's for the tool."""
+    """One mediated call as its executor gets it; ``config`` is the workload's for the tool.
+    ``store`` is the tool's own store when the workload names it a tool component
+    (``[session] tool_components``), else None."""
 
     session_uid: str
     call_id: str
@@ -191,6 +244,7 @@ class ToolRequest:
     args: Mapping[str, Any]
     idempotency_key: str
     config: Mapping[str, Any] = field(default_factory=dict)
+    store: ToolStore | None = None
 
 
 @dataclass(frozen=True)
@@ -219,6 +273,7 @@ class BoundTool:
     name: str
     executor: ToolExecutor
     config: Mapping[str, Any] = field(default_factory=dict)
+    store: ToolStore | None = None  # the tool's own store, when it is a tool component
 
 
 ToolOffer = Callable[[str], tuple[ToolSpec, ...]]
@@ -226,6 +281,10 @@ ToolOffer = Callable[[str], tuple[ToolSpec, ...]]
 order. They are read from the session's current workload whenever a run starts, so a later
 ``--tools`` changes what a replay of an earlier turn is offered: such a replay diverges (I0)
 instead of passing with other tools."""
+
+ComponentCheck = Callable[[str, str], None]
+"""``(session uid, harness name) -> None``: raises (WorkloadError) when the session's workload
+names the components that work in its conversation and the harness is not one of them."""
 
 ToolResolver = Callable[[str, str], BoundTool]
 """``(session uid, tool name) -> BoundTool``; raises UnknownToolError for a tool the

@@ -245,6 +245,7 @@ class ToolHost:
             args=dict(call.get("args") or {}),
             idempotency_key=str(call["idempotency_key"]),
             config=dict(bound.config),
+            store=bound.store,
         )
         self.calls.append(request.tool)
         try:

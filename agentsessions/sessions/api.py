@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     # a LogRecord is the journal's Record: seq, prev_hash, content_hash, fence, payload,
     # with ``event`` and ``to_wire_json()``; re-exported under the reference's name
     from agentsessions.controller.approvals import ApprovalRef
+    from agentsessions.controller.spi import ToolStoreEntry
     from agentsessions.controller.toolcalls import UnresolvedCall
     from agentsessions.journal.format.records import Record as LogRecord
     from agentsessions.journal.tools.verify import VerifyReport
@@ -492,6 +493,14 @@ class Sessions(Protocol):
 
     def verify(self, uid: str, *, strict: bool = False, progress: Any = None) -> VerifyReport:
         """Walk the session's chain (and its metadata); the report says the first bad seq."""
+        ...
+
+    def tool_store(
+        self, uid: str, tool: str, *, from_seq: int = 1
+    ) -> builtins.list[ToolStoreEntry]:
+        """The entries of tool ``tool``'s own store in session ``uid`` (each: seq, the
+        author and time the host stamped, the data); NotFoundError for an unknown session
+        or a tool without a store there. Reads only."""
         ...
 
     def export(

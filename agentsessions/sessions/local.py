@@ -49,7 +49,7 @@ from agentsessions.journal.stores.store import (
     new_uid,
 )
 
-from . import approvals, checks, offline, resolving
+from . import approvals, checks, offline, resolving, toolstores
 from . import compact as compaction
 from .api import Frame, Input, Memory, ReplayReport, Session, SessionFrame, SessionPage, Turn
 from .home import resolve_home
@@ -342,6 +342,8 @@ class LocalSessions:
         session the OS refuses to read is a failed report, never hiding the others."""
         return offline.verify_all(self.store, strict=strict, progress=progress)
 
+    tool_store = toolstores.tool_store  # a tool's own store, read (see the module)
+
     # -- exchange ---------------------------------------------------------------------------
     def export(
         self,
@@ -470,6 +472,8 @@ class LocalSessions:
                 approvals.check_no_open_approval(self.store, info)
                 resolving.check_not_unresolved(self.store, info)
         self.check_turn(harness or recorded or DEFAULT_HARNESS, model or recorded_model)
+        if workload is not None:  # a harness it keeps out of the conversation: nothing written
+            workload.check_harness(uid or "(new)", harness or recorded or DEFAULT_HARNESS)
         created = uid is None
         if uid is None:
             meta = SessionMeta(

@@ -34,6 +34,9 @@ def verify(store: Store, uid: str, *, strict: bool = False, progress: Any = None
             report.last_seq + 1,
             f"journal ends at seq {report.last_seq} but the session reports {info.last_seq}",
         )
+    for name in store.components(uid):  # each tool store's chain, from genesis too
+        part = VerifyReport(source=f"session {uid} tool store {name}", uid=uid, strict=strict)
+        report.add_component(name, check_chain(store.component(uid, name).read(), part))
     return report
 
 

@@ -48,6 +48,7 @@ def build_controller(
     def models(name: str) -> ModelProvider:
         return create_model(name)
 
+    tools = resolver(store)
     return Controller(
         store,
         harnesses=HARNESSES,
@@ -57,8 +58,9 @@ def build_controller(
         on_record=on_record,
         on_delta=on_delta,
         keep_writers=keep_writers,
-        tools=resolver(store),
+        tools=tools,
         offers=WorkloadOffers(store),
+        components=tools.check_harness,
     )
 
 

@@ -3,7 +3,7 @@
 Spec grammar (the ``executor`` key of a workload's ``[tools.NAME]`` table)::
 
     spec = "python:" module ":" function | "unix://" abspath | "mcp:" command args | builtin
-    builtin = "append_line" | a name given to :func:`register_executor`
+    builtin = "append_line" | "notes" | a name given to :func:`register_executor`
 
 - ``python:module:function``: imports ``module`` and calls ``function(request)``, which
   returns a :class:`~agentsessions.controller.spi.ToolOutcome`, a mapping (the output object)
@@ -11,6 +11,8 @@ Spec grammar (the ``executor`` key of a workload's ``[tools.NAME]`` table)::
   ``idempotent`` attribute dedups on (session uid, idempotency key) itself.
 - ``append_line``: appends ``args["line"]`` and a newline to the file named by
   ``config["path"]``, durably (:mod:`.appendline`): an effect anyone can count.
+- ``notes``: adds, lists and clears notes in the tool's own store (:mod:`.notes`); the
+  workload must name the tool in ``[session] tool_components``.
 
 - ``unix:///path.sock``: each call goes to an operator-run process listening on that
   socket, one JSON line each way (:mod:`.unixsock`; a reference server: :mod:`.unixserver`).
@@ -32,11 +34,13 @@ from agentsessions.controller.spi import BoundTool, ToolExecutor, ToolResolver
 from agentsessions.errors import UnknownToolError
 
 from .appendline import AppendLine
+from .notes import Notes
 from .python import PythonExecutor
 from .unixsock import UnixExecutor
 
 __all__ = [
     "AppendLine",
+    "Notes",
     "PythonExecutor",
     "UnixExecutor",
     "create_executor",
@@ -45,7 +49,7 @@ __all__ = [
     "static_resolver",
 ]
 
-_BUILTINS: dict[str, Callable[[], ToolExecutor]] = {"append_line": AppendLine}
+_BUILTINS: dict[str, Callable[[], ToolExecutor]] = {"append_line": AppendLine, "notes": Notes}
 SCHEMES = ("python:", "unix://", "mcp:")
 
 

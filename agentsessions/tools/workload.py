@@ -9,11 +9,28 @@ One ``[tools.NAME]`` table per tool::
     parameters = { type = "object", properties = { line = { type = "string" } } }
     config = { path = "/tmp/log.txt" }
 
+An optional ``[session]`` table names which components may use the session, and how
+(``spec/seeds/host-sessions.txt``, "Tools get stores of their own")::
+
+    [session]
+    components = ["chat"]         # the harnesses that work in the conversation
+    tool_components = ["notes"]   # the tools that get a store of their own
+
+A tool named in ``tool_components`` gets its own store in the session (``ToolRequest.store``,
+:mod:`.toolstore`), bound by the host to that session and tool: it cannot read the
+conversation. A tool in neither list gets no session access (its ``store`` is None). A
+harness not in ``components`` (when the list is given) is refused before any write of a turn
+(:meth:`Workload.check_harness`). Without a ``[session]`` table every harness works in the
+conversation and no tool gets a store, except that a built-in that needs one (``notes``) must
+be named in ``tool_components``.
+
 Validation is strict and happens before anything is written: a file that does not parse, a
 key or table that is not one of these, a tier that does not exist, a tool name that is not a
-plain name, or an executor spec the registry refuses is a WorkloadError (exit 2) with one
-line naming the file, the table and the key. A ``reported`` tool (run by the harness itself)
-needs no executor; ``mediated`` and ``approval`` tools do.
+plain name, an executor spec the registry refuses, a component named in both lists, a tool
+component the workload has no tool for, or a store-needing built-in left out of
+``tool_components`` is a WorkloadError (exit 2) with one line naming the file, the table and
+the key. A ``reported`` tool (run by the harness itself) needs no executor; ``mediated`` and
+``approval`` tools do.
 """
 
 from __future__ import annotations
@@ -22,15 +39,16 @@ import re
 import threading
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from agentsessions.controller.spi import BoundTool, ToolExecutor, ToolResolver
-from agentsessions.errors import UnknownToolError, WorkloadError
+from agentsessions.controller.spi import BoundTool, ToolExecutor
+from agentsessions.errors import UnavailableError, UnknownToolError, WorkloadError
 from agentsessions.v1 import model
 
 from . import create_executor
+from .toolstore import ToolStore
 
 MEDIATIONS = {
     "reported": "MEDIATION_IN_HARNESS_REPORTED",
@@ -38,6 +56,7 @@ MEDIATIONS = {
     "approval": "MEDIATION_REQUIRES_APPROVAL",
 }
 KEYS = ("mediation", "executor", "description", "parameters", "config")
+SESSION_KEYS = ("components", "tool_components")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 
 
@@ -51,15 +70,22 @@ class Tool:
     description: str = ""
     parameters: Mapping[str, Any] = field(default_factory=dict)
     config: Mapping[str, Any] = field(default_factory=dict)
+    needs_store: bool = False  # its executor keeps its state in a tool store (notes)
 
 
 @dataclass(frozen=True)
 class Workload:
-    """A session's tools, by name; ``source`` is the TOML text it was read from."""
+    """A session's tools, by name; ``source`` is the TOML text it was read from.
+
+    ``components``: the harnesses that may work in the conversation (None: any, no
+    ``[session] components`` given); ``tool_components``: the tools with a store of their own.
+    """
 
     tools: Mapping[str, Tool]
     source: str = ""
     path: str = ""
+    components: tuple[str, ...] | None = None
+    tool_components: tuple[str, ...] = ()
     # executors by spec, made on first bind and kept: one mcp server per spec for the
     # life of whoever holds this workload (the engine's resolver), not one per call
     _executors: dict[str, ToolExecutor] = field(default_factory=dict, compare=False, repr=False)
@@ -98,6 +124,21 @@ class Workload:
             prepare(name, tool.config)
         return BoundTool(name, executor, dict(tool.config))
 
+    def check_harness(self, uid: str, harness: str) -> None:
+        """WorkloadError unless harness ``harness`` may work in the conversation of session
+        ``uid`` (any may, when ``[session] components`` is not given)."""
+        if self.components is None or harness in self.components:
+            return
+        named = ", ".join(self.components) or "none"
+        raise WorkloadError(
+            f"session {uid}: its workload does not let harness {harness!r} work in the "
+            f"conversation ([session] components: {named}); nothing was written",
+            hint=f"add {harness!r} to [session] components and pass --tools FILE again",
+            path=self.path,
+            table="session",
+            key="components",
+        )
+
     def close(self) -> None:
         """Close the executors bound so far that hold a resource (an mcp server process)."""
         with self._lock:
@@ -124,14 +165,57 @@ def parse_workload(text: str, path: str = "(workload)") -> Workload:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise WorkloadError(f"workload {path}: not valid TOML: {exc}", path=path) from None
-    extra = sorted(set(data) - {"tools"})
+    extra = sorted(set(data) - {"tools", "session"})
     if extra:
-        raise _bad(path, "", extra[0], "unknown table or key (a workload has only [tools.NAME])")
+        raise _bad(
+            path, "", extra[0], "unknown table or key (a workload has [tools.NAME] and [session])"
+        )
     tables = data.get("tools", {})
     if not isinstance(tables, dict):
         raise _bad(path, "", "tools", "must be a table of [tools.NAME] tables")
     tools = {name: _tool(path, name, body) for name, body in tables.items()}
-    return Workload(tools, text, path)
+    components, tool_components = _session(path, data.get("session", {}), tools)
+    return Workload(tools, text, path, components, tool_components)
+
+
+def _session(
+    path: str, body: Any, tools: Mapping[str, Tool]
+) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+    """The ``[session]`` table's two lists, checked against each other and the tools."""
+    if not isinstance(body, dict):
+        raise _bad(path, "", "session", "must be a table")
+    extra = sorted(set(body) - set(SESSION_KEYS))
+    if extra:
+        raise _bad(path, "session", extra[0], f"unknown key (known: {', '.join(SESSION_KEYS)})")
+    lists = {key: _names(path, key, body[key]) for key in SESSION_KEYS if key in body}
+    components, stores = lists.get("components"), lists.get("tool_components", ())
+    both = sorted(set(components or ()) & set(stores))
+    if both:
+        raise _bad(
+            path, "session", "", f"{both[0]!r} is named in both components and tool_components "
+            "(a component works in the conversation or keeps a store of its own, not both)",
+        )  # fmt: skip
+    for name in stores:
+        if name not in tools:
+            raise _bad(path, "session", "tool_components", f"{name!r} is not a [tools.NAME]")
+    for name, tool in sorted(tools.items()):
+        if tool.needs_store and name not in stores:
+            raise WorkloadError(
+                f"workload {path}: [tools.{name}] executor {tool.executor!r} keeps its state "
+                "in a tool store of its own, and [session] tool_components does not name it",
+                hint=f'add: [session] tool_components = ["{name}"]',
+                path=path, table=f"tools.{name}", key="executor",
+            )  # fmt: skip
+    return components, stores
+
+
+def _names(path: str, key: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _bad(path, "session", key, "must be a list of names")
+    for name in value:
+        if not _NAME.fullmatch(name):
+            raise _bad(path, "session", key, f"{name!r}: a name is letters, digits, '_', '.', '-'")
+    return tuple(dict.fromkeys(value))
 
 
 def _tool(path: str, name: str, body: Any) -> Tool:
@@ -153,9 +237,10 @@ def _tool(path: str, name: str, body: Any) -> Tool:
         raise _bad(path, table, "executor", "must be a string")
     if tier != "reported" and not executor:
         raise _bad(path, table, "executor", f"a {tier} tool needs an executor")
+    needs_store = False
     if executor:
         try:
-            create_executor(executor)
+            needs_store = getattr(create_executor(executor), "needs_store", False) is True
         except UnknownToolError as exc:
             raise _bad(path, table, "executor", str(exc)) from None
     description = body.get("description", "")
@@ -171,6 +256,7 @@ def _tool(path: str, name: str, body: Any) -> Tool:
         description,
         dict(body.get("parameters", {})),
         dict(body.get("config", {})),
+        needs_store,
     )
 
 
@@ -188,16 +274,36 @@ class WorkloadTools:
         self._parsed: dict[str, Workload] = {}  # by source text: parsed once
 
     def __call__(self, uid: str, name: str) -> BoundTool:
-        text = getattr(self._store, "workload", lambda _uid: None)(uid)
-        if text is None:
+        workload = self._workload(uid)
+        if workload is None:
             raise UnknownToolError(
                 f"session {uid} has no tools; tool {name!r} cannot run; nothing was recorded",
                 hint=f"agentsessions exec {uid} --tools FILE",
             )
+        bound = workload.bind(uid, name)
+        if name not in workload.tool_components:
+            return bound  # in neither list: no session access at all
+        component = getattr(self._store, "component", None)
+        if component is None:
+            raise UnavailableError(f"this store keeps no tool stores; {name!r} needs one")
+        # the host binds the store to (this session, this tool); the tool never names either
+        return replace(bound, store=ToolStore(component(uid, name)))
+
+    def check_harness(self, uid: str, harness: str) -> None:
+        """A :data:`~agentsessions.controller.spi.ComponentCheck`: the session's recorded
+        workload's :meth:`Workload.check_harness` (any harness, without a workload)."""
+        workload = self._workload(uid)
+        if workload is not None:
+            workload.check_harness(uid, harness)
+
+    def _workload(self, uid: str) -> Workload | None:
+        text = getattr(self._store, "workload", lambda _uid: None)(uid)
+        if text is None:
+            return None
         workload = self._parsed.get(text)
         if workload is None:
             workload = self._parsed[text] = parse_workload(text, f"(recorded for {uid})")
-        return workload.bind(uid, name)
+        return workload
 
     def close(self) -> None:
         """Close every workload's executors (:meth:`Workload.close`); the next bind makes
@@ -208,6 +314,7 @@ class WorkloadTools:
             workload.close()
 
 
-def resolver(store: object) -> ToolResolver:
-    """The tools resolver for sessions of ``store`` (their recorded workloads)."""
+def resolver(store: object) -> WorkloadTools:
+    """The tools resolver for sessions of ``store`` (their recorded workloads); its
+    ``check_harness`` is the controller's component check."""
     return WorkloadTools(store)

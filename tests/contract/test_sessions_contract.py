@@ -519,3 +519,34 @@ def test_cancel_of_a_running_turn_stops_it_before_its_model_call(sessions: Sessi
     assert sessions.get(uid).exec_state == "EXEC_COMPLETED"
     with pytest.raises(InvalidExecutionLogError, match="ended COMPLETED"):
         sessions.cancel(uid)  # nothing open: a clear error
+
+
+def test_tool_store_reads_a_tool_components_own_entries(sessions: Sessions, tmp_path: Path) -> None:
+    import json
+
+    tools, script = tmp_path / "tools.toml", tmp_path / "notes-script.json"
+    tools.write_text(
+        '[session]\ntool_components = ["notes"]\n'
+        '[tools.notes]\nmediation = "mediated"\nexecutor = "notes"\n'
+    )
+    call = {"name": "notes", "arguments": {"op": "add", "text": "buy milk"}}
+    script.write_text(json.dumps([{"text": "", "tool_calls": [call]}, "Noted."]))
+    done = sessions.run(None, ["note it"], harness="chat", model=f"scripted:file={script}",
+                        tools=tools)  # fmt: skip
+    uid = done.uid
+    entries = sessions.tool_store(uid, "notes")
+    assert [(e.seq, e.author, e.data) for e in entries] == [
+        (1, "notes", {"op": "add", "text": "buy milk"})
+    ]
+    assert entries[0].time_ns > 0 and entries[0].to_json()["seq"] == 1
+    assert sessions.tool_store(uid, "notes", from_seq=2) == []
+    # the conversation holds the call and its result, never the store's entries
+    kinds = [r.event["kind"] for r in sessions.read(uid)]
+    assert kinds.count("EVENT_TOOL_RESULT") == 1 and len(kinds) == done.session.last_seq
+    assert sessions.verify(uid).ok
+    with pytest.raises(NotFoundError):
+        sessions.tool_store(uid, "other")
+    with pytest.raises(NotFoundError):
+        sessions.tool_store(UNKNOWN, "notes")
+    with pytest.raises(InvalidArgumentError):
+        sessions.tool_store(uid, "../notes")

@@ -360,3 +360,153 @@ def test_forked_child_verifies_from_genesis_on_disk(tmp_path: Path) -> None:
     grandchild = store.fork(child.uid, 21, [SessionMeta(uid=new_uid())])[0]
     assert verify_session(store, grandchild.uid).ok
     assert [r.seq for r in store.read(grandchild.uid)] == list(range(1, 23))
+
+
+# --- component (tool) stores: a session's per-tool journals (issue 9 item 6) ---------------
+
+
+def _note(text: str) -> dict[str, Any]:
+    msg = model.message("tool", model.data_part({"text": text}))
+    return model.output_event(msg, actor={"principal": "notes"})
+
+
+def test_component_store_keeps_the_journal_contract(store: Store) -> None:
+    uid = _new(store)
+    part = store.component(uid, "notes")
+    assert (part.uid, part.name) == (uid, "notes")
+    assert list(part.read()) == [] and store.components(uid) == ()
+    with part.writer() as w:
+        r1 = w.append([_note("a")], expected_last_seq=0, commit_id="k1")
+        again = w.append([_note("a")], expected_last_seq=0, commit_id="k1")
+        with pytest.raises(ConflictError):
+            w.append([_note("b")], expected_last_seq=0)
+        with pytest.raises(CommitTooLargeError):
+            w.append([_note("x" * MAX_COMMIT)])
+        r2 = w.append([_note("b"), _note("c")], expected_last_seq=1)
+        with pytest.raises(LockHeldError):
+            part.writer()
+    assert again.duplicate and again.last_seq == r1.last_seq == 1
+    assert (r2.first_seq, r2.last_seq) == (2, 3)
+    records = list(part.read())
+    assert [r.seq for r in records] == [1, 2, 3] and records[0].prev_hash == ""
+    assert check_chain(records, VerifyReport(source="t")).ok
+    assert [r.seq for r in part.read(2, 2)] == [2]
+    with part.writer() as w:  # a new writer: a newer fence, the commit id still remembered
+        assert w.fence > r1.fence
+        assert w.append([_note("a")], commit_id="k1").duplicate
+        assert w.append([_note("d")]).first_seq == 4  # numbers never reused
+    assert store.components(uid) == ("notes",)
+
+
+def test_component_stores_are_apart_from_the_conversation_and_each_other(store: Store) -> None:
+    uid, other = _new(store), _new(store)
+    with store.writer(uid) as w:
+        w.append([_say("the conversation")])
+    with store.component(uid, "notes").writer() as w:  # while no session writer, or with one
+        w.append([_note("mine")])
+    with store.writer(uid) as sw, store.component(uid, "cache").writer() as cw:
+        cw.append([_note("cached")])
+        sw.append([_say("more")])
+    assert [r.seq for r in store.read(uid)] == [1, 2]  # the session's journal is its own
+    assert store.get(uid).last_seq == 2
+    assert [r.event["message"]["parts"][0]["data"]["data"]["text"]
+            for r in store.component(uid, "notes").read()] == ["mine"]  # fmt: skip
+    assert len(list(store.component(uid, "cache").read())) == 1
+    assert store.components(uid) == ("cache", "notes")
+    assert list(store.component(other, "notes").read()) == [] and store.components(other) == ()
+
+
+def test_component_store_names_and_sessions_are_checked(store: Store) -> None:
+    uid = _new(store)
+    for bad in ["", "../x", "a/b", ".hidden", "-x", "x" * 65, "1abc"]:
+        with pytest.raises(InvalidArgumentError):
+            store.component(uid, bad)
+    with pytest.raises(NotFoundError):
+        store.component(new_uid(), "notes")
+    with pytest.raises(NotFoundError):
+        store.components(new_uid())
+
+
+def test_component_stores_are_deleted_with_their_session(store: Store) -> None:
+    uid = _new(store)
+    part = store.component(uid, "notes")
+    w = part.writer()
+    w.append([_note("kept")])
+    with pytest.raises(LockHeldError):  # a tool store being written holds the delete back
+        store.delete(uid)
+    w.close()
+    store.delete(uid)
+    with pytest.raises(SessionDeletedError):
+        part.writer()
+    with pytest.raises(SessionDeletedError):
+        store.component(uid, "fresh").writer()
+    assert [r.seq for r in part.read()] == [1]  # still read (and verified)
+    assert store.components(uid) == ("notes",)
+
+
+def test_fork_children_start_with_empty_component_stores(store: Store) -> None:
+    parent = _new(store)
+    with store.writer(parent) as w:
+        w.append([_say("a")])
+    with store.component(parent, "notes").writer() as w:
+        w.append([_note("the parent's")])
+    child = store.fork(parent, 1, [SessionMeta(uid=new_uid())])[0]
+    assert store.components(child.uid) == ()
+    assert list(store.component(child.uid, "notes").read()) == []
+    with store.component(child.uid, "notes").writer() as w:
+        assert w.append([_note("the child's")]).first_seq == 1
+    assert len(list(store.component(parent, "notes").read())) == 1
+
+
+def test_component_follow_streams_new_commits(store: Store) -> None:
+    uid = _new(store)
+    part = store.component(uid, "notes")
+    got: list[int] = []
+
+    def reader() -> None:
+        for record in part.follow(1, idle_timeout=5.0):
+            got.append(record.seq)
+            if record.seq == 3:
+                return
+
+    t = threading.Thread(target=reader)
+    t.start()
+    with part.writer() as w:  # the store is made after the follower started waiting
+        w.append([_note("a")])
+        w.append([_note("b"), _note("c")])
+    t.join(timeout=20)
+    assert got == [1, 2, 3]
+    assert [r.seq for r in part.follow(3, idle_timeout=0.05)] == [3]
+
+
+def test_verify_walks_every_component_store(tmp_path: Path) -> None:
+    from agentsessions.journal.tools.verify import verify_session
+    from agentsessions.sessions.offline import verify
+
+    for s in (_file_store(tmp_path), _memory_store(tmp_path)):
+        uid = _new(s)
+        with s.writer(uid) as w:
+            w.append([_say("a")])
+        for name in ("cache", "notes"):
+            with s.component(uid, name).writer() as w:
+                w.append([_note("1"), _note("2")])
+        report = verify(s, uid)
+        assert report.ok, report.to_json()
+        assert [c["component"] for c in report.to_json()["components"]] == ["cache", "notes"]
+        assert [c["last_seq"] for c in report.to_json()["components"]] == [2, 2]
+    assert isinstance(s, MemoryStore)
+    fs = _file_store(tmp_path / "damaged")
+    uid = _new(fs)
+    with fs.component(uid, "notes").writer() as w:
+        w.append([_note("one")])
+        w.append([_note("two")])
+    seg = next((fs.session_dir(uid) / "components" / "notes" / "journal").glob("*.seg"))
+    data = bytearray(seg.read_bytes())
+    at = data.find(b"two")
+    assert at > 0
+    data[at] ^= 0x01  # one flipped bit in an acknowledged entry
+    seg.write_bytes(bytes(data))
+    report = verify_session(fs, uid)
+    assert not report.ok and report.exit_code in (8, 9)
+    assert "tool store 'notes' does not verify" in report.reason
+    assert report.to_json()["components"][0]["ok"] is False

@@ -9,6 +9,7 @@ Layout under the store's home (``docs/FORMAT.md`` has the byte-level details)::
     sessions/<uid>/TAIL          hint: the tail position and state, so opens read only the tail
     sessions/<uid>/DELETED       marker of a soft delete; present = no more writes
     sessions/<uid>/journal/      segment files (see :mod:`agentsessions.journal.format.segmentlog`)
+    sessions/<uid>/components/   the session's component (tool) stores (:mod:`.filecomponent`)
 
 Invariants: a session directory appears atomically (built under ``sessions/.tmp-*`` and
 renamed, then ``sessions/`` fsync'd); a commit is acknowledged only after its group is
@@ -44,8 +45,9 @@ from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import Position, SegmentLog
-from agentsessions.journal.stores import forking, receipts, watch
+from agentsessions.journal.stores import filecomponent, forking, receipts, watch
 from agentsessions.journal.stores.catalog import Catalog
+from agentsessions.journal.stores.filecomponent import FileComponentStore
 from agentsessions.journal.stores.filewriter import FileWriter, fold_frames, frame_records
 from agentsessions.journal.stores.sessiondir import (
     DELETED_NAME,
@@ -60,6 +62,7 @@ from agentsessions.journal.stores.store import (
     Page,
     SessionInfo,
     SessionMeta,
+    check_component,
     check_project,
     check_uid,
     clamp_page_size,
@@ -237,9 +240,14 @@ class FileStore:
         lock = SessionLock(sdir.lock_file, session=uid)
         lock.acquire()
         try:
-            if not sdir.is_deleted():
-                stamp = json_bytes({"deleted_unix_ns": time.time_ns()})
-                self.fs.write_file_atomic(sdir.deleted_file, stamp)
+            parts = filecomponent.lock_all(sdir)  # its tool stores go with it
+            try:
+                if not sdir.is_deleted():
+                    stamp = json_bytes({"deleted_unix_ns": time.time_ns()})
+                    self.fs.write_file_atomic(sdir.deleted_file, stamp)
+            finally:
+                for part in parts:
+                    part.release()
             self.catalog.mark_deleted(uid)
         finally:
             lock.release()
@@ -421,6 +429,16 @@ class FileStore:
         if sdir.cancel_file.exists():
             self.fs.unlink(sdir.cancel_file)
             self.fs.sync_dir(sdir.path)
+
+    # -- component stores (a tool's own journal: :mod:`.filecomponent`) -------------------
+    def component(self, uid: str, name: str) -> FileComponentStore:
+        """The store of component ``name`` in session ``uid`` (made on its first writer)."""
+        poll = self.options.follow_poll_seconds
+        return FileComponentStore(self, self._dir(uid), check_component(name), poll_seconds=poll)
+
+    def components(self, uid: str) -> tuple[str, ...]:
+        """The component stores session ``uid`` has, sorted."""
+        return filecomponent.names(self._dir(uid))
 
     # -- tool receipts (the host's dedup record of mediated calls) ------------------------
     def tool_receipt(self, uid: str, key: str) -> dict[str, Any] | None:

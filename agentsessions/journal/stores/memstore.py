@@ -31,6 +31,7 @@ from agentsessions.journal.stores.store import (
     SessionInfo,
     SessionMeta,
     check_commit_id,
+    check_component,
     check_project,
     check_uid,
     clamp_page_size,
@@ -52,6 +53,7 @@ class _Session:
     cancel: str | None = None  # the execution id a cancel request names (FileStore: CANCEL)
     receipts: dict[str, dict[str, Any]] = field(default_factory=dict)  # tool receipts by key
     workload: str | None = None  # the session's tools (FileStore: WORKLOAD)
+    components: dict[str, _Session] = field(default_factory=dict)  # tool stores, by name
 
 
 class MemoryStore:
@@ -103,6 +105,8 @@ class MemoryStore:
         with self._cond:
             session = self._session(uid)
             _check_free(session, uid)
+            for part in session.components.values():  # its tool stores go with it
+                _check_free(part, uid)
             session.deleted = True
             return self._info(session)
 
@@ -169,6 +173,18 @@ class MemoryStore:
             yield from batch
             next_seq += len(batch)
 
+    def component(self, uid: str, name: str) -> MemoryComponentStore:
+        """The store of component ``name`` in session ``uid`` (see :class:`ComponentStore
+        <agentsessions.journal.stores.store.ComponentStore>`)."""
+        with self._cond:
+            self._session(uid)
+        return MemoryComponentStore(self, uid, check_component(name))
+
+    def components(self, uid: str) -> tuple[str, ...]:
+        """The component stores session ``uid`` has (made by a first writer), sorted."""
+        with self._cond:
+            return tuple(sorted(self._session(uid).components))
+
     def close(self) -> None:
         """Nothing to release: memory goes with the process."""
 
@@ -230,6 +246,68 @@ class MemoryStore:
             exec_id=s.tail.projection.exec_id,
             snapshot=s.tail.projection.snapshot,
         )
+
+
+class MemoryComponentStore:
+    """A component's own journal in one in-memory session: a :class:`_Session` of its own
+    (made on the first writer), written through the same :class:`MemoryWriter`."""
+
+    def __init__(self, store: MemoryStore, uid: str, name: str) -> None:
+        self._store = store
+        self._uid = uid
+        self._name = name
+
+    @property
+    def uid(self) -> str:
+        return self._uid
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def writer(self) -> MemoryWriter:
+        """Become the store's single writer; refused once the session is deleted."""
+        with self._store._cond:
+            session = self._store._session(self._uid)
+            if session.deleted:
+                raise SessionDeletedError(
+                    f"session {self._uid} was deleted; its tool store {self._name!r} can no "
+                    "longer be written",
+                    session=self._uid,
+                )
+            part = session.components.get(self._name)
+            if part is None:
+                meta = SessionMeta(uid=self._uid, name=self._name)
+                part = session.components[self._name] = _Session(meta)
+            _check_free(part, self._uid)
+            part.fence = max(part.fence, part.tail.max_fence) + 1
+            part.writer = MemoryWriter(self._store, part)
+            return part.writer
+
+    def read(self, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
+        records = self._records()
+        end = to_seq if to_seq > 0 else len(records)
+        return iter(records[max(from_seq, 1) - 1 : end])
+
+    def follow(self, from_seq: int = 1, *, idle_timeout: float | None = None) -> Iterator[Record]:
+        next_seq = max(from_seq, 1)
+        while True:
+            with self._store._cond:
+                if not self._store._cond.wait_for(
+                    functools.partial(self._has, next_seq), timeout=idle_timeout
+                ):
+                    return
+                batch = self._records()[next_seq - 1 :]
+            yield from batch
+            next_seq += len(batch)
+
+    def _has(self, seq: int) -> bool:
+        return len(self._records()) >= seq
+
+    def _records(self) -> builtins.list[Record]:
+        with self._store._cond:
+            part = self._store._session(self._uid).components.get(self._name)
+            return [] if part is None else list(part.records)
 
 
 class MemoryWriter:

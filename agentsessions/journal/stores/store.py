@@ -284,7 +284,68 @@ class Store(Protocol):
         """
         ...
 
+    def component(self, uid: str, name: str) -> ComponentStore:
+        """The store of component ``name`` (a tool) in session ``uid``: bound to the pair,
+        so its holder reaches that one journal and nothing else (see :class:`ComponentStore`).
+
+        NotFoundError for an unknown session; InvalidArgumentError for a bad name."""
+        ...
+
+    def components(self, uid: str) -> tuple[str, ...]:
+        """The names of the component stores session ``uid`` has (created on first write),
+        sorted."""
+        ...
+
     def close(self) -> None: ...
+
+
+class ComponentStore(Protocol):
+    """A component's (a tool's) own journal inside one session, beside the conversation.
+
+    The same contract as a session's journal (fences, CAS, commit ids, numbers never reused,
+    ``max_commit_bytes``, hash chain, verify), kept apart from it: a holder cannot reach the
+    conversation, another component's store or another session. Created on the first
+    :meth:`writer`; reading one that was never written yields nothing. Deleted with the
+    session (reads go on, writes are refused); a fork's children start with none.
+    """
+
+    @property
+    def uid(self) -> str:
+        """The session this store belongs to."""
+        ...
+
+    @property
+    def name(self) -> str:
+        """The component's name (its tool's name in the workload)."""
+        ...
+
+    def writer(self) -> Writer:
+        """Become the component store's single writer (LockHeldError if busy)."""
+        ...
+
+    def read(self, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
+        """Committed records with ``from_seq <= seq <= to_seq`` (0 = head), in order."""
+        ...
+
+    def follow(self, from_seq: int = 1, *, idle_timeout: float | None = None) -> Iterator[Record]:
+        """Records from ``from_seq`` on, then each new one as it commits (see
+        :meth:`Store.follow`)."""
+        ...
+
+
+_COMPONENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+
+
+def check_component(name: str) -> str:
+    """Return ``name`` if it can name a component store (a workload's tool name: letters,
+    digits, ``_ . -``, 1-64, not starting with a digit, dot or dash), else
+    InvalidArgumentError. It becomes a directory name, so nothing else is allowed."""
+    if not isinstance(name, str) or not _COMPONENT.fullmatch(name):
+        raise InvalidArgumentError(
+            f"invalid component name {name!r}: letters, digits, '_', '.', '-' (1-64), "
+            "starting with a letter or '_'"
+        )
+    return name
 
 
 def clamp_page_size(page_size: int) -> int:

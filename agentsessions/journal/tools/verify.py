@@ -79,6 +79,7 @@ class VerifyReport:
     notes: list[str] = field(default_factory=list)
     kind: str = ""  # "chain", "corrupt" or "format" once failed
     torn_detail: str = field(default="", repr=False)  # where and why the torn tail starts
+    components: list[tuple[str, VerifyReport]] = field(default_factory=list)  # tool stores
 
     @property
     def exit_code(self) -> int:
@@ -110,7 +111,18 @@ class VerifyReport:
             "strict": self.strict,
             "notes": list(self.notes),
             "kind": self.kind,
+            "components": [{"component": n, **r.to_json()} for n, r in self.components],
         }
+
+    def add_component(self, name: str, part: VerifyReport) -> None:
+        """Keep the report of the session's component (tool) store ``name``; the first one
+        that fails fails this report too (its reason names the store; the session's own
+        chain fields stay as they were)."""
+        self.components.append((name, part))
+        if self.ok and not part.ok:
+            where = f" at seq {part.first_bad_seq}" if part.first_bad_seq is not None else ""
+            self.reason = f"tool store {name!r} does not verify{where}: {part.reason}"
+            self.kind = part.kind or "chain"
 
 
 def check_chain(
@@ -336,6 +348,29 @@ def verify_dir(
             log.close()
 
 
+def verify_component_dir(cdir: Path, session_id: str, *, strict: bool = False) -> VerifyReport:
+    """Verify a component (tool) store's directory (``LOCK``, ``TAIL``, ``journal/``, no
+    ``session.json``): the same framing, chain and acknowledged-head checks as a session's
+    journal, from ``prev_hash ""``; its segment headers name ``session_id``."""
+    report = VerifyReport(source=str(cdir), uid=session_id, strict=strict)
+    log: SegmentLog | None = None
+    try:
+        fast = _Fast(strict, 1)
+        log, scan, checks = fast.open(cdir, 0, SessionDir(cdir).hint_evidence(), session_id)
+        if scan.torn_tail:
+            report.torn_tail = True
+            report.notes.append("torn tail after the last commit (not acknowledged; ignored)")
+        return walk(_log_items(log, checks, 0), report, strict=strict)
+    except JournalCorruptError as exc:
+        seq = int(exc.fields.get("seq", report.last_seq + 1))
+        return report.fail(seq, str(exc), "corrupt")
+    except (FormatError, StorageError) as exc:
+        return failed_by(report, exc)
+    finally:
+        if log is not None:
+            log.close()
+
+
 class _MissingParent(Exception):
     """A forked child was copied without the parent that holds its prefix."""
 
@@ -453,14 +488,17 @@ class _Fast:
         self.workers = workers
 
     def open(
-        self, sdir: Path, upto: int, acked: Sequence[evidence.Acked] = ()
+        self, sdir: Path, upto: int, acked: Sequence[evidence.Acked] = (), session_id: str = ""
     ) -> tuple[SegmentLog, OpenScan, CheckOf]:
         """Open ``sdir``'s journal read-only, from a resume hint at the end of its tail when
         the batch check found that tail clean; sealed segments are checked in parallel or on
         demand (those through seq ``upto`` only, when given). The open refuses a journal
-        that ends before, or differs at, a seq the ``acked`` evidence names."""
+        that ends before, or differs at, a seq the ``acked`` evidence names. ``session_id``:
+        the uid the segment headers name ("": the directory's name; a component store's
+        directory is named after its component)."""
         journal = SessionDir(sdir).journal
-        files = SegmentFiles.at(journal, session_id=sdir.name)
+        session_id = session_id or sdir.name
+        files = SegmentFiles.at(journal, session_id=session_id)
         firsts = files.segments
         jobs = [
             (no, f) for no, f in enumerate(firsts[:-1]) if not upto or firsts[no + 1] <= upto + 1
@@ -480,7 +518,7 @@ class _Fast:
             if not pooled_tail and firsts:
                 tail = files.check_segment(firsts[-1], len(firsts) - 1, check)
             log, scan = SegmentLog.open(
-                journal, session_id=sdir.name, writable=False, resume=_hint(tail), acked=acked
+                journal, session_id=session_id, writable=False, resume=_hint(tail), acked=acked
             )
             try:
                 if pool is not None and not pooled_tail:
@@ -514,12 +552,26 @@ def _hint(tail: SegmentCheck | None) -> Position | None:
 def verify_session(
     store: Any, uid: str, *, strict: bool = False, progress: Progress | None = None
 ) -> VerifyReport:
-    """Verify one session of a file store, also against the head its metadata reports.
+    """Verify one session of a file store, also against the head its metadata reports, and
+    each of its component (tool) stores (:meth:`VerifyReport.add_component`).
 
     Damaged data (metadata, a tail, a journal that ends before its acknowledged head) is a
     failed report naming the damage, not an exception, so that ``verify --all`` goes on to
     the next session; an unknown uid still raises NotFoundError.
     """
+    report = _session_report(store, uid, strict, progress)
+    try:
+        parts = store.components(uid) if hasattr(store, "components") else ()
+    except AgentSessionsError:
+        parts = ()  # the session's own report names what is damaged
+    for name in parts:
+        report.add_component(
+            name, verify_component_dir(store.component(uid, name).path, uid, strict=strict)
+        )
+    return report
+
+
+def _session_report(store: Any, uid: str, strict: bool, progress: Progress | None) -> VerifyReport:
     try:
         info = store.get(uid)
     except JournalError as exc:

@@ -1,0 +1,228 @@
+"""Component stores of the file store: a tool's own journal inside its session's directory.
+
+Layout (``docs/FORMAT.md``)::
+
+    sessions/<uid>/components/<name>/LOCK     flock of the component store's single writer
+    sessions/<uid>/components/<name>/FENCE    its fence, minted by every writer open
+    sessions/<uid>/components/<name>/TAIL     hint: tail position and state (never trusted)
+    sessions/<uid>/components/<name>/journal/ segment files, headers naming the session uid
+
+A component directory is a session directory without ``session.json``, ``BASE`` and the
+host's files (receipts, workload, cancel): its identity is its place, the session it lies in
+and its name. Everything else is the session journal's own code (segment log, file writer,
+fence file, lock, tail), so the limits, commit ids, fencing, hash chain and verify are the
+same by construction, not by imitation.
+
+Invariants: a component directory appears whole (built under ``components/.tmp-*`` and
+renamed into place, then ``components/`` fsync'd), on its store's first writer; until then
+reads yield nothing. A writer opens only while the session is not deleted, and the store's
+delete takes every component's LOCK (:func:`lock_all`), so a deleted session's component
+stores take no write after it. A fork copies none: see ``docs/FORMAT.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Protocol
+
+from agentsessions.errors import SessionDeletedError, StorageError
+from agentsessions.journal.format import fencefile
+from agentsessions.journal.format.lock import SessionLock
+from agentsessions.journal.format.records import Record
+from agentsessions.journal.format.segmentlog import Position, SegmentLog
+from agentsessions.journal.stores import watch
+from agentsessions.journal.stores.filewriter import FileWriter, WriterOwner, frame_records
+from agentsessions.journal.stores.sessiondir import SessionDir, acked
+from agentsessions.journal.stores.store import SessionMeta, check_component
+from agentsessions.journal.stores.tail import Tail
+
+COMPONENTS_NAME = "components"
+
+
+class ComponentOwner(WriterOwner, Protocol):
+    """What a component store uses of the file store that made it (it imports this module:
+    naming it by a Protocol keeps the import one way)."""
+
+    def _check_writable(self, what: str) -> None: ...
+
+    def _load_tail(
+        self, sdir: SessionDir, meta: SessionMeta, *, writable: bool = False
+    ) -> tuple[Tail, Position, SegmentLog]: ...
+
+
+def components_dir(session: SessionDir) -> Path:
+    """``<session dir>/components``: where a session's component stores live."""
+    return session.path / COMPONENTS_NAME
+
+
+def names(session: SessionDir) -> tuple[str, ...]:
+    """The component stores session ``session`` has (whole ones only), sorted."""
+    try:
+        entries = os.listdir(components_dir(session))
+    except FileNotFoundError:
+        return ()
+    except OSError as exc:
+        raise StorageError(f"cannot list {components_dir(session)}: {exc.strerror}") from exc
+    found = []
+    for entry in entries:
+        with contextlib.suppress(Exception):
+            if SessionDir(components_dir(session) / check_component(entry)).is_session():
+                found.append(entry)
+    return tuple(sorted(found))
+
+
+def lock_all(session: SessionDir) -> list[SessionLock]:
+    """Take the LOCK of every component store of ``session`` (LockHeldError, with none kept,
+    if one is busy): the session's delete holds them while it marks the session deleted."""
+    held: list[SessionLock] = []
+    try:
+        for name in names(session):
+            part = SessionDir(components_dir(session) / name)
+            lock = SessionLock(part.lock_file, session=session.uid)
+            lock.acquire()
+            held.append(lock)
+    except BaseException:
+        for lock in held:
+            lock.release()
+        raise
+    return held
+
+
+class FileComponentStore:
+    """The store of component ``name`` in the session directory ``session``."""
+
+    def __init__(
+        self, owner: ComponentOwner, session: SessionDir, name: str, *, poll_seconds: float = 0.5
+    ) -> None:
+        """``poll_seconds``: a follower's longest sleep between looks (the store's option)."""
+        self._owner = owner
+        self._poll = poll_seconds
+        self._session = session
+        self._name = check_component(name)
+        self._dir = SessionDir(components_dir(session) / name)
+        # the journal's identity (segment headers, errors): the session's uid
+        self._meta = SessionMeta(uid=session.uid, name=name)
+
+    @property
+    def uid(self) -> str:
+        return self._session.uid
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def path(self) -> Path:
+        """The component store's directory (for offline tools such as verify)."""
+        return self._dir.path
+
+    def writer(self) -> FileWriter:
+        """Become the store's single writer (made on the first one); SessionDeletedError
+        once the session is deleted, LockHeldError while another writer holds it."""
+        what = f"write tool store {self._name!r} of session {self.uid}"
+        self._owner._check_writable(what)
+        self._check_live()
+        self._ensure()
+        lock = SessionLock(self._dir.lock_file, session=self.uid)
+        lock.acquire()
+        try:
+            self._check_live()  # under the LOCK: the session's delete takes it too
+            tail, _position, log = self._owner._load_tail(self._dir, self._meta, writable=True)
+            fence = fencefile.mint(self._owner.fs, self._dir.fence_file, tail.max_fence)
+            return FileWriter(self._owner, self._dir, self._meta, log, tail, fence, lock)
+        except BaseException:
+            lock.release()
+            raise
+
+    def read(self, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
+        if not self._dir.is_session():
+            return iter(())
+        log = self._open_log()
+        return frame_records(log, log.read(from_seq, to_seq), close=True)
+
+    def follow(self, from_seq: int = 1, *, idle_timeout: float | None = None) -> Iterator[Record]:
+        """Records from ``from_seq`` on, then each new one as it commits (a store not made
+        yet is waited for, polling, then watched as :meth:`FileStore.follow` does)."""
+        next_seq = max(from_seq, 1)
+        idle_since = time.monotonic()
+        poll = self._poll
+        while not self._dir.is_session():
+            left = None if idle_timeout is None else idle_timeout - (time.monotonic() - idle_since)
+            if left is not None and left <= 0:
+                return
+            time.sleep(poll if left is None else min(poll, left))
+        watcher = watch.open_watcher(self._dir.journal, poll_max_seconds=poll)
+        try:
+            log = self._open_log()
+        except BaseException:
+            watcher.close()
+            raise
+        try:
+            while True:
+                found = False
+                for record in frame_records(log, log.read(next_seq, 0), close=False):
+                    yield record
+                    next_seq = record.seq + 1
+                    found = True
+                if found:
+                    idle_since = time.monotonic()
+                    watcher.progress()
+                now = time.monotonic()
+                left = None if idle_timeout is None else idle_timeout - (now - idle_since)
+                if left is not None and left <= 0:
+                    return
+                watcher.wait(left)
+                log.refresh()
+        finally:
+            watcher.close()
+            log.close()
+
+    def _open_log(self) -> SegmentLog:
+        hint = self._dir.read_hint()[0]
+        log, _scan = SegmentLog.open(
+            self._dir.journal, session_id=self.uid, writable=False, fs=self._owner.fs,
+            resume=hint, acked=acked(hint) if hint is not None else self._dir.hint_evidence(),
+        )  # fmt: skip
+        return log
+
+    def _check_live(self) -> None:
+        if self._session.is_deleted():
+            raise SessionDeletedError(
+                f"session {self.uid} was deleted; its tool store {self._name!r} can still be "
+                "read and verified, never written",
+                session=self.uid,
+            )
+
+    def _ensure(self) -> None:
+        """Make the component directory if it is not there yet, whole or not at all."""
+        if self._dir.is_session():
+            return
+        parent = components_dir(self._session)
+        fs = self._owner.fs
+        tmp = SessionDir(parent / f".tmp-{self._name}-{secrets.token_hex(4)}")
+        try:
+            fresh_parent = not parent.is_dir()
+            parent.mkdir(exist_ok=True)
+            if fresh_parent:
+                fs.sync_dir(self._session.path)
+            tmp.journal.mkdir(parents=True)
+            SegmentLog.create(tmp.journal, session_id=self.uid, fs=fs)
+            fs.sync_dir(tmp.path)
+            try:
+                fs.replace(tmp.path, self._dir.path)
+            except (OSError, StorageError):
+                if not self._dir.is_session():  # not another process's, made meanwhile
+                    raise
+            fs.sync_dir(parent)
+        except OSError as exc:
+            raise StorageError(
+                f"cannot create tool store {self._name!r} of session {self.uid}: {exc.strerror}"
+            ) from exc
+        finally:
+            shutil.rmtree(tmp.path, ignore_errors=True)
