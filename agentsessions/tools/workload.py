@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentsessions.controller.spi import BoundTool, ToolExecutor, ToolResolver
+from agentsessions.controller.spi import BoundTool, ToolExecutor
 from agentsessions.errors import UnknownToolError, WorkloadError
 from agentsessions.v1 import model
 
@@ -178,36 +178,3 @@ def _bad(path: str, table: str, key: str, why: str) -> WorkloadError:
     where = f"[{table}] " if table else ""
     where += f"{key}: " if key else ""
     return WorkloadError(f"workload {path}: {where}{why}", path=path, table=table, key=key)
-
-
-class WorkloadTools:
-    """A :data:`ToolResolver` reading each session's recorded workload from its store."""
-
-    def __init__(self, store: object) -> None:
-        self._store = store
-        self._parsed: dict[str, Workload] = {}  # by source text: parsed once
-
-    def __call__(self, uid: str, name: str) -> BoundTool:
-        text = getattr(self._store, "workload", lambda _uid: None)(uid)
-        if text is None:
-            raise UnknownToolError(
-                f"session {uid} has no tools; tool {name!r} cannot run; nothing was recorded",
-                hint=f"agentsessions exec {uid} --tools FILE",
-            )
-        workload = self._parsed.get(text)
-        if workload is None:
-            workload = self._parsed[text] = parse_workload(text, f"(recorded for {uid})")
-        return workload.bind(uid, name)
-
-    def close(self) -> None:
-        """Close every workload's executors (:meth:`Workload.close`); the next bind makes
-        them again."""
-        workloads = list(self._parsed.values())
-        self._parsed.clear()
-        for workload in workloads:
-            workload.close()
-
-
-def resolver(store: object) -> ToolResolver:
-    """The tools resolver for sessions of ``store`` (their recorded workloads)."""
-    return WorkloadTools(store)

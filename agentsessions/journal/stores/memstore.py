@@ -38,6 +38,7 @@ from agentsessions.journal.stores.store import (
     encode_cursor,
 )
 from agentsessions.journal.stores.tail import Tail
+from agentsessions.v1 import workloadref
 
 
 @dataclass
@@ -52,6 +53,7 @@ class _Session:
     cancel: str | None = None  # the execution id a cancel request names (FileStore: CANCEL)
     receipts: dict[str, dict[str, Any]] = field(default_factory=dict)  # tool receipts by key
     workload: str | None = None  # the session's tools (FileStore: WORKLOAD)
+    workloads: dict[str, str] = field(default_factory=dict)  # by digest (WORKLOAD.<digest>)
 
 
 class MemoryStore:
@@ -205,9 +207,21 @@ class MemoryStore:
         return self._session(uid).workload
 
     def set_workload(self, uid: str, text: str) -> None:
-        """Record ``text`` as the session's workload (replaces any)."""
+        """Record ``text`` as the session's workload (replaces any), kept by its digest."""
         with self._cond:
+            self.keep_workload(uid, text)
             self._session(uid).workload = text
+
+    def keep_workload(self, uid: str, text: str) -> str:
+        """Keep ``text`` by its digest (as FileStore's ``WORKLOAD.<digest>``); the digest."""
+        digest = workloadref.digest_of(text)
+        with self._cond:
+            self._session(uid).workloads[digest] = text
+        return digest
+
+    def workload_at(self, uid: str, digest: str) -> str | None:
+        """The workload kept for ``uid`` under ``digest``, or None."""
+        return self._session(uid).workloads.get(digest)
 
     def _session(self, uid: str) -> _Session:
         check_uid(uid)
