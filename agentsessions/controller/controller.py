@@ -497,12 +497,14 @@ class Controller:
         except AgentSessionsError as exc:
             if not isinstance(exc, HarnessError | InvalidArgumentError):
                 raise  # the journal itself failed: leave the turn open for resume
-            self._record_error(journal, exec_id, str(exc))
+            self._record_error(journal, exec_id, str(exc), sink.take_deferred())
             raise
         except Exception as exc:
-            self._record_error(journal, exec_id, f"{type(exc).__name__}: {exc}")
+            why = f"{type(exc).__name__}: {exc}"
+            self._record_error(journal, exec_id, why, sink.take_deferred())
             raise HarnessError(f"harness failed: {type(exc).__name__}: {exc}") from exc
-        last = journal.record([model.end_event("COMPLETED", execution_id=exec_id)])
+        end = model.end_event("COMPLETED", execution_id=exec_id)
+        last = journal.record([*sink.take_deferred(), end])  # refusals ride with it
         result = TurnResult(
             uid,
             start.execution_id,
@@ -525,7 +527,7 @@ class Controller:
     ) -> TurnResult:
         """End the turn a cancel request stopped: LIFECYCLE_CANCEL + END CANCELED in one
         commit as its writer, then remove the request (it is answered)."""
-        last = journal.record(cancel_events(start.execution_id))
+        last = journal.record([*sink.take_deferred(), *cancel_events(start.execution_id)])
         requests = requests_of(self.store)
         if requests is not None:
             requests.clear_cancel(uid)
@@ -541,11 +543,14 @@ class Controller:
         return result
 
     @staticmethod
-    def _record_error(journal: _WriterJournal, exec_id: str, why: str) -> None:
-        """Best effort, as the reference: if even this fails the turn stays open to resume."""
+    def _record_error(
+        journal: _WriterJournal, exec_id: str, why: str, before: Sequence[Mapping[str, Any]] = ()
+    ) -> None:
+        """Best effort, as the reference: if even this fails the turn stays open to resume.
+        ``before``: the turn's refused model calls not yet committed (they come first)."""
         with contextlib.suppress(AgentSessionsError):
             event = model.error_event(ERROR_CODE_INTERNAL, why[:4000], execution_id=exec_id)
-            journal.record([event])
+            journal.record([*before, event])
 
     # -- helpers ---------------------------------------------------------------------------
     def _describe(self, name: str) -> tuple[Harness, HarnessDescriptor]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentsessions.errors import InvalidExecutionLogError
-from agentsessions.v1 import workloadref
+from agentsessions.v1 import refusals, workloadref
 
 Event = dict[str, Any]
 EFFECT_KINDS = frozenset(
@@ -175,6 +175,8 @@ def _add(run: Execution, seq: int, event: Event) -> None:
         run.inputs.append(event)
     elif kind == "EVENT_END":
         run.end = event
+    elif kind == "EVENT_ERROR" and refusals.is_refusal(event):
+        run.effects.append((seq, event))  # a refused model call: the harness observed it
     elif kind == "EVENT_ERROR":
         run.errors.append((seq, event))
     elif kind in EFFECT_KINDS:
