@@ -76,6 +76,23 @@ def test_replay_after_a_later_tools_uses_each_turns_own_workload(tmp_path: Path)
         assert verify_session(engine.store, uid).ok
 
 
+def test_a_fork_child_replays_its_parents_turns_with_their_workloads(tmp_path: Path) -> None:
+    """The child keeps no workload of its own: the digests its inherited turns name are
+    found with the parent, whatever the parent's --tools became."""
+    a_file, b_file = tmp_path / "a.txt", tmp_path / "b.txt"
+    tools_a, tools_b = _tools(tmp_path, "a.toml", a_file), _tools(tmp_path, "b.toml", b_file)
+    with open_local(tmp_path / "home") as engine:
+        uid = engine.create(harness="chat", tools=tools_a).uid
+        engine.run(uid, ["one"], model=_script(tmp_path, "1.json", _append("first"), "ok"))
+        (child,) = engine.fork(uid)
+        engine.run(
+            uid, ["two"], model=_script(tmp_path, "2.json", _append("second"), "ok"), tools=tools_b
+        )
+        report = engine.replay(child.uid, rerun=True)
+        assert report.identical and report.replayed == 1, report.divergence
+        assert report.model_calls == 0 and _lines(a_file) == ["first"]
+
+
 def test_an_approval_parked_under_a_resumes_with_a_after_b_was_set(tmp_path: Path) -> None:
     a_file, b_file = tmp_path / "a.txt", tmp_path / "b.txt"
     tools_a = _tools(tmp_path, "a.toml", a_file, tier="approval")
