@@ -31,6 +31,7 @@ Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_
     |                                       answered garbage
     +-- StorageError                        the OS refused an operation (ENOSPC, EIO)   (exit 13)
     +-- HarnessError                        a harness failed its run (ERROR recorded)   (exit 14)
+    |   +-- ContextOverflowError            a model refused a request over its context window
     +-- PlacementError                      this runtime cannot host that harness      (exit 15)
     +-- ReplayError                         a replay did not reproduce the journal      (exit 16)
     |   +-- ReplayDivergedError             I0/I5: a model input or effect differs
@@ -231,6 +232,17 @@ class HarnessError(AgentSessionsError):
     exit_code = 14
     grpc_code = "INTERNAL"
     kind = "harness"
+
+
+class ContextOverflowError(HarnessError):
+    """A model refused a request as longer than its context window (HTTP 400
+    ``context_length_exceeded`` and its variants), a failed model call.
+
+    Raised by the model provider and passed to the harness as itself, so the harness may
+    compact and retry (the chat harness does, once); the journal keeps the call and the
+    refusal (see ``agentsessions/controller/sinks.py``). Uncaught, it fails the turn."""
+
+    kind = "context_overflow"
 
 
 class PlacementError(AgentSessionsError):

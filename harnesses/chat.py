@@ -46,6 +46,17 @@ turns (default 2) with the same request a compaction sends, records the summary 
 marker, and sends the request rebuilt on the summary. A window with nothing to compact sends
 the request as it was. The summary call is streamed like any other model call.
 
+A turn also compacts when a request overflows: when the model refuses one as over its
+context window (ContextOverflowError, from the provider's HTTP 400
+``context_length_exceeded`` or a scripted ``{"overflow": true}``), the harness makes that
+same compaction and sends the request again, rebuilt on the summary (the turn's tool
+exchanges so far kept after it), within the same step. A turn compacts at most once, either
+way: a second compaction would summarise the same history window again, so a request that
+overflows after it, or an overflow with nothing to compact, fails the turn with
+ContextOverflowError (exit 14). The refused call stays on the record (its MODEL_CALL and a
+refusal ERROR, :mod:`agentsessions.v1.refusals`), and replay serves that refusal, so it
+takes the same path with no model call.
+
 Config (``Start.config``) is UTF-8 JSON, for example
 ``{"system_prompt": "...", "model": "", "history_events": 50, "max_steps": 8}``: empty config
 or a missing key takes the default and unknown keys are ignored; text that is not a JSON
@@ -55,7 +66,7 @@ object, or a value of the wrong type, raises HarnessError naming the problem.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import agentsessions.v1.compaction as compaction
@@ -71,7 +82,7 @@ from agentsessions.controller.spi import (
     Start,
     ToolSpec,
 )
-from agentsessions.errors import HarnessError
+from agentsessions.errors import ContextOverflowError, HarnessError
 from agentsessions.v1.model import text_message, tool_result_event
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
@@ -191,12 +202,24 @@ class ChatHarness:
             return
         offered = {t.name: t for t in start.tools if t.mediation in OFFERED}
         definitions = tuple(offered[name].definition() for name in sorted(offered))
-        messages = list(build_messages(cfg, start))
-        if cfg.compact_over_bytes and compaction.size(messages) > cfg.compact_over_bytes:
-            messages = list(self_compacted(cfg, start, sink) or messages)
+        base = list(build_messages(cfg, start))
+        compacted = False  # a turn compacts at most once (module docstring)
+        if cfg.compact_over_bytes and compaction.size(base) > cfg.compact_over_bytes:
+            rebuilt = self_compacted(cfg, start, sink)
+            base, compacted = list(rebuilt or base), rebuilt is not None
+        messages: list[Message] = []  # this turn's completions and tool results so far
         for step in range(cfg.max_steps):
-            request = ModelRequest(cfg.model, tuple(messages), None, tools=definitions)
-            completion = sink.model(request)
+            request = ModelRequest(cfg.model, (*base, *messages), None, tools=definitions)
+            try:
+                completion = sink.model(request)
+            except ContextOverflowError as exc:  # over the model's context: compact, retry
+                if compacted:
+                    raise still_over(exc) from None
+                base, compacted = list(compacted_for(cfg, start, sink, exc)), True
+                try:
+                    completion = sink.model(replace(request, messages=(*base, *messages)))
+                except ContextOverflowError as again:
+                    raise still_over(again) from None
             calls = tool_calls(completion)
             if not calls:
                 return
@@ -212,6 +235,29 @@ class ChatHarness:
             ]
             messages.append(completion.message)
             messages.append(tool_message(results))
+
+
+def compacted_for(
+    cfg: ChatConfig, start: Start, sink: Sink, exc: ContextOverflowError
+) -> tuple[Message, ...]:
+    """The turn's first messages rebuilt on a compaction made because a request overflowed
+    (:func:`self_compacted`); ContextOverflowError when the window has nothing to compact."""
+    rebuilt = self_compacted(cfg, start, sink)
+    if rebuilt is None:
+        raise ContextOverflowError(
+            "chat: the request is over the model's context window and the history has "
+            f"nothing to compact (no turn before the last {cfg.compact_keep}): {exc}",
+            hint="keep fewer turns with --config '{\"compact_keep_turns\": 0}', or send less",
+        ) from None
+    return rebuilt
+
+
+def still_over(exc: ContextOverflowError) -> ContextOverflowError:
+    """The turn's failure when a request overflows again after the turn compacted."""
+    return ContextOverflowError(
+        f"chat: the request is still over the model's context window after compacting: {exc}",
+        hint="send less in one turn, or lower history_events with --config",
+    )
 
 
 def tool_calls(completion: Completion) -> list[dict[str, Any]]:

@@ -167,6 +167,45 @@ def compatible_reply(endpoint: Endpoint) -> Reply:
     return send
 
 
+OVERFLOWS = {
+    "openai": (400, {"error": {
+        "message": "This model's maximum context length is 128 tokens. However, your messages "
+        "resulted in 900 tokens. Please reduce the length of the messages.",
+        "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded",
+    }}),
+    "llama.cpp": (400, {"error": {
+        "code": 400, "message": "the request exceeds the available context size, try "
+        "increasing it", "type": "exceed_context_size_error",
+    }}),
+    "vllm": (400, {"object": "error", "type": "BadRequestError", "code": 400, "message":
+        "This model's maximum context length is 4096 tokens. However, you requested 5000 "
+        "tokens in the messages, Please reduce the length of the messages."}),
+    "gateway": (413, {"error": "request entity too large"}),
+}  # fmt: skip
+"""How servers say "over the context window": an HTTP status and a JSON body each."""
+
+
+def overflowing_reply(endpoint: Endpoint, max_bytes: int, variant: str = "openai") -> Reply:
+    """:func:`compatible_reply`, except that a request whose messages are over ``max_bytes``
+    (compact JSON) is refused as over the context window, the way ``variant`` says it."""
+    answer = compatible_reply(endpoint)
+    status, body = OVERFLOWS[variant]
+
+    def send(handler: BaseHTTPRequestHandler) -> None:
+        messages = endpoint.seen[-1].body.get("messages") or []
+        if len(json.dumps(messages, separators=(",", ":"))) > max_bytes:
+            json_reply(status, body)(handler)
+        else:
+            answer(handler)
+
+    return send
+
+
+def messages_size(seen: Seen) -> int:
+    """The size :func:`overflowing_reply` compares with its limit."""
+    return len(json.dumps(seen.body.get("messages") or [], separators=(",", ":")))
+
+
 @contextlib.contextmanager
 def serve() -> Iterator[Endpoint]:
     """Run a fake endpoint for the duration of the block; every thread is joined after."""

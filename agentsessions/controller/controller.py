@@ -33,7 +33,6 @@ from agentsessions.errors import (
     ApprovalParkedError,
     CommitTooLargeError,
     HarnessError,
-    InheritedToolIntentError,
     InvalidArgumentError,
     InvalidExecutionLogError,
     LockHeldError,
@@ -44,6 +43,7 @@ from agentsessions.errors import (
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.store import SessionInfo, SessionMeta, Store, Writer, new_uid
 from agentsessions.v1 import model
+from agentsessions.v1.workloadref import wrap
 
 from . import executions
 from .cancel import cancel_events, check_request, requests_of
@@ -51,6 +51,7 @@ from .held import DEFAULT_IDLE_SECONDS, DEFAULT_KEEP, HeldWriter, WriterPool
 from .history import WriterHistory
 from .registry import Registry
 from .rules import DEFAULT_HARNESS as DEFAULT_HARNESS  # re-exported: callers import it here
+from .rules import check_config, check_inherited_intent
 from .rules import check_harness as check_harness
 from .rules import fresh_start_hint as fresh_start_hint
 from .sinks import Live, Observer, TurnSink
@@ -68,10 +69,11 @@ from .spi import (
     Start,
     ToolOffer,
     ToolResolver,
-    ToolSpec,
+    Workloads,
     can_place,
 )
 from .toolcalls import ToolHost, receipts_of
+from .workloads import StaticWorkloads, resolver_for
 
 _TURN_ERRORS = (
     HarnessError,
@@ -180,14 +182,17 @@ class Controller:
         tools: ToolResolver | None = None,
         offers: ToolOffer | None = None,
         components: ComponentCheck | None = None,
+        workloads: Workloads | None = None,
     ) -> None:
         """``keep_writers``: how many sessions' writers stay open between turns (0: close
         each after its turn, as a short-lived caller wants); ``idle_seconds``: how long an
         unused one stays open (checked whenever the controller opens or reuses a writer).
         ``tools`` finds a session's tools by name (its workload), as ``models`` finds model
         providers; None: no session has mediated tools. ``offers`` lists a session's tools
-        for its harness (``Start.tools``); None: harnesses are offered none. ``components``
-        refuses a harness the session's workload does not let work in it, before a write."""
+        for its harness (``Start.tools``); None: harnesses are offered none. ``workloads``
+        (an engine's) replaces both: each execution records and keeps its own workload.
+        ``components`` refuses a harness the session's workload does not let work in it,
+        before a write."""
         self.store = store
         self.writers = WriterPool(store, keep_writers, idle_seconds)
         self.harnesses = harnesses
@@ -197,12 +202,21 @@ class Controller:
         self.tools = tools
         self.offers = offers
         self.components = components
+        self._workloads = workloads
         self.executor_calls: list[str] = []
         """Every live tool executor call this controller made, by tool name (evidence)."""
         self.observer_errors: list[Exception] = []
         """What the ``on_record``/``on_delta`` callbacks raised; never part of a turn."""
         self.on_record = on_record
         self.on_delta = on_delta
+
+    @property
+    def workloads(self) -> Workloads:
+        """Each session's tools by the workload an execution names (the engine's), else the
+        fixed ``tools`` and ``offers`` (read when asked: a caller may set them later)."""
+        if self._workloads is not None and self.tools is None and self.offers is None:
+            return self._workloads
+        return StaticWorkloads(self.tools, self.offers, self._workloads)
 
     @property
     def on_record(self) -> Callable[[Record], None] | None:
@@ -335,20 +349,28 @@ class Controller:
             raise
 
     def check_exec(
-        self, inputs: Sequence[Message], *, harness: str = "", config: bytes = b""
+        self,
+        inputs: Sequence[Message],
+        *,
+        harness: str = "",
+        config: bytes = b"",
+        tools: bool = False,
     ) -> None:
         """Refuse, before anything is written or created, a turn whose first commit the store
         would refuse: an unknown harness, inputs that are not valid Messages (text that is
-        not UTF-8), or EXECUTION_START plus the INPUTs over the store's commit limit.
+        not UTF-8), a config in the workload envelope's reserved form, or EXECUTION_START
+        plus the INPUTs over the store's commit limit.
 
         The commit is sealed as it would land first in a new session (seq 1, no previous
-        hash), so for a new session the size check is exact.
+        hash; with ``tools``, its config naming a workload), so the size check is exact.
         """
         from agentsessions.journal.stores.tail import Tail
 
+        check_config(config)
         name = harness or DEFAULT_HARNESS
         descriptor = self._describe(name)[1]
-        events = _first_commit("0" * 16, name, descriptor, inputs, config)
+        recorded = wrap(config, "0" * 64) if tools else config
+        events = _first_commit("0" * 16, name, descriptor, inputs, recorded)
         limit = self.store.max_commit_bytes
         try:
             Tail().seal_events("(new)", events, fence=0, max_bytes=limit)
@@ -374,17 +396,18 @@ class Controller:
         expected_last_seq: int | None,
         turn_model: str,
     ) -> TurnResult:
+        check_config(config)
         journal = _WriterJournal(writer, self.on_record)
         exec_id = secrets.token_hex(8)
         head = writer.head[0]
-        events = _first_commit(exec_id, name, descriptor, inputs, config)
+        digest = self.workloads.current(uid)  # the workload this turn runs with, for good
+        events = _first_commit(exec_id, name, descriptor, inputs, wrap(config, digest))
         # durable at once: the turn has begun, for its caller and for resume
         journal.record(events, head if expected_last_seq is None else expected_last_seq)
         history = WriterHistory(writer, head)
-        start = Start(
-            exec_id, config, tuple(_as_user(m) for m in inputs), history, tools=self._offered(uid)
-        )
-        sink = TurnSink(exec_id, [], self._live(journal, turn_model, exec_id, descriptor))
+        tools = self.workloads.offers(uid, digest)
+        start = Start(exec_id, config, tuple(_as_user(m) for m in inputs), history, tools=tools)
+        sink = TurnSink(exec_id, [], self._live(journal, turn_model, exec_id, descriptor, digest))
         return self._drive(uid, instance, start, sink, journal, head + 1, legacy=False)
 
     # -- resume (crash recovery) -----------------------------------------------------------
@@ -427,7 +450,7 @@ class Controller:
             raise InvalidExecutionLogError(f"session {uid}: no interrupted turn found")
         run.check_complete_invocation()
         check_harness(run, name, descriptor)
-        _check_inherited_intent(self._info(uid), run)
+        check_inherited_intent(self._info(uid), run)
         journal = _WriterJournal(writer, self.on_record)
         start = Start(
             run.id,
@@ -435,21 +458,17 @@ class Controller:
             tuple(run.messages),
             WriterHistory(writer, run.first_seq - 1),
             run.resume_from_seq,
-            tools=self._offered(uid),
+            tools=self.workloads.offers(uid, run.workload),  # the tools it ran with
         )
         sink = TurnSink(
             run.id,
             run.effects,
-            self._live(journal, turn_model, run.id, descriptor),
+            self._live(journal, turn_model, run.id, descriptor, run.workload),
             legacy=run.legacy,
         )
         result = self._drive(uid, instance, start, sink, journal, run.first_seq, legacy=run.legacy)
         result.resumed = True
         return result
-
-    def _offered(self, uid: str) -> tuple[ToolSpec, ...]:
-        """The tools the session's workload offers its harness (none without ``offers``)."""
-        return () if self.offers is None else self.offers(uid)
 
     def _pending(self, writer: HeldWriter) -> executions.Execution | None:
         """The open trailing execution, reading the journal only from where it began."""
@@ -487,12 +506,14 @@ class Controller:
         except AgentSessionsError as exc:
             if not isinstance(exc, HarnessError | InvalidArgumentError):
                 raise  # the journal itself failed: leave the turn open for resume
-            self._record_error(journal, exec_id, str(exc))
+            self._record_error(journal, exec_id, str(exc), sink.take_deferred())
             raise
         except Exception as exc:
-            self._record_error(journal, exec_id, f"{type(exc).__name__}: {exc}")
+            why = f"{type(exc).__name__}: {exc}"
+            self._record_error(journal, exec_id, why, sink.take_deferred())
             raise HarnessError(f"harness failed: {type(exc).__name__}: {exc}") from exc
-        last = journal.record([model.end_event("COMPLETED", execution_id=exec_id)])
+        end = model.end_event("COMPLETED", execution_id=exec_id)
+        last = journal.record([*sink.take_deferred(), end])  # refusals ride with it
         result = TurnResult(
             uid,
             start.execution_id,
@@ -515,7 +536,7 @@ class Controller:
     ) -> TurnResult:
         """End the turn a cancel request stopped: LIFECYCLE_CANCEL + END CANCELED in one
         commit as its writer, then remove the request (it is answered)."""
-        last = journal.record(cancel_events(start.execution_id))
+        last = journal.record([*sink.take_deferred(), *cancel_events(start.execution_id)])
         requests = requests_of(self.store)
         if requests is not None:
             requests.clear_cancel(uid)
@@ -531,11 +552,14 @@ class Controller:
         return result
 
     @staticmethod
-    def _record_error(journal: _WriterJournal, exec_id: str, why: str) -> None:
-        """Best effort, as the reference: if even this fails the turn stays open to resume."""
+    def _record_error(
+        journal: _WriterJournal, exec_id: str, why: str, before: Sequence[Mapping[str, Any]] = ()
+    ) -> None:
+        """Best effort, as the reference: if even this fails the turn stays open to resume.
+        ``before``: the turn's refused model calls not yet committed (they come first)."""
         with contextlib.suppress(AgentSessionsError):
             event = model.error_event(ERROR_CODE_INTERNAL, why[:4000], execution_id=exec_id)
-            journal.record([event])
+            journal.record([*before, event])
 
     # -- helpers ---------------------------------------------------------------------------
     def _describe(self, name: str) -> tuple[Harness, HarnessDescriptor]:
@@ -586,6 +610,7 @@ class Controller:
         turn_model: str,
         exec_id: str = "",
         descriptor: HarnessDescriptor | None = None,
+        workload: str = "",
     ) -> Live:
         live = Live(journal, self.models, turn_model, self.on_delta)
         # a parked turn is continued by replay: only such a harness may ask for approval
@@ -593,7 +618,8 @@ class Controller:
             descriptor.capabilities.resumability == STATELESS_REPLAY
         )
         uid = journal.writer.uid
-        live.tools = ToolHost(uid, self.tools, receipts_of(self.store), self.executor_calls)
+        tools = resolver_for(self.workloads, workload)
+        live.tools = ToolHost(uid, tools, receipts_of(self.store), self.executor_calls)
         if exec_id and requests_of(self.store) is not None:
             store = self.store
             live.before_effect = lambda: check_request(store, uid, exec_id)
@@ -659,25 +685,6 @@ def _first_commit(
     return [start_event] + [
         model.input_event(cast(model.Message, _as_user(m)), execution_id=exec_id) for m in inputs
     ]
-
-
-def _check_inherited_intent(info: SessionInfo, run: executions.Execution) -> None:
-    """Refuse, before the harness runs, to re-drive a tool intent a fork child copied from
-    its parent (digest 5.4): the effect belongs to the parent's session."""
-    meta = info.meta
-    if not meta.parent_uid or not run.effects or run.first_seq > meta.fork_seq:
-        return
-    seq, event = run.effects[-1]
-    if event.get("kind") == "EVENT_TOOL_CALL" and seq <= meta.fork_seq:
-        call = event.get("tool", {})
-        raise InheritedToolIntentError(
-            f"session {meta.uid} was forked from {meta.parent_uid} at seq {meta.fork_seq} "
-            f"inside an open tool call {call.get('id', '')} ({call.get('tool', '')}, seq "
-            f"{seq}); a fork child never re-drives an inherited tool intent",
-            hint=f"resume the parent ({meta.parent_uid}), or fork at a completed turn",
-            session=meta.uid,
-            call_id=str(call.get("id", "")),
-        )
 
 
 def _isolated(

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentsessions.errors import InvalidExecutionLogError
+from agentsessions.v1 import refusals, workloadref
 
 Event = dict[str, Any]
 EFFECT_KINDS = frozenset(
@@ -52,9 +53,22 @@ class Execution:
         return self.end is not None
 
     @property
-    def config(self) -> bytes:
+    def recorded_config(self) -> bytes:
+        """The EXECUTION_START's config bytes as recorded (with any workload envelope)."""
         raw = (self.start or {}).get("execution_start", {}).get("config", "")
         return base64.b64decode(raw) if raw else b""
+
+    @property
+    def config(self) -> bytes:
+        """The harness's config (``Start.config``): the recorded one without the envelope
+        naming the workload (:mod:`agentsessions.v1.workloadref`)."""
+        return workloadref.split(self.recorded_config)[0]
+
+    @property
+    def workload(self) -> str:
+        """The digest of the workload this execution ran with; "" when it recorded none (a
+        session without tools, or a turn recorded before digests were): the current one."""
+        return workloadref.split(self.recorded_config)[1]
 
     @property
     def resume_from_seq(self) -> int:
@@ -161,6 +175,8 @@ def _add(run: Execution, seq: int, event: Event) -> None:
         run.inputs.append(event)
     elif kind == "EVENT_END":
         run.end = event
+    elif kind == "EVENT_ERROR" and refusals.is_refusal(event):
+        run.effects.append((seq, event))  # a refused model call: the harness observed it
     elif kind == "EVENT_ERROR":
         run.errors.append((seq, event))
     elif kind in EFFECT_KINDS:

@@ -46,7 +46,8 @@ from .history import ListHistory, StoreHistory
 from .registry import Registry
 from .rules import check_harness
 from .sinks import TurnSink
-from .spi import Harness, Start, ToolOffer, ToolSpec
+from .spi import Harness, Start, ToolOffer, ToolSpec, Workloads
+from .workloads import StaticWorkloads
 
 
 @dataclass
@@ -112,15 +113,17 @@ def replay(
     harness: str = "",
     model_calls: Callable[[], int] = lambda: 0,
     offers: ToolOffer | None = None,
+    workloads: Workloads | None = None,
 ) -> ReplayResult:
     """Re-drive every completed execution of ``uid``, in order; see the module docstring.
 
     Always from the session's first execution (a forked child's included: it shares the
     parent's prefix), since a memory harness can only reach execution N through 1..N-1.
-    ``offers`` gives each run the session's tools (``Start.tools``) as a live run gets them.
+    ``workloads`` gives each run the tools (``Start.tools``) of the workload its
+    EXECUTION_START names, as its live run got them (``offers``: a fixed table's instead).
     """
     info = store.get(uid)
-    tools = () if offers is None else offers(uid)
+    tools = workloads or StaticWorkloads(None, offers)
     try:
         return _replay_streaming(store, uid, info, harnesses, harness, model_calls, tools)
     except executions.LegacyLogError:
@@ -150,7 +153,8 @@ def replay(
             # v0.1.2: one whole-log run sees the whole log; a modern run sees what came
             # before it (seqs are contiguous from 1: a prefix of the list, not a copy)
             end = None if run.legacy else run.first_seq - 1
-            result.add_outputs(_replay_one(instance, run, ListHistory(ordered, end), tools))
+            offered = tools.offers(uid, run.workload)
+            result.add_outputs(_replay_one(instance, run, ListHistory(ordered, end), offered))
         except ReplayError as exc:
             result.divergence, result.diverged_execution = str(exc), run.id or "legacy"
             break
@@ -172,7 +176,7 @@ def _replay_streaming(
     harnesses: Registry[Harness],
     harness: str,
     model_calls: Callable[[], int],
-    tools: tuple[ToolSpec, ...] = (),
+    tools: Workloads,
 ) -> ReplayResult:
     """Replay a journal of contiguous executions holding one at a time (see the module
     docstring); LegacyLogError when it is not one (nothing has run yet then)."""
@@ -208,7 +212,8 @@ def _replay_streaming(
         history = WindowHistory(window, run.first_seq - 1, StoreHistory(store, uid, last))
         try:
             instance = instances.for_run(run.first_seq, run.last_seq)
-            result.add_outputs(_replay_one(instance, run, history, tools))
+            offered = tools.offers(uid, run.workload)
+            result.add_outputs(_replay_one(instance, run, history, offered))
         except ReplayError as exc:
             result.divergence, result.diverged_execution = str(exc), run.id
             break

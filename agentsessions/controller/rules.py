@@ -7,7 +7,13 @@ every module of the package imports in one direction.
 
 from __future__ import annotations
 
-from agentsessions.errors import HarnessMismatchError
+from agentsessions.errors import (
+    HarnessMismatchError,
+    InheritedToolIntentError,
+    InvalidArgumentError,
+)
+from agentsessions.journal.stores.store import SessionInfo
+from agentsessions.v1.workloadref import reserved
 
 from . import executions
 from .spi import HarnessDescriptor
@@ -36,4 +42,32 @@ def check_harness(run: executions.Execution, name: str, descriptor: HarnessDescr
         raise HarnessMismatchError(
             f"execution {run.id} was recorded by {recorded_name or name} version "
             f"{recorded_version!r}; this harness is version {descriptor.version!r}"
+        )
+
+
+def check_config(config: bytes) -> None:
+    """Refuse a caller's config in the form that names an execution's workload."""
+    if reserved(config):
+        raise InvalidArgumentError(
+            "config may not begin with the bytes that name an execution's workload "
+            "(NUL + 'agentsessions.workload'); nothing was written"
+        )
+
+
+def check_inherited_intent(info: SessionInfo, run: executions.Execution) -> None:
+    """Refuse, before the harness runs, to re-drive a tool intent a fork child copied from
+    its parent (digest 5.4): the effect belongs to the parent's session."""
+    meta = info.meta
+    if not meta.parent_uid or not run.effects or run.first_seq > meta.fork_seq:
+        return
+    seq, event = run.effects[-1]
+    if event.get("kind") == "EVENT_TOOL_CALL" and seq <= meta.fork_seq:
+        call = event.get("tool", {})
+        raise InheritedToolIntentError(
+            f"session {meta.uid} was forked from {meta.parent_uid} at seq {meta.fork_seq} "
+            f"inside an open tool call {call.get('id', '')} ({call.get('tool', '')}, seq "
+            f"{seq}); a fork child never re-drives an inherited tool intent",
+            hint=f"resume the parent ({meta.parent_uid}), or fork at a completed turn",
+            session=meta.uid,
+            call_id=str(call.get("id", "")),
         )

@@ -14,6 +14,13 @@ returns**; between those points commits land unsynced and the next sync covers t
   makes the call again, exactly as it re-drives a MODEL_CALL recorded without its OUTPUT: a
   model call cut by a crash is made once more either way (``tests/crash/test_kill_model_call.py``).
   A failed call still records its MODEL_CALL alone, before the turn's ERROR (audit).
+- A call the model refused as over its context window (ContextOverflowError, which the
+  harness gets as itself and may handle by compacting) is recorded as its MODEL_CALL and a
+  refusal ERROR (:mod:`agentsessions.v1.refusals`), an effect that replay and resume serve
+  by raising the same error, with no model call. The two ride with the turn's next commit
+  (the compaction's call and answer, or the turn's own ERROR or END), so a journal never
+  ends on a refusal the harness was about to handle: cut there, the turn is interrupted
+  (resume makes the refused call once more), not failed.
 - The turn's first commit (START with its INPUT) is synced at once: the turn has begun,
   its caller is told so, and resume has the input. After it, the model call's commit, the
   harness's outputs, reported results and usage are not synced on their own: the next sync
@@ -43,6 +50,7 @@ from typing import Any, Protocol, cast
 from agentsessions.errors import (
     ApprovalParkedError,
     ApprovalUnavailableError,
+    ContextOverflowError,
     HarnessError,
     InvalidArgumentError,
     ReplayDivergedError,
@@ -51,7 +59,7 @@ from agentsessions.errors import (
 )
 from agentsessions.journal.format import canonical
 from agentsessions.journal.format.records import Record
-from agentsessions.v1 import model
+from agentsessions.v1 import model, refusals
 
 from .approvals import Gate, denial_body, is_gated, with_seqs
 from .inputhash import model_input_hash
@@ -144,6 +152,8 @@ class TurnSink:
     position: int = 0
     outputs: list[str] = field(default_factory=list)
     call_ids: set[str] = field(default_factory=set)  # the turn's tool call ids so far
+    deferred: list[Event] = field(default_factory=list)
+    """Refused model calls not yet committed: they ride with the next commit."""
 
     # -- the Sink protocol ------------------------------------------------------------------
     def model(self, request: ModelRequest) -> Completion:
@@ -158,6 +168,10 @@ class TurnSink:
                 f"execution {self.execution_id}: model input differs from the recorded call "
                 f"(I0: input hash {digest[:12]} != recorded {call['input_hash'][:12]})"
             )
+        if self.replaying and refusals.is_refusal(self.recorded[self.position][1]):
+            refusal = self.recorded[self.position][1]
+            self.position += 1  # the model refused this call: the harness sees it again
+            raise ContextOverflowError(refusals.description(refusal))
         answer = self._next("EVENT_OUTPUT", "the recorded completion")
         if answer is None:
             return self._redrive(resolved, call)
@@ -241,7 +255,7 @@ class TurnSink:
             {**_event("EVENT_TOOL_CALL", self.execution_id), "tool": call},
             model.approval_request_event(str(call["id"]), execution_id=self.execution_id),
         ]
-        request = live.journal.record(events, sync=True)
+        request = self._append(events, sync=True)
         raise self._parked(call, request.seq)
 
     def _gated(self, gate: Gate) -> dict[str, Any]:
@@ -251,7 +265,7 @@ class TurnSink:
         if not self.replaying:  # a cut between the intent and its request
             live = self._require_live(f"ask approval for tool call {call_id}")
             event = model.approval_request_event(call_id, execution_id=self.execution_id)
-            raise self._parked(gate.call, live.journal.record([event], sync=True).seq)
+            raise self._parked(gate.call, self._append([event], sync=True).seq)
         request = self._next("EVENT_APPROVAL_REQUEST", f"the approval request of {call_id}")
         assert request is not None
         if str(request.get("approval", {}).get("tool_call_id", "")) != call_id:
@@ -394,6 +408,10 @@ class TurnSink:
                 raise
             except Exception as exc:
                 raise HarnessError(f"model {request.model!r} failed: {exc}") from exc
+        except ContextOverflowError as exc:  # refused: recorded with the next commit
+            refusal = refusals.refusal_event(str(exc), execution_id=self.execution_id)
+            self.deferred += [*([dict(intent)] if intent is not None else []), dict(refusal)]
+            raise
         except (HarnessError, TurnCanceledError):
             # a failed call, or one a cancel abandoned mid-stream, stays in the audit trail
             if intent is not None:
@@ -408,8 +426,14 @@ class TurnSink:
         if self.live is not None:
             self.live.boundary()
 
-    def _append(self, events: Sequence[Mapping[str, Any]], *, sync: bool = True) -> None:
-        self._require_live("record a new effect").journal.record(events, sync=sync)
+    def _append(self, events: Sequence[Mapping[str, Any]], *, sync: bool = True) -> Record:
+        journal = self._require_live("record a new effect").journal
+        return journal.record([*self.take_deferred(), *events], sync=sync)
+
+    def take_deferred(self) -> list[Event]:
+        """The refused model calls not yet committed (for the turn's last commit), cleared."""
+        deferred, self.deferred = self.deferred, []
+        return deferred
 
     def _require_live(self, what: str) -> Live:
         if self.live is None:

@@ -113,9 +113,9 @@ class Start:
     resume_from_seq: int = 0
     memory_restored: bool = False  # I4: a restored harness must not rebuild from history
     tools: tuple[ToolSpec, ...] = ()
-    """The tools of the session's workload (``--tools FILE``), bound by the host for this run:
-    live, resumed and replayed runs of one execution get the same ones while the workload
-    stays (they are not journaled; see :data:`ToolOffer`)."""
+    """The tools of the workload (``--tools FILE``) this execution runs with, bound by the
+    host: live, resumed and replayed runs of one execution get the same ones, whatever
+    ``--tools`` came later (its EXECUTION_START names the workload; see :class:`Workloads`)."""
 
 
 @dataclass(frozen=True)
@@ -277,10 +277,9 @@ class BoundTool:
 
 
 ToolOffer = Callable[[str], tuple[ToolSpec, ...]]
-"""``(session uid) -> the tools its workload offers a harness`` (``Start.tools``), in a stable
-order. They are read from the session's current workload whenever a run starts, so a later
-``--tools`` changes what a replay of an earlier turn is offered: such a replay diverges (I0)
-instead of passing with other tools."""
+"""``(session uid) -> the tools its current workload offers a harness`` (``Start.tools``),
+in a stable order: a fixed table's for every run (tests, embedding code). An engine passes
+:class:`Workloads` instead, so that each execution keeps its own."""
 
 ComponentCheck = Callable[[str, str], None]
 """``(session uid, harness name) -> None``: raises (WorkloadError) when the session's workload
@@ -289,6 +288,29 @@ names the components that work in its conversation and the harness is not one of
 ToolResolver = Callable[[str, str], BoundTool]
 """``(session uid, tool name) -> BoundTool``; raises UnknownToolError for a tool the
 session's workload does not have."""
+
+
+class Workloads(Protocol):
+    """Each session's workloads by digest (``agentsessions/v1/workloadref.py``).
+
+    A new execution records the digest of the session's current workload in its
+    EXECUTION_START; its resume, approval and replay then get that workload's tools and
+    executors, never those of a later ``--tools``. Digest ``""`` (an execution recorded
+    before digests, or by a session without tools) means the session's current workload."""
+
+    def current(self, uid: str) -> str:
+        """The digest of ``uid``'s workload now, kept by that digest before this returns so
+        that a run recording it finds it again; "" when the session has no workload."""
+        ...
+
+    def offers(self, uid: str, digest: str) -> tuple[ToolSpec, ...]:
+        """The tools workload ``digest`` offers a harness (``Start.tools``), in a stable
+        order."""
+        ...
+
+    def bind(self, uid: str, digest: str, name: str) -> BoundTool:
+        """The tool ``name`` of workload ``digest`` with its executor; UnknownToolError."""
+        ...
 
 
 class ModelProvider(Protocol):

@@ -31,7 +31,9 @@ Invariants:
   a repr or an error (a server error that echoes it is redacted).
 - Every failure to get an answer is an UnavailableError with one line naming the endpoint
   (scheme, host, port and path; never the query or credentials) and, for an HTTP error, the
-  status and the server's message truncated to 200 characters.
+  status and the server's message truncated to 200 characters; except a request over the
+  model's context window (HTTP 400 ``context_length_exceeded`` and the variants
+  :mod:`.overflow` lists), which is a ContextOverflowError, so a harness can compact.
 - Timeouts: ``connect_timeout`` bounds connecting (and the TLS handshake), ``read_timeout``
   bounds each wait for bytes (an idle stream), not the whole answer. Proxies are not used.
 """
@@ -52,7 +54,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agentsessions.controller.spi import Completion, Message, ModelRequest
-from agentsessions.errors import InvalidArgumentError, UnavailableError
+from agentsessions.errors import (
+    AgentSessionsError,
+    ContextOverflowError,
+    InvalidArgumentError,
+    UnavailableError,
+)
 from agentsessions.models.openai_tools import (
     Malformed,
     ToolCallAssembler,
@@ -61,6 +68,7 @@ from agentsessions.models.openai_tools import (
     tool_messages,
     tools_body,
 )
+from agentsessions.models.overflow import is_overflow
 from agentsessions.v1.model import Part, message, text_part
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -275,10 +283,18 @@ class OpenAIModel:
             headers[self.auth_header] = f"Bearer {self._key}" if bearer else self._key
         return headers
 
-    def _status_error(self, response: http.client.HTTPResponse) -> UnavailableError:
-        detail = self._redact(error_detail(response.read(64 << 10)))
+    def _status_error(self, response: http.client.HTTPResponse) -> AgentSessionsError:
+        raw = response.read(64 << 10)
+        detail = self._redact(error_detail(raw))
         status = response.status
         message = f"model endpoint {self.endpoint.display} returned HTTP {status}"
+        if is_overflow(status, raw):  # the harness may compact and retry (.overflow)
+            return ContextOverflowError(
+                f"{message} (the request is over the model's context window): {detail}",
+                hint="compact the session (agentsessions compact SESSION) or send less",
+                url=self.endpoint.display,
+                status=status,
+            )
         return UnavailableError(
             f"{message}: {detail}" if detail else message,
             hint=_STATUS_HINTS.get(status, ""),

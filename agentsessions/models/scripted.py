@@ -7,7 +7,10 @@ Exactly one mode per instance:
   "tool_calls": [{"name": "...", "arguments": {...}}]}`` (both keys optional, at least one
   given): the completion then holds the text part (if the text is not empty) and one
   ``tool_call`` part per call, ``{"id": "call-<entry>-<n>", "tool": name, "args": arguments}``
-  (entry and n counted from 0, so the ids are the same in every run of the script). Any
+  (entry and n counted from 0, so the ids are the same in every run of the script). An
+  entry ``{"overflow": true}`` (alone) answers no completion: that call raises
+  ContextOverflowError, as a real model refuses a request over its context window, so an
+  offline run can drive the chat harness's compaction on overflow. Any
   other file holds one text answer per line (blank lines skipped, so use JSON for empty or
   multi-line answers). A script is checked whole when it is loaded: an unknown key or a
   wrong type is an InvalidArgumentError naming the file and the entry. When the answers run
@@ -42,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from agentsessions.controller.spi import Completion, ModelRequest
-from agentsessions.errors import InvalidArgumentError, UnavailableError
+from agentsessions.errors import ContextOverflowError, InvalidArgumentError, UnavailableError
 from agentsessions.v1.model import Part, message, struct_value, text_message, text_part
 
 OPTIONS = ("file", "seed", "nondeterministic", "delay")
@@ -50,7 +53,7 @@ MAX_DELAY_SECONDS = 600.0
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 _PIECES = re.compile(r"\S+\s*|\s+")
-_ENTRY_KEYS = frozenset({"text", "tool_calls"})
+_ENTRY_KEYS = frozenset({"text", "tool_calls", "overflow"})
 _CALL_KEYS = frozenset({"name", "arguments"})
 
 
@@ -68,6 +71,7 @@ class Answer:
 
     text: str = ""
     tool_calls: tuple[ScriptedCall, ...] = ()
+    overflow: bool = False  # this call is refused as over the context window
 
     def parts(self, entry: int) -> list[Part]:
         """The completion's parts: the text (if any), then ``call-<entry>-<n>`` calls."""
@@ -136,6 +140,12 @@ class ScriptedModel:
             self.calls += 1
             call = self.calls
         found = self._answer(request, call)
+        if found.overflow:
+            where = f" of {self.source}" if self.source else ""
+            raise ContextOverflowError(
+                f"scripted model: script entry {call - 1}{where} refuses the request as over "
+                "the model's context window"
+            )
         text = found.text
         pieces = _PIECES.findall(text) or [""]
         for piece in pieces:
@@ -238,7 +248,14 @@ def _entry(entry: object, where: str) -> Answer:
         )
     unknown = sorted(set(entry) - _ENTRY_KEYS)
     if unknown:
-        raise InvalidArgumentError(f"{where}: unknown key {unknown[0]!r} (known: text, tool_calls)")
+        raise InvalidArgumentError(
+            f"{where}: unknown key {unknown[0]!r} (known: text, tool_calls, overflow)"
+        )
+    if "overflow" in entry:
+        if entry["overflow"] is not True or len(entry) != 1:
+            why = 'an overflow entry is exactly {"overflow": true}'
+            raise InvalidArgumentError(f"{where}: {why}")
+        return Answer(overflow=True)
     if not entry:
         raise InvalidArgumentError(f"{where}: an object answer needs text or tool_calls")
     text = entry.get("text", "")

@@ -5,10 +5,12 @@ object). Frames above :data:`MAX_FRAME` are refused on both ends, so a confused 
 hostile peer cannot make the other side allocate without bound. Every read takes a
 timeout; end of stream is :class:`PeerGone`, never an empty frame.
 
-The codecs turn the controller's dataclasses (``Start`` without its history,
-``ModelRequest``, ``Completion``, ``HarnessDescriptor``) into JSON objects and back;
+The codecs turn the controller's dataclasses (``Start`` without its history but with its
+tools, ``ModelRequest``, ``Completion``, ``HarnessDescriptor``) into JSON objects and back;
 bytes travel as base64 and tuples come back as tuples, so a decoded value compares equal
-to the encoded one.
+to the encoded one. A hosted harness thus gets the same ``Start.tools`` as an in-process
+one, and its ``sink.tool`` calls come back to the caller, whose sink mediates them (TOOL_CALL
+durable before the executor runs, approval gates) exactly as for a harness in-process.
 """
 
 from __future__ import annotations
@@ -113,6 +115,7 @@ def start_to_wire(start: Start) -> Frame:
         "inputs": list(start.inputs),
         "resume_from_seq": start.resume_from_seq,
         "memory_restored": start.memory_restored,
+        "tools": [tool_to_wire(t) for t in start.tools],
     }
 
 
@@ -125,7 +128,18 @@ def start_from_wire(frame: Frame, history: History) -> Start:
         history=history,
         resume_from_seq=int(frame["resume_from_seq"]),
         memory_restored=bool(frame["memory_restored"]),
+        tools=tuple(ToolSpec(**tool) for tool in frame.get("tools", ())),
     )
+
+
+def tool_to_wire(tool: ToolSpec) -> Frame:
+    """A ``ToolSpec`` as a JSON object (``ToolSpec(**frame)`` reads it back)."""
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "mediation": tool.mediation,
+        "input_schema": dict(tool.input_schema),
+    }
 
 
 def request_to_wire(request: ModelRequest) -> Frame:
@@ -167,10 +181,7 @@ def descriptor_to_wire(descriptor: HarnessDescriptor) -> Frame:
         "id": descriptor.id,
         "version": descriptor.version,
         "models": list(descriptor.models),
-        "tools": [
-            {"name": t.name, "description": t.description, "mediation": t.mediation}
-            for t in descriptor.tools
-        ],
+        "tools": [tool_to_wire(t) for t in descriptor.tools],
         "capabilities": {
             "resumability": caps.resumability,
             "fork_safe": caps.fork_safe,

@@ -316,7 +316,7 @@ class LocalSessions:
             HARNESSES,
             harness=harness or "",
             model_calls=lambda: counter.models.calls,
-            offers=counter.offers,
+            workloads=counter.workloads,
         )
         return ReplayReport(
             uid=result.uid,
@@ -486,7 +486,9 @@ class LocalSessions:
                 create_time_ns=time.time_ns(),
             )
             # every check is made before the session exists: a refused turn leaves nothing
-            self.controller().check_exec(messages, harness=meta.harness, config=config)
+            self.controller().check_exec(
+                messages, harness=meta.harness, config=config, tools=workload is not None
+            )
             with self._lock:
                 uid = self.store.create(meta).uid
         lock = self._hold(uid, wait)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     # The controller (and through it the journal's schema) loads when a controller is first
     # built, not when the engine is: ``list`` and ``get`` never drive a harness.
     from agentsessions.controller.controller import Controller
-    from agentsessions.controller.spi import Harness, ModelProvider, Runtime, ToolSpec
+    from agentsessions.controller.spi import Harness, ModelProvider, Runtime
     from agentsessions.journal.format.records import Record
     from agentsessions.journal.stores.store import Store
 
@@ -43,12 +43,12 @@ def build_controller(
     from agentsessions.controller.controller import Controller
     from agentsessions.models import create_model
     from agentsessions.runtimes import create_runtime
-    from agentsessions.tools.workload import resolver
+    from agentsessions.tools.recorded import RecordedWorkloads
 
     def models(name: str) -> ModelProvider:
         return create_model(name)
 
-    tools = resolver(store)
+    workloads = RecordedWorkloads(store)
     return Controller(
         store,
         harnesses=HARNESSES,
@@ -58,45 +58,14 @@ def build_controller(
         on_record=on_record,
         on_delta=on_delta,
         keep_writers=keep_writers,
-        tools=tools,
-        offers=WorkloadOffers(store),
-        components=tools.check_harness,
+        workloads=workloads,
+        components=workloads.check_harness,
     )
 
 
 def close_tools(controller: Controller) -> None:
     """Close the executors ``controller``'s tools hold (the mcp server processes a
     workload started): an engine that closes leaves no tool server behind."""
-    close = getattr(controller.tools, "close", None)
+    close = getattr(controller.workloads, "close", None)
     if callable(close):
         close()
-
-
-class WorkloadOffers:
-    """A :data:`~agentsessions.controller.spi.ToolOffer`: the tools each session's recorded
-    workload offers its harness (``Start.tools``), by name, with the workload's tier.
-
-    Every tool of the workload is listed, ``reported`` ones included (the harness decides
-    what it can run); a session without a workload is offered none. A workload is parsed
-    once per text (it was validated when it was recorded)."""
-
-    def __init__(self, store: object) -> None:
-        self._store = store
-        self._parsed: dict[str, tuple[ToolSpec, ...]] = {}
-
-    def __call__(self, uid: str) -> tuple[ToolSpec, ...]:
-        from agentsessions.controller.spi import ToolSpec
-        from agentsessions.tools.workload import parse_workload
-
-        text = getattr(self._store, "workload", lambda _uid: None)(uid)
-        if text is None:
-            return ()
-        specs = self._parsed.get(text)
-        if specs is None:
-            tools = parse_workload(text, f"(recorded for {uid})").tools
-            specs = tuple(
-                ToolSpec(name, t.description, t.mediation, dict(t.parameters))
-                for name, t in sorted(tools.items())
-            )
-            self._parsed[text] = specs
-        return specs

@@ -39,16 +39,15 @@ import re
 import threading
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentsessions.controller.spi import BoundTool, ToolExecutor
-from agentsessions.errors import UnavailableError, UnknownToolError, WorkloadError
+from agentsessions.errors import UnknownToolError, WorkloadError
 from agentsessions.v1 import model
 
 from . import create_executor
-from .toolstore import ToolStore
 
 MEDIATIONS = {
     "reported": "MEDIATION_IN_HARNESS_REPORTED",
@@ -264,57 +263,3 @@ def _bad(path: str, table: str, key: str, why: str) -> WorkloadError:
     where = f"[{table}] " if table else ""
     where += f"{key}: " if key else ""
     return WorkloadError(f"workload {path}: {where}{why}", path=path, table=table, key=key)
-
-
-class WorkloadTools:
-    """A :data:`ToolResolver` reading each session's recorded workload from its store."""
-
-    def __init__(self, store: object) -> None:
-        self._store = store
-        self._parsed: dict[str, Workload] = {}  # by source text: parsed once
-
-    def __call__(self, uid: str, name: str) -> BoundTool:
-        workload = self._workload(uid)
-        if workload is None:
-            raise UnknownToolError(
-                f"session {uid} has no tools; tool {name!r} cannot run; nothing was recorded",
-                hint=f"agentsessions exec {uid} --tools FILE",
-            )
-        bound = workload.bind(uid, name)
-        if name not in workload.tool_components:
-            return bound  # in neither list: no session access at all
-        component = getattr(self._store, "component", None)
-        if component is None:
-            raise UnavailableError(f"this store keeps no tool stores; {name!r} needs one")
-        # the host binds the store to (this session, this tool); the tool never names either
-        return replace(bound, store=ToolStore(component(uid, name)))
-
-    def check_harness(self, uid: str, harness: str) -> None:
-        """A :data:`~agentsessions.controller.spi.ComponentCheck`: the session's recorded
-        workload's :meth:`Workload.check_harness` (any harness, without a workload)."""
-        workload = self._workload(uid)
-        if workload is not None:
-            workload.check_harness(uid, harness)
-
-    def _workload(self, uid: str) -> Workload | None:
-        text = getattr(self._store, "workload", lambda _uid: None)(uid)
-        if text is None:
-            return None
-        workload = self._parsed.get(text)
-        if workload is None:
-            workload = self._parsed[text] = parse_workload(text, f"(recorded for {uid})")
-        return workload
-
-    def close(self) -> None:
-        """Close every workload's executors (:meth:`Workload.close`); the next bind makes
-        them again."""
-        workloads = list(self._parsed.values())
-        self._parsed.clear()
-        for workload in workloads:
-            workload.close()
-
-
-def resolver(store: object) -> WorkloadTools:
-    """The tools resolver for sessions of ``store`` (their recorded workloads); its
-    ``check_harness`` is the controller's component check."""
-    return WorkloadTools(store)

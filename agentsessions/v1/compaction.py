@@ -29,6 +29,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from . import workloadref
+
 Event = dict[str, Any]
 
 KEY = "compaction"
@@ -61,7 +63,8 @@ def start_config(event: Mapping[str, Any]) -> dict[str, Any]:
     """The JSON object in an EXECUTION_START's config, or ``{}`` (absent, not JSON)."""
     raw = (event.get("execution_start") or {}).get("config") or ""
     try:
-        doc = json.loads(base64.b64decode(raw, validate=True).decode("utf-8")) if raw else {}
+        config = workloadref.split(base64.b64decode(raw, validate=True))[0] if raw else b""
+        doc = json.loads(config.decode("utf-8")) if config else {}
     except (binascii.Error, UnicodeDecodeError, ValueError):
         return {}
     return doc if isinstance(doc, dict) else {}

@@ -109,7 +109,7 @@ def test_answers_may_be_given_in_code() -> None:
 @pytest.mark.parametrize(
     ("entries", "error"),
     [
-        ([{"txt": "typo"}], r"entry 0: unknown key 'txt' \(known: text, tool_calls\)"),
+        ([{"txt": "typo"}], r"entry 0: unknown key 'txt' \(known: text, tool_calls, overflow\)"),
         (["ok", {}], "entry 1: an object answer needs text or tool_calls"),
         ([{"text": 3}], "entry 0: text must be a string, got a number"),
         ([{"tool_calls": {"name": "t"}}], "entry 0: tool_calls must be an array, got an object"),

@@ -28,8 +28,9 @@ from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.sessions.local import open_local
 from agentsessions.tools import Notes, create_executor
 from agentsessions.tools.notes import commit_id
+from agentsessions.tools.recorded import RecordedWorkloads
 from agentsessions.tools.toolstore import ToolStore
-from agentsessions.tools.workload import WorkloadTools, parse_workload
+from agentsessions.tools.workload import parse_workload
 
 NOTES_TABLE = '[tools.notes]\nmediation = "mediated"\nexecutor = "notes"\n'
 SESSION = '[session]\ncomponents = ["chat"]\ntool_components = ["notes"]\n'
@@ -186,17 +187,17 @@ def test_without_a_session_table_every_harness_works_and_no_tool_gets_a_store(
     workload.check_harness("sess-x", "anything")  # no refusal
     store, uid = _memory_session()
     store.set_workload(uid, text)
-    assert WorkloadTools(store)(uid, "log").store is None
+    assert RecordedWorkloads(store).bind(uid, "", "log").store is None
 
 
 def test_only_a_tool_component_is_bound_a_store_of_its_own(tmp_path: Path) -> None:
     text = SESSION + NOTES_TABLE + '[tools.log]\nmediation = "mediated"\nexecutor = "append_line"\n'
     store, uid = _memory_session()
     store.set_workload(uid, text)
-    tools = WorkloadTools(store)
-    bound = tools(uid, "notes")
+    tools = RecordedWorkloads(store)
+    bound = tools.bind(uid, "", "notes")
     assert isinstance(bound.store, ToolStore) and bound.store.name == "notes"
-    assert tools(uid, "log").store is None  # named in neither list: no session access
+    assert tools.bind(uid, "", "log").store is None  # named in neither list: no session access
     bound.store.commit([{"op": "add", "text": "t"}])
     assert store.components(uid) == ("notes",) and list(store.read(uid)) == []
     tools.check_harness(uid, "chat")

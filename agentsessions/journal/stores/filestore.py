@@ -70,6 +70,7 @@ from agentsessions.journal.stores.store import (
     encode_cursor,
 )
 from agentsessions.journal.stores.tail import Tail
+from agentsessions.v1 import workloadref
 
 
 @dataclass(frozen=True)
@@ -479,10 +480,32 @@ class FileStore:
         return text
 
     def set_workload(self, uid: str, text: str) -> None:
-        """Record ``text`` as the session's workload (atomic and durable; replaces any)."""
+        """Record ``text`` as the session's workload (atomic and durable; replaces any),
+        kept by its digest first (:meth:`keep_workload`)."""
         self._check_writable("record the session's tools")
+        self.keep_workload(uid, text)
         path = self._dir(uid).path / receipts.WORKLOAD_NAME
         self.fs.write_file_atomic(path, text.encode("utf-8"))
+
+    def keep_workload(self, uid: str, text: str) -> str:
+        """Keep ``text`` by its digest beside the journal (``WORKLOAD.<digest>``, atomic and
+        durable, written once) and return the digest: an execution that records the digest
+        finds its workload again after a later ``--tools`` replaced it."""
+        digest = workloadref.digest_of(text)
+        path = self._dir(uid).path / receipts.kept_workload_name(digest)
+        if not path.exists():
+            self._check_writable("keep the session's tools")
+            self.fs.write_file_atomic(path, text.encode("utf-8"))
+        return digest
+
+    def workload_at(self, uid: str, digest: str) -> str | None:
+        """The workload kept for ``uid`` under ``digest`` (:meth:`keep_workload`), or None."""
+        try:
+            path = self._dir(uid).path / receipts.kept_workload_name(digest)
+            with open(path, encoding="utf-8") as f:
+                return f.read()
+        except (FileNotFoundError, ValueError):
+            return None
 
     # -- internals ------------------------------------------------------------------------
     def _dir(self, uid: str) -> SessionDir:

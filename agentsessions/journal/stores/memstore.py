@@ -39,6 +39,7 @@ from agentsessions.journal.stores.store import (
     encode_cursor,
 )
 from agentsessions.journal.stores.tail import Tail
+from agentsessions.v1 import workloadref
 
 
 @dataclass
@@ -54,6 +55,7 @@ class _Session:
     receipts: dict[str, dict[str, Any]] = field(default_factory=dict)  # tool receipts by key
     workload: str | None = None  # the session's tools (FileStore: WORKLOAD)
     components: dict[str, _Session] = field(default_factory=dict)  # tool stores, by name
+    workloads: dict[str, str] = field(default_factory=dict)  # by digest (WORKLOAD.<digest>)
 
 
 class MemoryStore:
@@ -221,9 +223,21 @@ class MemoryStore:
         return self._session(uid).workload
 
     def set_workload(self, uid: str, text: str) -> None:
-        """Record ``text`` as the session's workload (replaces any)."""
+        """Record ``text`` as the session's workload (replaces any), kept by its digest."""
         with self._cond:
+            self.keep_workload(uid, text)
             self._session(uid).workload = text
+
+    def keep_workload(self, uid: str, text: str) -> str:
+        """Keep ``text`` by its digest (as FileStore's ``WORKLOAD.<digest>``); the digest."""
+        digest = workloadref.digest_of(text)
+        with self._cond:
+            self._session(uid).workloads[digest] = text
+        return digest
+
+    def workload_at(self, uid: str, digest: str) -> str | None:
+        """The workload kept for ``uid`` under ``digest``, or None."""
+        return self._session(uid).workloads.get(digest)
 
     def _session(self, uid: str) -> _Session:
         check_uid(uid)

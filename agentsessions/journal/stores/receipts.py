@@ -28,6 +28,14 @@ WORKLOAD_NAME = "WORKLOAD"
 """The session's workload (``--tools FILE``, its TOML text), replaced by a later one."""
 
 
+def kept_workload_name(digest: str) -> str:
+    """The file keeping the workload of SHA-256 ``digest`` (64 hex digits), which the
+    executions that ran with it name in their EXECUTION_START: ``WORKLOAD.<digest>``."""
+    if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        raise ValueError(f"not a workload digest: {digest!r}")
+    return f"{WORKLOAD_NAME}.{digest}"
+
+
 def read_receipt(path: str | os.PathLike[str], key: str) -> dict[str, Any] | None:
     """The latest receipt kept for ``key`` in the file at ``path``, or None."""
     try:
