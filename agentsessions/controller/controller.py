@@ -59,7 +59,6 @@ from .spi import (
     REQUIRES_MEMORY_SNAPSHOT,
     STATELESS_REPLAY,
     Completion,
-    ComponentCheck,
     Harness,
     HarnessDescriptor,
     Message,
@@ -181,7 +180,6 @@ class Controller:
         idle_seconds: float = DEFAULT_IDLE_SECONDS,
         tools: ToolResolver | None = None,
         offers: ToolOffer | None = None,
-        components: ComponentCheck | None = None,
         workloads: Workloads | None = None,
     ) -> None:
         """``keep_writers``: how many sessions' writers stay open between turns (0: close
@@ -190,9 +188,8 @@ class Controller:
         ``tools`` finds a session's tools by name (its workload), as ``models`` finds model
         providers; None: no session has mediated tools. ``offers`` lists a session's tools
         for its harness (``Start.tools``); None: harnesses are offered none. ``workloads``
-        (an engine's) replaces both: each execution records and keeps its own workload.
-        ``components`` refuses a harness the session's workload does not let work in it,
-        before a write."""
+        (an engine's) replaces both: each execution records and keeps its own workload, and
+        refuses a harness its workload does not let work in the session, before a write."""
         self.store = store
         self.writers = WriterPool(store, keep_writers, idle_seconds)
         self.harnesses = harnesses
@@ -201,7 +198,6 @@ class Controller:
         self.default_model = default_model
         self.tools = tools
         self.offers = offers
-        self.components = components
         self._workloads = workloads
         self.executor_calls: list[str] = []
         """Every live tool executor call this controller made, by tool name (evidence)."""
@@ -301,8 +297,7 @@ class Controller:
             uid = self._create_for(meta)
         info = self._info(uid)
         name = harness or info.meta.harness or DEFAULT_HARNESS
-        if self.components is not None:
-            self.components(uid, name)
+        self.workloads.check_harness(uid, name)
         if fresh_start:
             from .freshstart import fresh_start as start_fresh
 
@@ -430,8 +425,7 @@ class Controller:
             if run is None:
                 return None
             name = harness or info.meta.harness or run.harness[0] or DEFAULT_HARNESS
-            if self.components is not None:
-                self.components(uid, name)
+            self.workloads.check_harness(uid, name)
             instance, descriptor = self._instance(info, name)
             return self._resume_with(writer, uid, name, instance, descriptor, turn_model, run)
 

@@ -281,10 +281,6 @@ ToolOffer = Callable[[str], tuple[ToolSpec, ...]]
 in a stable order: a fixed table's for every run (tests, embedding code). An engine passes
 :class:`Workloads` instead, so that each execution keeps its own."""
 
-ComponentCheck = Callable[[str, str], None]
-"""``(session uid, harness name) -> None``: raises (WorkloadError) when the session's workload
-names the components that work in its conversation and the harness is not one of them."""
-
 ToolResolver = Callable[[str, str], BoundTool]
 """``(session uid, tool name) -> BoundTool``; raises UnknownToolError for a tool the
 session's workload does not have."""
@@ -310,6 +306,11 @@ class Workloads(Protocol):
 
     def bind(self, uid: str, digest: str, name: str) -> BoundTool:
         """The tool ``name`` of workload ``digest`` with its executor; UnknownToolError."""
+        ...
+
+    def check_harness(self, uid: str, harness: str) -> None:
+        """Raise WorkloadError, before anything is written, when ``uid``'s current workload
+        names the components that work in its conversation and ``harness`` is not one."""
         ...
 
 

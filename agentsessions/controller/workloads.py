@@ -51,6 +51,11 @@ class StaticWorkloads:
             hint="give the session a workload with --tools FILE",
         )
 
+    def check_harness(self, uid: str, harness: str) -> None:
+        """The base's check; a fixed table lets any harness work."""
+        if self.base is not None:
+            self.base.check_harness(uid, harness)
+
     def close(self) -> None:
         """Close what the resolver and the base hold (their ``close``, if any)."""
         for part in (self.tools, self.base):

@@ -48,7 +48,6 @@ def build_controller(
     def models(name: str) -> ModelProvider:
         return create_model(name)
 
-    workloads = RecordedWorkloads(store)
     return Controller(
         store,
         harnesses=HARNESSES,
@@ -58,8 +57,7 @@ def build_controller(
         on_record=on_record,
         on_delta=on_delta,
         keep_writers=keep_writers,
-        workloads=workloads,
-        components=workloads.check_harness,
+        workloads=RecordedWorkloads(store),
     )
 
 

@@ -92,7 +92,7 @@ class RecordedWorkloads:
         return replace(bound, store=ToolStore(component(uid, name)))
 
     def check_harness(self, uid: str, harness: str) -> None:
-        """A :data:`~agentsessions.controller.spi.ComponentCheck`: the session's current
+        """:meth:`~agentsessions.controller.spi.Workloads.check_harness`: the current
         workload's :meth:`Workload.check_harness` (any harness, without a workload)."""
         workload, _key = self._workload(uid, "")
         if workload is not None:
