@@ -6,7 +6,8 @@ a new session's metadata and defaults), waking suspended compute before a turn, 
 a busy session, and counting model calls for replay. Every front end calls these methods;
 none of them reaches the controller or the journal itself. The store-free checks live in
 :mod:`.checks`, the turn plumbing (session locks, worker threads, frame queues) in
-:mod:`.turnstream`, the offline tools (verify, export) in :mod:`.offline`.
+:mod:`.turnstream`, the offline tools (verify, export) in :mod:`.offline`, suspend, cancel
+and fork in :mod:`.lifecycle`.
 
 Invariants:
 - nothing is written before a request is checked; a refused exec leaves no session behind;
@@ -49,7 +50,7 @@ from agentsessions.journal.stores.store import (
     new_uid,
 )
 
-from . import approvals, checks, offline, resolving, toolstores
+from . import approvals, checks, lifecycle, offline, resolving, toolstores
 from . import compact as compaction
 from .api import Frame, Input, Memory, ReplayReport, Session, SessionFrame, SessionPage, Turn
 from .home import resolve_home
@@ -68,8 +69,7 @@ if TYPE_CHECKING:
 DEFAULT_HARNESS = "echo"
 DEFAULT_MODEL = "echo"
 DEFAULT_RUNTIME = "auto"
-DEFAULT_CANCEL_WAIT = 10.0
-"""Seconds a cancel of a running turn waits for its END CANCELED."""
+DEFAULT_CANCEL_WAIT = lifecycle.DEFAULT_CANCEL_WAIT
 _RETRY_SECONDS = 0.05
 
 
@@ -600,79 +600,16 @@ class LocalSessions:
         self._known_dir(uid)
         return stop_compute(self.home, uid)
 
-    # -- lifecycle --------------------------------------------------------------------------
-    def suspend(self, uid: str) -> Session:
-        """Snapshot and free ``uid``'s compute (COLD); a cold session is returned as is."""
-        from agentsessions.controller.lifecycle import suspend as suspend_session
-
-        check_uid(uid)
-        self.store.get(uid)
-        controller = self.controller(uid)
-        lock = self._hold(uid, 0.0)
-        try:
-            return view(suspend_session(controller, uid))
-        finally:
-            lock.release()
-
+    # -- lifecycle (see :mod:`.lifecycle`) -------------------------------------------------
+    suspend = lifecycle.suspend
+    cancel = lifecycle.cancel
+    fork = lifecycle.fork
     approve = approvals.approve
     resolve = resolving.resolve
-
-    def cancel(self, uid: str, *, wait: float = DEFAULT_CANCEL_WAIT) -> Session:
-        """End ``uid``'s open execution as CANCELED (LIFECYCLE_CANCEL, then END CANCELED).
-
-        An interrupted turn (its process gone) is closed here, as its writer. A turn still
-        running (another process or thread holds the lock) is asked to stop with a durable
-        cancel request; this waits up to ``wait`` seconds for its END CANCELED
-        (UnavailableError, exit 12, if it runs out; the request stays). Idempotent on an
-        already canceled execution; InvalidExecutionLogError (exit 17) when nothing is open.
-        """
-        from agentsessions.controller.cancel import cancel as cancel_execution
-        from agentsessions.controller.cancel import request_and_wait
-
-        check_uid(uid)
-        self.store.get(uid)
-        controller = self.controller(uid)
-        try:
-            lock = self._hold(uid, 0.0)
-        except LockHeldError:
-            return view(request_and_wait(self.store, uid, wait))
-        try:
-            try:
-                return view(cancel_execution(controller, uid))
-            except LockHeldError:  # a writer of this engine's controller runs the turn
-                pass
-        finally:
-            lock.release()
-        return view(request_and_wait(self.store, uid, wait))
 
     def compact(self, uid: str, *, keep_turns: int = 2, model: str | None = None) -> SessionFrame:
         """Summarise the turns before the last ``keep_turns`` (see :mod:`.compact`)."""
         return compaction.compact(self, uid, keep_turns=keep_turns, model=model)
-
-    def fork(
-        self,
-        uid: str,
-        *,
-        at: int = 0,
-        count: int = 1,
-        names: Sequence[str] = (),
-        labels: Mapping[str, str] | None = None,
-    ) -> builtins.list[Session]:
-        """Branch ``uid`` after seq ``at`` (0 = head) into ``count`` children, all or nothing."""
-        from agentsessions.controller.lifecycle import ForkRequest
-        from agentsessions.controller.lifecycle import fork as fork_session
-
-        check_uid(uid)
-        self.check_fork(at, count, names)
-        request = ForkRequest(at_seq=at, count=count, names=tuple(names), labels=dict(labels or {}))
-        controller = self.controller(uid)
-        lock = self._hold(uid, 0.0)
-        try:
-            with self._lock:
-                children = fork_session(controller, uid, request)
-        finally:
-            lock.release()
-        return [view(child) for child in children]
 
 
 def open_local(
