@@ -26,7 +26,14 @@ from typing import Any
 from agentsessions.errors import LockHeldError
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.projection import Projection
-from agentsessions.journal.stores.store import CommitResult, SessionInfo, Store, Writer
+from agentsessions.journal.stores.store import (
+    CommitResult,
+    SessionInfo,
+    StateUpdate,
+    Store,
+    WorkingState,
+    Writer,
+)
 
 RECENT_RECORDS = 512
 """Records a held writer keeps in memory: enough for a chat harness's tail window (50)."""
@@ -77,6 +84,8 @@ class HeldWriter:
         fence: int | None = None,
         commit_id: str | None = None,
         sync: bool = True,
+        state: StateUpdate | None = None,
+        expected_state_version: int | None = None,
     ) -> CommitResult:
         """Append through the inner writer, then fold what landed into the held state."""
         result = self.inner.append(
@@ -85,6 +94,8 @@ class HeldWriter:
             fence=fence,
             commit_id=commit_id,
             sync=sync,
+            state=state,
+            expected_state_version=expected_state_version,
         )
         if not result.duplicate:
             self._fold(result.records, events)
@@ -99,6 +110,11 @@ class HeldWriter:
     def sync(self) -> None:
         """Make the commits appended with ``sync=False`` durable."""
         self.inner.sync()
+
+    @property
+    def state(self) -> WorkingState:
+        """The working state the inner writer holds."""
+        return self.inner.state
 
     def close(self) -> None:
         self.inner.close()

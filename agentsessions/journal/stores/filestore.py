@@ -44,7 +44,7 @@ from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import Position, SegmentLog
-from agentsessions.journal.stores import forking, receipts, watch
+from agentsessions.journal.stores import forking, receipts, statefile, watch
 from agentsessions.journal.stores.catalog import Catalog
 from agentsessions.journal.stores.filewriter import FileWriter, fold_frames, frame_records
 from agentsessions.journal.stores.sessiondir import (
@@ -60,6 +60,7 @@ from agentsessions.journal.stores.store import (
     Page,
     SessionInfo,
     SessionMeta,
+    WorkingState,
     check_project,
     check_uid,
     clamp_page_size,
@@ -258,6 +259,11 @@ class FileStore:
                     session=uid,
                 )
             tail, _position, log = self._load_tail(sdir, meta, writable=True)
+            try:
+                statefile.load(log, tail)  # the writer holds its state: one frame's read
+            except BaseException:
+                log.close()
+                raise
             fence = fencefile.mint(self.fs, sdir.fence_file, tail.max_fence)
             return FileWriter(self, sdir, meta, log, tail, fence, lock)
         except BaseException:
@@ -280,6 +286,18 @@ class FileStore:
             self.read(meta.parent_uid, from_seq, upto) if upto >= max(from_seq, 1) else iter(())
         )
         return itertools.chain(prefix, own)
+
+    def state(self, uid: str, before_seq: int = 0) -> WorkingState:
+        """The working state (as of before seq ``before_seq``, when given), read-only."""
+        sdir = self._dir(uid)
+        tail, _position, log = self._load_tail(sdir, sdir.read_meta())
+        try:
+            if before_seq > 0:
+                return statefile.before(log, tail, before_seq)
+            statefile.load(log, tail)
+            return tail.state
+        finally:
+            log.close()
 
     def follow(
         self, uid: str, from_seq: int = 1, *, idle_timeout: float | None = None
@@ -508,13 +526,18 @@ class FileStore:
             acked=acked(position),
             check_links=writable or check_links,
         )
-        if scan.resumed and hinted is not None:
-            tail = hinted
-        elif scan.base_carry is not None:
-            tail = Tail.from_json(scan.base_carry)
-        else:
-            tail = sdir.read_base()
-        fold_frames(tail, scan.frames)
+        try:
+            if scan.resumed and hinted is not None:
+                tail = hinted
+            elif scan.base_carry is not None:
+                tail = Tail.from_json(scan.base_carry)
+            else:
+                tail = sdir.read_base()
+            fold_frames(tail, scan.frames)
+            statefile.check_acked(log, hinted, tail)
+        except BaseException:
+            log.close()
+            raise
         return tail, log.position, log
 
     def _listed(self, uid: str) -> SessionInfo:

@@ -30,6 +30,8 @@ from agentsessions.journal.stores.store import (
     Page,
     SessionInfo,
     SessionMeta,
+    StateUpdate,
+    WorkingState,
     check_commit_id,
     check_project,
     check_uid,
@@ -52,6 +54,7 @@ class _Session:
     cancel: str | None = None  # the execution id a cancel request names (FileStore: CANCEL)
     receipts: dict[str, dict[str, Any]] = field(default_factory=dict)  # tool receipts by key
     workload: str | None = None  # the session's tools (FileStore: WORKLOAD)
+    states: list[tuple[int, WorkingState]] = field(default_factory=list)  # (head before, state)
 
 
 class MemoryStore:
@@ -169,6 +172,16 @@ class MemoryStore:
             yield from batch
             next_seq += len(batch)
 
+    def state(self, uid: str, before_seq: int = 0) -> WorkingState:
+        with self._cond:
+            session = self._session(uid)
+            if before_seq <= 0:
+                return session.tail.state
+            for chain_seq, state in reversed(session.states):
+                if chain_seq < before_seq:
+                    return state
+            return WorkingState()
+
     def close(self) -> None:
         """Nothing to release: memory goes with the process."""
 
@@ -260,6 +273,8 @@ class MemoryWriter:
         fence: int | None = None,
         commit_id: str | None = None,
         sync: bool = True,
+        state: StateUpdate | None = None,
+        expected_state_version: int | None = None,
     ) -> CommitResult:
         del sync  # memory has no durability to defer: every commit is as final as it gets
         check_commit_id(commit_id)
@@ -269,13 +284,14 @@ class MemoryWriter:
             if first is not None:
                 return first
             use = self._fence if fence is None else fence
-            tail.check(
-                self.uid, expected_last_seq=expected_last_seq, fence=use, current=self._fence
-            )
-            records = tail.seal_events(
-                self.uid, events, fence=use, max_bytes=self._store.max_commit_bytes
-            )
-            return self._land(records, events, commit_id)
+            records, new = tail.prepare(
+                self.uid, events, expected_last_seq=expected_last_seq, fence=use,
+                current=self._fence, state=state, expected_state_version=expected_state_version,
+                max_bytes=self._store.max_commit_bytes,
+            )  # fmt: skip
+            if new is not None:
+                self._session.states.append((tail.last_seq, new))
+            return self._land(records, events, commit_id, new, use)
 
     def append_records(self, records: Sequence[Record]) -> CommitResult:
         with self._store._cond:
@@ -286,7 +302,12 @@ class MemoryWriter:
     def sync(self) -> None:
         """Nothing to do: see :meth:`append`."""
 
-    def state(self) -> SessionInfo:
+    @property
+    def state(self) -> WorkingState:
+        """The working state as of the last commit."""
+        return self._session.tail.state
+
+    def info(self) -> SessionInfo:
         """The session as :meth:`MemoryStore.get` returns it."""
         with self._store._cond:
             return self._store._info(self._session)
@@ -308,9 +329,14 @@ class MemoryWriter:
         return self._session.tail
 
     def _land(
-        self, records: list[Record], events: Sequence[Mapping[str, Any]] | None, cid: str | None
+        self,
+        records: list[Record],
+        events: Sequence[Mapping[str, Any]] | None,
+        cid: str | None,
+        state: WorkingState | None = None,
+        fence: int = 0,
     ) -> CommitResult:
-        result = self._session.tail.advance(records, events, cid)
+        result = self._session.tail.advance(records, events, cid, state, fence=fence)
         self._session.records.extend(records)
         self._session.update_time_ns = time.time_ns()
         self._store._cond.notify_all()
