@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -38,11 +38,18 @@ from agentsessions.errors import (
     InvalidExecutionLogError,
     LockHeldError,
     PlacementError,
+    StateConflictError,
     TurnCanceledError,
     UnavailableError,
 )
 from agentsessions.journal.format.records import Record
-from agentsessions.journal.stores.store import SessionInfo, SessionMeta, Store, Writer, new_uid
+from agentsessions.journal.stores.store import (
+    SessionInfo,
+    SessionMeta,
+    Store,
+    WorkingState,
+    new_uid,
+)
 from agentsessions.v1 import model
 
 from . import executions
@@ -71,6 +78,7 @@ from .spi import (
     can_place,
 )
 from .toolcalls import ToolHost, receipts_of
+from .turnjournal import WriterJournal
 
 _TURN_ERRORS = (
     HarnessError,
@@ -78,6 +86,7 @@ _TURN_ERRORS = (
     InvalidExecutionLogError,
     PlacementError,
     ApprovalParkedError,  # a parked turn's journal is in order: TOOL_CALL + REQUEST synced
+    StateConflictError,  # a harness's stale state commit wrote nothing; its ERROR is recorded
 )
 """Errors a turn raises with its journal in order: its held writer stays valid."""
 ERROR_CODE_INTERNAL = 13  # gRPC INTERNAL, as the reference records a failed harness
@@ -123,42 +132,6 @@ class _Counted:
     ) -> Completion:
         self.owner.calls += 1
         return self.inner.complete(request, on_delta=on_delta)
-
-
-class _WriterJournal:
-    """Appends each effect as its own commit at the head it last saw (CAS).
-
-    A commit made with ``sync=False`` waits for the next sync (spec decision 11: the sink
-    flushes before anything leaves the process, and END is synced): ``on_record`` hears of
-    it only then, so a caller is told of a record only once it is durable, in order.
-    """
-
-    def __init__(self, writer: Writer, on_record: Callable[[Record], None] | None) -> None:
-        self.writer = writer
-        self.on_record = on_record
-        self._unsynced: list[Record] = []
-
-    def record(
-        self, events: Sequence[Mapping[str, Any]], expected: int | None = None, *, sync: bool = True
-    ) -> Record:
-        head = self.writer.head[0] if expected is None else expected
-        result = self.writer.append(events, expected_last_seq=head, sync=sync)
-        self._unsynced.extend(result.records)
-        if sync:
-            self._acknowledged()
-        return result.records[-1]
-
-    def flush(self) -> None:
-        """Make the commits made with ``sync=False`` durable (one sync), then report them."""
-        if self._unsynced:
-            self.writer.sync()
-            self._acknowledged()
-
-    def _acknowledged(self) -> None:
-        records, self._unsynced = self._unsynced, []
-        if self.on_record is not None:
-            for record in records:
-                self.on_record(record)
 
 
 class Controller:
@@ -368,7 +341,7 @@ class Controller:
         expected_last_seq: int | None,
         turn_model: str,
     ) -> TurnResult:
-        journal = _WriterJournal(writer, self.on_record)
+        journal = WriterJournal(writer, self.on_record)
         exec_id = secrets.token_hex(8)
         head = writer.head[0]
         events = _first_commit(exec_id, name, descriptor, inputs, config)
@@ -376,9 +349,15 @@ class Controller:
         journal.record(events, head if expected_last_seq is None else expected_last_seq)
         history = WriterHistory(writer, head)
         start = Start(
-            exec_id, config, tuple(_as_user(m) for m in inputs), history, tools=self._offered(uid)
+            exec_id,
+            config,
+            tuple(_as_user(m) for m in inputs),
+            history,
+            tools=self._offered(uid),
+            state=writer.state,
         )
         sink = TurnSink(exec_id, [], self._live(journal, turn_model, exec_id, descriptor))
+        sink.state_version = start.state.version
         return self._drive(uid, instance, start, sink, journal, head + 1, legacy=False)
 
     # -- resume (crash recovery) -----------------------------------------------------------
@@ -420,7 +399,7 @@ class Controller:
         run.check_complete_invocation()
         check_harness(run, name, descriptor)
         _check_inherited_intent(self._info(uid), run)
-        journal = _WriterJournal(writer, self.on_record)
+        journal = WriterJournal(writer, self.on_record)
         start = Start(
             run.id,
             run.config,
@@ -428,16 +407,25 @@ class Controller:
             WriterHistory(writer, run.first_seq - 1),
             run.resume_from_seq,
             tools=self._offered(uid),
+            state=self._state_at(writer, run.first_seq),
         )
         sink = TurnSink(
             run.id,
             run.effects,
             self._live(journal, turn_model, run.id, descriptor),
             legacy=run.legacy,
+            state_version=start.state.version,
         )
         result = self._drive(uid, instance, start, sink, journal, run.first_seq, legacy=run.legacy)
         result.resumed = True
         return result
+
+    def _state_at(self, writer: HeldWriter, first_seq: int) -> WorkingState:
+        """The working state an execution beginning at ``first_seq`` started with: what the
+        writer holds unless a state was committed since (then found in the store)."""
+        if not writer.state.version:
+            return writer.state
+        return self.store.state(writer.uid, first_seq)
 
     def _offered(self, uid: str) -> tuple[ToolSpec, ...]:
         """The tools the session's workload offers its harness (none without ``offers``)."""
@@ -456,7 +444,7 @@ class Controller:
         instance: Harness,
         start: Start,
         sink: TurnSink,
-        journal: _WriterJournal,
+        journal: WriterJournal,
         first_seq: int,
         *,
         legacy: bool,
@@ -477,7 +465,7 @@ class Controller:
         except TurnCanceledError:
             return self._canceled(uid, start, sink, journal, first_seq, calls_before)
         except AgentSessionsError as exc:
-            if not isinstance(exc, HarnessError | InvalidArgumentError):
+            if not isinstance(exc, HarnessError | InvalidArgumentError | StateConflictError):
                 raise  # the journal itself failed: leave the turn open for resume
             self._record_error(journal, exec_id, str(exc))
             raise
@@ -501,7 +489,7 @@ class Controller:
         uid: str,
         start: Start,
         sink: TurnSink,
-        journal: _WriterJournal,
+        journal: WriterJournal,
         first_seq: int,
         calls_before: int,
     ) -> TurnResult:
@@ -523,7 +511,7 @@ class Controller:
         return result
 
     @staticmethod
-    def _record_error(journal: _WriterJournal, exec_id: str, why: str) -> None:
+    def _record_error(journal: WriterJournal, exec_id: str, why: str) -> None:
         """Best effort, as the reference: if even this fails the turn stays open to resume."""
         with contextlib.suppress(AgentSessionsError):
             event = model.error_event(ERROR_CODE_INTERNAL, why[:4000], execution_id=exec_id)
@@ -553,7 +541,7 @@ class Controller:
             resume_compute(self, uid)
         compute = self.runtime.find(uid)
         if compute is None:
-            if info.exec_seq:
+            if info.exec_seq and not self._continues_from_state(descriptor, uid):
                 raise UnavailableError(
                     f"session {uid}: the memory of harness {name!r} is gone (its live compute "
                     f"ended and no snapshot holds it); a {REQUIRES_MEMORY_SNAPSHOT} harness "
@@ -563,6 +551,15 @@ class Controller:
                 )
             compute = self.runtime.create(uid, self.harnesses.factory(name))
         return compute.harness, descriptor
+
+    def _continues_from_state(self, descriptor: HarnessDescriptor, uid: str) -> bool:
+        """A memory harness that keeps what it needs in its working state continues on a
+        fresh compute once it has committed one (it survives the loss of its warm host)."""
+        if not descriptor.capabilities.working_state:
+            return False
+        held = self.writers.get(uid)
+        state = held.state if held is not None else self.store.state(uid)
+        return state.version > 0
 
     def _place(self, descriptor: HarnessDescriptor) -> None:
         if not can_place(descriptor, self.runtime.capabilities()):
@@ -574,12 +571,13 @@ class Controller:
 
     def _live(
         self,
-        journal: _WriterJournal,
+        journal: WriterJournal,
         turn_model: str,
         exec_id: str = "",
         descriptor: HarnessDescriptor | None = None,
     ) -> Live:
         live = Live(journal, self.models, turn_model, self.on_delta)
+        live.author = f"harness:{descriptor.id}" if descriptor is not None else "harness"
         # a parked turn is continued by replay: only such a harness may ask for approval
         live.approvals = descriptor is not None and (
             descriptor.capabilities.resumability == STATELESS_REPLAY

@@ -129,7 +129,7 @@ class HeldWriter:
     def info(self) -> SessionInfo:
         """The session as :meth:`Store.get` would return it, without asking the store."""
         seq, digest = self.inner.head
-        p = self._projection
+        p, state = self._projection, self.inner.state
         return replace(
             self._info,
             last_seq=seq,
@@ -141,6 +141,9 @@ class HeldWriter:
             snapshot=dict(p.snapshot) if p.snapshot is not None else None,
             update_time_ns=self._update_ns,
             fence=max(self._info.fence, self.inner.fence),
+            state_version=state.version,
+            state_covers=(state.covers_from, state.covers_to),
+            state_size=len(state.data),
         )
 
     def read(self, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:

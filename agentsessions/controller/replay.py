@@ -17,6 +17,11 @@ start (:mod:`.freshstart`). Failed executions (ERROR, no END) are audit and not 
 memory harness that changed its memory in one before failing is not reproducible from the
 journal alone.
 
+Each execution also gets the working state its live run started with (``Start.state``: the
+latest state committed before its first seq, found by stepping back over state records, see
+``journal/stores/statefile.py``), and its ``sink.state`` commits write nothing and return the
+versions the live run got, so a harness that keeps its state there replays as it ran.
+
 Memory stays flat in the session's length: the journal is streamed twice (once to check
 every execution's harness before anything runs, once to replay), one execution is held at a
 time, and each execution's history is lazy: its recent events from a bounded window of the
@@ -38,7 +43,7 @@ from agentsessions.errors import (
     ReplayDivergedError,
     ReplayError,
 )
-from agentsessions.journal.stores.store import SessionInfo, Store
+from agentsessions.journal.stores.store import SessionInfo, Store, WorkingState
 
 from . import executions
 from .freshstart import ReplayInstances, is_marker
@@ -140,6 +145,7 @@ def replay(
         uid, name, executions=len(runs), head_before=(info.last_seq, info.last_hash)
     )
     calls_before = model_calls()
+    stateful = store.state(uid).version > 0
     ordered = [e for _, e in events]
     # a memory harness replays every execution, in order, on one instance (see the module
     # docstring); a stateless one gets a fresh instance per execution
@@ -150,7 +156,9 @@ def replay(
             # v0.1.2: one whole-log run sees the whole log; a modern run sees what came
             # before it (seqs are contiguous from 1: a prefix of the list, not a copy)
             end = None if run.legacy else run.first_seq - 1
-            result.add_outputs(_replay_one(instance, run, ListHistory(ordered, end), tools))
+            state = _state(store, uid, run.first_seq, stateful)
+            history_ = ListHistory(ordered, end)
+            result.add_outputs(_replay_one(instance, run, history_, tools, state))
         except ReplayError as exc:
             result.divergence, result.diverged_execution = str(exc), run.id or "legacy"
             break
@@ -200,6 +208,7 @@ def _replay_streaming(
     descriptor = descriptor or harnesses.create(name).describe()
     result = ReplayResult(uid, name, executions=count, head_before=(last, info.last_hash))
     calls_before = model_calls()
+    stateful = store.state(uid).version > 0  # else no execution needs a state lookup
     instances = ReplayInstances(harnesses, name, descriptor, markers)
     window: deque[tuple[int, dict[str, Any]]] = deque(maxlen=WINDOW_EVENTS)
     for run in executions.stream(_pairs(store, uid, last, None, window)):  # pass 2: replay
@@ -208,7 +217,8 @@ def _replay_streaming(
         history = WindowHistory(window, run.first_seq - 1, StoreHistory(store, uid, last))
         try:
             instance = instances.for_run(run.first_seq, run.last_seq)
-            result.add_outputs(_replay_one(instance, run, history, tools))
+            state = _state(store, uid, run.first_seq, stateful)
+            result.add_outputs(_replay_one(instance, run, history, tools, state))
         except ReplayError as exc:
             result.divergence, result.diverged_execution = str(exc), run.id
             break
@@ -273,16 +283,24 @@ class WindowHistory:
         return self._older.tail_of(first, self._end)
 
 
+def _state(store: Store, uid: str, first_seq: int, stateful: bool) -> WorkingState:
+    """The working state the execution starting at ``first_seq`` began with."""
+    return store.state(uid, first_seq) if stateful else WorkingState()
+
+
 def _replay_one(
     instance: Harness,
     run: executions.Execution,
     history: ListHistory | WindowHistory,
     tools: tuple[ToolSpec, ...] = (),
+    state: WorkingState | None = None,
 ) -> list[str]:
+    state = state or WorkingState()
     start = Start(
-        run.id, run.config, tuple(run.messages), history, run.resume_from_seq, tools=tools
-    )
-    sink = TurnSink(run.id, run.effects, None, legacy=run.legacy)
+        run.id, run.config, tuple(run.messages), history, run.resume_from_seq, tools=tools,
+        state=state,
+    )  # fmt: skip
+    sink = TurnSink(run.id, run.effects, None, legacy=run.legacy, state_version=state.version)
     try:
         instance.run(start, sink)
     except ReplayError:

@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from agentsessions.journal.stores.store import WorkingState
+
 Event = dict[str, Any]
 Message = dict[str, Any]
 
@@ -43,6 +45,10 @@ class Capabilities:
     requires_gpu: bool = False
     streaming: bool = False
     reasoning_replay: bool = False
+    working_state: bool = False
+    """Not part of the reference's message (never journaled): the harness keeps all it needs
+    in its working state (``Start.state``, ``Sink.state``), so a REQUIRES_MEMORY_SNAPSHOT
+    harness whose live compute is gone continues on a fresh one from that state."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +119,9 @@ class Start:
     """The tools of the session's workload (``--tools FILE``), bound by the host for this run:
     live, resumed and replayed runs of one execution get the same ones while the workload
     stays (they are not journaled; see :data:`ToolOffer`)."""
+    state: WorkingState = field(default_factory=WorkingState)
+    """The harness's working state at this run's start (version 0: none yet). A resumed or
+    replayed run gets the state its live run started with, not a later one."""
 
 
 @dataclass(frozen=True)
@@ -165,6 +174,15 @@ class Sink(Protocol):
 
     def delta(self, text: str) -> None:
         """Stream partial text to whoever watches; never journaled."""
+        ...
+
+    def state(self, data: bytes, *, covers_to: int = 0, expected_version: int | None = None) -> int:
+        """Commit the harness's working state (covering the journal up to ``covers_to``; 0:
+        the head), after what the controller has pending and durable with it (one sync);
+        returns the new version. A stale ``expected_version`` raises StateConflictError with
+        the current snapshot and writes nothing. A resumed run's repeat of the same commit
+        is not applied twice (its id comes from the execution and the commit's ordinal in
+        the run); a replay writes nothing and returns the version the live run got."""
         ...
 
 

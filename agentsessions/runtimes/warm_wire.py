@@ -28,6 +28,7 @@ from agentsessions.controller.spi import (
     Start,
     ToolSpec,
 )
+from agentsessions.journal.stores.store import WorkingState
 
 PROTOCOL = 1
 MAX_FRAME = 64 * 1024 * 1024
@@ -113,6 +114,7 @@ def start_to_wire(start: Start) -> Frame:
         "inputs": list(start.inputs),
         "resume_from_seq": start.resume_from_seq,
         "memory_restored": start.memory_restored,
+        "state": _state_to_wire(start.state),
     }
 
 
@@ -125,7 +127,22 @@ def start_from_wire(frame: Frame, history: History) -> Start:
         history=history,
         resume_from_seq=int(frame["resume_from_seq"]),
         memory_restored=bool(frame["memory_restored"]),
+        state=_state_from_wire(frame.get("state")),
     )
+
+
+def _state_to_wire(state: WorkingState) -> Frame:
+    return {**state.to_json(), "data": base64.b64encode(state.data).decode("ascii")}
+
+
+def _state_from_wire(frame: Frame | None) -> WorkingState:
+    """The working state :func:`_state_to_wire` encoded (version 0 from an older caller)."""
+    if not frame:
+        return WorkingState()
+    return WorkingState(
+        int(frame["version"]), base64.b64decode(frame["data"]), int(frame["covers_from"]),
+        int(frame["covers_to"]), str(frame["author"]), int(frame["time_ns"]),
+    )  # fmt: skip
 
 
 def request_to_wire(request: ModelRequest) -> Frame:
@@ -177,6 +194,7 @@ def descriptor_to_wire(descriptor: HarnessDescriptor) -> Frame:
             "requires_gpu": caps.requires_gpu,
             "streaming": caps.streaming,
             "reasoning_replay": caps.reasoning_replay,
+            "working_state": caps.working_state,
         },
     }
 

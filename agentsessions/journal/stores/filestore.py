@@ -617,4 +617,7 @@ class FileStore:
             exec_seq=tail.projection.exec_seq,
             exec_id=tail.projection.exec_id,
             snapshot=tail.projection.snapshot,
+            state_version=tail.state.version,
+            state_covers=(tail.state.covers_from, tail.state.covers_to),
+            state_size=tail.state_size,
         )

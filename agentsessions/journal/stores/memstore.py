@@ -242,6 +242,9 @@ class MemoryStore:
             exec_seq=s.tail.projection.exec_seq,
             exec_id=s.tail.projection.exec_id,
             snapshot=s.tail.projection.snapshot,
+            state_version=s.tail.state.version,
+            state_covers=(s.tail.state.covers_from, s.tail.state.covers_to),
+            state_size=s.tail.state_size,
         )
 
 

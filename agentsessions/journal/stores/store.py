@@ -146,6 +146,9 @@ class SessionInfo:
     exec_id: str = ""  # its execution id ("" for a legacy ID-less run)
     snapshot: Mapping[str, Any] | None = None  # the latest SUSPEND's snapshot fields
     damaged: str = ""  # why a listed session cannot be read ("" when it can); list only
+    state_version: int = 0  # the working state's version (0: none), its range and size
+    state_covers: tuple[int, int] = (0, 0)
+    state_size: int = 0
 
     @property
     def uid(self) -> str:
@@ -162,10 +165,17 @@ class SessionInfo:
             update_time_ns=self.update_time_ns,
             fence=self.fence,
             deleted=self.deleted,
+            working_state=state_json(self.state_version, self.state_covers, self.state_size),
         )
         if self.damaged:  # only on a damaged listing row: the key's presence is the signal
             out["damaged"] = self.damaged
         return out
+
+
+def state_json(version: int, covers: tuple[int, int], size: int) -> dict[str, int]:
+    """The ``working_state`` object of ``get --json`` (no bytes: the version, the journal
+    range it covers and its size)."""
+    return {"version": version, "covers_from": covers[0], "covers_to": covers[1], "size": size}
 
 
 @dataclass(frozen=True)
