@@ -5,8 +5,8 @@ imports only the controller SPI, the journal's message constructors and the erro
 core never imports this package. The controller finds a harness by name through
 :class:`agentsessions.controller.registry.Registry`: first an explicit registration, then the
 ``agentsessions.harnesses`` entry-point group (``pyproject.toml`` declares ``echo``,
-``counter``, ``chat`` and ``memory``), then the ``harnesses.<name>`` module convention, which is how the
-single-file app, which carries no entry-point metadata, finds them.
+``counter``, ``chat`` and ``memory``), then the ``harnesses.<name>`` module convention,
+which is how the single-file app, which carries no entry-point metadata, finds them.
 
 - ``echo`` (STATELESS_REPLAY): one model call per turn with the last input, exactly the
   request the Go reference's echo harness makes, so Go-written echo journals replay here and

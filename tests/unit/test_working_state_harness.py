@@ -10,7 +10,7 @@ replay writes nothing and hands each run the state its live run started with.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -118,8 +118,8 @@ def test_a_turn_with_a_state_commit_still_syncs_twice(tmp_path: Path) -> None:
 class CommitsThenFails:
     """Commits its state, then fails the first time; on resume it succeeds."""
 
-    runs: list[Start] = []
-    versions: list[int] = []
+    runs: ClassVar[list[Start]] = []
+    versions: ClassVar[list[int]] = []
 
     def describe(self) -> HarnessDescriptor:
         return HarnessDescriptor(id="fails-once", version="1")
