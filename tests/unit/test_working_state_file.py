@@ -277,3 +277,22 @@ def test_the_state_record_codec_round_trips_and_refuses_any_cut(
         staterecord.decode(payload[:cut])
     assert staterecord.binding_problem(payload, record.chain_seq + 1, record.chain_hash) == ""
     assert staterecord.binding_problem(payload, record.chain_seq + 2, record.chain_hash)
+
+
+def test_a_state_frame_is_found_in_a_compressed_chunk_that_shares_its_seq(tmp_path: Path) -> None:
+    """A state-only group's seq is the next event's, so the next chunk of a .seg.zst may
+    start with the same seq: the frame is found by its offset, not by seq."""
+    store = FileStore(tmp_path, options=StoreOptions(segment_max_bytes=2 << 20))
+    uid = new_uid()
+    store.create(SessionMeta(uid=uid))
+    big = bytes(range(256)) * (1100 * 4)  # ~1.1 MB: the next group starts a new chunk
+    with store.writer(uid) as w:
+        w.append([_say("a")])
+        w.append((), state=StateUpdate(big))
+        for i in range(12):  # past the 2 MiB segment: sealed and compressed
+            w.append([_say(f"{i} " + "z" * 100_000)])
+    journal = store.session_dir(uid) / "journal"
+    assert (journal / f"{1:016x}.seg.zst").exists()
+    with store.writer(uid) as w:
+        assert w.state.version == 1 and w.state.data == big
+    assert store.state(uid, 3).data == big and verify_session(store, uid).ok

@@ -271,13 +271,7 @@ class SegmentLog(SegmentFiles):
         own = first == t.first and t.fd is not None
         fd = t.fd if own else self._open_plain(first)
         if fd is None:
-            if plain_only:
-                return None
-            for frame in self._zst_frames(first, seq):
-                if frame.offset >= offset:
-                    hit = (frame.offset, frame.rtype, frame.seq) == (offset, rtype, seq)
-                    return frame if hit else None
-            return None
+            return None if plain_only else self._zst_frame_at(first, offset, seq, rtype)
         try:
             head = self.fs.read_at(fd, sg.FRAME_HEADER_SIZE, offset)
             if len(head) < sg.FRAME_HEADER_SIZE:
@@ -294,6 +288,26 @@ class SegmentLog(SegmentFiles):
             return None
         payload = raw[sg.FRAME_HEADER_SIZE : sg.FRAME_HEADER_SIZE + parsed[0]]
         return Frame(rtype, seq, parsed[2], parsed[4], payload, first, offset)
+
+    def _zst_frame_at(self, first: int, offset: int, seq: int, rtype: int) -> Frame | None:
+        """:meth:`frame_at` in a .seg.zst: the chunk whose raw range holds ``offset`` (found
+        by offset, not seq: state-only groups share a seq), decompressed and walked."""
+        z = self._zst_of(first)
+        entries = z.table.entries
+        n = bisect.bisect_right([e.raw_offset for e in entries], offset) - 1
+        chunks = self._zst_chunks(first, z.table, n)
+        try:
+            raw = next(chunks)
+        finally:
+            chunks.close()  # type: ignore[attr-defined]
+        skip = sg.HEADER_SIZE if n == 0 else 0
+        rules = sg.FrameRules(entries[n].key)
+        base = entries[n].raw_offset + skip
+        for frame in sg.parse_frames(raw[skip:], base, first, rules, None, 1 << 62, crc=False):
+            if frame.offset >= offset:
+                hit = (frame.offset, frame.rtype, frame.seq) == (offset, rtype, seq)
+                return frame if hit else None
+        return None
 
     # -- recovery -------------------------------------------------------------------------
     def _recover(self, s: sg.Scan, tmps: list[str]) -> RecoveryReport | None:
