@@ -46,7 +46,8 @@ class CountingFS(FileSystem):
 
 
 def _event(i: int) -> dict[str, Any]:
-    return model.input_event(model.text_message("user", f"message {i} " + "x" * 200), execution_id="e1")
+    message = model.text_message("user", f"message {i} " + "x" * 200)
+    return model.input_event(message, execution_id="e1")
 
 
 def commit_rates(home: Path, count: int) -> dict[str, float]:
