@@ -218,3 +218,18 @@ def test_the_state_crosses_the_warm_wire() -> None:
     desc = HarnessDescriptor(id="memory", version="1", capabilities=caps)
     wire = warm_wire.descriptor_to_wire(desc)
     assert warm_wire.descriptor_from_wire(wire).capabilities.working_state
+
+
+def test_the_session_view_shows_the_state_version_range_and_size() -> None:
+    from agentsessions.sessions.views import view
+
+    store = MemoryStore()
+    ctl = _controller(store)
+    uid = ctl.exec(None, _say("remember x"), harness="memory").uid
+    shown = view(ctl.info(uid)).to_json()["working_state"]
+    assert shown == {"version": 1, "covers_from": 1, "covers_to": 3, "size": 25}
+    assert view(store.get(uid)).to_json()["working_state"] == shown  # held or not, the same
+    other = ctl.exec(None, _say("a"), harness="counter").uid
+    assert view(store.get(other)).to_json()["working_state"] == {
+        "version": 0, "covers_from": 0, "covers_to": 0, "size": 0,
+    }  # fmt: skip
