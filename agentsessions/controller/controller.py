@@ -541,7 +541,10 @@ class Controller:
             resume_compute(self, uid)
         compute = self.runtime.find(uid)
         if compute is None:
-            if info.exec_seq and not self._continues_from_state(descriptor, uid):
+            # a harness that keeps all it needs in its working state continues on a fresh
+            # compute once it has committed one: it survives losing its host
+            restorable = descriptor.capabilities.working_state and info.state_version > 0
+            if info.exec_seq and not restorable:
                 raise UnavailableError(
                     f"session {uid}: the memory of harness {name!r} is gone (its live compute "
                     f"ended and no snapshot holds it); a {REQUIRES_MEMORY_SNAPSHOT} harness "
@@ -551,15 +554,6 @@ class Controller:
                 )
             compute = self.runtime.create(uid, self.harnesses.factory(name))
         return compute.harness, descriptor
-
-    def _continues_from_state(self, descriptor: HarnessDescriptor, uid: str) -> bool:
-        """A memory harness that keeps what it needs in its working state continues on a
-        fresh compute once it has committed one (it survives the loss of its warm host)."""
-        if not descriptor.capabilities.working_state:
-            return False
-        held = self.writers.get(uid)
-        state = held.state if held is not None else self.store.state(uid)
-        return state.version > 0
 
     def _place(self, descriptor: HarnessDescriptor) -> None:
         if not can_place(descriptor, self.runtime.capabilities()):
