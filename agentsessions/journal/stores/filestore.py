@@ -259,11 +259,6 @@ class FileStore:
                     session=uid,
                 )
             tail, _position, log = self._load_tail(sdir, meta, writable=True)
-            try:
-                statefile.load(log, tail)  # the writer holds its state: one frame's read
-            except BaseException:
-                log.close()
-                raise
             fence = fencefile.mint(self.fs, sdir.fence_file, tail.max_fence)
             return FileWriter(self, sdir, meta, log, tail, fence, lock)
         except BaseException:
@@ -290,7 +285,12 @@ class FileStore:
     def state(self, uid: str, before_seq: int = 0) -> WorkingState:
         """The working state (as of before seq ``before_seq``, when given), read-only."""
         sdir = self._dir(uid)
-        tail, _position, log = self._load_tail(sdir, sdir.read_meta())
+        return self._state_of(sdir, sdir.read_meta(), before_seq)
+
+    def _state_of(self, sdir: SessionDir, meta: SessionMeta, before_seq: int = 0) -> WorkingState:
+        """The working state of the journal in ``sdir`` (a session's or a component
+        store's), read-only: the tail state's STATE frame, or stepping back from it."""
+        tail, _position, log = self._load_tail(sdir, meta)
         try:
             if before_seq > 0:
                 return statefile.before(log, tail, before_seq)
@@ -535,6 +535,8 @@ class FileStore:
                 tail = sdir.read_base()
             fold_frames(tail, scan.frames)
             statefile.check_acked(log, hinted, tail)
+            if writable:  # a writer holds its state: one frame's read, whatever the history
+                statefile.load(log, tail)
         except BaseException:
             log.close()
             raise

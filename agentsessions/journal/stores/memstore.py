@@ -174,13 +174,7 @@ class MemoryStore:
 
     def state(self, uid: str, before_seq: int = 0) -> WorkingState:
         with self._cond:
-            session = self._session(uid)
-            if before_seq <= 0:
-                return session.tail.state
-            for chain_seq, state in reversed(session.states):
-                if chain_seq < before_seq:
-                    return state
-            return WorkingState()
+            return state_of(self._session(uid), before_seq)
 
     def close(self) -> None:
         """Nothing to release: memory goes with the process."""
@@ -344,6 +338,17 @@ class MemoryWriter:
         self._session.update_time_ns = time.time_ns()
         self._store._cond.notify_all()
         return result
+
+
+def state_of(session: _Session, before_seq: int = 0) -> WorkingState:
+    """The working state of one in-memory journal (a session's, or a component store's):
+    the latest, or the latest committed at a head below ``before_seq``."""
+    if before_seq <= 0:
+        return session.tail.state
+    for chain_seq, state in reversed(session.states):
+        if chain_seq < before_seq:
+            return state
+    return WorkingState()
 
 
 def _has(records: list[Record], seq: int) -> bool:
