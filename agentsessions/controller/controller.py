@@ -78,7 +78,7 @@ from .spi import (
     can_place,
 )
 from .toolcalls import ToolHost, receipts_of
-from .turnjournal import WriterJournal
+from .turnjournal import WriterJournal as _WriterJournal  # (moved out: the name stays)
 
 _TURN_ERRORS = (
     HarnessError,
@@ -341,7 +341,7 @@ class Controller:
         expected_last_seq: int | None,
         turn_model: str,
     ) -> TurnResult:
-        journal = WriterJournal(writer, self.on_record)
+        journal = _WriterJournal(writer, self.on_record)
         exec_id = secrets.token_hex(8)
         head = writer.head[0]
         events = _first_commit(exec_id, name, descriptor, inputs, config)
@@ -399,7 +399,7 @@ class Controller:
         run.check_complete_invocation()
         check_harness(run, name, descriptor)
         _check_inherited_intent(self._info(uid), run)
-        journal = WriterJournal(writer, self.on_record)
+        journal = _WriterJournal(writer, self.on_record)
         start = Start(
             run.id,
             run.config,
@@ -444,7 +444,7 @@ class Controller:
         instance: Harness,
         start: Start,
         sink: TurnSink,
-        journal: WriterJournal,
+        journal: _WriterJournal,
         first_seq: int,
         *,
         legacy: bool,
@@ -489,7 +489,7 @@ class Controller:
         uid: str,
         start: Start,
         sink: TurnSink,
-        journal: WriterJournal,
+        journal: _WriterJournal,
         first_seq: int,
         calls_before: int,
     ) -> TurnResult:
@@ -511,7 +511,7 @@ class Controller:
         return result
 
     @staticmethod
-    def _record_error(journal: WriterJournal, exec_id: str, why: str) -> None:
+    def _record_error(journal: _WriterJournal, exec_id: str, why: str) -> None:
         """Best effort, as the reference: if even this fails the turn stays open to resume."""
         with contextlib.suppress(AgentSessionsError):
             event = model.error_event(ERROR_CODE_INTERNAL, why[:4000], execution_id=exec_id)
@@ -565,7 +565,7 @@ class Controller:
 
     def _live(
         self,
-        journal: WriterJournal,
+        journal: _WriterJournal,
         turn_model: str,
         exec_id: str = "",
         descriptor: HarnessDescriptor | None = None,

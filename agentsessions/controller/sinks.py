@@ -158,9 +158,9 @@ class TurnSink:
     legacy: bool = False
     position: int = 0
     outputs: list[str] = field(default_factory=list)
-    call_ids: set[str] = field(default_factory=set)  # the turn's tool call ids so far
     state_version: int = 0  # the working state's version at the run's start, then as committed
     state_commits: int = 0  # state commits made by this run so far (their ids' ordinal)
+    call_ids: set[str] = field(default_factory=set)  # the turn's tool call ids so far
 
     # -- the Sink protocol ------------------------------------------------------------------
     def model(self, request: ModelRequest) -> Completion:

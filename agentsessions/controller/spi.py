@@ -115,13 +115,13 @@ class Start:
     history: History
     resume_from_seq: int = 0
     memory_restored: bool = False  # I4: a restored harness must not rebuild from history
+    state: WorkingState = field(default_factory=WorkingState)
+    """The harness's working state at this run's start (version 0: none yet). A resumed or
+    replayed run gets the state its live run started with, not a later one."""
     tools: tuple[ToolSpec, ...] = ()
     """The tools of the session's workload (``--tools FILE``), bound by the host for this run:
     live, resumed and replayed runs of one execution get the same ones while the workload
     stays (they are not journaled; see :data:`ToolOffer`)."""
-    state: WorkingState = field(default_factory=WorkingState)
-    """The harness's working state at this run's start (version 0: none yet). A resumed or
-    replayed run gets the state its live run started with, not a later one."""
 
 
 @dataclass(frozen=True)

@@ -106,31 +106,6 @@ def request(path: str, frame: Frame, timeout: float) -> Frame:
 # --------------------------------------------------------------------------- codecs
 
 
-def start_to_wire(start: Start) -> Frame:
-    """A ``Start`` without its history (the history is served on demand)."""
-    return {
-        "execution_id": start.execution_id,
-        "config": base64.b64encode(start.config).decode("ascii"),
-        "inputs": list(start.inputs),
-        "resume_from_seq": start.resume_from_seq,
-        "memory_restored": start.memory_restored,
-        "state": _state_to_wire(start.state),
-    }
-
-
-def start_from_wire(frame: Frame, history: History) -> Start:
-    """The ``Start`` that :func:`start_to_wire` encoded, bound to ``history``."""
-    return Start(
-        execution_id=str(frame["execution_id"]),
-        config=base64.b64decode(frame["config"]),
-        inputs=tuple(frame["inputs"]),
-        history=history,
-        resume_from_seq=int(frame["resume_from_seq"]),
-        memory_restored=bool(frame["memory_restored"]),
-        state=_state_from_wire(frame.get("state")),
-    )
-
-
 def _state_to_wire(state: WorkingState) -> Frame:
     return {**state.to_json(), "data": base64.b64encode(state.data).decode("ascii")}
 
@@ -143,6 +118,31 @@ def _state_from_wire(frame: Frame | None) -> WorkingState:
         int(frame["version"]), base64.b64decode(frame["data"]), int(frame["covers_from"]),
         int(frame["covers_to"]), str(frame["author"]), int(frame["time_ns"]),
     )  # fmt: skip
+
+
+def start_to_wire(start: Start) -> Frame:
+    """A ``Start`` without its history (the history is served on demand)."""
+    return {
+        "execution_id": start.execution_id,
+        "config": base64.b64encode(start.config).decode("ascii"),
+        "inputs": list(start.inputs),
+        "state": _state_to_wire(start.state),
+        "resume_from_seq": start.resume_from_seq,
+        "memory_restored": start.memory_restored,
+    }
+
+
+def start_from_wire(frame: Frame, history: History) -> Start:
+    """The ``Start`` that :func:`start_to_wire` encoded, bound to ``history``."""
+    return Start(
+        execution_id=str(frame["execution_id"]),
+        config=base64.b64decode(frame["config"]),
+        inputs=tuple(frame["inputs"]),
+        history=history,
+        state=_state_from_wire(frame.get("state")),
+        resume_from_seq=int(frame["resume_from_seq"]),
+        memory_restored=bool(frame["memory_restored"]),
+    )
 
 
 def request_to_wire(request: ModelRequest) -> Frame:

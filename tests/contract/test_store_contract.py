@@ -299,78 +299,6 @@ def test_follow_streams_new_commits(store: Store) -> None:
     assert got == [1, 2, 3]
 
 
-def test_fork_children_share_the_prefix_and_end_with_a_marker(store: Store) -> None:
-    parent = _new(store, project="p", harness="echo", model="m1", annotations={"k": "v"})
-    with store.writer(parent) as w:
-        for i in range(6):
-            w.append([_say(f"m{i}")])
-    metas = [SessionMeta(uid=new_uid(), name=f"c{i}", labels={"l": "x"}) for i in range(3)]
-    metas = [
-        SessionMeta(
-            uid=m.uid,
-            project="p",
-            name=m.name,
-            harness="echo",
-            model="m1",
-            labels=m.labels,
-            parent_uid=parent,
-            fork_seq=4,
-        )
-        for m in metas
-    ]
-    children = store.fork(parent, 4, metas)
-    parent_records = list(store.read(parent))
-    assert [c.meta.name for c in children] == ["c0", "c1", "c2"]
-    for child in children:
-        records = list(store.read(child.uid))
-        assert [r.content_hash for r in records[:4]] == [r.content_hash for r in parent_records[:4]]
-        marker = records[4]
-        assert marker.seq == 5 and marker.prev_hash == parent_records[3].content_hash
-        assert marker.event["lifecycle"] == {"kind": "LIFECYCLE_FORK", "detail": "parent@4"}
-        assert check_chain(records, VerifyReport(source="child")).ok
-        info = store.get(child.uid)
-        assert (info.last_seq, info.compute_state, info.meta.parent_uid) == (
-            5,
-            "COMPUTE_COLD",
-            parent,
-        )
-        with store.writer(child.uid) as w:
-            w.append([_say("child turn")], expected_last_seq=5)
-        assert [r.seq for r in store.read(child.uid, 3, 6)] == [3, 4, 5, 6]
-    assert [r.content_hash for r in store.read(parent)] == [r.content_hash for r in parent_records]
-    assert store.get(parent).last_seq == 6
-
-
-def test_fork_is_all_or_nothing(store: Store) -> None:
-    parent = _new(store)
-    with store.writer(parent) as w:
-        w.append([_say("a")])
-    taken = _new(store)
-    metas = [SessionMeta(uid=new_uid()), SessionMeta(uid=taken)]
-    with pytest.raises(InvalidArgumentError):
-        store.fork(parent, 1, metas)
-    assert metas[0].uid not in store.uids()
-    with pytest.raises(InvalidArgumentError):
-        store.fork(parent, 2, [SessionMeta(uid=new_uid())])
-
-
-def test_forked_child_verifies_from_genesis_on_disk(tmp_path: Path) -> None:
-    from agentsessions.journal.tools.verify import verify_dir, verify_session
-
-    store = _file_store(tmp_path)
-    parent = _new(store)
-    with store.writer(parent) as w:
-        for i in range(30):
-            w.append([_say(f"m{i}" * 40)])
-    child = store.fork(parent, 20, [SessionMeta(uid=new_uid(), parent_uid=parent, fork_seq=20)])[0]
-    report = verify_session(store, child.uid)
-    assert report.ok and report.last_seq == 21, report.to_json()
-    assert verify_dir(store.session_dir(child.uid)).ok
-    grandchild = store.fork(child.uid, 21, [SessionMeta(uid=new_uid())])[0]
-    assert verify_session(store, grandchild.uid).ok
-    assert [r.seq for r in store.read(grandchild.uid)] == list(range(1, 23))
-
-
 # -- working state (decision 4 (a), issue 9 item 6) ------------------------------------------
 def test_a_session_without_state_reads_as_version_zero(store: Store) -> None:
     uid = _new(store)
@@ -521,3 +449,75 @@ def test_fork_children_start_without_working_state(store: Store) -> None:
         assert w.state.version == 0
         w.append((), state=StateUpdate(b"child's"), expected_state_version=0)
     assert store.state(child.uid).data == b"child's" and store.state(uid).data == b"parent's"
+
+
+def test_fork_children_share_the_prefix_and_end_with_a_marker(store: Store) -> None:
+    parent = _new(store, project="p", harness="echo", model="m1", annotations={"k": "v"})
+    with store.writer(parent) as w:
+        for i in range(6):
+            w.append([_say(f"m{i}")])
+    metas = [SessionMeta(uid=new_uid(), name=f"c{i}", labels={"l": "x"}) for i in range(3)]
+    metas = [
+        SessionMeta(
+            uid=m.uid,
+            project="p",
+            name=m.name,
+            harness="echo",
+            model="m1",
+            labels=m.labels,
+            parent_uid=parent,
+            fork_seq=4,
+        )
+        for m in metas
+    ]
+    children = store.fork(parent, 4, metas)
+    parent_records = list(store.read(parent))
+    assert [c.meta.name for c in children] == ["c0", "c1", "c2"]
+    for child in children:
+        records = list(store.read(child.uid))
+        assert [r.content_hash for r in records[:4]] == [r.content_hash for r in parent_records[:4]]
+        marker = records[4]
+        assert marker.seq == 5 and marker.prev_hash == parent_records[3].content_hash
+        assert marker.event["lifecycle"] == {"kind": "LIFECYCLE_FORK", "detail": "parent@4"}
+        assert check_chain(records, VerifyReport(source="child")).ok
+        info = store.get(child.uid)
+        assert (info.last_seq, info.compute_state, info.meta.parent_uid) == (
+            5,
+            "COMPUTE_COLD",
+            parent,
+        )
+        with store.writer(child.uid) as w:
+            w.append([_say("child turn")], expected_last_seq=5)
+        assert [r.seq for r in store.read(child.uid, 3, 6)] == [3, 4, 5, 6]
+    assert [r.content_hash for r in store.read(parent)] == [r.content_hash for r in parent_records]
+    assert store.get(parent).last_seq == 6
+
+
+def test_fork_is_all_or_nothing(store: Store) -> None:
+    parent = _new(store)
+    with store.writer(parent) as w:
+        w.append([_say("a")])
+    taken = _new(store)
+    metas = [SessionMeta(uid=new_uid()), SessionMeta(uid=taken)]
+    with pytest.raises(InvalidArgumentError):
+        store.fork(parent, 1, metas)
+    assert metas[0].uid not in store.uids()
+    with pytest.raises(InvalidArgumentError):
+        store.fork(parent, 2, [SessionMeta(uid=new_uid())])
+
+
+def test_forked_child_verifies_from_genesis_on_disk(tmp_path: Path) -> None:
+    from agentsessions.journal.tools.verify import verify_dir, verify_session
+
+    store = _file_store(tmp_path)
+    parent = _new(store)
+    with store.writer(parent) as w:
+        for i in range(30):
+            w.append([_say(f"m{i}" * 40)])
+    child = store.fork(parent, 20, [SessionMeta(uid=new_uid(), parent_uid=parent, fork_seq=20)])[0]
+    report = verify_session(store, child.uid)
+    assert report.ok and report.last_seq == 21, report.to_json()
+    assert verify_dir(store.session_dir(child.uid)).ok
+    grandchild = store.fork(child.uid, 21, [SessionMeta(uid=new_uid())])[0]
+    assert verify_session(store, grandchild.uid).ok
+    assert [r.seq for r in store.read(grandchild.uid)] == list(range(1, 23))

@@ -51,10 +51,10 @@ class _Session:
     writer: MemoryWriter | None = None
     deleted: bool = False
     update_time_ns: int = 0
+    states: list[tuple[int, WorkingState]] = field(default_factory=list)  # (head before, state)
     cancel: str | None = None  # the execution id a cancel request names (FileStore: CANCEL)
     receipts: dict[str, dict[str, Any]] = field(default_factory=dict)  # tool receipts by key
     workload: str | None = None  # the session's tools (FileStore: WORKLOAD)
-    states: list[tuple[int, WorkingState]] = field(default_factory=list)  # (head before, state)
 
 
 class MemoryStore:
@@ -157,6 +157,10 @@ class MemoryStore:
         end = to_seq if to_seq > 0 else len(records)
         return iter(records[max(from_seq, 1) - 1 : end])
 
+    def state(self, uid: str, before_seq: int = 0) -> WorkingState:
+        with self._cond:
+            return state_of(self._session(uid), before_seq)
+
     def follow(
         self, uid: str, from_seq: int = 1, *, idle_timeout: float | None = None
     ) -> Iterator[Record]:
@@ -171,10 +175,6 @@ class MemoryStore:
                 batch = records[next_seq - 1 :]
             yield from batch
             next_seq += len(batch)
-
-    def state(self, uid: str, before_seq: int = 0) -> WorkingState:
-        with self._cond:
-            return state_of(self._session(uid), before_seq)
 
     def close(self) -> None:
         """Nothing to release: memory goes with the process."""

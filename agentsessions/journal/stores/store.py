@@ -352,21 +352,21 @@ class Store(Protocol):
         """Committed records with ``from_seq <= seq <= to_seq`` (0 = head), in order."""
         ...
 
-    def follow(
-        self, uid: str, from_seq: int = 1, *, idle_timeout: float | None = None
-    ) -> Iterator[Record]:
-        """Records from ``from_seq`` on, then each new one as it commits.
-
-        Stops after ``idle_timeout`` seconds without a new record (None = never).
-        """
-        ...
-
     def state(self, uid: str, before_seq: int = 0) -> WorkingState:
         """The session's working state, read without becoming its writer.
 
         ``before_seq`` > 0: the latest state committed at a head below ``before_seq`` (one
         committed together with entries counts at the head before them), e.g. the state
         an execution started with, so a replay hands a harness what its live run had.
+        """
+        ...
+
+    def follow(
+        self, uid: str, from_seq: int = 1, *, idle_timeout: float | None = None
+    ) -> Iterator[Record]:
+        """Records from ``from_seq`` on, then each new one as it commits.
+
+        Stops after ``idle_timeout`` seconds without a new record (None = never).
         """
         ...
 
