@@ -20,7 +20,10 @@ journal alone.
 Each execution also gets the working state its live run started with (``Start.state``: the
 latest state committed before its first seq, found by stepping back over state records, see
 ``journal/stores/statefile.py``), and its ``sink.state`` commits write nothing and return the
-versions the live run got, so a harness that keeps its state there replays as it ran.
+versions the live run got, so a harness that keeps its state there replays as it ran; and
+the state it commits must be the recorded one (as many commits, the last one's bytes equal
+to the state the execution ended with), else the replay diverged. The states are read in
+one pass beside the journal (:class:`StateCursor`), never looked up per execution.
 
 Memory stays flat in the session's length: the journal is streamed twice (once to check
 every execution's harness before anything runs, once to replay), one execution is held at a
@@ -145,7 +148,7 @@ def replay(
         uid, name, executions=len(runs), head_before=(info.last_seq, info.last_hash)
     )
     calls_before = model_calls()
-    stateful = store.state(uid).version > 0
+    cursor = StateCursor(store, uid)
     ordered = [e for _, e in events]
     # a memory harness replays every execution, in order, on one instance (see the module
     # docstring); a stateless one gets a fresh instance per execution
@@ -156,9 +159,9 @@ def replay(
             # v0.1.2: one whole-log run sees the whole log; a modern run sees what came
             # before it (seqs are contiguous from 1: a prefix of the list, not a copy)
             end = None if run.legacy else run.first_seq - 1
-            state = _state(store, uid, run.first_seq, stateful)
+            states = cursor.around(run)
             history_ = ListHistory(ordered, end)
-            result.add_outputs(_replay_one(instance, run, history_, tools, state))
+            result.add_outputs(_replay_one(instance, run, history_, tools, states))
         except ReplayError as exc:
             result.divergence, result.diverged_execution = str(exc), run.id or "legacy"
             break
@@ -166,6 +169,7 @@ def replay(
             result.divergence, result.diverged_execution = f"harness failed: {exc}", run.id
             break
         result.replayed += 1
+    cursor.close()
     result.model_calls = model_calls() - calls_before
     result.trim()
     after = store.get(uid)
@@ -208,7 +212,7 @@ def _replay_streaming(
     descriptor = descriptor or harnesses.create(name).describe()
     result = ReplayResult(uid, name, executions=count, head_before=(last, info.last_hash))
     calls_before = model_calls()
-    stateful = store.state(uid).version > 0  # else no execution needs a state lookup
+    cursor = StateCursor(store, uid)
     instances = ReplayInstances(harnesses, name, descriptor, markers)
     window: deque[tuple[int, dict[str, Any]]] = deque(maxlen=WINDOW_EVENTS)
     for run in executions.stream(_pairs(store, uid, last, None, window)):  # pass 2: replay
@@ -217,8 +221,7 @@ def _replay_streaming(
         history = WindowHistory(window, run.first_seq - 1, StoreHistory(store, uid, last))
         try:
             instance = instances.for_run(run.first_seq, run.last_seq)
-            state = _state(store, uid, run.first_seq, stateful)
-            result.add_outputs(_replay_one(instance, run, history, tools, state))
+            result.add_outputs(_replay_one(instance, run, history, tools, cursor.around(run)))
         except ReplayError as exc:
             result.divergence, result.diverged_execution = str(exc), run.id
             break
@@ -226,6 +229,7 @@ def _replay_streaming(
             result.divergence, result.diverged_execution = f"harness failed: {exc}", run.id
             break
         result.replayed += 1
+    cursor.close()
     result.model_calls = model_calls() - calls_before
     result.trim()
     after = store.get(uid)
@@ -283,9 +287,32 @@ class WindowHistory:
         return self._older.tail_of(first, self._end)
 
 
-def _state(store: Store, uid: str, first_seq: int, stateful: bool) -> WorkingState:
-    """The working state the execution starting at ``first_seq`` began with."""
-    return store.state(uid, first_seq) if stateful else WorkingState()
+class StateCursor:
+    """A session's working states in commit order, read once as the replay advances: it
+    holds the current state and the next one, never the whole history."""
+
+    def __init__(self, store: Store, uid: str) -> None:
+        stateful = store.state(uid).version > 0  # else nothing to read
+        self._states = store.states(uid) if stateful else iter(())
+        self._current = WorkingState()
+        self._next = next(self._states, None)
+
+    def close(self) -> None:
+        """Stop reading (a replay that diverged); the generator closes what it opened."""
+        close = getattr(self._states, "close", None)
+        if close is not None:
+            close()
+
+    def at(self, before_seq: int) -> WorkingState:
+        """The latest state committed at a head below ``before_seq`` (asked in order)."""
+        while self._next is not None and self._next[0] < before_seq:
+            self._current = self._next[1]
+            self._next = next(self._states, None)
+        return self._current
+
+    def around(self, run: executions.Execution) -> tuple[WorkingState, WorkingState]:
+        """The state ``run`` started with, and the one it had when its END was written."""
+        return self.at(run.first_seq), self.at(run.last_seq)
 
 
 def _replay_one(
@@ -293,9 +320,9 @@ def _replay_one(
     run: executions.Execution,
     history: ListHistory | WindowHistory,
     tools: tuple[ToolSpec, ...] = (),
-    state: WorkingState | None = None,
+    states: tuple[WorkingState, WorkingState] | None = None,
 ) -> list[str]:
-    state = state or WorkingState()
+    state, ended = states or (WorkingState(), WorkingState())
     start = Start(
         run.id, run.config, tuple(run.messages), history, run.resume_from_seq, tools=tools,
         state=state,
@@ -315,7 +342,24 @@ def _replay_one(
             f"execution {run.id or 'legacy'}: the harness consumed {sink.position} of "
             f"{len(run.effects)} recorded effects; next unconsumed at seq {left[0][0]} (I5)"
         )
+    _check_state(run, sink, state, ended)
     return sink.outputs
+
+
+def _check_state(run: executions.Execution, sink: TurnSink, began: WorkingState,
+                 ended: WorkingState) -> None:  # fmt: skip
+    """The replayed run committed the working state its live run did."""
+    recorded = ended.version - began.version
+    if sink.state_commits != recorded:
+        raise ReplayDivergedError(
+            f"execution {run.id}: the harness committed {sink.state_commits} working states, "
+            f"the live run {recorded}"
+        )
+    if recorded and sink.last_state != ended.data:
+        raise ReplayDivergedError(
+            f"execution {run.id}: the working state differs from the recorded version "
+            f"{ended.version}"
+        )
 
 
 def _recorded_name(runs: list[executions.Execution]) -> str:

@@ -160,6 +160,7 @@ class TurnSink:
     outputs: list[str] = field(default_factory=list)
     state_version: int = 0  # the working state's version at the run's start, then as committed
     state_commits: int = 0  # state commits made by this run so far (their ids' ordinal)
+    last_state: bytes | None = None  # the bytes of the run's latest state commit
     call_ids: set[str] = field(default_factory=set)  # the turn's tool call ids so far
 
     # -- the Sink protocol ------------------------------------------------------------------
@@ -360,6 +361,7 @@ class TurnSink:
         if not isinstance(data, bytes):
             raise InvalidArgumentError("working state must be bytes; nothing was recorded")
         self.state_commits += 1
+        self.last_state = data
         if self.live is None:
             if expected_version is not None and expected_version != self.state_version:
                 raise self._diverged(

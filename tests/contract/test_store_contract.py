@@ -439,6 +439,18 @@ def test_the_state_before_a_seq_is_what_stood_there(store: Store) -> None:
     assert store.state(uid).version == 3
 
 
+def test_states_lists_every_version_in_commit_order(store: Store) -> None:
+    uid = _new(store)
+    assert list(store.states(uid)) == []
+    with store.writer(uid) as w:
+        w.append((), state=StateUpdate(b"v1"))
+        w.append([_say("a")], state=StateUpdate(b"v2"))
+        w.append([_say("b")])
+        w.append((), state=StateUpdate(b"v3"))
+    found = [(at, s.version, s.data) for at, s in store.states(uid)]
+    assert found == [(0, 1, b"v1"), (0, 2, b"v2"), (2, 3, b"v3")]
+
+
 def test_fork_children_start_without_working_state(store: Store) -> None:
     uid = _new(store)
     with store.writer(uid) as w:

@@ -233,3 +233,39 @@ def test_the_session_view_shows_the_state_version_range_and_size() -> None:
     assert view(store.get(other)).to_json()["working_state"] == {
         "version": 0, "covers_from": 0, "covers_to": 0, "size": 0,
     }  # fmt: skip
+
+
+class Forgetful(memory.MemoryHarness):
+    """A memory harness whose replay commits other bytes, or no state at all."""
+
+    commit = True
+
+    def run(self, start: Start, sink: Any) -> None:
+        real = sink.state
+
+        def other(data: bytes, **kw: Any) -> int:
+            return int(real(data + b" ", **kw)) if Forgetful.commit else start.state.version
+
+        sink.state = other
+        super().run(start, sink)
+
+
+@pytest.mark.parametrize(
+    ("commit", "why"),
+    [(True, "working state differs from the recorded version 1"),
+     (False, "committed 0 working states, the live run 1")],
+)  # fmt: skip
+def test_a_replay_that_commits_another_state_diverged(
+    tmp_path: Path, commit: bool, why: str
+) -> None:
+    store = FileStore(tmp_path)
+    ctl = _controller(store)
+    uid = ctl.exec(None, _say("remember a"), harness="memory").uid
+    ctl.exec(uid, _say("what"))
+    ctl.close()
+    assert replay(store, uid, ctl.harnesses).identical
+    Forgetful.commit = commit
+    registry: Registry[Harness] = Registry("harness", "agentsessions.test.none")
+    registry.register("memory", Forgetful)
+    result = replay(store, uid, registry)
+    assert not result.identical and why in result.divergence

@@ -287,6 +287,17 @@ class FileStore:
         sdir = self._dir(uid)
         return self._state_of(sdir, sdir.read_meta(), before_seq)
 
+    def states(self, uid: str) -> Iterator[tuple[int, WorkingState]]:
+        """Every working-state version in commit order: the STATE frames of one strict
+        read of the journal (each checked against the chain where it lies)."""
+        sdir = self._dir(uid)
+        hint = sdir.read_hint()[0]
+        log, _scan = SegmentLog.open(
+            sdir.journal, session_id=uid, writable=False, fs=self.fs, resume=hint,
+            acked=acked(hint),
+        )  # fmt: skip
+        return statefile.states(log)
+
     def _state_of(self, sdir: SessionDir, meta: SessionMeta, before_seq: int = 0) -> WorkingState:
         """The working state of the journal in ``sdir`` (a session's or a component
         store's), read-only: the tail state's STATE frame, or stepping back from it."""

@@ -161,6 +161,10 @@ class MemoryStore:
         with self._cond:
             return state_of(self._session(uid), before_seq)
 
+    def states(self, uid: str) -> Iterator[tuple[int, WorkingState]]:
+        with self._cond:
+            return iter(list(self._session(uid).states))
+
     def follow(
         self, uid: str, from_seq: int = 1, *, idle_timeout: float | None = None
     ) -> Iterator[Record]:

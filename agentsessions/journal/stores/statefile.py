@@ -11,6 +11,7 @@ with is found by stepping back over the state commits since then, never by a sca
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 
 from agentsessions.errors import AcknowledgedDataMissingError, FormatError, JournalCorruptError
@@ -66,6 +67,17 @@ def before(log: SegmentLog, tail: Tail, before_seq: int) -> WorkingState:
             return working_state(record)
         where = record.prev
     return WorkingState()
+
+
+def states(log: SegmentLog) -> Iterator[tuple[int, WorkingState]]:
+    """``(chain_seq, state)`` of every STATE frame of ``log`` in order (closed after)."""
+    try:
+        for frame in log.frames():
+            if frame.rtype == RTYPE_STATE:
+                record = staterecord.decode(frame.payload)  # frames() checked its binding
+                yield record.chain_seq, working_state(record)
+    finally:
+        log.close()
 
 
 def check_acked(log: SegmentLog, hinted: Tail | None, found: Tail) -> None:

@@ -361,6 +361,11 @@ class Store(Protocol):
         """
         ...
 
+    def states(self, uid: str) -> Iterator[tuple[int, WorkingState]]:
+        """Every working-state version in commit order, each with the head it was committed
+        at (the ``before_seq`` rule of :meth:`state`); one pass, for replay."""
+        ...
+
     def follow(
         self, uid: str, from_seq: int = 1, *, idle_timeout: float | None = None
     ) -> Iterator[Record]:
