@@ -247,9 +247,10 @@ def fold_frames(tail: Tail, frames: Sequence[segment.Frame]) -> None:
             record_ = frame_record(frame, prev)
             group.append(record_)
             prev = record_.content_hash
-        if frame.flags & segment.FLAG_GROUP_END and (group or state):
-            _fold_group(tail, group, commit_id, state, frame.fence)
-            group, commit_id, state = [], None, None
+        if frame.flags & segment.FLAG_GROUP_END:
+            if group or state:
+                _fold_group(tail, group, commit_id, state, frame.fence)
+            group, commit_id, state = [], None, None  # a COMMIT-only group names nothing
     if group or state:
         _fold_group(tail, group, commit_id, state, 0)
 

@@ -130,12 +130,11 @@ class Tail:
 
     def state_conflict(self, uid: str, why: str) -> StateConflictError:
         """The conflict a stateful commit gets: nothing written, the snapshot to merge with."""
-        snapshot = Snapshot(self.last_seq, self.last_hash, self.state)
         return StateConflictError(
             f"session {uid}: {why} (another writer committed first); nothing was written",
             head_seq=self.last_seq,
             head_hash=self.last_hash,
-            snapshot=snapshot,
+            snapshot=self.snapshot(),
             session=uid,
         )
 
