@@ -16,6 +16,8 @@ Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_
     |   +-- CommitTooLargeError             a commit over the store's limit            (exit 7)
     +-- NotFoundError                       no such session                            (exit 3)
     +-- ConflictError                       lost CAS: the journal end moved             (exit 4)
+    |   +-- StateConflictError              lost CAS on a commit with working state (the
+    |                                       journal end or the state version moved)
     +-- FencedError                         a newer writer superseded this one          (exit 5)
     +-- LockHeldError                       another writer holds the session            (exit 6)
     +-- SessionDeletedError                 writes to a deleted session are refused     (exit 11)
@@ -126,6 +128,26 @@ class ConflictError(AgentSessionsError):
         super().__init__(message, head_seq=head_seq, head_hash=head_hash, **fields)
         self.head_seq = head_seq
         self.head_hash = head_hash
+
+
+class StateConflictError(ConflictError):
+    """A commit with working state lost its compare-and-swap: the journal end or the state
+    version is not what the writer last saw; nothing was written.
+
+    ``snapshot`` is the store's current :class:`~agentsessions.journal.stores.store.Snapshot`
+    (head and working state) for the writer to merge with; ``state_version`` its version.
+    A ConflictError, so exit codes and gRPC mappings (ABORTED) stay those of a lost CAS.
+    """
+
+    def __init__(
+        self, message: str, *, head_seq: int, head_hash: str, snapshot: Any, **fields: Any
+    ) -> None:
+        version = getattr(getattr(snapshot, "state", None), "version", 0)
+        super().__init__(
+            message, head_seq=head_seq, head_hash=head_hash, state_version=version, **fields
+        )
+        self.snapshot = snapshot
+        self.state_version = version
 
 
 class FencedError(AgentSessionsError):

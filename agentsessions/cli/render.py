@@ -324,6 +324,11 @@ def session_rows(info: Session, memory: str = "") -> list[tuple[str, str]]:
     ]
     if meta.parent_uid:
         rows.append(("parent", f"{meta.parent_uid} at seq {meta.fork_seq}"))
+    if info.state_version:
+        first, last = info.state_covers
+        rows.append(
+            ("state", f"version {info.state_version}, covers {first}..{last}, {info.state_size} B")
+        )
     ref = info.pending_approval
     if ref is not None:
         rows.append(

@@ -37,11 +37,18 @@ from agentsessions.errors import (
     InvalidExecutionLogError,
     LockHeldError,
     PlacementError,
+    StateConflictError,
     TurnCanceledError,
     UnavailableError,
 )
 from agentsessions.journal.format.records import Record
-from agentsessions.journal.stores.store import SessionInfo, SessionMeta, Store, Writer, new_uid
+from agentsessions.journal.stores.store import (
+    SessionInfo,
+    SessionMeta,
+    Store,
+    WorkingState,
+    new_uid,
+)
 from agentsessions.v1 import model
 from agentsessions.v1.workloadref import wrap
 
@@ -72,6 +79,7 @@ from .spi import (
     can_place,
 )
 from .toolcalls import ToolHost, receipts_of
+from .turnjournal import WriterJournal as _WriterJournal  # (moved out: the name stays)
 from .workloads import StaticWorkloads, resolver_for
 
 _TURN_ERRORS = (
@@ -80,6 +88,7 @@ _TURN_ERRORS = (
     InvalidExecutionLogError,
     PlacementError,
     ApprovalParkedError,  # a parked turn's journal is in order: TOOL_CALL + REQUEST synced
+    StateConflictError,  # a harness's stale state commit wrote nothing; its ERROR is recorded
 )
 """Errors a turn raises with its journal in order: its held writer stays valid."""
 ERROR_CODE_INTERNAL = 13  # gRPC INTERNAL, as the reference records a failed harness
@@ -125,42 +134,6 @@ class _Counted:
     ) -> Completion:
         self.owner.calls += 1
         return self.inner.complete(request, on_delta=on_delta)
-
-
-class _WriterJournal:
-    """Appends each effect as its own commit at the head it last saw (CAS).
-
-    A commit made with ``sync=False`` waits for the next sync (spec decision 11: the sink
-    flushes before anything leaves the process, and END is synced): ``on_record`` hears of
-    it only then, so a caller is told of a record only once it is durable, in order.
-    """
-
-    def __init__(self, writer: Writer, on_record: Callable[[Record], None] | None) -> None:
-        self.writer = writer
-        self.on_record = on_record
-        self._unsynced: list[Record] = []
-
-    def record(
-        self, events: Sequence[Mapping[str, Any]], expected: int | None = None, *, sync: bool = True
-    ) -> Record:
-        head = self.writer.head[0] if expected is None else expected
-        result = self.writer.append(events, expected_last_seq=head, sync=sync)
-        self._unsynced.extend(result.records)
-        if sync:
-            self._acknowledged()
-        return result.records[-1]
-
-    def flush(self) -> None:
-        """Make the commits made with ``sync=False`` durable (one sync), then report them."""
-        if self._unsynced:
-            self.writer.sync()
-            self._acknowledged()
-
-    def _acknowledged(self) -> None:
-        records, self._unsynced = self._unsynced, []
-        if self.on_record is not None:
-            for record in records:
-                self.on_record(record)
 
 
 class Controller:
@@ -401,8 +374,10 @@ class Controller:
         journal.record(events, head if expected_last_seq is None else expected_last_seq)
         history = WriterHistory(writer, head)
         tools = self.workloads.offers(uid, digest)
-        start = Start(exec_id, config, tuple(_as_user(m) for m in inputs), history, tools=tools)
+        inputs_ = tuple(_as_user(m) for m in inputs)
+        start = Start(exec_id, config, inputs_, history, tools=tools, state=writer.state)
         sink = TurnSink(exec_id, [], self._live(journal, turn_model, exec_id, descriptor, digest))
+        sink.state_version = start.state.version
         return self._drive(uid, instance, start, sink, journal, head + 1, legacy=False)
 
     # -- resume (crash recovery) -----------------------------------------------------------
@@ -453,16 +428,25 @@ class Controller:
             WriterHistory(writer, run.first_seq - 1),
             run.resume_from_seq,
             tools=self.workloads.offers(uid, run.workload),  # the tools it ran with
+            state=self._state_at(writer, run.first_seq),
         )
         sink = TurnSink(
             run.id,
             run.effects,
             self._live(journal, turn_model, run.id, descriptor, run.workload),
             legacy=run.legacy,
+            state_version=start.state.version,
         )
         result = self._drive(uid, instance, start, sink, journal, run.first_seq, legacy=run.legacy)
         result.resumed = True
         return result
+
+    def _state_at(self, writer: HeldWriter, first_seq: int) -> WorkingState:
+        """The working state an execution beginning at ``first_seq`` started with: what the
+        writer holds unless a state was committed since (then found in the store)."""
+        if not writer.state.version:
+            return writer.state
+        return self.store.state(writer.uid, first_seq)
 
     def _pending(self, writer: HeldWriter) -> executions.Execution | None:
         """The open trailing execution, reading the journal only from where it began."""
@@ -498,7 +482,7 @@ class Controller:
         except TurnCanceledError:
             return self._canceled(uid, start, sink, journal, first_seq, calls_before)
         except AgentSessionsError as exc:
-            if not isinstance(exc, HarnessError | InvalidArgumentError):
+            if not isinstance(exc, HarnessError | InvalidArgumentError | StateConflictError):
                 raise  # the journal itself failed: leave the turn open for resume
             self._record_error(journal, exec_id, str(exc), sink.take_deferred())
             raise
@@ -579,7 +563,10 @@ class Controller:
             resume_compute(self, uid)
         compute = self.runtime.find(uid)
         if compute is None:
-            if info.exec_seq:
+            # a harness that keeps all it needs in its working state continues on a fresh
+            # compute once it has committed one: it survives losing its host
+            restorable = descriptor.capabilities.working_state and info.state_version > 0
+            if info.exec_seq and not restorable:
                 raise UnavailableError(
                     f"session {uid}: the memory of harness {name!r} is gone (its live compute "
                     f"ended and no snapshot holds it); a {REQUIRES_MEMORY_SNAPSHOT} harness "
@@ -607,6 +594,7 @@ class Controller:
         workload: str = "",
     ) -> Live:
         live = Live(journal, self.models, turn_model, self.on_delta)
+        live.author = f"harness:{descriptor.id}" if descriptor is not None else "harness"
         # a parked turn is continued by replay: only such a harness may ask for approval
         live.approvals = descriptor is not None and (
             descriptor.capabilities.resumability == STATELESS_REPLAY

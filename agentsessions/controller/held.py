@@ -26,7 +26,14 @@ from typing import Any
 from agentsessions.errors import LockHeldError
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.projection import Projection
-from agentsessions.journal.stores.store import CommitResult, SessionInfo, Store, Writer
+from agentsessions.journal.stores.store import (
+    CommitResult,
+    SessionInfo,
+    StateUpdate,
+    Store,
+    WorkingState,
+    Writer,
+)
 
 RECENT_RECORDS = 512
 """Records a held writer keeps in memory: enough for a chat harness's tail window (50)."""
@@ -77,6 +84,8 @@ class HeldWriter:
         fence: int | None = None,
         commit_id: str | None = None,
         sync: bool = True,
+        state: StateUpdate | None = None,
+        expected_state_version: int | None = None,
     ) -> CommitResult:
         """Append through the inner writer, then fold what landed into the held state."""
         result = self.inner.append(
@@ -85,6 +94,8 @@ class HeldWriter:
             fence=fence,
             commit_id=commit_id,
             sync=sync,
+            state=state,
+            expected_state_version=expected_state_version,
         )
         if not result.duplicate:
             self._fold(result.records, events)
@@ -100,6 +111,11 @@ class HeldWriter:
         """Make the commits appended with ``sync=False`` durable."""
         self.inner.sync()
 
+    @property
+    def state(self) -> WorkingState:
+        """The working state the inner writer holds."""
+        return self.inner.state
+
     def close(self) -> None:
         self.inner.close()
 
@@ -113,7 +129,7 @@ class HeldWriter:
     def info(self) -> SessionInfo:
         """The session as :meth:`Store.get` would return it, without asking the store."""
         seq, digest = self.inner.head
-        p = self._projection
+        p, state = self._projection, self.inner.state
         return replace(
             self._info,
             last_seq=seq,
@@ -125,6 +141,9 @@ class HeldWriter:
             snapshot=dict(p.snapshot) if p.snapshot is not None else None,
             update_time_ns=self._update_ns,
             fence=max(self._info.fence, self.inner.fence),
+            state_version=state.version,
+            state_covers=(state.covers_from, state.covers_to),
+            state_size=len(state.data),
         )
 
     def read(self, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:

@@ -17,6 +17,14 @@ start (:mod:`.freshstart`). Failed executions (ERROR, no END) are audit and not 
 memory harness that changed its memory in one before failing is not reproducible from the
 journal alone.
 
+Each execution also gets the working state its live run started with (``Start.state``: the
+latest state committed before its first seq, found by stepping back over state records, see
+``journal/stores/statefile.py``), and its ``sink.state`` commits write nothing and return the
+versions the live run got, so a harness that keeps its state there replays as it ran; and
+the state it commits must be the recorded one (as many commits, the last one's bytes equal
+to the state the execution ended with), else the replay diverged. The states are read in
+one pass beside the journal (:class:`StateCursor`), never looked up per execution.
+
 Memory stays flat in the session's length: the journal is streamed twice (once to check
 every execution's harness before anything runs, once to replay), one execution is held at a
 time, and each execution's history is lazy: its recent events from a bounded window of the
@@ -38,7 +46,7 @@ from agentsessions.errors import (
     ReplayDivergedError,
     ReplayError,
 )
-from agentsessions.journal.stores.store import SessionInfo, Store
+from agentsessions.journal.stores.store import SessionInfo, Store, WorkingState
 
 from . import executions
 from .freshstart import ReplayInstances, is_marker
@@ -143,6 +151,7 @@ def replay(
         uid, name, executions=len(runs), head_before=(info.last_seq, info.last_hash)
     )
     calls_before = model_calls()
+    cursor = StateCursor(store, uid)
     ordered = [e for _, e in events]
     # a memory harness replays every execution, in order, on one instance (see the module
     # docstring); a stateless one gets a fresh instance per execution
@@ -154,7 +163,9 @@ def replay(
             # before it (seqs are contiguous from 1: a prefix of the list, not a copy)
             end = None if run.legacy else run.first_seq - 1
             offered = tools.offers(uid, run.workload)
-            result.add_outputs(_replay_one(instance, run, ListHistory(ordered, end), offered))
+            states = cursor.around(run)
+            history_ = ListHistory(ordered, end)
+            result.add_outputs(_replay_one(instance, run, history_, offered, states))
         except ReplayError as exc:
             result.divergence, result.diverged_execution = str(exc), run.id or "legacy"
             break
@@ -162,6 +173,7 @@ def replay(
             result.divergence, result.diverged_execution = f"harness failed: {exc}", run.id
             break
         result.replayed += 1
+    cursor.close()
     result.model_calls = model_calls() - calls_before
     result.trim()
     after = store.get(uid)
@@ -204,6 +216,7 @@ def _replay_streaming(
     descriptor = descriptor or harnesses.create(name).describe()
     result = ReplayResult(uid, name, executions=count, head_before=(last, info.last_hash))
     calls_before = model_calls()
+    cursor = StateCursor(store, uid)
     instances = ReplayInstances(harnesses, name, descriptor, markers)
     window: deque[tuple[int, dict[str, Any]]] = deque(maxlen=WINDOW_EVENTS)
     for run in executions.stream(_pairs(store, uid, last, None, window)):  # pass 2: replay
@@ -213,7 +226,7 @@ def _replay_streaming(
         try:
             instance = instances.for_run(run.first_seq, run.last_seq)
             offered = tools.offers(uid, run.workload)
-            result.add_outputs(_replay_one(instance, run, history, offered))
+            result.add_outputs(_replay_one(instance, run, history, offered, cursor.around(run)))
         except ReplayError as exc:
             result.divergence, result.diverged_execution = str(exc), run.id
             break
@@ -221,6 +234,7 @@ def _replay_streaming(
             result.divergence, result.diverged_execution = f"harness failed: {exc}", run.id
             break
         result.replayed += 1
+    cursor.close()
     result.model_calls = model_calls() - calls_before
     result.trim()
     after = store.get(uid)
@@ -278,16 +292,47 @@ class WindowHistory:
         return self._older.tail_of(first, self._end)
 
 
+class StateCursor:
+    """A session's working states in commit order, read once as the replay advances: it
+    holds the current state and the next one, never the whole history."""
+
+    def __init__(self, store: Store, uid: str) -> None:
+        stateful = store.state(uid).version > 0  # else nothing to read
+        self._states = store.states(uid) if stateful else iter(())
+        self._current = WorkingState()
+        self._next = next(self._states, None)
+
+    def close(self) -> None:
+        """Stop reading (a replay that diverged); the generator closes what it opened."""
+        close = getattr(self._states, "close", None)
+        if close is not None:
+            close()
+
+    def at(self, before_seq: int) -> WorkingState:
+        """The latest state committed at a head below ``before_seq`` (asked in order)."""
+        while self._next is not None and self._next[0] < before_seq:
+            self._current = self._next[1]
+            self._next = next(self._states, None)
+        return self._current
+
+    def around(self, run: executions.Execution) -> tuple[WorkingState, WorkingState]:
+        """The state ``run`` started with, and the one it had when its END was written."""
+        return self.at(run.first_seq), self.at(run.last_seq)
+
+
 def _replay_one(
     instance: Harness,
     run: executions.Execution,
     history: ListHistory | WindowHistory,
     tools: tuple[ToolSpec, ...] = (),
+    states: tuple[WorkingState, WorkingState] | None = None,
 ) -> list[str]:
+    state, ended = states or (WorkingState(), WorkingState())
     start = Start(
-        run.id, run.config, tuple(run.messages), history, run.resume_from_seq, tools=tools
-    )
-    sink = TurnSink(run.id, run.effects, None, legacy=run.legacy)
+        run.id, run.config, tuple(run.messages), history, run.resume_from_seq, tools=tools,
+        state=state,
+    )  # fmt: skip
+    sink = TurnSink(run.id, run.effects, None, legacy=run.legacy, state_version=state.version)
     try:
         instance.run(start, sink)
     except ReplayError:
@@ -302,7 +347,24 @@ def _replay_one(
             f"execution {run.id or 'legacy'}: the harness consumed {sink.position} of "
             f"{len(run.effects)} recorded effects; next unconsumed at seq {left[0][0]} (I5)"
         )
+    _check_state(run, sink, state, ended)
     return sink.outputs
+
+
+def _check_state(run: executions.Execution, sink: TurnSink, began: WorkingState,
+                 ended: WorkingState) -> None:  # fmt: skip
+    """The replayed run committed the working state its live run did."""
+    recorded = ended.version - began.version
+    if sink.state_commits != recorded:
+        raise ReplayDivergedError(
+            f"execution {run.id}: the harness committed {sink.state_commits} working states, "
+            f"the live run {recorded}"
+        )
+    if recorded and sink.last_state != ended.data:
+        raise ReplayDivergedError(
+            f"execution {run.id}: the working state differs from the recorded version "
+            f"{ended.version}"
+        )
 
 
 def _recorded_name(runs: list[executions.Execution]) -> str:

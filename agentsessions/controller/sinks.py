@@ -80,6 +80,19 @@ class Journal(Protocol):
         """Make every commit recorded with ``sync=False`` durable."""
         ...
 
+    def commit_state(
+        self,
+        data: bytes,
+        *,
+        covers_to: int,
+        expected_version: int | None,
+        commit_id: str,
+        author: str,
+    ) -> int:
+        """Commit the working state (no entries) after everything recorded so far, waiting
+        for the next sync as a ``sync=False`` commit does; the new state version."""
+        ...
+
 
 class Observer:
     """A caller's callback (``on_record``, ``on_delta``) isolated from the turn it watches.
@@ -125,6 +138,8 @@ class Live:
     approvals: bool = False
     """The harness may make approval-gated calls (it is STATELESS_REPLAY: a parked turn is
     continued by replaying it); False refuses them before anything is recorded."""
+    author: str = ""
+    """Who the host stamps on the harness's working state (``harness:<id>``)."""
 
     def boundary(self) -> None:
         """An effect boundary: stop here if the turn was canceled."""
@@ -151,6 +166,9 @@ class TurnSink:
     legacy: bool = False
     position: int = 0
     outputs: list[str] = field(default_factory=list)
+    state_version: int = 0  # the working state's version at the run's start, then as committed
+    state_commits: int = 0  # state commits made by this run so far (their ids' ordinal)
+    last_state: bytes | None = None  # the bytes of the run's latest state commit
     call_ids: set[str] = field(default_factory=set)  # the turn's tool call ids so far
     deferred: list[Event] = field(default_factory=list)
     """Refused model calls not yet committed: they ride with the next commit."""
@@ -346,6 +364,35 @@ class TurnSink:
     def delta(self, text: str) -> None:
         if self.live is not None and self.live.on_delta is not None and not self.replaying:
             self.live.on_delta(text)
+
+    def state(self, data: bytes, *, covers_to: int = 0, expected_version: int | None = None) -> int:
+        """Commit the working state (see :meth:`Sink.state <.spi.Sink.state>`).
+
+        The commit id is the execution id and this commit's ordinal in the run, so a resumed
+        run that repeats it gets the first result back. A replay (no live side) writes
+        nothing: the live run was the only writer during its execution, so its n-th state
+        commit made version ``start + n``; a stale ``expected_version`` is refused as live."""
+        if not isinstance(data, bytes):
+            raise InvalidArgumentError("working state must be bytes; nothing was recorded")
+        self.state_commits += 1
+        self.last_state = data
+        if self.live is None:
+            if expected_version is not None and expected_version != self.state_version:
+                raise self._diverged(
+                    f"state commit {self.state_commits} expects version {expected_version}, "
+                    f"but the run's state is at version {self.state_version}"
+                )
+            self.state_version += 1
+            return self.state_version
+        commit_id = f"state:{self.execution_id}:{self.state_commits}"
+        self.state_version = self.live.journal.commit_state(
+            data,
+            covers_to=covers_to,
+            expected_version=expected_version,
+            commit_id=commit_id,
+            author=self.live.author,
+        )
+        return self.state_version
 
     # -- bookkeeping -------------------------------------------------------------------------
     @property

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from agentsessions.journal.stores.store import CommitResult
 
+from agentsessions.journal.stores.store import WorkingState
+
 Event = dict[str, Any]
 Message = dict[str, Any]
 
@@ -46,6 +48,10 @@ class Capabilities:
     requires_gpu: bool = False
     streaming: bool = False
     reasoning_replay: bool = False
+    working_state: bool = False
+    """Not part of the reference's message (never journaled): the harness keeps all it needs
+    in its working state (``Start.state``, ``Sink.state``), so a REQUIRES_MEMORY_SNAPSHOT
+    harness whose live compute is gone continues on a fresh one from that state."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +118,9 @@ class Start:
     history: History
     resume_from_seq: int = 0
     memory_restored: bool = False  # I4: a restored harness must not rebuild from history
+    state: WorkingState = field(default_factory=WorkingState)
+    """The harness's working state at this run's start (version 0: none yet). A resumed or
+    replayed run gets the state its live run started with, not a later one."""
     tools: tuple[ToolSpec, ...] = ()
     """The tools of the workload (``--tools FILE``) this execution runs with, bound by the
     host: live, resumed and replayed runs of one execution get the same ones, whatever
@@ -168,6 +177,15 @@ class Sink(Protocol):
 
     def delta(self, text: str) -> None:
         """Stream partial text to whoever watches; never journaled."""
+        ...
+
+    def state(self, data: bytes, *, covers_to: int = 0, expected_version: int | None = None) -> int:
+        """Commit the harness's working state (covering the journal up to ``covers_to``; 0:
+        the head), after what the controller has pending and durable with it (one sync);
+        returns the new version. A stale ``expected_version`` raises StateConflictError with
+        the current snapshot and writes nothing. A resumed run's repeat of the same commit
+        is not applied twice (its id comes from the execution and the commit's ordinal in
+        the run); a replay writes nothing and returns the version the live run got."""
         ...
 
 

@@ -53,6 +53,7 @@ bounded; nothing listens on the network.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import itertools
 import json
@@ -205,6 +206,11 @@ class _Served:
             return self.sink.usage(frame["usage"])
         if call == "tool":
             return self.sink.tool(frame["tool_call"])
+        if call == "state":
+            data = base64.b64decode(frame["data"])
+            return self.sink.state(
+                data, covers_to=int(frame["covers_to"]), expected_version=frame["expected_version"]
+            )
         if call == "history_len":
             return len(self.history)
         if call == "history_tail":

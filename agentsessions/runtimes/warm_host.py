@@ -26,6 +26,7 @@ and it never removes the files of the host it was forked from.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import errno
 import json
@@ -571,6 +572,15 @@ class _RemoteSink:
 
     def delta(self, text: str) -> None:
         self._channel.tell({"call": "delta", "text": text})
+
+    def state(self, data: bytes, *, covers_to: int = 0, expected_version: int | None = None) -> int:
+        frame = {
+            "call": "state",
+            "data": base64.b64encode(data).decode("ascii"),
+            "covers_to": covers_to,
+            "expected_version": expected_version,
+        }
+        return int(self._channel.call(frame))
 
 
 class _RemoteHistory:

@@ -30,6 +30,7 @@ from agentsessions.controller.spi import (
     Start,
     ToolSpec,
 )
+from agentsessions.journal.stores.store import WorkingState
 
 PROTOCOL = 1
 MAX_FRAME = 64 * 1024 * 1024
@@ -107,12 +108,27 @@ def request(path: str, frame: Frame, timeout: float) -> Frame:
 # --------------------------------------------------------------------------- codecs
 
 
+def _state_to_wire(state: WorkingState) -> Frame:
+    return {**state.to_json(), "data": base64.b64encode(state.data).decode("ascii")}
+
+
+def _state_from_wire(frame: Frame | None) -> WorkingState:
+    """The working state :func:`_state_to_wire` encoded (version 0 from an older caller)."""
+    if not frame:
+        return WorkingState()
+    return WorkingState(
+        int(frame["version"]), base64.b64decode(frame["data"]), int(frame["covers_from"]),
+        int(frame["covers_to"]), str(frame["author"]), int(frame["time_ns"]),
+    )  # fmt: skip
+
+
 def start_to_wire(start: Start) -> Frame:
     """A ``Start`` without its history (the history is served on demand)."""
     return {
         "execution_id": start.execution_id,
         "config": base64.b64encode(start.config).decode("ascii"),
         "inputs": list(start.inputs),
+        "state": _state_to_wire(start.state),
         "resume_from_seq": start.resume_from_seq,
         "memory_restored": start.memory_restored,
         "tools": [tool_to_wire(t) for t in start.tools],
@@ -126,6 +142,7 @@ def start_from_wire(frame: Frame, history: History) -> Start:
         config=base64.b64decode(frame["config"]),
         inputs=tuple(frame["inputs"]),
         history=history,
+        state=_state_from_wire(frame.get("state")),
         resume_from_seq=int(frame["resume_from_seq"]),
         memory_restored=bool(frame["memory_restored"]),
         tools=tuple(ToolSpec(**tool) for tool in frame.get("tools", ())),
@@ -188,6 +205,7 @@ def descriptor_to_wire(descriptor: HarnessDescriptor) -> Frame:
             "requires_gpu": caps.requires_gpu,
             "streaming": caps.streaming,
             "reasoning_replay": caps.reasoning_replay,
+            "working_state": caps.working_state,
         },
     }
 

@@ -102,6 +102,11 @@ class Session:
     memory: Memory | None = None
     pending_approval: ApprovalRef | None = None
     unresolved_call: UnresolvedCall | None = None
+    state_version: int = 0
+    """The harness's working state: its version (0: none), the journal range it covers and
+    its size in bytes (``working_state`` in ``--json``; its bytes are the harness's own)."""
+    state_covers: tuple[int, int] = (0, 0)
+    state_size: int = 0
 
     @property
     def busy(self) -> bool:
@@ -130,6 +135,12 @@ class Session:
             "update_time_ns": self.update_time_ns,
             "fence": self.fence,
             "deleted": self.deleted,
+            "working_state": {
+                "version": self.state_version,
+                "covers_from": self.state_covers[0],
+                "covers_to": self.state_covers[1],
+                "size": self.state_size,
+            },
         }
         if self.pending_approval is not None:  # present only while a request waits
             out["pending_approval"] = self.pending_approval.to_json()

@@ -49,6 +49,9 @@ def view(
         memory=memory,
         pending_approval=pending,
         unresolved_call=unresolved,
+        state_version=info.state_version,
+        state_covers=info.state_covers,
+        state_size=info.state_size,
     )
 
 

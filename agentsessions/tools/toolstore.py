@@ -23,7 +23,12 @@ from typing import Any
 from agentsessions.controller.spi import ToolStoreEntry
 from agentsessions.errors import InvalidArgumentError
 from agentsessions.journal.format.records import Record
-from agentsessions.journal.stores.store import CommitResult, ComponentStore
+from agentsessions.journal.stores.store import (
+    CommitResult,
+    ComponentStore,
+    StateUpdate,
+    WorkingState,
+)
 from agentsessions.v1 import model
 
 ROLE = "tool"
@@ -56,19 +61,25 @@ class ToolStore:
         ``expected_end``: the seq the store must end at (ConflictError, nothing written,
         otherwise; None: wherever it ends). ``commit_id``: a retry with the same id returns
         the first result (``duplicate``) and appends nothing. A commit over the store's
-        ``max_commit_bytes`` is refused whole (CommitTooLargeError). ``state`` and
-        ``expected_state_version`` need a store that keeps working state
-        (:func:`_state_args`)."""
+        ``max_commit_bytes`` is refused whole (CommitTooLargeError). ``state`` replaces the
+        tool's working state in the same commit (the host stamps its author);
+        ``expected_state_version``: the state version the tool last saw (StateConflictError
+        with the current snapshot, nothing written, otherwise). A state-only commit (no
+        entries) is allowed."""
         if isinstance(entries, Mapping) or not isinstance(entries, Sequence):
             raise InvalidArgumentError(f"tool store {self.name}: entries must be a list of objects")
         if not entries and state is None:
             raise InvalidArgumentError(f"tool store {self.name}: a commit needs an entry")
         ts = model.format_timestamp_ns(self._clock())
         events = [self._event(entry, ts) for entry in entries]
-        extra = _state_args(self.name, state, expected_state_version)
+        update = None if state is None else StateUpdate(data=bytes(state), author=self.name)
         with self._component.writer() as writer:
             return writer.append(
-                events, expected_last_seq=expected_end, commit_id=commit_id, **extra
+                events,
+                expected_last_seq=expected_end,
+                commit_id=commit_id,
+                state=update,
+                expected_state_version=expected_state_version,
             )
 
     def read(self, from_seq: int = 1) -> list[ToolStoreEntry]:
@@ -83,13 +94,9 @@ class ToolStore:
         for record in self._component.follow(from_seq, idle_timeout=idle_timeout):
             yield entry_of(record)
 
-    def state(self) -> Any:
-        """The tool's working state, once the store keeps one (InvalidArgumentError until
-        then; see :func:`_state_args`)."""
-        read = getattr(self._component, "state", None)
-        if not callable(read):
-            raise InvalidArgumentError(_NO_STATE.format(name=self.name))
-        return read()
+    def state(self) -> WorkingState:
+        """The tool's working state (version 0 when it has none)."""
+        return self._component.state()
 
     def _event(self, entry: Mapping[str, Any], ts: str) -> dict[str, Any]:
         if not isinstance(entry, Mapping):
@@ -98,29 +105,6 @@ class ToolStore:
             )
         message = model.message(ROLE, model.data_part(entry))
         return dict(model.output_event(message, ts=ts, actor={"principal": self.name}))
-
-
-_NO_STATE = (
-    "tool store {name}: working state needs a store whose writer commits state with its "
-    "entries (StateUpdate), which this one does not yet; commit entries only"
-)
-
-
-def _state_args(name: str, state: bytes | None, expected: int | None) -> dict[str, Any]:
-    """The writer's ``state``/``expected_state_version`` arguments for a commit, passed
-    through as the store contract names them (``journal/stores/store.py``'s StateUpdate):
-    none when neither is asked for, InvalidArgumentError when the contract has no state."""
-    if state is None and expected is None:
-        return {}
-    from agentsessions.journal.stores import store as contract
-
-    update = getattr(contract, "StateUpdate", None)
-    if update is None:
-        raise InvalidArgumentError(_NO_STATE.format(name=name))
-    return {
-        "state": None if state is None else update(data=bytes(state), author=name),
-        "expected_state_version": expected,
-    }
 
 
 def entry_of(record: Record) -> ToolStoreEntry:

@@ -23,10 +23,19 @@ from agentsessions.errors import (
     LockHeldError,
     NotFoundError,
     SessionDeletedError,
+    StateConflictError,
 )
 from agentsessions.journal.stores.filestore import FileStore, StoreOptions
 from agentsessions.journal.stores.memstore import MemoryStore
-from agentsessions.journal.stores.store import COMMIT_IDS_REMEMBERED, SessionMeta, Store, new_uid
+from agentsessions.journal.stores.store import (
+    COMMIT_IDS_REMEMBERED,
+    SessionMeta,
+    Snapshot,
+    StateUpdate,
+    Store,
+    WorkingState,
+    new_uid,
+)
 from agentsessions.journal.tools.verify import VerifyReport, check_chain
 from agentsessions.v1 import model
 
@@ -288,6 +297,170 @@ def test_follow_streams_new_commits(store: Store) -> None:
         w.append([_say("b"), _say("c")])
     t.join(timeout=10)
     assert got == [1, 2, 3]
+
+
+# -- working state (decision 4 (a), issue 9 item 6) ------------------------------------------
+def test_a_session_without_state_reads_as_version_zero(store: Store) -> None:
+    uid = _new(store)
+    with store.writer(uid) as w:
+        assert w.state == WorkingState()
+        r = w.append([_say("a")])
+    assert r.state_version == 0 and store.state(uid) == WorkingState()
+
+
+def test_entries_and_state_commit_together(store: Store) -> None:
+    uid = _new(store)
+    with store.writer(uid) as w:
+        w.append([_say("a")])
+        r = w.append([_say("b"), _say("c")], state=StateUpdate(b"\x00mind", author="h"))
+        assert (r.first_seq, r.last_seq, r.state_version, len(r.records)) == (2, 3, 1, 2)
+        held = w.state
+    assert (held.version, held.data, held.covers_from, held.covers_to, held.author) == (
+        1, b"\x00mind", 1, 3, "h",
+    )  # fmt: skip
+    assert held.time_ns > 0
+    assert store.state(uid) == held
+    assert [r.seq for r in store.read(uid)] == [1, 2, 3]
+
+
+def test_a_state_only_commit_appends_no_entry(store: Store) -> None:
+    uid = _new(store)
+    with store.writer(uid) as w:
+        w.append([_say("a")])
+        head = w.head
+        r = w.append((), state=StateUpdate(b"s", covers_from=1, covers_to=1))
+        assert (r.first_seq, r.last_seq, r.last_hash, r.records) == (2, 1, head[1], ())
+        assert w.head == head and r.state_version == 1
+        w.append([_say("b")])
+        with pytest.raises(InvalidArgumentError):
+            w.append(())  # no events and no state: nothing to commit
+    assert [r.seq for r in store.read(uid)] == [1, 2]
+    assert store.state(uid).covers_to == 1 and store.get(uid).last_seq == 2
+    # follow sees entries only, in order, as before
+    assert [r.seq for r in store.follow(uid, 1, idle_timeout=0.05)] == [1, 2]
+
+
+def test_a_stale_journal_end_refuses_entries_and_state(store: Store) -> None:
+    uid = _new(store)
+    with store.writer(uid) as w:
+        ok = w.append([_say("a")], state=StateUpdate(b"v1"))
+        with pytest.raises(StateConflictError) as err:
+            w.append([_say("b")], expected_last_seq=0, state=StateUpdate(b"v2"))
+        assert w.state.data == b"v1"
+    assert isinstance(err.value, ConflictError) and err.value.exit_code == 4
+    snap = err.value.snapshot
+    assert isinstance(snap, Snapshot)
+    assert (snap.last_seq, snap.last_hash, snap.state.version, snap.state.data) == (
+        1, ok.last_hash, 1, b"v1",
+    )  # fmt: skip
+    assert [r.seq for r in store.read(uid)] == [1] and store.state(uid).version == 1
+
+
+def test_a_stale_state_version_refuses_entries_and_state(store: Store) -> None:
+    uid = _new(store)
+    with store.writer(uid) as w:
+        w.append((), state=StateUpdate(b"one"), expected_state_version=0)
+        w.append([_say("a")], state=StateUpdate(b"two"), expected_state_version=1)
+        for events in ([_say("b")], ()):
+            with pytest.raises(StateConflictError) as err:
+                w.append(events, state=StateUpdate(b"stale"), expected_state_version=1)
+            assert err.value.snapshot.state == w.state and err.value.state_version == 2
+        with pytest.raises(StateConflictError):  # the condition alone, on an entries commit
+            w.append([_say("c")], expected_state_version=0)
+        w.append([_say("d")], state=StateUpdate(b"merged"), expected_state_version=2)
+    assert [r.seq for r in store.read(uid)] == [1, 2]
+    assert (store.state(uid).version, store.state(uid).data) == (3, b"merged")
+
+
+def test_a_retried_state_commit_is_not_applied_twice(store: Store) -> None:
+    uid = _new(store)
+    with store.writer(uid) as w:
+        first = w.append([_say("a")], state=StateUpdate(b"x"), commit_id="s-1")
+        only = w.append((), state=StateUpdate(b"y"), commit_id="s-2")
+        again = w.append([_say("a")], state=StateUpdate(b"x"), commit_id="s-1")
+        assert again.duplicate and again.state_version == first.state_version == 1
+    with store.writer(uid) as w:  # remembered across writers too
+        retry = w.append((), state=StateUpdate(b"y"), commit_id="s-2", expected_state_version=0)
+        assert retry.duplicate and retry.state_version == only.state_version == 2
+        assert w.state.version == 2
+    assert store.get(uid).last_seq == 1 and store.state(uid).data == b"y"
+
+
+def test_state_bytes_count_toward_the_commit_limit(store: Store) -> None:
+    uid = _new(store)
+    with store.writer(uid) as w:
+        w.append([_say("a")])
+        with pytest.raises(CommitTooLargeError):
+            w.append([_say("b")], state=StateUpdate(b"s" * (MAX_COMMIT - 100)))
+        with pytest.raises(CommitTooLargeError):
+            w.append((), state=StateUpdate(b"s" * (MAX_COMMIT + 1)))
+        w.append((), state=StateUpdate(b"s" * (MAX_COMMIT - 1000)))
+    assert store.get(uid).last_seq == 1 and store.state(uid).version == 1
+
+
+def test_a_state_outside_the_journal_is_refused(store: Store) -> None:
+    uid = _new(store)
+    with store.writer(uid) as w:
+        w.append([_say("a")])
+        for bad in (StateUpdate(b"s", covers_to=5), StateUpdate(b"s", covers_from=3)):
+            with pytest.raises(InvalidArgumentError):
+                w.append((), state=bad)
+        w.append((), state=StateUpdate(b"s", covers_from=1, covers_to=1))
+    assert store.state(uid).version == 1
+
+
+def test_a_reopened_writer_continues_from_the_committed_state(store: Store) -> None:
+    uid = _new(store)
+    with store.writer(uid) as w:
+        w.append([_say("a")], state=StateUpdate(b"early" * 50, author="mem"))
+        for i in range(120):  # past several file-store segment rotations (16 KiB)
+            w.append([_say("filler " * 20 + str(i))])
+        saved = w.state
+    with store.writer(uid) as w:
+        assert w.state == saved and w.state.data == b"early" * 50
+        w.append((), state=StateUpdate(b"late"), expected_state_version=1)
+    with store.writer(uid) as w:
+        assert (w.state.version, w.state.data, w.state.covers_to) == (2, b"late", 121)
+    assert store.state(uid).data == b"late"
+
+
+def test_the_state_before_a_seq_is_what_stood_there(store: Store) -> None:
+    uid = _new(store)
+    with store.writer(uid) as w:
+        w.append((), state=StateUpdate(b"v1"))  # an empty journal: it covers nothing
+        w.append([_say("a")])
+        w.append((), state=StateUpdate(b"v2"))
+        w.append([_say("b")])
+        w.append([_say("c")], state=StateUpdate(b"v3"))  # committed at head 2, with seq 3
+        w.append([_say("d")])
+    assert store.state(uid, 1).data == b"v1" and store.state(uid, 1).covers_to == 0
+    assert store.state(uid, 2).data == b"v2" and store.state(uid, 2).covers_to == 1
+    assert store.state(uid, 3).data == b"v3" and store.state(uid, 9).data == b"v3"
+    assert store.state(uid).version == 3
+
+
+def test_states_lists_every_version_in_commit_order(store: Store) -> None:
+    uid = _new(store)
+    assert list(store.states(uid)) == []
+    with store.writer(uid) as w:
+        w.append((), state=StateUpdate(b"v1"))
+        w.append([_say("a")], state=StateUpdate(b"v2"))
+        w.append([_say("b")])
+        w.append((), state=StateUpdate(b"v3"))
+    found = [(at, s.version, s.data) for at, s in store.states(uid)]
+    assert found == [(0, 1, b"v1"), (0, 2, b"v2"), (2, 3, b"v3")]
+
+
+def test_fork_children_start_without_working_state(store: Store) -> None:
+    uid = _new(store)
+    with store.writer(uid) as w:
+        w.append([_say("a")], state=StateUpdate(b"parent's"))
+    (child,) = store.fork(uid, 1, [SessionMeta(uid=new_uid())])
+    assert store.state(child.uid) == WorkingState()
+    with store.writer(child.uid) as w:
+        assert w.state.version == 0
+        w.append((), state=StateUpdate(b"child's"), expected_state_version=0)
+    assert store.state(child.uid).data == b"child's" and store.state(uid).data == b"parent's"
 
 
 def test_fork_children_share_the_prefix_and_end_with_a_marker(store: Store) -> None:

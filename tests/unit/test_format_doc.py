@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentsessions.journal.format import segment as sg
-from agentsessions.journal.format import segmentlog, zstdcodec
+from agentsessions.journal.format import segmentlog, staterecord, zstdcodec
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "FORMAT.md"
 TYPES = {"u8": "B", "u16": "H", "u32": "I", "u64": "Q", "i64": "q"}
@@ -55,6 +55,7 @@ def _layout(marker: str) -> tuple[str, list[str], list[int]]:
         ("frame-header", sg.FRAME_STRUCT),
         ("seek-entry", zstdcodec.SEEK_ENTRY_STRUCT),
         ("seek-footer", zstdcodec.SEEK_FOOTER_STRUCT),
+        ("state-head", staterecord.STATE_HEAD),
     ],
 )
 def test_layout_tables_match_struct_formats(marker: str, code: struct.Struct) -> None:
@@ -105,3 +106,9 @@ def test_seal_keys_match_the_encoder() -> None:
     keys = {row[0] for row in _table("values: seal")}
     info = sg.SealInfo(1, "", 1, 128, 0, {})
     assert set(json.loads(sg.encode_seal(info))) == keys
+
+
+def test_state_meta_keys_match_the_encoder() -> None:
+    keys = {row[0] for row in _table("values: state-meta")}
+    record = staterecord.StateRecord(1, b"x", 1, 1, "h", 1, 0, "", None)
+    assert set(record.meta()) == keys

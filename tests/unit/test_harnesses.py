@@ -36,7 +36,7 @@ from agentsessions.v1.model import (
     output_event,
     text_message,
 )
-from harnesses import chat, counter, echo
+from harnesses import chat, counter, echo, memory
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = Path(agentsessions.__file__).parent / "data" / "go-v0.1.2-completed.json"
@@ -345,6 +345,7 @@ def test_chat_request_hash_is_reproducible_for_replay() -> None:
         (echo, "echo", STATELESS_REPLAY, ("echo",)),
         (counter, "counter", REQUIRES_MEMORY_SNAPSHOT, ()),
         (chat, "chat", STATELESS_REPLAY, ()),
+        (memory, "memory", REQUIRES_MEMORY_SNAPSHOT, ()),
     ],
 )
 def test_descriptors(module: Any, name: str, resumability: str, models: tuple[str, ...]) -> None:
@@ -356,7 +357,7 @@ def test_descriptors(module: Any, name: str, resumability: str, models: tuple[st
     assert descriptor.capabilities.resumability == resumability
 
 
-@pytest.mark.parametrize("name", ["echo", "counter", "chat"])
+@pytest.mark.parametrize("name", ["echo", "counter", "chat", "memory"])
 def test_registry_finds_each_harness_by_name(name: str) -> None:
     registry: Registry[Harness] = Registry("harness", "agentsessions.harnesses", "harnesses")
     assert registry.create(name).describe().id == name

@@ -139,7 +139,9 @@ def test_encode_group_flags_and_validation() -> None:
         [(sg.RTYPE_EVENT, 4, 0, b"x")],
         [(sg.RTYPE_EVENT, 3, 0, b"x"), (sg.RTYPE_COMMIT, 4, 0, b"c")],
         [(sg.RTYPE_SEAL, 2, 0, b"{}")],
-        [(sg.RTYPE_STATE, 3, 0, b"{}")],
+        [(sg.RTYPE_STATE, 4, 0, b"{}")],
+        [(sg.RTYPE_EVENT, 3, 0, b"x"), (sg.RTYPE_STATE, 4, 0, b"s")],
+        [(sg.RTYPE_COMMIT, 3, 0, b"c"), (sg.RTYPE_EVENT, 3, 0, b"x"), (sg.RTYPE_STATE, 4, 0, b"")],
         [(sg.RTYPE_EVENT, 3, -1, b"x")],
         [(sg.RTYPE_EVENT, 3, 0, "text")],
         [(sg.RTYPE_EVENT, 3, 0, b"x" * 101)],
@@ -212,8 +214,25 @@ def test_crc_valid_rule_breaks_are_corruption_not_tears() -> None:
     nostart = sg.encode_frame(sg.RTYPE_EVENT, 2, 0, sg.FLAG_GROUP_END, b"{}")
     s = _scan(header + one + nostart)
     assert s.status == sg.STATUS_CORRUPT and "GROUP_START" in s.reason
-    future = sg.encode_frame(sg.RTYPE_STATE, 2, 0, sg.SEAL_FLAGS, b"{}")
+    misplaced = sg.encode_frame(sg.RTYPE_STATE, 1, 0, sg.SEAL_FLAGS, b"{}")
+    s = _scan(header + one + misplaced)
+    assert s.status == sg.STATUS_CORRUPT and "misplaced STATE" in s.reason
+    future = sg.encode_frame(5, 2, 0, sg.SEAL_FLAGS, b"{}")
     assert _scan(header + one + future).status == sg.STATUS_CORRUPT
+
+
+def test_a_state_frame_leads_its_group_and_consumes_no_seq() -> None:
+    buf, nxt, last_rel, _ = sg.encode_group(
+        [(sg.RTYPE_COMMIT, 3, 0, b"c"), (sg.RTYPE_STATE, 3, 0, b"s"), (sg.RTYPE_EVENT, 3, 0, b"x")],
+        3, 100,
+    )  # fmt: skip
+    assert nxt == 4 and last_rel == 2 * 40
+    only, nxt, last_rel, _ = sg.encode_group([(sg.RTYPE_STATE, 4, 0, b"s")], 4, 100)
+    assert nxt == 4 and last_rel == -1
+    s = sg.scan(sg.SegmentHeader(SID, 3, 0, 0, "").encode() + buf + only, base=0, start=128,
+                next_seq=3, segment=3)  # fmt: skip
+    assert s.status == sg.STATUS_CLEAN and s.next_seq == 4
+    assert [f.rtype for f in s.frames] == [3, 4, 1, 4]
 
 
 def test_sealed_segment_and_data_after_seal() -> None:

@@ -20,6 +20,7 @@ from agentsessions.errors import (
     ConflictError,
     InvalidArgumentError,
     NotFoundError,
+    StateConflictError,
     WorkloadError,
 )
 from agentsessions.journal.stores.filestore import FileStore
@@ -88,18 +89,35 @@ def test_commit_keeps_the_store_contract() -> None:
     assert [e.seq for e in handle.follow(2, idle_timeout=0.01)] == [2]
 
 
-def test_working_state_is_refused_clearly_until_the_store_keeps_it() -> None:
-    store, uid = _memory_session()
-    handle = ToolStore(store.component(uid, "notes"))
-    from agentsessions.journal.stores import store as contract
-
-    if hasattr(contract, "StateUpdate"):  # the state engineer's contract has landed
-        return
-    with pytest.raises(InvalidArgumentError, match="working state needs"):
-        handle.commit([{"a": 1}], state=b"cursor")
-    with pytest.raises(InvalidArgumentError, match="working state needs"):
-        handle.state()
-    assert handle.read() == []  # nothing was written
+@pytest.mark.parametrize("kind", ["memory", "file"])
+def test_a_tool_store_keeps_working_state_with_its_entries(kind: str, tmp_path: Path) -> None:
+    if kind == "memory":
+        store: Any
+        store, uid = _memory_session()
+    else:
+        store = FileStore(tmp_path / "home")
+        uid = store.create(SessionMeta(uid=new_uid())).uid
+    handle = ToolStore(store.component(uid, "cursor"))
+    assert handle.state().version == 0  # never written: no state, nothing made
+    first = handle.commit([{"page": 1}], state=b"cursor=1", expected_state_version=0)
+    assert first.state_version == 1
+    state = handle.state()
+    assert (state.version, state.data, state.author) == (1, b"cursor=1", "cursor")
+    assert state.covers_to == first.last_seq  # the host records the range it covers
+    # a stale version: nothing written, the current snapshot comes back to merge with
+    with pytest.raises(StateConflictError) as lost:
+        handle.commit([{"page": 2}], state=b"cursor=2", expected_state_version=0)
+    assert lost.value.snapshot.state.data == b"cursor=1"
+    assert [e.seq for e in handle.read()] == [1] and handle.state().version == 1
+    # a state-only commit, retried with its id: applied once
+    again = handle.commit([], state=b"cursor=3", expected_state_version=1, commit_id="c3")
+    dup = handle.commit([], state=b"cursor=3", expected_state_version=1, commit_id="c3")
+    assert dup.duplicate and dup.state_version == again.state_version == 2
+    assert handle.state().data == b"cursor=3"
+    assert store.state(uid).version == 0  # the conversation's own state is untouched
+    if kind == "file":  # a fresh process (a new store object) continues from the state
+        reopened = ToolStore(FileStore(tmp_path / "home").component(uid, "cursor"))
+        assert (reopened.state().version, reopened.state().data) == (2, b"cursor=3")
 
 
 # --- notes -----------------------------------------------------------------------------------

@@ -54,7 +54,7 @@ _FRAME_MID = struct.Struct("<IQQBBH")  # bytes [4, 28): the CRC-covered header f
 RTYPE_EVENT = 1
 RTYPE_SEAL = 2
 RTYPE_COMMIT = 3
-RTYPE_STATE = 4  # reserved for a future working-state record; rejected today
+RTYPE_STATE = 4  # a working-state version (payload: staterecord), before its group's events
 
 FLAG_COMPRESSED = 0x01  # reserved: never set, a frame with it is invalid
 FLAG_GROUP_START = 0x02
@@ -209,7 +209,7 @@ def encode_group(
         if rtype == RTYPE_EVENT and seq == expected:
             last_rel, last_payload = rel, payload
             expected += 1
-        elif not (rtype == RTYPE_COMMIT and i == 0 and seq == expected):
+        elif not (seq == expected and _leads(rtype, i, frames)):
             msg = f"frame {i}: rtype {rtype} seq {seq} does not continue the log at {expected}"
             raise InvalidArgumentError(msg)
         flags = (FLAG_GROUP_START if i == 0 else 0) | (FLAG_GROUP_END if i == last else 0)
@@ -222,6 +222,13 @@ def encode_group(
         parts += (payload, _ZERO_PAD[:pad]) if pad else (payload,)
         rel += FRAME_HEADER_SIZE + n + pad
     return b"".join(parts), expected, last_rel, last_payload
+
+
+def _leads(rtype: int, i: int, frames: Sequence[tuple[int, int, int, bytes]]) -> bool:
+    """A COMMIT frame may only come first, a STATE frame first or just after the COMMIT."""
+    if rtype == RTYPE_COMMIT:
+        return i == 0
+    return rtype == RTYPE_STATE and (i == 0 or (i == 1 and frames[0][0] == RTYPE_COMMIT))
 
 
 FrameFields = tuple[int, int, int, int, int, int]
@@ -411,6 +418,8 @@ def frame_rule(
         return "" if seq == expected else f"seq {seq}, expected {expected}"
     if rtype == RTYPE_COMMIT:
         return "" if starts and seq == expected else "misplaced COMMIT frame"
+    if rtype == RTYPE_STATE:  # its payload's binding is checked where the chain is known
+        return "" if seq == expected else "misplaced STATE frame"
     if rtype == RTYPE_SEAL:
         if flags != SEAL_FLAGS or seq != expected - 1:
             return "misplaced SEAL frame"

@@ -46,7 +46,7 @@ from agentsessions.errors import (
     StorageError,
     UnavailableError,
 )
-from agentsessions.journal.format import evidence, zstdcodec
+from agentsessions.journal.format import evidence, staterecord, zstdcodec
 from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem, storage_error
 from agentsessions.journal.format.evidence import Acked
@@ -256,11 +256,22 @@ class SegmentLog(SegmentFiles):
 
     def _hash_of_frame(self, first: int, offset: int, seq: int) -> str | None:
         """Hash of the intact EVENT ``seq`` at ``offset`` of .seg ``first``; None otherwise."""
+        frame = self.frame_at(first, offset, seq, RTYPE_EVENT, plain_only=True)
+        return None if frame is None else sg.content_hash(frame.payload)
+
+    def frame_at(
+        self, first: int, offset: int, seq: int, rtype: int, *, plain_only: bool = False
+    ) -> Frame | None:
+        """The intact frame of ``rtype`` and ``seq`` at ``offset`` of segment ``first``, or
+        None: one small read of a .seg, or the one chunk of a .seg.zst that holds it
+        (``plain_only``: None for a .seg.zst). The cost does not grow with the journal."""
         t = self._require_tail()
+        if first not in self._segs or offset < sg.HEADER_SIZE:
+            return None
         own = first == t.first and t.fd is not None
         fd = t.fd if own else self._open_plain(first)
         if fd is None:
-            return None
+            return None if plain_only else self._zst_frame_at(first, offset, seq, rtype)
         try:
             head = self.fs.read_at(fd, sg.FRAME_HEADER_SIZE, offset)
             if len(head) < sg.FRAME_HEADER_SIZE:
@@ -273,9 +284,30 @@ class SegmentLog(SegmentFiles):
             if not own:
                 os.close(fd)
         parsed = sg.check_frame(memoryview(raw), 0, offset, self.max_record_bytes)
-        if isinstance(parsed, str) or parsed[1] != seq or parsed[3] != RTYPE_EVENT:
+        if isinstance(parsed, str) or parsed[1] != seq or parsed[3] != rtype:
             return None
-        return sg.content_hash(raw[sg.FRAME_HEADER_SIZE : sg.FRAME_HEADER_SIZE + parsed[0]])
+        payload = raw[sg.FRAME_HEADER_SIZE : sg.FRAME_HEADER_SIZE + parsed[0]]
+        return Frame(rtype, seq, parsed[2], parsed[4], payload, first, offset)
+
+    def _zst_frame_at(self, first: int, offset: int, seq: int, rtype: int) -> Frame | None:
+        """:meth:`frame_at` in a .seg.zst: the chunk whose raw range holds ``offset`` (found
+        by offset, not seq: state-only groups share a seq), decompressed and walked."""
+        z = self._zst_of(first)
+        entries = z.table.entries
+        n = bisect.bisect_right([e.raw_offset for e in entries], offset) - 1
+        chunks = self._zst_chunks(first, z.table, n)
+        try:
+            raw = next(chunks)
+        finally:
+            chunks.close()  # type: ignore[attr-defined]
+        skip = sg.HEADER_SIZE if n == 0 else 0
+        rules = sg.FrameRules(entries[n].key)
+        base = entries[n].raw_offset + skip
+        for frame in sg.parse_frames(raw[skip:], base, first, rules, None, 1 << 62, crc=False):
+            if frame.offset >= offset:
+                hit = (frame.offset, frame.rtype, frame.seq) == (offset, rtype, seq)
+                return frame if hit else None
+        return None
 
     # -- recovery -------------------------------------------------------------------------
     def _recover(self, s: sg.Scan, tmps: list[str]) -> RecoveryReport | None:
@@ -580,6 +612,11 @@ class SegmentLog(SegmentFiles):
         for frame in self._segment_frames(first, first, tail_end):
             if frame.rtype == RTYPE_EVENT:
                 last_event = frame
+            elif frame.rtype == sg.RTYPE_STATE:  # bound to the chain it follows
+                prev = sg.content_hash(last_event.payload) if last_event else header.prev_hash
+                why = staterecord.binding_problem(frame.payload, frame.seq, prev)
+                if why:
+                    raise self._corrupt(path, frame.offset, frame.seq, why)
             last = frame
             yield frame
         if first == tail_first and (last is None or last.rtype != RTYPE_SEAL):

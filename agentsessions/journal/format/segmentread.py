@@ -37,7 +37,7 @@ from typing import Any
 
 from agentsessions.errors import AgentSessionsError, FormatError, JournalCorruptError
 from agentsessions.journal.format import segment as sg
-from agentsessions.journal.format import zstdcodec
+from agentsessions.journal.format import staterecord, zstdcodec
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem, storage_error
 from agentsessions.journal.format.segment import RTYPE_EVENT, RTYPE_SEAL, Frame, SegmentHeader
 
@@ -257,6 +257,8 @@ def step_frame(
         st.events, st.last_frame = st.events + 1, base + pos
         if st.keep is not None:
             st.keep.append(payload)
+    elif rtype == sg.RTYPE_STATE and staterecord.binding_problem(payload, seq, st.prev.decode()):
+        return f"STATE frame at seq {seq} is malformed or bound elsewhere"
     frame = Frame(rtype, seq, fence, flags, payload, segment, base + pos)
     if rtype == RTYPE_SEAL:
         st.seal = frame

@@ -39,7 +39,7 @@ from agentsessions.journal.format.segmentlog import Position, SegmentLog
 from agentsessions.journal.stores import watch
 from agentsessions.journal.stores.filewriter import FileWriter, WriterOwner, frame_records
 from agentsessions.journal.stores.sessiondir import SessionDir, acked
-from agentsessions.journal.stores.store import SessionMeta, check_component
+from agentsessions.journal.stores.store import SessionMeta, WorkingState, check_component
 from agentsessions.journal.stores.tail import Tail
 
 COMPONENTS_NAME = "components"
@@ -54,6 +54,10 @@ class ComponentOwner(WriterOwner, Protocol):
     def _load_tail(
         self, sdir: SessionDir, meta: SessionMeta, *, writable: bool = False
     ) -> tuple[Tail, Position, SegmentLog]: ...
+
+    def _state_of(
+        self, sdir: SessionDir, meta: SessionMeta, before_seq: int = 0
+    ) -> WorkingState: ...
 
 
 def components_dir(session: SessionDir) -> Path:
@@ -182,6 +186,13 @@ class FileComponentStore:
         finally:
             watcher.close()
             log.close()
+
+    def state(self) -> WorkingState:
+        """The component's working state (version 0 before its first writer), read-only:
+        the one STATE frame the tail names, as a session's (:meth:`FileStore.state`)."""
+        if not self._dir.is_session():
+            return WorkingState()
+        return self._owner._state_of(self._dir, self._meta)
 
     def _open_log(self) -> SegmentLog:
         hint = self._dir.read_hint()[0]

@@ -45,7 +45,7 @@ from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import Position, SegmentLog
-from agentsessions.journal.stores import filecomponent, forking, receipts, watch
+from agentsessions.journal.stores import filecomponent, forking, receipts, statefile, watch
 from agentsessions.journal.stores.catalog import Catalog
 from agentsessions.journal.stores.filecomponent import FileComponentStore
 from agentsessions.journal.stores.filewriter import FileWriter, fold_frames, frame_records
@@ -62,6 +62,7 @@ from agentsessions.journal.stores.store import (
     Page,
     SessionInfo,
     SessionMeta,
+    WorkingState,
     check_component,
     check_project,
     check_uid,
@@ -289,6 +290,34 @@ class FileStore:
             self.read(meta.parent_uid, from_seq, upto) if upto >= max(from_seq, 1) else iter(())
         )
         return itertools.chain(prefix, own)
+
+    def state(self, uid: str, before_seq: int = 0) -> WorkingState:
+        """The working state (as of before seq ``before_seq``, when given), read-only."""
+        sdir = self._dir(uid)
+        return self._state_of(sdir, sdir.read_meta(), before_seq)
+
+    def states(self, uid: str) -> Iterator[tuple[int, WorkingState]]:
+        """Every working-state version in commit order: the STATE frames of one strict
+        read of the journal (each checked against the chain where it lies)."""
+        sdir = self._dir(uid)
+        hint = sdir.read_hint()[0]
+        log, _scan = SegmentLog.open(
+            sdir.journal, session_id=uid, writable=False, fs=self.fs, resume=hint,
+            acked=acked(hint),
+        )  # fmt: skip
+        return statefile.states(log)
+
+    def _state_of(self, sdir: SessionDir, meta: SessionMeta, before_seq: int = 0) -> WorkingState:
+        """The working state of the journal in ``sdir`` (a session's or a component
+        store's), read-only: the tail state's STATE frame, or stepping back from it."""
+        tail, _position, log = self._load_tail(sdir, meta)
+        try:
+            if before_seq > 0:
+                return statefile.before(log, tail, before_seq)
+            statefile.load(log, tail)
+            return tail.state
+        finally:
+            log.close()
 
     def follow(
         self, uid: str, from_seq: int = 1, *, idle_timeout: float | None = None
@@ -549,13 +578,20 @@ class FileStore:
             acked=acked(position),
             check_links=writable or check_links,
         )
-        if scan.resumed and hinted is not None:
-            tail = hinted
-        elif scan.base_carry is not None:
-            tail = Tail.from_json(scan.base_carry)
-        else:
-            tail = sdir.read_base()
-        fold_frames(tail, scan.frames)
+        try:
+            if scan.resumed and hinted is not None:
+                tail = hinted
+            elif scan.base_carry is not None:
+                tail = Tail.from_json(scan.base_carry)
+            else:
+                tail = sdir.read_base()
+            fold_frames(tail, scan.frames)
+            statefile.check_acked(log, hinted, tail)
+            if writable:  # a writer holds its state: one frame's read, whatever the history
+                statefile.load(log, tail)
+        except BaseException:
+            log.close()
+            raise
         return tail, log.position, log
 
     def _listed(self, uid: str) -> SessionInfo:
@@ -635,4 +671,7 @@ class FileStore:
             exec_seq=tail.projection.exec_seq,
             exec_id=tail.projection.exec_id,
             snapshot=tail.projection.snapshot,
+            state_version=tail.state.version,
+            state_covers=(tail.state.covers_from, tail.state.covers_to),
+            state_size=tail.state_size,
         )

@@ -13,8 +13,8 @@ import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
-from agentsessions.errors import InvalidArgumentError, StorageError
-from agentsessions.journal.format import canonical, segment
+from agentsessions.errors import InvalidArgumentError, JournalCorruptError, StorageError
+from agentsessions.journal.format import canonical, segment, staterecord
 from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
@@ -24,6 +24,8 @@ from agentsessions.journal.stores.store import (
     CommitResult,
     SessionInfo,
     SessionMeta,
+    StateUpdate,
+    WorkingState,
     check_commit_id,
 )
 from agentsessions.journal.stores.tail import Tail
@@ -97,6 +99,8 @@ class FileWriter:
         fence: int | None = None,
         commit_id: str | None = None,
         sync: bool = True,
+        state: StateUpdate | None = None,
+        expected_state_version: int | None = None,
     ) -> CommitResult:
         check_commit_id(commit_id)
         self._check_open()
@@ -104,20 +108,24 @@ class FileWriter:
         if first is not None:
             return first
         use = self._fence if fence is None else fence
-        self._tail.check(
-            self.uid, expected_last_seq=expected_last_seq, fence=use, current=self._fence
-        )
-        records = self._tail.seal_events(
-            self.uid, events, fence=use, max_bytes=self._store.max_commit_bytes
-        )
-        return self._land(records, events, commit_id, sync=sync)
+        records, new = self._tail.prepare(
+            self.uid, events, expected_last_seq=expected_last_seq, fence=use,
+            current=self._fence, state=state, expected_state_version=expected_state_version,
+            max_bytes=self._store.max_commit_bytes,
+        )  # fmt: skip
+        return self._land(records, events, commit_id, sync=sync, state=new, fence=use)
 
     def append_records(self, records: Sequence[Record]) -> CommitResult:
         self._check_open()
         self._tail.check_records(self.uid, records, max_bytes=self._store.max_commit_bytes)
         return self._land(list(records), None, None)
 
-    def state(self) -> SessionInfo:
+    @property
+    def state(self) -> WorkingState:
+        """The working state as of the last commit (loaded when the writer opened)."""
+        return self._tail.state
+
+    def info(self) -> SessionInfo:
         """The session as :meth:`FileStore.get` returns it, from what this writer holds
         (it holds the lock: no one else can have committed since it opened)."""
         return self._store._info(self._dir, self.meta, self._tail)
@@ -165,38 +173,99 @@ class FileWriter:
         cid: str | None,
         *,
         sync: bool = True,
+        state: WorkingState | None = None,
+        fence: int = 0,
     ) -> CommitResult:
         frames: list[tuple[int, int, int, bytes]] = []
+        seq, fence = (
+            (records[0].seq, records[0].fence) if records else (self._tail.last_seq + 1, fence)
+        )
         if cid is not None:
-            frames.append((segment.RTYPE_COMMIT, records[0].seq, records[0].fence, cid.encode()))
+            frames.append((segment.RTYPE_COMMIT, seq, fence, cid.encode()))
+        if state is not None:  # the state leads its events: one group, one commit point
+            frames.append((segment.RTYPE_STATE, seq, fence, self._state_payload(state)))
         frames.extend((segment.RTYPE_EVENT, r.seq, r.fence, r.payload) for r in records)
-        self._log.append_group(frames, carry=self._tail.to_json, sync=sync)
+        at = self._log.append_group(frames, carry=self._tail.to_json, sync=sync)
         self._unsynced = not sync
-        result = self._tail.advance(records, events, cid)
+        where = None
+        if state is not None:  # the group ends at ``at.offset``: count back to the STATE frame
+            offset = at.offset - sum(_framed(p) for _, _, _, p in frames)
+            where = (at.segment, offset + (_framed(cid.encode()) if cid is not None else 0), seq)
+        result = self._tail.advance(records, events, cid, state, fence=fence, at=where)
         self._since_hint += 1
         if sync and self._since_hint >= HINT_EVERY_COMMITS:
             with contextlib.suppress(StorageError):
                 self.write_hint()
         return result
 
+    def _state_payload(self, state: WorkingState) -> bytes:
+        """The STATE frame of ``state``, bound to the head it follows, naming its previous."""
+        t = self._tail
+        return staterecord.encode(
+            staterecord.StateRecord(
+                state.version, state.data, state.covers_from, state.covers_to, state.author,
+                state.time_ns, t.last_seq, t.last_hash, t.state_at,
+            )
+        )  # fmt: skip
+
+
+def _framed(payload: bytes) -> int:
+    """Bytes a frame of ``payload`` takes in a segment (header, payload, padding)."""
+    return segment.FRAME_HEADER_SIZE + len(payload) + (-len(payload) % segment.FRAME_ALIGN)
+
+
+def working_state(record: staterecord.StateRecord) -> WorkingState:
+    """The WorkingState a STATE record holds."""
+    return WorkingState(
+        record.version, record.data, record.covers_from, record.covers_to, record.author,
+        record.time_ns,
+    )  # fmt: skip
+
 
 def fold_frames(tail: Tail, frames: Sequence[segment.Frame]) -> None:
-    """Advance ``tail`` over committed frames (EVENT and COMMIT) read back from segments."""
+    """Advance ``tail`` over committed frames (EVENT, COMMIT, STATE) read back from segments.
+
+    A STATE frame must be bound to the chain where it lies (JournalCorruptError if not)."""
     group: list[Record] = []
     commit_id: str | None = None
+    state: tuple[WorkingState, staterecord.Where] | None = None
     prev = tail.last_hash
     for frame in frames:
         if frame.rtype == segment.RTYPE_COMMIT:
             commit_id = frame.payload.decode("utf-8", "replace")
+        elif frame.rtype == segment.RTYPE_STATE:
+            why = staterecord.binding_problem(frame.payload, frame.seq, prev)
+            if why:
+                raise JournalCorruptError(
+                    f"session journal: damaged journal at offset {frame.offset} of segment "
+                    f"{frame.segment:016x}: {why}", seq=frame.seq, offset=frame.offset,
+                    reason=why, hint="run `agentsessions verify` on the session",
+                )  # fmt: skip
+            record = staterecord.decode(frame.payload)
+            state = (working_state(record), (frame.segment, frame.offset, frame.seq))
         elif frame.rtype == segment.RTYPE_EVENT:
-            record = frame_record(frame, prev)
-            group.append(record)
-            prev = record.content_hash
-            if frame.flags & segment.FLAG_GROUP_END:
-                tail.advance(group, None, commit_id)
-                group, commit_id = [], None
-    if group:
+            record_ = frame_record(frame, prev)
+            group.append(record_)
+            prev = record_.content_hash
+        if frame.flags & segment.FLAG_GROUP_END:
+            if group or state:
+                _fold_group(tail, group, commit_id, state, frame.fence)
+            group, commit_id, state = [], None, None  # a COMMIT-only group names nothing
+    if group or state:
+        _fold_group(tail, group, commit_id, state, 0)
+
+
+def _fold_group(
+    tail: Tail,
+    group: list[Record],
+    commit_id: str | None,
+    state: tuple[WorkingState, staterecord.Where] | None,
+    fence: int,
+) -> None:
+    if state is None:
         tail.advance(group, None, commit_id)
+    else:
+        tail.advance(group, None, commit_id, state[0], fence=fence, at=state[1])
 
 
 def frame_record(frame: segment.Frame, prev: str) -> Record:

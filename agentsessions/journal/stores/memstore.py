@@ -30,6 +30,8 @@ from agentsessions.journal.stores.store import (
     Page,
     SessionInfo,
     SessionMeta,
+    StateUpdate,
+    WorkingState,
     check_commit_id,
     check_component,
     check_project,
@@ -51,6 +53,7 @@ class _Session:
     writer: MemoryWriter | None = None
     deleted: bool = False
     update_time_ns: int = 0
+    states: list[tuple[int, WorkingState]] = field(default_factory=list)  # (head before, state)
     cancel: str | None = None  # the execution id a cancel request names (FileStore: CANCEL)
     receipts: dict[str, dict[str, Any]] = field(default_factory=dict)  # tool receipts by key
     workload: str | None = None  # the session's tools (FileStore: WORKLOAD)
@@ -160,6 +163,14 @@ class MemoryStore:
         end = to_seq if to_seq > 0 else len(records)
         return iter(records[max(from_seq, 1) - 1 : end])
 
+    def state(self, uid: str, before_seq: int = 0) -> WorkingState:
+        with self._cond:
+            return state_of(self._session(uid), before_seq)
+
+    def states(self, uid: str) -> Iterator[tuple[int, WorkingState]]:
+        with self._cond:
+            return iter(list(self._session(uid).states))
+
     def follow(
         self, uid: str, from_seq: int = 1, *, idle_timeout: float | None = None
     ) -> Iterator[Record]:
@@ -259,6 +270,9 @@ class MemoryStore:
             exec_seq=s.tail.projection.exec_seq,
             exec_id=s.tail.projection.exec_id,
             snapshot=s.tail.projection.snapshot,
+            state_version=s.tail.state.version,
+            state_covers=(s.tail.state.covers_from, s.tail.state.covers_to),
+            state_size=s.tail.state_size,
         )
 
 
@@ -297,6 +311,12 @@ class MemoryComponentStore:
             part.fence = max(part.fence, part.tail.max_fence) + 1
             part.writer = MemoryWriter(self._store, part)
             return part.writer
+
+    def state(self) -> WorkingState:
+        """The component's working state (version 0 before its first writer)."""
+        with self._store._cond:
+            part = self._store._session(self._uid).components.get(self._name)
+            return WorkingState() if part is None else state_of(part)
 
     def read(self, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
         records = self._records()
@@ -352,6 +372,8 @@ class MemoryWriter:
         fence: int | None = None,
         commit_id: str | None = None,
         sync: bool = True,
+        state: StateUpdate | None = None,
+        expected_state_version: int | None = None,
     ) -> CommitResult:
         del sync  # memory has no durability to defer: every commit is as final as it gets
         check_commit_id(commit_id)
@@ -361,13 +383,14 @@ class MemoryWriter:
             if first is not None:
                 return first
             use = self._fence if fence is None else fence
-            tail.check(
-                self.uid, expected_last_seq=expected_last_seq, fence=use, current=self._fence
-            )
-            records = tail.seal_events(
-                self.uid, events, fence=use, max_bytes=self._store.max_commit_bytes
-            )
-            return self._land(records, events, commit_id)
+            records, new = tail.prepare(
+                self.uid, events, expected_last_seq=expected_last_seq, fence=use,
+                current=self._fence, state=state, expected_state_version=expected_state_version,
+                max_bytes=self._store.max_commit_bytes,
+            )  # fmt: skip
+            if new is not None:
+                self._session.states.append((tail.last_seq, new))
+            return self._land(records, events, commit_id, new, use)
 
     def append_records(self, records: Sequence[Record]) -> CommitResult:
         with self._store._cond:
@@ -378,7 +401,12 @@ class MemoryWriter:
     def sync(self) -> None:
         """Nothing to do: see :meth:`append`."""
 
-    def state(self) -> SessionInfo:
+    @property
+    def state(self) -> WorkingState:
+        """The working state as of the last commit."""
+        return self._session.tail.state
+
+    def info(self) -> SessionInfo:
         """The session as :meth:`MemoryStore.get` returns it."""
         with self._store._cond:
             return self._store._info(self._session)
@@ -400,13 +428,29 @@ class MemoryWriter:
         return self._session.tail
 
     def _land(
-        self, records: list[Record], events: Sequence[Mapping[str, Any]] | None, cid: str | None
+        self,
+        records: list[Record],
+        events: Sequence[Mapping[str, Any]] | None,
+        cid: str | None,
+        state: WorkingState | None = None,
+        fence: int = 0,
     ) -> CommitResult:
-        result = self._session.tail.advance(records, events, cid)
+        result = self._session.tail.advance(records, events, cid, state, fence=fence)
         self._session.records.extend(records)
         self._session.update_time_ns = time.time_ns()
         self._store._cond.notify_all()
         return result
+
+
+def state_of(session: _Session, before_seq: int = 0) -> WorkingState:
+    """The working state of one in-memory journal (a session's, or a component store's):
+    the latest, or the latest committed at a head below ``before_seq``."""
+    if before_seq <= 0:
+        return session.tail.state
+    for chain_seq, state in reversed(session.states):
+        if chain_seq < before_seq:
+            return state
+    return WorkingState()
 
 
 def _has(records: list[Record], seq: int) -> bool:

@@ -15,6 +15,15 @@ The five duties (``spec/README.md`` decision 4), as the methods below keep them:
 5. size limit: a commit whose payload exceeds ``max_commit_bytes`` is refused whole with
    :class:`~agentsessions.errors.CommitTooLargeError`.
 
+Working state (decision 4 (a), issue 9 item 6): a commit may also carry the writer's
+:class:`StateUpdate`; its entries and the new :class:`WorkingState` land together or not at
+all, conditionally on the journal end *and* the state version the writer last saw
+(``expected_state_version``). On a conflict nothing is written and
+:class:`~agentsessions.errors.StateConflictError` carries the current :class:`Snapshot`. A
+state-only commit (no events) is allowed, commit ids dedup it too, and the state's bytes
+count toward ``max_commit_bytes``. Each state commit sets ``version + 1``; a journal that
+never had one reads as version 0.
+
 Every implementation (file, in-memory, and later distributed) passes ONE contract suite in
 ``tests/contract``.
 """
@@ -137,6 +146,9 @@ class SessionInfo:
     exec_id: str = ""  # its execution id ("" for a legacy ID-less run)
     snapshot: Mapping[str, Any] | None = None  # the latest SUSPEND's snapshot fields
     damaged: str = ""  # why a listed session cannot be read ("" when it can); list only
+    state_version: int = 0  # the working state's version (0: none), its range and size
+    state_covers: tuple[int, int] = (0, 0)
+    state_size: int = 0
 
     @property
     def uid(self) -> str:
@@ -153,10 +165,17 @@ class SessionInfo:
             update_time_ns=self.update_time_ns,
             fence=self.fence,
             deleted=self.deleted,
+            working_state=state_json(self.state_version, self.state_covers, self.state_size),
         )
         if self.damaged:  # only on a damaged listing row: the key's presence is the signal
             out["damaged"] = self.damaged
         return out
+
+
+def state_json(version: int, covers: tuple[int, int], size: int) -> dict[str, int]:
+    """The ``working_state`` object of ``get --json`` (no bytes: the version, the journal
+    range it covers and its size)."""
+    return {"version": version, "covers_from": covers[0], "covers_to": covers[1], "size": size}
 
 
 @dataclass(frozen=True)
@@ -169,7 +188,10 @@ class Page:
 
 @dataclass(frozen=True)
 class CommitResult:
-    """What a commit produced; a retried commit id returns the first result with ``duplicate``."""
+    """What a commit produced; a retried commit id returns the first result with ``duplicate``.
+
+    A state-only commit appends no record: ``first_seq`` is then ``last_seq + 1``.
+    """
 
     first_seq: int
     last_seq: int
@@ -177,6 +199,49 @@ class CommitResult:
     fence: int
     duplicate: bool = False
     records: tuple[Record, ...] = ()  # what this commit appended (empty for a duplicate)
+    state_version: int = 0  # the working state's version after this commit
+
+
+@dataclass(frozen=True)
+class WorkingState:
+    """A writer's working state as the store keeps it (version 0 = none yet)."""
+
+    version: int = 0  # each state commit sets version + 1
+    data: bytes = b""  # opaque to the host
+    covers_from: int = 0  # the journal range it covers, inclusive (0, 0 = none)
+    covers_to: int = 0
+    author: str = ""  # stamped by the host, never taken from the harness
+    time_ns: int = 0  # stamped by the host
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``get --json`` shows of it: everything but the bytes, and their size."""
+        return {
+            "version": self.version,
+            "covers_from": self.covers_from,
+            "covers_to": self.covers_to,
+            "size": len(self.data),
+            "author": self.author,
+            "time_ns": self.time_ns,
+        }
+
+
+@dataclass(frozen=True)
+class StateUpdate:
+    """The working state a commit replaces the current one with."""
+
+    data: bytes
+    covers_from: int = 1
+    covers_to: int = 0  # 0 = the commit's last seq (the head after it)
+    author: str = ""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The head and working state a writer merges with after a conflict."""
+
+    last_seq: int
+    last_hash: str
+    state: WorkingState
 
 
 class Writer(Protocol):
@@ -201,8 +266,15 @@ class Writer(Protocol):
         fence: int | None = None,
         commit_id: str | None = None,
         sync: bool = True,
+        state: StateUpdate | None = None,
+        expected_state_version: int | None = None,
     ) -> CommitResult:
         """Append ``events`` (proto3-JSON ``Event`` dicts) as one durable, atomic commit.
+
+        ``state`` replaces the working state in the same commit (``events`` may then be
+        empty); ``expected_state_version`` (None: not checked) is the state version the
+        writer last saw. With either, a lost CAS raises StateConflictError (its
+        ``snapshot`` is the current head and state) and nothing is written.
 
         ``expected_last_seq`` None appends at the current head; ``fence`` None uses the
         writer's own fence. Acknowledged (returned) only after the bytes are synced.
@@ -218,6 +290,11 @@ class Writer(Protocol):
 
     def sync(self) -> None:
         """Make every commit landed with ``sync=False`` durable (a no-op when none is)."""
+        ...
+
+    @property
+    def state(self) -> WorkingState:
+        """The working state as of this writer's last commit (what it holds: no read)."""
         ...
 
     def append_records(self, records: Sequence[Record]) -> CommitResult:
@@ -275,6 +352,20 @@ class Store(Protocol):
         """Committed records with ``from_seq <= seq <= to_seq`` (0 = head), in order."""
         ...
 
+    def state(self, uid: str, before_seq: int = 0) -> WorkingState:
+        """The session's working state, read without becoming its writer.
+
+        ``before_seq`` > 0: the latest state committed at a head below ``before_seq`` (one
+        committed together with entries counts at the head before them), e.g. the state
+        an execution started with, so a replay hands a harness what its live run had.
+        """
+        ...
+
+    def states(self, uid: str) -> Iterator[tuple[int, WorkingState]]:
+        """Every working-state version in commit order, each with the head it was committed
+        at (the ``before_seq`` rule of :meth:`state`); one pass, for replay."""
+        ...
+
     def follow(
         self, uid: str, from_seq: int = 1, *, idle_timeout: float | None = None
     ) -> Iterator[Record]:
@@ -330,6 +421,10 @@ class ComponentStore(Protocol):
     def follow(self, from_seq: int = 1, *, idle_timeout: float | None = None) -> Iterator[Record]:
         """Records from ``from_seq`` on, then each new one as it commits (see
         :meth:`Store.follow`)."""
+        ...
+
+    def state(self) -> WorkingState:
+        """The component's working state, read-only (version 0: none yet, or never written)."""
         ...
 
 

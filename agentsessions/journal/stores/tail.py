@@ -1,7 +1,9 @@
 """What a writer knows about the end of its journal, shared by every store implementation.
 
 The tail holds the head (last seq and hash), the projections, the recent commit ids with
-their first results, and the highest fence seen. It is all a writer needs to accept or refuse
+their first results, the highest fence seen, and the working state (its version, range and
+bytes; for a file store also where its STATE frame lies, so an open finds it without
+reading history). It is all a writer needs to accept or refuse
 the next commit without reading the log, so the cost of a commit does not grow with the
 session. Stores persist it (as the ``carry`` of a sealed segment, or a hint file) and fold
 new records into it; the rules for accepting a commit live here, once.
@@ -9,6 +11,7 @@ new records into it; the rules for accepting a commit live here, once.
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,11 +25,19 @@ from agentsessions.errors import (
     FencedError,
     FormatError,
     InvalidArgumentError,
+    StateConflictError,
 )
 from agentsessions.journal.format import canonical
 from agentsessions.journal.format.records import Record
+from agentsessions.journal.format.staterecord import Where
 from agentsessions.journal.stores.projection import Projection
-from agentsessions.journal.stores.store import COMMIT_IDS_REMEMBERED, CommitResult
+from agentsessions.journal.stores.store import (
+    COMMIT_IDS_REMEMBERED,
+    CommitResult,
+    Snapshot,
+    StateUpdate,
+    WorkingState,
+)
 
 
 @dataclass
@@ -38,10 +49,35 @@ class Tail:
     projection: Projection = field(default_factory=Projection)
     commits: OrderedDict[str, CommitResult] = field(default_factory=OrderedDict)
     max_fence: int = 0
+    state: WorkingState = field(default_factory=WorkingState)
+    state_at: Where | None = None  # the file store's STATE frame of ``state`` (None: none)
+    state_size: int = 0  # its data's size (``state.data`` is b"" until a file store loads it)
 
     # -- accepting a commit -------------------------------------------------------------
-    def check(self, uid: str, *, expected_last_seq: int | None, fence: int, current: int) -> None:
-        """CAS first, then the fence, in the reference's order."""
+    def check(
+        self,
+        uid: str,
+        *,
+        expected_last_seq: int | None,
+        fence: int,
+        current: int,
+        expected_state_version: int | None = None,
+        stateful: bool = False,
+    ) -> None:
+        """CAS first (the journal end, then the state version), then the fence, in the
+        reference's order. ``stateful`` (the commit carries state): a lost CAS is a
+        StateConflictError with the current snapshot."""
+        stateful = stateful or expected_state_version is not None
+        if stateful and expected_last_seq is not None and expected_last_seq != self.last_seq:
+            raise self.state_conflict(
+                uid, f"expected last seq {expected_last_seq} but the journal ends at "
+                f"{self.last_seq}"
+            )  # fmt: skip
+        if expected_state_version is not None and expected_state_version != self.state.version:
+            raise self.state_conflict(
+                uid, f"expected state version {expected_state_version} but the working state "
+                f"is at version {self.state.version}"
+            )  # fmt: skip
         if expected_last_seq is not None and expected_last_seq != self.last_seq:
             raise ConflictError(
                 f"session {uid}: expected last seq {expected_last_seq} but the journal ends at "
@@ -58,6 +94,72 @@ class Tail:
                 fence=fence,
                 current_fence=current,
             )
+
+    def prepare(
+        self,
+        uid: str,
+        events: Sequence[Mapping[str, Any]],
+        *,
+        expected_last_seq: int | None,
+        fence: int,
+        current: int,
+        state: StateUpdate | None,
+        expected_state_version: int | None,
+        max_bytes: int,
+    ) -> tuple[list[Record], WorkingState | None]:
+        """Everything a writer checks and builds before a commit lands, in order: the CAS
+        (journal end, state version), the fence, the events, the new state and the size.
+        Nothing is stored; any refusal leaves the tail as it was."""
+        self.check(
+            uid,
+            expected_last_seq=expected_last_seq,
+            fence=fence,
+            current=current,
+            expected_state_version=expected_state_version,
+            stateful=state is not None,
+        )
+        if state is None or events:
+            records = self.seal_events(uid, events, fence=fence, max_bytes=max_bytes)
+        else:
+            records = []
+        if state is None:
+            return records, None
+        return records, self.next_state(
+            uid, state, records, max_bytes=max_bytes, now=time.time_ns()
+        )
+
+    def state_conflict(self, uid: str, why: str) -> StateConflictError:
+        """The conflict a stateful commit gets: nothing written, the snapshot to merge with."""
+        return StateConflictError(
+            f"session {uid}: {why} (another writer committed first); nothing was written",
+            head_seq=self.last_seq,
+            head_hash=self.last_hash,
+            snapshot=self.snapshot(),
+            session=uid,
+        )
+
+    def next_state(
+        self, uid: str, update: StateUpdate, records: Sequence[Record], *, max_bytes: int, now: int
+    ) -> WorkingState:
+        """The working state ``update`` makes after ``records``; refuses a bad range, or a
+        commit whose events and state bytes together exceed ``max_bytes``."""
+        if not isinstance(update.data, bytes):
+            raise InvalidArgumentError(f"session {uid}: working state must be bytes")
+        head = records[-1].seq if records else self.last_seq
+        covers_to = update.covers_to or head
+        covers_from = update.covers_from if covers_to else 0
+        if not 0 <= covers_from <= covers_to <= head or (covers_to and not covers_from):
+            raise InvalidArgumentError(
+                f"session {uid}: working state covers {update.covers_from}..{update.covers_to}, "
+                f"outside the journal 1..{head}; nothing was written",
+                session=uid,
+            )
+        size = sum(len(r.payload) for r in records) + len(update.data)
+        if size > max_bytes:
+            raise _too_large(uid, size, max_bytes)
+        return WorkingState(
+            self.state.version + 1, update.data, covers_from, covers_to, update.author, now
+        )
 
     def seal_events(
         self, uid: str, events: Sequence[Mapping[str, Any]], *, fence: int, max_bytes: int
@@ -127,17 +229,29 @@ class Tail:
         records: Sequence[Record],
         events: Sequence[Mapping[str, Any]] | None,
         commit_id: str | None,
+        state: WorkingState | None = None,
+        *,
+        fence: int = 0,
+        at: Where | None = None,
     ) -> CommitResult:
-        """Move the head past ``records`` and fold them into the projection."""
+        """Move the head past ``records`` and fold them into the projection; ``state`` (with
+        its frame ``at``, for a file store) becomes the working state. A state-only commit
+        (no records) is made by a writer of ``fence``."""
         for i, record in enumerate(records):
             self.projection.apply(events[i] if events is not None else record.event, record.seq)
             self.max_fence = max(self.max_fence, record.fence)
-        last = records[-1]
-        self.last_seq, self.last_hash = last.seq, last.content_hash
-        first = records[0].seq
+        if records:
+            self.last_seq, self.last_hash = records[-1].seq, records[-1].content_hash
+            fence = records[-1].fence
+        if state is not None:
+            self.state, self.state_at, self.state_size = state, at, len(state.data)
+            self.max_fence = max(self.max_fence, fence)
+        first = records[0].seq if records else self.last_seq + 1
+        done = (first, self.last_seq, self.last_hash, fence)
+        version = self.state.version
         if commit_id is not None:  # remembered without its records: a retry gets no copies
-            self.remember(commit_id, CommitResult(first, last.seq, last.content_hash, last.fence))
-        return CommitResult(first, last.seq, last.content_hash, last.fence, False, tuple(records))
+            self.remember(commit_id, CommitResult(*done, state_version=version))
+        return CommitResult(*done, False, tuple(records), version)
 
     def remember(self, commit_id: str, result: CommitResult) -> None:
         self.commits[commit_id] = result
@@ -150,20 +264,34 @@ class Tail:
         if commit_id is None or commit_id not in self.commits:
             return None
         first = self.commits[commit_id]
-        return CommitResult(first.first_seq, first.last_seq, first.last_hash, first.fence, True)
+        return CommitResult(
+            first.first_seq, first.last_seq, first.last_hash, first.fence, True,
+            state_version=first.state_version,
+        )  # fmt: skip
+
+    def snapshot(self) -> Snapshot:
+        """The head and working state, as a conflict reports them."""
+        return Snapshot(self.last_seq, self.last_hash, self.state)
 
     # -- persistence --------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "last_seq": self.last_seq,
             "last_hash": self.last_hash,
             "projection": self.projection.to_json(),
             "max_fence": self.max_fence,
             "commits": [
-                [cid, r.first_seq, r.last_seq, r.last_hash, r.fence]
+                [cid, r.first_seq, r.last_seq, r.last_hash, r.fence, r.state_version]
                 for cid, r in self.commits.items()
             ],
         }
+        if self.state.version:  # where the state's frame is, not its bytes (FORMAT.md 6a)
+            out["state"] = {
+                **self.state.to_json(),
+                "size": self.state_size,
+                "at": list(self.state_at) if self.state_at is not None else None,
+            }
+        return out
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> Tail:
@@ -173,8 +301,20 @@ class Tail:
             projection=Projection.from_json(obj.get("projection")),
             max_fence=int(obj.get("max_fence", 0)),
         )
-        for cid, first, last, digest, fence in obj.get("commits", []):
-            tail.commits[str(cid)] = CommitResult(int(first), int(last), str(digest), int(fence))
+        for cid, first, last, digest, fence, *version in obj.get("commits", []):
+            tail.commits[str(cid)] = CommitResult(
+                int(first), int(last), str(digest), int(fence),
+                state_version=int(version[0]) if version else 0,
+            )  # fmt: skip
+        state = obj.get("state")
+        if state:  # the bytes are not here: the file store reads them from ``at``
+            tail.state = WorkingState(
+                int(state["version"]), b"", int(state["covers_from"]), int(state["covers_to"]),
+                str(state["author"]), int(state["time_ns"]),
+            )  # fmt: skip
+            tail.state_size = int(state["size"])
+            at = state.get("at")
+            tail.state_at = (int(at[0]), int(at[1]), int(at[2])) if at else None
         return tail
 
 

@@ -1,0 +1,77 @@
+"""The journal a live turn records into: its writer, with the sync discipline of a turn.
+
+Each effect is its own commit at the head the turn last saw (CAS); commits made with
+``sync=False`` wait for the next sync, and a caller (``on_record``) hears of a record only
+once it is durable. The harness's working state is a state-only commit after what is
+pending, covered by the same next sync (spec decision 11 and issue 9 item 6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from agentsessions.journal.format.records import Record
+from agentsessions.journal.stores.store import StateUpdate, Writer
+
+
+class WriterJournal:
+    """Appends each effect as its own commit at the head it last saw (CAS).
+
+    A commit made with ``sync=False`` waits for the next sync (spec decision 11: the sink
+    flushes before anything leaves the process, and END is synced): ``on_record`` hears of
+    it only then, so a caller is told of a record only once it is durable, in order.
+    """
+
+    def __init__(self, writer: Writer, on_record: Callable[[Record], None] | None) -> None:
+        self.writer = writer
+        self.on_record = on_record
+        self._unsynced: list[Record] = []
+        self._dirty = False  # a commit (with or without records) waits for a sync
+
+    def record(
+        self, events: Sequence[Mapping[str, Any]], expected: int | None = None, *, sync: bool = True
+    ) -> Record:
+        head = self.writer.head[0] if expected is None else expected
+        result = self.writer.append(events, expected_last_seq=head, sync=sync)
+        self._unsynced.extend(result.records)
+        self._dirty = not sync
+        if sync:
+            self._acknowledged()
+        return result.records[-1]
+
+    def commit_state(
+        self,
+        data: bytes,
+        *,
+        covers_to: int,
+        expected_version: int | None,
+        commit_id: str,
+        author: str,
+    ) -> int:
+        """A state-only commit after what is pending; the next sync covers both, and
+        recovery keeps a prefix of commits, so the state never outlives entries before it."""
+        update = StateUpdate(data, covers_from=1, covers_to=covers_to, author=author)
+        result = self.writer.append(
+            (),
+            expected_last_seq=self.writer.head[0],
+            commit_id=commit_id,
+            sync=False,
+            state=update,
+            expected_state_version=expected_version,
+        )
+        self._dirty = self._dirty or not result.duplicate
+        return result.state_version
+
+    def flush(self) -> None:
+        """Make the commits made with ``sync=False`` durable (one sync), then report them."""
+        if self._unsynced or self._dirty:
+            self.writer.sync()
+            self._acknowledged()
+
+    def _acknowledged(self) -> None:
+        self._dirty = False
+        records, self._unsynced = self._unsynced, []
+        if self.on_record is not None:
+            for record in records:
+                self.on_record(record)
