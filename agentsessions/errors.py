@@ -51,6 +51,14 @@ Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_
         +-- ApprovalDecidedError            the request was already decided otherwise
         +-- ApprovalInheritedError          the request was copied from a fork's parent
         +-- ApprovalBlockedError            new input while an approval is unreceipted
+    +-- UnauthenticatedError                no, a wrong, expired or revoked bearer token (exit 30)
+    +-- PermissionDeniedError               the token's projects do not cover the request (exit 31)
+    +-- ResourceExhaustedError              a request over a server bound (streams, size) (exit 32)
+    +-- TokenNotFoundError (NotFoundError)  ``token revoke`` of an unknown token id    (exit 3)
+    +-- TokensCorruptError (JournalCorruptError)  the home's tokens.json is damaged    (exit 8)
+
+Exit codes 30-32 are a block apart from the journal's (1-22) so that access control can grow
+without renumbering.
 """
 
 from __future__ import annotations
@@ -457,3 +465,40 @@ class ApprovalBlockedError(ApprovalError):
     """New input while the session's own approval-gated call has no receipt yet."""
 
     kind = "approval_blocked"
+
+
+class UnauthenticatedError(AgentSessionsError):
+    """The server refused the call: no bearer token, or a wrong, expired or revoked one."""
+
+    exit_code = 30
+    grpc_code = "UNAUTHENTICATED"
+    kind = "unauthenticated"
+
+
+class PermissionDeniedError(AgentSessionsError):
+    """The caller is authenticated but its token does not cover the request (another
+    project, an actor it may not name, a server path it may not choose)."""
+
+    exit_code = 31
+    grpc_code = "PERMISSION_DENIED"
+    kind = "permission_denied"
+
+
+class ResourceExhaustedError(AgentSessionsError):
+    """A request over one of the server's bounds (open streams per client); retry later."""
+
+    exit_code = 32
+    grpc_code = "RESOURCE_EXHAUSTED"
+    kind = "resource_exhausted"
+
+
+class TokenNotFoundError(NotFoundError):
+    """No token with that id in the home's token file."""
+
+    kind = "token_not_found"
+
+
+class TokensCorruptError(JournalCorruptError):
+    """The home's ``tokens.json`` cannot be read as a token file; nothing was changed."""
+
+    kind = "tokens_corrupt"

@@ -18,6 +18,7 @@ from agentsessions.cli import compute as _compute  # noqa: F401
 from agentsessions.cli import follow as _follow  # noqa: F401
 from agentsessions.cli import resolve as _resolve  # noqa: F401
 from agentsessions.cli import store as _store  # noqa: F401
+from agentsessions.cli import token as _token  # noqa: F401
 from agentsessions.cli import turns as _turns  # noqa: F401
 
 _app.reflow_help()

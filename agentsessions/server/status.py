@@ -118,5 +118,8 @@ _BY_STATUS: dict[str, type[AgentSessionsError]] = {
     "CANCELLED": errors.TurnCanceledError,
     "DATA_LOSS": errors.JournalCorruptError,
     "INTERNAL": errors.HarnessError,
+    "UNAUTHENTICATED": errors.UnauthenticatedError,
+    "PERMISSION_DENIED": errors.PermissionDeniedError,
+    "RESOURCE_EXHAUSTED": errors.ResourceExhaustedError,
 }
 """A status with no trailer of ours, as the class a caller most likely handles."""

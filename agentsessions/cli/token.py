@@ -1,0 +1,151 @@
+"""The ``token`` commands: bearer tokens for ``agentsessions serve``, scoped to projects.
+
+``token create --project P`` prints a new token once (stdout: the token alone, so
+``TOKEN=$(agentsessions token create -p acme)`` works; stderr: its id and what to keep);
+the home keeps only its SHA-256 (``tokens.json``, mode 0600). ``token list`` shows ids,
+names, projects and state, never a secret; ``token revoke ID`` ends one (a running server
+sees it on the next call). The logic lives in :mod:`agentsessions.server.tokens`, which
+imports no grpc: these commands work without the ``grpc`` extra.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from agentsessions.cli.app import JsonOpt, _state, app
+from agentsessions.cli.helpview import HelpGroup
+
+if TYPE_CHECKING:
+    from agentsessions.cli.app import CliState
+    from agentsessions.server.tokens import TokenStore
+
+token_app = typer.Typer(
+    name="token",
+    cls=HelpGroup,
+    help="Create, list and revoke the bearer tokens `agentsessions serve` accepts. A token "
+    "acts in its projects only; the home keeps its hash, never its text.",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(token_app, name="token")
+
+
+def _store(state: CliState) -> TokenStore:
+    from agentsessions.server.tokens import TokenStore
+    from agentsessions.sessions.home import resolve_home
+
+    return TokenStore(resolve_home(state.home))
+
+
+@token_app.command(
+    epilog="Example: TOKEN=$(agentsessions token create --project acme --name ci --expires 30d)"
+)
+def create(
+    ctx: typer.Context,
+    project: Annotated[
+        list[str],
+        typer.Option(
+            "--project",
+            "-p",
+            help="A project the token acts in; repeatable (the first is "
+            "where a request naming no project lands).",
+        ),
+    ],
+    name: Annotated[
+        str,
+        typer.Option(
+            help="Who the token stands for: recorded as the actor on approvals (default: token-ID)."
+        ),
+    ] = "",
+    expires: Annotated[
+        str,
+        typer.Option(
+            metavar="DURATION", help="Lifetime: 90s, 15m, 12h, 30d or 2w (default: until revoked)."
+        ),
+    ] = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Create a token and print it once; only its hash is kept.
+
+    stdout carries the token alone (with --json: an object with "token", "id", "name",
+    "projects", "created_ns", "expires_ns"). It cannot be shown again: keep it now, or
+    revoke it and create another.
+    """
+    from agentsessions.server.tokens import parse_duration
+
+    state = _state(ctx, as_json)
+    seconds = parse_duration(expires) if expires else None
+    text, info = _store(state).create(projects=project, name=name, expires_in=seconds)
+    if state.json:
+        from agentsessions.cli.render import write_json
+
+        write_json({"token": text, **info.to_json()})
+    else:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+        where = ", ".join(info.projects)
+        sys.stderr.write(
+            f"created token {info.id} ({info.principal}) for {where}; it is shown only once\n"
+        )
+
+
+@token_app.command(name="list", epilog="Example: agentsessions token list --json")
+def list_(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """List the home's tokens: id, name, projects, created, expires and state.
+
+    The state is active, expired or revoked. No secret is shown (none is kept).
+    """
+    import time
+
+    from agentsessions.cli import render
+
+    state = _state(ctx, as_json)
+    tokens = _store(state).list()
+    now = time.time_ns()
+    if state.json:
+        render.write_json({"tokens": [t.to_json(now) for t in tokens]})
+        return
+    if not tokens:
+        sys.stdout.write("no tokens (create one: agentsessions token create --project P)\n")
+        return
+    from rich.text import Text
+
+    table = render.plain_table()
+    for column in ("id", "name", "projects", "created", "expires", "state"):
+        table.add_column(column, no_wrap=column in ("id", "created", "expires"))
+    for t in tokens:
+        table.add_row(
+            t.id,
+            Text(render.one_line(t.principal)),
+            Text(render.one_line(", ".join(t.projects))),
+            render.format_time_ns(t.created_ns),
+            render.format_time_ns(t.expires_ns) if t.expires_ns else "never",
+            t.state(now),
+        )
+    render.emit(render.stdout_console(), table)
+
+
+@token_app.command(epilog="Example: agentsessions token revoke 0123456789ab")
+def revoke(
+    ctx: typer.Context,
+    token_id: Annotated[str, typer.Argument(metavar="ID", help="The token's id (token list).")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Revoke a token: a server refuses it from its next call on (UNAUTHENTICATED).
+
+    The record stays (listed as revoked); revoking it again changes nothing. An unknown id
+    exits 3.
+    """
+    import time
+
+    state = _state(ctx, as_json)
+    info = _store(state).revoke(token_id)
+    if state.json:
+        from agentsessions.cli.render import write_json
+
+        write_json(info.to_json(time.time_ns()))
+    else:
+        sys.stdout.write(f"revoked token {info.id} ({info.principal})\n")

@@ -1,0 +1,167 @@
+"""Who is calling: the bearer-token interceptor, and :func:`server_security`, the one call
+``agentsessions serve`` makes to get its credentials, interceptors and scope.
+
+Every call must carry ``authorization: Bearer <token>`` metadata naming a live token of the
+home (:mod:`.tokens`); anything else is refused UNAUTHENTICATED before the handler runs
+(no token, a malformed, unknown, wrong, revoked or expired one), with one clear message and
+a hint naming ``token create``. The token's :class:`~.tokens.Principal` is set in a context
+variable for the handler (unary or streaming, :mod:`.intercept`): :func:`current_principal`
+reads it, and the scope (:mod:`.scoped`) binds the engine to it.
+
+The only way to serve without tokens is an explicit ``no_auth`` on a listener only this
+machine can reach (a unix socket or a loopback address, :func:`.tls.is_local`); a token on a
+non-local listener needs TLS, or it would cross the network in the clear.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import grpc
+
+from agentsessions.errors import AgentSessionsError, InvalidArgumentError, UnauthenticatedError
+from agentsessions.server import status, tls
+from agentsessions.server.bounds import Limits, StreamLimiter
+from agentsessions.server.intercept import Handler, guarded
+from agentsessions.server.scoped import Scope
+from agentsessions.server.tokens import Principal, TokenStore
+
+if TYPE_CHECKING:
+    from agentsessions.sessions.api import Sessions
+
+LOG = logging.getLogger("agentsessions.server")
+AUTH_KEY = "authorization"
+SCHEME = "bearer"
+LOCAL_OPERATOR = Principal(name="", projects=None)
+"""The caller on a listener started without auth: every project, its own actor names."""
+
+_PRINCIPAL: contextvars.ContextVar[Principal | None] = contextvars.ContextVar(
+    "agentsessions_principal", default=None
+)
+
+
+def current_principal() -> Principal | None:
+    """The principal of the call this thread is handling (None outside an authenticated
+    call: the scope then refuses everything)."""
+    return _PRINCIPAL.get()
+
+
+def bearer_token(metadata: Sequence[tuple[str, str | bytes]] | None) -> str:
+    """The token of an ``authorization: Bearer <token>`` entry; UnauthenticatedError if
+    there is none, or more than one, or it is not a Bearer credential."""
+    values = [v for k, v in (metadata or ()) if k.lower() == AUTH_KEY]
+    if not values:
+        raise UnauthenticatedError(
+            "no bearer token: send metadata 'authorization: Bearer <token>'",
+            hint="create one with: agentsessions token create --project PROJECT",
+        )
+    if len(values) > 1:
+        raise UnauthenticatedError("more than one authorization entry: send exactly one")
+    value = values[0]
+    text = value.decode("ascii", "replace") if isinstance(value, bytes) else value
+    scheme, _, token = text.strip().partition(" ")
+    if scheme.lower() != SCHEME or not token.strip():
+        raise UnauthenticatedError("authorization must be 'Bearer <token>'")
+    return token.strip()
+
+
+class TokenAuth(grpc.ServerInterceptor):
+    """Authenticates every call against ``tokens``; sets its principal for the handler."""
+
+    def __init__(self, tokens: TokenStore) -> None:
+        self.tokens = tokens
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Handler | None],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> Handler | None:
+        return guarded(continuation(handler_call_details), self._guard)
+
+    def _guard(self, context: grpc.ServicerContext, streaming: bool) -> None:
+        try:
+            info = self.tokens.authenticate(bearer_token(context.invocation_metadata()))
+        except UnauthenticatedError as exc:
+            status.abort(context, exc)
+            raise  # not reached: abort raises
+        except AgentSessionsError as exc:  # a damaged or unreadable token file
+            LOG.error("cannot check bearer tokens: %s", exc.message)
+            status.abort(
+                context, UnauthenticatedError("the server cannot check tokens (see its log)")
+            )
+            raise
+        _PRINCIPAL.set(Principal.of(info))
+
+
+class LocalOperator(grpc.ServerInterceptor):
+    """On a listener without auth: every call acts as :data:`LOCAL_OPERATOR`."""
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Handler | None],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> Handler | None:
+        return guarded(continuation(handler_call_details), _as_local_operator)
+
+
+def _as_local_operator(context: grpc.ServicerContext, streaming: bool) -> None:
+    _PRINCIPAL.set(LOCAL_OPERATOR)
+
+
+def client_key(context: grpc.ServicerContext) -> str:
+    """Whose streams a call counts against: its token, else its peer address."""
+    principal = current_principal()
+    if principal is not None and principal.token_id:
+        return f"token:{principal.token_id}"
+    return f"peer:{context.peer()}"
+
+
+def server_security(
+    home: str | os.PathLike[str],
+    *,
+    listen: str,
+    engine: Sessions,
+    tls_cert: str | os.PathLike[str] | None = None,
+    tls_key: str | os.PathLike[str] | None = None,
+    client_ca: str | os.PathLike[str] | None = None,
+    no_auth: bool = False,
+    limits: Limits | None = None,
+) -> tuple[grpc.ServerCredentials | None, list[grpc.ServerInterceptor], Scope]:
+    """What ``build_server`` needs to serve ``engine`` safely on ``listen``.
+
+    Returns the TLS credentials (None: a plaintext port), the interceptors (the token check,
+    or the local operator with ``no_auth``, then the stream bound) and the scope that binds
+    ``engine`` to each call's principal (projects, actor, request bounds). Refuses
+    (InvalidArgumentError, exit 2) ``no_auth`` on a listener other machines can reach, and
+    tokens over plaintext there; the TLS files are checked here, before anything listens.
+    """
+    limits = limits or Limits()
+    credentials = tls.server_credentials(tls_cert=tls_cert, tls_key=tls_key, client_ca=client_ca)
+    local = tls.is_local(listen)
+    first: grpc.ServerInterceptor
+    if no_auth:
+        if not local:
+            raise InvalidArgumentError(
+                f"--no-auth on {listen}: only a unix socket or a loopback address "
+                "(127.0.0.0/8, ::1, localhost) may be served without tokens",
+                hint="listen on 127.0.0.1:PORT, or drop --no-auth and use "
+                "agentsessions token create",
+            )
+        first = LocalOperator()
+    else:
+        if credentials is None and not local:
+            raise InvalidArgumentError(
+                f"bearer tokens on {listen} without TLS would cross the network in plaintext",
+                hint="pass --tls-cert and --tls-key, or listen on a loopback address",
+            )
+        first = TokenAuth(TokenStore(Path(home)))
+    interceptors: list[grpc.ServerInterceptor] = [
+        first,
+        StreamLimiter(limits.max_streams_per_client, client_key),
+    ]
+    return credentials, interceptors, Scope(engine, current_principal, limits)

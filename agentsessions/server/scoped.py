@@ -1,0 +1,421 @@
+"""The engine as one caller may see it: a :class:`~agentsessions.sessions.api.Sessions`
+bound to a principal's projects and to the server's request bounds.
+
+:class:`ScopedSessions` implements the whole Protocol by delegation (a test enumerates the
+Protocol so that a new method cannot be left unscoped):
+
+- ``list``, ``create``, ``import_`` and an ``exec``/``run`` that creates a session act only
+  in the principal's projects: another project is PERMISSION_DENIED (the caller named it,
+  so saying no leaks nothing); ``"default"`` (what a request naming no project arrives as)
+  means the token's first project when the token does not cover ``default`` itself;
+- every uid-addressed method looks up the session's project first and answers a session of
+  another project exactly as an unknown uid: NOT_FOUND with the engine's own message, so a
+  token cannot learn which uids exist elsewhere (PERMISSION_DENIED would confirm them);
+  a fork's children are made by the engine in the parent's project, so they stay in it;
+- ``approve``/``resolve`` record the principal's identity as the actor. A client-sent actor
+  is ignored, not refused: clients fill one in by default (our CLI sends the login name), and
+  the recorded decision, which the reply carries, shows whom it was recorded as;
+- ``tools`` (a workload file path on the server's disk) is refused for a token: a remote
+  caller must not make the server read files it chooses. ``export``/``import_`` paths are
+  the service's own (it streams the bytes), never a client's;
+- page size and fork count are bounded (:class:`~.bounds.Limits`) before the engine is called.
+
+The principal ``projects=None`` (a listener started without auth) keeps the bounds only.
+The scope never closes the engine: it is the server's, shared by every call.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from os import PathLike
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+from agentsessions.errors import NotFoundError, PermissionDeniedError, UnauthenticatedError
+from agentsessions.server.bounds import Limits
+from agentsessions.server.tokens import Principal
+
+if TYPE_CHECKING:
+    import grpc
+
+    from agentsessions.controller.spi import ToolStoreEntry
+    from agentsessions.sessions.api import (
+        Approval,
+        Frame,
+        Input,
+        LogRecord,
+        ReplayReport,
+        Resolution,
+        Session,
+        SessionFrame,
+        SessionPage,
+        Sessions,
+        VerifyReport,
+    )
+
+DEFAULT_PROJECT = "default"
+_CACHE_SIZE = 4096
+
+
+class Scope:
+    """``scope(context)`` for ``build_server``: the engine bound to the call's principal.
+
+    Keeps a bounded cache of uid -> project (a session's project never changes) so that a
+    scoped call costs one engine lookup per session, not one per call.
+    """
+
+    def __init__(
+        self,
+        engine: Sessions,
+        principal: Callable[[], Principal | None],
+        limits: Limits | None = None,
+    ) -> None:
+        self.engine = engine
+        self.limits = limits or Limits()
+        self._principal = principal
+        self._projects: OrderedDict[str, str] = OrderedDict()
+        self._mutex = threading.Lock()
+
+    def __call__(self, context: grpc.ServicerContext | None = None) -> ScopedSessions:
+        """The engine as the current call's principal sees it (UNAUTHENTICATED without one:
+        a scope reached without its interceptor fails closed)."""
+        principal = self._principal()
+        if principal is None:
+            raise UnauthenticatedError("no authenticated principal for this call")
+        return ScopedSessions(self, principal)
+
+    def remember(self, uid: str, project: str) -> None:
+        """Note ``uid``'s project (from a session the engine returned)."""
+        with self._mutex:
+            self._projects[uid] = project
+            self._projects.move_to_end(uid)
+            while len(self._projects) > _CACHE_SIZE:
+                self._projects.popitem(last=False)
+
+    def project_of(self, uid: str) -> str:
+        """``uid``'s project (NotFoundError, the engine's, for an unknown uid)."""
+        with self._mutex:
+            known = self._projects.get(uid)
+        if known is not None:
+            return known
+        project = self.engine.get(uid).project
+        self.remember(uid, project)
+        return project
+
+
+def _hidden(uid: str) -> NotFoundError:
+    """What an unknown uid gets from the store, word for word: another project's session
+    must be indistinguishable from none."""
+    return NotFoundError(f"session {uid} not found", hint="agentsessions list", session=uid)
+
+
+class ScopedSessions:
+    """:class:`Sessions` through one principal's eyes (see the module docstring)."""
+
+    def __init__(self, scope: Scope, principal: Principal) -> None:
+        self._scope = scope
+        self._engine = scope.engine
+        self._limits = scope.limits
+        self.principal = principal
+
+    # -- the checks --------------------------------------------------------------------
+    def _project(self, project: str) -> str:
+        """The project a list or create acts in, or PermissionDeniedError."""
+        p = self.principal
+        if p.projects is None or project in p.projects:
+            return project
+        if project in ("", DEFAULT_PROJECT):
+            return p.primary
+        raise PermissionDeniedError(
+            f"{p.name} may not act in project {project!r}",
+            hint=f"its token covers: {', '.join(sorted(p.projects))}",
+            project=project,
+        )
+
+    def _check(self, uid: str) -> str:
+        """``uid`` if its session is in the principal's projects, else NOT_FOUND."""
+        if not self.principal.allows(self._scope.project_of(uid)):
+            raise _hidden(uid)
+        return uid
+
+    def _seen(self, session: Session) -> Session:
+        self._scope.remember(session.uid, session.project)
+        return session
+
+    def _actor(self, actor: str) -> str:
+        """The actor to record: the token's identity (a client's claim is ignored)."""
+        return actor if self.principal.projects is None else self.principal.name
+
+    def _tools(self, tools: str | PathLike[str] | None) -> str | PathLike[str] | None:
+        if tools is not None and self.principal.projects is not None:
+            raise PermissionDeniedError(
+                "a workload file on the server's disk cannot be named over the wire",
+                hint="give the session its tools on the server: agentsessions create --tools",
+            )
+        return tools
+
+    # -- the Protocol ------------------------------------------------------------------
+    def create(
+        self,
+        *,
+        project: str = DEFAULT_PROJECT,
+        name: str = "",
+        harness: str = "",
+        model: str = "",
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+        tools: str | PathLike[str] | None = None,
+    ) -> Session:
+        """Create in one of the principal's projects."""
+        return self._seen(
+            self._engine.create(
+                project=self._project(project),
+                name=name,
+                harness=harness,
+                model=model,
+                labels=labels,
+                annotations=annotations,
+                tools=self._tools(tools),
+            )
+        )
+
+    def get(self, uid: str) -> Session:
+        """The session, if in the principal's projects (else NOT_FOUND)."""
+        session = self._seen(self._engine.get(uid))
+        if not self.principal.allows(session.project):
+            raise _hidden(uid)
+        return session
+
+    def list(
+        self, *, project: str = DEFAULT_PROJECT, page_size: int = 50, cursor: str | None = None
+    ) -> SessionPage:
+        """A page of one of the principal's projects; page size bounded."""
+        return self._engine.list(
+            project=self._project(project),
+            page_size=self._limits.page_size(page_size),
+            cursor=cursor,
+        )
+
+    def delete(self, uid: str) -> Session:
+        """Soft-delete a session of the principal's projects."""
+        return self._engine.delete(self._check(uid))
+
+    def _turn_target(self, uid: str | None, project: str) -> tuple[str | None, str]:
+        if uid is None:
+            return None, self._project(project)
+        return self._check(uid), project
+
+    def exec(
+        self,
+        uid: str | None = None,
+        inputs: Sequence[Input] = (),
+        *,
+        harness: str | None = None,
+        model: str | None = None,
+        config: bytes = b"",
+        wait: float = 0.0,
+        project: str = DEFAULT_PROJECT,
+        name: str = "",
+        labels: Mapping[str, str] | None = None,
+        fresh_start: bool = False,
+        tools: str | PathLike[str] | None = None,
+    ) -> Iterator[Frame]:
+        """A turn on a session of the principal's (or a new one in its project); checked
+        before the first frame."""
+        uid, project = self._turn_target(uid, project)
+        return self._engine.exec(
+            uid,
+            inputs,
+            harness=harness,
+            model=model,
+            config=config,
+            wait=wait,
+            project=project,
+            name=name,
+            labels=labels,
+            fresh_start=fresh_start,
+            tools=self._tools(tools),
+        )
+
+    def run(
+        self,
+        uid: str | None = None,
+        inputs: Sequence[Input] = (),
+        *,
+        harness: str | None = None,
+        model: str | None = None,
+        config: bytes = b"",
+        wait: float = 0.0,
+        project: str = DEFAULT_PROJECT,
+        name: str = "",
+        labels: Mapping[str, str] | None = None,
+        fresh_start: bool = False,
+        tools: str | PathLike[str] | None = None,
+    ) -> SessionFrame:
+        """:meth:`exec` without streaming, scoped the same way."""
+        uid, project = self._turn_target(uid, project)
+        frame = self._engine.run(
+            uid,
+            inputs,
+            harness=harness,
+            model=model,
+            config=config,
+            wait=wait,
+            project=project,
+            name=name,
+            labels=labels,
+            fresh_start=fresh_start,
+            tools=self._tools(tools),
+        )
+        self._seen(frame.session)
+        return frame
+
+    def resume(self, uid: str, *, harness: str | None = None, wait: float = 0.0) -> Iterator[Frame]:
+        """Resume a session of the principal's projects."""
+        return self._engine.resume(self._check(uid), harness=harness, wait=wait)
+
+    def compact(self, uid: str, *, keep_turns: int = 2, model: str | None = None) -> SessionFrame:
+        """Compact a session of the principal's projects."""
+        return self._engine.compact(self._check(uid), keep_turns=keep_turns, model=model)
+
+    def suspend(self, uid: str) -> Session:
+        """Suspend a session of the principal's projects."""
+        return self._engine.suspend(self._check(uid))
+
+    def approve(
+        self,
+        uid: str,
+        *,
+        approved: bool,
+        reason: str = "",
+        actor: str = "",
+        execution_id: str | None = None,
+        tool_call_id: str | None = None,
+        request_seq: int | None = None,
+    ) -> Approval:
+        """Decide an approval, recorded as the principal's identity."""
+        return self._engine.approve(
+            self._check(uid),
+            approved=approved,
+            reason=reason,
+            actor=self._actor(actor),
+            execution_id=execution_id,
+            tool_call_id=tool_call_id,
+            request_seq=request_seq,
+        )
+
+    def resolve(
+        self,
+        uid: str,
+        *,
+        call_id: str,
+        result: Mapping[str, Any] | None = None,
+        failed: str | None = None,
+        actor: str = "",
+        resume: bool = True,
+    ) -> Resolution:
+        """Resolve an unresolved call, recorded as the principal's identity."""
+        return self._engine.resolve(
+            self._check(uid),
+            call_id=call_id,
+            result=result,
+            failed=failed,
+            actor=self._actor(actor),
+            resume=resume,
+        )
+
+    def fork(
+        self,
+        uid: str,
+        *,
+        at: int = 0,
+        count: int = 1,
+        names: Sequence[str] = (),
+        labels: Mapping[str, str] | None = None,
+    ) -> builtins.list[Session]:
+        """Fork a session of the principal's; the children are in its project."""
+        self._limits.fork_count(count, names)
+        children = self._engine.fork(
+            self._check(uid), at=at, count=count, names=names, labels=labels
+        )
+        return [self._seen(child) for child in children]
+
+    @overload
+    def replay(
+        self,
+        uid: str,
+        *,
+        rerun: Literal[False] = False,
+        from_seq: int = 1,
+        harness: str | None = None,
+    ) -> Iterator[LogRecord]: ...
+
+    @overload
+    def replay(
+        self, uid: str, *, rerun: Literal[True], from_seq: int = 1, harness: str | None = None
+    ) -> ReplayReport: ...
+
+    def replay(
+        self, uid: str, *, rerun: bool = False, from_seq: int = 1, harness: str | None = None
+    ) -> Iterator[LogRecord] | ReplayReport:
+        """Replay a session of the principal's projects."""
+        self._check(uid)
+        if rerun:
+            return self._engine.replay(uid, rerun=True, from_seq=from_seq, harness=harness)
+        return self._engine.replay(uid, rerun=False, from_seq=from_seq, harness=harness)
+
+    def cancel(self, uid: str, *, wait: float = 10.0) -> Session:
+        """Cancel a turn of a session of the principal's projects."""
+        return self._engine.cancel(self._check(uid), wait=wait)
+
+    def follow(
+        self, uid: str, *, from_seq: int = 1, idle_timeout: float | None = None
+    ) -> Iterator[LogRecord]:
+        """Follow a session of the principal's projects."""
+        return self._engine.follow(self._check(uid), from_seq=from_seq, idle_timeout=idle_timeout)
+
+    def read(self, uid: str, *, from_seq: int = 1, to_seq: int = 0) -> Iterator[LogRecord]:
+        """Read a session of the principal's projects."""
+        return self._engine.read(self._check(uid), from_seq=from_seq, to_seq=to_seq)
+
+    def verify(self, uid: str, *, strict: bool = False, progress: Any = None) -> VerifyReport:
+        """Verify a session of the principal's projects."""
+        return self._engine.verify(self._check(uid), strict=strict, progress=progress)
+
+    def tool_store(
+        self, uid: str, tool: str, *, from_seq: int = 1
+    ) -> builtins.list[ToolStoreEntry]:
+        """A tool store of a session of the principal's projects."""
+        return self._engine.tool_store(self._check(uid), tool, from_seq=from_seq)
+
+    def export(
+        self, uid: str, path: Path, *, compress: bool = True, progress: Any = None
+    ) -> dict[str, Any]:
+        """Export a session of the principal's projects (to a path the service chose)."""
+        return self._engine.export(self._check(uid), path, compress=compress, progress=progress)
+
+    def import_(
+        self,
+        path: Path,
+        *,
+        project: str | None = None,
+        name: str | None = None,
+        progress: Any = None,
+    ) -> Session:
+        """Import into one of the principal's projects (the file's own project only when
+        the principal covers every project)."""
+        if project is not None or self.principal.projects is not None:
+            project = self._project(project or DEFAULT_PROJECT)
+        return self._seen(self._engine.import_(path, project=project, name=name, progress=progress))
+
+    def close(self) -> None:
+        """Nothing: the engine is the server's, shared by every call."""
+
+    def __enter__(self) -> ScopedSessions:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
