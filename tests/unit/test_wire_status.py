@@ -21,8 +21,9 @@ DIGEST_CODES = {
     "ABORTED", "FAILED_PRECONDITION", "INVALID_ARGUMENT", "NOT_FOUND", "UNAVAILABLE",
     "DEADLINE_EXCEEDED", "CANCELLED", "INTERNAL",
 }  # fmt: skip
-# DATA_LOSS: a damaged journal, which the reference (SQLite) never reports as such
-OURS = {"DATA_LOSS"}
+# DATA_LOSS: a damaged journal, which the reference (SQLite) never reports as such; the
+# access-control codes (issue 10 item 4: tokens, project scope, bounds), which it has none of
+OURS = {"DATA_LOSS", "UNAUTHENTICATED", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED"}
 
 CLASSES = sorted(
     (c for c in vars(errors).values()
