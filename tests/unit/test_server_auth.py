@@ -469,3 +469,37 @@ def test_every_kind_of_handler_sees_the_callers_principal_on_every_step(
         code, _ = _code(lambda: list(channel.unary_stream("/test.Who/Steps")(b"")))
         assert code == grpc.StatusCode.UNAUTHENTICATED
     _wait_until(lambda: rig.limiter.open_streams(f"token:{meta[0][1].split('_')[1]}") == 0)
+
+
+# --- the serve command's flags -------------------------------------------------------------
+
+
+def test_the_serve_flags_build_a_working_secured_server(engine: Sessions, tmp_path: Path) -> None:
+    from agentsessions.cli import serveauth
+    from agentsessions.server import bounds
+
+    assert serveauth.DEFAULT_MAX_MESSAGE == bounds.DEFAULT_MAX_MESSAGE_BYTES
+    assert serveauth.DEFAULT_MAX_STREAMS == bounds.DEFAULT_MAX_STREAMS_PER_CLIENT
+    home = tmp_path / "home"
+    sec = serveauth.security(home, "127.0.0.1:0", engine, max_message_bytes=4096)
+    assert sec.credentials is None
+    assert ("grpc.max_receive_message_length", 4096) in sec.options
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=2),
+        interceptors=sec.interceptors,
+        options=sec.options,
+    )
+    session_pb2_grpc.add_SessionsServicer_to_server(ScopedService(sec.scope), server)  # type: ignore[no-untyped-call]
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        token, _ = TokenStore(home).create(projects=["a"])
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = session_pb2_grpc.SessionsStub(channel)
+            assert stub.CreateSession(_create(), metadata=bearer(token)).metadata.project == "a"
+            code, _ = _code(lambda: stub.CreateSession(_create()))
+            assert code == grpc.StatusCode.UNAUTHENTICATED
+    finally:
+        server.stop(None).wait()
+    with pytest.raises(InvalidArgumentError, match="--max-streams-per-client must be at least 1"):
+        serveauth.security(home, "127.0.0.1:0", engine, max_streams_per_client=0)

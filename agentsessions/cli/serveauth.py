@@ -1,0 +1,113 @@
+"""The access-control flags of ``agentsessions serve``, and the one call that turns them
+into what ``build_server`` takes.
+
+The serve command adds these parameters to its signature and calls :func:`security` after
+opening its engine::
+
+    tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None, client_ca: ClientCaOpt = None,
+    no_auth: NoAuthOpt = False, max_message_bytes: MaxMessageBytesOpt = DEFAULT_MAX_MESSAGE,
+    max_streams_per_client: MaxStreamsOpt = DEFAULT_MAX_STREAMS,
+    ...
+    sec = security(home, listen, engine, tls_cert=tls_cert, tls_key=tls_key,
+                   client_ca=client_ca, no_auth=no_auth, max_message_bytes=max_message_bytes,
+                   max_streams_per_client=max_streams_per_client)
+    build_server(engine, listen, credentials=sec.credentials, interceptors=sec.interceptors,
+                 scope=sec.scope, options=sec.options, ...)
+
+This module imports no grpc itself (the server package does, when :func:`security` runs).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
+
+import typer
+
+if TYPE_CHECKING:
+    from agentsessions.sessions.api import Sessions
+
+DEFAULT_MAX_MESSAGE = 8 * 1024 * 1024  # agentsessions.server.bounds.DEFAULT_MAX_MESSAGE_BYTES
+DEFAULT_MAX_STREAMS = 64  # agentsessions.server.bounds.DEFAULT_MAX_STREAMS_PER_CLIENT
+
+TlsCertOpt = Annotated[
+    Path | None,
+    typer.Option("--tls-cert", metavar="PEM", help="Serve TLS with this certificate chain."),
+]
+TlsKeyOpt = Annotated[
+    Path | None, typer.Option("--tls-key", metavar="PEM", help="The --tls-cert's private key.")
+]
+ClientCaOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--client-ca",
+        metavar="PEM",
+        help="Require client certificates signed by these CAs (needs --tls-cert).",
+    ),
+]
+NoAuthOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-auth",
+        help="Serve without bearer tokens: only on a unix socket or a loopback address.",
+    ),
+]
+MaxMessageBytesOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-message-bytes", min=1, metavar="N", help="Largest message either way (bytes)."
+    ),
+]
+MaxStreamsOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-streams-per-client",
+        min=1,
+        metavar="N",
+        help="Open streams (exec, replay, follow) one token may hold at once.",
+    ),
+]
+
+
+class Security(NamedTuple):
+    """What ``build_server`` takes from the access-control flags."""
+
+    credentials: Any  # grpc.ServerCredentials | None
+    interceptors: list[Any]  # grpc.ServerInterceptor
+    scope: Any  # Callable[[grpc.ServicerContext], Sessions]
+    options: list[tuple[str, Any]]
+
+
+def security(
+    home: str | os.PathLike[str],
+    listen: str,
+    engine: Sessions,
+    *,
+    tls_cert: Path | None = None,
+    tls_key: Path | None = None,
+    client_ca: Path | None = None,
+    no_auth: bool = False,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE,
+    max_streams_per_client: int = DEFAULT_MAX_STREAMS,
+) -> Security:
+    """The flags as credentials, interceptors, scope and channel options; a bad combination
+    (``--no-auth`` off loopback, tokens in plaintext off loopback, unusable TLS files) is
+    refused here, exit 2, before anything listens."""
+    from agentsessions.server.auth import server_security
+    from agentsessions.server.bounds import Limits
+
+    limits = Limits(
+        max_message_bytes=max_message_bytes, max_streams_per_client=max_streams_per_client
+    )
+    credentials, interceptors, scope = server_security(
+        home,
+        listen=listen,
+        engine=engine,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        client_ca=client_ca,
+        no_auth=no_auth,
+        limits=limits,
+    )
+    return Security(credentials, list(interceptors), scope, limits.grpc_options())
