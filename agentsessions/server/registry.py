@@ -59,9 +59,7 @@ class HarnessRegistryService(pb_grpc.HarnessRegistryServicer):
             if not request.HasField("spec"):
                 raise InvalidArgumentError("RegisterHarness needs a spec")
             reg, outcome = self.book.register(request.name, spec_dict(request.spec))
-            return pb.RegisterHarnessResponse(
-                harness=registration_to_proto(reg), outcome=pb.RegisterOutcome.Value(outcome)
-            )
+            return pb.RegisterHarnessResponse(harness=registration_to_proto(reg), outcome=outcome)
 
         return self._call(context, run)
 
@@ -136,4 +134,8 @@ def harness_services(
 
     static_remotes(harness_pairs)
     book = HarnessBook(records_for(engine.store))
-    return [lambda server: add_to_server(server, book) and None]
+
+    def add(server: grpc.Server) -> None:
+        add_to_server(server, book)
+
+    return [add]

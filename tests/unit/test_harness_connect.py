@@ -371,12 +371,12 @@ def test_a_host_that_sends_frames_out_of_order_gets_the_right_status(
     else:
         host.send(_start())
         call = host.next()
-        if bad == "another execution id":
-            wrong = harness_pb2.ControllerFrame(session="s1", execution_id="e2",
-                                                model=_model_result(call.model.id, "x"))  # fmt: skip
-        elif bad == "another session":
-            wrong = harness_pb2.ControllerFrame(session="s2", execution_id="e1",
-                                                model=_model_result(call.model.id, "x"))  # fmt: skip
+        if bad in ("another execution id", "another session"):
+            session, execution = ("s1", "e2") if bad == "another execution id" else ("s2", "e1")
+            result = _model_result(call.model.id, "x")
+            wrong = harness_pb2.ControllerFrame(
+                session=session, execution_id=execution, model=result
+            )
         elif bad == "a wrong model call id":
             wrong = _frame(model=_model_result("not-the-call", "x"))
         elif bad == "a tool result for a model call":
