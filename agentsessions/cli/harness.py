@@ -79,8 +79,8 @@ def register(
     Registering the same spec again changes nothing; a name keeps its spec, even retired.
     """
     state = _state(ctx, as_json)
-    spec: dict[str, Any] = {"remote": {"address": address},
-                            "capabilities": {"resumability": "RESUMABILITY_STATELESS_REPLAY"}}  # fmt: skip
+    caps = {"resumability": "RESUMABILITY_STATELESS_REPLAY"}
+    spec: dict[str, Any] = {"remote": {"address": address}, "capabilities": caps}
     if descriptor_id:
         spec["descriptor_id"] = descriptor_id
     with open_engine(state) as engine:
