@@ -41,7 +41,7 @@ from agentsessions.errors import (
 from agentsessions.server import harnesswire as wire
 from agentsessions.server.gen import common_pb2, harness_pb2, harness_pb2_grpc
 
-DESCRIBE_TIMEOUT = 30.0  # seconds: a harness that does not describe itself is unreachable
+DESCRIBE_TIMEOUT = 10.0  # seconds: a harness that does not describe itself is unreachable
 _CHANNELS: dict[str, grpc.Channel] = {}
 _LOCK = threading.Lock()
 
@@ -58,7 +58,7 @@ def describe(address: str, timeout: float = DESCRIBE_TIMEOUT) -> HarnessDescript
     """The descriptor of the harness at ``address``; UnavailableError if it cannot say."""
     stub = harness_pb2_grpc.HarnessStub(channel(address))  # type: ignore[no-untyped-call]
     try:
-        reply = stub.Describe(harness_pb2.DescribeRequest(), timeout=timeout, wait_for_ready=True)
+        reply = stub.Describe(harness_pb2.DescribeRequest(), timeout=timeout)
     except grpc.RpcError as exc:
         raise _unreachable(address, exc) from None
     return wire.descriptor_from_proto(reply)
@@ -119,7 +119,7 @@ class Connection:
     def run(self) -> None:
         stub = harness_pb2_grpc.HarnessStub(channel(self.address))  # type: ignore[no-untyped-call]
         self.send(start=wire.start_to_proto(self.start))
-        self.stream = stub.Connect(self._requests(), wait_for_ready=True)
+        self.stream = stub.Connect(self._requests())
         try:
             self._relay(iter(self.stream))
         finally:
