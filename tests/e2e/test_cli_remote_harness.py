@@ -72,9 +72,11 @@ def test_a_chat_turn_with_a_tool_call_runs_over_the_wire_and_replays_with_no_cal
     cli.run("harness", "register", "my-chat", "--address", address).ok()
     effects = tmp_path / "notes.txt"
     tools = tmp_path / "tools.toml"
-    tools.write_text('[tools.append_line]\nmediation = "mediated"\nexecutor = "append_line"\n'
-                     'parameters = { type = "object", properties = { line = { type = "string" } } }\n'
-                     f"config = {{ path = {json.dumps(str(effects))} }}\n")  # fmt: skip
+    params = 'parameters = { type = "object", properties = { line = { type = "string" } } }\n'
+    tools.write_text(
+        '[tools.append_line]\nmediation = "mediated"\nexecutor = "append_line"\n'
+        f"{params}config = {{ path = {json.dumps(str(effects))} }}\n"
+    )
     script = tmp_path / "script.json"
     call = {"name": "append_line", "arguments": {"line": "buy milk"}}
     script.write_text(json.dumps([{"text": "Writing.", "tool_calls": [call]}, "Noted."]))
