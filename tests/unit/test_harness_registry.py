@@ -93,9 +93,12 @@ def test_static_names_and_refusals(stub: pb_grpc.HarnessRegistryStub) -> None:
     assert _code(lambda: stub.RetireHarness(retire)) == grpc.StatusCode.FAILED_PRECONDITION
     for name in ("chat", "echo", "counter", "memory"):
         req = pb.RegisterHarnessRequest(name=name, spec=_spec())
-        assert _code(lambda: stub.RegisterHarness(req)) == grpc.StatusCode.ALREADY_EXISTS
-    substrate = pb.HarnessSpec(substrate=pb.SubstratePlacement(atespace="a", template="t"),
-                               capabilities=harness_pb2.Capabilities(resumability=STATELESS))  # fmt: skip
+        exists = _code(lambda r=req: stub.RegisterHarness(r))  # type: ignore[misc]
+        assert exists == grpc.StatusCode.ALREADY_EXISTS
+    substrate = pb.HarnessSpec(
+        substrate=pb.SubstratePlacement(atespace="a", template="t"),
+        capabilities=harness_pb2.Capabilities(resumability=STATELESS),
+    )
     cases = {
         grpc.StatusCode.FAILED_PRECONDITION: [
             pb.RegisterHarnessRequest(name="sub", spec=substrate),
