@@ -118,5 +118,6 @@ _BY_STATUS: dict[str, type[AgentSessionsError]] = {
     "CANCELLED": errors.TurnCanceledError,
     "DATA_LOSS": errors.JournalCorruptError,
     "INTERNAL": errors.HarnessError,
+    "ALREADY_EXISTS": errors.HarnessExistsError,
 }
 """A status with no trailer of ours, as the class a caller most likely handles."""

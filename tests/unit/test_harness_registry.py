@@ -110,7 +110,7 @@ def test_static_names_and_refusals(stub: pb_grpc.HarnessRegistryStub) -> None:
             pb.RegisterHarnessRequest(
                 name="nocaps",
                 spec=pb.HarnessSpec(remote=pb.RemotePlacement(address="unix:///tmp/x.sock")),
-            ),  # fmt: skip
+            ),
             pb.RegisterHarnessRequest(name="noaddr", spec=_spec(address="nowhere")),
             pb.RegisterHarnessRequest(name="nospec"),
         ],
