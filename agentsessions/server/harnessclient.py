@@ -122,6 +122,9 @@ class Connection:
         self.stream = stub.Connect(self._requests())
         try:
             self._relay(iter(self.stream))
+        except BaseException as exc:  # the harness is told why, best effort, then cut off
+            self.send(cancel=harness_pb2.Cancel(reason=f"{type(exc).__name__}: {exc}"[:1000]))
+            raise
         finally:
             self.frames.put(None)
             self.stream.cancel()

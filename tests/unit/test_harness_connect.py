@@ -15,6 +15,7 @@ order gets the right status, and the node keeps serving.
 from __future__ import annotations
 
 import queue
+import threading
 import tempfile
 from collections.abc import Iterator
 from concurrent import futures
@@ -410,5 +411,79 @@ def test_a_remote_harness_that_fails_raises_harness_error(tmp_path: Path) -> Non
             with pytest.raises(HarnessError) as info:
                 engine.run(harness="r-chat-fail", inputs=["x"], config=b"{not json")
             assert "ended the turn FAILED" in str(info.value)
+    finally:
+        server.stop(0)
+
+
+def test_a_cancel_frame_ends_the_execution_canceled(
+    echo_node: harness_pb2_grpc.HarnessStub,
+) -> None:
+    host = Host(echo_node)
+    host.send(_start())
+    assert host.next().kind == common_pb2.EVENT_MODEL_CALL
+    host.send(_frame(cancel=harness_pb2.Cancel(reason="the user asked")))
+    end = host.next()
+    assert end.kind == common_pb2.EVENT_END and end.end.state == "CANCELED"
+    assert "the user asked" in end.end.error.description
+    host.frames.put(None)
+
+
+def test_the_remote_runtime_hosts_only_remote_harnesses(tmp_path: Path, tool_line: str) -> None:
+    from agentsessions.errors import PlacementError
+    from agentsessions.runtimes import create_runtime
+    from agentsessions.runtimes.remote import RemoteRuntime
+
+    runtime = create_runtime("remote", home=tmp_path)
+    assert isinstance(runtime, RemoteRuntime) and not runtime.capabilities().memory_snapshot
+    with pytest.raises(PlacementError):
+        runtime.create("s1", HARNESSES.factory("echo"))
+    compute = runtime.create("s2", HARNESSES.factory(tool_line))
+    assert compute.harness.describe().id == "tool-line"
+    assert runtime.snapshot("s2", compute).memory is False  # cold: rebuilt by replay
+    with agentsessions.open(tmp_path / "home", runtime="remote") as engine:
+        turn = engine.run(harness=tool_line, inputs=["go"]).turn
+        assert turn is not None and turn.outputs == ("",)
+
+
+class Paused:
+    """A harness that answers once, then waits for the test before its output."""
+
+    reached = threading.Event()
+    go = threading.Event()
+
+    def describe(self) -> Any:
+        from agentsessions.controller.spi import HarnessDescriptor
+
+        return HarnessDescriptor(id="paused", version="1")
+
+    def run(self, start: Any, sink: Any) -> None:
+        from agentsessions.controller.spi import ModelRequest
+
+        sink.model(ModelRequest(model="", messages=tuple(start.inputs)))
+        Paused.reached.set()
+        assert Paused.go.wait(60), "the test never let the harness go on"
+        sink.output({"role": "assistant", "parts": [{"text": {"text": "late"}}]})
+
+
+def test_a_cancel_lands_on_a_remote_turn_at_its_next_effect(tmp_path: Path) -> None:
+    server = HarnessServer(Paused, _socket("paused"))
+    static_remotes([f"r-paused={server.address}"])
+    outcome: list[Any] = []
+    try:
+        with agentsessions.open(tmp_path / "home", runtime="local") as engine:
+            uid = engine.create(harness="r-paused").uid
+            worker = threading.Thread(target=lambda: outcome.append(engine.run(uid, ["hi"])))
+            worker.start()
+            assert Paused.reached.wait(60)
+            canceling = threading.Thread(target=lambda: engine.cancel(uid, wait=60))
+            canceling.start()
+            while not engine.store.cancel_requested(uid):  # type: ignore[attr-defined]
+                threading.Event().wait(0.01)
+            Paused.go.set()  # its output is the next effect: the cancel stops it there
+            worker.join(60)
+            canceling.join(60)
+            assert outcome and outcome[0].turn.canceled
+            assert _kinds(engine, uid)[-3:] == ["OUTPUT", "LIFECYCLE", "END"]
+            assert "late" not in str(list(engine.read(uid)))
     finally:
         server.stop(0)
