@@ -15,8 +15,8 @@ order gets the right status, and the node keeps serving.
 from __future__ import annotations
 
 import queue
-import threading
 import tempfile
+import threading
 from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
