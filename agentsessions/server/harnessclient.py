@@ -118,7 +118,7 @@ class Connection:
 
     def run(self) -> None:
         stub = harness_pb2_grpc.HarnessStub(channel(self.address))  # type: ignore[no-untyped-call]
-        self.send(start=wire.start_to_proto(self.start))
+        self.send(start=wire.start_to_proto(self.start, self.session))
         self.stream = stub.Connect(self._requests())
         try:
             self._relay(iter(self.stream))

@@ -247,7 +247,7 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "start names no execution_id")
         x = Exchange(first.session, first.execution_id)
         try:
-            start = wire.start_from_proto(first.execution_id, first.start)
+            start = wire.start_from_proto(first.execution_id, first.start, first.session)
         except HarnessError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         context.add_callback(lambda: x.frames.put(None))

@@ -487,3 +487,22 @@ def test_a_cancel_lands_on_a_remote_turn_at_its_next_effect(tmp_path: Path) -> N
             assert "late" not in str(list(engine.read(uid)))
     finally:
         server.stop(0)
+
+
+def test_the_history_cache_converts_only_what_changed() -> None:
+    cache = wire.HistoryCache(size=2)
+    made: list[int] = []
+
+    def make(item: int) -> str:
+        made.append(item)
+        return f"<{item}>"
+
+    assert cache.convert("s", [1, 2, 3], lambda i: i, make) == ["<1>", "<2>", "<3>"]
+    assert cache.convert("s", [1, 2, 3, 4], lambda i: i, make) == ["<1>", "<2>", "<3>", "<4>"]
+    assert made == [1, 2, 3, 4]  # the prefix came from the cache
+    assert cache.convert("s", [1, 9, 3], lambda i: i, make) == ["<1>", "<9>", "<3>"]
+    assert made[-1] == 9  # a changed event is converted again, the rest kept
+    cache.convert("a", [5], lambda i: i, make)
+    cache.convert("b", [6], lambda i: i, make)  # "s" is now the least recent: dropped
+    made.clear()
+    assert cache.convert("s", [1], lambda i: i, make) == ["<1>"] and made == [1]
