@@ -268,8 +268,13 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
             self.factory().run(start, WireSink(x))
         except StreamGone:
             end = None
-        except ApprovalParkedError:
-            end = None if x.parked is None else end
+        except ApprovalParkedError as exc:
+            if x.parked is None:  # not the host's park: the harness failed
+                why = f"{type(exc).__name__}: {exc}"[:4000]
+                end = {
+                    "state": "FAILED",
+                    "error": {"code": ERROR_CODE_INTERNAL, "description": why},
+                }
         except TurnCanceledError as exc:
             code = ERROR_CODE_CANCELLED if x.canceled else ERROR_CODE_INTERNAL
             end = {"state": "CANCELED", "error": {"code": code, "description": str(exc)}}
