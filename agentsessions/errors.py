@@ -34,6 +34,7 @@ Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_
     +-- StorageError                        the OS refused an operation (ENOSPC, EIO)   (exit 13)
     +-- HarnessError                        a harness failed its run (ERROR recorded)   (exit 14)
     |   +-- ContextOverflowError            a model refused a request over its context window
+    |   +-- HarnessProtocolError            a remote harness broke the Harness.Connect protocol
     +-- PlacementError                      this runtime cannot host that harness      (exit 15)
     +-- ReplayError                         a replay did not reproduce the journal      (exit 16)
     |   +-- ReplayDivergedError             I0/I5: a model input or effect differs
@@ -51,13 +52,16 @@ Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_
         +-- ApprovalDecidedError            the request was already decided otherwise
         +-- ApprovalInheritedError          the request was copied from a fork's parent
         +-- ApprovalBlockedError            new input while an approval is unreceipted
+    +-- HarnessAckError                     a remote harness failed a park's ack        (exit 23)
+    +-- HarnessRegistryError                a harness registration cannot change so     (exit 24)
+        +-- HarnessExistsError              the name holds another spec, or is static
     +-- UnauthenticatedError                no, a wrong, expired or revoked bearer token (exit 30)
     +-- PermissionDeniedError               the token's projects do not cover the request (exit 31)
     +-- ResourceExhaustedError              a request over a server bound (streams, size) (exit 32)
     +-- TokenNotFoundError (NotFoundError)  ``token revoke`` of an unknown token id    (exit 3)
     +-- TokensCorruptError (JournalCorruptError)  the home's tokens.json is damaged    (exit 8)
 
-Exit codes 30-32 are a block apart from the journal's (1-22) so that access control can grow
+Exit codes 30-32 are a block apart from the rest (1-24) so that access control can grow
 without renumbering.
 """
 
@@ -465,6 +469,42 @@ class ApprovalBlockedError(ApprovalError):
     """New input while the session's own approval-gated call has no receipt yet."""
 
     kind = "approval_blocked"
+
+
+class HarnessProtocolError(HarnessError):
+    """A remote harness broke the Harness.Connect protocol (a frame out of order, another
+    execution's id, an event the host writes, a second END): the host cancelled the stream
+    and recorded the turn's ERROR, as for any failed harness; nothing committed is lost."""
+
+    kind = "harness_protocol"
+
+
+class HarnessAckError(AgentSessionsError):
+    """A remote harness answered the host's approval park with a wrong or missing
+    EVENT_PARKED acknowledgement. The host cancelled the stream; the approval request stays
+    journaled and the turn stays parked (no END, no ERROR: nothing may follow an open
+    approval intent). ``approve``/``deny`` then resume once the harness behaves."""
+
+    exit_code = 23
+    grpc_code = "INTERNAL"
+    kind = "harness_ack"
+
+
+class HarnessRegistryError(AgentSessionsError):
+    """A harness registration cannot change so (a STATIC harness cannot be retired, or the
+    host cannot serve that placement); nothing was changed."""
+
+    exit_code = 24
+    grpc_code = "FAILED_PRECONDITION"
+    kind = "harness_registry"
+
+
+class HarnessExistsError(HarnessRegistryError):
+    """The name is registered with another spec, or is a static (built-in or
+    command-line) harness; nothing was changed."""
+
+    grpc_code = "ALREADY_EXISTS"
+    kind = "harness_exists"
 
 
 class UnauthenticatedError(AgentSessionsError):

@@ -16,6 +16,7 @@ from agentsessions.cli import cancel as _cancel  # noqa: F401
 from agentsessions.cli import compact as _compact  # noqa: F401
 from agentsessions.cli import compute as _compute  # noqa: F401
 from agentsessions.cli import follow as _follow  # noqa: F401
+from agentsessions.cli import harness as _harness  # noqa: F401
 from agentsessions.cli import resolve as _resolve  # noqa: F401
 from agentsessions.cli import store as _store  # noqa: F401
 from agentsessions.cli import token as _token  # noqa: F401

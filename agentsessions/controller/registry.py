@@ -37,6 +37,10 @@ class Registry(Generic[T]):
             raise InvalidArgumentError(f"invalid {self.kind} name {name!r}: a DNS label")
         self._factories[name] = factory
 
+    def unregister(self, name: str) -> None:
+        """Forget an explicit registration of ``name`` (a retired remote harness)."""
+        self._factories.pop(name, None)
+
     def factory(self, name: str) -> Callable[[], T]:
         """The factory for ``name``, or InvalidArgumentError listing the known names."""
         if name in self._factories:

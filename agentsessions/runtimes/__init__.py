@@ -4,7 +4,8 @@
 STATELESS_REPLAY harness, ``warm`` for a REQUIRES_MEMORY_SNAPSHOT one.
 ``local`` runs the harness in the calling process (cold suspend, state rebuilt by replay);
 ``warm`` keeps it in a detached host process whose memory survives the CLI process and can
-be snapshotted and forked (see :mod:`agentsessions.runtimes.warm`). Other runtimes register
+be snapshotted and forked (see :mod:`agentsessions.runtimes.warm`); ``remote`` attaches to
+harnesses served at an address (:mod:`agentsessions.runtimes.remote`). Other runtimes register
 under the ``agentsessions.runtimes`` entry-point group; a factory that takes a keyword
 ``home`` receives the store's home from :func:`create_runtime`.
 """
@@ -48,7 +49,14 @@ def _auto(*, home: Path | None = None) -> Runtime:
     return AutoRuntime(home)
 
 
+def _remote() -> Runtime:
+    from agentsessions.runtimes.remote import RemoteRuntime
+
+    return RemoteRuntime()
+
+
 RUNTIMES.register("local", _local)
+RUNTIMES.register("remote", _remote)
 RUNTIMES.register("warm", _warm)
 RUNTIMES.register("auto", _auto)
 

@@ -118,6 +118,7 @@ _BY_STATUS: dict[str, type[AgentSessionsError]] = {
     "CANCELLED": errors.TurnCanceledError,
     "DATA_LOSS": errors.JournalCorruptError,
     "INTERNAL": errors.HarnessError,
+    "ALREADY_EXISTS": errors.HarnessExistsError,
     "UNAUTHENTICATED": errors.UnauthenticatedError,
     "PERMISSION_DENIED": errors.PermissionDeniedError,
     "RESOURCE_EXHAUSTED": errors.ResourceExhaustedError,

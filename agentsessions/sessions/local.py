@@ -128,6 +128,9 @@ class LocalSessions:
                 from agentsessions.runtimes import create_runtime
 
                 self._runtime = create_runtime(self.runtime_name, home=self.home)
+                from .harnessbook import load_registered
+
+                load_registered(self.store)  # registered remote harnesses resolve by name
             return self._runtime
 
     def controller(self, uid: str = "") -> Controller:

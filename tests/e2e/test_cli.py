@@ -43,6 +43,7 @@ def test_help_paragraphs_fill_an_80_column_terminal() -> None:
 
     turns = ["exec", "replay", "resume", "suspend", "fork", "follow", "cancel"]
     groups = [["compute", "list"], ["compute", "stop"]]
+    groups += [["harness", verb] for verb in ("serve", "register", "list", "retire")]
     for command in [*([c] for c in [*COMMANDS, *turns]), *groups]:
         out = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "80"}).stdout
         text = "\n".join(line.strip() for line in out.split("Usage:")[1].split("╭")[0].splitlines())

@@ -227,10 +227,15 @@ SERVICES = {
 # What we add (each is in docs/WIRE.md, which says why): new RPCs, new messages, and fields
 # from 1000 up in the reference's messages.
 ADDED_RPCS = {"Sessions.Follow": ("FollowRequest", "LogRecord", False, True)}
-ADDED_MESSAGES = {"session.proto": {"UnresolvedCall", "SessionMemory", "FollowRequest"}}
+ADDED_MESSAGES = {
+    "session.proto": {"UnresolvedCall", "SessionMemory", "FollowRequest"},
+    "harness.proto": {"WorkingState"},
+}
 ADDED_FIELDS = {
     "Session": "last_hash=1000:string fence=1001:int64 deleted=1002:bool "
     "unresolved_call=1003:UnresolvedCall memory=1004:SessionMemory damaged=1005:string",
+    "Start": "tools=1000:[]ToolSpec state=1001:WorkingState memory_restored=1002:bool",
+    "ToolSpec": "input_schema=1000:Struct",
 }
 
 PKG = "agentsessions.v1"
@@ -367,6 +372,7 @@ def test_files_packages_imports_and_every_type_is_accounted_for() -> None:
 def test_every_addition_is_documented_in_wire_md() -> None:
     doc = (ROOT / "docs" / "WIRE.md").read_text("utf-8")
     names = [*ADDED_RPCS, *(m for ms in ADDED_MESSAGES.values() for m in ms)]
-    names += [f"Session.{row[0]}" for row in _parse(ADDED_FIELDS["Session"]).values()]
+    for message, spec in ADDED_FIELDS.items():
+        names += [f"{message}.{row[0]}" for row in _parse(spec).values()]
     missing = [n for n in names if f"`{n}`" not in doc]
     assert not missing, f"docs/WIRE.md does not name: {missing}"

@@ -20,6 +20,7 @@ from agentsessions.server.gen import session_pb2, session_pb2_grpc
 DIGEST_CODES = {
     "ABORTED", "FAILED_PRECONDITION", "INVALID_ARGUMENT", "NOT_FOUND", "UNAVAILABLE",
     "DEADLINE_EXCEEDED", "CANCELLED", "INTERNAL",
+    "ALREADY_EXISTS",  # digest 1.4: RegisterHarness of a name holding another spec
 }  # fmt: skip
 # DATA_LOSS: a damaged journal, which the reference (SQLite) never reports as such; the
 # access-control codes (issue 10 item 4: tokens, project scope, bounds), which it has none of

@@ -1,4 +1,5 @@
 from agentsessions.server.gen import common_pb2 as _common_pb2
+from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -32,14 +33,16 @@ class Capabilities(_message.Message):
     def __init__(self, resumability: _Optional[_Union[Resumability, str]] = ..., fork_safe: _Optional[bool] = ..., requires_gpu: _Optional[bool] = ..., streaming: _Optional[bool] = ..., reasoning_replay: _Optional[bool] = ...) -> None: ...
 
 class ToolSpec(_message.Message):
-    __slots__ = ("name", "description", "mediation")
+    __slots__ = ("name", "description", "mediation", "input_schema")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     MEDIATION_FIELD_NUMBER: _ClassVar[int]
+    INPUT_SCHEMA_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     mediation: _common_pb2.Mediation
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., mediation: _Optional[_Union[_common_pb2.Mediation, str]] = ...) -> None: ...
+    input_schema: _struct_pb2.Struct
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., mediation: _Optional[_Union[_common_pb2.Mediation, str]] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class HarnessDescriptor(_message.Message):
     __slots__ = ("id", "models", "tools", "capabilities", "version")
@@ -68,18 +71,40 @@ class IdentityContext(_message.Message):
     def __init__(self, principal: _Optional[_Union[_common_pb2.IdentityRef, _Mapping]] = ..., can_mint_tokens: _Optional[bool] = ...) -> None: ...
 
 class Start(_message.Message):
-    __slots__ = ("config", "history", "inputs", "identity", "resume_from_seq")
+    __slots__ = ("config", "history", "inputs", "identity", "resume_from_seq", "tools", "state", "memory_restored")
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     HISTORY_FIELD_NUMBER: _ClassVar[int]
     INPUTS_FIELD_NUMBER: _ClassVar[int]
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
     RESUME_FROM_SEQ_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_RESTORED_FIELD_NUMBER: _ClassVar[int]
     config: bytes
     history: _containers.RepeatedCompositeFieldContainer[_common_pb2.Event]
     inputs: _containers.RepeatedCompositeFieldContainer[_common_pb2.Message]
     identity: IdentityContext
     resume_from_seq: int
-    def __init__(self, config: _Optional[bytes] = ..., history: _Optional[_Iterable[_Union[_common_pb2.Event, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., identity: _Optional[_Union[IdentityContext, _Mapping]] = ..., resume_from_seq: _Optional[int] = ...) -> None: ...
+    tools: _containers.RepeatedCompositeFieldContainer[ToolSpec]
+    state: WorkingState
+    memory_restored: bool
+    def __init__(self, config: _Optional[bytes] = ..., history: _Optional[_Iterable[_Union[_common_pb2.Event, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., identity: _Optional[_Union[IdentityContext, _Mapping]] = ..., resume_from_seq: _Optional[int] = ..., tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ..., state: _Optional[_Union[WorkingState, _Mapping]] = ..., memory_restored: _Optional[bool] = ...) -> None: ...
+
+class WorkingState(_message.Message):
+    __slots__ = ("version", "data", "covers_from", "covers_to", "author", "time_ns")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    COVERS_FROM_FIELD_NUMBER: _ClassVar[int]
+    COVERS_TO_FIELD_NUMBER: _ClassVar[int]
+    AUTHOR_FIELD_NUMBER: _ClassVar[int]
+    TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    data: bytes
+    covers_from: int
+    covers_to: int
+    author: str
+    time_ns: int
+    def __init__(self, version: _Optional[int] = ..., data: _Optional[bytes] = ..., covers_from: _Optional[int] = ..., covers_to: _Optional[int] = ..., author: _Optional[str] = ..., time_ns: _Optional[int] = ...) -> None: ...
 
 class Cancel(_message.Message):
     __slots__ = ("reason",)

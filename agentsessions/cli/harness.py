@@ -1,0 +1,143 @@
+"""The ``harness`` group: serve a harness as its own process, and the home's registrations.
+
+``agentsessions harness serve NAME --listen ADDRESS`` runs any registered Python harness
+(echo, counter, chat, memory, or one from an entry point) behind the Harness service; it
+prints ``harness NAME listening on ADDRESS`` once it accepts streams, and stops gracefully
+on SIGINT or SIGTERM. ``harness register NAME --address ADDRESS`` records, in the home, that
+NAME is a harness served at ADDRESS; from then on ``exec --harness NAME`` runs its turns
+over the wire (the remote runtime). ``harness list`` and ``harness retire NAME`` are the
+rest of the HarnessRegistry, as the service has it. gRPC is imported only by ``serve``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from agentsessions.cli.app import JsonOpt, _state, app, open_engine
+from agentsessions.cli.helpview import HelpGroup
+
+harness_app = typer.Typer(
+    name="harness",
+    cls=HelpGroup,
+    help="Serve a harness as its own process (Harness.Connect), and register harnesses "
+    "served at an address so that sessions can run on them.",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(harness_app, name="harness")
+
+NameArg = Annotated[str, typer.Argument(metavar="NAME", help="The harness's name.")]
+
+
+@harness_app.command(
+    name="serve",
+    epilog="Example: agentsessions harness serve chat --listen unix:///tmp/chat.sock",
+)
+def serve(
+    name: NameArg,
+    listen: Annotated[
+        str,
+        typer.Option("--listen", metavar="ADDRESS", help="HOST:PORT or unix:///path."),
+    ],
+) -> None:
+    """Serve the harness NAME over the Harness service until SIGINT or SIGTERM.
+
+    Each Connect stream is one execution: the host sends Start, the harness's model calls
+    and host tools come back to the host, which records them. Prints the address it
+    listens on (a port 0 is replaced by the one it got).
+    """
+    from agentsessions.server.harnessnode import HarnessServer
+    from agentsessions.sessions.wiring import HARNESSES
+
+    factory = HARNESSES.factory(name)  # an unknown name: exit 2, listing the known ones
+    factory().describe()  # a harness that cannot describe itself fails here, not per stream
+    server = HarnessServer(factory, listen)
+    print(f"harness {name} listening on {server.address}", flush=True)
+    server.serve_forever()
+
+
+@harness_app.command(
+    name="register",
+    epilog="Example: agentsessions harness register mychat --address unix:///tmp/chat.sock",
+)
+def register(
+    ctx: typer.Context,
+    name: NameArg,
+    address: Annotated[
+        str,
+        typer.Option("--address", metavar="ADDRESS", help="HOST:PORT or unix:///path."),
+    ],
+    descriptor_id: Annotated[
+        str, typer.Option("--descriptor-id", help="The id the harness must describe itself as.")
+    ] = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Record in the home that NAME is a harness served at ADDRESS (STATELESS_REPLAY).
+
+    Registering the same spec again changes nothing; a name keeps its spec, even retired.
+    """
+    state = _state(ctx, as_json)
+    caps = {"resumability": "RESUMABILITY_STATELESS_REPLAY"}
+    spec: dict[str, Any] = {"remote": {"address": address}, "capabilities": caps}
+    if descriptor_id:
+        spec["descriptor_id"] = descriptor_id
+    with open_engine(state) as engine:
+        reg, outcome = _book(engine).register(name, spec)
+    _show(state.json, {"harness": reg, "outcome": outcome},
+          f"{outcome.removeprefix('REGISTER_OUTCOME_').lower()}: {name} at {address}")  # fmt: skip
+
+
+@harness_app.command(name="list", epilog="Example: agentsessions harness list --all")
+def list_(
+    ctx: typer.Context,
+    include_retired: Annotated[bool, typer.Option("--all", help="Retired ones too.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """List the harnesses of this home: static (built in) and registered, in name order."""
+    state = _state(ctx, as_json)
+    with open_engine(state) as engine:
+        book, regs, token = _book(engine), [], "start"
+        while token:
+            page, token = book.list(500, "" if token == "start" else token, include_retired)
+            regs.extend(page)
+    lines = [_line(r) for r in regs]
+    _show(state.json, {"harnesses": regs}, "\n".join(lines))
+
+
+@harness_app.command(name="retire", epilog="Example: agentsessions harness retire mychat")
+def retire(
+    ctx: typer.Context,
+    name: NameArg,
+    reason: Annotated[str, typer.Option("--reason", help="Why (only the first is kept).")] = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Retire the registered harness NAME: new turns can no longer run on it."""
+    state = _state(ctx, as_json)
+    with open_engine(state) as engine:
+        reg = _book(engine).retire(name, reason)
+    _show(state.json, {"harness": reg}, f"retired: {name}")
+
+
+def _book(engine: Any) -> Any:
+    from agentsessions.sessions.harnessbook import HarnessBook, records_for
+
+    return HarnessBook(records_for(engine.store))
+
+
+def _line(reg: dict[str, Any]) -> str:
+    name = reg["metadata"]["name"]
+    source = reg["source"].removeprefix("HARNESS_SOURCE_").lower()
+    state = reg["state"].removeprefix("HARNESS_STATE_").lower()
+    where = reg["spec"].get("remote", {}).get("address", "in process")
+    return f"{name}\t{source}\t{state}\t{where}"
+
+
+def _show(as_json: bool, body: dict[str, Any], text: str) -> None:
+    from agentsessions.cli import render
+
+    if as_json:
+        render.write_json(body)
+    else:
+        print(render.one_line(text) if "\n" not in text else text)

@@ -1,0 +1,280 @@
+"""The host side of Harness.Connect: a harness at an address, run as if it were local.
+
+:class:`RemoteHarness` is a :class:`~agentsessions.controller.spi.Harness` whose ``run``
+drives one Connect stream and relays each event the harness sends into the controller's
+sink, so recording before effect, idempotency, approvals and replay are the controller's,
+unchanged: EVENT_MODEL_CALL becomes ``sink.model`` (its answer goes back as the ModelResult
+of that call id; on replay the sink serves the recorded completion, so an out-of-process
+harness replays with zero model calls), EVENT_TOOL_CALL becomes ``sink.tool`` (a decided
+approval-gated call is answered with ``approval`` then ``tool``), EVENT_OUTPUT, a reported
+EVENT_TOOL_RESULT and EVENT_USAGE become ``output``, ``report`` and ``usage``.
+
+Every event is checked before it is relayed. A stream that breaks the protocol (another
+execution's id, an event only the host writes, PARKED without a park, anything after END,
+no END) is cancelled and the run fails with HarnessProtocolError, which the controller
+journals as it does any failed harness. When the sink parks an approval-gated call the host
+sends ``park`` and needs one EVENT_PARKED whose body equals the ref: a wrong or missing ack
+cancels the stream and raises HarnessAckError, which the controller does not journal (the
+APPROVAL_REQUEST stays the last record: nothing may follow an open approval intent). A
+harness that cannot be reached, or dies mid-turn, raises UnavailableError: nothing is
+journaled for it, and the turn is left for resume. A failure of the host's own sink (a
+cancel, a replay divergence, a refused tool call) cancels the stream and propagates as is.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+
+from agentsessions.controller.spi import HarnessDescriptor, ModelRequest, Sink, Start
+from agentsessions.errors import (
+    ApprovalParkedError,
+    HarnessAckError,
+    HarnessError,
+    HarnessProtocolError,
+    UnavailableError,
+)
+from agentsessions.server import harnesswire as wire
+from agentsessions.server.gen import common_pb2, harness_pb2, harness_pb2_grpc
+
+DESCRIBE_TIMEOUT = 10.0  # seconds: a harness that does not describe itself is unreachable
+_CHANNELS: dict[str, grpc.Channel] = {}
+_LOCK = threading.Lock()
+
+
+def channel(address: str) -> grpc.Channel:
+    """One channel per address per process (channels are made to be shared)."""
+    with _LOCK:
+        if address not in _CHANNELS:
+            _CHANNELS[address] = grpc.insecure_channel(address)
+        return _CHANNELS[address]
+
+
+def describe(address: str, timeout: float = DESCRIBE_TIMEOUT) -> HarnessDescriptor:
+    """The descriptor of the harness at ``address``; UnavailableError if it cannot say."""
+    stub = harness_pb2_grpc.HarnessStub(channel(address))  # type: ignore[no-untyped-call]
+    try:
+        reply = stub.Describe(harness_pb2.DescribeRequest(), timeout=timeout)
+    except grpc.RpcError as exc:
+        raise _unreachable(address, exc) from None
+    return wire.descriptor_from_proto(reply)
+
+
+def _unreachable(address: str, exc: grpc.RpcError) -> UnavailableError:
+    details = exc.details() if hasattr(exc, "details") else str(exc)
+    return UnavailableError(
+        f"the harness at {address} is unreachable: {details}",
+        hint="start it (agentsessions harness serve NAME --listen ADDRESS), then resume the "
+        "session's open turn",
+        address=address,
+    )
+
+
+class RemoteHarness:
+    """A harness someone runs at ``address`` (``host:port`` or ``unix:///path``)."""
+
+    def __init__(self, address: str, name: str = "") -> None:
+        self.address = address
+        self.name = name
+        self._descriptor: HarnessDescriptor | None = None
+
+    def describe(self) -> HarnessDescriptor:
+        """Asked of the harness (once per instance)."""
+        if self._descriptor is None:
+            self._descriptor = describe(self.address)
+        return self._descriptor
+
+    def run(self, start: Start, sink: Sink) -> None:
+        """One execution over one Connect stream (see the module docstring)."""
+        Connection(self.address, start, sink).run()
+
+
+class Connection:
+    """One Connect stream: the frames we send, the events we check and relay."""
+
+    def __init__(self, address: str, start: Start, sink: Sink) -> None:
+        self.address = address
+        self.start = start
+        self.sink = sink
+        self.session = _session_of(sink)
+        self.frames: queue.Queue[harness_pb2.ControllerFrame | None] = queue.Queue()
+        self.stream: Any = None
+
+    def send(self, **frame: Any) -> None:
+        """Queue one frame, its envelope the Start's."""
+        self.frames.put(
+            harness_pb2.ControllerFrame(
+                session=self.session, execution_id=self.start.execution_id, **frame
+            )
+        )
+
+    def _requests(self) -> Iterator[harness_pb2.ControllerFrame]:
+        while (frame := self.frames.get()) is not None:
+            yield frame
+
+    def run(self) -> None:
+        stub = harness_pb2_grpc.HarnessStub(channel(self.address))  # type: ignore[no-untyped-call]
+        self.send(start=wire.start_to_proto(self.start, self.session))
+        self.stream = stub.Connect(self._requests())
+        try:
+            self._relay(iter(self.stream))
+        except BaseException as exc:  # the harness is told why, best effort, then cut off
+            self.send(cancel=harness_pb2.Cancel(reason=f"{type(exc).__name__}: {exc}"[:1000]))
+            raise
+        finally:
+            self.frames.put(None)
+            self.stream.cancel()
+
+    def _next(self, events: Iterator[common_pb2.Event]) -> dict[str, Any] | None:
+        """The next event as a checked dict, or None at the stream's clean end."""
+        try:
+            msg = next(events)
+        except StopIteration:
+            return None
+        except grpc.RpcError as exc:
+            raise self._broken(exc) from None
+        event = wire.event_dict(msg)
+        got = str(event.get("execution_id", ""))
+        if got != self.start.execution_id:
+            raise HarnessProtocolError(
+                f"the harness at {self.address} sent an event of execution {got!r} on the "
+                f"stream of {self.start.execution_id}",
+                address=self.address,
+            )
+        return event
+
+    def _broken(self, exc: grpc.RpcError) -> Exception:
+        code = exc.code() if hasattr(exc, "code") else None
+        if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, None):
+            return _unreachable(self.address, exc)
+        return HarnessProtocolError(
+            f"the harness at {self.address} ended the stream with {code.name}: {exc.details()}",
+            address=self.address,
+        )
+
+    def _relay(self, events: Iterator[common_pb2.Event]) -> None:
+        while (event := self._next(events)) is not None:
+            kind = str(event.get("kind", ""))
+            if kind == "EVENT_END":
+                self._ended(event, events)
+                return
+            if kind == "EVENT_MODEL_CALL":
+                self._model(event.get("model", {}))
+            elif kind == "EVENT_TOOL_CALL":
+                self._tool(event.get("tool", {}), events)
+            elif kind == "EVENT_OUTPUT":
+                self.sink.output(event.get("message", {}))
+            elif kind == "EVENT_TOOL_RESULT":
+                self.sink.report(event.get("result", {}))
+            elif kind == "EVENT_USAGE":
+                self.sink.usage(event.get("usage", {}))
+            else:
+                raise self._violation(
+                    f"sent {kind or 'an event without a kind'}, which a harness never sends here"
+                )
+        raise self._violation("closed the stream without EVENT_END")
+
+    def _violation(self, what: str) -> HarnessProtocolError:
+        return HarnessProtocolError(
+            f"the harness at {self.address} broke the Connect protocol: it {what} "
+            f"(execution {self.start.execution_id}); the stream was cancelled",
+            address=self.address,
+        )
+
+    def _model(self, call: dict[str, Any]) -> None:
+        request = ModelRequest(
+            model=str(call.get("model", "")),
+            messages=tuple(call.get("messages", ())),
+            params=call.get("params") or None,
+            tools=tuple(call.get("tools", ())),
+            tool_choice=call.get("tool_choice"),
+        )
+        completion = self.sink.model(request)
+        result = harness_pb2.ModelResult(
+            message=wire.parse(completion.message, common_pb2.Message, "completion"),
+            model_call_id=str(call.get("id", "")),
+        )
+        if completion.usage:
+            result.usage.CopyFrom(wire.parse(completion.usage, common_pb2.Usage, "usage"))
+        self.send(model=result)
+
+    def _tool(self, call: dict[str, Any], events: Iterator[common_pb2.Event]) -> None:
+        try:
+            result = self.sink.tool(call)
+        except ApprovalParkedError as parked:
+            self._park(parked, events)
+            raise
+        request_seq = int(result.get("approval_request_seq", 0) or 0)
+        if request_seq:  # a decided gated call: the decision goes before its receipt
+            approved = result.get("code") != "APPROVAL_DENIED"
+            self.send(
+                approval=common_pb2.ApprovalResult(
+                    tool_call_id=str(call.get("id", "")), approved=approved, request_seq=request_seq
+                )
+            )
+        self.send(tool=wire.parse(result, common_pb2.ToolResult, "tool result"))
+
+    def _park(self, parked: ApprovalParkedError, events: Iterator[common_pb2.Event]) -> None:
+        """Send ``park`` and check the harness's EVENT_PARKED (HarnessAckError if wrong)."""
+        ref = {
+            "execution_id": parked.execution_id,
+            "tool_call_id": parked.tool_call_id,
+            "request_seq": int(parked.request_seq),
+        }
+        self.send(
+            park=common_pb2.ApprovalRef(
+                execution_id=parked.execution_id,
+                tool_call_id=parked.tool_call_id,
+                request_seq=int(parked.request_seq),
+            )
+        )
+        try:
+            ack = self._next(events)
+        except (HarnessError, UnavailableError) as exc:
+            raise self._bad_ack(parked, str(exc)) from None
+        if ack is None or ack.get("kind") != "EVENT_PARKED":
+            got = "nothing" if ack is None else str(ack.get("kind"))
+            raise self._bad_ack(parked, f"it answered {got}")
+        body = dict(ack.get("parked", {}))
+        body["request_seq"] = int(body.get("request_seq", 0) or 0)
+        if body != {k: v for k, v in ref.items() if v}:
+            raise self._bad_ack(parked, f"its ack names {body}, not {ref}")
+
+    def _bad_ack(self, parked: ApprovalParkedError, why: str) -> HarnessAckError:
+        return HarnessAckError(
+            f"the harness at {self.address} did not acknowledge the park of tool call "
+            f"{parked.tool_call_id} ({why}); the stream was cancelled, the approval request "
+            f"(seq {parked.request_seq}) stays journaled and the turn stays parked",
+            hint="fix the harness; approve or deny, then resume",
+            address=self.address,
+            execution_id=parked.execution_id,
+            tool_call_id=parked.tool_call_id,
+            request_seq=parked.request_seq,
+        )
+
+    def _ended(self, event: dict[str, Any], events: Iterator[common_pb2.Event]) -> None:
+        """END: COMPLETED returns, FAILED/CANCELED raise HarnessError; then the stream
+        must end (a second END, or anything after it, is a protocol error)."""
+        end = dict(event.get("end", {}))
+        more = self._next(events)
+        if more is not None:
+            raise self._violation(f"sent {more.get('kind')} after EVENT_END")
+        state = str(end.get("state", ""))
+        if state == "COMPLETED":
+            return
+        why = str(dict(end.get("error", {})).get("description", "")) or "no reason given"
+        if state in ("FAILED", "CANCELED"):
+            raise HarnessError(f"the harness at {self.address} ended the turn {state}: {why}")
+        raise self._violation(f"ended with END state {state!r}")
+
+
+def _session_of(sink: Sink) -> str:
+    """The session uid for the envelope, when the sink says (a live one does; a replay's
+    names none, and its envelope then carries "")."""
+    live = getattr(sink, "live", None)
+    tools = getattr(live, "tools", None)
+    return str(getattr(tools, "session_uid", "") or "")

@@ -1,0 +1,388 @@
+"""The Harness service: any registered Python harness served over Harness.Connect.
+
+``agentsessions harness serve NAME --listen ADDRESS`` runs one of these. Each Connect stream
+is one execution (spec digest 1.3):
+
+1. the host's first frame is ``start`` (with the envelope's session and execution id); every
+   later frame repeats that envelope (else INVALID_ARGUMENT) and answers what the harness
+   waits for (else FAILED_PRECONDITION): the stream is aborted, the server stays up;
+2. the harness runs in a thread of its own against a :class:`WireSink`: ``model`` sends
+   EVENT_MODEL_CALL (its messages, tools and an id) and waits for the ModelResult with that
+   id; ``tool`` sends EVENT_TOOL_CALL and waits for the ToolResult of that call id (after an
+   ``approval`` frame, for a decided approval-gated call); ``output``, ``report`` and
+   ``usage`` send their event and go on;
+3. the run ends with exactly one EVENT_END (COMPLETED, or FAILED with the error's text, or
+   CANCELED after a ``cancel`` frame), then the server closes its side;
+4. a ``park`` frame answering a TOOL_CALL (the host made TOOL_CALL and APPROVAL_REQUEST
+   durable) stops the harness (its ``sink.tool`` raises ApprovalParkedError, as in process);
+   the server answers one EVENT_PARKED whose body is that ref and closes without END. A park
+   for another call or execution is refused (FAILED_PRECONDITION), never acknowledged.
+
+Nothing here is durable: the host records every effect before it answers, so a harness
+process killed at any point loses nothing the host acknowledged. Working state is not
+carried (``sink.state`` fails the turn): a remote harness is STATELESS_REPLAY.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+
+from agentsessions.controller.spi import (
+    Completion,
+    Harness,
+    HarnessDescriptor,
+    Message,
+    ModelRequest,
+    Start,
+)
+from agentsessions.errors import (
+    ApprovalParkedError,
+    HarnessError,
+    TurnCanceledError,
+    UnavailableError,
+)
+from agentsessions.server import harnesswire as wire
+from agentsessions.server.gen import common_pb2, harness_pb2, harness_pb2_grpc
+
+ERROR_CODE_INTERNAL = 13  # gRPC INTERNAL, as the reference records a failed harness
+ERROR_CODE_CANCELLED = 1
+
+
+class StreamGone(BaseException):
+    """The stream ended under a waiting harness (host gone, or a refused frame): unwinds
+    the harness whatever it catches (a BaseException, as KeyboardInterrupt)."""
+
+
+@dataclass
+class Refusal:
+    """Why the server aborts a stream: a status and its details."""
+
+    code: grpc.StatusCode
+    details: str
+
+
+@dataclass
+class Exchange:
+    """One Connect stream's state, shared by the reader, the harness and the handler."""
+
+    session: str
+    execution_id: str
+    frames: queue.Queue[harness_pb2.ControllerFrame | Refusal | None] = field(
+        default_factory=queue.Queue
+    )
+    out: queue.Queue[common_pb2.Event | Refusal | None] = field(default_factory=queue.Queue)
+    parked: common_pb2.ApprovalRef | None = None
+    canceled: bool = False
+    calls: int = 0
+
+    def send(self, event: Mapping[str, Any]) -> None:
+        """Queue ``event`` (a dict) for the host, stamped with the execution id."""
+        self.out.put(wire.event_to_proto({**event, "execution_id": self.execution_id}))
+
+    def refuse(self, code: grpc.StatusCode, details: str) -> StreamGone:
+        """Abort the stream with ``code`` (the handler does it) and unwind the harness."""
+        self.out.put(Refusal(code, details))
+        return StreamGone(details)
+
+    def next_frame(self, waiting_for: str) -> harness_pb2.ControllerFrame:
+        """The host's next frame; a cancel raises TurnCanceledError in the harness."""
+        frame = self.frames.get()
+        if frame is None:
+            raise StreamGone(
+                f"the host closed the stream while the harness waited for {waiting_for}"
+            )
+        if isinstance(frame, Refusal):
+            raise self.refuse(frame.code, frame.details)
+        if frame.WhichOneof("frame") == "cancel":
+            self.canceled = True
+            raise TurnCanceledError(f"the host canceled the execution: {frame.cancel.reason}")
+        return frame
+
+
+class WireSink:
+    """The Sink a served harness runs against: each effect is an Event to the host, and
+    the answers it waits for are the host's frames."""
+
+    def __init__(self, exchange: Exchange) -> None:
+        self.x = exchange
+
+    def model(self, request: ModelRequest) -> Completion:
+        x = self.x
+        x.calls += 1
+        call_id = f"{x.execution_id}:model:{x.calls}"
+        body: dict[str, Any] = {
+            "model": request.model,
+            "id": call_id,
+            "messages": [dict(m) for m in request.messages],
+        }
+        if request.params:
+            body["params"] = dict(request.params)
+        if request.tools:
+            body["tools"] = [dict(t) for t in request.tools]
+        if request.tool_choice:
+            body["tool_choice"] = dict(request.tool_choice)
+        x.send({"kind": "EVENT_MODEL_CALL", "model": body})
+        frame = x.next_frame(f"the result of model call {call_id}")
+        if frame.WhichOneof("frame") != "model" or frame.model.model_call_id != call_id:
+            raise x.refuse(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"expected the ModelResult of {call_id}, got {_what(frame)}",
+            )
+        result = frame.model
+        usage = wire.to_dict(result.usage, "Usage", "usage") if result.HasField("usage") else None
+        return Completion(wire.to_dict(result.message, "Message", "model result"), usage or None)
+
+    def output(self, message: Message) -> None:
+        self.x.send({"kind": "EVENT_OUTPUT", "message": dict(message)})
+
+    def report(self, result: dict[str, Any]) -> None:
+        self.x.send({"kind": "EVENT_TOOL_RESULT", "result": dict(result)})
+
+    def usage(self, usage: dict[str, Any]) -> None:
+        self.x.send({"kind": "EVENT_USAGE", "usage": dict(usage)})
+
+    def delta(self, text: str) -> None:
+        """Not carried: deltas are never journaled, and the host streams a model call's
+        deltas itself."""
+
+    def state(self, data: bytes, *, covers_to: int = 0, expected_version: int | None = None) -> int:
+        raise UnavailableError(
+            "working state is not carried over Harness.Connect: a harness served by "
+            "`agentsessions harness serve` cannot commit state",
+            hint="run a harness that commits working state in process (--runtime auto)",
+        )
+
+    def tool(self, call: Mapping[str, Any]) -> dict[str, Any]:
+        x = self.x
+        call_id = str(call.get("id", ""))
+        x.send({"kind": "EVENT_TOOL_CALL", "tool": dict(call)})
+        frame = x.next_frame(f"the result of tool call {call_id}")
+        kind = frame.WhichOneof("frame")
+        if kind == "park":
+            raise self._park(frame.park, call_id, str(call.get("tool", "")))
+        if kind == "approval":  # a decided gated call: the decision, then its receipt
+            if frame.approval.tool_call_id != call_id:
+                raise x.refuse(
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    f"the approval frame names call {frame.approval.tool_call_id!r}, "
+                    f"not {call_id!r}",
+                )
+            frame = x.next_frame(f"the receipt of tool call {call_id}")
+            kind = frame.WhichOneof("frame")
+        if kind != "tool" or frame.tool.id != call_id:
+            raise x.refuse(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"expected the ToolResult of call {call_id!r}, got {_what(frame)}",
+            )
+        return wire.to_dict(frame.tool, "ToolResult", "tool result")
+
+    def _park(self, ref: common_pb2.ApprovalRef, call_id: str, tool: str) -> BaseException:
+        x = self.x
+        if (
+            ref.execution_id != x.execution_id
+            or ref.tool_call_id != call_id
+            or ref.request_seq <= 0
+        ):
+            return x.refuse(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"park frame ({ref.execution_id}, {ref.tool_call_id}, {ref.request_seq}) does "
+                f"not name this execution's pending call {call_id!r}",
+            )
+        x.parked = ref
+        return ApprovalParkedError(
+            f"tool call {call_id} ({tool}) is parked awaiting approval",
+            execution_id=ref.execution_id,
+            tool_call_id=ref.tool_call_id,
+            request_seq=ref.request_seq,
+            tool=tool,
+        )
+
+
+def _what(frame: harness_pb2.ControllerFrame) -> str:
+    kind = frame.WhichOneof("frame") or "an empty frame"
+    if kind == "model":
+        return f"the ModelResult of {frame.model.model_call_id!r}"
+    if kind == "tool":
+        return f"the ToolResult of {frame.tool.id!r}"
+    return f"a {kind} frame"
+
+
+class HarnessServicer(harness_pb2_grpc.HarnessServicer):
+    """Serves one harness (built fresh for each execution by ``factory``)."""
+
+    def __init__(self, factory: Callable[[], Harness]) -> None:
+        self.factory = factory
+        self._descriptor: HarnessDescriptor | None = None
+
+    def descriptor(self) -> HarnessDescriptor:
+        """The harness's descriptor (asked once)."""
+        if self._descriptor is None:
+            self._descriptor = self.factory().describe()
+        return self._descriptor
+
+    def Describe(
+        self, request: harness_pb2.DescribeRequest, context: grpc.ServicerContext
+    ) -> harness_pb2.HarnessDescriptor:
+        return wire.descriptor_to_proto(self.descriptor())
+
+    def Connect(
+        self, request_iterator: Iterator[harness_pb2.ControllerFrame], context: grpc.ServicerContext
+    ) -> Iterator[common_pb2.Event]:
+        first = next(request_iterator, None)
+        if first is None:
+            return
+        if first.WhichOneof("frame") != "start":
+            context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"the first frame must be start, not {_what(first)}",
+            )
+        if not first.execution_id:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "start names no execution_id")
+        x = Exchange(first.session, first.execution_id)
+        try:
+            start = wire.start_from_proto(first.execution_id, first.start, first.session)
+        except HarnessError as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        context.add_callback(lambda: x.frames.put(None))
+        threading.Thread(target=_read, args=(x, request_iterator), daemon=True).start()
+        threading.Thread(target=self._run, args=(x, start), daemon=True).start()
+        while True:
+            item = x.out.get()
+            if item is None:
+                return
+            if isinstance(item, Refusal):
+                context.abort(item.code, item.details)
+            yield item
+
+    def _run(self, x: Exchange, start: Start) -> None:
+        """Run the harness; then PARKED (parked), END, or nothing (the stream is gone)."""
+        end: dict[str, Any] | None = {"state": "COMPLETED"}
+        try:
+            self.factory().run(start, WireSink(x))
+        except StreamGone:
+            end = None
+        except ApprovalParkedError as exc:
+            if x.parked is None:  # not the host's park: the harness failed
+                why = f"{type(exc).__name__}: {exc}"[:4000]
+                end = {
+                    "state": "FAILED",
+                    "error": {"code": ERROR_CODE_INTERNAL, "description": why},
+                }
+        except TurnCanceledError as exc:
+            code = ERROR_CODE_CANCELLED if x.canceled else ERROR_CODE_INTERNAL
+            end = {"state": "CANCELED", "error": {"code": code, "description": str(exc)}}
+        except Exception as exc:
+            why = f"{type(exc).__name__}: {exc}"[:4000]
+            end = {"state": "FAILED", "error": {"code": ERROR_CODE_INTERNAL, "description": why}}
+        if x.parked is not None:
+            ref = x.parked
+            x.send(
+                {
+                    "kind": "EVENT_PARKED",
+                    "parked": {
+                        "execution_id": ref.execution_id,
+                        "tool_call_id": ref.tool_call_id,
+                        "request_seq": ref.request_seq,
+                    },
+                }
+            )
+        elif end is not None:
+            x.send({"kind": "EVENT_END", "end": end})
+        x.out.put(None)
+
+
+def _read(x: Exchange, frames: Iterator[harness_pb2.ControllerFrame]) -> None:
+    """Pass the host's frames on, refusing one with another envelope or a second start."""
+    with contextlib.suppress(grpc.RpcError, ValueError):
+        for frame in frames:
+            if frame.session != x.session or frame.execution_id != x.execution_id:
+                x.frames.put(
+                    Refusal(
+                        grpc.StatusCode.INVALID_ARGUMENT,
+                        f"frame for ({frame.session!r}, {frame.execution_id!r}) on the stream of "
+                        f"({x.session!r}, {x.execution_id!r})",
+                    )
+                )
+                return
+            if frame.WhichOneof("frame") == "start":
+                x.frames.put(
+                    Refusal(
+                        grpc.StatusCode.FAILED_PRECONDITION,
+                        "a second start on one execution's stream",
+                    )
+                )
+                return
+            x.frames.put(frame)
+    x.frames.put(None)
+
+
+def add_to_server(server: grpc.Server, factory: Callable[[], Harness]) -> HarnessServicer:
+    """Register a Harness service serving ``factory``'s harness on ``server`` (the
+    ``extra_services`` seam of :func:`agentsessions.server.app.build_server`)."""
+    servicer = HarnessServicer(factory)
+    harness_pb2_grpc.add_HarnessServicer_to_server(servicer, server)  # type: ignore[no-untyped-call]
+    return servicer
+
+
+class HarnessServer:
+    """A gRPC server serving one harness at ``listen`` (``HOST:PORT`` or ``unix:///path``).
+
+    ``address`` is where it listens (a TCP port 0 is replaced by the one it got)."""
+
+    def __init__(self, factory: Callable[[], Harness], listen: str, *, workers: int = 16) -> None:
+        from concurrent import futures
+
+        check_listen(listen)
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers))
+        self.servicer = add_to_server(self.server, factory)
+        try:
+            port = self.server.add_insecure_port(listen)
+        except RuntimeError as exc:  # grpc raises it for an address it cannot bind
+            raise UnavailableError(f"cannot listen on {listen}: {exc}") from None
+        if not port:
+            raise UnavailableError(
+                f"cannot listen on {listen}",
+                hint="is the address in use, or its directory missing?",
+            )
+        self.port = port
+        self.address = listen if listen.startswith("unix:") else _with_port(listen, port)
+        self.server.start()
+
+    def stop(self, grace: float | None = 5.0) -> None:
+        """Stop accepting streams; running ones get ``grace`` seconds."""
+        self.server.stop(grace).wait()
+
+    def serve_forever(self) -> None:
+        """Block until SIGINT or SIGTERM, then stop gracefully."""
+        import signal
+
+        done = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: done.set())
+        done.wait()
+        self.stop()
+
+
+def check_listen(listen: str) -> None:
+    """Refuse an address that is neither ``HOST:PORT`` nor ``unix:///path``."""
+    from agentsessions.errors import InvalidArgumentError
+
+    if listen.startswith("unix:"):
+        if not listen.removeprefix("unix://").removeprefix("unix:").startswith("/"):
+            raise InvalidArgumentError(f"invalid address {listen!r}: use unix:///absolute/path")
+        return
+    host, sep, port = listen.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise InvalidArgumentError(f"invalid address {listen!r}: use HOST:PORT or unix:///path")
+
+
+def _with_port(listen: str, port: int) -> str:
+    host = listen.rpartition(":")[0]
+    return f"{host}:{port}"

@@ -1,0 +1,241 @@
+"""Our harness SPI as the Harness service's messages, and back (spec digest 1.3).
+
+Both ends of Harness.Connect use these: the harness side (:mod:`.harnessnode`) and the host
+side (:mod:`.harnessclient`). Events cross as the proto3-JSON dicts the journal hashes, so a
+MODEL_CALL, TOOL_CALL or TOOL_RESULT the host records from the wire is byte for byte what an
+in-process harness would have produced (Struct numbers are normalised as the journal's are).
+
+The reference's ``Start`` carries config, history, inputs and resume_from_seq; our additions
+(docs/WIRE.md) carry the workload's tools, the working state and ``memory_restored``.
+``Start.history`` crosses whole; each side keeps the last history per session
+(:class:`HistoryCache`) so that a turn converts only the events added since.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import Message as ProtoMessage
+
+from agentsessions.controller.spi import (
+    Capabilities,
+    Event,
+    HarnessDescriptor,
+    Start,
+    ToolSpec,
+)
+from agentsessions.errors import HarnessProtocolError
+from agentsessions.journal.stores.store import WorkingState
+from agentsessions.server.gen import common_pb2, harness_pb2
+from agentsessions.v1.normalize import normalize_message
+
+MEDIATION = common_pb2.Mediation
+RESUMABILITY = harness_pb2.Resumability
+
+
+def to_dict(msg: ProtoMessage, schema: str, what: str) -> dict[str, Any]:
+    """The canonical proto3-JSON dict of ``msg`` (schema ``schema`` of agentsessions.v1);
+    HarnessProtocolError if it cannot be one (a peer sent garbage)."""
+    try:
+        loose = json_format.MessageToDict(msg, preserving_proto_field_name=True)
+        return normalize_message(loose, schema, what)
+    except Exception as exc:  # a peer's bytes: whatever is wrong with them is its fault
+        raise HarnessProtocolError(
+            f"{what} is not a valid agentsessions.v1 {schema}: {exc}"
+        ) from None
+
+
+def parse(obj: Mapping[str, Any], cls: type[Any], what: str) -> Any:
+    """``obj`` (proto3-JSON) as a new ``cls``; HarnessProtocolError if it does not fit."""
+    try:
+        return json_format.ParseDict(dict(obj), cls())
+    except (json_format.ParseError, ValueError, TypeError) as exc:
+        raise HarnessProtocolError(f"{what} is not valid proto3-JSON: {exc}") from None
+
+
+def event_to_proto(event: Mapping[str, Any]) -> common_pb2.Event:
+    """The ``Event`` of an event dict."""
+    msg: common_pb2.Event = parse(event, common_pb2.Event, "event")
+    return msg
+
+
+def event_dict(msg: common_pb2.Event) -> dict[str, Any]:
+    """The canonical event dict of an ``Event``."""
+    return to_dict(msg, "Event", "event")
+
+
+# --------------------------------------------------------------------------- descriptors
+
+
+def descriptor_to_proto(d: HarnessDescriptor) -> harness_pb2.HarnessDescriptor:
+    """Our descriptor as ``HarnessDescriptor`` (``working_state`` is not on the wire)."""
+    caps = d.capabilities
+    return harness_pb2.HarnessDescriptor(
+        id=d.id,
+        models=list(d.models),
+        tools=[tool_to_proto(t) for t in d.tools],
+        capabilities=harness_pb2.Capabilities(
+            resumability=caps.resumability,
+            fork_safe=caps.fork_safe,
+            requires_gpu=caps.requires_gpu,
+            streaming=caps.streaming,
+            reasoning_replay=caps.reasoning_replay,
+        ),
+        version=d.version,
+    )
+
+
+def descriptor_from_proto(msg: harness_pb2.HarnessDescriptor) -> HarnessDescriptor:
+    """A remote harness's ``HarnessDescriptor`` as ours."""
+    caps = msg.capabilities
+    return HarnessDescriptor(
+        id=msg.id,
+        version=msg.version,
+        models=tuple(msg.models),
+        tools=tuple(tool_from_proto(t) for t in msg.tools),
+        capabilities=Capabilities(
+            resumability=RESUMABILITY.Name(caps.resumability),
+            fork_safe=caps.fork_safe,
+            requires_gpu=caps.requires_gpu,
+            streaming=caps.streaming,
+            reasoning_replay=caps.reasoning_replay,
+        ),
+    )
+
+
+def tool_to_proto(t: ToolSpec) -> harness_pb2.ToolSpec:
+    """A ``ToolSpec`` (its schema in the ``input_schema`` addition)."""
+    msg = harness_pb2.ToolSpec(name=t.name, description=t.description, mediation=t.mediation)
+    if t.input_schema:
+        msg.input_schema.update(dict(t.input_schema))
+    return msg
+
+
+def tool_from_proto(msg: harness_pb2.ToolSpec) -> ToolSpec:
+    """Ours of a ``ToolSpec``."""
+    schema = json_format.MessageToDict(msg.input_schema) if msg.HasField("input_schema") else {}
+    return ToolSpec(
+        name=msg.name,
+        description=msg.description,
+        mediation=MEDIATION.Name(msg.mediation),
+        input_schema=_ints(schema),
+    )
+
+
+def _ints(value: Any) -> Any:
+    """A Struct's doubles back to ints where they are whole (2.0 is 2), as JSON had them."""
+    if isinstance(value, dict):
+        return {k: _ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_ints(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# --------------------------------------------------------------------------- start
+
+
+class HistoryCache:
+    """The last history sent or received per key (a session), so that a session's next
+    Start converts only the events added since: converting an event between dict and
+    proto costs ~40 µs, comparing one with the cached copy well under 1 µs, and a turn's
+    history grows with the session. Bounded to ``size`` keys (least recently used out).
+    Cached events are shared between runs: a harness must not mutate its history."""
+
+    def __init__(self, size: int = 64) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self._by_key: OrderedDict[str, list[tuple[Any, Any]]] = OrderedDict()
+
+    def convert(self, key: str, items: list[Any], same: Any, make: Any) -> list[Any]:
+        """``make(item)`` for each item, reusing the cached result where ``same(item)``
+        equals the cached item at that position."""
+        with self._lock:
+            cached = self._by_key.pop(key, [])
+        out: list[tuple[Any, Any]] = []
+        for i, item in enumerate(items):
+            probe = same(item)
+            if i < len(cached) and cached[i][0] == probe:
+                out.append(cached[i])
+            else:
+                out.append((probe, make(item)))
+        with self._lock:
+            self._by_key[key] = out
+            while len(self._by_key) > self.size:
+                self._by_key.popitem(last=False)
+        return [made for _, made in out]
+
+
+HOST_HISTORY = HistoryCache()
+NODE_HISTORY = HistoryCache()
+
+
+def start_to_proto(start: Start, session: str = "") -> harness_pb2.Start:
+    """The ``Start`` of one execution (its history whole)."""
+    state = start.state
+    # tail(len): bounded by the execution's start however the history iterates
+    events = start.history.tail(len(start.history))
+    history = HOST_HISTORY.convert(session, events, lambda e: e, event_to_proto)
+    return harness_pb2.Start(
+        config=start.config,
+        history=history,
+        inputs=[parse(m, common_pb2.Message, "input") for m in start.inputs],
+        resume_from_seq=start.resume_from_seq,
+        tools=[tool_to_proto(t) for t in start.tools],
+        state=harness_pb2.WorkingState(
+            version=state.version,
+            data=state.data,
+            covers_from=state.covers_from,
+            covers_to=state.covers_to,
+            author=state.author,
+            time_ns=state.time_ns,
+        ),
+        memory_restored=start.memory_restored,
+    )
+
+
+class ListHistory:
+    """A history handed over whole (what crossed the wire), read as the SPI's History."""
+
+    def __init__(self, events: list[Event]) -> None:
+        self._events = events
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self._events)
+
+    def tail(self, count: int) -> list[Event]:
+        """The last ``count`` events, oldest first."""
+        return self._events[-count:] if count > 0 else []
+
+
+def start_from_proto(execution_id: str, msg: harness_pb2.Start, session: str = "") -> Start:
+    """Our ``Start`` of a received one (the envelope's execution id)."""
+    s = msg.state
+    history = NODE_HISTORY.convert(
+        session, list(msg.history), lambda e: e.SerializeToString(), event_dict
+    )
+    return Start(
+        execution_id=execution_id,
+        config=msg.config,
+        inputs=tuple(to_dict(m, "Message", "input") for m in msg.inputs),
+        history=ListHistory(history),
+        resume_from_seq=msg.resume_from_seq,
+        memory_restored=msg.memory_restored,
+        state=WorkingState(
+            version=s.version,
+            data=s.data,
+            covers_from=s.covers_from,
+            covers_to=s.covers_to,
+            author=s.author,
+            time_ns=s.time_ns,
+        ),
+        tools=tuple(tool_from_proto(t) for t in msg.tools),
+    )
