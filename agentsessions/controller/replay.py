@@ -279,6 +279,8 @@ class WindowHistory:
         return self._end
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
+        if self._end <= 0:  # a read to seq 0 means "to the head": the first run has none
+            return iter(())
         return self._older.events(1, self._end)
 
     def tail(self, count: int) -> list[dict[str, Any]]:
