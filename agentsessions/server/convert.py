@@ -199,6 +199,10 @@ def session_to_proto(s: Session) -> session_pb2.Session:
     if s.memory is not None:
         msg.memory.where, msg.memory.text = s.memory.where, s.memory.text
         msg.memory.detail.update(dict(s.memory.detail))
+    if s.state_version or s.state_size or s.state_covers != (0, 0):
+        w = msg.working_state
+        w.version, w.size = s.state_version, s.state_size
+        w.covers_from, w.covers_to = s.state_covers
     return msg
 
 
@@ -247,4 +251,7 @@ def session_from_proto(msg: session_pb2.Session) -> Session:
         memory=memory,
         pending_approval=pending,
         unresolved_call=unresolved,
+        state_version=msg.working_state.version,
+        state_covers=(msg.working_state.covers_from, msg.working_state.covers_to),
+        state_size=msg.working_state.size,
     )

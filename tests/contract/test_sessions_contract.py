@@ -1,7 +1,8 @@
 """ONE contract suite for the ``Sessions`` API, written against the Protocol only.
 
 Every implementation passes it unchanged: today the local engine on the file store and on
-the in-memory store; the gRPC client of a later issue joins by adding a fixture to
+the in-memory store, and the gRPC client (``agentsessions.client``) dialled to a real
+server over the local engine on a loopback port. Each joins by adding a fixture to
 ``ENGINES``. A fixture may register the test harness below wherever its harnesses run.
 
 The ``gate`` harness makes timing deterministic without sleeps: its turn records its
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -73,9 +75,26 @@ def _local_memory(tmp: Path) -> Sessions:
     return _local(tmp, MemoryStore())
 
 
-ENGINES: dict[str, Callable[[Path], Sessions]] = {
+@contextmanager
+def _client(tmp: Path) -> Iterator[Sessions]:
+    """The gRPC client, dialled to a real server on a loopback port over a local engine."""
+    pytest.importorskip("grpc")
+    from agentsessions.client import dial
+    from agentsessions.server.app import build_server
+
+    with _local(tmp) as engine:
+        server = build_server(engine, "127.0.0.1:0")
+        try:
+            with dial(server.address) as client:
+                yield client
+        finally:
+            server.stop(grace=None)
+
+
+ENGINES: dict[str, Callable[[Path], AbstractContextManager[Sessions]]] = {
     "local-file": _local,
     "local-memory": _local_memory,
+    "client": _client,
 }
 
 
