@@ -113,15 +113,23 @@ class RemoteSessions:
         """Close the channel (the server's engine, and its running turns, stay)."""
         self.channel.close()
 
-    def _error(self, err: grpc.RpcError) -> AgentSessionsError:
+    def _error(self, err: grpc.RpcError, started: bool = False) -> AgentSessionsError:
         exc = status.from_rpc_error(err)
         code = err.code() if hasattr(err, "code") else None
         meta: Any = err.trailing_metadata() if hasattr(err, "trailing_metadata") else ()
         trailers = dict(meta or ())
-        if code == grpc.StatusCode.UNAVAILABLE and status.ERROR_KEY not in trailers:
+        if status.ERROR_KEY in trailers:
+            return exc
+        if code == grpc.StatusCode.UNAVAILABLE and not started:
             return UnavailableError(
                 f"cannot reach the server at {self.address}: {exc.message}",
                 hint="is `agentsessions serve` running there? (--server, $AGENTSESSIONS_SERVER)",
+            )
+        if code in (grpc.StatusCode.CANCELLED, grpc.StatusCode.UNAVAILABLE):
+            # the server stopped (or dropped) a call it had begun answering
+            return UnavailableError(
+                f"the server at {self.address} ended the call: {exc.message}",
+                hint="a turn it was running goes on there; `agentsessions get` shows it",
             )
         return exc
 
@@ -133,10 +141,13 @@ class RemoteSessions:
 
     def _items(self, call: Any) -> Iterator[Any]:
         """The messages of a server stream, errors mapped; closing it cancels the call."""
+        started = False
         try:
-            yield from call
+            for item in call:
+                started = True
+                yield item
         except grpc.RpcError as err:
-            raise self._error(err) from None
+            raise self._error(err, started) from None
         finally:
             call.cancel()
 
@@ -185,8 +196,6 @@ class RemoteSessions:
         self, *, project: str = "default", page_size: int = 50, cursor: str | None = None
     ) -> SessionPage:
         """One page of a project's sessions, newest first (ListSessions)."""
-        if page_size < 1:
-            raise InvalidArgumentError(f"page_size must be >= 1, got {page_size}")
         request = session_pb2.ListSessionsRequest(
             project=project, page_size=page_size, page_token=cursor or ""
         )

@@ -16,6 +16,7 @@ Invariants:
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Callable, Sequence
@@ -67,6 +68,26 @@ class RunningServer:
                 signal.signal(s, handler)
         self.server.stop(grace).wait()
         return got[0] if got else 0
+
+
+def open_engine(
+    home: str | os.PathLike[str] | None,
+    *,
+    store: str = "file",
+    runtime: str = "auto",
+    model: str | None = None,
+) -> Sessions:
+    """The server's one engine: on the file store under ``home``, or (``store="memory"``)
+    on an in-memory store that lives as long as the engine."""
+    from agentsessions.sessions.local import open_local
+
+    if store == "file":
+        return open_local(home, runtime=runtime, model=model)
+    if store == "memory":
+        from agentsessions.journal.stores.memstore import MemoryStore
+
+        return open_local(home, store=MemoryStore(), runtime=runtime, model=model)
+    raise InvalidArgumentError(f"invalid store {store!r}: expected file or memory")
 
 
 def parse_listen(listen: str) -> tuple[str, bool]:

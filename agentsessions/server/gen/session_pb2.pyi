@@ -175,14 +175,16 @@ class UnresolvedCall(_message.Message):
     def __init__(self, execution_id: _Optional[str] = ..., tool_call_id: _Optional[str] = ..., tool: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., call_seq: _Optional[int] = ...) -> None: ...
 
 class SessionMemory(_message.Message):
-    __slots__ = ("where", "text", "detail")
+    __slots__ = ("where", "text", "detail", "detail_json")
     WHERE_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_JSON_FIELD_NUMBER: _ClassVar[int]
     where: str
     text: str
     detail: _struct_pb2.Struct
-    def __init__(self, where: _Optional[str] = ..., text: _Optional[str] = ..., detail: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    detail_json: str
+    def __init__(self, where: _Optional[str] = ..., text: _Optional[str] = ..., detail: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., detail_json: _Optional[str] = ...) -> None: ...
 
 class CreateSessionRequest(_message.Message):
     __slots__ = ("session", "tools")
