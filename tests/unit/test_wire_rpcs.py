@@ -197,3 +197,35 @@ def test_a_client_of_no_server_gets_unavailable_naming_the_address(tmp_path: Pat
     with dial(f"unix://{tmp_path}/none.sock") as client, pytest.raises(UnavailableError) as info:
         client.get("sess-" + "0" * 24)
     assert f"unix://{tmp_path}/none.sock" in str(info.value)
+
+
+def _hi() -> common_pb2.Message:
+    return common_pb2.Message(role="user", parts=[{"text": {"text": "hi"}}])
+
+
+def test_exec_with_a_stale_expected_last_seq_is_aborted_and_writes_nothing(
+    stub: session_pb2_grpc.SessionsStub, engine: Sessions
+) -> None:
+    uid = engine.run(None, ["one"]).uid
+    stale = session_pb2.ExecRequest(session=uid, inputs=[_hi()], expected_last_seq=3)
+    with pytest.raises(grpc.RpcError) as info:
+        list(stub.Exec(stale))
+    assert info.value.code() == grpc.StatusCode.ABORTED  # type: ignore[attr-defined]
+    assert engine.get(uid).last_seq == 5
+    fresh = session_pb2.ExecRequest(session=uid, inputs=[_hi()], expected_last_seq=5)
+    assert list(stub.Exec(fresh))[-1].session.last_seq == 10
+    with pytest.raises(grpc.RpcError) as refused:
+        list(stub.Exec(session_pb2.ExecRequest(session=uid, inputs=[_hi()], resume_from_seq=2)))
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+
+
+def test_replay_streams_a_range_of_stored_records(
+    stub: session_pb2_grpc.SessionsStub, engine: Sessions
+) -> None:
+    uid = engine.run(None, ["one"]).uid
+    got = [r.seq for r in stub.Replay(session_pb2.ReplayRequest(session=uid, from_seq=2, to_seq=4))]
+    assert got == [2, 3, 4]
+    assert [r.seq for r in stub.Replay(session_pb2.ReplayRequest(session=uid))] == [1, 2, 3, 4, 5]
+    with pytest.raises(grpc.RpcError) as info:
+        list(stub.Replay(session_pb2.ReplayRequest(session="sess-" + "0" * 24)))
+    assert info.value.code() == grpc.StatusCode.NOT_FOUND  # type: ignore[attr-defined]
