@@ -123,6 +123,7 @@ def test_every_command_over_server_prints_what_it_prints_locally(
         ("list",), ("list", "--json"), ("list", "--project", "acme", "--json"),
         ("get", "{0}"), ("get", "{0}", "--json"),
         ("log", "{0}"), ("log", "{0}", "--json"), ("replay", "{0}"),
+        ("follow", "{0}", "--from", "3", "--idle-exit", "0.3"),
         ("replay", "{0}", "--rerun"), ("replay", "{0}", "--rerun", "--json"),
         ("fork", "{0}", "--at", "5", "--count", "2", "--json"),
         ("suspend", "{0}"), ("resume", "{0}"), ("exec", "{0}", "--input", "third"),

@@ -229,3 +229,62 @@ def test_replay_streams_a_range_of_stored_records(
     with pytest.raises(grpc.RpcError) as info:
         list(stub.Replay(session_pb2.ReplayRequest(session="sess-" + "0" * 24)))
     assert info.value.code() == grpc.StatusCode.NOT_FOUND  # type: ignore[attr-defined]
+
+
+def test_resolve_over_the_wire_keeps_the_answer_and_resumes(tmp_path: Path) -> None:
+    from agentsessions.errors import ToolNotUnresolvedError, ToolOutcomeUnknownError
+    from tests.tool_harness import line_call, plan
+    from tests.unresolved import cut_workload
+
+    effects, tools = tmp_path / "effects.txt", tmp_path / "tools.toml"
+    tools.write_text(cut_workload(effects))
+    config = plan(line_call("c1", "one"), line_call("c2", "two"))
+    with agentsessions.open(tmp_path / "home") as engine:
+        with pytest.raises(KeyboardInterrupt):  # c2's executor is cut after its effect
+            engine.run(inputs=["go"], harness="tool-line", config=config, tools=tools)
+        (uid,) = [s.uid for s in engine.list().sessions]
+    with agentsessions.open(tmp_path / "home") as engine:
+        server = build_server(engine, "127.0.0.1:0")
+        try:
+            with dial(server.address) as client:
+                with pytest.raises(ToolOutcomeUnknownError):
+                    list(client.resume(uid))
+                ref = client.get(uid).unresolved_call
+                assert ref is not None and ref.tool_call_id == "c2"
+                with pytest.raises(ToolNotUnresolvedError):
+                    client.resolve(uid, call_id="c1", result={"ok": True})
+                with pytest.raises(InvalidArgumentError):
+                    client.resolve(uid, call_id="c2")  # neither result nor failed
+                done = client.resolve(uid, call_id="c2", result={"bytes": 4}, actor="ops")
+                assert done.result == {"id": "c2", "output": {"bytes": 4}}
+                assert done.turn is not None and done.turn.outputs[-1].endswith(
+                    '\nc2: ok {"bytes": 4}'
+                )
+                assert done.session.unresolved_call is None and client.verify(uid).ok
+        finally:
+            server.stop(grace=None)
+    assert effects.read_text() == "one\ntwo\n"
+
+
+def test_compact_export_and_import_over_the_wire(
+    address: str, engine: Sessions, tmp_path: Path
+) -> None:
+    from agentsessions.errors import NothingToCompactError
+
+    with dial(address) as client:
+        uid = client.run(None, ["one"], harness="chat").uid
+        with pytest.raises(NothingToCompactError):
+            client.compact(uid, keep_turns=2)
+        for text in ("two", "three"):
+            client.run(uid, [text])
+        frame = client.compact(uid, keep_turns=1)
+        assert frame.last and frame.turn is not None and frame.turn.model_calls == 1
+        assert frame.session.last_seq == engine.get(uid).last_seq and client.verify(uid).ok
+        out = tmp_path / "copy.agx"
+        summary = client.export(uid, out, compress=False)
+        assert summary["path"] == str(out) and summary["records"] == frame.session.last_seq
+        assert out.read_bytes().startswith(b"{")  # uncompressed JSON lines, written here
+        copy = client.import_(out, name="copy")
+        assert copy.name == "copy" and copy.project == "default"
+        same = [(r.seq, r.content_hash) for r in client.read(copy.uid)]
+        assert same == [(r.seq, r.content_hash) for r in engine.read(uid)]
