@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 def dial_server(server: str, token: str, files: tuple[str, str, str]) -> Iterator[RemoteSessions]:
     """The client of ``server`` (``token``; the TLS ``files`` ca, cert, key), closed when
     done."""
+    from agentsessions.cli.serveropts import quiet_grpc
+
+    quiet_grpc()
     from agentsessions.client import TLS, dial
 
     ca, cert, key = files

@@ -28,6 +28,7 @@ from agentsessions.cli.app import (
     name_process,
     parse_pairs,
 )
+from agentsessions.cli.serveropts import quiet_grpc
 from agentsessions.errors import InvalidArgumentError
 
 STORES = ("file", "memory")  # agentsessions.server.app.open_engine's
@@ -74,6 +75,13 @@ def _open_engine(state: CliState, opts: ServeOptions) -> Any:
     from agentsessions.server.app import open_engine
 
     return open_engine(state.home, store=opts.store, runtime=opts.runtime, model=opts.model)
+
+
+def _security(state: CliState, opts: ServeOptions) -> tuple[Any, tuple[Any, ...], Any]:
+    """(credentials, interceptors, scope) for :func:`build_server`: the place where access
+    control (TLS, bearer tokens, project scopes) plugs in; today a plaintext port serving
+    every project, as the reference daemon does."""
+    return None, (), None
 
 
 def _register_harnesses(opts: ServeOptions) -> None:
@@ -139,13 +147,17 @@ def serve(
     or agentsessions.client.dial(ADDRESS).
     """
     state = _state(ctx, as_json)
+    quiet_grpc()  # before anything imports grpc
     opts = serve_options(listen, store, model, runtime, grace, harness or [])
     _register_harnesses(opts)
     from agentsessions.server.app import build_server
 
     name_process(state)
+    credentials, interceptors, scope = _security(state, opts)
     with _open_engine(state, opts) as engine:
-        server = build_server(engine, opts.listen)
+        server = build_server(
+            engine, opts.listen, credentials=credentials, interceptors=interceptors, scope=scope
+        )
         if state.json:
             from agentsessions.cli.render import write_json
 

@@ -4,6 +4,7 @@ grpc here (:mod:`.remote` dials, and is imported only when ``--server`` is given
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -62,3 +63,10 @@ def require_local(server: str, command: str) -> None:
             f"{command or 'this command'} needs a local home; it does not run over --server",
             hint="run it without --server (and $AGENTSESSIONS_SERVER), where the home is",
         )
+
+
+def quiet_grpc() -> None:
+    """Keep grpc's C core from logging to stderr (unless the user asks, GRPC_VERBOSITY): a
+    failure is our one error line, not the core's log line before it. Call before grpc is
+    first imported."""
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")

@@ -53,14 +53,19 @@ class RunningServer:
         return self._stopped.wait(timeout)
 
     def serve_forever(self, grace: float = DEFAULT_GRACE) -> int:
-        """Serve until SIGINT or SIGTERM, then stop gracefully; the signal's number."""
+        """Serve until SIGINT or SIGTERM (or :meth:`stop` from another thread), then stop
+        gracefully; the signal's number (0 without one). The handlers are installed only on
+        the main thread, and the previous ones are back before the graceful stop, so a
+        second signal during it acts as it would have (Ctrl-C twice ends the process)."""
         got: list[int] = []
 
         def on_signal(signum: int, _frame: FrameType | None) -> None:
             got.append(signum)
             self._stopped.set()
 
-        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        previous = {}
+        if threading.current_thread() is threading.main_thread():  # only it may take signals
+            previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             self._stopped.wait()
         finally:
@@ -137,11 +142,12 @@ def build_server(
             port = server.add_insecure_port(address)
         else:
             port = server.add_secure_port(address, credentials)
-    except RuntimeError as exc:  # grpc raises this when it cannot bind
-        raise UnavailableError(f"cannot listen on {listen}: {exc}") from None
-    if not is_unix and port == 0:
+    except RuntimeError:  # grpc raises this when it cannot bind (its text says little more)
+        port = 0
+    if port == 0:  # grpc's answer for an address it could not bind (a Unix socket gives 1)
         raise UnavailableError(
-            f"cannot listen on {listen}: the address is in use or not available here"
+            f"cannot listen on {listen}: the address is in use or not available here",
+            hint="choose another --listen address (port 0: any free port)",
         )
     server.start()
     if is_unix:

@@ -99,6 +99,17 @@ def test_serve_refuses_a_bad_listen_address_in_one_line(cli: Cli) -> None:
     cli.run("serve", "--store", "sqlite").fails(2)
 
 
+def test_serve_on_a_port_in_use_is_one_line_and_exit_12(cli: Cli) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        run = cli.run("serve", "--listen", f"127.0.0.1:{port}").fails(12)
+    assert "address is in use or not available" in run.err
+
+
 def _normal(text: str, *paths: Path) -> str:
     """Output with what differs between two homes (ids, hashes, times, paths) masked."""
     for p in paths:
