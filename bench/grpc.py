@@ -7,10 +7,11 @@
 Two measurements, each against the same work in process, rounds interleaved, medians:
 
 - round trip: one ``exec`` turn (echo, durable before it returns) through
-  ``agentsessions.client`` to a server on a loopback port, against ``Sessions.exec`` on the
-  in-process engine (both iterate every frame);
-- load: 32 clients, each on its own channel and thread, running turns on 32 sessions of
-  one server, against 32 threads running the same turns on the in-process engine: turns/s.
+  ``agentsessions.client`` to a real ``agentsessions serve`` process on a loopback port,
+  against ``Sessions.exec`` on the in-process engine (both iterate every frame);
+- load: 32 clients, each on its own channel and thread (in this process), running turns on
+  32 sessions of that server, against 32 threads running the same turns on the in-process
+  engine: turns/s.
 
 Each side has its own home on the file store (fsync'd appends). Nothing is asserted:
 machines are shared and noisy; the ratios are the point.
@@ -20,7 +21,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -38,24 +42,33 @@ sys.path.insert(0, str(ROOT))
 
 import agentsessions  # noqa: E402
 from agentsessions.client import dial  # noqa: E402
-from agentsessions.server.app import build_server  # noqa: E402
 from agentsessions.sessions.api import Sessions  # noqa: E402
 
 
 @contextmanager
 def engines() -> Iterator[tuple[Sessions, Sessions]]:
-    """(in-process engine, client of a server over another engine), each on its own home."""
+    """(in-process engine, client of a real ``agentsessions serve`` process), each on its
+    own home: the daemon as deployed, so clients and server do not share one interpreter."""
     with (
         tempfile.TemporaryDirectory(prefix="bench-grpc-") as tmp,
         agentsessions.open(Path(tmp) / "local") as local,
-        agentsessions.open(Path(tmp) / "served") as served,
     ):
-        server = build_server(served, "127.0.0.1:0")
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        argv = [sys.executable, "-m", "agentsessions", "--home", str(Path(tmp) / "served"),
+                "serve", "--listen", "127.0.0.1:0"]  # fmt: skip
+        daemon = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+        )
         try:
-            with dial(server.address) as client:
+            assert daemon.stdout is not None
+            line = daemon.stdout.readline()
+            if not line.startswith("listening on "):
+                raise SystemExit(f"bench: agentsessions serve did not start: {line!r}")
+            with dial(line.split()[-1]) as client:
                 yield local, client
         finally:
-            server.stop(grace=None)
+            daemon.send_signal(signal.SIGTERM)
+            daemon.wait(timeout=120)
 
 
 def _turn(sessions: Sessions, uid: str | None, text: str) -> str:
