@@ -76,14 +76,14 @@ def _local_memory(tmp: Path) -> Sessions:
 
 
 @contextmanager
-def _client(tmp: Path) -> Iterator[Sessions]:
-    """The gRPC client, dialled to a real server on a loopback port over a local engine."""
+def _client(tmp: Path, listen: str = "127.0.0.1:0") -> Iterator[Sessions]:
+    """The gRPC client, dialled to a real server on ``listen`` over a local engine."""
     pytest.importorskip("grpc")
     from agentsessions.client import dial
     from agentsessions.server.app import build_server
 
     with _local(tmp) as engine:
-        server = build_server(engine, "127.0.0.1:0")
+        server = build_server(engine, listen)
         try:
             with dial(server.address) as client:
                 yield client
@@ -91,10 +91,23 @@ def _client(tmp: Path) -> Iterator[Sessions]:
             server.stop(grace=None)
 
 
+@contextmanager
+def _client_unix(tmp: Path) -> Iterator[Sessions]:
+    """The same over a Unix socket (in a short directory: a socket path has ~100 bytes)."""
+    import tempfile
+
+    with (
+        tempfile.TemporaryDirectory(prefix="as-") as short,
+        _client(tmp, f"unix://{short}/s.sock") as client,
+    ):
+        yield client
+
+
 ENGINES: dict[str, Callable[[Path], AbstractContextManager[Sessions]]] = {
     "local-file": _local,
     "local-memory": _local_memory,
     "client": _client,
+    "client-unix": _client_unix,
 }
 
 
