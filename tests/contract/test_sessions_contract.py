@@ -2,8 +2,8 @@
 
 Every implementation passes it unchanged: today the local engine on the file store and on
 the in-memory store, and the gRPC client (``agentsessions.client``) dialled to a real
-server over the local engine on a loopback port. Each joins by adding a fixture to
-``ENGINES``. A fixture may register the test harness below wherever its harnesses run.
+server over the local engine on a loopback port and on a Unix socket. Each joins by adding
+a fixture to ``ENGINES``. A fixture may register the test harness below wherever its harnesses run.
 
 The ``gate`` harness makes timing deterministic without sleeps: its turn records its
 EXECUTION_START, then waits for the test to open its gate before making its model call;

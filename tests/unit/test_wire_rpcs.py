@@ -288,3 +288,51 @@ def test_compact_export_and_import_over_the_wire(
         assert copy.name == "copy" and copy.project == "default"
         same = [(r.seq, r.content_hash) for r in client.read(copy.uid)]
         assert same == [(r.seq, r.content_hash) for r in engine.read(uid)]
+
+
+EMPTY: list[tuple[str, Any]] = [
+    ("GetSession", session_pb2.GetSessionRequest()),
+    ("DeleteSession", session_pb2.DeleteSessionRequest()),
+    ("Replay", session_pb2.ReplayRequest()),
+    ("Follow", session_pb2.FollowRequest()),
+    ("Approve", session_pb2.ApproveRequest(approved=True)),
+    ("Cancel", session_pb2.CancelRequest()),
+    ("Suspend", session_pb2.SuspendRequest()),
+    ("Resume", session_pb2.ResumeRequest()),
+    ("ResumeStream", session_pb2.ResumeRequest()),
+    ("Fork", session_pb2.ForkRequest(count=1)),
+    ("Rerun", session_pb2.RerunRequest()),
+    ("Compact", session_pb2.CompactRequest()),
+    ("Resolve", session_pb2.ResolveRequest(call_id="c1", failed="x")),
+    ("Verify", session_pb2.VerifyRequest()),
+    ("ReadToolStore", session_pb2.ToolStoreRequest(tool="notes")),
+    ("Export", session_pb2.ExportRequest()),
+]
+
+
+@pytest.mark.parametrize(("rpc", "request_"), EMPTY, ids=[name for name, _ in EMPTY])
+def test_an_empty_session_id_is_invalid_argument_on_every_rpc(
+    stub: session_pb2_grpc.SessionsStub, engine: Sessions, rpc: str, request_: Any
+) -> None:
+    def call() -> None:
+        answer = getattr(stub, rpc)(request_)
+        if not hasattr(answer, "ByteSize"):  # a stream: the status comes as it is read
+            list(answer)
+
+    assert _code(call) == grpc.StatusCode.INVALID_ARGUMENT
+    assert engine.list().sessions == ()  # nothing was created or written
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        session_pb2.ListSessionsRequest(page_size=-1),
+        session_pb2.ListSessionsRequest(page_token="garbage!"),
+        session_pb2.ListSessionsRequest(project="a/b"),
+    ],
+    ids=["negative-page-size", "bad-page-token", "bad-project"],
+)
+def test_bad_list_requests_are_invalid_argument(
+    stub: session_pb2_grpc.SessionsStub, request_: Any
+) -> None:
+    assert _code(lambda: stub.ListSessions(request_)) == grpc.StatusCode.INVALID_ARGUMENT
