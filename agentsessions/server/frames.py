@@ -86,12 +86,14 @@ def turn_from_proto(m: session_pb2.Turn) -> Turn:
     )
 
 
-def frame_to_update(frame: Frame) -> session_pb2.ExecUpdate:
-    """One frame of a turn's stream as an ``ExecUpdate``."""
+def frame_to_update(frame: Frame, execution_id: str = "") -> session_pb2.ExecUpdate:
+    """One frame of a turn's stream as an ``ExecUpdate``; a delta names ``execution_id``
+    (the execution whose records the stream carried last)."""
     if isinstance(frame, RecordFrame):
         return session_pb2.ExecUpdate(record=convert.record_to_proto(frame.record))
     if isinstance(frame, DeltaFrame):
-        return session_pb2.ExecUpdate(delta=session_pb2.Delta(chunk=frame.text))
+        delta = session_pb2.Delta(execution_id=execution_id, chunk=frame.text)
+        return session_pb2.ExecUpdate(delta=delta)
     info = session_pb2.FrameInfo(
         created=frame.created, last=frame.last, compute_resumed=frame.compute_resumed
     )

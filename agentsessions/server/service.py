@@ -32,7 +32,7 @@ import grpc
 from agentsessions.errors import ApprovalParkedError, ConflictError, InvalidArgumentError
 from agentsessions.server import convert, frames, status
 from agentsessions.server.gen import common_pb2, session_pb2, session_pb2_grpc
-from agentsessions.sessions.api import Frame, SessionFrame, Sessions
+from agentsessions.sessions.api import Frame, RecordFrame, SessionFrame, Sessions
 
 LOG = logging.getLogger("agentsessions.server")
 DEFAULT_PROJECT = "default"
@@ -439,13 +439,15 @@ def _updates(
     ApprovalParkedError the local engine raises, so our client raises it too.
     If the caller goes away, grpc stops taking from this generator; the turn goes on on the
     engine's thread and commits its END (closing the frames waits for it)."""
-    uid = ""
+    uid = execution = ""
     try:
         for frame in stream:
             uid = frame.uid or uid
+            if isinstance(frame, RecordFrame):
+                execution = str(frame.record.event.get("execution_id", "")) or execution
             if isinstance(frame, SessionFrame) and frame.last:
                 frame = _with_pending(engine, frame)
-            yield frames.frame_to_update(frame)
+            yield frames.frame_to_update(frame, execution)
     except ApprovalParkedError as parked:
         final = _with_pending(engine, SessionFrame(engine.get(uid), last=True))
         update = frames.frame_to_update(final)

@@ -336,3 +336,13 @@ def test_bad_list_requests_are_invalid_argument(
     stub: session_pb2_grpc.SessionsStub, request_: Any
 ) -> None:
     assert _code(lambda: stub.ListSessions(request_)) == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_a_reference_client_sees_deltas_named_by_their_execution(
+    stub: session_pb2_grpc.SessionsStub,
+) -> None:
+    updates = list(stub.Exec(session_pb2.ExecRequest(inputs=[_hi()])))
+    start = next(u.record for u in updates if u.WhichOneof("update") == "record")
+    deltas = [u.delta for u in updates if u.WhichOneof("update") == "delta"]
+    assert deltas and {d.execution_id for d in deltas} == {start.event.execution_id}
+    assert "".join(d.chunk for d in deltas) == "echo:hi"
