@@ -272,3 +272,18 @@ def test_sigterm_mid_turn_exits_clean_and_loses_nothing_acknowledged(
     else:  # cut off: one clear line, and the turn is durable all the same
         assert proc.returncode == 12, exec_err
         assert exec_err.splitlines()[-2].startswith(f"{ERROR_PREFIX}the server at ")
+
+
+def test_agentsessions_server_in_the_environment_points_every_command_there(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    remote(daemon.address, tmp_path, "exec", "--input", "via the flag").ok()
+    env = clean_env({"AGENTSESSIONS_SERVER": daemon.address, "AGENTSESSIONS_TOKEN": "t0k"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentsessions", "list", "--json"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=WAIT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert len(json.loads(proc.stdout)["sessions"]) == 1
+    run = remote(daemon.address, tmp_path, "--tls-cert", "c.pem", "list")  # no --tls-key
+    assert run.code == 2 and "needs both --tls-cert and --tls-key" in run.err
