@@ -17,7 +17,9 @@ from agentsessions.cli import compact as _compact  # noqa: F401
 from agentsessions.cli import compute as _compute  # noqa: F401
 from agentsessions.cli import follow as _follow  # noqa: F401
 from agentsessions.cli import harness as _harness  # noqa: F401
+from agentsessions.cli import reindex as _reindex  # noqa: F401
 from agentsessions.cli import resolve as _resolve  # noqa: F401
+from agentsessions.cli import serve as _serve  # noqa: F401
 from agentsessions.cli import store as _store  # noqa: F401
 from agentsessions.cli import token as _token  # noqa: F401
 from agentsessions.cli import turns as _turns  # noqa: F401

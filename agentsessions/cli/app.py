@@ -29,6 +29,7 @@ import typer
 from typer.core import TyperCommand
 
 from agentsessions import __version__
+from agentsessions.cli import serveropts as so
 from agentsessions.cli.helpview import HelpCommand
 from agentsessions.cli.lazygroup import LazyGroup, lazy_group
 from agentsessions.errors import AgentSessionsError, InvalidArgumentError, StorageError
@@ -36,7 +37,7 @@ from agentsessions.errors import AgentSessionsError, InvalidArgumentError, Stora
 if TYPE_CHECKING:
     from typer._click.core import Context as BaseContext
 
-    from agentsessions.sessions.api import VerifyReport
+    from agentsessions.sessions.api import Sessions, VerifyReport
     from agentsessions.sessions.local import LocalSessions
 
 PROG = "agentsessions"
@@ -50,6 +51,9 @@ class CliState:
     home: Path | None = None
     json: bool = False
     program: str = ""
+    server: str = ""  # --server / $AGENTSESSIONS_SERVER: every command goes to that daemon
+    token: str = ""
+    tls: tuple[str, str, str] = ("", "", "")  # --tls-ca, --tls-cert, --tls-key
 
 
 # --- error handling ------------------------------------------------------------------------
@@ -193,12 +197,19 @@ def root(
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
     ] = False,
+    server: so.ServerOpt = "",
+    token: so.TokenOpt = "",
+    tls_ca: so.TlsCaOpt = "",
+    tls_cert: so.TlsCertOpt = "",
+    tls_key: so.TlsKeyOpt = "",
 ) -> None:
     """Durable AI-agent sessions kept as append-only, hash-chained event journals."""
     from agentsessions.sessions.home import check_home
 
     state = ctx.ensure_object(CliState)
     state.home = None if home is None else check_home(home, "--home")
+    state.server, state.token = server, token
+    state.tls = so.check_tls(server, tls_ca, tls_cert, tls_key)
     state.json = state.json or as_json
     if ctx.invoked_subcommand is not None:
         # a registered verb, never an argument: a LOCK names its holder without user content.
@@ -218,10 +229,29 @@ def _state(ctx: typer.Context, as_json: bool) -> CliState:
 
 
 @contextmanager
-def open_engine(state: CliState, runtime: str = "auto") -> Iterator[LocalSessions]:
-    """The engine on the file store under the resolved home, closed when the command ends."""
+def open_engine(state: CliState, runtime: str = "auto") -> Iterator[Sessions]:
+    """The Sessions a command acts on, closed when the command ends: the client of
+    ``--server`` when one is given, else the engine on the file store under the home.
+    The one place the CLI chooses local or remote."""
+    if state.server:
+        from agentsessions.cli.remote import dial_server  # imports grpc: only with --server
+
+        with dial_server(state.server, state.token, state.tls) as client:
+            yield client
+        return
+    with open_local_engine(state, "", runtime) as engine:
+        yield engine
+
+
+@contextmanager
+def open_local_engine(
+    state: CliState, command: str, runtime: str = "auto"
+) -> Iterator[LocalSessions]:
+    """The local engine, for a command that is local by nature (``command`` names it:
+    refused with one line, exit 2, when ``--server`` is given)."""
     from agentsessions.sessions.local import open_local
 
+    so.require_local(state.server, command)
     name_process(state)
     with open_local(state.home, runtime=runtime) as engine:
         yield engine
@@ -345,7 +375,8 @@ def list_(
     _check_project(project)
     with open_engine(state) as engine:
         page = engine.list(project=project, page_size=page_size, cursor=cursor)
-        unindexed = list(engine.unindexed)  # a missing catalog was rebuilt on open
+        # a missing catalog was rebuilt on open (a local home: a server's log has its own)
+        unindexed = list(getattr(engine, "unindexed", ()))
     from agentsessions.cli import render
 
     for exc in unindexed:  # no row can carry them (their project is unknown): say so
@@ -421,12 +452,14 @@ def _run_verify(
 
     with ProgressBar("verifying") as progress:
         if path is not None:
+            so.require_local(state.server, "verify --path")
             return [(str(path), verify_path(path, strict=strict, progress=progress))]
         if all_:  # one report per session, deleted ones too, whatever fails
-            with open_engine(state) as engine:
+            with open_local_engine(state, "verify --all") as engine:
                 return engine.verify_all(strict=strict, progress=progress)
         assert target is not None
         if looks_like_path(target):
+            so.require_local(state.server, "verify PATH")
             if not os.path.exists(target):
                 raise InvalidArgumentError(
                     f"{target!r} is neither a session id nor an existing path",
@@ -531,7 +564,8 @@ def export(
         raise InvalidArgumentError(f"{output} already exists", hint="pass --force to overwrite it")
     try:
         with open_engine(state) as engine, render.ProgressBar("exporting") as progress:
-            summary = engine.export(
+            exporter: Any = engine  # both engines take overwrite; the Protocol does not
+            summary = exporter.export(
                 uid, output, compress=not no_compress, progress=progress, overwrite=force
             )
     except StorageError as exc:
@@ -600,30 +634,6 @@ def delete(ctx: typer.Context, session: SessionArg, as_json: JsonOpt = False) ->
         sys.stdout.write(f"deleted {uid}\n")
 
 
-@app.command(epilog="Example: agentsessions reindex")
-def reindex(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """Rebuild the index that list reads, from the session directories.
-
-    list reads an index (catalog.sqlite3) so its first page stays fast over many sessions.
-    A crash between creating a session and indexing it leaves that session out of list
-    (get, log and verify still find it); reindex puts every session back and drops rows
-    whose directory is gone. Safe to run at any time, also while sessions are created.
-    """
-    state = _state(ctx, as_json)
-    with open_engine(state) as engine:
-        count = engine.reindex()
-        catalog = engine.catalog_path
-        damaged = [{"uid": e.fields["session"], "reason": e.message} for e in engine.unindexed]
-    from agentsessions.cli.render import one_line, write_json
-
-    if state.json:
-        write_json({"sessions": count, "catalog": catalog, "damaged": damaged})
-    else:
-        sys.stdout.write(f"indexed {count} sessions in {catalog}\n")
-    for item in damaged:  # reported, not hidden; the rebuild itself succeeded (exit 0)
-        sys.stderr.write(f"{PROG}: warning: not indexed: {one_line(item['reason'])}\n")
-
-
 @app.command(epilog="Example: agentsessions demo   (or: agentsessions --home ./demo-home demo)")
 def demo(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Run the main job end to end, offline, and narrate each step.
@@ -637,6 +647,7 @@ def demo(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     from agentsessions.cli.demo import run_demo
 
     state = _state(ctx, as_json)
+    so.require_local(state.server, "demo")
     name_process(state)
     run_demo(state.home, as_json=state.json)
 

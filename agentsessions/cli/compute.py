@@ -21,7 +21,7 @@ from agentsessions.cli.app import (
     _state,
     _uid,
     app,
-    open_engine,
+    open_local_engine,
 )
 from agentsessions.cli.helpview import HelpGroup
 from agentsessions.errors import InvalidArgumentError
@@ -61,7 +61,7 @@ def list_(
     """
     state = _state(ctx, as_json)
     uid = _uid(session) if session is not None else None
-    with open_engine(state) as engine:
+    with open_local_engine(state, "compute list") as engine:
         hosts = engine.compute(uid)
     if state.json:
         from agentsessions.cli.render import write_json
@@ -127,7 +127,7 @@ def stop(
             hint=f"{PROG} compute stop --help",
         )
     uid = _uid(session) if session is not None else None
-    with open_engine(state) as engine:
+    with open_local_engine(state, "compute stop") as engine:
         stopped = engine.stop_compute(uid)
     if state.json:
         from agentsessions.cli.render import write_json

@@ -17,6 +17,7 @@ wire speaks protobuf. Invariants:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -199,6 +200,11 @@ def session_to_proto(s: Session) -> session_pb2.Session:
     if s.memory is not None:
         msg.memory.where, msg.memory.text = s.memory.where, s.memory.text
         msg.memory.detail.update(dict(s.memory.detail))
+        msg.memory.detail_json = json.dumps(dict(s.memory.detail), default=str)
+    if s.state_version or s.state_size or s.state_covers != (0, 0):
+        w = msg.working_state
+        w.version, w.size = s.state_version, s.state_size
+        w.covers_from, w.covers_to = s.state_covers
     return msg
 
 
@@ -217,6 +223,8 @@ def session_from_proto(msg: session_pb2.Session) -> Session:
         )
     if msg.HasField("memory"):
         detail = _json_value(json_format.MessageToDict(msg.memory.detail))
+        if msg.memory.detail_json:  # the same detail, its keys in the engine's order
+            detail = json.loads(msg.memory.detail_json)
         memory = Memory(msg.memory.where, msg.memory.text, detail)
     identity = origin = None
     if msg.HasField("identity"):
@@ -247,4 +255,7 @@ def session_from_proto(msg: session_pb2.Session) -> Session:
         memory=memory,
         pending_approval=pending,
         unresolved_call=unresolved,
+        state_version=msg.working_state.version,
+        state_covers=(msg.working_state.covers_from, msg.working_state.covers_to),
+        state_size=msg.working_state.size,
     )

@@ -1,32 +1,55 @@
 """The ``Sessions`` gRPC service over one long-lived engine: each RPC is one call of the
 :class:`~agentsessions.sessions.api.Sessions` API, so the server is one more veneer.
 
-Mapped so far: CreateSession, GetSession, ListSessions. The other RPCs answer UNIMPLEMENTED
-(the generated base class) until they are mapped. Every error leaves through
-:func:`.status.abort`: the status the digest lists for its class, its message, and the
-trailers our client turns back into the same exception. A foreign exception is logged here
-and answered INTERNAL without its text.
+Every RPC of the reference's service is mapped, and our additions (docs/WIRE.md): Follow,
+ResumeStream, Rerun, Compact, Resolve, Verify, ReadToolStore, Export and Import. Invariants:
+
+- every RPC first asks ``scope(context)`` for the Sessions it acts on (default: the engine),
+  so access control wraps the engine without the service knowing it;
+- every error leaves through :func:`.status.abort`: the status the digest lists for its
+  class, its message, and the trailers our client turns back into the same exception; a
+  foreign exception is logged here and answered INTERNAL without its text;
+- a turn never depends on its stream: the engine runs it on its own thread, so a client that
+  disconnects mid-stream leaves a turn that ends (and commits) as it would have;
+- a stream that waits (Follow) wakes at least every :data:`FOLLOW_SLICE` seconds to notice a
+  caller that went away or a server that is stopping.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
-from collections.abc import Callable
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
 
-from agentsessions.errors import InvalidArgumentError
-from agentsessions.server import convert, status
-from agentsessions.server.gen import session_pb2, session_pb2_grpc
-from agentsessions.sessions.api import Sessions
+from agentsessions.errors import ApprovalParkedError, ConflictError, InvalidArgumentError
+from agentsessions.server import convert, frames, status
+from agentsessions.server.gen import common_pb2, session_pb2, session_pb2_grpc
+from agentsessions.sessions.api import Frame, RecordFrame, SessionFrame, Sessions
 
 LOG = logging.getLogger("agentsessions.server")
 DEFAULT_PROJECT = "default"
+MAX_FORK = 128
+CHUNK = 1 << 20  # export/import chunk: well under gRPC's 4 MiB default message size
+FOLLOW_SLICE = 0.5
+DEFAULT_CANCEL_WAIT_MS = 10_000
 
 R = TypeVar("R")
 Handler = Callable[[Any, Any, grpc.ServicerContext], R]
+Scope = Callable[[grpc.ServicerContext], Sessions]
+
+
+def _fail(name: str, context: grpc.ServicerContext, exc: Exception) -> None:
+    if status.status_code(exc) == grpc.StatusCode.INTERNAL:
+        LOG.exception("%s failed", name)
+    status.abort(context, exc)
 
 
 def _rpc(method: Handler[R]) -> Handler[R]:
@@ -37,20 +60,49 @@ def _rpc(method: Handler[R]) -> Handler[R]:
         try:
             return method(self, request, context)
         except Exception as exc:
-            if status.status_code(exc) == grpc.StatusCode.INTERNAL:
-                LOG.exception("%s failed", method.__name__)
-            status.abort(context, exc)
+            _fail(method.__name__, context, exc)
             raise  # not reached: abort raises
 
     return handler
 
 
+def _stream(method: Handler[Iterator[R]]) -> Handler[Iterator[R]]:
+    """Run a server-streaming handler; map what it raises (before or mid-stream)."""
+
+    @functools.wraps(method)
+    def handler(self: Any, request: Any, context: grpc.ServicerContext) -> Iterator[R]:
+        try:
+            yield from method(self, request, context)
+        except Exception as exc:
+            _fail(method.__name__, context, exc)
+
+    return handler
+
+
+def _uid(value: str, what: str = "session") -> str:
+    if not value:
+        raise InvalidArgumentError(f"{what} must not be empty")
+    return value
+
+
+def _wait(ms: int, what: str = "wait_ms") -> float:
+    if ms < 0:
+        raise InvalidArgumentError(f"{what} must be >= 0, got {ms}")
+    return ms / 1000.0
+
+
 class SessionsService(session_pb2_grpc.SessionsServicer):
     """``agentsessions.v1.Sessions`` over ``engine`` (which the caller opens and closes)."""
 
-    def __init__(self, engine: Sessions) -> None:
+    def __init__(self, engine: Sessions, scope: Scope | None = None) -> None:
         self.engine = engine
+        self._scope = scope
 
+    def sessions(self, context: grpc.ServicerContext) -> Sessions:
+        """The Sessions this RPC acts on: the scope's for the caller, else the engine."""
+        return self._scope(context) if self._scope is not None else self.engine
+
+    # -- metadata -------------------------------------------------------------------------
     @_rpc
     def CreateSession(
         self, request: session_pb2.CreateSessionRequest, context: grpc.ServicerContext
@@ -64,14 +116,16 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
         for name in ("identity", "origin", "compute"):
             if s.HasField(name):
                 raise InvalidArgumentError(f"session.{name} cannot be set by CreateSession")
-        created = self.engine.create(
-            project=s.metadata.project or DEFAULT_PROJECT,
-            name=s.metadata.name,
-            harness=s.harness,
-            model=s.model,
-            labels=dict(s.labels),
-            annotations=dict(s.annotations),
-        )
+        with _workload_file(request.tools) as tools:
+            created = self.sessions(context).create(
+                project=s.metadata.project or DEFAULT_PROJECT,
+                name=s.metadata.name,
+                harness=s.harness,
+                model=s.model,
+                labels=dict(s.labels),
+                annotations=dict(s.annotations),
+                tools=tools,
+            )
         return convert.session_to_proto(created)
 
     @_rpc
@@ -79,18 +133,18 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
         self, request: session_pb2.GetSessionRequest, context: grpc.ServicerContext
     ) -> session_pb2.Session:
         """The session (deleted ones too): empty uid INVALID_ARGUMENT, unknown NOT_FOUND."""
-        if not request.uid:
-            raise InvalidArgumentError("uid must not be empty")
-        return convert.session_to_proto(self.engine.get(request.uid))
+        return convert.session_to_proto(self.sessions(context).get(_uid(request.uid, "uid")))
 
     @_rpc
     def ListSessions(
         self, request: session_pb2.ListSessionsRequest, context: grpc.ServicerContext
     ) -> session_pb2.ListSessionsResponse:
         """One page of a project's sessions, newest first (page_size 0 = the default)."""
-        page = self.engine.list(
+        if request.page_size < 0:
+            raise InvalidArgumentError(f"page_size must be >= 0, got {request.page_size}")
+        page = self.sessions(context).list(
             project=request.project or DEFAULT_PROJECT,
-            page_size=request.page_size,
+            page_size=request.page_size or 50,
             cursor=request.page_token or None,
         )
         return session_pb2.ListSessionsResponse(
@@ -98,9 +152,354 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
             next_page_token=page.next_cursor,
         )
 
+    @_rpc
+    def DeleteSession(
+        self, request: session_pb2.DeleteSessionRequest, context: grpc.ServicerContext
+    ) -> session_pb2.Session:
+        """Soft-delete: hidden from lists, never written again; reads still work."""
+        return convert.session_to_proto(self.sessions(context).delete(_uid(request.uid, "uid")))
 
-def add_to_server(server: grpc.Server, engine: Sessions) -> SessionsService:
+    # -- turns ----------------------------------------------------------------------------
+    @_stream
+    def Exec(
+        self, request: session_pb2.ExecRequest, context: grpc.ServicerContext
+    ) -> Iterator[session_pb2.ExecUpdate]:
+        """One turn: the session frame first, then records and deltas as they commit, the
+        session last (AWAITING with its pending approval when the turn parks)."""
+        engine = self.sessions(context)
+        if request.resume_from_seq:
+            raise InvalidArgumentError(
+                "resume_from_seq is not supported", hint="use Resume to complete an open turn"
+            )
+        uid = request.session or None
+        if request.HasField("expected_last_seq"):
+            # checked before the turn takes the session: a writer elsewhere can still commit
+            # between the two (docs/WIRE.md); the journal's own CAS keeps the chain whole
+            now = engine.get(uid) if uid is not None else None
+            head, head_hash = (now.last_seq, now.last_hash) if now is not None else (0, "")
+            if head != request.expected_last_seq:
+                raise ConflictError(
+                    f"session {uid or '(new)'} is at seq {head}, "
+                    f"not the expected {request.expected_last_seq}",
+                    head_seq=head,
+                    head_hash=head_hash,
+                    session=uid or "",
+                )
+        inputs = [convert.message_from_proto(m) for m in request.inputs]
+        with _workload_file(request.tools) as tools:
+            stream = engine.exec(
+                uid,
+                inputs,
+                harness=request.harness or None,
+                model=request.model or None,
+                config=request.config,
+                wait=_wait(request.wait_ms),
+                project=request.project or DEFAULT_PROJECT,
+                name=request.name,
+                labels=dict(request.labels),
+                fresh_start=request.fresh_start,
+                tools=tools,
+            )
+        yield from _updates(engine, stream, context)
+
+    @_stream
+    def ResumeStream(
+        self, request: session_pb2.ResumeRequest, context: grpc.ServicerContext
+    ) -> Iterator[session_pb2.ExecUpdate]:
+        """Resume with the turn's frames, as Exec streams them."""
+        engine = self.sessions(context)
+        stream = engine.resume(
+            _uid(request.session), harness=request.harness or None, wait=_wait(request.wait_ms)
+        )
+        yield from _updates(engine, stream, context)
+
+    @_rpc
+    def Resume(
+        self, request: session_pb2.ResumeRequest, context: grpc.ServicerContext
+    ) -> session_pb2.Session:
+        """Wake suspended compute, complete an open turn; the session after it."""
+        engine = self.sessions(context)
+        stream = engine.resume(
+            _uid(request.session), harness=request.harness or None, wait=_wait(request.wait_ms)
+        )
+        last = None
+        for update in _updates(engine, stream, context):
+            last = update
+        assert last is not None and last.HasField("session")  # a turn ends with its session
+        return last.session
+
+    @_rpc
+    def Compact(
+        self, request: session_pb2.CompactRequest, context: grpc.ServicerContext
+    ) -> session_pb2.ExecUpdate:
+        """Summarise the turns before the last ``keep_turns``: its last session frame."""
+        if request.keep_turns < 0:
+            raise InvalidArgumentError(f"keep_turns must be >= 0, got {request.keep_turns}")
+        frame = self.sessions(context).compact(
+            _uid(request.session),
+            keep_turns=request.keep_turns,
+            model=request.model or None,
+        )
+        return frames.frame_to_update(frame)
+
+    # -- reading --------------------------------------------------------------------------
+    @_stream
+    def Replay(
+        self, request: session_pb2.ReplayRequest, context: grpc.ServicerContext
+    ) -> Iterator[common_pb2.LogRecord]:
+        """The stored records ``from_seq..to_seq`` (0 = 1 and the head), read only."""
+        if request.from_seq < 0 or request.to_seq < 0:
+            raise InvalidArgumentError("from_seq and to_seq must be >= 0")
+        records = self.sessions(context).read(
+            _uid(request.session), from_seq=request.from_seq or 1, to_seq=request.to_seq
+        )
+        for record in records:
+            yield convert.record_to_proto(record)
+
+    @_stream
+    def Follow(
+        self, request: session_pb2.FollowRequest, context: grpc.ServicerContext
+    ) -> Iterator[common_pb2.LogRecord]:
+        """Every record from ``from_seq``, then each new one, until the caller cancels or
+        ``idle_timeout_ms`` passes without one."""
+        if request.from_seq < 0 or request.idle_timeout_ms < 0:
+            raise InvalidArgumentError("from_seq and idle_timeout_ms must be >= 0")
+        engine, uid = self.sessions(context), _uid(request.session)
+        idle = request.idle_timeout_ms / 1000.0 if request.idle_timeout_ms else None
+        next_seq, last_record = request.from_seq or 1, time.monotonic()
+        # followed in slices: between them the handler sees a caller gone or a server stopping
+        while context.is_active():
+            for record in engine.follow(uid, from_seq=next_seq, idle_timeout=FOLLOW_SLICE):
+                yield convert.record_to_proto(record)
+                next_seq, last_record = record.seq + 1, time.monotonic()
+            if idle is not None and time.monotonic() - last_record >= idle:
+                return
+
+    @_rpc
+    def Rerun(
+        self, request: session_pb2.RerunRequest, context: grpc.ServicerContext
+    ) -> session_pb2.ReplayReport:
+        """Re-drive every turn from the journal (zero model calls) and report it."""
+        report = self.sessions(context).replay(
+            _uid(request.session), rerun=True, harness=request.harness or None
+        )
+        return frames.replay_report_to_proto(report)
+
+    @_rpc
+    def Verify(
+        self, request: session_pb2.VerifyRequest, context: grpc.ServicerContext
+    ) -> session_pb2.VerifyReport:
+        """Walk the session's chain and metadata; the report names the first bad seq."""
+        report = self.sessions(context).verify(_uid(request.session), strict=request.strict)
+        return frames.verify_to_proto(report)
+
+    @_rpc
+    def ReadToolStore(
+        self, request: session_pb2.ToolStoreRequest, context: grpc.ServicerContext
+    ) -> session_pb2.ToolStoreResponse:
+        """The entries of a tool's own store in a session."""
+        if request.from_seq < 0:
+            raise InvalidArgumentError(f"from_seq must be >= 0, got {request.from_seq}")
+        entries = self.sessions(context).tool_store(
+            _uid(request.session), request.tool, from_seq=request.from_seq or 1
+        )
+        return session_pb2.ToolStoreResponse(entries=[frames.entry_to_proto(e) for e in entries])
+
+    # -- decisions and lifecycle ----------------------------------------------------------
+    @_rpc
+    def Approve(
+        self, request: session_pb2.ApproveRequest, context: grpc.ServicerContext
+    ) -> session_pb2.ApproveResponse:
+        """Commit the decision only (the reference's semantics); Resume runs the turn on."""
+        if not request.HasField("approved"):
+            raise InvalidArgumentError(
+                "approved must be set: a decision must be explicit",
+                hint="set approved to true (approve) or false (deny)",
+            )
+        done = self.sessions(context).approve(
+            _uid(request.session),
+            approved=request.approved,
+            reason=request.reason,
+            actor=request.identity.principal,
+            execution_id=request.execution_id or None,
+            tool_call_id=request.tool_call_id or None,
+            request_seq=request.request_seq or None,
+        )
+        return session_pb2.ApproveResponse(
+            session=convert.session_to_proto(done.session),
+            decision=convert.record_to_proto(done.decision),
+            request=frames.ref_to_proto(done.ref),
+            existing=done.existing,
+        )
+
+    @_rpc
+    def Resolve(
+        self, request: session_pb2.ResolveRequest, context: grpc.ServicerContext
+    ) -> session_pb2.ResolveResponse:
+        """Settle an unresolved tool call, then resume (unless ``no_resume``)."""
+        done = self.sessions(context).resolve(
+            _uid(request.session),
+            call_id=request.call_id,
+            result=frames.unstruct(request.result) if request.HasField("result") else None,
+            failed=request.failed if request.HasField("failed") else None,
+            actor=request.actor,
+            resume=not request.no_resume,
+        )
+        out = session_pb2.ResolveResponse(
+            session=convert.session_to_proto(done.session),
+            call=frames.call_to_proto(done.call),
+            result=frames.struct(done.result),
+        )
+        if done.turn is not None:
+            out.turn.CopyFrom(frames.frame_to_update(SessionFrame(done.session, done.turn)))
+        return out
+
+    @_rpc
+    def Cancel(
+        self, request: session_pb2.CancelRequest, context: grpc.ServicerContext
+    ) -> session_pb2.Session:
+        """End the open execution as CANCELED (implemented, unlike the reference)."""
+        wait_ms = request.wait_ms if request.HasField("wait_ms") else DEFAULT_CANCEL_WAIT_MS
+        done = self.sessions(context).cancel(_uid(request.session), wait=_wait(wait_ms))
+        return convert.session_to_proto(done)
+
+    @_rpc
+    def Suspend(
+        self, request: session_pb2.SuspendRequest, context: grpc.ServicerContext
+    ) -> session_pb2.Session:
+        """Snapshot and free the session's compute (COLD); idempotent."""
+        return convert.session_to_proto(self.sessions(context).suspend(_uid(request.session)))
+
+    @_rpc
+    def Fork(
+        self, request: session_pb2.ForkRequest, context: grpc.ServicerContext
+    ) -> session_pb2.ForkResponse:
+        """Branch after ``at_seq`` (0 = head) into ``count`` children, all or nothing."""
+        if request.HasField("identity"):
+            raise InvalidArgumentError("identity must be unset on ForkRequest")
+        if not 1 <= request.count <= MAX_FORK:
+            raise InvalidArgumentError(f"count must be 1..{MAX_FORK}, got {request.count}")
+        names = list(request.child_names)
+        if names and len(names) != request.count:
+            raise InvalidArgumentError(
+                f"child_names has {len(names)} names for count {request.count}",
+                hint="give no names or exactly one per child",
+            )
+        if request.at_seq < 0:
+            raise InvalidArgumentError(f"at_seq must be >= 0, got {request.at_seq}")
+        children = self.sessions(context).fork(
+            _uid(request.session),
+            at=request.at_seq,
+            count=request.count,
+            names=names,
+            labels=dict(request.labels),
+        )
+        return session_pb2.ForkResponse(children=[convert.session_to_proto(c) for c in children])
+
+    # -- exchange -------------------------------------------------------------------------
+    @_stream
+    def Export(
+        self, request: session_pb2.ExportRequest, context: grpc.ServicerContext
+    ) -> Iterator[session_pb2.ExportChunk]:
+        """The session as one portable file, in chunks; the last carries the summary."""
+        engine, uid = self.sessions(context), _uid(request.session)
+        with tempfile.TemporaryDirectory(prefix="agentsessions-export-") as tmp:
+            path = Path(tmp) / "session.agx"
+            summary = engine.export(uid, path, compress=not request.uncompressed)
+            with path.open("rb") as f:
+                while chunk := f.read(CHUNK):
+                    yield session_pb2.ExportChunk(data=chunk)
+        yield session_pb2.ExportChunk(summary=frames.struct(_jsonable(summary)))
+
+    @_rpc
+    def Import(
+        self, request_iterator: Iterator[session_pb2.ImportChunk], context: grpc.ServicerContext
+    ) -> session_pb2.Session:
+        """Recreate a session from the file streamed in, with identical seqs and hashes."""
+        engine = self.sessions(context)
+        project = name = None
+        with tempfile.TemporaryDirectory(prefix="agentsessions-import-") as tmp:
+            path = Path(tmp) / "session.agx"
+            with path.open("wb") as f:
+                for i, chunk in enumerate(request_iterator):
+                    if i == 0:
+                        project = chunk.project if chunk.HasField("project") else None
+                        name = chunk.name if chunk.HasField("name") else None
+                    f.write(chunk.data)
+            return convert.session_to_proto(engine.import_(path, project=project, name=name))
+
+
+def _updates(
+    engine: Sessions, stream: Iterator[Frame], context: grpc.ServicerContext
+) -> Iterator[session_pb2.ExecUpdate]:
+    """A turn's frames as ExecUpdates; a last frame AWAITING carries its pending approval.
+
+    A turn that parks on an approval ends with a final session frame (AWAITING, its pending
+    approval) and status OK, as the reference answers it; the trailers name the
+    ApprovalParkedError the local engine raises, so our client raises it too.
+    If the caller goes away, grpc stops taking from this generator; the turn goes on on the
+    engine's thread and commits its END (closing the frames waits for it)."""
+    uid = execution = ""
+    try:
+        for frame in stream:
+            uid = frame.uid or uid
+            if isinstance(frame, RecordFrame):
+                execution = str(frame.record.event.get("execution_id", "")) or execution
+            if isinstance(frame, SessionFrame) and frame.last:
+                frame = _with_pending(engine, frame)
+            yield frames.frame_to_update(frame, execution)
+    except ApprovalParkedError as parked:
+        final = _with_pending(engine, SessionFrame(engine.get(uid), last=True))
+        update = frames.frame_to_update(final)
+        update.frame.parked = True
+        context.set_trailing_metadata(status.ok_trailers(parked))
+        yield update
+
+
+def _with_pending(engine: Sessions, frame: SessionFrame) -> SessionFrame:
+    """The frame, its session carrying the approval request an awaiting turn parked on."""
+    s = frame.session
+    if s.exec_state != "EXEC_AWAITING" or s.pending_approval is not None:
+        return frame
+    pending = engine.get(s.uid).pending_approval
+    return dataclasses.replace(frame, session=dataclasses.replace(s, pending_approval=pending))
+
+
+class _workload_file:
+    """A workload's TOML text as a file the engine can load (None when there is none)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._dir: tempfile.TemporaryDirectory[str] | None = None
+
+    def __enter__(self) -> str | None:
+        if not self.text:
+            return None
+        self._dir = tempfile.TemporaryDirectory(prefix="agentsessions-workload-")
+        path = os.path.join(self._dir.name, "tools.toml")
+        Path(path).write_text(self.text, encoding="utf-8")
+        return path
+
+    def __exit__(self, *exc: object) -> None:
+        if self._dir is not None:
+            self._dir.cleanup()
+
+
+def _jsonable(value: Any) -> Any:
+    """A summary as a Struct can hold it (paths and tuples as strings and lists)."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def add_to_server(
+    server: grpc.Server, engine: Sessions, scope: Scope | None = None
+) -> SessionsService:
     """Serve ``engine`` as ``agentsessions.v1.Sessions`` on ``server``."""
-    service = SessionsService(engine)
+    service = SessionsService(engine, scope)
     session_pb2_grpc.add_SessionsServicer_to_server(service, server)  # type: ignore[no-untyped-call]
     return service

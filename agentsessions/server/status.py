@@ -29,6 +29,7 @@ from agentsessions.errors import AgentSessionsError
 ERROR_KEY = "agentsessions-error"
 HINT_KEY = "agentsessions-hint"
 FIELDS_KEY = "agentsessions-fields"
+MESSAGE_KEY = "agentsessions-message"
 INTERNAL_MESSAGE = "internal error (the server's log has the details)"
 
 
@@ -65,6 +66,36 @@ def abort(context: grpc.ServicerContext, exc: BaseException) -> None:
     """End the RPC with ``exc``'s status, details and trailers (raises, as grpc's abort)."""
     context.set_trailing_metadata(trailers(exc))
     context.abort(status_code(exc), details(exc))
+
+
+def ok_trailers(exc: AgentSessionsError) -> tuple[tuple[str, str], ...]:
+    """The trailers of a stream that ends OK on an outcome our client raises (a turn parked
+    on an approval): :func:`trailers` plus the message, which an OK status cannot carry."""
+    return (*trailers(exc), (MESSAGE_KEY, _ascii(exc.message)))
+
+
+def error_from_trailers(meta: Any) -> AgentSessionsError | None:
+    """The error an OK stream's trailers name (:func:`ok_trailers`), None when none."""
+    found = dict(meta or ())
+    if ERROR_KEY not in found:
+        return None
+    return from_rpc_error(_Ended(str(found.get(MESSAGE_KEY, "")), tuple(meta)))  # type: ignore[arg-type]
+
+
+class _Ended:
+    """An ended call as :func:`from_rpc_error` reads one."""
+
+    def __init__(self, message: str, meta: tuple[tuple[str, str], ...]) -> None:
+        self._message, self._meta = message, meta
+
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.OK
+
+    def details(self) -> str:
+        return self._message
+
+    def trailing_metadata(self) -> tuple[tuple[str, str], ...]:
+        return self._meta
 
 
 def error_class(name: str) -> type[AgentSessionsError] | None:

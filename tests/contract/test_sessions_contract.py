@@ -1,8 +1,9 @@
 """ONE contract suite for the ``Sessions`` API, written against the Protocol only.
 
 Every implementation passes it unchanged: today the local engine on the file store and on
-the in-memory store; the gRPC client of a later issue joins by adding a fixture to
-``ENGINES``. A fixture may register the test harness below wherever its harnesses run.
+the in-memory store, and the gRPC client (``agentsessions.client``) dialled to a real
+server over the local engine on a loopback port and on a Unix socket. Each joins by adding
+a fixture to ``ENGINES``. A fixture may register the test harness below wherever its harnesses run.
 
 The ``gate`` harness makes timing deterministic without sleeps: its turn records its
 EXECUTION_START, then waits for the test to open its gate before making its model call;
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -73,9 +75,39 @@ def _local_memory(tmp: Path) -> Sessions:
     return _local(tmp, MemoryStore())
 
 
-ENGINES: dict[str, Callable[[Path], Sessions]] = {
+@contextmanager
+def _client(tmp: Path, listen: str = "127.0.0.1:0") -> Iterator[Sessions]:
+    """The gRPC client, dialled to a real server on ``listen`` over a local engine."""
+    pytest.importorskip("grpc")
+    from agentsessions.client import dial
+    from agentsessions.server.app import build_server
+
+    with _local(tmp) as engine:
+        server = build_server(engine, listen)
+        try:
+            with dial(server.address) as client:
+                yield client
+        finally:
+            server.stop(grace=None)
+
+
+@contextmanager
+def _client_unix(tmp: Path) -> Iterator[Sessions]:
+    """The same over a Unix socket (in a short directory: a socket path has ~100 bytes)."""
+    import tempfile
+
+    with (
+        tempfile.TemporaryDirectory(prefix="as-") as short,
+        _client(tmp, f"unix://{short}/s.sock") as client,
+    ):
+        yield client
+
+
+ENGINES: dict[str, Callable[[Path], AbstractContextManager[Sessions]]] = {
     "local-file": _local,
     "local-memory": _local_memory,
+    "client": _client,
+    "client-unix": _client_unix,
 }
 
 

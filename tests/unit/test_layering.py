@@ -110,13 +110,18 @@ def violations(module: str, imported: list[str]) -> list[str]:
             upper = any(within(name, f"agentsessions.{layer}") for layer in UPPER_LAYERS)
             if upper or name.split(".")[0] in (*UI_AND_WIRE, "harnesses"):
                 out.append(f"{module}: the controller imports {name}")
-        if within(name, "grpc") and not within(module, "agentsessions.server"):
-            out.append(f"{module}: only agentsessions.server may import grpc ({name})")
-        if within(name, "google.protobuf") and not within(module, "agentsessions.server"):
-            out.append(f"{module}: only agentsessions.server may import protobuf ({name})")
+        if within(name, "grpc") and not _wire(module):
+            out.append(f"{module}: only agentsessions.server/.client may import grpc ({name})")
+        if within(name, "google.protobuf") and not _wire(module):
+            out.append(f"{module}: only agentsessions.server/.client may import protobuf ({name})")
         if within(name, "harnesses") or within(name, "agentsessions.harnesses"):
             out.append(f"{module}: the package never imports harnesses ({name})")
     return out
+
+
+def _wire(module: str) -> bool:
+    """The two packages that speak gRPC: the server and its client."""
+    return within(module, "agentsessions.server") or within(module, "agentsessions.client")
 
 
 def _room(name: str) -> int:

@@ -226,14 +226,53 @@ SERVICES = {
 
 # What we add (each is in docs/WIRE.md, which says why): new RPCs, new messages, and fields
 # from 1000 up in the reference's messages.
-ADDED_RPCS = {"Sessions.Follow": ("FollowRequest", "LogRecord", False, True)}
+ADDED_RPCS = {
+    "Sessions.Follow": ("FollowRequest", "LogRecord", False, True),
+    "Sessions.ResumeStream": ("ResumeRequest", "ExecUpdate", False, True),
+    "Sessions.Rerun": ("RerunRequest", "ReplayReport", False, False),
+    "Sessions.Compact": ("CompactRequest", "ExecUpdate", False, False),
+    "Sessions.Resolve": ("ResolveRequest", "ResolveResponse", False, False),
+    "Sessions.Verify": ("VerifyRequest", "VerifyReport", False, False),
+    "Sessions.ReadToolStore": ("ToolStoreRequest", "ToolStoreResponse", False, False),
+    "Sessions.Export": ("ExportRequest", "ExportChunk", False, True),
+    "Sessions.Import": ("ImportChunk", "Session", True, False),
+}
 ADDED_MESSAGES = {
-    "session.proto": {"UnresolvedCall", "SessionMemory", "FollowRequest"},
+    "session.proto": {
+        "UnresolvedCall",
+        "SessionMemory",
+        "FollowRequest",
+        "WorkingStateSummary",
+        "FrameInfo",
+        "Turn",
+        "RerunRequest",
+        "ReplayReport",
+        "CompactRequest",
+        "ResolveRequest",
+        "ResolveResponse",
+        "VerifyRequest",
+        "VerifyReport",
+        "VerifyComponent",
+        "ToolStoreRequest",
+        "ToolStoreEntry",
+        "ToolStoreResponse",
+        "ExportRequest",
+        "ExportChunk",
+        "ImportChunk",
+    },
     "harness.proto": {"WorkingState"},
 }
 ADDED_FIELDS = {
     "Session": "last_hash=1000:string fence=1001:int64 deleted=1002:bool "
-    "unresolved_call=1003:UnresolvedCall memory=1004:SessionMemory damaged=1005:string",
+    "unresolved_call=1003:UnresolvedCall memory=1004:SessionMemory damaged=1005:string "
+    "working_state=1006:WorkingStateSummary",
+    "ExecRequest": "model=1000:string wait_ms=1001:int64 project=1002:string name=1003:string "
+    "labels=1004:map<string,string> fresh_start=1005:bool tools=1006:string",
+    "CreateSessionRequest": "tools=1000:string",
+    "ApproveResponse": "request=1000:ApprovalRef existing=1001:bool",
+    "ResumeRequest": "harness=1000:string wait_ms=1001:int64",
+    "CancelRequest": "wait_ms=1000:?int64",
+    "ExecUpdate": "frame=1000:FrameInfo",
     "Start": "tools=1000:[]ToolSpec state=1001:WorkingState memory_restored=1002:bool",
     "ToolSpec": "input_schema=1000:Struct",
 }
@@ -372,7 +411,10 @@ def test_files_packages_imports_and_every_type_is_accounted_for() -> None:
 def test_every_addition_is_documented_in_wire_md() -> None:
     doc = (ROOT / "docs" / "WIRE.md").read_text("utf-8")
     names = [*ADDED_RPCS, *(m for ms in ADDED_MESSAGES.values() for m in ms)]
-    for message, spec in ADDED_FIELDS.items():
-        names += [f"{message}.{row[0]}" for row in _parse(spec).values()]
+    names += [
+        f"{message}.{row[0]}"
+        for message, spec in ADDED_FIELDS.items()
+        for row in _parse(spec).values()
+    ]
     missing = [n for n in names if f"`{n}`" not in doc]
     assert not missing, f"docs/WIRE.md does not name: {missing}"

@@ -89,7 +89,7 @@ class ComputeRef(_message.Message):
     def __init__(self, runtime: _Optional[str] = ..., worker: _Optional[str] = ..., snapshot: _Optional[_Union[SnapshotRef, _Mapping]] = ..., capabilities: _Optional[_Union[RuntimeCapabilities, _Mapping]] = ..., attributes: _Optional[_Mapping[str, str]] = ..., fence_token: _Optional[int] = ...) -> None: ...
 
 class Session(_message.Message):
-    __slots__ = ("metadata", "harness", "model", "last_seq", "parent_uid", "fork_seq", "identity", "compute", "origin", "labels", "annotations", "exec_state", "compute_state", "pending_approval", "last_hash", "fence", "deleted", "unresolved_call", "memory", "damaged")
+    __slots__ = ("metadata", "harness", "model", "last_seq", "parent_uid", "fork_seq", "identity", "compute", "origin", "labels", "annotations", "exec_state", "compute_state", "pending_approval", "last_hash", "fence", "deleted", "unresolved_call", "memory", "damaged", "working_state")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -124,6 +124,7 @@ class Session(_message.Message):
     UNRESOLVED_CALL_FIELD_NUMBER: _ClassVar[int]
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     DAMAGED_FIELD_NUMBER: _ClassVar[int]
+    WORKING_STATE_FIELD_NUMBER: _ClassVar[int]
     metadata: _common_pb2.ResourceMetadata
     harness: str
     model: str
@@ -144,7 +145,20 @@ class Session(_message.Message):
     unresolved_call: UnresolvedCall
     memory: SessionMemory
     damaged: str
-    def __init__(self, metadata: _Optional[_Union[_common_pb2.ResourceMetadata, _Mapping]] = ..., harness: _Optional[str] = ..., model: _Optional[str] = ..., last_seq: _Optional[int] = ..., parent_uid: _Optional[str] = ..., fork_seq: _Optional[int] = ..., identity: _Optional[_Union[_common_pb2.IdentityRef, _Mapping]] = ..., compute: _Optional[_Union[ComputeRef, _Mapping]] = ..., origin: _Optional[_Union[_common_pb2.Origin, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., annotations: _Optional[_Mapping[str, str]] = ..., exec_state: _Optional[_Union[ExecState, str]] = ..., compute_state: _Optional[_Union[ComputeState, str]] = ..., pending_approval: _Optional[_Union[_common_pb2.ApprovalRef, _Mapping]] = ..., last_hash: _Optional[str] = ..., fence: _Optional[int] = ..., deleted: _Optional[bool] = ..., unresolved_call: _Optional[_Union[UnresolvedCall, _Mapping]] = ..., memory: _Optional[_Union[SessionMemory, _Mapping]] = ..., damaged: _Optional[str] = ...) -> None: ...
+    working_state: WorkingStateSummary
+    def __init__(self, metadata: _Optional[_Union[_common_pb2.ResourceMetadata, _Mapping]] = ..., harness: _Optional[str] = ..., model: _Optional[str] = ..., last_seq: _Optional[int] = ..., parent_uid: _Optional[str] = ..., fork_seq: _Optional[int] = ..., identity: _Optional[_Union[_common_pb2.IdentityRef, _Mapping]] = ..., compute: _Optional[_Union[ComputeRef, _Mapping]] = ..., origin: _Optional[_Union[_common_pb2.Origin, _Mapping]] = ..., labels: _Optional[_Mapping[str, str]] = ..., annotations: _Optional[_Mapping[str, str]] = ..., exec_state: _Optional[_Union[ExecState, str]] = ..., compute_state: _Optional[_Union[ComputeState, str]] = ..., pending_approval: _Optional[_Union[_common_pb2.ApprovalRef, _Mapping]] = ..., last_hash: _Optional[str] = ..., fence: _Optional[int] = ..., deleted: _Optional[bool] = ..., unresolved_call: _Optional[_Union[UnresolvedCall, _Mapping]] = ..., memory: _Optional[_Union[SessionMemory, _Mapping]] = ..., damaged: _Optional[str] = ..., working_state: _Optional[_Union[WorkingStateSummary, _Mapping]] = ...) -> None: ...
+
+class WorkingStateSummary(_message.Message):
+    __slots__ = ("version", "covers_from", "covers_to", "size")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    COVERS_FROM_FIELD_NUMBER: _ClassVar[int]
+    COVERS_TO_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    covers_from: int
+    covers_to: int
+    size: int
+    def __init__(self, version: _Optional[int] = ..., covers_from: _Optional[int] = ..., covers_to: _Optional[int] = ..., size: _Optional[int] = ...) -> None: ...
 
 class UnresolvedCall(_message.Message):
     __slots__ = ("execution_id", "tool_call_id", "tool", "idempotency_key", "call_seq")
@@ -161,20 +175,24 @@ class UnresolvedCall(_message.Message):
     def __init__(self, execution_id: _Optional[str] = ..., tool_call_id: _Optional[str] = ..., tool: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., call_seq: _Optional[int] = ...) -> None: ...
 
 class SessionMemory(_message.Message):
-    __slots__ = ("where", "text", "detail")
+    __slots__ = ("where", "text", "detail", "detail_json")
     WHERE_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_JSON_FIELD_NUMBER: _ClassVar[int]
     where: str
     text: str
     detail: _struct_pb2.Struct
-    def __init__(self, where: _Optional[str] = ..., text: _Optional[str] = ..., detail: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    detail_json: str
+    def __init__(self, where: _Optional[str] = ..., text: _Optional[str] = ..., detail: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., detail_json: _Optional[str] = ...) -> None: ...
 
 class CreateSessionRequest(_message.Message):
-    __slots__ = ("session",)
+    __slots__ = ("session", "tools")
     SESSION_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
     session: Session
-    def __init__(self, session: _Optional[_Union[Session, _Mapping]] = ...) -> None: ...
+    tools: str
+    def __init__(self, session: _Optional[_Union[Session, _Mapping]] = ..., tools: _Optional[str] = ...) -> None: ...
 
 class GetSessionRequest(_message.Message):
     __slots__ = ("uid",)
@@ -207,7 +225,14 @@ class DeleteSessionRequest(_message.Message):
     def __init__(self, uid: _Optional[str] = ...) -> None: ...
 
 class ExecRequest(_message.Message):
-    __slots__ = ("session", "inputs", "resume_from_seq", "harness", "config", "expected_last_seq", "deadline_unix")
+    __slots__ = ("session", "inputs", "resume_from_seq", "harness", "config", "expected_last_seq", "deadline_unix", "model", "wait_ms", "project", "name", "labels", "fresh_start", "tools")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     SESSION_FIELD_NUMBER: _ClassVar[int]
     INPUTS_FIELD_NUMBER: _ClassVar[int]
     RESUME_FROM_SEQ_FIELD_NUMBER: _ClassVar[int]
@@ -215,6 +240,13 @@ class ExecRequest(_message.Message):
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     EXPECTED_LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
     DEADLINE_UNIX_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    FRESH_START_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
     session: str
     inputs: _containers.RepeatedCompositeFieldContainer[_common_pb2.Message]
     resume_from_seq: int
@@ -222,7 +254,14 @@ class ExecRequest(_message.Message):
     config: bytes
     expected_last_seq: int
     deadline_unix: int
-    def __init__(self, session: _Optional[str] = ..., inputs: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., resume_from_seq: _Optional[int] = ..., harness: _Optional[str] = ..., config: _Optional[bytes] = ..., expected_last_seq: _Optional[int] = ..., deadline_unix: _Optional[int] = ...) -> None: ...
+    model: str
+    wait_ms: int
+    project: str
+    name: str
+    labels: _containers.ScalarMap[str, str]
+    fresh_start: bool
+    tools: str
+    def __init__(self, session: _Optional[str] = ..., inputs: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., resume_from_seq: _Optional[int] = ..., harness: _Optional[str] = ..., config: _Optional[bytes] = ..., expected_last_seq: _Optional[int] = ..., deadline_unix: _Optional[int] = ..., model: _Optional[str] = ..., wait_ms: _Optional[int] = ..., project: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., fresh_start: _Optional[bool] = ..., tools: _Optional[str] = ...) -> None: ...
 
 class ReplayRequest(_message.Message):
     __slots__ = ("session", "from_seq", "to_seq")
@@ -253,12 +292,16 @@ class ApproveRequest(_message.Message):
     def __init__(self, session: _Optional[str] = ..., execution_id: _Optional[str] = ..., tool_call_id: _Optional[str] = ..., request_seq: _Optional[int] = ..., approved: _Optional[bool] = ..., reason: _Optional[str] = ..., identity: _Optional[_Union[_common_pb2.IdentityRef, _Mapping]] = ...) -> None: ...
 
 class ApproveResponse(_message.Message):
-    __slots__ = ("session", "decision")
+    __slots__ = ("session", "decision", "request", "existing")
     SESSION_FIELD_NUMBER: _ClassVar[int]
     DECISION_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    EXISTING_FIELD_NUMBER: _ClassVar[int]
     session: Session
     decision: _common_pb2.LogRecord
-    def __init__(self, session: _Optional[_Union[Session, _Mapping]] = ..., decision: _Optional[_Union[_common_pb2.LogRecord, _Mapping]] = ...) -> None: ...
+    request: _common_pb2.ApprovalRef
+    existing: bool
+    def __init__(self, session: _Optional[_Union[Session, _Mapping]] = ..., decision: _Optional[_Union[_common_pb2.LogRecord, _Mapping]] = ..., request: _Optional[_Union[_common_pb2.ApprovalRef, _Mapping]] = ..., existing: _Optional[bool] = ...) -> None: ...
 
 class SuspendRequest(_message.Message):
     __slots__ = ("session",)
@@ -267,12 +310,16 @@ class SuspendRequest(_message.Message):
     def __init__(self, session: _Optional[str] = ...) -> None: ...
 
 class ResumeRequest(_message.Message):
-    __slots__ = ("session", "boot")
+    __slots__ = ("session", "boot", "harness", "wait_ms")
     SESSION_FIELD_NUMBER: _ClassVar[int]
     BOOT_FIELD_NUMBER: _ClassVar[int]
+    HARNESS_FIELD_NUMBER: _ClassVar[int]
+    WAIT_MS_FIELD_NUMBER: _ClassVar[int]
     session: str
     boot: bool
-    def __init__(self, session: _Optional[str] = ..., boot: _Optional[bool] = ...) -> None: ...
+    harness: str
+    wait_ms: int
+    def __init__(self, session: _Optional[str] = ..., boot: _Optional[bool] = ..., harness: _Optional[str] = ..., wait_ms: _Optional[int] = ...) -> None: ...
 
 class ForkRequest(_message.Message):
     __slots__ = ("session", "at_seq", "count", "identity", "labels", "child_names")
@@ -304,24 +351,64 @@ class ForkResponse(_message.Message):
     def __init__(self, children: _Optional[_Iterable[_Union[Session, _Mapping]]] = ...) -> None: ...
 
 class CancelRequest(_message.Message):
-    __slots__ = ("session", "execution_id", "reason")
+    __slots__ = ("session", "execution_id", "reason", "wait_ms")
     SESSION_FIELD_NUMBER: _ClassVar[int]
     EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    WAIT_MS_FIELD_NUMBER: _ClassVar[int]
     session: str
     execution_id: str
     reason: str
-    def __init__(self, session: _Optional[str] = ..., execution_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+    wait_ms: int
+    def __init__(self, session: _Optional[str] = ..., execution_id: _Optional[str] = ..., reason: _Optional[str] = ..., wait_ms: _Optional[int] = ...) -> None: ...
 
 class ExecUpdate(_message.Message):
-    __slots__ = ("record", "delta", "session")
+    __slots__ = ("record", "delta", "session", "frame")
     RECORD_FIELD_NUMBER: _ClassVar[int]
     DELTA_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
+    FRAME_FIELD_NUMBER: _ClassVar[int]
     record: _common_pb2.LogRecord
     delta: Delta
     session: Session
-    def __init__(self, record: _Optional[_Union[_common_pb2.LogRecord, _Mapping]] = ..., delta: _Optional[_Union[Delta, _Mapping]] = ..., session: _Optional[_Union[Session, _Mapping]] = ...) -> None: ...
+    frame: FrameInfo
+    def __init__(self, record: _Optional[_Union[_common_pb2.LogRecord, _Mapping]] = ..., delta: _Optional[_Union[Delta, _Mapping]] = ..., session: _Optional[_Union[Session, _Mapping]] = ..., frame: _Optional[_Union[FrameInfo, _Mapping]] = ...) -> None: ...
+
+class FrameInfo(_message.Message):
+    __slots__ = ("created", "last", "compute_resumed", "turn", "parked")
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    LAST_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_RESUMED_FIELD_NUMBER: _ClassVar[int]
+    TURN_FIELD_NUMBER: _ClassVar[int]
+    PARKED_FIELD_NUMBER: _ClassVar[int]
+    created: bool
+    last: bool
+    compute_resumed: bool
+    turn: Turn
+    parked: bool
+    def __init__(self, created: _Optional[bool] = ..., last: _Optional[bool] = ..., compute_resumed: _Optional[bool] = ..., turn: _Optional[_Union[Turn, _Mapping]] = ..., parked: _Optional[bool] = ...) -> None: ...
+
+class Turn(_message.Message):
+    __slots__ = ("uid", "execution_id", "first_seq", "last_seq", "outputs", "model_calls", "created", "resumed", "canceled")
+    UID_FIELD_NUMBER: _ClassVar[int]
+    EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    FIRST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    OUTPUTS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_CALLS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    RESUMED_FIELD_NUMBER: _ClassVar[int]
+    CANCELED_FIELD_NUMBER: _ClassVar[int]
+    uid: str
+    execution_id: str
+    first_seq: int
+    last_seq: int
+    outputs: _containers.RepeatedScalarFieldContainer[str]
+    model_calls: int
+    created: bool
+    resumed: bool
+    canceled: bool
+    def __init__(self, uid: _Optional[str] = ..., execution_id: _Optional[str] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., outputs: _Optional[_Iterable[str]] = ..., model_calls: _Optional[int] = ..., created: _Optional[bool] = ..., resumed: _Optional[bool] = ..., canceled: _Optional[bool] = ...) -> None: ...
 
 class Delta(_message.Message):
     __slots__ = ("execution_id", "part_index", "chunk", "done")
@@ -344,3 +431,177 @@ class FollowRequest(_message.Message):
     from_seq: int
     idle_timeout_ms: int
     def __init__(self, session: _Optional[str] = ..., from_seq: _Optional[int] = ..., idle_timeout_ms: _Optional[int] = ...) -> None: ...
+
+class RerunRequest(_message.Message):
+    __slots__ = ("session", "harness")
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    HARNESS_FIELD_NUMBER: _ClassVar[int]
+    session: str
+    harness: str
+    def __init__(self, session: _Optional[str] = ..., harness: _Optional[str] = ...) -> None: ...
+
+class ReplayReport(_message.Message):
+    __slots__ = ("uid", "harness", "executions", "replayed", "model_calls", "identical", "outputs", "divergence", "diverged_execution", "last_seq")
+    UID_FIELD_NUMBER: _ClassVar[int]
+    HARNESS_FIELD_NUMBER: _ClassVar[int]
+    EXECUTIONS_FIELD_NUMBER: _ClassVar[int]
+    REPLAYED_FIELD_NUMBER: _ClassVar[int]
+    MODEL_CALLS_FIELD_NUMBER: _ClassVar[int]
+    IDENTICAL_FIELD_NUMBER: _ClassVar[int]
+    OUTPUTS_FIELD_NUMBER: _ClassVar[int]
+    DIVERGENCE_FIELD_NUMBER: _ClassVar[int]
+    DIVERGED_EXECUTION_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    uid: str
+    harness: str
+    executions: int
+    replayed: int
+    model_calls: int
+    identical: bool
+    outputs: _containers.RepeatedScalarFieldContainer[str]
+    divergence: str
+    diverged_execution: str
+    last_seq: int
+    def __init__(self, uid: _Optional[str] = ..., harness: _Optional[str] = ..., executions: _Optional[int] = ..., replayed: _Optional[int] = ..., model_calls: _Optional[int] = ..., identical: _Optional[bool] = ..., outputs: _Optional[_Iterable[str]] = ..., divergence: _Optional[str] = ..., diverged_execution: _Optional[str] = ..., last_seq: _Optional[int] = ...) -> None: ...
+
+class CompactRequest(_message.Message):
+    __slots__ = ("session", "keep_turns", "model")
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    KEEP_TURNS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    session: str
+    keep_turns: int
+    model: str
+    def __init__(self, session: _Optional[str] = ..., keep_turns: _Optional[int] = ..., model: _Optional[str] = ...) -> None: ...
+
+class ResolveRequest(_message.Message):
+    __slots__ = ("session", "call_id", "result", "failed", "actor", "no_resume")
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    NO_RESUME_FIELD_NUMBER: _ClassVar[int]
+    session: str
+    call_id: str
+    result: _struct_pb2.Struct
+    failed: str
+    actor: str
+    no_resume: bool
+    def __init__(self, session: _Optional[str] = ..., call_id: _Optional[str] = ..., result: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., failed: _Optional[str] = ..., actor: _Optional[str] = ..., no_resume: _Optional[bool] = ...) -> None: ...
+
+class ResolveResponse(_message.Message):
+    __slots__ = ("session", "call", "result", "turn")
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    CALL_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    TURN_FIELD_NUMBER: _ClassVar[int]
+    session: Session
+    call: UnresolvedCall
+    result: _struct_pb2.Struct
+    turn: ExecUpdate
+    def __init__(self, session: _Optional[_Union[Session, _Mapping]] = ..., call: _Optional[_Union[UnresolvedCall, _Mapping]] = ..., result: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., turn: _Optional[_Union[ExecUpdate, _Mapping]] = ...) -> None: ...
+
+class VerifyRequest(_message.Message):
+    __slots__ = ("session", "strict")
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    STRICT_FIELD_NUMBER: _ClassVar[int]
+    session: str
+    strict: bool
+    def __init__(self, session: _Optional[str] = ..., strict: _Optional[bool] = ...) -> None: ...
+
+class VerifyReport(_message.Message):
+    __slots__ = ("source", "uid", "records", "last_seq", "last_hash", "first_bad_seq", "reason", "torn_tail", "strict", "expected_last_seq", "expected_last_hash", "notes", "kind", "torn_detail", "components")
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    LAST_HASH_FIELD_NUMBER: _ClassVar[int]
+    FIRST_BAD_SEQ_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    TORN_TAIL_FIELD_NUMBER: _ClassVar[int]
+    STRICT_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_LAST_HASH_FIELD_NUMBER: _ClassVar[int]
+    NOTES_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TORN_DETAIL_FIELD_NUMBER: _ClassVar[int]
+    COMPONENTS_FIELD_NUMBER: _ClassVar[int]
+    source: str
+    uid: str
+    records: int
+    last_seq: int
+    last_hash: str
+    first_bad_seq: int
+    reason: str
+    torn_tail: bool
+    strict: bool
+    expected_last_seq: int
+    expected_last_hash: str
+    notes: _containers.RepeatedScalarFieldContainer[str]
+    kind: str
+    torn_detail: str
+    components: _containers.RepeatedCompositeFieldContainer[VerifyComponent]
+    def __init__(self, source: _Optional[str] = ..., uid: _Optional[str] = ..., records: _Optional[int] = ..., last_seq: _Optional[int] = ..., last_hash: _Optional[str] = ..., first_bad_seq: _Optional[int] = ..., reason: _Optional[str] = ..., torn_tail: _Optional[bool] = ..., strict: _Optional[bool] = ..., expected_last_seq: _Optional[int] = ..., expected_last_hash: _Optional[str] = ..., notes: _Optional[_Iterable[str]] = ..., kind: _Optional[str] = ..., torn_detail: _Optional[str] = ..., components: _Optional[_Iterable[_Union[VerifyComponent, _Mapping]]] = ...) -> None: ...
+
+class VerifyComponent(_message.Message):
+    __slots__ = ("name", "report")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REPORT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    report: VerifyReport
+    def __init__(self, name: _Optional[str] = ..., report: _Optional[_Union[VerifyReport, _Mapping]] = ...) -> None: ...
+
+class ToolStoreRequest(_message.Message):
+    __slots__ = ("session", "tool", "from_seq")
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    FROM_SEQ_FIELD_NUMBER: _ClassVar[int]
+    session: str
+    tool: str
+    from_seq: int
+    def __init__(self, session: _Optional[str] = ..., tool: _Optional[str] = ..., from_seq: _Optional[int] = ...) -> None: ...
+
+class ToolStoreEntry(_message.Message):
+    __slots__ = ("seq", "author", "time_ns", "data")
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    AUTHOR_FIELD_NUMBER: _ClassVar[int]
+    TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    seq: int
+    author: str
+    time_ns: int
+    data: _struct_pb2.Struct
+    def __init__(self, seq: _Optional[int] = ..., author: _Optional[str] = ..., time_ns: _Optional[int] = ..., data: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class ToolStoreResponse(_message.Message):
+    __slots__ = ("entries",)
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[ToolStoreEntry]
+    def __init__(self, entries: _Optional[_Iterable[_Union[ToolStoreEntry, _Mapping]]] = ...) -> None: ...
+
+class ExportRequest(_message.Message):
+    __slots__ = ("session", "uncompressed")
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    UNCOMPRESSED_FIELD_NUMBER: _ClassVar[int]
+    session: str
+    uncompressed: bool
+    def __init__(self, session: _Optional[str] = ..., uncompressed: _Optional[bool] = ...) -> None: ...
+
+class ExportChunk(_message.Message):
+    __slots__ = ("data", "summary")
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    data: bytes
+    summary: _struct_pb2.Struct
+    def __init__(self, data: _Optional[bytes] = ..., summary: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class ImportChunk(_message.Message):
+    __slots__ = ("data", "project", "name")
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    data: bytes
+    project: str
+    name: str
+    def __init__(self, data: _Optional[bytes] = ..., project: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...

@@ -95,6 +95,46 @@ class SessionsStub:
                 request_serializer=session__pb2.FollowRequest.SerializeToString,
                 response_deserializer=common__pb2.LogRecord.FromString,
                 _registered_method=True)
+        self.ResumeStream = channel.unary_stream(
+                '/agentsessions.v1.Sessions/ResumeStream',
+                request_serializer=session__pb2.ResumeRequest.SerializeToString,
+                response_deserializer=session__pb2.ExecUpdate.FromString,
+                _registered_method=True)
+        self.Rerun = channel.unary_unary(
+                '/agentsessions.v1.Sessions/Rerun',
+                request_serializer=session__pb2.RerunRequest.SerializeToString,
+                response_deserializer=session__pb2.ReplayReport.FromString,
+                _registered_method=True)
+        self.Compact = channel.unary_unary(
+                '/agentsessions.v1.Sessions/Compact',
+                request_serializer=session__pb2.CompactRequest.SerializeToString,
+                response_deserializer=session__pb2.ExecUpdate.FromString,
+                _registered_method=True)
+        self.Resolve = channel.unary_unary(
+                '/agentsessions.v1.Sessions/Resolve',
+                request_serializer=session__pb2.ResolveRequest.SerializeToString,
+                response_deserializer=session__pb2.ResolveResponse.FromString,
+                _registered_method=True)
+        self.Verify = channel.unary_unary(
+                '/agentsessions.v1.Sessions/Verify',
+                request_serializer=session__pb2.VerifyRequest.SerializeToString,
+                response_deserializer=session__pb2.VerifyReport.FromString,
+                _registered_method=True)
+        self.ReadToolStore = channel.unary_unary(
+                '/agentsessions.v1.Sessions/ReadToolStore',
+                request_serializer=session__pb2.ToolStoreRequest.SerializeToString,
+                response_deserializer=session__pb2.ToolStoreResponse.FromString,
+                _registered_method=True)
+        self.Export = channel.unary_stream(
+                '/agentsessions.v1.Sessions/Export',
+                request_serializer=session__pb2.ExportRequest.SerializeToString,
+                response_deserializer=session__pb2.ExportChunk.FromString,
+                _registered_method=True)
+        self.Import = channel.stream_unary(
+                '/agentsessions.v1.Sessions/Import',
+                request_serializer=session__pb2.ImportChunk.SerializeToString,
+                response_deserializer=session__pb2.Session.FromString,
+                _registered_method=True)
 
 
 class SessionsServicer:
@@ -179,6 +219,56 @@ class SessionsServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ResumeStream(self, request, context):
+        """Additions: the rest of the engine's API (docs/WIRE.md), so a client of ours offers every
+        method of the Sessions Protocol. ResumeStream is Resume with the turn's frames, as Exec.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Rerun(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Compact(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Resolve(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Verify(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReadToolStore(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Export(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Import(self, request_iterator, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SessionsServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -241,6 +331,46 @@ def add_SessionsServicer_to_server(servicer, server):
                     servicer.Follow,
                     request_deserializer=session__pb2.FollowRequest.FromString,
                     response_serializer=common__pb2.LogRecord.SerializeToString,
+            ),
+            'ResumeStream': grpc.unary_stream_rpc_method_handler(
+                    servicer.ResumeStream,
+                    request_deserializer=session__pb2.ResumeRequest.FromString,
+                    response_serializer=session__pb2.ExecUpdate.SerializeToString,
+            ),
+            'Rerun': grpc.unary_unary_rpc_method_handler(
+                    servicer.Rerun,
+                    request_deserializer=session__pb2.RerunRequest.FromString,
+                    response_serializer=session__pb2.ReplayReport.SerializeToString,
+            ),
+            'Compact': grpc.unary_unary_rpc_method_handler(
+                    servicer.Compact,
+                    request_deserializer=session__pb2.CompactRequest.FromString,
+                    response_serializer=session__pb2.ExecUpdate.SerializeToString,
+            ),
+            'Resolve': grpc.unary_unary_rpc_method_handler(
+                    servicer.Resolve,
+                    request_deserializer=session__pb2.ResolveRequest.FromString,
+                    response_serializer=session__pb2.ResolveResponse.SerializeToString,
+            ),
+            'Verify': grpc.unary_unary_rpc_method_handler(
+                    servicer.Verify,
+                    request_deserializer=session__pb2.VerifyRequest.FromString,
+                    response_serializer=session__pb2.VerifyReport.SerializeToString,
+            ),
+            'ReadToolStore': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReadToolStore,
+                    request_deserializer=session__pb2.ToolStoreRequest.FromString,
+                    response_serializer=session__pb2.ToolStoreResponse.SerializeToString,
+            ),
+            'Export': grpc.unary_stream_rpc_method_handler(
+                    servicer.Export,
+                    request_deserializer=session__pb2.ExportRequest.FromString,
+                    response_serializer=session__pb2.ExportChunk.SerializeToString,
+            ),
+            'Import': grpc.stream_unary_rpc_method_handler(
+                    servicer.Import,
+                    request_deserializer=session__pb2.ImportChunk.FromString,
+                    response_serializer=session__pb2.Session.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -567,6 +697,222 @@ class Sessions:
             '/agentsessions.v1.Sessions/Follow',
             session__pb2.FollowRequest.SerializeToString,
             common__pb2.LogRecord.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResumeStream(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/agentsessions.v1.Sessions/ResumeStream',
+            session__pb2.ResumeRequest.SerializeToString,
+            session__pb2.ExecUpdate.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Rerun(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentsessions.v1.Sessions/Rerun',
+            session__pb2.RerunRequest.SerializeToString,
+            session__pb2.ReplayReport.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Compact(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentsessions.v1.Sessions/Compact',
+            session__pb2.CompactRequest.SerializeToString,
+            session__pb2.ExecUpdate.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Resolve(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentsessions.v1.Sessions/Resolve',
+            session__pb2.ResolveRequest.SerializeToString,
+            session__pb2.ResolveResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Verify(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentsessions.v1.Sessions/Verify',
+            session__pb2.VerifyRequest.SerializeToString,
+            session__pb2.VerifyReport.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReadToolStore(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentsessions.v1.Sessions/ReadToolStore',
+            session__pb2.ToolStoreRequest.SerializeToString,
+            session__pb2.ToolStoreResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Export(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/agentsessions.v1.Sessions/Export',
+            session__pb2.ExportRequest.SerializeToString,
+            session__pb2.ExportChunk.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Import(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/agentsessions.v1.Sessions/Import',
+            session__pb2.ImportChunk.SerializeToString,
+            session__pb2.Session.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,203 @@
+"""The ``serve`` command: the engine as a gRPC daemon (``agentsessions.v1.Sessions``).
+
+Parses its options in one place (:func:`serve_options`; access control's in
+:mod:`.serveauth`); opens ONE engine for the server's life;
+prints the address it listens on (one line, the real port when 0 was asked for); serves
+until SIGINT or SIGTERM, then stops gracefully: no new RPC is accepted, in-flight ones get
+``--grace`` seconds, and closing the engine waits for running turns (their END durable),
+then closes the writers and tool servers. A second signal during that ends the process at
+once, as a second Ctrl-C does for the CLI: a turn cut off then is completed by ``resume``.
+
+grpc is imported only when the command runs (the CLI starts without it).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+import typer
+
+from agentsessions.cli.app import (
+    MODEL_SPEC_HELP,
+    PROG,
+    CliState,
+    _state,
+    app,
+    name_process,
+    parse_pairs,
+)
+from agentsessions.cli.serveauth import (
+    DEFAULT_MAX_MESSAGE,
+    DEFAULT_MAX_STREAMS,
+    ClientCaOpt,
+    MaxMessageBytesOpt,
+    MaxStreamsOpt,
+    NoAuthOpt,
+    TlsCertOpt,
+    TlsKeyOpt,
+    security,
+)
+from agentsessions.cli.serveropts import quiet_grpc
+from agentsessions.errors import InvalidArgumentError
+
+STORES = ("file", "memory")  # agentsessions.server.app.open_engine's
+DEFAULT_LISTEN = "127.0.0.1:8080"  # the reference daemon's -addr default
+
+
+@dataclass
+class ServeOptions:
+    """What ``serve`` was asked for, checked before anything is opened or bound."""
+
+    listen: str
+    store: str = "file"
+    model: str | None = None
+    runtime: str = "auto"
+    grace: float = 10.0
+    harnesses: dict[str, str] = field(default_factory=dict)  # NAME -> ADDRESS (--harness)
+
+
+def serve_options(
+    listen: str, store: str, model: str, runtime: str, grace: float, harness: list[str]
+) -> ServeOptions:
+    """The checked options of ``serve`` (one function, so later flags join here)."""
+    if store not in STORES:
+        raise InvalidArgumentError(
+            f"invalid --store {store!r}: expected one of {', '.join(STORES)}",
+            hint=f"{PROG} serve --help",
+        )
+    if grace < 0:
+        raise InvalidArgumentError(f"--grace must be >= 0, got {grace}")
+    from agentsessions.server.app import parse_listen
+
+    parse_listen(listen)  # a bad address is refused before the home is opened
+    return ServeOptions(
+        listen=listen,
+        store=store,
+        model=model or None,
+        runtime=runtime,
+        grace=grace,
+        harnesses=parse_pairs(harness, "--harness"),
+    )
+
+
+def _open_engine(state: CliState, opts: ServeOptions) -> Any:
+    from agentsessions.server.app import open_engine
+
+    return open_engine(state.home, store=opts.store, runtime=opts.runtime, model=opts.model)
+
+
+@app.command(
+    epilog="Examples: agentsessions serve --listen 127.0.0.1:7443 | "
+    "agentsessions serve --listen unix:///tmp/agentsessions.sock --store memory"
+)
+def serve(
+    ctx: typer.Context,
+    listen: Annotated[
+        str,
+        typer.Option(
+            "--listen",
+            metavar="HOST:PORT|unix:///PATH",
+            help="Where to listen (port 0: any free port; the line printed says which).",
+        ),
+    ] = DEFAULT_LISTEN,
+    store: Annotated[
+        str,
+        typer.Option(
+            "--store",
+            metavar="file|memory",
+            help="file: the sessions under --home; memory: "
+            "an in-memory store that lives as long as the server.",
+        ),
+    ] = "file",
+    model: Annotated[
+        str,
+        typer.Option(
+            metavar="SPEC", help=f"Default model of new sessions (else echo). {MODEL_SPEC_HELP}"
+        ),
+    ] = "",
+    runtime: Annotated[
+        str, typer.Option(metavar="NAME", help="Runtime that hosts harnesses: auto, local, warm.")
+    ] = "auto",
+    grace: Annotated[
+        float,
+        typer.Option(metavar="SECONDS", help="How long in-flight RPCs may run on after a stop."),
+    ] = 10.0,
+    harness: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="NAME=ADDRESS",
+            help="A harness already running at ADDRESS (host:port or unix:///path); repeatable.",
+        ),
+    ] = None,
+    tls_cert: TlsCertOpt = None,
+    tls_key: TlsKeyOpt = None,
+    client_ca: ClientCaOpt = None,
+    no_auth: NoAuthOpt = False,
+    max_message_bytes: MaxMessageBytesOpt = DEFAULT_MAX_MESSAGE,
+    max_streams_per_client: MaxStreamsOpt = DEFAULT_MAX_STREAMS,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the address as JSON.")] = False,
+) -> None:
+    """Serve the sessions under --home over gRPC (agentsessions.v1.Sessions) until stopped.
+
+    Prints the address it listens on, then serves one long-lived engine. SIGINT or SIGTERM
+    stop it gracefully: no new calls, in-flight ones finish (up to --grace seconds), running
+    turns end and are durable, then it exits 0. Clients: agentsessions --server ADDRESS ...
+    or agentsessions.client.dial(ADDRESS).
+
+    Every call needs a bearer token (agentsessions token create --project P), scoped to its
+    projects; --no-auth serves without, on a unix socket or a loopback address only. Tokens
+    off loopback need TLS (--tls-cert, --tls-key; --client-ca to require client
+    certificates). The Harness registry is served too; --harness NAME=ADDRESS adds a
+    harness already running elsewhere (agentsessions harness serve NAME --listen ADDRESS).
+    """
+    state = _state(ctx, as_json)
+    quiet_grpc()  # before anything imports grpc
+    opts = serve_options(listen, store, model, runtime, grace, harness or [])
+    from agentsessions.server.app import build_server
+    from agentsessions.server.registry import harness_services
+
+    name_process(state)
+    with _open_engine(state, opts) as engine:
+        sec = security(
+            engine.home,
+            opts.listen,
+            engine,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            client_ca=client_ca,
+            no_auth=no_auth,
+            max_message_bytes=max_message_bytes,
+            max_streams_per_client=max_streams_per_client,
+        )
+        pairs = [f"{name}={address}" for name, address in opts.harnesses.items()]
+        server = build_server(
+            engine,
+            opts.listen,
+            credentials=sec.credentials,
+            interceptors=sec.interceptors,
+            scope=sec.scope,
+            extra_services=harness_services(engine, pairs),
+            options=sec.options,
+        )
+        if state.json:
+            from agentsessions.cli.render import write_json
+
+            write_json({"address": server.address, "port": server.port}, compact=True)
+        else:
+            sys.stdout.write(f"listening on {server.address}\n")
+        sys.stdout.flush()
+        signum = server.serve_forever(grace=opts.grace)
+        sys.stderr.write(f"{PROG}: stopping ({_signal_name(signum)}): finishing running turns\n")
+        sys.stderr.flush()
+    sys.stderr.write(f"{PROG}: stopped\n")
+
+
+def _signal_name(signum: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return str(signum)

@@ -1,0 +1,580 @@
+"""The ``Sessions`` Protocol over gRPC (``agentsessions.v1.Sessions`` and our additions).
+
+Invariants, the same as the local engine's so callers cannot tell them apart:
+- every failed call raises the exception of our tree the server raised (its class, message,
+  hint and fields ride in trailers, :mod:`agentsessions.server.status`); a transport failure
+  is UnavailableError naming the address;
+- ``exec``/``resume`` start the turn when called (a refused request raises there, nothing
+  written) and return its frames; closing the frames early waits for the turn's end, as
+  the local engine's do: the rest of the stream is read, so END is durable when it returns;
+- reads (``replay``, ``read``) raise NotFoundError when called; ``follow`` when iterated;
+- a file argument (``tools``, ``export``'s path, ``import_``'s file) is read or written here,
+  on the client's side; the server never sees a client path.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from os import PathLike
+from pathlib import Path
+from typing import Any, Literal, TypeVar, overload
+
+import grpc
+
+from agentsessions.controller.spi import ToolStoreEntry
+from agentsessions.errors import AgentSessionsError, InvalidArgumentError, UnavailableError
+from agentsessions.journal.format.records import Record
+from agentsessions.journal.tools.verify import VerifyReport
+from agentsessions.server import convert, frames, status
+from agentsessions.server.gen import session_pb2, session_pb2_grpc
+from agentsessions.sessions.api import (
+    Approval,
+    Frame,
+    Input,
+    ReplayReport,
+    Resolution,
+    Session,
+    SessionFrame,
+    SessionPage,
+)
+from agentsessions.sessions.views import as_message
+
+T = TypeVar("T")
+CHUNK = 1 << 20
+DEFAULT_CANCEL_WAIT = 10.0
+
+
+@dataclass(frozen=True)
+class TLS:
+    """How to reach a TLS server: the CA that signed its certificate (None: the system's),
+    and a client certificate and key for a server that asks for one."""
+
+    ca: Path | None = None
+    cert: Path | None = None
+    key: Path | None = None
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        """The channel credentials these files make (a file that cannot be read: exit 2)."""
+        if (self.cert is None) != (self.key is None):
+            raise InvalidArgumentError("a client certificate needs both --tls-cert and --tls-key")
+
+        def read(p: Path | None) -> bytes | None:
+            if p is None:
+                return None
+            try:
+                return Path(p).read_bytes()
+            except OSError as exc:
+                raise InvalidArgumentError(f"cannot read {p}: {exc.strerror}") from None
+
+        return grpc.ssl_channel_credentials(read(self.ca), read(self.key), read(self.cert))
+
+
+def dial(
+    address: str,
+    *,
+    token: str | None = None,
+    tls: TLS | None = None,
+    options: Sequence[tuple[str, Any]] = (),
+) -> RemoteSessions:
+    """A client of the server at ``address`` (``HOST:PORT`` or ``unix:///path``).
+
+    ``token`` is sent as ``authorization: Bearer <token>`` on every call; ``tls`` None is
+    a plaintext channel. Nothing is sent until the first call."""
+    if not address:
+        raise InvalidArgumentError("the server address must not be empty")
+    if tls is None:
+        channel = grpc.insecure_channel(address, options=list(options))
+    else:
+        channel = grpc.secure_channel(address, tls.credentials(), options=list(options))
+    return RemoteSessions(channel, address, token=token)
+
+
+class RemoteSessions:
+    """The :class:`~agentsessions.sessions.api.Sessions` Protocol over one gRPC channel."""
+
+    def __init__(self, channel: grpc.Channel, address: str, *, token: str | None = None) -> None:
+        self.channel = channel
+        self.address = address
+        self._stub = session_pb2_grpc.SessionsStub(channel)  # type: ignore[no-untyped-call]
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def __enter__(self) -> RemoteSessions:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the channel (the server's engine, and its running turns, stay)."""
+        self.channel.close()
+
+    def _error(self, err: grpc.RpcError, started: bool = False) -> AgentSessionsError:
+        exc = status.from_rpc_error(err)
+        code = err.code() if hasattr(err, "code") else None
+        meta: Any = err.trailing_metadata() if hasattr(err, "trailing_metadata") else ()
+        trailers = dict(meta or ())
+        if status.ERROR_KEY in trailers:
+            return exc
+        if code == grpc.StatusCode.UNAVAILABLE and not started:
+            return UnavailableError(
+                f"cannot reach the server at {self.address}: {exc.message}",
+                hint="is `agentsessions serve` running there? (--server, $AGENTSESSIONS_SERVER)",
+            )
+        if code in (grpc.StatusCode.CANCELLED, grpc.StatusCode.UNAVAILABLE):
+            # the server stopped (or dropped) a call it had begun answering
+            return UnavailableError(
+                f"the server at {self.address} ended the call: {exc.message}",
+                hint="a turn it was running goes on there; `agentsessions get` shows it",
+            )
+        return exc
+
+    def _call(self, rpc: Callable[..., T], request: Any) -> T:
+        try:
+            return rpc(request, metadata=self._metadata)
+        except grpc.RpcError as err:
+            raise self._error(err) from None
+
+    def _items(self, call: Any) -> Iterator[Any]:
+        """The messages of a server stream, errors mapped; closing it cancels the call."""
+        started = False
+        try:
+            for item in call:
+                started = True
+                yield item
+        except grpc.RpcError as err:
+            raise self._error(err, started) from None
+        finally:
+            call.cancel()
+
+    def _eager(self, call: Any) -> Iterator[Any]:
+        """A server stream whose first message (or error) is read now, as a local read
+        fails at once on an unknown session."""
+        items = self._items(call)
+        try:
+            first = next(items)
+        except StopIteration:
+            return iter(())
+
+        def rest() -> Iterator[Any]:
+            yield first
+            yield from items
+
+        return rest()
+
+    # -- metadata ---------------------------------------------------------------------------
+    def create(
+        self,
+        *,
+        project: str = "default",
+        name: str = "",
+        harness: str = "",
+        model: str = "",
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+        tools: str | PathLike[str] | None = None,
+    ) -> Session:
+        """Create an empty session (CreateSession)."""
+        msg = session_pb2.Session(
+            harness=harness, model=model, labels=dict(labels or {}),
+            annotations=dict(annotations or {}),
+        )  # fmt: skip
+        msg.metadata.project, msg.metadata.name = project, name
+        request = session_pb2.CreateSessionRequest(session=msg, tools=_tools_text(tools))
+        return convert.session_from_proto(self._call(self._stub.CreateSession, request))
+
+    def get(self, uid: str) -> Session:
+        """The session (GetSession)."""
+        request = session_pb2.GetSessionRequest(uid=uid)
+        return convert.session_from_proto(self._call(self._stub.GetSession, request))
+
+    def list(
+        self, *, project: str = "default", page_size: int = 50, cursor: str | None = None
+    ) -> SessionPage:
+        """One page of a project's sessions, newest first (ListSessions)."""
+        request = session_pb2.ListSessionsRequest(
+            project=project, page_size=page_size, page_token=cursor or ""
+        )
+        page = self._call(self._stub.ListSessions, request)
+        sessions = tuple(convert.session_from_proto(s) for s in page.sessions)
+        return SessionPage(sessions, page.next_page_token)
+
+    def delete(self, uid: str) -> Session:
+        """Soft-delete (DeleteSession)."""
+        request = session_pb2.DeleteSessionRequest(uid=uid)
+        return convert.session_from_proto(self._call(self._stub.DeleteSession, request))
+
+    # -- turns ------------------------------------------------------------------------------
+    def exec(
+        self,
+        uid: str | None = None,
+        inputs: Sequence[Input] = (),
+        *,
+        harness: str | None = None,
+        model: str | None = None,
+        config: bytes = b"",
+        wait: float = 0.0,
+        project: str = "default",
+        name: str = "",
+        labels: Mapping[str, str] | None = None,
+        fresh_start: bool = False,
+        tools: str | PathLike[str] | None = None,
+    ) -> Iterator[Frame]:
+        """Run one turn (Exec); its frames, the turn started (and checked) now."""
+        if uid == "":
+            raise InvalidArgumentError("session uid must not be empty")
+        request = session_pb2.ExecRequest(
+            session=uid or "",
+            inputs=[convert.message_to_proto(as_message(i)) for i in inputs],
+            harness=harness or "",
+            config=config,
+            model=model or "",
+            wait_ms=_ms(wait),
+            project=project,
+            name=name,
+            labels=dict(labels or {}),
+            fresh_start=fresh_start,
+            tools=_tools_text(tools),
+        )
+        return self._turn(self._stub.Exec, request)
+
+    def run(
+        self,
+        uid: str | None = None,
+        inputs: Sequence[Input] = (),
+        *,
+        harness: str | None = None,
+        model: str | None = None,
+        config: bytes = b"",
+        wait: float = 0.0,
+        project: str = "default",
+        name: str = "",
+        labels: Mapping[str, str] | None = None,
+        fresh_start: bool = False,
+        tools: str | PathLike[str] | None = None,
+    ) -> SessionFrame:
+        """Run one turn to its end (Exec, read through); its last frame."""
+        last: Frame | None = None
+        for frame in self.exec(
+            uid, inputs, harness=harness, model=model, config=config, wait=wait,
+            project=project, name=name, labels=labels, fresh_start=fresh_start, tools=tools,
+        ):  # fmt: skip
+            last = frame
+        assert isinstance(last, SessionFrame)  # a turn's stream ends with its session
+        return last
+
+    def resume(self, uid: str, *, harness: str | None = None, wait: float = 0.0) -> Iterator[Frame]:
+        """Wake suspended compute and complete an open turn (ResumeStream); frames."""
+        request = session_pb2.ResumeRequest(session=uid, harness=harness or "", wait_ms=_ms(wait))
+        return self._turn(self._stub.ResumeStream, request)
+
+    def _turn(self, rpc: Any, request: Any) -> Iterator[Frame]:
+        call = rpc(request, metadata=self._metadata)
+        items = self._parking(call, self._items(call))
+        try:
+            first = frames.update_to_frame(next(items), "")
+        except StopIteration:
+            raise UnavailableError(
+                f"the server at {self.address} ended a turn's stream empty"
+            ) from None
+        return _Turn(first, items)
+
+    @staticmethod
+    def _parking(call: Any, items: Iterator[Any]) -> Iterator[Any]:
+        """A turn's updates; a final frame that says the turn parked on an approval raises
+        the ApprovalParkedError its trailers name instead, as the local engine's frames do."""
+        for update in items:
+            if update.HasField("session") and update.frame.parked:
+                for _ in items:  # the stream ends after it; its trailers are then readable
+                    pass
+                parked = status.error_from_trailers(call.trailing_metadata())
+                if parked is not None:
+                    raise parked
+                continue
+            yield update
+
+    def compact(self, uid: str, *, keep_turns: int = 2, model: str | None = None) -> SessionFrame:
+        """Summarise the turns before the last ``keep_turns`` (Compact); its last frame."""
+        request = session_pb2.CompactRequest(session=uid, keep_turns=keep_turns, model=model or "")
+        frame = frames.update_to_frame(self._call(self._stub.Compact, request), uid)
+        assert isinstance(frame, SessionFrame)
+        return frame
+
+    def suspend(self, uid: str) -> Session:
+        """Snapshot and free the session's compute (Suspend)."""
+        request = session_pb2.SuspendRequest(session=uid)
+        return convert.session_from_proto(self._call(self._stub.Suspend, request))
+
+    def approve(
+        self,
+        uid: str,
+        *,
+        approved: bool,
+        reason: str = "",
+        actor: str = "",
+        execution_id: str | None = None,
+        tool_call_id: str | None = None,
+        request_seq: int | None = None,
+    ) -> Approval:
+        """Commit a decision on the approval request (Approve); never runs the tool."""
+        request = session_pb2.ApproveRequest(
+            session=uid,
+            execution_id=execution_id or "",
+            tool_call_id=tool_call_id or "",
+            request_seq=request_seq or 0,
+            approved=bool(approved),
+            reason=reason,
+        )
+        if actor:
+            request.identity.principal = actor
+        done = self._call(self._stub.Approve, request)
+        return Approval(
+            convert.session_from_proto(done.session),
+            convert.record_from_proto(done.decision),
+            frames.ref_from_proto(done.request),
+            done.existing,
+        )
+
+    def resolve(
+        self,
+        uid: str,
+        *,
+        call_id: str,
+        result: Mapping[str, Any] | None = None,
+        failed: str | None = None,
+        actor: str = "",
+        resume: bool = True,
+    ) -> Resolution:
+        """Say what happened to an unresolved tool call (Resolve), then resume."""
+        if result is not None and not isinstance(result, Mapping):
+            raise InvalidArgumentError("a tool's result must be a JSON object")
+        request = session_pb2.ResolveRequest(
+            session=uid, call_id=call_id, actor=actor, no_resume=not resume
+        )
+        if result is not None:
+            request.result.CopyFrom(frames.struct(result))
+        if failed is not None:
+            request.failed = failed
+        done = self._call(self._stub.Resolve, request)
+        turn = None
+        if done.HasField("turn"):
+            last = frames.update_to_frame(done.turn, uid)
+            turn = last.turn if isinstance(last, SessionFrame) else None
+        return Resolution(
+            convert.session_from_proto(done.session),
+            frames.call_from_proto(done.call),
+            frames.unstruct(done.result),
+            turn,
+        )
+
+    def fork(
+        self,
+        uid: str,
+        *,
+        at: int = 0,
+        count: int = 1,
+        names: Sequence[str] = (),
+        labels: Mapping[str, str] | None = None,
+    ) -> builtins.list[Session]:
+        """Branch after seq ``at`` (0 = head) into ``count`` children (Fork)."""
+        request = session_pb2.ForkRequest(
+            session=uid, at_seq=at, count=count, child_names=list(names),
+            labels=dict(labels or {}),
+        )  # fmt: skip
+        done = self._call(self._stub.Fork, request)
+        return [convert.session_from_proto(c) for c in done.children]
+
+    def cancel(self, uid: str, *, wait: float = DEFAULT_CANCEL_WAIT) -> Session:
+        """End the open execution as CANCELED (Cancel), waiting up to ``wait`` seconds."""
+        request = session_pb2.CancelRequest(session=uid, wait_ms=_ms(wait))
+        return convert.session_from_proto(self._call(self._stub.Cancel, request))
+
+    # -- reading ----------------------------------------------------------------------------
+    @overload
+    def replay(
+        self,
+        uid: str,
+        *,
+        rerun: Literal[False] = False,
+        from_seq: int = 1,
+        harness: str | None = None,
+    ) -> Iterator[Record]: ...
+
+    @overload
+    def replay(
+        self, uid: str, *, rerun: Literal[True], from_seq: int = 1, harness: str | None = None
+    ) -> ReplayReport: ...
+
+    def replay(
+        self, uid: str, *, rerun: bool = False, from_seq: int = 1, harness: str | None = None
+    ) -> Iterator[Record] | ReplayReport:
+        """Stored records from ``from_seq`` (Replay); with ``rerun``, re-drive every turn
+        from the journal and report it (Rerun)."""
+        if not rerun:
+            if harness:
+                raise InvalidArgumentError("--harness applies only with --rerun")
+            return self.read(uid, from_seq=from_seq)
+        if from_seq != 1:
+            raise InvalidArgumentError("--from applies to streaming; --rerun replays every turn")
+        request = session_pb2.RerunRequest(session=uid, harness=harness or "")
+        return frames.replay_report_from_proto(self._call(self._stub.Rerun, request))
+
+    def read(self, uid: str, *, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
+        """The stored records ``from_seq..to_seq`` (Replay); NotFoundError now if unknown."""
+        if from_seq < 1 or to_seq < 0:
+            raise InvalidArgumentError(f"from_seq must be >= 1 and to_seq >= 0, got {from_seq}")
+        request = session_pb2.ReplayRequest(session=uid, from_seq=from_seq, to_seq=to_seq)
+        call = self._stub.Replay(request, metadata=self._metadata)
+        return (convert.record_from_proto(m) for m in self._eager(call))
+
+    def follow(
+        self, uid: str, *, from_seq: int = 1, idle_timeout: float | None = None
+    ) -> Iterator[Record]:
+        """Every record from ``from_seq``, then each new one (Follow); closing it ends it."""
+        if from_seq < 1:
+            raise InvalidArgumentError(f"from_seq must be >= 1, got {from_seq}")
+        if idle_timeout is not None and idle_timeout < 0:
+            raise InvalidArgumentError(f"idle_timeout must be >= 0, got {idle_timeout}")
+        # 0 on the wire means "never"; an idle_timeout of 0 is the shortest wait there is
+        idle_ms = 0 if idle_timeout is None else max(1, _ms(idle_timeout))
+        request = session_pb2.FollowRequest(session=uid, from_seq=from_seq, idle_timeout_ms=idle_ms)
+        call = self._stub.Follow(request, metadata=self._metadata)
+        return (convert.record_from_proto(m) for m in self._items(call))
+
+    def verify(self, uid: str, *, strict: bool = False, progress: Any = None) -> VerifyReport:
+        """Walk the session's chain on the server (Verify); its report."""
+        request = session_pb2.VerifyRequest(session=uid, strict=strict)
+        report = frames.verify_from_proto(self._call(self._stub.Verify, request))
+        if progress is not None:
+            progress(report.records, report.records)
+        return report
+
+    def tool_store(
+        self, uid: str, tool: str, *, from_seq: int = 1
+    ) -> builtins.list[ToolStoreEntry]:
+        """The entries of tool ``tool``'s own store in session ``uid`` (ReadToolStore)."""
+        request = session_pb2.ToolStoreRequest(session=uid, tool=tool, from_seq=from_seq)
+        done = self._call(self._stub.ReadToolStore, request)
+        return [frames.entry_from_proto(e) for e in done.entries]
+
+    # -- exchange ---------------------------------------------------------------------------
+    def export(
+        self,
+        uid: str,
+        path: Path,
+        *,
+        compress: bool = True,
+        progress: Any = None,
+        overwrite: bool = False,
+    ) -> dict[str, Any]:
+        """Write the session to ``path`` here, from the bytes the server streams (Export):
+        replaced atomically and durably, as a local export is; an existing file is refused
+        unless ``overwrite``."""
+        from agentsessions.journal.format.durable import FileSystem
+        from agentsessions.journal.tools.exchange import is_stream
+
+        path = Path(path)
+        if path.exists() and not overwrite and not is_stream(path):
+            raise InvalidArgumentError(
+                f"{path} already exists", hint="pass --force to overwrite it"
+            )
+        request = session_pb2.ExportRequest(session=uid, uncompressed=not compress)
+        chunks = self._eager(self._stub.Export(request, metadata=self._metadata))
+        summary: dict[str, Any] = {}
+
+        def write_all(write: Callable[[bytes], Any]) -> None:
+            for chunk in chunks:
+                if chunk.data:
+                    write(chunk.data)
+                if chunk.HasField("summary"):
+                    summary.update(frames.unstruct(chunk.summary))
+
+        if is_stream(path):
+            with path.open("wb") as out:
+                write_all(out.write)
+        else:
+            with FileSystem().atomic_stream(path) as emit:
+                write_all(emit)
+        summary["path"] = str(path)  # the server wrote a file of its own; this is ours
+        if progress is not None:
+            progress(summary.get("records", 0), summary.get("records", 0))
+        return summary
+
+    def import_(
+        self,
+        path: Path,
+        *,
+        project: str | None = None,
+        name: str | None = None,
+        progress: Any = None,
+    ) -> Session:
+        """Recreate a session on the server from the file ``path`` here (Import)."""
+        try:
+            f = Path(path).open("rb")  # noqa: SIM115  # closed by the chunks generator
+        except OSError as exc:
+            raise InvalidArgumentError(f"cannot read {path}: {exc.strerror}") from None
+
+        def chunks() -> Iterator[session_pb2.ImportChunk]:
+            with f:
+                first = session_pb2.ImportChunk(data=f.read(CHUNK))
+                if project is not None:
+                    first.project = project
+                if name is not None:
+                    first.name = name
+                yield first
+                while data := f.read(CHUNK):
+                    yield session_pb2.ImportChunk(data=data)
+
+        return convert.session_from_proto(self._call(self._stub.Import, chunks()))
+
+
+class _Turn(Iterator[Frame]):
+    """A turn's frames: the first already read; closing reads the rest (the turn's END)."""
+
+    def __init__(self, first: SessionFrame | Any, items: Iterator[Any]) -> None:
+        self._first: Frame | None = first
+        self._uid = first.uid
+        self._items = items
+
+    def __iter__(self) -> _Turn:
+        return self
+
+    def __next__(self) -> Frame:
+        if self._first is not None:
+            first, self._first = self._first, None
+            return first
+        return frames.update_to_frame(next(self._items), self._uid)
+
+    def close(self) -> None:
+        """Wait for the turn to end, as the local engine's frames do (the rest is read)."""
+        self._first = None
+        try:
+            for _ in self._items:
+                pass
+        except AgentSessionsError:
+            pass  # the turn ended (and its error is durable); closing does not raise it
+
+    def __del__(self) -> None:
+        # a consumer that drops its frames mid-turn: the turn still ends on the server, and
+        # the stream is drained so a caller that reads next sees the END
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+def _ms(seconds: float) -> int:
+    if seconds < 0:
+        return -1  # refused by the server with the engine's message
+    return round(seconds * 1000)
+
+
+def _tools_text(tools: str | PathLike[str] | None) -> str:
+    """The workload file's text, validated here first (as the local engine does)."""
+    if tools is None or tools == "":
+        return ""
+    from agentsessions.tools.workload import load_workload
+
+    return load_workload(os.fspath(tools)).source

@@ -1,0 +1,156 @@
+"""Building and running the gRPC server over one long-lived engine.
+
+:func:`build_server` is the seam the other parts of issue 10 plug into (docs/WIRE.md):
+``credentials`` and ``interceptors`` (access control), ``scope`` (the Sessions an RPC acts
+on for its caller), ``extra_services`` (the Harness and HarnessRegistry services).
+
+Invariants:
+- the server is listening when :func:`build_server` returns; :attr:`RunningServer.address`
+  is the real address (with port 0 the port the OS chose), so a caller can print it;
+- :meth:`RunningServer.stop` stops accepting at once, lets in-flight RPCs finish for
+  ``grace`` seconds, then cancels the rest; a turn a cancelled Exec was streaming goes on
+  on the engine's thread, and closing the engine (the caller's job) waits for its END, so
+  nothing is half written;
+- :meth:`RunningServer.serve_forever` turns SIGINT and SIGTERM into that graceful stop.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Callable, Sequence
+from concurrent import futures
+from types import FrameType
+from typing import Any
+
+import grpc
+
+from agentsessions.errors import InvalidArgumentError, UnavailableError
+from agentsessions.server import service
+from agentsessions.sessions.api import Sessions
+
+DEFAULT_GRACE = 10.0
+MAX_WORKERS = 64  # each stream (Exec, Follow) holds a worker while it runs
+
+
+class RunningServer:
+    """A started server: where it listens, and how to stop it."""
+
+    def __init__(self, server: grpc.Server, address: str, port: int) -> None:
+        self.server = server
+        self.address = address
+        self.port = port
+        self._stopped = threading.Event()
+
+    def stop(self, grace: float | None = DEFAULT_GRACE) -> None:
+        """Stop accepting; let in-flight RPCs run for ``grace`` seconds, then cancel them."""
+        self.server.stop(grace).wait()
+        self._stopped.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the server has stopped; True if it has."""
+        return self._stopped.wait(timeout)
+
+    def serve_forever(self, grace: float = DEFAULT_GRACE) -> int:
+        """Serve until SIGINT or SIGTERM (or :meth:`stop` from another thread), then stop
+        gracefully; the signal's number (0 without one). The handlers are installed only on
+        the main thread, and the previous ones are back before the graceful stop, so a
+        second signal during it acts as it would have (Ctrl-C twice ends the process)."""
+        got: list[int] = []
+
+        def on_signal(signum: int, _frame: FrameType | None) -> None:
+            got.append(signum)
+            self._stopped.set()
+
+        previous = {}
+        if threading.current_thread() is threading.main_thread():  # only it may take signals
+            previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            self._stopped.wait()
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+        self.server.stop(grace).wait()
+        return got[0] if got else 0
+
+
+def open_engine(
+    home: str | os.PathLike[str] | None,
+    *,
+    store: str = "file",
+    runtime: str = "auto",
+    model: str | None = None,
+) -> Sessions:
+    """The server's one engine: on the file store under ``home``, or (``store="memory"``)
+    on an in-memory store that lives as long as the engine."""
+    from agentsessions.sessions.local import open_local
+
+    if store == "file":
+        return open_local(home, runtime=runtime, model=model)
+    if store == "memory":
+        from agentsessions.journal.stores.memstore import MemoryStore
+
+        return open_local(home, store=MemoryStore(), runtime=runtime, model=model)
+    raise InvalidArgumentError(f"invalid store {store!r}: expected file or memory")
+
+
+def parse_listen(listen: str) -> tuple[str, bool]:
+    """The grpc address of ``HOST:PORT`` or ``unix:///path``, and whether it is a Unix socket."""
+    if listen.startswith("unix:"):
+        path = listen.removeprefix("unix://") if listen.startswith("unix://") else listen[5:]
+        if not path or not path.startswith("/"):
+            raise InvalidArgumentError(
+                f"invalid listen address {listen!r}: a Unix socket needs an absolute path",
+                hint="for example unix:///tmp/agentsessions.sock",
+            )
+        return f"unix://{path}", True
+    host, sep, port = listen.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise InvalidArgumentError(
+            f"invalid listen address {listen!r}: expected HOST:PORT or unix:///path",
+            hint="for example 127.0.0.1:7443 (port 0: any free port)",
+        )
+    return listen, False
+
+
+def build_server(
+    engine: Sessions,
+    listen: str,
+    *,
+    credentials: grpc.ServerCredentials | None = None,
+    interceptors: Sequence[grpc.ServerInterceptor] = (),
+    scope: Callable[[grpc.ServicerContext], Sessions] | None = None,
+    extra_services: Sequence[Callable[[grpc.Server], None]] = (),
+    options: Sequence[tuple[str, Any]] = (),
+) -> RunningServer:
+    """Serve ``engine`` as ``agentsessions.v1.Sessions`` on ``listen``, started.
+
+    ``credentials`` None is an insecure port. The caller owns ``engine``: stop the server,
+    then close the engine (which waits for running turns)."""
+    address, is_unix = parse_listen(listen)
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="rpc"),
+        interceptors=list(interceptors),
+        options=list(options),
+    )
+    service.add_to_server(server, engine, scope)
+    for add in extra_services:
+        add(server)
+    try:
+        if credentials is None:
+            port = server.add_insecure_port(address)
+        else:
+            port = server.add_secure_port(address, credentials)
+    except RuntimeError:  # grpc raises this when it cannot bind (its text says little more)
+        port = 0
+    if port == 0:  # grpc's answer for an address it could not bind (a Unix socket gives 1)
+        raise UnavailableError(
+            f"cannot listen on {listen}: the address is in use or not available here",
+            hint="choose another --listen address (port 0: any free port)",
+        )
+    server.start()
+    if is_unix:
+        return RunningServer(server, address, 0)
+    host = address.rpartition(":")[0]
+    return RunningServer(server, f"{host}:{port}", port)

@@ -1,0 +1,163 @@
+"""gRPC benchmarks (issue 10): the daemon's cost over the engine it serves.
+
+    python bench/grpc.py            # 200 turns for the round trip, 32 clients x 10 turns
+    python bench/grpc.py --quick    # small sizes, for a smoke check
+    python bench/grpc.py --json     # the figures as one JSON object
+
+Two measurements, each against the same work in process, rounds interleaved, medians:
+
+- round trip: one ``exec`` turn (echo, durable before it returns) through
+  ``agentsessions.client`` to a real ``agentsessions serve`` process on a loopback port,
+  against ``Sessions.exec`` on the in-process engine (both iterate every frame);
+- load: 32 clients, each on its own channel and thread (in this process), running turns on
+  32 sessions of that server, against 32 threads running the same turns on the in-process
+  engine: turns/s.
+
+Each side has its own home on the file store (fsync'd appends). Nothing is asserted:
+machines are shared and noisy; the ratios are the point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+# this file is named grpc.py: its own directory must not shadow the grpc package
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+sys.path.insert(0, str(ROOT))
+
+import agentsessions  # noqa: E402
+from agentsessions.client import dial  # noqa: E402
+from agentsessions.sessions.api import Sessions  # noqa: E402
+
+
+@contextmanager
+def engines() -> Iterator[tuple[Sessions, Sessions]]:
+    """(in-process engine, client of a real ``agentsessions serve`` process), each on its
+    own home: the daemon as deployed, so clients and server do not share one interpreter."""
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-grpc-") as tmp,
+        agentsessions.open(Path(tmp) / "local") as local,
+    ):
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        argv = [sys.executable, "-m", "agentsessions", "--home", str(Path(tmp) / "served"),
+                "serve", "--listen", "127.0.0.1:0", "--no-auth"]  # fmt: skip
+        daemon = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+        )
+        try:
+            assert daemon.stdout is not None
+            line = daemon.stdout.readline()
+            if not line.startswith("listening on "):
+                raise SystemExit(f"bench: agentsessions serve did not start: {line!r}")
+            with dial(line.split()[-1]) as client:
+                yield local, client
+        finally:
+            daemon.send_signal(signal.SIGTERM)
+            daemon.wait(timeout=120)
+
+
+def _turn(sessions: Sessions, uid: str | None, text: str) -> str:
+    last = None
+    for frame in sessions.exec(uid, [text]):
+        last = frame
+    assert last is not None
+    return last.uid
+
+
+def round_trip(sessions: Sessions, turns: int) -> float:
+    """Median seconds of one exec turn on one session."""
+    uid = _turn(sessions, None, "warm up")
+    times = []
+    for n in range(turns):
+        start = time.perf_counter()
+        _turn(sessions, uid, f"turn {n}")
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def load(make: Callable[[], Sessions], close: bool, clients: int, turns: int) -> float:
+    """Turns/s of ``clients`` threads, each running ``turns`` turns on its own session
+    through its own Sessions (``make()``: a client each, or the one shared engine)."""
+    ready = [make() for _ in range(clients)]
+    uids = [_turn(s, None, "warm up") for s in ready]
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        try:
+            for n in range(turns):
+                _turn(ready[i], uids[i], f"c{i} t{n}")
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(clients)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - start
+    if close:
+        for s in ready:
+            s.close()
+    if errors:
+        raise errors[0]
+    return clients * turns / elapsed
+
+
+def run(quick: bool) -> dict[str, Any]:
+    """Every figure, rounds interleaved, medians."""
+    turns, clients, load_turns, rounds = (20, 8, 3, 1) if quick else (200, 32, 10, 3)
+    local_rt, remote_rt, local_load, remote_load = [], [], [], []
+    with engines() as (local, client):
+        address = client.address  # type: ignore[attr-defined]
+        for _ in range(rounds):
+            local_rt.append(round_trip(local, turns))
+            remote_rt.append(round_trip(client, turns))
+            local_load.append(load(lambda: local, False, clients, load_turns))
+            remote_load.append(load(lambda: dial(address), True, clients, load_turns))
+    in_process, over_grpc = statistics.median(local_rt), statistics.median(remote_rt)
+    local_tps, remote_tps = statistics.median(local_load), statistics.median(remote_load)
+    return {
+        "round_trip_ms": {"in_process": in_process * 1e3, "grpc": over_grpc * 1e3},
+        "round_trip_ratio": over_grpc / in_process,  # > 1: what the wire costs a turn
+        "load_turns_per_s": {"in_process": local_tps, "grpc": remote_tps},
+        "load_ratio": remote_tps / local_tps,  # < 1: what the wire costs under load
+        "clients": clients,
+        "turns": {"round_trip": turns, "load_per_client": load_turns, "rounds": rounds},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke check)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args()
+    out = run(args.quick)
+    if args.json:
+        print(json.dumps(out))
+        return
+    rt, ld = out["round_trip_ms"], out["load_turns_per_s"]
+    print(f"exec round trip: in-process {rt['in_process']:.2f} ms, over gRPC "
+          f"{rt['grpc']:.2f} ms ({out['round_trip_ratio']:.2f}x)")  # fmt: skip
+    print(f"{out['clients']} clients on {out['clients']} sessions: in-process "
+          f"{ld['in_process']:.0f} turns/s, over gRPC {ld['grpc']:.0f} turns/s "
+          f"({out['load_ratio']:.2f}x)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
