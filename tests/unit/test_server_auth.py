@@ -30,21 +30,18 @@ UNKNOWN = "sess-000000000000000000000000"
 
 
 class ScopedService(service.SessionsService):
-    """main's service, its engine read through the scope on each RPC."""
+    """The service reading its Sessions through the scope on each RPC (as build_server
+    makes it), with a Replay held open until the caller leaves (a stream to count)."""
 
-    def __init__(self, scope: Scope) -> None:  # no super().__init__: engine is a property
-        self.scope = scope
-
-    @property  # type: ignore[override]
-    def engine(self) -> Sessions:
-        return self.scope()
+    def __init__(self, scope: Scope) -> None:
+        super().__init__(scope.engine, scope)
 
     def Replay(
         self, request: session_pb2.ReplayRequest, context: grpc.ServicerContext
     ) -> Iterator[common_pb2.LogRecord]:
         """The records, then held open until the caller cancels (a stream to count)."""
         try:
-            records = list(self.scope().read(request.session))
+            records = list(self.sessions(context).read(request.session))
         except Exception as exc:
             status.abort(context, exc)
             raise
