@@ -329,9 +329,11 @@ def conversation(events: list[Event]) -> list[Message]:
     """INPUT messages as user turns, OUTPUT messages as assistant turns and each run of
     TOOL_RESULTs as one tool turn, in order, paired (see :func:`paired`)."""
     out: list[Message] = []
+    tools = False  # a tool call or result seen: only then can pairing change anything
     for event in events:
         kind = event.get("kind", "")
         if kind == "EVENT_TOOL_RESULT" and isinstance(event.get("result"), dict):
+            tools = True
             part = {"tool_result": event["result"]}
             if out and out[-1].get("role") == "tool":
                 out[-1] = {**out[-1], "parts": [*out[-1]["parts"], part]}
@@ -342,8 +344,10 @@ def conversation(events: list[Event]) -> list[Message]:
         msg = event.get("message")
         if role is None or msg is None:
             continue
+        if role == "assistant" and not tools:
+            tools = any("tool_call" in p for p in msg.get("parts") or ())
         out.append(msg if msg.get("role") == role else {**msg, "role": role})
-    return paired(out)
+    return paired(out) if tools else out
 
 
 def paired(messages: list[Message]) -> list[Message]:

@@ -54,6 +54,9 @@ class HeldWriter:
         )
         self._update_ns = info.update_time_ns
         self._recent: deque[Record] = deque(maxlen=RECENT_RECORDS)
+        # each recent record's event, decoded once on first read (None until then): a chat
+        # turn reads the same 50-event window every turn, shifted by the 5 events it adds
+        self._events: deque[dict[str, Any] | None] = deque(maxlen=RECENT_RECORDS)
         self.last_used = time.monotonic()
 
     # -- the Writer protocol ------------------------------------------------------------
@@ -139,6 +142,29 @@ class HeldWriter:
             return (self._recent[i] for i in range(start, start + max(0, hi - lo + 1)))
         return self._store.read(self.uid, lo, hi)
 
+    def events(self, from_seq: int, to_seq: int = 0) -> list[dict[str, Any]]:
+        """The events of records ``from_seq..to_seq`` (0 = head), in order.
+
+        Within the recent window each record is decoded once, the first time it is asked
+        for, and the same dict is handed out after that: events are read-only to their
+        readers (as replay's shared history is). Older ones are decoded from the store."""
+        head = self.inner.head[0]
+        hi = head if to_seq <= 0 else min(to_seq, head)
+        lo = max(from_seq, 1)
+        if not (self._recent and self._recent[0].seq <= lo):
+            self._fill(lo, head)
+        recent, decoded = self._recent, self._events
+        if not (recent and recent[0].seq <= lo):
+            return [r.event for r in self._store.read(self.uid, lo, hi)]
+        start = lo - recent[0].seq
+        out: list[dict[str, Any]] = []
+        for i in range(start, start + max(0, hi - lo + 1)):
+            event = decoded[i]
+            if event is None:
+                event = decoded[i] = recent[i].event
+            out.append(event)
+        return out
+
     def _fill(self, lo: int, head: int) -> None:
         """Load the window with the records before it, once: a recent read (a harness's
         history tail) that reaches back past what this writer appended costs one read of
@@ -152,14 +178,18 @@ class HeldWriter:
         older = list(self._store.read(self.uid, first, end))
         if len(older) != end - first + 1:
             return  # the store answered with a gap: do not trust the window with it
-        self._recent.extendleft(reversed(older[-(RECENT_RECORDS - len(self._recent)) :]))
+        room = older[-(RECENT_RECORDS - len(self._recent)) :]
+        self._recent.extendleft(reversed(room))
+        self._events.extendleft([None] * len(room))
 
     def _fold(self, records: Sequence[Record], events: Sequence[Mapping[str, Any]] | None) -> None:
         for i, record in enumerate(records):
             self._projection.apply(events[i] if events is not None else record.event, record.seq)
             if self._recent and self._recent[-1].seq + 1 != record.seq:
                 self._recent.clear()  # keep the window contiguous
+                self._events.clear()
             self._recent.append(record)
+            self._events.append(None)
         self._update_ns = time.time_ns()
 
 

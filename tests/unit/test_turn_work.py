@@ -1,0 +1,104 @@
+"""The work a turn repeats is done once (issue 8's turn target), counted, not timed.
+
+A held writer decodes each recent record's event once, however many turns read it in their
+history window; what is kept across turns (decoded events, the session's state, the tools
+its workload offers) is seen to change on the next turn when what it came from changes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agentsessions.controller.controller import Controller
+from agentsessions.controller.held import KEEP_LONG_LIVED
+from agentsessions.journal.format.records import Record
+from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.store import SessionMeta, new_uid
+from agentsessions.models import create_model
+from agentsessions.runtimes import create_runtime
+from agentsessions.sessions.wiring import HARNESSES
+from agentsessions.v1 import model
+
+
+def _controller(store: FileStore) -> Controller:
+    return Controller(
+        store,
+        harnesses=HARNESSES,
+        models=create_model,
+        runtime=create_runtime("local", home=store.home),
+        default_model="scripted:seed=3",
+        keep_writers=KEEP_LONG_LIVED,
+    )
+
+
+def _say(text: str) -> list[dict[str, Any]]:
+    return [dict(model.text_message("user", text))]
+
+
+def test_a_held_history_decodes_each_record_once(tmp_path: Path, monkeypatch: Any) -> None:
+    """20 chat turns read a 50-event window each (1,000 event reads); each of the ~100
+    records is decoded once, and the window still equals what the store holds."""
+    store = FileStore(tmp_path)
+    ctl = _controller(store)
+    uid = ctl.exec(None, _say("turn 0"), harness="chat").uid
+    decoded: list[int] = []
+    real = Record.event
+
+    def counting(self: Record) -> dict[str, Any]:
+        decoded.append(self.seq)
+        return real.fget(self)  # type: ignore[no-any-return, attr-defined]
+
+    monkeypatch.setattr(Record, "event", property(counting))
+    for i in range(1, 21):
+        ctl.exec(uid, _say(f"turn {i}"))
+    monkeypatch.undo()
+    assert len(decoded) == len(set(decoded))  # never the same record twice
+    writer = ctl.writers.get(uid)
+    assert writer is not None
+    head = writer.head[0]
+    assert writer.events(head - 49) == [r.event for r in store.read(uid, head - 49)]
+    ctl.close()
+
+
+def test_a_held_window_refilled_after_a_gap_serves_the_store_events(tmp_path: Path) -> None:
+    """Records that reach the writer out of order (a gap) clear the window; events read
+    afterwards are those the store holds, never a stale decoded one."""
+    store = FileStore(tmp_path)
+    ctl = _controller(store)
+    uid = ctl.exec(None, _say("a"), harness="chat").uid
+    for i in range(3):
+        ctl.exec(uid, _say(f"turn {i}"))
+    writer = ctl.writers.get(uid)
+    assert writer is not None
+    before = writer.events(1)
+    writer._recent.popleft()  # a window that no longer starts at the first record
+    writer._events.popleft()
+    assert writer.events(1) == before == [r.event for r in store.read(uid)]
+    ctl.close()
+
+
+def test_a_chat_session_reads_with_events_from_the_start(tmp_path: Path) -> None:
+    """A long session reopened: the first turn's window comes from the store, and every
+    later turn's history equals the store's last 50 events."""
+    store = FileStore(tmp_path)
+    uid = store.create(SessionMeta(uid=new_uid(), harness="chat")).uid
+    with store.writer(uid) as w:
+        for i in range(30):
+            xid = f"{i:016x}"
+            w.append(
+                [
+                    model.execution_start(input_count=1, harness="chat", execution_id=xid),
+                    model.input_event(model.text_message("user", f"old {i}"), execution_id=xid),
+                    model.output_event(model.text_message("assistant", "ok"), execution_id=xid),
+                    model.end_event("COMPLETED", execution_id=xid),
+                ]
+            )
+    ctl = _controller(store)
+    for i in range(3):
+        ctl.exec(uid, _say(f"turn {i}"))
+        writer = ctl.writers.get(uid)
+        assert writer is not None
+        head = writer.head[0]
+        assert writer.events(head - 49, head) == [r.event for r in store.read(uid, head - 49)]
+    ctl.close()
