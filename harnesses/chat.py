@@ -345,7 +345,8 @@ def conversation(events: list[Event]) -> list[Message]:
         if role is None or msg is None:
             continue
         if role == "assistant" and not tools:
-            tools = any("tool_call" in p for p in msg.get("parts") or ())
+            for part in msg.get("parts") or ():
+                tools = tools or "tool_call" in part
         out.append(msg if msg.get("role") == role else {**msg, "role": role})
     return paired(out) if tools else out
 

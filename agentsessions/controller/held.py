@@ -53,6 +53,7 @@ class HeldWriter:
             snapshot=dict(info.snapshot) if info.snapshot is not None else None,
         )
         self._update_ns = info.update_time_ns
+        self._kept: SessionInfo | None = None  # info() until the next commit
         self._recent: deque[Record] = deque(maxlen=RECENT_RECORDS)
         # each recent record's event, decoded once on first read (None until then): a chat
         # turn reads the same 50-event window every turn, shifted by the 5 events it adds
@@ -114,10 +115,16 @@ class HeldWriter:
 
     # -- what it knows ------------------------------------------------------------------
     def info(self) -> SessionInfo:
-        """The session as :meth:`Store.get` would return it, without asking the store."""
+        """The session as :meth:`Store.get` would return it, without asking the store.
+
+        Asked several times a turn: the (frozen) answer is kept until the next commit
+        changes it; one holding a snapshot (a mutable mapping) is built fresh each time."""
+        kept = self._kept
+        if kept is not None:
+            return kept
         seq, digest = self.inner.head
         p = self._projection
-        return replace(
+        info = replace(
             self._info,
             last_seq=seq,
             last_hash=digest,
@@ -129,6 +136,9 @@ class HeldWriter:
             update_time_ns=self._update_ns,
             fence=max(self._info.fence, self.inner.fence),
         )
+        if info.snapshot is None:
+            self._kept = info
+        return info
 
     def read(self, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
         """Records ``from_seq..to_seq`` (0 = head): from memory when held, else the store."""
@@ -183,6 +193,7 @@ class HeldWriter:
         self._events.extendleft([None] * len(room))
 
     def _fold(self, records: Sequence[Record], events: Sequence[Mapping[str, Any]] | None) -> None:
+        self._kept = None  # the head and projections move: info() is built again
         for i, record in enumerate(records):
             self._projection.apply(events[i] if events is not None else record.event, record.seq)
             if self._recent and self._recent[-1].seq + 1 != record.seq:

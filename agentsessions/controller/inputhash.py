@@ -67,7 +67,7 @@ def model_input_bytes(request: ModelRequest) -> bytes:
     """Exactly what Go's ``json.Marshal(api.ModelRequest)`` writes for ``request``."""
     fields = [
         ("Model", go_string(request.model, "model")),
-        ("Messages", _slice(request.messages, _message, "messages", nil_if_empty=True)),
+        ("Messages", _messages(request.messages)),
         ("Params", _NULL if request.params is None else _params(request.params)),
     ]
     if request.tools:
@@ -226,6 +226,27 @@ def _params(params: Mapping[str, str]) -> str:
 
 
 # --------------------------------------------------------------------------- messages
+
+
+def _messages(items: object) -> str:
+    """``Messages``: :func:`_slice` of :func:`_message`, written out because a turn hashes its
+    whole window again: a field path is built only for a message that needs the general
+    encoder (and names the field when it fails)."""
+    if not isinstance(items, list | tuple):
+        raise InvalidArgumentError(f"messages: expected a list, got {type(items).__name__}")
+    if not items:
+        return _NULL
+    out = []
+    for i, item in enumerate(items):
+        texts = _plain_texts(item)
+        if texts is not None:
+            try:
+                out.append(_text_message(*texts))
+                continue
+            except InvalidArgumentError:
+                pass  # the general path raises it again, naming the field
+        out.append(_general_message(item, f"messages[{i}]"))
+    return "[" + ",".join(out) + "]"
 
 
 def _message(value: object, path: str) -> str:

@@ -77,7 +77,9 @@ def marker_data(event: Mapping[str, Any]) -> dict[str, int] | None:
     if event.get("kind") != "EVENT_OUTPUT":
         return None
     for part in (event.get("message") or {}).get("parts") or ():
-        data = (part.get("data") or {}).get("data") if isinstance(part, Mapping) else None
+        if (type(part) is not dict and not isinstance(part, Mapping)) or "data" not in part:
+            continue  # a text or tool part: nearly every part there is
+        data = (part.get("data") or {}).get("data")
         if isinstance(data, Mapping) and isinstance(data.get(KEY), Mapping):
             body = data[KEY]
             try:

@@ -102,3 +102,25 @@ def test_a_chat_session_reads_with_events_from_the_start(tmp_path: Path) -> None
         head = writer.head[0]
         assert writer.events(head - 49, head) == [r.event for r in store.read(uid, head - 49)]
     ctl.close()
+
+
+def test_held_info_is_kept_until_the_next_commit_changes_it(tmp_path: Path) -> None:
+    """The writer's SessionInfo is built once between commits, and the next turn sees the
+    head, exec state and update time that turn's commits moved."""
+    store = FileStore(tmp_path)
+    ctl = _controller(store)
+    uid = ctl.exec(None, _say("a"), harness="chat").uid
+    writer = ctl.writers.get(uid)
+    assert writer is not None
+    first = writer.info()
+    assert writer.info() is first  # nothing committed: the same answer
+    ctl.exec(uid, _say("b"))
+    after = ctl.info(uid)
+    last = list(store.read(uid))[-1]
+    assert after is not first
+    assert (after.last_seq, after.last_hash) == (last.seq, last.content_hash)
+    assert after.last_seq == first.last_seq + 5  # START, INPUT, MODEL_CALL, OUTPUT, END
+    assert after.exec_seq == first.last_seq + 1 and after.exec_state == "EXEC_COMPLETED"
+    assert after.update_time_ns >= first.update_time_ns
+    ctl.close()
+    assert store.get(uid).last_seq == after.last_seq
