@@ -84,9 +84,13 @@ def go_string(value: object, path: str = "string") -> str:
     """A Go JSON string literal with encoding/json's default (HTML-safe) escaping."""
     if type(value) is not str:
         raise InvalidArgumentError(f"{path}: expected a string, got {type(value).__name__}")
+    out = encode_basestring(value)
+    if value.isascii():  # O(1); no surrogate, and only the three ASCII escapes can apply
+        # translate() looks each character up in a dict: for a long text, most of the cost
+        return out.translate(_GO_HTML_ESCAPES) if "<" in out or ">" in out or "&" in out else out
     if _SURROGATE.search(value):
         raise InvalidArgumentError(f"{path}: a lone surrogate is not valid UTF-8")
-    return encode_basestring(value).translate(_GO_HTML_ESCAPES)
+    return out.translate(_GO_HTML_ESCAPES)
 
 
 def go_float(x: float) -> str:

@@ -124,3 +124,29 @@ def test_held_info_is_kept_until_the_next_commit_changes_it(tmp_path: Path) -> N
     assert after.update_time_ns >= first.update_time_ns
     ctl.close()
     assert store.get(uid).last_seq == after.last_seq
+
+
+def test_go_string_fast_path_writes_what_the_general_escaper_writes() -> None:
+    """The ASCII shortcut of the input hash's string encoder (translate only when an HTML
+    escape applies) gives exactly the escaping of the full path, and still refuses a lone
+    surrogate."""
+    import json
+
+    import pytest
+
+    from agentsessions.controller.inputhash import go_string
+    from agentsessions.errors import InvalidArgumentError
+
+    def slow(text: str) -> str:
+        out = json.dumps(text)  # ensure_ascii: \\uXXXX for non-ASCII; undone below
+        out = json.dumps(json.loads(out), ensure_ascii=False)
+        for a, b in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
+            out = out.replace(a, b)
+        return out.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+    for text in ["plain", "a & b", "x > y", "<p>", "tab\there", 'q"uote', "back\\slash",
+                 "", "\x01ctl", "héllo <x>", "line\u2028sep\u2029", "日本 & 語" * 50,
+                 "lorem ipsum " * 60]:  # fmt: skip
+        assert go_string(text) == slow(text), text
+    with pytest.raises(InvalidArgumentError):
+        go_string("bad \ud800 surrogate")
