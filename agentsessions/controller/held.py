@@ -295,6 +295,11 @@ class WriterPool:
         if not self._held:
             return
         limit = time.monotonic() - self.idle_seconds
+        if len(self._held) == 1:  # an engine's controller holds one writer: no list to build
+            ((uid, held),) = self._held.items()
+            if held.last_used < limit:
+                self.release(uid)
+            return
         for uid in [u for u, h in self._held.items() if h.last_used < limit]:
             self.release(uid)
 

@@ -47,6 +47,7 @@ _GO_HTML_ESCAPES = str.maketrans(
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _NULL = "null"
 
+_MESSAGE_KEYS = frozenset({"role", "parts"})
 _PART_KEYS = frozenset({"text", "file", "data", "reasoning", "tool_call", "tool_result"})
 _MEDIATIONS = (
     "MEDIATION_UNSPECIFIED",
@@ -279,10 +280,10 @@ def _plain_texts(value: object) -> tuple[str, tuple[str, ...]] | None:
 
     Such messages are nearly all of a conversation, and each turn hashes its whole window of
     history again: recognising them is cheap, and their encoding is then memoised."""
-    if type(value) is not dict or not value.keys() <= {"role", "parts"}:
+    if type(value) is not dict or not value.keys() <= _MESSAGE_KEYS:
         return None
-    role, parts = value.get("role", ""), value.get("parts", [])
-    if type(role) is not str or type(parts) is not list:
+    role, parts = value.get("role", ""), value.get("parts", ())
+    if type(role) is not str or (type(parts) is not list and parts != ()):
         return None
     texts = []
     for part in parts:

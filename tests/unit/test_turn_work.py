@@ -150,3 +150,23 @@ def test_go_string_fast_path_writes_what_the_general_escaper_writes() -> None:
         assert go_string(text) == slow(text), text
     with pytest.raises(InvalidArgumentError):
         go_string("bad \ud800 surrogate")
+
+
+def test_an_idle_held_writer_is_closed_whether_alone_or_not(tmp_path: Path) -> None:
+    """The idle limit closes a writer unused for longer than it (the lone writer an
+    engine's per-session controller holds, and any of several), freeing its lock."""
+    store = FileStore(tmp_path)
+    ctl = _controller(store)
+    uids = [ctl.exec(None, _say(f"s{i}"), harness="chat").uid for i in range(3)]
+    pool = ctl.writers
+    for count in (3, 1):
+        while len(pool._held) > count:
+            pool.release(next(iter(pool._held)))
+        stale = next(iter(pool._held))
+        pool._held[stale].last_used -= pool.idle_seconds + 1  # as if unused that long
+        assert pool.get(stale) is None
+        assert stale not in pool._held
+        with store.writer(stale):  # its lock is free again
+            pass
+    assert set(pool._held) <= set(uids)
+    ctl.close()

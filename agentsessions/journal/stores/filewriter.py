@@ -170,7 +170,8 @@ class FileWriter:
         if cid is not None:
             frames.append((segment.RTYPE_COMMIT, records[0].seq, records[0].fence, cid.encode()))
         frames.extend((segment.RTYPE_EVENT, r.seq, r.fence, r.payload) for r in records)
-        self._log.append_group(frames, carry=self._tail.to_json, sync=sync)
+        last = records[-1].content_hash  # sealed with the records: not hashed again
+        self._log.append_group(frames, carry=self._tail.to_json, sync=sync, last_hash=last)
         self._unsynced = not sync
         result = self._tail.advance(records, events, cid)
         self._since_hint += 1
