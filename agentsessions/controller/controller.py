@@ -46,7 +46,7 @@ from agentsessions.journal.stores.store import SessionInfo, SessionMeta, Store, 
 from agentsessions.v1 import model
 
 from . import executions
-from .cancel import cancel_events, check_request, requests_of
+from .cancel import cancel_events, request_check, requests_of
 from .held import DEFAULT_IDLE_SECONDS, DEFAULT_KEEP, HeldWriter, WriterPool
 from .history import WriterHistory
 from .registry import Registry
@@ -586,9 +586,9 @@ class Controller:
         )
         uid = journal.writer.uid
         live.tools = ToolHost(uid, self.tools, receipts_of(self.store), self.executor_calls)
-        if exec_id and requests_of(self.store) is not None:
-            store = self.store
-            live.before_effect = lambda: check_request(store, uid, exec_id)
+        requests = requests_of(self.store) if exec_id else None
+        if requests is not None:
+            live.before_effect = request_check(requests, uid, exec_id)
         return live
 
     def _failed(self, writer: HeldWriter) -> executions.Execution | None:
