@@ -21,6 +21,7 @@ import weakref
 from collections import OrderedDict, deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
+from itertools import islice
 from typing import Any
 
 from agentsessions.errors import LockHeldError
@@ -167,13 +168,11 @@ class HeldWriter:
         if not (recent and recent[0].seq <= lo):
             return [r.event for r in self._store.read(self.uid, lo, hi)]
         start = lo - recent[0].seq
-        out: list[dict[str, Any]] = []
-        for i in range(start, start + max(0, hi - lo + 1)):
-            event = decoded[i]
-            if event is None:
-                event = decoded[i] = recent[i].event
-            out.append(event)
-        return out
+        out = list(islice(decoded, start, start + max(0, hi - lo + 1)))
+        for j, event in enumerate(out):
+            if event is None:  # first read of this record: decode it, keep the dict
+                out[j] = decoded[start + j] = recent[start + j].event
+        return out  # type: ignore[return-value]  # no None is left in it
 
     def _fill(self, lo: int, head: int) -> None:
         """Load the window with the records before it, once: a recent read (a harness's

@@ -237,7 +237,7 @@ def _messages(items: object) -> str:
     """``Messages``: :func:`_slice` of :func:`_message`, written out because a turn hashes its
     whole window again: a field path is built only for a message that needs the general
     encoder (and names the field when it fails)."""
-    if not isinstance(items, list | tuple):
+    if type(items) is not tuple and not isinstance(items, list | tuple):
         raise InvalidArgumentError(f"messages: expected a list, got {type(items).__name__}")
     if not items:
         return _NULL
