@@ -114,7 +114,7 @@ class ChatConfig:
     def parse(cls, config: bytes) -> ChatConfig:
         """Settings from config bytes; empty means defaults. Raises HarnessError if invalid."""
         if not config.strip():
-            return cls()
+            return _DEFAULT_CONFIG  # frozen: every empty config shares it
         try:
             doc: Any = json.loads(config.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
@@ -160,6 +160,9 @@ class ChatConfig:
             compact_over_bytes=over,
             compact_keep=auto_keep,
         )
+
+
+_DEFAULT_CONFIG = ChatConfig()
 
 
 def _compact_keep(value: Any) -> int | None:
