@@ -170,3 +170,33 @@ def test_an_idle_held_writer_is_closed_whether_alone_or_not(tmp_path: Path) -> N
             pass
     assert set(pool._held) <= set(uids)
     ctl.close()
+
+
+def test_a_recorded_workload_is_read_again_even_when_its_file_looks_unchanged(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The store keeps the workload text by the file's (inode, size, mtime); recording a new
+    one forgets it, so the next turn sees the new tools even when the replacement has the
+    same size and the file system reports the same identity (coarse timestamps, a reused
+    inode), as the stat below pretends."""
+    import os
+
+    from agentsessions.journal.stores import filestore
+    from agentsessions.sessions.wiring import WorkloadOffers
+
+    store = FileStore(tmp_path)
+    uid = store.create(SessionMeta(uid=new_uid(), harness="chat")).uid
+    text = '[tools.{}]\nmediation = "reported"\ndescription = "a tool"\n'
+    store.set_workload(uid, text.format("aaa"))
+    offers = WorkloadOffers(store)
+    assert [t.name for t in offers(uid)] == ["aaa"]
+    real_stat = os.stat
+    frozen = real_stat(store.session_dir(uid) / "WORKLOAD")
+
+    def same_identity(path: Any, *a: Any, **k: Any) -> os.stat_result:
+        return frozen if str(path).endswith("WORKLOAD") else real_stat(path, *a, **k)
+
+    monkeypatch.setattr(filestore.os, "stat", same_identity)
+    store.set_workload(uid, text.format("bbb"))  # the same size
+    assert [t.name for t in offers(uid)] == ["bbb"]
+    assert store.workload(uid) == text.format("bbb")

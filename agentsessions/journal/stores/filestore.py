@@ -465,6 +465,9 @@ class FileStore:
         self._check_writable("record the session's tools")
         path = self._dir(uid).path / receipts.WORKLOAD_NAME
         self.fs.write_file_atomic(path, text.encode("utf-8"))
+        # forget the kept text: a same-size replacement within the file system's timestamp
+        # granularity, on a reused inode, would otherwise look unchanged to workload()
+        self._workloads.pop(uid, None)
 
     # -- internals ------------------------------------------------------------------------
     def _dir(self, uid: str) -> SessionDir:
