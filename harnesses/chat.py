@@ -335,17 +335,18 @@ def conversation(events: list[Event]) -> list[Message]:
     tools = False  # a tool call or result seen: only then can pairing change anything
     for event in events:
         kind = event.get("kind", "")
-        if kind == "EVENT_TOOL_RESULT" and isinstance(event.get("result"), dict):
-            tools = True
-            part = {"tool_result": event["result"]}
-            if out and out[-1].get("role") == "tool":
-                out[-1] = {**out[-1], "parts": [*out[-1]["parts"], part]}
-            else:
-                out.append({"role": "tool", "parts": [part]})
-            continue
         role = _ROLES.get(kind)
+        if role is None:  # not INPUT or OUTPUT: a tool result, or no conversation at all
+            if kind == "EVENT_TOOL_RESULT" and isinstance(event.get("result"), dict):
+                tools = True
+                part = {"tool_result": event["result"]}
+                if out and out[-1].get("role") == "tool":
+                    out[-1] = {**out[-1], "parts": [*out[-1]["parts"], part]}
+                else:
+                    out.append({"role": "tool", "parts": [part]})
+            continue
         msg = event.get("message")
-        if role is None or msg is None:
+        if msg is None:
             continue
         if role == "assistant" and not tools:
             for part in msg.get("parts") or ():
