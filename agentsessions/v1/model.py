@@ -446,9 +446,6 @@ def _enum(name: str, value: str, names: Sequence[str]) -> str | None:
     return value if value != names[0] else None
 
 
-_FIELD_TYPES = (str, bool, dict, list)  # a tuple: isinstance with a union is ~5x slower
-
-
 def _fields(**values: Any) -> dict[str, Any]:
     """Strings, bools, sub-dicts and lists without their defaults (the proto3 omission rule).
 
@@ -458,7 +455,7 @@ def _fields(**values: Any) -> dict[str, Any]:
     for name, value in values.items():
         if value is None or value is False:
             continue
-        if not isinstance(value, _FIELD_TYPES):
+        if not isinstance(value, (str, bool, dict, list)):  # a tuple: ~5x a union's speed
             raise InvalidArgumentError(f"{name} has the wrong type {type(value).__name__}")
         if value != "" and value != []:
             out[name] = value
