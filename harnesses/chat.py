@@ -125,7 +125,7 @@ class ChatConfig:
     def parse(cls, config: bytes) -> ChatConfig:
         """Settings from config bytes; empty means defaults. Raises HarnessError if invalid."""
         if not config.strip():
-            return cls()
+            return _DEFAULT_CONFIG  # frozen: every empty config shares it
         try:
             doc: Any = json.loads(config.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
@@ -171,6 +171,9 @@ class ChatConfig:
             compact_over_bytes=over,
             compact_keep=auto_keep,
         )
+
+
+_DEFAULT_CONFIG = ChatConfig()
 
 
 def _compact_keep(value: Any) -> int | None:
@@ -375,21 +378,27 @@ def conversation(events: list[Event]) -> list[Message]:
     """INPUT messages as user turns, OUTPUT messages as assistant turns and each run of
     TOOL_RESULTs as one tool turn, in order, paired (see :func:`paired`)."""
     out: list[Message] = []
+    tools = False  # a tool call or result seen: only then can pairing change anything
     for event in events:
         kind = event.get("kind", "")
-        if kind == "EVENT_TOOL_RESULT" and isinstance(event.get("result"), dict):
-            part = {"tool_result": event["result"]}
-            if out and out[-1].get("role") == "tool":
-                out[-1] = {**out[-1], "parts": [*out[-1]["parts"], part]}
-            else:
-                out.append({"role": "tool", "parts": [part]})
-            continue
         role = _ROLES.get(kind)
-        msg = event.get("message")
-        if role is None or msg is None:
+        if role is None:  # not INPUT or OUTPUT: a tool result, or no conversation at all
+            if kind == "EVENT_TOOL_RESULT" and isinstance(event.get("result"), dict):
+                tools = True
+                part = {"tool_result": event["result"]}
+                if out and out[-1].get("role") == "tool":
+                    out[-1] = {**out[-1], "parts": [*out[-1]["parts"], part]}
+                else:
+                    out.append({"role": "tool", "parts": [part]})
             continue
+        msg = event.get("message")
+        if msg is None:
+            continue
+        if role == "assistant" and not tools:
+            for part in msg.get("parts") or ():
+                tools = tools or "tool_call" in part
         out.append(msg if msg.get("role") == role else {**msg, "role": role})
-    return paired(out)
+    return paired(out) if tools else out
 
 
 def paired(messages: list[Message]) -> list[Message]:

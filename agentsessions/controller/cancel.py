@@ -81,15 +81,24 @@ def check_request(store: object, uid: str, execution_id: str) -> None:
     """Raise TurnCanceledError if a cancel request names ``execution_id``; a request that
     names another execution (one that ended) is stale and removed."""
     requests = requests_of(store)
-    if requests is None:
-        return
-    named = requests.cancel_requested(uid)
-    if named is None:
-        return
-    if named != execution_id:
-        requests.clear_cancel(uid)
-        return
-    raise TurnCanceledError(f"execution {execution_id} was canceled", session=uid)
+    if requests is not None:
+        request_check(requests, uid, execution_id)()
+
+
+def request_check(requests: CancelRequests, uid: str, execution_id: str) -> Callable[[], None]:
+    """:func:`check_request` for one running execution, its store's requests found once: a
+    turn asks before every effect, so each ask is the store's one ``stat`` and no more."""
+
+    def check() -> None:
+        named = requests.cancel_requested(uid)
+        if named is None:
+            return
+        if named != execution_id:
+            requests.clear_cancel(uid)
+            return
+        raise TurnCanceledError(f"execution {execution_id} was canceled", session=uid)
+
+    return check
 
 
 def checked_stream(

@@ -21,6 +21,7 @@ import weakref
 from collections import OrderedDict, deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
+from itertools import islice
 from typing import Any
 
 from agentsessions.errors import LockHeldError
@@ -60,7 +61,11 @@ class HeldWriter:
             snapshot=dict(info.snapshot) if info.snapshot is not None else None,
         )
         self._update_ns = info.update_time_ns
+        self._kept: SessionInfo | None = None  # info() until the next commit
         self._recent: deque[Record] = deque(maxlen=RECENT_RECORDS)
+        # each recent record's event, decoded once on first read (None until then): a chat
+        # turn reads the same 50-event window every turn, shifted by the 5 events it adds
+        self._events: deque[dict[str, Any] | None] = deque(maxlen=RECENT_RECORDS)
         self.last_used = time.monotonic()
 
     # -- the Writer protocol ------------------------------------------------------------
@@ -127,10 +132,16 @@ class HeldWriter:
 
     # -- what it knows ------------------------------------------------------------------
     def info(self) -> SessionInfo:
-        """The session as :meth:`Store.get` would return it, without asking the store."""
+        """The session as :meth:`Store.get` would return it, without asking the store.
+
+        Asked several times a turn: the (frozen) answer is kept until the next commit
+        changes it; one holding a snapshot (a mutable mapping) is built fresh each time."""
+        kept = self._kept
+        if kept is not None:
+            return kept
         seq, digest = self.inner.head
         p, state = self._projection, self.inner.state
-        return replace(
+        info = replace(
             self._info,
             last_seq=seq,
             last_hash=digest,
@@ -145,6 +156,9 @@ class HeldWriter:
             state_covers=(state.covers_from, state.covers_to),
             state_size=len(state.data),
         )
+        if info.snapshot is None:
+            self._kept = info
+        return info
 
     def read(self, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
         """Records ``from_seq..to_seq`` (0 = head): from memory when held, else the store."""
@@ -157,6 +171,27 @@ class HeldWriter:
             start = lo - self._recent[0].seq
             return (self._recent[i] for i in range(start, start + max(0, hi - lo + 1)))
         return self._store.read(self.uid, lo, hi)
+
+    def events(self, from_seq: int, to_seq: int = 0) -> list[dict[str, Any]]:
+        """The events of records ``from_seq..to_seq`` (0 = head), in order.
+
+        Within the recent window each record is decoded once, the first time it is asked
+        for, and the same dict is handed out after that: events are read-only to their
+        readers (as replay's shared history is). Older ones are decoded from the store."""
+        head = self.inner.head[0]
+        hi = head if to_seq <= 0 else min(to_seq, head)
+        lo = max(from_seq, 1)
+        if not (self._recent and self._recent[0].seq <= lo):
+            self._fill(lo, head)
+        recent, decoded = self._recent, self._events
+        if not (recent and recent[0].seq <= lo):
+            return [r.event for r in self._store.read(self.uid, lo, hi)]
+        start = lo - recent[0].seq
+        out = list(islice(decoded, start, start + max(0, hi - lo + 1)))
+        for j, event in enumerate(out):
+            if event is None:  # first read of this record: decode it, keep the dict
+                out[j] = decoded[start + j] = recent[start + j].event
+        return out  # type: ignore[return-value]  # no None is left in it
 
     def _fill(self, lo: int, head: int) -> None:
         """Load the window with the records before it, once: a recent read (a harness's
@@ -171,14 +206,19 @@ class HeldWriter:
         older = list(self._store.read(self.uid, first, end))
         if len(older) != end - first + 1:
             return  # the store answered with a gap: do not trust the window with it
-        self._recent.extendleft(reversed(older[-(RECENT_RECORDS - len(self._recent)) :]))
+        room = older[-(RECENT_RECORDS - len(self._recent)) :]
+        self._recent.extendleft(reversed(room))
+        self._events.extendleft([None] * len(room))
 
     def _fold(self, records: Sequence[Record], events: Sequence[Mapping[str, Any]] | None) -> None:
+        self._kept = None  # the head and projections move: info() is built again
         for i, record in enumerate(records):
             self._projection.apply(events[i] if events is not None else record.event, record.seq)
             if self._recent and self._recent[-1].seq + 1 != record.seq:
                 self._recent.clear()  # keep the window contiguous
+                self._events.clear()
             self._recent.append(record)
+            self._events.append(None)
         self._update_ns = time.time_ns()
 
 
@@ -273,6 +313,11 @@ class WriterPool:
         if not self._held:
             return
         limit = time.monotonic() - self.idle_seconds
+        if len(self._held) == 1:  # an engine's controller holds one writer: no list to build
+            ((uid, held),) = self._held.items()
+            if held.last_used < limit:
+                self.release(uid)
+            return
         for uid in [u for u, h in self._held.items() if h.last_used < limit]:
             self.release(uid)
 

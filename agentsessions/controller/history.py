@@ -52,6 +52,10 @@ class RecordSource(Protocol):
 
     def read(self, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]: ...
 
+    def events(self, from_seq: int, to_seq: int = 0) -> list[Event]:
+        """The events of records ``from_seq..to_seq`` (a held writer decodes each once)."""
+        ...
+
 
 class WriterHistory:
     """The events with ``seq <= end`` of the session ``source`` writes, read on demand."""
@@ -71,8 +75,7 @@ class WriterHistory:
     def tail(self, count: int) -> list[Event]:
         if count <= 0 or self._end <= 0:
             return []
-        first = max(1, self._end - count + 1)
-        return [r.event for r in self._source.read(first, self._end)]
+        return self._source.events(max(1, self._end - count + 1), self._end)
 
 
 class ListHistory:

@@ -47,6 +47,7 @@ _GO_HTML_ESCAPES = str.maketrans(
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _NULL = "null"
 
+_MESSAGE_KEYS = frozenset({"role", "parts"})
 _PART_KEYS = frozenset({"text", "file", "data", "reasoning", "tool_call", "tool_result"})
 _MEDIATIONS = (
     "MEDIATION_UNSPECIFIED",
@@ -67,7 +68,7 @@ def model_input_bytes(request: ModelRequest) -> bytes:
     """Exactly what Go's ``json.Marshal(api.ModelRequest)`` writes for ``request``."""
     fields = [
         ("Model", go_string(request.model, "model")),
-        ("Messages", _slice(request.messages, _message, "messages", nil_if_empty=True)),
+        ("Messages", _messages(request.messages)),
         ("Params", _NULL if request.params is None else _params(request.params)),
     ]
     if request.tools:
@@ -84,9 +85,13 @@ def go_string(value: object, path: str = "string") -> str:
     """A Go JSON string literal with encoding/json's default (HTML-safe) escaping."""
     if type(value) is not str:
         raise InvalidArgumentError(f"{path}: expected a string, got {type(value).__name__}")
+    out = encode_basestring(value)
+    if value.isascii():  # O(1); no surrogate, and only the three ASCII escapes can apply
+        # translate() looks each character up in a dict: for a long text, most of the cost
+        return out.translate(_GO_HTML_ESCAPES) if "<" in out or ">" in out or "&" in out else out
     if _SURROGATE.search(value):
         raise InvalidArgumentError(f"{path}: a lone surrogate is not valid UTF-8")
-    return encode_basestring(value).translate(_GO_HTML_ESCAPES)
+    return out.translate(_GO_HTML_ESCAPES)
 
 
 def go_float(x: float) -> str:
@@ -228,6 +233,27 @@ def _params(params: Mapping[str, str]) -> str:
 # --------------------------------------------------------------------------- messages
 
 
+def _messages(items: object) -> str:
+    """``Messages``: :func:`_slice` of :func:`_message`, written out because a turn hashes its
+    whole window again: a field path is built only for a message that needs the general
+    encoder (and names the field when it fails)."""
+    if type(items) is not tuple and not isinstance(items, list | tuple):
+        raise InvalidArgumentError(f"messages: expected a list, got {type(items).__name__}")
+    if not items:
+        return _NULL
+    out = []
+    for i, item in enumerate(items):
+        texts = _plain_texts(item)
+        if texts is not None:
+            try:
+                out.append(_text_message(*texts))
+                continue
+            except InvalidArgumentError:
+                pass  # the general path raises it again, naming the field
+        out.append(_general_message(item, f"messages[{i}]"))
+    return "[" + ",".join(out) + "]"
+
+
 def _message(value: object, path: str) -> str:
     texts = _plain_texts(value)
     if texts is not None:
@@ -254,10 +280,10 @@ def _plain_texts(value: object) -> tuple[str, tuple[str, ...]] | None:
 
     Such messages are nearly all of a conversation, and each turn hashes its whole window of
     history again: recognising them is cheap, and their encoding is then memoised."""
-    if type(value) is not dict or not value.keys() <= {"role", "parts"}:
+    if type(value) is not dict or not value.keys() <= _MESSAGE_KEYS:
         return None
-    role, parts = value.get("role", ""), value.get("parts", [])
-    if type(role) is not str or type(parts) is not list:
+    role, parts = value.get("role", ""), value.get("parts", ())
+    if type(role) is not str or (type(parts) is not list and parts != ()):
         return None
     texts = []
     for part in parts:

@@ -42,7 +42,7 @@ consumed.
 
 from __future__ import annotations
 
-import secrets
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, cast
@@ -423,7 +423,7 @@ class TurnSink:
         call_event = model.model_call_event(
             resolved.model,
             input_hash=model_input_hash(resolved),
-            call_id=secrets.token_hex(8),
+            call_id=os.urandom(8).hex(),
             params=dict(resolved.params or {}),
             execution_id=self.execution_id,
         )

@@ -96,7 +96,9 @@ class History(Protocol):
     """The events before an execution, handed over lazily.
 
     Reading is on demand and from the tail, so a turn's cost does not grow with the
-    session unless the harness itself chooses to read everything.
+    session unless the harness itself chooses to read everything. The events are read-only:
+    a history may hand the same dicts to later executions (a held writer decodes each
+    recent record once; replay shares one list), so a harness copies what it changes.
     """
 
     def __len__(self) -> int: ...

@@ -147,7 +147,8 @@ class ScriptedModel:
                 "the model's context window"
             )
         text = found.text
-        pieces = _PIECES.findall(text) or [""]
+        # pieces only matter to a stream or a delay: Sessions.run (no delta) skips the split
+        pieces = _PIECES.findall(text) or [""] if on_delta is not None or self.delay else ()
         for piece in pieces:
             if self.delay:  # a slow model, spread over the stream (demos, crash tests)
                 time.sleep(self.delay / len(pieces))

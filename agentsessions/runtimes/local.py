@@ -20,6 +20,8 @@ from agentsessions.controller.spi import (
 )
 from agentsessions.errors import PlacementError, UnavailableError
 
+_CAPABILITIES = RuntimeCapabilities()  # none: nothing of memory survives
+
 
 class LocalCompute:
     """One in-process harness instance; ``stop`` drops it."""
@@ -53,7 +55,7 @@ class LocalRuntime:
 
     def capabilities(self) -> RuntimeCapabilities:
         """Nothing of memory survives: no memory snapshot, no cow fork."""
-        return RuntimeCapabilities()
+        return _CAPABILITIES  # frozen: asked twice a turn, built once
 
     def create(self, session: str, factory: HarnessFactory) -> LocalCompute:
         """A fresh instance from ``factory``."""

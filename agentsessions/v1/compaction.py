@@ -80,7 +80,9 @@ def marker_data(event: Mapping[str, Any]) -> dict[str, int] | None:
     if event.get("kind") != "EVENT_OUTPUT":
         return None
     for part in (event.get("message") or {}).get("parts") or ():
-        data = (part.get("data") or {}).get("data") if isinstance(part, Mapping) else None
+        if (type(part) is not dict and not isinstance(part, Mapping)) or "data" not in part:
+            continue  # a text or tool part: nearly every part there is
+        data = (part.get("data") or {}).get("data")
         if isinstance(data, Mapping) and isinstance(data.get(KEY), Mapping):
             body = data[KEY]
             try:
@@ -105,15 +107,20 @@ def markers(events: Iterable[tuple[int, Event]]) -> tuple[set[int], Marker | Non
     last_output: dict[str, tuple[int, Mapping[str, Any]]] = {}
     latest: Marker | None = None
     for seq, event in events:
+        kind = event.get("kind")  # only STARTs and OUTPUTs matter: the rest is skipped cheaply
+        if kind == "EVENT_EXECUTION_START":
+            if "compact" in start_config(event):
+                compacting.add(str(event.get("execution_id", "")))
+            continue
+        if kind != "EVENT_OUTPUT":
+            continue
         exec_id = str(event.get("execution_id", ""))
-        if is_compaction_start(event):
-            compacting.add(exec_id)
         data = marker_data(event)
         if data is not None:
             prior = last_output.get(exec_id)
             drop.update((seq, prior[0]) if prior else (seq,))
             latest = Marker(exec_id, **data, summary=prior[1] if prior else None)
-        elif event.get("kind") == "EVENT_OUTPUT" and isinstance(event.get("message"), Mapping):
+        elif isinstance(event.get("message"), Mapping):
             last_output[exec_id] = (seq, event["message"])
             if exec_id in compacting:
                 drop.add(seq)

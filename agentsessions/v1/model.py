@@ -455,7 +455,7 @@ def _fields(**values: Any) -> dict[str, Any]:
     for name, value in values.items():
         if value is None or value is False:
             continue
-        if not isinstance(value, str | bool | dict | list):
+        if not isinstance(value, (str, bool, dict, list)):  # a tuple: ~5x a union's speed
             raise InvalidArgumentError(f"{name} has the wrong type {type(value).__name__}")
         if value != "" and value != []:
             out[name] = value

@@ -360,6 +360,7 @@ class SegmentLog(SegmentFiles):
         *,
         carry: Callable[[], dict[str, Any]],
         sync: bool = True,
+        last_hash: str | None = None,
     ) -> Position:
         """Append ``(rtype, seq, fence, payload)`` frames as one durable group.
 
@@ -369,6 +370,8 @@ class SegmentLog(SegmentFiles):
         SEAL). Returns the new position only after the data sync; with ``sync=False`` the
         group is written but waits for the next sync (:meth:`sync`, a synced group, or the
         SEAL of a rotation), which then covers every group written since the last one.
+        ``last_hash``: the last EVENT payload's SHA-256 hex when the caller already has it
+        (a writer sealed the records), so it is not computed twice.
         """
         t = self._require_tail()
         if not self.writable:
@@ -388,7 +391,8 @@ class SegmentLog(SegmentFiles):
         self._write_tail(buf, prealloc=True, sync=sync)
         t.next_seq = next_seq
         if last_payload is not None:
-            t.last_hash, t.last_frame = sg.content_hash(last_payload), start + last_rel
+            digest = last_hash if last_hash is not None else sg.content_hash(last_payload)
+            t.last_hash, t.last_frame = digest, start + last_rel
         t.index.note(frames[0][1], start)
         return self.position
 

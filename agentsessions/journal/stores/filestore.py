@@ -515,6 +515,9 @@ class FileStore:
         self.keep_workload(uid, text)
         path = self._dir(uid).path / receipts.WORKLOAD_NAME
         self.fs.write_file_atomic(path, text.encode("utf-8"))
+        # forget the kept text: a same-size replacement within the file system's timestamp
+        # granularity, on a reused inode, would otherwise look unchanged to workload()
+        self._workloads.pop(uid, None)
 
     def keep_workload(self, uid: str, text: str) -> str:
         """Keep ``text`` by its digest beside the journal (``WORKLOAD.<digest>``, atomic and

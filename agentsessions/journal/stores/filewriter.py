@@ -185,7 +185,8 @@ class FileWriter:
         if state is not None:  # the state leads its events: one group, one commit point
             frames.append((segment.RTYPE_STATE, seq, fence, self._state_payload(state)))
         frames.extend((segment.RTYPE_EVENT, r.seq, r.fence, r.payload) for r in records)
-        at = self._log.append_group(frames, carry=self._tail.to_json, sync=sync)
+        last = records[-1].content_hash if records else None  # sealed: not hashed again
+        at = self._log.append_group(frames, carry=self._tail.to_json, sync=sync, last_hash=last)
         self._unsynced = not sync
         where = None
         if state is not None:  # the group ends at ``at.offset``: count back to the STATE frame
