@@ -182,14 +182,14 @@ def test_a_recorded_workload_is_read_again_even_when_its_file_looks_unchanged(
     import os
 
     from agentsessions.journal.stores import filestore
-    from agentsessions.sessions.wiring import WorkloadOffers
+    from agentsessions.tools.recorded import RecordedWorkloads
 
     store = FileStore(tmp_path)
     uid = store.create(SessionMeta(uid=new_uid(), harness="chat")).uid
     text = '[tools.{}]\nmediation = "reported"\ndescription = "a tool"\n'
     store.set_workload(uid, text.format("aaa"))
-    offers = WorkloadOffers(store)
-    assert [t.name for t in offers(uid)] == ["aaa"]
+    workloads = RecordedWorkloads(store)
+    assert [t.name for t in workloads.offers(uid, "")] == ["aaa"]
     real_stat = os.stat
     frozen = real_stat(store.session_dir(uid) / "WORKLOAD")
 
@@ -198,5 +198,5 @@ def test_a_recorded_workload_is_read_again_even_when_its_file_looks_unchanged(
 
     monkeypatch.setattr(filestore.os, "stat", same_identity)
     store.set_workload(uid, text.format("bbb"))  # the same size
-    assert [t.name for t in offers(uid)] == ["bbb"]
+    assert [t.name for t in workloads.offers(uid, "")] == ["bbb"]
     assert store.workload(uid) == text.format("bbb")
