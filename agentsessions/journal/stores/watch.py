@@ -21,14 +21,15 @@ test can bound an idle follower's work by counts, not wall time.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import select
 import sys
 import time
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:  # ctypes loads with the first watcher: list and get never follow
+    import ctypes
 
 IN_MODIFY = 0x00000002
 IN_MOVED_TO = 0x00000080
@@ -92,10 +93,12 @@ class InotifyWatcher:
         if libc is None:
             raise OSError("inotify is not available")
         fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
+        from ctypes import get_errno
+
         if fd < 0:
-            raise OSError(ctypes.get_errno(), "inotify_init1 failed")
+            raise OSError(get_errno(), "inotify_init1 failed")
         if libc.inotify_add_watch(fd, os.fsencode(directory), WATCH_MASK) < 0:
-            err = ctypes.get_errno()
+            err = get_errno()
             os.close(fd)
             raise OSError(err, f"inotify_add_watch failed on {directory}")
         self._fd: int | None = fd
@@ -135,6 +138,9 @@ _LIBC: ctypes.CDLL | bool | None = False  # False: not looked up yet
 
 
 def _libc() -> ctypes.CDLL | None:
+    import ctypes
+    import ctypes.util
+
     global _LIBC
     if _LIBC is False:
         try:
