@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from agentsessions.journal.crypto import sealed
 from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format import segmentlog, staterecord, zstdcodec
 
@@ -56,6 +57,7 @@ def _layout(marker: str) -> tuple[str, list[str], list[int]]:
         ("seek-entry", zstdcodec.SEEK_ENTRY_STRUCT),
         ("seek-footer", zstdcodec.SEEK_FOOTER_STRUCT),
         ("state-head", staterecord.STATE_HEAD),
+        ("sealed-head", sealed.HEAD),
     ],
 )
 def test_layout_tables_match_struct_formats(marker: str, code: struct.Struct) -> None:
