@@ -91,7 +91,7 @@ def test_value_tables_match_constants(marker: str) -> None:
     for value, name, *_ in rows:
         assert getattr(sg, name) == int(value), name
     if marker.endswith("rflags"):
-        assert sg.KNOWN_FLAGS == sg.FLAG_GROUP_START | sg.FLAG_GROUP_END
+        assert sg.KNOWN_FLAGS == sg.FLAG_GROUP_START | sg.FLAG_GROUP_END | sg.FLAG_ENCRYPTED
 
 
 def test_constants_table() -> None:

@@ -30,16 +30,17 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from agentsessions.errors import ChainBrokenError, InvalidArgumentError, JournalCorruptError
-from agentsessions.journal.format import canonical
+from agentsessions.journal.format import canonical, sealedhead
 from agentsessions.journal.format.records import Record
+from agentsessions.journal.format.sealedhead import (
+    ALG_AES_256_GCM,
+    HEAD,
+    HEAD_SIZE,
+    SEALED_MAGIC,
+    SEALED_VERSION,
+)
 from agentsessions.journal.format.segment import hash_bytes, hash_hex
 
-SEALED_MAGIC = b"AGSE"
-SEALED_VERSION = 1
-ALG_AES_256_GCM = 1
-HEAD = struct.Struct("<4sBBH32s32s12s")
-HEAD_SIZE = HEAD.size  # 84
-TAG_SIZE = 16
 _AAD_LABEL = b"agentsessions.sealed.v1\x00"
 _SEQ = struct.Struct("<Q")
 
@@ -82,13 +83,10 @@ def seal(
 
 def head_of(sealed: bytes | memoryview, *, seq: int) -> SealedHead:
     """The clear head of ``sealed``; JournalCorruptError when it is not a sealed record."""
-    if len(sealed) < HEAD_SIZE + TAG_SIZE:
-        raise JournalCorruptError(f"sealed record at seq {seq} is too short", seq=seq)
-    magic, version, alg, reserved, prev, content, nonce = HEAD.unpack_from(sealed)
-    if magic != SEALED_MAGIC or version != SEALED_VERSION or alg != ALG_AES_256_GCM or reserved:
+    parsed = sealedhead.parse(sealed)
+    if parsed is None:
         raise JournalCorruptError(f"record at seq {seq} is not a sealed record", seq=seq)
-    if content == bytes(32):
-        raise JournalCorruptError(f"sealed record at seq {seq} has no content hash", seq=seq)
+    prev, content, nonce = parsed
     return SealedHead(hash_hex(prev), content.hex(), nonce)
 
 

@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from agentsessions.errors import AgentSessionsError, FormatError, JournalCorruptError
+from agentsessions.journal.format import sealedhead, staterecord, zstdcodec
 from agentsessions.journal.format import segment as sg
-from agentsessions.journal.format import staterecord, zstdcodec
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem, storage_error
 from agentsessions.journal.format.segment import RTYPE_EVENT, RTYPE_SEAL, Frame, SegmentHeader
 
@@ -250,7 +250,15 @@ def step_frame(
     why = st.rules.check(rtype, seq, flags, payload)
     if why:
         return why
-    if rtype == RTYPE_EVENT:
+    if rtype == RTYPE_EVENT and flags & sg.FLAG_ENCRYPTED:  # the chain is the clear head
+        chain = sealedhead.chain_of(payload)
+        if chain is None or chain[0].encode() != st.prev:
+            return f"seq {seq} does not continue the chain (sealed record)"
+        st.prev = chain[1].encode()
+        st.events, st.last_frame = st.events + 1, base + pos
+        if st.keep is not None:
+            st.keep.append(payload)
+    elif rtype == RTYPE_EVENT:
         if not (payload.startswith(_PREFIX) and payload.endswith(_TAIL % (st.prev, seq))):
             return f"seq {seq} does not continue the chain"
         st.prev = hashlib.sha256(payload).hexdigest().encode()
