@@ -7,17 +7,19 @@ journal's; a broken link or a flipped byte is found without the key.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 
-from agentsessions.errors import JournalCorruptError
-from agentsessions.journal.crypto import sealed
+from agentsessions.errors import JournalCorruptError, MasterKeyError
+from agentsessions.journal.crypto import keys, sealed
 from agentsessions.journal.format import canonical
 from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import SegmentLog
+from agentsessions.journal.tools import verify
 
 SID = "sess-0123456789abcdef01234567"
 KEY = os.urandom(32)
@@ -111,3 +113,94 @@ def test_encrypted_is_refused_on_frames_other_than_events() -> None:
     assert sg.frame_rule(sg.RTYPE_EVENT, 1, start, b"", False, 1, False) == ""
     reason = sg.frame_rule(sg.RTYPE_COMMIT, 1, start, b"", False, 1, False)
     assert reason == "FLAG_ENCRYPTED on a frame that is not an EVENT"
+
+
+def _session(root: Path, groups: int) -> tuple[Path, list[Record]]:
+    sdir = root / SID
+    plain = _write(sdir / "journal", groups)
+    meta = {"uid": SID, "project": "default", "create_time_ns": 1}
+    (sdir / "session.json").write_text(json.dumps(meta))
+    return sdir, plain
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_verify_without_the_key_checks_structure_and_says_so(tmp_path: Path, strict: bool) -> None:
+    sdir, plain = _session(tmp_path, 12)
+    report = verify.verify_dir(sdir, strict=strict, workers=1)
+    assert report.ok, report.reason
+    assert (report.last_seq, report.last_hash) == (plain[-1].seq, plain[-1].content_hash)
+    assert any("without the key" in note for note in report.notes)
+
+
+def test_verify_without_the_key_finds_a_broken_link(tmp_path: Path) -> None:
+    sdir = tmp_path / SID
+    (sdir / "journal").mkdir(parents=True)
+    (sdir / "session.json").write_text(json.dumps({"uid": SID, "project": "default",
+                                                   "create_time_ns": 1}))  # fmt: skip
+    SegmentLog.create(sdir / "journal", session_id=SID)
+    log, _ = SegmentLog.open(sdir / "journal", session_id=SID, writable=True)
+    one, _ = sealed.seal(KEY, SID, _event(1), seq=1, prev_hash="")
+    two, _ = sealed.seal(KEY, SID, _event(2), seq=2, prev_hash="cd" * 32)
+    log.append_group([(sg.RTYPE_EVENT, 1, 1, one)], carry=dict, encrypted=True)
+    log.append_group([(sg.RTYPE_EVENT, 2, 1, two)], carry=dict, encrypted=True)
+    log.close()
+    report = verify.verify_dir(sdir, workers=1)
+    assert not report.ok
+    assert (report.first_bad_seq, report.reason) == (2, "prev_hash mismatch at seq 2")
+    assert report.exit_code == 9
+
+
+def _keyed_session(root: Path, groups: int) -> tuple[Path, list[Record], keys.MasterKey]:
+    sdir, plain = _session(root, groups)
+    master = keys.MasterKey.generate()
+    kdir = keys.KeyDir(sdir, SID)
+    kdir.key_path.write_bytes(keys.wrap(KEY, master, SID))
+    return sdir, plain, master
+
+
+def test_verify_with_the_key_recomputes_every_content_hash(tmp_path: Path) -> None:
+    sdir, plain, master = _keyed_session(tmp_path, 12)
+    report = verify.verify_dir(sdir, workers=1, master=master)
+    assert report.ok, report.reason
+    assert (report.last_seq, report.last_hash) == (plain[-1].seq, plain[-1].content_hash)
+    assert not any("without the key" in note for note in report.notes)
+
+
+def test_verify_with_the_key_finds_a_ciphertext_moved_between_seqs(tmp_path: Path) -> None:
+    """Two sealed records whose heads chain but whose ciphertexts were swapped: the CRCs
+    and links hold (so keyless verify passes), the tags do not."""
+    sdir = tmp_path / SID
+    (sdir / "journal").mkdir(parents=True)
+    meta = {"uid": SID, "project": "default", "create_time_ns": 1}
+    (sdir / "session.json").write_text(json.dumps(meta))
+    one, r1 = sealed.seal(KEY, SID, _event(1), seq=1, prev_hash="")
+    two, _ = sealed.seal(KEY, SID, _event(2), seq=2, prev_hash=r1.content_hash)
+    h = sealed.HEAD_SIZE
+    swapped_one, swapped_two = one[:h] + two[h:], two[:h] + one[h:]
+    SegmentLog.create(sdir / "journal", session_id=SID)
+    log, _ = SegmentLog.open(sdir / "journal", session_id=SID, writable=True)
+    frames = [(sg.RTYPE_EVENT, 1, 1, swapped_one), (sg.RTYPE_EVENT, 2, 1, swapped_two)]
+    log.append_group(frames, carry=dict, encrypted=True)
+    log.close()
+    master = keys.MasterKey.generate()
+    keys.KeyDir(sdir, SID).key_path.write_bytes(keys.wrap(KEY, master, SID))
+    assert verify.verify_dir(sdir, workers=1).ok
+    report = verify.verify_dir(sdir, workers=1, master=master)
+    assert (report.ok, report.first_bad_seq, report.exit_code) == (False, 1, 8)
+    assert "does not authenticate" in report.reason
+
+
+def test_verify_after_a_shred_still_passes_and_says_the_key_is_gone(tmp_path: Path) -> None:
+    sdir, plain, master = _keyed_session(tmp_path, 4)
+    assert keys.KeyDir(sdir, SID).shred()
+    report = verify.verify_dir(sdir, workers=1, master=master)
+    assert report.ok, report.reason
+    assert report.last_hash == plain[-1].content_hash
+    assert any("shredded" in note for note in report.notes)
+    assert any("without the key" in note for note in report.notes)
+
+
+def test_verify_with_a_wrong_master_key_is_a_key_error(tmp_path: Path) -> None:
+    sdir, _, _ = _keyed_session(tmp_path, 1)
+    with pytest.raises(MasterKeyError):
+        verify.verify_dir(sdir, workers=1, master=keys.MasterKey.generate())
