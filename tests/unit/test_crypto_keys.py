@@ -154,3 +154,33 @@ def test_shred_overwrites_the_key_bytes_in_place_before_unlinking(tmp_path: Path
     after = link.read_bytes()
     assert len(after) == len(before) and after != before
     assert b"wrapped" not in after
+
+
+def _stores(tmp_path: Path, master: keys.MasterKey, n: int) -> list[keys.KeyDir]:
+    out = []
+    for i in range(n):
+        d = tmp_path / f"s{i}"
+        d.mkdir()
+        kd = keys.KeyDir(d, f"sess-{i:024x}")
+        kd.create(master)
+        out.append(kd)
+    return out
+
+
+def test_rotation_of_many_keys_is_all_or_nothing_and_resumable(tmp_path: Path) -> None:
+    old, new = keys.MasterKey.generate(), keys.MasterKey.generate()
+    stores = _stores(tmp_path, old, 3)
+    data = [kd.load(old) for kd in stores]
+    with pytest.raises(MasterKeyError):
+        keys.rewrap_all(stores, keys.MasterKey.generate(), new)  # wrong old key
+    assert [kd.wrapped_by() for kd in stores] == [old.key_id] * 3  # nothing changed
+    stores[0].rewrap(old, new)  # as if a rotation was cut after its first key
+    assert stores[2].shred()
+    assert keys.rewrap_all(stores, old, new) == 1
+    assert [kd.load(new) for kd in stores[:2]] == data[:2]
+    assert keys.rewrap_all(stores, old, new) == 0
+
+
+def test_the_readme_documents_the_key_exit_code() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    assert f"| {SessionKeyError.exit_code} | an encrypted session's key is unusable" in readme

@@ -26,7 +26,7 @@ import json
 import os
 import stat
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -265,6 +265,13 @@ class KeyDir:
         content = self.key_path.read_bytes()
         self.fs.write_file_atomic(self.key_path, rewrap(content, old, new, self.scope))
 
+    def wrapped_by(self) -> str:
+        """The id of the master key this store's data key is wrapped by (``""``: none)."""
+        try:
+            return _parse(self.key_path.read_bytes(), str(self.key_path))["master_key_id"]
+        except FileNotFoundError:
+            return ""
+
     def shred(self) -> bool:
         """Destroy the data key for good; False if it was already gone (idempotent)."""
         if not self.shredded_path.exists():
@@ -273,3 +280,24 @@ class KeyDir:
                 self.shredded_path, json.dumps(marker, sort_keys=True).encode() + b"\n"
             )
         return self.fs.shred_file(self.key_path)
+
+
+def rewrap_all(dirs: Iterable[KeyDir], old: MasterKey, new: MasterKey) -> int:
+    """Master-key rotation: rewrap every data key in ``dirs`` from ``old`` to ``new``.
+
+    Every key is unwrapped with ``old`` first, so a wrong ``old`` (or a damaged ``KEY``)
+    changes nothing; a key already wrapped by ``new`` is skipped, so a rotation cut by a
+    crash is finished by running it again. Shredded stores have no key and are skipped.
+    Returns how many keys were rewrapped. Journals are never touched.
+    """
+    todo = []
+    for kdir in dirs:
+        if kdir.shredded_path.exists() or not kdir.key_path.exists():
+            continue
+        if kdir.wrapped_by() == new.key_id:
+            continue
+        kdir.load(old)
+        todo.append(kdir)
+    for kdir in todo:
+        kdir.rewrap(old, new)
+    return len(todo)
