@@ -55,6 +55,10 @@ Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_
     +-- HarnessAckError                     a remote harness failed a park's ack        (exit 23)
     +-- HarnessRegistryError                a harness registration cannot change so     (exit 24)
         +-- HarnessExistsError              the name holds another spec, or is static
+    +-- SessionKeyError                     a session's content key is unusable          (exit 26)
+    |   +-- MasterKeyError                  no master key, or a key file of the wrong size or
+    |   |                                   permissions, or a key that does not unwrap
+    |   +-- KeyShreddedError                the session's key was shredded: gone for good
     +-- UnauthenticatedError                no, a wrong, expired or revoked bearer token (exit 30)
     +-- PermissionDeniedError               the token's projects do not cover the request (exit 31)
     +-- ResourceExhaustedError              a request over a server bound (streams, size) (exit 32)
@@ -505,6 +509,30 @@ class HarnessExistsError(HarnessRegistryError):
 
     grpc_code = "ALREADY_EXISTS"
     kind = "harness_exists"
+
+
+class SessionKeyError(AgentSessionsError):
+    """An encrypted session's (or tool store's) data key cannot be had; nothing was read
+    as plaintext and nothing was changed. ``session`` names it; ``verify`` without a key
+    still checks the journal's structure."""
+
+    exit_code = 26
+    grpc_code = "FAILED_PRECONDITION"
+    kind = "session_key"
+
+
+class MasterKeyError(SessionKeyError):
+    """No master key was given for an encrypted session, or the one given is malformed
+    (wrong size, not base64, a key file others may read) or does not unwrap the data key."""
+
+    kind = "master_key"
+
+
+class KeyShreddedError(SessionKeyError):
+    """The session's wrapped data key was destroyed (``shred``): its content is unreadable
+    for good, with or without the master key."""
+
+    kind = "key_shredded"
 
 
 class UnauthenticatedError(AgentSessionsError):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from agentsessions.journal.crypto import sealed
 from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format import segmentlog, staterecord, zstdcodec
 
@@ -56,6 +57,7 @@ def _layout(marker: str) -> tuple[str, list[str], list[int]]:
         ("seek-entry", zstdcodec.SEEK_ENTRY_STRUCT),
         ("seek-footer", zstdcodec.SEEK_FOOTER_STRUCT),
         ("state-head", staterecord.STATE_HEAD),
+        ("sealed-head", sealed.HEAD),
     ],
 )
 def test_layout_tables_match_struct_formats(marker: str, code: struct.Struct) -> None:
@@ -89,7 +91,7 @@ def test_value_tables_match_constants(marker: str) -> None:
     for value, name, *_ in rows:
         assert getattr(sg, name) == int(value), name
     if marker.endswith("rflags"):
-        assert sg.KNOWN_FLAGS == sg.FLAG_GROUP_START | sg.FLAG_GROUP_END
+        assert sg.KNOWN_FLAGS == sg.FLAG_GROUP_START | sg.FLAG_GROUP_END | sg.FLAG_ENCRYPTED
 
 
 def test_constants_table() -> None:

@@ -1,5 +1,5 @@
-"""Layers import one way only: v1 <- journal.format <- journal.stores <- journal.tools
-<- controller <- runtimes/models <- cli/server.
+"""Layers import one way only: v1 <- journal.format <- journal.crypto <- journal.stores <-
+journal.tools <- controller <- runtimes/models <- cli/server.
 
 The ``agentsessions.v1`` vocabulary imports nothing of the package but ``errors``; harnesses
 and model providers speak it and never reach into the storage room.
@@ -26,6 +26,7 @@ UI_AND_WIRE = ("typer", "rich", "grpc", "click")
 # the journal's rooms, lowest first: a room imports only the rooms before it (and v1, errors)
 JOURNAL_ROOMS = (
     "agentsessions.journal.format",
+    "agentsessions.journal.crypto",  # encryption at rest: over format, under the stores
     "agentsessions.journal.stores",
     "agentsessions.journal.tools",
 )

@@ -167,6 +167,27 @@ class FileSystem:
             raise
         self.sync_dir(target.parent)
 
+    def shred_file(self, path: str | os.PathLike[str]) -> bool:
+        """Overwrite ``path`` in place with random bytes of its length, fsync, unlink it and
+        fsync its directory; False if it did not exist.
+
+        Why overwrite before unlink: an unlinked file's blocks keep its bytes until reused;
+        the overwrite is synced first so the old bytes are gone from this file system's
+        view (not from a copy-on-write snapshot, a backup or the device's spare blocks).
+        """
+        if not os.path.lexists(path):
+            return False
+        fd = self.open(path, os.O_WRONLY)
+        try:
+            size = os.fstat(fd).st_size
+            self.write_all(fd, os.urandom(size))
+            self.sync(fd, full=True)
+        finally:
+            self.close(fd)
+        self.unlink(path)
+        self.sync_dir(Path(path).parent)
+        return True
+
     @contextlib.contextmanager
     def atomic_stream(self, path: str | os.PathLike[str]) -> Iterator[Callable[[bytes], None]]:
         """Replace ``path`` atomically and durably with bytes written in pieces.

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from agentsessions.errors import FormatError, InvalidArgumentError
+from agentsessions.journal.format import sealedhead
 
 # -- segment header --------------------------------------------------------------------
 SEGMENT_MAGIC = b"AGSJSEG\x00"
@@ -59,7 +60,8 @@ RTYPE_STATE = 4  # a working-state version (payload: staterecord), before its gr
 FLAG_COMPRESSED = 0x01  # reserved: never set, a frame with it is invalid
 FLAG_GROUP_START = 0x02
 FLAG_GROUP_END = 0x04
-KNOWN_FLAGS = FLAG_GROUP_START | FLAG_GROUP_END
+FLAG_ENCRYPTED = 0x08  # an EVENT whose payload is a sealed record (FORMAT.md 15)
+KNOWN_FLAGS = FLAG_GROUP_START | FLAG_GROUP_END | FLAG_ENCRYPTED
 SEAL_FLAGS = FLAG_GROUP_START | FLAG_GROUP_END
 
 DEFAULT_MAX_RECORD_BYTES = 16 << 20
@@ -106,6 +108,19 @@ def hash_hex(raw: bytes) -> str:
 def content_hash(payload: bytes | memoryview) -> str:
     """SHA-256 hex of an EVENT payload (the canonical envelope)."""
     return hashlib.sha256(payload).hexdigest()
+
+
+def event_hash(flags: int, payload: bytes | memoryview) -> str:
+    """Content hash of an EVENT frame: stored in the clear head of a sealed payload."""
+    if flags & FLAG_ENCRYPTED:
+        chain = sealedhead.chain_of(payload)
+        return chain[1] if chain else ""
+    return hashlib.sha256(payload).hexdigest()
+
+
+def frame_hash(frame: Frame) -> str:
+    """Content hash of an EVENT :class:`Frame` (see :func:`event_hash`)."""
+    return event_hash(frame.flags, frame.payload)
 
 
 def segment_name(first_seq: int, *, compressed: bool = False) -> str:
@@ -189,10 +204,12 @@ def encode_frame(rtype: int, seq: int, fence: int, flags: int, payload: bytes) -
 
 
 def encode_group(
-    frames: Sequence[tuple[int, int, int, bytes]], expected: int, max_record: int
-) -> tuple[bytes, int, int, bytes | None]:
+    frames: Sequence[tuple[int, int, int, bytes]], expected: int, max_record: int,
+    event_flags: int = 0,
+) -> tuple[bytes, int, int, bytes | None]:  # fmt: skip
     """Encode ``(rtype, seq, fence, payload)`` frames as one group (GROUP_START on the first,
-    GROUP_END on the last), checking them against the next EVENT seq ``expected``.
+    GROUP_END on the last), checking them against the next EVENT seq ``expected``;
+    ``event_flags`` (``FLAG_ENCRYPTED`` or 0) is set on every EVENT frame.
 
     Returns (bytes, next seq, offset of the last EVENT frame in the bytes or -1, its payload).
     """
@@ -213,6 +230,7 @@ def encode_group(
             msg = f"frame {i}: rtype {rtype} seq {seq} does not continue the log at {expected}"
             raise InvalidArgumentError(msg)
         flags = (FLAG_GROUP_START if i == 0 else 0) | (FLAG_GROUP_END if i == last else 0)
+        flags |= event_flags if rtype == RTYPE_EVENT else 0
         # encode_frame inlined: the pieces go straight into the group's one join, so each
         # payload is copied once on the append path instead of twice.
         n = len(payload)
@@ -416,6 +434,8 @@ def frame_rule(
         return "GROUP_START out of order"
     if rtype == RTYPE_EVENT:
         return "" if seq == expected else f"seq {seq}, expected {expected}"
+    if flags & FLAG_ENCRYPTED:
+        return "FLAG_ENCRYPTED on a frame that is not an EVENT"
     if rtype == RTYPE_COMMIT:
         return "" if starts and seq == expected else "misplaced COMMIT frame"
     if rtype == RTYPE_STATE:  # its payload's binding is checked where the chain is known

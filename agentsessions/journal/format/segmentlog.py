@@ -251,13 +251,13 @@ class SegmentLog(SegmentFiles):
             if found is not None:
                 return found
         for frame in self.read(claim.seq, claim.seq):
-            return sg.content_hash(frame.payload)
+            return sg.event_hash(frame.flags, frame.payload)
         return ""
 
     def _hash_of_frame(self, first: int, offset: int, seq: int) -> str | None:
         """Hash of the intact EVENT ``seq`` at ``offset`` of .seg ``first``; None otherwise."""
         frame = self.frame_at(first, offset, seq, RTYPE_EVENT, plain_only=True)
-        return None if frame is None else sg.content_hash(frame.payload)
+        return None if frame is None else sg.event_hash(frame.flags, frame.payload)
 
     def frame_at(
         self, first: int, offset: int, seq: int, rtype: int, *, plain_only: bool = False
@@ -361,8 +361,11 @@ class SegmentLog(SegmentFiles):
         carry: Callable[[], dict[str, Any]],
         sync: bool = True,
         last_hash: str | None = None,
+        encrypted: bool = False,
     ) -> Position:
         """Append ``(rtype, seq, fence, payload)`` frames as one durable group.
+
+        ``encrypted``: the EVENT payloads are sealed records (``FLAG_ENCRYPTED``, FORMAT.md 15).
 
         EVENT seqs must continue ``last_seq + 1, ...``; an optional COMMIT frame may come
         first (its seq is the group's first EVENT seq). Rotates first when the tail holds an
@@ -381,8 +384,9 @@ class SegmentLog(SegmentFiles):
                 f"{self.journal_dir}: a failed append could not be undone ({self._broken})",
                 hint="reopen the session to recover",
             )
+        flags = sg.FLAG_ENCRYPTED if encrypted else 0
         buf, next_seq, last_rel, last_payload = sg.encode_group(
-            frames, t.next_seq, self.max_record_bytes
+            frames, t.next_seq, self.max_record_bytes, flags
         )
         if t.sealed or (t.next_seq > t.first and t.commit_end + len(buf) > self.segment_max_bytes):
             self._rotate(carry, frames[0][2])
@@ -391,7 +395,7 @@ class SegmentLog(SegmentFiles):
         self._write_tail(buf, prealloc=True, sync=sync)
         t.next_seq = next_seq
         if last_payload is not None:
-            digest = last_hash if last_hash is not None else sg.content_hash(last_payload)
+            digest = last_hash if last_hash is not None else sg.event_hash(flags, last_payload)
             t.last_hash, t.last_frame = digest, start + last_rel
         t.index.note(frames[0][1], start)
         return self.position
@@ -617,7 +621,7 @@ class SegmentLog(SegmentFiles):
             if frame.rtype == RTYPE_EVENT:
                 last_event = frame
             elif frame.rtype == sg.RTYPE_STATE:  # bound to the chain it follows
-                prev = sg.content_hash(last_event.payload) if last_event else header.prev_hash
+                prev = sg.frame_hash(last_event) if last_event else header.prev_hash
                 why = staterecord.binding_problem(frame.payload, frame.seq, prev)
                 if why:
                     raise self._corrupt(path, frame.offset, frame.seq, why)
@@ -625,7 +629,7 @@ class SegmentLog(SegmentFiles):
             yield frame
         if first == tail_first and (last is None or last.rtype != RTYPE_SEAL):
             return None
-        last_hash = sg.content_hash(last_event.payload) if last_event else header.prev_hash
+        last_hash = sg.frame_hash(last_event) if last_event else header.prev_hash
         return self._segment_foot(first, header, path, last, last_hash)
 
     def refresh(self) -> list[Frame]:

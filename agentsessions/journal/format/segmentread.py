@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from agentsessions.errors import AgentSessionsError, FormatError, JournalCorruptError
+from agentsessions.journal.format import sealedhead, staterecord, zstdcodec
 from agentsessions.journal.format import segment as sg
-from agentsessions.journal.format import staterecord, zstdcodec
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem, storage_error
 from agentsessions.journal.format.segment import RTYPE_EVENT, RTYPE_SEAL, Frame, SegmentHeader
 
@@ -141,6 +141,7 @@ class SegmentCheck:
     end: int = 0  # offset just past its last frame (its size, for a clean segment)
     last_frame: int = -1  # offset of its last EVENT frame, -1 if none
     link: Link | None = None  # its SEAL's (last_seq, last_hash); None when not sealed
+    sealed: int = 0  # how many of its EVENTs are encrypted (FLAG_ENCRYPTED)
 
 
 # -- the batch scan -------------------------------------------------------------------------
@@ -159,7 +160,7 @@ _PADS = tuple(bytes(n) for n in range(sg.FRAME_ALIGN))
 class ChainScan:
     """Running state of a batch scan: the frame rules, the chain's last hash, what was seen."""
 
-    __slots__ = ("check", "events", "keep", "last_frame", "prev", "rules", "seal")
+    __slots__ = ("check", "events", "keep", "last_frame", "prev", "rules", "seal", "sealed")
 
     def __init__(self, first_seq: int, prev_hash: str, check: PayloadCheck | None) -> None:
         self.rules = sg.FrameRules(first_seq)
@@ -167,6 +168,7 @@ class ChainScan:
         self.events = 0
         self.last_frame = -1
         self.seal: Frame | None = None
+        self.sealed = 0
         self.check = check
         self.keep: list[bytes | bytearray] | None = [] if check is not None else None
 
@@ -250,7 +252,15 @@ def step_frame(
     why = st.rules.check(rtype, seq, flags, payload)
     if why:
         return why
-    if rtype == RTYPE_EVENT:
+    if rtype == RTYPE_EVENT and flags & sg.FLAG_ENCRYPTED:  # the chain is the clear head
+        chain = sealedhead.chain_of(payload)
+        if chain is None or chain[0].encode() != st.prev:
+            return f"seq {seq} does not continue the chain (sealed record)"
+        st.prev, st.sealed = chain[1].encode(), st.sealed + 1
+        st.events, st.last_frame = st.events + 1, base + pos
+        if st.keep is not None:
+            st.keep.append(payload)
+    elif rtype == RTYPE_EVENT:
         if not (payload.startswith(_PREFIX) and payload.endswith(_TAIL % (st.prev, seq))):
             return f"seq {seq} does not continue the chain"
         st.prev = hashlib.sha256(payload).hexdigest().encode()
@@ -638,7 +648,7 @@ class SegmentFiles:
             link = self._segment_foot(first, header, path, st.seal, last_hash)
         return SegmentCheck(
             first, True, header.prev_hash, st.rules.expected, last_hash, st.events, end,
-            st.last_frame, link,
+            st.last_frame, link, st.sealed,
         )  # fmt: skip
 
     def _scan_plain(self, fd: int, first: int, st: ChainScan) -> int:

@@ -119,7 +119,7 @@ class Tail:
         """Advance over the committed part of scan ``s`` (which starts at ``commit_end``)."""
         self.commit_end, self.next_seq = s.commit_end, s.next_seq
         if s.last_event is not None:
-            self.last_hash = sg.content_hash(s.last_event.payload)
+            self.last_hash = sg.frame_hash(s.last_event)
             self.last_frame = s.last_event.offset
         self.sealed = self.sealed or s.seal is not None
         for seq, off in s.index:
@@ -160,7 +160,7 @@ def resume_scan(
     payload = mv[sg.FRAME_HEADER_SIZE : sg.FRAME_HEADER_SIZE + plen]
     if rtype != RTYPE_EVENT or seq != hint.last_seq or not flags & sg.FLAG_GROUP_END:
         return None
-    if fend > hint.offset or sg.content_hash(payload) != hint.last_hash:
+    if fend > hint.offset or sg.event_hash(flags, payload) != hint.last_hash:
         return None
     s = sg.scan(buf, base=hint.last_frame, start=fend, next_seq=seq + 1, segment=t.first,
                 max_record=max_record, report_from=hint.offset)  # fmt: skip

@@ -32,7 +32,7 @@ import hashlib
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentsessions.errors import (
     AgentSessionsError,
@@ -43,13 +43,17 @@ from agentsessions.errors import (
     MetadataCorruptError,
     StorageError,
 )
-from agentsessions.journal.format import canonical, evidence, segment
+from agentsessions.journal.format import canonical, evidence, sealedhead, segment
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import OpenScan, Position, SegmentFrames, SegmentLog
 from agentsessions.journal.format.segmentread import Link, PayloadCheck, SegmentCheck, SegmentFiles
 from agentsessions.journal.stores.sessiondir import SessionDir
 from agentsessions.journal.tools.verifypool import Pool
+from agentsessions.journal.tools.verifysealed import KEYLESS_NOTE, Opener, Sealed, opener_for
 from agentsessions.v1 import schema
+
+if TYPE_CHECKING:
+    from agentsessions.journal.crypto.keys import MasterKey
 
 Progress = Callable[[int, int], None]
 _PREFIX = b'{"event":'
@@ -158,10 +162,12 @@ class Verified:
     count: int
     last_hash: str
     replay: Callable[[], Iterator[Item]]
+    sealed: int = 0  # encrypted records among them (checked without the key)
 
 
-Item = tuple[int, bytes | bytearray, str | None] | Verified
-"""What :func:`walk` consumes: ``(seq, payload, claimed hash or None)``, or a Verified run."""
+Item = tuple[int, bytes | bytearray, str | None] | Verified | Sealed
+"""What :func:`walk` consumes: ``(seq, payload, claimed hash or None)``, a Verified run, or a
+Sealed record."""
 
 
 def walk(
@@ -199,6 +205,7 @@ class _Walk:
     ) -> None:
         self.report, self.strict, self.progress, self.total = report, strict, progress, total
         self.expected, self.prev = 1, b""
+        self.keyless = False
 
     def feed(self, items: Iterable[Item]) -> bool:
         """Walk ``items`` on from the current state; False once the report holds a failure."""
@@ -206,6 +213,12 @@ class _Walk:
         report, strict, progress, total = self.report, self.strict, self.progress, self.total
         try:
             for item in items:
+                if isinstance(item, Sealed):
+                    self.prev, self.expected = prev, expected
+                    if not self.sealed(item):
+                        return False
+                    prev, expected = self.prev, self.expected
+                    continue
                 if isinstance(item, Verified):
                     self.prev, self.expected = prev, expected
                     try:
@@ -237,11 +250,43 @@ class _Walk:
             self.prev, self.expected = prev, expected
         return True
 
+    def sealed(self, item: Sealed) -> bool:
+        """Check a sealed record's link from its clear head, and with the key its hash."""
+        report, seq = self.report, item.seq
+        if seq != self.expected:
+            report.fail(seq, f"sequence gap: expected seq {self.expected}, found {seq}")
+            return False
+        chain = sealedhead.chain_of(item.payload)
+        if chain is None:
+            report.fail(seq, f"seq {seq} is not a sealed record", "corrupt")
+            return False
+        if chain[0].encode() != self.prev:
+            report.fail(seq, f"prev_hash mismatch at seq {seq}")
+            return False
+        if item.opener is not None:
+            try:
+                digest = item.opener(seq, item.payload)
+            except JournalError as exc:
+                kind = "chain" if isinstance(exc, ChainBrokenError) else "corrupt"
+                report.fail(seq, str(exc), kind)
+                return False
+            if digest != chain[1]:
+                report.fail(seq, f"content_hash mismatch at seq {seq}")
+                return False
+        elif not self.keyless:
+            self.keyless = True
+            report.notes.append(KEYLESS_NOTE)
+        self.prev, self.expected = chain[1].encode(), seq + 1
+        return True
+
     def run(self, run: Verified) -> bool:
         """Take a bulk-checked run if it continues the chain, else walk its records."""
         if (run.first, run.prev.encode()) != (self.expected, self.prev):
             return self.feed(run.replay())
         self.expected, self.prev = run.first + run.count, run.last_hash.encode()
+        if run.sealed and not self.keyless:
+            self.keyless = True
+            self.report.notes.append(KEYLESS_NOTE)
         if self.progress is not None:
             self.progress(self.expected - 1, self.total)
         return True
@@ -322,8 +367,13 @@ def verify_dir(
     progress: Progress | None = None,
     total: int = 0,
     workers: int | None = None,
+    master: MasterKey | None = None,
 ) -> VerifyReport:
     """Verify a session directory (``session.json`` + ``journal/``) without any store.
+
+    ``master``: with the master key, an encrypted session's records are decrypted and their
+    content hashes recomputed (record by record); without it, or after a shred, only the
+    bytes' checksums and the chain links are checked, and a note says so.
 
     A forked child's prefix lives in its parent's directory (a sibling named by the
     child's ``parent_uid``); the walk goes through the parent's records up to the fork
@@ -333,7 +383,7 @@ def verify_dir(
     report = VerifyReport(source=str(sdir), uid=sdir.name)
     logs: list[SegmentLog] = []
     try:
-        fast = _Fast(strict, workers)
+        fast = _Fast(strict, workers, master)
         items = _session_items(sdir, 0, logs, report, fast)
         return walk(items, report, strict=strict, progress=progress, total=total)
     except MetadataCorruptError as exc:
@@ -400,7 +450,7 @@ def _session_items(
         report.notes.append("torn tail after the last commit (not acknowledged; ignored)")
         at, why = log.position, scan.recovery.reason if scan.recovery else ""
         report.torn_detail = f"segment {at.segment:016x}, group at offset {at.offset}: {why}"
-    yield from _log_items(log, checks, upto)
+    yield from _log_items(log, checks, upto, opener_for(sdir, fast.master, report.notes))
 
 
 def _base_claim(sdir: Path, fork_seq: int) -> tuple[evidence.Acked, ...]:
@@ -437,20 +487,27 @@ def failed_by(report: VerifyReport, exc: AgentSessionsError) -> VerifyReport:
     return report
 
 
-def _log_items(log: SegmentLog, check_of: CheckOf, upto: int) -> Iterator[Item]:
+def _log_items(
+    log: SegmentLog, check_of: CheckOf, upto: int, opener: Opener | None = None
+) -> Iterator[Item]:
     """The records of ``log`` through seq ``upto`` (0: all): a :class:`Verified` run for each
-    segment whose batch check passed and links on, the records read strictly for the others."""
+    segment whose batch check passed and links on, the records read strictly for the others
+    (every segment, when a key holder's ``opener`` decrypts sealed records)."""
     firsts = log.segments
     link: Link | None = None
     for no, first in enumerate(firsts):
         sealed = no + 1 < len(firsts)
         if upto and not (sealed and firsts[no + 1] - 1 <= upto):  # it holds seq upto + 1
-            yield from _strict_items(log.segment_frames(first, no, link), upto)
+            yield from _strict_items(log.segment_frames(first, no, link), upto, opener)
             return
         c = check_of(first, no)
-        if c.ok and (c.link is not None or not sealed) and link in (None, (first - 1, c.prev_hash)):
+        if opener is not None and c.sealed:
+            link = yield from _strict_items(log.segment_frames(first, no, link), 0, opener)
+        elif (
+            c.ok and (c.link is not None or not sealed) and link in (None, (first - 1, c.prev_hash))
+        ):
             replay = functools.partial(_replay, log, first, no, link)
-            yield Verified(first, c.prev_hash, c.events, c.last_hash, replay)
+            yield Verified(first, c.prev_hash, c.events, c.last_hash, replay, c.sealed)
             link = c.link
         else:
             link = yield from _strict_items(log.segment_frames(first, no, link), 0)
@@ -462,7 +519,9 @@ def _replay(log: SegmentLog, first: int, no: int, link: Link | None) -> Iterator
     yield from _strict_items(log.segment_frames(first, no, link), 0)
 
 
-def _strict_items(frames: SegmentFrames, upto: int) -> Generator[Item, None, Link | None]:
+def _strict_items(
+    frames: SegmentFrames, upto: int, opener: Opener | None = None
+) -> Generator[Item, None, Link | None]:
     """The EVENT records of one segment read strictly, through seq ``upto`` (0: all); returns
     its SEAL link (None for an open tail, or when it stopped at ``upto``)."""
     while True:
@@ -473,7 +532,10 @@ def _strict_items(frames: SegmentFrames, upto: int) -> Generator[Item, None, Lin
         if frame.rtype == segment.RTYPE_EVENT:
             if upto and frame.seq > upto:
                 return None
-            yield frame.seq, frame.payload, None
+            if frame.flags & segment.FLAG_ENCRYPTED:
+                yield Sealed(frame.seq, frame.payload, opener)
+            else:
+                yield frame.seq, frame.payload, None
 
 
 CheckOf = Callable[[int, int], SegmentCheck]
@@ -483,9 +545,10 @@ CheckOf = Callable[[int, int], SegmentCheck]
 class _Fast:
     """How :func:`verify_dir` opens each journal: batch checks first (module docstring)."""
 
-    def __init__(self, strict: bool, workers: int | None) -> None:
+    def __init__(self, strict: bool, workers: int | None, master: MasterKey | None = None) -> None:
         self.check: PayloadCheck | None = _strict_ok if strict else None
         self.workers = workers
+        self.master = master
 
     def open(
         self, sdir: Path, upto: int, acked: Sequence[evidence.Acked] = (), session_id: str = ""

@@ -169,10 +169,10 @@ class _Worker:
 
 
 def _check_from_row(row: list[Any]) -> SegmentCheck:
-    first, ok, prev, next_seq, last_hash, events, end, last_frame, link = row
+    first, ok, prev, next_seq, last_hash, events, end, last_frame, link, sealed = row
     return SegmentCheck(
         int(first), bool(ok), str(prev), int(next_seq), str(last_hash), int(events), int(end),
-        int(last_frame), (int(link[0]), str(link[1])) if link else None,
+        int(last_frame), (int(link[0]), str(link[1])) if link else None, int(sealed),
     )  # fmt: skip
 
 
