@@ -125,6 +125,8 @@ class AgentSessionsGroup(LazyGroup):
             return exc.exit_code
         except typer.TyperException as exc:  # click usage errors: bad flag, missing argument
             message = exc.format_message()
+            if not message:  # a group run without its command: its help was the answer
+                return exc.exit_code
             as_json = state.json or "--json" in argv
             _report(message, _usage_hint(exc), as_json, {"error": "usage", "message": message})
             return exc.exit_code
