@@ -260,7 +260,8 @@ ADDED_MESSAGES = {
         "ExportChunk",
         "ImportChunk",
     },
-    "harness.proto": {"WorkingState"},
+    "harness.proto": {"WorkingState", "StateResult"},
+    "common.proto": {"StateCommit", "TextDelta"},
 }
 ADDED_FIELDS = {
     "Session": "last_hash=1000:string fence=1001:int64 deleted=1002:bool "
@@ -275,6 +276,8 @@ ADDED_FIELDS = {
     "ExecUpdate": "frame=1000:FrameInfo",
     "Start": "tools=1000:[]ToolSpec state=1001:WorkingState memory_restored=1002:bool",
     "ToolSpec": "input_schema=1000:Struct",
+    "Event": "state_commit=1000:StateCommit@body delta=1001:TextDelta@body",
+    "ControllerFrame": "state=1000:StateResult@frame",
 }
 
 PKG = "agentsessions.v1"
