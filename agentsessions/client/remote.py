@@ -388,9 +388,18 @@ class RemoteSessions:
         done = self._call(self._stub.Fork, request)
         return [convert.session_from_proto(c) for c in done.children]
 
-    def cancel(self, uid: str, *, wait: float = DEFAULT_CANCEL_WAIT) -> Session:
+    def cancel(
+        self,
+        uid: str,
+        *,
+        wait: float = DEFAULT_CANCEL_WAIT,
+        reason: str = "",
+        execution_id: str = "",
+    ) -> Session:
         """End the open execution as CANCELED (Cancel), waiting up to ``wait`` seconds."""
-        request = session_pb2.CancelRequest(session=uid, wait_ms=_ms(wait))
+        request = session_pb2.CancelRequest(
+            session=uid, wait_ms=_ms(wait), reason=reason, execution_id=execution_id
+        )
         return convert.session_from_proto(self._call(self._stub.Cancel, request))
 
     # -- reading ----------------------------------------------------------------------------

@@ -367,9 +367,13 @@ class ScopedSessions:
             return self._engine.replay(uid, rerun=True, from_seq=from_seq, harness=harness)
         return self._engine.replay(uid, rerun=False, from_seq=from_seq, harness=harness)
 
-    def cancel(self, uid: str, *, wait: float = 10.0) -> Session:
+    def cancel(
+        self, uid: str, *, wait: float = 10.0, reason: str = "", execution_id: str = ""
+    ) -> Session:
         """Cancel a turn of a session of the principal's projects."""
-        return self._engine.cancel(self._check(uid), wait=wait)
+        return self._engine.cancel(
+            self._check(uid), wait=wait, reason=reason, execution_id=execution_id
+        )
 
     def follow(
         self, uid: str, *, from_seq: int = 1, idle_timeout: float | None = None
