@@ -182,6 +182,14 @@ class ScopedSessions:
             )
         )
 
+    @property
+    def unindexed(self) -> builtins.list[Any]:
+        """The sessions the store could not index, for the operator only: their project is
+        unknown, so a project-scoped principal sees none."""
+        if self.principal.projects is not None:
+            return []
+        return builtins.list(getattr(self._engine, "unindexed", ()))
+
     def get(self, uid: str) -> Session:
         """The session, if in the principal's projects (else NOT_FOUND)."""
         session = self._seen(self._engine.get(uid))

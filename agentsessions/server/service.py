@@ -142,14 +142,19 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
         """One page of a project's sessions, newest first (page_size 0 = the default)."""
         if request.page_size < 0:
             raise InvalidArgumentError(f"page_size must be >= 0, got {request.page_size}")
-        page = self.sessions(context).list(
+        engine = self.sessions(context)
+        page = engine.list(
             project=request.project or DEFAULT_PROJECT,
             page_size=request.page_size or 50,
             cursor=request.page_token or None,
         )
+        # the sessions the store could not index (the scope shows them to the operator only:
+        # their project is unknown)
+        damaged = getattr(engine, "unindexed", None)
         return session_pb2.ListSessionsResponse(
             sessions=[convert.session_to_proto(s) for s in page.sessions],
             next_page_token=page.next_cursor,
+            not_listed=[str(getattr(e, "message", e)) for e in damaged or ()],
         )
 
     @_rpc

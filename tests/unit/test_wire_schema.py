@@ -270,6 +270,7 @@ ADDED_FIELDS = {
     "ExecRequest": "model=1000:string wait_ms=1001:int64 project=1002:string name=1003:string "
     "labels=1004:map<string,string> fresh_start=1005:bool tools=1006:string",
     "CreateSessionRequest": "tools=1000:string",
+    "ListSessionsResponse": "not_listed=1000:[]string",
     "ApproveResponse": "request=1000:ApprovalRef existing=1001:bool",
     "ResumeRequest": "harness=1000:string wait_ms=1001:int64",
     "CancelRequest": "wait_ms=1000:?int64",
