@@ -30,7 +30,8 @@ Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_
     +-- FormatError                         input to import/verify is not a journal    (exit 10)
     +-- UnavailableError                    a needed capability is missing (zstd, disk) (exit 12)
     |   +-- ToolServerError                 a unix/mcp tool server did not start, answer or
-    |                                       answered garbage
+    |   |                                   answered garbage
+    |   +-- DeadlineExceededError           a request's deadline passed (ExecRequest.deadline_unix)
     +-- StorageError                        the OS refused an operation (ENOSPC, EIO)   (exit 13)
     +-- HarnessError                        a harness failed its run (ERROR recorded)   (exit 14)
     |   +-- ContextOverflowError            a model refused a request over its context window
@@ -245,6 +246,14 @@ class UnavailableError(AgentSessionsError):
     exit_code = 12
     grpc_code = "UNAVAILABLE"
     kind = "unavailable"
+
+
+class DeadlineExceededError(UnavailableError):
+    """A request's deadline (``ExecRequest.deadline_unix``) passed: before the turn started
+    (nothing was written), or while it ran (it was canceled, END CANCELED, reason TIMEOUT)."""
+
+    grpc_code = "DEADLINE_EXCEEDED"
+    kind = "deadline_exceeded"
 
 
 class ToolServerError(UnavailableError):

@@ -188,6 +188,7 @@ def serve(
         else:
             sys.stdout.write(f"listening on {server.address}\n")
         sys.stdout.flush()
+        _report_unindexed(engine)
         signum = server.serve_forever(grace=opts.grace)
         sys.stderr.write(f"{PROG}: stopping ({_signal_name(signum)}): finishing running turns\n")
         sys.stderr.flush()
@@ -201,3 +202,13 @@ def _signal_name(signum: int) -> str:
         return signal.Signals(signum).name
     except ValueError:
         return str(signum)
+
+
+def _report_unindexed(engine: object) -> None:
+    """Say which sessions the store could not index on open, as ``list`` does locally
+    (``list --server`` gets them from ListSessions too)."""
+    from agentsessions.cli.render import one_line
+
+    for exc in getattr(engine, "unindexed", ()):
+        sys.stderr.write(f"{PROG}: warning: not listed: {one_line(exc.message)}\n")
+    sys.stderr.flush()

@@ -26,7 +26,12 @@ from typing import Any, Literal, TypeVar, overload
 import grpc
 
 from agentsessions.controller.spi import ToolStoreEntry
-from agentsessions.errors import AgentSessionsError, InvalidArgumentError, UnavailableError
+from agentsessions.errors import (
+    AgentSessionsError,
+    InvalidArgumentError,
+    MetadataCorruptError,
+    UnavailableError,
+)
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.tools.verify import VerifyReport
 from agentsessions.server import convert, frames, status
@@ -101,6 +106,8 @@ class RemoteSessions:
         self.address = address
         self._stub = session_pb2_grpc.SessionsStub(channel)  # type: ignore[no-untyped-call]
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        self.unindexed: list[AgentSessionsError] = []
+        """What the server's last ListSessions said it could not index (``list`` warns)."""
 
     # -- plumbing ---------------------------------------------------------------------------
     def __enter__(self) -> RemoteSessions:
@@ -200,6 +207,7 @@ class RemoteSessions:
             project=project, page_size=page_size, page_token=cursor or ""
         )
         page = self._call(self._stub.ListSessions, request)
+        self.unindexed = [MetadataCorruptError(text) for text in page.not_listed]
         sessions = tuple(convert.session_from_proto(s) for s in page.sessions)
         return SessionPage(sessions, page.next_page_token)
 
@@ -388,9 +396,18 @@ class RemoteSessions:
         done = self._call(self._stub.Fork, request)
         return [convert.session_from_proto(c) for c in done.children]
 
-    def cancel(self, uid: str, *, wait: float = DEFAULT_CANCEL_WAIT) -> Session:
+    def cancel(
+        self,
+        uid: str,
+        *,
+        wait: float = DEFAULT_CANCEL_WAIT,
+        reason: str = "",
+        execution_id: str = "",
+    ) -> Session:
         """End the open execution as CANCELED (Cancel), waiting up to ``wait`` seconds."""
-        request = session_pb2.CancelRequest(session=uid, wait_ms=_ms(wait))
+        request = session_pb2.CancelRequest(
+            session=uid, wait_ms=_ms(wait), reason=reason, execution_id=execution_id
+        )
         return convert.session_from_proto(self._call(self._stub.Cancel, request))
 
     # -- reading ----------------------------------------------------------------------------

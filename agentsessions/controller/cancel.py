@@ -46,6 +46,8 @@ from agentsessions.journal.stores.store import SessionInfo, Store
 from agentsessions.v1 import model
 
 DEFAULT_DETAIL = "canceled by request"
+REASONS = ("USER", "TIMEOUT", "INTERNAL")
+"""The reasons a cancel may give (CancelRequest.reason, spec digest 1.2); "" says none."""
 DEFAULT_WAIT_SECONDS = 10.0
 """How long a cancel of a live turn waits for its END CANCELED by default."""
 STREAM_CHECK_SECONDS = 0.05
@@ -53,9 +55,13 @@ STREAM_CHECK_SECONDS = 0.05
 
 
 class CancelRequests(Protocol):
-    """A store that keeps cancel requests beside its journals (file and memory stores)."""
+    """A store that keeps cancel requests beside its journals (file and memory stores).
 
-    def request_cancel(self, uid: str, execution_id: str) -> None: ...
+    ``reason`` (USER, TIMEOUT, INTERNAL) is kept with the request for the turn to record
+    (the file and memory stores answer it with ``cancel_reason(uid)``); it is passed only
+    when given, so a store that keeps none still serves."""
+
+    def request_cancel(self, uid: str, execution_id: str, reason: str = "") -> None: ...
 
     def cancel_requested(self, uid: str) -> str | None: ...
 
@@ -67,6 +73,28 @@ def requests_of(store: object) -> CancelRequests | None:
     if all(hasattr(store, n) for n in ("request_cancel", "cancel_requested", "clear_cancel")):
         return store  # type: ignore[return-value]
     return None
+
+
+def cancel_detail(reason: str = "") -> str:
+    """The LIFECYCLE_CANCEL detail of a cancel that gives ``reason`` ("" gives none)."""
+    return f"{DEFAULT_DETAIL} (reason {reason})" if reason else DEFAULT_DETAIL
+
+
+def requested_detail(store: object, uid: str) -> str:
+    """The detail for the pending cancel request of ``uid``: its reason, if it gives one."""
+    reason_of = getattr(store, "cancel_reason", None)
+    return cancel_detail(reason_of(uid) if reason_of is not None else "")
+
+
+def check_execution(uid: str, open_id: str, named: str) -> None:
+    """Refuse a cancel that names another execution than ``uid``'s latest (nothing written)."""
+    if named and named != open_id:
+        raise InvalidExecutionLogError(
+            f"session {uid}: the cancel names execution {named}, but its latest execution "
+            f"is {open_id or '(none)'}; nothing was canceled",
+            hint=f"agentsessions get {uid}",
+            session=uid,
+        )
 
 
 def cancel_events(execution_id: str, detail: str = DEFAULT_DETAIL) -> list[Mapping[str, Any]]:
@@ -120,20 +148,28 @@ def checked_stream(
     return deliver
 
 
-def request_and_wait(store: Store, uid: str, wait_seconds: float) -> SessionInfo:
+def request_and_wait(
+    store: Store, uid: str, wait_seconds: float, *, reason: str = "", execution_id: str = ""
+) -> SessionInfo:
     """Ask the live turn of ``uid`` to stop, then wait up to ``wait_seconds`` for its END.
 
     The request stays if the wait runs out: the turn stops at its next effect boundary.
+    ``reason`` goes with the request (the turn records it); an ``execution_id`` that is
+    not the running one is refused, nothing requested.
     """
     info = store.get(uid)
     requests = requests_of(store)
+    check_execution(uid, info.exec_id, execution_id)
     if requests is None or not info.exec_id or info.exec_state not in _OPEN:
         raise InvalidExecutionLogError(
             f"session {uid} has no running execution to cancel (exec={info.exec_state})",
             session=uid,
         )
     exec_id = info.exec_id
-    requests.request_cancel(uid, exec_id)
+    if reason:
+        requests.request_cancel(uid, exec_id, reason)
+    else:
+        requests.request_cancel(uid, exec_id)
     deadline = time.monotonic() + max(wait_seconds, 0.0)
     delay = 0.01
     while True:
@@ -188,15 +224,20 @@ def _cancelable(uid: str, info: SessionInfo, records: Iterable[Record]) -> bool:
     return True
 
 
-def cancel(controller: ControllerPort, uid: str, detail: str = DEFAULT_DETAIL) -> SessionInfo:
-    """Close ``uid``'s open execution as CANCELED (see the module docstring)."""
+def cancel(
+    controller: ControllerPort, uid: str, detail: str = DEFAULT_DETAIL, execution_id: str = ""
+) -> SessionInfo:
+    """Close ``uid``'s open execution as CANCELED (see the module docstring); one that is
+    not ``execution_id`` (when given) is refused, nothing written."""
     info = controller.store.get(uid)
+    check_execution(uid, info.exec_id, execution_id)
     # answered without the lock when it can be: an idle or already canceled session
     if not _cancelable(uid, info, controller.store.read(uid, max(info.exec_seq, 1))):
         return info
     with controller._writer(uid, 0.0) as writer:
         # again under the lock: another process may have ended the turn since (resume)
         held = writer.info()
+        check_execution(uid, held.exec_id, execution_id)
         if not _cancelable(uid, held, writer.read(max(held.exec_seq, 1))):
             return held
         events = cancel_events(held.exec_id, detail)

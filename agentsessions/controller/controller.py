@@ -53,7 +53,7 @@ from agentsessions.v1 import model
 from agentsessions.v1.workloadref import wrap
 
 from . import executions
-from .cancel import cancel_events, request_check, requests_of
+from .cancel import cancel_events, request_check, requested_detail, requests_of
 from .held import DEFAULT_IDLE_SECONDS, DEFAULT_KEEP, HeldWriter, WriterPool
 from .history import WriterHistory
 from .registry import Registry
@@ -514,7 +514,8 @@ class Controller:
     ) -> TurnResult:
         """End the turn a cancel request stopped: LIFECYCLE_CANCEL + END CANCELED in one
         commit as its writer, then remove the request (it is answered)."""
-        last = journal.record([*sink.take_deferred(), *cancel_events(start.execution_id)])
+        detail = requested_detail(self.store, uid)  # the request's reason, if it gives one
+        last = journal.record([*sink.take_deferred(), *cancel_events(start.execution_id, detail)])
         requests = requests_of(self.store)
         if requests is not None:
             requests.clear_cancel(uid)

@@ -7,7 +7,9 @@ unchanged: EVENT_MODEL_CALL becomes ``sink.model`` (its answer goes back as the 
 of that call id; on replay the sink serves the recorded completion, so an out-of-process
 harness replays with zero model calls), EVENT_TOOL_CALL becomes ``sink.tool`` (a decided
 approval-gated call is answered with ``approval`` then ``tool``), EVENT_OUTPUT, a reported
-EVENT_TOOL_RESULT and EVENT_USAGE become ``output``, ``report`` and ``usage``.
+EVENT_TOOL_RESULT and EVENT_USAGE become ``output``, ``report`` and ``usage``; the
+transport-only ``Event.delta`` becomes ``sink.delta`` and ``Event.state_commit`` becomes
+``sink.state`` (a STATE record beside the journal), answered by ``ControllerFrame.state``.
 
 Every event is checked before it is relayed. A stream that breaks the protocol (another
 execution's id, an event only the host writes, PARKED without a park, anything after END,
@@ -36,6 +38,7 @@ from agentsessions.errors import (
     HarnessAckError,
     HarnessError,
     HarnessProtocolError,
+    StateConflictError,
     UnavailableError,
 )
 from agentsessions.server import harnesswire as wire
@@ -129,14 +132,29 @@ class Connection:
             self.frames.put(None)
             self.stream.cancel()
 
-    def _next(self, events: Iterator[common_pb2.Event]) -> dict[str, Any] | None:
-        """The next event as a checked dict, or None at the stream's clean end."""
-        try:
-            msg = next(events)
-        except StopIteration:
-            return None
-        except grpc.RpcError as exc:
-            raise self._broken(exc) from None
+    def _next(
+        self, events: Iterator[common_pb2.Event], *, transport: bool = True
+    ) -> dict[str, Any] | None:
+        """The next event as a checked dict, or None at the stream's clean end. The
+        transport-only events (a delta, a working-state commit) are relayed on the way when
+        ``transport``; where the harness may send none (the park ack, after END) they break
+        the protocol."""
+        while True:
+            try:
+                msg = next(events)
+            except StopIteration:
+                return None
+            except grpc.RpcError as exc:
+                raise self._broken(exc) from None
+            body = msg.WhichOneof("body")
+            if body not in ("delta", "state_commit"):
+                break
+            if msg.execution_id != self.start.execution_id or not transport:
+                raise self._violation(f"sent a {body} where it may not")
+            if body == "delta":
+                self.sink.delta(msg.delta.text)
+            else:
+                self._state(msg.state_commit)
         event = wire.event_dict(msg)
         got = str(event.get("execution_id", ""))
         if got != self.start.execution_id:
@@ -202,6 +220,27 @@ class Connection:
             result.usage.CopyFrom(wire.parse(completion.usage, common_pb2.Usage, "usage"))
         self.send(model=result)
 
+    def _state(self, commit: common_pb2.StateCommit) -> None:
+        """Commit the harness's working state through the host's sink (a STATE record beside
+        the journal, never an event); answer the version, or the conflict."""
+        expected = commit.expected_version if commit.HasField("expected_version") else None
+        try:
+            version = self.sink.state(
+                commit.data, covers_to=commit.covers_to, expected_version=expected
+            )
+        except StateConflictError as exc:
+            self.send(
+                state=harness_pb2.StateResult(
+                    conflict=True,
+                    message=str(exc)[:4000],
+                    version=int(exc.state_version),
+                    head_seq=int(exc.fields.get("head_seq", 0) or 0),
+                    head_hash=str(exc.fields.get("head_hash", "") or ""),
+                )
+            )
+            return
+        self.send(state=harness_pb2.StateResult(version=version))
+
     def _tool(self, call: dict[str, Any], events: Iterator[common_pb2.Event]) -> None:
         try:
             result = self.sink.tool(call)
@@ -233,7 +272,7 @@ class Connection:
             )
         )
         try:
-            ack = self._next(events)
+            ack = self._next(events, transport=False)
         except (HarnessError, UnavailableError) as exc:
             raise self._bad_ack(parked, str(exc)) from None
         if ack is None or ack.get("kind") != "EVENT_PARKED":
@@ -260,7 +299,7 @@ class Connection:
         """END: COMPLETED returns, FAILED/CANCELED raise HarnessError; then the stream
         must end (a second END, or anything after it, is a protocol error)."""
         end = dict(event.get("end", {}))
-        more = self._next(events)
+        more = self._next(events, transport=False)
         if more is not None:
             raise self._violation(f"sent {more.get('kind')} after EVENT_END")
         state = str(end.get("state", ""))

@@ -19,8 +19,11 @@ is one execution (spec digest 1.3):
    for another call or execution is refused (FAILED_PRECONDITION), never acknowledged.
 
 Nothing here is durable: the host records every effect before it answers, so a harness
-process killed at any point loses nothing the host acknowledged. Working state is not
-carried (``sink.state`` fails the turn): a remote harness is STATELESS_REPLAY.
+process killed at any point loses nothing the host acknowledged. ``sink.state`` and
+``sink.delta`` cross as transport-only events (``Event.state_commit``, answered by
+``ControllerFrame.state``; ``Event.delta``): the host commits the state beside its journal.
+Each execution runs on a fresh harness, so a harness whose memory is all in its working state
+is described as STATELESS_REPLAY (it starts every run from ``Start.state``).
 """
 
 from __future__ import annotations
@@ -29,12 +32,14 @@ import contextlib
 import queue
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import grpc
 
 from agentsessions.controller.spi import (
+    REQUIRES_MEMORY_SNAPSHOT,
+    STATELESS_REPLAY,
     Completion,
     Harness,
     HarnessDescriptor,
@@ -45,9 +50,12 @@ from agentsessions.controller.spi import (
 from agentsessions.errors import (
     ApprovalParkedError,
     HarnessError,
+    InvalidArgumentError,
+    StateConflictError,
     TurnCanceledError,
     UnavailableError,
 )
+from agentsessions.journal.stores.store import Snapshot, WorkingState
 from agentsessions.server import harnesswire as wire
 from agentsessions.server.gen import common_pb2, harness_pb2, harness_pb2_grpc
 
@@ -149,15 +157,38 @@ class WireSink:
         self.x.send({"kind": "EVENT_USAGE", "usage": dict(usage)})
 
     def delta(self, text: str) -> None:
-        """Not carried: deltas are never journaled, and the host streams a model call's
-        deltas itself."""
+        """Streamed text: an ``Event{delta}`` (transport only, never answered)."""
+        x = self.x
+        x.out.put(
+            common_pb2.Event(execution_id=x.execution_id, delta=common_pb2.TextDelta(text=text))
+        )
 
     def state(self, data: bytes, *, covers_to: int = 0, expected_version: int | None = None) -> int:
-        raise UnavailableError(
-            "working state is not carried over Harness.Connect: a harness served by "
-            "`agentsessions harness serve` cannot commit state",
-            hint="run a harness that commits working state in process (--runtime auto)",
-        )
+        """Commit working state through the host: an ``Event{state_commit}``, answered by a
+        ``ControllerFrame{state}`` with the new version or a conflict (StateConflictError)."""
+        if not isinstance(data, bytes):
+            raise InvalidArgumentError("working state must be bytes; nothing was recorded")
+        x = self.x
+        commit = common_pb2.StateCommit(data=data, covers_to=covers_to)
+        if expected_version is not None:
+            commit.expected_version = expected_version
+        x.out.put(common_pb2.Event(execution_id=x.execution_id, state_commit=commit))
+        frame = x.next_frame("the answer to a working-state commit")
+        if frame.WhichOneof("frame") != "state":
+            raise x.refuse(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"expected the StateResult of a working-state commit, got {_what(frame)}",
+            )
+        result = frame.state
+        if result.conflict:
+            snapshot = Snapshot(result.head_seq, result.head_hash, WorkingState(result.version))
+            raise StateConflictError(
+                result.message or "the working-state commit lost its compare-and-swap",
+                head_seq=result.head_seq,
+                head_hash=result.head_hash,
+                snapshot=snapshot,
+            )
+        return int(result.version)
 
     def tool(self, call: Mapping[str, Any]) -> dict[str, Any]:
         x = self.x
@@ -222,9 +253,15 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
         self._descriptor: HarnessDescriptor | None = None
 
     def descriptor(self) -> HarnessDescriptor:
-        """The harness's descriptor (asked once)."""
+        """The harness's descriptor as served (asked once): a harness that keeps all its
+        memory in its working state is STATELESS_REPLAY here, since each execution runs on
+        a fresh instance that starts from ``Start.state``."""
         if self._descriptor is None:
-            self._descriptor = self.factory().describe()
+            d = self.factory().describe()
+            caps = d.capabilities
+            if caps.resumability == REQUIRES_MEMORY_SNAPSHOT and caps.working_state:
+                d = replace(d, capabilities=replace(caps, resumability=STATELESS_REPLAY))
+            self._descriptor = d
         return self._descriptor
 
     def Describe(

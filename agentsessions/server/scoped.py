@@ -182,6 +182,14 @@ class ScopedSessions:
             )
         )
 
+    @property
+    def unindexed(self) -> builtins.list[Any]:
+        """The sessions the store could not index, for the operator only: their project is
+        unknown, so a project-scoped principal sees none."""
+        if self.principal.projects is not None:
+            return []
+        return builtins.list(getattr(self._engine, "unindexed", ()))
+
     def get(self, uid: str) -> Session:
         """The session, if in the principal's projects (else NOT_FOUND)."""
         session = self._seen(self._engine.get(uid))
@@ -367,9 +375,13 @@ class ScopedSessions:
             return self._engine.replay(uid, rerun=True, from_seq=from_seq, harness=harness)
         return self._engine.replay(uid, rerun=False, from_seq=from_seq, harness=harness)
 
-    def cancel(self, uid: str, *, wait: float = 10.0) -> Session:
+    def cancel(
+        self, uid: str, *, wait: float = 10.0, reason: str = "", execution_id: str = ""
+    ) -> Session:
         """Cancel a turn of a session of the principal's projects."""
-        return self._engine.cancel(self._check(uid), wait=wait)
+        return self._engine.cancel(
+            self._check(uid), wait=wait, reason=reason, execution_id=execution_id
+        )
 
     def follow(
         self, uid: str, *, from_seq: int = 1, idle_timeout: float | None = None

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 import grpc
 
 from agentsessions.errors import ApprovalParkedError, ConflictError, InvalidArgumentError
-from agentsessions.server import convert, frames, status
+from agentsessions.server import convert, deadline, frames, status
 from agentsessions.server.gen import common_pb2, session_pb2, session_pb2_grpc
 from agentsessions.sessions.api import Frame, RecordFrame, SessionFrame, Sessions
 
@@ -142,14 +142,19 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
         """One page of a project's sessions, newest first (page_size 0 = the default)."""
         if request.page_size < 0:
             raise InvalidArgumentError(f"page_size must be >= 0, got {request.page_size}")
-        page = self.sessions(context).list(
+        engine = self.sessions(context)
+        page = engine.list(
             project=request.project or DEFAULT_PROJECT,
             page_size=request.page_size or 50,
             cursor=request.page_token or None,
         )
+        # the sessions the store could not index (the scope shows them to the operator only:
+        # their project is unknown)
+        damaged = getattr(engine, "unindexed", None)
         return session_pb2.ListSessionsResponse(
             sessions=[convert.session_to_proto(s) for s in page.sessions],
             next_page_token=page.next_cursor,
+            not_listed=[str(getattr(e, "message", e)) for e in damaged or ()],
         )
 
     @_rpc
@@ -185,6 +190,7 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
                     head_hash=head_hash,
                     session=uid or "",
                 )
+        left = deadline.check_admission(request.deadline_unix)
         inputs = [convert.message_from_proto(m) for m in request.inputs]
         with _workload_file(request.tools) as tools:
             stream = engine.exec(
@@ -200,7 +206,12 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
                 fresh_start=request.fresh_start,
                 tools=tools,
             )
-        yield from _updates(engine, stream, context)
+        timer = deadline.Deadline(engine, left) if left is not None else None
+        try:
+            yield from _updates(engine, stream, context, timer)
+        finally:
+            if timer is not None:
+                timer.close()
 
     @_stream
     def ResumeStream(
@@ -358,9 +369,16 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
     def Cancel(
         self, request: session_pb2.CancelRequest, context: grpc.ServicerContext
     ) -> session_pb2.Session:
-        """End the open execution as CANCELED (implemented, unlike the reference)."""
+        """End the open execution as CANCELED (implemented, unlike the reference): one
+        that is not ``execution_id`` (when set) is FAILED_PRECONDITION, nothing written;
+        ``reason`` is recorded in the LIFECYCLE_CANCEL detail."""
         wait_ms = request.wait_ms if request.HasField("wait_ms") else DEFAULT_CANCEL_WAIT_MS
-        done = self.sessions(context).cancel(_uid(request.session), wait=_wait(wait_ms))
+        done = self.sessions(context).cancel(
+            _uid(request.session),
+            wait=_wait(wait_ms),
+            reason=request.reason,
+            execution_id=request.execution_id,
+        )
         return convert.session_to_proto(done)
 
     @_rpc
@@ -430,7 +448,10 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
 
 
 def _updates(
-    engine: Sessions, stream: Iterator[Frame], context: grpc.ServicerContext
+    engine: Sessions,
+    stream: Iterator[Frame],
+    context: grpc.ServicerContext,
+    timer: deadline.Deadline | None = None,
 ) -> Iterator[session_pb2.ExecUpdate]:
     """A turn's frames as ExecUpdates; a last frame AWAITING carries its pending approval.
 
@@ -445,9 +466,15 @@ def _updates(
             uid = frame.uid or uid
             if isinstance(frame, RecordFrame):
                 execution = str(frame.record.event.get("execution_id", "")) or execution
+            if timer is not None:
+                timer.saw(uid, execution)
             if isinstance(frame, SessionFrame) and frame.last:
                 frame = _with_pending(engine, frame)
             yield frames.frame_to_update(frame, execution)
+            if timer is not None and isinstance(frame, SessionFrame) and frame.last:
+                exceeded = timer.exceeded(frame.turn is not None and frame.turn.canceled)
+                if exceeded is not None:  # the records and the last frame went first
+                    raise exceeded
     except ApprovalParkedError as parked:
         final = _with_pending(engine, SessionFrame(engine.get(uid), last=True))
         update = frames.frame_to_update(final)

@@ -110,8 +110,8 @@ def from_rpc_error(err: grpc.RpcError) -> AgentSessionsError:
     """The error of our tree a failed call stands for (the client's side of :func:`abort`).
 
     With our trailer: that class, message and hint. Without (a reference server, a proxy,
-    the transport): the most specific class whose status it is, else UnavailableError for
-    UNAVAILABLE and DEADLINE_EXCEEDED, else AgentSessionsError.
+    the transport): the most specific class whose status it is (UnavailableError for UNAVAILABLE,
+    its DeadlineExceededError for DEADLINE_EXCEEDED), else AgentSessionsError.
     """
     call: Any = err
     code = call.code() if hasattr(call, "code") else grpc.StatusCode.UNKNOWN
@@ -145,7 +145,7 @@ _BY_STATUS: dict[str, type[AgentSessionsError]] = {
     "NOT_FOUND": errors.NotFoundError,
     "ABORTED": errors.ConflictError,
     "UNAVAILABLE": errors.UnavailableError,
-    "DEADLINE_EXCEEDED": errors.UnavailableError,
+    "DEADLINE_EXCEEDED": errors.DeadlineExceededError,
     "CANCELLED": errors.TurnCanceledError,
     "DATA_LOSS": errors.JournalCorruptError,
     "INTERNAL": errors.HarnessError,

@@ -480,11 +480,15 @@ class Sessions(Protocol):
         """The stored records from ``from_seq``; with ``rerun`` re-drive every turn instead."""
         ...
 
-    def cancel(self, uid: str, *, wait: float = 10.0) -> Session:
+    def cancel(
+        self, uid: str, *, wait: float = 10.0, reason: str = "", execution_id: str = ""
+    ) -> Session:
         """End ``uid``'s open execution as CANCELED; idempotent once canceled.
 
         A turn running elsewhere is asked to stop at its next effect boundary; this waits
-        up to ``wait`` seconds for its END CANCELED."""
+        up to ``wait`` seconds for its END CANCELED. ``reason`` (USER, TIMEOUT, INTERNAL;
+        "" = none) is recorded in the LIFECYCLE_CANCEL detail; an ``execution_id`` that is
+        not the latest execution is refused (InvalidExecutionLogError), nothing written."""
         ...
 
     def follow(

@@ -59,33 +59,48 @@ def suspend(self: Engine, uid: str) -> Session:
         lock.release()
 
 
-def cancel(self: Engine, uid: str, *, wait: float = DEFAULT_CANCEL_WAIT) -> Session:
+def cancel(
+    self: Engine,
+    uid: str,
+    *,
+    wait: float = DEFAULT_CANCEL_WAIT,
+    reason: str = "",
+    execution_id: str = "",
+) -> Session:
     """End ``uid``'s open execution as CANCELED (LIFECYCLE_CANCEL, then END CANCELED).
 
     An interrupted turn (its process gone) is closed here, as its writer. A turn still
     running (another process or thread holds the lock) is asked to stop with a durable
     cancel request; this waits up to ``wait`` seconds for its END CANCELED
     (UnavailableError, exit 12, if it runs out; the request stays). Idempotent on an
-    already canceled execution; InvalidExecutionLogError (exit 17) when nothing is open.
+    already canceled execution; InvalidExecutionLogError (exit 17) when nothing is open, or
+    when ``execution_id`` is given and is not the latest execution (nothing written).
+    ``reason`` (USER, TIMEOUT or INTERNAL) is recorded in the LIFECYCLE_CANCEL detail.
     """
+    from agentsessions.controller.cancel import REASONS, cancel_detail, request_and_wait
     from agentsessions.controller.cancel import cancel as cancel_execution
-    from agentsessions.controller.cancel import request_and_wait
+    from agentsessions.errors import InvalidArgumentError
 
     check_uid(uid)
+    if reason and reason not in REASONS:
+        raise InvalidArgumentError(
+            f"cancel reason {reason!r} is not one of {', '.join(REASONS)}; nothing was canceled"
+        )
     self.store.get(uid)
     controller = self.controller(uid)
+    asked = {"reason": reason, "execution_id": execution_id}
     try:
         lock = self._hold(uid, 0.0)
     except LockHeldError:
-        return view(request_and_wait(self.store, uid, wait))
+        return view(request_and_wait(self.store, uid, wait, **asked))
     try:
         try:
-            return view(cancel_execution(controller, uid))
+            return view(cancel_execution(controller, uid, cancel_detail(reason), execution_id))
         except LockHeldError:  # a writer of this engine's controller runs the turn
             pass
     finally:
         lock.release()
-    return view(request_and_wait(self.store, uid, wait))
+    return view(request_and_wait(self.store, uid, wait, **asked))
 
 
 def fork(

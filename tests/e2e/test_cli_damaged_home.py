@@ -196,6 +196,24 @@ def test_list_warns_about_a_damaged_session_it_cannot_index(
     assert run.err.startswith(f"agentsessions: warning: not listed: session {uid}")
 
 
+def test_list_over_server_warns_as_list_does_locally(
+    cli: Cli, damaged: tuple[str, str, Path]
+) -> None:
+    """The daemon's store rebuilt the catalog on open: serve says which session it could
+    not index, and ``list --server`` forwards the same warning (ListSessions.not_listed)."""
+    from test_serve import remote, served
+
+    uid, good, _path = damaged
+    (cli.home / "catalog.sqlite3").unlink()
+    with served(cli.home) as daemon:
+        run = remote(daemon.address, cli.cwd, "list", "--json").ok()
+        assert [s["uid"] for s in run.json()["sessions"]] == [good]
+        assert run.err.startswith(f"agentsessions: warning: not listed: session {uid}")
+        code, err = daemon.stop()
+    assert code == 0
+    assert f"agentsessions: warning: not listed: session {uid}" in err
+
+
 @pytest.mark.parametrize("removed", ["session.json", "directory"])
 def test_a_session_missing_its_metadata_or_directory_breaks_no_listing(
     cli: Cli, removed: str

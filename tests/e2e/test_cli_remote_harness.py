@@ -5,7 +5,9 @@
 Harness.Connect: a turn with the scripted model and a mediated tool call, then ``replay
 --rerun`` with zero model calls and no executor call. A harness process killed with SIGKILL
 mid-turn leaves the turn open (exit 12, nothing lost), and ``resume`` with the harness back
-completes it with no repeated model call; the chain verifies. And the bad inputs.
+completes it with no repeated model call; the chain verifies. ``harness serve memory``
+commits its working state over the wire: a second turn remembers the first, a fresh
+harness process continues from the state, replay makes no model call. And the bad inputs.
 """
 
 from __future__ import annotations
@@ -92,6 +94,30 @@ def test_a_chat_turn_with_a_tool_call_runs_over_the_wire_and_replays_with_no_cal
     assert effects.read_text() == "buy milk\n"  # no executor call on replay
     cli.run("verify", turn["uid"]).ok()
     assert node.stop(signal.SIGTERM) == 0  # graceful on SIGTERM
+
+
+def test_a_served_memory_harness_commits_its_state_over_the_wire(cli: Cli) -> None:
+    address = _address("memory")
+    node = serve(cli, "memory", address)
+    try:
+        cli.run("harness", "register", "mem", "--address", address).ok()
+        first = cli.run("exec", "--harness", "mem", "--input", "remember blue", "--json").ok()
+        uid = first.json()["uid"]
+        second = cli.run("exec", uid, "--input", "what", "--json").ok().json()
+        assert second["outputs"] == ["turn 2: I remember blue"]  # the first turn's state
+        assert cli.run("get", uid, "--json").ok().json()["working_state"]["version"] == 2
+        assert all(kind != "STATE" for kind in _kinds(cli, uid))  # beside the journal
+    finally:
+        assert node.stop(signal.SIGTERM) == 0
+    again = serve(cli, "memory", address)  # a fresh harness process, a fresh engine
+    try:
+        third = cli.run("exec", uid, "--input", "and now", "--json").ok().json()
+        assert third["outputs"] == ["turn 3: I remember blue"]
+        replay = cli.run("replay", uid, "--rerun", "--json").ok().json()
+        assert replay["identical"] is True and replay["model_calls"] == 0
+    finally:
+        again.stop(signal.SIGKILL)
+    cli.run("verify", uid).ok()
 
 
 def _wait_for(path: Path) -> None:

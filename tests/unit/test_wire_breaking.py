@@ -189,7 +189,7 @@ def test_the_checker_refuses_each_kind_of_breaking_change(kind: str) -> None:
 def _additions(s: pb.FileDescriptorSet) -> None:
     event = _msg(s, "common.proto/Event")
     event.field.add(
-        name="note", number=1000, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL, json_name="note"
+        name="note", number=2000, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL, json_name="note"
     )
     _file(s, "common.proto").message_type.add(name="NewThing").field.add(
         name="x", number=1, type=F.TYPE_INT64, label=F.LABEL_OPTIONAL, json_name="x"

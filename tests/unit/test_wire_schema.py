@@ -260,7 +260,8 @@ ADDED_MESSAGES = {
         "ExportChunk",
         "ImportChunk",
     },
-    "harness.proto": {"WorkingState"},
+    "harness.proto": {"WorkingState", "StateResult"},
+    "common.proto": {"StateCommit", "TextDelta"},
 }
 ADDED_FIELDS = {
     "Session": "last_hash=1000:string fence=1001:int64 deleted=1002:bool "
@@ -269,12 +270,15 @@ ADDED_FIELDS = {
     "ExecRequest": "model=1000:string wait_ms=1001:int64 project=1002:string name=1003:string "
     "labels=1004:map<string,string> fresh_start=1005:bool tools=1006:string",
     "CreateSessionRequest": "tools=1000:string",
+    "ListSessionsResponse": "not_listed=1000:[]string",
     "ApproveResponse": "request=1000:ApprovalRef existing=1001:bool",
     "ResumeRequest": "harness=1000:string wait_ms=1001:int64",
     "CancelRequest": "wait_ms=1000:?int64",
     "ExecUpdate": "frame=1000:FrameInfo",
     "Start": "tools=1000:[]ToolSpec state=1001:WorkingState memory_restored=1002:bool",
     "ToolSpec": "input_schema=1000:Struct",
+    "Event": "state_commit=1000:StateCommit@body delta=1001:TextDelta@body",
+    "ControllerFrame": "state=1000:StateResult@frame",
 }
 
 PKG = "agentsessions.v1"

@@ -127,7 +127,7 @@ class _Bare(grpc.RpcError):
         (grpc.StatusCode.NOT_FOUND, errors.NotFoundError),
         (grpc.StatusCode.ABORTED, errors.ConflictError),
         (grpc.StatusCode.UNAVAILABLE, errors.UnavailableError),
-        (grpc.StatusCode.DEADLINE_EXCEEDED, errors.UnavailableError),
+        (grpc.StatusCode.DEADLINE_EXCEEDED, errors.DeadlineExceededError),  # an UnavailableError
         (grpc.StatusCode.INVALID_ARGUMENT, errors.InvalidArgumentError),
         (grpc.StatusCode.UNIMPLEMENTED, AgentSessionsError),
     ],

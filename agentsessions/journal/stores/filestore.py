@@ -54,6 +54,7 @@ from agentsessions.journal.stores.sessiondir import (
     FENCE_NAME,
     SessionDir,
     acked,
+    cancel_reason_at,
     cancel_request_at,
     json_bytes,
 )
@@ -436,13 +437,17 @@ class FileStore:
         self.close()
 
     # -- cancel requests ----------------------------------------------------------------
-    def request_cancel(self, uid: str, execution_id: str) -> None:
+    def request_cancel(self, uid: str, execution_id: str, reason: str = "") -> None:
         """Durably ask the running turn of ``execution_id`` to stop at its next effect
-        boundary: a ``CANCEL`` file beside the journal naming it (the canceller cannot
-        append while the running writer holds the lock)."""
+        boundary: a ``CANCEL`` file beside the journal naming it, and why if ``reason``
+        (the canceller cannot append while the running writer holds the lock)."""
         self._check_writable("cancel")
-        data = json_bytes({"execution_id": execution_id})
-        self.fs.write_file_atomic(self._dir(uid).cancel_file, data)
+        request = {"execution_id": execution_id, **({"reason": reason} if reason else {})}
+        self.fs.write_file_atomic(self._dir(uid).cancel_file, json_bytes(request))
+
+    def cancel_reason(self, uid: str) -> str:
+        """The reason the pending ``CANCEL`` request gives ("" when none or not said)."""
+        return cancel_reason_at(os.fspath(self._dir(uid).cancel_file))
 
     def cancel_requested(self, uid: str) -> str | None:
         """The execution id the pending ``CANCEL`` request names, or None (one ``stat``)."""

@@ -55,6 +55,7 @@ class _Session:
     update_time_ns: int = 0
     states: list[tuple[int, WorkingState]] = field(default_factory=list)  # (head before, state)
     cancel: str | None = None  # the execution id a cancel request names (FileStore: CANCEL)
+    cancel_reason: str = ""  # why (USER, TIMEOUT, INTERNAL; "" = not said)
     receipts: dict[str, dict[str, Any]] = field(default_factory=dict)  # tool receipts by key
     workload: str | None = None  # the session's tools (FileStore: WORKLOAD)
     components: dict[str, _Session] = field(default_factory=dict)  # tool stores, by name
@@ -203,10 +204,17 @@ class MemoryStore:
 
     # -- internals used by MemoryWriter -------------------------------------------------
     # -- cancel requests (the same contract as FileStore's CANCEL file) --------------------
-    def request_cancel(self, uid: str, execution_id: str) -> None:
+    def request_cancel(self, uid: str, execution_id: str, reason: str = "") -> None:
         """Ask the running turn of ``execution_id`` to stop at its next effect boundary."""
         with self._cond:
-            self._session(uid).cancel = execution_id
+            session = self._session(uid)
+            session.cancel, session.cancel_reason = execution_id, reason
+
+    def cancel_reason(self, uid: str) -> str:
+        """The reason the pending cancel request gives ("" when none or not said)."""
+        with self._cond:
+            session = self._session(uid)
+            return session.cancel_reason if session.cancel else ""
 
     def cancel_requested(self, uid: str) -> str | None:
         """The execution id a pending cancel request names, or None."""

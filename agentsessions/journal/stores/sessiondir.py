@@ -263,3 +263,14 @@ def cancel_request_at(path: str) -> str | None:
         return None
     execution_id = obj.get("execution_id") if isinstance(obj, dict) else None
     return execution_id if isinstance(execution_id, str) and execution_id else None
+
+
+def cancel_reason_at(path: str) -> str:
+    """The ``reason`` the cancel request at ``path`` gives, or "" (none, torn, not said)."""
+    try:
+        with open(path, "rb") as f:
+            obj = json.loads(f.read())
+    except (OSError, ValueError):
+        return ""
+    reason = obj.get("reason") if isinstance(obj, dict) else None
+    return reason if isinstance(reason, str) else ""

@@ -113,7 +113,7 @@ class Cancel(_message.Message):
     def __init__(self, reason: _Optional[str] = ...) -> None: ...
 
 class ControllerFrame(_message.Message):
-    __slots__ = ("session", "execution_id", "start", "cancel", "approval", "tool", "model", "park")
+    __slots__ = ("session", "execution_id", "start", "cancel", "approval", "tool", "model", "park", "state")
     SESSION_FIELD_NUMBER: _ClassVar[int]
     EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
     START_FIELD_NUMBER: _ClassVar[int]
@@ -122,6 +122,7 @@ class ControllerFrame(_message.Message):
     TOOL_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     PARK_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
     session: str
     execution_id: str
     start: Start
@@ -130,7 +131,22 @@ class ControllerFrame(_message.Message):
     tool: _common_pb2.ToolResult
     model: ModelResult
     park: _common_pb2.ApprovalRef
-    def __init__(self, session: _Optional[str] = ..., execution_id: _Optional[str] = ..., start: _Optional[_Union[Start, _Mapping]] = ..., cancel: _Optional[_Union[Cancel, _Mapping]] = ..., approval: _Optional[_Union[_common_pb2.ApprovalResult, _Mapping]] = ..., tool: _Optional[_Union[_common_pb2.ToolResult, _Mapping]] = ..., model: _Optional[_Union[ModelResult, _Mapping]] = ..., park: _Optional[_Union[_common_pb2.ApprovalRef, _Mapping]] = ...) -> None: ...
+    state: StateResult
+    def __init__(self, session: _Optional[str] = ..., execution_id: _Optional[str] = ..., start: _Optional[_Union[Start, _Mapping]] = ..., cancel: _Optional[_Union[Cancel, _Mapping]] = ..., approval: _Optional[_Union[_common_pb2.ApprovalResult, _Mapping]] = ..., tool: _Optional[_Union[_common_pb2.ToolResult, _Mapping]] = ..., model: _Optional[_Union[ModelResult, _Mapping]] = ..., park: _Optional[_Union[_common_pb2.ApprovalRef, _Mapping]] = ..., state: _Optional[_Union[StateResult, _Mapping]] = ...) -> None: ...
+
+class StateResult(_message.Message):
+    __slots__ = ("version", "conflict", "message", "head_seq", "head_hash")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    CONFLICT_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    HEAD_SEQ_FIELD_NUMBER: _ClassVar[int]
+    HEAD_HASH_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    conflict: bool
+    message: str
+    head_seq: int
+    head_hash: str
+    def __init__(self, version: _Optional[int] = ..., conflict: _Optional[bool] = ..., message: _Optional[str] = ..., head_seq: _Optional[int] = ..., head_hash: _Optional[str] = ...) -> None: ...
 
 class ModelResult(_message.Message):
     __slots__ = ("message", "usage", "model_call_id")

@@ -211,12 +211,14 @@ class ListSessionsRequest(_message.Message):
     def __init__(self, project: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ListSessionsResponse(_message.Message):
-    __slots__ = ("sessions", "next_page_token")
+    __slots__ = ("sessions", "next_page_token", "not_listed")
     SESSIONS_FIELD_NUMBER: _ClassVar[int]
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    NOT_LISTED_FIELD_NUMBER: _ClassVar[int]
     sessions: _containers.RepeatedCompositeFieldContainer[Session]
     next_page_token: str
-    def __init__(self, sessions: _Optional[_Iterable[_Union[Session, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+    not_listed: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, sessions: _Optional[_Iterable[_Union[Session, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., not_listed: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class DeleteSessionRequest(_message.Message):
     __slots__ = ("uid",)
