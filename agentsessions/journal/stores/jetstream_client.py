@@ -43,18 +43,19 @@ class Client:
     def __init__(self, options: JetStreamOptions) -> None:
         self.options = options
         self._loop = Loop()
+        self._nc: NatsClient | None = None
         try:
             check_server_synced(options)
-            self._nc: NatsClient = self._loop.call(self._connect(), options.timeout + 1)
+            self._nc = self._loop.call(self._connect(), options.timeout + 1)
             self._js = self._nc.jetstream(timeout=options.timeout)
             self._loop.call(self._ensure_stream(), options.timeout + 1)
         except OutcomeUnknown:
-            self._loop.close()
+            self.close()
             raise UnavailableError(
                 f"the NATS server at {options.url} did not answer within {options.timeout:g}s"
             ) from None
         except BaseException:
-            self._loop.close()
+            self.close()
             raise
 
     async def _connect(self) -> NatsClient:
@@ -96,12 +97,14 @@ class Client:
     @property
     def server_info(self) -> dict[str, Any]:
         """The server's INFO (``max_payload``, ``version``, ``jetstream``)."""
+        assert self._nc is not None
         return dict(self._nc._server_info)
 
     def close(self) -> None:
         """Drain the connection and stop the loop (idempotent)."""
-        with contextlib.suppress(OutcomeUnknown, RuntimeError, nats.errors.Error):
-            self._loop.call(self._nc.close(), self.options.timeout)  # nothing waits on it
+        if self._nc is not None:
+            with contextlib.suppress(OutcomeUnknown, RuntimeError, nats.errors.Error):
+                self._loop.call(self._nc.close(), self.options.timeout)  # nothing waits on it
         self._loop.close()
 
     # -- reads ------------------------------------------------------------------------
@@ -143,6 +146,7 @@ class Client:
 
     def subscribe(self, subject: str) -> Any:
         """A core subscription on ``subject``: a wake-up for followers (each new message)."""
+        assert self._nc is not None
         return self._call(self._nc.subscribe(subject))
 
     def wait(self, sub: Any, timeout: float) -> bool:
