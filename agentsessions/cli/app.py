@@ -32,6 +32,7 @@ from agentsessions import __version__
 from agentsessions.cli import serveropts as so
 from agentsessions.cli.helpview import HelpCommand
 from agentsessions.cli.lazygroup import LazyGroup, lazy_group
+from agentsessions.cli.storeopts import AllowUnsyncedOpt, StoreOpt
 from agentsessions.errors import AgentSessionsError, InvalidArgumentError, StorageError
 
 if TYPE_CHECKING:
@@ -54,6 +55,8 @@ class CliState:
     server: str = ""  # --server / $AGENTSESSIONS_SERVER: every command goes to that daemon
     token: str = ""
     tls: tuple[str, str, str] = ("", "", "")  # --tls-ca, --tls-cert, --tls-key
+    store: str = ""  # --store / $AGENTSESSIONS_STORE: "" is the file store under the home
+    allow_unsynced: bool = False  # --allow-unsynced: a store server that may ack before fsync
 
 
 # --- error handling ------------------------------------------------------------------------
@@ -204,6 +207,8 @@ def root(
     tls_ca: so.TlsCaOpt = "",
     tls_cert: so.TlsCertOpt = "",
     tls_key: so.TlsKeyOpt = "",
+    store: StoreOpt = "",
+    allow_unsynced: AllowUnsyncedOpt = False,
 ) -> None:
     """Durable AI-agent sessions kept as append-only, hash-chained event journals."""
     from agentsessions.sessions.home import check_home
@@ -211,6 +216,7 @@ def root(
     state = ctx.ensure_object(CliState)
     state.home = None if home is None else check_home(home, "--home")
     state.server, state.token = server, token
+    state.store, state.allow_unsynced = store, allow_unsynced
     state.tls = so.check_tls(server, tls_ca, tls_cert, tls_key)
     state.json = state.json or as_json
     if ctx.invoked_subcommand is not None:
@@ -255,7 +261,9 @@ def open_local_engine(
 
     so.require_local(state.server, command)
     name_process(state)
-    with open_local(state.home, runtime=runtime) as engine:
+    with open_local(
+        state.home, runtime=runtime, store_url=state.store, allow_unsynced=state.allow_unsynced
+    ) as engine:
         yield engine
 
 

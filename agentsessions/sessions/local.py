@@ -621,12 +621,21 @@ def open_local(
     store: Store | None = None,
     runtime: str = DEFAULT_RUNTIME,
     model: str | None = None,
+    store_url: str | None = None,
+    allow_unsynced: bool = False,
 ) -> LocalSessions:
-    """A ready engine: on ``store``, else the file store under ``home`` (``--home``, else
-    ``AGENTSESSIONS_HOME``, else the per-user data directory)."""
+    """A ready engine: on ``store``, else the store ``store_url`` names (``--store``, else
+    ``AGENTSESSIONS_STORE``: see :mod:`.storeurl`), else the file store under ``home``
+    (``--home``, else ``AGENTSESSIONS_HOME``, else the per-user data directory)."""
     resolved = resolve_home(home)
     if store is not None:
         return LocalSessions(resolved, store, runtime=runtime, model=model, owns_store=False)
+    from agentsessions.sessions.storeurl import open_store, resolve_store_url
+
+    url = resolve_store_url(store_url)
+    if url:
+        chosen = open_store(url, allow_unsynced=allow_unsynced)
+        return LocalSessions(resolved, chosen, runtime=runtime, model=model)
     from agentsessions.journal.stores.filestore import FileStore
 
     return LocalSessions(resolved, FileStore(resolved), runtime=runtime, model=model)

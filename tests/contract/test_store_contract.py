@@ -52,12 +52,25 @@ def _memory_store(tmp: Path) -> MemoryStore:
     return MemoryStore(max_commit_bytes=MAX_COMMIT)
 
 
+def _jetstream_store(server: Any) -> Any:
+    """A fresh stream (its own name and subject prefix) on the shared durable server."""
+    from agentsessions.journal.stores.jetstream import JetStreamStore
+    from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+
+    token = new_uid()[5:17]
+    url = server.store_url(stream=f"T{token}", prefix=f"t{token}")
+    return JetStreamStore(JetStreamOptions.parse(url), max_commit_bytes=MAX_COMMIT)
+
+
 STORES: dict[str, Callable[[Path], Any]] = {"file": _file_store, "memory": _memory_store}
 
 
-@pytest.fixture(params=sorted(STORES))
+@pytest.fixture(params=[*sorted(STORES), "jetstream"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    s = STORES[request.param](tmp_path)
+    if request.param == "jetstream":  # a real durable nats-server, started once per run
+        s = _jetstream_store(request.getfixturevalue("nats_server"))
+    else:
+        s = STORES[request.param](tmp_path)
     yield s
     s.close()
 

@@ -1,0 +1,356 @@
+"""A journal store on NATS JetStream: sessions any host can read, follow and take over.
+
+The five duties (``store.py``) mapped onto one stream (``docs/JETSTREAM.md``):
+
+1. conditional append: a commit is ONE message on the session's subject ``P.j.<uid>``,
+   published with ``Nats-Expected-Last-Subject-Sequence`` = the subject's last stream
+   sequence this writer saw; all its events land or none do, and readers never see half.
+   The writer also checks the journal end and state version against its tail first.
+2. idempotent commits: the commit id rides in the message; a writer folds the subject's
+   messages into a :class:`~agentsessions.journal.stores.tail.Tail`, which remembers the
+   latest 1024 per session durably (the stream is the record, not the server's dedup
+   window, which is stream-wide and 120 s). ``Nats-Msg-Id`` (random per commit, named by
+   the subject) is used only to resolve an unknown publish outcome.
+3. numbers never reused: records are numbered by the shared Tail from the folded head; the
+   stream denies delete and purge and keeps every message (checked at start).
+4. followers: a core subscription on the subject wakes a follower, which then reads the
+   stored messages after the last it saw (so nothing is missed between read and wait).
+5. size limit: the shared Tail refuses a commit over ``max_commit_bytes`` whole; the
+   server's ``max_payload`` must fit it (checked at start).
+
+Fencing across hosts: see :mod:`jetstream_writer`. Metadata is the last message on
+``P.m.<uid>``; tool stores are subjects ``P.c.<uid>.<hex name>``. A fork child's subject
+starts with its marker commit, which carries the parent's tail at the fork point; its
+prefix is read from the parent, never copied. The hash chain is the file store's, built by
+the same shared code (``tail.seal_events``), so ``verify`` and the Go reference agree.
+"""
+
+from __future__ import annotations
+
+import builtins
+import secrets
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+
+from agentsessions.errors import (
+    InvalidArgumentError,
+    LockHeldError,
+    NotFoundError,
+    SessionDeletedError,
+    UnavailableError,
+)
+from agentsessions.journal.format.records import Record
+from agentsessions.journal.stores import forking
+from agentsessions.journal.stores import jetstream_wire as wire
+from agentsessions.journal.stores.jetstream_client import Client
+from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream_follow import follow_subject
+from agentsessions.journal.stores.jetstream_writer import JetStreamWriter, shadow
+from agentsessions.journal.stores.store import (
+    DEFAULT_MAX_COMMIT_BYTES,
+    Page,
+    SessionInfo,
+    SessionMeta,
+    WorkingState,
+    check_component,
+    check_project,
+    check_uid,
+    clamp_page_size,
+    decode_cursor,
+    encode_cursor,
+)
+from agentsessions.journal.stores.tail import Tail
+
+_HEADROOM = 64 * 1024  # a commit message's header line beside its payloads
+
+
+class JetStreamStore:
+    """Sessions in one JetStream stream (see the module docstring for the layout)."""
+
+    def __init__(
+        self, options: JetStreamOptions, *, max_commit_bytes: int = DEFAULT_MAX_COMMIT_BYTES
+    ) -> None:
+        self.max_commit_bytes = max_commit_bytes
+        self._opts = options
+        self._client = Client(options)
+        payload = int(self._client.server_info.get("max_payload", 0))
+        if payload < max_commit_bytes + _HEADROOM:
+            self._client.close()
+            raise UnavailableError(
+                f"the NATS server at {options.url} takes messages of at most {payload} bytes; "
+                f"a commit of {max_commit_bytes} bytes (the store's limit) would not fit",
+                hint=f"set max_payload to at least {max_commit_bytes + _HEADROOM} in the "
+                "server's config, or lower max_commit_bytes",
+            )
+        self._held: set[str] = set()  # subjects this store has an open writer on
+        self._lock = threading.Lock()
+
+    # -- sessions -----------------------------------------------------------------------
+    def create(self, meta: SessionMeta) -> SessionInfo:
+        check_uid(meta.uid)
+        check_project(meta.project)
+        if not meta.create_time_ns:
+            meta = replace(meta, create_time_ns=time.time_ns())
+        self._put_meta(meta, deleted=False, new=True)
+        return self._info(meta, False, meta.create_time_ns, None)
+
+    def get(self, uid: str) -> SessionInfo:
+        meta, deleted, ut = self._meta(uid)
+        return self._info(meta, deleted, ut, self._client.last(self._journal(uid)))
+
+    def list(self, project: str, page_size: int = 0, cursor: str = "") -> Page:
+        check_project(project)
+        size = clamp_page_size(page_size)
+        after = decode_cursor(cursor) if cursor else None
+        rows = []
+        for uid in self.uids():
+            meta, deleted, ut = self._meta(uid)
+            if meta.project == project and not deleted:
+                rows.append((meta, ut))
+        rows.sort(key=lambda r: (-r[0].create_time_ns, r[0].uid))
+        if after is not None:
+            ns, last_uid = after
+            rows = [r for r in rows if (-r[0].create_time_ns, r[0].uid) > (-ns, last_uid)]
+        page = [
+            self._info(m, False, ut, self._client.last(self._journal(m.uid)))
+            for m, ut in rows[: size + 1]
+        ]
+        if len(page) <= size:
+            return Page(page)
+        last = page[size - 1]
+        return Page(page[:size], encode_cursor(last.meta.create_time_ns, last.uid))
+
+    def uids(self) -> tuple[str, ...]:
+        prefix = self._opts.prefix
+        return tuple(sorted(s.rsplit(".", 1)[1] for s in self._client.subjects(f"{prefix}.m.*")))
+
+    def delete(self, uid: str) -> SessionInfo:
+        """Soft-delete: a deleting fence on the journal and every tool store (so writers on
+        any host fail their next append), then the metadata row."""
+        meta, _deleted, _ut = self._meta(uid)
+        subjects = [self._journal(uid), *self._component_subjects(uid)]
+        with self._lock:
+            if any(s in self._held for s in subjects):
+                raise LockHeldError(f"session {uid} is busy: a writer holds it", session=uid)
+        for subject in subjects:
+            self._fence_deleted(subject)
+        now = time.time_ns()
+        self._put_meta(meta, deleted=True, update_time_ns=now)
+        return self.get(uid)
+
+    def fork(
+        self, parent: str, at_seq: int, children: Sequence[SessionMeta]
+    ) -> builtins.list[SessionInfo]:
+        head = self._head_tail(parent)
+        forking.check_fork(parent, at_seq, head.last_seq, len(children))
+        for meta in children:
+            check_uid(meta.uid)
+            check_project(meta.project)
+            if self._client.last(self._meta_subject(meta.uid)) is not None:
+                raise InvalidArgumentError(f"session {meta.uid} already exists")
+        base = forking.base_tail(lambda a, b: self.read(parent, a, b), at_seq, head)
+        made = []
+        for meta in children:
+            meta = replace(meta, parent_uid=parent, fork_seq=at_seq)
+            meta = meta if meta.create_time_ns else replace(meta, create_time_ns=time.time_ns())
+            tail = Tail.from_json(base.to_json())
+            marker = forking.fork_marker(parent, at_seq)
+            records = tail.seal_events(meta.uid, [marker], fence=1, max_bytes=self.max_commit_bytes)
+            after = shadow(tail)
+            after.advance(records, [marker], None, fence=1)
+            body = wire.commit_body(
+                records, fence=1, commit_id=None, state=None, after=after, base=base
+            )
+            self._put_meta(meta, deleted=False, new=True)
+            landed = self._client.publish(self._journal(meta.uid), body, expect=0, token=_token())
+            if landed is None:
+                raise InvalidArgumentError(f"session {meta.uid} already has a journal")
+            made.append(self.get(meta.uid))
+        return made
+
+    def writer(self, uid: str) -> JetStreamWriter:
+        _meta, deleted, _ut = self._meta(uid)
+        if deleted:
+            raise SessionDeletedError(f"session {uid} was deleted; it can no longer be written")
+        return self._open(uid, self._journal(uid))
+
+    def read(self, uid: str, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
+        meta, _deleted, _ut = self._meta(uid)
+        return iter(self._records(meta, max(from_seq, 1), to_seq))
+
+    def state(self, uid: str, before_seq: int = 0) -> WorkingState:
+        self._meta(uid)
+        folded = wire.fold(self._client.messages(self._journal(uid)))
+        if before_seq <= 0:
+            return folded.tail.state
+        for chain_seq, state in reversed(folded.states):
+            if chain_seq < before_seq:
+                return state
+        return WorkingState()
+
+    def states(self, uid: str) -> Iterator[tuple[int, WorkingState]]:
+        self._meta(uid)
+        return iter(wire.fold(self._client.messages(self._journal(uid))).states)
+
+    def follow(
+        self, uid: str, from_seq: int = 1, *, idle_timeout: float | None = None
+    ) -> Iterator[Record]:
+        meta, _deleted, _ut = self._meta(uid)
+        next_seq = max(from_seq, 1)
+        if meta.parent_uid and next_seq <= meta.fork_seq:
+            for record in self._records(meta, next_seq, meta.fork_seq):
+                yield record
+                next_seq = record.seq + 1
+        yield from follow_subject(self._client, self._journal(uid), next_seq, idle_timeout)
+
+    def component(self, uid: str, name: str) -> JetStreamComponentStore:
+        """The store of component ``name`` (a tool) in session ``uid``."""
+        self._meta(uid)
+        return JetStreamComponentStore(self, uid, check_component(name))
+
+    def components(self, uid: str) -> tuple[str, ...]:
+        """The names of the tool stores session ``uid`` has, sorted."""
+        self._meta(uid)
+        return tuple(sorted(wire.component_name(s) for s in self._component_subjects(uid)))
+
+    def close(self) -> None:
+        self._client.close()
+
+    # -- internals ----------------------------------------------------------------------
+    def _journal(self, uid: str) -> str:
+        return wire.journal_subject(self._opts.prefix, uid)
+
+    def _meta_subject(self, uid: str) -> str:
+        return wire.meta_subject(self._opts.prefix, uid)
+
+    def _component_subjects(self, uid: str) -> builtins.list[str]:
+        return sorted(self._client.subjects(f"{self._opts.prefix}.c.{uid}.*"))
+
+    def _open(self, uid: str, subject: str, base: Tail | None = None) -> JetStreamWriter:
+        with self._lock:
+            if subject in self._held:
+                raise LockHeldError(f"session {uid} is busy: another writer holds it", session=uid)
+            self._held.add(subject)
+        try:
+            return JetStreamWriter(
+                self._client, uid, subject, self.max_commit_bytes, self._release, base
+            )
+        except BaseException:
+            self._release(subject)
+            raise
+
+    def _release(self, subject: str) -> None:
+        with self._lock:
+            self._held.discard(subject)
+
+    def _meta(self, uid: str) -> tuple[SessionMeta, bool, int]:
+        check_uid(uid)
+        msg = self._client.last(self._meta_subject(uid))
+        if msg is None:
+            raise NotFoundError(f"session {uid} not found", session=uid)
+        head = msg.head
+        return SessionMeta.from_json(head["meta"]), bool(head.get("del")), int(head.get("ut", 0))
+
+    def _put_meta(
+        self, meta: SessionMeta, *, deleted: bool, new: bool = False, update_time_ns: int = 0
+    ) -> None:
+        subject = self._meta_subject(meta.uid)
+        expect = 0
+        if not new:
+            last = self._client.last(subject)
+            expect = last.stream_seq if last is not None else 0
+        ut = update_time_ns or meta.create_time_ns
+        body = wire.meta_body(meta.to_json(), deleted=deleted, update_time_ns=ut)
+        if self._client.publish(subject, body, expect=expect, token=_token()) is None:
+            if new:
+                raise InvalidArgumentError(f"session {meta.uid} already exists")
+            raise InvalidArgumentError(f"session {meta.uid}: its metadata changed meanwhile")
+
+    def _fence_deleted(self, subject: str) -> None:
+        for _ in range(3):
+            folded = wire.fold(self._client.messages(subject))
+            body = wire.fence_body(folded.fence + 1, folded.tail, deleted=True)
+            if self._client.publish(subject, body, expect=folded.stream_seq, token=_token()):
+                return
+        raise LockHeldError(f"{subject} kept moving while it was being deleted")
+
+    def _head_tail(self, uid: str) -> Tail:
+        self._meta(uid)
+        last = self._client.last(self._journal(uid))
+        return Tail() if last is None else wire.tail_from_summary(last.head["t"])
+
+    def _records(self, meta: SessionMeta, from_seq: int, to_seq: int) -> builtins.list[Record]:
+        out: builtins.list[Record] = []
+        if meta.parent_uid and from_seq <= meta.fork_seq:
+            parent, _deleted, _ut = self._meta(meta.parent_uid)
+            end = meta.fork_seq if to_seq <= 0 else min(to_seq, meta.fork_seq)
+            out.extend(self._records(parent, from_seq, end))
+        for msg in self._client.messages(self._journal(meta.uid)):
+            out.extend(
+                r for r in msg.records if r.seq >= from_seq and (to_seq <= 0 or r.seq <= to_seq)
+            )
+        return out
+
+    def _info(
+        self, meta: SessionMeta, deleted: bool, ut: int, last: wire.Message | None
+    ) -> SessionInfo:
+        tail = Tail() if last is None else wire.tail_from_summary(last.head["t"])
+        fence = 0 if last is None else max(last.fence, tail.max_fence)
+        p = tail.projection
+        return SessionInfo(
+            meta=meta, last_seq=tail.last_seq, last_hash=tail.last_hash,
+            compute_state=p.compute_state, exec_state=p.exec_state,
+            update_time_ns=max(ut, int(last.head["t"].get("ut", 0)) if last else 0),
+            fence=fence, deleted=deleted, exec_seq=p.exec_seq, exec_id=p.exec_id,
+            snapshot=p.snapshot, state_version=tail.state.version,
+            state_covers=(tail.state.covers_from, tail.state.covers_to),
+            state_size=tail.state_size,
+        )  # fmt: skip
+
+
+class JetStreamComponentStore:
+    """A tool's own journal in one session: its own subject, the same writer."""
+
+    def __init__(self, store: JetStreamStore, uid: str, name: str) -> None:
+        self._store, self._uid, self._name = store, uid, name
+        self._subject = wire.component_subject(store._opts.prefix, uid, name)
+
+    @property
+    def uid(self) -> str:
+        return self._uid
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def writer(self) -> JetStreamWriter:
+        """Become the tool store's single writer; refused once the session is deleted."""
+        _meta, deleted, _ut = self._store._meta(self._uid)
+        if deleted:
+            raise SessionDeletedError(
+                f"session {self._uid} was deleted; its tool store {self._name!r} can no "
+                "longer be written",
+                session=self._uid,
+            )
+        return self._store._open(self._uid, self._subject)
+
+    def read(self, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
+        out: builtins.list[Record] = []
+        for msg in self._store._client.messages(self._subject):
+            out.extend(
+                r for r in msg.records if r.seq >= from_seq and (to_seq <= 0 or r.seq <= to_seq)
+            )
+        return iter(out)
+
+    def follow(self, from_seq: int = 1, *, idle_timeout: float | None = None) -> Iterator[Record]:
+        return follow_subject(self._store._client, self._subject, max(from_seq, 1), idle_timeout)
+
+    def state(self) -> WorkingState:
+        """The tool store's working state (version 0 before its first writer)."""
+        return wire.fold(self._store._client.messages(self._subject)).tail.state
+
+
+def _token() -> str:
+    return secrets.token_hex(12)

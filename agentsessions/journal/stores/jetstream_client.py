@@ -1,0 +1,217 @@
+"""The JetStream calls a store makes, as synchronous methods over a :class:`Loop`.
+
+Every foreign exception is mapped here, where it enters: an unreachable server or a
+missing stream is :class:`UnavailableError`; a lost CAS is reported as ``None`` from
+:meth:`Client.publish`, for the writer to explain (a fence, a delete or another commit).
+A publish whose answer does not come is an unknown outcome: it is retried with the SAME
+``Nats-Msg-Id`` (the server's window turns a landed retry into ``duplicate``), and if the
+retry meets a lost CAS, the subject's last message tells whether ours is the one that
+landed. A commit is never appended twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import nats
+import nats.errors
+import nats.js.errors
+from nats.aio.client import Client as NatsClient
+from nats.js import api
+
+from agentsessions.errors import UnavailableError
+from agentsessions.journal.stores import jetstream_wire as wire
+from agentsessions.journal.stores.jetstream_conn import (
+    JetStreamOptions,
+    check_server_synced,
+    stream_config,
+    stream_problems,
+)
+from agentsessions.journal.stores.jetstream_loop import Loop, OutcomeUnknown
+
+WRONG_LAST_SEQUENCE = 10071  # Nats-Expected-Last-Subject-Sequence did not match
+_PUBLISH_TRIES = 4
+T = TypeVar("T")
+
+
+class Client:
+    """One connection to one stream, driven from synchronous code."""
+
+    def __init__(self, options: JetStreamOptions) -> None:
+        self.options = options
+        self._loop = Loop()
+        self._nc: NatsClient | None = None
+        try:
+            check_server_synced(options)
+            self._nc = self._loop.call(self._connect(), options.timeout + 1)
+            self._js = self._nc.jetstream(timeout=options.timeout)
+            self._loop.call(self._ensure_stream(), options.timeout + 1)
+        except OutcomeUnknown:
+            self.close()
+            raise UnavailableError(
+                f"the NATS server at {options.url} did not answer within {options.timeout:g}s"
+            ) from None
+        except BaseException:
+            self.close()
+            raise
+
+    async def _connect(self) -> NatsClient:
+        async def quiet(exc: Exception) -> None:  # nats-py prints tracebacks otherwise
+            del exc
+
+        try:
+            nc = await nats.connect(
+                self.options.url, error_cb=quiet, connect_timeout=2, max_reconnect_attempts=3,
+                allow_reconnect=True,
+            )  # fmt: skip
+        except (OSError, nats.errors.Error) as exc:
+            raise UnavailableError(
+                f"cannot connect to the NATS server at {self.options.url}: {exc or type(exc)}",
+                hint="is nats-server running with JetStream enabled?",
+            ) from None
+        if not nc._server_info.get("jetstream"):
+            await nc.close()
+            raise UnavailableError(f"the NATS server at {self.options.url} has no JetStream")
+        return nc
+
+    async def _ensure_stream(self) -> None:
+        opts = self.options
+        try:
+            info = await self._js.stream_info(opts.stream)
+        except nats.js.errors.NotFoundError:
+            config = stream_config(opts)
+            config["storage"] = api.StorageType(config["storage"])
+            await self._js.add_stream(api.StreamConfig(**config))
+            return
+        problems = stream_problems(info.config, opts)
+        if problems:
+            raise UnavailableError(
+                f"the JetStream stream {opts.stream!r} at {opts.url} cannot hold journals: "
+                + "; ".join(problems),
+                hint="use another stream (?stream=NAME) or fix its settings",
+            )
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        """The server's INFO (``max_payload``, ``version``, ``jetstream``)."""
+        assert self._nc is not None
+        return dict(self._nc._server_info)
+
+    def close(self) -> None:
+        """Drain the connection and stop the loop (idempotent)."""
+        if self._nc is not None:
+            with contextlib.suppress(OutcomeUnknown, RuntimeError, nats.errors.Error):
+                self._loop.call(self._nc.close(), self.options.timeout)  # nothing waits on it
+        self._loop.close()
+
+    # -- reads ------------------------------------------------------------------------
+    def last(self, subject: str) -> wire.Message | None:
+        """The subject's last message (None: none yet)."""
+        return self._call(self._last(subject))
+
+    async def _last(self, subject: str) -> wire.Message | None:
+        try:
+            raw = await self._js.get_msg(self.options.stream, subject=subject)
+        except nats.js.errors.NotFoundError:
+            return None
+        return wire.decode(raw.data or b"", int(raw.seq or 0), subject)
+
+    def messages(self, subject: str, after: int = 0) -> list[wire.Message]:
+        """Every message on ``subject`` with a stream sequence above ``after``, in order."""
+        return self._call(self._messages(subject, after))
+
+    async def _messages(self, subject: str, after: int) -> list[wire.Message]:
+        last = await self._last(subject)
+        out: list[wire.Message] = []
+        if last is None or last.stream_seq <= after:
+            return out
+        seq = after + 1
+        while seq <= last.stream_seq:
+            raw = await self._js.get_msg(self.options.stream, seq=seq, subject=subject, next=True)
+            msg = wire.decode(raw.data or b"", int(raw.seq or 0), subject)
+            out.append(msg)
+            seq = msg.stream_seq + 1
+        return out
+
+    def subjects(self, pattern: str) -> dict[str, int]:
+        """The stream's subjects matching ``pattern``, with their message counts."""
+        return self._call(self._subjects(pattern))
+
+    async def _subjects(self, pattern: str) -> dict[str, int]:
+        info = await self._js.stream_info(self.options.stream, subjects_filter=pattern)
+        return dict(info.state.subjects or {})
+
+    def subscribe(self, subject: str) -> Any:
+        """A core subscription on ``subject``: a wake-up for followers (each new message)."""
+        assert self._nc is not None
+        return self._call(self._nc.subscribe(subject))
+
+    def wait(self, sub: Any, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for ``sub``'s next message; False if none came."""
+        try:
+            self._loop.call(sub.next_msg(timeout=timeout), timeout + self.options.timeout)
+        except (OutcomeUnknown, nats.errors.TimeoutError):
+            return False
+        return True
+
+    def unsubscribe(self, sub: Any) -> None:
+        """End a follower's subscription."""
+        with contextlib.suppress(UnavailableError, nats.errors.Error):
+            self._call(sub.unsubscribe())  # if the connection went, so did the subscription
+
+    # -- the one write ------------------------------------------------------------------
+    def publish(self, subject: str, body: bytes, *, expect: int, token: str) -> int | None:
+        """Append ``body`` if ``subject``'s last stream sequence is ``expect``; its stream
+        sequence, or None if the CAS was lost. Retries an unknown outcome with one Msg-Id."""
+        mid = wire.msg_id(subject, token)
+        headers = {"Nats-Msg-Id": mid, "Nats-Expected-Last-Subject-Sequence": str(expect)}
+        unknown = False
+        for _ in range(_PUBLISH_TRIES):
+            try:
+                return self._loop.call(
+                    self._publish(subject, body, headers, mid, unknown), self.options.timeout + 1
+                )
+            except OutcomeUnknown:
+                unknown = True  # it may have landed: the retry carries the same Msg-Id
+        raise UnavailableError(
+            f"the NATS server at {self.options.url} did not acknowledge a commit on {subject} "
+            f"after {_PUBLISH_TRIES} tries; it may or may not have landed (retrying with the "
+            "same commit id resolves it)",
+            hint="agentsessions get SESSION  # shows the head",
+        )
+
+    async def _publish(
+        self, subject: str, body: bytes, headers: dict[str, str], mid: str, unknown: bool
+    ) -> int | None:
+        try:
+            ack = await self._js.publish(subject, body, headers=dict(headers))
+        except nats.js.errors.APIError as exc:
+            if exc.err_code != WRONG_LAST_SEQUENCE:
+                raise UnavailableError(f"JetStream refused a commit on {subject}: {exc}") from None
+            if unknown:  # our earlier try may be the message that moved the subject
+                raw = await self._js.get_msg(self.options.stream, subject=subject)
+                if (raw.headers or {}).get("Nats-Msg-Id") == mid:
+                    return int(raw.seq or 0)
+            return None
+        except nats.js.errors.NoStreamResponseError:  # a leader election: the next try may land
+            await asyncio.sleep(0.05)
+            raise OutcomeUnknown("no stream responded") from None
+        except (nats.errors.ConnectionClosedError, nats.errors.OutboundBufferLimitError) as exc:
+            raise UnavailableError(
+                f"lost the NATS connection to {self.options.url}: {exc}"
+            ) from exc
+        return int(ack.seq)
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        try:
+            return self._loop.call(coro, self.options.timeout + 1)
+        except OutcomeUnknown:
+            raise UnavailableError(
+                f"the NATS server at {self.options.url} did not answer within "
+                f"{self.options.timeout:g}s"
+            ) from None
+        except nats.errors.Error as exc:
+            raise UnavailableError(f"NATS at {self.options.url}: {exc!r}") from None

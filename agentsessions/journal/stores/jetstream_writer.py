@@ -1,0 +1,189 @@
+"""The single writer of one JetStream journal subject (a session's, or a tool store's).
+
+Fencing across hosts: opening a writer appends a fence record with CAS at the head it read,
+which moves the subject's last sequence; any older writer's next CAS append then fails,
+even if its view of the journal end is current. On every lost CAS the writer reads the
+subject's last message and explains it: a newer fence (or a commit by a newer writer) is
+FencedError, a delete is SessionDeletedError, anything else a ConflictError with the head.
+It never re-reads and retries on its own, which would walk past a fence.
+"""
+
+from __future__ import annotations
+
+import copy
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from agentsessions.errors import (
+    ConflictError,
+    FencedError,
+    InvalidArgumentError,
+    LockHeldError,
+    SessionDeletedError,
+)
+from agentsessions.journal.format.records import Record
+from agentsessions.journal.stores import jetstream_wire as wire
+from agentsessions.journal.stores.jetstream_client import Client
+from agentsessions.journal.stores.store import (
+    CommitResult,
+    StateUpdate,
+    WorkingState,
+    check_commit_id,
+)
+from agentsessions.journal.stores.tail import Tail
+
+_TAKEOVER_TRIES = 3
+
+
+def shadow(tail: Tail) -> Tail:
+    """A copy of ``tail`` without its commit ids, to compute the head after a commit
+    without touching the writer's tail until the server acknowledges it."""
+    return Tail(
+        tail.last_seq, tail.last_hash, copy.deepcopy(tail.projection), max_fence=tail.max_fence,
+        state=tail.state, state_size=tail.state_size,
+    )  # fmt: skip
+
+
+class JetStreamWriter:
+    """Holds one journal subject: its folded tail, its fence and the subject's last seq."""
+
+    def __init__(
+        self,
+        client: Client,
+        uid: str,
+        subject: str,
+        max_bytes: int,
+        on_close: Callable[[str], None],
+        base: Tail | None = None,
+    ) -> None:
+        self._client, self._uid, self._subject = client, uid, subject
+        self._max_bytes, self._on_close = max_bytes, on_close
+        self._closed = False
+        for _ in range(_TAKEOVER_TRIES):
+            folded = wire.fold(client.messages(subject), base)
+            if folded.deleted:
+                raise SessionDeletedError(
+                    f"session {uid} was deleted; it can no longer be written", session=uid
+                )
+            self._tail, self._fence = folded.tail, folded.fence + 1
+            body = wire.fence_body(self._fence, self._tail)
+            seq = client.publish(subject, body, expect=folded.stream_seq, token=_token())
+            if seq is not None:
+                self._stream_seq = seq
+                return
+        raise LockHeldError(
+            f"session {uid} is busy: other writers kept taking it over while this one opened",
+            session=uid,
+        )
+
+    @property
+    def uid(self) -> str:
+        return self._uid
+
+    @property
+    def fence(self) -> int:
+        return self._fence
+
+    @property
+    def head(self) -> tuple[int, str]:
+        return self._tail.last_seq, self._tail.last_hash
+
+    @property
+    def state(self) -> WorkingState:
+        """The working state as of this writer's last commit."""
+        return self._tail.state
+
+    def append(
+        self,
+        events: Sequence[Mapping[str, Any]],
+        *,
+        expected_last_seq: int | None = None,
+        fence: int | None = None,
+        commit_id: str | None = None,
+        sync: bool = True,
+        state: StateUpdate | None = None,
+        expected_state_version: int | None = None,
+    ) -> CommitResult:
+        """Append one commit as one message (see :class:`~agentsessions.journal.stores.
+        store.Writer`); every commit is synced before the server acknowledges it, so
+        ``sync=False`` is the same as ``sync=True``."""
+        del sync
+        check_commit_id(commit_id)
+        self._check_open()
+        first = self._tail.duplicate(commit_id)
+        if first is not None:
+            return first
+        use = self._fence if fence is None else fence
+        records, new = self._tail.prepare(
+            self._uid, events, expected_last_seq=expected_last_seq, fence=use,
+            current=self._fence, state=state, expected_state_version=expected_state_version,
+            max_bytes=self._max_bytes,
+        )  # fmt: skip
+        return self._land(records, events, commit_id, new, use)
+
+    def append_records(self, records: Sequence[Record]) -> CommitResult:
+        """Append already-hashed records verbatim (import); each must link and verify."""
+        self._check_open()
+        self._tail.check_records(self._uid, records, max_bytes=self._max_bytes)
+        return self._land(list(records), None, None, None, self._fence)
+
+    def sync(self) -> None:
+        """Nothing to do: the server fsyncs every commit before acknowledging it."""
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._on_close(self._subject)
+
+    def __enter__(self) -> JetStreamWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InvalidArgumentError(f"session {self._uid}: this writer was closed")
+
+    def _land(
+        self,
+        records: list[Record],
+        events: Sequence[Mapping[str, Any]] | None,
+        cid: str | None,
+        state: WorkingState | None,
+        fence: int,
+    ) -> CommitResult:
+        after = shadow(self._tail)
+        after.advance(records, events, None, state, fence=fence)
+        body = wire.commit_body(records, fence=fence, commit_id=cid, state=state, after=after)
+        seq = self._client.publish(self._subject, body, expect=self._stream_seq, token=_token())
+        if seq is None:
+            raise self._lost()
+        self._stream_seq = seq
+        return self._tail.advance(records, events, cid, state, fence=fence)
+
+    def _lost(self) -> Exception:
+        """Why the subject moved under this writer (see the module docstring)."""
+        last = self._client.last(self._subject)
+        if last is not None and last.head.get("del"):
+            return SessionDeletedError(
+                f"session {self._uid} was deleted; it can no longer be written", session=self._uid
+            )
+        newest = 0 if last is None else last.fence
+        if newest > self._fence:
+            return FencedError(
+                f"session {self._uid}: fence {self._fence} is older than the current fence "
+                f"{newest} (a newer writer superseded this one)",
+                session=self._uid, fence=self._fence, current_fence=newest,
+            )  # fmt: skip
+        head = wire.tail_from_summary(last.head["t"]) if last is not None else Tail()
+        return ConflictError(
+            f"session {self._uid}: the journal moved under this writer (now at seq "
+            f"{head.last_seq}); nothing was written",
+            head_seq=head.last_seq, head_hash=head.last_hash, session=self._uid,
+        )  # fmt: skip
+
+
+def _token() -> str:
+    return secrets.token_hex(12)

@@ -1,0 +1,57 @@
+"""Choosing the store by configuration: ``--store nats://...`` / ``AGENTSESSIONS_STORE`` runs
+the same CLI and engine on JetStream, and a bad or unreachable store is one clear line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from agentsessions.sessions.storeurl import STORE_ENV, resolve_store_url
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _cli(home: Path, *args: str, env: dict[str, str] | None = None) -> Any:
+    full = {k: v for k, v in os.environ.items() if k != STORE_ENV}
+    full.update(PYTHONPATH=str(ROOT), **(env or {}))
+    return subprocess.run(
+        [sys.executable, "-m", "agentsessions", "--home", str(home), *args],
+        env=full, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_the_flag_wins_over_the_environment() -> None:
+    assert resolve_store_url("nats://a:1", {STORE_ENV: "nats://b:2"}) == "nats://a:1"
+    assert resolve_store_url(None, {STORE_ENV: "nats://b:2"}) == "nats://b:2"
+    assert resolve_store_url(None, {}) == ""
+
+
+def test_a_turn_runs_and_verifies_on_jetstream(nats_server: Any, tmp_path: Path) -> None:
+    token = os.urandom(6).hex()
+    env = {STORE_ENV: nats_server.store_url(stream=f"CLI{token}", prefix=f"cli{token}")}
+    made = _cli(tmp_path, "exec", "--harness", "chat", "--model", "scripted:seed=7",
+                "--input", "plan a trip", "--json", env=env)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    uid = json.loads(made.stdout)["uid"]
+    assert _cli(tmp_path, "exec", uid, "--input", "shorter", env=env).returncode == 0
+    got = json.loads(_cli(tmp_path, "get", uid, "--json", env=env).stdout)
+    assert (got["last_seq"], got["exec_state"]) == (10, "EXEC_COMPLETED")
+    verified = _cli(tmp_path, "verify", uid, env=env)
+    assert verified.returncode == 0 and "10 records verified" in verified.stdout
+    assert not list(tmp_path.glob("**/*.seg"))  # nothing went to the file store
+    assert _cli(tmp_path, "get", uid).returncode == 3  # the file store never saw it
+
+
+def test_a_bad_or_unreachable_store_is_one_clear_line(tmp_path: Path) -> None:
+    bad = _cli(tmp_path, "--store", "redis://x", "list")
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("agentsessions: error: invalid store 'redis://x'")
+    down = _cli(tmp_path, "--store", "nats://127.0.0.1:9", "--allow-unsynced", "list")
+    assert down.returncode == 12
+    assert "cannot connect to the NATS server at nats://127.0.0.1:9" in down.stderr
+    unproven = _cli(tmp_path, "--store", "nats://127.0.0.1:9", "list")
+    assert unproven.returncode == 12 and "--allow-unsynced" in unproven.stderr
