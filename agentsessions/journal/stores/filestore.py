@@ -29,7 +29,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentsessions.errors import (
     AgentSessionsError,
@@ -48,6 +48,7 @@ from agentsessions.journal.format.segmentlog import Position, SegmentLog
 from agentsessions.journal.stores import filecomponent, forking, receipts, statefile, watch
 from agentsessions.journal.stores.catalog import Catalog
 from agentsessions.journal.stores.filecomponent import FileComponentStore
+from agentsessions.journal.stores.filecrypt import cipher_for, create_key
 from agentsessions.journal.stores.filewriter import FileWriter, fold_frames, frame_records
 from agentsessions.journal.stores.sessiondir import (
     DELETED_NAME,
@@ -74,6 +75,9 @@ from agentsessions.journal.stores.store import (
 from agentsessions.journal.stores.tail import Tail
 from agentsessions.v1 import workloadref
 
+if TYPE_CHECKING:
+    from agentsessions.journal.crypto.keys import MasterKey
+
 
 @dataclass(frozen=True)
 class StoreOptions:
@@ -94,14 +98,17 @@ class FileStore:
         options: StoreOptions | None = None,
         fs: FileSystem = DEFAULT_FS,
         read_only: bool | None = None,
+        master: MasterKey | None = None,
     ) -> None:
         """Open (creating it if need be) the store under ``home``.
 
         ``read_only``: None decides by whether ``home`` can be written (``fs.writable``): a
         read-only home (a read-only mount, say) is opened without creating or changing any
         file, its reads work, and every write raises StorageError (exit 13) naming it.
+        ``master``: sessions created are encrypted, and encrypted ones read (filecrypt.py).
         """
         self.home = Path(home)
+        self.master = master
         self.options = options or StoreOptions()
         self.max_commit_bytes = self.options.max_commit_bytes
         self.fs = fs
@@ -191,12 +198,15 @@ class FileStore:
         check_project(meta.project)
         if not meta.create_time_ns:
             meta = replace(meta, create_time_ns=time.time_ns())
+        meta = replace(meta, encrypted=self.master is not None)
         final = self.sessions_dir / meta.uid
         if final.exists():
             raise InvalidArgumentError(f"session {meta.uid} already exists")
         tmp = SessionDir(self.sessions_dir / f".tmp-{meta.uid}-{secrets.token_hex(4)}")
         try:
             tmp.journal.mkdir(parents=True)
+            if self.master is not None:  # the key first: session.json's marker promises it
+                create_key(self.fs, tmp.path, meta.uid, self.master)
             self.fs.write_file_atomic(tmp.meta_file, json_bytes(meta.to_json()))
             base_seq, base_hash = (base.last_seq, base.last_hash) if base else (0, "")
             if base is not None:
@@ -270,7 +280,8 @@ class FileStore:
                 )
             tail, _position, log = self._load_tail(sdir, meta, writable=True)
             fence = fencefile.mint(self.fs, sdir.fence_file, tail.max_fence)
-            return FileWriter(self, sdir, meta, log, tail, fence, lock)
+            cipher = cipher_for(sdir.path, meta, self.master)
+            return FileWriter(self, sdir, meta, log, tail, fence, lock, cipher)
         except BaseException:
             lock.release()
             raise
@@ -283,7 +294,8 @@ class FileStore:
             sdir.journal, session_id=uid, writable=False, fs=self.fs, resume=hint,
             acked=acked(hint),
         )  # fmt: skip
-        own = frame_records(log, log.read(from_seq, to_seq), close=True)
+        cipher = cipher_for(sdir.path, meta, self.master)
+        own = frame_records(log, log.read(from_seq, to_seq), close=True, cipher=cipher)
         if not meta.parent_uid or from_seq > meta.fork_seq:
             return own
         upto = meta.fork_seq if to_seq <= 0 else min(to_seq, meta.fork_seq)
@@ -333,6 +345,7 @@ class FileStore:
         """
         sdir = self._dir(uid)
         meta = sdir.read_meta()
+        cipher = cipher_for(sdir.path, meta, self.master)
         next_seq = max(from_seq, 1)
         if meta.parent_uid and next_seq <= meta.fork_seq:
             for record in self.read(meta.parent_uid, next_seq, meta.fork_seq):
@@ -357,7 +370,7 @@ class FileStore:
             idle_since = time.monotonic()
             while True:
                 found = False
-                for record in frame_records(log, log.read(next_seq, 0), close=False):
+                for record in frame_records(log, log.read(next_seq, 0), close=False, cipher=cipher):
                     yield record
                     next_seq = record.seq + 1
                     found = True
@@ -593,7 +606,7 @@ class FileStore:
                 tail = Tail.from_json(scan.base_carry)
             else:
                 tail = sdir.read_base()
-            fold_frames(tail, scan.frames)
+            fold_frames(tail, scan.frames, cipher_for(sdir.path, meta, self.master))
             statefile.check_acked(log, hinted, tail)
             if writable:  # a writer holds its state: one frame's read, whatever the history
                 statefile.load(log, tail)

@@ -19,6 +19,7 @@ from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import SegmentLog
+from agentsessions.journal.stores.filecrypt import SessionCipher, keyless_refusal
 from agentsessions.journal.stores.sessiondir import SessionDir
 from agentsessions.journal.stores.store import (
     CommitResult,
@@ -66,8 +67,10 @@ class FileWriter:
         tail: Tail,
         fence: int,
         lock: SessionLock,
+        cipher: SessionCipher | None = None,
     ) -> None:
         self._store = store
+        self._cipher = cipher  # an encrypted session's: EVENT payloads are sealed records
         self._dir = sdir
         self.meta = meta
         self._log = log
@@ -184,9 +187,15 @@ class FileWriter:
             frames.append((segment.RTYPE_COMMIT, seq, fence, cid.encode()))
         if state is not None:  # the state leads its events: one group, one commit point
             frames.append((segment.RTYPE_STATE, seq, fence, self._state_payload(state)))
-        frames.extend((segment.RTYPE_EVENT, r.seq, r.fence, r.payload) for r in records)
+        c = self._cipher
+        frames.extend(
+            (segment.RTYPE_EVENT, r.seq, r.fence, r.payload if c is None else c.seal(r))
+            for r in records
+        )
         last = records[-1].content_hash if records else None  # sealed: not hashed again
-        at = self._log.append_group(frames, carry=self._tail.to_json, sync=sync, last_hash=last)
+        at = self._log.append_group(
+            frames, carry=self._tail.to_json, sync=sync, last_hash=last, encrypted=c is not None
+        )
         self._unsynced = not sync
         where = None
         if state is not None:  # the group ends at ``at.offset``: count back to the STATE frame
@@ -223,10 +232,13 @@ def working_state(record: staterecord.StateRecord) -> WorkingState:
     )  # fmt: skip
 
 
-def fold_frames(tail: Tail, frames: Sequence[segment.Frame]) -> None:
+def fold_frames(
+    tail: Tail, frames: Sequence[segment.Frame], cipher: SessionCipher | None = None
+) -> None:
     """Advance ``tail`` over committed frames (EVENT, COMMIT, STATE) read back from segments.
 
-    A STATE frame must be bound to the chain where it lies (JournalCorruptError if not)."""
+    ``cipher`` opens sealed EVENT frames (an encrypted session's). A STATE frame must be
+    bound to the chain where it lies (JournalCorruptError if not)."""
     group: list[Record] = []
     commit_id: str | None = None
     state: tuple[WorkingState, staterecord.Where] | None = None
@@ -245,7 +257,7 @@ def fold_frames(tail: Tail, frames: Sequence[segment.Frame]) -> None:
             record = staterecord.decode(frame.payload)
             state = (working_state(record), (frame.segment, frame.offset, frame.seq))
         elif frame.rtype == segment.RTYPE_EVENT:
-            record_ = frame_record(frame, prev)
+            record_ = frame_record(frame, prev, cipher)
             group.append(record_)
             prev = record_.content_hash
         if frame.flags & segment.FLAG_GROUP_END:
@@ -269,20 +281,30 @@ def _fold_group(
         tail.advance(group, None, commit_id, state[0], fence=fence, at=state[1])
 
 
-def frame_record(frame: segment.Frame, prev: str) -> Record:
-    """The record an EVENT frame holds (``prev`` is not checked here: verify does that)."""
+def frame_record(frame: segment.Frame, prev: str, cipher: SessionCipher | None = None) -> Record:
+    """The record an EVENT frame holds (``prev`` is not checked here: verify does that);
+    a sealed one is opened by ``cipher`` (SessionKeyError, exit 26, without one)."""
+    if frame.flags & segment.FLAG_ENCRYPTED:
+        if cipher is None:
+            raise keyless_refusal(frame)
+        return cipher.open(frame)
     _body, prev_hash, _seq = canonical.split_envelope(frame.payload)
     digest = hashlib.sha256(frame.payload).hexdigest()
     return Record(frame.seq, prev_hash, digest, frame.fence, frame.payload)
 
 
 def frame_records(
-    log: SegmentLog, frames: Iterator[segment.Frame], *, close: bool
+    log: SegmentLog,
+    frames: Iterator[segment.Frame],
+    *,
+    close: bool,
+    cipher: SessionCipher | None = None,
 ) -> Iterator[Record]:
-    """The records of ``frames`` read from ``log`` (closed after them when ``close``)."""
+    """The records of ``frames`` read from ``log`` (closed after them when ``close``);
+    ``cipher`` opens sealed ones."""
     try:
         for frame in frames:
-            yield frame_record(frame, "")
+            yield frame_record(frame, "", cipher)
     finally:
         if close:
             log.close()

@@ -93,9 +93,12 @@ class SessionMeta:
     parent_uid: str = ""
     fork_seq: int = 0
     create_time_ns: int = 0
+    encrypted: bool = False  # its events are sealed under its data key (FORMAT.md 15)
 
     def to_json(self) -> dict[str, Any]:
         """The metadata as a JSON object (the ``session.json`` file and export header)."""
+        # ``encrypted`` only when set: a plaintext session.json keeps its exact bytes
+        extra: dict[str, Any] = {"encrypted": True} if self.encrypted else {}
         return {
             "uid": self.uid,
             "project": self.project,
@@ -109,6 +112,7 @@ class SessionMeta:
             "parent_uid": self.parent_uid,
             "fork_seq": self.fork_seq,
             "create_time_ns": self.create_time_ns,
+            **extra,
         }
 
     @classmethod
@@ -127,6 +131,7 @@ class SessionMeta:
             parent_uid=str(obj.get("parent_uid", "")),
             fork_seq=int(obj.get("fork_seq", 0)),
             create_time_ns=int(obj.get("create_time_ns", 0)),
+            encrypted=obj.get("encrypted") is True,
         )
 
 

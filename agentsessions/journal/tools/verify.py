@@ -41,6 +41,7 @@ from agentsessions.errors import (
     JournalCorruptError,
     JournalError,
     MetadataCorruptError,
+    SessionKeyError,
     StorageError,
 )
 from agentsessions.journal.format import canonical, evidence, sealedhead, segment
@@ -635,8 +636,11 @@ def verify_session(
 
 
 def _session_report(store: Any, uid: str, strict: bool, progress: Progress | None) -> VerifyReport:
+    master = getattr(store, "master", None)  # a file store's: encrypted records decrypted
     try:
         info = store.get(uid)
+    except SessionKeyError:  # an encrypted session without its key: the keyless walk
+        return verify_dir(store.session_dir(uid), strict=strict, progress=progress, master=master)
     except JournalError as exc:
         report = verify_dir(store.session_dir(uid), strict=strict, progress=progress)
         if not report.ok:
@@ -647,8 +651,9 @@ def _session_report(store: Any, uid: str, strict: bool, progress: Progress | Non
             return report
         return failed_by(report, exc)
     report = verify_dir(
-        store.session_dir(uid), strict=strict, progress=progress, total=info.last_seq
-    )
+        store.session_dir(uid), strict=strict, progress=progress, total=info.last_seq,
+        master=master,
+    )  # fmt: skip
     if report.ok and report.torn_tail and report.last_seq < info.last_seq:
         # what looked like a torn write holds records the store acknowledged: damage
         report.torn_tail, report.notes = False, [n for n in report.notes if "torn" not in n]

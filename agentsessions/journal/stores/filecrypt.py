@@ -1,0 +1,107 @@
+"""Encryption at rest in the file store: sealing on append, opening on read (FORMAT.md 15).
+
+A session created while the store has a master key is *encrypted*: ``session.json`` says
+so (``"encrypted": true``), its wrapped data key ``KEY`` is written into the directory
+before the directory is renamed into place, and every EVENT frame its writer appends is a
+sealed record (``FLAG_ENCRYPTED``). Reading its content needs the master key; without it
+the store raises SessionKeyError (exit 26), never plaintext garbage, while ``verify``
+checks the structure keyless (``journal.tools.verify``).
+
+Invariants:
+- ``cryptography`` is imported only when a master key is in play (a MasterKey exists only
+  if it imported), so a keyless process (the CLI's startup, the zipapp) never loads it;
+- the marker in ``session.json``, not the presence of ``KEY``, says a session is encrypted:
+  a lost ``KEY`` is reported as a missing key, never taken for a plaintext session;
+- a sealed record's content hash is the plaintext record's, so a writer's tail, the TAIL
+  hint and every link are the same as in a plaintext journal of the same events.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agentsessions.errors import ChainBrokenError, KeyShreddedError, MasterKeyError
+from agentsessions.journal.format import segment
+from agentsessions.journal.format.durable import FileSystem
+from agentsessions.journal.format.records import Record
+from agentsessions.journal.stores.store import SessionMeta
+
+if TYPE_CHECKING:
+    from agentsessions.journal.crypto.keys import MasterKey
+
+# the name keys.py gives it, repeated so a keyless check does not import cryptography
+_SHREDDED_NAME = "SHREDDED"
+_HINT = "give the master key: --key-file FILE, AGENTSESSIONS_KEY_FILE or AGENTSESSIONS_MASTER_KEY"
+
+
+class SessionCipher:
+    """One encrypted session's data key bound to its scope (the uid): seals records on
+    append, opens sealed EVENT frames on read. Holds no key bytes in its repr."""
+
+    def __init__(self, data_key: bytes, scope: str) -> None:
+        self._key = data_key
+        self.scope = scope
+
+    def __repr__(self) -> str:
+        return f"SessionCipher(scope={self.scope!r})"
+
+    def seal(self, record: Record) -> bytes:
+        """The sealed payload of ``record`` (its seq, link and content hash unchanged)."""
+        from agentsessions.journal.crypto import sealed
+
+        blob, plain = sealed.seal(
+            self._key, self.scope, record.event_json, seq=record.seq, prev_hash=record.prev_hash
+        )
+        if plain.content_hash != record.content_hash:  # a record not in canonical form
+            raise ChainBrokenError(
+                f"{self.scope}: record {record.seq} does not hash as its canonical envelope",
+                seq=record.seq,
+            )
+        return blob
+
+    def open(self, frame: segment.Frame) -> Record:
+        """The plaintext record of a sealed EVENT ``frame`` (its tag and hash checked)."""
+        from agentsessions.journal.crypto import sealed
+
+        return sealed.open_record(
+            self._key, self.scope, frame.payload, seq=frame.seq, fence=frame.fence
+        )
+
+
+def create_key(fs: FileSystem, path: Path, uid: str, master: MasterKey) -> None:
+    """Make and durably store the wrapped data key of new session ``uid`` in ``path``."""
+    from agentsessions.journal.crypto.keys import KeyDir
+
+    KeyDir(path, uid, fs).create(master)
+
+
+def cipher_for(path: Path, meta: SessionMeta, master: MasterKey | None) -> SessionCipher | None:
+    """The cipher of the session in ``path`` (None for a plaintext one).
+
+    KeyShreddedError after a shred (with or without ``master``), MasterKeyError with no
+    master key or another one, SessionKeyError when ``KEY`` is missing: all exit 26."""
+    if not meta.encrypted:
+        return None
+    if master is None:
+        if (path / _SHREDDED_NAME).exists():
+            raise KeyShreddedError(
+                f"{meta.uid}: the data key was shredded; the content is unreadable for good",
+                hint="verify SESSION still checks the journal's structure",
+                session=meta.uid,
+            )
+        raise MasterKeyError(
+            f"{meta.uid} is encrypted and no master key was given", hint=_HINT, session=meta.uid
+        )
+    from agentsessions.journal.crypto.keys import KeyDir
+
+    return SessionCipher(KeyDir(path, meta.uid).load(master), meta.uid)
+
+
+def keyless_refusal(frame: segment.Frame) -> MasterKeyError:
+    """The error for a sealed frame met without a cipher (a session not marked encrypted)."""
+    return MasterKeyError(
+        f"the record at seq {frame.seq} is encrypted and no data key is loaded for it",
+        hint=_HINT,
+        seq=frame.seq,
+    )
