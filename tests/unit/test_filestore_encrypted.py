@@ -143,3 +143,14 @@ def test_an_engine_turn_round_trips_through_an_encrypted_store(tmp_path: Path) -
     assert verify_dir(sdir, master=master).ok
     with FileStore(tmp_path) as keyless, pytest.raises(MasterKeyError):
         list(keyless.read(uid))
+
+
+def test_a_keyless_listing_shows_an_encrypted_session_it_cannot_fold_instead_of_failing(
+    tmp_path: Path,
+) -> None:
+    with FileStore(tmp_path, master=MasterKey.generate()) as enc:
+        _fill(enc, groups=1)
+        (enc.session_dir(UID) / "TAIL").unlink()  # as after a crashed writer: a fold is due
+    with FileStore(tmp_path) as keyless:
+        (row,) = keyless.list("default").sessions
+    assert row.uid == UID and "no master key" in row.damaged

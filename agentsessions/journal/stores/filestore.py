@@ -38,6 +38,7 @@ from agentsessions.errors import (
     MetadataCorruptError,
     NotFoundError,
     SessionDeletedError,
+    SessionKeyError,
     StorageError,
 )
 from agentsessions.journal.format import fencefile
@@ -639,14 +640,14 @@ class FileStore:
         if found is None:
             try:
                 return self.get(uid)
-            except JournalError as exc:
+            except (JournalError, SessionKeyError) as exc:  # a row saying why, not a crash
                 return self._damaged_row(uid, exc)
             except NotFoundError as exc:  # the catalog's row outlived a directory removed by hand
                 return self._damaged_row(uid, exc)
         tail, newest_ns = found
         return self._info(sdir, meta, tail, newest_ns, frozenset(names))
 
-    def _damaged_row(self, uid: str, exc: JournalError | NotFoundError) -> SessionInfo:
+    def _damaged_row(self, uid: str, exc: AgentSessionsError) -> SessionInfo:
         """The listing row of a session that cannot be read: its uid, what the catalog
         knows (project, creation time: the cursor needs it) and why, instead of no row."""
         project, created_ns = self.catalog.entry(uid) or ("", 0)
