@@ -154,3 +154,20 @@ def test_a_keyless_listing_shows_an_encrypted_session_it_cannot_fold_instead_of_
     with FileStore(tmp_path) as keyless:
         (row,) = keyless.list("default").sessions
     assert row.uid == UID and "no master key" in row.damaged
+
+
+def test_a_fork_of_an_encrypted_session_is_encrypted_under_its_own_key(tmp_path: Path) -> None:
+    master = MasterKey.generate()
+    child_uid = "sess-0123456789abcdef0123456c"
+    with FileStore(tmp_path, master=master) as enc:
+        _fill(enc, groups=2)
+        (child,) = enc.fork(UID, 4, [SessionMeta(uid=child_uid)])
+        records = list(enc.read(child_uid))
+        cdir = enc.session_dir(child_uid)
+        assert verify_session(enc, child_uid).ok
+    assert child.meta.encrypted and child.last_seq == 5
+    assert [r.seq for r in records] == [1, 2, 3, 4, 5]
+    assert (cdir / "KEY").read_bytes() != (tmp_path / "sessions" / UID / "KEY").read_bytes()
+    assert b"parent@4" not in _all_bytes(cdir / "journal")  # the fork marker is sealed too
+    with FileStore(tmp_path) as keyless:
+        assert verify_session(keyless, child_uid).ok
