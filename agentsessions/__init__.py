@@ -27,6 +27,7 @@ def open(  # the library's entry point: ``agentsessions.open``
     store: Store | None = None,
     runtime: str = "auto",
     model: str | None = None,
+    key_file: str | None = None,
 ) -> Sessions:
     """A ready :class:`Sessions` engine: on ``store``, else the file store under ``home``.
 
@@ -34,10 +35,12 @@ def open(  # the library's entry point: ``agentsessions.open``
     per-user data directory). ``runtime`` hosts harnesses (auto, local, warm); ``model`` is
     the default model of new sessions (else echo). Use it as a context manager: leaving it
     waits for running turns and closes the store it opened. Thread-safe.
+    ``key_file``: the master key of encryption at rest (else ``AGENTSESSIONS_KEY_FILE``,
+    else ``AGENTSESSIONS_MASTER_KEY``): new sessions are encrypted, encrypted ones read.
     """
     from agentsessions.sessions.local import open_local
 
-    return open_local(home, store=store, runtime=runtime, model=model)
+    return open_local(home, store=store, runtime=runtime, model=model, key_file=key_file)
 
 
 def __getattr__(name: str) -> Any:

@@ -32,7 +32,7 @@ from agentsessions import __version__
 from agentsessions.cli import serveropts as so
 from agentsessions.cli.helpview import HelpCommand
 from agentsessions.cli.lazygroup import LazyGroup, lazy_group
-from agentsessions.cli.storeopts import AllowUnsyncedOpt, StoreOpt
+from agentsessions.cli.storeopts import AllowUnsyncedOpt, KeyFileOpt, StoreOpt, open_chosen
 from agentsessions.errors import AgentSessionsError, InvalidArgumentError, StorageError
 
 if TYPE_CHECKING:
@@ -57,6 +57,7 @@ class CliState:
     tls: tuple[str, str, str] = ("", "", "")  # --tls-ca, --tls-cert, --tls-key
     store: str = ""  # --store / $AGENTSESSIONS_STORE: "" is the file store under the home
     allow_unsynced: bool = False  # --allow-unsynced: a store server that may ack before fsync
+    key_file: str = ""  # --key-file: the master key ("": the environment's, or none)
 
 
 # --- error handling ------------------------------------------------------------------------
@@ -209,6 +210,7 @@ def root(
     tls_key: so.TlsKeyOpt = "",
     store: StoreOpt = "",
     allow_unsynced: AllowUnsyncedOpt = False,
+    key_file: KeyFileOpt = "",
 ) -> None:
     """Durable AI-agent sessions kept as append-only, hash-chained event journals."""
     from agentsessions.sessions.home import check_home
@@ -216,7 +218,7 @@ def root(
     state = ctx.ensure_object(CliState)
     state.home = None if home is None else check_home(home, "--home")
     state.server, state.token = server, token
-    state.store, state.allow_unsynced = store, allow_unsynced
+    state.store, state.allow_unsynced, state.key_file = store, allow_unsynced, key_file
     state.tls = so.check_tls(server, tls_ca, tls_cert, tls_key)
     state.json = state.json or as_json
     if ctx.invoked_subcommand is not None:
@@ -257,13 +259,9 @@ def open_local_engine(
 ) -> Iterator[LocalSessions]:
     """The local engine, for a command that is local by nature (``command`` names it:
     refused with one line, exit 2, when ``--server`` is given)."""
-    from agentsessions.sessions.local import open_local
-
     so.require_local(state.server, command)
     name_process(state)
-    with open_local(
-        state.home, runtime=runtime, store_url=state.store, allow_unsynced=state.allow_unsynced
-    ) as engine:
+    with open_chosen(state, runtime) as engine:
         yield engine
 
 

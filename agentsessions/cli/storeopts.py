@@ -1,13 +1,18 @@
-"""The global options that choose where sessions live (``--store``, ``--allow-unsynced``).
+"""The global options that choose where sessions live (``--store``, ``--allow-unsynced``)
+and the master key they are encrypted with (``--key-file``).
 
 The store is a deployment choice: the same commands run on the file store under
 ``--home`` or on the store a URL names (``agentsessions.sessions.storeurl``)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Protocol
 
 import typer
+
+if TYPE_CHECKING:
+    from agentsessions.sessions.local import LocalSessions
 
 StoreOpt = Annotated[
     str,
@@ -27,3 +32,35 @@ AllowUnsyncedOpt = Annotated[
         help="Accept a --store server that cannot be shown to fsync before it acknowledges.",
     ),
 ]
+KeyFileOpt = Annotated[
+    str,
+    typer.Option(
+        "--key-file",
+        metavar="FILE",
+        help="The master key of encryption at rest (base64 of 32 bytes, mode 0600): new "
+        "sessions are encrypted, encrypted ones read; default: $AGENTSESSIONS_KEY_FILE, "
+        "else $AGENTSESSIONS_MASTER_KEY (the key itself), else none.",
+    ),
+]
+
+
+class StoreChoice(Protocol):
+    """What the global options chose (the CLI's state)."""
+
+    home: Path | None
+    store: str
+    allow_unsynced: bool
+    key_file: str
+
+
+def open_chosen(state: StoreChoice, runtime: str) -> LocalSessions:
+    """The local engine on the store and master key the global options chose."""
+    from agentsessions.sessions.local import open_local
+
+    return open_local(
+        state.home,
+        runtime=runtime,
+        store_url=state.store,
+        allow_unsynced=state.allow_unsynced,
+        key_file=state.key_file or None,
+    )

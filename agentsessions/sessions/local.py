@@ -623,22 +623,35 @@ def open_local(
     model: str | None = None,
     store_url: str | None = None,
     allow_unsynced: bool = False,
+    key_file: str | None = None,
 ) -> LocalSessions:
     """A ready engine: on ``store``, else the store ``store_url`` names (``--store``, else
     ``AGENTSESSIONS_STORE``: see :mod:`.storeurl`), else the file store under ``home``
-    (``--home``, else ``AGENTSESSIONS_HOME``, else the per-user data directory)."""
+    (``--home``, else ``AGENTSESSIONS_HOME``, else the per-user data directory).
+
+    The file store's master key (encryption at rest, docs/FORMAT.md 15) is ``key_file``,
+    else ``AGENTSESSIONS_KEY_FILE``, else ``AGENTSESSIONS_MASTER_KEY``; with one, new
+    sessions are encrypted and encrypted ones readable."""
     resolved = resolve_home(home)
     if store is not None:
         return LocalSessions(resolved, store, runtime=runtime, model=model, owns_store=False)
+    from agentsessions.journal.stores.filecrypt import resolve_master
     from agentsessions.sessions.storeurl import open_store, resolve_store_url
 
     url = resolve_store_url(store_url)
+    master = resolve_master(key_file)
+    if url and master is not None:
+        raise InvalidArgumentError(
+            f"a master key is configured but encryption at rest on {url} is not built yet",
+            hint="unset --key-file, AGENTSESSIONS_KEY_FILE and AGENTSESSIONS_MASTER_KEY",
+        )
     if url:
         chosen = open_store(url, allow_unsynced=allow_unsynced)
         return LocalSessions(resolved, chosen, runtime=runtime, model=model)
     from agentsessions.journal.stores.filestore import FileStore
 
-    return LocalSessions(resolved, FileStore(resolved), runtime=runtime, model=model)
+    chosen = FileStore(resolved, master=master)
+    return LocalSessions(resolved, chosen, runtime=runtime, model=model)
 
 
 def _workload(tools: str | PathLike[str] | None) -> Workload | None:

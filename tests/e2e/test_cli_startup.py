@@ -50,11 +50,15 @@ LIST_NEVER = (
     "grpc",
     "google.protobuf",
     "agentsessions.server",
+    "cryptography",  # only with a master key configured (encryption at rest)
 )
 """list reads the catalog and renders: it builds no controller, looks up no harness, builds
 no schema and, to a pipe, draws no rich table."""
 
-GET_NEVER = ("agentsessions.v1.schema", "rich", "typer.rich_utils", "grpc", "google.protobuf")
+GET_NEVER = (
+    "agentsessions.v1.schema", "rich", "typer.rich_utils", "grpc", "google.protobuf",
+    "cryptography",
+)  # fmt: skip
 """get reads one session: no schema and, to a pipe, no rich (render.plain_details)."""
 
 

@@ -18,6 +18,8 @@ Invariants:
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,8 +32,10 @@ from agentsessions.journal.stores.store import SessionMeta
 if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey
 
-# the name keys.py gives it, repeated so a keyless check does not import cryptography
+# the names keys.py gives them, repeated so a keyless check does not import cryptography
 _SHREDDED_NAME = "SHREDDED"
+KEY_FILE_ENV = "AGENTSESSIONS_KEY_FILE"
+MASTER_KEY_ENV = "AGENTSESSIONS_MASTER_KEY"
 _HINT = "give the master key: --key-file FILE, AGENTSESSIONS_KEY_FILE or AGENTSESSIONS_MASTER_KEY"
 
 
@@ -105,3 +109,22 @@ def keyless_refusal(frame: segment.Frame) -> MasterKeyError:
         hint=_HINT,
         seq=frame.seq,
     )
+
+
+def resolve_master(
+    key_file: str | None = None, environ: Mapping[str, str] | None = None
+) -> MasterKey | None:
+    """The master key from ``key_file``, else ``AGENTSESSIONS_KEY_FILE``, else
+    ``AGENTSESSIONS_MASTER_KEY``; None when none is configured. ``cryptography`` is imported
+    only when one is: a keyless process never loads it."""
+    env = os.environ if environ is None else environ
+    if not (key_file or env.get(KEY_FILE_ENV) or env.get(MASTER_KEY_ENV)):
+        return None
+    try:
+        from agentsessions.journal.crypto.keys import resolve_master_key
+    except ImportError:
+        raise MasterKeyError(
+            "a master key is configured but encryption needs the 'cryptography' package",
+            hint="pip install cryptography",
+        ) from None
+    return resolve_master_key(key_file or None, env)
