@@ -20,6 +20,7 @@ from agentsessions.cli import harness as _harness  # noqa: F401
 from agentsessions.cli import reindex as _reindex  # noqa: F401
 from agentsessions.cli import resolve as _resolve  # noqa: F401
 from agentsessions.cli import serve as _serve  # noqa: F401
+from agentsessions.cli import shred as _shred  # noqa: F401
 from agentsessions.cli import store as _store  # noqa: F401
 from agentsessions.cli import token as _token  # noqa: F401
 from agentsessions.cli import turns as _turns  # noqa: F401

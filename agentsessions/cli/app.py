@@ -624,24 +624,6 @@ def import_(
     _print_uid_or_json(state, info.uid, info.to_json())
 
 
-@app.command(epilog="Example: agentsessions delete sess-0123456789abcdef01234567")
-def delete(ctx: typer.Context, session: SessionArg, as_json: JsonOpt = False) -> None:
-    """Soft-delete a session: hidden from list and read-only (never written again).
-
-    Nothing is erased: get, log, verify and export still work on it.
-    """
-    state = _state(ctx, as_json)
-    uid = _uid(session)
-    with open_engine(state) as engine:
-        info = engine.delete(uid)
-    if state.json:
-        from agentsessions.cli.render import write_json
-
-        write_json(info.to_json())
-    else:
-        sys.stdout.write(f"deleted {uid}\n")
-
-
 @app.command(epilog="Example: agentsessions demo   (or: agentsessions --home ./demo-home demo)")
 def demo(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Run the main job end to end, offline, and narrate each step.

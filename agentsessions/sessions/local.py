@@ -255,6 +255,27 @@ class LocalSessions:
         finally:
             lock.release()
 
+    def check_shreddable(self, uid: str) -> None:
+        """InvalidArgumentError unless ``uid`` is an encrypted session of a file store."""
+        from agentsessions.journal.stores import filecrypt
+
+        filecrypt.check_shreddable(self.store, check_uid(uid))
+
+    def shred(self, uid: str) -> bool:
+        """Destroy ``uid``'s data key for good: its content becomes unreadable with or without
+        the master key, its structure still verifies (docs/FORMAT.md 15). False when it was
+        already shredded; InvalidArgumentError for a plaintext session."""
+        from agentsessions.journal.stores import filecrypt
+
+        check_uid(uid)
+        lock = self._hold(uid, 0.0)
+        try:
+            self._release_writer(uid)  # shred takes the session's lock itself
+            with self._lock:
+                return filecrypt.shred(self.store, uid)
+        finally:
+            lock.release()
+
     @property
     def catalog_path(self) -> str:
         """Where the file store keeps its listing index (``catalog.sqlite3``)."""

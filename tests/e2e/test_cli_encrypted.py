@@ -2,8 +2,9 @@
 
 With a master key (``--key-file``, ``AGENTSESSIONS_KEY_FILE`` or ``AGENTSESSIONS_MASTER_KEY``)
 new sessions are encrypted: a turn's input is nowhere in plaintext on disk, ``log`` shows it
-with the key; without the key ``get`` and ``log`` exit 26 with one error line while
-``verify`` passes keyless and says so; a key file others may read is refused (exit 26).
+with the key; without the key ``log`` exits 26 with one error line while ``verify`` passes
+keyless and says so; a key file others may read is refused (exit 26). ``shred`` and
+``delete --shred`` destroy the data key; a plaintext session has none to destroy (exit 2).
 """
 
 from __future__ import annotations
@@ -42,10 +43,11 @@ def test_a_keyed_turn_is_sealed_on_disk_and_read_back_only_with_the_key(
     assert SECRET in cli.run("log", uid, env={"AGENTSESSIONS_KEY_FILE": str(key)}).ok().out
     assert SECRET in cli.run("log", uid, env={"AGENTSESSIONS_MASTER_KEY": text}).ok().out
 
-    for verb in ("get", "log"):
-        run = cli.run(verb, uid).fails(26)
-        assert "is encrypted and no master key was given" in run.err
-        assert "--key-file" in run.err  # the hint names how to give it
+    run = cli.run("log", uid).fails(26)
+    assert "is encrypted and no master key was given" in run.err
+    assert "--key-file" in run.err  # the hint names how to give it
+    # get shows only what is stored in the clear: it needs no key while the TAIL hint holds
+    assert cli.run("get", uid, "--json").ok().json()["uid"] == uid
     keyless = cli.run("verify", uid, "--json").ok().json()
     assert keyless["ok"] is True
     assert any("content hashes not recomputed" in n for n in keyless["notes"])
@@ -69,3 +71,34 @@ def test_a_key_file_others_may_read_is_refused(cli: Cli, tmp_path: Path) -> None
 def test_without_a_key_sessions_stay_plaintext(cli: Cli) -> None:
     uid = cli.run("create").ok().out.strip()
     assert not (cli.home / "sessions" / uid / "KEY").exists()
+
+
+def test_shred_makes_the_content_unreadable_for_good_and_verify_still_passes(
+    cli: Cli, tmp_path: Path
+) -> None:
+    key, _ = _key_file(tmp_path)
+    kf = ("--key-file", str(key))
+    uid = cli.run(*kf, "create", "--harness", "chat", "--model", "echo").ok().out.strip()
+    cli.run(*kf, "exec", uid, "--input", f"the code is {SECRET}").ok()
+    assert cli.run("shred", uid).ok().out == f"shredded {uid}\n"  # no master key needed
+    assert not (cli.home / "sessions" / uid / "KEY").exists()
+    run = cli.run(*kf, "log", uid).fails(26)
+    assert "shredded" in run.err and "unreadable for good" in run.err
+    assert cli.run(*kf, "verify", uid, "--json").ok().json()["ok"] is True
+    assert cli.run("verify", uid, "--json").ok().json()["ok"] is True
+    again = cli.run("shred", uid, "--json").ok().json()
+    assert again == {"uid": uid, "shredded": True, "key_destroyed": False}
+
+
+def test_delete_shred_deletes_and_destroys_the_key_and_a_plaintext_session_is_refused(
+    cli: Cli, tmp_path: Path
+) -> None:
+    key, _ = _key_file(tmp_path)
+    uid = cli.run("--key-file", str(key), "create").ok().out.strip()
+    doc = cli.run("delete", uid, "--shred", "--json").ok().json()
+    assert doc["deleted"] is True and doc["shredded"] is True
+    assert (cli.home / "sessions" / uid / "SHREDDED").is_file()
+    plain = cli.run("create").ok().out.strip()
+    for args in (("shred", plain), ("delete", plain, "--shred")):
+        assert "is not encrypted" in cli.run(*args).fails(2).err
+    assert cli.run("get", plain, "--json").ok().json()["deleted"] is False  # nothing changed

@@ -3,7 +3,8 @@
 A session created while the store holds a master key is marked encrypted, gets its wrapped
 data key at create and appends sealed records; reads decrypt; the hashes are a plaintext
 session's; no plaintext reaches the disk; without the key reads fail with exit 26 while
-verify still passes keyless.
+verify still passes keyless; ``get`` needs the key only when sealed records must be folded
+(the TAIL hint otherwise holds what it shows, in the clear).
 """
 
 from __future__ import annotations
@@ -94,14 +95,18 @@ def test_without_the_key_reads_fail_with_exit_26_and_verify_passes_keyless(
     with FileStore(tmp_path, master=MasterKey.generate()) as enc:
         _fill(enc, groups=2)
     with FileStore(tmp_path) as keyless:
-        for read in (
-            lambda: keyless.get(UID),
-            lambda: list(keyless.read(UID)),
-            lambda: keyless.writer(UID),
-        ):
+        for read in (lambda: list(keyless.read(UID)), lambda: keyless.writer(UID)):
             with pytest.raises(MasterKeyError) as caught:
                 read()
             assert caught.value.exit_code == 26
+        # get shows what is stored in the clear (metadata, the TAIL hint's projection)
+        assert keyless.get(UID).last_seq == 6
+        report = verify_session(keyless, UID)
+    assert report.ok and KEYLESS_NOTE in report.notes
+    (tmp_path / "sessions" / UID / "TAIL").unlink()  # as after a crash: sealed records to fold
+    with FileStore(tmp_path) as keyless:
+        with pytest.raises(MasterKeyError):
+            keyless.get(UID)
         report = verify_session(keyless, UID)
     assert report.ok and KEYLESS_NOTE in report.notes
     wrong = FileStore(tmp_path, master=MasterKey.generate())
@@ -126,7 +131,7 @@ def test_a_missing_or_shredded_key_is_a_key_error_not_a_plaintext_session(
     for m in (master, None):
         with FileStore(tmp_path, master=m) as store:
             with pytest.raises(KeyShreddedError):
-                store.get(UID)
+                list(store.read(UID))
             assert verify_session(store, UID).ok
 
 
@@ -171,3 +176,21 @@ def test_a_fork_of_an_encrypted_session_is_encrypted_under_its_own_key(tmp_path:
     assert b"parent@4" not in _all_bytes(cdir / "journal")  # the fork marker is sealed too
     with FileStore(tmp_path) as keyless:
         assert verify_session(keyless, child_uid).ok
+
+
+def test_shred_waits_for_no_writer_and_refuses_a_plaintext_session(tmp_path: Path) -> None:
+    from agentsessions.errors import InvalidArgumentError, LockHeldError
+    from agentsessions.journal.stores import filecrypt
+
+    with FileStore(tmp_path, master=MasterKey.generate()) as enc:
+        _fill(enc, groups=1)
+        with enc.writer(UID), pytest.raises(LockHeldError):
+            filecrypt.shred(enc, UID)  # a writer holds the key in memory: not under its feet
+        assert (enc.session_dir(UID) / "KEY").is_file()
+        assert filecrypt.shred(enc, UID) is True
+        assert filecrypt.shred(enc, UID) is False  # idempotent
+    plain_uid = "sess-0123456789abcdef0123456d"
+    with FileStore(tmp_path) as plain:
+        plain.create(SessionMeta(uid=plain_uid))
+        with pytest.raises(InvalidArgumentError, match="not encrypted"):
+            filecrypt.shred(plain, plain_uid)

@@ -23,10 +23,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentsessions.errors import ChainBrokenError, KeyShreddedError, MasterKeyError
+from agentsessions.errors import (
+    ChainBrokenError,
+    InvalidArgumentError,
+    KeyShreddedError,
+    MasterKeyError,
+)
 from agentsessions.journal.format import segment
-from agentsessions.journal.format.durable import FileSystem
+from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
+from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
+from agentsessions.journal.stores.sessiondir import SessionDir
 from agentsessions.journal.stores.store import SessionMeta
 
 if TYPE_CHECKING:
@@ -102,6 +109,25 @@ def cipher_for(path: Path, meta: SessionMeta, master: MasterKey | None) -> Sessi
     return SessionCipher(KeyDir(path, meta.uid).load(master), meta.uid)
 
 
+class LazyCipher:
+    """:func:`cipher_for`, loaded on the first sealed frame it opens: folding a tail that the
+    TAIL hint already covers needs no key, so ``get``, ``list`` and ``delete`` of an
+    encrypted session work keyless (they show only what is stored in the clear), and
+    need the key only when sealed records must be folded (after a writer's crash)."""
+
+    def __init__(self, path: Path, meta: SessionMeta, master: MasterKey | None) -> None:
+        self._args = (path, meta, master)
+        self._cipher: SessionCipher | None = None
+
+    def open(self, frame: segment.Frame) -> Record:
+        """As :meth:`SessionCipher.open`; the first call loads the key (exit 26 errors)."""
+        if self._cipher is None:
+            self._cipher = cipher_for(*self._args)
+            if self._cipher is None:  # sealed frames in a session not marked encrypted
+                raise keyless_refusal(frame)
+        return self._cipher.open(frame)
+
+
 def keyless_refusal(frame: segment.Frame) -> MasterKeyError:
     """The error for a sealed frame met without a cipher (a session not marked encrypted)."""
     return MasterKeyError(
@@ -128,3 +154,38 @@ def resolve_master(
             hint="pip install cryptography",
         ) from None
     return resolve_master_key(key_file or None, env)
+
+
+def shred(store: object, uid: str) -> bool:
+    """Destroy session ``uid``'s data key for good (FORMAT.md 15, "Shredding"): ``SHREDDED``
+    first, then ``KEY`` overwritten, synced and unlinked, under the session's LOCK (a live
+    writer holding the key in memory makes this LockHeldError, never a race). Afterwards
+    its content is unreadable with or without the master key; ``verify`` still checks its
+    structure. False when it was already shredded (idempotent: a second run finishes a
+    shred a crash cut). A plaintext session, or a store without session directories, is
+    InvalidArgumentError: there is no key to destroy."""
+    sdir = check_shreddable(store, uid)
+    from agentsessions.journal.crypto.keys import KeyDir
+
+    lock = SessionLock(sdir.lock_file, session=uid)
+    lock.acquire()
+    try:
+        return KeyDir(sdir.path, uid, getattr(store, "fs", DEFAULT_FS)).shred()
+    finally:
+        lock.release()
+
+
+def check_shreddable(store: object, uid: str) -> SessionDir:
+    """The directory of encrypted session ``uid``; InvalidArgumentError for a plaintext one
+    or a store without session directories (nothing to shred)."""
+    session_dir = getattr(store, "session_dir", None)
+    if session_dir is None:
+        raise InvalidArgumentError(f"shred: {type(store).__name__} keeps no session keys")
+    sdir = SessionDir(session_dir(uid))
+    if not sdir.read_meta().encrypted:
+        raise InvalidArgumentError(
+            f"session {uid} is not encrypted: it has no key to shred",
+            hint=f"agentsessions delete {uid} soft-deletes it",
+            session=uid,
+        )
+    return sdir

@@ -49,7 +49,7 @@ from agentsessions.journal.format.segmentlog import Position, SegmentLog
 from agentsessions.journal.stores import filecomponent, forking, receipts, statefile, watch
 from agentsessions.journal.stores.catalog import Catalog
 from agentsessions.journal.stores.filecomponent import FileComponentStore
-from agentsessions.journal.stores.filecrypt import cipher_for, create_key
+from agentsessions.journal.stores.filecrypt import LazyCipher, cipher_for, create_key
 from agentsessions.journal.stores.filewriter import FileWriter, fold_frames, frame_records
 from agentsessions.journal.stores.sessiondir import (
     DELETED_NAME,
@@ -607,7 +607,7 @@ class FileStore:
                 tail = Tail.from_json(scan.base_carry)
             else:
                 tail = sdir.read_base()
-            fold_frames(tail, scan.frames, cipher_for(sdir.path, meta, self.master))
+            fold_frames(tail, scan.frames, LazyCipher(sdir.path, meta, self.master))
             statefile.check_acked(log, hinted, tail)
             if writable:  # a writer holds its state: one frame's read, whatever the history
                 statefile.load(log, tail)

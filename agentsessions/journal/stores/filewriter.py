@@ -19,7 +19,7 @@ from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import SegmentLog
-from agentsessions.journal.stores.filecrypt import SessionCipher, keyless_refusal
+from agentsessions.journal.stores.filecrypt import LazyCipher, SessionCipher, keyless_refusal
 from agentsessions.journal.stores.sessiondir import SessionDir
 from agentsessions.journal.stores.store import (
     CommitResult,
@@ -233,7 +233,7 @@ def working_state(record: staterecord.StateRecord) -> WorkingState:
 
 
 def fold_frames(
-    tail: Tail, frames: Sequence[segment.Frame], cipher: SessionCipher | None = None
+    tail: Tail, frames: Sequence[segment.Frame], cipher: SessionCipher | LazyCipher | None = None
 ) -> None:
     """Advance ``tail`` over committed frames (EVENT, COMMIT, STATE) read back from segments.
 
@@ -281,7 +281,9 @@ def _fold_group(
         tail.advance(group, None, commit_id, state[0], fence=fence, at=state[1])
 
 
-def frame_record(frame: segment.Frame, prev: str, cipher: SessionCipher | None = None) -> Record:
+def frame_record(
+    frame: segment.Frame, prev: str, cipher: SessionCipher | LazyCipher | None = None
+) -> Record:
     """The record an EVENT frame holds (``prev`` is not checked here: verify does that);
     a sealed one is opened by ``cipher`` (SessionKeyError, exit 26, without one)."""
     if frame.flags & segment.FLAG_ENCRYPTED:
