@@ -25,8 +25,8 @@ ShredOpt = Annotated[
     bool,
     typer.Option(
         "--shred",
-        help="Also destroy the session's data key (an encrypted session): its content "
-        "becomes unreadable for good; verify still checks its structure.",
+        help="Also destroy the data key of an encrypted session, as the shred command "
+        "does; verify still checks its structure.",
     ),
 ]
 
