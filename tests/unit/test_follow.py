@@ -189,3 +189,38 @@ def test_inotify_wakes_on_a_write_in_the_directory(tmp_path: Path) -> None:
     assert w.wakeups == 1
     w.close()
     w.close()
+
+
+def test_a_follower_that_listed_a_seg_the_writer_then_compressed_reads_the_zst(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A reader lists both forms of a sealed segment while the writer's compression runs;
+    the writer removes the ``.seg`` once its ``.seg.zst`` is durable; the reader's open of
+    the ``.seg`` then finds nothing and must read the ``.seg.zst`` (it failed with
+    "No such file or directory" under load)."""
+    from agentsessions.journal.format import segmentlog
+
+    store = FileStore(tmp_path / "home", options=SMALL)
+    uid = _session(store)
+    with store.writer(uid) as w:
+        w.append([_say("m0")])
+    follower = store.follow(uid, 1, idle_timeout=1.0)  # stops once the journal is read
+    assert next(follower).seq == 1  # its tail is the active segment
+    with store.writer(uid) as w:  # it is sealed, and its successors sealed and compressed
+        for i in range(1, 600):
+            w.append([_say(f"m{i}" * 5)])
+    journal = store.session_dir(uid) / "journal"
+    assert sum(name.endswith(".seg.zst") for name in os.listdir(journal)) >= 2
+    real = segmentlog.listing
+
+    def stale_listing(fs: Any, directory: Path) -> Any:
+        segs, tmps = real(fs, directory)
+        if stale["on"]:  # as listed mid-compression: both forms of every sealed segment
+            segs = {first: forms | {"seg"} for first, forms in segs.items()}
+            stale["on"] = False  # the next look sees the directory as it is
+        return segs, tmps
+
+    stale = {"on": True}
+    monkeypatch.setattr(segmentlog, "listing", stale_listing)
+    seqs = [r.seq for r in follower]
+    assert seqs == list(range(2, 601))

@@ -213,7 +213,18 @@ class SegmentLog(SegmentFiles):
         """Open the tail: (header, fd, None) for a .seg, (header, None, raw bytes) for a .zst."""
         if "seg" in self._segs[first]:
             path = self._path(first)
-            fd = self.fs.open(path, os.O_RDWR if self.writable else os.O_RDONLY)
+            try:
+                fd = self.fs.open(path, os.O_RDWR if self.writable else os.O_RDONLY)
+            except StorageError as exc:
+                if self.writable or not isinstance(exc.__cause__, FileNotFoundError):
+                    raise
+                # a reader listed both forms and the writer's compression removed the .seg
+                # (only once its .seg.zst was durable) before this open: read the .seg.zst
+                self._segs = listing(self.fs, self.journal_dir)[0]
+                if "zst" not in self._segs.get(first, ()):
+                    raise
+                z = self._zst_of(first)
+                return z.header, None, b"".join(self._zst_chunks(first, z.table, 0))
             try:
                 header = self._decode_header(self.fs.read_at(fd, sg.HEADER_SIZE, 0), first, path)
             except BaseException:
