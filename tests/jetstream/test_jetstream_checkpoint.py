@@ -3,6 +3,7 @@ JetStream session fetch a bounded number of messages, not one per commit."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from agentsessions.journal.stores.jetstream import JetStreamStore
@@ -60,6 +61,11 @@ def test_a_writer_opens_a_long_session_from_its_last_checkpoint(nats_server: Any
         middle = list(store.read(uid, 100, 110))  # before the checkpoint: bisected
         assert [r.seq for r in middle] == list(range(100, 111))
         assert client.fetched - before <= 40  # ~2 log2(stream) probes, not 100 messages
+
+        before = client.fetched
+        followed = list(itertools.islice(store.follow(uid, COMMITS - 3), 4))
+        assert [r.seq for r in followed] == [r.seq for r in tail]
+        assert client.fetched - before <= 20  # from the message holding COMMITS - 3
 
         before = client.fetched
         assert store.state(uid).data == f"state {last_state}".encode()
