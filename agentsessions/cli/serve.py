@@ -42,7 +42,8 @@ from agentsessions.cli.serveauth import (
 from agentsessions.cli.serveropts import quiet_grpc
 from agentsessions.errors import InvalidArgumentError
 
-STORES = ("file", "memory")  # agentsessions.server.app.open_engine's
+STORES = ("file", "memory")  # agentsessions.server.app.open_engine's; or a store URL
+STORE_URLS = ("nats://", "tls://")  # the JetStream store (docs/JETSTREAM.md)
 DEFAULT_LISTEN = "127.0.0.1:8080"  # the reference daemon's -addr default
 
 
@@ -62,9 +63,9 @@ def serve_options(
     listen: str, store: str, model: str, runtime: str, grace: float, harness: list[str]
 ) -> ServeOptions:
     """The checked options of ``serve`` (one function, so later flags join here)."""
-    if store not in STORES:
+    if store not in STORES and not store.startswith(STORE_URLS):
         raise InvalidArgumentError(
-            f"invalid --store {store!r}: expected one of {', '.join(STORES)}",
+            f"invalid --store {store!r}: expected one of {', '.join(STORES)} or nats://HOST:PORT",
             hint=f"{PROG} serve --help",
         )
     if grace < 0:
@@ -85,7 +86,10 @@ def serve_options(
 def _open_engine(state: CliState, opts: ServeOptions) -> Any:
     from agentsessions.server.app import open_engine
 
-    return open_engine(state.home, store=opts.store, runtime=opts.runtime, model=opts.model)
+    return open_engine(
+        state.home, store=opts.store, runtime=opts.runtime, model=opts.model,
+        store_url=state.store, allow_unsynced=state.allow_unsynced,
+    )  # fmt: skip
 
 
 @app.command(
@@ -106,9 +110,10 @@ def serve(
         str,
         typer.Option(
             "--store",
-            metavar="file|memory",
-            help="file: the sessions under --home; memory: "
-            "an in-memory store that lives as long as the server.",
+            metavar="file|memory|nats://HOST:PORT",
+            help="file: the sessions under --home (or the global --store / "
+            "AGENTSESSIONS_STORE); memory: an in-memory store that lives as long as the "
+            "server; nats://...: the JetStream store (docs/JETSTREAM.md).",
         ),
     ] = "file",
     model: Annotated[

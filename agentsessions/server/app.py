@@ -81,18 +81,30 @@ def open_engine(
     store: str = "file",
     runtime: str = "auto",
     model: str | None = None,
+    store_url: str | None = None,
+    allow_unsynced: bool = False,
 ) -> Sessions:
-    """The server's one engine: on the file store under ``home``, or (``store="memory"``)
-    on an in-memory store that lives as long as the engine."""
+    """The server's one engine: on the file store under ``home`` (or the store
+    ``store_url``, ``AGENTSESSIONS_STORE`` names), on an in-memory store that lives as long
+    as the engine (``store="memory"``), or on the JetStream store ``store`` names
+    (``nats://...``; ``allow_unsynced`` as the CLI's ``--allow-unsynced``)."""
     from agentsessions.sessions.local import open_local
 
+    if store.startswith(("nats://", "tls://")):
+        return open_local(
+            home, runtime=runtime, model=model, store_url=store, allow_unsynced=allow_unsynced
+        )
     if store == "file":
-        return open_local(home, runtime=runtime, model=model)
+        return open_local(
+            home, runtime=runtime, model=model, store_url=store_url, allow_unsynced=allow_unsynced
+        )
     if store == "memory":
         from agentsessions.journal.stores.memstore import MemoryStore
 
         return open_local(home, store=MemoryStore(), runtime=runtime, model=model)
-    raise InvalidArgumentError(f"invalid store {store!r}: expected file or memory")
+    raise InvalidArgumentError(
+        f"invalid store {store!r}: expected file, memory or nats://HOST:PORT"
+    )
 
 
 def parse_listen(listen: str) -> tuple[str, bool]:

@@ -52,23 +52,26 @@ def _memory_store(tmp: Path) -> MemoryStore:
     return MemoryStore(max_commit_bytes=MAX_COMMIT)
 
 
-def _jetstream_store(server: Any) -> Any:
+def _jetstream_store(server: Any, **kw: Any) -> Any:
     """A fresh stream (its own name and subject prefix) on the shared durable server."""
     from agentsessions.journal.stores.jetstream import JetStreamStore
     from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
 
     token = new_uid()[5:17]
     url = server.store_url(stream=f"T{token}", prefix=f"t{token}")
-    return JetStreamStore(JetStreamOptions.parse(url), max_commit_bytes=MAX_COMMIT)
+    return JetStreamStore(JetStreamOptions.parse(url), max_commit_bytes=MAX_COMMIT, **kw)
 
 
 STORES: dict[str, Callable[[Path], Any]] = {"file": _file_store, "memory": _memory_store}
 
 
-@pytest.fixture(params=[*sorted(STORES), "jetstream"])
+@pytest.fixture(params=[*sorted(STORES), "jetstream", "jetstream-checkpoints"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param == "jetstream":  # a real durable nats-server, started once per run
         s = _jetstream_store(request.getfixturevalue("nats_server"))
+    elif request.param == "jetstream-checkpoints":  # a checkpoint every 2 messages: every
+        # open, read and state goes through one, as in a long session
+        s = _jetstream_store(request.getfixturevalue("nats_server"), checkpoint_every=2)
     else:
         s = STORES[request.param](tmp_path)
     yield s

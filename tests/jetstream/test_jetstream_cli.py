@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agentsessions.sessions.storeurl import STORE_ENV, resolve_store_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,3 +57,42 @@ def test_a_bad_or_unreachable_store_is_one_clear_line(tmp_path: Path) -> None:
     assert "cannot connect to the NATS server at nats://127.0.0.1:9" in down.stderr
     unproven = _cli(tmp_path, "--store", "nats://127.0.0.1:9", "list")
     assert unproven.returncode == 12 and "--allow-unsynced" in unproven.stderr
+
+
+def test_serve_runs_its_engine_on_the_jetstream_store(nats_server: Any, tmp_path: Path) -> None:
+    pytest.importorskip("grpc")
+    token = os.urandom(6).hex()
+    url = nats_server.store_url(stream=f"SRV{token}", prefix=f"srv{token}")
+    env = {k: v for k, v in os.environ.items() if k != STORE_ENV}
+    env["PYTHONPATH"] = str(ROOT)
+    argv = [sys.executable, "-m", "agentsessions", "--home", str(tmp_path), "serve",
+            "--listen", "127.0.0.1:0", "--no-auth", "--store", url]  # fmt: skip
+    with subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    ) as daemon:
+        try:
+            assert daemon.stdout is not None
+            line = daemon.stdout.readline()
+            assert line.startswith("listening on 127.0.0.1:"), daemon.stderr
+            address = line.split()[-1]
+            made = subprocess.run(
+                [sys.executable, "-m", "agentsessions", "--server", address, "exec",
+                 "--harness", "chat", "--model", "scripted:seed=7", "--input", "hi", "--json"],
+                env=env, capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            assert made.returncode == 0, made.stderr
+            uid = json.loads(made.stdout)["uid"]
+        finally:
+            daemon.terminate()
+            daemon.communicate(timeout=120)
+    got = _cli(tmp_path, "get", uid, "--json", env={STORE_ENV: url})  # read from JetStream
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout)["exec_state"] == "EXEC_COMPLETED"
+    assert not list(tmp_path.glob("**/*.seg"))  # nothing went to the file store
+
+
+def test_serve_refuses_a_store_it_cannot_name(tmp_path: Path) -> None:
+    bad = _cli(tmp_path, "serve", "--store", "redis://x", "--no-auth")
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("agentsessions: error: invalid --store 'redis://x'")
+    assert "nats://HOST:PORT" in bad.stderr

@@ -43,6 +43,7 @@ from agentsessions.errors import (
 )
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores import forking
+from agentsessions.journal.stores import jetstream_checkpoint as checkpoint
 from agentsessions.journal.stores import jetstream_wire as wire
 from agentsessions.journal.stores.jetstream_client import Client
 from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
@@ -70,9 +71,14 @@ class JetStreamStore:
     """Sessions in one JetStream stream (see the module docstring for the layout)."""
 
     def __init__(
-        self, options: JetStreamOptions, *, max_commit_bytes: int = DEFAULT_MAX_COMMIT_BYTES
+        self,
+        options: JetStreamOptions,
+        *,
+        max_commit_bytes: int = DEFAULT_MAX_COMMIT_BYTES,
+        checkpoint_every: int = checkpoint.CHECKPOINT_EVERY,
     ) -> None:
         self.max_commit_bytes = max_commit_bytes
+        self.checkpoint_every = checkpoint_every  # journal messages between tail checkpoints
         self._opts = options
         self._client = Client(options)
         payload = int(self._client.server_info.get("max_payload", 0))
@@ -182,9 +188,9 @@ class JetStreamStore:
 
     def state(self, uid: str, before_seq: int = 0) -> WorkingState:
         self._meta(uid)
+        if before_seq <= 0:  # the latest: from the last checkpoint, not the whole subject
+            return checkpoint.load(self._client, self._journal(uid)).tail.state
         folded = wire.fold(self._client.messages(self._journal(uid)))
-        if before_seq <= 0:
-            return folded.tail.state
         for chain_seq, state in reversed(folded.states):
             if chain_seq < before_seq:
                 return state
@@ -235,8 +241,9 @@ class JetStreamStore:
             self._held.add(subject)
         try:
             return JetStreamWriter(
-                self._client, uid, subject, self.max_commit_bytes, self._release, base
-            )
+                self._client, uid, subject, self.max_commit_bytes, self._release, base,
+                self.checkpoint_every,
+            )  # fmt: skip
         except BaseException:
             self._release(subject)
             raise
@@ -270,7 +277,7 @@ class JetStreamStore:
 
     def _fence_deleted(self, subject: str) -> None:
         for _ in range(3):
-            folded = wire.fold(self._client.messages(subject))
+            folded = checkpoint.load(self._client, subject)
             body = wire.fence_body(folded.fence + 1, folded.tail, deleted=True)
             if self._client.publish(subject, body, expect=folded.stream_seq, token=_token()):
                 return
@@ -287,10 +294,7 @@ class JetStreamStore:
             parent, _deleted, _ut = self._meta(meta.parent_uid)
             end = meta.fork_seq if to_seq <= 0 else min(to_seq, meta.fork_seq)
             out.extend(self._records(parent, from_seq, end))
-        for msg in self._client.messages(self._journal(meta.uid)):
-            out.extend(
-                r for r in msg.records if r.seq >= from_seq and (to_seq <= 0 or r.seq <= to_seq)
-            )
+        out.extend(_between(self._client, self._journal(meta.uid), from_seq, to_seq))
         return out
 
     def _info(
@@ -337,19 +341,26 @@ class JetStreamComponentStore:
         return self._store._open(self._uid, self._subject)
 
     def read(self, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
-        out: builtins.list[Record] = []
-        for msg in self._store._client.messages(self._subject):
-            out.extend(
-                r for r in msg.records if r.seq >= from_seq and (to_seq <= 0 or r.seq <= to_seq)
-            )
-        return iter(out)
+        return iter(_between(self._store._client, self._subject, max(from_seq, 1), to_seq))
 
     def follow(self, from_seq: int = 1, *, idle_timeout: float | None = None) -> Iterator[Record]:
         return follow_subject(self._store._client, self._subject, max(from_seq, 1), idle_timeout)
 
     def state(self) -> WorkingState:
         """The tool store's working state (version 0 before its first writer)."""
-        return wire.fold(self._store._client.messages(self._subject)).tail.state
+        return checkpoint.load(self._store._client, self._subject).tail.state
+
+
+def _between(client: Client, subject: str, from_seq: int, to_seq: int) -> builtins.list[Record]:
+    """The records ``from_seq..to_seq`` (0: to the end) of ``subject``, read from the
+    message holding ``from_seq`` (found through the checkpoint), not from the start."""
+    after = checkpoint.seek(client, subject, from_seq)
+    return [
+        r
+        for msg in client.messages(subject, after, to_seq if to_seq > 0 else 0)
+        for r in msg.records
+        if r.seq >= from_seq and (to_seq <= 0 or r.seq <= to_seq)
+    ]
 
 
 def _token() -> str:

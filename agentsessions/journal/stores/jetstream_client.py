@@ -44,6 +44,7 @@ class Client:
         self.options = options
         self._loop = Loop()
         self._nc: NatsClient | None = None
+        self.fetched = 0  # messages read from the stream so far (tests bound the cost)
         try:
             check_server_synced(options)
             self._nc = self._loop.call(self._connect(), options.timeout + 1)
@@ -117,23 +118,42 @@ class Client:
             raw = await self._js.get_msg(self.options.stream, subject=subject)
         except nats.js.errors.NotFoundError:
             return None
+        self.fetched += 1
         return wire.decode(raw.data or b"", int(raw.seq or 0), subject)
 
-    def messages(self, subject: str, after: int = 0) -> list[wire.Message]:
-        """Every message on ``subject`` with a stream sequence above ``after``, in order."""
-        return self._call(self._messages(subject, after))
+    def at(self, subject: str, seq: int) -> wire.Message | None:
+        """The first message on ``subject`` at stream sequence ``seq`` or after (None: none)."""
+        return self._call(self._at(subject, seq))
 
-    async def _messages(self, subject: str, after: int) -> list[wire.Message]:
+    async def _at(self, subject: str, seq: int) -> wire.Message | None:
+        try:
+            raw = await self._js.get_msg(self.options.stream, seq=seq, subject=subject, next=True)
+        except nats.js.errors.NotFoundError:
+            return None
+        self.fetched += 1
+        return wire.decode(raw.data or b"", int(raw.seq or 0), subject)
+
+    def messages(self, subject: str, after: int = 0, until: int = 0) -> list[wire.Message]:
+        """The messages on ``subject`` with a stream sequence above ``after``, in order; with
+        ``until``, none after the first whose head is at journal seq ``until`` or beyond."""
+        return self._call(self._messages(subject, after, until))
+
+    async def _messages(self, subject: str, after: int, until: int) -> list[wire.Message]:
         last = await self._last(subject)
         out: list[wire.Message] = []
         if last is None or last.stream_seq <= after:
             return out
         seq = after + 1
-        while seq <= last.stream_seq:
-            raw = await self._js.get_msg(self.options.stream, seq=seq, subject=subject, next=True)
-            msg = wire.decode(raw.data or b"", int(raw.seq or 0), subject)
+        while seq < last.stream_seq:
+            msg = await self._at(subject, seq)
+            if msg is None:
+                break
             out.append(msg)
+            if until and wire.head_seq(msg) >= until:
+                return out
             seq = msg.stream_seq + 1
+        if seq == last.stream_seq:
+            out.append(last)  # already fetched, to know where the subject ends
         return out
 
     def subjects(self, pattern: str) -> dict[str, int]:

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 
 from agentsessions.journal.format.records import Record
+from agentsessions.journal.stores.jetstream_checkpoint import seek
 from agentsessions.journal.stores.jetstream_client import Client
 
 _WAIT_SLICE = 5.0  # how long one wait blocks when the follower has no idle timeout
@@ -23,7 +24,8 @@ def follow_subject(
     after ``idle_timeout`` seconds without a new record (None = never)."""
     sub = client.subscribe(subject)
     try:
-        next_seq, after = from_seq, 0
+        # start at the message holding from_seq, not the subject's first (a flat cost)
+        next_seq, after = from_seq, seek(client, subject, from_seq)
         while True:
             got = False
             for msg in client.messages(subject, after):

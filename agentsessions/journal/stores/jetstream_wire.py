@@ -149,6 +149,11 @@ def decode(data: bytes, stream_seq: int, subject: str) -> Message:
     return Message(head, tuple(records), state, stream_seq)
 
 
+def head_seq(msg: Message) -> int:
+    """The journal's last seq once ``msg`` (a journal message) is in: never decreases."""
+    return int(msg.head["t"]["last_seq"])
+
+
 def tail_from_summary(obj: Mapping[str, Any]) -> Tail:
     """The tail a message's ``"t"`` describes (no commit ids, no state bytes)."""
     version, covers_from, covers_to = obj["state"]
@@ -172,13 +177,20 @@ class Folded:
     deleted: bool = False
     stream_seq: int = 0  # the last message's stream sequence (the next CAS expects it)
     last_msg_id: str = ""
+    state_stream_seq: int = 0  # the stream sequence of the message holding ``tail.state``
+    messages: int = 0  # how many messages were folded (those after a checkpoint, if any)
+    checkpoint_seq: int = 0  # the stream sequence of the checkpoint it started from (0: none)
 
 
-def fold(messages: Iterable[Message], base: Tail | None = None) -> Folded:
-    """Replay a subject's messages into what a writer needs; ``base`` starts a fork child."""
-    out = Folded(tail=base if base is not None else Tail())
+def fold(
+    messages: Iterable[Message], base: Tail | None = None, start: Folded | None = None
+) -> Folded:
+    """Replay a subject's messages into what a writer needs; ``base`` starts a fork child,
+    ``start`` (a checkpoint's) is what the messages before these folded into."""
+    out = start if start is not None else Folded(tail=base if base is not None else Tail())
     for msg in messages:
         out.stream_seq = msg.stream_seq
+        out.messages += 1
         if msg.kind == "f":
             out.fence = max(out.fence, msg.fence)
             out.deleted = out.deleted or bool(msg.head.get("del"))
@@ -189,6 +201,7 @@ def fold(messages: Iterable[Message], base: Tail | None = None) -> Folded:
             out.tail = Tail.from_json(msg.head["base"])
         if msg.state is not None:
             out.states.append((out.tail.last_seq, msg.state))
+            out.state_stream_seq = msg.stream_seq
         cid = msg.head.get("cid")
         out.tail.advance(msg.records, None, cid, msg.state, fence=msg.fence)
         out.fence = max(out.fence, msg.fence)

@@ -21,8 +21,10 @@ from agentsessions.errors import (
     InvalidArgumentError,
     LockHeldError,
     SessionDeletedError,
+    UnavailableError,
 )
 from agentsessions.journal.format.records import Record
+from agentsessions.journal.stores import jetstream_checkpoint as checkpoint
 from agentsessions.journal.stores import jetstream_wire as wire
 from agentsessions.journal.stores.jetstream_client import Client
 from agentsessions.journal.stores.store import (
@@ -56,12 +58,14 @@ class JetStreamWriter:
         max_bytes: int,
         on_close: Callable[[str], None],
         base: Tail | None = None,
+        checkpoint_every: int = checkpoint.CHECKPOINT_EVERY,
     ) -> None:
         self._client, self._uid, self._subject = client, uid, subject
         self._max_bytes, self._on_close = max_bytes, on_close
         self._closed = False
+        self._every = checkpoint_every
         for _ in range(_TAKEOVER_TRIES):
-            folded = wire.fold(client.messages(subject), base)
+            folded = checkpoint.load(client, subject, base)
             if folded.deleted:
                 raise SessionDeletedError(
                     f"session {uid} was deleted; it can no longer be written", session=uid
@@ -71,6 +75,10 @@ class JetStreamWriter:
             seq = client.publish(subject, body, expect=folded.stream_seq, token=_token())
             if seq is not None:
                 self._stream_seq = seq
+                # what the next checkpoint needs: messages since the last, where the state is
+                self._since, self._ckpt = folded.messages + 1, folded.checkpoint_seq
+                self._state_seq = folded.state_stream_seq
+                self._checkpoint()
                 return
         raise LockHeldError(
             f"session {uid} is busy: other writers kept taking it over while this one opened",
@@ -161,7 +169,31 @@ class JetStreamWriter:
         if seq is None:
             raise self._lost()
         self._stream_seq = seq
-        return self._tail.advance(records, events, cid, state, fence=fence)
+        result = self._tail.advance(records, events, cid, state, fence=fence)
+        self._since += 1
+        if state is not None:
+            self._state_seq = seq
+        self._checkpoint()
+        return result
+
+    def _checkpoint(self) -> None:
+        """Every ``every`` messages, publish the tail as a checkpoint (only a shortcut for
+        readers: a lost one is retried after the next commit, and never fails this one)."""
+        if self._since < self._every:
+            return
+        folded = wire.Folded(
+            tail=self._tail, fence=self._fence, stream_seq=self._stream_seq,
+            state_stream_seq=self._state_seq, checkpoint_seq=self._ckpt,
+        )  # fmt: skip
+        seq = checkpoint.publish(self._client, self._subject, folded)
+        if seq is not None:
+            self._since, self._ckpt = 0, seq
+            return
+        try:  # another checkpoint came first: the next try CASes after it
+            last = self._client.last(checkpoint.checkpoint_subject(self._subject))
+        except UnavailableError:
+            return
+        self._ckpt = 0 if last is None else last.stream_seq
 
     def _lost(self) -> Exception:
         """Why the subject moved under this writer (see the module docstring)."""

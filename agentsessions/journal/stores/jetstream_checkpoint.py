@@ -1,0 +1,109 @@
+"""Tail checkpoints: what opening a writer, ``state`` and ``read`` start from, so their cost
+stays flat as a session grows.
+
+Every ``every`` messages on a journal subject, its writer publishes the whole folded tail
+(the head, projections, the commit ids remembered, the newest fence, the stream sequence of
+the message holding the latest working state) on the subject's checkpoint subject
+``P.t.<uid>`` (``P.t.<uid>.<hex>`` for a tool store), saying "the journal messages up to
+stream sequence ``at`` fold into this". Those messages never change (the stream denies
+delete and purge), so every checkpoint stays true whoever wrote it and whenever it landed;
+a missing or late one only means folding a few more messages. A reader takes the subject's
+last checkpoint and folds only the messages after it: at most ``every`` plus the fences of
+writers opened since. A journal seq (for `read` and `follow`) is found by its message's
+head (``"t"``: the last seq once it is in, never decreasing), bisecting stream sequences
+(after the checkpoint for a tail, so a tail read costs the same in a session of any length).
+"""
+
+from __future__ import annotations
+
+import json
+
+from agentsessions.errors import UnavailableError
+from agentsessions.journal.stores import jetstream_wire as wire
+from agentsessions.journal.stores.jetstream_client import Client
+from agentsessions.journal.stores.tail import Tail
+
+CHECKPOINT_EVERY = 64  # journal messages between checkpoints: the bound on what opens fold
+
+
+def checkpoint_subject(subject: str) -> str:
+    """``P.j.<uid>`` -> ``P.t.<uid>``; ``P.c.<uid>.<hex>`` -> ``P.t.<uid>.<hex>``."""
+    prefix, kind, uid = subject.rsplit(".", 2)
+    if kind == "j":
+        return f"{prefix}.t.{uid}"
+    prefix, kind, uid, name = subject.rsplit(".", 3)
+    return f"{prefix}.t.{uid}.{name}"
+
+
+def body(folded: wire.Folded) -> bytes:
+    """The checkpoint message of ``folded`` (a subject folded through ``stream_seq``)."""
+    head = {
+        "k": "t", "at": folded.stream_seq, "tail": folded.tail.to_json(), "f": folded.fence,
+        "del": folded.deleted, "ss": folded.state_stream_seq,
+    }  # fmt: skip
+    return json.dumps(head, separators=(",", ":")).encode() + b"\n"
+
+
+def load(client: Client, subject: str, base: Tail | None = None) -> wire.Folded:
+    """``subject`` folded from its last checkpoint (or its start), with the latest working
+    state's bytes; ``states`` holds only the versions after the checkpoint."""
+    ck = client.last(checkpoint_subject(subject))
+    start = None
+    if ck is not None:
+        h = ck.head
+        start = wire.Folded(
+            tail=Tail.from_json(h["tail"]), fence=int(h["f"]), deleted=bool(h["del"]),
+            stream_seq=int(h["at"]), state_stream_seq=int(h["ss"]), checkpoint_seq=ck.stream_seq,
+        )  # fmt: skip
+    after = start.stream_seq if start is not None else 0
+    folded = wire.fold(client.messages(subject, after), base, start)
+    if folded.tail.state.version and 0 < folded.state_stream_seq <= after:
+        msg = client.at(subject, folded.state_stream_seq)  # the state's bytes: one message
+        if msg is None or msg.state is None or msg.state.version != folded.tail.state.version:
+            raise UnavailableError(
+                f"{subject}: the working state the checkpoint names is not at stream "
+                f"sequence {folded.state_stream_seq}"
+            )
+        folded.tail.state = msg.state
+    return folded
+
+
+def publish(client: Client, subject: str, folded: wire.Folded) -> int | None:
+    """Publish ``folded`` as the subject's next checkpoint (CAS on the checkpoint subject
+    at ``folded.checkpoint_seq``); its stream sequence, or None if it was not written
+    (another checkpoint came first, or the server did not answer: it is only a shortcut,
+    and the commit it follows has already landed)."""
+    try:
+        return client.publish(
+            checkpoint_subject(subject), body(folded), expect=folded.checkpoint_seq,
+            token=wire.msg_id(subject, str(folded.stream_seq)),
+        )  # fmt: skip
+    except UnavailableError:
+        return None
+
+
+def seek(client: Client, subject: str, from_seq: int) -> int:
+    """A stream sequence after which ``subject``'s messages hold every record from journal
+    seq ``from_seq`` on (0: from the start), found by bisecting stream sequences: O(log n)
+    messages fetched, and for a tail only within the messages after the last checkpoint."""
+    if from_seq <= 1:
+        return 0
+    ck = client.last(checkpoint_subject(subject))
+    lo = hi = 0  # every message at or before lo ends before from_seq; the first at or
+    # after hi ends at or beyond it (so it, or one before it, holds from_seq)
+    if ck is not None and int(ck.head["tail"]["last_seq"]) >= from_seq:
+        hi = int(ck.head["at"])  # before the checkpoint: bisect the stream up to it
+    else:
+        lo = int(ck.head["at"]) if ck is not None else 0  # after it: bisect the suffix
+        last = client.last(subject)
+        if last is None or wire.head_seq(last) < from_seq:
+            return lo if last is None else last.stream_seq
+        hi = last.stream_seq
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        msg = client.at(subject, mid)
+        if msg is not None and wire.head_seq(msg) >= from_seq:
+            hi = mid
+        else:
+            lo = mid if msg is None else max(mid, msg.stream_seq)
+    return hi - 1
