@@ -37,7 +37,12 @@ from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import Position, SegmentLog
 from agentsessions.journal.stores import watch
-from agentsessions.journal.stores.filewriter import FileWriter, WriterOwner, frame_records
+from agentsessions.journal.stores.filewriter import (
+    FileWriter,
+    WriterOwner,
+    follow_records,
+    frame_records,
+)
 from agentsessions.journal.stores.sessiondir import SessionDir, acked
 from agentsessions.journal.stores.store import SessionMeta, WorkingState, check_component
 from agentsessions.journal.stores.tail import Tail
@@ -167,25 +172,7 @@ class FileComponentStore:
         except BaseException:
             watcher.close()
             raise
-        try:
-            while True:
-                found = False
-                for record in frame_records(log, log.read(next_seq, 0), close=False):
-                    yield record
-                    next_seq = record.seq + 1
-                    found = True
-                if found:
-                    idle_since = time.monotonic()
-                    watcher.progress()
-                now = time.monotonic()
-                left = None if idle_timeout is None else idle_timeout - (now - idle_since)
-                if left is not None and left <= 0:
-                    return
-                watcher.wait(left)
-                log.refresh()
-        finally:
-            watcher.close()
-            log.close()
+        yield from follow_records(log, watcher, next_seq, idle_timeout)
 
     def state(self) -> WorkingState:
         """The component's working state (version 0 before its first writer), read-only:

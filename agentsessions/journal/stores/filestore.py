@@ -50,7 +50,12 @@ from agentsessions.journal.stores import filecomponent, forking, receipts, state
 from agentsessions.journal.stores.catalog import Catalog
 from agentsessions.journal.stores.filecomponent import FileComponentStore
 from agentsessions.journal.stores.filecrypt import LazyCipher, cipher_for, create_key
-from agentsessions.journal.stores.filewriter import FileWriter, fold_frames, frame_records
+from agentsessions.journal.stores.filewriter import (
+    FileWriter,
+    fold_frames,
+    follow_records,
+    frame_records,
+)
 from agentsessions.journal.stores.sessiondir import (
     DELETED_NAME,
     FENCE_NAME,
@@ -367,27 +372,7 @@ class FileStore:
             watcher.close()
             raise
         self.last_watcher = watcher  # lets a test count an idle follower's wakeups
-        try:
-            idle_since = time.monotonic()
-            while True:
-                found = False
-                for record in frame_records(log, log.read(next_seq, 0), close=False, cipher=cipher):
-                    yield record
-                    next_seq = record.seq + 1
-                    found = True
-                if found:
-                    idle_since = time.monotonic()
-                    watcher.progress()
-                left = (
-                    None if idle_timeout is None else idle_timeout - (time.monotonic() - idle_since)
-                )
-                if left is not None and left <= 0:
-                    return
-                watcher.wait(left)
-                log.refresh()
-        finally:
-            watcher.close()
-            log.close()
+        yield from follow_records(log, watcher, next_seq, idle_timeout, cipher)
 
     def uids(self) -> tuple[str, ...]:
         """Every session uid here, deleted ones included, sorted; strays are skipped."""

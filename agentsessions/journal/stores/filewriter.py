@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentsessions.errors import InvalidArgumentError, JournalCorruptError, StorageError
 from agentsessions.journal.format import canonical, segment, staterecord
@@ -30,6 +31,9 @@ from agentsessions.journal.stores.store import (
     check_commit_id,
 )
 from agentsessions.journal.stores.tail import Tail
+
+if TYPE_CHECKING:
+    from agentsessions.journal.stores.watch import Watcher
 
 HINT_EVERY_COMMITS = 64
 """A writer rewrites its TAIL hint (unsynced) every this many commits, and when it closes."""
@@ -310,3 +314,35 @@ def frame_records(
     finally:
         if close:
             log.close()
+
+
+def follow_records(
+    log: SegmentLog,
+    watcher: Watcher,
+    next_seq: int,
+    idle_timeout: float | None,
+    cipher: SessionCipher | None = None,
+) -> Iterator[Record]:
+    """Records of ``log`` from ``next_seq`` on, then each one as it commits, sleeping on
+    ``watcher`` between looks; stops after ``idle_timeout`` seconds without one (None:
+    never). What counts as committed is the log's refresh alone, so a record is never
+    yielded twice, skipped, or before its group commits. Closes the watcher and the log."""
+    try:
+        idle_since = time.monotonic()
+        while True:
+            found = False
+            for record in frame_records(log, log.read(next_seq, 0), close=False, cipher=cipher):
+                yield record
+                next_seq = record.seq + 1
+                found = True
+            if found:
+                idle_since = time.monotonic()
+                watcher.progress()
+            left = None if idle_timeout is None else idle_timeout - (time.monotonic() - idle_since)
+            if left is not None and left <= 0:
+                return
+            watcher.wait(left)
+            log.refresh()
+    finally:
+        watcher.close()
+        log.close()
