@@ -652,15 +652,22 @@ def open_local(
 
     The file store's master key (encryption at rest, docs/FORMAT.md 15) is ``key_file``,
     else ``AGENTSESSIONS_KEY_FILE``, else ``AGENTSESSIONS_MASTER_KEY``; with one, new
-    sessions are encrypted and encrypted ones readable."""
+    sessions are encrypted and encrypted ones readable. Each choice not given falls back to
+    the configuration file (``$AGENTSESSIONS_CONFIG``, else ``<home>/config.toml``:
+    :mod:`.config`)."""
     resolved = resolve_home(home)
     if store is not None:
         return LocalSessions(resolved, store, runtime=runtime, model=model, owns_store=False)
     from agentsessions.journal.stores.filecrypt import resolve_master
+    from agentsessions.sessions.config import load_config
     from agentsessions.sessions.storeurl import open_store, resolve_store_url
 
-    url = resolve_store_url(store_url)
-    master = resolve_master(key_file)
+    config = load_config(resolved)  # the lowest-priority source of each choice
+    url = resolve_store_url(store_url) or config.store_url
+    allow_unsynced = allow_unsynced or config.allow_unsynced
+    master = resolve_master(key_file) or (
+        resolve_master(config.key_file) if config.key_file else None
+    )
     if url and master is not None:
         raise InvalidArgumentError(
             f"a master key is configured but encryption at rest on {url} is not built yet",
