@@ -578,7 +578,8 @@ def verify_line(report: VerifyReport, label: str) -> Text:
     if report.ok:
         head = report.last_hash[:16] or "-"
         line = Text.assemble(("✓ ", "green"))
-        line.append(one_line(f"{label}: {report.records} records verified"))
+        noun = "record" if report.records == 1 else "records"
+        line.append(one_line(f"{label}: {report.records} {noun} verified"))
         line.append(f", last seq {report.last_seq}")
         line.append(f", head {head}")
         if report.torn_tail:

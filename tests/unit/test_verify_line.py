@@ -1,0 +1,14 @@
+"""`verify`'s line per chain: counts in words a reader expects ("1 record", "4 records")."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentsessions.cli.render import verify_line
+from agentsessions.journal.tools.verify import VerifyReport
+
+
+@pytest.mark.parametrize("n, words", [(0, "0 records"), (1, "1 record"), (4, "4 records")])
+def test_the_count_agrees_with_its_noun(n: int, words: str) -> None:
+    report = VerifyReport(source="s", records=n, last_seq=n, last_hash="ab" * 32)
+    assert verify_line(report, "s").plain.startswith(f"✓ s: {words} verified, last seq {n}")
