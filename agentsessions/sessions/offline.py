@@ -8,6 +8,7 @@ tools load when first used, so an engine that never verifies never imports them.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,7 @@ from agentsessions.errors import InvalidArgumentError
 from agentsessions.journal.stores.store import Store, check_uid
 
 if TYPE_CHECKING:
-    from agentsessions.journal.tools.verify import VerifyReport
+    from agentsessions.journal.tools.verify import Item, VerifyReport
 
 
 def verify(store: Store, uid: str, *, strict: bool = False, progress: Any = None) -> VerifyReport:
@@ -30,7 +31,7 @@ def verify(store: Store, uid: str, *, strict: bool = False, progress: Any = None
     report.expected_last_seq, report.expected_last_hash = info.last_seq, info.last_hash
     items = getattr(store, "verify_items", None)  # a store that may hold sealed records
     if items is not None:  # (JetStream): checked by their clear heads, decrypted with the key
-        walk(items(uid, notes=report.notes), report, strict=strict, progress=progress)
+        walk(_walked(items(uid, notes=report.notes)), report, strict=strict, progress=progress)
     else:
         check_chain(store.read(uid), report, strict=strict, progress=progress)
     if report.ok and (report.last_seq, report.last_hash) != (info.last_seq, info.last_hash):
@@ -41,10 +42,18 @@ def verify(store: Store, uid: str, *, strict: bool = False, progress: Any = None
     for name in store.components(uid):  # each tool store's chain, from genesis too
         part = VerifyReport(source=f"session {uid} tool store {name}", uid=uid, strict=strict)
         if items is not None:
-            report.add_component(name, walk(items(uid, name, notes=part.notes), part))
+            report.add_component(name, walk(_walked(items(uid, name, notes=part.notes)), part))
         else:
             report.add_component(name, check_chain(store.component(uid, name).read(), part))
     return report
+
+
+def _walked(records: Iterable[Any]) -> Iterator[Item]:
+    """A store's ``verify_items`` as walk items: sealed records by their clear heads."""
+    from agentsessions.journal.tools.verifysealed import Sealed
+
+    for r in records:
+        yield Sealed(r.seq, r.payload, r.check) if r.sealed else (r.seq, r.payload, r.content_hash)
 
 
 def verify_all(

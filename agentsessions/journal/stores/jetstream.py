@@ -52,6 +52,7 @@ from agentsessions.journal.stores.jetstream_crypt import (
     Keyring,
     Opener,
     SubjectCipher,
+    VerifyRecord,
     verify_check,
 )
 from agentsessions.journal.stores.jetstream_follow import follow_subject
@@ -71,11 +72,9 @@ from agentsessions.journal.stores.store import (
     encode_cursor,
 )
 from agentsessions.journal.stores.tail import Tail
-from agentsessions.journal.tools.verifysealed import Sealed
 
 if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey
-    from agentsessions.journal.tools.verify import Item
 
 _HEADROOM = 64 * 1024  # a commit message's header line beside its payloads
 
@@ -292,10 +291,10 @@ class JetStreamStore:
 
     def verify_items(
         self, uid: str, component: str = "", *, notes: builtins.list[str] | None = None
-    ) -> Iterator[Item]:
+    ) -> Iterator[VerifyRecord]:
         """Every record of ``uid``'s journal (or tool store ``component``) from genesis, as
         ``verify`` walks them: plaintext ones with their claimed hash, sealed ones by their
-        clear heads and, with the master key, decrypted (tag and content hash checked).
+        clear heads and, with the master key, decrypted (``check``: tag and content hash).
         ``notes`` gets a line when a sealed journal's key was shredded."""
         meta, _deleted, _ut = self._meta(uid)
         if component:
@@ -304,7 +303,7 @@ class JetStreamStore:
             subject = self._journal(uid)
             if meta.parent_uid:  # the prefix is the parent's, under the parent's key
                 for item in self.verify_items(meta.parent_uid, notes=notes):
-                    if _item_seq(item) <= meta.fork_seq:
+                    if item.seq <= meta.fork_seq:
                         yield item
         messages = self._client.messages(subject)
         opener = self._ring.opener(meta, component)
@@ -314,11 +313,13 @@ class JetStreamStore:
         for msg in messages:
             if not msg.sealed:
                 opener.open(msg)  # a plaintext commit in an encrypted session is refused
-                yield from ((r.seq, r.payload, r.content_hash) for r in msg.records)
+                yield from (VerifyRecord(r.seq, r.payload, r.content_hash) for r in msg.records)
             else:
                 if not meta.encrypted:
                     opener.open(msg)  # sealed records in a plaintext session are refused
-                yield from (Sealed(r.seq, r.payload, check) for r in msg.records)
+                yield from (
+                    VerifyRecord(r.seq, r.payload, r.content_hash, True, check) for r in msg.records
+                )
 
     def close(self) -> None:
         self._client.close()
@@ -485,10 +486,6 @@ def _between(
         for r in opener.open(msg).records
         if r.seq >= from_seq and (to_seq <= 0 or r.seq <= to_seq)
     ]
-
-
-def _item_seq(item: Item) -> int:
-    return item[0] if isinstance(item, tuple) else item.first
 
 
 def _token() -> str:

@@ -27,7 +27,7 @@ import os
 import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from agentsessions.errors import (
     ChainBrokenError,
@@ -287,6 +287,17 @@ class Keyring:
                 hint="verify SESSION still checks the journal's structure",
                 session=uid,
             )
+
+
+class VerifyRecord(NamedTuple):
+    """One stored record as ``verify`` walks it: ``sealed`` ones are checked by their clear
+    head, and by ``check`` (a key holder's decrypt, returning the content hash) if given."""
+
+    seq: int
+    payload: bytes
+    content_hash: str
+    sealed: bool = False
+    check: Callable[[int, bytes], str] | None = None
 
 
 def verify_check(
