@@ -117,7 +117,7 @@ def test_without_the_right_master_key_reads_fail_with_exit_26(nats_server: Any) 
                 with pytest.raises(MasterKeyError) as err:
                     read()
                 assert err.value.exit_code == 26
-        with pytest.raises(MasterKeyError, match="wrapped by master key .*not by the one given"):
+        with pytest.raises(MasterKeyError, match=r"wrapped by master key .*not by the one given"):
             list(wrong.read(uid))
         with pytest.raises(MasterKeyError, match="no master key was given"):
             list(keyless.read(uid))

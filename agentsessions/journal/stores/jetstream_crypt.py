@@ -215,10 +215,21 @@ class Keyring:
             return SubjectCipher(data_key, scope)
         return SubjectCipher(self._unwrap(uid, component), scope)
 
-    def opener(self, meta: SessionMeta, component: str = "") -> Opener:
-        """A lazy :class:`Opener` for ``meta``'s journal (or tool store ``component``)."""
+    def opener(self, meta: SessionMeta, component: str = "", *, check: bool = True) -> Opener:
+        """An :class:`Opener` for ``meta``'s journal (or tool store ``component``), loading
+        the data key on the first sealed message. ``check``: refuse at once (exit 26) a read
+        of a shredded session, or of an encrypted one without a master key, even if it
+        holds no sealed message yet (as the file store does)."""
         if not meta.encrypted:
             return Opener(scope_of(meta.uid, component), False)
+        if check:
+            self._check_not_shredded(meta.uid, scope_of(meta.uid, component))
+            if self.master is None:
+                raise MasterKeyError(
+                    f"{scope_of(meta.uid, component)} is encrypted and no master key was given",
+                    hint=_HINT,
+                    session=meta.uid,
+                )
 
         def load() -> SubjectCipher:
             cipher = self.cipher(meta, component)
