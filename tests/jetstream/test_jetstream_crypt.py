@@ -356,3 +356,32 @@ def test_a_shred_survives_a_server_killed_right_after_its_ack(tmp_path: Path) ->
             again.close()
     finally:
         server.cleanup()
+
+
+def test_agentsessions_open_takes_a_key_file_with_a_jetstream_store(
+    nats_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No refusal of a master key with a ``nats://`` store any more (it was exit 2): the
+    engine runs a turn sealed on JetStream and reads it back only with the key."""
+    import base64
+    import os
+
+    import agentsessions
+    from agentsessions.sessions.storeurl import STORE_ENV
+
+    key = tmp_path / "master.key"
+    key.write_text(base64.b64encode(os.urandom(32)).decode())
+    key.chmod(0o600)
+    monkeypatch.setenv(STORE_ENV, _url(nats_server))
+    for name in ("AGENTSESSIONS_KEY_FILE", "AGENTSESSIONS_MASTER_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    with agentsessions.open(tmp_path / "home", key_file=str(key), runtime="local") as engine:
+        frame = engine.run(None, ["SECRET-TURN-MARK"], harness="chat", model="scripted:seed=7")
+        uid = frame.uid
+        assert any(b"SECRET-TURN-MARK" in r.payload for r in engine.store.read(uid))
+        assert engine.store.get(uid).meta.encrypted
+    with (
+        agentsessions.open(tmp_path / "home", runtime="local") as keyless,
+        pytest.raises(MasterKeyError),
+    ):
+        list(keyless.store.read(uid))
