@@ -32,6 +32,7 @@ def verify(store: Store, uid: str, *, strict: bool = False, progress: Any = None
     items = getattr(store, "verify_items", None)  # a store that may hold sealed records
     if items is not None:  # (JetStream): checked by their clear heads, decrypted with the key
         walk(_walked(items(uid, notes=report.notes)), report, strict=strict, progress=progress)
+        _keyless_note(report)
     else:
         check_chain(store.read(uid), report, strict=strict, progress=progress)
     if report.ok and (report.last_seq, report.last_hash) != (info.last_seq, info.last_hash):
@@ -42,7 +43,8 @@ def verify(store: Store, uid: str, *, strict: bool = False, progress: Any = None
     for name in store.components(uid):  # each tool store's chain, from genesis too
         part = VerifyReport(source=f"session {uid} tool store {name}", uid=uid, strict=strict)
         if items is not None:
-            report.add_component(name, walk(_walked(items(uid, name, notes=part.notes)), part))
+            walk(_walked(items(uid, name, notes=part.notes)), part)
+            report.add_component(name, _keyless_note(part))
         else:
             report.add_component(name, check_chain(store.component(uid, name).read(), part))
     return report
@@ -54,6 +56,20 @@ def _walked(records: Iterable[Any]) -> Iterator[Item]:
 
     for r in records:
         yield Sealed(r.seq, r.payload, r.check) if r.sealed else (r.seq, r.payload, r.content_hash)
+
+
+def _keyless_note(report: VerifyReport) -> VerifyReport:
+    """The keyless walk's note as true of a store without frames (no checksums of ours)."""
+    from agentsessions.journal.tools.verifysealed import KEYLESS_NOTE
+
+    report.notes = [_STORE_KEYLESS_NOTE if n == KEYLESS_NOTE else n for n in report.notes]
+    return report
+
+
+_STORE_KEYLESS_NOTE = (
+    "encrypted records: every stored message's structure and every chain link checked "
+    "without the key; content hashes not recomputed"
+)
 
 
 def verify_all(

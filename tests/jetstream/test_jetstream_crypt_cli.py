@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "swordfish-4711"
 
@@ -81,3 +83,35 @@ def test_a_keyed_session_on_jetstream_end_to_end(nats_server: Any, tmp_path: Pat
     refused = _cli(tmp_path, *store, "shred", plain)
     assert refused.returncode == 2 and "is not encrypted" in refused.stderr
     assert not list(tmp_path.glob("**/*.seg"))  # nothing went to the file store
+
+
+def test_serve_seals_its_sessions_on_jetstream_with_the_environments_key(
+    nats_server: Any, tmp_path: Path
+) -> None:
+    pytest.importorskip("grpc")
+    token = os.urandom(6).hex()
+    url = nats_server.store_url(stream=f"SK{token}", prefix=f"sk{token}")
+    key = _key_file(tmp_path / "master.key")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSESSIONS_")}
+    env.update(PYTHONPATH=str(ROOT), AGENTSESSIONS_KEY_FILE=str(key))
+    argv = [sys.executable, "-m", "agentsessions", "--home", str(tmp_path), "serve",
+            "--listen", "127.0.0.1:0", "--no-auth", "--store", url]  # fmt: skip
+    with subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    ) as daemon:
+        try:
+            assert daemon.stdout is not None
+            line = daemon.stdout.readline()
+            assert line.startswith("listening on 127.0.0.1:"), daemon.stderr
+            made = subprocess.run(
+                [sys.executable, "-m", "agentsessions", "--server", line.split()[-1], "exec",
+                 "--harness", "chat", "--model", "scripted:seed=7", "--input", SECRET, "--json"],
+                env=env, capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            assert made.returncode == 0, made.stderr
+            uid = json.loads(made.stdout)["uid"]
+        finally:
+            daemon.terminate()
+            daemon.communicate(timeout=120)
+    assert SECRET in _cli(tmp_path, "--store", url, "--key-file", str(key), "log", uid).stdout
+    assert _cli(tmp_path, "--store", url, "log", uid).returncode == 26

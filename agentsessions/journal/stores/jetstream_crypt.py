@@ -204,14 +204,10 @@ class Keyring:
         if not meta.encrypted:
             return None
         uid, scope = meta.uid, scope_of(meta.uid, component)
-        self._check_not_shredded(uid, scope)
-        if self.master is None:
-            raise MasterKeyError(
-                f"{scope} is encrypted and no master key was given", hint=_HINT, session=uid
-            )
+        self._check_usable(uid, scope)
         if create and self.keys.get(self.keys.subject(uid, component)) is None:
             data_key = self.create(uid, component)
-            self._check_not_shredded(uid, scope)  # a shred that came in between wins
+            self._check_usable(uid, scope)  # a shred that came in between wins
             return SubjectCipher(data_key, scope)
         return SubjectCipher(self._unwrap(uid, component), scope)
 
@@ -220,23 +216,20 @@ class Keyring:
         the data key on the first sealed message. ``check``: refuse at once (exit 26) a read
         of a shredded session, or of an encrypted one without a master key, even if it
         holds no sealed message yet (as the file store does)."""
+        scope = scope_of(meta.uid, component)
         if not meta.encrypted:
-            return Opener(scope_of(meta.uid, component), False)
-        if check:
-            self._check_not_shredded(meta.uid, scope_of(meta.uid, component))
-            if self.master is None:
-                raise MasterKeyError(
-                    f"{scope_of(meta.uid, component)} is encrypted and no master key was given",
-                    hint=_HINT,
-                    session=meta.uid,
-                )
+            return Opener(scope, False)
 
         def load() -> SubjectCipher:
+            if check:  # checked just now: only the key is left to fetch
+                return SubjectCipher(self._unwrap(meta.uid, component), scope)
             cipher = self.cipher(meta, component)
             assert cipher is not None
             return cipher
 
-        return Opener(scope_of(meta.uid, component), True, load)
+        if check:
+            self._check_usable(meta.uid, scope)
+        return Opener(scope, True, load)
 
     def wrapped_by(self, subject: str) -> str:
         """The id of the master key the key on ``subject`` is wrapped by (``""``: none)."""
@@ -291,12 +284,17 @@ class Keyring:
             )
         return keys.unwrap(stored.content, self.master, scope, where=subject)
 
-    def _check_not_shredded(self, uid: str, scope: str) -> None:
+    def _check_usable(self, uid: str, scope: str) -> None:
+        """KeyShreddedError after a shred (whatever the master key), MasterKeyError without one."""
         if self.keys.shredded(uid):
             raise KeyShreddedError(
                 f"{scope}: the data key was shredded; the content is unreadable for good",
                 hint="verify SESSION still checks the journal's structure",
                 session=uid,
+            )
+        if self.master is None:
+            raise MasterKeyError(
+                f"{scope} is encrypted and no master key was given", hint=_HINT, session=uid
             )
 
 
