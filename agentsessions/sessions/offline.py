@@ -8,6 +8,7 @@ tools load when first used, so an engine that never verifies never imports them.
 from __future__ import annotations
 
 import builtins
+import contextlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,7 +32,8 @@ def verify(store: Store, uid: str, *, strict: bool = False, progress: Any = None
     report.expected_last_seq, report.expected_last_hash = info.last_seq, info.last_hash
     items = getattr(store, "verify_items", None)  # a store that may hold sealed records
     if items is not None:  # (JetStream): checked by their clear heads, decrypted with the key
-        walk(_walked(items(uid, notes=report.notes)), report, strict=strict, progress=progress)
+        with _damage_fails(report):
+            walk(_walked(items(uid, notes=report.notes)), report, strict=strict, progress=progress)
         _keyless_note(report)
     else:
         check_chain(store.read(uid), report, strict=strict, progress=progress)
@@ -43,7 +45,8 @@ def verify(store: Store, uid: str, *, strict: bool = False, progress: Any = None
     for name in store.components(uid):  # each tool store's chain, from genesis too
         part = VerifyReport(source=f"session {uid} tool store {name}", uid=uid, strict=strict)
         if items is not None:
-            walk(_walked(items(uid, name, notes=part.notes)), part)
+            with _damage_fails(part):
+                walk(_walked(items(uid, name, notes=part.notes)), part)
             report.add_component(name, _keyless_note(part))
         else:
             report.add_component(name, check_chain(store.component(uid, name).read(), part))
@@ -56,6 +59,20 @@ def _walked(records: Iterable[Any]) -> Iterator[Item]:
 
     for r in records:
         yield Sealed(r.seq, r.payload, r.check) if r.sealed else (r.seq, r.payload, r.content_hash)
+
+
+@contextlib.contextmanager
+def _damage_fails(report: VerifyReport) -> Iterator[None]:
+    """A store's damage met while walking (a message that does not decode, a forged commit,
+    a state blob whose tag fails) is the report's failure, as the walk's own findings are."""
+    from agentsessions.errors import ChainBrokenError, JournalError
+
+    try:
+        yield
+    except JournalError as exc:
+        if report.ok:
+            seq = int(exc.fields.get("seq") or report.last_seq + 1)
+            report.fail(seq, str(exc), "chain" if isinstance(exc, ChainBrokenError) else "corrupt")
 
 
 def _keyless_note(report: VerifyReport) -> VerifyReport:

@@ -290,6 +290,18 @@ def test_a_flipped_ciphertext_byte_is_found_by_the_tag_and_by_keyed_verify(
         assert not report.ok and report.first_bad_seq == 2 and report.exit_code == 8
         # without the key the chain and every head still hold: only the tag can tell
         assert verify(keyless, uid).ok
+        # the same for a working state's blob: its read and keyed verify find it
+        stateful = _session(store, "a")
+        with store.writer(stateful) as w, _Hostile(store, _flip_last_byte):
+            w.append([_say("b")], state=StateUpdate(b"state bytes"))  # the blob ends the body
+        assert _texts(store, stateful) == ["a", "b"]  # the records are intact
+        with pytest.raises(JournalCorruptError, match="sealed state does not authenticate"):
+            store.state(stateful)
+        report = verify(store, stateful)
+        assert (
+            not report.ok and report.exit_code == 8 and "state committed at seq 2" in report.reason
+        )
+        assert verify(keyless, stateful).ok
     finally:
         store.close()
         keyless.close()
@@ -305,11 +317,14 @@ def test_a_changed_clear_head_or_a_plaintext_commit_is_refused(nats_server: Any)
             line, _, rest = body.partition(b"\n")
             return line + b"\n" + rest[:10] + bytes([rest[10] ^ 1]) + rest[11:]
 
-        with store.writer(uid) as w, _Hostile(store, head_byte):
-            w.append([_say("forged")])
+        with store.writer(uid) as w:
+            with _Hostile(store, head_byte):
+                w.append([_say("forged")])
+            w.append([_say("after")])  # the head stays readable: get works, verify walks
         for reader in (store, keyless):
-            with pytest.raises(JournalCorruptError, match="does not match its header"):
-                verify(reader, uid)
+            report = verify(reader, uid)
+            assert not report.ok and report.exit_code == 8
+            assert "does not match its header" in report.reason
         forged = _session(store, "a")
         with store.writer(forged) as w:
             sealer = w._cipher
@@ -318,8 +333,8 @@ def test_a_changed_clear_head_or_a_plaintext_commit_is_refused(nats_server: Any)
             w._cipher = sealer
         with pytest.raises(JournalCorruptError, match="plaintext commit in an encrypted"):
             list(store.read(forged))
-        with pytest.raises(JournalCorruptError, match="plaintext commit in an encrypted"):
-            verify(keyless, forged)
+        report = verify(keyless, forged)
+        assert not report.ok and "plaintext commit in an encrypted" in report.reason
         assert isinstance(wire.decode(b'{"k":"f"}\n', 1, "s"), wire.Message)
     finally:
         store.close()

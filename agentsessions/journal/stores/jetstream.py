@@ -307,19 +307,22 @@ class JetStreamStore:
                         yield item
         messages = self._client.messages(subject)
         opener = self._ring.opener(meta, component, check=False)
-        check = None
+        cipher = None
         if any(m.sealed for m in messages):
-            check = verify_check(self._ring, meta, component, notes)
+            cipher = verify_check(self._ring, meta, component, notes)
+        check = None if cipher is None else cipher.content_hash
         for msg in messages:
             if not msg.sealed:
                 opener.open(msg)  # a plaintext commit in an encrypted session is refused
                 yield from (VerifyRecord(r.seq, r.payload, r.content_hash) for r in msg.records)
-            else:
-                if not meta.encrypted:
-                    opener.open(msg)  # sealed records in a plaintext session are refused
-                yield from (
-                    VerifyRecord(r.seq, r.payload, r.content_hash, True, check) for r in msg.records
-                )
+                continue
+            if not meta.encrypted:
+                opener.open(msg)  # sealed records in a plaintext session are refused
+            yield from (
+                VerifyRecord(r.seq, r.payload, r.content_hash, True, check) for r in msg.records
+            )
+            if cipher is not None:  # with the key, the working state's tag too
+                cipher.check_state(msg)
 
     def close(self) -> None:
         self._client.close()
@@ -483,7 +486,7 @@ def _between(
     return [
         r
         for msg in client.messages(subject, after, to_seq if to_seq > 0 else 0)
-        for r in opener.open(msg).records
+        for r in opener.open(msg, state=False).records
         if r.seq >= from_seq and (to_seq <= 0 or r.seq <= to_seq)
     ]
 

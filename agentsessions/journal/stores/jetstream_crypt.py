@@ -85,8 +85,9 @@ class SubjectCipher:
 
         return blobs.seal_blob(self._key, self.scope, "state", state.data, binding=_binding(state))
 
-    def open(self, msg: wire.Message) -> wire.Message:
-        """``msg`` with its records and state decrypted (tags and content hashes checked)."""
+    def open(self, msg: wire.Message, *, state: bool = True) -> wire.Message:
+        """``msg`` with its records and state decrypted (tags and content hashes checked);
+        ``state=False`` (a read of records) leaves the state out undecrypted."""
         from agentsessions.journal.crypto import blobs, sealed
 
         if not msg.sealed:
@@ -95,13 +96,32 @@ class SubjectCipher:
             sealed.open_record(self._key, self.scope, r.payload, seq=r.seq, fence=r.fence)
             for r in msg.records
         )
-        state = msg.state
-        if state is not None:
+        if not state:
+            return replace(msg, records=records, state=None, sealed=False)
+        working = msg.state
+        if working is not None:
             data = blobs.open_blob(
-                self._key, self.scope, "state", state.data, binding=_binding(state)
+                self._key, self.scope, "state", working.data, binding=_binding(working)
             )
-            state = replace(state, data=data)
-        return replace(msg, records=records, state=state, sealed=False)
+            working = replace(working, data=data)
+        return replace(msg, records=records, state=working, sealed=False)
+
+    def check_state(self, msg: wire.Message) -> None:
+        """Authenticate a sealed message's state blob (``verify``); JournalCorruptError,
+        naming the journal seq it was committed at, when it does not."""
+        from agentsessions.journal.crypto import blobs
+
+        if msg.state is None:
+            return
+        seq = wire.head_seq(msg)
+        try:
+            blobs.open_blob(
+                self._key, self.scope, "state", msg.state.data, binding=_binding(msg.state)
+            )
+        except JournalCorruptError as exc:
+            raise JournalCorruptError(
+                f"{exc} (the state committed at seq {seq})", seq=seq
+            ) from None
 
     def content_hash(self, seq: int, payload: bytes) -> str:
         """A key holder's check of one sealed record (``verify``): its content hash."""
@@ -146,8 +166,9 @@ class Opener:
             self._cipher = self._load()
         return self._cipher
 
-    def open(self, msg: wire.Message) -> wire.Message:
-        """``msg`` readable: decrypted if sealed; refused if it contradicts the marker."""
+    def open(self, msg: wire.Message, *, state: bool = True) -> wire.Message:
+        """``msg`` readable: decrypted if sealed (``state=False``: its records only, the
+        state left out); refused if it contradicts the marker."""
         if msg.sealed:
             if not self.encrypted:
                 raise MasterKeyError(
@@ -156,7 +177,7 @@ class Opener:
                     hint=_HINT,
                     session=self.scope,
                 )
-            return self.cipher.open(msg)
+            return self.cipher.open(msg, state=state)
         if self.encrypted and msg.kind == "c" and (msg.records or msg.state is not None):
             raise JournalCorruptError(
                 f"{self.scope}: JetStream message {msg.stream_seq} is a plaintext commit in an "
@@ -311,10 +332,10 @@ class VerifyRecord(NamedTuple):
 
 def verify_check(
     ring: Keyring, meta: SessionMeta, component: str, notes: list[str] | None
-) -> Callable[[int, bytes], str] | None:
-    """A key holder's check of one sealed record of ``meta``'s journal (or tool store), for
-    ``verify``: None without the master key (the keyless walk) or after a shred, which
-    ``notes`` then records. A wrong or missing key raises: the caller asked to check."""
+) -> SubjectCipher | None:
+    """A key holder's cipher for ``verify`` of ``meta``'s journal (or tool store): None
+    without the master key (the keyless walk) or after a shred, which ``notes`` then
+    records. A wrong or missing key raises: the caller asked to check with it."""
     if ring.master is None or not meta.encrypted:
         return None
     try:
@@ -323,4 +344,4 @@ def verify_check(
         if notes is not None:
             notes.append(f"{scope_of(meta.uid, component)}: the data key was shredded")
         return None
-    return None if cipher is None else cipher.content_hash
+    return cipher

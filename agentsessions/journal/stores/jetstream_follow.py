@@ -36,7 +36,7 @@ def follow_subject(
             got = False
             for msg in client.messages(subject, after):
                 after = msg.stream_seq
-                for record in opener.open(msg).records:
+                for record in opener.open(msg, state=False).records:
                     if record.seq >= next_seq:
                         got = True
                         yield record
