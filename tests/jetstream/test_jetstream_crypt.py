@@ -103,7 +103,7 @@ def test_the_server_holds_only_ciphertext_of_events_and_state(nats_server: Any) 
 
 def test_without_the_right_master_key_reads_fail_with_exit_26(nats_server: Any) -> None:
     url, master = _url(nats_server), MasterKey.generate()
-    store = _open(url, master)
+    store = _open(url, master, checkpoint_every=2)  # folds start from a checkpoint
     keyless, wrong = _open(url), _open(url, MasterKey.generate())
     try:
         uid = _session(store, "a", "b", state=b"s")
@@ -124,8 +124,14 @@ def test_without_the_right_master_key_reads_fail_with_exit_26(nats_server: Any) 
         # what is stored in the clear needs no key: get, list, delete
         assert keyless.get(uid).last_seq == 2
         assert [s.uid for s in keyless.list(DEFAULT_PROJECT).sessions] == [uid]
-        assert keyless.delete(uid).deleted
+        before = store.get(uid)
+        assert keyless.delete(uid).deleted  # its fence folds the sealed commits keyless
+        after = store.get(uid)
+        assert (after.exec_state, after.state_version, after.state_size, after.last_hash) == (
+            before.exec_state, before.state_version, before.state_size, before.last_hash
+        )  # fmt: skip
         assert _texts(store, uid) == ["a", "b"]  # still readable with the key
+        assert store.state(uid).data == b"s"
         # a plaintext store's session is not encrypted by a reader that has a key
         other = _session(keyless, "plain")
         assert _texts(store, other) == ["plain"] and not store.get(other).meta.encrypted

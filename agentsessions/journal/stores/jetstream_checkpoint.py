@@ -17,6 +17,7 @@ head (``"t"``: the last seq once it is in, never decreasing), bisecting stream s
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from agentsessions.errors import UnavailableError
@@ -75,7 +76,8 @@ def load(
                 f"{subject}: the working state the checkpoint names is not at stream "
                 f"sequence {folded.state_stream_seq}"
             )
-        folded.tail.state = msg.state
+        # a sealed state not opened (no opener: a keyless fold) is not the state's bytes
+        folded.tail.state = replace(msg.state, data=b"") if msg.sealed else msg.state
     return folded
 
 
