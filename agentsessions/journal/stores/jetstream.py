@@ -53,7 +53,7 @@ from agentsessions.journal.stores.jetstream_crypt import (
     Opener,
     SubjectCipher,
     VerifyRecord,
-    verify_check,
+    verify_records,
 )
 from agentsessions.journal.stores.jetstream_follow import follow_subject
 from agentsessions.journal.stores.jetstream_keys import KeyStream
@@ -305,24 +305,9 @@ class JetStreamStore:
                 for item in self.verify_items(meta.parent_uid, notes=notes):
                     if item.seq <= meta.fork_seq:
                         yield item
-        messages = self._client.messages(subject)
-        opener = self._ring.opener(meta, component, check=False)
-        cipher = None
-        if any(m.sealed for m in messages):
-            cipher = verify_check(self._ring, meta, component, notes)
-        check = None if cipher is None else cipher.content_hash
-        for msg in messages:
-            if not msg.sealed:
-                opener.open(msg)  # a plaintext commit in an encrypted session is refused
-                yield from (VerifyRecord(r.seq, r.payload, r.content_hash) for r in msg.records)
-                continue
-            if not meta.encrypted:
-                opener.open(msg)  # sealed records in a plaintext session are refused
-            yield from (
-                VerifyRecord(r.seq, r.payload, r.content_hash, True, check) for r in msg.records
-            )
-            if cipher is not None:  # with the key, the working state's tag too
-                cipher.check_state(msg)
+        yield from verify_records(
+            self._client.messages(subject), self._ring, meta, component, notes
+        )
 
     def close(self) -> None:
         self._client.close()

@@ -345,3 +345,32 @@ def verify_check(
             notes.append(f"{scope_of(meta.uid, component)}: the data key was shredded")
         return None
     return cipher
+
+
+def verify_records(
+    messages: Iterable[wire.Message],
+    ring: Keyring,
+    meta: SessionMeta,
+    component: str,
+    notes: list[str] | None,
+) -> Iterator[VerifyRecord]:
+    """The records of one journal subject's ``messages`` as ``verify`` walks them (see
+    ``JetStreamStore.verify_items``); with the key, each state blob is authenticated too."""
+    messages = list(messages)
+    opener = ring.opener(meta, component, check=False)
+    cipher = None
+    if any(m.sealed for m in messages):
+        cipher = verify_check(ring, meta, component, notes)
+    check = None if cipher is None else cipher.content_hash
+    for msg in messages:
+        if not msg.sealed:
+            opener.open(msg)  # a plaintext commit in an encrypted session is refused
+            yield from (VerifyRecord(r.seq, r.payload, r.content_hash) for r in msg.records)
+            continue
+        if not meta.encrypted:
+            opener.open(msg)  # sealed records in a plaintext session are refused
+        yield from (
+            VerifyRecord(r.seq, r.payload, r.content_hash, True, check) for r in msg.records
+        )
+        if cipher is not None:  # with the key, the working state's tag too
+            cipher.check_state(msg)
