@@ -1,8 +1,8 @@
 """The ``delete`` (with ``--shred``) and ``shred`` commands: forgetting a session, softly or
 for good (docs/FORMAT.md 15). A module of its own so that :mod:`.app` stays under its size.
 
-``shred`` is local by nature (it destroys a key file of the local store): refused over
-``--server``."""
+``shred`` is local by nature (it destroys a key of the store this process opens: a
+``KEY`` file, or a JetStream key stream's message): refused over ``--server``."""
 
 from __future__ import annotations
 
@@ -63,10 +63,11 @@ def shred_command(ctx: typer.Context, session: SessionArg, as_json: JsonOpt = Fa
     """Destroy an encrypted session's data key: its content becomes unreadable for good.
 
     Reads of its events fail (exit 26) with or without the master key, and verify still
-    checks every stored byte and chain link. Copies of the session directory stay readable
-    to whoever holds the master key that wrapped them: rotate the master key after a shred
-    to make backups unreadable too. Running it again is harmless (and finishes a shred cut
-    by a crash). A plaintext session has no key to destroy (exit 2).
+    checks every stored byte and chain link. Copies of the session directory (or of a
+    JetStream store's key stream) stay readable to whoever holds the master key that
+    wrapped them: rotate the master key after a shred to make backups unreadable too.
+    Running it again is harmless (and finishes a shred cut by a crash). A plaintext
+    session has no key to destroy (exit 2).
     """
     state = _state(ctx, as_json)
     uid = _uid(session)

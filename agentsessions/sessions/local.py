@@ -256,10 +256,15 @@ class LocalSessions:
             lock.release()
 
     def check_shreddable(self, uid: str) -> None:
-        """InvalidArgumentError unless ``uid`` is an encrypted session of a file store."""
+        """InvalidArgumentError unless ``uid`` is an encrypted session (of a store that
+        keeps keys: its own ``check_shreddable``, else the file store's)."""
         from agentsessions.journal.stores import filecrypt
 
-        filecrypt.check_shreddable(self.store, check_uid(uid))
+        own = getattr(self.store, "check_shreddable", None)
+        if own is not None:
+            own(check_uid(uid))
+        else:
+            filecrypt.check_shreddable(self.store, check_uid(uid))
 
     def shred(self, uid: str) -> bool:
         """Destroy ``uid``'s data key for good: its content becomes unreadable with or without
@@ -271,8 +276,9 @@ class LocalSessions:
         lock = self._hold(uid, 0.0)
         try:
             self._release_writer(uid)  # shred takes the session's lock itself
-            with self._lock:
-                return filecrypt.shred(self.store, uid)
+            own = getattr(self.store, "shred", None)  # a store's own (JetStream), else
+            with self._lock:  # the file store's (filecrypt)
+                return bool(own(uid)) if own is not None else filecrypt.shred(self.store, uid)
         finally:
             lock.release()
 
@@ -650,7 +656,7 @@ def open_local(
     ``AGENTSESSIONS_STORE``: see :mod:`.storeurl`), else the file store under ``home``
     (``--home``, else ``AGENTSESSIONS_HOME``, else the per-user data directory).
 
-    The file store's master key (encryption at rest, docs/FORMAT.md 15) is ``key_file``,
+    The store's master key (encryption at rest, docs/FORMAT.md 15) is ``key_file``,
     else ``AGENTSESSIONS_KEY_FILE``, else ``AGENTSESSIONS_MASTER_KEY``; with one, new
     sessions are encrypted and encrypted ones readable. Each choice not given falls back to
     the configuration file (``$AGENTSESSIONS_CONFIG``, else ``<home>/config.toml``:
@@ -668,13 +674,8 @@ def open_local(
     master = resolve_master(key_file) or (
         resolve_master(config.key_file) if config.key_file else None
     )
-    if url and master is not None:
-        raise InvalidArgumentError(
-            f"a master key is configured but encryption at rest on {url} is not built yet",
-            hint="unset --key-file, AGENTSESSIONS_KEY_FILE and AGENTSESSIONS_MASTER_KEY",
-        )
     if url:
-        chosen = open_store(url, allow_unsynced=allow_unsynced)
+        chosen = open_store(url, allow_unsynced=allow_unsynced, master=master)
         return LocalSessions(resolved, chosen, runtime=runtime, model=model)
     from agentsessions.journal.stores.filestore import FileStore
 

@@ -8,6 +8,8 @@ tools load when first used, so an engine that never verifies never imports them.
 from __future__ import annotations
 
 import builtins
+import contextlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,12 +17,12 @@ from agentsessions.errors import InvalidArgumentError
 from agentsessions.journal.stores.store import Store, check_uid
 
 if TYPE_CHECKING:
-    from agentsessions.journal.tools.verify import VerifyReport
+    from agentsessions.journal.tools.verify import Item, VerifyReport
 
 
 def verify(store: Store, uid: str, *, strict: bool = False, progress: Any = None) -> VerifyReport:
     """Walk ``uid``'s chain from ``prev_hash ""`` and check its metadata."""
-    from agentsessions.journal.tools.verify import VerifyReport, check_chain, verify_session
+    from agentsessions.journal.tools.verify import VerifyReport, check_chain, verify_session, walk
 
     check_uid(uid)
     if hasattr(store, "session_dir"):  # a file store: the bytes on disk, offline
@@ -28,7 +30,13 @@ def verify(store: Store, uid: str, *, strict: bool = False, progress: Any = None
     info = store.get(uid)  # any other store: its records, from genesis
     report = VerifyReport(source=f"session {uid}", uid=uid, strict=strict)
     report.expected_last_seq, report.expected_last_hash = info.last_seq, info.last_hash
-    check_chain(store.read(uid), report, strict=strict, progress=progress)
+    items = getattr(store, "verify_items", None)  # a store that may hold sealed records
+    if items is not None:  # (JetStream): checked by their clear heads, decrypted with the key
+        with _damage_fails(report):
+            walk(_walked(items(uid, notes=report.notes)), report, strict=strict, progress=progress)
+        _keyless_note(report)
+    else:
+        check_chain(store.read(uid), report, strict=strict, progress=progress)
     if report.ok and (report.last_seq, report.last_hash) != (info.last_seq, info.last_hash):
         report.fail(
             report.last_seq + 1,
@@ -36,8 +44,49 @@ def verify(store: Store, uid: str, *, strict: bool = False, progress: Any = None
         )
     for name in store.components(uid):  # each tool store's chain, from genesis too
         part = VerifyReport(source=f"session {uid} tool store {name}", uid=uid, strict=strict)
-        report.add_component(name, check_chain(store.component(uid, name).read(), part))
+        if items is not None:
+            with _damage_fails(part):
+                walk(_walked(items(uid, name, notes=part.notes)), part)
+            report.add_component(name, _keyless_note(part))
+        else:
+            report.add_component(name, check_chain(store.component(uid, name).read(), part))
     return report
+
+
+def _walked(records: Iterable[Any]) -> Iterator[Item]:
+    """A store's ``verify_items`` as walk items: sealed records by their clear heads."""
+    from agentsessions.journal.tools.verifysealed import Sealed
+
+    for r in records:
+        yield Sealed(r.seq, r.payload, r.check) if r.sealed else (r.seq, r.payload, r.content_hash)
+
+
+@contextlib.contextmanager
+def _damage_fails(report: VerifyReport) -> Iterator[None]:
+    """A store's damage met while walking (a message that does not decode, a forged commit,
+    a state blob whose tag fails) is the report's failure, as the walk's own findings are."""
+    from agentsessions.errors import ChainBrokenError, JournalError
+
+    try:
+        yield
+    except JournalError as exc:
+        if report.ok:
+            seq = int(exc.fields.get("seq") or report.last_seq + 1)
+            report.fail(seq, str(exc), "chain" if isinstance(exc, ChainBrokenError) else "corrupt")
+
+
+def _keyless_note(report: VerifyReport) -> VerifyReport:
+    """The keyless walk's note as true of a store without frames (no checksums of ours)."""
+    from agentsessions.journal.tools.verifysealed import KEYLESS_NOTE
+
+    report.notes = [_STORE_KEYLESS_NOTE if n == KEYLESS_NOTE else n for n in report.notes]
+    return report
+
+
+_STORE_KEYLESS_NOTE = (
+    "encrypted records: every stored message's structure and every chain link checked "
+    "without the key; content hashes not recomputed"
+)
 
 
 def verify_all(

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from agentsessions.errors import InvalidArgumentError, UnavailableError
 from agentsessions.journal.stores.store import Store
+
+if TYPE_CHECKING:
+    from agentsessions.journal.crypto.keys import MasterKey
 
 STORE_ENV = "AGENTSESSIONS_STORE"
 _SCHEMES = ("nats://", "tls://")
@@ -26,8 +30,9 @@ def resolve_store_url(explicit: str | None = None, env: Mapping[str, str] | None
     return (os.environ if env is None else env).get(STORE_ENV, "")
 
 
-def open_store(url: str, *, allow_unsynced: bool = False) -> Store:
-    """The store ``url`` names; InvalidArgumentError for a URL no store answers to."""
+def open_store(url: str, *, allow_unsynced: bool = False, master: MasterKey | None = None) -> Store:
+    """The store ``url`` names; InvalidArgumentError for a URL no store answers to.
+    ``master`` (a ``MasterKey``): new sessions are encrypted, encrypted ones read."""
     if not url.startswith(_SCHEMES):
         raise InvalidArgumentError(
             f"invalid store {url!r}: expected nats://HOST:PORT (or leave it unset for the "
@@ -42,4 +47,4 @@ def open_store(url: str, *, allow_unsynced: bool = False) -> Store:
             "the JetStream store needs nats-py, which is not installed",
             hint="pip install 'agentsessions[nats]'",
         ) from None
-    return JetStreamStore(JetStreamOptions.parse(url, allow_unsynced=allow_unsynced))
+    return JetStreamStore(JetStreamOptions.parse(url, allow_unsynced=allow_unsynced), master=master)

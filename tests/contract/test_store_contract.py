@@ -65,10 +65,19 @@ def _jetstream_store(server: Any, **kw: Any) -> Any:
 STORES: dict[str, Callable[[Path], Any]] = {"file": _file_store, "memory": _memory_store}
 
 
-@pytest.fixture(params=[*sorted(STORES), "jetstream", "jetstream-checkpoints"])
+@pytest.fixture(
+    params=[*sorted(STORES), "jetstream", "jetstream-checkpoints", "jetstream-encrypted"]
+)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param == "jetstream":  # a real durable nats-server, started once per run
         s = _jetstream_store(request.getfixturevalue("nats_server"))
+    elif request.param == "jetstream-encrypted":  # every session sealed under its own key,
+        # with checkpoints every 3 messages so folds start from one too
+        from agentsessions.journal.crypto.keys import MasterKey
+
+        s = _jetstream_store(
+            request.getfixturevalue("nats_server"), master=MasterKey.generate(), checkpoint_every=3
+        )
     elif request.param == "jetstream-checkpoints":  # a checkpoint every 2 messages: every
         # open, read and state goes through one, as in a long session
         s = _jetstream_store(request.getfixturevalue("nats_server"), checkpoint_every=2)

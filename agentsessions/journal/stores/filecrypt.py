@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 # the names keys.py gives them, repeated so a keyless check does not import cryptography
 _SHREDDED_NAME = "SHREDDED"
+KEY_NAME = "KEY"
 KEY_FILE_ENV = "AGENTSESSIONS_KEY_FILE"
 MASTER_KEY_ENV = "AGENTSESSIONS_MASTER_KEY"
 _HINT = "give the master key: --key-file FILE, AGENTSESSIONS_KEY_FILE or AGENTSESSIONS_MASTER_KEY"
@@ -189,3 +190,25 @@ def check_shreddable(store: object, uid: str) -> SessionDir:
             session=uid,
         )
     return sdir
+
+
+def rewrap_keys(store: object, old: MasterKey, new: MasterKey) -> int:
+    """Master-key rotation of a file store (``keys.rewrap_all`` over every ``KEY`` in it:
+    each session's, scope ``uid``, and each tool store's, scope ``uid/name``); a wrong
+    ``old`` changes nothing, keys already wrapped by ``new`` are skipped. Returns how many."""
+    from agentsessions.journal.crypto.keys import KeyDir, rewrap_all
+
+    fs = getattr(store, "fs", DEFAULT_FS)
+    session_dir = getattr(store, "session_dir", None)
+    uids = getattr(store, "uids", None)
+    if session_dir is None or uids is None:
+        raise InvalidArgumentError(f"rotation: {type(store).__name__} keeps no key files")
+    dirs = []
+    for uid in uids():
+        sdir = SessionDir(session_dir(uid))
+        dirs.append(KeyDir(sdir.path, uid, fs))
+        parts = sdir.path / "components"  # filecomponent.COMPONENTS_NAME (it imports this)
+        for key in sorted(parts.glob(f"*/{KEY_NAME}")):  # tool stores that have a key
+            if not key.parent.name.startswith("."):  # not one being built (.tmp-*)
+                dirs.append(KeyDir(key.parent, f"{uid}/{key.parent.name}", fs))
+    return rewrap_all(dirs, old, new)

@@ -418,6 +418,14 @@ class FileStore:
             rows.append((meta.uid, meta.project, meta.create_time_ns, sdir.is_deleted()))
         return rows, damaged
 
+    def rewrap_keys(self, old: MasterKey, new: MasterKey) -> int:
+        """Master-key rotation: rewrap every data key here from ``old`` to ``new`` (no
+        journal byte moves; a wrong ``old`` changes nothing; keys already wrapped by ``new``
+        are skipped). Returns how many were rewrapped (``filecrypt.rewrap_keys``)."""
+        from agentsessions.journal.stores.filecrypt import rewrap_keys
+
+        return rewrap_keys(self, old, new)
+
     def session_dir(self, uid: str) -> Path:
         """The directory that holds one session (for offline tools such as verify), even when
         its ``session.json`` is damaged or missing: verify reports that as damage."""

@@ -31,8 +31,9 @@ import builtins
 import secrets
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from agentsessions.errors import (
     InvalidArgumentError,
@@ -47,7 +48,15 @@ from agentsessions.journal.stores import jetstream_checkpoint as checkpoint
 from agentsessions.journal.stores import jetstream_wire as wire
 from agentsessions.journal.stores.jetstream_client import Client
 from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream_crypt import (
+    Keyring,
+    Opener,
+    SubjectCipher,
+    VerifyRecord,
+    verify_records,
+)
 from agentsessions.journal.stores.jetstream_follow import follow_subject
+from agentsessions.journal.stores.jetstream_keys import KeyStream
 from agentsessions.journal.stores.jetstream_writer import JetStreamWriter, shadow
 from agentsessions.journal.stores.store import (
     DEFAULT_MAX_COMMIT_BYTES,
@@ -64,19 +73,27 @@ from agentsessions.journal.stores.store import (
 )
 from agentsessions.journal.stores.tail import Tail
 
+if TYPE_CHECKING:
+    from agentsessions.journal.crypto.keys import MasterKey
+
 _HEADROOM = 64 * 1024  # a commit message's header line beside its payloads
 
 
 class JetStreamStore:
-    """Sessions in one JetStream stream (see the module docstring for the layout)."""
+    """Sessions in one JetStream stream (see the module docstring for the layout).
+
+    ``master``: sessions created are encrypted, and encrypted ones read (jetstream_crypt.py);
+    their wrapped data keys live in a key stream beside the journal's (jetstream_keys.py)."""
 
     def __init__(
         self,
         options: JetStreamOptions,
         *,
+        master: MasterKey | None = None,
         max_commit_bytes: int = DEFAULT_MAX_COMMIT_BYTES,
         checkpoint_every: int = checkpoint.CHECKPOINT_EVERY,
     ) -> None:
+        self.master = master
         self.max_commit_bytes = max_commit_bytes
         self.checkpoint_every = checkpoint_every  # journal messages between tail checkpoints
         self._opts = options
@@ -92,6 +109,8 @@ class JetStreamStore:
             )
         self._held: set[str] = set()  # subjects this store has an open writer on
         self._lock = threading.Lock()
+        self._keys = KeyStream(self._client, options)
+        self._ring = Keyring(self._keys, master)
 
     # -- sessions -----------------------------------------------------------------------
     def create(self, meta: SessionMeta) -> SessionInfo:
@@ -99,6 +118,11 @@ class JetStreamStore:
         check_project(meta.project)
         if not meta.create_time_ns:
             meta = replace(meta, create_time_ns=time.time_ns())
+        meta = replace(meta, encrypted=self.master is not None)
+        if meta.encrypted:  # the key first: the metadata's marker promises it
+            if self._client.last(self._meta_subject(meta.uid)) is not None:
+                raise InvalidArgumentError(f"session {meta.uid} already exists")
+            self._ring.create(meta.uid)
         self._put_meta(meta, deleted=False, new=True)
         return self._info(meta, False, meta.create_time_ns, None)
 
@@ -141,7 +165,7 @@ class JetStreamStore:
             if any(s in self._held for s in subjects):
                 raise LockHeldError(f"session {uid} is busy: a writer holds it", session=uid)
         for subject in subjects:
-            self._fence_deleted(subject)
+            self._fence(subject)
         now = time.time_ns()
         self._put_meta(meta, deleted=True, update_time_ns=now)
         return self.get(uid)
@@ -161,14 +185,19 @@ class JetStreamStore:
         for meta in children:
             meta = replace(meta, parent_uid=parent, fork_seq=at_seq)
             meta = meta if meta.create_time_ns else replace(meta, create_time_ns=time.time_ns())
+            meta = replace(meta, encrypted=self.master is not None)
+            if meta.encrypted:  # the child's own key, before its metadata promises it
+                self._ring.create(meta.uid)
+            cipher = self._ring.cipher(meta)
             tail = Tail.from_json(base.to_json())
             marker = forking.fork_marker(parent, at_seq)
             records = tail.seal_events(meta.uid, [marker], fence=1, max_bytes=self.max_commit_bytes)
             after = shadow(tail)
             after.advance(records, [marker], None, fence=1)
             body = wire.commit_body(
-                records, fence=1, commit_id=None, state=None, after=after, base=base
-            )
+                records, fence=1, commit_id=None, state=None, after=after, base=base,
+                sealer=cipher,
+            )  # fmt: skip
             self._put_meta(meta, deleted=False, new=True)
             landed = self._client.publish(self._journal(meta.uid), body, expect=0, token=_token())
             if landed is None:
@@ -177,28 +206,30 @@ class JetStreamStore:
         return made
 
     def writer(self, uid: str) -> JetStreamWriter:
-        _meta, deleted, _ut = self._meta(uid)
+        meta, deleted, _ut = self._meta(uid)
         if deleted:
             raise SessionDeletedError(f"session {uid} was deleted; it can no longer be written")
-        return self._open(uid, self._journal(uid))
+        return self._open(uid, self._journal(uid), cipher_of=lambda: self._ring.cipher(meta))
 
     def read(self, uid: str, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
         meta, _deleted, _ut = self._meta(uid)
         return iter(self._records(meta, max(from_seq, 1), to_seq))
 
     def state(self, uid: str, before_seq: int = 0) -> WorkingState:
-        self._meta(uid)
+        meta, _deleted, _ut = self._meta(uid)
+        opener = self._ring.opener(meta)
         if before_seq <= 0:  # the latest: from the last checkpoint, not the whole subject
-            return checkpoint.load(self._client, self._journal(uid)).tail.state
-        folded = wire.fold(self._client.messages(self._journal(uid)))
+            return checkpoint.load(self._client, self._journal(uid), opener=opener).tail.state
+        folded = wire.fold(opener.opened(self._client.messages(self._journal(uid))))
         for chain_seq, state in reversed(folded.states):
             if chain_seq < before_seq:
                 return state
         return WorkingState()
 
     def states(self, uid: str) -> Iterator[tuple[int, WorkingState]]:
-        self._meta(uid)
-        return iter(wire.fold(self._client.messages(self._journal(uid))).states)
+        meta, _deleted, _ut = self._meta(uid)
+        messages = self._ring.opener(meta).opened(self._client.messages(self._journal(uid)))
+        return iter(wire.fold(messages).states)
 
     def follow(
         self, uid: str, from_seq: int = 1, *, idle_timeout: float | None = None
@@ -209,17 +240,74 @@ class JetStreamStore:
             for record in self._records(meta, next_seq, meta.fork_seq):
                 yield record
                 next_seq = record.seq + 1
-        yield from follow_subject(self._client, self._journal(uid), next_seq, idle_timeout)
+        opener = self._ring.opener(meta)
+        yield from follow_subject(self._client, self._journal(uid), next_seq, idle_timeout, opener)
 
     def component(self, uid: str, name: str) -> JetStreamComponentStore:
         """The store of component ``name`` (a tool) in session ``uid``."""
-        self._meta(uid)
-        return JetStreamComponentStore(self, uid, check_component(name))
+        meta, _deleted, _ut = self._meta(uid)
+        return JetStreamComponentStore(self, meta, check_component(name))
 
     def components(self, uid: str) -> tuple[str, ...]:
         """The names of the tool stores session ``uid`` has, sorted."""
         self._meta(uid)
         return tuple(sorted(wire.component_name(s) for s in self._component_subjects(uid)))
+
+    # -- encryption at rest (jetstream_crypt.py, jetstream_keys.py) ----------------------
+    def check_shreddable(self, uid: str) -> None:
+        """InvalidArgumentError unless ``uid`` is an encrypted session (it has a key to shred)."""
+        meta, _deleted, _ut = self._meta(uid)
+        if not meta.encrypted:
+            raise InvalidArgumentError(
+                f"session {uid} is not encrypted: it has no key to shred",
+                hint=f"agentsessions delete {uid} soft-deletes it",
+                session=uid,
+            )
+
+    def shred(self, uid: str) -> bool:
+        """Destroy session ``uid``'s data keys for good (its own and its tool stores'): a
+        SHREDDED marker on the journal stream first, then a fence on every journal subject
+        (a writer on any host holding the key in memory fails its next append), then each
+        key message secure-erased and purged from the key stream. Afterwards its content
+        is unreadable with or without the master key; ``verify`` still checks its
+        structure. False when the keys were already gone (a second run finishes a shred a
+        crash cut); InvalidArgumentError for a plaintext session."""
+        self.check_shreddable(uid)
+        subjects = [self._journal(uid), *self._component_subjects(uid)]
+        with self._lock:
+            if any(s in self._held for s in subjects):
+                raise LockHeldError(f"session {uid} is busy: a writer holds it", session=uid)
+        self._keys.mark_shredded(uid)
+        for subject in subjects:
+            self._fence(subject, deleted=False)
+        return self._keys.erase(uid) > 0
+
+    def rewrap_keys(self, old: MasterKey, new: MasterKey) -> int:
+        """Master-key rotation: rewrap every data key in the key stream from ``old`` to
+        ``new``; no journal message moves. A wrong ``old`` changes nothing; keys already
+        wrapped by ``new`` are skipped (so a cut rotation is finished by running it again).
+        Returns how many keys were rewrapped."""
+        return self._ring.rewrap_all(old, new)
+
+    def verify_items(
+        self, uid: str, component: str = "", *, notes: builtins.list[str] | None = None
+    ) -> Iterator[VerifyRecord]:
+        """Every record of ``uid``'s journal (or tool store ``component``) from genesis, as
+        ``verify`` walks them: plaintext ones with their claimed hash, sealed ones by their
+        clear heads and, with the master key, decrypted (``check``: tag and content hash).
+        ``notes`` gets a line when a sealed journal's key was shredded."""
+        meta, _deleted, _ut = self._meta(uid)
+        if component:
+            subject = wire.component_subject(self._opts.prefix, uid, check_component(component))
+        else:
+            subject = self._journal(uid)
+            if meta.parent_uid:  # the prefix is the parent's, under the parent's key
+                for item in self.verify_items(meta.parent_uid, notes=notes):
+                    if item.seq <= meta.fork_seq:
+                        yield item
+        yield from verify_records(
+            self._client.messages(subject), self._ring, meta, component, notes
+        )
 
     def close(self) -> None:
         self._client.close()
@@ -234,7 +322,16 @@ class JetStreamStore:
     def _component_subjects(self, uid: str) -> builtins.list[str]:
         return sorted(self._client.subjects(f"{self._opts.prefix}.c.{uid}.*"))
 
-    def _open(self, uid: str, subject: str, base: Tail | None = None) -> JetStreamWriter:
+    def _open(
+        self,
+        uid: str,
+        subject: str,
+        base: Tail | None = None,
+        *,
+        cipher_of: Callable[[], SubjectCipher | None] = lambda: None,
+    ) -> JetStreamWriter:
+        """The writer of ``subject``; ``cipher_of`` loads an encrypted session's cipher (after
+        the in-process lock, so a busy session is LockHeldError, not a key fetch)."""
         with self._lock:
             if subject in self._held:
                 raise LockHeldError(f"session {uid} is busy: another writer holds it", session=uid)
@@ -242,7 +339,7 @@ class JetStreamStore:
         try:
             return JetStreamWriter(
                 self._client, uid, subject, self.max_commit_bytes, self._release, base,
-                self.checkpoint_every,
+                self.checkpoint_every, cipher_of(),
             )  # fmt: skip
         except BaseException:
             self._release(subject)
@@ -275,10 +372,12 @@ class JetStreamStore:
                 raise InvalidArgumentError(f"session {meta.uid} already exists")
             raise InvalidArgumentError(f"session {meta.uid}: its metadata changed meanwhile")
 
-    def _fence_deleted(self, subject: str) -> None:
+    def _fence(self, subject: str, *, deleted: bool = True) -> None:
+        """A fence on ``subject`` (a deleting one, or a shred's): every writer's next append
+        fails. Folded without keys (sealed commits fold from their clear heads)."""
         for _ in range(3):
             folded = checkpoint.load(self._client, subject)
-            body = wire.fence_body(folded.fence + 1, folded.tail, deleted=True)
+            body = wire.fence_body(folded.fence + 1, folded.tail, deleted=deleted or folded.deleted)
             if self._client.publish(subject, body, expect=folded.stream_seq, token=_token()):
                 return
         raise LockHeldError(f"{subject} kept moving while it was being deleted")
@@ -294,7 +393,8 @@ class JetStreamStore:
             parent, _deleted, _ut = self._meta(meta.parent_uid)
             end = meta.fork_seq if to_seq <= 0 else min(to_seq, meta.fork_seq)
             out.extend(self._records(parent, from_seq, end))
-        out.extend(_between(self._client, self._journal(meta.uid), from_seq, to_seq))
+        opener = self._ring.opener(meta)
+        out.extend(_between(self._client, self._journal(meta.uid), from_seq, to_seq, opener))
         return out
 
     def _info(
@@ -315,11 +415,13 @@ class JetStreamStore:
 
 
 class JetStreamComponentStore:
-    """A tool's own journal in one session: its own subject, the same writer."""
+    """A tool's own journal in one session: its own subject, the same writer; an encrypted
+    session's tool store has a data key of its own (scope ``uid/name``), made by its first
+    writer."""
 
-    def __init__(self, store: JetStreamStore, uid: str, name: str) -> None:
-        self._store, self._uid, self._name = store, uid, name
-        self._subject = wire.component_subject(store._opts.prefix, uid, name)
+    def __init__(self, store: JetStreamStore, meta: SessionMeta, name: str) -> None:
+        self._store, self._meta, self._uid, self._name = store, meta, meta.uid, name
+        self._subject = wire.component_subject(store._opts.prefix, meta.uid, name)
 
     @property
     def uid(self) -> str:
@@ -338,27 +440,38 @@ class JetStreamComponentStore:
                 "longer be written",
                 session=self._uid,
             )
-        return self._store._open(self._uid, self._subject)
+        ring, meta, name = self._store._ring, self._meta, self._name
+        return self._store._open(
+            self._uid, self._subject, cipher_of=lambda: ring.cipher(meta, name, create=True)
+        )
 
     def read(self, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
-        return iter(_between(self._store._client, self._subject, max(from_seq, 1), to_seq))
+        client, opener = self._store._client, self._opener()
+        return iter(_between(client, self._subject, max(from_seq, 1), to_seq, opener))
 
     def follow(self, from_seq: int = 1, *, idle_timeout: float | None = None) -> Iterator[Record]:
-        return follow_subject(self._store._client, self._subject, max(from_seq, 1), idle_timeout)
+        return follow_subject(
+            self._store._client, self._subject, max(from_seq, 1), idle_timeout, self._opener()
+        )
 
     def state(self) -> WorkingState:
         """The tool store's working state (version 0 before its first writer)."""
-        return checkpoint.load(self._store._client, self._subject).tail.state
+        return checkpoint.load(self._store._client, self._subject, opener=self._opener()).tail.state
+
+    def _opener(self) -> Opener:
+        return self._store._ring.opener(self._meta, self._name)
 
 
-def _between(client: Client, subject: str, from_seq: int, to_seq: int) -> builtins.list[Record]:
+def _between(
+    client: Client, subject: str, from_seq: int, to_seq: int, opener: Opener
+) -> builtins.list[Record]:
     """The records ``from_seq..to_seq`` (0: to the end) of ``subject``, read from the
     message holding ``from_seq`` (found through the checkpoint), not from the start."""
     after = checkpoint.seek(client, subject, from_seq)
     return [
         r
         for msg in client.messages(subject, after, to_seq if to_seq > 0 else 0)
-        for r in msg.records
+        for r in opener.open(msg, state=False).records
         if r.seq >= from_seq and (to_seq <= 0 or r.seq <= to_seq)
     ]
 

@@ -17,11 +17,16 @@ head (``"t"``: the last seq once it is in, never decreasing), bisecting stream s
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from agentsessions.errors import UnavailableError
 from agentsessions.journal.stores import jetstream_wire as wire
 from agentsessions.journal.stores.jetstream_client import Client
 from agentsessions.journal.stores.tail import Tail
+
+if TYPE_CHECKING:
+    from agentsessions.journal.stores.jetstream_crypt import Opener
 
 CHECKPOINT_EVERY = 64  # journal messages between checkpoints: the bound on what opens fold
 
@@ -44,9 +49,13 @@ def body(folded: wire.Folded) -> bytes:
     return json.dumps(head, separators=(",", ":")).encode() + b"\n"
 
 
-def load(client: Client, subject: str, base: Tail | None = None) -> wire.Folded:
+def load(
+    client: Client, subject: str, base: Tail | None = None, opener: Opener | None = None
+) -> wire.Folded:
     """``subject`` folded from its last checkpoint (or its start), with the latest working
-    state's bytes; ``states`` holds only the versions after the checkpoint."""
+    state's bytes; ``states`` holds only the versions after the checkpoint. ``opener`` (an
+    encrypted session's) decrypts sealed messages; without one they fold from their clear
+    heads and summaries, and the state's bytes are left out."""
     ck = client.last(checkpoint_subject(subject))
     start = None
     if ck is not None:
@@ -56,15 +65,19 @@ def load(client: Client, subject: str, base: Tail | None = None) -> wire.Folded:
             stream_seq=int(h["at"]), state_stream_seq=int(h["ss"]), checkpoint_seq=ck.stream_seq,
         )  # fmt: skip
     after = start.stream_seq if start is not None else 0
-    folded = wire.fold(client.messages(subject, after), base, start)
+    messages = client.messages(subject, after)
+    folded = wire.fold(messages if opener is None else opener.opened(messages), base, start)
     if folded.tail.state.version and 0 < folded.state_stream_seq <= after:
         msg = client.at(subject, folded.state_stream_seq)  # the state's bytes: one message
+        if msg is not None and opener is not None:
+            msg = opener.open(msg)
         if msg is None or msg.state is None or msg.state.version != folded.tail.state.version:
             raise UnavailableError(
                 f"{subject}: the working state the checkpoint names is not at stream "
                 f"sequence {folded.state_stream_seq}"
             )
-        folded.tail.state = msg.state
+        # a sealed state not opened (no opener: a keyless fold) is not the state's bytes
+        folded.tail.state = replace(msg.state, data=b"") if msg.sealed else msg.state
     return folded
 
 

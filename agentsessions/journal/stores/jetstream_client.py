@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 import nats
@@ -224,6 +224,11 @@ class Client:
                 f"lost the NATS connection to {self.options.url}: {exc}"
             ) from exc
         return int(ack.seq)
+
+    def run_js(self, fn: Callable[[Any], Coroutine[Any, Any, T]]) -> T:
+        """Run ``fn(jetstream_context)`` on the loop, its errors mapped as every call's (the
+        key stream's requests: ``jetstream_keys.py``)."""
+        return self._call(fn(self._js))
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
         try:

@@ -13,15 +13,21 @@ from collections.abc import Iterator
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.jetstream_checkpoint import seek
 from agentsessions.journal.stores.jetstream_client import Client
+from agentsessions.journal.stores.jetstream_crypt import PLAIN, Opener
 
 _WAIT_SLICE = 5.0  # how long one wait blocks when the follower has no idle timeout
 
 
 def follow_subject(
-    client: Client, subject: str, from_seq: int, idle_timeout: float | None
+    client: Client,
+    subject: str,
+    from_seq: int,
+    idle_timeout: float | None,
+    opener: Opener = PLAIN,
 ) -> Iterator[Record]:
     """Records of ``subject`` from ``from_seq`` on, then each new one as it commits; stops
-    after ``idle_timeout`` seconds without a new record (None = never)."""
+    after ``idle_timeout`` seconds without a new record (None = never). ``opener``
+    decrypts an encrypted session's messages."""
     sub = client.subscribe(subject)
     try:
         # start at the message holding from_seq, not the subject's first (a flat cost)
@@ -30,7 +36,7 @@ def follow_subject(
             got = False
             for msg in client.messages(subject, after):
                 after = msg.stream_seq
-                for record in msg.records:
+                for record in opener.open(msg, state=False).records:
                     if record.seq >= next_seq:
                         got = True
                         yield record

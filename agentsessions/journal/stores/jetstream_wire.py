@@ -10,6 +10,11 @@ Kinds (``"k"``): ``"c"`` a commit (records and/or state, its fence, its commit i
 ``"f"`` a fence (a writer's incarnation, or a delete), ``"m"`` a session's metadata (on its
 own subject). Every journal message also carries the head and projections after it
 (``"t"``), so ``get`` reads one message, never the log.
+
+An encrypted session's commit (``"e": 1``) carries sealed records (``crypto.sealed``: the
+chain in each clear head, which must match the header's) and a sealed state blob in place
+of the plaintext; ``jetstream_crypt`` seals and opens them, and :func:`fold` folds one it
+has not opened from the clear heads and the message's own summary (no key needed).
 """
 
 from __future__ import annotations
@@ -18,11 +23,12 @@ import hashlib
 import json
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from hashlib import sha256
-from typing import Any
+from typing import Any, Protocol
 
 from agentsessions.errors import JournalCorruptError
+from agentsessions.journal.format import sealedhead
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.projection import Projection
 from agentsessions.journal.stores.store import WorkingState
@@ -49,6 +55,18 @@ def component_name(subject: str) -> str:
     return bytes.fromhex(subject.rsplit(".", 1)[1]).decode()
 
 
+class Sealer(Protocol):
+    """An encrypted session's cipher as :func:`commit_body` uses it (``jetstream_crypt``)."""
+
+    def seal_record(self, record: Record) -> bytes:
+        """The sealed bytes of ``record`` (its seq, link and content hash unchanged)."""
+        ...
+
+    def seal_state(self, state: WorkingState) -> bytes:
+        """The sealed blob of ``state``'s bytes, bound to its version and range."""
+        ...
+
+
 def summary(tail: Tail) -> dict[str, Any]:
     """What ``get`` needs of a tail, carried on every journal message."""
     return {
@@ -70,24 +88,32 @@ def commit_body(
     state: WorkingState | None,
     after: Tail,
     base: Tail | None = None,
+    sealer: Sealer | None = None,
 ) -> bytes:
     """The message of one commit; ``after`` is the tail once it lands, ``base`` (a fork
-    child's first commit only) the parent's tail at the fork point."""
+    child's first commit only) the parent's tail at the fork point; ``sealer`` (an
+    encrypted session's cipher) seals the records and the state bytes."""
     records = list(records)
+    payloads = [r.payload if sealer is None else sealer.seal_record(r) for r in records]
     head: dict[str, Any] = {
         "k": "c",
         "f": fence,
         "cid": commit_id,
-        "r": [[r.seq, r.prev_hash, r.content_hash, r.fence, len(r.payload)] for r in records],
+        "r": [
+            [r.seq, r.prev_hash, r.content_hash, r.fence, len(p)]
+            for r, p in zip(records, payloads, strict=True)
+        ],
         "t": summary(after),
     }
+    if sealer is not None:
+        head["e"] = 1
     tail_bytes = b""
     if state is not None:
-        head["s"] = {**state.to_json(), "size": len(state.data)}
-        tail_bytes = state.data
+        tail_bytes = state.data if sealer is None else sealer.seal_state(state)
+        head["s"] = {**state.to_json(), "size": len(tail_bytes)}
     if base is not None:
         head["base"] = base.to_json()
-    return _join(head, [*(r.payload for r in records), tail_bytes])
+    return _join(head, [*payloads, tail_bytes])
 
 
 def fence_body(fence: int, after: Tail, *, deleted: bool = False) -> bytes:
@@ -112,6 +138,7 @@ class Message:
     records: tuple[Record, ...] = ()
     state: WorkingState | None = None
     stream_seq: int = 0
+    sealed: bool = False  # records and state as stored: sealed, not opened (``"e"``)
 
     @property
     def kind(self) -> str:
@@ -127,11 +154,16 @@ def decode(data: bytes, stream_seq: int, subject: str) -> Message:
     try:
         line, _, rest = data.partition(b"\n")
         head = json.loads(line)
-        records, at = [], 0
+        records, at, sealed = [], 0, bool(head.get("e"))
         for seq, prev, digest, fence, size in head.get("r", ()):
             payload = rest[at : at + size]
             at += size
-            if len(payload) != size or sha256(payload).hexdigest() != digest:
+            if len(payload) != size:
+                raise ValueError(f"record {seq} is shorter than its header says")
+            if sealed:  # the chain is in the clear head, which must be the header's
+                if sealedhead.chain_of(payload) != (prev, digest):
+                    raise ValueError(f"sealed record {seq} does not match its header")
+            elif sha256(payload).hexdigest() != digest:
                 raise ValueError(f"record {seq} does not match its content hash")
             records.append(Record(int(seq), str(prev), str(digest), int(fence), payload))
         state = None
@@ -146,7 +178,7 @@ def decode(data: bytes, stream_seq: int, subject: str) -> Message:
         raise JournalCorruptError(
             f"JetStream message {stream_seq} on {subject} is not a journal message: {exc}"
         ) from None
-    return Message(head, tuple(records), state, stream_seq)
+    return Message(head, tuple(records), state, stream_seq, sealed)
 
 
 def head_seq(msg: Message) -> int:
@@ -203,10 +235,23 @@ def fold(
             out.states.append((out.tail.last_seq, msg.state))
             out.state_stream_seq = msg.stream_seq
         cid = msg.head.get("cid")
-        out.tail.advance(msg.records, None, cid, msg.state, fence=msg.fence)
+        if msg.sealed:
+            _advance_sealed(out.tail, msg, cid)
+        else:
+            out.tail.advance(msg.records, None, cid, msg.state, fence=msg.fence)
         out.fence = max(out.fence, msg.fence)
     out.fence = max(out.fence, out.tail.max_fence)
     return out
+
+
+def _advance_sealed(tail: Tail, msg: Message, cid: str | None) -> None:
+    """Fold a sealed commit without its key: the chain from the records' clear heads, the
+    projection and state size from the message's own summary (what its writer folded from
+    the plaintext); the state's bytes are not the plaintext, so they are left out."""
+    state = None if msg.state is None else replace(msg.state, data=b"")
+    tail.advance(msg.records, [{}] * len(msg.records), cid, state, fence=msg.fence)
+    tail.projection = Projection.from_json(msg.head["t"]["proj"])
+    tail.state_size = int(msg.head["t"]["state_size"])
 
 
 def msg_id(subject: str, token: str) -> str:

@@ -27,6 +27,7 @@ from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores import jetstream_checkpoint as checkpoint
 from agentsessions.journal.stores import jetstream_wire as wire
 from agentsessions.journal.stores.jetstream_client import Client
+from agentsessions.journal.stores.jetstream_crypt import Opener, SubjectCipher
 from agentsessions.journal.stores.store import (
     CommitResult,
     StateUpdate,
@@ -59,13 +60,16 @@ class JetStreamWriter:
         on_close: Callable[[str], None],
         base: Tail | None = None,
         checkpoint_every: int = checkpoint.CHECKPOINT_EVERY,
+        cipher: SubjectCipher | None = None,
     ) -> None:
         self._client, self._uid, self._subject = client, uid, subject
         self._max_bytes, self._on_close = max_bytes, on_close
         self._closed = False
         self._every = checkpoint_every
+        self._cipher = cipher  # an encrypted session's: commits are sealed (jetstream_crypt)
+        opener = Opener(uid, False) if cipher is None else Opener.loaded(cipher)
         for _ in range(_TAKEOVER_TRIES):
-            folded = checkpoint.load(client, subject, base)
+            folded = checkpoint.load(client, subject, base, opener)
             if folded.deleted:
                 raise SessionDeletedError(
                     f"session {uid} was deleted; it can no longer be written", session=uid
@@ -164,7 +168,9 @@ class JetStreamWriter:
     ) -> CommitResult:
         after = shadow(self._tail)
         after.advance(records, events, None, state, fence=fence)
-        body = wire.commit_body(records, fence=fence, commit_id=cid, state=state, after=after)
+        body = wire.commit_body(
+            records, fence=fence, commit_id=cid, state=state, after=after, sealer=self._cipher
+        )
         seq = self._client.publish(self._subject, body, expect=self._stream_seq, token=_token())
         if seq is None:
             raise self._lost()
