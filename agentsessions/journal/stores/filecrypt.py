@@ -18,6 +18,8 @@ Invariants:
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,7 +31,7 @@ from agentsessions.errors import (
     KeyShreddedError,
     MasterKeyError,
 )
-from agentsessions.journal.format import segment
+from agentsessions.journal.format import segment, staterecord
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
@@ -43,12 +45,15 @@ if TYPE_CHECKING:
 _SHREDDED_NAME = "SHREDDED"
 KEY_FILE_ENV = "AGENTSESSIONS_KEY_FILE"
 MASTER_KEY_ENV = "AGENTSESSIONS_MASTER_KEY"
+BLOB_OVERHEAD = 36  # journal.crypto.blobs.BLOB_OVERHEAD: a sealed blob's head and tag
 _HINT = "give the master key: --key-file FILE, AGENTSESSIONS_KEY_FILE or AGENTSESSIONS_MASTER_KEY"
 
 
 class SessionCipher:
-    """One encrypted session's data key bound to its scope (the uid): seals records on
-    append, opens sealed EVENT frames on read. Holds no key bytes in its repr."""
+    """One encrypted store's data key bound to its scope (the session uid, or ``uid/tool``
+    for a tool store): seals records on append, opens sealed EVENT frames on read, and seals
+    the bytes that are not records (working state, receipts, workloads) as blobs bound to
+    their position (``journal.crypto.blobs``). Holds no key bytes in its repr."""
 
     def __init__(self, data_key: bytes, scope: str) -> None:
         self._key = data_key
@@ -56,6 +61,11 @@ class SessionCipher:
 
     def __repr__(self) -> str:
         return f"SessionCipher(scope={self.scope!r})"
+
+    @property
+    def sealed_state(self) -> bool:
+        """STATE frames of this store hold sealed bytes (always, for a cipher)."""
+        return True
 
     def seal(self, record: Record) -> bytes:
         """The sealed payload of ``record`` (its seq, link and content hash unchanged)."""
@@ -73,40 +83,91 @@ class SessionCipher:
 
     def open(self, frame: segment.Frame) -> Record:
         """The plaintext record of a sealed EVENT ``frame`` (its tag and hash checked)."""
+        return self.open_payload(frame.payload, seq=frame.seq, fence=frame.fence)
+
+    def open_payload(self, payload: bytes | memoryview, *, seq: int, fence: int = 0) -> Record:
+        """The plaintext record of a sealed record's bytes stored at ``seq``."""
         from agentsessions.journal.crypto import sealed
 
-        return sealed.open_record(
-            self._key, self.scope, frame.payload, seq=frame.seq, fence=frame.fence
-        )
+        return sealed.open_record(self._key, self.scope, payload, seq=seq, fence=fence)
+
+    def seal_blob(self, kind: str, data: bytes, binding: bytes) -> bytes:
+        """``data`` sealed as a blob of ``kind`` bound to ``binding`` (blobs.seal_blob)."""
+        from agentsessions.journal.crypto import blobs
+
+        return blobs.seal_blob(self._key, self.scope, kind, data, binding=binding)
+
+    def open_blob(self, kind: str, blob: bytes | memoryview, binding: bytes) -> bytes:
+        """The plaintext of a blob sealed by :meth:`seal_blob` (JournalCorruptError, exit 8,
+        when its tag fails: damaged, moved, or another key's)."""
+        from agentsessions.journal.crypto import blobs
+
+        return blobs.open_blob(self._key, self.scope, kind, blob, binding=binding)
+
+    def seal_state(self, record: staterecord.StateRecord) -> bytes:
+        """A STATE record's data sealed, bound to its version, covers and chain position."""
+        return self.seal_blob(STATE_KIND, record.data, state_binding(record))
+
+    def open_state(self, record: staterecord.StateRecord) -> bytes:
+        """The plaintext data of a STATE record whose data :meth:`seal_state` sealed."""
+        return self.open_blob(STATE_KIND, record.data, state_binding(record))
+
+    state_data = open_state  # as LazyCipher.state_data: what statefile asks
+
+    def receipt_id(self, key: str) -> str:
+        """The name a receipt is filed under instead of its idempotency key: a MAC of the key
+        under the data key, so the file does not show the key and lookups stay direct."""
+        mac = hmac.new(self._key, _RECEIPT_ID_LABEL + key.encode(), hashlib.sha256)
+        return mac.hexdigest()[:32]
 
 
-def create_key(fs: FileSystem, path: Path, uid: str, master: MasterKey) -> None:
-    """Make and durably store the wrapped data key of new session ``uid`` in ``path``."""
+STATE_KIND = "state"
+RECEIPT_KIND = "receipt"
+WORKLOAD_KIND = "workload"
+_RECEIPT_ID_LABEL = b"agentsessions.receipt-id.v1\x00"
+
+
+def state_binding(record: staterecord.StateRecord) -> bytes:
+    """What a sealed state's tag binds it to: its version, the range it covers and the chain
+    head it follows, so a state blob moved to another version or position fails its tag."""
+    return (
+        f"{record.version}:{record.covers_from}:{record.covers_to}:"
+        f"{record.chain_seq}:{record.chain_hash}"
+    ).encode()
+
+
+def create_key(fs: FileSystem, path: Path, scope: str, master: MasterKey) -> SessionCipher:
+    """Make and durably store the wrapped data key of a new store of ``scope`` (a session's
+    uid, or ``uid/tool``) in ``path``; its cipher."""
     from agentsessions.journal.crypto.keys import KeyDir
 
-    KeyDir(path, uid, fs).create(master)
+    return SessionCipher(KeyDir(path, scope, fs).create(master), scope)
 
 
-def cipher_for(path: Path, meta: SessionMeta, master: MasterKey | None) -> SessionCipher | None:
-    """The cipher of the session in ``path`` (None for a plaintext one).
+def cipher_for(
+    path: Path, meta: SessionMeta, master: MasterKey | None, scope: str = ""
+) -> SessionCipher | None:
+    """The cipher of the store in ``path`` (None for a plaintext one); ``scope``: its key's
+    (default the session uid; ``uid/tool`` for a tool store).
 
     KeyShreddedError after a shred (with or without ``master``), MasterKeyError with no
     master key or another one, SessionKeyError when ``KEY`` is missing: all exit 26."""
     if not meta.encrypted:
         return None
+    scope = scope or meta.uid
     if master is None:
         if (path / _SHREDDED_NAME).exists():
             raise KeyShreddedError(
-                f"{meta.uid}: the data key was shredded; the content is unreadable for good",
+                f"{scope}: the data key was shredded; the content is unreadable for good",
                 hint="verify SESSION still checks the journal's structure",
                 session=meta.uid,
             )
         raise MasterKeyError(
-            f"{meta.uid} is encrypted and no master key was given", hint=_HINT, session=meta.uid
+            f"{scope} is encrypted and no master key was given", hint=_HINT, session=meta.uid
         )
     from agentsessions.journal.crypto.keys import KeyDir
 
-    return SessionCipher(KeyDir(path, meta.uid).load(master), meta.uid)
+    return SessionCipher(KeyDir(path, scope).load(master), scope)
 
 
 class LazyCipher:
@@ -115,17 +176,30 @@ class LazyCipher:
     encrypted session work keyless (they show only what is stored in the clear), and
     need the key only when sealed records must be folded (after a writer's crash)."""
 
-    def __init__(self, path: Path, meta: SessionMeta, master: MasterKey | None) -> None:
-        self._args = (path, meta, master)
+    def __init__(
+        self, path: Path, meta: SessionMeta, master: MasterKey | None, scope: str = ""
+    ) -> None:
+        self._args = (path, meta, master, scope)
+        self.sealed_state = meta.encrypted  # STATE frames hold sealed bytes
         self._cipher: SessionCipher | None = None
+
+    def _load(self) -> SessionCipher | None:
+        if self._cipher is None:
+            self._cipher = cipher_for(*self._args)
+        return self._cipher
 
     def open(self, frame: segment.Frame) -> Record:
         """As :meth:`SessionCipher.open`; the first call loads the key (exit 26 errors)."""
-        if self._cipher is None:
-            self._cipher = cipher_for(*self._args)
-            if self._cipher is None:  # sealed frames in a session not marked encrypted
-                raise keyless_refusal(frame)
-        return self._cipher.open(frame)
+        cipher = self._load()
+        if cipher is None:  # sealed frames in a session not marked encrypted
+            raise keyless_refusal(frame)
+        return cipher.open(frame)
+
+    def state_data(self, record: staterecord.StateRecord) -> bytes:
+        """The plaintext data of a STATE record of this store (opened for an encrypted one;
+        the key is loaded then, with its exit 26 errors)."""
+        cipher = self._load() if self.sealed_state else None
+        return record.data if cipher is None else cipher.open_state(record)
 
 
 def keyless_refusal(frame: segment.Frame) -> MasterKeyError:
@@ -167,12 +241,40 @@ def shred(store: object, uid: str) -> bool:
     sdir = check_shreddable(store, uid)
     from agentsessions.journal.crypto.keys import KeyDir
 
-    lock = SessionLock(sdir.lock_file, session=uid)
-    lock.acquire()
+    fs = getattr(store, "fs", DEFAULT_FS)
+    parts = _tool_store_dirs(sdir)
+    held = []
     try:
-        return KeyDir(sdir.path, uid, getattr(store, "fs", DEFAULT_FS)).shred()
+        for where in [sdir.path, *(path for _name, path in parts)]:  # no writer of any
+            lock = SessionLock(where / "LOCK", session=uid)
+            lock.acquire()
+            held.append(lock)
+        # the session's SHREDDED first: its tool stores' reads check it too, so a crash
+        # before their keys are gone leaves nothing readable (a second shred finishes)
+        destroyed = KeyDir(sdir.path, uid, fs).shred()
+        for name, path in parts:
+            destroyed = KeyDir(path, f"{uid}/{name}", fs).shred() or destroyed
+        return destroyed
     finally:
-        lock.release()
+        for lock in held:
+            lock.release()
+
+
+def _tool_store_dirs(sdir: SessionDir) -> list[tuple[str, Path]]:
+    """The session's tool store directories (``components/<name>`` with a journal)."""
+    root = sdir.path / "components"
+    try:
+        names = sorted(os.listdir(root))
+    except FileNotFoundError:
+        return []
+    return [
+        (n, root / n) for n in names if not n.startswith(".") and (root / n / "journal").is_dir()
+    ]
+
+
+def shredded(session_path: Path) -> bool:
+    """Whether the session in ``session_path`` was shredded (its ``SHREDDED`` marker)."""
+    return (session_path / _SHREDDED_NAME).exists()
 
 
 def check_shreddable(store: object, uid: str) -> SessionDir:
