@@ -69,7 +69,10 @@ def test_nothing_of_an_encrypted_session_is_stored_in_the_clear(tmp_path: Path) 
     with FileStore(tmp_path, master=master) as store:
         assert store.state(UID).data == f"state two {SECRET}".encode()
         assert store.state(UID, before_seq=1).data == f"state {SECRET}".encode()
-        assert [s.data for _, s in store.states(UID)][0] == f"state {SECRET}".encode()
+        assert [s.data for _, s in store.states(UID)] == [
+            f"state {SECRET}".encode(),
+            f"state two {SECRET}".encode(),
+        ]
         assert store.get(UID).state_size == len(f"state two {SECRET}")
         part = store.component(UID, "notes")
         assert SECRET in json.dumps([r.event for r in part.read()])
@@ -180,9 +183,9 @@ def _flip_sealed_state(journal: Path, uid: str) -> None:
     data = bytearray(path.read_bytes())
     payload = bytearray(frame.payload)
     payload[-1] ^= 0x01
-    header = segment.encode_frame(
-        frame.rtype, frame.seq, frame.fence, frame.flags, bytes(payload)
-    )[: segment.FRAME_HEADER_SIZE]
+    header = segment.encode_frame(frame.rtype, frame.seq, frame.fence, frame.flags, bytes(payload))[
+        : segment.FRAME_HEADER_SIZE
+    ]
     at = frame.offset
     data[at : at + segment.FRAME_HEADER_SIZE] = header
     data[at + segment.FRAME_HEADER_SIZE : at + segment.FRAME_HEADER_SIZE + len(payload)] = payload
