@@ -32,7 +32,15 @@ from agentsessions import __version__
 from agentsessions.cli import serveropts as so
 from agentsessions.cli.helpview import HelpCommand
 from agentsessions.cli.lazygroup import LazyGroup, lazy_group
-from agentsessions.cli.storeopts import AllowUnsyncedOpt, KeyFileOpt, StoreOpt, open_chosen
+from agentsessions.cli.storeopts import (
+    AllowUnsyncedOpt,
+    CiphertextOpt,
+    DecryptOpt,
+    KeyFileOpt,
+    StoreOpt,
+    export_choice,
+    open_chosen,
+)
 from agentsessions.errors import AgentSessionsError, InvalidArgumentError, StorageError
 
 if TYPE_CHECKING:
@@ -557,24 +565,28 @@ def export(
         bool, typer.Option("--no-compress", help="Write plain JSON lines instead of zstd.")
     ] = False,
     force: Annotated[bool, typer.Option(help="Overwrite FILE if it exists.")] = False,
+    decrypt: DecryptOpt = False,
+    ciphertext: CiphertextOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Write a session to one portable, self-verifying file (metadata plus records).
 
-    The file is zstd-compressed unless --no-compress; `verify FILE` checks it anywhere.
+    The file is zstd-compressed unless --no-compress; `verify FILE` checks it anywhere. An
+    encrypted session needs a choice: --decrypt or --ciphertext (else exit 2).
     """
     from agentsessions.cli import render
     from agentsessions.sessions.support import is_stream
 
     state = _state(ctx, as_json)
     uid = _uid(session)
+    choice = export_choice(state.server, decrypt, ciphertext)
     if output.exists() and not force and not is_stream(output):  # /dev/stdout: written in place
         raise InvalidArgumentError(f"{output} already exists", hint="pass --force to overwrite it")
     try:
         with open_engine(state) as engine, render.ProgressBar("exporting") as progress:
             exporter: Any = engine  # both engines take overwrite; the Protocol does not
             summary = exporter.export(
-                uid, output, compress=not no_compress, progress=progress, overwrite=force
+                uid, output, compress=not no_compress, progress=progress, overwrite=force, **choice
             )
     except StorageError as exc:
         if isinstance(exc.__cause__, BrokenPipeError):

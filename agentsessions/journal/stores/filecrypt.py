@@ -21,15 +21,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentsessions.errors import (
     ChainBrokenError,
     InvalidArgumentError,
+    JournalCorruptError,
     KeyShreddedError,
     MasterKeyError,
+    SessionKeyError,
 )
 from agentsessions.journal.format import segment, staterecord
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
@@ -291,3 +293,77 @@ def check_shreddable(store: object, uid: str) -> SessionDir:
             session=uid,
         )
     return sdir
+
+
+def key_dirs(store: object) -> list[tuple[str, Path]]:
+    """``(scope, directory)`` of every store that has (or had) a data key in file store
+    ``store``: each encrypted session's, and each of its tool stores', deleted ones too
+    (master-key rotation reaches them all). InvalidArgumentError for a store without
+    session directories."""
+    session_dir = getattr(store, "session_dir", None)
+    uids = getattr(store, "uids", None)
+    if session_dir is None or uids is None:
+        raise InvalidArgumentError(f"{type(store).__name__} keeps no key files to rewrap")
+    found: list[tuple[str, Path]] = []
+    for uid in uids():
+        sdir = SessionDir(session_dir(uid))
+        if not ((sdir.path / "KEY").exists() or shredded(sdir.path)):
+            continue  # a plaintext session
+        found.append((uid, sdir.path))
+        found.extend((f"{uid}/{name}", path) for name, path in _tool_store_dirs(sdir))
+    return found
+
+
+def sealed_export(store: object, uid: str) -> tuple[dict[str, object], Iterator[Record]]:
+    """What ``export --ciphertext`` ships of encrypted session ``uid``: ``{"scope", "key"}``
+    (its uid and its wrapped ``KEY``, as JSON) and its records as stored, each payload the
+    sealed record (``content_hash`` and ``prev_hash`` from the clear head). No master key is
+    needed; a shredded or missing key is exit 26, a plaintext session or a fork child (its
+    prefix is sealed under its parent's key) InvalidArgumentError."""
+    import json
+
+    from agentsessions.journal.format import sealedhead
+    from agentsessions.journal.format.segmentlog import SegmentLog
+    from agentsessions.journal.stores.sessiondir import acked
+
+    sdir = check_shreddable(store, uid)
+    meta = sdir.read_meta()
+    if meta.parent_uid:
+        raise InvalidArgumentError(
+            f"session {uid} is a fork child: its first {meta.fork_seq} records are sealed "
+            f"under its parent's key, which a ciphertext export does not carry",
+            hint=f"agentsessions export {uid} --decrypt writes a plaintext export",
+            session=uid,
+        )
+    if shredded(sdir.path):
+        raise KeyShreddedError(
+            f"{uid}: the data key was shredded; there is nothing readable to export",
+            hint="verify SESSION still checks the journal's structure",
+            session=uid,
+        )
+    try:
+        key = json.loads((sdir.path / "KEY").read_bytes())
+    except FileNotFoundError:
+        raise SessionKeyError(
+            f"{uid}: the wrapped data key (KEY) is missing", session=uid
+        ) from None
+    except ValueError:
+        raise JournalCorruptError(f"{sdir.path / 'KEY'} is not a wrapped data key") from None
+    hint = sdir.read_hint()[0]
+    log, _scan = SegmentLog.open(
+        sdir.journal, session_id=uid, writable=False, resume=hint, acked=acked(hint)
+    )
+
+    def records() -> Iterator[Record]:
+        try:
+            for frame in log.read(1, 0):
+                chain = sealedhead.chain_of(frame.payload)
+                if chain is None:
+                    raise JournalCorruptError(
+                        f"{uid}: the record at seq {frame.seq} is not sealed", seq=frame.seq
+                    )
+                yield Record(frame.seq, chain[0], chain[1], frame.fence, bytes(frame.payload))
+        finally:
+            log.close()
+
+    return {"scope": uid, "key": key}, records()
