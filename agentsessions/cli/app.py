@@ -466,10 +466,11 @@ def _run_verify(
     from agentsessions.cli.render import ProgressBar
     from agentsessions.sessions.support import verify_path
 
+    kf = state.key_file or None  # a sealed export's or a copied directory's records opened
     with ProgressBar("verifying") as progress:
         if path is not None:
             so.require_local(state.server, "verify --path")
-            return [(str(path), verify_path(path, strict=strict, progress=progress))]
+            return [(str(path), verify_path(path, strict=strict, progress=progress, key_file=kf))]
         if all_:  # one report per session, deleted ones too, whatever fails
             with open_local_engine(state, "verify --all") as engine:
                 return engine.verify_all(strict=strict, progress=progress)
@@ -481,7 +482,8 @@ def _run_verify(
                     f"{target!r} is neither a session id nor an existing path",
                     hint=f"{PROG} list",
                 )
-            return [(target, verify_path(Path(target), strict=strict, progress=progress))]
+            path = Path(target)
+            return [(target, verify_path(path, strict=strict, progress=progress, key_file=kf))]
         uid = _uid(target)
         with open_engine(state) as engine:
             return [(uid, engine.verify(uid, strict=strict, progress=progress))]

@@ -16,8 +16,9 @@ form) and the Go reference's record-array JSON, detected from the content.
 A *sealed* export of an encrypted session (``export --ciphertext``, docs/FORMAT.md 15) has
 ``"sealed": {"scope", "key"}`` in its header (the session uid its records are bound to, and
 its wrapped ``KEY``), and each record line is ``<fence> <base64 of the sealed record>``: the
-chain is in each record's clear head, so the file verifies without the key; reading its
-records needs the master key that wrapped ``key``.
+chain is in each record's clear head and the end marker's ``sealed_sha256`` covers every
+sealed byte, so the file verifies without the key (damage, not a forger: the tags, checked
+by a key holder, find that); reading its records needs the master key that wrapped ``key``.
 
 :func:`stream` reads a file in bounded memory whatever it holds: zstd is decompressed in
 pieces with a size and ratio cap (a bomb is refused early), lines are capped at
@@ -30,6 +31,7 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
+import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,15 +102,20 @@ def write(
         **({"sealed": sealed} if sealed is not None else {}),
     }
     out.write(canonical.dumps(header) + b"\n")
-    count = 0
+    count, digest = 0, hashlib.sha256()
     for record in records:
-        body = record.payload if sealed is None else base64.b64encode(record.payload)
+        body = record.payload
+        if sealed is not None:  # the ciphertext is no hash's input: the trailer's digest is
+            digest.update(body)
+            body = base64.b64encode(body)
         out.write(b"%d " % record.fence + body + b"\n")
         count += 1
     if count != last_seq:
         raise StorageError(f"export read {count} records but the journal head is {last_seq}")
-    trailer = {"end": {"records": count, "last_seq": last_seq, "last_hash": last_hash}}
-    out.write(canonical.dumps(trailer) + b"\n")
+    end: dict[str, Any] = {"records": count, "last_seq": last_seq, "last_hash": last_hash}
+    if sealed is not None:
+        end["sealed_sha256"] = digest.hexdigest()
+    out.write(canonical.dumps({"end": end}) + b"\n")
     return count
 
 
@@ -286,7 +293,7 @@ def _check_decodable(data: bytes, source: str, number: int) -> None:
 def _stream_export(
     lines: Iterator[tuple[int, bytes]], header: dict[str, Any], source: str, sealed: bool = False
 ) -> Iterator[Record]:
-    count, blank, trailer = 0, 0, None
+    count, blank, trailer, digest = 0, 0, None, hashlib.sha256()
     for number, line in lines:
         if _blank(line):
             blank = blank or number
@@ -300,6 +307,8 @@ def _stream_export(
             continue
         count += 1
         record = (_sealed_record if sealed else _export_record)(line, count, source)
+        if sealed:
+            digest.update(record.payload)
         del line  # the record holds its payload; the line would be a second copy of it
         yield record
         del record  # nor is it kept while the next line is read
@@ -313,6 +322,8 @@ def _stream_export(
         raise FormatError(
             f"{source}: end marker declares {declared.get('records')} records, found {count}"
         )
+    if sealed and declared.get("sealed_sha256") != digest.hexdigest():
+        raise FormatError(f"{source}: the sealed records do not match the end marker's digest")
 
 
 def _stream_go(first: bytes, lines: Iterator[tuple[int, bytes]], source: str) -> Iterator[Record]:

@@ -119,14 +119,19 @@ def verify_parsed(
 
 
 def verify_path(
-    path: Path, *, strict: bool = False, progress: Progress | None = None
+    path: Path,
+    *,
+    strict: bool = False,
+    progress: Progress | None = None,
+    master: MasterKey | None = None,
 ) -> VerifyReport:
-    """Verify a session directory or a journal file copied anywhere (no store needed)."""
+    """Verify a session directory or a journal file copied anywhere (no store needed);
+    ``master`` opens encrypted records (a sealed export's, an encrypted session's)."""
     if path.is_dir():
         if not SessionDir(path).is_session():
             reason = f"{path} is not a session directory"
             return VerifyReport(source=str(path)).fail(0, reason, "format")
-        return verify_dir(path, strict=strict, progress=progress)
+        return verify_dir(path, strict=strict, progress=progress, master=master)
     if not path.exists():
         return VerifyReport(source=str(path)).fail(0, f"{path} does not exist", "format")
-    return verify_file(path, strict=strict, progress=progress)
+    return verify_file(path, strict=strict, progress=progress, master=master)
