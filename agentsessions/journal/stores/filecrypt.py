@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentsessions.errors import (
-    ChainBrokenError,
     InvalidArgumentError,
     JournalCorruptError,
     KeyShreddedError,
@@ -58,7 +57,13 @@ class SessionCipher:
     their position (``journal.crypto.blobs``). Holds no key bytes in its repr."""
 
     def __init__(self, data_key: bytes, scope: str) -> None:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        from agentsessions.journal.crypto.sealed import check_key
+
+        check_key(data_key)
         self._key = data_key
+        self._aead = AESGCM(data_key)  # made once: the append path seals every event with it
         self.scope = scope
 
     def __repr__(self) -> str:
@@ -70,18 +75,11 @@ class SessionCipher:
         return True
 
     def seal(self, record: Record) -> bytes:
-        """The sealed payload of ``record`` (its seq, link and content hash unchanged)."""
+        """The sealed payload of ``record`` (its seq, link and content hash unchanged). Its
+        hash is its envelope's: the tail built it, or checked it (``Tail.check_records``)."""
         from agentsessions.journal.crypto import sealed
 
-        blob, plain = sealed.seal(
-            self._key, self.scope, record.event_json, seq=record.seq, prev_hash=record.prev_hash
-        )
-        if plain.content_hash != record.content_hash:  # a record not in canonical form
-            raise ChainBrokenError(
-                f"{self.scope}: record {record.seq} does not hash as its canonical envelope",
-                seq=record.seq,
-            )
-        return blob
+        return sealed.seal_record(self._aead, self.scope, record)
 
     def open(self, frame: segment.Frame) -> Record:
         """The plaintext record of a sealed EVENT ``frame`` (its tag and hash checked)."""
