@@ -71,9 +71,10 @@ def bench(tmp: Path, commits: int, rounds: int) -> None:
                 " +state" if state else ""
             ) + (", fsync" if durable else ", no fsync")  # fmt: skip
             home = tmp / f"{durable}-{per_commit}-{state}"
-            with FileStore(home / "p", fs=fs) as plain, FileStore(
-                home / "e", fs=fs, master=master
-            ) as enc:
+            with (
+                FileStore(home / "p", fs=fs) as plain,
+                FileStore(home / "e", fs=fs, master=master) as enc,
+            ):
                 _round(plain, max(n // 10, 1), per_commit, state)  # warm both up
                 _round(enc, max(n // 10, 1), per_commit, state)
                 p_rates, e_rates = [], []

@@ -37,7 +37,8 @@ def new(
 ) -> None:
     """Write a new random master key (base64 of 32 bytes) to FILE, mode 0600.
 
-    Refuses an existing FILE. Keep a copy somewhere safe: without the key, the sessions it
+    FILE keyring:NAME keeps it in the OS keyring instead (the keyring extra). Refuses an
+    existing FILE or entry. Keep a copy somewhere safe: without the key, the sessions it
     encrypts are unreadable. Use it with --key-file FILE or AGENTSESSIONS_KEY_FILE=FILE.
     """
     state = _state(ctx, as_json)
@@ -48,6 +49,8 @@ def new(
         from agentsessions.cli.render import write_json
 
         write_json({"path": path, "key_id": key.key_id})
+    elif path.startswith("keyring:"):
+        sys.stdout.write(f"stored master key {key.key_id} in the OS keyring as {path}\n")
     else:
         sys.stdout.write(f"wrote master key {key.key_id} to {path} (mode 0600)\n")
 

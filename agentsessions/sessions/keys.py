@@ -6,7 +6,8 @@ master key before any changes, so a wrong old key changes nothing; keys already 
 the new one are skipped, so a rotation a crash cut is finished by running it again; no
 journal byte moves (only ``KEY`` files are replaced, atomically and durably). Shredded
 stores have no key and are counted apart. ``new_key_file`` writes a random master key,
-base64, to a new file of mode 0600 (durably: losing it loses every session it wraps).
+base64, to a new file of mode 0600 (durably: losing it loses every session it wraps), or
+into the OS keyring (``keyring:NAME``, the optional ``keyring`` package).
 """
 
 from __future__ import annotations
@@ -81,9 +82,14 @@ def load_key_file(path: str) -> MasterKey:
 def new_key_file(path: str | os.PathLike[str]) -> MasterKey:
     """A new random master key written to ``path`` (base64, mode 0600, durably); refuses an
     existing file (InvalidArgumentError): overwriting a key file can lose every session."""
-    from agentsessions.journal.crypto.keys import MasterKey
+    from agentsessions.journal.crypto.keys import KEYRING_PREFIX, MasterKey, to_keyring
     from agentsessions.journal.format.durable import DEFAULT_FS
 
+    if os.fspath(path).startswith(KEYRING_PREFIX):  # keyring:NAME: kept by the OS keyring
+        made = MasterKey.generate()
+        name = os.fspath(path)[len(KEYRING_PREFIX) :]
+        to_keyring(made, name)
+        return MasterKey(made.key, f"keyring:{name}")
     if os.path.lexists(path):
         raise InvalidArgumentError(
             f"{os.fspath(path)} already exists: refusing to overwrite a key file",
