@@ -248,3 +248,28 @@ def test_serve_with_a_key_file_encrypts_what_its_clients_write(cli: Cli, tmp_pat
         run = remote(daemon.address, tmp_path, "exec", "--input", f"hi {SECRET}", "--json")
         uid = run.ok().json()["uid"]
         assert SECRET in remote(daemon.address, tmp_path, "log", uid).ok().out
+
+
+def test_export_with_a_wrong_missing_or_shredded_key_is_exit_26_and_writes_nothing(
+    cli: Cli, tmp_path: Path
+) -> None:
+    key, other = _key_file(tmp_path), _key_file(tmp_path, "other.key")
+    uid = cli.run("--key-file", str(key), "exec", "--input", f"hi {SECRET}", "--json").ok()
+    uid = uid.json()["uid"]
+    out = tmp_path / "out"
+    out.mkdir()
+    run = cli.run("--key-file", str(other), "export", uid, "-o", str(out / "a"), "--decrypt")
+    assert "wrapped by master key" in run.fails(26).err
+    child = cli.run("--key-file", str(key), "fork", uid, "--at", "2", "--json").ok().json()
+    child_uid = (child[0] if isinstance(child, list) else child)["uid"]
+    run = cli.run("export", child_uid, "-o", str(out / "c"), "--ciphertext").fails(2)
+    assert "fork child" in run.err and "--decrypt" in run.err
+    sdir = cli.home / "sessions" / uid
+    (sdir / "KEY").rename(tmp_path / "KEY.saved")
+    assert "is missing" in cli.run("export", uid, "-o", str(out / "m"), "--ciphertext").fails(26).err  # fmt: skip # noqa: E501
+    (tmp_path / "KEY.saved").rename(sdir / "KEY")
+    cli.run("shred", uid).ok()
+    for flag in ("--ciphertext", "--decrypt"):
+        run = cli.run("--key-file", str(key), "export", uid, "-o", str(out / "s"), flag)
+        assert "shredded" in run.fails(26).err
+    assert list(out.iterdir()) == []

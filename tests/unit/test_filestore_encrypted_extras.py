@@ -151,8 +151,10 @@ def test_a_shred_cut_before_the_tool_stores_keys_leaves_them_unreadable(tmp_path
         KeyDir(store.session_dir(UID), UID).shred()  # as if the process died right after
         cdir = store.session_dir(UID) / "components" / "notes"
         assert (cdir / "KEY").is_file()
-        with pytest.raises(KeyShreddedError):
-            list(store.component(UID, "notes").read())
+        part = store.component(UID, "notes")
+        for call in (lambda: list(part.read()), lambda: part.state(), lambda: part.writer()):
+            with pytest.raises(KeyShreddedError):
+                call()
         assert filecrypt.shred(store, UID) is True  # a second shred finishes the job
         assert not (cdir / "KEY").exists()
 
@@ -241,3 +243,28 @@ def test_a_tampered_receipt_or_workload_is_caught_by_its_tag(tmp_path: Path) -> 
 
 def test_the_blob_overhead_filecrypt_assumes_is_the_layers() -> None:
     assert filecrypt.BLOB_OVERHEAD == blobs.BLOB_OVERHEAD
+
+
+def test_another_master_key_is_exit_26_on_every_new_path_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    with FileStore(tmp_path, master=MasterKey.generate()) as store:
+        _fill(store)
+    before = _all_bytes(tmp_path / "sessions")
+    with FileStore(tmp_path, master=MasterKey.generate()) as wrong:
+        part = wrong.component(UID, "notes")
+        for call in (
+            lambda: list(part.read()),
+            lambda: part.writer(),
+            lambda: part.state(),
+            lambda: wrong.state(UID),
+            lambda: list(wrong.states(UID)),
+            lambda: wrong.tool_receipt(UID, f"call-{SECRET}"),
+            lambda: wrong.record_tool_receipt(UID, "k", {"result": {}}),
+            lambda: wrong.workload(UID),
+            lambda: wrong.keep_workload(UID, "other = 1\n"),
+        ):
+            with pytest.raises(MasterKeyError, match="wrapped by master key") as caught:
+                call()
+            assert caught.value.exit_code == 26
+    assert _all_bytes(tmp_path / "sessions") == before

@@ -129,11 +129,20 @@ class FileComponentStore:
         self._session = session
         self._name = check_component(name)
         self._dir = SessionDir(components_dir(session) / name)
-        # the journal's identity (segment headers, errors): the session's uid; encrypted
-        # when its session is (the session's marker decides, never the presence of KEY)
-        encrypted = session.read_meta().encrypted
-        self._meta = SessionMeta(uid=session.uid, name=name, encrypted=encrypted)
+        self._meta_read: SessionMeta | None = None
         self._scope = f"{session.uid}/{name}"  # its key's (journal.crypto.sealed.scope_of)
+
+    @property
+    def _meta(self) -> SessionMeta:
+        """The journal's identity (segment headers, errors): the session's uid; encrypted
+        when its session is (the session's marker decides, never the presence of KEY).
+        Read on first use: ``path`` (verify's) needs no readable ``session.json``."""
+        if self._meta_read is None:
+            encrypted = self._session.read_meta().encrypted
+            self._meta_read = SessionMeta(
+                uid=self._session.uid, name=self._name, encrypted=encrypted
+            )
+        return self._meta_read
 
     @property
     def uid(self) -> str:
@@ -159,11 +168,11 @@ class FileComponentStore:
         lock.acquire()
         try:
             self._check_live()  # under the LOCK: the session's delete takes it too
+            cipher = self._cipher()  # exit 26 before the journal is opened for writing
             tail, _position, log = self._owner._load_tail(
                 self._dir, self._meta, writable=True, scope=self._scope
             )
             try:
-                cipher = self._cipher()
                 fence = fencefile.mint(self._owner.fs, self._dir.fence_file, tail.max_fence)
             except BaseException:
                 log.close()
@@ -205,6 +214,7 @@ class FileComponentStore:
         the one STATE frame the tail names, as a session's (:meth:`FileStore.state`)."""
         if not self._dir.is_session():
             return WorkingState()
+        self._cipher()  # a shred cut before this store's key went: still unreadable
         return self._owner._state_of(self._dir, self._meta, scope=self._scope)
 
     def _cipher(self) -> SessionCipher | None:
