@@ -1,7 +1,10 @@
-"""ONE contract suite that every store passes: the file store and the in-memory store.
+"""ONE contract suite that every store passes: the file store and the in-memory store, each
+also encrypted at rest (``file-encrypted``, ``memory-encrypted``: the whole suite again on
+ciphertext, plus the encryption tests at the end).
 
-A distributed store joins by adding a fixture to ``STORES``. Each test states a promise of
-``agentsessions.journal.stores.store`` that a user of any store relies on.
+A distributed store joins by adding a fixture to ``STORES`` (and, encrypted, an entry to
+``ENCRYPTED``: the same store without the master key, and every byte it holds). Each test
+states a promise of ``agentsessions.journal.stores.store`` that a user of any store relies on.
 """
 
 from __future__ import annotations
