@@ -236,6 +236,12 @@ def test_serve_with_a_key_file_encrypts_what_its_clients_write(cli: Cli, tmp_pat
         run = remote(daemon.address, tmp_path, "exec", "--input", f"hi {SECRET}", "--json")
         uid = run.ok().json()["uid"]
         assert SECRET in remote(daemon.address, tmp_path, "log", uid).ok().out
+        out = str(tmp_path / "remote.agx")
+        run = remote(daemon.address, tmp_path, "export", uid, "-o", out).fails(2)
+        assert "is encrypted: choose --decrypt" in run.err  # the server refuses to choose
+        run = remote(daemon.address, tmp_path, "export", uid, "-o", out, "--decrypt").fails(2)
+        assert "needs a local home" in run.err
+        assert not (tmp_path / "remote.agx").exists()
         code, err = daemon.stop()
     assert code == 0, err
     assert (home / "sessions" / uid / "KEY").is_file()
