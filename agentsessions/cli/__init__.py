@@ -17,6 +17,7 @@ from agentsessions.cli import compact as _compact  # noqa: F401
 from agentsessions.cli import compute as _compute  # noqa: F401
 from agentsessions.cli import follow as _follow  # noqa: F401
 from agentsessions.cli import harness as _harness  # noqa: F401
+from agentsessions.cli import keys as _keys  # noqa: F401
 from agentsessions.cli import reindex as _reindex  # noqa: F401
 from agentsessions.cli import resolve as _resolve  # noqa: F401
 from agentsessions.cli import serve as _serve  # noqa: F401

@@ -32,7 +32,15 @@ from agentsessions import __version__
 from agentsessions.cli import serveropts as so
 from agentsessions.cli.helpview import HelpCommand
 from agentsessions.cli.lazygroup import LazyGroup, lazy_group
-from agentsessions.cli.storeopts import AllowUnsyncedOpt, KeyFileOpt, StoreOpt, open_chosen
+from agentsessions.cli.storeopts import (
+    AllowUnsyncedOpt,
+    CiphertextOpt,
+    DecryptOpt,
+    KeyFileOpt,
+    StoreOpt,
+    export_choice,
+    open_chosen,
+)
 from agentsessions.errors import AgentSessionsError, InvalidArgumentError, StorageError
 
 if TYPE_CHECKING:
@@ -458,10 +466,11 @@ def _run_verify(
     from agentsessions.cli.render import ProgressBar
     from agentsessions.sessions.support import verify_path
 
+    kf = state.key_file or None  # a sealed export's or a copied directory's records opened
     with ProgressBar("verifying") as progress:
         if path is not None:
             so.require_local(state.server, "verify --path")
-            return [(str(path), verify_path(path, strict=strict, progress=progress))]
+            return [(str(path), verify_path(path, strict=strict, progress=progress, key_file=kf))]
         if all_:  # one report per session, deleted ones too, whatever fails
             with open_local_engine(state, "verify --all") as engine:
                 return engine.verify_all(strict=strict, progress=progress)
@@ -473,7 +482,8 @@ def _run_verify(
                     f"{target!r} is neither a session id nor an existing path",
                     hint=f"{PROG} list",
                 )
-            return [(target, verify_path(Path(target), strict=strict, progress=progress))]
+            path = Path(target)
+            return [(target, verify_path(path, strict=strict, progress=progress, key_file=kf))]
         uid = _uid(target)
         with open_engine(state) as engine:
             return [(uid, engine.verify(uid, strict=strict, progress=progress))]
@@ -557,24 +567,28 @@ def export(
         bool, typer.Option("--no-compress", help="Write plain JSON lines instead of zstd.")
     ] = False,
     force: Annotated[bool, typer.Option(help="Overwrite FILE if it exists.")] = False,
+    decrypt: DecryptOpt = False,
+    ciphertext: CiphertextOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Write a session to one portable, self-verifying file (metadata plus records).
 
-    The file is zstd-compressed unless --no-compress; `verify FILE` checks it anywhere.
+    The file is zstd-compressed unless --no-compress; `verify FILE` checks it anywhere. An
+    encrypted session needs a choice: --decrypt or --ciphertext (else exit 2).
     """
     from agentsessions.cli import render
     from agentsessions.sessions.support import is_stream
 
     state = _state(ctx, as_json)
     uid = _uid(session)
+    choice = export_choice(state.server, decrypt, ciphertext)
     if output.exists() and not force and not is_stream(output):  # /dev/stdout: written in place
         raise InvalidArgumentError(f"{output} already exists", hint="pass --force to overwrite it")
     try:
         with open_engine(state) as engine, render.ProgressBar("exporting") as progress:
             exporter: Any = engine  # both engines take overwrite; the Protocol does not
             summary = exporter.export(
-                uid, output, compress=not no_compress, progress=progress, overwrite=force
+                uid, output, compress=not no_compress, progress=progress, overwrite=force, **choice
             )
     except StorageError as exc:
         if isinstance(exc.__cause__, BrokenPipeError):

@@ -40,6 +40,7 @@ from agentsessions.cli.serveauth import (
     security,
 )
 from agentsessions.cli.serveropts import quiet_grpc
+from agentsessions.cli.storeopts import KeyFileOpt
 from agentsessions.errors import InvalidArgumentError
 
 STORES = ("file", "memory")  # agentsessions.server.app.open_engine's; or a store URL
@@ -83,12 +84,13 @@ def serve_options(
     )
 
 
-def _open_engine(state: CliState, opts: ServeOptions) -> Any:
+def _open_engine(state: CliState, opts: ServeOptions, key_file: str = "") -> Any:
     from agentsessions.server.app import open_engine
 
     return open_engine(
         state.home, store=opts.store, runtime=opts.runtime, model=opts.model,
         store_url=state.store, allow_unsynced=state.allow_unsynced,
+        key_file=key_file or state.key_file or None,
     )  # fmt: skip
 
 
@@ -142,6 +144,7 @@ def serve(
     no_auth: NoAuthOpt = False,
     max_message_bytes: MaxMessageBytesOpt = DEFAULT_MAX_MESSAGE,
     max_streams_per_client: MaxStreamsOpt = DEFAULT_MAX_STREAMS,
+    key_file: KeyFileOpt = "",
     as_json: Annotated[bool, typer.Option("--json", help="Print the address as JSON.")] = False,
 ) -> None:
     """Serve the sessions under --home over gRPC (agentsessions.v1.Sessions) until stopped.
@@ -156,6 +159,8 @@ def serve(
     off loopback need TLS (--tls-cert, --tls-key; --client-ca to require client
     certificates). The Harness registry is served too; --harness NAME=ADDRESS adds a
     harness already running elsewhere (agentsessions harness serve NAME --listen ADDRESS).
+    With a master key (--key-file, as the global option, or its environment variables) the
+    sessions it creates are encrypted at rest, on the file or the memory store.
     """
     state = _state(ctx, as_json)
     quiet_grpc()  # before anything imports grpc
@@ -164,7 +169,7 @@ def serve(
     from agentsessions.server.registry import harness_services
 
     name_process(state)
-    with _open_engine(state, opts) as engine:
+    with _open_engine(state, opts, key_file) as engine:
         sec = security(
             engine.home,
             opts.listen,

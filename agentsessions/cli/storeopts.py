@@ -64,3 +64,34 @@ def open_chosen(state: StoreChoice, runtime: str) -> LocalSessions:
         allow_unsynced=state.allow_unsynced,
         key_file=state.key_file or None,
     )
+
+
+DecryptOpt = Annotated[
+    bool,
+    typer.Option(
+        "--decrypt",
+        help="An encrypted session: write a portable plaintext export (needs the master key).",
+    ),
+]
+CiphertextOpt = Annotated[
+    bool,
+    typer.Option(
+        "--ciphertext",
+        help="An encrypted session: ship its sealed records and wrapped key (no master key "
+        "needed; an import needs the same master key, verify FILE checks it without).",
+    ),
+]
+
+
+def export_choice(server: str, decrypt: bool, ciphertext: bool) -> dict[str, str]:
+    """The engine's ``encryption`` argument for ``export`` ({} when neither flag is given);
+    both at once is a usage error, and either is local only (exit 2)."""
+    from agentsessions.cli.serveropts import require_local
+    from agentsessions.errors import InvalidArgumentError
+
+    if decrypt and ciphertext:
+        raise InvalidArgumentError("--decrypt and --ciphertext exclude each other")
+    if not (decrypt or ciphertext):
+        return {}
+    require_local(server, "export --decrypt" if decrypt else "export --ciphertext")
+    return {"encryption": "decrypt" if decrypt else "ciphertext"}

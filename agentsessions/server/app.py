@@ -83,25 +83,32 @@ def open_engine(
     model: str | None = None,
     store_url: str | None = None,
     allow_unsynced: bool = False,
+    key_file: str | None = None,
 ) -> Sessions:
     """The server's one engine: on the file store under ``home`` (or the store
     ``store_url``, ``AGENTSESSIONS_STORE`` names), on an in-memory store that lives as long
     as the engine (``store="memory"``), or on the JetStream store ``store`` names
-    (``nats://...``; ``allow_unsynced`` as the CLI's ``--allow-unsynced``)."""
+    (``nats://...``; ``allow_unsynced`` as the CLI's ``--allow-unsynced``). ``key_file``:
+    the master key of encryption at rest (else ``AGENTSESSIONS_KEY_FILE``, else
+    ``AGENTSESSIONS_MASTER_KEY``), for whichever store."""
     from agentsessions.sessions.local import open_local
 
     if store.startswith(("nats://", "tls://")):
         return open_local(
-            home, runtime=runtime, model=model, store_url=store, allow_unsynced=allow_unsynced
-        )
+            home, runtime=runtime, model=model, store_url=store, allow_unsynced=allow_unsynced,
+            key_file=key_file,
+        )  # fmt: skip
     if store == "file":
         return open_local(
-            home, runtime=runtime, model=model, store_url=store_url, allow_unsynced=allow_unsynced
-        )
+            home, runtime=runtime, model=model, store_url=store_url, allow_unsynced=allow_unsynced,
+            key_file=key_file,
+        )  # fmt: skip
     if store == "memory":
+        from agentsessions.journal.stores.filecrypt import resolve_master
         from agentsessions.journal.stores.memstore import MemoryStore
 
-        return open_local(home, store=MemoryStore(), runtime=runtime, model=model)
+        memory = MemoryStore(master=resolve_master(key_file))
+        return open_local(home, store=memory, runtime=runtime, model=model)
     raise InvalidArgumentError(
         f"invalid store {store!r}: expected file, memory or nats://HOST:PORT"
     )

@@ -50,7 +50,7 @@ from agentsessions.journal.stores.store import (
     new_uid,
 )
 
-from . import approvals, checks, lifecycle, offline, resolving, toolstores
+from . import approvals, checks, keys, lifecycle, offline, resolving, toolstores
 from . import compact as compaction
 from .api import Frame, Input, Memory, ReplayReport, Session, SessionFrame, SessionPage, Turn
 from .home import resolve_home
@@ -373,6 +373,7 @@ class LocalSessions:
         return offline.verify_all(self.store, strict=strict, progress=progress)
 
     tool_store = toolstores.tool_store  # a tool's own store, read (see the module)
+    rotate_master_key = keys.rotate_master_key  # rewrap every data key (see the module)
 
     # -- exchange ---------------------------------------------------------------------------
     def export(
@@ -383,12 +384,15 @@ class LocalSessions:
         compress: bool = True,
         progress: Any = None,
         overwrite: bool = False,
+        encryption: str = "",
     ) -> dict[str, Any]:
         """Write ``uid`` to one self-verifying file; refuse an existing file unless
-        ``overwrite`` (a device or pipe such as /dev/stdout is written in place)."""
+        ``overwrite`` (a device or pipe such as /dev/stdout is written in place); an
+        encrypted session's ``encryption`` is "decrypt" or "ciphertext" (:func:`offline.export`)."""
         return offline.export(
-            self.store, uid, path, compress=compress, progress=progress, overwrite=overwrite
-        )
+            self.store, uid, path, compress=compress, progress=progress, overwrite=overwrite,
+            encryption=encryption,
+        )  # fmt: skip
 
     def import_(
         self,

@@ -119,13 +119,37 @@ def export(
     compress: bool = True,
     progress: Any = None,
     overwrite: bool = False,
+    encryption: str = "",
 ) -> dict[str, Any]:
     """Write ``uid`` to one self-verifying file; refuse an existing file unless
-    ``overwrite`` (a device or pipe such as /dev/stdout is written in place)."""
+    ``overwrite`` (a device or pipe such as /dev/stdout is written in place).
+
+    An encrypted session is exported only as chosen (``encryption``): ``"decrypt"``, a
+    portable plaintext export (needs the master key), or ``"ciphertext"``, its sealed
+    records and wrapped key (an import needs the same master key; ``verify FILE`` checks it
+    without). With no choice it is refused (InvalidArgumentError naming both), so a
+    plaintext copy is never written by accident; a plaintext session has no ciphertext."""
     from agentsessions.journal.tools.exchange import export_session, is_stream
 
     check_uid(uid)
+    if encryption not in ("", "decrypt", "ciphertext"):
+        raise InvalidArgumentError(f"invalid export encryption {encryption!r}")
+    encrypted = store.get(uid).meta.encrypted
+    if encrypted and not encryption:
+        raise InvalidArgumentError(
+            f"session {uid} is encrypted: choose --decrypt (a plaintext export; needs the "
+            "master key) or --ciphertext (sealed records and the wrapped key)",
+            hint="an import of a --ciphertext export needs the same master key",
+            session=uid,
+        )
+    if encryption == "ciphertext" and not encrypted:
+        raise InvalidArgumentError(
+            f"session {uid} is not encrypted: it has no ciphertext to export",
+            hint=f"agentsessions export {uid} -o FILE",
+            session=uid,
+        )
     path = Path(path)
     if path.exists() and not overwrite and not is_stream(path):
         raise InvalidArgumentError(f"{path} already exists", hint="pass --force to overwrite it")
-    return export_session(store, uid, path, compress=compress, progress=progress)
+    sealed = encryption == "ciphertext"
+    return export_session(store, uid, path, compress=compress, progress=progress, ciphertext=sealed)

@@ -43,8 +43,13 @@ def is_stream(path: Path) -> bool:
     return stream(path)
 
 
-def verify_path(path: Path, *, strict: bool = False, progress: Any = None) -> VerifyReport:
-    """Verify a session directory or an export file anywhere on disk (offline, no home)."""
+def verify_path(
+    path: Path, *, strict: bool = False, progress: Any = None, key_file: str | None = None
+) -> VerifyReport:
+    """Verify a session directory or an export file anywhere on disk (offline, no home);
+    with a master key (``key_file``, else the environment's) encrypted records are opened."""
+    from agentsessions.journal.stores.filecrypt import resolve_master
     from agentsessions.journal.tools.verifyfile import verify_path as verify
 
-    return verify(Path(path), strict=strict, progress=progress)
+    master = resolve_master(key_file)
+    return verify(Path(path), strict=strict, progress=progress, master=master)

@@ -1,16 +1,20 @@
-"""ONE contract suite that every store passes: the file store and the in-memory store.
+"""ONE contract suite that every store passes: the file store and the in-memory store, each
+also encrypted at rest (``file-encrypted``, ``memory-encrypted``: the whole suite again on
+ciphertext, plus the encryption tests at the end).
 
-A distributed store joins by adding a fixture to ``STORES``. Each test states a promise of
-``agentsessions.journal.stores.store`` that a user of any store relies on.
+A distributed store joins by adding a fixture to ``STORES`` (and, encrypted, an entry to
+``ENCRYPTED``: the same store without the master key, and every byte it holds). Each test
+states a promise of ``agentsessions.journal.stores.store`` that a user of any store relies on.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -21,10 +25,12 @@ from agentsessions.errors import (
     FencedError,
     InvalidArgumentError,
     LockHeldError,
+    MasterKeyError,
     NotFoundError,
     SessionDeletedError,
     StateConflictError,
 )
+from agentsessions.journal.crypto.keys import MasterKey
 from agentsessions.journal.stores.filestore import FileStore, StoreOptions
 from agentsessions.journal.stores.memstore import MemoryStore
 from agentsessions.journal.stores.store import (
@@ -42,14 +48,16 @@ from agentsessions.v1 import model
 MAX_COMMIT = 64 * 1024
 
 
-def _file_store(tmp: Path) -> FileStore:
+def _file_store(tmp: Path, master: MasterKey | None = None) -> FileStore:
     return FileStore(
-        tmp / "home", options=StoreOptions(max_commit_bytes=MAX_COMMIT, segment_max_bytes=16 * 1024)
+        tmp / "home",
+        options=StoreOptions(max_commit_bytes=MAX_COMMIT, segment_max_bytes=16 * 1024),
+        master=master,
     )
 
 
-def _memory_store(tmp: Path) -> MemoryStore:
-    return MemoryStore(max_commit_bytes=MAX_COMMIT)
+def _memory_store(tmp: Path, master: MasterKey | None = None) -> MemoryStore:
+    return MemoryStore(max_commit_bytes=MAX_COMMIT, master=master)
 
 
 def _jetstream_store(server: Any, **kw: Any) -> Any:
@@ -62,7 +70,61 @@ def _jetstream_store(server: Any, **kw: Any) -> Any:
     return JetStreamStore(JetStreamOptions.parse(url), max_commit_bytes=MAX_COMMIT, **kw)
 
 
-STORES: dict[str, Callable[[Path], Any]] = {"file": _file_store, "memory": _memory_store}
+STORES: dict[str, Callable[[Path], Any]] = {
+    "file": _file_store,
+    "memory": _memory_store,
+    # encryption at rest (docs/FORMAT.md 15): the whole contract again, on ciphertext
+    "file-encrypted": lambda tmp: _file_store(tmp, MasterKey.generate()),
+    "memory-encrypted": lambda tmp: _memory_store(tmp, MasterKey.generate()),
+}
+
+
+class Encrypted(NamedTuple):
+    """What the encryption tests need of an encrypted store param besides the store: the
+    same store reopened without the master key, and every byte it holds (to probe)."""
+
+    keyless: Callable[[Any], Any]
+    held: Callable[[Any], bytes]
+
+
+def _held_in_memory(obj: Any) -> bytes:
+    """Every bytes and str value reachable in an object graph (a MemoryStore's sessions)."""
+    seen: set[int] = set()
+    out: list[bytes] = []
+
+    def visit(o: Any) -> None:
+        if id(o) in seen:
+            return
+        seen.add(id(o))
+        if isinstance(o, bytes | bytearray):
+            out.append(bytes(o))
+        elif isinstance(o, str):
+            out.append(o.encode())
+        elif isinstance(o, dict):
+            for k, v in o.items():
+                visit(k)
+                visit(v)
+        elif isinstance(o, list | tuple | set | frozenset):
+            for v in o:
+                visit(v)
+        elif hasattr(o, "__dataclass_fields__"):
+            for name in o.__dataclass_fields__:
+                visit(getattr(o, name))
+
+    visit(obj)
+    return b"\0".join(out)
+
+
+ENCRYPTED: dict[str, Encrypted] = {
+    "file-encrypted": Encrypted(
+        lambda s: FileStore(s.home, options=s.options),
+        lambda s: b"".join(p.read_bytes() for p in sorted(s.home.rglob("*")) if p.is_file()),
+    ),
+    "memory-encrypted": Encrypted(
+        lambda s: s.with_master(None), lambda s: _held_in_memory(s._sessions)
+    ),
+}
+"""A store param joins the encryption tests by an entry here (and one in ``STORES``)."""
 
 
 @pytest.fixture(
@@ -708,3 +770,78 @@ def test_verify_walks_every_component_store(tmp_path: Path) -> None:
     assert not report.ok and report.exit_code in (8, 9)
     assert "tool store 'notes' does not verify" in report.reason
     assert report.to_json()["components"][0]["ok"] is False
+
+
+# --- encryption at rest: what every encrypted store promises (docs/FORMAT.md 15) ----------
+
+SECRET = "swordfish-4711"
+
+
+@pytest.fixture(params=sorted(ENCRYPTED))
+def encrypted(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Any, Encrypted]]:
+    s = STORES[request.param](tmp_path)
+    yield s, ENCRYPTED[request.param]
+    s.close()
+
+
+def _fill_secret(store: Any) -> str:
+    uid = _new(store)
+    with store.writer(uid) as w:
+        w.append([_say(f"say {SECRET}")], state=StateUpdate(f"state {SECRET}".encode()))
+    with store.component(uid, "notes").writer() as w:
+        w.append([_note(f"note {SECRET}")], state=StateUpdate(f"tool {SECRET}".encode()))
+    store.record_tool_receipt(uid, f"key-{SECRET}", {"result": {"text": SECRET}})
+    store.set_workload(uid, f"# {SECRET}\n")
+    return uid
+
+
+def test_an_encrypted_store_holds_no_plaintext_and_reads_it_back(
+    encrypted: tuple[Any, Encrypted],
+) -> None:
+    store, how = encrypted
+    uid = _fill_secret(store)
+    assert SECRET.encode() not in how.held(store)
+    assert b"notes" in how.held(store)  # the probe sees the clear structure
+    assert store.get(uid).meta.encrypted
+    assert SECRET in json.dumps([r.event for r in store.read(uid)])
+    assert check_chain(store.read(uid), VerifyReport(source="t")).ok
+    assert store.state(uid).data == f"state {SECRET}".encode()
+    assert [s.data for _, s in store.states(uid)] == [f"state {SECRET}".encode()]
+    part = store.component(uid, "notes")
+    assert SECRET in json.dumps([r.event for r in part.read()])
+    assert part.state().data == f"tool {SECRET}".encode()
+    assert store.tool_receipt(uid, f"key-{SECRET}") == {"result": {"text": SECRET}}
+    assert store.workload(uid) == f"# {SECRET}\n"
+    child = store.fork(uid, 1, [SessionMeta(uid=new_uid())])[0]
+    assert child.meta.encrypted and [r.seq for r in store.read(child.uid)] == [1, 2]
+    assert SECRET.encode() not in how.held(store)
+
+
+def test_without_the_master_key_content_is_exit_26_and_the_structure_shows(
+    encrypted: tuple[Any, Encrypted],
+) -> None:
+    store, how = encrypted
+    uid = _fill_secret(store)
+    keyless = how.keyless(store)
+    assert keyless.get(uid).last_seq == 1  # metadata and structure are in the clear
+    assert keyless.components(uid) == ("notes",)
+    part = keyless.component(uid, "notes")
+    calls: list[Callable[[], Any]] = [
+        lambda: list(keyless.read(uid)),
+        lambda: list(keyless.follow(uid, idle_timeout=0.01)),
+        lambda: keyless.writer(uid),
+        lambda: keyless.state(uid),
+        lambda: list(part.read()),
+        lambda: part.state(),
+        lambda: part.writer(),
+        lambda: keyless.component(uid, "fresh").writer(),
+        lambda: keyless.tool_receipt(uid, f"key-{SECRET}"),
+        lambda: keyless.workload(uid),
+    ]
+    for call in calls:
+        with pytest.raises(MasterKeyError) as caught:
+            call()
+        assert caught.value.exit_code == 26
+    assert keyless.components(uid) == ("notes",)  # nothing was made
+    with store.writer(uid) as w:  # and nothing was changed: the keyed store goes on
+        assert w.append([_say("more")], expected_last_seq=1).last_seq == 2

@@ -244,9 +244,9 @@ def test_rotation_rewraps_every_key_and_a_wrong_old_key_changes_nothing(
         with pytest.raises(MasterKeyError):
             store.rewrap_keys(MasterKey.generate(), new)  # a wrong old key
         assert {store._ring.wrapped_by(s) for s in subjects} == {old.key_id}
-        assert store.rewrap_keys(old, new) == 2
+        assert store.rewrap_keys(old, new) == (2, 0, 0)
         assert {store._ring.wrapped_by(s) for s in subjects} == {new.key_id}
-        assert store.rewrap_keys(old, new) == 0  # done already: a cut rotation reruns
+        assert store.rewrap_keys(old, new) == (0, 2, 0)  # done already: a cut rotation reruns
         rotated = _open(url, new)
         assert _texts(rotated, uid) == ["a"] and rotated.state(uid).data == b"s"
         assert [r.seq for r in rotated.component(uid, "tool").read()] == [1]

@@ -125,3 +125,18 @@ def test_nonces_differ_so_equal_events_do_not_look_equal() -> None:
     b, _ = sealed.seal(KEY, UID, _event("same"), seq=1, prev_hash="")
     assert a[: sealed.HEAD_SIZE - 12] == b[: sealed.HEAD_SIZE - 12]  # same clear hash
     assert a[sealed.HEAD_SIZE :] != b[sealed.HEAD_SIZE :]
+
+
+def test_seal_record_is_seal_for_a_record_the_store_built() -> None:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    from agentsessions.journal.format.records import Record
+
+    key = os.urandom(32)
+    record = Record.seal(b'{"type":"x"}', seq=3, prev_hash="ab" * 32, fence=2)
+    blob = sealed.seal_record(AESGCM(key), "sess-x", record)
+    assert sealed.open_record(key, "sess-x", blob, seq=3, fence=2) == record
+    assert sealed.head_of(blob, seq=3).content_hash == record.content_hash
+    lying = record._replace(content_hash="cd" * 32)  # a hash that is not its envelope's
+    with pytest.raises(ChainBrokenError):
+        sealed.open_record(key, "sess-x", sealed.seal_record(AESGCM(key), "sess-x", lying), seq=3)

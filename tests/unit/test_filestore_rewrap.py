@@ -1,4 +1,4 @@
-"""Master-key rotation as one store method, ``rewrap_keys(old, new) -> int``, on the file
+"""Master-key rotation as one store method, ``rewrap_keys(old, new) -> RewrapCount``, on the file
 store as on the JetStream store: every session's and tool store's KEY is rewrapped, a wrong
 old key changes nothing, and a second run (a rotation cut short) has nothing left to do."""
 
@@ -37,9 +37,9 @@ def test_rewrap_keys_rotates_every_key_of_the_file_store(tmp_path: Path) -> None
     with pytest.raises(MasterKeyError):
         store.rewrap_keys(MasterKey.generate(), new)
     assert {k.wrapped_by() for k in kdirs} == {old.key_id}  # nothing changed
-    assert store.rewrap_keys(old, new) == 3
+    assert store.rewrap_keys(old, new) == (3, 0, 0)
     assert {k.wrapped_by() for k in kdirs} == {new.key_id}
-    assert store.rewrap_keys(old, new) == 0
+    assert store.rewrap_keys(old, new) == (0, 3, 0)
     store.close()
     rotated = FileStore(tmp_path / "home", master=new)
     assert [r.seq for r in rotated.read(uids[1])] == [1]

@@ -29,6 +29,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -122,15 +123,93 @@ def resolve_master_key(
     key_file: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None
 ) -> MasterKey | None:
     """The master key from ``key_file``, else ``AGENTSESSIONS_KEY_FILE``, else
-    ``AGENTSESSIONS_MASTER_KEY`` (base64); None when none is given."""
+    ``AGENTSESSIONS_MASTER_KEY`` (base64); None when none is given. Any of them may name the
+    OS keyring instead, ``keyring:NAME`` (:func:`from_keyring`)."""
     env = os.environ if environ is None else environ
     if key_file is not None:
-        return MasterKey.from_file(key_file)
+        return _from_spec(os.fspath(key_file))
     if env.get(KEY_FILE_ENV):
-        return MasterKey.from_file(env[KEY_FILE_ENV])
+        return _from_spec(env[KEY_FILE_ENV])
     if env.get(MASTER_KEY_ENV):
+        if env[MASTER_KEY_ENV].startswith(KEYRING_PREFIX):
+            return from_keyring(env[MASTER_KEY_ENV][len(KEYRING_PREFIX) :])
         return MasterKey.from_base64(env[MASTER_KEY_ENV], source=MASTER_KEY_ENV)
     return None
+
+
+KEYRING_PREFIX = "keyring:"
+KEYRING_SERVICE = "agentsessions"
+KEYRING_DEFAULT_NAME = "master-key"
+
+
+def _from_spec(spec: str) -> MasterKey:
+    if spec.startswith(KEYRING_PREFIX):
+        return from_keyring(spec[len(KEYRING_PREFIX) :])
+    return MasterKey.from_file(spec)
+
+
+def _keyring_source(name: str) -> str:
+    return f"the OS keyring (service {KEYRING_SERVICE!r}, name {name or KEYRING_DEFAULT_NAME!r})"
+
+
+def _keyring() -> object:
+    try:
+        import keyring
+    except ImportError:
+        raise MasterKeyError(
+            "a master key in the OS keyring needs the 'keyring' package",
+            hint="pip install 'agentsessions[keyring]'",
+        ) from None
+    return keyring
+
+
+def from_keyring(name: str = "") -> MasterKey:
+    """The master key kept (base64) in the OS keyring under service ``agentsessions`` and
+    ``name`` (default ``master-key``), through the optional ``keyring`` package. Without it,
+    without a keyring backend on this machine (a server without a desktop session), or with
+    no such entry: MasterKeyError (exit 26) saying which."""
+    ring: Any = _keyring()
+    from keyring.errors import KeyringError, NoKeyringError
+
+    user, source = name or KEYRING_DEFAULT_NAME, _keyring_source(name)
+    try:
+        text = ring.get_password(KEYRING_SERVICE, user)
+    except NoKeyringError:
+        raise MasterKeyError(
+            f"{source}: no OS keyring backend is available on this machine",
+            hint="give a key file (--key-file FILE), or install a keyring backend",
+        ) from None
+    except KeyringError as exc:
+        raise MasterKeyError(f"{source} cannot be read: {exc}") from None
+    if text is None:
+        raise MasterKeyError(
+            f"no master key in {source}",
+            hint=f"agentsessions keys new keyring:{name} makes one there",
+        )
+    return MasterKey.from_base64(text, source=source)
+
+
+def to_keyring(key: MasterKey, name: str = "") -> None:
+    """Keep ``key`` (base64) in the OS keyring under ``name``; refuses to replace an entry
+    (InvalidArgumentError): a replaced master key cannot read what the old one wrapped."""
+    ring: Any = _keyring()
+    from keyring.errors import KeyringError, NoKeyringError
+
+    user, source = name or KEYRING_DEFAULT_NAME, _keyring_source(name)
+    try:
+        if ring.get_password(KEYRING_SERVICE, user) is not None:
+            raise InvalidArgumentError(
+                f"{source} already holds a master key: refusing to replace it",
+                hint="choose another name: keyring:NAME",
+            )
+        ring.set_password(KEYRING_SERVICE, user, base64.b64encode(key.key).decode())
+    except NoKeyringError:
+        raise MasterKeyError(
+            f"{source}: no OS keyring backend is available on this machine",
+            hint="write a key file instead: agentsessions keys new FILE",
+        ) from None
+    except KeyringError as exc:
+        raise MasterKeyError(f"{source} cannot be written: {exc}") from None
 
 
 def _wrap_aad(scope: str, key_id: str) -> bytes:
@@ -202,6 +281,15 @@ def unwrap(content: bytes, master: MasterKey, scope: str, *, where: str = KEY_NA
 def rewrap(content: bytes, old: MasterKey, new: MasterKey, scope: str) -> bytes:
     """``content`` wrapped by ``new`` instead of ``old``: same data key, journal untouched."""
     return wrap(unwrap(content, old, scope), new, scope)
+
+
+class RewrapCount(NamedTuple):
+    """What a master-key rotation over one store did: keys rewrapped, keys already under
+    the new master key (a rotation cut short, finished), shredded ones (nothing to rewrap)."""
+
+    rewrapped: int
+    already: int
+    shredded: int
 
 
 @dataclass(frozen=True)

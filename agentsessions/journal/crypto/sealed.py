@@ -81,6 +81,19 @@ def seal(
     return head + ciphertext, record
 
 
+def seal_record(aead: AESGCM, scope: str, record: Record) -> bytes:
+    """:func:`seal` for a plaintext ``record`` a store built itself (its ``content_hash`` is
+    its envelope's, which is not recomputed), with an ``AESGCM`` of the data key made once:
+    the append path's form. A record whose hash is not its envelope's would read back as a
+    ChainBrokenError (:func:`open_record` recomputes it), never as another record."""
+    nonce = os.urandom(12)
+    head = HEAD.pack(
+        SEALED_MAGIC, SEALED_VERSION, ALG_AES_256_GCM, 0,
+        hash_bytes(record.prev_hash), bytes.fromhex(record.content_hash), nonce,
+    )  # fmt: skip
+    return head + aead.encrypt(nonce, record.event_json, _aad(scope, record.seq, head))
+
+
 def head_of(sealed: bytes | memoryview, *, seq: int) -> SealedHead:
     """The clear head of ``sealed``; JournalCorruptError when it is not a sealed record."""
     parsed = sealedhead.parse(sealed)

@@ -18,6 +18,11 @@ renamed into place, then ``components/`` fsync'd), on its store's first writer; 
 reads yield nothing. A writer opens only while the session is not deleted, and the store's
 delete takes every component's LOCK (:func:`lock_all`), so a deleted session's component
 stores take no write after it. A fork copies none: see ``docs/FORMAT.md``.
+
+A tool store of an encrypted session is encrypted too (docs/FORMAT.md 15), under a data key
+of its own: its ``KEY`` (scope ``uid/tool``) is written into the directory before it is
+renamed into place, its records and STATE bytes are sealed, its reads need the master key
+(exit 26 without), and the session's shred destroys its key too.
 """
 
 from __future__ import annotations
@@ -29,14 +34,15 @@ import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from agentsessions.errors import SessionDeletedError, StorageError
+from agentsessions.errors import KeyShreddedError, MasterKeyError, SessionDeletedError, StorageError
 from agentsessions.journal.format import fencefile
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import Position, SegmentLog
 from agentsessions.journal.stores import watch
+from agentsessions.journal.stores.filecrypt import SessionCipher, cipher_for, create_key, shredded
 from agentsessions.journal.stores.filewriter import (
     FileWriter,
     WriterOwner,
@@ -47,6 +53,9 @@ from agentsessions.journal.stores.sessiondir import SessionDir, acked
 from agentsessions.journal.stores.store import SessionMeta, WorkingState, check_component
 from agentsessions.journal.stores.tail import Tail
 
+if TYPE_CHECKING:
+    from agentsessions.journal.crypto.keys import MasterKey
+
 COMPONENTS_NAME = "components"
 
 
@@ -54,14 +63,19 @@ class ComponentOwner(WriterOwner, Protocol):
     """What a component store uses of the file store that made it (it imports this module:
     naming it by a Protocol keeps the import one way)."""
 
+    @property
+    def master(self) -> MasterKey | None:
+        """The store's master key (None: none given)."""
+        ...
+
     def _check_writable(self, what: str) -> None: ...
 
     def _load_tail(
-        self, sdir: SessionDir, meta: SessionMeta, *, writable: bool = False
+        self, sdir: SessionDir, meta: SessionMeta, *, writable: bool = False, scope: str = ""
     ) -> tuple[Tail, Position, SegmentLog]: ...
 
     def _state_of(
-        self, sdir: SessionDir, meta: SessionMeta, before_seq: int = 0
+        self, sdir: SessionDir, meta: SessionMeta, before_seq: int = 0, scope: str = ""
     ) -> WorkingState: ...
 
 
@@ -115,8 +129,20 @@ class FileComponentStore:
         self._session = session
         self._name = check_component(name)
         self._dir = SessionDir(components_dir(session) / name)
-        # the journal's identity (segment headers, errors): the session's uid
-        self._meta = SessionMeta(uid=session.uid, name=name)
+        self._meta_read: SessionMeta | None = None
+        self._scope = f"{session.uid}/{name}"  # its key's (journal.crypto.sealed.scope_of)
+
+    @property
+    def _meta(self) -> SessionMeta:
+        """The journal's identity (segment headers, errors): the session's uid; encrypted
+        when its session is (the session's marker decides, never the presence of KEY).
+        Read on first use: ``path`` (verify's) needs no readable ``session.json``."""
+        if self._meta_read is None:
+            encrypted = self._session.read_meta().encrypted
+            self._meta_read = SessionMeta(
+                uid=self._session.uid, name=self._name, encrypted=encrypted
+            )
+        return self._meta_read
 
     @property
     def uid(self) -> str:
@@ -142,9 +168,16 @@ class FileComponentStore:
         lock.acquire()
         try:
             self._check_live()  # under the LOCK: the session's delete takes it too
-            tail, _position, log = self._owner._load_tail(self._dir, self._meta, writable=True)
-            fence = fencefile.mint(self._owner.fs, self._dir.fence_file, tail.max_fence)
-            return FileWriter(self._owner, self._dir, self._meta, log, tail, fence, lock)
+            cipher = self._cipher()  # exit 26 before the journal is opened for writing
+            tail, _position, log = self._owner._load_tail(
+                self._dir, self._meta, writable=True, scope=self._scope
+            )
+            try:
+                fence = fencefile.mint(self._owner.fs, self._dir.fence_file, tail.max_fence)
+            except BaseException:
+                log.close()
+                raise
+            return FileWriter(self._owner, self._dir, self._meta, log, tail, fence, lock, cipher)
         except BaseException:
             lock.release()
             raise
@@ -152,8 +185,9 @@ class FileComponentStore:
     def read(self, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
         if not self._dir.is_session():
             return iter(())
+        cipher = self._cipher()
         log = self._open_log()
-        return frame_records(log, log.read(from_seq, to_seq), close=True)
+        return frame_records(log, log.read(from_seq, to_seq), close=True, cipher=cipher)
 
     def follow(self, from_seq: int = 1, *, idle_timeout: float | None = None) -> Iterator[Record]:
         """Records from ``from_seq`` on, then each new one as it commits (a store not made
@@ -166,20 +200,33 @@ class FileComponentStore:
             if left is not None and left <= 0:
                 return
             time.sleep(poll if left is None else min(poll, left))
+        cipher = self._cipher()
         watcher = watch.open_watcher(self._dir.journal, poll_max_seconds=poll)
         try:
             log = self._open_log()
         except BaseException:
             watcher.close()
             raise
-        yield from follow_records(log, watcher, next_seq, idle_timeout)
+        yield from follow_records(log, watcher, next_seq, idle_timeout, cipher)
 
     def state(self) -> WorkingState:
         """The component's working state (version 0 before its first writer), read-only:
         the one STATE frame the tail names, as a session's (:meth:`FileStore.state`)."""
         if not self._dir.is_session():
             return WorkingState()
-        return self._owner._state_of(self._dir, self._meta)
+        self._cipher()  # a shred cut before this store's key went: still unreadable
+        return self._owner._state_of(self._dir, self._meta, scope=self._scope)
+
+    def _cipher(self) -> SessionCipher | None:
+        """This store's cipher (None in a plaintext session); exit 26 errors without a key,
+        and after the session's shred (its marker is written before this store's key goes)."""
+        if self._meta.encrypted and shredded(self._session.path):
+            raise KeyShreddedError(
+                f"{self._scope}: the data key was shredded; the content is unreadable for good",
+                hint="verify SESSION still checks the journal's structure",
+                session=self.uid,
+            )
+        return cipher_for(self._dir.path, self._meta, self._owner.master, self._scope)
 
     def _open_log(self) -> SegmentLog:
         hint = self._dir.read_hint()[0]
@@ -201,6 +248,20 @@ class FileComponentStore:
         """Make the component directory if it is not there yet, whole or not at all."""
         if self._dir.is_session():
             return
+        master = self._owner.master
+        if self._meta.encrypted:  # its key is made with it: refuse before making anything
+            if shredded(self._session.path):
+                raise KeyShreddedError(
+                    f"{self.uid}: the data key was shredded; no tool store can be added",
+                    session=self.uid,
+                )
+            if master is None:
+                raise MasterKeyError(
+                    f"{self._scope} is encrypted and no master key was given",
+                    hint="give the master key: --key-file FILE, AGENTSESSIONS_KEY_FILE or "
+                    "AGENTSESSIONS_MASTER_KEY",
+                    session=self.uid,
+                )
         parent = components_dir(self._session)
         fs = self._owner.fs
         tmp = SessionDir(parent / f".tmp-{self._name}-{secrets.token_hex(4)}")
@@ -210,6 +271,8 @@ class FileComponentStore:
             if fresh_parent:
                 fs.sync_dir(self._session.path)
             tmp.journal.mkdir(parents=True)
+            if self._meta.encrypted and master is not None:  # the key before the rename
+                create_key(fs, tmp.path, self._scope, master)
             SegmentLog.create(tmp.journal, session_id=self.uid, fs=fs)
             fs.sync_dir(tmp.path)
             try:

@@ -18,18 +18,21 @@ Invariants:
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentsessions.errors import (
-    ChainBrokenError,
     InvalidArgumentError,
+    JournalCorruptError,
     KeyShreddedError,
     MasterKeyError,
+    SessionKeyError,
 )
-from agentsessions.journal.format import segment
+from agentsessions.journal.format import segment, staterecord
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
@@ -37,77 +40,134 @@ from agentsessions.journal.stores.sessiondir import SessionDir
 from agentsessions.journal.stores.store import SessionMeta
 
 if TYPE_CHECKING:
-    from agentsessions.journal.crypto.keys import MasterKey
+    from agentsessions.journal.crypto.keys import MasterKey, RewrapCount
 
 # the names keys.py gives them, repeated so a keyless check does not import cryptography
 _SHREDDED_NAME = "SHREDDED"
-KEY_NAME = "KEY"
 KEY_FILE_ENV = "AGENTSESSIONS_KEY_FILE"
 MASTER_KEY_ENV = "AGENTSESSIONS_MASTER_KEY"
+BLOB_OVERHEAD = 36  # journal.crypto.blobs.BLOB_OVERHEAD: a sealed blob's head and tag
 _HINT = "give the master key: --key-file FILE, AGENTSESSIONS_KEY_FILE or AGENTSESSIONS_MASTER_KEY"
 
 
 class SessionCipher:
-    """One encrypted session's data key bound to its scope (the uid): seals records on
-    append, opens sealed EVENT frames on read. Holds no key bytes in its repr."""
+    """One encrypted store's data key bound to its scope (the session uid, or ``uid/tool``
+    for a tool store): seals records on append, opens sealed EVENT frames on read, and seals
+    the bytes that are not records (working state, receipts, workloads) as blobs bound to
+    their position (``journal.crypto.blobs``). Holds no key bytes in its repr."""
 
     def __init__(self, data_key: bytes, scope: str) -> None:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        from agentsessions.journal.crypto.sealed import check_key
+
+        check_key(data_key)
         self._key = data_key
+        self._aead = AESGCM(data_key)  # made once: the append path seals every event with it
         self.scope = scope
 
     def __repr__(self) -> str:
         return f"SessionCipher(scope={self.scope!r})"
 
+    @property
+    def sealed_state(self) -> bool:
+        """STATE frames of this store hold sealed bytes (always, for a cipher)."""
+        return True
+
     def seal(self, record: Record) -> bytes:
-        """The sealed payload of ``record`` (its seq, link and content hash unchanged)."""
+        """The sealed payload of ``record`` (its seq, link and content hash unchanged). Its
+        hash is its envelope's: the tail built it, or checked it (``Tail.check_records``)."""
         from agentsessions.journal.crypto import sealed
 
-        blob, plain = sealed.seal(
-            self._key, self.scope, record.event_json, seq=record.seq, prev_hash=record.prev_hash
-        )
-        if plain.content_hash != record.content_hash:  # a record not in canonical form
-            raise ChainBrokenError(
-                f"{self.scope}: record {record.seq} does not hash as its canonical envelope",
-                seq=record.seq,
-            )
-        return blob
+        return sealed.seal_record(self._aead, self.scope, record)
 
     def open(self, frame: segment.Frame) -> Record:
         """The plaintext record of a sealed EVENT ``frame`` (its tag and hash checked)."""
+        return self.open_payload(frame.payload, seq=frame.seq, fence=frame.fence)
+
+    def open_payload(self, payload: bytes | memoryview, *, seq: int, fence: int = 0) -> Record:
+        """The plaintext record of a sealed record's bytes stored at ``seq``."""
         from agentsessions.journal.crypto import sealed
 
-        return sealed.open_record(
-            self._key, self.scope, frame.payload, seq=frame.seq, fence=frame.fence
-        )
+        return sealed.open_record(self._key, self.scope, payload, seq=seq, fence=fence)
+
+    def seal_blob(self, kind: str, data: bytes, binding: bytes) -> bytes:
+        """``data`` sealed as a blob of ``kind`` bound to ``binding`` (blobs.seal_blob)."""
+        from agentsessions.journal.crypto import blobs
+
+        return blobs.seal_blob(self._key, self.scope, kind, data, binding=binding)
+
+    def open_blob(self, kind: str, blob: bytes | memoryview, binding: bytes) -> bytes:
+        """The plaintext of a blob sealed by :meth:`seal_blob` (JournalCorruptError, exit 8,
+        when its tag fails: damaged, moved, or another key's)."""
+        from agentsessions.journal.crypto import blobs
+
+        return blobs.open_blob(self._key, self.scope, kind, blob, binding=binding)
+
+    def seal_state(self, record: staterecord.StateRecord) -> bytes:
+        """A STATE record's data sealed, bound to its version, covers and chain position."""
+        return self.seal_blob(STATE_KIND, record.data, state_binding(record))
+
+    def open_state(self, record: staterecord.StateRecord) -> bytes:
+        """The plaintext data of a STATE record whose data :meth:`seal_state` sealed."""
+        return self.open_blob(STATE_KIND, record.data, state_binding(record))
+
+    state_data = open_state  # as LazyCipher.state_data: what statefile asks
+
+    def receipt_id(self, key: str) -> str:
+        """The name a receipt is filed under instead of its idempotency key: a MAC of the key
+        under the data key, so the file does not show the key and lookups stay direct."""
+        mac = hmac.new(self._key, _RECEIPT_ID_LABEL + key.encode(), hashlib.sha256)
+        return mac.hexdigest()[:32]
 
 
-def create_key(fs: FileSystem, path: Path, uid: str, master: MasterKey) -> None:
-    """Make and durably store the wrapped data key of new session ``uid`` in ``path``."""
+STATE_KIND = "state"
+RECEIPT_KIND = "receipt"
+WORKLOAD_KIND = "workload"
+_RECEIPT_ID_LABEL = b"agentsessions.receipt-id.v1\x00"
+
+
+def state_binding(record: staterecord.StateRecord) -> bytes:
+    """What a sealed state's tag binds it to: its version, the range it covers and the chain
+    head it follows, so a state blob moved to another version or position fails its tag."""
+    return (
+        f"{record.version}:{record.covers_from}:{record.covers_to}:"
+        f"{record.chain_seq}:{record.chain_hash}"
+    ).encode()
+
+
+def create_key(fs: FileSystem, path: Path, scope: str, master: MasterKey) -> SessionCipher:
+    """Make and durably store the wrapped data key of a new store of ``scope`` (a session's
+    uid, or ``uid/tool``) in ``path``; its cipher."""
     from agentsessions.journal.crypto.keys import KeyDir
 
-    KeyDir(path, uid, fs).create(master)
+    return SessionCipher(KeyDir(path, scope, fs).create(master), scope)
 
 
-def cipher_for(path: Path, meta: SessionMeta, master: MasterKey | None) -> SessionCipher | None:
-    """The cipher of the session in ``path`` (None for a plaintext one).
+def cipher_for(
+    path: Path, meta: SessionMeta, master: MasterKey | None, scope: str = ""
+) -> SessionCipher | None:
+    """The cipher of the store in ``path`` (None for a plaintext one); ``scope``: its key's
+    (default the session uid; ``uid/tool`` for a tool store).
 
     KeyShreddedError after a shred (with or without ``master``), MasterKeyError with no
     master key or another one, SessionKeyError when ``KEY`` is missing: all exit 26."""
     if not meta.encrypted:
         return None
+    scope = scope or meta.uid
     if master is None:
         if (path / _SHREDDED_NAME).exists():
             raise KeyShreddedError(
-                f"{meta.uid}: the data key was shredded; the content is unreadable for good",
+                f"{scope}: the data key was shredded; the content is unreadable for good",
                 hint="verify SESSION still checks the journal's structure",
                 session=meta.uid,
             )
         raise MasterKeyError(
-            f"{meta.uid} is encrypted and no master key was given", hint=_HINT, session=meta.uid
+            f"{scope} is encrypted and no master key was given", hint=_HINT, session=meta.uid
         )
     from agentsessions.journal.crypto.keys import KeyDir
 
-    return SessionCipher(KeyDir(path, meta.uid).load(master), meta.uid)
+    return SessionCipher(KeyDir(path, scope).load(master), scope)
 
 
 class LazyCipher:
@@ -116,17 +176,30 @@ class LazyCipher:
     encrypted session work keyless (they show only what is stored in the clear), and
     need the key only when sealed records must be folded (after a writer's crash)."""
 
-    def __init__(self, path: Path, meta: SessionMeta, master: MasterKey | None) -> None:
-        self._args = (path, meta, master)
+    def __init__(
+        self, path: Path, meta: SessionMeta, master: MasterKey | None, scope: str = ""
+    ) -> None:
+        self._args = (path, meta, master, scope)
+        self.sealed_state = meta.encrypted  # STATE frames hold sealed bytes
         self._cipher: SessionCipher | None = None
+
+    def _load(self) -> SessionCipher | None:
+        if self._cipher is None:
+            self._cipher = cipher_for(*self._args)
+        return self._cipher
 
     def open(self, frame: segment.Frame) -> Record:
         """As :meth:`SessionCipher.open`; the first call loads the key (exit 26 errors)."""
-        if self._cipher is None:
-            self._cipher = cipher_for(*self._args)
-            if self._cipher is None:  # sealed frames in a session not marked encrypted
-                raise keyless_refusal(frame)
-        return self._cipher.open(frame)
+        cipher = self._load()
+        if cipher is None:  # sealed frames in a session not marked encrypted
+            raise keyless_refusal(frame)
+        return cipher.open(frame)
+
+    def state_data(self, record: staterecord.StateRecord) -> bytes:
+        """The plaintext data of a STATE record of this store (opened for an encrypted one;
+        the key is loaded then, with its exit 26 errors)."""
+        cipher = self._load() if self.sealed_state else None
+        return record.data if cipher is None else cipher.open_state(record)
 
 
 def keyless_refusal(frame: segment.Frame) -> MasterKeyError:
@@ -168,12 +241,40 @@ def shred(store: object, uid: str) -> bool:
     sdir = check_shreddable(store, uid)
     from agentsessions.journal.crypto.keys import KeyDir
 
-    lock = SessionLock(sdir.lock_file, session=uid)
-    lock.acquire()
+    fs = getattr(store, "fs", DEFAULT_FS)
+    parts = _tool_store_dirs(sdir)
+    held = []
     try:
-        return KeyDir(sdir.path, uid, getattr(store, "fs", DEFAULT_FS)).shred()
+        for where in [sdir.path, *(path for _name, path in parts)]:  # no writer of any
+            lock = SessionLock(where / "LOCK", session=uid)
+            lock.acquire()
+            held.append(lock)
+        # the session's SHREDDED first: its tool stores' reads check it too, so a crash
+        # before their keys are gone leaves nothing readable (a second shred finishes)
+        destroyed = KeyDir(sdir.path, uid, fs).shred()
+        for name, path in parts:
+            destroyed = KeyDir(path, f"{uid}/{name}", fs).shred() or destroyed
+        return destroyed
     finally:
-        lock.release()
+        for lock in held:
+            lock.release()
+
+
+def _tool_store_dirs(sdir: SessionDir) -> list[tuple[str, Path]]:
+    """The session's tool store directories (``components/<name>`` with a journal)."""
+    root = sdir.path / "components"
+    try:
+        names = sorted(os.listdir(root))
+    except FileNotFoundError:
+        return []
+    return [
+        (n, root / n) for n in names if not n.startswith(".") and (root / n / "journal").is_dir()
+    ]
+
+
+def shredded(session_path: Path) -> bool:
+    """Whether the session in ``session_path`` was shredded (its ``SHREDDED`` marker)."""
+    return (session_path / _SHREDDED_NAME).exists()
 
 
 def check_shreddable(store: object, uid: str) -> SessionDir:
@@ -192,23 +293,89 @@ def check_shreddable(store: object, uid: str) -> SessionDir:
     return sdir
 
 
-def rewrap_keys(store: object, old: MasterKey, new: MasterKey) -> int:
-    """Master-key rotation of a file store (``keys.rewrap_all`` over every ``KEY`` in it:
-    each session's, scope ``uid``, and each tool store's, scope ``uid/name``); a wrong
-    ``old`` changes nothing, keys already wrapped by ``new`` are skipped. Returns how many."""
-    from agentsessions.journal.crypto.keys import KeyDir, rewrap_all
-
-    fs = getattr(store, "fs", DEFAULT_FS)
+def key_dirs(store: object) -> list[tuple[str, Path]]:
+    """``(scope, directory)`` of every store that has (or had) a data key in file store
+    ``store``: each encrypted session's, and each of its tool stores', deleted ones too
+    (master-key rotation reaches them all). InvalidArgumentError for a store without
+    session directories."""
     session_dir = getattr(store, "session_dir", None)
     uids = getattr(store, "uids", None)
     if session_dir is None or uids is None:
-        raise InvalidArgumentError(f"rotation: {type(store).__name__} keeps no key files")
-    dirs = []
+        raise InvalidArgumentError(f"{type(store).__name__} keeps no key files to rewrap")
+    found: list[tuple[str, Path]] = []
     for uid in uids():
         sdir = SessionDir(session_dir(uid))
-        dirs.append(KeyDir(sdir.path, uid, fs))
-        parts = sdir.path / "components"  # filecomponent.COMPONENTS_NAME (it imports this)
-        for key in sorted(parts.glob(f"*/{KEY_NAME}")):  # tool stores that have a key
-            if not key.parent.name.startswith("."):  # not one being built (.tmp-*)
-                dirs.append(KeyDir(key.parent, f"{uid}/{key.parent.name}", fs))
-    return rewrap_all(dirs, old, new)
+        if not ((sdir.path / "KEY").exists() or shredded(sdir.path)):
+            continue  # a plaintext session
+        found.append((uid, sdir.path))
+        found.extend((f"{uid}/{name}", path) for name, path in _tool_store_dirs(sdir))
+    return found
+
+
+def sealed_export(store: object, uid: str) -> tuple[dict[str, object], Iterator[Record]]:
+    """What ``export --ciphertext`` ships of encrypted session ``uid``: ``{"scope", "key"}``
+    (its uid and its wrapped ``KEY``, as JSON) and its records as stored, each payload the
+    sealed record (``content_hash`` and ``prev_hash`` from the clear head). No master key is
+    needed; a shredded or missing key is exit 26, a plaintext session or a fork child (its
+    prefix is sealed under its parent's key) InvalidArgumentError."""
+    import json
+
+    from agentsessions.journal.format import sealedhead
+    from agentsessions.journal.format.segmentlog import SegmentLog
+    from agentsessions.journal.stores.sessiondir import acked
+
+    sdir = check_shreddable(store, uid)
+    meta = sdir.read_meta()
+    if meta.parent_uid:
+        raise InvalidArgumentError(
+            f"session {uid} is a fork child: its first {meta.fork_seq} records are sealed "
+            f"under its parent's key, which a ciphertext export does not carry",
+            hint=f"agentsessions export {uid} --decrypt writes a plaintext export",
+            session=uid,
+        )
+    if shredded(sdir.path):
+        raise KeyShreddedError(
+            f"{uid}: the data key was shredded; there is nothing readable to export",
+            hint="verify SESSION still checks the journal's structure",
+            session=uid,
+        )
+    try:
+        key = json.loads((sdir.path / "KEY").read_bytes())
+    except FileNotFoundError:
+        raise SessionKeyError(
+            f"{uid}: the wrapped data key (KEY) is missing", session=uid
+        ) from None
+    except ValueError:
+        raise JournalCorruptError(f"{sdir.path / 'KEY'} is not a wrapped data key") from None
+    hint = sdir.read_hint()[0]
+    log, _scan = SegmentLog.open(
+        sdir.journal, session_id=uid, writable=False, resume=hint, acked=acked(hint)
+    )
+
+    def records() -> Iterator[Record]:
+        try:
+            for frame in log.read(1, 0):
+                chain = sealedhead.chain_of(frame.payload)
+                if chain is None:
+                    raise JournalCorruptError(
+                        f"{uid}: the record at seq {frame.seq} is not sealed", seq=frame.seq
+                    )
+                yield Record(frame.seq, chain[0], chain[1], frame.fence, bytes(frame.payload))
+        finally:
+            log.close()
+
+    return {"scope": uid, "key": key}, records()
+
+
+def rewrap_keys(store: object, old: MasterKey, new: MasterKey) -> RewrapCount:
+    """Master-key rotation of a file store: ``keys.rewrap_all`` over every ``KEY``
+    :func:`key_dirs` finds (each session's, scope ``uid``, each tool store's, scope
+    ``uid/name``). A wrong ``old`` changes nothing; keys already wrapped by ``new`` and
+    shredded ones are skipped and counted."""
+    from agentsessions.journal.crypto import keys
+
+    fs = getattr(store, "fs", DEFAULT_FS)
+    dirs = [keys.KeyDir(path, scope, fs) for scope, path in key_dirs(store)]
+    live = [d for d in dirs if d.key_path.exists() and not d.shredded_path.exists()]
+    already = sum(1 for d in live if d.wrapped_by() == new.key_id)
+    return keys.RewrapCount(keys.rewrap_all(dirs, old, new), already, len(dirs) - len(live))

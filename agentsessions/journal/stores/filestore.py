@@ -26,10 +26,10 @@ import os
 import secrets
 import shutil
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentsessions.errors import (
     AgentSessionsError,
@@ -46,10 +46,11 @@ from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import Position, SegmentLog
-from agentsessions.journal.stores import filecomponent, forking, receipts, statefile, watch
+from agentsessions.journal.stores import filecomponent, forking, statefile, watch
 from agentsessions.journal.stores.catalog import Catalog
 from agentsessions.journal.stores.filecomponent import FileComponentStore
 from agentsessions.journal.stores.filecrypt import LazyCipher, cipher_for, create_key
+from agentsessions.journal.stores.filehost import HostFiles
 from agentsessions.journal.stores.filewriter import (
     FileWriter,
     fold_frames,
@@ -79,10 +80,9 @@ from agentsessions.journal.stores.store import (
     encode_cursor,
 )
 from agentsessions.journal.stores.tail import Tail
-from agentsessions.v1 import workloadref
 
 if TYPE_CHECKING:
-    from agentsessions.journal.crypto.keys import MasterKey
+    from agentsessions.journal.crypto.keys import MasterKey, RewrapCount
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ class StoreOptions:
     follow_poll_seconds: float = 0.5  # the polling fallback's longest sleep (no inotify)
 
 
-class FileStore:
+class FileStore(HostFiles):
     """Sessions as directories of segment files under ``home``."""
 
     def __init__(
@@ -319,21 +319,26 @@ class FileStore:
         """Every working-state version in commit order: the STATE frames of one strict
         read of the journal (each checked against the chain where it lies)."""
         sdir = self._dir(uid)
+        meta = sdir.read_meta()
         hint = sdir.read_hint()[0]
         log, _scan = SegmentLog.open(
             sdir.journal, session_id=uid, writable=False, fs=self.fs, resume=hint,
             acked=acked(hint),
         )  # fmt: skip
-        return statefile.states(log)
+        return statefile.states(log, LazyCipher(sdir.path, meta, self.master).state_data)
 
-    def _state_of(self, sdir: SessionDir, meta: SessionMeta, before_seq: int = 0) -> WorkingState:
+    def _state_of(
+        self, sdir: SessionDir, meta: SessionMeta, before_seq: int = 0, scope: str = ""
+    ) -> WorkingState:
         """The working state of the journal in ``sdir`` (a session's or a component
-        store's), read-only: the tail state's STATE frame, or stepping back from it."""
-        tail, _position, log = self._load_tail(sdir, meta)
+        store's, whose key's ``scope`` is ``uid/tool``), read-only: the tail state's STATE
+        frame, or stepping back from it (opened with the key when sealed)."""
+        tail, _position, log = self._load_tail(sdir, meta, scope=scope)
+        opener = LazyCipher(sdir.path, meta, self.master, scope).state_data
         try:
             if before_seq > 0:
-                return statefile.before(log, tail, before_seq)
-            statefile.load(log, tail)
+                return statefile.before(log, tail, before_seq, opener)
+            statefile.load(log, tail, opener)
             return tail.state
         finally:
             log.close()
@@ -418,10 +423,10 @@ class FileStore:
             rows.append((meta.uid, meta.project, meta.create_time_ns, sdir.is_deleted()))
         return rows, damaged
 
-    def rewrap_keys(self, old: MasterKey, new: MasterKey) -> int:
+    def rewrap_keys(self, old: MasterKey, new: MasterKey) -> RewrapCount:
         """Master-key rotation: rewrap every data key here from ``old`` to ``new`` (no
         journal byte moves; a wrong ``old`` changes nothing; keys already wrapped by ``new``
-        are skipped). Returns how many were rewrapped (``filecrypt.rewrap_keys``)."""
+        and shredded ones are skipped and counted: ``filecrypt.rewrap_keys``)."""
         from agentsessions.journal.stores.filecrypt import rewrap_keys
 
         return rewrap_keys(self, old, new)
@@ -482,74 +487,7 @@ class FileStore:
         """The component stores session ``uid`` has, sorted."""
         return filecomponent.names(self._dir(uid))
 
-    # -- tool receipts (the host's dedup record of mediated calls) ------------------------
-    def tool_receipt(self, uid: str, key: str) -> dict[str, Any] | None:
-        """The outcome kept for ``(uid, key)``, or None (see :mod:`.receipts`)."""
-        return receipts.read_receipt(self._dir(uid).path / receipts.RECEIPTS_NAME, key)
-
-    def record_tool_receipt(self, uid: str, key: str, receipt: Mapping[str, Any]) -> None:
-        """Keep ``receipt`` for ``(uid, key)`` durably before returning."""
-        self._check_writable("keep a tool receipt")
-        path = self._dir(uid).path / receipts.RECEIPTS_NAME
-        receipts.append_receipt(self.fs, path, key, receipt)
-
-    # -- the session's workload (its tools, ``--tools FILE``) -----------------------------
-    def workload(self, uid: str) -> str | None:
-        """The workload TOML recorded for ``uid`` (its ``WORKLOAD`` file), or None.
-
-        Asked before every turn: the text is kept and re-read only when the file's identity
-        (inode, size, mtime) changes, so a turn costs one ``stat`` here, not a read."""
-        path = self._workload_paths.get(uid)
-        if path is None:
-            path = os.fspath(self._dir(uid).path / receipts.WORKLOAD_NAME)
-            self._workload_paths[uid] = path
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            self._workloads.pop(uid, None)
-            return None
-        key = (st.st_ino, st.st_size, st.st_mtime_ns)
-        kept = self._workloads.get(uid)
-        if kept is not None and kept[0] == key:
-            return kept[1]
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except FileNotFoundError:
-            return None
-        self._workloads[uid] = (key, text)
-        return text
-
-    def set_workload(self, uid: str, text: str) -> None:
-        """Record ``text`` as the session's workload (atomic and durable; replaces any),
-        kept by its digest first (:meth:`keep_workload`)."""
-        self._check_writable("record the session's tools")
-        self.keep_workload(uid, text)
-        path = self._dir(uid).path / receipts.WORKLOAD_NAME
-        self.fs.write_file_atomic(path, text.encode("utf-8"))
-        # forget the kept text: a same-size replacement within the file system's timestamp
-        # granularity, on a reused inode, would otherwise look unchanged to workload()
-        self._workloads.pop(uid, None)
-
-    def keep_workload(self, uid: str, text: str) -> str:
-        """Keep ``text`` by its digest beside the journal (``WORKLOAD.<digest>``, atomic and
-        durable, written once) and return the digest: an execution that records the digest
-        finds its workload again after a later ``--tools`` replaced it."""
-        digest = workloadref.digest_of(text)
-        path = self._dir(uid).path / receipts.kept_workload_name(digest)
-        if not path.exists():
-            self._check_writable("keep the session's tools")
-            self.fs.write_file_atomic(path, text.encode("utf-8"))
-        return digest
-
-    def workload_at(self, uid: str, digest: str) -> str | None:
-        """The workload kept for ``uid`` under ``digest`` (:meth:`keep_workload`), or None."""
-        try:
-            path = self._dir(uid).path / receipts.kept_workload_name(digest)
-            with open(path, encoding="utf-8") as f:
-                return f.read()
-        except (FileNotFoundError, ValueError):
-            return None
+    # tool receipts and workloads: :class:`.filehost.HostFiles`
 
     # -- internals ------------------------------------------------------------------------
     def _dir(self, uid: str) -> SessionDir:
@@ -575,12 +513,13 @@ class FileStore:
         *,
         writable: bool = False,
         check_links: bool = False,
+        scope: str = "",
     ) -> tuple[Tail, Position, SegmentLog]:
         """Open the journal reading only its tail: the hint, then what was committed after it.
 
         The hint is also evidence of the acknowledged head: a journal that ends before it is
         refused (AcknowledgedDataMissingError). A writable open, or ``check_links``, also
-        checks that the segments chain."""
+        checks that the segments chain. ``scope``: a tool store's key (``uid/tool``)."""
         position, hinted = sdir.read_hint()
         log, scan = SegmentLog.open(
             sdir.journal,
@@ -600,10 +539,11 @@ class FileStore:
                 tail = Tail.from_json(scan.base_carry)
             else:
                 tail = sdir.read_base()
-            fold_frames(tail, scan.frames, LazyCipher(sdir.path, meta, self.master))
+            lazy = LazyCipher(sdir.path, meta, self.master, scope)
+            fold_frames(tail, scan.frames, lazy)
             statefile.check_acked(log, hinted, tail)
             if writable:  # a writer holds its state: one frame's read, whatever the history
-                statefile.load(log, tail)
+                statefile.load(log, tail, lazy.state_data)
         except BaseException:
             log.close()
             raise

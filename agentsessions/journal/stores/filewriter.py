@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentsessions.errors import InvalidArgumentError, JournalCorruptError, StorageError
@@ -20,7 +21,12 @@ from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import SegmentLog
-from agentsessions.journal.stores.filecrypt import LazyCipher, SessionCipher, keyless_refusal
+from agentsessions.journal.stores.filecrypt import (
+    BLOB_OVERHEAD,
+    LazyCipher,
+    SessionCipher,
+    keyless_refusal,
+)
 from agentsessions.journal.stores.sessiondir import SessionDir
 from agentsessions.journal.stores.store import (
     CommitResult,
@@ -215,12 +221,13 @@ class FileWriter:
     def _state_payload(self, state: WorkingState) -> bytes:
         """The STATE frame of ``state``, bound to the head it follows, naming its previous."""
         t = self._tail
-        return staterecord.encode(
-            staterecord.StateRecord(
-                state.version, state.data, state.covers_from, state.covers_to, state.author,
-                state.time_ns, t.last_seq, t.last_hash, t.state_at,
-            )
+        record = staterecord.StateRecord(
+            state.version, state.data, state.covers_from, state.covers_to, state.author,
+            state.time_ns, t.last_seq, t.last_hash, t.state_at,
         )  # fmt: skip
+        if self._cipher is not None:  # an encrypted store's state bytes are a sealed blob
+            record = replace(record, data=self._cipher.seal_state(record))
+        return staterecord.encode(record)
 
 
 def _framed(payload: bytes) -> int:
@@ -242,10 +249,14 @@ def fold_frames(
     """Advance ``tail`` over committed frames (EVENT, COMMIT, STATE) read back from segments.
 
     ``cipher`` opens sealed EVENT frames (an encrypted session's). A STATE frame must be
-    bound to the chain where it lies (JournalCorruptError if not)."""
+    bound to the chain where it lies (JournalCorruptError if not). An encrypted store's
+    STATE data is not opened here: the tail keeps its plaintext size and no bytes, and the
+    state is read from its frame when needed (``statefile.load``), so a fold needs no key
+    for a state-only commit."""
     group: list[Record] = []
     commit_id: str | None = None
-    state: tuple[WorkingState, staterecord.Where] | None = None
+    state: tuple[WorkingState, staterecord.Where, int] | None = None
+    sealed_state = cipher is not None and cipher.sealed_state
     prev = tail.last_hash
     for frame in frames:
         if frame.rtype == segment.RTYPE_COMMIT:
@@ -259,7 +270,10 @@ def fold_frames(
                     reason=why, hint="run `agentsessions verify` on the session",
                 )  # fmt: skip
             record = staterecord.decode(frame.payload)
-            state = (working_state(record), (frame.segment, frame.offset, frame.seq))
+            size = len(record.data)
+            if sealed_state:
+                record, size = replace(record, data=b""), max(size - BLOB_OVERHEAD, 0)
+            state = (working_state(record), (frame.segment, frame.offset, frame.seq), size)
         elif frame.rtype == segment.RTYPE_EVENT:
             record_ = frame_record(frame, prev, cipher)
             group.append(record_)
@@ -276,13 +290,14 @@ def _fold_group(
     tail: Tail,
     group: list[Record],
     commit_id: str | None,
-    state: tuple[WorkingState, staterecord.Where] | None,
+    state: tuple[WorkingState, staterecord.Where, int] | None,
     fence: int,
 ) -> None:
     if state is None:
         tail.advance(group, None, commit_id)
     else:
         tail.advance(group, None, commit_id, state[0], fence=fence, at=state[1])
+        tail.state_size = state[2]  # the plaintext's size (a sealed state's data is not kept)
 
 
 def frame_record(

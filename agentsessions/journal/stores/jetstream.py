@@ -74,7 +74,7 @@ from agentsessions.journal.stores.store import (
 from agentsessions.journal.stores.tail import Tail
 
 if TYPE_CHECKING:
-    from agentsessions.journal.crypto.keys import MasterKey
+    from agentsessions.journal.crypto.keys import MasterKey, RewrapCount
 
 _HEADROOM = 64 * 1024  # a commit message's header line beside its payloads
 
@@ -282,11 +282,11 @@ class JetStreamStore:
             self._fence(subject, deleted=False)
         return self._keys.erase(uid) > 0
 
-    def rewrap_keys(self, old: MasterKey, new: MasterKey) -> int:
+    def rewrap_keys(self, old: MasterKey, new: MasterKey) -> RewrapCount:
         """Master-key rotation: rewrap every data key in the key stream from ``old`` to
         ``new``; no journal message moves. A wrong ``old`` changes nothing; keys already
-        wrapped by ``new`` are skipped (so a cut rotation is finished by running it again).
-        Returns how many keys were rewrapped."""
+        wrapped by ``new`` (so a cut rotation is finished by running it again) and shredded
+        sessions' keys are skipped and counted."""
         return self._ring.rewrap_all(old, new)
 
     def verify_items(

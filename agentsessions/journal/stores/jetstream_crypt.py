@@ -43,7 +43,7 @@ from agentsessions.journal.stores.jetstream_keys import KeyStream
 from agentsessions.journal.stores.store import SessionMeta, WorkingState
 
 if TYPE_CHECKING:
-    from agentsessions.journal.crypto.keys import MasterKey
+    from agentsessions.journal.crypto.keys import MasterKey, RewrapCount
 
 _HINT = "give the master key: --key-file FILE, AGENTSESSIONS_KEY_FILE or AGENTSESSIONS_MASTER_KEY"
 _STATE_BINDING = struct.Struct("<QQQ")  # version, covers_from, covers_to
@@ -262,7 +262,7 @@ class Keyring:
         except (ValueError, KeyError, TypeError):
             raise JournalCorruptError(f"{subject} is not a wrapped data key") from None
 
-    def rewrap_all(self, old: MasterKey, new: MasterKey) -> int:
+    def rewrap_all(self, old: MasterKey, new: MasterKey) -> RewrapCount:
         """Master-key rotation over the key stream (``keys.rewrap_all``'s rules): every key
         is unwrapped with ``old`` before any changes, so a wrong ``old`` changes nothing;
         keys already wrapped by ``new`` (a rotation cut short) and shredded sessions' keys
@@ -270,13 +270,15 @@ class Keyring:
         concurrent rewrap or shred is a ConflictError: run it again). Returns how many."""
         from agentsessions.journal.crypto import keys
 
-        todo = []
+        todo, already, shredded = [], 0, 0
         for subject in self.keys.subjects():
             stored = self.keys.get(subject)
             scope = self.keys.scope_of_subject(subject)
             if stored is None or self.keys.shredded(scope.split("/", 1)[0]):
+                shredded += 1
                 continue
             if self.wrapped_by(subject) == new.key_id:
+                already += 1
                 continue
             keys.unwrap(stored.content, old, scope, where=subject)
             todo.append((stored, scope))
@@ -288,7 +290,7 @@ class Keyring:
                     "a shred came in); run the rotation again to finish it",
                     session=scope,
                 )
-        return len(todo)
+        return keys.RewrapCount(len(todo), already, shredded)
 
     def _unwrap(self, uid: str, component: str) -> bytes:
         from agentsessions.journal.crypto import keys

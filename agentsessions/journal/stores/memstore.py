@@ -2,28 +2,40 @@
 
 It keeps the same rules as the file store (one writer per session, fences, CAS, commit ids,
 size limit, soft delete, keyset paging) because both run the same contract suite; only
-durability differs. Thread-safe: one lock guards every session.
+durability differs. Thread-safe: one lock guards every session. Given a master key it
+encrypts at rest as the file store does, holding only ciphertext (:mod:`.memcrypt`).
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import copy
 import functools
+import json
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentsessions.errors import (
     InvalidArgumentError,
+    JournalCorruptError,
     LockHeldError,
     NotFoundError,
     SessionDeletedError,
 )
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores import forking
+from agentsessions.journal.stores.filecrypt import SessionCipher
+from agentsessions.journal.stores.memcrypt import (
+    MemoryKey,
+    open_records,
+    open_state,
+    seal_records,
+    seal_state,
+)
 from agentsessions.journal.stores.store import (
     DEFAULT_MAX_COMMIT_BYTES,
     CommitResult,
@@ -43,32 +55,73 @@ from agentsessions.journal.stores.store import (
 from agentsessions.journal.stores.tail import Tail
 from agentsessions.v1 import workloadref
 
+if TYPE_CHECKING:
+    from agentsessions.journal.crypto.keys import MasterKey
+
+_CURRENT = b"current"  # the binding of the session's current workload blob
+
 
 @dataclass
 class _Session:
     meta: SessionMeta
-    records: list[Record] = field(default_factory=list)
-    tail: Tail = field(default_factory=Tail)
+    records: list[Record] = field(default_factory=list)  # sealed records when encrypted
+    tail: Tail = field(default_factory=Tail)  # an encrypted one's state has no data...
+    state_blob: bytes = b""  # ...it is sealed here
     fence: int = 0
     writer: MemoryWriter | None = None
     deleted: bool = False
     update_time_ns: int = 0
-    states: list[tuple[int, WorkingState]] = field(default_factory=list)  # (head before, state)
+    # (head before, state, its sealed data when encrypted)
+    states: list[tuple[int, WorkingState, bytes]] = field(default_factory=list)
     cancel: str | None = None  # the execution id a cancel request names (FileStore: CANCEL)
     cancel_reason: str = ""  # why (USER, TIMEOUT, INTERNAL; "" = not said)
-    receipts: dict[str, dict[str, Any]] = field(default_factory=dict)  # tool receipts by key
-    workload: str | None = None  # the session's tools (FileStore: WORKLOAD)
+    receipts: dict[str, Any] = field(default_factory=dict)  # by key (sealed: by its MAC)
+    workload: bytes | None = None  # the session's tools (FileStore: WORKLOAD), maybe sealed
     components: dict[str, _Session] = field(default_factory=dict)  # tool stores, by name
-    workloads: dict[str, str] = field(default_factory=dict)  # by digest (WORKLOAD.<digest>)
+    workloads: dict[str, bytes] = field(default_factory=dict)  # by digest (WORKLOAD.<digest>)
+    key: MemoryKey | None = None  # an encrypted one's wrapped data key
 
 
 class MemoryStore:
     """Sessions held in process memory."""
 
-    def __init__(self, *, max_commit_bytes: int = DEFAULT_MAX_COMMIT_BYTES) -> None:
+    def __init__(
+        self, *, max_commit_bytes: int = DEFAULT_MAX_COMMIT_BYTES, master: MasterKey | None = None
+    ) -> None:
+        """``master``: sessions created are encrypted, and encrypted ones read (memcrypt)."""
         self.max_commit_bytes = max_commit_bytes
+        self.master = master
         self._sessions: dict[str, _Session] = {}
         self._cond = threading.Condition()
+
+    def with_master(self, master: MasterKey | None) -> MemoryStore:
+        """The same sessions seen with another master key (None: none), as a file store's
+        home reopened with another ``--key-file``."""
+        twin = MemoryStore(max_commit_bytes=self.max_commit_bytes, master=master)
+        twin._sessions, twin._cond = self._sessions, self._cond
+        return twin
+
+    def _new_key(self, scope: str) -> MemoryKey | None:
+        return None if self.master is None else MemoryKey.create(self.master, scope)
+
+    def _cipher(self, session: _Session) -> SessionCipher | None:
+        """The session's cipher (None: plaintext); exit 26 without or with another key."""
+        return None if session.key is None else session.key.cipher(self.master)
+
+    @contextlib.contextmanager
+    def _plain_state(self, session: _Session) -> Iterator[SessionCipher | None]:
+        """The session's tail with its working state opened, sealed again after (a writer's
+        commit needs the state's bytes: a conflict reports them)."""
+        cipher = self._cipher(session)
+        if cipher is None:
+            yield None
+            return
+        if session.state_blob:
+            session.tail.state = open_state(cipher, session.tail.state, session.state_blob)
+        try:
+            yield cipher
+        finally:
+            session.tail.state, session.state_blob = seal_state(cipher, session.tail.state)
 
     def create(self, meta: SessionMeta) -> SessionInfo:
         check_uid(meta.uid)
@@ -78,7 +131,10 @@ class MemoryStore:
                 raise InvalidArgumentError(f"session {meta.uid} already exists")
             if not meta.create_time_ns:
                 meta = _with_time(meta)
-            self._sessions[meta.uid] = _Session(meta, update_time_ns=meta.create_time_ns)
+            meta = replace(meta, encrypted=self.master is not None)
+            self._sessions[meta.uid] = _Session(
+                meta, update_time_ns=meta.create_time_ns, key=self._new_key(meta.uid)
+            )
             return self._info(self._sessions[meta.uid])
 
     def get(self, uid: str) -> SessionInfo:
@@ -122,7 +178,7 @@ class MemoryStore:
         with self._cond:
             source = self._session(parent)
             forking.check_fork(parent, at_seq, source.tail.last_seq, len(children))
-            prefix = source.records[:at_seq]
+            prefix = open_records(self._cipher(source), source.records[:at_seq])
             tail = forking.base_tail(lambda a, b: iter(prefix[a - 1 : b]), at_seq, source.tail)
             for meta in children:
                 check_uid(meta.uid)
@@ -133,7 +189,12 @@ class MemoryStore:
             for meta in children:
                 meta = replace(meta, parent_uid=parent, fork_seq=at_seq)
                 meta = _with_time(meta) if not meta.create_time_ns else meta
-                child = _Session(meta, list(prefix), Tail.from_json(tail.to_json()))
+                meta = replace(meta, encrypted=self.master is not None)
+                # the prefix is copied, so under the child's own key (no shred reaches it)
+                key = self._new_key(meta.uid)
+                cipher = None if key is None else key.cipher(self.master)
+                child = _Session(meta, seal_records(cipher, prefix), Tail.from_json(tail.to_json()))
+                child.key = key
                 child.update_time_ns = meta.create_time_ns
                 self._sessions[meta.uid] = child
                 child.fence = 1
@@ -144,7 +205,7 @@ class MemoryStore:
                     max_bytes=self.max_commit_bytes,
                 )
                 child.tail.advance(records, None, None)
-                child.records.extend(records)
+                child.records.extend(seal_records(cipher, records))
                 made.append(self._info(child))
             return made
 
@@ -154,23 +215,30 @@ class MemoryStore:
             _check_free(session, uid)
             if session.deleted:
                 raise SessionDeletedError(f"session {uid} was deleted; it can no longer be written")
+            self._cipher(session)  # exit 26 now, not at the first commit
             session.fence = max(session.fence, session.tail.max_fence) + 1
             session.writer = MemoryWriter(self, session)
             return session.writer
 
     def read(self, uid: str, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
         with self._cond:
-            records = list(self._session(uid).records)
+            session = self._session(uid)
+            cipher = self._cipher(session)
+            records = list(session.records)
         end = to_seq if to_seq > 0 else len(records)
-        return iter(records[max(from_seq, 1) - 1 : end])
+        return iter(open_records(cipher, records[max(from_seq, 1) - 1 : end]))
 
     def state(self, uid: str, before_seq: int = 0) -> WorkingState:
         with self._cond:
-            return state_of(self._session(uid), before_seq)
+            session = self._session(uid)
+            return state_of(session, self._cipher(session), before_seq)
 
     def states(self, uid: str) -> Iterator[tuple[int, WorkingState]]:
         with self._cond:
-            return iter(list(self._session(uid).states))
+            session = self._session(uid)
+            cipher = self._cipher(session)
+            kept = list(session.states)
+        return iter([(at, open_state(cipher, state, blob)) for at, state, blob in kept])
 
     def follow(
         self, uid: str, from_seq: int = 1, *, idle_timeout: float | None = None
@@ -178,13 +246,15 @@ class MemoryStore:
         next_seq = max(from_seq, 1)
         while True:
             with self._cond:
-                records = self._session(uid).records
+                session = self._session(uid)
+                cipher = self._cipher(session)
+                records = session.records
                 if len(records) < next_seq and not self._cond.wait_for(
                     functools.partial(_has, records, next_seq), timeout=idle_timeout
                 ):
                     return
                 batch = records[next_seq - 1 :]
-            yield from batch
+            yield from open_records(cipher, batch)
             next_seq += len(batch)
 
     def component(self, uid: str, name: str) -> MemoryComponentStore:
@@ -229,34 +299,71 @@ class MemoryStore:
     def tool_receipt(self, uid: str, key: str) -> dict[str, Any] | None:
         """The outcome kept for ``(uid, key)``, or None."""
         with self._cond:
-            kept = self._session(uid).receipts.get(key)
-            return None if kept is None else copy.deepcopy(kept)
+            session = self._session(uid)
+            cipher = self._cipher(session)
+            if cipher is None:
+                kept = session.receipts.get(key)
+                return None if kept is None else copy.deepcopy(kept)
+            rid = cipher.receipt_id(key)
+            blob = session.receipts.get(rid)
+        if blob is None:
+            return None
+        entry = json.loads(cipher.open_blob("receipt", blob, rid.encode()))
+        if entry.get("key") != key:
+            raise JournalCorruptError(f"{uid}: the receipt filed under {key!r} is another key's")
+        receipt: dict[str, Any] = entry["receipt"]
+        return receipt
 
     def record_tool_receipt(self, uid: str, key: str, receipt: Mapping[str, Any]) -> None:
-        """Keep ``receipt`` for ``(uid, key)``."""
+        """Keep ``receipt`` for ``(uid, key)`` (sealed, bound to its key, when encrypted)."""
         with self._cond:
-            self._session(uid).receipts[key] = copy.deepcopy(dict(receipt))
+            session = self._session(uid)
+            cipher = self._cipher(session)
+            if cipher is None:
+                session.receipts[key] = copy.deepcopy(dict(receipt))
+                return
+            rid = cipher.receipt_id(key)
+            plain = json.dumps({"key": key, "receipt": dict(receipt)}, sort_keys=True).encode()
+            session.receipts[rid] = cipher.seal_blob("receipt", plain, rid.encode())
 
     def workload(self, uid: str) -> str | None:
         """The workload TOML recorded for ``uid``, or None."""
-        return self._session(uid).workload
+        with self._cond:
+            session = self._session(uid)
+            return self._open_workload(session, session.workload, _CURRENT)
 
     def set_workload(self, uid: str, text: str) -> None:
         """Record ``text`` as the session's workload (replaces any), kept by its digest."""
         with self._cond:
             self.keep_workload(uid, text)
-            self._session(uid).workload = text
+            session = self._session(uid)
+            session.workload = self._seal_workload(session, text, _CURRENT)
 
     def keep_workload(self, uid: str, text: str) -> str:
         """Keep ``text`` by its digest (as FileStore's ``WORKLOAD.<digest>``); the digest."""
         digest = workloadref.digest_of(text)
         with self._cond:
-            self._session(uid).workloads[digest] = text
+            session = self._session(uid)
+            session.workloads[digest] = self._seal_workload(session, text, digest.encode())
         return digest
 
     def workload_at(self, uid: str, digest: str) -> str | None:
         """The workload kept for ``uid`` under ``digest``, or None."""
-        return self._session(uid).workloads.get(digest)
+        with self._cond:
+            session = self._session(uid)
+            return self._open_workload(session, session.workloads.get(digest), digest.encode())
+
+    def _seal_workload(self, session: _Session, text: str, binding: bytes) -> bytes:
+        cipher = self._cipher(session)
+        data = text.encode("utf-8")
+        return data if cipher is None else cipher.seal_blob("workload", data, binding)
+
+    def _open_workload(self, session: _Session, kept: bytes | None, binding: bytes) -> str | None:
+        if kept is None:
+            return None
+        cipher = self._cipher(session)
+        data = kept if cipher is None else cipher.open_blob("workload", kept, binding)
+        return data.decode("utf-8")
 
     def _session(self, uid: str) -> _Session:
         check_uid(uid)
@@ -313,8 +420,14 @@ class MemoryComponentStore:
                 )
             part = session.components.get(self._name)
             if part is None:
-                meta = SessionMeta(uid=self._uid, name=self._name)
-                part = session.components[self._name] = _Session(meta)
+                meta = SessionMeta(uid=self._uid, name=self._name, encrypted=session.meta.encrypted)
+                key = None
+                if session.key is not None:  # a tool store of its own key, made with it
+                    if self._store.master is None:
+                        session.key.cipher(None)  # the exit 26 error
+                    key = self._store._new_key(f"{self._uid}/{self._name}")
+                part = session.components[self._name] = _Session(meta, key=key)
+            self._store._cipher(part)
             _check_free(part, self._uid)
             part.fence = max(part.fence, part.tail.max_fence) + 1
             part.writer = MemoryWriter(self._store, part)
@@ -324,7 +437,7 @@ class MemoryComponentStore:
         """The component's working state (version 0 before its first writer)."""
         with self._store._cond:
             part = self._store._session(self._uid).components.get(self._name)
-            return WorkingState() if part is None else state_of(part)
+            return WorkingState() if part is None else state_of(part, self._store._cipher(part))
 
     def read(self, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
         records = self._records()
@@ -349,7 +462,9 @@ class MemoryComponentStore:
     def _records(self) -> builtins.list[Record]:
         with self._store._cond:
             part = self._store._session(self._uid).components.get(self._name)
-            return [] if part is None else list(part.records)
+            if part is None:
+                return []
+            return open_records(self._store._cipher(part), part.records)
 
 
 class MemoryWriter:
@@ -385,7 +500,7 @@ class MemoryWriter:
     ) -> CommitResult:
         del sync  # memory has no durability to defer: every commit is as final as it gets
         check_commit_id(commit_id)
-        with self._store._cond:
+        with self._store._cond, self._store._plain_state(self._session) as cipher:
             tail = self._live_tail()
             first = tail.duplicate(commit_id)
             if first is not None:
@@ -397,14 +512,14 @@ class MemoryWriter:
                 max_bytes=self._store.max_commit_bytes,
             )  # fmt: skip
             if new is not None:
-                self._session.states.append((tail.last_seq, new))
-            return self._land(records, events, commit_id, new, use)
+                self._session.states.append((tail.last_seq, *seal_state(cipher, new)))
+            return self._land(records, events, commit_id, new, use, cipher)
 
     def append_records(self, records: Sequence[Record]) -> CommitResult:
-        with self._store._cond:
+        with self._store._cond, self._store._plain_state(self._session) as cipher:
             tail = self._live_tail()
             tail.check_records(self.uid, records, max_bytes=self._store.max_commit_bytes)
-            return self._land(list(records), None, None)
+            return self._land(list(records), None, None, cipher=cipher)
 
     def sync(self) -> None:
         """Nothing to do: see :meth:`append`."""
@@ -412,7 +527,8 @@ class MemoryWriter:
     @property
     def state(self) -> WorkingState:
         """The working state as of the last commit."""
-        return self._session.tail.state
+        with self._store._cond:
+            return state_of(self._session, self._store._cipher(self._session))
 
     def info(self) -> SessionInfo:
         """The session as :meth:`MemoryStore.get` returns it."""
@@ -442,22 +558,26 @@ class MemoryWriter:
         cid: str | None,
         state: WorkingState | None = None,
         fence: int = 0,
+        cipher: SessionCipher | None = None,
     ) -> CommitResult:
         result = self._session.tail.advance(records, events, cid, state, fence=fence)
-        self._session.records.extend(records)
+        self._session.records.extend(seal_records(cipher, records))
         self._session.update_time_ns = time.time_ns()
         self._store._cond.notify_all()
         return result
 
 
-def state_of(session: _Session, before_seq: int = 0) -> WorkingState:
+def state_of(session: _Session, cipher: SessionCipher | None, before_seq: int = 0) -> WorkingState:
     """The working state of one in-memory journal (a session's, or a component store's):
-    the latest, or the latest committed at a head below ``before_seq``."""
+    the latest, or the latest committed at a head below ``before_seq`` (opened by
+    ``cipher`` when sealed)."""
     if before_seq <= 0:
-        return session.tail.state
-    for chain_seq, state in reversed(session.states):
+        if cipher is None or not session.state_blob:
+            return session.tail.state
+        return open_state(cipher, session.tail.state, session.state_blob)
+    for chain_seq, state, blob in reversed(session.states):
         if chain_seq < before_seq:
-            return state
+            return open_state(cipher, state, blob)
     return WorkingState()
 
 

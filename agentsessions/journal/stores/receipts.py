@@ -11,17 +11,28 @@ of the hash chain: it is the executor's dedup state, kept by the host for execut
 have none. Besides outcomes it holds two marks (a receipt without ``result``): ``started``
 (an approved call's executor is about to run) and ``unknown`` (a resume found the call's
 outcome unknown: it is unresolved for a person, whose ``resolve`` appends the outcome).
+
+In an encrypted session (docs/FORMAT.md 15) a line is ``{"id": ..., "sealed": ...}``: the
+id is a MAC of the key under the data key (``SessionCipher.receipt_id``), so the file does
+not show the key, and ``sealed`` is the line's ``{"key", "receipt"}`` sealed as a blob bound
+to that id: a line moved under another id fails its tag, and one whose key does not MAC to
+its id is refused, so a key holder (``verify``) checks every line without knowing the keys.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentsessions.errors import StorageError
+from agentsessions.errors import JournalCorruptError, StorageError
 from agentsessions.journal.format.durable import FileSystem
+
+if TYPE_CHECKING:
+    from agentsessions.journal.stores.filecrypt import SessionCipher
 
 RECEIPTS_NAME = "TOOLRECEIPTS"
 WORKLOAD_NAME = "WORKLOAD"
@@ -36,8 +47,11 @@ def kept_workload_name(digest: str) -> str:
     return f"{WORKLOAD_NAME}.{digest}"
 
 
-def read_receipt(path: str | os.PathLike[str], key: str) -> dict[str, Any] | None:
-    """The latest receipt kept for ``key`` in the file at ``path``, or None."""
+def read_receipt(
+    path: str | os.PathLike[str], key: str, cipher: SessionCipher | None = None
+) -> dict[str, Any] | None:
+    """The latest receipt kept for ``key`` in the file at ``path``, or None; ``cipher``:
+    an encrypted session's, which opens sealed lines (a failed tag is exit 8)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -45,7 +59,9 @@ def read_receipt(path: str | os.PathLike[str], key: str) -> dict[str, Any] | Non
         return None
     except OSError as exc:
         raise StorageError(f"cannot read tool receipts {path}: {exc.strerror}") from exc
-    found: dict[str, Any] | None = None
+    found: Any = None
+    want = cipher.receipt_id(key) if cipher is not None else key
+    field = "id" if cipher is not None else "key"
     for line in data.splitlines():
         if not line.strip():
             continue
@@ -53,15 +69,77 @@ def read_receipt(path: str | os.PathLike[str], key: str) -> dict[str, Any] | Non
             entry = json.loads(line)
         except ValueError:
             continue  # a torn line: that outcome was never acknowledged
-        if isinstance(entry, dict) and entry.get("key") == key:
-            receipt = entry.get("receipt")
-            found = receipt if isinstance(receipt, dict) else None
+        if isinstance(entry, dict) and entry.get(field) == want:
+            found = entry.get("sealed") if cipher is not None else entry.get("receipt")
+    if cipher is not None and found is not None:
+        found = _open(cipher, key, found, path)
+    return found if isinstance(found, dict) else None
+
+
+def _open(cipher: SessionCipher, key: str, sealed: Any, path: str | os.PathLike[str]) -> Any:
+    entry = open_line(cipher, {"id": cipher.receipt_id(key), "sealed": sealed}, path)
+    if entry.get("key") != key:
+        raise JournalCorruptError(
+            f"{path}: the sealed receipt filed under {key!r} is another key's",
+            path=os.fspath(path),
+        )
+    return entry.get("receipt")
+
+
+def open_line(
+    cipher: SessionCipher, line: Mapping[str, Any], path: str | os.PathLike[str]
+) -> dict[str, Any]:
+    """The ``{"key", "receipt"}`` a sealed line holds: its blob is bound to the line's id,
+    and the key inside must MAC to that id (JournalCorruptError, exit 8, if not)."""
+    from agentsessions.journal.stores.filecrypt import RECEIPT_KIND
+
+    rid = str(line.get("id", ""))
+    try:
+        blob = base64.b64decode(str(line.get("sealed", "")), validate=True)
+    except (binascii.Error, ValueError):
+        raise JournalCorruptError(
+            f"{path}: a sealed receipt is not base64", path=os.fspath(path)
+        ) from None
+    try:
+        entry = json.loads(cipher.open_blob(RECEIPT_KIND, blob, rid.encode()))
+    except ValueError:
+        entry = None
+    if not isinstance(entry, dict) or cipher.receipt_id(str(entry.get("key"))) != rid:
+        raise JournalCorruptError(
+            f"{path}: a sealed receipt is not filed under its key's id", path=os.fspath(path)
+        )
+    return entry
+
+
+def sealed_lines(data: bytes) -> list[dict[str, Any]]:
+    """The whole sealed lines of an encrypted session's receipts file (torn ones skipped)."""
+    found = []
+    for line in data.splitlines():
+        try:
+            entry = json.loads(line) if line.strip() else None
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and "sealed" in entry:
+            found.append(entry)
     return found
 
 
 def append_receipt(
-    fs: FileSystem, path: str | os.PathLike[str], key: str, receipt: Mapping[str, Any]
+    fs: FileSystem,
+    path: str | os.PathLike[str],
+    key: str,
+    receipt: Mapping[str, Any],
+    cipher: SessionCipher | None = None,
 ) -> None:
-    """Keep ``receipt`` for ``key`` durably (one fsync; the directory too on creation)."""
-    line = json.dumps({"key": key, "receipt": dict(receipt)}, sort_keys=True, ensure_ascii=False)
+    """Keep ``receipt`` for ``key`` durably (one fsync; the directory too on creation);
+    sealed by ``cipher`` (an encrypted session's)."""
+    entry: dict[str, Any] = {"key": key, "receipt": dict(receipt)}
+    if cipher is not None:
+        from agentsessions.journal.stores.filecrypt import RECEIPT_KIND
+
+        rid = cipher.receipt_id(key)
+        plain = json.dumps(entry, sort_keys=True, ensure_ascii=False).encode("utf-8")
+        blob = cipher.seal_blob(RECEIPT_KIND, plain, rid.encode())
+        entry = {"id": rid, "sealed": base64.b64encode(blob).decode()}
+    line = json.dumps(entry, sort_keys=True, ensure_ascii=False)
     fs.append_durable(path, b"\n" + line.encode("utf-8") + b"\n")

@@ -11,7 +11,7 @@ with is found by stepping back over the state commits since then, never by a sca
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from agentsessions.errors import AcknowledgedDataMissingError, FormatError, JournalCorruptError
@@ -23,6 +23,14 @@ from agentsessions.journal.stores.store import WorkingState
 from agentsessions.journal.stores.tail import Tail
 
 _HINT = "run `agentsessions verify` on the session"
+
+StateOpener = Callable[[staterecord.StateRecord], bytes]
+"""The plaintext data of a STATE record (an encrypted store's cipher opens its sealed blob;
+None: the data is stored in the clear)."""
+
+
+def _data(record: staterecord.StateRecord, opener: StateOpener | None) -> bytes:
+    return record.data if opener is None else opener(record)
 
 
 def record_at(log: SegmentLog, where: staterecord.Where) -> staterecord.StateRecord:
@@ -44,38 +52,47 @@ def record_at(log: SegmentLog, where: staterecord.Where) -> staterecord.StateRec
     return record
 
 
-def load(log: SegmentLog, tail: Tail) -> None:
-    """Give ``tail.state`` its bytes (read from the frame the tail names), once."""
+def load(log: SegmentLog, tail: Tail, opener: StateOpener | None = None) -> None:
+    """Give ``tail.state`` its bytes (read from the frame the tail names, opened by
+    ``opener`` when sealed), once."""
     state = tail.state
     if not state.version or (state.data or not tail.state_size):
         return
     if tail.state_at is None:
         raise _lost(log, "the tail names a working state but not its frame")
     record = record_at(log, tail.state_at)
-    if record.version != state.version or len(record.data) != tail.state_size:
+    if record.version != state.version:
         raise _lost(log, f"its frame holds version {record.version}, not {state.version}")
-    tail.state = replace(state, data=record.data)
+    data = _data(record, opener)
+    if len(data) != tail.state_size:
+        raise _lost(log, f"its frame holds {len(data)} bytes, not {tail.state_size}")
+    tail.state = replace(state, data=data)
 
 
-def before(log: SegmentLog, tail: Tail, before_seq: int) -> WorkingState:
+def before(
+    log: SegmentLog, tail: Tail, before_seq: int, opener: StateOpener | None = None
+) -> WorkingState:
     """The working state as it stood before seq ``before_seq`` was written: step back from
     the latest STATE record over those committed at or after that seq."""
     where = tail.state_at
     while where is not None:
         record = record_at(log, where)
         if record.chain_seq < before_seq:
-            return working_state(record)
+            return replace(working_state(record), data=_data(record, opener))
         where = record.prev
     return WorkingState()
 
 
-def states(log: SegmentLog) -> Iterator[tuple[int, WorkingState]]:
+def states(
+    log: SegmentLog, opener: StateOpener | None = None
+) -> Iterator[tuple[int, WorkingState]]:
     """``(chain_seq, state)`` of every STATE frame of ``log`` in order (closed after)."""
     try:
         for frame in log.frames():
             if frame.rtype == RTYPE_STATE:
                 record = staterecord.decode(frame.payload)  # frames() checked its binding
-                yield record.chain_seq, working_state(record)
+                state = working_state(record)
+                yield record.chain_seq, replace(state, data=_data(record, opener))
     finally:
         log.close()
 

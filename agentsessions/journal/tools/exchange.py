@@ -27,7 +27,7 @@ from agentsessions.journal.stores.store import (
 )
 from agentsessions.journal.tools import exportfile
 from agentsessions.journal.tools.verify import Progress
-from agentsessions.journal.tools.verifyfile import verify_file
+from agentsessions.journal.tools.verifyfile import sealed_cipher, verify_file
 
 
 def export_session(
@@ -38,23 +38,32 @@ def export_session(
     compress: bool = True,
     progress: Progress | None = None,
     fs: FileSystem = DEFAULT_FS,
+    ciphertext: bool = False,
 ) -> dict[str, Any]:
     """Write session ``uid`` to ``out`` (zstd unless ``compress`` is False); returns a summary.
 
     Streams: records are read, written, compressed and written out a chunk at a time, so a
     session of any length costs bounded memory. A regular file is replaced atomically and
-    durably through ``fs``; a device or pipe (``/dev/stdout``) is written in place."""
+    durably through ``fs``; a device or pipe (``/dev/stdout``) is written in place.
+    ``ciphertext``: an encrypted session's sealed records and wrapped ``KEY`` as stored
+    (no master key needed; see :mod:`.exportfile`), instead of its decrypted records."""
     info: SessionInfo = store.get(uid)
     head = (info.last_seq, info.last_hash)
-    records = store.read(uid, 1, info.last_seq) if info.last_seq else iter(())
+    sealed: dict[str, Any] | None = None
+    if ciphertext:
+        from agentsessions.journal.stores.filecrypt import sealed_export
+
+        sealed, records = sealed_export(store, uid)
+    else:
+        records = store.read(uid, 1, info.last_seq) if info.last_seq else iter(())
     meta = info.meta.to_json()
     if is_stream(out):
-        count, size = _write_through(out, meta, records, head, compress)
+        count, size = _write_through(out, meta, records, head, compress, sealed)
     else:
         # durable like every file the journal writes: tmp, fsync, replace, directory fsync,
         # so an acknowledged export survives a power loss and a crash never leaves half a file
         with fs.atomic_stream(out) as emit:
-            count, size = _export(emit, meta, records, head, compress)
+            count, size = _export(emit, meta, records, head, compress, sealed)
     if progress is not None:
         progress(count, count)
     return {
@@ -65,6 +74,7 @@ def export_session(
         "path": str(out),
         "compressed": compress,
         "bytes": size,
+        **({"ciphertext": True} if ciphertext else {}),
     }
 
 
@@ -113,11 +123,12 @@ def _export(
     records: Iterable[Any],
     head: tuple[int, str],
     compress: bool,
+    sealed: dict[str, Any] | None = None,
 ) -> tuple[int, int]:
     """Stream the export to ``emit``; returns ``(records, bytes written)``."""
     sink = _Sink(emit, compress)
     try:
-        count = exportfile.write(sink, meta, records, head)
+        count = exportfile.write(sink, meta, records, head, sealed)
         sink.finish()
     except BaseException:
         sink.abort()
@@ -136,11 +147,16 @@ def is_stream(path: Path) -> bool:
 
 
 def _write_through(
-    out: Path, meta: dict[str, Any], records: Iterable[Any], head: tuple[int, str], compress: bool
+    out: Path,
+    meta: dict[str, Any],
+    records: Iterable[Any],
+    head: tuple[int, str],
+    compress: bool,
+    sealed: dict[str, Any] | None,
 ) -> tuple[int, int]:
     try:
         with out.open("wb") as stream:
-            return _export(stream.write, meta, records, head, compress)
+            return _export(stream.write, meta, records, head, compress, sealed)
     except OSError as exc:
         raise StorageError(f"cannot write {out}: {exc.strerror}", path=str(out)) from exc
 
@@ -157,11 +173,16 @@ def import_file(
 
     Two passes in bounded memory: the first verifies every record (nothing is created if
     one fails), the second reads the file again and appends; the writer re-checks each
-    record's link, so a file changed in between cannot slip anything in.
+    record's link, so a file changed in between cannot slip anything in. A sealed export
+    (``export --ciphertext``) needs the master key that wrapped its key (the store's,
+    ``store.master``): its records are decrypted, checked, and sealed again under the new
+    session's own key when the store encrypts (MasterKeyError, exit 26, without it).
     """
     if project is not None:
         check_project(project)
-    report = verify_file(path, max_record_bytes=store.max_commit_bytes)
+    master: Any = getattr(store, "master", None)
+    _check_sealed_importable(path, master)
+    report = verify_file(path, max_record_bytes=store.max_commit_bytes, master=master)
     if report.kind == "format":
         raise FormatError(report.reason)
     if not report.ok:
@@ -170,11 +191,15 @@ def import_file(
         )
     opened = exportfile.stream(path)
     meta = _meta_for(opened, project, name)
+    records: Iterable[Any] = opened.records
+    if opened.sealed is not None:
+        cipher = sealed_cipher(opened.sealed, master, path)
+        records = (cipher.open_payload(r.payload, seq=r.seq, fence=r.fence) for r in records)
     store.create(meta)
     try:
         with store.writer(meta.uid) as writer:
             done = 0
-            for batch in exportfile.iter_batches(opened.records, store.max_commit_bytes):
+            for batch in exportfile.iter_batches(records, store.max_commit_bytes):
                 writer.append_records(batch)
                 done += len(batch)
                 if progress is not None:
@@ -185,6 +210,22 @@ def import_file(
         raise
     result: SessionInfo = store.get(meta.uid)
     return result
+
+
+def _check_sealed_importable(path: Path, master: Any) -> None:
+    """A sealed export is refused up front (exit 26) when the store has no master key."""
+    if master is not None:
+        return
+    with contextlib.suppress(FormatError, StorageError):
+        if exportfile.stream(path).sealed is None:
+            return
+        from agentsessions.errors import MasterKeyError
+
+        raise MasterKeyError(
+            f"{path} is a ciphertext export: importing it needs the master key that "
+            "wrapped its key",
+            hint="give it: --key-file FILE, AGENTSESSIONS_KEY_FILE or AGENTSESSIONS_MASTER_KEY",
+        )
 
 
 def _meta_for(

@@ -13,6 +13,13 @@ record whose bytes, link or count disagree means a tampered one. Besides our own
 :func:`parse` reads JSON lines of ``agentsessions.v1.LogRecord`` (the gRPC ``Replay`` wire
 form) and the Go reference's record-array JSON, detected from the content.
 
+A *sealed* export of an encrypted session (``export --ciphertext``, docs/FORMAT.md 15) has
+``"sealed": {"scope", "key"}`` in its header (the session uid its records are bound to, and
+its wrapped ``KEY``), and each record line is ``<fence> <base64 of the sealed record>``: the
+chain is in each record's clear head and the end marker's ``sealed_sha256`` covers every
+sealed byte, so the file verifies without the key (damage, not a forger: the tags, checked
+by a key holder, find that); reading its records needs the master key that wrapped ``key``.
+
 :func:`stream` reads a file in bounded memory whatever it holds: zstd is decompressed in
 pieces with a size and ratio cap (a bomb is refused early), lines are capped at
 :data:`MAX_LINE_BYTES`, records are yielded one by one, and only a Go record array (one
@@ -21,14 +28,17 @@ JSON document) is read whole, capped at :data:`MAX_GO_BYTES`.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import codecs
+import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
 from agentsessions.errors import AgentSessionsError, FormatError, StorageError
-from agentsessions.journal.format import canonical, zstdcodec
+from agentsessions.journal.format import canonical, sealedhead, zstdcodec
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.tools import interchange
 
@@ -73,10 +83,15 @@ class Writable(Protocol):
 
 
 def write(
-    out: Writable, meta: dict[str, Any], records: Iterable[Record], head: tuple[int, str]
+    out: Writable,
+    meta: dict[str, Any],
+    records: Iterable[Record],
+    head: tuple[int, str],
+    sealed: dict[str, Any] | None = None,
 ) -> int:
     """Write an uncompressed export of ``records`` (which must end at ``head``) to ``out``,
-    a line at a time (nothing here holds more than one record)."""
+    a line at a time (nothing here holds more than one record). ``sealed``: a sealed
+    export's ``{"scope", "key"}``; each record's payload is then its sealed bytes."""
     last_seq, last_hash = head
     header = {
         "agentsessions_export": 1,
@@ -84,16 +99,23 @@ def write(
         "records": last_seq,
         "last_seq": last_seq,
         "last_hash": last_hash,
+        **({"sealed": sealed} if sealed is not None else {}),
     }
     out.write(canonical.dumps(header) + b"\n")
-    count = 0
+    count, digest = 0, hashlib.sha256()
     for record in records:
-        out.write(b"%d " % record.fence + record.payload + b"\n")
+        body = record.payload
+        if sealed is not None:  # the ciphertext is no hash's input: the trailer's digest is
+            digest.update(body)
+            body = base64.b64encode(body)
+        out.write(b"%d " % record.fence + body + b"\n")
         count += 1
     if count != last_seq:
         raise StorageError(f"export read {count} records but the journal head is {last_seq}")
-    trailer = {"end": {"records": count, "last_seq": last_seq, "last_hash": last_hash}}
-    out.write(canonical.dumps(trailer) + b"\n")
+    end: dict[str, Any] = {"records": count, "last_seq": last_seq, "last_hash": last_hash}
+    if sealed is not None:
+        end["sealed_sha256"] = digest.hexdigest()
+    out.write(canonical.dumps({"end": end}) + b"\n")
     return count
 
 
@@ -120,6 +142,7 @@ class Stream:
     records: Iterator[Record]
     meta: dict[str, Any] | None = None
     declared: dict[str, Any] | None = field(default=None)
+    sealed: dict[str, Any] | None = None  # a sealed export's {"scope", "key"}: records sealed
 
 
 def stream(path: Path) -> Stream:
@@ -141,8 +164,16 @@ def stream(path: Path) -> Stream:
             raise FormatError(f"{source}: unsupported export header")
         meta = header.get("session")
         declared = {k: header.get(k) for k in ("records", "last_seq", "last_hash")}
-        records = _stream_export(lines, header, source)
-        return Stream(FORMAT_EXPORT, records, meta if isinstance(meta, dict) else None, declared)
+        sealed = header.get("sealed")
+        if sealed is not None and not (
+            isinstance(sealed, dict)
+            and isinstance(sealed.get("scope"), str)
+            and isinstance(sealed.get("key"), dict)
+        ):
+            raise FormatError(f"{source}: the sealed export header is malformed")
+        records = _stream_export(lines, header, source, sealed is not None)
+        meta = meta if isinstance(meta, dict) else None
+        return Stream(FORMAT_EXPORT, records, meta, declared, sealed)
     if stripped.startswith(b"["):
         return Stream(FORMAT_GO, _stream_go(first, lines, source))
     if stripped.startswith(b"{"):
@@ -260,9 +291,9 @@ def _check_decodable(data: bytes, source: str, number: int) -> None:
 
 
 def _stream_export(
-    lines: Iterator[tuple[int, bytes]], header: dict[str, Any], source: str
+    lines: Iterator[tuple[int, bytes]], header: dict[str, Any], source: str, sealed: bool = False
 ) -> Iterator[Record]:
-    count, blank, trailer = 0, 0, None
+    count, blank, trailer, digest = 0, 0, None, hashlib.sha256()
     for number, line in lines:
         if _blank(line):
             blank = blank or number
@@ -275,7 +306,9 @@ def _stream_export(
                 raise FormatError(f"{source}: line {number} is not a record line")
             continue
         count += 1
-        record = _export_record(line, count, source)
+        record = (_sealed_record if sealed else _export_record)(line, count, source)
+        if sealed:
+            digest.update(record.payload)
         del line  # the record holds its payload; the line would be a second copy of it
         yield record
         del record  # nor is it kept while the next line is read
@@ -289,6 +322,8 @@ def _stream_export(
         raise FormatError(
             f"{source}: end marker declares {declared.get('records')} records, found {count}"
         )
+    if sealed and declared.get("sealed_sha256") != digest.hexdigest():
+        raise FormatError(f"{source}: the sealed records do not match the end marker's digest")
 
 
 def _stream_go(first: bytes, lines: Iterator[tuple[int, bytes]], source: str) -> Iterator[Record]:
@@ -414,6 +449,22 @@ def _export_record(line: bytes, index: int, source: str) -> Record:
     except FormatError as exc:
         raise FormatError(f"{source}: line {index + 1}: {exc}") from None
     return Record(seq, prev, canonical.content_hash(payload), int(fence_text), payload)
+
+
+def _sealed_record(line: bytes, index: int, source: str) -> Record:
+    """A sealed export's record line: its seq is its place (from 1), its link the clear
+    head's; the payload is the sealed record (opened by a key holder)."""
+    fence_text, sep, body = line.partition(b" ")
+    if not sep or not fence_text.isdigit():
+        raise FormatError(f"{source}: line {index + 1} is not a record line")
+    try:
+        payload = base64.b64decode(body, validate=True)
+    except (binascii.Error, ValueError):
+        raise FormatError(f"{source}: line {index + 1} is not a sealed record") from None
+    chain = sealedhead.chain_of(payload)
+    if chain is None:
+        raise FormatError(f"{source}: line {index + 1} is not a sealed record")
+    return Record(index, chain[0], chain[1], int(fence_text), payload)
 
 
 def _parse_go(data: bytes, source: str) -> Parsed:

@@ -50,7 +50,13 @@ from agentsessions.journal.format.segmentlog import OpenScan, Position, SegmentF
 from agentsessions.journal.format.segmentread import Link, PayloadCheck, SegmentCheck, SegmentFiles
 from agentsessions.journal.stores.sessiondir import SessionDir
 from agentsessions.journal.tools.verifypool import Pool
-from agentsessions.journal.tools.verifysealed import KEYLESS_NOTE, Opener, Sealed, opener_for
+from agentsessions.journal.tools.verifysealed import (
+    KEYLESS_NOTE,
+    Opener,
+    Sealed,
+    check_blobs,
+    opener_for,
+)
 from agentsessions.v1 import schema
 
 if TYPE_CHECKING:
@@ -386,7 +392,10 @@ def verify_dir(
     try:
         fast = _Fast(strict, workers, master)
         items = _session_items(sdir, 0, logs, report, fast)
-        return walk(items, report, strict=strict, progress=progress, total=total)
+        walk(items, report, strict=strict, progress=progress, total=total)
+        if report.ok:  # a key holder also opens the state, receipts and workloads
+            check_blobs(sdir, sdir.name, master)
+        return report
     except MetadataCorruptError as exc:
         return failed_by(report, exc)
     except JournalCorruptError as exc:
@@ -399,10 +408,13 @@ def verify_dir(
             log.close()
 
 
-def verify_component_dir(cdir: Path, session_id: str, *, strict: bool = False) -> VerifyReport:
+def verify_component_dir(
+    cdir: Path, session_id: str, *, strict: bool = False, master: MasterKey | None = None
+) -> VerifyReport:
     """Verify a component (tool) store's directory (``LOCK``, ``TAIL``, ``journal/``, no
     ``session.json``): the same framing, chain and acknowledged-head checks as a session's
-    journal, from ``prev_hash ""``; its segment headers name ``session_id``."""
+    journal, from ``prev_hash ""``; its segment headers name ``session_id``. ``master``: an
+    encrypted tool store's records and states are opened with its key (scope ``uid/tool``)."""
     report = VerifyReport(source=str(cdir), uid=session_id, strict=strict)
     log: SegmentLog | None = None
     try:
@@ -411,7 +423,12 @@ def verify_component_dir(cdir: Path, session_id: str, *, strict: bool = False) -
         if scan.torn_tail:
             report.torn_tail = True
             report.notes.append("torn tail after the last commit (not acknowledged; ignored)")
-        return walk(_log_items(log, checks, 0), report, strict=strict)
+        scope = f"{session_id}/{cdir.name}"
+        opener = opener_for(cdir, master, report.notes, scope)
+        walk(_log_items(log, checks, 0, opener), report, strict=strict)
+        if report.ok:
+            check_blobs(cdir, session_id, master, scope, host=False)
+        return report
     except JournalCorruptError as exc:
         seq = int(exc.fields.get("seq", report.last_seq + 1))
         return report.fail(seq, str(exc), "corrupt")
@@ -628,10 +645,10 @@ def verify_session(
         parts = store.components(uid) if hasattr(store, "components") else ()
     except AgentSessionsError:
         parts = ()  # the session's own report names what is damaged
+    master = getattr(store, "master", None)
     for name in parts:
-        report.add_component(
-            name, verify_component_dir(store.component(uid, name).path, uid, strict=strict)
-        )
+        path = store.component(uid, name).path
+        report.add_component(name, verify_component_dir(path, uid, strict=strict, master=master))
     return report
 
 

@@ -11,12 +11,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentsessions.errors import CommitTooLargeError, FormatError
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.sessiondir import SessionDir
-from agentsessions.journal.tools.verify import Progress, VerifyReport, check_chain, verify_dir
+from agentsessions.journal.tools.verify import (
+    Progress,
+    VerifyReport,
+    check_chain,
+    verify_dir,
+    walk,
+)
+from agentsessions.journal.tools.verifysealed import Sealed
+
+if TYPE_CHECKING:
+    from agentsessions.journal.crypto.keys import MasterKey
+    from agentsessions.journal.stores.filecrypt import SessionCipher
 
 
 def verify_file(
@@ -25,8 +36,12 @@ def verify_file(
     strict: bool = False,
     progress: Progress | None = None,
     max_record_bytes: int = 0,
+    master: MasterKey | None = None,
 ) -> VerifyReport:
     """Verify an export file, LogRecord JSON lines, or a Go record array, offline.
+
+    A sealed export (``export --ciphertext``) is checked through its records' clear heads
+    without the key; with ``master`` each record is also decrypted and its hash recomputed.
 
     One pass in bounded memory (:func:`exportfile.stream`): the file is never held whole.
     ``max_record_bytes`` (import: the store's commit limit) raises CommitTooLargeError for
@@ -43,9 +58,32 @@ def verify_file(
         records = opened.records
         if max_record_bytes:
             records = _within(records, max_record_bytes, path)
+        if opened.sealed is not None:
+            cipher = sealed_cipher(opened.sealed, master, path) if master is not None else None
+            items = (Sealed(r.seq, r.payload, _opener(cipher)) for r in records)
+            return walk(items, report, strict=strict, progress=progress, total=total)
         return check_chain(records, report, strict=strict, progress=progress, total=total)
     except FormatError as exc:
         return report.fail(0, str(exc), "format")
+
+
+def sealed_cipher(sealed: dict[str, Any], master: MasterKey, path: Path) -> SessionCipher:
+    """The cipher of a sealed export's records: its ``key`` unwrapped by ``master`` for its
+    ``scope`` (MasterKeyError, exit 26, for another master key)."""
+    import json
+
+    from agentsessions.journal.crypto.keys import unwrap
+    from agentsessions.journal.stores.filecrypt import SessionCipher
+
+    scope = str(sealed["scope"])
+    content = json.dumps(sealed["key"]).encode()
+    return SessionCipher(unwrap(content, master, scope, where=f"{path} (its key)"), scope)
+
+
+def _opener(cipher: SessionCipher | None) -> Any:
+    if cipher is None:
+        return None
+    return lambda seq, payload: cipher.open_payload(payload, seq=seq).content_hash
 
 
 def _within(records: Iterable[Record], limit: int, path: Path) -> Iterator[Record]:
@@ -81,14 +119,19 @@ def verify_parsed(
 
 
 def verify_path(
-    path: Path, *, strict: bool = False, progress: Progress | None = None
+    path: Path,
+    *,
+    strict: bool = False,
+    progress: Progress | None = None,
+    master: MasterKey | None = None,
 ) -> VerifyReport:
-    """Verify a session directory or a journal file copied anywhere (no store needed)."""
+    """Verify a session directory or a journal file copied anywhere (no store needed);
+    ``master`` opens encrypted records (a sealed export's, an encrypted session's)."""
     if path.is_dir():
         if not SessionDir(path).is_session():
             reason = f"{path} is not a session directory"
             return VerifyReport(source=str(path)).fail(0, reason, "format")
-        return verify_dir(path, strict=strict, progress=progress)
+        return verify_dir(path, strict=strict, progress=progress, master=master)
     if not path.exists():
         return VerifyReport(source=str(path)).fail(0, f"{path} does not exist", "format")
-    return verify_file(path, strict=strict, progress=progress)
+    return verify_file(path, strict=strict, progress=progress, master=master)
