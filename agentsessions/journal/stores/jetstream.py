@@ -31,12 +31,14 @@ import builtins
 import secrets
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from agentsessions.errors import (
     InvalidArgumentError,
     LockHeldError,
+    MetadataCorruptError,
     NotFoundError,
     SessionDeletedError,
     UnavailableError,
@@ -44,9 +46,12 @@ from agentsessions.errors import (
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores import forking
 from agentsessions.journal.stores import jetstream_checkpoint as checkpoint
+from agentsessions.journal.stores import jetstream_list as listing
+from agentsessions.journal.stores import jetstream_live as live
 from agentsessions.journal.stores import jetstream_wire as wire
 from agentsessions.journal.stores.jetstream_client import Client
 from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream_extras import Extras, HarnessRecords
 from agentsessions.journal.stores.jetstream_follow import follow_subject
 from agentsessions.journal.stores.jetstream_writer import JetStreamWriter, shadow
 from agentsessions.journal.stores.store import (
@@ -92,6 +97,9 @@ class JetStreamStore:
             )
         self._held: set[str] = set()  # subjects this store has an open writer on
         self._lock = threading.Lock()
+        self._extras = Extras(self._client, options.prefix, self._meta)
+        self.unindexed: builtins.list[MetadataCorruptError] = []  # found by the last list
+        self._live: dict[str, Any] = {}  # journal subject -> its writer's probe responder
 
     # -- sessions -----------------------------------------------------------------------
     def create(self, meta: SessionMeta) -> SessionInfo:
@@ -110,19 +118,16 @@ class JetStreamStore:
         check_project(project)
         size = clamp_page_size(page_size)
         after = decode_cursor(cursor) if cursor else None
-        rows = []
-        for uid in self.uids():
-            meta, deleted, ut = self._meta(uid)
-            if meta.project == project and not deleted:
-                rows.append((meta, ut))
+        # two batched reads (jetstream_list.py), not one read per session
+        metas, self.unindexed = listing.all_metas(self._client, self._opts.prefix)
+        rows = [(m, ut) for m, deleted, ut in metas if m.project == project and not deleted]
         rows.sort(key=lambda r: (-r[0].create_time_ns, r[0].uid))
         if after is not None:
             ns, last_uid = after
             rows = [r for r in rows if (-r[0].create_time_ns, r[0].uid) > (-ns, last_uid)]
-        page = [
-            self._info(m, False, ut, self._client.last(self._journal(m.uid)))
-            for m, ut in rows[: size + 1]
-        ]
+        shown = rows[: size + 1]
+        heads = listing.journal_heads(self._client, [self._journal(m.uid) for m, _ut in shown])
+        page = [self._info(m, False, ut, heads.get(self._journal(m.uid))) for m, ut in shown]
         if len(page) <= size:
             return Page(page)
         last = page[size - 1]
@@ -224,6 +229,63 @@ class JetStreamStore:
     def close(self) -> None:
         self._client.close()
 
+    # -- optional capabilities (the file store's small files: jetstream_extras.py) ---------
+    def request_cancel(self, uid: str, execution_id: str, reason: str = "") -> None:
+        """Durably ask the running turn of ``execution_id``, on any host, to stop at its
+        next effect boundary (``P.x.<uid>``)."""
+        self._extras.request_cancel(uid, execution_id, reason)
+
+    def cancel_requested(self, uid: str) -> str | None:
+        """The execution id the pending cancel request names, or None (kept in memory while
+        a subscription says nothing changed: no round trip per effect)."""
+        return self._extras.cancel_requested(uid)
+
+    def cancel_reason(self, uid: str) -> str:
+        """The reason the pending cancel request gives ("" when none or not said)."""
+        return self._extras.cancel_reason(uid)
+
+    def clear_cancel(self, uid: str) -> None:
+        """Mark the pending cancel request answered (idempotent, durable)."""
+        self._extras.clear_cancel(uid)
+
+    def tool_receipt(self, uid: str, key: str) -> dict[str, Any] | None:
+        """The tool receipt kept for ``(uid, key)``, or None (``P.r.<uid>.<sha256(key)>``)."""
+        return self._extras.tool_receipt(uid, key)
+
+    def record_tool_receipt(self, uid: str, key: str, receipt: Mapping[str, Any]) -> None:
+        """Keep ``receipt`` for ``(uid, key)`` durably before returning."""
+        self._extras.record_tool_receipt(uid, key, receipt)
+
+    def workload(self, uid: str) -> str | None:
+        """The workload TOML recorded for ``uid`` (``P.w.<uid>``), or None."""
+        return self._extras.workload(uid)
+
+    def set_workload(self, uid: str, text: str) -> None:
+        """Record ``text`` as the session's workload (replaces any), kept by digest first."""
+        self._extras.set_workload(uid, text)
+
+    def keep_workload(self, uid: str, text: str) -> str:
+        """Keep ``text`` under its digest (``P.wk.<uid>.<digest>``, written once)."""
+        return self._extras.keep_workload(uid, text)
+
+    def workload_at(self, uid: str, digest: str) -> str | None:
+        """The workload kept for ``uid`` under ``digest``, or None."""
+        return self._extras.workload_at(uid, digest)
+
+    def writer_elsewhere(self, uid: str) -> bool:
+        """True when another store (any host) holds ``uid``'s journal writer and its
+        connection is alive, or might be (jetstream_live.py): ``cancel`` then asks the
+        running turn to stop instead of taking the journal over (which would fence it)."""
+        subject = self._journal(check_uid(uid))
+        with self._lock:
+            if subject in self._held:
+                return False  # this store's own writer: the engine's lock decides
+        return live.probe(self._client, live.owner_subject(self._opts.stream, uid))
+
+    def harness_records(self) -> HarnessRecords:
+        """The harness registrations of every host using this stream (``P.h``)."""
+        return self._extras.harness_records()
+
     # -- internals ----------------------------------------------------------------------
     def _journal(self, uid: str) -> str:
         return wire.journal_subject(self._opts.prefix, uid)
@@ -240,10 +302,15 @@ class JetStreamStore:
                 raise LockHeldError(f"session {uid} is busy: another writer holds it", session=uid)
             self._held.add(subject)
         try:
-            return JetStreamWriter(
+            writer = JetStreamWriter(
                 self._client, uid, subject, self.max_commit_bytes, self._release, base,
                 self.checkpoint_every,
             )  # fmt: skip
+            if subject == self._journal(uid):  # other hosts' cancel can tell it is live
+                self._live[subject] = live.serve(
+                    self._client, live.owner_subject(self._opts.stream, uid)
+                )
+            return writer
         except BaseException:
             self._release(subject)
             raise
@@ -251,6 +318,9 @@ class JetStreamStore:
     def _release(self, subject: str) -> None:
         with self._lock:
             self._held.discard(subject)
+            sub = self._live.pop(subject, None)
+        if sub is not None:
+            live.stop(self._client, sub)
 
     def _meta(self, uid: str) -> tuple[SessionMeta, bool, int]:
         check_uid(uid)
