@@ -46,6 +46,7 @@ from agentsessions.errors import (
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores import forking
 from agentsessions.journal.stores import jetstream_checkpoint as checkpoint
+from agentsessions.journal.stores import jetstream_identity as identity
 from agentsessions.journal.stores import jetstream_list as listing
 from agentsessions.journal.stores import jetstream_live as live
 from agentsessions.journal.stores import jetstream_wire as wire
@@ -95,6 +96,11 @@ class JetStreamStore:
                 hint=f"set max_payload to at least {max_commit_bytes + _HEADROOM} in the "
                 "server's config, or lower max_commit_bytes",
             )
+        try:  # a recreated stream is told from the old one by its genesis
+            identity.establish(self._client, options.prefix)
+        except BaseException:
+            self._client.close()
+            raise
         self._held: set[str] = set()  # subjects this store has an open writer on
         self._lock = threading.Lock()
         self._extras = Extras(self._client, options.prefix, self._meta)
@@ -107,6 +113,7 @@ class JetStreamStore:
         check_project(meta.project)
         if not meta.create_time_ns:
             meta = replace(meta, create_time_ns=time.time_ns())
+        identity.check(self._client, self._opts.prefix)  # its row would name a stale genesis
         self._put_meta(meta, deleted=False, new=True)
         return self._info(meta, False, meta.create_time_ns, None)
 
@@ -302,6 +309,7 @@ class JetStreamStore:
                 raise LockHeldError(f"session {uid} is busy: another writer holds it", session=uid)
             self._held.add(subject)
         try:
+            identity.check(self._client, self._opts.prefix)  # never write a replaced stream
             writer = JetStreamWriter(
                 self._client, uid, subject, self.max_commit_bytes, self._release, base,
                 self.checkpoint_every,
@@ -326,8 +334,10 @@ class JetStreamStore:
         check_uid(uid)
         msg = self._client.last(self._meta_subject(uid))
         if msg is None:
+            identity.check(self._client, self._opts.prefix)  # gone with a replaced stream?
             raise NotFoundError(f"session {uid} not found", session=uid)
         head = msg.head
+        identity.check_session(self._client, uid, str(head.get("sid", "")))
         return SessionMeta.from_json(head["meta"]), bool(head.get("del")), int(head.get("ut", 0))
 
     def _put_meta(
@@ -339,7 +349,9 @@ class JetStreamStore:
             last = self._client.last(subject)
             expect = last.stream_seq if last is not None else 0
         ut = update_time_ns or meta.create_time_ns
-        body = wire.meta_body(meta.to_json(), deleted=deleted, update_time_ns=ut)
+        body = wire.meta_body(
+            meta.to_json(), deleted=deleted, update_time_ns=ut, stream_id=self._client.genesis
+        )
         if self._client.publish(subject, body, expect=expect, token=_token()) is None:
             if new:
                 raise InvalidArgumentError(f"session {meta.uid} already exists")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 
 from agentsessions.errors import UnavailableError
+from agentsessions.journal.stores import jetstream_identity as identity
 from agentsessions.journal.stores import jetstream_wire as wire
 from agentsessions.journal.stores.jetstream_client import Client
 from agentsessions.journal.stores.tail import Tail
@@ -57,6 +58,12 @@ def load(client: Client, subject: str, base: Tail | None = None) -> wire.Folded:
         )  # fmt: skip
     after = start.stream_seq if start is not None else 0
     folded = wire.fold(client.messages(subject, after), base, start)
+    if start is not None and not folded.messages:  # nothing after it: is `at` still there?
+        last = client.last(subject)
+        if identity.below(last, start.stream_seq, start.tail.last_seq):
+            raise identity.missing(
+                client, subject, "its tail checkpoint", start.tail.last_seq, start.stream_seq
+            )
     if folded.tail.state.version and 0 < folded.state_stream_seq <= after:
         msg = client.at(subject, folded.state_stream_seq)  # the state's bytes: one message
         if msg is None or msg.state is None or msg.state.version != folded.tail.state.version:

@@ -48,6 +48,9 @@ def all_metas(client: Client, prefix: str) -> tuple[list[Row], list[MetadataCorr
         uid = subject.rsplit(".", 1)[1]
         try:
             head = wire.decode(data, seq, subject).head
+            named = str(head.get("sid", ""))
+            if named and named != client.genesis:
+                raise ValueError(f"it names stream identity {named[:12]}, not this stream's")
             rows.append(
                 (SessionMeta.from_json(head["meta"]), bool(head.get("del")), int(head.get("ut", 0)))
             )
