@@ -51,7 +51,7 @@ from agentsessions.journal.stores import jetstream_list as listing
 from agentsessions.journal.stores import jetstream_live as live
 from agentsessions.journal.stores import jetstream_wire as wire
 from agentsessions.journal.stores.jetstream_client import Client
-from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream_conn import JetStreamOptions, commit_problems
 from agentsessions.journal.stores.jetstream_extras import Extras, HarnessRecords
 from agentsessions.journal.stores.jetstream_follow import follow_subject
 from agentsessions.journal.stores.jetstream_writer import JetStreamWriter, shadow
@@ -97,6 +97,13 @@ class JetStreamStore:
                 "server's config, or lower max_commit_bytes",
             )
         try:  # a recreated stream is told from the old one by its genesis
+            problems = commit_problems(self._client.stream_config, max_commit_bytes, _HEADROOM)
+            if problems:
+                raise UnavailableError(
+                    f"the JetStream stream {options.stream!r} at {options.url} cannot hold "
+                    f"journals: {'; '.join(problems)}",
+                    hint="use another stream (?stream=NAME) or raise its max_msg_size",
+                )
             identity.establish(self._client, options.prefix)
         except BaseException:
             self._client.close()

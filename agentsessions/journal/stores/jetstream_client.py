@@ -48,9 +48,11 @@ class Client:
         self.fetched = 0  # messages read from the stream so far (tests bound the cost)
         self.round_trips = 0  # batched reads (last_many) made so far (tests bound the cost)
         self.genesis = ""  # the stream identity this connection found (jetstream_identity)
+        self.stream_config: Any = None  # the stream's settings, as found or created
         try:
-            check_server_synced(options)
+            # connect first: a server that is down is named as such, not by its monitor
             self._nc = self._loop.call(self._connect(), options.timeout + 1)
+            check_server_synced(options)
             self._js = self._nc.jetstream(timeout=options.timeout)
             self._loop.call(self._ensure_stream(), options.timeout + 1)
         except OutcomeUnknown:
@@ -88,8 +90,17 @@ class Client:
         except nats.js.errors.NotFoundError:
             config = stream_config(opts)
             config["storage"] = api.StorageType(config["storage"])
-            await self._js.add_stream(api.StreamConfig(**config))
+            try:
+                self.stream_config = (await self._js.add_stream(api.StreamConfig(**config))).config
+            except nats.js.errors.APIError as exc:  # e.g. another stream holds P.>
+                raise UnavailableError(
+                    f"cannot create the JetStream stream {opts.stream!r} for {opts.prefix}.> "
+                    f"at {opts.url}: {exc.description or exc}",
+                    hint="another stream may hold these subjects: name it (?stream=NAME) or "
+                    "use another prefix (?prefix=NAME)",
+                ) from None
             return
+        self.stream_config = info.config
         problems = stream_problems(info.config, opts)
         if problems:
             raise UnavailableError(
