@@ -4,6 +4,7 @@ numbers are never reused over what was acknowledged. Against the real durable se
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -16,9 +17,11 @@ import pytest
 
 from agentsessions.errors import NotFoundError, StreamReplacedError
 from agentsessions.journal.stores import jetstream_identity as identity
+from agentsessions.journal.stores import jetstream_wire as wire
 from agentsessions.journal.stores.jetstream import JetStreamStore
 from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
 from agentsessions.journal.stores.store import SessionMeta, new_uid
+from agentsessions.journal.stores.tail import Tail
 from agentsessions.sessions.offline import verify
 from agentsessions.sessions.storeurl import STORE_ENV
 from agentsessions.v1 import model
@@ -146,3 +149,63 @@ def test_a_stream_that_lost_a_message_is_refused_at_connect(
         "messages (its first sequence is "
     )
     assert "acknowledged commits may be missing" in run.stderr
+
+
+def _recreate(server: Any, stream: str) -> None:
+    config = _admin(server, lambda js: js.stream_info(stream)).config
+
+    async def again(js: Any) -> None:
+        await js.delete_stream(stream)
+        await js.add_stream(config)
+
+    _admin(server, again)
+
+
+def test_a_follower_whose_subject_starts_again_is_refused(nats_server: Any) -> None:
+    stream, prefix, url = _names(nats_server)
+    store = _open(url)
+    try:
+        uid = new_uid()
+        store.create(SessionMeta(uid=uid))
+        with store.writer(uid) as w:
+            w.append([_say("a")])
+            w.append([_say("b")])
+        follower = store.follow(uid, 1, idle_timeout=60)
+        assert [next(follower).seq, next(follower).seq] == [1, 2]
+        _recreate(nats_server, stream)
+        # something writes the subject again (a restore, another host): the follower wakes
+        fence = wire.fence_body(1, Tail())
+        _admin(nats_server, lambda js: js.publish(f"{prefix}.j.{uid}", fence))
+        with pytest.raises(StreamReplacedError, match="was replaced"):
+            next(follower)
+    finally:
+        store.close()
+
+
+def test_a_checkpoint_beyond_its_journal_is_evidence_of_lost_messages(nats_server: Any) -> None:
+    """A partial restore: the metadata and the tail checkpoint came back, the journal did
+    not. A writer would have numbered from 1; it is refused, naming the checkpoint."""
+    stream, prefix, url = _names(nats_server)
+    store = JetStreamStore(JetStreamOptions.parse(url), checkpoint_every=2)
+    uid = new_uid()
+    try:
+        store.create(SessionMeta(uid=uid))
+        with store.writer(uid) as w:
+            for text in "abcd":
+                w.append([_say(text)])
+        kept = [store._client.last(f"{prefix}.{kind}.{uid}") for kind in ("m", "t")]
+    finally:
+        store.close()
+    _recreate(nats_server, stream)
+    meta, ckpt = kept
+    assert meta is not None and ckpt is not None
+    row = wire.meta_body(meta.head["meta"], deleted=False, update_time_ns=1)  # no identity
+    _admin(nats_server, lambda js: js.publish(f"{prefix}.m.{uid}", row))
+    body = json.dumps(ckpt.head, separators=(",", ":")).encode() + b"\n"
+    _admin(nats_server, lambda js: js.publish(f"{prefix}.t.{uid}", body))
+    restored = _open(url)
+    try:
+        with pytest.raises(StreamReplacedError, match="ends before its tail checkpoint"):
+            restored.writer(uid)
+    finally:
+        restored.close()
