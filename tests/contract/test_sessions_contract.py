@@ -111,8 +111,24 @@ ENGINES: dict[str, Callable[[Path], AbstractContextManager[Sessions]]] = {
 }
 
 
-@pytest.fixture(params=sorted(ENGINES))
+@pytest.fixture(params=[*sorted(ENGINES), "local-jetstream"])
 def sessions(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sessions]:
+    if request.param == "local-jetstream":  # a real durable nats-server, once per run
+        from agentsessions.journal.stores.jetstream import JetStreamStore
+        from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+        from agentsessions.journal.stores.store import new_uid
+
+        token = new_uid()[5:17]
+        url = request.getfixturevalue("nats_server").store_url(
+            stream=f"E{token}", prefix=f"e{token}"
+        )
+        store = JetStreamStore(JetStreamOptions.parse(url))
+        try:
+            with _local(tmp_path, store) as engine:
+                yield engine
+        finally:
+            store.close()
+        return
     with ENGINES[request.param](tmp_path) as engine:
         yield engine
 

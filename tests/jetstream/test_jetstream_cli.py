@@ -48,14 +48,15 @@ def test_a_turn_runs_and_verifies_on_jetstream(nats_server: Any, tmp_path: Path)
     assert _cli(tmp_path, "get", uid).returncode == 3  # the file store never saw it
 
 
-def test_a_bad_or_unreachable_store_is_one_clear_line(tmp_path: Path) -> None:
+def test_a_bad_or_unreachable_store_is_one_clear_line(nats_server: Any, tmp_path: Path) -> None:
     bad = _cli(tmp_path, "--store", "redis://x", "list")
     assert bad.returncode == 2
     assert bad.stderr.startswith("agentsessions: error: invalid store 'redis://x'")
     down = _cli(tmp_path, "--store", "nats://127.0.0.1:9", "--allow-unsynced", "list")
     assert down.returncode == 12
     assert "cannot connect to the NATS server at nats://127.0.0.1:9" in down.stderr
-    unproven = _cli(tmp_path, "--store", "nats://127.0.0.1:9", "list")
+    assert _cli(tmp_path, "--store", "nats://127.0.0.1:9", "list").returncode == 12  # down first
+    unproven = _cli(tmp_path, "--store", nats_server.url, "list")  # up, but no monitor URL
     assert unproven.returncode == 12 and "--allow-unsynced" in unproven.stderr
 
 

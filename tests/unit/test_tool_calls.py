@@ -2,13 +2,15 @@
 
 A tests-only harness (``tests/tool_harness.py``) hands CONTROLLER_MEDIATED calls to
 ``sink.tool``; the ``append_line`` executor writes a line per effect, so a file's line count
-is the effect count. The store is a FileStore (its receipts are the TOOLRECEIPTS file) or a
-MemoryStore; the crash cases with a real killed process are ``tests/crash/test_kill_tool_call.py``.
+is the effect count. The store is a FileStore (its receipts are the TOOLRECEIPTS file), a
+MemoryStore or a JetStreamStore (``P.r`` subjects); the crash cases with a real killed
+process are ``tests/crash/test_kill_tool_call.py``.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -105,10 +107,24 @@ def _say(text: str) -> list[dict[str, Any]]:
     return [dict(model.text_message("user", text))]
 
 
-@pytest.fixture(params=["file", "memory"])
-def setup(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Any, Counting, Path]:
-    store: Any = FileStore(tmp_path / "home") if request.param == "file" else MemoryStore()
-    return store, Counting(AppendLine()), tmp_path / "effects.txt"
+@pytest.fixture(params=["file", "memory", "jetstream"])
+def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Any, Counting, Path]]:
+    if request.param == "jetstream":  # receipts on P.r subjects of a real durable server
+        from agentsessions.journal.stores.jetstream import JetStreamStore
+        from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+
+        token = new_uid()[5:17]
+        url = request.getfixturevalue("nats_server").store_url(
+            stream=f"T{token}", prefix=f"t{token}"
+        )
+        store: Any = JetStreamStore(JetStreamOptions.parse(url))
+        try:
+            yield store, Counting(AppendLine()), tmp_path / "effects.txt"
+        finally:
+            store.close()
+        return
+    store = FileStore(tmp_path / "home") if request.param == "file" else MemoryStore()
+    yield store, Counting(AppendLine()), tmp_path / "effects.txt"
 
 
 def _session(store: Any) -> str:

@@ -31,13 +31,14 @@ import builtins
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentsessions.errors import (
     InvalidArgumentError,
     LockHeldError,
+    MetadataCorruptError,
     NotFoundError,
     SessionDeletedError,
     UnavailableError,
@@ -45,9 +46,12 @@ from agentsessions.errors import (
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores import forking
 from agentsessions.journal.stores import jetstream_checkpoint as checkpoint
+from agentsessions.journal.stores import jetstream_identity as identity
+from agentsessions.journal.stores import jetstream_list as listing
+from agentsessions.journal.stores import jetstream_live as live
 from agentsessions.journal.stores import jetstream_wire as wire
 from agentsessions.journal.stores.jetstream_client import Client
-from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream_conn import JetStreamOptions, commit_problems
 from agentsessions.journal.stores.jetstream_crypt import (
     Keyring,
     Opener,
@@ -55,6 +59,7 @@ from agentsessions.journal.stores.jetstream_crypt import (
     VerifyRecord,
     verify_records,
 )
+from agentsessions.journal.stores.jetstream_extras import Extras, HarnessRecords
 from agentsessions.journal.stores.jetstream_follow import follow_subject
 from agentsessions.journal.stores.jetstream_keys import KeyStream
 from agentsessions.journal.stores.jetstream_writer import JetStreamWriter, shadow
@@ -107,10 +112,25 @@ class JetStreamStore:
                 hint=f"set max_payload to at least {max_commit_bytes + _HEADROOM} in the "
                 "server's config, or lower max_commit_bytes",
             )
+        try:  # a recreated stream is told from the old one by its genesis
+            problems = commit_problems(self._client.stream_config, max_commit_bytes, _HEADROOM)
+            if problems:
+                raise UnavailableError(
+                    f"the JetStream stream {options.stream!r} at {options.url} cannot hold "
+                    f"journals: {'; '.join(problems)}",
+                    hint="use another stream (?stream=NAME) or raise its max_msg_size",
+                )
+            identity.establish(self._client, options.prefix)
+        except BaseException:
+            self._client.close()
+            raise
         self._held: set[str] = set()  # subjects this store has an open writer on
         self._lock = threading.Lock()
         self._keys = KeyStream(self._client, options)
         self._ring = Keyring(self._keys, master)
+        self._extras = Extras(self._client, options.prefix, self._meta)
+        self.unindexed: builtins.list[MetadataCorruptError] = []  # found by the last list
+        self._live: dict[str, Any] = {}  # journal subject -> its writer's probe responder
 
     # -- sessions -----------------------------------------------------------------------
     def create(self, meta: SessionMeta) -> SessionInfo:
@@ -118,6 +138,7 @@ class JetStreamStore:
         check_project(meta.project)
         if not meta.create_time_ns:
             meta = replace(meta, create_time_ns=time.time_ns())
+        identity.check(self._client, self._opts.prefix)  # its row would name a stale genesis
         meta = replace(meta, encrypted=self.master is not None)
         if meta.encrypted:  # the key first: the metadata's marker promises it
             if self._client.last(self._meta_subject(meta.uid)) is not None:
@@ -134,19 +155,16 @@ class JetStreamStore:
         check_project(project)
         size = clamp_page_size(page_size)
         after = decode_cursor(cursor) if cursor else None
-        rows = []
-        for uid in self.uids():
-            meta, deleted, ut = self._meta(uid)
-            if meta.project == project and not deleted:
-                rows.append((meta, ut))
+        # two batched reads (jetstream_list.py), not one read per session
+        metas, self.unindexed = listing.all_metas(self._client, self._opts.prefix)
+        rows = [(m, ut) for m, deleted, ut in metas if m.project == project and not deleted]
         rows.sort(key=lambda r: (-r[0].create_time_ns, r[0].uid))
         if after is not None:
             ns, last_uid = after
             rows = [r for r in rows if (-r[0].create_time_ns, r[0].uid) > (-ns, last_uid)]
-        page = [
-            self._info(m, False, ut, self._client.last(self._journal(m.uid)))
-            for m, ut in rows[: size + 1]
-        ]
+        shown = rows[: size + 1]
+        heads = listing.journal_heads(self._client, [self._journal(m.uid) for m, _ut in shown])
+        page = [self._info(m, False, ut, heads.get(self._journal(m.uid))) for m, ut in shown]
         if len(page) <= size:
             return Page(page)
         last = page[size - 1]
@@ -312,6 +330,63 @@ class JetStreamStore:
     def close(self) -> None:
         self._client.close()
 
+    # -- optional capabilities (the file store's small files: jetstream_extras.py) ---------
+    def request_cancel(self, uid: str, execution_id: str, reason: str = "") -> None:
+        """Durably ask the running turn of ``execution_id``, on any host, to stop at its
+        next effect boundary (``P.x.<uid>``)."""
+        self._extras.request_cancel(uid, execution_id, reason)
+
+    def cancel_requested(self, uid: str) -> str | None:
+        """The execution id the pending cancel request names, or None (kept in memory while
+        a subscription says nothing changed: no round trip per effect)."""
+        return self._extras.cancel_requested(uid)
+
+    def cancel_reason(self, uid: str) -> str:
+        """The reason the pending cancel request gives ("" when none or not said)."""
+        return self._extras.cancel_reason(uid)
+
+    def clear_cancel(self, uid: str) -> None:
+        """Mark the pending cancel request answered (idempotent, durable)."""
+        self._extras.clear_cancel(uid)
+
+    def tool_receipt(self, uid: str, key: str) -> dict[str, Any] | None:
+        """The tool receipt kept for ``(uid, key)``, or None (``P.r.<uid>.<sha256(key)>``)."""
+        return self._extras.tool_receipt(uid, key)
+
+    def record_tool_receipt(self, uid: str, key: str, receipt: Mapping[str, Any]) -> None:
+        """Keep ``receipt`` for ``(uid, key)`` durably before returning."""
+        self._extras.record_tool_receipt(uid, key, receipt)
+
+    def workload(self, uid: str) -> str | None:
+        """The workload TOML recorded for ``uid`` (``P.w.<uid>``), or None."""
+        return self._extras.workload(uid)
+
+    def set_workload(self, uid: str, text: str) -> None:
+        """Record ``text`` as the session's workload (replaces any), kept by digest first."""
+        self._extras.set_workload(uid, text)
+
+    def keep_workload(self, uid: str, text: str) -> str:
+        """Keep ``text`` under its digest (``P.wk.<uid>.<digest>``, written once)."""
+        return self._extras.keep_workload(uid, text)
+
+    def workload_at(self, uid: str, digest: str) -> str | None:
+        """The workload kept for ``uid`` under ``digest``, or None."""
+        return self._extras.workload_at(uid, digest)
+
+    def writer_elsewhere(self, uid: str) -> bool:
+        """True when another store (any host) holds ``uid``'s journal writer and its
+        connection is alive, or might be (jetstream_live.py): ``cancel`` then asks the
+        running turn to stop instead of taking the journal over (which would fence it)."""
+        subject = self._journal(check_uid(uid))
+        with self._lock:
+            if subject in self._held:
+                return False  # this store's own writer: the engine's lock decides
+        return live.probe(self._client, live.owner_subject(self._opts.stream, uid))
+
+    def harness_records(self) -> HarnessRecords:
+        """The harness registrations of every host using this stream (``P.h``)."""
+        return self._extras.harness_records()
+
     # -- internals ----------------------------------------------------------------------
     def _journal(self, uid: str) -> str:
         return wire.journal_subject(self._opts.prefix, uid)
@@ -337,10 +412,16 @@ class JetStreamStore:
                 raise LockHeldError(f"session {uid} is busy: another writer holds it", session=uid)
             self._held.add(subject)
         try:
-            return JetStreamWriter(
+            identity.check(self._client, self._opts.prefix)  # never write a replaced stream
+            writer = JetStreamWriter(
                 self._client, uid, subject, self.max_commit_bytes, self._release, base,
                 self.checkpoint_every, cipher_of(),
             )  # fmt: skip
+            if subject == self._journal(uid):  # other hosts' cancel can tell it is live
+                self._live[subject] = live.serve(
+                    self._client, live.owner_subject(self._opts.stream, uid)
+                )
+            return writer
         except BaseException:
             self._release(subject)
             raise
@@ -348,13 +429,18 @@ class JetStreamStore:
     def _release(self, subject: str) -> None:
         with self._lock:
             self._held.discard(subject)
+            sub = self._live.pop(subject, None)
+        if sub is not None:
+            live.stop(self._client, sub)
 
     def _meta(self, uid: str) -> tuple[SessionMeta, bool, int]:
         check_uid(uid)
         msg = self._client.last(self._meta_subject(uid))
         if msg is None:
+            identity.check(self._client, self._opts.prefix)  # gone with a replaced stream?
             raise NotFoundError(f"session {uid} not found", session=uid)
         head = msg.head
+        identity.check_session(self._client, uid, str(head.get("sid", "")))
         return SessionMeta.from_json(head["meta"]), bool(head.get("del")), int(head.get("ut", 0))
 
     def _put_meta(
@@ -366,7 +452,9 @@ class JetStreamStore:
             last = self._client.last(subject)
             expect = last.stream_seq if last is not None else 0
         ut = update_time_ns or meta.create_time_ns
-        body = wire.meta_body(meta.to_json(), deleted=deleted, update_time_ns=ut)
+        body = wire.meta_body(
+            meta.to_json(), deleted=deleted, update_time_ns=ut, stream_id=self._client.genesis
+        )
         if self._client.publish(subject, body, expect=expect, token=_token()) is None:
             if new:
                 raise InvalidArgumentError(f"session {meta.uid} already exists")

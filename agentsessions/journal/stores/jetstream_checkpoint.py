@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from agentsessions.errors import UnavailableError
+from agentsessions.journal.stores import jetstream_identity as identity
 from agentsessions.journal.stores import jetstream_wire as wire
 from agentsessions.journal.stores.jetstream_client import Client
 from agentsessions.journal.stores.tail import Tail
@@ -67,6 +68,12 @@ def load(
     after = start.stream_seq if start is not None else 0
     messages = client.messages(subject, after)
     folded = wire.fold(messages if opener is None else opener.opened(messages), base, start)
+    if start is not None and not folded.messages:  # nothing after it: is `at` still there?
+        last = client.last(subject)
+        if identity.below(last, start.stream_seq, start.tail.last_seq):
+            raise identity.missing(
+                client, subject, "its tail checkpoint", start.tail.last_seq, start.stream_seq
+            )
     if folded.tail.state.version and 0 < folded.state_stream_seq <= after:
         msg = client.at(subject, folded.state_stream_seq)  # the state's bytes: one message
         if msg is not None and opener is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -45,9 +46,13 @@ class Client:
         self._loop = Loop()
         self._nc: NatsClient | None = None
         self.fetched = 0  # messages read from the stream so far (tests bound the cost)
+        self.round_trips = 0  # batched reads (last_many) made so far (tests bound the cost)
+        self.genesis = ""  # the stream identity this connection found (jetstream_identity)
+        self.stream_config: Any = None  # the stream's settings, as found or created
         try:
-            check_server_synced(options)
+            # connect first: a server that is down is named as such, not by its monitor
             self._nc = self._loop.call(self._connect(), options.timeout + 1)
+            check_server_synced(options)
             self._js = self._nc.jetstream(timeout=options.timeout)
             self._loop.call(self._ensure_stream(), options.timeout + 1)
         except OutcomeUnknown:
@@ -85,8 +90,17 @@ class Client:
         except nats.js.errors.NotFoundError:
             config = stream_config(opts)
             config["storage"] = api.StorageType(config["storage"])
-            await self._js.add_stream(api.StreamConfig(**config))
+            try:
+                self.stream_config = (await self._js.add_stream(api.StreamConfig(**config))).config
+            except nats.js.errors.APIError as exc:  # e.g. another stream holds P.>
+                raise UnavailableError(
+                    f"cannot create the JetStream stream {opts.stream!r} for {opts.prefix}.> "
+                    f"at {opts.url}: {exc.description or exc}",
+                    hint="another stream may hold these subjects: name it (?stream=NAME) or "
+                    "use another prefix (?prefix=NAME)",
+                ) from None
             return
+        self.stream_config = info.config
         problems = stream_problems(info.config, opts)
         if problems:
             raise UnavailableError(
@@ -240,3 +254,79 @@ class Client:
             ) from None
         except nats.errors.Error as exc:
             raise UnavailableError(f"NATS at {self.options.url}: {exc!r}") from None
+
+
+class TooManyResults(Exception):
+    """A batched read matched more subjects than the server answers in one batch."""
+
+
+async def _batched_last(client: Client, filters: list[str]) -> dict[str, tuple[int, bytes]]:
+    """One ``$JS.API.DIRECT.GET`` with ``multi_last``: the last message of every subject
+    matching ``filters`` as (stream sequence, body), streamed back on one inbox."""
+    assert client._nc is not None
+    nc, opts = client._nc, client.options
+    inbox = nc.new_inbox()
+    sub = await nc.subscribe(inbox)
+    out: dict[str, tuple[int, bytes]] = {}
+    try:
+        request = json.dumps({"multi_last": filters}).encode()
+        await nc.publish(f"$JS.API.DIRECT.GET.{opts.stream}", request, reply=inbox)
+        while True:
+            msg = await sub.next_msg(timeout=opts.timeout)
+            headers = msg.headers or {}
+            status = headers.get("Status")
+            if status in ("204", "404"):  # the end of the batch; no subject matched
+                return out
+            if status == "413":
+                raise TooManyResults(filters)
+            if status:
+                raise UnavailableError(
+                    f"JetStream refused a batched read of {opts.stream}: {status} "
+                    f"{headers.get('Description', '')}"
+                )
+            out[headers["Nats-Subject"]] = (int(headers["Nats-Sequence"]), msg.data or b"")
+    finally:
+        with contextlib.suppress(nats.errors.Error):
+            await sub.unsubscribe()
+
+
+def last_many(client: Client, filters: list[str]) -> dict[str, tuple[int, bytes]]:
+    """The last message of every subject matching ``filters`` (wildcards allowed), in one
+    round trip: (stream sequence, body) by subject. :class:`TooManyResults` past the
+    server's batch limit (1,024 subjects on 2.15): the caller splits the request."""
+    client.round_trips += 1
+    got = client._call(_batched_last(client, filters))
+    client.fetched += len(got)
+    return got
+
+
+def watch(client: Client, pattern: str, on_subject: Callable[[str], None]) -> Any:
+    """A core subscription calling ``on_subject(subject)`` (on the client's loop thread) for
+    each message published on ``pattern``; in place on the server when this returns."""
+    assert client._nc is not None
+    nc = client._nc
+
+    async def woke(msg: Any) -> None:
+        on_subject(str(msg.subject))
+
+    async def subscribe() -> Any:
+        sub = await nc.subscribe(pattern, cb=woke)
+        await nc.flush(timeout=max(1, int(client.options.timeout)))  # in place before a read
+        return sub
+
+    return client._call(subscribe())
+
+
+def reconnects(client: Client) -> int:
+    """How many times the connection was re-established (a core subscription may have
+    missed messages across each)."""
+    return int(client._nc.stats["reconnects"]) if client._nc is not None else 0
+
+
+def stream_state(client: Client) -> Any:
+    """The stream's state (first and last sequence, deleted count), as the server says."""
+
+    async def info() -> Any:
+        return (await client._js.stream_info(client.options.stream)).state
+
+    return client._call(info())

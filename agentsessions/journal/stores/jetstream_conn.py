@@ -74,7 +74,7 @@ def check_server_synced(options: JetStreamOptions) -> None:
             "read jetstream.config.sync_always, or pass --allow-unsynced",
             hint="run nats-server with `jetstream { sync_interval: always }` and `http: PORT`",
         )
-    varz = _get_json(options.monitor.rstrip("/") + "/varz", options.timeout)
+    varz = _get_json(options.monitor.rstrip("/") + "/varz", options.timeout, options.url)
     config = (varz.get("jetstream") or {}).get("config") or {}
     if config.get("sync_always") is not True:
         raise UnavailableError(
@@ -86,12 +86,17 @@ def check_server_synced(options: JetStreamOptions) -> None:
         )
 
 
-def _get_json(url: str, timeout: float) -> dict[str, Any]:
+def _get_json(url: str, timeout: float, server: str = "") -> dict[str, Any]:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:
             out = json.loads(resp.read())
     except (OSError, urllib.error.URLError, ValueError) as exc:
-        raise UnavailableError(f"cannot read the NATS monitoring endpoint {url}: {exc}") from None
+        why = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+        of = f" of the NATS server at {server}" if server else ""
+        raise UnavailableError(
+            f"cannot read the NATS monitoring endpoint {url}{of}: {why}",
+            hint="the store URL's monitor= must be the server's `http:` address",
+        ) from None
     if not isinstance(out, dict):
         raise UnavailableError(f"the NATS monitoring endpoint {url} answered {out!r}")
     return out
@@ -128,4 +133,55 @@ def stream_problems(config: Any, options: JetStreamOptions) -> list[str]:
         problems.append(f"max_age is {config.max_age}s (old commits would expire)")
     if f"{options.prefix}.>" not in (config.subjects or []):
         problems.append(f"subjects {config.subjects} do not include {options.prefix}.>")
+    return problems + _more_problems(config, options)
+
+
+PUBLISH_TRIES = 4  # as jetstream_client._PUBLISH_TRIES: an unknown outcome's retries
+
+
+def _value(obj: Any) -> Any:
+    return getattr(obj, "value", obj)  # an enum's value, or the value itself
+
+
+def _more_problems(config: Any, options: JetStreamOptions) -> list[str]:
+    """The settings beyond limits that could drop, hide or renumber a commit."""
+    problems = []
+    retention = _value(config.retention)
+    if retention not in (None, "limits"):
+        problems.append(f"retention is {retention!r} (messages would be removed once consumed)")
+    if config.allow_rollup_hdrs:
+        problems.append("rollup headers are allowed (a Nats-Rollup message purges a subject)")
+    if getattr(config, "allow_msg_ttl", False):
+        problems.append("per-message TTLs are allowed (a message with Nats-TTL would expire)")
+    if config.sealed:
+        problems.append("it is sealed (no commit could be written)")
+    if config.mirror or config.sources:
+        problems.append("it mirrors or sources other streams (not written by this store alone)")
+    if config.no_ack:
+        problems.append("no_ack is set (a commit would never be acknowledged)")
+    if config.first_seq and config.first_seq > 1:
+        problems.append(f"first_seq is {config.first_seq} (not numbered from 1)")
+    if _value(getattr(config, "persist_mode", None)) == "async":
+        problems.append("persist_mode is 'async' (acknowledged before it is written)")
+    if config.allow_direct is False:
+        problems.append("allow_direct is off (list reads every row in one direct get)")
+    span = PUBLISH_TRIES * (options.timeout + 1)
+    window = config.duplicate_window
+    if window is not None and window < span:
+        problems.append(
+            f"duplicate_window is {window:g}s, shorter than the {span:g}s an unknown commit "
+            "is retried for (a late retry could not be recognised)"
+        )
+    if config.num_replicas is not None and config.num_replicas < options.replicas:
+        problems.append(
+            f"it has {config.num_replicas} replica(s), fewer than the {options.replicas} asked"
+        )
     return problems
+
+
+def commit_problems(config: Any, max_commit_bytes: int, headroom: int) -> list[str]:
+    """A stream whose ``max_msg_size`` would refuse a commit the store accepts."""
+    size = getattr(config, "max_msg_size", None) if config is not None else None
+    if size is not None and 0 < size < max_commit_bytes + headroom:
+        return [f"max_msg_size is {size} bytes, less than a whole commit ({max_commit_bytes})"]
+    return []

@@ -11,6 +11,8 @@ import time
 from collections.abc import Iterator
 
 from agentsessions.journal.format.records import Record
+from agentsessions.journal.stores import jetstream_identity as identity
+from agentsessions.journal.stores import jetstream_wire as wire
 from agentsessions.journal.stores.jetstream_checkpoint import seek
 from agentsessions.journal.stores.jetstream_client import Client
 from agentsessions.journal.stores.jetstream_crypt import PLAIN, Opener
@@ -32,10 +34,12 @@ def follow_subject(
     try:
         # start at the message holding from_seq, not the subject's first (a flat cost)
         next_seq, after = from_seq, seek(client, subject, from_seq)
+        seen = 0  # the journal head of the last message read (evidence, if it goes)
         while True:
             got = False
             for msg in client.messages(subject, after):
                 after = msg.stream_seq
+                seen = max(seen, wire.head_seq(msg)) if "t" in msg.head else seen
                 for record in opener.open(msg, state=False).records:
                     if record.seq >= next_seq:
                         got = True
@@ -43,6 +47,8 @@ def follow_subject(
                         next_seq = record.seq + 1
             if got:
                 continue
+            if after and identity.below(client.last(subject), after, seen):
+                raise identity.missing(client, subject, "what this follower read", seen, after)
             if not _wait(client, sub, idle_timeout):
                 return
     finally:

@@ -20,7 +20,7 @@ Invariants:
 - a key is written with CAS at "no message" before the session's metadata (the
   ``encrypted`` marker promises it), and replaced only by a rewrap (CAS at the message read);
 - shredding secure-erases each key message (the server overwrites it) and then purges the
-  subjects, after a ``SHREDDED`` marker on the journal stream (``<prefix>.x.<uid>``, which
+  subjects, after a ``SHREDDED`` marker on the journal stream (``<prefix>.s.<uid>``, which
   cannot be deleted): a crash between them leaves a marker that every read honours and a
   second shred finishes;
 - nothing here holds an unwrapped key: callers unwrap with ``keys.unwrap``.
@@ -57,7 +57,7 @@ def key_prefix(options: JetStreamOptions) -> str:
 
 def shred_subject(prefix: str, uid: str) -> str:
     """The journal stream's subject of session ``uid``'s SHREDDED marker."""
-    return f"{prefix}.x.{uid}"
+    return f"{prefix}.s.{uid}"
 
 
 def key_config(options: JetStreamOptions) -> dict[str, Any]:

@@ -121,9 +121,15 @@ def fence_body(fence: int, after: Tail, *, deleted: bool = False) -> bytes:
     return _join({"k": "f", "f": fence, "del": deleted, "t": summary(after)}, [])
 
 
-def meta_body(meta: Mapping[str, Any], *, deleted: bool, update_time_ns: int) -> bytes:
-    """A session's metadata row (the last message on its meta subject wins)."""
-    return _join({"k": "m", "meta": dict(meta), "del": deleted, "ut": update_time_ns}, [])
+def meta_body(
+    meta: Mapping[str, Any], *, deleted: bool, update_time_ns: int, stream_id: str = ""
+) -> bytes:
+    """A session's metadata row (the last message on its meta subject wins); ``stream_id``
+    names the stream's genesis (``jetstream_identity``)."""
+    head = {"k": "m", "meta": dict(meta), "del": deleted, "ut": update_time_ns}
+    if stream_id:
+        head["sid"] = stream_id
+    return _join(head, [])
 
 
 def _join(head: Mapping[str, Any], parts: list[bytes]) -> bytes:

@@ -25,6 +25,7 @@ from agentsessions.errors import (
 )
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores import jetstream_checkpoint as checkpoint
+from agentsessions.journal.stores import jetstream_identity as identity
 from agentsessions.journal.stores import jetstream_wire as wire
 from agentsessions.journal.stores.jetstream_client import Client
 from agentsessions.journal.stores.jetstream_crypt import Opener, SubjectCipher
@@ -204,6 +205,11 @@ class JetStreamWriter:
     def _lost(self) -> Exception:
         """Why the subject moved under this writer (see the module docstring)."""
         last = self._client.last(self._subject)
+        if identity.below(last, self._stream_seq, self._tail.last_seq):  # never append over
+            return identity.missing(  # lost messages: a new head there would reuse numbers
+                self._client, self._subject, "this writer's acknowledged head",
+                self._tail.last_seq, self._stream_seq,
+            )  # fmt: skip
         if last is not None and last.head.get("del"):
             return SessionDeletedError(
                 f"session {self._uid} was deleted; it can no longer be written", session=self._uid

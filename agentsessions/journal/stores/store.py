@@ -36,7 +36,7 @@ import re
 import secrets
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from agentsessions.errors import InvalidArgumentError
 from agentsessions.journal.format.records import Record
@@ -430,6 +430,57 @@ class ComponentStore(Protocol):
 
     def state(self) -> WorkingState:
         """The component's working state, read-only (version 0: none yet, or never written)."""
+        ...
+
+
+@runtime_checkable
+class StoreExtras(Protocol):
+    """The optional capabilities the engine reaches by duck typing (``getattr(store, ...)``
+    in controller/cancel.py, controller/toolcalls.py, sessions/local.py, tools/recorded.py,
+    sessions/toolstores.py): cancel requests, tool receipts, the session's workload. The file,
+    memory and JetStream stores offer all of them; ``stores/extras_check.py`` has mypy check
+    that each does, with these signatures. The semantics are the file store's
+    (``docs/FORMAT.md``: CANCEL, TOOLRECEIPTS, WORKLOAD, WORKLOAD.<digest>)."""
+
+    def request_cancel(self, uid: str, execution_id: str, reason: str = "") -> None:
+        """Durably ask the running turn of ``execution_id`` to stop at its next effect."""
+        ...
+
+    def cancel_requested(self, uid: str) -> str | None:
+        """The execution id the pending request names, or None; asked before every effect
+        of a live turn, so it must be cheap."""
+        ...
+
+    def cancel_reason(self, uid: str) -> str:
+        """The reason the pending request gives ("" when none or not said)."""
+        ...
+
+    def clear_cancel(self, uid: str) -> None:
+        """Remove the pending request, if any (idempotent, durable)."""
+        ...
+
+    def tool_receipt(self, uid: str, key: str) -> dict[str, Any] | None:
+        """The receipt kept for ``(uid, key)``, or None."""
+        ...
+
+    def record_tool_receipt(self, uid: str, key: str, receipt: Mapping[str, Any]) -> None:
+        """Keep ``receipt`` for ``(uid, key)`` durably before returning."""
+        ...
+
+    def workload(self, uid: str) -> str | None:
+        """The session's workload TOML now, or None."""
+        ...
+
+    def set_workload(self, uid: str, text: str) -> None:
+        """Record ``text`` as the session's workload (replaces any), kept by digest first."""
+        ...
+
+    def keep_workload(self, uid: str, text: str) -> str:
+        """Keep ``text`` under its SHA-256 (written once); returns the digest."""
+        ...
+
+    def workload_at(self, uid: str, digest: str) -> str | None:
+        """The workload kept under ``digest``, or None."""
         ...
 
 

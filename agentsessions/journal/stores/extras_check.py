@@ -1,0 +1,27 @@
+"""A static check, for mypy only: every store offers :class:`~.store.StoreExtras`.
+
+The engine reaches these capabilities by duck typing (a store without them still serves),
+so nothing at run time would notice a store whose method is misspelt or takes other
+arguments; these functions make mypy compare each store's methods with the protocol's.
+Nothing here runs: the imports and functions exist under ``TYPE_CHECKING`` only (the
+JetStream store's nats-py stays an optional dependency).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agentsessions.journal.stores.filestore import FileStore
+    from agentsessions.journal.stores.jetstream import JetStreamStore
+    from agentsessions.journal.stores.memstore import MemoryStore
+    from agentsessions.journal.stores.store import StoreExtras
+
+    def _file(store: FileStore) -> StoreExtras:
+        return store
+
+    def _memory(store: MemoryStore) -> StoreExtras:
+        return store
+
+    def _jetstream(store: JetStreamStore) -> StoreExtras:
+        return store

@@ -1,0 +1,38 @@
+"""Every kind of message a session has on JetStream lives on a subject of its own: two
+features sharing one (as the cancel request and the SHREDDED marker once did) would read
+each other's messages."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("nats")
+
+from agentsessions.journal.stores import jetstream_checkpoint as checkpoint
+from agentsessions.journal.stores import jetstream_extras as extras
+from agentsessions.journal.stores import jetstream_identity as identity
+from agentsessions.journal.stores import jetstream_keys as keys
+from agentsessions.journal.stores import jetstream_wire as wire
+
+P, UID = "ags", "sess-0123456789abcdef"
+
+
+def test_each_kind_has_a_subject_of_its_own() -> None:
+    digest = "ab" * 32
+    subjects = {
+        "journal": wire.journal_subject(P, UID),
+        "meta": wire.meta_subject(P, UID),
+        "component": wire.component_subject(P, UID, "notes"),
+        "checkpoint": checkpoint.checkpoint_subject(wire.journal_subject(P, UID)),
+        "cancel": extras.cancel_subject(P, UID),
+        "receipt": extras.receipt_subject(P, UID, "k1"),
+        "workload": extras.workload_subject(P, UID),
+        "kept workload": extras.kept_workload_subject(P, UID, digest),
+        "harnesses": extras.harness_subject(P),
+        "genesis": identity.genesis_subject(P),
+        "shredded": keys.shred_subject(P, UID),
+    }
+    # no two kinds share a subject, nor a kind's wildcard its neighbour's (P.<kind>.*)
+    kinds = {name: s.split(".")[1] for name, s in subjects.items()}
+    assert len(set(subjects.values())) == len(subjects)
+    assert len(set(kinds.values())) == len(kinds), kinds
