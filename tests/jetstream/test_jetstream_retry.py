@@ -107,7 +107,7 @@ def test_an_election_longer_than_the_commit_timeout_is_unavailable(
     client, subject = store._client, _subject(store)
     client.options = replace(client.options, commit_timeout=0.3)
     _faults(client, ["no-leader"] * 1000)
-    with pytest.raises(UnavailableError, match="no stream leader.*nothing was written"):
+    with pytest.raises(UnavailableError, match=r"no stream leader.*nothing was written"):
         client.publish(subject, b'{"k":"x"}\n', expect=0, token="t3")
     assert client.subjects(subject) == {}
 

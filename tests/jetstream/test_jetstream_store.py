@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from agentsessions.errors import FencedError, UnavailableError
-from agentsessions.journal.stores import jetstream_wire as wire
 from agentsessions.journal.stores.jetstream import JetStreamStore
 from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
 from agentsessions.journal.stores.store import SessionMeta, new_uid
