@@ -150,6 +150,16 @@ class JetStreamWriter:
     def sync(self) -> None:
         """Nothing to do: the server fsyncs every commit before acknowledging it."""
 
+    def superseded(self) -> bool:
+        """True if the journal moved since this writer's last message (a writer on another
+        host took it over, or a delete fenced it): one read. A holder that keeps the writer
+        idle between turns asks before the next turn, and opens a new one (taking the
+        session back) instead of failing that turn on a lost CAS."""
+        if self._closed:
+            return True
+        last = self._client.last(self._subject)
+        return last is None or last.stream_seq != self._stream_seq
+
     def close(self) -> None:
         if not self._closed:
             self._closed = True
