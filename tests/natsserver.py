@@ -207,16 +207,35 @@ class NatsCluster:
         """The ``server_name`` of ``stream``'s leader, as a running node reports it ("" if
         none is known right now, e.g. during an election)."""
         for node in self.nodes:
-            if node.proc is None:
-                continue
-            jsz = node.monitor_json("/jsz?accounts=true&streams=true", quiet=True)
-            for account in jsz.get("account_details") or ():
-                for detail in account.get("stream_detail") or ():
-                    if detail.get("name") == stream:
-                        leader = (detail.get("cluster") or {}).get("leader") or ""
-                        if leader:
-                            return str(leader)
+            leader = (self._stream_detail(node, stream).get("cluster") or {}).get("leader")
+            if leader:
+                return str(leader)
         return ""
+
+    def wait_current(self, stream: str) -> bool:
+        """Until ``stream`` has a leader and every replica reports itself current (a
+        restarted node caught up); False if that did not happen within the bound."""
+        for _ in range(_START_TRIES):
+            for node in self.nodes:
+                detail = self._stream_detail(node, stream)
+                cluster = detail.get("cluster") or {}
+                replicas = cluster.get("replicas") or []
+                current = all(r.get("current") for r in replicas)
+                if cluster.get("leader") and current and len(replicas) == len(self.nodes) - 1:
+                    return True
+            time.sleep(0.05)
+        return False
+
+    @staticmethod
+    def _stream_detail(node: NatsServer, stream: str) -> dict[str, Any]:
+        if node.proc is None:
+            return {}
+        jsz = node.monitor_json("/jsz?accounts=true&streams=true", quiet=True)
+        for account in jsz.get("account_details") or ():
+            for detail in account.get("stream_detail") or ():
+                if detail.get("name") == stream:
+                    return dict(detail)
+        return {}
 
     def kill(self, name: str) -> None:
         """SIGKILL node ``name``."""

@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from agentsessions.errors import UnavailableError
 from agentsessions.journal.stores import jetstream_wire as wire
 from agentsessions.journal.stores.jetstream import JetStreamStore
 from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
@@ -117,32 +116,3 @@ def test_a_writer_survives_repeated_leader_kills(nats_cluster: Any) -> None:
         pytest.skip("set AGENTSESSIONS_TORTURE=N for N rounds of leader kills (~10 s each)")
     for _ in range(ROUNDS):
         _round(nats_cluster)
-
-
-def test_the_store_creates_its_stream_with_the_replicas_asked(nats_cluster: Any) -> None:
-    url = _url(nats_cluster)  # replicas=3
-    store = JetStreamStore(JetStreamOptions.parse(url))
-    try:
-        info = store._client._loop.call(store._client._js.stream_info(store._opts.stream), 10)
-        assert info.config.num_replicas == 3
-    finally:
-        store.close()
-    with pytest.raises(UnavailableError, match=r"it has 3 replica\(s\), not the 1 asked"):
-        JetStreamStore(JetStreamOptions.parse(url.replace("replicas=3", "replicas=1")))
-    JetStreamStore(JetStreamOptions.parse(url.replace("&replicas=3", ""))).close()  # not asked
-
-
-def test_a_client_connects_through_any_node_of_the_list(nats_cluster: Any) -> None:
-    from natsserver import free_port
-
-    down = f"127.0.0.1:{free_port()}"  # nothing listens there
-    url = _url(nats_cluster).replace("nats://", f"nats://{down},", 1)
-    store = JetStreamStore(JetStreamOptions.parse(url))
-    try:
-        uid = new_uid()
-        store.create(SessionMeta(uid=uid))
-        with store.writer(uid) as w:
-            w.append([_say(0)])
-        assert store.get(uid).last_seq == 1
-    finally:
-        store.close()

@@ -188,13 +188,14 @@ class Client:
         assert nc is not None
         return self._call(lambda: nc.subscribe(subject))
 
-    def wait(self, sub: Any, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for ``sub``'s next message; False if none came."""
+    def wait(self, sub: Any, timeout: float) -> bytes | None:
+        """Wait up to ``timeout`` seconds for ``sub``'s next message: its body (what was
+        published, which may not be stored yet, or ever), or None if none came."""
         try:
-            self._loop.call(sub.next_msg(timeout=timeout), timeout + self.options.timeout)
+            msg = self._loop.call(sub.next_msg(timeout=timeout), timeout + self.options.timeout)
         except (OutcomeUnknown, nats.errors.TimeoutError):
-            return False
-        return True
+            return None
+        return bytes(msg.data or b"")
 
     def unsubscribe(self, sub: Any) -> None:
         """End a follower's subscription."""
