@@ -76,6 +76,7 @@ def _round(cluster: Any) -> None:
         leader = cluster.leader_of(stream)
         assert leader, "the stream has no leader to kill"
         cluster.kill(leader)
+        assert len(writer.acked) < COMMITS  # the leader went mid-run
         writer.join(timeout=240)  # a bound: the writer retries for commit_timeout at most
         assert not writer.is_alive(), "the writer never finished"
         assert writer.error is None, f"the writer failed: {writer.error!r}"
