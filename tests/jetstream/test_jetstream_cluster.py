@@ -86,3 +86,16 @@ def test_a_follower_on_r3_sees_each_commit_without_the_next(nats_cluster: Any) -
     finally:
         writer_host.close()
         follower_host.close()
+
+
+def test_a_majority_of_the_monitoring_endpoints_must_show_fsync(nats_cluster: Any) -> None:
+    from natsserver import free_port
+
+    url = _url(nats_cluster)
+    monitors = nats_cluster.monitor.split(",")
+    down = [f"http://127.0.0.1:{free_port()}" for _ in range(2)]
+    one_down = url.replace(nats_cluster.monitor, ",".join([*monitors[:2], down[0]]))
+    JetStreamStore(JetStreamOptions.parse(one_down)).close()  # two of three answered
+    two_down = url.replace(nats_cluster.monitor, ",".join([monitors[0], *down]))
+    with pytest.raises(UnavailableError, match="cannot read the NATS monitoring endpoint"):
+        JetStreamStore(JetStreamOptions.parse(two_down))
