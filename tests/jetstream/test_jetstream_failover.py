@@ -4,7 +4,8 @@ A writer thread commits a few hundred small commits while the test SIGKILLs the 
 leader once, mid-run. During the election publishes fail at once or time out; the writer's
 client retries each with the same Msg-Id and CAS (``Client.publish``) until a new leader
 answers. Then: every acknowledged commit is in the stream exactly once, none is stored
-twice, the run completes, and the chain verifies through the store's own verify path (what
+twice, the run completes, a follower on another connection saw every record once in
+order through the election, and the chain verifies through the store's own verify path (what
 ``agentsessions verify --store nats://...`` runs). One round in the default suite;
 ``AGENTSESSIONS_TORTURE=N`` with ``-m torture`` runs N rounds.
 """
@@ -34,7 +35,9 @@ _POLLS = 3000  # polls of 20 ms for the writer to reach the kill point: a bound 
 
 def _url(cluster: Any) -> str:
     token = new_uid()[5:17]
-    return cluster.store_url(stream=f"FO{token}", prefix=f"fo{token}")
+    # timeout=3: a follower's read in flight to the killed leader waits one timeout (10 s
+    # by default) before it is asked again; the writer's tries are 2 s either way
+    return cluster.store_url(stream=f"FO{token}", prefix=f"fo{token}", timeout="3")
 
 
 def _say(i: int) -> dict[str, Any]:
@@ -60,6 +63,28 @@ class _Writer(threading.Thread):
             self.error = exc
 
 
+class _Follower(threading.Thread):
+    """Follows the session from another connection (another host) through the election."""
+
+    def __init__(self, url: str, uid: str) -> None:
+        super().__init__(daemon=True)
+        self.store = JetStreamStore(JetStreamOptions.parse(url))
+        self.uid = uid
+        self.seqs: list[int] = []
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            for record in self.store.follow(self.uid, 1, idle_timeout=120):
+                self.seqs.append(record.seq)
+                if record.seq == COMMITS:
+                    break
+        except BaseException as exc:  # reported by the test
+            self.error = exc
+        finally:
+            self.store.close()
+
+
 def _round(cluster: Any) -> None:
     url = _url(cluster)
     store = JetStreamStore(JetStreamOptions.parse(url))
@@ -67,6 +92,8 @@ def _round(cluster: Any) -> None:
     try:
         uid = new_uid()
         store.create(SessionMeta(uid=uid))
+        follower = _Follower(url, uid)
+        follower.start()
         writer = _Writer(store, uid)
         writer.start()
         for _ in range(_POLLS):
@@ -81,6 +108,9 @@ def _round(cluster: Any) -> None:
         assert not writer.is_alive(), "the writer never finished"
         assert writer.error is None, f"the writer failed: {writer.error!r}"
         assert cluster.leader_of(stream) not in ("", leader)  # a new leader took over
+        follower.join(timeout=240)
+        assert follower.error is None, f"the follower failed: {follower.error!r}"
+        assert follower.seqs == list(range(1, COMMITS + 1))  # each once, in order, live
         cluster.restart(leader)
         _check(url, uid, writer.acked)
     finally:

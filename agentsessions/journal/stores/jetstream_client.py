@@ -291,18 +291,19 @@ class Client:
         )
 
     def _call(self, coro: Callable[[], Coroutine[Any, Any, T]]) -> T:
-        """Run a read; one that meets an election (no responders, 503) is asked again
-        until ``commit_timeout`` has passed: reads change nothing, so a retry is safe."""
+        """Run a read; one that meets an election (no responders, 503, no answer) is asked
+        again until ``commit_timeout`` has passed: reads change nothing, so a retry is safe."""
         deadline = time.monotonic() + self.options.commit_timeout
         delay = _RETRY_FIRST
         while True:
             try:
                 return self._loop.call(coro(), self.options.timeout + 1)
-            except OutcomeUnknown:
-                raise UnavailableError(
-                    f"the NATS server at {self.options.url} did not answer within "
-                    f"{self.options.timeout:g}s"
-                ) from None
+            except OutcomeUnknown:  # e.g. asked of a leader that died: the next one answers
+                if time.monotonic() + delay >= deadline:
+                    raise UnavailableError(
+                        f"the NATS server at {self.options.url} did not answer within "
+                        f"{self.options.timeout:g}s"
+                    ) from None
             except nats.errors.Error as exc:
                 if not _electing(exc) or time.monotonic() + delay >= deadline:
                     raise UnavailableError(f"NATS at {self.options.url}: {exc!r}") from None

@@ -8,8 +8,8 @@ A core subscription sees a publish as it is sent, before the stream has stored i
 replicas, before a quorum has: FACTS.md), so a read right after a wake can miss the very
 message that woke it. The wake carries the published head (``"t".last_seq``): while it
 announces records not read yet, the follower reads again after short, growing pauses (a
-bound: a publish the stream refused, such as a fenced writer's, never lands). Without an
-idle timeout it also reads once every wait slice, in case a wake was lost on a reconnect.
+bound: a publish the stream refused, such as a fenced writer's, never lands). It also reads
+once every wait slice, in case a wake was lost while the connection moved to another node.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.jetstream_checkpoint import seek
 from agentsessions.journal.stores.jetstream_client import Client
 
-_WAIT_SLICE = 5.0  # how long one wait blocks when the follower has no idle timeout
+_WAIT_SLICE = 2.0  # the longest one wait blocks before reading anyway (a lost wake)
 _SETTLE = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)  # re-reads after a wake
 
 
@@ -37,6 +37,7 @@ def follow_subject(
         next_seq, after = from_seq, seek(client, subject, from_seq)
         announced = 0  # the highest seq a wake announced
         settle: Iterator[float] = iter(())
+        idle = None if idle_timeout is None else time.monotonic() + idle_timeout
         while True:
             got = False
             for msg in client.messages(subject, after):
@@ -47,6 +48,7 @@ def follow_subject(
                         yield record
                         next_seq = record.seq + 1
             if got:
+                idle = None if idle_timeout is None else time.monotonic() + idle_timeout
                 continue
             if announced >= next_seq:  # woken for records the stream does not show yet
                 pause = next(settle, None)
@@ -54,7 +56,7 @@ def follow_subject(
                     time.sleep(pause)
                     continue
             while True:
-                wake = _wait(client, sub, idle_timeout)
+                wake = _wait(client, sub, idle)
                 if wake is None:
                     return
                 announced = _announced(wake)
@@ -65,11 +67,15 @@ def follow_subject(
         client.unsubscribe(sub)
 
 
-def _wait(client: Client, sub: object, idle_timeout: float | None) -> bytes | None:
-    """The next wake's body; None once ``idle_timeout`` passed; b"" after a wait slice."""
-    if idle_timeout is not None:
-        return client.wait(sub, idle_timeout)
-    got = client.wait(sub, _WAIT_SLICE)
+def _wait(client: Client, sub: object, idle: float | None) -> bytes | None:
+    """The next wake's body; b"" after a wait slice with none; None once the ``idle``
+    deadline (monotonic; None: never) has passed."""
+    slice_ = _WAIT_SLICE
+    if idle is not None:
+        slice_ = min(slice_, idle - time.monotonic())
+        if slice_ <= 0:
+            return None
+    got = client.wait(sub, slice_)
     return b"" if got is None else got
 
 
