@@ -194,11 +194,21 @@ class NatsCluster:
         return self
 
     def wait_ready(self) -> None:
-        """Until every running node says JetStream is healthy (meta leader known)."""
+        """Until every running node says JetStream is healthy and the meta group has a
+        leader (before that, creating a stream fails)."""
         for node in self.nodes:
             if node.proc is not None and not node.wait_ready("/healthz"):
                 self.stop()
                 raise RuntimeError(f"cluster node {node.name} never became healthy")
+        for _ in range(_START_TRIES):
+            for node in self.nodes:
+                if node.proc is not None:
+                    meta = node.monitor_json("/jsz", quiet=True).get("meta_cluster") or {}
+                    if meta.get("leader"):
+                        return
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("the cluster never elected a JetStream meta leader")
 
     def node(self, name: str) -> NatsServer:
         return next(n for n in self.nodes if n.name == name)
