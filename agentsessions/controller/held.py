@@ -6,7 +6,11 @@ then answers the controller's state questions itself: the head, the projections 
 where the latest execution began), the metadata, and the most recent records, all folded
 from the commits that pass through it. That is sound because it holds the session's lock:
 no other writer can commit meanwhile, so what it folded is the whole truth past the state it
-read at open.
+read at open. A store whose writers can be taken over from another host without a lock
+(JetStream: a new writer fences the old one) says so through ``superseded()`` on its
+writer: the pool asks before handing out an idle held writer, and closes a superseded one so
+the next turn opens a new writer (taking the session back) on the current journal. A writer
+taken over while a turn uses it fails that turn's next commit (FencedError).
 
 :class:`WriterPool` bounds how many stay open (an LRU cap) and for how long (an idle limit,
 checked whenever the pool is used), and closes them all on :meth:`WriterPool.close` or at
@@ -24,7 +28,7 @@ from dataclasses import replace
 from itertools import islice
 from typing import Any
 
-from agentsessions.errors import LockHeldError
+from agentsessions.errors import LockHeldError, UnavailableError
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.projection import Projection
 from agentsessions.journal.stores.store import (
@@ -120,6 +124,17 @@ class HeldWriter:
     def state(self) -> WorkingState:
         """The working state the inner writer holds."""
         return self.inner.state
+
+    def superseded(self) -> bool:
+        """True if another writer took the journal over since this one's last commit (a
+        store without cross-host takeover never is: its lock keeps others out)."""
+        check = getattr(self.inner, "superseded", None)
+        if not callable(check):
+            return False
+        try:
+            return bool(check())
+        except UnavailableError:
+            return False  # cannot tell now: the next commit's CAS still decides
 
     def close(self) -> None:
         self.inner.close()
@@ -250,12 +265,17 @@ class WriterPool:
                 del self._busy[uid]
 
     def get(self, uid: str) -> HeldWriter | None:
-        """The held writer of ``uid``, if one is open (marked as just used)."""
+        """The held writer of ``uid``, if one is open (marked as just used). An idle one
+        that another host's writer superseded is closed instead (None: open a new one)."""
         self._expire()
         held = self._held.get(uid)
-        if held is not None:
-            self._held.move_to_end(uid)
-            held.last_used = time.monotonic()
+        if held is None:
+            return None
+        if uid not in self._busy and held.superseded():
+            self.release(uid)
+            return None
+        self._held.move_to_end(uid)
+        held.last_used = time.monotonic()
         return held
 
     def open(self, uid: str) -> HeldWriter:

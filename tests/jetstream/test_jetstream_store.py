@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from agentsessions.errors import FencedError, UnavailableError
-from agentsessions.journal.stores import jetstream_wire as wire
 from agentsessions.journal.stores.jetstream import JetStreamStore
 from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
 from agentsessions.journal.stores.store import SessionMeta, new_uid
@@ -105,33 +104,6 @@ def test_commit_ids_are_scoped_to_the_session(nats_server: Any) -> None:
             rb = wb.append([_say("b")], commit_id="same-id")  # stream-wide window: not a dup
         assert not ra.duplicate and not rb.duplicate
         assert store.get(a).last_seq == store.get(b).last_seq == 1
-    finally:
-        store.close()
-
-
-def test_a_retried_publish_lands_once(nats_server: Any) -> None:
-    """An unknown outcome is retried with the same Msg-Id: the server's dedup turns a
-    landed retry into the first sequence, and a retry that meets its own landed message
-    as a lost CAS is recognised as landed, never appended twice."""
-    store = _open(_url(nats_server))
-    try:
-        client = store._client
-        subject = wire.journal_subject(store._opts.prefix, new_uid())
-        first = client.publish(subject, b'{"k":"x"}\n', expect=0, token="t1")
-        assert first is not None
-        mid = wire.msg_id(subject, "t1")
-
-        def retry(expect: int, unknown: bool, msg_id: str = mid) -> int | None:
-            headers = {"Nats-Msg-Id": msg_id, "Nats-Expected-Last-Subject-Sequence": str(expect)}
-            return client._loop.call(client._publish(subject, b"", headers, msg_id, unknown), 10)
-
-        # one node answers a stale-CAS retry with 10071: our own landed message explains it
-        assert retry(0, unknown=True) == first
-        # with the CAS satisfied the dedup window answers (as three replicas do): duplicate
-        assert retry(first, unknown=True) == first
-        # a lost CAS with no earlier try of ours is not ours: reported as lost
-        assert retry(0, unknown=False, msg_id="someone-else") is None
-        assert client.subjects(subject) == {subject: 1}
     finally:
         store.close()
 

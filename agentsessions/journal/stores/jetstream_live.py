@@ -45,7 +45,7 @@ def serve(client: Client, subject: str) -> Any:
         await nc.flush(timeout=max(1, int(client.options.timeout)))  # seen once open returns
         return sub
 
-    return client._call(subscribe())
+    return client._call(subscribe)
 
 
 def stop(client: Client, sub: Any) -> None:
@@ -59,7 +59,7 @@ def stop(client: Client, sub: Any) -> None:
             await nc.flush(timeout=max(1, int(client.options.timeout)))
 
     with contextlib.suppress(UnavailableError):
-        client._call(unsubscribe())
+        client._call(unsubscribe)
 
 
 def probe(client: Client, subject: str) -> bool:
@@ -77,4 +77,4 @@ def probe(client: Client, subject: str) -> bool:
             return True  # subscribed but silent: stalled, not gone
         return True
 
-    return client._call(ask())
+    return client._call(ask)

