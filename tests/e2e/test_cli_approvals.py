@@ -106,10 +106,12 @@ def test_a_resume_that_fails_after_the_decision_says_so(cli: Cli, tmp_path: Path
     uid, _ = _parked(cli, tmp_path)
     (tmp_path / "w.toml").unlink()  # the workload is recorded: break the recorded one instead
     session_dir = next(cli.home.rglob(uid))
-    # the turn runs with the workload it recorded (WORKLOAD.<digest>): break that one too
+    # the turn runs with the workload it recorded (WORKLOAD.<digest>): break that one too; a
+    # kept workload whose bytes no longer have its digest is damage (exit 8), not used
     for kept in session_dir.glob("WORKLOAD*"):
         kept.write_text('[tools.other]\nmediation = "approval"\nexecutor = "append_line"\n')
     run = cli.fast("approve", uid)
-    assert run.code == 2, run.err
+    assert run.code == 8, run.err
+    assert "the kept workload does not have the digest it is named by" in run.err
     assert "the decision was committed (seq 5), but the resume failed" in run.err
     assert f"agentsessions resume {uid}" in run.err
