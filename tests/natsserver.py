@@ -57,8 +57,10 @@ class NatsServer:
         sync_always: bool = True,
         name: str = "",
         cluster: str = "",
+        max_payload: str = "8MB",
     ):
         self.binary = binary
+        self.max_payload = max_payload  # "" leaves the server's own default (1 MiB)
         self.root = root or Path(tempfile.mkdtemp(prefix="ags-nats-"))
         self.root.mkdir(parents=True, exist_ok=True)
         self.sync_always = sync_always
@@ -94,7 +96,7 @@ class NatsServer:
         conf = self.root / "nats.conf"
         conf.write_text(
             f"{name}listen: 127.0.0.1:{self.port}\nhttp: 127.0.0.1:{self.http_port}\n"
-            f"max_payload: 8MB\n{self.cluster}"
+            f"{f'max_payload: {self.max_payload}' if self.max_payload else ''}\n{self.cluster}"
             f'jetstream {{ store_dir: "{self.root / "store"}"\n {sync} }}\n'
         )
         log = open(self.root / "nats.log", "ab")  # noqa: SIM115 - the child keeps it

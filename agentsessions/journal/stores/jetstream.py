@@ -82,6 +82,31 @@ if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey, RewrapCount
 
 _HEADROOM = 64 * 1024  # a commit message's header line beside its payloads
+MIN_COMMIT_BYTES = 64 * 1024  # below this a server cannot hold a working session's turns
+
+
+def fit_commit_limit(asked: int, max_payload: int, url: str) -> int:
+    """The largest commit this store takes: ``asked`` when the server's ``max_payload`` fits
+    it (UnavailableError when it does not); unasked (0), the file store's limit, lowered to
+    what a message of ``max_payload`` bytes holds (a server on its 1 MiB default works, its
+    commits refused whole past ~960 KiB), but never below :data:`MIN_COMMIT_BYTES`."""
+    room = max_payload - _HEADROOM
+    if asked and asked > room:
+        raise UnavailableError(
+            f"the NATS server at {url} takes messages of at most {max_payload} bytes; a "
+            f"commit of {asked} bytes (max_commit_bytes=) would not fit",
+            hint=f"set max_payload to at least {asked + _HEADROOM} in the server's config, "
+            f"or ask for at most max_commit_bytes={max(room, 0)}",
+        )
+    if asked:
+        return asked
+    if room < MIN_COMMIT_BYTES:
+        raise UnavailableError(
+            f"the NATS server at {url} takes messages of at most {max_payload} bytes: too "
+            f"small for journal commits (at least {MIN_COMMIT_BYTES + _HEADROOM} needed)",
+            hint=f"set max_payload to {DEFAULT_MAX_COMMIT_BYTES + _HEADROOM} in its config",
+        )
+    return min(DEFAULT_MAX_COMMIT_BYTES, room)
 
 
 class JetStreamStore:
@@ -95,23 +120,22 @@ class JetStreamStore:
         options: JetStreamOptions,
         *,
         master: MasterKey | None = None,
-        max_commit_bytes: int = DEFAULT_MAX_COMMIT_BYTES,
+        max_commit_bytes: int | None = None,
         checkpoint_every: int = checkpoint.CHECKPOINT_EVERY,
     ) -> None:
         self.master = master
-        self.max_commit_bytes = max_commit_bytes
         self.checkpoint_every = checkpoint_every  # journal messages between tail checkpoints
         self._opts = options
         self._client = Client(options)
         payload = int(self._client.server_info.get("max_payload", 0))
-        if payload < max_commit_bytes + _HEADROOM:
-            self._client.close()
-            raise UnavailableError(
-                f"the NATS server at {options.url} takes messages of at most {payload} bytes; "
-                f"a commit of {max_commit_bytes} bytes (the store's limit) would not fit",
-                hint=f"set max_payload to at least {max_commit_bytes + _HEADROOM} in the "
-                "server's config, or lower max_commit_bytes",
+        try:
+            max_commit_bytes = fit_commit_limit(
+                max_commit_bytes or options.max_commit_bytes, payload, options.url
             )
+        except BaseException:
+            self._client.close()
+            raise
+        self.max_commit_bytes = max_commit_bytes
         try:  # a recreated stream is told from the old one by its genesis
             problems = commit_problems(self._client.stream_config, max_commit_bytes, _HEADROOM)
             if problems:

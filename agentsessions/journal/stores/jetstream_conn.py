@@ -30,7 +30,9 @@ DEFAULT_PREFIX = "ags"
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_COMMIT_TIMEOUT = 30.0  # how long one publish keeps retrying through an election
 MAX_REPLICAS = 5  # JetStream's own limit
-_QUERY = ("stream", "prefix", "monitor", "replicas", "timeout", "commit_timeout")
+_QUERY = (
+    "stream", "prefix", "monitor", "replicas", "timeout", "commit_timeout", "max_commit_bytes",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class JetStreamOptions:
     allow_unsynced: bool = False
     timeout: float = DEFAULT_TIMEOUT
     commit_timeout: float = DEFAULT_COMMIT_TIMEOUT
+    max_commit_bytes: int = 0  # the largest commit; 0: the store's default, fitted to the server
 
     @property
     def servers(self) -> list[str]:
@@ -60,7 +63,7 @@ class JetStreamOptions:
     @classmethod
     def parse(cls, url: str, *, allow_unsynced: bool = False) -> JetStreamOptions:
         """``nats://HOST:PORT[,HOST:PORT...][?stream=S&prefix=P&monitor=URL[,URL...]&
-        replicas=N&timeout=SECONDS&commit_timeout=SECONDS]``."""
+        replicas=N&timeout=SECONDS&commit_timeout=SECONDS&max_commit_bytes=N]``."""
         scheme, _, rest = url.partition("://")
         netloc, _, query_text = rest.partition("?")
         hosts = netloc.split(",")
@@ -83,12 +86,18 @@ class JetStreamOptions:
                 allow_unsynced=allow_unsynced,
                 timeout=float(query.get("timeout", str(DEFAULT_TIMEOUT))),
                 commit_timeout=float(query.get("commit_timeout", str(DEFAULT_COMMIT_TIMEOUT))),
+                max_commit_bytes=int(query.get("max_commit_bytes", "0")),
             )
         except ValueError as exc:
             raise InvalidArgumentError(f"invalid store URL {url!r}: {exc}") from None
         if not 0 <= options.replicas <= MAX_REPLICAS:
             raise InvalidArgumentError(
                 f"invalid store URL {url!r}: replicas={options.replicas} is not 1..{MAX_REPLICAS}"
+            )
+        if options.max_commit_bytes < 0:
+            raise InvalidArgumentError(
+                f"invalid store URL {url!r}: "
+                f"max_commit_bytes={options.max_commit_bytes} is negative"
             )
         if options.timeout <= 0 or options.commit_timeout <= 0:
             raise InvalidArgumentError(f"invalid store URL {url!r}: a timeout must be positive")
