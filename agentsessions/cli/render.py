@@ -582,6 +582,8 @@ def verify_line(report: VerifyReport, label: str) -> Text:
         line.append(one_line(f"{label}: {report.records} {noun} verified"))
         line.append(f", last seq {report.last_seq}")
         line.append(f", head {head}")
+        if any("content hashes not recomputed" in note for note in report.notes):
+            line.append(" (encrypted, checked without the key: content hashes not recomputed)")
         if report.torn_tail:
             line.append(" (a torn, unacknowledged tail was ignored)")
         return line

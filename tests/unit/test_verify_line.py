@@ -12,3 +12,13 @@ from agentsessions.journal.tools.verify import VerifyReport
 def test_the_count_agrees_with_its_noun(n: int, words: str) -> None:
     report = VerifyReport(source="s", records=n, last_seq=n, last_hash="ab" * 32)
     assert verify_line(report, "s").plain.startswith(f"✓ s: {words} verified, last seq {n}")
+
+
+def test_a_keyless_verify_of_an_encrypted_chain_says_what_it_did_not_check() -> None:
+    report = VerifyReport(source="s", records=2, last_seq=2, last_hash="ab" * 32)
+    report.notes.append(
+        "encrypted records: ... checked without the key; content hashes not recomputed"
+    )
+    assert verify_line(report, "s").plain.endswith(
+        "(encrypted, checked without the key: content hashes not recomputed)"
+    )
