@@ -181,7 +181,6 @@ def import_file(
     if project is not None:
         check_project(project)
     master: Any = getattr(store, "master", None)
-    _check_sealed_importable(path, master)
     report = verify_file(path, max_record_bytes=store.max_commit_bytes, master=master)
     if report.kind == "format":
         raise FormatError(report.reason)
@@ -190,6 +189,7 @@ def import_file(
             f"{path}: refused to import: {report.reason}", seq=report.first_bad_seq
         )
     opened = exportfile.stream(path)
+    _check_sealed_importable(path, opened, master)  # its header is read: no extra pass
     meta = _meta_for(opened, project, name)
     records: Iterable[Any] = opened.records
     if opened.sealed is not None:
@@ -212,13 +212,11 @@ def import_file(
     return result
 
 
-def _check_sealed_importable(path: Path, master: Any) -> None:
-    """A sealed export is refused up front (exit 26) when the store has no master key."""
-    if master is not None:
-        return
-    with contextlib.suppress(FormatError, StorageError):
-        if exportfile.stream(path).sealed is None:
-            return
+def _check_sealed_importable(path: Path, opened: exportfile.Stream, master: Any) -> None:
+    """A sealed export is refused before anything is created (exit 26) when the store has
+    no master key. Checked on the stream the import reads anyway: a pass of its own read a
+    whole first line (a 22 MiB LogRecord line, say) once more, past the memory bound."""
+    if master is None and opened.sealed is not None:
         from agentsessions.errors import MasterKeyError
 
         raise MasterKeyError(
