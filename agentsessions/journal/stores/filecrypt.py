@@ -225,7 +225,7 @@ def resolve_master(
     except ImportError:
         raise MasterKeyError(
             "a master key is configured but encryption needs the 'cryptography' package",
-            hint="pip install cryptography",
+            hint="pip install 'agentsessions[crypto]'",
         ) from None
     return resolve_master_key(key_file or None, env)
 
