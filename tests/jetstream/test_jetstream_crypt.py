@@ -141,12 +141,17 @@ def test_without_the_right_master_key_reads_fail_with_exit_26(nats_server: Any) 
 
 
 def test_a_missing_key_is_a_missing_key_not_a_plaintext_session(nats_server: Any) -> None:
-    store = _open(_url(nats_server), MasterKey.generate())
+    url, master = _url(nats_server), MasterKey.generate()
+    store = _open(url, master)
     try:
         uid = _session(store, "a")
         store._keys._run(store._keys._purger(store._keys.subject(uid)))  # lost, not shredded
-        with pytest.raises(SessionKeyError, match="wrapped data key is missing") as err:
-            list(store.read(uid))
+        fresh = _open(url, master)  # a process that never held the unwrapped key
+        try:
+            with pytest.raises(SessionKeyError, match="wrapped data key is missing") as err:
+                list(fresh.read(uid))
+        finally:
+            fresh.close()
         assert err.value.exit_code == 26 and not isinstance(err.value, KeyShreddedError)
     finally:
         store.close()
@@ -251,8 +256,13 @@ def test_rotation_rewraps_every_key_and_a_wrong_old_key_changes_nothing(
         assert _texts(rotated, uid) == ["a"] and rotated.state(uid).data == b"s"
         assert [r.seq for r in rotated.component(uid, "tool").read()] == [1]
         rotated.close()
-        with pytest.raises(MasterKeyError, match="wrapped by master key"):
-            list(store.read(uid))  # the old master key no longer opens it
+        stale = _open(url, old)  # a process that did not hold the unwrapped data key yet
+        try:
+            with pytest.raises(MasterKeyError, match="wrapped by master key"):
+                list(stale.read(uid))  # the old master key no longer opens it
+        finally:
+            stale.close()
+        assert _texts(store, uid) == ["a"]  # one holding it keeps it: the same data key
     finally:
         store.close()
 

@@ -80,6 +80,7 @@ from agentsessions.journal.stores.tail import Tail
 
 if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey, RewrapCount
+    from agentsessions.journal.stores.filecrypt import SessionCipher
 
 _HEADROOM = 64 * 1024  # a commit message's header line beside its payloads
 
@@ -128,7 +129,8 @@ class JetStreamStore:
         self._lock = threading.Lock()
         self._keys = KeyStream(self._client, options)
         self._ring = Keyring(self._keys, master)
-        self._extras = Extras(self._client, options.prefix, self._meta)
+        self._encrypted: dict[str, bool] = {}  # uid -> its marker (set at create, never changes)
+        self._extras = Extras(self._client, options.prefix, self._meta, self._host_cipher)
         self.unindexed: builtins.list[MetadataCorruptError] = []  # found by the last list
         self._live: dict[str, Any] = {}  # journal subject -> its writer's probe responder
 
@@ -296,6 +298,7 @@ class JetStreamStore:
             if any(s in self._held for s in subjects):
                 raise LockHeldError(f"session {uid} is busy: a writer holds it", session=uid)
         self._keys.mark_shredded(uid)
+        self._ring.forget(uid)
         for subject in subjects:
             self._fence(subject, deleted=False)
         return self._keys.erase(uid) > 0
@@ -441,7 +444,17 @@ class JetStreamStore:
             raise NotFoundError(f"session {uid} not found", session=uid)
         head = msg.head
         identity.check_session(self._client, uid, str(head.get("sid", "")))
-        return SessionMeta.from_json(head["meta"]), bool(head.get("del")), int(head.get("ut", 0))
+        meta = SessionMeta.from_json(head["meta"])
+        self._encrypted[uid] = meta.encrypted
+        return meta, bool(head.get("del")), int(head.get("ut", 0))
+
+    def _host_cipher(self, uid: str) -> SessionCipher | None:
+        """The cipher sealing ``uid``'s receipts and workloads (None: a plaintext session,
+        known after one metadata read); exit 26 errors when it cannot be had."""
+        encrypted = self._encrypted.get(uid)
+        if encrypted is None:
+            encrypted = self._meta(uid)[0].encrypted
+        return self._ring.host_cipher(uid) if encrypted else None
 
     def _put_meta(
         self, meta: SessionMeta, *, deleted: bool, new: bool = False, update_time_ns: int = 0
