@@ -157,6 +157,32 @@ def test_a_missing_key_is_a_missing_key_not_a_plaintext_session(nats_server: Any
         store.close()
 
 
+def test_a_kept_data_key_saves_its_fetch_and_a_shred_elsewhere_still_wins(
+    nats_server: Any,
+) -> None:
+    url, master = _url(nats_server), MasterKey.generate()
+    writer, reader = _open(url, master, checkpoint_every=2), _open(url, master)
+    try:
+        uid = _session(writer, "a", "b", state=b"s")
+        assert _texts(reader, uid) == ["a", "b"] and reader._ring.key_fetches == 1
+        for _ in range(3):  # later reads, states and receipts use the key kept in memory
+            assert _texts(reader, uid) == ["a", "b"] and reader.state(uid).data == b"s"
+            assert reader.tool_receipt(uid, "k") is None
+        assert reader._ring.key_fetches == 1
+        writer.shred(uid)  # another host: the reader's kept key does not outlive it
+        for read in (
+            lambda: list(reader.read(uid)),
+            lambda: reader.state(uid),
+            lambda: reader.tool_receipt(uid, "k"),
+        ):
+            with pytest.raises(KeyShreddedError) as err:
+                read()
+            assert err.value.exit_code == 26
+    finally:
+        writer.close()
+        reader.close()
+
+
 def test_shred_destroys_every_key_and_fences_live_writers(nats_server: Any) -> None:
     url, master = _url(nats_server), MasterKey.generate()
     store, other_host, keyless = _open(url, master), _open(url, master), _open(url)

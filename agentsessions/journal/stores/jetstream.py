@@ -57,6 +57,7 @@ from agentsessions.journal.stores.jetstream_crypt import (
     Opener,
     SubjectCipher,
     VerifyRecord,
+    sealed_export,
     verify_records,
 )
 from agentsessions.journal.stores.jetstream_extras import Extras, HarnessRecords
@@ -309,6 +310,13 @@ class JetStreamStore:
         wrapped by ``new`` (so a cut rotation is finished by running it again) and shredded
         sessions' keys are skipped and counted."""
         return self._ring.rewrap_all(old, new)
+
+    def sealed_export(self, uid: str) -> tuple[dict[str, object], Iterator[Record]]:
+        """What ``export --ciphertext`` ships of encrypted session ``uid``: its wrapped data
+        key and its sealed records as the stream holds them (no master key needed; see
+        ``jetstream_crypt.sealed_export`` for the refusals)."""
+        meta, _deleted, _ut = self._meta(uid)
+        return sealed_export(self._ring, meta, lambda: self._client.messages(self._journal(uid)))
 
     def verify_items(
         self, uid: str, component: str = "", *, notes: builtins.list[str] | None = None

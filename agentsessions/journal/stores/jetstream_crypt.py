@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from agentsessions.errors import (
     ChainBrokenError,
+    InvalidArgumentError,
     JournalCorruptError,
     KeyShreddedError,
     LockHeldError,
@@ -411,3 +412,49 @@ def verify_records(
         )
         if cipher is not None:  # with the key, the working state's tag too
             cipher.check_state(msg)
+
+
+def sealed_export(
+    ring: Keyring, meta: SessionMeta, messages: Callable[[], Iterable[wire.Message]]
+) -> tuple[dict[str, object], Iterator[Record]]:
+    """What ``export --ciphertext`` ships of encrypted session ``meta`` (the file store's
+    ``filecrypt.sealed_export``, from the stream): ``{"scope", "key"}`` (its uid and its
+    wrapped data key from the key stream, the same JSON a file store's ``KEY`` holds) and
+    its records as stored, sealed (``messages``: its journal subject's). No master key is
+    needed; a shredded or missing key is exit 26, a plaintext session or a fork child
+    InvalidArgumentError, a plaintext commit among them JournalCorruptError (exit 8)."""
+    from agentsessions.journal.stores.filecrypt import check_sealed_exportable
+
+    uid = meta.uid
+    if not meta.encrypted:
+        raise InvalidArgumentError(
+            f"session {uid} is not encrypted: it has no ciphertext to export",
+            hint=f"agentsessions export {uid} -o FILE",
+            session=uid,
+        )
+    check_sealed_exportable(meta, ring.keys.shredded(uid))
+    subject = ring.keys.subject(uid)
+    stored = ring.keys.get(subject)
+    if stored is None:
+        raise SessionKeyError(
+            f"{uid}: the wrapped data key is missing from the key stream "
+            f"({ring.keys.name}, subject {subject})",
+            hint="restore it from a backup of the key stream",
+            session=uid,
+        )
+    try:
+        key = json.loads(stored.content)
+    except ValueError:
+        raise JournalCorruptError(f"{subject} is not a wrapped data key") from None
+
+    def records() -> Iterator[Record]:
+        for msg in messages():
+            if msg.records and not msg.sealed:
+                raise JournalCorruptError(
+                    f"{uid}: JetStream message {msg.stream_seq} is a plaintext commit in an "
+                    "encrypted session (not written by its writers)",
+                    session=uid,
+                )
+            yield from msg.records
+
+    return {"scope": uid, "key": key}, records()
