@@ -128,6 +128,24 @@ def _read_tail(store: Any, uid: str, reads: int) -> float:
     return statistics.median(times)
 
 
+def _requests_per_read(store: Any, uid: str) -> int:
+    """How many message gets (server round trips) one read of the last 10 records makes."""
+    js = store._client._js
+    real, count = js.get_msg, [0]
+
+    async def counting(*args: Any, **kw: Any) -> Any:
+        count[0] += 1
+        return await real(*args, **kw)
+
+    last = store.get(uid).last_seq
+    js.get_msg = counting
+    try:
+        assert len(list(store.read(uid, last - 9, 0))) == 10
+    finally:
+        js.get_msg = real
+    return count[0]
+
+
 def run_read(commits: int = 200, reads: int = 200) -> None:
     from agentsessions.journal.crypto.keys import MasterKey
 
@@ -158,6 +176,8 @@ def run_read(commits: int = 200, reads: int = 200) -> None:
             fetches = getattr(reader._ring, "key_fetches", "n/a")
             print(f"plaintext {p * 1e3:.3f} ms  encrypted {s * 1e3:.3f} ms  ratio {s / p:.2f}"
                   f"  (key fetches so far: {fetches})")  # fmt: skip
+        print(f"requests per read: plaintext {_requests_per_read(plain_store, uids[0])}, "
+              f"encrypted {_requests_per_read(reader, uids[1])}")  # fmt: skip
         plain_store.close()
         reader.close()
     finally:
