@@ -237,3 +237,32 @@ def test_exec_with_tools_on_an_encrypted_jetstream_session_seals_and_replays(
     finally:
         reader.close()
     assert not list(tmp_path.glob("**/WORKLOAD*")) and not list(tmp_path.glob("**/TOOLREC*"))
+
+
+def test_keyed_verify_opens_every_receipt_and_workload(nats_server: Any) -> None:
+    from agentsessions.sessions.offline import verify
+    from agentsessions.v1 import model
+
+    url, master = _url(nats_server), MasterKey.generate()
+    store, keyless = _open(url, master), _open(url)
+    try:
+        uid = new_uid()
+        store.create(SessionMeta(uid=uid))
+        with store.writer(uid) as w:
+            w.append([model.input_event(model.text_message("user", "hi"), execution_id="e1")])
+        _keep_all(store, uid)
+        assert verify(store, uid).ok and verify(keyless, uid).ok
+        cipher = store._host_cipher(uid)
+        subject = extras.receipt_subject(store._opts.prefix, uid, KEY, cipher)
+        last = store._client.last(subject)
+        assert last is not None
+        blob = bytearray(base64.b64decode(last.head["sealed"]))
+        blob[-1] ^= 1  # one flipped bit of the receipt's tag
+        damaged = {**last.head, "sealed": base64.b64encode(bytes(blob)).decode()}
+        store._client.publish(subject, wire_body(damaged), expect=last.stream_seq, token="flip")
+        report = verify(store, uid)
+        assert not report.ok and "does not authenticate" in report.reason
+        assert verify(keyless, uid).ok  # keyless: the journal's structure only
+    finally:
+        store.close()
+        keyless.close()

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentsessions.errors import (
     InvalidArgumentError,
+    KeyShreddedError,
     LockHeldError,
     MetadataCorruptError,
     NotFoundError,
@@ -337,6 +338,12 @@ class JetStreamStore:
         yield from verify_records(
             self._client.messages(subject), self._ring, meta, component, notes
         )
+        if not component and meta.encrypted and self.master is not None:
+            try:  # with the key, its receipts and workloads too (as the file store's verify)
+                host = self._ring.host_cipher(uid)
+            except KeyShreddedError:
+                return  # verify_records noted it
+            self._extras.check_sealed(uid, host)
 
     def close(self) -> None:
         self._client.close()

@@ -324,6 +324,32 @@ class Extras:
         self._opened[subject] = (msg.stream_seq, text)
         return text
 
+    def check_sealed(self, uid: str, cipher: SessionCipher) -> int:
+        """Open every receipt and workload of encrypted session ``uid`` (``verify`` with the
+        key, as the file store's checks its ``TOOLRECEIPTS`` lines and ``WORKLOAD`` files):
+        each tag, each receipt's key against its subject's id, each kept workload's digest
+        (JournalCorruptError, exit 8). Returns how many messages it checked."""
+        checked = 0
+        for subject in sorted(self._client.subjects(f"{self._prefix}.r.{uid}.*")):
+            msg = self._client.last(subject)
+            if msg is None:
+                continue
+            entry = filereceipts.open_line(cipher, msg.head, subject)
+            if receipt_subject(self._prefix, uid, str(entry.get("key")), cipher) != subject:
+                raise JournalCorruptError(f"{subject}: a sealed receipt under another's id")
+            checked += 1
+        current = workload_subject(self._prefix, uid)
+        msg = self._client.last(current)
+        if msg is not None:
+            self._opened.pop(current, None)  # opened again, not taken from memory
+            self._workload_text(uid, current, msg, _CURRENT)
+            checked += 1
+        for subject in sorted(self._client.subjects(f"{self._prefix}.wk.{uid}.*")):
+            if self.workload_at(uid, subject.rsplit(".", 1)[1]) is None:
+                raise JournalCorruptError(f"{subject}: the kept workload is not readable")
+            checked += 1
+        return checked
+
     # -- harness registrations --------------------------------------------------------------
     def harness_records(self) -> HarnessRecords:
         """The registrations (``sessions/harnessbook.py``'s two methods), in the stream."""
