@@ -7,8 +7,9 @@ key stream (``jetstream_keys``) before that metadata, and every commit its write
 carries sealed records (``crypto.sealed``: content hashes, chain, fences and tail
 checkpoints as in a plaintext journal) and a sealed state blob (``crypto.blobs``, bound to
 the state's version and range). Each tool store of such a session gets a data key of its
-own (scope ``uid/name``), made by its first writer. The server only ever holds ciphertext
-of events and working state.
+own (scope ``uid/name``), made by its first writer. Its tool receipts and workloads are
+sealed under the session's data key too (``jetstream_extras``, :meth:`Keyring.host_cipher`),
+so the server only ever holds ciphertext of events, working state, receipts and workloads.
 
 Invariants:
 - ``cryptography`` is imported only when a key is used (a keyless process never loads it);
