@@ -2,9 +2,10 @@
 
 ``keys new FILE`` writes a random master key to a new file of mode 0600 (refusing an
 existing one, exit 2); ``keys rotate --old-key-file A --new-key-file B`` rewraps the data
-key of every encrypted session and tool store under the home from A to B: a wrong A changes
-nothing (exit 26), a run after a crash finishes the job, no journal byte moves. Both are
-local by nature (key files of the local home): refused over ``--server``. The logic lives
+key of every encrypted session and tool store in the store (the file store under the home,
+or ``--store nats://...``'s key stream) from A to B: a wrong A changes nothing (exit 26), a
+run after a crash finishes the job, no journal byte moves. Both are local by nature (the
+key files are this machine's): refused over ``--server``. The logic lives
 in :mod:`agentsessions.sessions.keys`.
 """
 
@@ -22,7 +23,7 @@ keys_app = typer.Typer(
     name="keys",
     cls=HelpGroup,
     help="Make a master key file, or rotate the master key of the encrypted sessions "
-    "under --home (their data keys are rewrapped; no journal byte moves).",
+    "in the store (--home, or --store; their data keys are rewrapped; no journal byte moves).",
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -74,8 +75,9 @@ def rotate(
 
     Every key is unwrapped with the old master key first, so a wrong one changes nothing
     (exit 26); keys already under the new one are skipped, so running it again after a
-    crash finishes the rotation. Only the KEY files change; no journal byte moves. Then
-    destroy every copy of the old key file to make backups unreadable.
+    crash finishes the rotation. Only the wrapped keys change (the file store's KEY files, a
+    JetStream store's key stream); no journal byte moves. Then destroy every copy of the
+    old key file to make backups unreadable.
     """
     state = _state(ctx, as_json)
     from agentsessions.sessions.keys import load_key_file, rotate_master_key

@@ -777,10 +777,41 @@ def test_verify_walks_every_component_store(tmp_path: Path) -> None:
 SECRET = "swordfish-4711"
 
 
-@pytest.fixture(params=sorted(ENCRYPTED))
+def _jetstream_held(store: Any) -> bytes:
+    """Every message body of a JetStream store's journal and key streams, as stored."""
+    streams = (store._opts.stream, store._keys.name)
+
+    async def scan(js: Any) -> bytes:
+        out = b""
+        for stream in streams:
+            info = await js.stream_info(stream)
+            for seq in range(info.state.first_seq, info.state.last_seq + 1):
+                out += bytes((await js.get_msg(stream, seq=seq)).data or b"") + b"\0"
+        return out
+
+    return bytes(store._client.run_js(scan))
+
+
+@pytest.fixture(params=[*sorted(ENCRYPTED), "jetstream-encrypted"])
 def encrypted(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Any, Encrypted]]:
-    s = STORES[request.param](tmp_path)
-    yield s, ENCRYPTED[request.param]
+    opened: list[Any] = []
+    if request.param == "jetstream-encrypted":  # the real durable server of the run
+        from agentsessions.journal.crypto.keys import MasterKey
+
+        s = _jetstream_store(request.getfixturevalue("nats_server"), master=MasterKey.generate())
+
+        def keyless(store: Any) -> Any:
+            from agentsessions.journal.stores.jetstream import JetStreamStore
+
+            opened.append(JetStreamStore(store._opts))
+            return opened[-1]
+
+        how = Encrypted(keyless, _jetstream_held)
+    else:
+        s, how = STORES[request.param](tmp_path), ENCRYPTED[request.param]
+    yield s, how
+    for other in opened:
+        other.close()
     s.close()
 
 

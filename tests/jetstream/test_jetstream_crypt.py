@@ -141,15 +141,46 @@ def test_without_the_right_master_key_reads_fail_with_exit_26(nats_server: Any) 
 
 
 def test_a_missing_key_is_a_missing_key_not_a_plaintext_session(nats_server: Any) -> None:
-    store = _open(_url(nats_server), MasterKey.generate())
+    url, master = _url(nats_server), MasterKey.generate()
+    store = _open(url, master)
     try:
         uid = _session(store, "a")
         store._keys._run(store._keys._purger(store._keys.subject(uid)))  # lost, not shredded
-        with pytest.raises(SessionKeyError, match="wrapped data key is missing") as err:
-            list(store.read(uid))
+        fresh = _open(url, master)  # a process that never held the unwrapped key
+        try:
+            with pytest.raises(SessionKeyError, match="wrapped data key is missing") as err:
+                list(fresh.read(uid))
+        finally:
+            fresh.close()
         assert err.value.exit_code == 26 and not isinstance(err.value, KeyShreddedError)
     finally:
         store.close()
+
+
+def test_a_kept_data_key_saves_its_fetch_and_a_shred_elsewhere_still_wins(
+    nats_server: Any,
+) -> None:
+    url, master = _url(nats_server), MasterKey.generate()
+    writer, reader = _open(url, master, checkpoint_every=2), _open(url, master)
+    try:
+        uid = _session(writer, "a", "b", state=b"s")
+        assert _texts(reader, uid) == ["a", "b"] and reader._ring.key_fetches == 1
+        for _ in range(3):  # later reads, states and receipts use the key kept in memory
+            assert _texts(reader, uid) == ["a", "b"] and reader.state(uid).data == b"s"
+            assert reader.tool_receipt(uid, "k") is None
+        assert reader._ring.key_fetches == 1
+        writer.shred(uid)  # another host: the reader's kept key does not outlive it
+        for read in (
+            lambda: list(reader.read(uid)),
+            lambda: reader.state(uid),
+            lambda: reader.tool_receipt(uid, "k"),
+        ):
+            with pytest.raises(KeyShreddedError) as err:
+                read()
+            assert err.value.exit_code == 26
+    finally:
+        writer.close()
+        reader.close()
 
 
 def test_shred_destroys_every_key_and_fences_live_writers(nats_server: Any) -> None:
@@ -251,8 +282,13 @@ def test_rotation_rewraps_every_key_and_a_wrong_old_key_changes_nothing(
         assert _texts(rotated, uid) == ["a"] and rotated.state(uid).data == b"s"
         assert [r.seq for r in rotated.component(uid, "tool").read()] == [1]
         rotated.close()
-        with pytest.raises(MasterKeyError, match="wrapped by master key"):
-            list(store.read(uid))  # the old master key no longer opens it
+        stale = _open(url, old)  # a process that did not hold the unwrapped data key yet
+        try:
+            with pytest.raises(MasterKeyError, match="wrapped by master key"):
+                list(stale.read(uid))  # the old master key no longer opens it
+        finally:
+            stale.close()
+        assert _texts(store, uid) == ["a"]  # one holding it keeps it: the same data key
     finally:
         store.close()
 

@@ -39,8 +39,8 @@ def _url(server: Any) -> str:
     return str(server.store_url(stream=f"X{token}", prefix=f"x{token}"))
 
 
-def _open(url: str) -> JetStreamStore:
-    return JetStreamStore(JetStreamOptions.parse(url))
+def _open(url: str, master: Any = None) -> JetStreamStore:
+    return JetStreamStore(JetStreamOptions.parse(url), master=master)
 
 
 def _cli(home: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -153,14 +153,19 @@ class _Die(BaseException):
     pass
 
 
+@pytest.mark.parametrize("encrypted", [False, True], ids=["plaintext", "encrypted"])
 def test_a_receipt_kept_on_one_host_answers_the_resume_on_another(
-    nats_server: Any, tmp_path: Path
+    nats_server: Any, tmp_path: Path, encrypted: bool
 ) -> None:
     """The process dies after its executor ran and its receipt was acknowledged, before
-    TOOL_RESULT: a resume from another store object serves the receipt, never runs again."""
+    TOOL_RESULT: a resume from another store object serves the receipt, never runs again
+    (in an encrypted session too: the receipt is sealed, its subject a MAC of its key)."""
+    from agentsessions.journal.crypto.keys import MasterKey
+
     url = _url(nats_server)
+    master = MasterKey.generate() if encrypted else None
     effects = tmp_path / "effects.txt"
-    first = _open(url)
+    first = _open(url, master)
     uid = new_uid()
     first.create(SessionMeta(uid=uid, harness="tool-line"))
     original = first.record_tool_receipt
@@ -186,8 +191,9 @@ def test_a_receipt_kept_on_one_host_answers_the_resume_on_another(
             Counting.calls += 1
             return AppendLine().call(request)
 
-    second = _open(url)
+    second = _open(url, master)
     try:
+        assert second.get(uid).meta.encrypted is encrypted
         kinds = [r.event["kind"] for r in second.read(uid)]
         assert kinds[-1] == "EVENT_TOOL_CALL"
         result = _controller(second, Counting(), effects, tmp_path).resume(uid)

@@ -1,4 +1,5 @@
-"""A static check, for mypy only: every store offers :class:`~.store.StoreExtras`.
+"""A static check, for mypy only: every store offers :class:`~.store.StoreExtras`, and the
+file and JetStream stores :class:`~.store.SealedExport`.
 
 The engine reaches these capabilities by duck typing (a store without them still serves),
 so nothing at run time would notice a store whose method is misspelt or takes other
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from agentsessions.journal.stores.filestore import FileStore
     from agentsessions.journal.stores.jetstream import JetStreamStore
     from agentsessions.journal.stores.memstore import MemoryStore
-    from agentsessions.journal.stores.store import StoreExtras
+    from agentsessions.journal.stores.store import SealedExport, StoreExtras
 
     def _file(store: FileStore) -> StoreExtras:
         return store
@@ -24,4 +25,10 @@ if TYPE_CHECKING:
         return store
 
     def _jetstream(store: JetStreamStore) -> StoreExtras:
+        return store
+
+    def _file_sealed(store: FileStore) -> SealedExport:
+        return store
+
+    def _jetstream_sealed(store: JetStreamStore) -> SealedExport:
         return store

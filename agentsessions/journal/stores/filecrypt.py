@@ -312,6 +312,26 @@ def key_dirs(store: object) -> list[tuple[str, Path]]:
     return found
 
 
+def check_sealed_exportable(meta: SessionMeta, shredded: bool) -> None:
+    """Refuse a ciphertext export of a fork child (its prefix is sealed under its parent's
+    key, which the export does not carry: InvalidArgumentError) or of a shredded session
+    (KeyShreddedError, exit 26). Every store's ``sealed_export`` asks this first."""
+    uid = meta.uid
+    if meta.parent_uid:
+        raise InvalidArgumentError(
+            f"session {uid} is a fork child: its first {meta.fork_seq} records are sealed "
+            f"under its parent's key, which a ciphertext export does not carry",
+            hint=f"agentsessions export {uid} --decrypt writes a plaintext export",
+            session=uid,
+        )
+    if shredded:
+        raise KeyShreddedError(
+            f"{uid}: the data key was shredded; there is nothing readable to export",
+            hint="verify SESSION still checks the journal's structure",
+            session=uid,
+        )
+
+
 def sealed_export(store: object, uid: str) -> tuple[dict[str, object], Iterator[Record]]:
     """What ``export --ciphertext`` ships of encrypted session ``uid``: ``{"scope", "key"}``
     (its uid and its wrapped ``KEY``, as JSON) and its records as stored, each payload the
@@ -325,20 +345,7 @@ def sealed_export(store: object, uid: str) -> tuple[dict[str, object], Iterator[
     from agentsessions.journal.stores.sessiondir import acked
 
     sdir = check_shreddable(store, uid)
-    meta = sdir.read_meta()
-    if meta.parent_uid:
-        raise InvalidArgumentError(
-            f"session {uid} is a fork child: its first {meta.fork_seq} records are sealed "
-            f"under its parent's key, which a ciphertext export does not carry",
-            hint=f"agentsessions export {uid} --decrypt writes a plaintext export",
-            session=uid,
-        )
-    if shredded(sdir.path):
-        raise KeyShreddedError(
-            f"{uid}: the data key was shredded; there is nothing readable to export",
-            hint="verify SESSION still checks the journal's structure",
-            session=uid,
-        )
+    check_sealed_exportable(sdir.read_meta(), shredded(sdir.path))
     try:
         key = json.loads((sdir.path / "KEY").read_bytes())
     except FileNotFoundError:

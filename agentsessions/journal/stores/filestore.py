@@ -423,6 +423,13 @@ class FileStore(HostFiles):
             rows.append((meta.uid, meta.project, meta.create_time_ns, sdir.is_deleted()))
         return rows, damaged
 
+    def sealed_export(self, uid: str) -> tuple[dict[str, object], Iterator[Record]]:
+        """What ``export --ciphertext`` ships of encrypted session ``uid``: its wrapped
+        ``KEY`` and its sealed records as stored (``filecrypt.sealed_export``)."""
+        from agentsessions.journal.stores.filecrypt import sealed_export
+
+        return sealed_export(self, uid)
+
     def rewrap_keys(self, old: MasterKey, new: MasterKey) -> RewrapCount:
         """Master-key rotation: rewrap every data key here from ``old`` to ``new`` (no
         journal byte moves; a wrong ``old`` changes nothing; keys already wrapped by ``new``

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentsessions.errors import (
     InvalidArgumentError,
+    KeyShreddedError,
     LockHeldError,
     MetadataCorruptError,
     NotFoundError,
@@ -57,6 +58,7 @@ from agentsessions.journal.stores.jetstream_crypt import (
     Opener,
     SubjectCipher,
     VerifyRecord,
+    sealed_export,
     verify_records,
 )
 from agentsessions.journal.stores.jetstream_extras import Extras, HarnessRecords
@@ -80,6 +82,7 @@ from agentsessions.journal.stores.tail import Tail
 
 if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey, RewrapCount
+    from agentsessions.journal.stores.filecrypt import SessionCipher
 
 _HEADROOM = 64 * 1024  # a commit message's header line beside its payloads
 MIN_COMMIT_BYTES = 64 * 1024  # below this a server cannot hold a working session's turns
@@ -152,7 +155,8 @@ class JetStreamStore:
         self._lock = threading.Lock()
         self._keys = KeyStream(self._client, options)
         self._ring = Keyring(self._keys, master)
-        self._extras = Extras(self._client, options.prefix, self._meta)
+        self._encrypted: dict[str, bool] = {}  # uid -> its marker (set at create, never changes)
+        self._extras = Extras(self._client, options.prefix, self._meta, self._host_cipher)
         self.unindexed: builtins.list[MetadataCorruptError] = []  # found by the last list
         self._live: dict[str, Any] = {}  # journal subject -> its writer's probe responder
 
@@ -320,6 +324,7 @@ class JetStreamStore:
             if any(s in self._held for s in subjects):
                 raise LockHeldError(f"session {uid} is busy: a writer holds it", session=uid)
         self._keys.mark_shredded(uid)
+        self._ring.forget(uid)
         for subject in subjects:
             self._fence(subject, deleted=False)
         return self._keys.erase(uid) > 0
@@ -330,6 +335,13 @@ class JetStreamStore:
         wrapped by ``new`` (so a cut rotation is finished by running it again) and shredded
         sessions' keys are skipped and counted."""
         return self._ring.rewrap_all(old, new)
+
+    def sealed_export(self, uid: str) -> tuple[dict[str, object], Iterator[Record]]:
+        """What ``export --ciphertext`` ships of encrypted session ``uid``: its wrapped data
+        key and its sealed records as the stream holds them (no master key needed; see
+        ``jetstream_crypt.sealed_export`` for the refusals)."""
+        meta, _deleted, _ut = self._meta(uid)
+        return sealed_export(self._ring, meta, lambda: self._client.messages(self._journal(uid)))
 
     def verify_items(
         self, uid: str, component: str = "", *, notes: builtins.list[str] | None = None
@@ -350,6 +362,12 @@ class JetStreamStore:
         yield from verify_records(
             self._client.messages(subject), self._ring, meta, component, notes
         )
+        if not component and meta.encrypted and self.master is not None:
+            try:  # with the key, its receipts and workloads too (as the file store's verify)
+                host = self._ring.host_cipher(uid)
+            except KeyShreddedError:
+                return  # verify_records noted it
+            self._extras.check_sealed(uid, host)
 
     def close(self) -> None:
         self._client.close()
@@ -465,7 +483,17 @@ class JetStreamStore:
             raise NotFoundError(f"session {uid} not found", session=uid)
         head = msg.head
         identity.check_session(self._client, uid, str(head.get("sid", "")))
-        return SessionMeta.from_json(head["meta"]), bool(head.get("del")), int(head.get("ut", 0))
+        meta = SessionMeta.from_json(head["meta"])
+        self._encrypted[uid] = meta.encrypted
+        return meta, bool(head.get("del")), int(head.get("ut", 0))
+
+    def _host_cipher(self, uid: str) -> SessionCipher | None:
+        """The cipher sealing ``uid``'s receipts and workloads (None: a plaintext session,
+        known after one metadata read); exit 26 errors when it cannot be had."""
+        encrypted = self._encrypted.get(uid)
+        if encrypted is None:
+            encrypted = self._meta(uid)[0].encrypted
+        return self._ring.host_cipher(uid) if encrypted else None
 
     def _put_meta(
         self, meta: SessionMeta, *, deleted: bool, new: bool = False, update_time_ns: int = 0

@@ -7,8 +7,9 @@ key stream (``jetstream_keys``) before that metadata, and every commit its write
 carries sealed records (``crypto.sealed``: content hashes, chain, fences and tail
 checkpoints as in a plaintext journal) and a sealed state blob (``crypto.blobs``, bound to
 the state's version and range). Each tool store of such a session gets a data key of its
-own (scope ``uid/name``), made by its first writer. The server only ever holds ciphertext
-of events and working state.
+own (scope ``uid/name``), made by its first writer. Its tool receipts and workloads are
+sealed under the session's data key too (``jetstream_extras``, :meth:`Keyring.host_cipher`),
+so the server only ever holds ciphertext of events, working state, receipts and workloads.
 
 Invariants:
 - ``cryptography`` is imported only when a key is used (a keyless process never loads it);
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from agentsessions.errors import (
     ChainBrokenError,
+    InvalidArgumentError,
     JournalCorruptError,
     KeyShreddedError,
     LockHeldError,
@@ -44,6 +46,7 @@ from agentsessions.journal.stores.store import SessionMeta, WorkingState
 
 if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey, RewrapCount
+    from agentsessions.journal.stores.filecrypt import SessionCipher
 
 _HINT = "give the master key: --key-file FILE, AGENTSESSIONS_KEY_FILE or AGENTSESSIONS_MASTER_KEY"
 _STATE_BINDING = struct.Struct("<QQQ")  # version, covers_from, covers_to
@@ -197,10 +200,17 @@ PLAIN = Opener("", False)  # a plaintext subject: sealed messages refused
 
 class Keyring:
     """The data keys of one JetStream store's sessions: made, loaded and unwrapped with the
-    store's master key (None: keyless, which reads only what is stored in the clear)."""
+    store's master key (None: keyless, which reads only what is stored in the clear).
+
+    An unwrapped data key is kept in memory after its first use (a read then costs no key
+    fetch); the SHREDDED marker is still read before every use, so a shred made on any host
+    takes effect at once. A data key never changes for its scope (a rotation rewraps the
+    same key), so the kept one stays right; a shred through this store forgets it."""
 
     def __init__(self, keys: KeyStream, master: MasterKey | None) -> None:
         self.keys, self.master = keys, master
+        self._data_keys: dict[str, bytes] = {}  # scope -> its unwrapped data key
+        self.key_fetches = 0  # key-stream reads made to unwrap (tests count them)
 
     def create(self, uid: str, component: str = "") -> bytes:
         """Make, wrap and store a new data key for ``uid`` (or its tool store); returns it.
@@ -212,7 +222,8 @@ class Keyring:
         scope, subject = scope_of(uid, component), self.keys.subject(uid, component)
         data_key = os.urandom(keys.KEY_BYTES)
         if self.keys.put(subject, keys.wrap(data_key, self.master, scope), expect=0) is None:
-            return self._unwrap(uid, component)
+            return self._data_key(uid, component)
+        self._data_keys[scope] = data_key
         return data_key
 
     def cipher(
@@ -226,11 +237,27 @@ class Keyring:
             return None
         uid, scope = meta.uid, scope_of(meta.uid, component)
         self._check_usable(uid, scope)
-        if create and self.keys.get(self.keys.subject(uid, component)) is None:
+        kept = scope in self._data_keys
+        if create and not kept and self.keys.get(self.keys.subject(uid, component)) is None:
             data_key = self.create(uid, component)
             self._check_usable(uid, scope)  # a shred that came in between wins
             return SubjectCipher(data_key, scope)
-        return SubjectCipher(self._unwrap(uid, component), scope)
+        return SubjectCipher(self._data_key(uid, component), scope)
+
+    def host_cipher(self, uid: str) -> SessionCipher:
+        """The cipher of encrypted session ``uid``'s host data (tool receipts, workloads):
+        blobs and receipt ids under its data key, as the file store seals its
+        ``TOOLRECEIPTS`` and ``WORKLOAD`` files (``filecrypt.SessionCipher``). The exit 26
+        errors of :meth:`cipher` when it cannot be had."""
+        self._check_usable(uid, uid)
+        from agentsessions.journal.stores.filecrypt import SessionCipher
+
+        return SessionCipher(self._data_key(uid, ""), uid)
+
+    def forget(self, uid: str) -> None:
+        """Drop the kept data keys of session ``uid`` and its tool stores (its shred)."""
+        for scope in [s for s in self._data_keys if s == uid or s.startswith(uid + "/")]:
+            self._data_keys.pop(scope, None)
 
     def opener(self, meta: SessionMeta, component: str = "", *, check: bool = True) -> Opener:
         """An :class:`Opener` for ``meta``'s journal (or tool store ``component``), loading
@@ -243,7 +270,7 @@ class Keyring:
 
         def load() -> SubjectCipher:
             if check:  # checked just now: only the key is left to fetch
-                return SubjectCipher(self._unwrap(meta.uid, component), scope)
+                return SubjectCipher(self._data_key(meta.uid, component), scope)
             cipher = self.cipher(meta, component)
             assert cipher is not None
             return cipher
@@ -292,11 +319,21 @@ class Keyring:
                 )
         return keys.RewrapCount(len(todo), already, shredded)
 
+    def _data_key(self, uid: str, component: str) -> bytes:
+        """The unwrapped data key of ``uid`` (or its tool store), kept after its first
+        unwrap; callers check the SHREDDED marker first."""
+        scope = scope_of(uid, component)
+        data_key = self._data_keys.get(scope)
+        if data_key is None:
+            data_key = self._data_keys[scope] = self._unwrap(uid, component)
+        return data_key
+
     def _unwrap(self, uid: str, component: str) -> bytes:
         from agentsessions.journal.crypto import keys
 
         assert self.master is not None
         scope, subject = scope_of(uid, component), self.keys.subject(uid, component)
+        self.key_fetches += 1
         stored = self.keys.get(subject)
         if stored is None:
             raise SessionKeyError(
@@ -376,3 +413,49 @@ def verify_records(
         )
         if cipher is not None:  # with the key, the working state's tag too
             cipher.check_state(msg)
+
+
+def sealed_export(
+    ring: Keyring, meta: SessionMeta, messages: Callable[[], Iterable[wire.Message]]
+) -> tuple[dict[str, object], Iterator[Record]]:
+    """What ``export --ciphertext`` ships of encrypted session ``meta`` (the file store's
+    ``filecrypt.sealed_export``, from the stream): ``{"scope", "key"}`` (its uid and its
+    wrapped data key from the key stream, the same JSON a file store's ``KEY`` holds) and
+    its records as stored, sealed (``messages``: its journal subject's). No master key is
+    needed; a shredded or missing key is exit 26, a plaintext session or a fork child
+    InvalidArgumentError, a plaintext commit among them JournalCorruptError (exit 8)."""
+    from agentsessions.journal.stores.filecrypt import check_sealed_exportable
+
+    uid = meta.uid
+    if not meta.encrypted:
+        raise InvalidArgumentError(
+            f"session {uid} is not encrypted: it has no ciphertext to export",
+            hint=f"agentsessions export {uid} -o FILE",
+            session=uid,
+        )
+    check_sealed_exportable(meta, ring.keys.shredded(uid))
+    subject = ring.keys.subject(uid)
+    stored = ring.keys.get(subject)
+    if stored is None:
+        raise SessionKeyError(
+            f"{uid}: the wrapped data key is missing from the key stream "
+            f"({ring.keys.name}, subject {subject})",
+            hint="restore it from a backup of the key stream",
+            session=uid,
+        )
+    try:
+        key = json.loads(stored.content)
+    except ValueError:
+        raise JournalCorruptError(f"{subject} is not a wrapped data key") from None
+
+    def records() -> Iterator[Record]:
+        for msg in messages():
+            if msg.records and not msg.sealed:
+                raise JournalCorruptError(
+                    f"{uid}: JetStream message {msg.stream_seq} is a plaintext commit in an "
+                    "encrypted session (not written by its writers)",
+                    session=uid,
+                )
+            yield from msg.records
+
+    return {"scope": uid, "key": key}, records()

@@ -72,11 +72,14 @@ def read_receipt(
         if isinstance(entry, dict) and entry.get(field) == want:
             found = entry.get("sealed") if cipher is not None else entry.get("receipt")
     if cipher is not None and found is not None:
-        found = _open(cipher, key, found, path)
+        found = open_sealed(cipher, key, found, path)
     return found if isinstance(found, dict) else None
 
 
-def _open(cipher: SessionCipher, key: str, sealed: Any, path: str | os.PathLike[str]) -> Any:
+def open_sealed(cipher: SessionCipher, key: str, sealed: Any, path: str | os.PathLike[str]) -> Any:
+    """The receipt a sealed line (its ``sealed`` field) holds for ``key``: its tag checked
+    against ``key``'s id, the key inside checked to be ``key`` (JournalCorruptError, exit
+    8, if not); ``path`` names where it was read in an error."""
     entry = open_line(cipher, {"id": cipher.receipt_id(key), "sealed": sealed}, path)
     if entry.get("key") != key:
         raise JournalCorruptError(
@@ -124,6 +127,19 @@ def sealed_lines(data: bytes) -> list[dict[str, Any]]:
     return found
 
 
+def seal_line(cipher: SessionCipher, key: str, receipt: Mapping[str, Any]) -> dict[str, str]:
+    """The sealed form of the receipt of ``key``: ``{"id", "sealed"}``, the id a MAC of the
+    key under the data key, the blob the ``{"key", "receipt"}`` line bound to that id (the
+    file store's line; the JetStream store's message too). :func:`open_line` inverts it."""
+    from agentsessions.journal.stores.filecrypt import RECEIPT_KIND
+
+    rid = cipher.receipt_id(key)
+    entry = {"key": key, "receipt": dict(receipt)}
+    plain = json.dumps(entry, sort_keys=True, ensure_ascii=False).encode("utf-8")
+    blob = cipher.seal_blob(RECEIPT_KIND, plain, rid.encode())
+    return {"id": rid, "sealed": base64.b64encode(blob).decode()}
+
+
 def append_receipt(
     fs: FileSystem,
     path: str | os.PathLike[str],
@@ -135,11 +151,6 @@ def append_receipt(
     sealed by ``cipher`` (an encrypted session's)."""
     entry: dict[str, Any] = {"key": key, "receipt": dict(receipt)}
     if cipher is not None:
-        from agentsessions.journal.stores.filecrypt import RECEIPT_KIND
-
-        rid = cipher.receipt_id(key)
-        plain = json.dumps(entry, sort_keys=True, ensure_ascii=False).encode("utf-8")
-        blob = cipher.seal_blob(RECEIPT_KIND, plain, rid.encode())
-        entry = {"id": rid, "sealed": base64.b64encode(blob).decode()}
+        entry = seal_line(cipher, key, receipt)
     line = json.dumps(entry, sort_keys=True, ensure_ascii=False)
     fs.append_durable(path, b"\n" + line.encode("utf-8") + b"\n")

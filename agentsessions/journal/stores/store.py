@@ -484,6 +484,18 @@ class StoreExtras(Protocol):
         ...
 
 
+class SealedExport(Protocol):
+    """The optional capability behind ``export --ciphertext`` (``journal/tools/exchange.py``
+    reaches it by ``getattr``): the file and JetStream stores offer it (checked by mypy in
+    ``stores/extras_check.py``); a store without it refuses a ciphertext export."""
+
+    def sealed_export(self, uid: str) -> tuple[dict[str, object], Iterator[Record]]:
+        """Encrypted session ``uid``'s ``{"scope", "key"}`` (its uid and its wrapped data
+        key, the ``keys.wrap`` JSON) and its records as stored, each payload the sealed
+        record; no master key needed (docs/FORMAT.md 15, "Export")."""
+        ...
+
+
 _COMPONENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 
 

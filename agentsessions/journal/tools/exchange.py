@@ -15,7 +15,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from agentsessions.errors import AgentSessionsError, ChainBrokenError, FormatError, StorageError
+from agentsessions.errors import (
+    AgentSessionsError,
+    ChainBrokenError,
+    FormatError,
+    InvalidArgumentError,
+    StorageError,
+)
 from agentsessions.journal.format import zstdcodec
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
 from agentsessions.journal.stores.store import (
@@ -50,10 +56,15 @@ def export_session(
     info: SessionInfo = store.get(uid)
     head = (info.last_seq, info.last_hash)
     sealed: dict[str, Any] | None = None
-    if ciphertext:
-        from agentsessions.journal.stores.filecrypt import sealed_export
-
-        sealed, records = sealed_export(store, uid)
+    if ciphertext:  # a store capability (store.SealedExport): the file and JetStream stores
+        exporter = getattr(store, "sealed_export", None)
+        if exporter is None:
+            raise InvalidArgumentError(
+                f"{type(store).__name__} cannot export ciphertext",
+                hint=f"agentsessions export {uid} --decrypt writes a plaintext export",
+                session=uid,
+            )
+        sealed, records = exporter(uid)
     else:
         records = store.read(uid, 1, info.last_seq) if info.last_seq else iter(())
     meta = info.meta.to_json()
