@@ -25,9 +25,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agentsessions.errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from agentsessions.journal.crypto.keys import MasterKey
 
 CONFIG_ENV = "AGENTSESSIONS_CONFIG"
 CONFIG_NAME = "config.toml"
@@ -113,3 +116,19 @@ def parse_config(data: bytes, path: Path) -> HomeConfig:
         allow_unsynced=values.get("store.allow_unsynced", False),
         key_file=key_file,
     )
+
+
+def resolve_choices(
+    home: Path, store_url: str | None, allow_unsynced: bool, key_file: str | None
+) -> tuple[str, bool, MasterKey | None]:
+    """The store URL, ``allow_unsynced`` and master key an engine opens with: each as the
+    caller (flags) gave it, else from the environment, else from the configuration file."""
+    from agentsessions.journal.stores.filecrypt import resolve_master
+    from agentsessions.sessions.storeurl import resolve_store_url
+
+    config = load_config(home)
+    url = resolve_store_url(store_url) or config.store_url
+    master = resolve_master(key_file) or (
+        resolve_master(config.key_file) if config.key_file else None
+    )
+    return url, allow_unsynced or config.allow_unsynced, master

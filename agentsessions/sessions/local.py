@@ -50,7 +50,7 @@ from agentsessions.journal.stores.store import (
     new_uid,
 )
 
-from . import approvals, checks, keys, lifecycle, offline, resolving, toolstores
+from . import approvals, checks, lifecycle, offline, resolving, toolstores
 from . import compact as compaction
 from .api import Frame, Input, Memory, ReplayReport, Session, SessionFrame, SessionPage, Turn
 from .home import resolve_home
@@ -61,10 +61,13 @@ from .wiring import HARNESSES, build_controller, close_tools
 if TYPE_CHECKING:
     from agentsessions.controller.controller import Controller
     from agentsessions.controller.spi import Runtime
+    from agentsessions.journal.crypto.keys import MasterKey
     from agentsessions.journal.format.records import Record
     from agentsessions.journal.tools.verify import VerifyReport
     from agentsessions.runtimes.compute import HostInfo
     from agentsessions.tools.workload import Workload
+
+    from .keys import Rotation
 
 DEFAULT_HARNESS = "echo"
 DEFAULT_MODEL = "echo"
@@ -373,7 +376,12 @@ class LocalSessions:
         return offline.verify_all(self.store, strict=strict, progress=progress)
 
     tool_store = toolstores.tool_store  # a tool's own store, read (see the module)
-    rotate_master_key = keys.rotate_master_key  # rewrap every data key (see the module)
+
+    def rotate_master_key(self, old: MasterKey, new: MasterKey) -> Rotation:
+        """Rewrap every data key from ``old`` to ``new`` (:mod:`.keys`, imported only here)."""
+        from .keys import rotate_master_key
+
+        return rotate_master_key(self, old, new)
 
     # -- exchange ---------------------------------------------------------------------------
     def export(
@@ -668,16 +676,10 @@ def open_local(
     resolved = resolve_home(home)
     if store is not None:
         return LocalSessions(resolved, store, runtime=runtime, model=model, owns_store=False)
-    from agentsessions.journal.stores.filecrypt import resolve_master
-    from agentsessions.sessions.config import load_config
-    from agentsessions.sessions.storeurl import open_store, resolve_store_url
+    from agentsessions.sessions.config import resolve_choices
+    from agentsessions.sessions.storeurl import open_store
 
-    config = load_config(resolved)  # the lowest-priority source of each choice
-    url = resolve_store_url(store_url) or config.store_url
-    allow_unsynced = allow_unsynced or config.allow_unsynced
-    master = resolve_master(key_file) or (
-        resolve_master(config.key_file) if config.key_file else None
-    )
+    url, allow_unsynced, master = resolve_choices(resolved, store_url, allow_unsynced, key_file)
     if url:
         chosen = open_store(url, allow_unsynced=allow_unsynced, master=master)
         return LocalSessions(resolved, chosen, runtime=runtime, model=model)
