@@ -210,8 +210,10 @@ def _bench_open(url: str) -> None:
             held.close()
             held = new
         held.close()
-        print(f"writer open, another store holds it idle (a takeover): "
-              f"{statistics.median(taken) * 1e3:.2f} ms median")
+        print(
+            f"writer open, another store holds it idle (a takeover): "
+            f"{statistics.median(taken) * 1e3:.2f} ms median"
+        )
     finally:
         here.close()
         there.close()

@@ -374,14 +374,16 @@ class JetStreamStore:
         return self._extras.workload_at(uid, digest)
 
     def writer_elsewhere(self, uid: str) -> bool:
-        """True when another store (any host) holds ``uid``'s journal writer and its
-        connection is alive, or might be (jetstream_live.py): ``cancel`` then asks the
-        running turn to stop instead of taking the journal over (which would fence it)."""
+        """True when another store (any host) holds ``uid``'s journal writer busy, or might
+        (it did not answer in time: jetstream_live.py): ``cancel`` then asks the running
+        turn to stop instead of taking the journal over (which would fence it). A writer
+        parked idle between turns is not asked (no turn of its runs): cancel takes over."""
         subject = self._journal(check_uid(uid))
         with self._lock:
             if subject in self._held:
                 return False  # this store's own writer: the engine's lock decides
-        return live.probe(self._client, live.owner_subject(self._opts.stream, uid))
+        heard = live.probe(self._client, live.owner_subject(self._opts.stream, uid))
+        return heard.state in (live.BUSY, live.SILENT, live.UNKNOWN)
 
     def harness_records(self) -> HarnessRecords:
         """The harness registrations of every host using this stream (``P.h``)."""
@@ -413,18 +415,33 @@ class JetStreamStore:
             self._held.add(subject)
         try:
             identity.check(self._client, self._opts.prefix)  # never write a replaced stream
-            writer = JetStreamWriter(
+            presence = None
+            if subject == self._journal(uid):  # other hosts can tell it is live, and busy
+                presence = self._claim(uid, subject)
+            return JetStreamWriter(
                 self._client, uid, subject, self.max_commit_bytes, self._release, base,
-                self.checkpoint_every, cipher_of(),
+                self.checkpoint_every, cipher_of(), presence,
             )  # fmt: skip
-            if subject == self._journal(uid):  # other hosts' cancel can tell it is live
-                self._live[subject] = live.serve(
-                    self._client, live.owner_subject(self._opts.stream, uid)
-                )
-            return writer
         except BaseException:
             self._release(subject)
             raise
+
+    def _claim(self, uid: str, subject: str) -> live.Presence:
+        """Ask the writer another host may hold (jetstream_live.py): busy is LockHeldError,
+        as the file store's lock; idle, gone or silent (a stalled host must not block the
+        session forever) goes on to take over with a fence. Answering probes starts before
+        that fence, so a host asking meanwhile hears this writer busy."""
+        owner = live.owner_subject(self._opts.stream, uid)
+        heard = live.probe(self._client, owner, take=True)
+        if heard.state == live.BUSY:
+            raise LockHeldError(
+                f"session {uid} is busy: a turn is running on another host ({heard.holder})",
+                hint=f"wait for it (exec --wait SECONDS), or stop it: agentsessions cancel {uid}",
+                session=uid, holder=heard.holder,
+            )  # fmt: skip
+        presence = live.Presence()
+        self._live[subject] = live.serve(self._client, owner, presence)
+        return presence
 
     def _release(self, subject: str) -> None:
         with self._lock:
