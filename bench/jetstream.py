@@ -214,9 +214,33 @@ def _bench_open(url: str) -> None:
             f"writer open, another store holds it idle (a takeover): "
             f"{statistics.median(taken) * 1e3:.2f} ms median"
         )
+        _bench_probe(here, there, uid, n)
     finally:
         here.close()
         there.close()
+
+
+def _bench_probe(here: Any, there: Any, uid: str, n: int) -> None:
+    """The live probe alone, as a writer open sends it: nobody listening, a writer idle."""
+    try:
+        from agentsessions.journal.stores import jetstream_live as live
+    except ImportError:
+        return
+    if not hasattr(live, "Presence"):
+        return  # a version whose probe only cancel sends
+    subject = live.owner_subject(here._opts.stream, uid)
+    for name in ("nobody listening", "a writer idle"):
+        held = there.writer(uid) if name == "a writer idle" else None
+        if held is not None:
+            held.set_busy(False)
+        times = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            live.probe(here._client, subject)  # asks only: the idle writer stays
+            times.append(time.perf_counter() - t0)
+        if held is not None:
+            held.close()
+        print(f"the probe alone, {name}: {statistics.median(times) * 1e3:.2f} ms median")
 
 
 def main() -> int:

@@ -115,8 +115,24 @@ def test_exec_on_another_host_while_a_turn_runs_is_busy_and_the_turn_completes(
     assert _fences(url, uid) == before  # nothing written, no fence
     # exec --wait asks again until A's turn is over; A then holds its writer idle between
     # turns, which B's exec takes over ...
-    argv = [sys.executable, "-m", "agentsessions", "--home", str(tmp_path / "b"), "--store",
-            url, "exec", uid, "--model", MODEL, "--input", "from b", "--json", "--wait", "120"]
+    argv = [
+        sys.executable,
+        "-m",
+        "agentsessions",
+        "--home",
+        str(tmp_path / "b"),
+        "--store",
+        url,
+        "exec",
+        uid,
+        "--model",
+        MODEL,
+        "--input",
+        "from b",
+        "--json",
+        "--wait",
+        "120",
+    ]
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           env=_env()) as waiting:  # fmt: skip
         host.say("go")

@@ -12,7 +12,12 @@ from typing import Any
 
 import pytest
 
-from agentsessions.errors import FencedError, LockHeldError, UnavailableError
+from agentsessions.errors import (
+    FencedError,
+    LockHeldError,
+    SessionDeletedError,
+    UnavailableError,
+)
 from agentsessions.journal.stores.jetstream import JetStreamStore
 from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
 from agentsessions.journal.stores.store import SessionMeta, new_uid
@@ -96,6 +101,27 @@ def test_a_paused_writer_process_is_fenced_when_it_resumes(nats_server: Any) -> 
     assert [r.seq for r in records] == [1, 2]
     assert check_chain(records, VerifyReport(source="t")).ok
     store.close()
+
+
+def test_delete_from_another_host_waits_for_a_running_turn(nats_server: Any) -> None:
+    url = _url(nats_server)
+    host_a, host_b = _open(url), _open(url)
+    try:
+        uid = new_uid()
+        host_a.create(SessionMeta(uid=uid))
+        w = host_a.writer(uid)
+        w.append([_say("a")])
+        with pytest.raises(LockHeldError, match="a turn is running on another host"):
+            host_b.delete(uid)  # refused, as the file store's lock: nothing written
+        assert not host_b.get(uid).deleted
+        assert w.set_busy(False)  # parked between turns: the delete fences it
+        assert host_b.delete(uid).deleted
+        with pytest.raises(SessionDeletedError):
+            w.append([_say("after the delete")])
+        w.close()
+    finally:
+        host_a.close()
+        host_b.close()
 
 
 def test_commit_ids_are_scoped_to_the_session(nats_server: Any) -> None:

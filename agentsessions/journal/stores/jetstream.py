@@ -176,12 +176,14 @@ class JetStreamStore:
 
     def delete(self, uid: str) -> SessionInfo:
         """Soft-delete: a deleting fence on the journal and every tool store (so writers on
-        any host fail their next append), then the metadata row."""
+        any host fail their next append), then the metadata row. Refused (LockHeldError)
+        while a turn runs on another host (jetstream_live.py), as the file store's lock."""
         meta, _deleted, _ut = self._meta(uid)
         subjects = [self._journal(uid), *self._component_subjects(uid)]
         with self._lock:
             if any(s in self._held for s in subjects):
                 raise LockHeldError(f"session {uid} is busy: a writer holds it", session=uid)
+        self._refuse_busy(uid)  # a turn running on another host, as the file store's lock
         for subject in subjects:
             self._fence(subject)
         now = time.time_ns()
@@ -289,12 +291,14 @@ class JetStreamStore:
         key message secure-erased and purged from the key stream. Afterwards its content
         is unreadable with or without the master key; ``verify`` still checks its
         structure. False when the keys were already gone (a second run finishes a shred a
-        crash cut); InvalidArgumentError for a plaintext session."""
+        crash cut); InvalidArgumentError for a plaintext session; LockHeldError while a turn
+        runs on another host (as the file store's lock)."""
         self.check_shreddable(uid)
         subjects = [self._journal(uid), *self._component_subjects(uid)]
         with self._lock:
             if any(s in self._held for s in subjects):
                 raise LockHeldError(f"session {uid} is busy: a writer holds it", session=uid)
+        self._refuse_busy(uid)  # a turn running on another host, as the file store's lock
         self._keys.mark_shredded(uid)
         for subject in subjects:
             self._fence(subject, deleted=False)
@@ -431,17 +435,23 @@ class JetStreamStore:
         as the file store's lock; idle, gone or silent (a stalled host must not block the
         session forever) goes on to take over with a fence. Answering probes starts before
         that fence, so a host asking meanwhile hears this writer busy."""
+        owner = self._refuse_busy(uid, take=True)
+        presence = live.Presence()
+        self._live[subject] = live.serve(self._client, owner, presence)
+        return presence
+
+    def _refuse_busy(self, uid: str, *, take: bool = False) -> str:
+        """LockHeldError if another host's writer of ``uid`` says a turn is running (the
+        file store's lock refuses the same); its probe subject otherwise."""
         owner = live.owner_subject(self._opts.stream, uid)
-        heard = live.probe(self._client, owner, take=True)
+        heard = live.probe(self._client, owner, take=take)
         if heard.state == live.BUSY:
             raise LockHeldError(
                 f"session {uid} is busy: a turn is running on another host ({heard.holder})",
                 hint=f"wait for it (exec --wait SECONDS), or stop it: agentsessions cancel {uid}",
                 session=uid, holder=heard.holder,
             )  # fmt: skip
-        presence = live.Presence()
-        self._live[subject] = live.serve(self._client, owner, presence)
-        return presence
+        return owner
 
     def _release(self, subject: str) -> None:
         with self._lock:
