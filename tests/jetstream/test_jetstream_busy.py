@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -66,14 +67,15 @@ class _Host:
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.say("quit")
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()  # a turn still waiting for "go" reads the end instead
             try:
                 self.proc.wait(timeout=BOUND)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            if pipe is not None:
-                pipe.close()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
 
 
 @pytest.fixture
@@ -149,6 +151,27 @@ def test_exec_on_another_host_while_a_turn_runs_is_busy_and_the_turn_completes(
     assert fences == sorted(fences) and len(set(fences)) == 4  # four writers, in order
     verified = _cli(tmp_path / "b", url, "verify", uid)
     assert verified.returncode == 0 and "20 records verified" in verified.stdout, verified
+
+
+def test_a_host_stopped_mid_turn_is_taken_over_and_fenced_when_it_resumes(
+    session: tuple[str, str, _Host], tmp_path: Path
+) -> None:
+    """A stalled host must not block the session forever: its probe goes unanswered, the
+    other host takes over after the probe's timeout, and the stalled turn is fenced."""
+    url, uid, host = session
+    host.say("turn")
+    assert host.hear() == "running"
+    os.kill(host.proc.pid, signal.SIGSTOP)  # GC, VM pause, partition: connected but silent
+    try:
+        took = _cli(tmp_path / "b", url, "resume", uid)  # finishes A's turn
+        assert took.returncode == 0, took.stderr
+    finally:
+        os.kill(host.proc.pid, signal.SIGCONT)
+    host.say("go")
+    assert host.hear() == "error 5"  # A's next commit: FencedError, nothing written
+    got = json.loads(_cli(tmp_path / "b", url, "get", uid, "--json").stdout)
+    assert (got["exec_state"], got["last_seq"]) == ("EXEC_COMPLETED", 10)
+    assert _cli(tmp_path / "b", url, "verify", uid).returncode == 0
 
 
 def test_read_commands_from_another_host_never_probe_or_take(
