@@ -5,7 +5,10 @@ which moves the subject's last sequence; any older writer's next CAS append then
 even if its view of the journal end is current. On every lost CAS the writer reads the
 subject's last message and explains it: a newer fence (or a commit by a newer writer) is
 FencedError, a delete is SessionDeletedError, anything else a ConflictError with the head.
-It never re-reads and retries on its own, which would walk past a fence.
+It never re-reads and retries on its own, which would walk past a fence. Before the fence,
+the store asks the writer another host may hold (jetstream_live.py): a busy one (a turn is
+running) refuses the open with LockHeldError, as the file store's lock does; this writer
+then says busy or idle itself (``set_busy``) while it lives.
 
 Elections and unknown outcomes are the client's (``Client.publish``: the same Msg-Id and
 CAS until answered or ``commit_timeout``). If even that gives up, the commit may have
