@@ -104,11 +104,14 @@ def test_a_running_turn_refuses_another_engine_and_completes(
             b.run(uid, ["through b"], model=MODEL)
         with pytest.raises(LockHeldError, match=r"\(pid \d+ on "):  # named, as the file store's
             stores[1].writer(uid)
+        assert stores[1].writer_elsewhere(uid)  # cancel would ask this turn to stop
         model.release.set()
         done = [f for f in frames if isinstance(f, SessionFrame)][-1].session
         assert (done.exec_state, done.last_seq) == ("EXEC_COMPLETED", 10)  # not fenced
         assert [r.fence for r in stores[0].read(uid)][:5] == fences
         assert {r.fence for r in stores[0].read(uid)} == set(fences)  # b minted no fence
+        # parked between turns: no turn of a's runs, so cancel would not wait for one
+        assert not stores[1].writer_elsewhere(uid)
         # a's writer is parked between turns now: b takes over, a takes it back
         assert b.run(uid, ["through b"], model=MODEL).session.last_seq == 15
         assert a.run(uid, ["a again"], model=MODEL).session.exec_state == "EXEC_COMPLETED"
