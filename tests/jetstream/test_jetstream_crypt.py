@@ -14,6 +14,7 @@ from agentsessions.errors import (
     InvalidArgumentError,
     JournalCorruptError,
     KeyShreddedError,
+    LockHeldError,
     MasterKeyError,
     SessionKeyError,
 )
@@ -191,6 +192,10 @@ def test_shred_destroys_every_key_and_fences_live_writers(nats_server: Any) -> N
         with store.component(uid, "tool").writer() as w:
             w.append([_say("t")])
         live = other_host.writer(uid)  # another host's writer, holding the key in memory
+        with pytest.raises(LockHeldError, match="a turn is running on another host"):
+            store.shred(uid)  # in use there: refused, as the file store's lock (nothing done)
+        assert len(store._keys.subjects()) == 2
+        assert live.set_busy(False)  # parked between turns, still holding the key
         assert store.shred(uid) is True
         assert store._keys.subjects() == []  # both keys erased and purged
         with pytest.raises(FencedError):

@@ -12,7 +12,12 @@ from typing import Any
 
 import pytest
 
-from agentsessions.errors import FencedError, UnavailableError
+from agentsessions.errors import (
+    FencedError,
+    LockHeldError,
+    SessionDeletedError,
+    UnavailableError,
+)
 from agentsessions.journal.stores.jetstream import JetStreamStore
 from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
 from agentsessions.journal.stores.store import SessionMeta, new_uid
@@ -46,6 +51,9 @@ def test_a_new_incarnation_fences_an_older_writer_whose_head_is_current(
         old = host_a.writer(uid)
         old.append([_say("a")])
         head = old.head
+        with pytest.raises(LockHeldError, match="a turn is running on another host"):
+            host_b.writer(uid)  # in use (busy from open): refused, as the file store's lock
+        assert old.set_busy(False)  # parked between turns, as an engine's pool does
         new = host_b.writer(uid)  # takes over: a fence record, CAS at the head it read
         assert new.fence > old.fence and new.head == head
         with pytest.raises(FencedError) as err:
@@ -76,8 +84,10 @@ def test_a_paused_writer_process_is_fenced_when_it_resumes(nats_server: Any) -> 
         try:
             assert zombie.stdout is not None and zombie.stdin is not None
             assert zombie.stdout.readline().split() == ["ready", "1"]
+            with pytest.raises(LockHeldError, match=r"a turn is running on another host \(pid"):
+                store.writer(uid)  # live and mid-turn: refused, nothing written
             os.kill(zombie.pid, signal.SIGSTOP)  # the first host stalls (GC, VM, partition)
-            with store.writer(uid) as w:  # a second host takes over and goes on
+            with store.writer(uid) as w:  # its probe goes unanswered: take over and go on
                 w.append([_say("taken over")], expected_last_seq=1)
             os.kill(zombie.pid, signal.SIGCONT)
             zombie.stdin.write("go\n")
@@ -91,6 +101,27 @@ def test_a_paused_writer_process_is_fenced_when_it_resumes(nats_server: Any) -> 
     assert [r.seq for r in records] == [1, 2]
     assert check_chain(records, VerifyReport(source="t")).ok
     store.close()
+
+
+def test_delete_from_another_host_waits_for_a_running_turn(nats_server: Any) -> None:
+    url = _url(nats_server)
+    host_a, host_b = _open(url), _open(url)
+    try:
+        uid = new_uid()
+        host_a.create(SessionMeta(uid=uid))
+        w = host_a.writer(uid)
+        w.append([_say("a")])
+        with pytest.raises(LockHeldError, match="a turn is running on another host"):
+            host_b.delete(uid)  # refused, as the file store's lock: nothing written
+        assert not host_b.get(uid).deleted
+        assert w.set_busy(False)  # parked between turns: the delete fences it
+        assert host_b.delete(uid).deleted
+        with pytest.raises(SessionDeletedError):
+            w.append([_say("after the delete")])
+        w.close()
+    finally:
+        host_a.close()
+        host_b.close()
 
 
 def test_commit_ids_are_scoped_to_the_session(nats_server: Any) -> None:

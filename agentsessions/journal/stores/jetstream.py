@@ -204,12 +204,14 @@ class JetStreamStore:
 
     def delete(self, uid: str) -> SessionInfo:
         """Soft-delete: a deleting fence on the journal and every tool store (so writers on
-        any host fail their next append), then the metadata row."""
+        any host fail their next append), then the metadata row. Refused (LockHeldError)
+        while a turn runs on another host (jetstream_live.py), as the file store's lock."""
         meta, _deleted, _ut = self._meta(uid)
         subjects = [self._journal(uid), *self._component_subjects(uid)]
         with self._lock:
             if any(s in self._held for s in subjects):
                 raise LockHeldError(f"session {uid} is busy: a writer holds it", session=uid)
+        self._refuse_busy(uid)  # a turn running on another host, as the file store's lock
         for subject in subjects:
             self._fence(subject)
         now = time.time_ns()
@@ -317,12 +319,14 @@ class JetStreamStore:
         key message secure-erased and purged from the key stream. Afterwards its content
         is unreadable with or without the master key; ``verify`` still checks its
         structure. False when the keys were already gone (a second run finishes a shred a
-        crash cut); InvalidArgumentError for a plaintext session."""
+        crash cut); InvalidArgumentError for a plaintext session; LockHeldError while a turn
+        runs on another host (as the file store's lock)."""
         self.check_shreddable(uid)
         subjects = [self._journal(uid), *self._component_subjects(uid)]
         with self._lock:
             if any(s in self._held for s in subjects):
                 raise LockHeldError(f"session {uid} is busy: a writer holds it", session=uid)
+        self._refuse_busy(uid)  # a turn running on another host, as the file store's lock
         self._keys.mark_shredded(uid)
         self._ring.forget(uid)
         for subject in subjects:
@@ -416,14 +420,16 @@ class JetStreamStore:
         return self._extras.workload_at(uid, digest)
 
     def writer_elsewhere(self, uid: str) -> bool:
-        """True when another store (any host) holds ``uid``'s journal writer and its
-        connection is alive, or might be (jetstream_live.py): ``cancel`` then asks the
-        running turn to stop instead of taking the journal over (which would fence it)."""
+        """True when another store (any host) holds ``uid``'s journal writer busy, or might
+        (it did not answer in time: jetstream_live.py): ``cancel`` then asks the running
+        turn to stop instead of taking the journal over (which would fence it). A writer
+        parked idle between turns is not asked (no turn of its runs): cancel takes over."""
         subject = self._journal(check_uid(uid))
         with self._lock:
             if subject in self._held:
                 return False  # this store's own writer: the engine's lock decides
-        return live.probe(self._client, live.owner_subject(self._opts.stream, uid))
+        heard = live.probe(self._client, live.owner_subject(self._opts.stream, uid))
+        return heard.state in (live.BUSY, live.SILENT, live.UNKNOWN)
 
     def harness_records(self) -> HarnessRecords:
         """The harness registrations of every host using this stream (``P.h``)."""
@@ -455,18 +461,39 @@ class JetStreamStore:
             self._held.add(subject)
         try:
             identity.check(self._client, self._opts.prefix)  # never write a replaced stream
-            writer = JetStreamWriter(
+            presence = None
+            if subject == self._journal(uid):  # other hosts can tell it is live, and busy
+                presence = self._claim(uid, subject)
+            return JetStreamWriter(
                 self._client, uid, subject, self.max_commit_bytes, self._release, base,
-                self.checkpoint_every, cipher_of(),
+                self.checkpoint_every, cipher_of(), presence,
             )  # fmt: skip
-            if subject == self._journal(uid):  # other hosts' cancel can tell it is live
-                self._live[subject] = live.serve(
-                    self._client, live.owner_subject(self._opts.stream, uid)
-                )
-            return writer
         except BaseException:
             self._release(subject)
             raise
+
+    def _claim(self, uid: str, subject: str) -> live.Presence:
+        """Ask the writer another host may hold (jetstream_live.py): busy is LockHeldError,
+        as the file store's lock; idle, gone or silent (a stalled host must not block the
+        session forever) goes on to take over with a fence. Answering probes starts before
+        that fence, so a host asking meanwhile hears this writer busy."""
+        owner = self._refuse_busy(uid, take=True)
+        presence = live.Presence()
+        self._live[subject] = live.serve(self._client, owner, presence)
+        return presence
+
+    def _refuse_busy(self, uid: str, *, take: bool = False) -> str:
+        """LockHeldError if another host's writer of ``uid`` says a turn is running (the
+        file store's lock refuses the same); its probe subject otherwise."""
+        owner = live.owner_subject(self._opts.stream, uid)
+        heard = live.probe(self._client, owner, take=take)
+        if heard.state == live.BUSY:
+            raise LockHeldError(
+                f"session {uid} is busy: a turn is running on another host ({heard.holder})",
+                hint=f"wait for it (exec --wait SECONDS), or stop it: agentsessions cancel {uid}",
+                session=uid, holder=heard.holder,
+            )  # fmt: skip
+        return owner
 
     def _release(self, subject: str) -> None:
         with self._lock:

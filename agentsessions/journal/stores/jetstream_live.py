@@ -1,28 +1,52 @@
-"""Is a session's writer open on another host? A probe through the NATS connection itself.
+"""Is a session's writer open on another host, and is a turn running there? A probe through
+the NATS connection itself.
 
-The file store's ``LOCK`` is an flock: its holder's death releases it, so ``cancel`` can tell
-a live turn (ask it to stop: a cancel request) from an interrupted one (close it as its
-writer). A JetStream writer on another host has no lock to test, and opening a writer there
-fences the running turn instead of asking it. So while a store holds a session's journal
-writer it answers requests on ``_AGS_LIVE.<stream>.<uid>`` (outside the stream's subjects):
-a core subscription that lives exactly as long as the writer and the store's connection.
-A probe is one request: an answer, or no answer in time (a stalled or partitioned host),
-says a writer may be live; "no responders" (the server knows of no subscriber: the process
-closed its writer, exited or was killed) says none is. Fencing stays what guarantees a
-single writer; this only decides how ``cancel`` asks.
+The file store's ``LOCK`` is an flock: a second writer is refused while a turn runs
+(``LockHeldError``, exit 6), and its holder's death releases it, so ``cancel`` can tell a
+live turn (ask it to stop) from an interrupted one (close it as its writer). A JetStream
+writer on another host has no lock to test, and opening a writer there fences it. So while
+a store holds a session's journal writer it answers requests on ``_AGS_LIVE.<stream>.<uid>``
+(outside the stream's subjects): a core subscription that lives as long as the writer and
+the store's connection, and says what its :class:`Presence` says:
+
+- **busy**: a turn (or any use of the writer outside a pool's idle shelf) is in progress;
+  the answer names the holder (pid, host, program, since), as the file store's LOCK does.
+  Opening a writer elsewhere is then refused with LockHeldError, like the file store's.
+- **idle**: the writer is parked between turns (a pool keeps it for the next one). A probe
+  that says it will take over (:data:`TAKE`) is answered idle once: the presence is then
+  *yielded* (the holder's next turn opens a new writer, probing the taker) and unsubscribes,
+  so a later probe hears the new writer (which answers from before its fence), or nobody;
+  until the unsubscribe is through it says busy, being taken over.
+
+A probe is one request: no answer in time (a stalled or partitioned host) says a writer may
+be live but cannot say it is busy; "no responders" (the server knows of no subscriber: the
+process closed its writer, exited or was killed) says none is. Fencing stays what
+guarantees a single writer: the probe only decides whether to ask before taking over.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
 from typing import Any
 
 import nats.errors
 
 from agentsessions.errors import UnavailableError
+from agentsessions.journal.format.lock import program
 from agentsessions.journal.stores.jetstream_client import Client
 
 PROBE_SECONDS = 2.0  # how long a probe waits for a live writer's answer
+TAKE = b"take"  # a probe that takes the session over when the writer is idle
+ASK = b"ask"  # a probe that only asks (cancel)
+
+BUSY, IDLE, GONE, SILENT, UNKNOWN = "busy", "idle", "gone", "silent", "unknown"
 
 
 def owner_subject(stream: str, uid: str) -> str:
@@ -31,17 +55,84 @@ def owner_subject(stream: str, uid: str) -> str:
     return f"_AGS_LIVE.{stream}.{uid}"
 
 
-def serve(client: Client, subject: str) -> Any:
-    """Answer probes on ``subject`` until :func:`stop` (the subscription is returned)."""
+class Presence:
+    """What a writer's responder answers: busy (the default from open: a writer in use
+    holds the session, as the file store's lock does) or idle (parked between turns).
+
+    Thread-safe: the responder runs on the connection's event-loop thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._busy = True
+        self._yielded = False
+        self._since = int(time.time())
+
+    @property
+    def yielded(self) -> bool:
+        """True once a taker was told this writer is idle: it is being taken over."""
+        with self._lock:
+            return self._yielded
+
+    def set_busy(self, busy: bool) -> bool:
+        """Mark the writer busy (a turn starts) or idle (parked). Claiming it busy fails
+        (False) once it was yielded to a taker: the caller opens a new writer instead,
+        which asks the taker in turn. Atomic with :meth:`answer`, so a turn never starts on
+        a writer some host was just told it may take."""
+        with self._lock:
+            if busy and self._yielded:
+                return False
+            if busy and not self._busy:
+                self._since = int(time.time())
+            self._busy = busy
+            return True
+
+    def answer(self, take: bool) -> bytes:
+        """The reply to one probe. Once yielded (until the responder's unsubscribe is
+        through) it says busy, being taken over: silence would let a third host time out
+        and fence the taker's first turn."""
+        with self._lock:
+            if self._yielded:
+                return json.dumps({"state": BUSY, "yielded": True}).encode()
+            if self._busy:
+                return json.dumps(
+                    {"state": BUSY, "pid": os.getpid(), "host": socket.gethostname(),
+                     "program": program(), "since_unix": self._since}
+                ).encode()  # fmt: skip
+            self._yielded = take
+            return json.dumps({"state": IDLE}).encode()
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a probe heard: ``state`` is one of busy, idle, gone (no responders), silent (no
+    answer in time) or unknown (an answer of an older version, which always took over);
+    ``holder`` describes a busy writer (or says another host is taking it over)."""
+
+    state: str
+    holder: str = ""
+
+
+def serve(client: Client, subject: str, presence: Presence) -> Any:
+    """Answer probes on ``subject`` as ``presence`` says until :func:`stop` (the
+    subscription is returned). Yielded, it unsubscribes, so later probes hear the taker."""
     assert client._nc is not None
     nc = client._nc
+    subs: list[Any] = []
+
+    async def drop() -> None:
+        with contextlib.suppress(nats.errors.Error):
+            await subs[0].unsubscribe()
 
     async def answer(msg: Any) -> None:
+        reply = presence.answer(msg.data == TAKE)
         with contextlib.suppress(nats.errors.Error):
-            await msg.respond(b"writer")
+            await msg.respond(reply)
+        if presence.yielded:  # after the reply, on its own task (not this callback's)
+            asyncio.get_running_loop().create_task(drop())
 
     async def subscribe() -> Any:
         sub = await nc.subscribe(subject, cb=answer)
+        subs.append(sub)
         await nc.flush(timeout=max(1, int(client.options.timeout)))  # seen once open returns
         return sub
 
@@ -54,7 +145,7 @@ def stop(client: Client, sub: Any) -> None:
     nc = client._nc
 
     async def unsubscribe() -> None:
-        with contextlib.suppress(nats.errors.Error):  # the connection went: so did the sub
+        with contextlib.suppress(nats.errors.Error):  # the connection (or a yield) took it
             await sub.unsubscribe()
             await nc.flush(timeout=max(1, int(client.options.timeout)))
 
@@ -62,19 +153,45 @@ def stop(client: Client, sub: Any) -> None:
         client._call(unsubscribe)
 
 
-def probe(client: Client, subject: str) -> bool:
-    """True if a writer answers on ``subject``, or might (no answer in time); False when
-    the server says nobody listens there."""
+def probe(client: Client, subject: str, *, take: bool = False) -> Answer:
+    """Ask the writer on ``subject`` (if any) whether it is busy; ``take``: the caller
+    takes the session over on an idle answer (the writer then yields)."""
     assert client._nc is not None
     nc = client._nc
 
-    async def ask() -> bool:
+    async def ask() -> Answer:
         try:
-            await nc.request(subject, b"", timeout=PROBE_SECONDS)
+            msg = await nc.request(subject, TAKE if take else ASK, timeout=PROBE_SECONDS)
         except nats.errors.NoRespondersError:
-            return False
+            return Answer(GONE)
         except nats.errors.TimeoutError:
-            return True  # subscribed but silent: stalled, not gone
-        return True
+            return Answer(SILENT)  # subscribed but silent: stalled, not gone
+        return _decode(msg.data)
 
-    return client._call(ask)
+    answer: Answer = client._call(ask)
+    return answer
+
+
+def _decode(data: bytes) -> Answer:
+    try:
+        got = json.loads(data)
+    except ValueError:
+        return Answer(UNKNOWN)
+    if not isinstance(got, dict) or got.get("state") not in (BUSY, IDLE):
+        return Answer(UNKNOWN)
+    if got["state"] == IDLE:
+        return Answer(IDLE)
+    if got.get("yielded"):
+        return Answer(BUSY, "another host is taking it over")
+    holder = f"pid {_clean(got.get('pid'))} on {_clean(got.get('host', '?'))}"
+    holder += f": {_clean(got.get('program', '?')) or '?'}"
+    since = got.get("since_unix")
+    if isinstance(since, int) and 0 < since < 1 << 40:
+        holder += f", since {time.strftime('%Y-%m-%d %H:%M:%SZ', time.gmtime(since))}"
+    return Answer(BUSY, holder)
+
+
+def _clean(value: object) -> str:
+    """A field of another host's answer, fit for one error line (no control characters)."""
+    text = str(value)[:80]
+    return "".join(c if c.isprintable() else "?" for c in text)

@@ -5,7 +5,10 @@ which moves the subject's last sequence; any older writer's next CAS append then
 even if its view of the journal end is current. On every lost CAS the writer reads the
 subject's last message and explains it: a newer fence (or a commit by a newer writer) is
 FencedError, a delete is SessionDeletedError, anything else a ConflictError with the head.
-It never re-reads and retries on its own, which would walk past a fence.
+It never re-reads and retries on its own, which would walk past a fence. Before the fence,
+the store asks the writer another host may hold (jetstream_live.py): a busy one (a turn is
+running) refuses the open with LockHeldError, as the file store's lock does; this writer
+then says busy or idle itself (``set_busy``) while it lives.
 
 Elections and unknown outcomes are the client's (``Client.publish``: the same Msg-Id and
 CAS until answered or ``commit_timeout``). If even that gives up, the commit may have
@@ -35,6 +38,7 @@ from agentsessions.journal.stores import jetstream_identity as identity
 from agentsessions.journal.stores import jetstream_wire as wire
 from agentsessions.journal.stores.jetstream_client import Client
 from agentsessions.journal.stores.jetstream_crypt import Opener, SubjectCipher
+from agentsessions.journal.stores.jetstream_live import Presence
 from agentsessions.journal.stores.store import (
     CommitResult,
     StateUpdate,
@@ -68,8 +72,10 @@ class JetStreamWriter:
         base: Tail | None = None,
         checkpoint_every: int = checkpoint.CHECKPOINT_EVERY,
         cipher: SubjectCipher | None = None,
+        presence: Presence | None = None,
     ) -> None:
         self._client, self._uid, self._subject = client, uid, subject
+        self._presence = presence  # what this writer's probe responder answers (busy/idle)
         self._max_bytes, self._on_close = max_bytes, on_close
         self._closed = False
         self._doubt = False  # a publish gave up unanswered: it may have landed
@@ -155,12 +161,21 @@ class JetStreamWriter:
     def sync(self) -> None:
         """Nothing to do: the server fsyncs every commit before acknowledging it."""
 
+    def set_busy(self, busy: bool) -> bool:
+        """Say whether a turn uses this writer (busy, as from open) or it is parked idle
+        between turns; another host's open is refused while it is busy and takes over
+        while it is idle (jetstream_live.py). False when claiming it busy comes too late:
+        another host was told it is idle and is taking over (open a new writer). A tool
+        store's writer has no probe: always True."""
+        return self._presence is None or self._presence.set_busy(busy)
+
     def superseded(self) -> bool:
         """True if the journal moved since this writer's last message (a writer on another
         host took it over, or a delete fenced it): one read. A holder that keeps the writer
         idle between turns asks before the next turn, and opens a new one (taking the
-        session back) instead of failing that turn on a lost CAS."""
-        if self._closed:
+        session back) instead of failing that turn on a lost CAS. Also True, without a
+        read, once this writer yielded to a host that probed it idle."""
+        if self._closed or (self._presence is not None and self._presence.yielded):
             return True
         last = self._client.last(self._subject)
         return last is None or last.stream_seq != self._stream_seq

@@ -1,0 +1,48 @@
+"""A host running turns of one session through its own engine, for the busy-session tests.
+
+argv: store URL, home, session uid. Each ``turn`` line on stdin runs a turn whose model
+prints ``running`` and then waits for the next line (the test acts meanwhile: the turn is
+running, whatever the machine's speed), then prints ``done EXEC_STATE LAST_SEQ``, or
+``error EXIT_CODE`` if it failed. The engine keeps its writer between turns, as a daemon's
+does; ``quit`` closes it.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from agentsessions.controller.spi import Completion
+from agentsessions.errors import AgentSessionsError
+from agentsessions.models import MODELS
+from agentsessions.sessions.local import open_local
+from agentsessions.v1.model import text_message
+
+
+class Gate:
+    """A model that answers once the test says ``go``."""
+
+    def complete(self, request: Any, on_delta: Any = None) -> Completion:
+        print("running", flush=True)
+        sys.stdin.readline()
+        return Completion(message=dict(text_message("assistant", "let go")))
+
+
+def main() -> None:
+    url, home, uid = sys.argv[1:4]
+    gate = Gate()
+    MODELS.register("gate", lambda: gate)
+    with open_local(home, store_url=url) as engine:
+        for line in sys.stdin:
+            if line.strip() != "turn":
+                break
+            try:
+                s = engine.run(uid, ["slowly"], model="gate").session
+            except AgentSessionsError as exc:
+                print(f"error {exc.exit_code}", flush=True)
+            else:
+                print(f"done {s.exec_state} {s.last_seq}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
