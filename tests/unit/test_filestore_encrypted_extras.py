@@ -39,8 +39,9 @@ def _note(text: str) -> dict[str, object]:
     )
 
 
-def _all_bytes(root: Path) -> bytes:
-    return b"".join(p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file())
+def _all_bytes(root: Path, *, but: str = "") -> bytes:
+    files = (p for p in sorted(root.rglob("*")) if p.is_file() and p.name != but)
+    return b"".join(p.read_bytes() for p in files)
 
 
 def _fill(store: FileStore) -> None:
@@ -96,7 +97,7 @@ def test_without_the_key_every_new_path_is_exit_26_and_verify_passes_keyless(
 ) -> None:
     with FileStore(tmp_path, master=MasterKey.generate()) as store:
         _fill(store)
-    before = _all_bytes(tmp_path / "sessions")
+    before = _all_bytes(tmp_path / "sessions", but="LOCK")
     with FileStore(tmp_path) as keyless:
         part = keyless.component(UID, "notes")
         for call in (
@@ -116,7 +117,9 @@ def test_without_the_key_every_new_path_is_exit_26_and_verify_passes_keyless(
         report = verify_session(keyless, UID)
     assert report.ok, report.to_json()
     assert KEYLESS_NOTE in report.components[0][1].notes
-    assert _all_bytes(tmp_path / "sessions") == before  # nothing changed
+    # nothing changed: a refused writer took its LOCK (the key is checked under it, as a
+    # shred takes it) and wrote its holder note there; every other byte is as it was
+    assert _all_bytes(tmp_path / "sessions", but="LOCK") == before
     assert not (tmp_path / "sessions" / UID / "components" / "fresh").exists()
 
 
@@ -250,7 +253,7 @@ def test_another_master_key_is_exit_26_on_every_new_path_and_changes_nothing(
 ) -> None:
     with FileStore(tmp_path, master=MasterKey.generate()) as store:
         _fill(store)
-    before = _all_bytes(tmp_path / "sessions")
+    before = _all_bytes(tmp_path / "sessions", but="LOCK")
     with FileStore(tmp_path, master=MasterKey.generate()) as wrong:
         part = wrong.component(UID, "notes")
         for call in (
@@ -267,4 +270,6 @@ def test_another_master_key_is_exit_26_on_every_new_path_and_changes_nothing(
             with pytest.raises(MasterKeyError, match="wrapped by master key") as caught:
                 call()
             assert caught.value.exit_code == 26
-    assert _all_bytes(tmp_path / "sessions") == before
+    assert (
+        _all_bytes(tmp_path / "sessions", but="LOCK") == before
+    )  # see above: LOCK notes its holder
