@@ -8,14 +8,15 @@ seen to land), so the caller must resolve it (retry with the same Msg-Id, or rea
 
 Why the caller drives the loop: handing each call to a loop thread and waiting for its
 answer costs two extra thread wake-ups per call (the loop woken by the caller, the caller
-by the loop): 110-180 us on top of a ~550 us acknowledged publish on one node, measured
-against the same publishes awaited inside the loop, in one process. So a call made while nobody runs the loop runs it in the
-calling thread (``run_until_complete``): the server's answer wakes the thread that waits
-for it, as in a plain asyncio program. Between calls the loop must still run (the
-connection's reads and pings, the core subscriptions' callbacks: cancel wake-ups, live
-probes), so a background thread takes it once no call has driven it for ``IDLE_SECONDS``,
-and hands it back when the next call comes. A call made while another thread drives the
-loop is handed to that thread, as before (a store shared by threads keeps its concurrency).
+by the loop): 100-180 us on top of a ~550 us acknowledged publish on one node, against
+the same publishes awaited inside the loop (``bench/jetstream_commit.py``). So a call made
+while nobody runs the loop runs it in the calling thread (``run_until_complete``): the
+server's answer wakes the thread that waits for it, as in a plain asyncio program.
+Between calls the loop must still run (the connection's reads and pings, the core
+subscriptions' callbacks: cancel wake-ups, live probes), so a background thread takes it
+once no call has driven it for ``IDLE_SECONDS``, and hands it back when the next call
+comes. A call made while another thread drives the loop is handed to that thread, as
+before (a store shared by threads keeps its concurrency).
 At most one thread runs the loop at a time (``_owner``, under ``_state``).
 
 A Ctrl-C in a thread driving the loop interrupts the loop's run (mostly its wait for the
