@@ -52,9 +52,11 @@ _TAKEOVER_TRIES = 3
 
 def shadow(tail: Tail) -> Tail:
     """A copy of ``tail`` without its commit ids, to compute the head after a commit
-    without touching the writer's tail until the server acknowledges it."""
+    without touching the writer's tail until the server acknowledges it. A shallow copy
+    of the projection is enough: folding an event only rebinds its fields (the snapshot
+    dict is replaced, never changed), and a deep copy cost ~15 us of a commit."""
     return Tail(
-        tail.last_seq, tail.last_hash, copy.deepcopy(tail.projection), max_fence=tail.max_fence,
+        tail.last_seq, tail.last_hash, copy.copy(tail.projection), max_fence=tail.max_fence,
         state=tail.state, state_size=tail.state_size,
     )  # fmt: skip
 
@@ -204,7 +206,7 @@ class JetStreamWriter:
         fence: int,
     ) -> CommitResult:
         after = shadow(self._tail)
-        after.advance(records, events, None, state, fence=fence)
+        result = after.advance(records, events, None, state, fence=fence)
         body = wire.commit_body(
             records, fence=fence, commit_id=cid, state=state, after=after, sealer=self._cipher
         )
@@ -215,9 +217,28 @@ class JetStreamWriter:
             raise
         if seq is None:
             raise self._lost()
-        result = self._landed(seq, records, events, cid, state, fence)
+        self._adopt(seq, after, result, cid, state is not None)
         self._checkpoint()
         return result
+
+    def _adopt(
+        self, seq: int, after: Tail, result: CommitResult, cid: str | None, stateful: bool
+    ) -> None:
+        """Take ``after`` (the shadow the acknowledged commit was built from) as the tail:
+        what :meth:`_landed` does, without folding the commit's events a second time."""
+        tail = self._tail
+        tail.last_seq, tail.last_hash = after.last_seq, after.last_hash
+        tail.projection, tail.max_fence = after.projection, after.max_fence
+        tail.state, tail.state_size = after.state, after.state_size
+        if cid is not None:  # remembered without its records, as Tail.advance does
+            tail.remember(cid, CommitResult(
+                result.first_seq, result.last_seq, result.last_hash, result.fence,
+                state_version=result.state_version,
+            ))  # fmt: skip
+        self._stream_seq = seq
+        self._since += 1
+        if stateful:
+            tail.state_at, self._state_seq = None, seq  # as advance(state=...) leaves them
 
     def _landed(
         self,
