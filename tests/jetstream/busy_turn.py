@@ -3,8 +3,8 @@
 argv: store URL, home, session uid. Each ``turn`` line on stdin runs a turn whose model
 prints ``running`` and then waits for the next line (the test acts meanwhile: the turn is
 running, whatever the machine's speed), then prints ``done EXEC_STATE LAST_SEQ``, or
-``error EXIT_CODE`` if it failed. The engine keeps its writer between turns, as a daemon's
-does; ``quit`` closes it.
+``error EXIT_CODE`` if it failed (its message on stderr). The engine keeps its writer
+between turns, as a daemon's does; ``quit`` closes it.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ def main() -> None:
             try:
                 s = engine.run(uid, ["slowly"], model="gate").session
             except AgentSessionsError as exc:
+                print(exc, file=sys.stderr, flush=True)  # what the CLI would say, for the test
                 print(f"error {exc.exit_code}", flush=True)
             else:
                 print(f"done {s.exec_state} {s.last_seq}", flush=True)

@@ -228,26 +228,29 @@ def test_a_server_stopped_mid_turn_makes_exec_say_the_outcome_is_unknown(
     made = _cli(tmp_path, "create", "--harness", "chat", url=url)
     assert made.returncode == 0, made.stderr
     uid = made.stdout.strip()
-    essay = tmp_path / "essay.json"
-    essay.write_text('["' + " ".join(["word"] * 20) + '"]')
-    env = {**os.environ, "PYTHONPATH": str(ROOT), STORE_ENV: url}
-    argv = [sys.executable, "-m", "agentsessions", "--home", str(tmp_path), "exec", uid,
-            "--model", f"scripted:file={essay},delay=6", "--input", "write"]  # fmt: skip
-    store = JetStreamStore(JetStreamOptions.parse(url))
-    with subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True) as turn:  # fmt: skip
-        try:  # its MODEL_CALL is committed: the answer streams for 6 s, then OUTPUT commits
-            while store.get(uid).last_seq < 3:
-                assert turn.poll() is None, "the turn ended before the server stopped"
-            store.close()
+    # a host whose model holds the turn until told (busy_turn.py): the server stops while the
+    # model answers, so the commit of MODEL_CALL and OUTPUT is the one left unanswered,
+    # however fast or slow the machine (a timed stream raced the turn's other requests)
+    script = str(Path(__file__).with_name("busy_turn.py"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with subprocess.Popen([sys.executable, script, url, str(tmp_path), uid], env=env, text=True,
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE) as host:  # fmt: skip
+        assert host.stdin is not None and host.stdout is not None
+        try:
+            host.stdin.write("turn\n")
+            host.stdin.flush()
+            assert host.stdout.readline().strip() == "running"
             own_server.pause()
-            _out, err = turn.communicate(timeout=120)
+            host.stdin.write("go\n")
+            host.stdin.flush()
+            said = host.stdout.readline().strip()
         finally:
             own_server.resume()
-    assert turn.returncode == 12, err
-    line = [x for x in err.splitlines() if x.startswith("agentsessions: error:")][-1]
-    assert line == (
-        f"agentsessions: error: the NATS server at {own_server.url} did not acknowledge a "
+        _out, err = host.communicate("quit\n", timeout=120)
+    assert said == "error 12", err
+    assert err.splitlines()[-1] == (
+        f"the NATS server at {own_server.url} did not acknowledge a "
         f"commit on stop.j.{uid} within 3s (commit_timeout=); it may or may not have landed "
         "(retrying with the same commit id resolves it)"
     )
