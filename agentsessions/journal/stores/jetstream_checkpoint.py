@@ -10,8 +10,9 @@ delete and purge), so every checkpoint stays true whoever wrote it and whenever 
 a missing or late one only means folding a few more messages. A reader takes the subject's
 last checkpoint and folds only the messages after it: at most ``every`` plus the fences of
 writers opened since. A journal seq (for `read` and `follow`) is found by its message's
-head (``"t"``: the last seq once it is in, never decreasing), bisecting stream sequences
-(after the checkpoint for a tail, so a tail read costs the same in a session of any length).
+head (``"t"``: the last seq once it is in, never decreasing): for a tail, in one batched
+read of the messages after the checkpoint (so a tail read costs the same few requests in a
+session of any length); before the checkpoint, by bisecting stream sequences.
 """
 
 from __future__ import annotations
