@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from agentsessions.errors import UnavailableError
 from agentsessions.journal.stores import jetstream_identity as identity
 from agentsessions.journal.stores import jetstream_wire as wire
-from agentsessions.journal.stores.jetstream_client import Client, read_to
+from agentsessions.journal.stores.jetstream_client import Client, last_and_prior, read_to
 from agentsessions.journal.stores.tail import Tail
 
 if TYPE_CHECKING:
@@ -138,7 +138,11 @@ class _Found:
 def _locate(client: Client, subject: str, from_seq: int, until: int) -> _Found:
     if from_seq <= 1:
         return _Found(0)
-    ck = client.last(checkpoint_subject(subject))
+    ck, prior = last_and_prior(client, checkpoint_subject(subject))
+    if ck is not None and prior and int(ck.head["tail"]["last_seq"]) >= from_seq:
+        # a tail the last checkpoint already covers (it came after the commits asked for):
+        # the checkpoint before it (its CAS named it) most likely does not
+        ck = client.at(checkpoint_subject(subject), prior) or ck
     lo = hi = 0  # every message at or before lo ends before from_seq; the first at or
     # after hi ends at or beyond it (so it, or one before it, holds from_seq)
     if ck is not None and int(ck.head["tail"]["last_seq"]) >= from_seq:

@@ -481,6 +481,25 @@ def read_to(
     return client._call(lambda: _read_to(client, subject, after, last, until, budget, known))
 
 
+def last_and_prior(client: Client, subject: str) -> tuple[wire.Message | None, int]:
+    """The subject's last message (through the leader, as :meth:`Client.last`) and the
+    stream sequence its publish expected to follow (its CAS header: the message before it
+    on the subject; 0: none, or published without one)."""
+
+    async def get() -> tuple[wire.Message | None, int]:
+        try:
+            client.round_trips += 1
+            raw = await client._js.get_msg(client.options.stream, subject=subject)
+        except nats.js.errors.NotFoundError:
+            return None, 0
+        client.fetched += 1
+        prior = (raw.headers or {}).get("Nats-Expected-Last-Subject-Sequence", "0")
+        msg = wire.decode(raw.data or b"", int(raw.seq or 0), subject)
+        return msg, int(prior) if prior.isdigit() else 0
+
+    return client._call(get)
+
+
 def watch(client: Client, pattern: str, on_subject: Callable[[str], None]) -> Any:
     """A core subscription calling ``on_subject(subject)`` (on the client's loop thread) for
     each message published on ``pattern``; in place on the server when this returns."""
