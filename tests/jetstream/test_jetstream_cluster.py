@@ -88,6 +88,28 @@ def test_a_follower_on_r3_sees_each_commit_without_the_next(nats_cluster: Any) -
         follower_host.close()
 
 
+def test_a_read_on_r3_right_after_an_ack_sees_the_commit(nats_cluster: Any) -> None:
+    """Batched reads are direct gets, which any replica answers from what it has applied
+    (one may lag the quorum that acknowledged a commit). The subject's last message is
+    read through the leader, so a read right after an ack, by the writer's host or
+    another, always ends with that commit."""
+    url = _url(nats_cluster)
+    writer_host = JetStreamStore(JetStreamOptions.parse(url))
+    reader_host = JetStreamStore(JetStreamOptions.parse(url))
+    try:
+        uid = new_uid()
+        writer_host.create(SessionMeta(uid=uid))
+        with writer_host.writer(uid) as w:
+            for i in range(1, COMMITS + 1):
+                head = w.append([_say(i)], expected_last_seq=i - 1).last_seq
+                for host in (writer_host, reader_host):
+                    assert [r.seq for r in host.read(uid)][-1] == head
+                    assert [r.seq for r in host.read(uid, head)] == [head]
+    finally:
+        writer_host.close()
+        reader_host.close()
+
+
 def test_a_majority_of_the_monitoring_endpoints_must_show_fsync(nats_cluster: Any) -> None:
     from natsserver import free_port
 

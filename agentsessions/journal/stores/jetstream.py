@@ -634,10 +634,9 @@ def _between(
 ) -> builtins.list[Record]:
     """The records ``from_seq..to_seq`` (0: to the end) of ``subject``, read from the
     message holding ``from_seq`` (found through the checkpoint), not from the start."""
-    after = checkpoint.seek(client, subject, from_seq)
     return [
         r
-        for msg in client.messages(subject, after, to_seq if to_seq > 0 else 0)
+        for msg in checkpoint.read_from(client, subject, from_seq, to_seq if to_seq > 0 else 0)
         for r in opener.open(msg, state=False).records
         if r.seq >= from_seq and (to_seq <= 0 or r.seq <= to_seq)
     ]

@@ -10,26 +10,28 @@ delete and purge), so every checkpoint stays true whoever wrote it and whenever 
 a missing or late one only means folding a few more messages. A reader takes the subject's
 last checkpoint and folds only the messages after it: at most ``every`` plus the fences of
 writers opened since. A journal seq (for `read` and `follow`) is found by its message's
-head (``"t"``: the last seq once it is in, never decreasing), bisecting stream sequences
-(after the checkpoint for a tail, so a tail read costs the same in a session of any length).
+head (``"t"``: the last seq once it is in, never decreasing): for a tail, in one batched
+read of the messages after the checkpoint (so a tail read costs the same few requests in a
+session of any length); before the checkpoint, by bisecting stream sequences.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from agentsessions.errors import UnavailableError
 from agentsessions.journal.stores import jetstream_identity as identity
 from agentsessions.journal.stores import jetstream_wire as wire
-from agentsessions.journal.stores.jetstream_client import Client
+from agentsessions.journal.stores.jetstream_client import Client, last_and_prior, read_to
 from agentsessions.journal.stores.tail import Tail
 
 if TYPE_CHECKING:
     from agentsessions.journal.stores.jetstream_crypt import Opener
 
 CHECKPOINT_EVERY = 64  # journal messages between checkpoints: the bound on what opens fold
+TAIL_BYTES = 1 << 20  # what a tail read reads of the messages after the checkpoint, at most
 
 
 def checkpoint_subject(subject: str) -> str:
@@ -104,21 +106,67 @@ def publish(client: Client, subject: str, folded: wire.Folded) -> int | None:
 
 def seek(client: Client, subject: str, from_seq: int) -> int:
     """A stream sequence after which ``subject``'s messages hold every record from journal
-    seq ``from_seq`` on (0: from the start), found by bisecting stream sequences: O(log n)
-    messages fetched, and for a tail only within the messages after the last checkpoint."""
+    seq ``from_seq`` on (0: from the start): for a tail, found in one batched read of the
+    messages after the last checkpoint; before it, by bisecting stream sequences (O(log n)
+    messages fetched)."""
+    return _locate(client, subject, from_seq, 0).after
+
+
+def read_from(client: Client, subject: str, from_seq: int, until: int = 0) -> list[wire.Message]:
+    """``subject``'s messages holding the records from journal seq ``from_seq`` on (with
+    ``until``, none after the first reaching it), in order: a tail in three requests (the
+    checkpoint, the subject's last message, one batch of the messages after the checkpoint)."""
+    found = _locate(client, subject, from_seq, until)
+    if found.done:
+        return found.read
+    after = found.read[-1].stream_seq if found.read else found.after
+    known = wire.head_seq(found.read[-1]) if found.read else from_seq - 1
+    last = found.last or client.last(subject)
+    if last is None:
+        return found.read
+    return found.read + read_to(client, subject, after, last, until, known=known)
+
+
+@dataclass
+class _Found:
+    after: int  # every record from from_seq on is in the messages after this stream seq
+    read: list[wire.Message] = field(default_factory=list)  # those already read, from there
+    done: bool = False  # ``read`` reaches the subject's end (or ``until``): read no more
+    last: wire.Message | None = None  # the subject's last message, if it was read
+
+
+def _locate(client: Client, subject: str, from_seq: int, until: int) -> _Found:
     if from_seq <= 1:
-        return 0
-    ck = client.last(checkpoint_subject(subject))
+        return _Found(0)
+    ck, prior = last_and_prior(client, checkpoint_subject(subject))
+    if ck is not None and prior and int(ck.head["tail"]["last_seq"]) >= from_seq:
+        # a tail the last checkpoint already covers (it came after the commits asked for):
+        # the checkpoint before it (its CAS named it) most likely does not
+        ck = client.at(checkpoint_subject(subject), prior) or ck
     lo = hi = 0  # every message at or before lo ends before from_seq; the first at or
     # after hi ends at or beyond it (so it, or one before it, holds from_seq)
     if ck is not None and int(ck.head["tail"]["last_seq"]) >= from_seq:
         hi = int(ck.head["at"])  # before the checkpoint: bisect the stream up to it
-    else:
-        lo = int(ck.head["at"]) if ck is not None else 0  # after it: bisect the suffix
-        last = client.last(subject)
-        if last is None or wire.head_seq(last) < from_seq:
-            return lo if last is None else last.stream_seq
-        hi = last.stream_seq
+        return _Found(_bisect(client, subject, from_seq, lo, hi))
+    lo = int(ck.head["at"]) if ck is not None else 0  # after it: read the suffix
+    last = client.last(subject)
+    if last is None or wire.head_seq(last) < from_seq:
+        return _Found(lo if last is None else last.stream_seq, done=True)
+    # the suffix is at most CHECKPOINT_EVERY messages and the fences since: one batch,
+    # unless its commits are large (then bisect what the budget did not reach)
+    known = int(ck.head["tail"]["last_seq"]) if ck is not None else 0  # the journal at lo
+    got = read_to(client, subject, lo, last, until, TAIL_BYTES, known)
+    for i, msg in enumerate(got):
+        if wire.head_seq(msg) >= from_seq:
+            rest = got[i:]
+            end = rest[-1]
+            done = end.stream_seq == last.stream_seq or bool(until and wire.head_seq(end) >= until)
+            return _Found(msg.stream_seq - 1, rest, done, last)
+    lo = got[-1].stream_seq if got else lo
+    return _Found(_bisect(client, subject, from_seq, lo, last.stream_seq), last=last)
+
+
+def _bisect(client: Client, subject: str, from_seq: int, lo: int, hi: int) -> int:
     while hi - lo > 1:
         mid = (lo + hi) // 2
         msg = client.at(subject, mid)

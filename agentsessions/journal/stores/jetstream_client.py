@@ -63,7 +63,7 @@ class Client:
         self._loop = Loop()
         self._nc: NatsClient | None = None
         self.fetched = 0  # messages read from the stream so far (tests bound the cost)
-        self.round_trips = 0  # batched reads (last_many) made so far (tests bound the cost)
+        self.round_trips = 0  # read requests made so far (tests bound the cost)
         self.genesis = ""  # the stream identity this connection found (jetstream_identity)
         self.stream_config: Any = None  # the stream's settings, as found or created
         self._try = min(options.timeout, _TRY_SECONDS)
@@ -147,6 +147,7 @@ class Client:
 
     async def _last(self, subject: str) -> wire.Message | None:
         try:
+            self.round_trips += 1
             raw = await self._js.get_msg(self.options.stream, subject=subject)
         except nats.js.errors.NotFoundError:
             return None
@@ -158,7 +159,8 @@ class Client:
         return self._call(lambda: self._at(subject, seq))
 
     async def _at(self, subject: str, seq: int) -> wire.Message | None:
-        try:
+        try:  # through the leader (STREAM.MSG.GET): it has every acknowledged message
+            self.round_trips += 1
             raw = await self._js.get_msg(self.options.stream, seq=seq, subject=subject, next=True)
         except nats.js.errors.NotFoundError:
             return None
@@ -171,22 +173,10 @@ class Client:
         return self._call(lambda: self._messages(subject, after, until))
 
     async def _messages(self, subject: str, after: int, until: int) -> list[wire.Message]:
-        last = await self._last(subject)
-        out: list[wire.Message] = []
+        last = await self._last(subject)  # through the leader: it has every acknowledged one
         if last is None or last.stream_seq <= after:
-            return out
-        seq = after + 1
-        while seq < last.stream_seq:
-            msg = await self._at(subject, seq)
-            if msg is None:
-                break
-            out.append(msg)
-            if until and wire.head_seq(msg) >= until:
-                return out
-            seq = msg.stream_seq + 1
-        if seq == last.stream_seq:
-            out.append(last)  # already fetched, to know where the subject ends
-        return out
+            return []
+        return await _read_to(self, subject, after, last, until, 0)
 
     def subjects(self, pattern: str) -> dict[str, int]:
         """The stream's subjects matching ``pattern``, with their message counts."""
@@ -379,6 +369,135 @@ def last_many(client: Client, filters: list[str]) -> dict[str, tuple[int, bytes]
     got = client._call(lambda: _batched_last(client, filters))
     client.fetched += len(got)
     return got
+
+
+READ_BATCH = 256  # messages one batched read asks for
+READ_BATCH_BYTES = 8 << 20  # and bytes (a batch holds at least one message, however large)
+
+
+async def _batch(
+    client: Client, subject: str, seq: int, limit: int, max_bytes: int
+) -> list[tuple[wire.Message, int]]:
+    """One ``$JS.API.DIRECT.GET`` with ``batch``: up to ``limit`` messages on ``subject``
+    from stream sequence ``seq`` on (and up to ``max_bytes``), streamed back on one inbox,
+    each with its size. Any replica may answer (the stream allows direct gets), from what
+    it has applied: the subject's messages in order with no gap, but maybe not the newest."""
+    assert client._nc is not None
+    nc, opts = client._nc, client.options
+    inbox = nc.new_inbox()
+    sub = await nc.subscribe(inbox)
+    out: list[tuple[wire.Message, int]] = []
+    try:
+        request = {"seq": seq, "next_by_subj": subject, "batch": limit, "max_bytes": max_bytes}
+        client.round_trips += 1
+        await nc.publish(f"$JS.API.DIRECT.GET.{opts.stream}", json.dumps(request).encode(), inbox)
+        while True:
+            msg = await sub.next_msg(timeout=opts.timeout)
+            headers = msg.headers or {}
+            status = headers.get("Status")
+            if status in ("204", "404"):  # the end of the batch; nothing from seq on
+                return out
+            if status:
+                raise UnavailableError(
+                    f"JetStream refused a batched read of {subject}: {status} "
+                    f"{headers.get('Description', '')}"
+                )
+            client.fetched += 1
+            data = msg.data or b""
+            out.append((wire.decode(data, int(headers["Nats-Sequence"]), subject), len(data)))
+            if "Nats-Num-Pending" not in headers:  # a server before 2.11: one message, no EOB
+                return out
+    finally:
+        with contextlib.suppress(nats.errors.Error):
+            await sub.unsubscribe()
+
+
+async def _read_to(
+    client: Client,
+    subject: str,
+    after: int,
+    last: wire.Message,
+    until: int,
+    budget: int,
+    known: int = 0,
+) -> list[wire.Message]:
+    """The messages on ``subject`` above stream sequence ``after`` through ``last`` (read
+    through the leader), in order, ending with ``last``, in batches; with ``until``, none
+    after the first whose head is at journal seq ``until`` or beyond; with ``budget``, none
+    after the batch that brings the bodies read to ``budget`` bytes. ``known``: a journal
+    seq the messages after ``after`` are known to be past (so a batch up to ``until``
+    asks for no more messages than there are records left; 0: unknown).
+
+    A batch may be answered by a replica that has not applied the newest messages yet (a
+    direct get is not read-after-write coherent: ADR-31). Each batch is still a gapless run
+    of the subject from where it starts (a replica applies the log in order, and the stream
+    denies delete and purge), so a short batch only means "ask again from there"; one that
+    brings nothing is asked of the leader instead, for one message. ``last`` itself comes
+    from the leader, so what a writer was acknowledged is always read."""
+    out: list[wire.Message] = []
+    seq, end, spent = after + 1, last.stream_seq, 0
+    while seq < end:
+        room = READ_BATCH_BYTES if not budget else min(READ_BATCH_BYTES, budget - spent)
+        limit = READ_BATCH  # every message but a fence brings a record: so many are left
+        if until and known:
+            limit = max(1, min(READ_BATCH, until - known))
+        got = await _batch(client, subject, seq, limit, room)
+        if not got:  # the replica that answered lags behind seq: the leader has them all
+            msg = await client._at(subject, seq)
+            if msg is None:
+                break
+            got = [(msg, 0)]
+        for msg, size in got:
+            if msg.stream_seq >= end:  # at last (or past it: landed since)
+                seq = end
+                break
+            out.append(msg)
+            spent += size
+            seq, known = msg.stream_seq + 1, max(known, wire.head_seq(msg))
+            if until and known >= until:
+                return out
+        if budget and spent >= budget and seq < end:
+            return out
+    if seq == end:
+        out.append(last)  # already fetched, to know where the subject ends
+    return out
+
+
+def read_to(
+    client: Client,
+    subject: str,
+    after: int,
+    last: wire.Message,
+    until: int = 0,
+    budget: int = 0,
+    known: int = 0,
+) -> list[wire.Message]:
+    """:meth:`Client.messages` for a caller that has already read the subject's ``last``
+    message (through :meth:`Client.last`), bounded by ``budget`` bytes of bodies if given:
+    it ends with ``last`` unless ``until`` or ``budget`` stopped it first. ``known``: a
+    journal seq the messages after ``after`` are past (it sizes batches up to ``until``)."""
+    if last.stream_seq <= after:
+        return []
+    return client._call(lambda: _read_to(client, subject, after, last, until, budget, known))
+
+
+def last_and_prior(client: Client, subject: str) -> tuple[wire.Message | None, int]:
+    """The subject's last message (through the leader, as :meth:`Client.last`) and the
+    stream sequence its publish expected to follow (its CAS header: the message before it
+    on the subject; 0: none, or published without one)."""
+
+    async def get() -> tuple[wire.Message | None, int]:
+        try:
+            client.round_trips += 1
+            raw = await client._js.get_msg(client.options.stream, subject=subject)
+        except nats.js.errors.NotFoundError:
+            return None, 0
+        client.fetched += 1
+        prior = (raw.headers or {}).get("Nats-Expected-Last-Subject-Sequence", "0")
+        msg = wire.decode(raw.data or b"", int(raw.seq or 0), subject)
+        return msg, int(prior) if prior.isdigit() else 0
+
+    return client._call(get)
 
 
 def watch(client: Client, pattern: str, on_subject: Callable[[str], None]) -> Any:
