@@ -62,6 +62,7 @@ def test_a_refused_commit_leaves_the_writer_as_it_was(nats_server: Any) -> None:
         old = store.writer(uid)
         old.append([_say("running")])
         before = (old.head, old._tail.projection.to_json(), old._stream_seq)
+        assert old.set_busy(False)  # parked between turns, as an engine's pool does
         other = JetStreamStore(store._opts)
         new = other.writer(uid)  # fences the old writer
         with pytest.raises(FencedError):
