@@ -60,7 +60,9 @@ def test_a_remote_harness_streams_its_deltas_as_an_in_process_one(
     with agentsessions.open(tmp_path / "home", runtime="local") as engine:
         frames = list(engine.exec(harness=name, inputs=["stream"]))
         deltas = [f.text for f in frames if isinstance(f, DeltaFrame)]
-        assert deltas == ["str", "eam"]
+        # deltas a slow consumer has not taken yet join one frame (turnstream.py): the text
+        # arrives whole and in order, in one frame or two, however the threads are scheduled
+        assert "".join(deltas) == "stream" and 1 <= len(deltas) <= 2
         assert isinstance(frames[0], SessionFrame) and isinstance(frames[-1], SessionFrame)
         uid = frames[0].session.uid
         assert "DELTA" not in _kinds(engine, uid)  # transport only: never journaled
