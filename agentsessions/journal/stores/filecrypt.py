@@ -246,7 +246,7 @@ def shred(store: object, uid: str) -> bool:
     held = []
     try:
         for where in [sdir.path, *(path for _name, path in parts)]:  # no writer of any
-            lock = SessionLock(where / "LOCK", session=uid)
+            lock = SessionLock(SessionDir(where).lock_file, session=uid)
             lock.acquire()
             held.append(lock)
         # the session's SHREDDED first: its tool stores' reads check it too, so a crash
@@ -268,7 +268,7 @@ def _tool_store_dirs(sdir: SessionDir) -> list[tuple[str, Path]]:
     except FileNotFoundError:
         return []
     return [
-        (n, root / n) for n in names if not n.startswith(".") and (root / n / "journal").is_dir()
+        (n, root / n) for n in names if not n.startswith(".") and SessionDir(root / n).is_session()
     ]
 
 

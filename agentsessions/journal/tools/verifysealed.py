@@ -86,7 +86,9 @@ def check_blobs(
     from agentsessions.journal.stores.filecrypt import SessionCipher
 
     cipher = SessionCipher(data_key, scope)
-    log, _scan = SegmentLog.open(sdir / "journal", session_id=session_id, writable=False)
+    from agentsessions.journal.stores.sessiondir import SessionDir
+
+    log, _scan = SegmentLog.open(SessionDir(sdir).journal, session_id=session_id, writable=False)
     try:
         for frame in log.frames():
             if frame.rtype == segment.RTYPE_STATE:
