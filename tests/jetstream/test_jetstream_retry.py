@@ -135,3 +135,19 @@ def test_a_writer_that_gave_up_finds_its_landed_commit_on_retry(store: JetStream
         with pytest.raises(ConflictError):  # the tail is current again: seq 2 is taken
             w.append([_say("late")], expected_last_seq=1)
     assert [r.seq for r in store.read(uid)] == [1, 2, 3]
+
+
+def test_a_batched_read_nobody_answers_is_an_election_to_wait_out(store: JetStreamStore) -> None:
+    # during an election a direct get has no responders: the server answers status 503,
+    # which must reach _call as NoRespondersError (asked again), not as a refusal; a stream
+    # nobody serves gives the same answer (the failover test met it mid-election)
+    import nats.errors
+
+    client = store._client
+    client.options = replace(client.options, stream="NOSUCHSTREAM")
+    for read in (
+        lambda: jetstream_client._batch(client, "r.j.x", 1, 8, 1 << 20),
+        lambda: jetstream_client._batched_last(client, ["r.m.*"]),
+    ):
+        with pytest.raises(nats.errors.NoRespondersError):
+            client._loop.call(read(), client.options.timeout + 1)

@@ -350,6 +350,8 @@ async def _batched_last(client: Client, filters: list[str]) -> dict[str, tuple[i
                 return out
             if status == "413":
                 raise TooManyResults(filters)
+            if status == "503":  # no responders (an election): _call asks again
+                raise nats.errors.NoRespondersError
             if status:
                 raise UnavailableError(
                     f"JetStream refused a batched read of {opts.stream}: {status} "
@@ -397,6 +399,8 @@ async def _batch(
             status = headers.get("Status")
             if status in ("204", "404"):  # the end of the batch; nothing from seq on
                 return out
+            if status == "503":  # no responders (an election): _call asks again
+                raise nats.errors.NoRespondersError
             if status:
                 raise UnavailableError(
                     f"JetStream refused a batched read of {subject}: {status} "
