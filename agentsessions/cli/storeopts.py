@@ -21,7 +21,8 @@ StoreOpt = Annotated[
         envvar="AGENTSESSIONS_STORE",
         metavar="URL",
         help="Where sessions live: nats://HOST:PORT?monitor=URL (JetStream, see "
-        "docs/JETSTREAM.md); default: $AGENTSESSIONS_STORE, else the file store under --home.",
+        "docs/JETSTREAM.md); default: $AGENTSESSIONS_STORE, else [store] url in the config "
+        "file ($AGENTSESSIONS_CONFIG, else HOME/config.toml), else the file store under --home.",
         show_envvar=False,
     ),
 ]
@@ -39,7 +40,8 @@ KeyFileOpt = Annotated[
         metavar="FILE",
         help="The master key of encryption at rest (base64 of 32 bytes, mode 0600): new "
         "sessions are encrypted, encrypted ones read; default: $AGENTSESSIONS_KEY_FILE, "
-        "else $AGENTSESSIONS_MASTER_KEY (the key itself), else none.",
+        "else $AGENTSESSIONS_MASTER_KEY (the key itself), else [keys] key_file in the config "
+        "file, else none. keyring:NAME: from the OS keyring.",
     ),
 ]
 
