@@ -47,7 +47,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -78,13 +78,12 @@ def _payload(n: int) -> bytes:
 
 
 # -- the four sides ------------------------------------------------------------------------
-class Side:
+class Side(Protocol):
     """One backend: ``session()`` yields a commit function on a fresh session."""
 
-    name = ""
+    name: str
 
-    def session(self) -> Any:
-        raise NotImplementedError
+    def session(self) -> Any: ...
 
 
 class FileLoop(Side):

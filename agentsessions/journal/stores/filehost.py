@@ -39,11 +39,11 @@ class HostFiles:
     _workload_paths: dict[str, str]  # uid -> its WORKLOAD path, built once
     _workloads: dict[str, tuple[tuple[int, int, int], str]]  # uid -> (file identity, text)
 
-    def _dir(self, uid: str) -> SessionDir:  # FileStore's
-        raise NotImplementedError
+    if TYPE_CHECKING:  # FileStore's, which this is mixed into
 
-    def _check_writable(self, what: str) -> None:  # FileStore's
-        raise NotImplementedError
+        def _dir(self, uid: str) -> SessionDir: ...
+
+        def _check_writable(self, what: str) -> None: ...
 
     def _host_cipher(self, sdir: SessionDir) -> SessionCipher | None:
         """The session's cipher for its host files (None: a plaintext session)."""

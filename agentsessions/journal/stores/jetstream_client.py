@@ -331,6 +331,22 @@ class TooManyResults(Exception):
     """A batched read matched more subjects than the server answers in one batch."""
 
 
+def _batch_ended(headers: dict[str, str], what: str) -> bool:
+    """Whether a batched direct get's message with ``headers`` ends the batch (204 or 404);
+    False for a message that carries one. A refusal raises: 503 (no responders: an election)
+    as NoRespondersError, which ``_call`` waits out; any other as UnavailableError."""
+    status = headers.get("Status")
+    if not status:
+        return False
+    if status in ("204", "404"):
+        return True
+    if status == "503":
+        raise nats.errors.NoRespondersError
+    raise UnavailableError(
+        f"JetStream refused a batched read of {what}: {status} {headers.get('Description', '')}"
+    )
+
+
 async def _batched_last(client: Client, filters: list[str]) -> dict[str, tuple[int, bytes]]:
     """One ``$JS.API.DIRECT.GET`` with ``multi_last``: the last message of every subject
     matching ``filters`` as (stream sequence, body), streamed back on one inbox."""
@@ -345,18 +361,10 @@ async def _batched_last(client: Client, filters: list[str]) -> dict[str, tuple[i
         while True:
             msg = await sub.next_msg(timeout=opts.timeout)
             headers = msg.headers or {}
-            status = headers.get("Status")
-            if status in ("204", "404"):  # the end of the batch; no subject matched
-                return out
-            if status == "413":
+            if headers.get("Status") == "413":
                 raise TooManyResults(filters)
-            if status == "503":  # no responders (an election): _call asks again
-                raise nats.errors.NoRespondersError
-            if status:
-                raise UnavailableError(
-                    f"JetStream refused a batched read of {opts.stream}: {status} "
-                    f"{headers.get('Description', '')}"
-                )
+            if _batch_ended(headers, opts.stream):  # no subject matched, or all were sent
+                return out
             out[headers["Nats-Subject"]] = (int(headers["Nats-Sequence"]), msg.data or b"")
     finally:
         with contextlib.suppress(nats.errors.Error):
@@ -396,16 +404,8 @@ async def _batch(
         while True:
             msg = await sub.next_msg(timeout=opts.timeout)
             headers = msg.headers or {}
-            status = headers.get("Status")
-            if status in ("204", "404"):  # the end of the batch; nothing from seq on
+            if _batch_ended(headers, subject):  # nothing (more) from seq on
                 return out
-            if status == "503":  # no responders (an election): _call asks again
-                raise nats.errors.NoRespondersError
-            if status:
-                raise UnavailableError(
-                    f"JetStream refused a batched read of {subject}: {status} "
-                    f"{headers.get('Description', '')}"
-                )
             client.fetched += 1
             data = msg.data or b""
             out.append((wire.decode(data, int(headers["Nats-Sequence"]), subject), len(data)))

@@ -41,7 +41,7 @@ from agentsessions.errors import (
 )
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores import jetstream_wire as wire
-from agentsessions.journal.stores.jetstream_keys import KeyStream
+from agentsessions.journal.stores.jetstream_keys import KeyStream, StoredKey
 from agentsessions.journal.stores.store import SessionMeta, WorkingState
 
 if TYPE_CHECKING:
@@ -198,6 +198,22 @@ class Opener:
 PLAIN = Opener("", False)  # a plaintext subject: sealed messages refused
 
 
+def stored_key(keys: KeyStream, uid: str, component: str = "") -> StoredKey:
+    """The wrapped data key of session ``uid`` (or of its tool store ``component``) as the
+    key stream holds it; SessionKeyError (exit 26) when it is missing, never a plaintext
+    session."""
+    subject = keys.subject(uid, component)
+    stored = keys.get(subject)
+    if stored is None:
+        raise SessionKeyError(
+            f"{scope_of(uid, component)}: the wrapped data key is missing from the key stream "
+            f"({keys.name}, subject {subject})",
+            hint="restore it from a backup of the key stream",
+            session=uid,
+        )
+    return stored
+
+
 class Keyring:
     """The data keys of one JetStream store's sessions: made, loaded and unwrapped with the
     store's master key (None: keyless, which reads only what is stored in the clear).
@@ -332,17 +348,11 @@ class Keyring:
         from agentsessions.journal.crypto import keys
 
         assert self.master is not None
-        scope, subject = scope_of(uid, component), self.keys.subject(uid, component)
         self.key_fetches += 1
-        stored = self.keys.get(subject)
-        if stored is None:
-            raise SessionKeyError(
-                f"{scope}: the wrapped data key is missing from the key stream "
-                f"({self.keys.name}, subject {subject})",
-                hint="restore it from a backup of the key stream",
-                session=uid,
-            )
-        return keys.unwrap(stored.content, self.master, scope, where=subject)
+        stored = stored_key(self.keys, uid, component)
+        return keys.unwrap(
+            stored.content, self.master, scope_of(uid, component), where=stored.subject
+        )
 
     def _check_usable(self, uid: str, scope: str) -> None:
         """KeyShreddedError after a shred (whatever the master key), MasterKeyError without one."""
@@ -434,19 +444,11 @@ def sealed_export(
             session=uid,
         )
     check_sealed_exportable(meta, ring.keys.shredded(uid))
-    subject = ring.keys.subject(uid)
-    stored = ring.keys.get(subject)
-    if stored is None:
-        raise SessionKeyError(
-            f"{uid}: the wrapped data key is missing from the key stream "
-            f"({ring.keys.name}, subject {subject})",
-            hint="restore it from a backup of the key stream",
-            session=uid,
-        )
+    stored = stored_key(ring.keys, uid)
     try:
         key = json.loads(stored.content)
     except ValueError:
-        raise JournalCorruptError(f"{subject} is not a wrapped data key") from None
+        raise JournalCorruptError(f"{stored.subject} is not a wrapped data key") from None
 
     def records() -> Iterator[Record]:
         for msg in messages():
