@@ -372,7 +372,8 @@ def replay(
     parent's, which it shares), each with the history its live turn had. A stateless
     harness gets a fresh instance per execution; a harness whose memory is its state
     (counter) gets one instance for all of them, in order, as its live compute did.
-    Failed turns (ERROR, no END) are audit and are not replayed.
+    Failed turns (ERROR, no END) are audit and are not replayed. A canceled turn (cancel,
+    a deadline) is replayed to the point where it was stopped, with no model call.
     """
     state = _state(ctx, as_json)
     uid = _uid(session)

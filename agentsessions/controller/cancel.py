@@ -28,8 +28,10 @@ request before END (END CANCELED; ``cancel`` exits 0), or it committed END COMPL
 an execution that is not running (it ended meanwhile) is removed and ignored. The checks
 that decide whether an interrupted turn may be closed here are made again under the lock,
 so a turn completed by another process meanwhile (``resume``) never gets a second END.
-Replay never re-drives a CANCELED execution and resume never resumes it: it has its END,
-and ``executions.replayable`` skips canceled runs. The cases, one per boundary, are
+Resume never resumes a CANCELED execution: it has its END. Replay re-drives it like any
+other with its recorded effects, up to where the record ends, and stops it there as the
+live turn was stopped (a MODEL_CALL recorded without its answer is that point, never a call
+to make; see :mod:`.replay`). The cases, one per boundary, are
 ``tests/e2e/test_cancel_boundaries.py``.
 """
 

@@ -186,13 +186,13 @@ def _add(run: Execution, seq: int, event: Event) -> None:
 def replayable(runs: list[Execution]) -> list[Execution]:
     """The executions replay re-drives, with the legacy rules applied.
 
-    Modern runs: every completed one. Legacy runs: merged into one whole-log run covering
-    the prefix through the last legacy END (an unfinished legacy tail is superseded by a
-    later EXECUTION_START, or simply not complete).
+    Modern runs: every completed one, a CANCELED one included (replay drives it to its
+    recorded cancel point, :func:`canceled`). Legacy runs: merged into one whole-log run
+    covering the prefix through the last legacy END (an unfinished legacy tail is superseded
+    by a later EXECUTION_START, or simply not complete).
     """
     legacy = [r for r in runs if r.legacy]
-    # a CANCELED run stopped early on request: there is nothing to reproduce
-    modern = [r for r in runs if not r.legacy and r.completed and not _canceled(r)]
+    modern = [r for r in runs if not r.legacy and r.completed]
     done = [r for r in legacy if r.completed]
     if not done:
         return modern
@@ -204,7 +204,9 @@ def replayable(runs: list[Execution]) -> list[Execution]:
     return sorted([merged, *modern], key=lambda r: r.first_seq)
 
 
-def _canceled(run: Execution) -> bool:
+def canceled(run: Execution) -> bool:
+    """True if ``run`` ended END CANCELED (a cancel request, a deadline, or ``cancel`` of a
+    turn whose process was gone): its record stops at the point where it was stopped."""
     return bool((run.end or {}).get("end", {}).get("state") == "CANCELED")
 
 

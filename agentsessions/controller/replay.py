@@ -17,6 +17,16 @@ start (:mod:`.freshstart`). Failed executions (ERROR, no END) are audit and not 
 memory harness that changed its memory in one before failing is not reproducible from the
 journal alone.
 
+A canceled execution (END CANCELED: a cancel request, a request's deadline, or ``cancel``
+of a turn whose process was gone) is a recorded outcome and is replayed: its effects are
+served in order, and where its record ends the sink stops the harness with
+TurnCanceledError, as the live turn was stopped at that effect boundary (a MODEL_CALL
+without its answer, abandoned mid-stream, is that point: it is never made). Its replay is
+identical when every recorded effect was consumed and the harness stopped there, or ran to
+its end without asking for more (the cancel landed before END), or, for a failed turn that
+``cancel`` closed, failed again once its effects were served. The executions after it
+replay as usual; a memory harness keeps the memory the canceled run left, as live.
+
 Each execution also gets the working state its live run started with (``Start.state``: the
 latest state committed before its first seq, found by stepping back over state records, see
 ``journal/stores/statefile.py``), and its ``sink.state`` commits write nothing and return the
@@ -334,15 +344,18 @@ def _replay_one(
         run.id, run.config, tuple(run.messages), history, run.resume_from_seq, tools=tools,
         state=state,
     )  # fmt: skip
-    sink = TurnSink(run.id, run.effects, None, legacy=run.legacy, state_version=state.version)
+    canceled = executions.canceled(run)
+    sink = TurnSink(run.id, run.effects, None, legacy=run.legacy, state_version=state.version,
+                    stops_at_end=canceled)  # fmt: skip
     try:
         instance.run(start, sink)
     except ReplayError:
         raise
     except Exception as exc:
-        raise ReplayDivergedError(
-            f"execution {run.id or 'legacy'}: harness failed on replay: {exc}"
-        ) from exc
+        if not (canceled and _stopped_as_recorded(run, sink)):
+            raise ReplayDivergedError(
+                f"execution {run.id or 'legacy'}: harness failed on replay: {exc}"
+            ) from exc
     left = sink.unconsumed()
     if left:
         raise ReplayDivergedError(
@@ -351,6 +364,14 @@ def _replay_one(
         )
     _check_state(run, sink, state, ended)
     return sink.outputs
+
+
+def _stopped_as_recorded(run: executions.Execution, sink: TurnSink) -> bool:
+    """A CANCELED run's harness raised where its live turn ended: at the recorded cancel
+    point (the sink stopped it there, whatever the harness made of that), or, for a turn
+    that failed (ERROR) before ``cancel`` closed it, by failing once its effects were all
+    served. Anything unconsumed is still I5 divergence (checked after)."""
+    return sink.stopped or bool(run.errors and not sink.unconsumed())
 
 
 def _check_state(run: executions.Execution, sink: TurnSink, began: WorkingState,

@@ -34,6 +34,11 @@ returns**; between those points commits land unsynced and the next sync covers t
   TOOL_RESULT rides with the next sync: the host's receipt already holds the outcome
   durably (:mod:`.toolcalls` has the whole protocol).
 
+Replay of a CANCELED run (``stops_at_end``): past its record the sink goes neither live nor
+diverges; it raises TurnCanceledError where the live turn met its cancel request, at the
+same boundary (the next model call, output, usage, tool call or result, a recorded
+MODEL_CALL's missing answer, a parked call's decision).
+
 Checks made while serving the record (digest 5.1): I0, the model input hash of each call
 equals the recorded one; output text, usage and reported tool results equal the recorded
 ones; I5 (checked by the caller via :meth:`TurnSink.unconsumed`) every recorded effect was
@@ -172,6 +177,11 @@ class TurnSink:
     call_ids: set[str] = field(default_factory=set)  # the turn's tool call ids so far
     deferred: list[Event] = field(default_factory=list)
     """Refused model calls not yet committed: they ride with the next commit."""
+    stops_at_end: bool = False
+    """A replay of a run that ended END CANCELED: where its record ends the harness is stopped
+    as the live turn was (TurnCanceledError at that boundary), never driven live."""
+    stopped: bool = False
+    """Set when a :attr:`stops_at_end` replay reached its recorded cancel point."""
 
     # -- the Sink protocol ------------------------------------------------------------------
     def model(self, request: ModelRequest) -> Completion:
@@ -290,6 +300,8 @@ class TurnSink:
             raise self._diverged(f"seq {self._seq()} is the approval request of another call")
         gate.request_seq = self._seq()
         if not self.replaying:  # requested, not decided: park again, writing nothing
+            if self.live is None and self.stops_at_end:  # parked, then canceled
+                raise self._stop()
             raise self._parked(gate.call, gate.request_seq)
         decision = self._next("EVENT_APPROVAL_RESULT", f"the decision on {call_id}")
         assert decision is not None
@@ -483,12 +495,24 @@ class TurnSink:
         return deferred
 
     def _require_live(self, what: str) -> Live:
+        if self.live is None and self.stops_at_end:
+            raise self._stop()
         if self.live is None:
             raise ReplayInvokedModelError(
                 f"execution {self.execution_id}: replay would {what} past the recorded "
                 "effects (I1/I5: replay never invokes a model or records anything)"
             )
         return self.live
+
+    def _stop(self) -> TurnCanceledError:
+        """The recorded cancel point of a replayed CANCELED run: every effect before it was
+        served, and the live turn's next one (an unanswered MODEL_CALL's answer, a call, an
+        output...) never happened, so the harness stops here as the live turn did."""
+        self.stopped = True
+        return TurnCanceledError(
+            f"execution {self.execution_id} was canceled here (its record ends END CANCELED "
+            f"after {self.position} effects)"
+        )
 
     def _diverged(self, why: str) -> ReplayDivergedError:
         return ReplayDivergedError(f"execution {self.execution_id}: {why}")

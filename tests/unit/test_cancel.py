@@ -1,5 +1,6 @@
 """Cancel of an interrupted turn: LIFECYCLE CANCEL + END CANCELED, then exec runs again;
-idle sessions refuse, a repeated cancel appends nothing, replay skips the canceled run."""
+idle sessions refuse, a repeated cancel appends nothing, replay stops the canceled run
+where it was stopped (``test_replay_canceled.py`` has the other cases)."""
 
 from __future__ import annotations
 
@@ -46,8 +47,9 @@ def test_cancel_closes_an_interrupted_turn_and_exec_runs_again(tmp_path: Path) -
         frames = list(engine.exec(uid, ["again"]))
         assert frames and engine.get(uid).exec_state == "EXEC_COMPLETED"
         assert _kinds(engine, uid)[-1] == "EVENT_END"
-        report = engine.replay(uid, rerun=True)  # the canceled run is not re-driven
-        assert report.model_calls == 0
+        report = engine.replay(uid, rerun=True)  # the canceled run stops at its MODEL_CALL
+        assert report.identical, report.divergence
+        assert (report.executions, report.replayed, report.model_calls) == (2, 2, 0)
 
 
 def test_cancel_of_an_idle_session_is_an_error(tmp_path: Path) -> None:

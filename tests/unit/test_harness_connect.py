@@ -485,6 +485,9 @@ def test_a_cancel_lands_on_a_remote_turn_at_its_next_effect(tmp_path: Path) -> N
             assert outcome and outcome[0].turn.canceled
             assert _kinds(engine, uid)[-3:] == ["OUTPUT", "LIFECYCLE", "END"]
             assert "late" not in str(list(engine.read(uid)))
+            report = engine.replay(uid, rerun=True)  # stopped again at that output, remotely
+            assert report.identical, report.divergence
+            assert (report.replayed, report.model_calls) == (1, 0)
     finally:
         server.stop(0)
 
