@@ -1,6 +1,6 @@
 """A turn process for the cancel tests: runs one turn whose harness and model stop at gates.
 
-Usage: python gated_turn.py HOME GATES UID exec|resume|suspend [STEPS_JSON]
+Usage: python gated_turn.py HOME GATES UID exec|resume|suspend|replay [STEPS_JSON]
 
 The ``gated`` harness runs the steps its config lists (a JSON array), in order: ``model``
 (one model call), ``output``, ``usage``, ``report`` (a tool result), and ``gate:NAME``, which
@@ -15,7 +15,9 @@ each delta: a call that is still in flight when a cancel lands.
 
 The turn runs through the real engine (``agentsessions.open``) on the file store; the
 process prints its last frame's outcome and exits 18 if the turn was canceled, 0 if it
-completed (the CLI's codes), or the error's exit code.
+completed (the CLI's codes), or the error's exit code. ``replay`` re-drives the session
+(``replay --rerun`` with this harness; every gate it meets is open by then) and prints the
+report with the model calls this process made (16 if it was not identical).
 """
 
 from __future__ import annotations
@@ -122,6 +124,10 @@ def main() -> int:
             if mode == "suspend":
                 print(json.dumps({"compute": engine.suspend(uid).compute_state}), flush=True)
                 return 0
+            if mode == "replay":
+                report = engine.replay(uid, rerun=True, harness="gated")
+                print(json.dumps({**report.to_json(), "made_calls": model.calls}), flush=True)
+                return 0 if report.identical else 16
             if mode == "exec":
                 frames = list(engine.exec(uid, ["hello"], harness="gated", config=steps))
             else:

@@ -13,7 +13,8 @@ MODEL_CALL kept as audit), before the harness's output, a usage report and a too
 before END; on a resumed turn's live side; on a suspended (cold) session that exec woke.
 For each: the journal ends LIFECYCLE CANCEL + END CANCELED, nothing after the request is a
 new effect, no model call started after it, the chain verifies, a repeated cancel changes
-nothing, and the next exec runs to END COMPLETED.
+nothing, the next exec runs to END COMPLETED, and a replay of the session in another process
+re-drives every turn, the canceled one to where it stopped, identical with no model call.
 """
 
 from __future__ import annotations
@@ -189,6 +190,15 @@ def test_cancel_at_each_effect_boundary(tmp_path: Path, name: str) -> None:
     assert nxt.returncode == 0, nxt.stdout + nxt.stderr
     assert store.get(uid).exec_state == "EXEC_COMPLETED"
     assert verify_session(store, uid).ok
+
+    head = store.get(uid).last_seq
+    replayed = _run(_driver(home, gates, uid, "replay", ()))
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    report = json.loads(replayed.stdout.splitlines()[-1])
+    turns = 3 if case.cold else 2
+    assert (report["executions"], report["replayed"], report["model_calls"]) == (turns,) * 2 + (0,)
+    assert report["made_calls"] == 0 and report["identical"]
+    assert store.get(uid).last_seq == head  # replay wrote nothing
 
 
 def test_cancel_of_an_idle_session_exits_17(tmp_path: Path) -> None:
