@@ -54,6 +54,7 @@ def test_tour_runs_as_written(tmp_path: Path) -> None:
     # follow and cancel: the slow turn ended CANCELED mid-answer, follow printed it committing
     assert "canceled exec=EXEC_CANCELED last_seq=15" in result.stdout
     assert "exec exited 18" in result.stdout
+    assert "replayed 4 of 4 executions" in result.stdout  # the canceled turn included
     assert re.search(r"^ +14  LIFECYCLE .* CANCEL canceled by request$", result.stdout, re.M)
     assert re.search(r"^ +15  END .* END CANCELED$", result.stdout, re.M)
     assert not re.search(r"^ +\d+  OUTPUT .*word word", result.stdout, re.M)  # no answer kept
