@@ -5,7 +5,8 @@ slowly; a second real process runs ``agentsessions cancel``. The running turn fi
 durable CANCEL request at its next effect boundary (here: after the model call in flight,
 before END), records LIFECYCLE CANCEL + END CANCELED and exits 18; the canceller exits 0.
 The killed-process path: SIGKILL mid-call, then cancel closes the open turn as its writer.
-Either way the chain verifies and the next exec runs.
+Either way the chain verifies, the next exec runs, and ``replay --rerun`` reproduces both
+turns, the canceled one to where it stopped, with no model call.
 """
 
 from __future__ import annotations
@@ -57,6 +58,14 @@ def _ends_canceled(store: FileStore, uid: str) -> None:
     assert verify_session(store, uid).ok
 
 
+def _replays_identical(home: Path, uid: str, executions: int) -> None:
+    done = subprocess.run(_cli(home, "replay", uid, "--rerun", "--json"), capture_output=True)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["identical"] and report["model_calls"] == 0
+    assert report["replayed"] == report["executions"] == executions
+
+
 def test_cancel_stops_a_turn_running_in_another_process(tmp_path: Path) -> None:
     home, uid, proc, store = _slow_turn(tmp_path)
     try:
@@ -73,6 +82,7 @@ def test_cancel_stops_a_turn_running_in_another_process(tmp_path: Path) -> None:
     nxt = subprocess.run(_cli(home, "exec", uid, "--input", "next"), capture_output=True)
     assert nxt.returncode == 0, nxt.stderr
     assert store.get(uid).exec_state == "EXEC_COMPLETED"
+    _replays_identical(home, uid, 2)
 
 
 def test_cancel_after_sigkill_closes_the_turn_and_exec_proceeds(tmp_path: Path) -> None:
@@ -89,3 +99,4 @@ def test_cancel_after_sigkill_closes_the_turn_and_exec_proceeds(tmp_path: Path) 
     nxt = subprocess.run(_cli(home, "exec", uid, "--input", "again"), capture_output=True)
     assert nxt.returncode == 0, nxt.stderr
     assert store.get(uid).exec_state == "EXEC_COMPLETED"
+    _replays_identical(home, uid, 2)
