@@ -119,14 +119,14 @@ def _served(home: Path) -> Iterator[str]:
 
 
 def _deadline_turn(address: str, uid: str, model: str) -> None:
-    """A slow turn asked with a deadline 2 s on: the daemon cancels it mid-call."""
+    """A slow turn asked with a deadline 2-3 s on: the daemon cancels it mid-call."""
     grpc = pytest.importorskip("grpc")
     from agentsessions.server.gen import common_pb2, session_pb2, session_pb2_grpc
 
     text = common_pb2.Part(text=common_pb2.TextPart(text="write a long essay"))
     request = session_pb2.ExecRequest(
         session=uid, inputs=[common_pb2.Message(role="user", parts=[text])], model=model,
-        deadline_unix=int(time.time()) + 2,
+        deadline_unix=int(time.time()) + 3,
     )  # fmt: skip
     with grpc.insecure_channel(address) as channel:
         stub = session_pb2_grpc.SessionsStub(channel)
