@@ -21,7 +21,8 @@ workload loads; a command that does not parse is UnknownToolError (exit 2). Befo
 intent is recorded, a server that does not start, exits, does not finish the handshake
 within ``config["startup_timeout"]`` s (default 20) or writes garbage is ToolServerError
 (exit 12, the message carries the last line of its stderr), and a tool it does not list is
-UnknownToolError: nothing is recorded. After the intent, the same failures of the call
+UnknownToolError: the call is not recorded, and the turn ends with its ERROR (failed, so
+resume retries it and new input is taken). After the intent, the same failures of the call
 (timeout ``config["timeout"]`` s, default 60) are raised and recorded as an EXECUTOR_ERROR
 result the model sees. MCP servers do not dedup by key, so the executor is not
 ``idempotent``: a call a crash cut after its intent is left for a person to resolve.

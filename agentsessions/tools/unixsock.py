@@ -24,7 +24,8 @@ Failures, and who sees them:
   when the workload loads;
 - before a call's intent is recorded the host binds the tool (:meth:`UnixExecutor.prepare`,
   a ``describe`` exchange): no socket, a refused connection, a timeout or a garbage answer is
-  a configuration problem, ToolServerError (exit 12), and nothing is recorded; a tool the
+  a configuration problem, ToolServerError (exit 12): the call is not recorded and the
+  turn ends with its ERROR (failed, retryable by resume); a tool the
   server says it does not serve is UnknownToolError (exit 2);
 - after the intent, the same failures of the ``call`` exchange are ToolServerError raised
   from :meth:`UnixExecutor.call`, which the host records as an EXECUTOR_ERROR result the
