@@ -45,6 +45,8 @@ from typing import Any, TextIO, TypeVar, cast
 from agentsessions.controller.spi import ToolOutcome, ToolRequest
 from agentsessions.errors import ToolServerError, UnavailableError, UnknownToolError
 
+from .configschema import ConfigKey, ConfigSchema
+
 T = TypeVar("T")
 STARTUP_TIMEOUT = 20.0
 CALL_TIMEOUT = 60.0
@@ -67,6 +69,13 @@ class McpExecutor:
     """Calls the tools of one stdio MCP server, started on first use (see the module doc)."""
 
     idempotent = False  # an MCP server cannot confirm a call by its key
+    config_schema = ConfigSchema(
+        {
+            "tool": ConfigKey("string", doc="the server's name for the tool"),
+            "startup_timeout": ConfigKey("number", positive=True),
+            "timeout": ConfigKey("number", positive=True),
+        }
+    )
 
     def __init__(self, command: list[str]) -> None:
         self.command = command

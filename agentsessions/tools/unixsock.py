@@ -45,6 +45,8 @@ from typing import Any
 from agentsessions.controller.spi import ToolOutcome, ToolRequest
 from agentsessions.errors import ToolServerError, UnknownToolError, WorkloadError
 
+from .configschema import ConfigKey, ConfigSchema
+
 PROTOCOL = 1
 MAX_REQUEST = 1 << 20  # 1 MiB: a call's arguments and config
 MAX_RESPONSE = 4 << 20  # 4 MiB default bound on one answer line
@@ -70,6 +72,16 @@ def parse_socket_spec(spec: str) -> str:
 
 class UnixExecutor:
     """Routes each call to the process listening on a Unix socket (see the module doc)."""
+
+    # open: the server gets the whole config and may read keys of its own
+    config_schema = ConfigSchema(
+        {
+            "tool": ConfigKey("string", doc="the server's name for the tool"),
+            "timeout": ConfigKey("number", positive=True),
+            "max_response_bytes": ConfigKey("integer", positive=True),
+        },
+        open=True,
+    )
 
     def __init__(self, path: str) -> None:
         self.path = path

@@ -3,6 +3,8 @@
 - A tool server that does not start (``mcp:nosuchcmd``): the turn that needed it ends with
   its ERROR journaled (exit 12, the server's one line), so it is failed, not RUNNING: new
   input is taken, and ``resume`` retries it and fails the same way with one more ERROR.
+- A typo inside a tool's ``config`` (``pth`` for ``path``): refused when the workload loads
+  (exit 2, naming the file, the tool and the key), before any session or record exists.
 """
 
 from __future__ import annotations
@@ -48,3 +50,19 @@ def test_a_tool_server_that_does_not_start_fails_the_turn_and_blocks_nothing(
     cli.run("exec", uid, "--input", "just talk", "--model", "scripted:seed=1").ok()
     assert _kinds(cli, uid)[-1] == "EVENT_END"
     cli.run("verify", uid).ok()
+
+
+def test_a_typo_in_a_tool_config_is_refused_when_the_workload_loads(
+    cli: Cli, tmp_path: Path
+) -> None:
+    tools = tmp_path / "tools.toml"
+    tools.write_text(
+        '[tools.append_line]\nmediation = "mediated"\nexecutor = "append_line"\n'
+        f"config = {{ pth = {json.dumps(str(tmp_path / 'notes.txt'))} }}\n"
+    )
+    model = _script(tmp_path, {"tool_calls": [{"name": "append_line", "arguments": {}}]}, "Noted.")
+    run = cli.run("exec", "--harness", "chat", "--model", model, "--tools", str(tools),
+                  "--input", "note: buy milk").fails(2)  # fmt: skip
+    assert f"workload {tools}: [tools.append_line] config.pth: unknown key" in run.err
+    assert "(known: path)" in run.err
+    assert cli.run("list", "--json").ok().json()["sessions"] == []  # nothing was written
