@@ -162,7 +162,8 @@ def exec_(
             metavar="SPEC",
             help="Model for a new session (default: the session's model, else echo); on an "
             "existing session it applies to this turn only, and each MODEL_CALL records the "
-            f"model it used. {MODEL_SPEC_HELP}",
+            "model it used. Only for a harness that calls the session's model (chat): with "
+            f"echo, counter or memory it is refused (exit 2). {MODEL_SPEC_HELP}",
         ),
     ] = "",
     config: Annotated[
