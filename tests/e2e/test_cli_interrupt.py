@@ -145,3 +145,25 @@ def test_ctrl_c_over_server_cancels_the_turn_in_the_daemon(
 
 def test_a_second_ctrl_c_over_server_exits_at_once(server: list[str], tmp_path: Path) -> None:
     _interrupt_twice(server, tmp_path, close=False)
+
+
+def test_ctrl_c_cancels_a_resumed_turn(cli: Cli, tmp_path: Path) -> None:
+    """``resume`` of a turn a killed exec cut off: Ctrl-C cancels it as it does exec's."""
+    prefix = ["--home", str(cli.home)]
+    first = _start(prefix, f"{_script(tmp_path, 40)},delay=60", tmp_path)
+    uid = _uid(list(_lines_until(first, "session ")))
+    assert first.stdout is not None and first.stdout.read(1)  # in flight
+    first.kill()  # a crash: the turn is left open
+    first.communicate(timeout=WAIT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentsessions", *prefix, "resume", uid],
+        cwd=tmp_path, env=clean_env(), text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stdout.read(1)  # the model call streams again
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=WAIT)
+    assert proc.returncode == 130, err
+    assert CANCELING in err and "Traceback" not in err
+    events = [record["event"] for record in _log(prefix, uid, tmp_path)]
+    assert events[-1]["end"] == {"state": "CANCELED"}  # type: ignore[index]
