@@ -124,5 +124,6 @@ class TurnInterrupt:
                 # end says which, so ask again until then
                 self._ended.wait(_RETRY_SECONDS)
             except Exception as exc:  # reported: a daemon thread has no one to raise to
-                self._say(f"error: could not cancel the turn: {exc}")
+                if not self._ended.is_set():  # not the engine closing after the turn's end
+                    self._say(f"error: could not cancel the turn: {exc}")
                 return

@@ -494,6 +494,8 @@ class Controller:
             if not isinstance(exc, _FAILS_THE_TURN):
                 raise  # the journal itself failed: leave the turn open for resume
             self._record_error(journal, exec_id, str(exc), sink.take_deferred())
+            if isinstance(exc, ToolServerError) and not exc.hint:  # what gets the turn done
+                exc.hint = f"fix the tool server, then: agentsessions resume {uid}"
             raise
         except Exception as exc:
             why = f"{type(exc).__name__}: {exc}"

@@ -39,6 +39,7 @@ def test_a_tool_server_that_does_not_start_fails_the_turn_and_blocks_nothing(
     run.err = run.err[run.err.index("agentsessions: error: ") :]  # after the record lines
     run.fails(12)
     assert "did not start" in run.err
+    assert f"hint: fix the tool server, then: agentsessions resume {uid}" in run.err
     assert _kinds(cli, uid)[-1] == "EVENT_ERROR"
     assert cli.run("get", uid, "--json").ok().json()["exec_state"] == "EXEC_FAILED"
     # resume retries the failed turn: the server still does not start, one more ERROR
