@@ -32,3 +32,21 @@ def test_model_with_echo_is_refused_over_server(tmp_path: Path) -> None:
                      "--input", "hi").fails(2)  # fmt: skip
         assert "harness 'echo' calls no model" in run.err
         assert remote(daemon.address, tmp_path, "list", "--json").ok().json()["sessions"] == []
+
+
+def test_a_remote_harness_declares_it_over_the_wire(cli: Cli) -> None:
+    """``harness serve echo`` describes itself with uses_session_model false: a turn that
+    names a model for it is refused (exit 2) by the host, before the harness is driven."""
+    pytest.importorskip("grpc")
+    from test_cli_remote_harness import _address, serve
+
+    address = _address("echo")
+    node = serve(cli, "echo", address)
+    try:
+        cli.run("harness", "register", "far-echo", "--address", address).ok()
+        run = cli.run("exec", "--harness", "far-echo", "--model", "scripted:seed=1",
+                      "--input", "hi").fails(2)  # fmt: skip
+        assert "harness 'far-echo' calls no model" in run.err
+        cli.run("exec", "--harness", "far-echo", "--input", "hi").ok()
+    finally:
+        node.stop()
