@@ -98,7 +98,7 @@ COMPACT_REQUEST = "Summarise the conversation above."
 DESCRIPTOR = HarnessDescriptor(
     id="chat",
     version="1",
-    capabilities=Capabilities(resumability=STATELESS_REPLAY),
+    capabilities=Capabilities(resumability=STATELESS_REPLAY, uses_session_model=True),
 )
 OFFERED = ("MEDIATION_CONTROLLER_MEDIATED", "MEDIATION_REQUIRES_APPROVAL")
 """The tiers whose tools the chat harness offers: the host runs them (it runs none itself)."""

@@ -22,7 +22,7 @@ from agentsessions.v1.model import text_message
 DESCRIPTOR = HarnessDescriptor(
     id="counter",
     version="1",
-    capabilities=Capabilities(resumability=REQUIRES_MEMORY_SNAPSHOT),
+    capabilities=Capabilities(resumability=REQUIRES_MEMORY_SNAPSHOT, uses_session_model=False),
 )
 
 

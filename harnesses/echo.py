@@ -28,7 +28,8 @@ DESCRIPTOR = HarnessDescriptor(
     id="echo",
     version="1",
     models=(MODEL,),
-    capabilities=Capabilities(resumability=STATELESS_REPLAY),
+    # it calls its own fixed "echo" model, never the session's: --model is refused
+    capabilities=Capabilities(resumability=STATELESS_REPLAY, uses_session_model=False),
 )
 _FIRST_WINDOW = 16
 

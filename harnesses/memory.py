@@ -35,7 +35,9 @@ from agentsessions.v1.model import text_message
 DESCRIPTOR = HarnessDescriptor(
     id="memory",
     version="1",
-    capabilities=Capabilities(resumability=REQUIRES_MEMORY_SNAPSHOT, working_state=True),
+    capabilities=Capabilities(
+        resumability=REQUIRES_MEMORY_SNAPSHOT, working_state=True, uses_session_model=False
+    ),
 )
 
 

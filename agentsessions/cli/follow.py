@@ -8,15 +8,22 @@ each record any process on this machine commits, as it commits. The waiting is d
 
 How it ends, as ``tail -f`` does: Ctrl-C (SIGINT) ends it quietly with exit status 130,
 the status a shell gives a command killed by SIGINT; a reader that hangs up (``| head``)
-ends it quietly with status 0; ``--idle-exit SECONDS`` ends it with status 0 once no record
+ends it quietly with status 0, also while it waits for a record (:class:`ReaderWatch`);
+``--idle-exit SECONDS`` ends it with status 0 once no record
 arrived for that long (scripts and the README tour). Resume after the last printed seq N
 with ``--from N+1``: nothing is printed twice or skipped.
 """
 
 from __future__ import annotations
 
+import os
+import select
+import signal
+import stat
 import sys
-from typing import TYPE_CHECKING, Annotated
+import threading
+from types import FrameType, TracebackType
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -52,6 +59,74 @@ def _stdout_failed() -> bool:
     return bool(getattr(sys.stdout, "failed", False))
 
 
+class ReaderGone(BaseException):
+    """stdout's reader hung up while follow waited (a BaseException, as KeyboardInterrupt:
+    no ``except Exception`` on the way up may take it for an error of the wait)."""
+
+
+class ReaderWatch:
+    """Ends an idle follow whose reader hung up (``follow S | head -1``), as ``tail -f`` does.
+
+    Writes happen only when a record arrives, so a closed pipe would otherwise go unnoticed
+    for as long as the session is idle. A daemon thread sleeps in ``poll`` on stdout's
+    descriptor (no events asked: the kernel reports POLLERR/POLLHUP, a pipe's write end
+    whose reader closed, a socket whose peer did) and, when it fires, sends SIGPIPE to the
+    main thread, whose handler raises :class:`ReaderGone` out of the wait. Only a pipe or
+    socket is watched (a terminal or a file has no reader to lose); SIGPIPE's previous
+    disposition is put back at the end.
+    """
+
+    def __init__(self) -> None:
+        self._previous: Any = None
+        self._installed = False
+        self._done = threading.Event()
+
+    def __enter__(self) -> ReaderWatch:
+        fd = _pipe_fd()
+        if fd is None or threading.current_thread() is not threading.main_thread():
+            return self
+        self._previous = signal.signal(signal.SIGPIPE, _reader_gone)
+        self._installed = True
+        main = threading.main_thread().ident
+        assert main is not None
+        threading.Thread(target=self._watch, args=(fd, main), daemon=True).start()
+        return self
+
+    def _watch(self, fd: int, main: int) -> None:
+        poller = select.poll()
+        poller.register(fd, 0)  # POLLERR, POLLHUP and POLLNVAL are always reported
+        while not self._done.is_set():
+            if poller.poll(1000):  # bounded, so the thread ends soon after the command
+                if not self._done.is_set():
+                    signal.pthread_kill(main, signal.SIGPIPE)
+                return
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._done.set()
+        if self._installed:
+            signal.signal(signal.SIGPIPE, self._previous)
+            self._installed = False
+
+
+def _reader_gone(signum: int, frame: FrameType | None) -> None:
+    raise ReaderGone
+
+
+def _pipe_fd() -> int | None:
+    """stdout's descriptor if it is a pipe or a socket, else None."""
+    try:
+        fd = sys.stdout.fileno()
+        mode = os.fstat(fd).st_mode
+    except (AttributeError, OSError, ValueError):  # replaced or closed stdout: nothing to watch
+        return None
+    return fd if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) else None
+
+
 @app.command(
     epilog="Examples: agentsessions follow sess-0123456789abcdef01234567 | "
     "agentsessions follow sess-0123456789abcdef01234567 --from 42 --json"
@@ -73,14 +148,15 @@ def follow(
 ) -> None:
     """Print a session's records from --from on, then each new one as it commits.
 
-    Runs until Ctrl-C (exit 130, quietly, as tail -f) or, with --idle-exit, until no
-    record arrived for that long (exit 0). With --json, prints one agentsessions.v1.LogRecord
+    Runs until Ctrl-C (exit 130, quietly, as tail -f), until its reader hangs up (a closed
+    pipe, noticed while idle too: exit 0) or, with --idle-exit, until no record arrived for
+    that long (exit 0). With --json, prints one agentsessions.v1.LogRecord
     in proto3-JSON per line, as log --json does. Resume after seq N with --from N+1.
     """
     state = _state(ctx, as_json)
     uid = _uid(session)
     try:
-        with open_engine(state) as engine:
+        with ReaderWatch(), open_engine(state) as engine:
             records = engine.follow(uid, from_seq=from_seq, idle_timeout=idle_exit)
             try:
                 for record in records:
@@ -97,3 +173,5 @@ def follow(
                     close()  # release the watch and the segment descriptors now
     except KeyboardInterrupt:
         raise typer.Exit(EXIT_INTERRUPTED) from None
+    except ReaderGone:
+        return  # quietly, status 0

@@ -37,6 +37,7 @@ from agentsessions.cli.app import (
     open_engine,
     parse_pairs,
 )
+from agentsessions.cli.interrupt import EXIT_INTERRUPTED, PROG, TurnInterrupt
 from agentsessions.cli.stream import TurnPrinter, note_done, record_line
 from agentsessions.errors import ApprovalParkedError, InvalidArgumentError, ReplayError
 
@@ -56,7 +57,7 @@ HarnessOpt = Annotated[
     str,
     typer.Option(
         metavar="NAME",
-        help="Harness to drive the turn (echo, chat, counter or a plugin; default: the "
+        help="Harness to drive the turn (echo, chat, counter, memory or a plugin; default: the "
         "session's harness, else echo).",
     ),
 ]
@@ -161,7 +162,8 @@ def exec_(
             metavar="SPEC",
             help="Model for a new session (default: the session's model, else echo); on an "
             "existing session it applies to this turn only, and each MODEL_CALL records the "
-            f"model it used. {MODEL_SPEC_HELP}",
+            "model it used. Only for a harness that calls the session's model (chat): with "
+            f"echo, counter or memory it is refused (exit 2). {MODEL_SPEC_HELP}",
         ),
     ] = "",
     config: Annotated[
@@ -204,6 +206,10 @@ def exec_(
     Without SESSION a session is created (its uid goes to stderr first). stdout gets only
     the assistant's text as it streams; each journaled record is a line on stderr. With
     --json, one object (the turn's result) is printed at the end instead.
+
+    Ctrl-C cancels the turn at its next effect boundary, as cancel does, and exits 130 once
+    END CANCELED is journaled; a second Ctrl-C exits 130 at once, leaving the turn open for
+    cancel (or resume) to close.
     """
     from agentsessions.sessions.local import LocalSessions
 
@@ -229,12 +235,13 @@ def exec_(
             fresh_start=fresh_start,
             tools=tools or None,
         )
-        try:
-            last = show_turn(printer, frames, waking=not fresh_start)
-        except ApprovalParkedError as parked:
-            print_parked(state, parked.fields.get("session") or uid or "", parked)
+        with TurnInterrupt(engine, uid) as interrupt:
+            try:
+                last = show_turn(printer, frames, waking=not fresh_start, interrupt=interrupt)
+            except ApprovalParkedError as parked:
+                print_parked(state, parked.fields.get("session") or uid or "", parked)
     assert last.turn is not None
-    finish_turn(state, printer, last.turn)
+    finish_turn(state, printer, last.turn, interrupted=bool(interrupt.fired))
 
 
 def print_parked(state: CliState, uid: str, parked: ApprovalParkedError) -> None:
@@ -281,12 +288,21 @@ def continue_turn(
         finish_turn(state, printer, last.turn)
 
 
-def show_turn(printer: TurnPrinter, frames: Iterator[Frame], waking: bool = True) -> SessionFrame:
-    """Render a turn's frames as they come (records on stderr, text on stdout); the last."""
+def show_turn(
+    printer: TurnPrinter,
+    frames: Iterator[Frame],
+    waking: bool = True,
+    interrupt: TurnInterrupt | None = None,
+) -> SessionFrame:
+    """Render a turn's frames as they come (records on stderr, text on stdout); the last.
+
+    ``interrupt`` (Ctrl-C's handler) learns the session's uid from the first frame."""
     from agentsessions.sessions.api import DeltaFrame, RecordFrame
 
     last: SessionFrame | None = None
     for frame in frames:
+        if interrupt is not None and not isinstance(frame, (RecordFrame, DeltaFrame)):
+            interrupt.seen(frame.uid)
         if isinstance(frame, RecordFrame):
             printer.record(frame.record)
         elif isinstance(frame, DeltaFrame):
@@ -301,10 +317,14 @@ def show_turn(printer: TurnPrinter, frames: Iterator[Frame], waking: bool = True
     return last
 
 
-def finish_turn(state: CliState, printer: TurnPrinter, result: Turn) -> None:
+def finish_turn(
+    state: CliState, printer: TurnPrinter, result: Turn, *, interrupted: bool = False
+) -> None:
     """Print the turn's JSON result, or close its stream with a one-line summary.
 
-    A turn a cancel request stopped exits 18 (TurnCanceledError's code) after its result.
+    A turn a cancel request stopped exits 18 (TurnCanceledError's code) after its result;
+    one ``interrupted`` by Ctrl-C exits 130 (its END CANCELED, or the END that came first,
+    is journaled by then).
     """
     if result.canceled:
         note_done(f"the turn was canceled and is journaled (seq {result.last_seq})")
@@ -314,7 +334,7 @@ def finish_turn(state: CliState, printer: TurnPrinter, result: Turn) -> None:
         from agentsessions.cli.render import write_json
 
         write_json(result.to_json())
-        _exit_if_canceled(result)
+        _exit_if_canceled(result, interrupted)
         return
     how = "resumed and completed" if result.resumed else "completed"
     how = "canceled" if result.canceled else how
@@ -323,10 +343,14 @@ def finish_turn(state: CliState, printer: TurnPrinter, result: Turn) -> None:
         f"turn {result.execution_id or '(legacy)'} {how}: seq {result.first_seq}-"
         f"{result.last_seq}, {result.model_calls} {calls}"
     )
-    _exit_if_canceled(result)
+    _exit_if_canceled(result, interrupted)
 
 
-def _exit_if_canceled(result: Turn) -> None:
+def _exit_if_canceled(result: Turn, interrupted: bool = False) -> None:
+    if interrupted:
+        how = "was canceled (END CANCELED)" if result.canceled else "ended before the cancel"
+        sys.stderr.write(f"{PROG}: interrupted: the turn {how} (seq {result.last_seq})\n")
+        raise typer.Exit(EXIT_INTERRUPTED)
     if result.canceled:
         from agentsessions.errors import TurnCanceledError
 
@@ -446,6 +470,8 @@ def resume(
     after them, or, if it fails again, with one more ERROR (exit 14) and nothing else. A
     failed turn never blocks exec with new input: that starts a new turn and leaves the
     failed one as audit.
+
+    Ctrl-C cancels the resumed turn as it does an exec's (exit 130).
     """
     from agentsessions.sessions.api import SessionFrame
 
@@ -456,12 +482,14 @@ def resume(
         frames = engine.resume(uid, harness=harness or None, wait=wait)
         first = next(frames)  # the session as it was: a failed turn, suspended compute
         failed = isinstance(first, SessionFrame) and first.session.exec_state == "EXEC_FAILED"
-        try:
-            last = show_turn(printer, _again(first, frames))
-        except ApprovalParkedError as parked:  # no decision yet: it parks again
-            print_parked(state, uid, parked)
+        with TurnInterrupt(engine, uid) as interrupt:
+            try:
+                last = show_turn(printer, _again(first, frames), interrupt=interrupt)
+            except ApprovalParkedError as parked:  # no decision yet: it parks again
+                print_parked(state, uid, parked)
     turn, woke, info = last.turn, last.compute_resumed, last.session
-    if turn is not None:
+    interrupted = bool(interrupt.fired)
+    if turn is not None and not interrupted:
         note_done(f"the turn completed and is journaled (seq {turn.last_seq})")
     if state.json:
         from agentsessions.cli.render import write_json
@@ -476,9 +504,11 @@ def resume(
                 "last_seq": info.last_seq,
             }
         )
+        if turn is not None:
+            _exit_if_canceled(turn, interrupted)
         return
     if turn is not None:
-        finish_turn(state, printer, turn)
+        finish_turn(state, printer, turn, interrupted=interrupted)
     sys.stdout.write(resume_summary(info, woke, turn, failed) + "\n")
 
 

@@ -38,6 +38,7 @@ from agentsessions.errors import (
     LockHeldError,
     PlacementError,
     StateConflictError,
+    ToolServerError,
     TurnCanceledError,
     UnavailableError,
 )
@@ -134,6 +135,14 @@ class _Counted:
     ) -> Completion:
         self.owner.calls += 1
         return self.inner.complete(request, on_delta=on_delta)
+
+
+_FAILS_THE_TURN = (HarnessError, InvalidArgumentError, StateConflictError, ToolServerError)
+"""The errors that end a turn with ERROR journaled (failed: resume retries it, new input is
+taken). A tool server that did not start or answer (ToolServerError, raised before the call's
+intent is recorded) is one: the journal is sound, so the turn must not stay RUNNING, which
+would block new input behind a resume that fails the same way. Any other error (the journal
+itself failed) leaves the turn open for resume."""
 
 
 class Controller:
@@ -482,9 +491,11 @@ class Controller:
         except TurnCanceledError:
             return self._canceled(uid, start, sink, journal, first_seq, calls_before)
         except AgentSessionsError as exc:
-            if not isinstance(exc, HarnessError | InvalidArgumentError | StateConflictError):
+            if not isinstance(exc, _FAILS_THE_TURN):
                 raise  # the journal itself failed: leave the turn open for resume
             self._record_error(journal, exec_id, str(exc), sink.take_deferred())
+            if isinstance(exc, ToolServerError) and not exc.hint:  # what gets the turn done
+                exc.hint = f"fix the tool server, then: agentsessions resume {uid}"
             raise
         except Exception as exc:
             why = f"{type(exc).__name__}: {exc}"

@@ -61,6 +61,11 @@ class Registry(Generic[T]):
         names.update(ep.name for ep in _entry_points(self.group))
         return sorted(names)
 
+    def installed(self) -> list[str]:
+        """The names installed plugins provide (entry points), without explicit registrations
+        (a remote harness's name is one: asking it anything is a network call)."""
+        return sorted({ep.name for ep in _entry_points(self.group)})
+
     def _from_entry_points(self, name: str) -> Callable[[], T] | None:
         for ep in _entry_points(self.group, name):
             loaded: Callable[[], T] = ep.load()

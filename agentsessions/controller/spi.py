@@ -52,6 +52,12 @@ class Capabilities:
     """Not part of the reference's message (never journaled): the harness keeps all it needs
     in its working state (``Start.state``, ``Sink.state``), so a REQUIRES_MEMORY_SNAPSHOT
     harness whose live compute is gone continues on a fresh one from that state."""
+    uses_session_model: bool | None = None
+    """Whether the harness calls the session's model, the one ``--model`` chooses: True (chat),
+    False (it calls no model, or only a fixed one of its own: echo, counter, memory), None
+    (not declared: a plugin or remote harness that predates the field). A turn that names a
+    model for a False harness is refused (the user would believe they talked to it); None is
+    let through, since refusing would break every harness that never heard of the field."""
 
 
 @dataclass(frozen=True)

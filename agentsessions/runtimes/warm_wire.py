@@ -206,6 +206,7 @@ def descriptor_to_wire(descriptor: HarnessDescriptor) -> Frame:
             "streaming": caps.streaming,
             "reasoning_replay": caps.reasoning_replay,
             "working_state": caps.working_state,
+            "uses_session_model": caps.uses_session_model,
         },
     }
 

@@ -72,9 +72,10 @@ def event_dict(msg: common_pb2.Event) -> dict[str, Any]:
 
 
 def descriptor_to_proto(d: HarnessDescriptor) -> harness_pb2.HarnessDescriptor:
-    """Our descriptor as ``HarnessDescriptor`` (``working_state`` is not on the wire)."""
+    """Our descriptor as ``HarnessDescriptor`` (``working_state`` is not on the wire;
+    ``uses_session_model`` is an optional addition, unset when undeclared)."""
     caps = d.capabilities
-    return harness_pb2.HarnessDescriptor(
+    msg = harness_pb2.HarnessDescriptor(
         id=d.id,
         models=list(d.models),
         tools=[tool_to_proto(t) for t in d.tools],
@@ -87,6 +88,9 @@ def descriptor_to_proto(d: HarnessDescriptor) -> harness_pb2.HarnessDescriptor:
         ),
         version=d.version,
     )
+    if caps.uses_session_model is not None:
+        msg.capabilities.uses_session_model = caps.uses_session_model
+    return msg
 
 
 def descriptor_from_proto(msg: harness_pb2.HarnessDescriptor) -> HarnessDescriptor:
@@ -103,6 +107,9 @@ def descriptor_from_proto(msg: harness_pb2.HarnessDescriptor) -> HarnessDescript
             requires_gpu=caps.requires_gpu,
             streaming=caps.streaming,
             reasoning_replay=caps.reasoning_replay,
+            uses_session_model=(
+                caps.uses_session_model if caps.HasField("uses_session_model") else None
+            ),
         ),
     )
 

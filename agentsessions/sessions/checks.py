@@ -20,7 +20,7 @@ from .api import Input
 from .wiring import HARNESSES
 
 if TYPE_CHECKING:
-    from agentsessions.controller.spi import Runtime
+    from agentsessions.controller.spi import HarnessDescriptor, Runtime
 
 PROG = "agentsessions"
 
@@ -70,9 +70,9 @@ def check_fork(at: int, count: int, names: Sequence[str]) -> None:
     ForkRequest(at_seq=at, count=count, names=tuple(names)).check()
 
 
-def check_placement(runtime: Runtime, harness: str) -> None:
+def check_placement(runtime: Runtime, harness: str) -> HarnessDescriptor:
     """Refuse an unknown harness, or one ``runtime`` cannot host (a harness that needs
-    memory snapshots on ``local``)."""
+    memory snapshots on ``local``); the harness's descriptor."""
     from agentsessions.controller.spi import can_place
 
     descriptor = HARNESSES.create(harness).describe()
@@ -82,6 +82,49 @@ def check_placement(runtime: Runtime, harness: str) -> None:
             f"{runtime.name!r} cannot take; nothing was run",
             hint="use --runtime warm",
         )
+    return descriptor
+
+
+def check_model_of(harness: str, model: str) -> None:
+    """:func:`check_model_use` for ``create``: only when it names both (a session created
+    with a model and no harness may run its turns with one that calls it)."""
+    if harness and model:
+        check_model_use(harness, HARNESSES.create(harness).describe(), model)
+
+
+def check_model_use(harness: str, descriptor: HarnessDescriptor, model: str) -> None:
+    """Refuse a request that names ``model`` for a harness that declares it calls no model
+    of the session's choosing (echo, counter, memory): the turn would run without it while
+    the session records it, and the user would believe they talked to it. A harness that
+    declares nothing (None: a plugin or remote harness that predates the declaration) is
+    let through."""
+    if not model or descriptor.capabilities.uses_session_model is not False:
+        return
+    if model in descriptor.models:  # the fixed model it does call (echo's "echo")
+        return
+    doing = model_harnesses()
+    raise InvalidArgumentError(
+        f"harness {harness!r} calls no model of the session's choosing, so model {model!r} "
+        f"would never be called; harnesses that call it: {', '.join(doing) or 'none'}; "
+        "nothing was written",
+        hint=f"{PROG} exec --harness {doing[0]} --model {model}" if doing else "",
+    )
+
+
+def model_harnesses() -> list[str]:
+    """The built-in and installed harnesses that declare they call the session's model
+    (remote registrations are not asked: that is a network call per name)."""
+    from .harnessbook import BUILT_IN
+
+    names = []
+    for name in sorted({*BUILT_IN, *HARNESSES.installed()}):
+        try:
+            uses = HARNESSES.create(name).describe().capabilities.uses_session_model
+        except Exception:  # a plugin that cannot describe itself is not listed
+            continue
+        if uses:
+            names.append(name)
+    return names
 
 
 class ModelChecks:

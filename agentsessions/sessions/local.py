@@ -200,7 +200,8 @@ class LocalSessions:
     ) -> Session:
         """Create an empty session; an unknown model provider or a bad workload is refused
         first; ``tools`` (a workload file) is recorded with the session."""
-        self._check_model(model)  # an unknown provider is refused before the session exists
+        self._models.check(model)  # an unknown provider is refused before the session exists
+        checks.check_model_of(harness, model)  # a model for a harness that calls none
         workload = _workload(tools)
         meta = SessionMeta(
             uid=new_uid(),
@@ -422,15 +423,12 @@ class LocalSessions:
         return view(info)
 
     # -- turns ------------------------------------------------------------------------------
-    def check_turn(self, harness: str, model: str) -> None:
-        """Fail before anything is written on an unknown harness, one this runtime cannot host
-        (a harness that needs memory snapshots on ``local``), or a malformed model spec."""
-        checks.check_placement(self.runtime(), harness)
-        self._check_model(model)
-
-    def _check_model(self, spec: str) -> None:
-        """Refuse a malformed model spec, once per engine and spec (:class:`.ModelChecks`)."""
-        self._models.check(spec)
+    def check_turn(self, harness: str, model: str, chosen: str = "") -> None:
+        """Fail before anything is written on an unknown or unplaceable harness, a malformed
+        model spec, or a model the request ``chosen`` for a harness that calls none."""
+        descriptor = checks.check_placement(self.runtime(), harness)
+        self._models.check(model)  # once per engine and spec (:class:`.ModelChecks`)
+        checks.check_model_use(harness, descriptor, chosen)
 
     check_request = staticmethod(checks.check_request)
     check_fork = staticmethod(checks.check_fork)
@@ -513,9 +511,10 @@ class LocalSessions:
             if messages:  # new input waits for an open approval's receipt
                 approvals.check_no_open_approval(self.store, info)
                 resolving.check_not_unresolved(self.store, info)
-        self.check_turn(harness or recorded or DEFAULT_HARNESS, model or recorded_model)
+        named = harness or recorded or DEFAULT_HARNESS
+        self.check_turn(named, model or recorded_model, model or "")
         if workload is not None:  # a harness it keeps out of the conversation: nothing written
-            workload.check_harness(uid or "(new)", harness or recorded or DEFAULT_HARNESS)
+            workload.check_harness(uid or "(new)", named)
         created = uid is None
         if uid is None:
             meta = SessionMeta(

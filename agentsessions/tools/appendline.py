@@ -11,11 +11,14 @@ from __future__ import annotations
 from agentsessions.controller.spi import ToolOutcome, ToolRequest
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
 
+from .configschema import ConfigKey, ConfigSchema
+
 
 class AppendLine:
     """Appends ``args["line"]`` to ``config["path"]`` durably."""
 
     idempotent = False
+    config_schema = ConfigSchema({"path": ConfigKey("string", required=True, doc="the file")})
 
     def __init__(self, fs: FileSystem = DEFAULT_FS) -> None:
         self.fs = fs

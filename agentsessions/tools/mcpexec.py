@@ -21,7 +21,8 @@ workload loads; a command that does not parse is UnknownToolError (exit 2). Befo
 intent is recorded, a server that does not start, exits, does not finish the handshake
 within ``config["startup_timeout"]`` s (default 20) or writes garbage is ToolServerError
 (exit 12, the message carries the last line of its stderr), and a tool it does not list is
-UnknownToolError: nothing is recorded. After the intent, the same failures of the call
+UnknownToolError: the call is not recorded, and the turn ends with its ERROR (failed, so
+resume retries it and new input is taken). After the intent, the same failures of the call
 (timeout ``config["timeout"]`` s, default 60) are raised and recorded as an EXECUTOR_ERROR
 result the model sees. MCP servers do not dedup by key, so the executor is not
 ``idempotent``: a call a crash cut after its intent is left for a person to resolve.
@@ -43,6 +44,8 @@ from typing import Any, TextIO, TypeVar, cast
 
 from agentsessions.controller.spi import ToolOutcome, ToolRequest
 from agentsessions.errors import ToolServerError, UnavailableError, UnknownToolError
+
+from .configschema import ConfigKey, ConfigSchema
 
 T = TypeVar("T")
 STARTUP_TIMEOUT = 20.0
@@ -66,6 +69,13 @@ class McpExecutor:
     """Calls the tools of one stdio MCP server, started on first use (see the module doc)."""
 
     idempotent = False  # an MCP server cannot confirm a call by its key
+    config_schema = ConfigSchema(
+        {
+            "tool": ConfigKey("string", doc="the server's name for the tool"),
+            "startup_timeout": ConfigKey("number", positive=True),
+            "timeout": ConfigKey("number", positive=True),
+        }
+    )
 
     def __init__(self, command: list[str]) -> None:
         self.command = command

@@ -25,6 +25,8 @@ from typing import Any
 from agentsessions.controller.spi import ToolOutcome, ToolRequest, ToolStoreEntry
 from agentsessions.journal.stores.store import MAX_COMMIT_ID_LEN
 
+from .configschema import ConfigSchema
+
 OPS = ("add", "list", "clear")
 
 
@@ -33,6 +35,7 @@ class Notes:
 
     idempotent = True
     needs_store = True  # the workload refuses it unless it is named in tool_components
+    config_schema = ConfigSchema()  # no config: its state is in its store
 
     def call(self, request: ToolRequest) -> ToolOutcome:
         """Run one op; a missing store or bad arguments are an error outcome, no effect."""

@@ -16,6 +16,8 @@ from typing import Any
 from agentsessions.controller.spi import ToolOutcome, ToolRequest
 from agentsessions.errors import UnknownToolError
 
+from .configschema import OPEN, ConfigSchema
+
 
 class PythonExecutor:
     """Calls one Python function per tool call."""
@@ -24,6 +26,9 @@ class PythonExecutor:
         self.function = function
         self.name = name or getattr(function, "__qualname__", "function")
         self.idempotent = getattr(function, "idempotent", False) is True
+        # the function's config is its own: checked only if it declares a schema
+        declared = getattr(function, "config_schema", None)
+        self.config_schema = declared if isinstance(declared, ConfigSchema) else OPEN
 
     @classmethod
     def from_spec(cls, spec: str) -> PythonExecutor:

@@ -24,7 +24,8 @@ Failures, and who sees them:
   when the workload loads;
 - before a call's intent is recorded the host binds the tool (:meth:`UnixExecutor.prepare`,
   a ``describe`` exchange): no socket, a refused connection, a timeout or a garbage answer is
-  a configuration problem, ToolServerError (exit 12), and nothing is recorded; a tool the
+  a configuration problem, ToolServerError (exit 12): the call is not recorded and the
+  turn ends with its ERROR (failed, retryable by resume); a tool the
   server says it does not serve is UnknownToolError (exit 2);
 - after the intent, the same failures of the ``call`` exchange are ToolServerError raised
   from :meth:`UnixExecutor.call`, which the host records as an EXECUTOR_ERROR result the
@@ -43,6 +44,8 @@ from typing import Any
 
 from agentsessions.controller.spi import ToolOutcome, ToolRequest
 from agentsessions.errors import ToolServerError, UnknownToolError, WorkloadError
+
+from .configschema import ConfigKey, ConfigSchema
 
 PROTOCOL = 1
 MAX_REQUEST = 1 << 20  # 1 MiB: a call's arguments and config
@@ -69,6 +72,16 @@ def parse_socket_spec(spec: str) -> str:
 
 class UnixExecutor:
     """Routes each call to the process listening on a Unix socket (see the module doc)."""
+
+    # open: the server gets the whole config and may read keys of its own
+    config_schema = ConfigSchema(
+        {
+            "tool": ConfigKey("string", doc="the server's name for the tool"),
+            "timeout": ConfigKey("number", positive=True),
+            "max_response_bytes": ConfigKey("integer", positive=True),
+        },
+        open=True,
+    )
 
     def __init__(self, path: str) -> None:
         self.path = path

@@ -26,11 +26,12 @@ be named in ``tool_components``.
 
 Validation is strict and happens before anything is written: a file that does not parse, a
 key or table that is not one of these, a tier that does not exist, a tool name that is not a
-plain name, an executor spec the registry refuses, a component named in both lists, a tool
-component the workload has no tool for, or a store-needing built-in left out of
-``tool_components`` is a WorkloadError (exit 2) with one line naming the file, the table and
-the key. A ``reported`` tool (run by the harness itself) needs no executor; ``mediated`` and
-``approval`` tools do.
+plain name, an executor spec the registry refuses, a ``config`` its executor does not take
+(an unknown key, a missing required one, a wrong type: :mod:`.configschema`), a component
+named in both lists, a tool component the workload has no tool for, or a store-needing
+built-in left out of ``tool_components`` is a WorkloadError (exit 2) with one line naming
+the file, the table and the key. A ``reported`` tool (run by the harness itself) needs no
+executor; ``mediated`` and ``approval`` tools do.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from agentsessions.errors import UnknownToolError, WorkloadError
 from agentsessions.v1 import model
 
 from . import create_executor
+from .configschema import ConfigSchema
 
 MEDIATIONS = {
     "reported": "MEDIATION_IN_HARNESS_REPORTED",
@@ -237,11 +239,16 @@ def _tool(path: str, name: str, body: Any) -> Tool:
     if tier != "reported" and not executor:
         raise _bad(path, table, "executor", f"a {tier} tool needs an executor")
     needs_store = False
+    config = body.get("config", {})
     if executor:
         try:
-            needs_store = getattr(create_executor(executor), "needs_store", False) is True
+            made = create_executor(executor)
         except UnknownToolError as exc:
             raise _bad(path, table, "executor", str(exc)) from None
+        needs_store = getattr(made, "needs_store", False) is True
+        schema = getattr(made, "config_schema", None)  # a plugin may declare none: unchecked
+        if isinstance(schema, ConfigSchema) and isinstance(config, dict):
+            schema.check(path, name, executor, config)
     description = body.get("description", "")
     if not isinstance(description, str):
         raise _bad(path, table, "description", "must be a string")

@@ -78,7 +78,7 @@ def test_create_prints_the_uid_and_get_shows_the_metadata(cli: Cli) -> None:
             "--name",
             "triage",
             "--harness",
-            "echo",
+            "chat",
             "--model",
             "openai:echo-1",
             "--label",
@@ -94,7 +94,7 @@ def test_create_prints_the_uid_and_get_shows_the_metadata(cli: Cli) -> None:
     assert uid.startswith("sess-") and len(uid) == 29
     got = cli.fast("get", uid, "--json").ok().json()
     assert got["uid"] == uid and got["project"] == "acme" and got["name"] == "triage"
-    assert got["harness"] == "echo" and got["model"] == "openai:echo-1"
+    assert got["harness"] == "chat" and got["model"] == "openai:echo-1"
     assert got["labels"] == {"team": "ml", "tier": "gold"}
     assert got["annotations"] == {"note": "a=b"}
     assert got["last_seq"] == 0 and got["deleted"] is False

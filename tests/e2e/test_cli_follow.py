@@ -56,3 +56,25 @@ def test_follow_ends_quietly_when_the_reader_hangs_up(cli: Cli) -> None:
 
 def test_follow_of_an_unknown_session_is_one_error_line(cli: Cli) -> None:
     cli.run("follow", "sess-0123456789abcdef01234567").fails(3)
+
+
+def test_follow_notices_a_reader_that_hangs_up_while_no_record_comes(cli: Cli) -> None:
+    """``follow S | head -1``: the reader goes while follow waits, and nothing is committed
+    after it; follow exits 0 on its own (no write would ever tell it)."""
+    uid = _session(cli)
+    argv = [sys.executable, "-m", "agentsessions", "--home", str(cli.home), "follow", uid]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env())
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().split()[0] == b"1"
+    for _ in range(4):  # every record there is: follow is idle from here on
+        proc.stdout.readline()
+    proc.stdout.close()  # the reader hangs up, and no record comes after it
+    try:
+        code = proc.wait(timeout=60)  # a hang guard: follow must end without a record
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise AssertionError("follow kept waiting after its reader hung up") from None
+    assert code == 0
+    with proc.stderr:
+        assert proc.stderr.read() == b""

@@ -210,6 +210,7 @@ def test_without_a_session_table_every_harness_works_and_no_tool_gets_a_store(
 
 def test_only_a_tool_component_is_bound_a_store_of_its_own(tmp_path: Path) -> None:
     text = SESSION + NOTES_TABLE + '[tools.log]\nmediation = "mediated"\nexecutor = "append_line"\n'
+    text += f"config = {{ path = {json.dumps(str(tmp_path / 'log.txt'))} }}\n"
     store, uid = _memory_session()
     store.set_workload(uid, text)
     tools = RecordedWorkloads(store)

@@ -117,6 +117,9 @@ def test_a_server_that_is_down_is_refused_before_anything_is_recorded(tmp_path: 
         ctl.exec(uid, _say("go"), config=plan(line_call("c1", "x")))
     assert info.value.exit_code == 12
     assert "EVENT_TOOL_CALL" not in _kinds(store, uid) and not effects.exists()
+    # the turn is over, failed (retryable by resume), not left RUNNING to block new input
+    assert _kinds(store, uid)[-1] == "EVENT_ERROR"
+    assert store.get(uid).exec_state == "EXEC_FAILED"
 
 
 @pytest.mark.parametrize(

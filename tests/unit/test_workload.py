@@ -9,6 +9,7 @@ import pytest
 import agentsessions
 from agentsessions.errors import WorkloadError
 from agentsessions.sessions.wiring import HARNESSES
+from agentsessions.tools.configschema import ConfigKey, ConfigSchema
 from agentsessions.tools.workload import load_workload, parse_workload
 from tests.tool_harness import ToolLineHarness, line_call, plan
 
@@ -89,3 +90,62 @@ def test_a_bad_workload_on_exec_writes_nothing(tmp_path: Path) -> None:
     with pytest.raises(WorkloadError):
         engine.run(None, ["go"], harness="tool-line", tools=bad)
     assert not engine.list().sessions
+
+
+def _one(executor: str, config: str) -> str:
+    return f'[tools.t]\nmediation = "mediated"\nexecutor = "{executor}"\nconfig = {config}\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        (_one("append_line", '{ pth = "/tmp/x" }'), "config.pth: unknown key for executor"),
+        (_one("append_line", "{}"), "config.path: executor 'append_line' needs it"),
+        (_one("append_line", "{ path = 7 }"), "config.path: must be a string; got 7"),
+        (_one("notes", "{ path = 'x' }"), "config.path: unknown key for executor 'notes'"),
+        (_one("unix:///run/t.sock", "{ timeout = 'soon' }"), "config.timeout: must be a positive"),
+        (_one("unix:///run/t.sock", "{ timeout = 0 }"), "config.timeout: must be a positive"),
+        (_one("unix:///run/t.sock", "{ max_response_bytes = 1.5 }"), "config.max_response_bytes"),
+        (_one("unix:///run/t.sock", "{ tool = true }"), "config.tool: must be a string"),
+    ],
+)
+def test_a_config_its_executor_does_not_take_is_refused_naming_file_tool_and_key(
+    text: str, where: str
+) -> None:
+    with pytest.raises(WorkloadError) as info:
+        parse_workload(text, "w.toml")
+    message = str(info.value)
+    assert message.startswith("workload w.toml: [tools.t] ") and where in message
+    assert info.value.exit_code == 2 and info.value.fields["key"].startswith("config.")
+
+
+def test_a_config_its_executor_takes_is_accepted() -> None:
+    parse_workload(_one("append_line", '{ path = "/tmp/x" }'))
+    # a unix server gets the whole config: keys of its own pass, its executor's are typed
+    parse_workload(_one("unix:///run/t.sock", '{ timeout = 2.5, tool = "x", region = "eu" }'))
+    # a python function's config is its own unless it declares a schema
+    parse_workload(_one("python:tests.unresolved:cut_append", "{ anything = [1, 2] }"))
+
+
+def test_mcp_config_keys_are_declared_and_typed() -> None:
+    pytest.importorskip("mcp")
+    parse_workload(_one("mcp:true", '{ tool = "x", startup_timeout = 5, timeout = 1.5 }'))
+    with pytest.raises(WorkloadError, match=r"config.timout: unknown key .*startup_timeout"):
+        parse_workload(_one("mcp:true", "{ timout = 5 }"))
+    with pytest.raises(WorkloadError, match=r"config\.startup_timeout: must be a positive number"):
+        parse_workload(_one("mcp:true", "{ startup_timeout = -1 }"))
+
+
+def test_a_python_function_may_declare_its_config_schema() -> None:
+    text = _one("python:tests.unit.test_workload:strict_tool", '{ lang = "en" }')
+    parse_workload(text)
+    with pytest.raises(WorkloadError, match=r"\[tools.t\] config.lnag: unknown key"):
+        parse_workload(_one("python:tests.unit.test_workload:strict_tool", '{ lnag = "en" }'))
+
+
+def strict_tool(request: object) -> str:
+    """A python: executor that declares the config it reads."""
+    return "ok"
+
+
+strict_tool.config_schema = ConfigSchema({"lang": ConfigKey("string")})  # type: ignore[attr-defined]

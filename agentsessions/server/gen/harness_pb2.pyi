@@ -19,18 +19,20 @@ RESUMABILITY_STATELESS_REPLAY: Resumability
 RESUMABILITY_REQUIRES_MEMORY_SNAPSHOT: Resumability
 
 class Capabilities(_message.Message):
-    __slots__ = ("resumability", "fork_safe", "requires_gpu", "streaming", "reasoning_replay")
+    __slots__ = ("resumability", "fork_safe", "requires_gpu", "streaming", "reasoning_replay", "uses_session_model")
     RESUMABILITY_FIELD_NUMBER: _ClassVar[int]
     FORK_SAFE_FIELD_NUMBER: _ClassVar[int]
     REQUIRES_GPU_FIELD_NUMBER: _ClassVar[int]
     STREAMING_FIELD_NUMBER: _ClassVar[int]
     REASONING_REPLAY_FIELD_NUMBER: _ClassVar[int]
+    USES_SESSION_MODEL_FIELD_NUMBER: _ClassVar[int]
     resumability: Resumability
     fork_safe: bool
     requires_gpu: bool
     streaming: bool
     reasoning_replay: bool
-    def __init__(self, resumability: _Optional[_Union[Resumability, str]] = ..., fork_safe: _Optional[bool] = ..., requires_gpu: _Optional[bool] = ..., streaming: _Optional[bool] = ..., reasoning_replay: _Optional[bool] = ...) -> None: ...
+    uses_session_model: bool
+    def __init__(self, resumability: _Optional[_Union[Resumability, str]] = ..., fork_safe: _Optional[bool] = ..., requires_gpu: _Optional[bool] = ..., streaming: _Optional[bool] = ..., reasoning_replay: _Optional[bool] = ..., uses_session_model: _Optional[bool] = ...) -> None: ...
 
 class ToolSpec(_message.Message):
     __slots__ = ("name", "description", "mediation", "input_schema")
