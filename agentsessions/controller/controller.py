@@ -41,6 +41,7 @@ from agentsessions.errors import (
     TurnCanceledError,
     UnavailableError,
 )
+from agentsessions.journal.format import telemetry
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.store import (
     SessionInfo,
@@ -54,6 +55,7 @@ from agentsessions.v1.workloadref import wrap
 
 from . import executions
 from .cancel import cancel_events, request_check, requested_detail, requests_of
+from .counting import CountingModels
 from .held import DEFAULT_IDLE_SECONDS, DEFAULT_KEEP, HeldWriter, WriterPool
 from .history import WriterHistory
 from .registry import Registry
@@ -65,12 +67,10 @@ from .sinks import Live, Observer, TurnSink
 from .spi import (
     REQUIRES_MEMORY_SNAPSHOT,
     STATELESS_REPLAY,
-    Completion,
     Harness,
     HarnessDescriptor,
     Message,
     ModelProvider,
-    ModelRequest,
     Runtime,
     Start,
     ToolOffer,
@@ -108,32 +108,6 @@ class TurnResult:
     resumed: bool = False
     canceled: bool = False  # a cancel request stopped it (it ended END CANCELED)
     tool_calls: int = 0  # executor calls made (0 when every tool result was served)
-
-
-class CountingModels:
-    """Model providers by name, counting every live call (the evidence for I1)."""
-
-    def __init__(self, factory: Callable[[str], ModelProvider]) -> None:
-        self._factory = factory
-        self._cache: dict[str, ModelProvider] = {}
-        self.calls = 0
-
-    def __call__(self, name: str) -> ModelProvider:
-        if name not in self._cache:
-            self._cache[name] = _Counted(self, self._factory(name))
-        return self._cache[name]
-
-
-@dataclass
-class _Counted:
-    owner: CountingModels
-    inner: ModelProvider
-
-    def complete(
-        self, request: ModelRequest, on_delta: Callable[[str], None] | None = None
-    ) -> Completion:
-        self.owner.calls += 1
-        return self.inner.complete(request, on_delta=on_delta)
 
 
 class Controller:
@@ -466,6 +440,15 @@ class Controller:
         *,
         legacy: bool,
     ) -> TurnResult:
+        with telemetry.current().turn(uid, start.execution_id, resumed=bool(sink.recorded)) as t:
+            result = self._run_turn(uid, instance, start, sink, journal, first_seq, legacy)
+            t.set("agentsessions.turn.outcome", "canceled" if result.canceled else "completed")
+            return result
+
+    def _run_turn(
+        self, uid: str, instance: Harness, start: Start, sink: TurnSink,
+        journal: _WriterJournal, first_seq: int, legacy: bool,
+    ) -> TurnResult:  # fmt: skip
         calls_before = self.models.calls
         tools_before = len(self.executor_calls)
         exec_id = "" if legacy else start.execution_id
