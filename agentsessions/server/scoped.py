@@ -140,8 +140,9 @@ class ScopedSessions:
 
     def _check(self, uid: str) -> str:
         """``uid`` if its session is in the principal's projects, else NOT_FOUND."""
+        note(session=uid)  # the operator's log line (.observe), an unknown uid's too
         project = self._scope.project_of(uid)
-        note(session=uid, project=project)  # the operator's log line (.observe)
+        note(project=project)
         if not self.principal.allows(project):
             raise _hidden(uid)
         return uid
