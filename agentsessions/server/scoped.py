@@ -199,6 +199,7 @@ class ScopedSessions:
 
     def get(self, uid: str) -> Session:
         """The session, if in the principal's projects (else NOT_FOUND)."""
+        note(session=uid)
         session = self._seen(self._engine.get(uid))
         if not self.principal.allows(session.project):
             raise _hidden(uid)
