@@ -41,7 +41,6 @@ from agentsessions.errors import (
     TurnCanceledError,
     UnavailableError,
 )
-from agentsessions.journal.format import telemetry
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.store import (
     SessionInfo,
@@ -79,6 +78,7 @@ from .spi import (
     can_place,
 )
 from .toolcalls import ToolHost, receipts_of
+from .traced import turn_span
 from .turnjournal import WriterJournal as _WriterJournal  # (moved out: the name stays)
 from .workloads import StaticWorkloads, resolver_for
 
@@ -206,6 +206,7 @@ class Controller:
         return held.info() if held is not None else self.store.get(uid)
 
     # -- exec -------------------------------------------------------------------------------
+    @turn_span(resumed=False)
     def exec(
         self,
         uid: str | None,
@@ -355,6 +356,7 @@ class Controller:
         return self._drive(uid, instance, start, sink, journal, head + 1, legacy=False)
 
     # -- resume (crash recovery) -----------------------------------------------------------
+    @turn_span(resumed=True)
     def resume(
         self, uid: str, *, harness: str = "", wait_seconds: float = 0.0
     ) -> TurnResult | None:
@@ -440,15 +442,6 @@ class Controller:
         *,
         legacy: bool,
     ) -> TurnResult:
-        with telemetry.current().turn(uid, start.execution_id, resumed=bool(sink.recorded)) as t:
-            result = self._run_turn(uid, instance, start, sink, journal, first_seq, legacy)
-            t.set("agentsessions.turn.outcome", "canceled" if result.canceled else "completed")
-            return result
-
-    def _run_turn(
-        self, uid: str, instance: Harness, start: Start, sink: TurnSink,
-        journal: _WriterJournal, first_seq: int, legacy: bool,
-    ) -> TurnResult:  # fmt: skip
         calls_before = self.models.calls
         tools_before = len(self.executor_calls)
         exec_id = "" if legacy else start.execution_id

@@ -195,6 +195,8 @@ class OtelTelemetry(Telemetry):
     def _turn_done(self, seconds: float, kind: Any, attrs: Mapping[str, Any]) -> None:
         if kind is None:
             outcome = str(attrs.get("agentsessions.turn.outcome", "completed"))
+            if outcome == "none":  # a resume with no open turn ran nothing
+                return
         else:
             outcome = "parked" if kind.__name__ == _PARKED else "failed"
         self._turns.add(1, {"outcome": outcome})

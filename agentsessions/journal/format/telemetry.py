@@ -63,7 +63,10 @@ class Telemetry:
     enabled = False
 
     def turn(self, session: str, execution_id: str, *, resumed: bool) -> Span:
-        """A turn (exec or resume) of ``session`` runs inside the returned span."""
+        """A turn (exec or resume) runs inside the returned span (``session`` and
+        ``execution_id`` may be "" until known: then they are ``set`` on the span as
+        ``agentsessions.session`` and ``agentsessions.execution_id``, with
+        ``agentsessions.turn.outcome`` completed, canceled or none)."""
         return NULL_SPAN
 
     def model_call(self, model: str) -> Span:
