@@ -1,5 +1,6 @@
-"""``serve --log-format json`` as an operator reads it: one line per call, with the fields
-an operator filters on, and never a secret (issue 17, section 6).
+"""``serve`` as an operator sees it (issue 17, section 6): ``--log-format json`` writes one
+line per call, with the fields an operator filters on, and never a secret; the standard
+health service turns NOT_SERVING when a stop begins.
 
 A real daemon with bearer tokens and encryption at rest (a key file) serves a whole flow
 driven by the CLI in other processes: create, exec, follow, log, list, an unknown uid, a
@@ -115,3 +116,42 @@ def test_a_full_run_logs_every_call_and_no_secret(cli: Cli, tmp_path: Path) -> N
         for name, value in obj.items():
             assert "fence" not in name
             assert not (name != "duration_ms" and value in fences and isinstance(value, int))
+
+
+def test_a_stopping_daemon_tells_health_watchers_not_serving(tmp_path: Path) -> None:
+    """SIGTERM: a load balancer watching the standard health service sees NOT_SERVING as the
+    graceful stop begins (while in-flight calls still finish), then the stream ends."""
+    pytest.importorskip("grpc_health")
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    argv = [sys.executable, "-m", "agentsessions", "--home", str(tmp_path), "serve",
+            "--listen", "127.0.0.1:0", "--grace", "30"]  # fmt: skip
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env()
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("listening on 127.0.0.1:"), proc.communicate()[1]
+        with grpc.insecure_channel(line.split()[-1]) as channel:
+            health: Any = health_pb2_grpc.HealthStub(channel)
+            check = health.Check(health_pb2.HealthCheckRequest(service="agentsessions.v1.Sessions"))
+            assert check.status == health_pb2.HealthCheckResponse.SERVING  # no token needed
+            watch = health.Watch(health_pb2.HealthCheckRequest(service=""), timeout=WAIT)
+            assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
+            proc.send_signal(signal.SIGTERM)
+            assert next(watch).status == health_pb2.HealthCheckResponse.NOT_SERVING
+            watch.cancel()  # the watch was the call in flight: the stop now ends at once
+        _, err = proc.communicate(timeout=WAIT)  # the one signal stops it
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert err.splitlines()[-1] == "agentsessions: stopped"
+
+
+def test_a_bad_log_format_is_refused_in_one_line(cli: Cli) -> None:
+    run = cli.run("serve", "--log-format", "xml").fails(2)
+    assert "invalid --log-format 'xml'" in run.err
