@@ -140,6 +140,7 @@ def from_rpc_error(err: grpc.RpcError) -> AgentSessionsError:
     for name, value in exc.fields.items():
         if not hasattr(type(exc), name):  # never shadow a method or class attribute
             setattr(exc, name, value)
+    exc.request_id = str(meta.get(REQUEST_ID_KEY, ""))
     return exc
 
 

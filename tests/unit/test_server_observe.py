@@ -18,8 +18,9 @@ import grpc
 import pytest
 
 import agentsessions
+from agentsessions.errors import NotFoundError
 from agentsessions.journal.format import telemetry
-from agentsessions.server import logs
+from agentsessions.server import logs, status
 from agentsessions.server.app import RunningServer, build_server
 from agentsessions.server.auth import server_security
 from agentsessions.server.gen import session_pb2, session_pb2_grpc
@@ -137,6 +138,9 @@ def test_an_error_carries_the_request_id_and_keeps_its_message(rig: Rig) -> None
     assert err.details() == f"session {unknown} not found"  # the engine's text, word for word
     trailers = dict(err.trailing_metadata())
     assert trailers["x-request-id"] == "r1" and trailers["agentsessions-error"] == "NotFoundError"
+    raised = status.from_rpc_error(err)  # what our client raises: the id comes along
+    assert isinstance(raised, NotFoundError) and raised.request_id == "r1"
+    assert "request_id" not in raised.to_dict()  # the --json error object is unchanged
     (line,) = _request_lines(rig)
     assert (line["code"], line["session"], line["error"]) == ("NOT_FOUND", unknown, "NotFoundError")
 
