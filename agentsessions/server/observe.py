@@ -144,6 +144,8 @@ class RequestObserver(grpc.ServerInterceptor):
         if info.streaming:
             tel.streams(-1)
         level = logging.DEBUG if info.method.startswith(QUIET_PREFIXES) else logging.INFO
+        if not self.log.isEnabledFor(level):
+            return
         fields = {
             "request_id": info.request_id,
             "method": info.method,
