@@ -57,7 +57,7 @@ class _Timed(Span):
         self._otel = owner
         self._attrs = attrs
         self._span = owner.tracer.start_span(name, parent, kind=kind, attributes=attrs)
-        self._token: object | None = None
+        self._token: Any = None  # otel_context.attach's token
         self._began = time.perf_counter()
         self._done: Any = None
 
@@ -81,7 +81,7 @@ class _Timed(Span):
             self._span.set_status(Status(StatusCode.ERROR, kind.__name__))
         self._span.end()
         if self._token is not None:
-            otel_context.detach(self._token)  # type: ignore[arg-type]
+            otel_context.detach(self._token)
         if self._done is not None:
             self._done(time.perf_counter() - self._began, kind, self._attrs)
 
