@@ -55,9 +55,12 @@ class RunningServer:
         self._stopped = threading.Event()
 
     def draining(self) -> None:
-        """Tell health checkers that this server is going away (NOT_SERVING, for good)."""
+        """Tell health checkers that this server is going away (NOT_SERVING, for good), and
+        end their Watch streams after that answer: a watcher must not hold the graceful
+        stop for its whole grace period."""
         if self.health is not None:
             self.health.enter_graceful_shutdown()
+            self.health.end_watches()
 
     def stop(self, grace: float | None = DEFAULT_GRACE) -> None:
         """Stop accepting; let in-flight RPCs run for ``grace`` seconds, then cancel them
@@ -223,8 +226,19 @@ def _add_health_and_reflection(server: grpc.Server, services: Sequence[str]) -> 
     except ImportError:
         LOG.warning("no health or reflection service: install agentsessions[grpc]")
         return None
-    # blocking Watch: the interceptors wrap handlers without grpc's non-blocking hook
-    servicer = health.HealthServicer(experimental_non_blocking=False)
+
+    class Health(health.HealthServicer):  # type: ignore[misc]
+        """grpc's health servicer, whose Watch streams the server can end."""
+
+        def end_watches(self) -> None:
+            # grpc_health keeps each watcher's callback here; None ends its stream
+            with self._lock:
+                callbacks = [cb for group in self._send_response_callbacks.values() for cb in group]
+            for callback in callbacks:
+                callback(None)
+
+    # a Watch holds no worker thread (the interceptors leave it unwrapped: NOT_WRAPPED)
+    servicer = Health(experimental_non_blocking=True)
     health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
     for name in ("", *services):
         servicer.set(name, health_pb2.HealthCheckResponse.SERVING)

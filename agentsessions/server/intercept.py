@@ -21,6 +21,11 @@ if TYPE_CHECKING:
 else:
     Handler = grpc.RpcMethodHandler
 
+NOT_WRAPPED = ("/grpc.health.v1.Health/Watch",)
+"""Methods every interceptor passes through unwrapped: grpc runs health's Watch without
+holding a worker thread (its non-blocking hook), which a wrapper would lose; a load balancer
+may watch for as long as the server runs."""
+
 Guard = Callable[[grpc.ServicerContext, bool], None]
 """``guard(context, streaming)``: may set context variables, register callbacks, or abort."""
 

@@ -16,7 +16,8 @@ check refuses too). For each call it:
 - opens the installed telemetry's RPC span (the parent of the turn's spans) and counts
   open streams.
 
-Health checks are logged at DEBUG (a load balancer asks every few seconds).
+Health checks are logged at DEBUG (a load balancer asks every few seconds); a health Watch
+is not observed at all (:data:`.intercept.NOT_WRAPPED`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import grpc
 
 from agentsessions.journal.format import telemetry
 from agentsessions.journal.format.telemetry import REQUEST_ID, Span
-from agentsessions.server.intercept import Handler, wrapped
+from agentsessions.server.intercept import NOT_WRAPPED, Handler, wrapped
 
 LOG = logging.getLogger("agentsessions.server.requests")
 REQUEST_ID_KEYS = ("x-request-id", "x-correlation-id")
@@ -94,6 +95,8 @@ class RequestObserver(grpc.ServerInterceptor):
         handler_call_details: grpc.HandlerCallDetails,
     ) -> Handler | None:
         method = handler_call_details.method
+        if method in NOT_WRAPPED:
+            return continuation(handler_call_details)
 
         def around(behavior: Callable[..., Any], streams_out: bool) -> Callable[..., Any]:
             return self._around(method, behavior, streams_out)

@@ -263,3 +263,20 @@ def test_the_sessions_service_still_needs_a_token(rig: Rig) -> None:
     with pytest.raises(grpc.RpcError) as caught:
         rig.stub.GetSession(session_pb2.GetSessionRequest(uid="sess-" + "0" * 24))
     assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED  # type: ignore[attr-defined]
+
+
+def test_health_watchers_hold_no_worker_thread(rig: Rig) -> None:
+    from agentsessions.server.app import MAX_WORKERS
+
+    health = health_pb2_grpc.HealthStub(rig.channel)
+    request = health_pb2.HealthCheckRequest()
+    watches = [health.Watch(request, timeout=30) for _ in range(MAX_WORKERS + 8)]  # hang guard
+    try:
+        for watch in watches:  # every one answered: none waits for a free worker
+            assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
+        assert all(w.is_active() for w in watches)  # none had to end to free one
+        made, _ = _create(rig)  # and the service still has its workers
+        assert made.metadata.uid
+    finally:
+        for watch in watches:
+            watch.cancel()
