@@ -86,6 +86,9 @@ class AgentSessionsError(Exception):
     exit_code: ClassVar[int] = 1
     grpc_code: ClassVar[str] = "INTERNAL"
     kind: ClassVar[str] = "error"
+    request_id: str = ""
+    """The daemon's id of the call that failed (its ``x-request-id`` trailer), when the error
+    came over the wire: the id its log lines name (docs/OPERATIONS.md)."""
 
     def __init__(self, message: str, *, hint: str = "", **fields: Any) -> None:
         super().__init__(message)

@@ -14,6 +14,7 @@ grpc is imported only when the command runs (the CLI starts without it).
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -46,6 +47,7 @@ from agentsessions.errors import InvalidArgumentError
 STORES = ("file", "memory")  # agentsessions.server.app.open_engine's; or a store URL
 STORE_URLS = ("nats://", "tls://")  # the JetStream store (docs/JETSTREAM.md)
 DEFAULT_LISTEN = "127.0.0.1:8080"  # the reference daemon's -addr default
+LOG_FORMATS = ("none", "text", "json")  # agentsessions.server.logs.FORMATS
 
 
 @dataclass
@@ -145,6 +147,16 @@ def serve(
     max_message_bytes: MaxMessageBytesOpt = DEFAULT_MAX_MESSAGE,
     max_streams_per_client: MaxStreamsOpt = DEFAULT_MAX_STREAMS,
     key_file: KeyFileOpt = "",
+    log_format: Annotated[
+        str,
+        typer.Option(
+            "--log-format",
+            metavar="none|text|json",
+            help="Log one line per call (method, status, duration, request id, project, "
+            "session, token id) and the daemon's warnings to stderr, as text or JSON "
+            "(docs/OPERATIONS.md); none: warnings only.",
+        ),
+    ] = "none",
     as_json: Annotated[bool, typer.Option("--json", help="Print the address as JSON.")] = False,
 ) -> None:
     """Serve the sessions under --home over gRPC (agentsessions.v1.Sessions) until stopped.
@@ -161,14 +173,23 @@ def serve(
     harness already running elsewhere (agentsessions harness serve NAME --listen ADDRESS).
     With a master key (--key-file, as the global option, or its environment variables) the
     sessions it creates are encrypted at rest, on the file or the memory store.
+
+    For operators: the standard gRPC health service (NOT_SERVING once a stop begins) and
+    server reflection answer without a token; OTEL_TRACES_EXPORTER / OTEL_METRICS_EXPORTER
+    turn on OpenTelemetry traces and metrics (the otel extra; docs/OPERATIONS.md).
     """
     state = _state(ctx, as_json)
     quiet_grpc()  # before anything imports grpc
     opts = serve_options(listen, store, model, runtime, grace, harness or [])
+    if log_format not in LOG_FORMATS:
+        raise InvalidArgumentError(
+            f"invalid --log-format {log_format!r}: expected one of {', '.join(LOG_FORMATS)}"
+        )
     from agentsessions.server.app import build_server
     from agentsessions.server.registry import harness_services
 
     name_process(state)
+    ctx.call_on_close(_observed(log_format))  # telemetry flushed after the engine closed
     with _open_engine(state, opts, key_file) as engine:
         sec = security(
             engine.home,
@@ -203,6 +224,17 @@ def serve(
         sys.stderr.write(f"{PROG}: stopping ({_signal_name(signum)}): finishing running turns\n")
         sys.stderr.flush()
     sys.stderr.write(f"{PROG}: stopped\n")
+
+
+def _observed(log_format: str) -> Callable[[], None]:
+    """Install the log handler and, when the OTEL_* variables ask for it, OpenTelemetry
+    (before the engine opens: its fsyncs are measured); what shuts the telemetry down."""
+    from agentsessions.server.telemetryenv import observe
+
+    def warn(text: str) -> None:
+        sys.stderr.write(f"{PROG}: warning: {text}\n")
+
+    return observe(log_format, warn)
 
 
 def _signal_name(signum: int) -> str:

@@ -55,6 +55,7 @@ from agentsessions.v1.workloadref import wrap
 
 from . import executions
 from .cancel import cancel_events, request_check, requested_detail, requests_of
+from .counting import CountingModels
 from .held import DEFAULT_IDLE_SECONDS, DEFAULT_KEEP, HeldWriter, WriterPool
 from .history import WriterHistory
 from .registry import Registry
@@ -66,12 +67,10 @@ from .sinks import Live, Observer, TurnSink
 from .spi import (
     REQUIRES_MEMORY_SNAPSHOT,
     STATELESS_REPLAY,
-    Completion,
     Harness,
     HarnessDescriptor,
     Message,
     ModelProvider,
-    ModelRequest,
     Runtime,
     Start,
     ToolOffer,
@@ -80,6 +79,7 @@ from .spi import (
     can_place,
 )
 from .toolcalls import ToolHost, receipts_of
+from .traced import turn_span
 from .turnjournal import WriterJournal as _WriterJournal  # (moved out: the name stays)
 from .workloads import StaticWorkloads, resolver_for
 
@@ -109,32 +109,6 @@ class TurnResult:
     resumed: bool = False
     canceled: bool = False  # a cancel request stopped it (it ended END CANCELED)
     tool_calls: int = 0  # executor calls made (0 when every tool result was served)
-
-
-class CountingModels:
-    """Model providers by name, counting every live call (the evidence for I1)."""
-
-    def __init__(self, factory: Callable[[str], ModelProvider]) -> None:
-        self._factory = factory
-        self._cache: dict[str, ModelProvider] = {}
-        self.calls = 0
-
-    def __call__(self, name: str) -> ModelProvider:
-        if name not in self._cache:
-            self._cache[name] = _Counted(self, self._factory(name))
-        return self._cache[name]
-
-
-@dataclass
-class _Counted:
-    owner: CountingModels
-    inner: ModelProvider
-
-    def complete(
-        self, request: ModelRequest, on_delta: Callable[[str], None] | None = None
-    ) -> Completion:
-        self.owner.calls += 1
-        return self.inner.complete(request, on_delta=on_delta)
 
 
 _FAILS_THE_TURN = (HarnessError, InvalidArgumentError, StateConflictError, ToolServerError)
@@ -241,6 +215,7 @@ class Controller:
         return held.info() if held is not None else self.store.get(uid)
 
     # -- exec -------------------------------------------------------------------------------
+    @turn_span(resumed=False)
     def exec(
         self,
         uid: str | None,
@@ -390,6 +365,7 @@ class Controller:
         return self._drive(uid, instance, start, sink, journal, head + 1, legacy=False)
 
     # -- resume (crash recovery) -----------------------------------------------------------
+    @turn_span(resumed=True)
     def resume(
         self, uid: str, *, harness: str = "", wait_seconds: float = 0.0
     ) -> TurnResult | None:

@@ -67,7 +67,7 @@ from agentsessions.errors import (
     UnknownToolError,
     UnmediatedToolCallError,
 )
-from agentsessions.journal.format import canonical
+from agentsessions.journal.format import canonical, telemetry
 from agentsessions.journal.format.records import Record
 from agentsessions.v1 import model
 
@@ -248,13 +248,15 @@ class ToolHost:
             store=bound.store,
         )
         self.calls.append(request.tool)
-        try:
-            outcome = bound.executor.call(request)
-            if not isinstance(outcome, ToolOutcome):
-                raise TypeError(f"returned {type(outcome).__name__}, not a ToolOutcome")
-            body = result_body(request.call_id, outcome)
-        except Exception as exc:  # the model sees the failure; the turn goes on
-            body = error_body(request.call_id, _why(exc))
+        with telemetry.current().tool_call(request.tool, request.call_id) as span:
+            try:
+                outcome = bound.executor.call(request)
+                if not isinstance(outcome, ToolOutcome):
+                    raise TypeError(f"returned {type(outcome).__name__}, not a ToolOutcome")
+                body = result_body(request.call_id, outcome)
+            except Exception as exc:  # the model sees the failure; the turn goes on
+                body = error_body(request.call_id, _why(exc))
+            span.set("agentsessions.tool.failed", bool(body.get("is_error")))
         if self.receipts is not None:
             receipt = {
                 "call_id": request.call_id,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from agentsessions.journal.format import telemetry
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.store import StateUpdate, Writer
 
@@ -33,7 +34,9 @@ class WriterJournal:
         self, events: Sequence[Mapping[str, Any]], expected: int | None = None, *, sync: bool = True
     ) -> Record:
         head = self.writer.head[0] if expected is None else expected
-        result = self.writer.append(events, expected_last_seq=head, sync=sync)
+        with telemetry.current().commit(self.writer.uid, len(events)) as span:
+            result = self.writer.append(events, expected_last_seq=head, sync=sync)
+            span.set("agentsessions.seq", result.records[-1].seq)
         self._unsynced.extend(result.records)
         self._dirty = not sync
         if sync:

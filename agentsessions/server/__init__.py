@@ -4,5 +4,8 @@
 :mod:`.convert` the conversions between engine values and its messages, :mod:`.status` our
 exception tree as gRPC statuses and back, :mod:`.service` the ``Sessions`` service over one
 engine, :mod:`.breaking` the additive-only gate on the descriptors. docs/WIRE.md says what
-is the reference's and what is ours. Importing this package imports nothing else.
+is the reference's and what is ours. An operator's view (docs/OPERATIONS.md): :mod:`.observe`
+(request ids, the per-call log line, the RPC span), :mod:`.logs` (``--log-format``),
+:mod:`.telemetryenv` (the OTEL_* rule) and :mod:`.otel`, the one module that imports
+OpenTelemetry. Importing this package imports nothing else.
 """

@@ -11,11 +11,17 @@ Invariants:
   ``grace`` seconds, then cancels the rest; a turn a cancelled Exec was streaming goes on
   on the engine's thread, and closing the engine (the caller's job) waits for its END, so
   nothing is half written;
-- :meth:`RunningServer.serve_forever` turns SIGINT and SIGTERM into that graceful stop.
+- :meth:`RunningServer.serve_forever` turns SIGINT and SIGTERM into that graceful stop;
+- the standard health service (``grpc.health.v1.Health``) answers SERVING for the server
+  ("") and each of its services while it runs, NOT_SERVING from the start of a graceful
+  stop; server reflection lists the services; neither needs a token (docs/OPERATIONS.md);
+- every call goes through :class:`~.observe.RequestObserver` first: a request id, one log
+  line, the RPC's span.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import threading
@@ -28,8 +34,10 @@ import grpc
 
 from agentsessions.errors import InvalidArgumentError, UnavailableError
 from agentsessions.server import service
+from agentsessions.server.observe import RequestObserver
 from agentsessions.sessions.api import Sessions
 
+LOG = logging.getLogger("agentsessions.server")
 DEFAULT_GRACE = 10.0
 MAX_WORKERS = 64  # each stream (Exec, Follow) holds a worker while it runs
 
@@ -37,14 +45,27 @@ MAX_WORKERS = 64  # each stream (Exec, Follow) holds a worker while it runs
 class RunningServer:
     """A started server: where it listens, and how to stop it."""
 
-    def __init__(self, server: grpc.Server, address: str, port: int) -> None:
+    def __init__(
+        self, server: grpc.Server, address: str, port: int, health: Any | None = None
+    ) -> None:
         self.server = server
         self.address = address
         self.port = port
+        self.health = health  # grpc_health's servicer (None without grpcio-health-checking)
         self._stopped = threading.Event()
 
+    def draining(self) -> None:
+        """Tell health checkers that this server is going away (NOT_SERVING, for good), and
+        end their Watch streams after that answer: a watcher must not hold the graceful
+        stop for its whole grace period."""
+        if self.health is not None:
+            self.health.enter_graceful_shutdown()
+            self.health.end_watches()
+
     def stop(self, grace: float | None = DEFAULT_GRACE) -> None:
-        """Stop accepting; let in-flight RPCs run for ``grace`` seconds, then cancel them."""
+        """Stop accepting; let in-flight RPCs run for ``grace`` seconds, then cancel them
+        (health checkers are told NOT_SERVING first)."""
+        self.draining()
         self.server.stop(grace).wait()
         self._stopped.set()
 
@@ -71,6 +92,7 @@ class RunningServer:
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
+        self.draining()
         self.server.stop(grace).wait()
         return got[0] if got else 0
 
@@ -150,12 +172,14 @@ def build_server(
     address, is_unix = parse_listen(listen)
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="rpc"),
-        interceptors=list(interceptors),
+        interceptors=[RequestObserver(), *interceptors],
         options=list(options),
     )
-    service.add_to_server(server, engine, scope)
+    recording = _Recording(server)
+    service.add_to_server(recording, engine, scope)  # type: ignore[arg-type]
     for add in extra_services:
-        add(server)
+        add(recording)  # type: ignore[arg-type]
+    health = _add_health_and_reflection(server, recording.services)
     try:
         if credentials is None:
             port = server.add_insecure_port(address)
@@ -170,6 +194,54 @@ def build_server(
         )
     server.start()
     if is_unix:
-        return RunningServer(server, address, 0)
+        return RunningServer(server, address, 0, health)
     host = address.rpartition(":")[0]
-    return RunningServer(server, f"{host}:{port}", port)
+    return RunningServer(server, f"{host}:{port}", port, health)
+
+
+class _Recording:
+    """A server as the generated ``add_*_to_server`` functions see it, noting the name of
+    each service they register (for health and reflection)."""
+
+    def __init__(self, server: grpc.Server) -> None:
+        self._server = server
+        self.services: list[str] = []
+
+    def add_registered_method_handlers(self, name: str, handlers: Any) -> None:
+        self.services.append(name)
+        self._server.add_registered_method_handlers(name, handlers)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._server, name)
+
+
+def _add_health_and_reflection(server: grpc.Server, services: Sequence[str]) -> Any | None:
+    """The standard health service (each of ``services`` and the server as a whole, "",
+    SERVING) and server reflection over them; the health servicer. Without the packages
+    (grpcio-health-checking, grpcio-reflection: the ``grpc`` extra) the server runs without
+    them and says so in its log."""
+    try:
+        from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+        from grpc_reflection.v1alpha import reflection
+    except ImportError:
+        LOG.warning("no health or reflection service: install agentsessions[grpc]")
+        return None
+
+    class Health(health.HealthServicer):  # type: ignore[misc]
+        """grpc's health servicer, whose Watch streams the server can end."""
+
+        def end_watches(self) -> None:
+            # grpc_health keeps each watcher's callback here; None ends its stream
+            with self._lock:
+                callbacks = [cb for group in self._send_response_callbacks.values() for cb in group]
+            for callback in callbacks:
+                callback(None)
+
+    # a Watch holds no worker thread (the interceptors leave it unwrapped: NOT_WRAPPED)
+    servicer = Health(experimental_non_blocking=True)
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    for name in ("", *services):
+        servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    names = (*services, health.SERVICE_NAME, reflection.SERVICE_NAME)
+    reflection.enable_server_reflection(names, server)
+    return servicer

@@ -4,9 +4,10 @@
 Every call must carry ``authorization: Bearer <token>`` metadata naming a live token of the
 home (:mod:`.tokens`); anything else is refused UNAUTHENTICATED before the handler runs
 (no token, a malformed, unknown, wrong, revoked or expired one), with one clear message and
-a hint naming ``token create``. The token's :class:`~.tokens.Principal` is set in a context
-variable for the handler (unary or streaming, :mod:`.intercept`): :func:`current_principal`
-reads it, and the scope (:mod:`.scoped`) binds the engine to it.
+a hint naming ``token create``; the health and reflection services
+(:data:`PUBLIC_PREFIXES`) are the exception. The token's :class:`~.tokens.Principal` is set
+in a context variable for the handler (unary or streaming, :mod:`.intercept`):
+:func:`current_principal` reads it, and the scope (:mod:`.scoped`) binds the engine to it.
 
 The only way to serve without tokens is an explicit ``no_auth`` on a listener only this
 machine can reach (a unix socket or a loopback address, :func:`.tls.is_local`); a token on a
@@ -28,6 +29,7 @@ from agentsessions.errors import AgentSessionsError, InvalidArgumentError, Unaut
 from agentsessions.server import status, tls
 from agentsessions.server.bounds import Limits, StreamLimiter
 from agentsessions.server.intercept import Handler, guarded
+from agentsessions.server.observe import note
 from agentsessions.server.scoped import Scope
 from agentsessions.server.tokens import Principal, TokenStore
 
@@ -38,6 +40,14 @@ LOG = logging.getLogger("agentsessions.server")
 AUTH_KEY = "authorization"
 SCHEME = "bearer"
 LOCAL_OPERATOR = Principal(name="", projects=None)
+PUBLIC_PREFIXES = (
+    "/grpc.health.v1.Health/",
+    "/grpc.reflection.v1.ServerReflection/",
+    "/grpc.reflection.v1alpha.ServerReflection/",
+)
+"""Services served without a token: health (a load balancer has none) and reflection (it
+tells only the schema, which is public: proto/ in the repository). Neither reaches the
+engine, and a call of theirs has no principal, so the scope would refuse it anything."""
 """The caller on a listener started without auth: every project, its own actor names."""
 
 _PRINCIPAL: contextvars.ContextVar[Principal | None] = contextvars.ContextVar(
@@ -81,6 +91,8 @@ class TokenAuth(grpc.ServerInterceptor):
         continuation: Callable[[grpc.HandlerCallDetails], Handler | None],
         handler_call_details: grpc.HandlerCallDetails,
     ) -> Handler | None:
+        if handler_call_details.method.startswith(PUBLIC_PREFIXES):
+            return continuation(handler_call_details)  # no principal: the scope refuses all
         return guarded(continuation(handler_call_details), self._guard)
 
     def _guard(self, context: grpc.ServicerContext, streaming: bool) -> None:
@@ -96,6 +108,7 @@ class TokenAuth(grpc.ServerInterceptor):
             )
             raise
         _PRINCIPAL.set(Principal.of(info))
+        note(token_id=info.id, principal=info.principal)
 
 
 class LocalOperator(grpc.ServerInterceptor):

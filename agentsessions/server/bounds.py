@@ -32,7 +32,7 @@ from agentsessions.controller.lifecycle import MAX_FORK_CHILDREN
 from agentsessions.errors import InvalidArgumentError, ResourceExhaustedError
 from agentsessions.journal.stores.store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from agentsessions.server import status
-from agentsessions.server.intercept import Handler, guarded
+from agentsessions.server.intercept import NOT_WRAPPED, Handler, guarded
 
 DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_STREAMS_PER_CLIENT = 64
@@ -112,6 +112,8 @@ class StreamLimiter(grpc.ServerInterceptor):
         continuation: Callable[[grpc.HandlerCallDetails], Handler | None],
         handler_call_details: grpc.HandlerCallDetails,
     ) -> Handler | None:
+        if handler_call_details.method in NOT_WRAPPED:  # holds no worker thread
+            return continuation(handler_call_details)
         return guarded(continuation(handler_call_details), self._guard)
 
     def _guard(self, context: grpc.ServicerContext, streaming: bool) -> None:

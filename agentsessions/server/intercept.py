@@ -21,6 +21,11 @@ if TYPE_CHECKING:
 else:
     Handler = grpc.RpcMethodHandler
 
+NOT_WRAPPED = ("/grpc.health.v1.Health/Watch",)
+"""Methods every interceptor passes through unwrapped: grpc runs health's Watch without
+holding a worker thread (its non-blocking hook), which a wrapper would lose; a load balancer
+may watch for as long as the server runs."""
+
 Guard = Callable[[grpc.ServicerContext, bool], None]
 """``guard(context, streaming)``: may set context variables, register callbacks, or abort."""
 
@@ -69,6 +74,26 @@ def guarded(handler: Handler | None, guard: Guard) -> Handler | None:
         if behavior is not None:
             return make(
                 _wrap(behavior, guard, streaming, handler.response_streaming),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+    return handler  # pragma: no cover - grpc has no fifth kind
+
+
+Around = Callable[[Callable[..., Any], bool], Callable[[Any, grpc.ServicerContext], Any]]
+"""``around(behavior, streams_out)``: the behaviour to serve instead of ``behavior``."""
+
+
+def wrapped(handler: Handler | None, around: Around) -> Handler | None:
+    """``handler`` with its behaviour replaced by ``around(behavior, streams_out)`` (None
+    stays None), for an interceptor that must see a call end as well as begin."""
+    if handler is None:
+        return None
+    for kind, make, _ in _KINDS:
+        behavior = getattr(handler, kind, None)
+        if behavior is not None:
+            return make(
+                around(behavior, handler.response_streaming),
                 request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer,
             )

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from agentsessions.errors import NotFoundError, PermissionDeniedError, UnauthenticatedError
 from agentsessions.server.bounds import Limits
+from agentsessions.server.observe import note
 from agentsessions.server.tokens import Principal
 
 if TYPE_CHECKING:
@@ -126,8 +127,10 @@ class ScopedSessions:
         """The project a list or create acts in, or PermissionDeniedError."""
         p = self.principal
         if p.projects is None or project in p.projects:
+            note(project=project)
             return project
         if project in ("", DEFAULT_PROJECT):
+            note(project=p.primary)
             return p.primary
         raise PermissionDeniedError(
             f"{p.name} may not act in project {project!r}",
@@ -137,12 +140,16 @@ class ScopedSessions:
 
     def _check(self, uid: str) -> str:
         """``uid`` if its session is in the principal's projects, else NOT_FOUND."""
-        if not self.principal.allows(self._scope.project_of(uid)):
+        note(session=uid)  # the operator's log line (.observe), an unknown uid's too
+        project = self._scope.project_of(uid)
+        note(project=project)
+        if not self.principal.allows(project):
             raise _hidden(uid)
         return uid
 
     def _seen(self, session: Session) -> Session:
         self._scope.remember(session.uid, session.project)
+        note(session=session.uid, project=session.project)
         return session
 
     def _actor(self, actor: str) -> str:
@@ -192,6 +199,7 @@ class ScopedSessions:
 
     def get(self, uid: str) -> Session:
         """The session, if in the principal's projects (else NOT_FOUND)."""
+        note(session=uid)
         session = self._seen(self._engine.get(uid))
         if not self.principal.allows(session.project):
             raise _hidden(uid)

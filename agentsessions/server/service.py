@@ -32,6 +32,7 @@ import grpc
 from agentsessions.errors import ApprovalParkedError, ConflictError, InvalidArgumentError
 from agentsessions.server import convert, deadline, frames, status
 from agentsessions.server.gen import common_pb2, session_pb2, session_pb2_grpc
+from agentsessions.server.observe import note
 from agentsessions.sessions.api import Frame, RecordFrame, SessionFrame, Sessions
 
 LOG = logging.getLogger("agentsessions.server")
@@ -463,6 +464,8 @@ def _updates(
     uid = execution = ""
     try:
         for frame in stream:
+            if frame.uid and not uid:
+                note(session=frame.uid)  # a session the turn created (.observe)
             uid = frame.uid or uid
             if isinstance(frame, RecordFrame):
                 execution = str(frame.record.event.get("execution_id", "")) or execution

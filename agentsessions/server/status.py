@@ -10,7 +10,10 @@ ordinary status):
 - ``agentsessions-error``: the class name (``NotFoundError``);
 - ``agentsessions-hint``: the hint, when there is one;
 - ``agentsessions-fields``: the error's fields (session, seq, head_seq, ...) as JSON, when
-  it has any: the same context the CLI's ``--json`` error object carries.
+  it has any: the same context the CLI's ``--json`` error object carries;
+- ``x-request-id``: the call's request id (on every reply, OK or not): the id the server's
+  log line for the call, and its engine's and store's log lines, carry. The message itself
+  stays the engine's word for word (a hidden session's NOT_FOUND equals an unknown one's).
 
 An exception outside the tree is a bug: INTERNAL with a fixed message, its text withheld
 (it may hold paths or payloads); the server's log has it.
@@ -25,11 +28,14 @@ import grpc
 
 from agentsessions import errors
 from agentsessions.errors import AgentSessionsError
+from agentsessions.journal.format.telemetry import REQUEST_ID
+from agentsessions.server.observe import note
 
 ERROR_KEY = "agentsessions-error"
 HINT_KEY = "agentsessions-hint"
 FIELDS_KEY = "agentsessions-fields"
 MESSAGE_KEY = "agentsessions-message"
+REQUEST_ID_KEY = "x-request-id"  # every reply's, OK or not (.observe)
 INTERNAL_MESSAGE = "internal error (the server's log has the details)"
 
 
@@ -46,10 +52,13 @@ def _ascii(text: str) -> str:
 
 
 def trailers(exc: BaseException) -> tuple[tuple[str, str], ...]:
-    """The trailing metadata naming ``exc``'s class and hint (none for a foreign error)."""
+    """The trailing metadata naming ``exc``'s class and hint (for a foreign error, only the
+    request id), and the call's request id (``x-request-id``, :mod:`.observe`)."""
+    rid = REQUEST_ID.get()
+    out = [(REQUEST_ID_KEY, rid)] if rid else []
     if not isinstance(exc, AgentSessionsError):
-        return ()
-    out = [(ERROR_KEY, type(exc).__name__)]
+        return tuple(out)
+    out.append((ERROR_KEY, type(exc).__name__))
     if exc.hint:
         out.append((HINT_KEY, _ascii(exc.hint)))
     if exc.fields:
@@ -63,7 +72,9 @@ def details(exc: BaseException) -> str:
 
 
 def abort(context: grpc.ServicerContext, exc: BaseException) -> None:
-    """End the RPC with ``exc``'s status, details and trailers (raises, as grpc's abort)."""
+    """End the RPC with ``exc``'s status, details and trailers (raises, as grpc's abort);
+    the call's log line names the error's class (never its message, which may quote input)."""
+    note(error=type(exc).__name__ if isinstance(exc, AgentSessionsError) else "internal")
     context.set_trailing_metadata(trailers(exc))
     context.abort(status_code(exc), details(exc))
 
@@ -129,6 +140,7 @@ def from_rpc_error(err: grpc.RpcError) -> AgentSessionsError:
     for name, value in exc.fields.items():
         if not hasattr(type(exc), name):  # never shadow a method or class attribute
             setattr(exc, name, value)
+    exc.request_id = str(meta.get(REQUEST_ID_KEY, ""))
     return exc
 
 

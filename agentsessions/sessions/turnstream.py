@@ -8,6 +8,8 @@ them), and the workers."""
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -99,7 +101,10 @@ class Workers:
         self._count = 0
 
     def submit(self, job: Callable[[], None]) -> None:
-        """Run ``job`` on a worker (it must not raise: a turn hands its errors over)."""
+        """Run ``job`` on a worker (it must not raise: a turn hands its errors over), in a
+        copy of the submitter's context: the request id and trace of the call that started
+        the turn follow it onto the worker (agentsessions/journal/format/telemetry.py)."""
+        job = functools.partial(contextvars.copy_context().run, job)
         with self._lock:
             spawn = self._idle == 0
             if spawn:

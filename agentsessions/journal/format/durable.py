@@ -22,10 +22,12 @@ import contextlib
 import errno as errno_mod
 import os
 import random
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from agentsessions.errors import StorageError
+from agentsessions.journal.format import telemetry
 
 __all__ = ["DEFAULT_FS", "CrashFileSystem", "FileSystem", "SimulatedCrash"]
 
@@ -94,7 +96,10 @@ class FileSystem:
             raise storage_error("write", self.path_of(fd), exc) from exc
 
     def sync(self, fd: int, *, full: bool = False) -> None:
-        """Make ``fd``'s data durable: ``fdatasync`` where available (``fsync`` if ``full``)."""
+        """Make ``fd``'s data durable: ``fdatasync`` where available (``fsync`` if ``full``);
+        its latency goes to the installed telemetry (read the clock only when one listens)."""
+        tel = telemetry.current()
+        began = time.perf_counter() if tel.enabled else 0.0
         try:
             if full or not hasattr(os, "fdatasync"):
                 os.fsync(fd)
@@ -102,6 +107,8 @@ class FileSystem:
                 os.fdatasync(fd)
         except OSError as exc:
             raise storage_error("fsync", self.path_of(fd), exc) from exc
+        if tel.enabled:
+            tel.fsync(time.perf_counter() - began)
 
     def sync_dir(self, path: str | os.PathLike[str]) -> None:
         """Fsync a directory so created, renamed and removed entries in it are durable."""

@@ -1,0 +1,190 @@
+"""An operator's view of each call: its request id, its log line, its span and stream count.
+
+:class:`RequestObserver` is the server's outermost interceptor (it sees the calls the token
+check refuses too). For each call it:
+
+- takes the caller's ``x-request-id`` (or ``x-correlation-id``) metadata when it is a
+  plausible id (1..128 of ``A-Z a-z 0-9 . _ : -``), else makes one (16 hex digits); sets it
+  in :data:`~agentsessions.journal.format.telemetry.REQUEST_ID` for everything that works
+  for the call (the engine's turn threads inherit it), and sends it back as the
+  ``x-request-id`` trailer of every reply, OK or not (:mod:`.status` keeps it when an error
+  replaces the trailers);
+- writes ONE log line when the call has ended: method, status code, duration, request id,
+  and what the call was found to act on (project, session uid, token id, principal, the
+  error class), which the token check and the scope note with :func:`note`. Never a
+  payload, a key, a token or a fence value: the fields are names, ids and numbers only;
+- opens the installed telemetry's RPC span (the parent of the turn's spans) and counts
+  open streams.
+
+Health checks are logged at DEBUG (a load balancer asks every few seconds); a health Watch
+is not observed at all (:data:`.intercept.NOT_WRAPPED`).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import os
+import re
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import grpc
+
+from agentsessions.journal.format import telemetry
+from agentsessions.journal.format.telemetry import REQUEST_ID, Span
+from agentsessions.server.intercept import NOT_WRAPPED, Handler, wrapped
+
+LOG = logging.getLogger("agentsessions.server.requests")
+REQUEST_ID_KEYS = ("x-request-id", "x-correlation-id")
+TRAILER = "x-request-id"
+QUIET_PREFIXES = ("/grpc.health.v1.Health/",)
+_PLAUSIBLE = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
+
+
+@dataclass
+class CallInfo:
+    """What one call was found to be about (filled in as the call runs)."""
+
+    method: str
+    request_id: str
+    streaming: bool
+    started: float = field(default_factory=time.monotonic)
+    fields: dict[str, str] = field(default_factory=dict)
+    code: grpc.StatusCode | None = None
+    span: Span = telemetry.NULL_SPAN
+
+
+_CALL: contextvars.ContextVar[CallInfo | None] = contextvars.ContextVar(
+    "agentsessions_call", default=None
+)
+
+
+def note(**fields: str) -> None:
+    """Note what the current call acts on (``session``, ``project``, ``token_id``,
+    ``principal``, ``error``) for its log line; the first value of a field stays, outside
+    a call nothing happens. Names and ids only: never a payload or a secret."""
+    info = _CALL.get()
+    if info is None:
+        return
+    for key, value in fields.items():
+        if value and key not in info.fields:
+            info.fields[key] = value
+
+
+def request_id_from(metadata: Any) -> str:
+    """The caller's request id when it sent a plausible one, else a new one."""
+    for key, value in metadata or ():
+        plausible = isinstance(value, str) and _PLAUSIBLE.fullmatch(value)
+        if key.lower() in REQUEST_ID_KEYS and plausible:
+            return str(value)
+    return os.urandom(8).hex()
+
+
+class RequestObserver(grpc.ServerInterceptor):
+    """Request ids, one log line per call, the RPC span and the open-stream count."""
+
+    def __init__(self, log: logging.Logger = LOG) -> None:
+        self.log = log
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Handler | None],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> Handler | None:
+        method = handler_call_details.method
+        if method in NOT_WRAPPED:
+            return continuation(handler_call_details)
+
+        def around(behavior: Callable[..., Any], streams_out: bool) -> Callable[..., Any]:
+            return self._around(method, behavior, streams_out)
+
+        return wrapped(continuation(handler_call_details), around)
+
+    def _around(
+        self, method: str, behavior: Callable[..., Any], streams_out: bool
+    ) -> Callable[[Any, grpc.ServicerContext], Any]:
+        def call(request: Any, context: grpc.ServicerContext) -> Any:
+            ctx = contextvars.copy_context()
+            info = ctx.run(self._begin, method, context, streams_out)
+            try:
+                result = ctx.run(behavior, request, context)
+            except BaseException:
+                info.code = _set_code(context) or grpc.StatusCode.UNKNOWN
+                raise
+            if not streams_out:
+                info.code = _set_code(context) or grpc.StatusCode.OK
+                return result
+            return _pulled(ctx, info, context, result)
+
+        return call
+
+    def _begin(self, method: str, context: grpc.ServicerContext, streaming: bool) -> CallInfo:
+        metadata = context.invocation_metadata()
+        info = CallInfo(method, request_id_from(metadata), streaming)
+        REQUEST_ID.set(info.request_id)
+        _CALL.set(info)
+        context.set_trailing_metadata(((TRAILER, info.request_id),))
+        tel = telemetry.current()
+        headers = {k: v for k, v in metadata or () if isinstance(v, str)}
+        info.span = tel.rpc(method, headers)
+        info.span.__enter__()  # in this call's own context: the parent of its spans
+        if streaming:
+            tel.streams(+1)
+        if not context.add_callback(lambda: self._end(info)):
+            self._end(info)  # pragma: no cover - the call ended before it began
+        return info
+
+    def _end(self, info: CallInfo) -> None:
+        """The call has ended (grpc's callback, on its own thread): close and log it."""
+        code = info.code or grpc.StatusCode.CANCELLED  # a stream the caller left
+        seconds = time.monotonic() - info.started
+        tel = telemetry.current()
+        info.span.set("rpc.grpc.status_code", code.value[0])
+        info.span.__exit__(None, None, None)
+        if info.streaming:
+            tel.streams(-1)
+        level = logging.DEBUG if info.method.startswith(QUIET_PREFIXES) else logging.INFO
+        if not self.log.isEnabledFor(level):
+            return
+        fields = {
+            "request_id": info.request_id,
+            "method": info.method,
+            "code": code.name,
+            "duration_ms": round(seconds * 1000.0, 3),
+            "project": info.fields.get("project", ""),
+            "session": info.fields.get("session", ""),
+            "token_id": info.fields.get("token_id", ""),
+            **{k: v for k, v in info.fields.items() if k in ("principal", "error")},
+        }
+        self.log.log(level, "rpc", extra={"fields": fields})
+
+
+def _set_code(context: grpc.ServicerContext) -> grpc.StatusCode | None:
+    """The code the handler set or aborted with (grpc's ``ServicerContext.code()``, which
+    its type stubs omit); None if it set none."""
+    code: grpc.StatusCode | None = cast(Any, context).code()
+    return code
+
+
+def _pulled(
+    ctx: contextvars.Context, info: CallInfo, context: grpc.ServicerContext, items: Iterator[Any]
+) -> Iterator[Any]:
+    """A streaming reply, each item pulled inside the call's context; its end is noted."""
+    try:
+        while True:
+            try:
+                item = ctx.run(next, items)
+            except StopIteration:
+                info.code = _set_code(context) or grpc.StatusCode.OK
+                return
+            except BaseException:
+                info.code = _set_code(context) or grpc.StatusCode.UNKNOWN
+                raise
+            yield item
+    finally:
+        close = getattr(items, "close", None)
+        if close is not None:
+            ctx.run(close)
