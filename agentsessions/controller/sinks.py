@@ -48,6 +48,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, cast
 
 from agentsessions.errors import (
+    AgentSessionsError,
     ApprovalParkedError,
     ApprovalUnavailableError,
     ContextOverflowError,
@@ -193,7 +194,16 @@ class TurnSink:
         answer = self._next("EVENT_OUTPUT", "the recorded completion")
         if answer is None:
             return self._redrive(resolved, call)
-        return self._served(Completion(answer.get("message", {})))
+        return self._served(Completion(answer.get("message", {}), self._recorded_usage()))
+
+    def _recorded_usage(self) -> dict[str, Any] | None:
+        """The usage recorded right after a served completion, if any: the completion
+        carries it (as the live one did), and the harness's ``usage`` then consumes it."""
+        if self.position < len(self.recorded):
+            event = self.recorded[self.position][1]
+            if event.get("kind") == "EVENT_USAGE" and isinstance(event.get("usage"), dict):
+                return dict(event["usage"])
+        return None
 
     def output(self, message: Message) -> None:
         recorded = self._next("EVENT_OUTPUT", "an output")
@@ -453,8 +463,9 @@ class TurnSink:
                 completion = provider.complete(request, on_delta=live.streaming())
             except (HarnessError, TurnCanceledError):
                 raise
-            except Exception as exc:
-                raise HarnessError(f"model {request.model!r} failed: {exc}") from exc
+            except Exception as exc:  # the provider's hint (401, 429, unreachable) is kept
+                hint = exc.hint if isinstance(exc, AgentSessionsError) else ""
+                raise HarnessError(f"model {request.model!r} failed: {exc}", hint=hint) from exc
         except ContextOverflowError as exc:  # refused: recorded with the next commit
             refusal = refusals.refusal_event(str(exc), execution_id=self.execution_id)
             self.deferred += [*([dict(intent)] if intent is not None else []), dict(refusal)]
