@@ -160,8 +160,9 @@ def exec_(
         typer.Option(
             metavar="SPEC",
             help="Model for a new session (default: the session's model, else echo); on an "
-            "existing session it applies to this turn only, and each MODEL_CALL records the "
-            f"model it used. {MODEL_SPEC_HELP}",
+            "existing session it applies to this turn only: the turn's start records it, so "
+            "resume continues the turn on it, and each MODEL_CALL records the model it used. "
+            f"{MODEL_SPEC_HELP}",
         ),
     ] = "",
     config: Annotated[

@@ -191,6 +191,9 @@ def test_usage_is_journaled_per_model_call_and_replayed(
         last = list(frames)[-1] if streamed else frames
         uid = last.session.uid  # type: ignore[union-attr]
         assert [s.body.get("stream", False) for s in endpoint.seen] == [streamed] * 2
+        offered = endpoint.seen[0].body["tools"][0]["function"]  # the built-in's own schema
+        assert offered["description"] == "Append one line of text to the log file."
+        assert offered["parameters"]["required"] == ["line"]
         assert kinds(engine, uid) == [
             "EXECUTION_START", "INPUT",
             "MODEL_CALL", "OUTPUT", "USAGE",  # the call asking for the tool, and its usage
@@ -237,3 +240,21 @@ def test_the_turns_model_is_recorded_and_resume_uses_it(endpoint: Endpoint, tmp_
         assert endpoint.seen[-1].body["messages"][0] == {"role": "system", "content": "be brief"}
         report = engine.replay(uid, rerun=True)
         assert report.identical, report.divergence
+
+
+# --------------------------------------------------------------------------- tool schemas
+
+
+def test_a_builtin_offers_its_schema_unless_the_workload_says_its_own() -> None:
+    from agentsessions.tools.workload import parse_workload
+
+    bare = '[tools.log]\nmediation = "mediated"\nexecutor = "append_line"\n'
+    (tool,) = parse_workload(bare).definitions()
+    assert tool["description"].startswith("Append one line")
+    assert tool["input_schema"]["properties"]["line"]["type"] == "string"
+    own = bare + 'description = "Write to the journal of the ship"\n'
+    (tool,) = parse_workload(own).definitions()
+    assert tool["description"] == "Write to the journal of the ship"  # the workload's own
+    assert tool["input_schema"]["required"] == ["line"]  # the built-in's
+    python = '[tools.f]\nmediation = "reported"\n'
+    assert parse_workload(python).definitions() == ({"name": "f"},)
