@@ -20,6 +20,7 @@ them, so a test proves that replay sent none.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -77,10 +78,9 @@ def find_litellm() -> str | None:
     pins = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()[:12]
     venv = Path.home() / ".cache" / "agentsessions-tests" / f"litellm-{pins}"
     binary = venv / "bin" / "litellm"
-    from filelock import FileLock
-
     venv.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(venv) + ".lock"):
+    with open(str(venv) + ".lock", "w") as lock:  # parallel workers make it once
+        fcntl.flock(lock, fcntl.LOCK_EX)
         if not binary.exists():
             shutil.rmtree(venv, ignore_errors=True)
             made = subprocess.run(

@@ -34,6 +34,11 @@ returns**; between those points commits land unsynced and the next sync covers t
   TOOL_RESULT rides with the next sync: the host's receipt already holds the outcome
   durably (:mod:`.toolcalls` has the whole protocol).
 
+Usage (EVENT_USAGE) is the harness's to report (``sink.usage``, after the call it counts);
+a completion served from the record carries the usage recorded right after its OUTPUT, as
+the live completion carried the provider's, so a harness that reports what its completions
+say replays as it ran.
+
 Checks made while serving the record (digest 5.1): I0, the model input hash of each call
 equals the recorded one; output text, usage and reported tool results equal the recorded
 ones; I5 (checked by the caller via :meth:`TurnSink.unconsumed`) every recorded effect was

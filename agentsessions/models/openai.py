@@ -20,9 +20,10 @@ Invariants:
   ``"echo"`` (the echo harness's placeholder) or an ``openai:NAME[,options]`` spec (what the
   controller passes: the spec this provider was made from) means this provider's model; any
   other request model is a plain name and is sent as is.
-- Without a key (``MODEL_API_KEY``/``OPENAI_API_KEY``) the public endpoint
-  (``api.openai.com``) is refused when the provider is made, before anything is sent: it
-  answers every keyless request with 401. Other endpoints (a local server) may need none.
+- Without a key (``MODEL_API_KEY``/``OPENAI_API_KEY``) a call to the public endpoint
+  (``api.openai.com``, which answers every keyless request with 401) is refused before
+  anything is sent (UnavailableError; the turn fails and keeps its input for ``resume`` once
+  the key is set). Other endpoints (a local server) may need none.
 - An answer with no text and no tool call is a failed call (UnavailableError naming the
   finish reason), not an empty OUTPUT: a turn never ends COMPLETED on nothing.
 - The completion is ``assistant`` with a reasoning part (only if the server returned
@@ -199,13 +200,6 @@ class OpenAIModel:
         self.connect_timeout = _positive("connect_timeout", connect_timeout)
         self.read_timeout = _positive("read_timeout", read_timeout)
         self._key = api_key(env)
-        if self._key is None and self.endpoint.host == PUBLIC_HOST:
-            raise InvalidArgumentError(
-                f"openai model {model!r}: {self.endpoint.display} needs an API key, and"
-                " neither MODEL_API_KEY nor OPENAI_API_KEY is set; nothing was sent",
-                hint="export MODEL_API_KEY=..., or name a local server with"
-                " base_url=http://HOST:PORT/v1",
-            )
 
     @classmethod
     def from_options(
@@ -252,6 +246,14 @@ class OpenAIModel:
         """POST the request and return the whole answer (streaming deltas if asked)."""
         model = self.wire_model(request.model)
         body = request_body(model, request, stream=on_delta is not None)
+        if self._key is None and self.endpoint.host == PUBLIC_HOST:
+            raise UnavailableError(
+                f"model endpoint {self.endpoint.display} needs an API key, and neither"
+                " MODEL_API_KEY nor OPENAI_API_KEY is set; nothing was sent",
+                hint="export MODEL_API_KEY=... and resume the turn, or name a local server"
+                " with base_url=http://HOST:PORT/v1",
+                url=self.endpoint.display,
+            )
         connection, response = self._post(body)
         try:
             return self._answer(model, response, on_delta)

@@ -31,7 +31,7 @@ from fake_openai import (
 )
 
 from agentsessions.controller.spi import ModelRequest
-from agentsessions.errors import HarnessError, InvalidArgumentError, UnavailableError
+from agentsessions.errors import HarnessError, UnavailableError
 from agentsessions.models import OpenAIModel, create_model
 from agentsessions.sessions.local import LocalSessions, open_local
 from agentsessions.sessions.usage import usage_totals
@@ -112,16 +112,20 @@ def test_the_fake_refuses_what_real_servers_refuse(body: dict[str, Any], problem
 def test_the_public_endpoint_without_a_key_is_refused_before_sending(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    with pytest.raises(InvalidArgumentError, match="needs an API key") as caught:
-        create_model("openai:gpt-4o-mini")
+    connects: list[object] = []
+    monkeypatch.setattr(OpenAIModel, "_post", lambda *a: connects.append(a))
+    with pytest.raises(UnavailableError, match="needs an API key") as caught:
+        create_model("openai:gpt-4o-mini").complete(ask("secret question"))
     assert "MODEL_API_KEY" in caught.value.hint
     with open_local(tmp_path / "home") as engine:
-        uid = engine.create(harness="chat").uid
-        with pytest.raises(InvalidArgumentError, match="needs an API key"):
-            engine.run(uid, ["secret question"], model="openai:gpt-4o-mini")
-        assert engine.get(uid).last_seq == 0  # nothing was written, nothing was sent
+        uid = engine.create(harness="chat", model="openai:gpt-4o-mini").uid
+        with pytest.raises(HarnessError, match="needs an API key") as failed:
+            engine.run(uid, ["secret question"])
+        assert "export MODEL_API_KEY" in failed.value.hint
+        assert kinds(engine, uid) == ["EXECUTION_START", "INPUT", "MODEL_CALL", "ERROR"]
+    assert connects == []  # nothing was sent
     monkeypatch.setenv("MODEL_API_KEY", "sk-test")
-    assert isinstance(create_model("openai:gpt-4o-mini"), OpenAIModel)
+    assert create_model("openai:gpt-4o-mini").has_key  # type: ignore[attr-defined]
 
 
 # --------------------------------------------------------------------------- empty answers
@@ -258,3 +262,17 @@ def test_a_builtin_offers_its_schema_unless_the_workload_says_its_own() -> None:
     assert tool["input_schema"]["required"] == ["line"]  # the built-in's
     python = '[tools.f]\nmediation = "reported"\n'
     assert parse_workload(python).definitions() == ({"name": "f"},)
+
+
+def test_the_model_line_of_the_config_envelope() -> None:
+    digest = "ab" * 32
+    both = workloadref.wrap(b"{}", digest, "openai:m,base_url=http://h/v1")
+    assert workloadref.parse(both) == (b"{}", digest, "openai:m,base_url=http://h/v1")
+    assert workloadref.split(both) == (b"{}", digest)
+    alone = workloadref.wrap(b"cfg", "", "scripted:seed=7")
+    assert alone == b"\x00agentsessions.model scripted:seed=7\ncfg"
+    assert workloadref.parse(alone) == (b"cfg", "", "scripted:seed=7")
+    assert workloadref.wrap(b"cfg", "") == b"cfg"  # no workload, no model: unchanged bytes
+    assert workloadref.reserved(b"\x00agentsessions.model x\n")
+    with pytest.raises(ValueError, match="control characters"):
+        workloadref.wrap(b"", "", "openai:m\nx")
