@@ -4,7 +4,9 @@ Invariants: every request is built only from the config, ``Start.history``, ``St
 ``Start.tools`` and the completions and tool results of this run (which replay and resume
 serve from the journal), so replaying the journal rebuilds the same requests (STATELESS_REPLAY,
 I0); the harness writes nothing itself (the sink records MODEL_CALL, each completion's OUTPUT,
-TOOL_CALL and TOOL_RESULT) and keeps no state between runs.
+TOOL_CALL and TOOL_RESULT) and keeps no state between runs. Each model call whose completion
+carries usage (token counts the provider read) is followed by ``sink.usage``: one EVENT_USAGE
+per model call, which replay serves back with the completion and checks.
 
 The first request's messages are, in order: the system prompt (role ``system``, left out when
 empty), the conversation among the last ``history_events`` events of the history (INPUT as
@@ -214,13 +216,13 @@ class ChatHarness:
         for step in range(cfg.max_steps):
             request = ModelRequest(cfg.model, (*base, *messages), None, tools=definitions)
             try:
-                completion = sink.model(request)
+                completion = call_model(sink, request)
             except ContextOverflowError as exc:  # over the model's context: compact, retry
                 if compacted:
                     raise still_over(exc) from None
                 base, compacted = list(compacted_for(cfg, start, sink, exc)), True
                 try:
-                    completion = sink.model(replace(request, messages=(*base, *messages)))
+                    completion = call_model(sink, replace(request, messages=(*base, *messages)))
                 except ContextOverflowError as again:
                     raise still_over(again) from None
             calls = tool_calls(completion)
@@ -238,6 +240,14 @@ class ChatHarness:
             ]
             messages.append(completion.message)
             messages.append(tool_message(results))
+
+
+def call_model(sink: Sink, request: ModelRequest) -> Completion:
+    """One model call, and its usage recorded when the provider reported any."""
+    completion = sink.model(request)
+    if completion.usage:
+        sink.usage(dict(completion.usage))
+    return completion
 
 
 def compacted_for(
@@ -330,7 +340,7 @@ def summarise(
     covered.extend(conversation(inside))
     ask = (text_message("system", COMPACT_PROMPT), text_message("user", COMPACT_REQUEST))
     request = ModelRequest(cfg.model, (dict(ask[0]), *covered, dict(ask[1])), None)
-    summary = summary_message(sink.model(request).message)
+    summary = summary_message(call_model(sink, request).message)
     saved = max(0, compaction.estimate_tokens(covered) - compaction.estimate_tokens([summary]))
     sink.output(compaction.marker_message(plan.from_seq, plan.to_seq, saved))
     return compaction.Marker("", plan.from_seq, plan.to_seq, saved, summary)

@@ -8,6 +8,12 @@ or (:func:`compatible_reply`) a small but complete chat-completions server that 
 :func:`tool_calling_reply` is that server with tools: it asks for the given tool calls when a
 user's message comes with tools offered, and answers ``fake:<tool result>`` after a result.
 Nothing listens beyond the loopback interface, and :func:`serve` joins every thread.
+
+The fake is as strict as real servers are about what they accept: :func:`compatible_reply`
+(and the replies built on it) refuse a model the endpoint does not serve (``Endpoint.models``;
+HTTP 404 ``model_not_found``, as OpenAI answers) and a request without the fields real servers
+require (:func:`request_problem`; HTTP 400 ``invalid_request_error``): a client bug that any
+real server would refuse cannot pass here.
 """
 
 from __future__ import annotations
@@ -25,6 +31,9 @@ from typing import Any
 Reply = Callable[[BaseHTTPRequestHandler], None]
 
 USAGE = {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}
+MODELS = frozenset({"gpt-test", "gpt-fake", "gpt", "gpt-other", "m"})
+"""The models a fake endpoint serves unless a test names others."""
+_ROLES = ("system", "developer", "user", "assistant", "tool")
 
 
 @dataclass
@@ -44,6 +53,7 @@ class Endpoint:
     reply: Reply = field(default_factory=lambda: json_reply(200, chat_reply("ok")))
     seen: list[Seen] = field(default_factory=list)
     release: threading.Event = field(default_factory=threading.Event)
+    models: frozenset[str] = MODELS
 
 
 def json_reply(status: int, obj: Any) -> Reply:
@@ -133,6 +143,8 @@ def tool_calling_reply(endpoint: Endpoint, calls: list[dict[str, Any]]) -> Reply
     def send(handler: BaseHTTPRequestHandler) -> None:
         body = endpoint.seen[-1].body
         last = (body.get("messages") or [{}])[-1]
+        if refused(endpoint, handler):
+            return
         if not body.get("tools") or last.get("role") != "user":
             plain(handler)
         elif not body.get("stream"):
@@ -153,6 +165,8 @@ def compatible_reply(endpoint: Endpoint) -> Reply:
 
     def send(handler: BaseHTTPRequestHandler) -> None:
         body = endpoint.seen[-1].body
+        if refused(endpoint, handler):
+            return
         messages = body.get("messages") or [{}]
         text = "fake:" + str(messages[-1].get("content", ""))
         if not body.get("stream"):
@@ -165,6 +179,58 @@ def compatible_reply(endpoint: Endpoint) -> Reply:
         sse_reply(*events)(handler)
 
     return send
+
+
+def refused(endpoint: Endpoint, handler: BaseHTTPRequestHandler) -> bool:
+    """Answer the last request's error as a real server would, if it has one (True then)."""
+    body = endpoint.seen[-1].body
+    model = body.get("model")
+    if model not in endpoint.models:
+        message = f"The model `{model}` does not exist or you do not have access to it."
+        error = {"message": message, "type": "invalid_request_error", "code": "model_not_found"}
+        json_reply(404, {"error": error})(handler)
+        return True
+    problem = request_problem(body)
+    if problem:
+        error = {"message": problem, "type": "invalid_request_error", "code": None}
+        json_reply(400, {"error": error})(handler)
+        return True
+    return False
+
+
+def request_problem(body: dict[str, Any]) -> str:
+    """What a real chat-completions server refuses in ``body`` ("" if nothing): messages
+    must be a non-empty list of known roles, a tool message must answer a tool call of the
+    assistant message before it by ``tool_call_id``, every tool call and tool must have
+    ``type: function`` and a function name (a call also its ``arguments`` string), and
+    ``stream_options`` is only allowed with ``stream``."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "'messages' must be a non-empty array"
+    asked: set[str] = set()
+    for index, msg in enumerate(messages):
+        role = msg.get("role") if isinstance(msg, dict) else None
+        if role not in _ROLES:
+            return f"messages[{index}].role must be one of {', '.join(_ROLES)}"
+        if role == "tool":
+            if msg.get("tool_call_id") not in asked:
+                return f"messages[{index}]: a tool message must answer a preceding tool_call_id"
+            continue
+        calls = msg.get("tool_calls") or []
+        asked = set()
+        for call in calls:
+            function = call.get("function") or {}
+            if call.get("type") != "function" or not call.get("id") or not function.get("name"):
+                return f"messages[{index}].tool_calls: each needs id, type function and a name"
+            if not isinstance(function.get("arguments"), str):
+                return f"messages[{index}].tool_calls: arguments must be a JSON string"
+            asked.add(call["id"])
+    for tool in body.get("tools") or []:
+        if tool.get("type") != "function" or not (tool.get("function") or {}).get("name"):
+            return "each of 'tools' needs type function and a function name"
+    if "stream_options" in body and not body.get("stream"):
+        return "stream_options is only allowed when stream is true"
+    return ""
 
 
 OVERFLOWS = {

@@ -411,20 +411,25 @@ def get(ctx: typer.Context, session: SessionArg, as_json: JsonOpt = False) -> No
     """Show a session's metadata and its projections (last seq, compute and exec state).
 
     Also where the harness's memory lives and until when (memory: a warm host and its idle
-    timeout, a frozen snapshot, none for a stateless harness, or gone).
+    timeout, a frozen snapshot, none for a stateless harness, or gone), and the session's
+    token usage: the totals of its USAGE records (input, output and reasoning tokens, and
+    how many model calls reported usage), read from the journal when get asks.
     """
     state = _state(ctx, as_json)
     uid = _uid(session)
+    from agentsessions.sessions.usage import usage_totals
+
     with open_engine(state) as engine:
         info = engine.get(uid)
+        usage = usage_totals(engine.read(uid))
     from agentsessions.cli import render
 
     memory = info.memory
     assert memory is not None  # get always says where the memory is
     if state.json:
-        render.write_json({**info.to_json(), "memory": memory.to_json()})
+        render.write_json({**info.to_json(), "memory": memory.to_json(), "usage": usage.to_json()})
     else:
-        render.print_session(info, memory.text)
+        render.print_session(info, memory.text, usage.text())
 
 
 @app.command(epilog="Example: agentsessions log sess-0123456789abcdef01234567 --from 5 --json")

@@ -302,7 +302,7 @@ def _print_plain_page(page: SessionPage, project: str) -> bool:
     return True
 
 
-def session_rows(info: Session, memory: str = "") -> list[tuple[str, str]]:
+def session_rows(info: Session, memory: str = "", usage: str = "") -> list[tuple[str, str]]:
     """``get``'s (field, value) rows, values on one line (see :func:`session_details`)."""
     meta = info
     rows: list[tuple[str, str]] = [
@@ -318,6 +318,7 @@ def session_rows(info: Session, memory: str = "") -> list[tuple[str, str]]:
         ("compute", short_state(info.compute_state, "COMPUTE_")),
         ("exec", short_state(info.exec_state, "EXEC_")),
         *([("memory", memory)] if memory else []),
+        *([("usage", usage)] if usage else []),
         ("fence", str(info.fence)),
         ("created", format_time_ns(meta.create_time_ns)),
         ("updated", format_time_ns(info.update_time_ns)),
@@ -354,7 +355,7 @@ def session_rows(info: Session, memory: str = "") -> list[tuple[str, str]]:
     return [(key, one_line(value)) for key, value in rows]
 
 
-def session_details(info: Session, memory: str = "") -> Table:
+def session_details(info: Session, memory: str = "", usage: str = "") -> Table:
     """A session's metadata and projections as a two-column table (``memory``: where the
     harness's memory lives, from :func:`agentsessions.runtimes.compute.memory_status`)."""
     from rich.table import Table
@@ -363,7 +364,7 @@ def session_details(info: Session, memory: str = "") -> Table:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
-    for key, value in session_rows(info, memory):
+    for key, value in session_rows(info, memory, usage):
         grid.add_row(key, Text(value))
     return grid
 
@@ -380,14 +381,15 @@ def plain_details(rows: Sequence[tuple[str, str]], width: int) -> str | None:
     return "".join(f"{key.ljust(key_width)}  {value}".rstrip() + "\n" for key, value in rows)
 
 
-def print_session(info: Session, memory: str = "") -> None:
+def print_session(info: Session, memory: str = "", usage: str = "") -> None:
     """Print ``get``'s human view of one session (to a pipe, without rich when it can)."""
     width = _width(sys.stdout)
-    text = None if width is None else plain_details(session_rows(info, memory), width)
+    rows = session_rows(info, memory, usage)
+    text = None if width is None else plain_details(rows, width)
     if text is not None:
         sys.stdout.write(text)
         return
-    emit(stdout_console(), session_details(info, memory))
+    emit(stdout_console(), session_details(info, memory, usage))
 
 
 # --- log -----------------------------------------------------------------------------------

@@ -161,9 +161,10 @@ def exec_(
         typer.Option(
             metavar="SPEC",
             help="Model for a new session (default: the session's model, else echo); on an "
-            "existing session it applies to this turn only, and each MODEL_CALL records the "
-            "model it used. Only for a harness that calls the session's model (chat): with "
-            f"echo, counter or memory it is refused (exit 2). {MODEL_SPEC_HELP}",
+            "existing session it applies to this turn only: the turn's start records it, so "
+            "resume continues the turn on it, and each MODEL_CALL records the model it used. "
+            "Only for a harness that calls the session's model (chat): with echo, counter or "
+            f"memory it is refused (exit 2). {MODEL_SPEC_HELP}",
         ),
     ] = "",
     config: Annotated[

@@ -237,7 +237,8 @@ class Controller:
         an inputless exec on a session whose last turn failed (ERROR, no END): see
         :meth:`resume`. With inputs, a failed turn does not block: a new execution starts,
         and the failed one stays in the journal as audit (replay skips it). ``model``
-        overrides the session's model for this turn (each MODEL_CALL records the one used).
+        overrides the session's model for this turn: its EXECUTION_START records it
+        (:mod:`agentsessions.v1.workloadref`), and resume re-drives the turn on it.
         ``fresh_start`` first records that a memory harness whose memory is gone restarts
         empty (:func:`~agentsessions.controller.freshstart.fresh_start`).
         """
@@ -274,6 +275,8 @@ class Controller:
                 return self._resume_with(
                     writer, uid, name, instance, descriptor, turn_model, failed
                 )
+            # a turn on another model than the session's records it (resume uses it)
+            own = "" if turn_model == (info.meta.model or self.default_model) else turn_model
             result = self._run_new(
                 writer,
                 uid,
@@ -283,7 +286,7 @@ class Controller:
                 inputs,
                 config,
                 expected_last_seq,
-                turn_model,
+                (turn_model, own),
             )
         result.created = created
         return result
@@ -346,14 +349,17 @@ class Controller:
         inputs: Sequence[Message],
         config: bytes,
         expected_last_seq: int | None,
-        turn_model: str,
+        models: tuple[str, str],  # the turn's model, and what its start records of it
     ) -> TurnResult:
         check_config(config)
+        turn_model, recorded_model = models
         journal = _WriterJournal(writer, self.on_record)
         exec_id = os.urandom(8).hex()  # secrets.token_hex(8), less its three calls
         head = writer.head[0]
         digest = self.workloads.current(uid)  # the workload this turn runs with, for good
-        events = _first_commit(exec_id, name, descriptor, inputs, wrap(config, digest))
+        events = _first_commit(
+            exec_id, name, descriptor, inputs, wrap(config, digest, recorded_model)
+        )
         # durable at once: the turn has begun, for its caller and for resume
         journal.record(events, head if expected_last_seq is None else expected_last_seq)
         history = WriterHistory(writer, head)
@@ -418,7 +424,7 @@ class Controller:
         sink = TurnSink(
             run.id,
             run.effects,
-            self._live(journal, turn_model, run.id, descriptor, run.workload),
+            self._live(journal, run.model or turn_model, run.id, descriptor, run.workload),
             legacy=run.legacy,
             state_version=start.state.version,
         )

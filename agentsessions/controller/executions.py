@@ -71,6 +71,12 @@ class Execution:
         return workloadref.split(self.recorded_config)[1]
 
     @property
+    def model(self) -> str:
+        """The model spec this execution began on when it was not the session's model
+        (``exec --model``); "" means the session's model."""
+        return workloadref.parse(self.recorded_config)[2]
+
+    @property
     def resume_from_seq(self) -> int:
         return int((self.start or {}).get("execution_start", {}).get("resume_from_seq", "0"))
 

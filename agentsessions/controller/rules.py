@@ -49,8 +49,8 @@ def check_config(config: bytes) -> None:
     """Refuse a caller's config in the form that names an execution's workload."""
     if reserved(config):
         raise InvalidArgumentError(
-            "config may not begin with the bytes that name an execution's workload "
-            "(NUL + 'agentsessions.workload'); nothing was written"
+            "config may not begin with the bytes that name an execution's workload or model "
+            "(NUL + 'agentsessions.'); nothing was written"
         )
 
 

@@ -38,6 +38,10 @@ Replay of a CANCELED run (``stops_at_end``): past its record the sink goes neith
 diverges; it raises TurnCanceledError where the live turn met its cancel request, at the
 same boundary (the next model call, output, usage, tool call or result, a recorded
 MODEL_CALL's missing answer, a parked call's decision).
+Usage (EVENT_USAGE) is the harness's to report (``sink.usage``, after the call it counts);
+a completion served from the record carries the usage recorded right after its OUTPUT, as
+the live completion carried the provider's, so a harness that reports what its completions
+say replays as it ran.
 
 Checks made while serving the record (digest 5.1): I0, the model input hash of each call
 equals the recorded one; output text, usage and reported tool results equal the recorded
@@ -53,6 +57,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, cast
 
 from agentsessions.errors import (
+    AgentSessionsError,
     ApprovalParkedError,
     ApprovalUnavailableError,
     ContextOverflowError,
@@ -203,7 +208,16 @@ class TurnSink:
         answer = self._next("EVENT_OUTPUT", "the recorded completion")
         if answer is None:
             return self._redrive(resolved, call)
-        return self._served(Completion(answer.get("message", {})))
+        return self._served(Completion(answer.get("message", {}), self._recorded_usage()))
+
+    def _recorded_usage(self) -> dict[str, Any] | None:
+        """The usage recorded right after a served completion, if any: the completion
+        carries it (as the live one did), and the harness's ``usage`` then consumes it."""
+        if self.position < len(self.recorded):
+            event = self.recorded[self.position][1]
+            if event.get("kind") == "EVENT_USAGE" and isinstance(event.get("usage"), dict):
+                return dict(event["usage"])
+        return None
 
     def output(self, message: Message) -> None:
         recorded = self._next("EVENT_OUTPUT", "an output")
@@ -465,8 +479,9 @@ class TurnSink:
                 completion = provider.complete(request, on_delta=live.streaming())
             except (HarnessError, TurnCanceledError):
                 raise
-            except Exception as exc:
-                raise HarnessError(f"model {request.model!r} failed: {exc}") from exc
+            except Exception as exc:  # the provider's hint (401, 429, unreachable) is kept
+                hint = exc.hint if isinstance(exc, AgentSessionsError) else ""
+                raise HarnessError(f"model {request.model!r} failed: {exc}", hint=hint) from exc
         except ContextOverflowError as exc:  # refused: recorded with the next commit
             refusal = refusals.refusal_event(str(exc), execution_id=self.execution_id)
             self.deferred += [*([dict(intent)] if intent is not None else []), dict(refusal)]

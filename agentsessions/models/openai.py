@@ -16,8 +16,16 @@ Invariants:
   :mod:`.openai_tools` says; file and data parts, and params other than ``temperature``,
   ``top_p``, ``max_tokens`` and ``seed``, are refused with InvalidArgumentError before any
   byte is sent.
-- A request model of ``""`` or ``"echo"`` (the echo harness's placeholder) means this
-  provider's model; any other request model is sent as is.
+- The body's ``model`` is the model's own name, never a spec: a request model of ``""`` or
+  ``"echo"`` (the echo harness's placeholder) or an ``openai:NAME[,options]`` spec (what the
+  controller passes: the spec this provider was made from) means this provider's model; any
+  other request model is a plain name and is sent as is.
+- Without a key (``MODEL_API_KEY``/``OPENAI_API_KEY``) a call to the public endpoint
+  (``api.openai.com``, which answers every keyless request with 401) is refused before
+  anything is sent (UnavailableError; the turn fails and keeps its input for ``resume`` once
+  the key is set). Other endpoints (a local server) may need none.
+- An answer with no text and no tool call is a failed call (UnavailableError naming the
+  finish reason), not an empty OUTPUT: a turn never ends COMPLETED on nothing.
 - The completion is ``assistant`` with a reasoning part (only if the server returned
   ``reasoning_content``), a text part (only if non-empty), then one ``tool_call`` part per
   tool call the server asked for (streamed calls assembled by index). Usage is the
@@ -72,6 +80,7 @@ from agentsessions.models.overflow import is_overflow
 from agentsessions.v1.model import Part, message, text_part
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+PUBLIC_HOST = "api.openai.com"
 DEFAULT_PATH = "/chat/completions"
 DEFAULT_AUTH_HEADER = "Authorization"
 DEFAULT_CONNECT_TIMEOUT = 10.0
@@ -88,6 +97,7 @@ PARAMS: dict[str, type[int] | type[float]] = {
 MAX_RESPONSE = 32 << 20  # a completion is small; a runaway endpoint must not exhaust memory
 MAX_DETAIL = 200
 _PLACEHOLDER_MODELS = ("", "echo")
+_SPEC_PREFIX = "openai:"
 _UNREACHABLE = "check the model's base_url (or MODEL_BASE_URL) and that the server is up"
 _NOT_COMPATIBLE = "check that base_url and path name an OpenAI-compatible chat endpoint"
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
@@ -224,12 +234,26 @@ class OpenAIModel:
         auth = self.auth_header if self._key else "none"
         return f"OpenAIModel({self.model!r}, url={self.endpoint.display!r}, auth={auth!r})"
 
+    def wire_model(self, requested: str) -> str:
+        """The model name sent for a request model (see the module docstring)."""
+        if requested in _PLACEHOLDER_MODELS or requested.strip().startswith(_SPEC_PREFIX):
+            return self.model
+        return requested
+
     def complete(
         self, request: ModelRequest, on_delta: Callable[[str], None] | None = None
     ) -> Completion:
         """POST the request and return the whole answer (streaming deltas if asked)."""
-        model = self.model if request.model in _PLACEHOLDER_MODELS else request.model
+        model = self.wire_model(request.model)
         body = request_body(model, request, stream=on_delta is not None)
+        if self._key is None and self.endpoint.host == PUBLIC_HOST:
+            raise UnavailableError(
+                f"model endpoint {self.endpoint.display} needs an API key, and neither"
+                " MODEL_API_KEY nor OPENAI_API_KEY is set; nothing was sent",
+                hint="export MODEL_API_KEY=... and resume the turn, or name a local server"
+                " with base_url=http://HOST:PORT/v1",
+                url=self.endpoint.display,
+            )
         connection, response = self._post(body)
         try:
             return self._answer(model, response, on_delta)
@@ -259,7 +283,16 @@ class OpenAIModel:
                 _deliver(on_delta, text)
         else:
             text, reasoning, usage = parse_stream(_sse_data(response), on_delta, calls)
-        return completion(model, text, reasoning, usage, calls.parts())
+        parts = calls.parts()
+        if not text and not parts:
+            raise UnavailableError(
+                f"model endpoint {self.endpoint.display} returned an empty answer (no text"
+                " and no tool call); nothing was recorded as the model's output",
+                hint="the model may have filtered its answer or run out of max_tokens; "
+                "continue the failed turn with agentsessions resume SESSION",
+                url=self.endpoint.display,
+            )
+        return completion(model, text, reasoning, usage, parts)
 
     def _post(self, body: bytes) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
         connection = self.endpoint.connection(self.connect_timeout)

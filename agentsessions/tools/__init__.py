@@ -19,6 +19,9 @@ Spec grammar (the ``executor`` key of a workload's ``[tools.NAME]`` table)::
 - ``mcp:COMMAND ARGS``: the tool of that name (or ``config["tool"]``) of the stdio MCP
   server ``COMMAND ARGS`` starts (:mod:`.mcpexec`; needs the ``mcp`` extra).
 
+A built-in ships the description and JSON Schema of its arguments
+(:func:`builtin_schema`), offered to the model when the workload's table gives neither.
+
 Any other spec is refused with UnknownToolError naming it and the known forms. Creating an
 executor checks the spec and imports a ``python:`` module (or checks the ``mcp`` extra is
 installed), and touches nothing else: no socket is connected, no server started. An
@@ -29,6 +32,7 @@ call's intent is recorded, so that a server that is down is refused with nothing
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from agentsessions.controller.spi import BoundTool, ToolExecutor, ToolResolver
 from agentsessions.errors import UnknownToolError
@@ -43,6 +47,7 @@ __all__ = [
     "Notes",
     "PythonExecutor",
     "UnixExecutor",
+    "builtin_schema",
     "create_executor",
     "known_executors",
     "register_executor",
@@ -50,6 +55,10 @@ __all__ = [
 ]
 
 _BUILTINS: dict[str, Callable[[], ToolExecutor]] = {"append_line": AppendLine, "notes": Notes}
+_SCHEMAS: dict[str, tuple[str, Mapping[str, Any]]] = {
+    "append_line": (AppendLine.DESCRIPTION, AppendLine.PARAMETERS),
+    "notes": (Notes.DESCRIPTION, Notes.PARAMETERS),
+}
 SCHEMES = ("python:", "unix://", "mcp:")
 
 
@@ -82,6 +91,14 @@ def create_executor(spec: str) -> ToolExecutor:
             f"unknown tool executor {spec!r} (known: {', '.join(known_executors())})"
         )
     return factory()
+
+
+def builtin_schema(spec: str) -> tuple[str, dict[str, Any]]:
+    """The description and JSON Schema of the built-in executor ``spec`` offers a model
+    (``("", {})`` for any other spec: a ``python:``/``unix://`` tool's workload says them,
+    and an ``mcp:`` server lists its own)."""
+    schema = _SCHEMAS.get(spec.strip())
+    return (schema[0], dict(schema[1])) if schema is not None else ("", {})
 
 
 def static_resolver(tools: Mapping[str, BoundTool]) -> ToolResolver:

@@ -8,6 +8,8 @@ own: the host's receipts make each key's line land at most once.
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from agentsessions.controller.spi import ToolOutcome, ToolRequest
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
 
@@ -19,6 +21,16 @@ class AppendLine:
 
     idempotent = False
     config_schema = ConfigSchema({"path": ConfigKey("string", required=True, doc="the file")})
+    DESCRIPTION = "Append one line of text to the log file."
+    PARAMETERS: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "line": {"type": "string", "description": "The line to append, without a newline."}
+        },
+        "required": ["line"],
+        "additionalProperties": False,
+    }
+    """What a model is offered when the workload gives no description or parameters."""
 
     def __init__(self, fs: FileSystem = DEFAULT_FS) -> None:
         self.fs = fs

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from agentsessions.controller.spi import ToolOutcome, ToolRequest, ToolStoreEntry
 from agentsessions.journal.stores.store import MAX_COMMIT_ID_LEN
@@ -36,6 +36,17 @@ class Notes:
     idempotent = True
     needs_store = True  # the workload refuses it unless it is named in tool_components
     config_schema = ConfigSchema()  # no config: its state is in its store
+    DESCRIPTION = "Keep notes: add one, list those since the last clear, or clear the list."
+    PARAMETERS: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "op": {"type": "string", "enum": ["add", "list", "clear"]},
+            "text": {"type": "string", "description": "The note to add (op add only)."},
+        },
+        "required": ["op"],
+        "additionalProperties": False,
+    }
+    """What a model is offered when the workload gives no description or parameters."""
 
     def call(self, request: ToolRequest) -> ToolOutcome:
         """Run one op; a missing store or bad arguments are an error outcome, no effect."""

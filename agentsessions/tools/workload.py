@@ -31,7 +31,10 @@ plain name, an executor spec the registry refuses, a ``config`` its executor doe
 named in both lists, a tool component the workload has no tool for, or a store-needing
 built-in left out of ``tool_components`` is a WorkloadError (exit 2) with one line naming
 the file, the table and the key. A ``reported`` tool (run by the harness itself) needs no
-executor; ``mediated`` and ``approval`` tools do.
+executor; ``mediated`` and ``approval`` tools do. A table whose executor is a built-in
+(``append_line``, ``notes``) offers the built-in's own description and JSON Schema where it
+gives no ``description`` or no ``parameters`` of its own, so a real model knows what
+arguments to send.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from agentsessions.controller.spi import BoundTool, ToolExecutor
 from agentsessions.errors import UnknownToolError, WorkloadError
 from agentsessions.v1 import model
 
-from . import create_executor
+from . import builtin_schema, create_executor
 from .configschema import ConfigSchema
 
 MEDIATIONS = {
@@ -255,12 +258,15 @@ def _tool(path: str, name: str, body: Any) -> Tool:
     for key in ("parameters", "config"):
         if not isinstance(body.get(key, {}), dict):
             raise _bad(path, table, key, "must be a table")
+    parameters = dict(body.get("parameters", {}))
+    own_description, own_parameters = builtin_schema(executor)  # the workload's fields win
+    description, parameters = description or own_description, parameters or own_parameters
     return Tool(
         name,
         MEDIATIONS[tier],
         executor,
         description,
-        dict(body.get("parameters", {})),
+        parameters,
         dict(body.get("config", {})),
         needs_store,
     )

@@ -29,7 +29,7 @@ PIECE = st.one_of(st.sampled_from(HOSTILE), st.characters(codec="utf-8"))
 TEXT = st.lists(PIECE, min_size=1, max_size=5).map("".join)  # short: no cell wraps at 200
 GET_KEYS = {
     "uid", "project", "name", "harness", "model", "labels", "annotations", "last_seq",
-    "last_hash", "compute", "memory", "exec", "fence", "created", "updated",
+    "last_hash", "compute", "memory", "usage", "exec", "fence", "created", "updated",
 }  # fmt: skip
 
 

@@ -96,8 +96,8 @@ def test_an_overflowing_request_compacts_and_retries_and_replay_calls_nothing(
         assert _kinds(engine, uid, before + 1) == [
             "EXECUTION_START", "INPUT",
             "MODEL_CALL", "ERROR",  # the refused call and its refusal
-            "MODEL_CALL", "OUTPUT", "OUTPUT",  # the summary and the compaction marker
-            "MODEL_CALL", "OUTPUT", "END",  # the request again, on the summary
+            "MODEL_CALL", "OUTPUT", "USAGE", "OUTPUT",  # the summary and the compaction marker
+            "MODEL_CALL", "OUTPUT", "USAGE", "END",  # the request again, on the summary
         ]  # fmt: skip
         error = [r.event for r in engine.store.read(uid, from_seq=before + 1)][3]
         assert refusals.is_refusal(error) and "context_length" not in error["error"]["description"]
