@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer._click.core import ParameterSource
 from typer.core import TyperCommand
 
 from agentsessions import __version__
@@ -151,6 +152,12 @@ class AgentSessionsGroup(LazyGroup):
             return err.exit_code
         return rv if isinstance(rv, int) else 0
 
+    def parse_args(self, ctx: BaseContext, args: list[str]) -> list[str]:
+        """Parse the root's options, those typed after the command too (:mod:`.globalopts`)."""
+        from agentsessions.cli.globalopts import hoist
+
+        return super().parse_args(ctx, hoist(self, ctx, args))
+
     def invoke(self, ctx: BaseContext) -> Any:
         """Invoke the subcommand; Ctrl-C ends with one line and exit status 130."""
         try:
@@ -224,6 +231,10 @@ def root(
     from agentsessions.sessions.home import check_home
 
     state = ctx.ensure_object(CliState)
+    if home is not None and ctx.get_parameter_source("home") is ParameterSource.COMMANDLINE:
+        from agentsessions.cli.globalopts import check_home_word
+
+        check_home_word(home, ctx.command.list_commands(ctx))  # type: ignore[attr-defined]
     state.home = None if home is None else check_home(home, "--home")
     state.server, state.token = server, token
     state.store, state.allow_unsynced, state.key_file = store, allow_unsynced, key_file
@@ -247,29 +258,33 @@ def _state(ctx: typer.Context, as_json: bool) -> CliState:
 
 
 @contextmanager
-def open_engine(state: CliState, runtime: str = "auto") -> Iterator[Sessions]:
+def open_engine(
+    state: CliState, runtime: str = "auto", *, read: bool = False
+) -> Iterator[Sessions]:
     """The Sessions a command acts on, closed when the command ends: the client of
     ``--server`` when one is given, else the engine on the file store under the home.
-    The one place the CLI chooses local or remote."""
+    The one place the CLI chooses local or remote. ``read``: the command only reads, so a
+    local home that does not exist is refused (exit 3) rather than created."""
     if state.server:
         from agentsessions.cli.remote import dial_server  # imports grpc: only with --server
 
         with dial_server(state.server, state.token, state.tls) as client:
             yield client
         return
-    with open_local_engine(state, "", runtime) as engine:
+    with open_local_engine(state, "", runtime, read=read) as engine:
         yield engine
 
 
 @contextmanager
 def open_local_engine(
-    state: CliState, command: str, runtime: str = "auto"
+    state: CliState, command: str, runtime: str = "auto", *, read: bool = False
 ) -> Iterator[LocalSessions]:
     """The local engine, for a command that is local by nature (``command`` names it:
-    refused with one line, exit 2, when ``--server`` is given)."""
+    refused with one line, exit 2, when ``--server`` is given); ``read`` as for
+    :func:`open_engine`."""
     so.require_local(state.server, command)
     name_process(state)
-    with open_chosen(state, runtime) as engine:
+    with open_chosen(state, runtime, read=read) as engine:
         yield engine
 
 
@@ -389,7 +404,7 @@ def list_(
     """
     state = _state(ctx, as_json)
     _check_project(project)
-    with open_engine(state) as engine:
+    with open_engine(state, read=True) as engine:
         page = engine.list(project=project, page_size=page_size, cursor=cursor)
         # a missing catalog was rebuilt on open (a local home: a server's log has its own)
         unindexed = list(getattr(engine, "unindexed", ()))
@@ -415,7 +430,7 @@ def get(ctx: typer.Context, session: SessionArg, as_json: JsonOpt = False) -> No
     """
     state = _state(ctx, as_json)
     uid = _uid(session)
-    with open_engine(state) as engine:
+    with open_engine(state, read=True) as engine:
         info = engine.get(uid)
     from agentsessions.cli import render
 
@@ -443,7 +458,7 @@ def log(
     uid = _uid(session)
     from agentsessions.cli import render
 
-    with open_engine(state) as engine:
+    with open_engine(state, read=True) as engine:
         records = engine.read(uid, from_seq=from_seq, to_seq=to_seq)  # "not found" first
         if state.json:
             render.write_json_lines(record.to_wire_json() for record in records)
@@ -472,7 +487,7 @@ def _run_verify(
             so.require_local(state.server, "verify --path")
             return [(str(path), verify_path(path, strict=strict, progress=progress, key_file=kf))]
         if all_:  # one report per session, deleted ones too, whatever fails
-            with open_local_engine(state, "verify --all") as engine:
+            with open_local_engine(state, "verify --all", read=True) as engine:
                 return engine.verify_all(strict=strict, progress=progress)
         assert target is not None
         if looks_like_path(target):
@@ -485,7 +500,7 @@ def _run_verify(
             path = Path(target)
             return [(target, verify_path(path, strict=strict, progress=progress, key_file=kf))]
         uid = _uid(target)
-        with open_engine(state) as engine:
+        with open_engine(state, read=True) as engine:
             return [(uid, engine.verify(uid, strict=strict, progress=progress))]
 
 
@@ -585,7 +600,7 @@ def export(
     if output.exists() and not force and not is_stream(output):  # /dev/stdout: written in place
         raise InvalidArgumentError(f"{output} already exists", hint="pass --force to overwrite it")
     try:
-        with open_engine(state) as engine, render.ProgressBar("exporting") as progress:
+        with open_engine(state, read=True) as engine, render.ProgressBar("exporting") as progress:
             exporter: Any = engine  # both engines take overwrite; the Protocol does not
             summary = exporter.export(
                 uid, output, compress=not no_compress, progress=progress, overwrite=force, **choice

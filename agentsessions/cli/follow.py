@@ -80,7 +80,7 @@ def follow(
     state = _state(ctx, as_json)
     uid = _uid(session)
     try:
-        with open_engine(state) as engine:
+        with open_engine(state, read=True) as engine:
             records = engine.follow(uid, from_seq=from_seq, idle_timeout=idle_exit)
             try:
                 for record in records:

@@ -55,8 +55,9 @@ class StoreChoice(Protocol):
     key_file: str
 
 
-def open_chosen(state: StoreChoice, runtime: str) -> LocalSessions:
-    """The local engine on the store and master key the global options chose."""
+def open_chosen(state: StoreChoice, runtime: str, *, read: bool = False) -> LocalSessions:
+    """The local engine on the store and master key the global options chose; ``read``:
+    a home that does not exist is refused (exit 3), never created."""
     from agentsessions.sessions.local import open_local
 
     return open_local(
@@ -65,6 +66,7 @@ def open_chosen(state: StoreChoice, runtime: str) -> LocalSessions:
         store_url=state.store,
         allow_unsynced=state.allow_unsynced,
         key_file=state.key_file or None,
+        must_exist=read,
     )
 
 
