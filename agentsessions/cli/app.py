@@ -16,7 +16,6 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
-import inspect
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -27,11 +26,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer._click.core import ParameterSource
-from typer.core import TyperCommand
 
 from agentsessions import __version__
 from agentsessions.cli import serveropts as so
-from agentsessions.cli.helpview import HelpCommand
 from agentsessions.cli.lazygroup import LazyGroup, lazy_group
 from agentsessions.cli.storeopts import (
     AllowUnsyncedOpt,
@@ -684,26 +681,3 @@ def root_command() -> AgentSessionsGroup:
     exceptions off; tests that hand ``app`` to typer's CliRunner get the eager build.
     """
     return lazy_group(app, AgentSessionsGroup)
-
-
-def _reflow(doc: str) -> str:
-    """A docstring with each paragraph on one line: rich keeps single line breaks, so help
-    text wrapped for the source file would break raggedly in an 80-column terminal."""
-    paragraphs = inspect.cleandoc(doc).split("\n\n")
-    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
-
-
-def reflow_help() -> None:
-    """Give every registered command without explicit help its reflowed docstring, and a
-    class whose ``--help`` is drawn without ``typer.rich_utils`` (:mod:`.helpview`).
-
-    Called by :mod:`agentsessions.cli` once the other command modules (``turns``,
-    ``compute``, ``follow``, ``cancel``) have registered theirs, groups' commands included:
-    they import this module, so it never imports them (no import cycle).
-    """
-    groups = [group.typer_instance for group in app.registered_groups if group.typer_instance]
-    for command in [c for t in (app, *groups) for c in t.registered_commands]:
-        if command.help is None and command.callback is not None and command.callback.__doc__:
-            command.help = _reflow(command.callback.__doc__)
-        if command.cls is TyperCommand:  # typer's default: never one a command chose
-            command.cls = HelpCommand
