@@ -28,6 +28,7 @@ import typer
 from typer._click.core import ParameterSource
 
 from agentsessions import __version__
+from agentsessions.cli import failures
 from agentsessions.cli import serveropts as so
 from agentsessions.cli.lazygroup import LazyGroup, lazy_group
 from agentsessions.cli.storeopts import (
@@ -39,7 +40,12 @@ from agentsessions.cli.storeopts import (
     export_choice,
     open_chosen,
 )
-from agentsessions.errors import AgentSessionsError, InvalidArgumentError, StorageError
+from agentsessions.errors import (
+    AgentSessionsError,
+    InvalidArgumentError,
+    LockHeldError,
+    StorageError,
+)
 
 if TYPE_CHECKING:
     from typer._click.core import Context as BaseContext
@@ -66,33 +72,7 @@ class CliState:
     key_file: str = ""  # --key-file: the master key ("": the environment's, or none)
 
 
-# --- error handling ------------------------------------------------------------------------
-
-
-def _report(message: str, hint: str, as_json: bool, payload: dict[str, Any]) -> None:
-    """Print an error: one line (and an optional hint line) on stderr, JSON on stdout.
-
-    The JSON error object is a single line, so it also ends a ``log --json`` stream cleanly.
-    """
-    from agentsessions.cli.render import error_text, write_json
-
-    if as_json:
-        write_json(payload, compact=True)
-    sys.stderr.write(error_text(message, hint))
-    sys.stderr.flush()
-
-
-def _storage_error(exc: OSError) -> StorageError:
-    """Map an OSError that escaped the library into our error tree (exit 13)."""
-    where = f": {exc.filename}" if exc.filename else ""
-    return StorageError(f"{exc.strerror or exc}{where}", path=exc.filename)
-
-
-def _usage_hint(exc: typer.TyperException) -> str:
-    ctx = getattr(exc, "ctx", None)
-    if ctx is None:
-        return f"{PROG} --help"
-    return f"{ctx.command_path} --help"
+# --- error handling: agentsessions.cli.failures -------------------------------------------
 
 
 class AgentSessionsGroup(LazyGroup):
@@ -131,21 +111,25 @@ class AgentSessionsGroup(LazyGroup):
         try:
             rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
         except AgentSessionsError as exc:
-            _report(exc.message, exc.hint, state.json, exc.to_dict())
+            if isinstance(exc, LockHeldError):
+                exc.hint = failures.busy_hint(exc.hint, state.program)
+            failures.report(exc.message, exc.hint, state.json, exc.to_dict())
             return exc.exit_code
         except typer.TyperException as exc:  # click usage errors: bad flag, missing argument
             message = exc.format_message()
             if not message:  # a group run without its command: its help was the answer
                 return exc.exit_code
             as_json = state.json or "--json" in argv
-            _report(message, _usage_hint(exc), as_json, {"error": "usage", "message": message})
+            failures.report(
+                message, failures.usage_hint(exc), as_json, {"error": "usage", "message": message}
+            )
             return exc.exit_code
         except typer.Abort:
-            _report("aborted", "", state.json, {"error": "aborted", "message": "aborted"})
+            failures.report("aborted", "", state.json, {"error": "aborted", "message": "aborted"})
             return 1
         except OSError as exc:
-            err = _storage_error(exc)
-            _report(err.message, err.hint, state.json, err.to_dict())
+            err = failures.storage_error(exc)
+            failures.report(err.message, err.hint, state.json, err.to_dict())
             return err.exit_code
         return rv if isinstance(rv, int) else 0
 
