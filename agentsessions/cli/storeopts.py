@@ -20,9 +20,10 @@ StoreOpt = Annotated[
         "--store",
         envvar="AGENTSESSIONS_STORE",
         metavar="URL",
-        help="Where sessions live: nats://HOST:PORT?monitor=URL (JetStream, see "
-        "docs/JETSTREAM.md); default: $AGENTSESSIONS_STORE, else [store] url in the config "
-        "file ($AGENTSESSIONS_CONFIG, else HOME/config.toml), else the file store under --home.",
+        help="Where sessions live: nats://HOST:PORT?monitor=URL[&connect_timeout=SECONDS, "
+        "default 2] (JetStream, see docs/JETSTREAM.md); default: $AGENTSESSIONS_STORE, else "
+        "[store] url in the config file ($AGENTSESSIONS_CONFIG, else HOME/config.toml), else "
+        "the file store under --home.",
         show_envvar=False,
     ),
 ]

@@ -55,6 +55,7 @@ def test_a_bad_or_unreachable_store_is_one_clear_line(nats_server: Any, tmp_path
     down = _cli(tmp_path, "--store", "nats://127.0.0.1:9", "--allow-unsynced", "list")
     assert down.returncode == 12
     assert "cannot connect to the NATS server at nats://127.0.0.1:9" in down.stderr
+    assert len(down.stderr.splitlines()) == 2 and "connect_timeout=" in down.stderr  # the knob
     assert _cli(tmp_path, "--store", "nats://127.0.0.1:9", "list").returncode == 12  # down first
     unproven = _cli(tmp_path, "--store", nats_server.url, "list")  # up, but no monitor URL
     assert unproven.returncode == 12 and "--allow-unsynced" in unproven.stderr
