@@ -291,9 +291,9 @@ class LocalSessions:
         return str(self.store.catalog.path)  # type: ignore[attr-defined]
 
     def reindex(self) -> int:
-        """Rebuild the listing index from the session directories (file store)."""
+        """Rebuild the listing index from the session directories (a store without one: refused)."""
         with self._lock:
-            return int(self.store.reindex())  # type: ignore[attr-defined]
+            return offline.reindex(self.store)
 
     # -- reading ----------------------------------------------------------------------------
     def read(self, uid: str, *, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
