@@ -154,6 +154,7 @@ app = typer.Typer(
     help=(
         "Durable AI-agent sessions kept as append-only, hash-chained event journals.\n\n"
         "Sessions live under --home (or $AGENTSESSIONS_HOME, else the per-user data directory)."
+        " The options below but --version also work after the command."
     ),
     epilog="Start here: agentsessions demo",
     add_completion=False,
