@@ -51,8 +51,7 @@ def busy_hint(hint: str, program: str) -> str:
     verb = program.removeprefix(f"{PROG} ")
     if "--wait" in hint:
         return hint
+    first = hint or "wait for the holder to finish, or stop it"
     if verb in ("exec", "resume"):
-        return f"retry with --wait SECONDS to wait for the holder: {PROG} {verb} ... --wait 30"
-    return (hint or "wait for the holder to finish, or stop it") + (
-        "; exec and resume wait for it with --wait SECONDS"
-    )
+        return f"{first}; or let {verb} wait for it: {PROG} {verb} ... --wait SECONDS"
+    return f"{first}; exec and resume wait for it with --wait SECONDS"

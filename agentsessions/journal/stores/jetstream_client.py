@@ -94,7 +94,7 @@ class Client:
                 max_reconnect_attempts=3, allow_reconnect=True,
             ), limit)  # fmt: skip
         except (OSError, nats.errors.Error, TimeoutError) as exc:
-            why = f"no answer within {limit:g}s" if isinstance(exc, TimeoutError) else exc
+            why = f"not reached within {limit:g}s" if isinstance(exc, TimeoutError) else exc
             raise UnavailableError(
                 f"cannot connect to the NATS server at {self.options.url}: {why or type(exc)}",
                 hint="is nats-server running with JetStream enabled? (the store URL's "
