@@ -16,7 +16,6 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
-import inspect
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -26,11 +25,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from typer.core import TyperCommand
+from typer._click.core import ParameterSource
 
 from agentsessions import __version__
+from agentsessions.cli import failures
 from agentsessions.cli import serveropts as so
-from agentsessions.cli.helpview import HelpCommand
 from agentsessions.cli.lazygroup import LazyGroup, lazy_group
 from agentsessions.cli.storeopts import (
     AllowUnsyncedOpt,
@@ -41,7 +40,12 @@ from agentsessions.cli.storeopts import (
     export_choice,
     open_chosen,
 )
-from agentsessions.errors import AgentSessionsError, InvalidArgumentError, StorageError
+from agentsessions.errors import (
+    AgentSessionsError,
+    InvalidArgumentError,
+    LockHeldError,
+    StorageError,
+)
 
 if TYPE_CHECKING:
     from typer._click.core import Context as BaseContext
@@ -68,33 +72,7 @@ class CliState:
     key_file: str = ""  # --key-file: the master key ("": the environment's, or none)
 
 
-# --- error handling ------------------------------------------------------------------------
-
-
-def _report(message: str, hint: str, as_json: bool, payload: dict[str, Any]) -> None:
-    """Print an error: one line (and an optional hint line) on stderr, JSON on stdout.
-
-    The JSON error object is a single line, so it also ends a ``log --json`` stream cleanly.
-    """
-    from agentsessions.cli.render import error_text, write_json
-
-    if as_json:
-        write_json(payload, compact=True)
-    sys.stderr.write(error_text(message, hint))
-    sys.stderr.flush()
-
-
-def _storage_error(exc: OSError) -> StorageError:
-    """Map an OSError that escaped the library into our error tree (exit 13)."""
-    where = f": {exc.filename}" if exc.filename else ""
-    return StorageError(f"{exc.strerror or exc}{where}", path=exc.filename)
-
-
-def _usage_hint(exc: typer.TyperException) -> str:
-    ctx = getattr(exc, "ctx", None)
-    if ctx is None:
-        return f"{PROG} --help"
-    return f"{ctx.command_path} --help"
+# --- error handling: agentsessions.cli.failures -------------------------------------------
 
 
 class AgentSessionsGroup(LazyGroup):
@@ -133,23 +111,33 @@ class AgentSessionsGroup(LazyGroup):
         try:
             rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
         except AgentSessionsError as exc:
-            _report(exc.message, exc.hint, state.json, exc.to_dict())
+            if isinstance(exc, LockHeldError):
+                exc.hint = failures.busy_hint(exc.hint, state.program)
+            failures.report(exc.message, exc.hint, state.json, exc.to_dict())
             return exc.exit_code
         except typer.TyperException as exc:  # click usage errors: bad flag, missing argument
             message = exc.format_message()
             if not message:  # a group run without its command: its help was the answer
                 return exc.exit_code
             as_json = state.json or "--json" in argv
-            _report(message, _usage_hint(exc), as_json, {"error": "usage", "message": message})
+            failures.report(
+                message, failures.usage_hint(exc), as_json, {"error": "usage", "message": message}
+            )
             return exc.exit_code
         except typer.Abort:
-            _report("aborted", "", state.json, {"error": "aborted", "message": "aborted"})
+            failures.report("aborted", "", state.json, {"error": "aborted", "message": "aborted"})
             return 1
         except OSError as exc:
-            err = _storage_error(exc)
-            _report(err.message, err.hint, state.json, err.to_dict())
+            err = failures.storage_error(exc)
+            failures.report(err.message, err.hint, state.json, err.to_dict())
             return err.exit_code
         return rv if isinstance(rv, int) else 0
+
+    def parse_args(self, ctx: BaseContext, args: list[str]) -> list[str]:
+        """Parse the root's options, those typed after the command too (:mod:`.globalopts`)."""
+        from agentsessions.cli.globalopts import hoist
+
+        return super().parse_args(ctx, hoist(self, ctx, args))
 
     def invoke(self, ctx: BaseContext) -> Any:
         """Invoke the subcommand; Ctrl-C ends with one line and exit status 130."""
@@ -166,6 +154,7 @@ app = typer.Typer(
     help=(
         "Durable AI-agent sessions kept as append-only, hash-chained event journals.\n\n"
         "Sessions live under --home (or $AGENTSESSIONS_HOME, else the per-user data directory)."
+        " The options below but --version also work after the command."
     ),
     epilog="Start here: agentsessions demo",
     add_completion=False,
@@ -224,6 +213,10 @@ def root(
     from agentsessions.sessions.home import check_home
 
     state = ctx.ensure_object(CliState)
+    if home is not None and ctx.get_parameter_source("home") is ParameterSource.COMMANDLINE:
+        from agentsessions.cli.globalopts import check_home_word
+
+        check_home_word(home, ctx.command.list_commands(ctx))  # type: ignore[attr-defined]
     state.home = None if home is None else check_home(home, "--home")
     state.server, state.token = server, token
     state.store, state.allow_unsynced, state.key_file = store, allow_unsynced, key_file
@@ -247,29 +240,33 @@ def _state(ctx: typer.Context, as_json: bool) -> CliState:
 
 
 @contextmanager
-def open_engine(state: CliState, runtime: str = "auto") -> Iterator[Sessions]:
+def open_engine(
+    state: CliState, runtime: str = "auto", *, read: bool = False
+) -> Iterator[Sessions]:
     """The Sessions a command acts on, closed when the command ends: the client of
     ``--server`` when one is given, else the engine on the file store under the home.
-    The one place the CLI chooses local or remote."""
+    The one place the CLI chooses local or remote. ``read``: the command only reads, so a
+    local home that does not exist is refused (exit 3) rather than created."""
     if state.server:
         from agentsessions.cli.remote import dial_server  # imports grpc: only with --server
 
         with dial_server(state.server, state.token, state.tls) as client:
             yield client
         return
-    with open_local_engine(state, "", runtime) as engine:
+    with open_local_engine(state, "", runtime, read=read) as engine:
         yield engine
 
 
 @contextmanager
 def open_local_engine(
-    state: CliState, command: str, runtime: str = "auto"
+    state: CliState, command: str, runtime: str = "auto", *, read: bool = False
 ) -> Iterator[LocalSessions]:
     """The local engine, for a command that is local by nature (``command`` names it:
-    refused with one line, exit 2, when ``--server`` is given)."""
+    refused with one line, exit 2, when ``--server`` is given); ``read`` as for
+    :func:`open_engine`."""
     so.require_local(state.server, command)
     name_process(state)
-    with open_chosen(state, runtime) as engine:
+    with open_chosen(state, runtime, read=read) as engine:
         yield engine
 
 
@@ -389,7 +386,7 @@ def list_(
     """
     state = _state(ctx, as_json)
     _check_project(project)
-    with open_engine(state) as engine:
+    with open_engine(state, read=True) as engine:
         page = engine.list(project=project, page_size=page_size, cursor=cursor)
         # a missing catalog was rebuilt on open (a local home: a server's log has its own)
         unindexed = list(getattr(engine, "unindexed", ()))
@@ -419,7 +416,7 @@ def get(ctx: typer.Context, session: SessionArg, as_json: JsonOpt = False) -> No
     uid = _uid(session)
     from agentsessions.sessions.usage import usage_totals
 
-    with open_engine(state) as engine:
+    with open_engine(state, read=True) as engine:
         info = engine.get(uid)
         usage = usage_totals(engine.read(uid))
     from agentsessions.cli import render
@@ -448,7 +445,7 @@ def log(
     uid = _uid(session)
     from agentsessions.cli import render
 
-    with open_engine(state) as engine:
+    with open_engine(state, read=True) as engine:
         records = engine.read(uid, from_seq=from_seq, to_seq=to_seq)  # "not found" first
         if state.json:
             render.write_json_lines(record.to_wire_json() for record in records)
@@ -477,7 +474,7 @@ def _run_verify(
             so.require_local(state.server, "verify --path")
             return [(str(path), verify_path(path, strict=strict, progress=progress, key_file=kf))]
         if all_:  # one report per session, deleted ones too, whatever fails
-            with open_local_engine(state, "verify --all") as engine:
+            with open_local_engine(state, "verify --all", read=True) as engine:
                 return engine.verify_all(strict=strict, progress=progress)
         assert target is not None
         if looks_like_path(target):
@@ -490,7 +487,7 @@ def _run_verify(
             path = Path(target)
             return [(target, verify_path(path, strict=strict, progress=progress, key_file=kf))]
         uid = _uid(target)
-        with open_engine(state) as engine:
+        with open_engine(state, read=True) as engine:
             return [(uid, engine.verify(uid, strict=strict, progress=progress))]
 
 
@@ -590,7 +587,7 @@ def export(
     if output.exists() and not force and not is_stream(output):  # /dev/stdout: written in place
         raise InvalidArgumentError(f"{output} already exists", hint="pass --force to overwrite it")
     try:
-        with open_engine(state) as engine, render.ProgressBar("exporting") as progress:
+        with open_engine(state, read=True) as engine, render.ProgressBar("exporting") as progress:
             exporter: Any = engine  # both engines take overwrite; the Protocol does not
             summary = exporter.export(
                 uid, output, compress=not no_compress, progress=progress, overwrite=force, **choice
@@ -674,26 +671,3 @@ def root_command() -> AgentSessionsGroup:
     exceptions off; tests that hand ``app`` to typer's CliRunner get the eager build.
     """
     return lazy_group(app, AgentSessionsGroup)
-
-
-def _reflow(doc: str) -> str:
-    """A docstring with each paragraph on one line: rich keeps single line breaks, so help
-    text wrapped for the source file would break raggedly in an 80-column terminal."""
-    paragraphs = inspect.cleandoc(doc).split("\n\n")
-    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
-
-
-def reflow_help() -> None:
-    """Give every registered command without explicit help its reflowed docstring, and a
-    class whose ``--help`` is drawn without ``typer.rich_utils`` (:mod:`.helpview`).
-
-    Called by :mod:`agentsessions.cli` once the other command modules (``turns``,
-    ``compute``, ``follow``, ``cancel``) have registered theirs, groups' commands included:
-    they import this module, so it never imports them (no import cycle).
-    """
-    groups = [group.typer_instance for group in app.registered_groups if group.typer_instance]
-    for command in [c for t in (app, *groups) for c in t.registered_commands]:
-        if command.help is None and command.callback is not None and command.callback.__doc__:
-            command.help = _reflow(command.callback.__doc__)
-        if command.cls is TyperCommand:  # typer's default: never one a command chose
-            command.cls = HelpCommand

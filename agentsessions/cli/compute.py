@@ -17,13 +17,12 @@ import typer
 from agentsessions.cli.app import (
     PROG,
     JsonOpt,
-    _reflow,
     _state,
     _uid,
     app,
     open_local_engine,
 )
-from agentsessions.cli.helpview import HelpGroup
+from agentsessions.cli.helpview import HelpGroup, reflow
 from agentsessions.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -145,4 +144,4 @@ def stop(
 
 for _command in compute_app.registered_commands:
     if _command.help is None and _command.callback is not None and _command.callback.__doc__:
-        _command.help = _reflow(_command.callback.__doc__)
+        _command.help = reflow(_command.callback.__doc__)

@@ -43,15 +43,9 @@ if TYPE_CHECKING:
 
 def follow_line(record: LogRecord) -> str:
     """One record as ``log`` shows it, on one line: seq, kind, execution, hash, summary."""
-    from agentsessions.cli.render import event_kind, one_line, summarize_event
+    from agentsessions.cli.render import log_line
 
-    event = record.event
-    kind = event_kind(event)
-    execution = str(event.get("execution_id", "")) or "-"
-    summary = summarize_event(event)
-    return one_line(
-        f"{record.seq:>6}  {kind:<16} {execution}  {record.content_hash[:12]}  {summary}"
-    )
+    return log_line(record)
 
 
 def _stdout_failed() -> bool:
@@ -156,7 +150,7 @@ def follow(
     state = _state(ctx, as_json)
     uid = _uid(session)
     try:
-        with ReaderWatch(), open_engine(state) as engine:
+        with ReaderWatch(), open_engine(state, read=True) as engine:
             records = engine.follow(uid, from_seq=from_seq, idle_timeout=idle_exit)
             try:
                 for record in records:

@@ -102,8 +102,10 @@ def list_(
         while token:
             page, token = book.list(500, "" if token == "start" else token, include_retired)
             regs.extend(page)
-    lines = [_line(r) for r in regs]
-    _show(state.json, {"harnesses": regs}, "\n".join(lines))
+    if state.json:
+        _show(True, {"harnesses": regs}, "")
+    else:
+        _print_table(regs)
 
 
 @harness_app.command(name="retire", epilog="Example: agentsessions harness retire mychat")
@@ -126,12 +128,26 @@ def _book(engine: Any) -> Any:
     return HarnessBook(records_for(engine.store))
 
 
-def _line(reg: dict[str, Any]) -> str:
+def _print_table(regs: list[dict[str, Any]]) -> None:
+    """The registrations as a table with a header, as every other listing has."""
+    from rich.text import Text
+
+    from agentsessions.cli import render
+
+    table = render.plain_table()
+    for column in ("name", "source", "state", "address"):
+        table.add_column(column, no_wrap=True)
+    for reg in regs:
+        table.add_row(*(Text(render.one_line(cell)) for cell in _cells(reg)))
+    render.emit(render.stdout_console(), table)
+
+
+def _cells(reg: dict[str, Any]) -> tuple[str, str, str, str]:
     name = reg["metadata"]["name"]
     source = reg["source"].removeprefix("HARNESS_SOURCE_").lower()
     state = reg["state"].removeprefix("HARNESS_STATE_").lower()
     where = reg["spec"].get("remote", {}).get("address", "in process")
-    return f"{name}\t{source}\t{state}\t{where}"
+    return name, source, state, where
 
 
 def _show(as_json: bool, body: dict[str, Any], text: str) -> None:

@@ -16,6 +16,7 @@ rich loads when a help page is drawn; any other markup mode falls back to typer.
 from __future__ import annotations
 
 import inspect
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import cache
@@ -23,6 +24,7 @@ from gettext import gettext as _
 from os import getenv
 from typing import TYPE_CHECKING, Any
 
+import typer
 from typer import _click
 from typer._click import types
 from typer.core import HAS_RICH, TyperArgument, TyperCommand, TyperGroup, TyperOption
@@ -358,6 +360,11 @@ class Summary:
     hidden: bool = False
     rich_help_panel: str | None = None
 
+    def __post_init__(self) -> None:
+        # the panel draws this text as rich markup, as it would the built command's
+        object.__setattr__(self, "help", escape_markup(self.help))
+        object.__setattr__(self, "short_help", escape_markup(self.short_help))
+
 
 def _command_panels(obj: TyperGroup, ctx: _click.Context, console: Console) -> None:
     panels: defaultdict[str, list[Any]] = defaultdict(list)
@@ -399,8 +406,35 @@ def _ours(markup_mode: Any) -> bool:
     return bool(HAS_RICH) and markup_mode == "rich"
 
 
+MARKUP_TAG = re.compile(r"(?<!\\)\[(?=[a-z#/@][^\[]*?\])")
+"""An opening bracket rich would read as a markup tag (rich.markup's RE_TAGS), unescaped."""
+
+
+def escape_markup(text: str | None) -> str | None:
+    """``text`` with every bracketed word rich would take for markup escaped, so that
+    ``[store] url`` and ``[tools.NAME]`` are shown, not swallowed. Idempotent."""
+    return None if text is None else MARKUP_TAG.sub(r"\\[", text)
+
+
+def escape_help(command: TyperCommand | TyperGroup) -> None:
+    """Escape the help, epilog and parameter help of ``command`` (built by typer) in place,
+    when its help is drawn in rich markup: our help texts are prose, never markup."""
+    if not _ours(command.rich_markup_mode):
+        return
+    command.help = escape_markup(command.help)
+    command.short_help = escape_markup(command.short_help)
+    command.epilog = escape_markup(command.epilog)
+    for param in command.params:
+        if isinstance(param, TyperOption | TyperArgument):
+            param.help = escape_markup(param.help)
+
+
 class HelpCommand(TyperCommand):
     """A typer command whose ``--help`` is drawn by :func:`print_help`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        escape_help(self)
 
     def format_help(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
         """Draw the help page (typer's own path for any markup mode but rich)."""
@@ -413,9 +447,35 @@ class HelpCommand(TyperCommand):
 class HelpGroup(TyperGroup):
     """A typer group whose ``--help`` is drawn by :func:`print_help`."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        escape_help(self)
+
     def format_help(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
         """Draw the help page (typer's own path for any markup mode but rich)."""
         if not _ours(self.rich_markup_mode):
             return super().format_help(ctx, formatter)
         print_help(self, ctx)
         return None
+
+
+def reflow(doc: str) -> str:
+    """A docstring with each paragraph on one line: rich keeps single line breaks, so help
+    text wrapped for the source file would break raggedly in an 80-column terminal."""
+    paragraphs = inspect.cleandoc(doc).split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+
+
+def reflow_help(app: typer.Typer) -> None:
+    """Give every command registered on ``app`` without explicit help its reflowed
+    docstring, and a class whose ``--help`` is drawn without ``typer.rich_utils``.
+
+    Called by :mod:`agentsessions.cli` once the command modules (``turns``, ``compute``,
+    ``follow``, ``cancel``) have registered theirs, groups' commands included.
+    """
+    groups = [group.typer_instance for group in app.registered_groups if group.typer_instance]
+    for command in [c for t in (app, *groups) for c in t.registered_commands]:
+        if command.help is None and command.callback is not None and command.callback.__doc__:
+            command.help = reflow(command.callback.__doc__)
+        if command.cls is TyperCommand:  # typer's default: never one a command chose
+            command.cls = HelpCommand

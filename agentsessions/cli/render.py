@@ -549,24 +549,35 @@ def log_table(records: Iterable[LogRecord]) -> Table:
     return table
 
 
+LOG_HEADER = f"{'seq':>6}  {'kind':<16}  {'execution':<16}  {'hash':<12}  summary"
+"""``log``'s header: fixed column widths, so each row prints as soon as it is read."""
+
+
+def log_line(record: LogRecord) -> str:
+    """One record as ``log`` and ``follow`` show it, on one line: seq, kind, execution,
+    short hash and a summary of the body, in :data:`LOG_HEADER`'s columns."""
+    event = record.event
+    kind = one_line(event_kind(event))
+    execution = one_line(str(event.get("execution_id", ""))) or "-"
+    line = f"{record.seq:>6}  {kind:<16}  {execution:<16}  {record.content_hash[:12]:<12}  "
+    return (line + summarize_event(event)).rstrip()
+
+
 def print_log(records: Iterable[LogRecord]) -> int:
-    """Print ``log``'s table; returns how many records were shown."""
-    from rich.text import Text
+    """Print ``log``'s rows as they are read (a header first); returns how many were shown.
 
+    Plain aligned lines, not a rich table: a table is measured whole before its first row
+    is drawn, which kept a 15,000-record log silent for seconds (bench/log.py).
+    """
+    out = sys.stdout
     shown = 0
-
-    def counted() -> Iterable[LogRecord]:
-        nonlocal shown
-        for record in records:
-            shown += 1
-            yield record
-
-    table = log_table(counted())
-    console = stdout_console()
-    if shown:
-        emit(console, table)
-    else:
-        console.print(Text("no records in that range"))
+    for record in records:
+        if not shown:
+            out.write(LOG_HEADER + "\n")
+        out.write(log_line(record) + "\n")
+        shown += 1
+    if not shown:
+        out.write("no records in that range\n")
     return shown
 
 

@@ -20,9 +20,10 @@ StoreOpt = Annotated[
         "--store",
         envvar="AGENTSESSIONS_STORE",
         metavar="URL",
-        help="Where sessions live: nats://HOST:PORT?monitor=URL (JetStream, see "
-        "docs/JETSTREAM.md); default: $AGENTSESSIONS_STORE, else [store] url in the config "
-        "file ($AGENTSESSIONS_CONFIG, else HOME/config.toml), else the file store under --home.",
+        help="Where sessions live: nats://HOST:PORT?monitor=URL[&connect_timeout=SECONDS, "
+        "default 2] (JetStream, see docs/JETSTREAM.md); default: $AGENTSESSIONS_STORE, else "
+        "[store] url in the config file ($AGENTSESSIONS_CONFIG, else HOME/config.toml), else "
+        "the file store under --home.",
         show_envvar=False,
     ),
 ]
@@ -55,8 +56,9 @@ class StoreChoice(Protocol):
     key_file: str
 
 
-def open_chosen(state: StoreChoice, runtime: str) -> LocalSessions:
-    """The local engine on the store and master key the global options chose."""
+def open_chosen(state: StoreChoice, runtime: str, *, read: bool = False) -> LocalSessions:
+    """The local engine on the store and master key the global options chose; ``read``:
+    a home that does not exist is refused (exit 3), never created."""
     from agentsessions.sessions.local import open_local
 
     return open_local(
@@ -65,6 +67,7 @@ def open_chosen(state: StoreChoice, runtime: str) -> LocalSessions:
         store_url=state.store,
         allow_unsynced=state.allow_unsynced,
         key_file=state.key_file or None,
+        must_exist=read,
     )
 
 

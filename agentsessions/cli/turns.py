@@ -418,7 +418,7 @@ def stream_records(state: CliState, uid: str, from_seq: int) -> None:
     """Print the stored records from ``from_seq`` on, one line (or LogRecord JSON) each."""
     from agentsessions.cli import render
 
-    with open_engine(state) as engine:
+    with open_engine(state, read=True) as engine:
         records = engine.replay(uid, from_seq=from_seq)  # "not found" before any output
         if state.json:
             render.write_json_lines(record.to_wire_json() for record in records)

@@ -95,15 +95,31 @@ def dial(
         channel = grpc.insecure_channel(address, options=list(options))
     else:
         channel = grpc.secure_channel(address, tls.credentials(), options=list(options))
-    return RemoteSessions(channel, address, token=token)
+    return RemoteSessions(channel, address, token=token, secure=tls is not None)
+
+
+def _unreachable_hint(message: str, secure: bool) -> str:
+    """What to check when the server cannot be reached: a plain client whose connection
+    was closed (not refused) most likely met a TLS server, so the hint names --tls-ca."""
+    nobody = any(why in message for why in ("Connection refused", "No such file"))
+    if secure or nobody:
+        return "is `agentsessions serve` running there? (--server, $AGENTSESSIONS_SERVER)"
+    return (
+        "a server that serves TLS needs --tls-ca CA.pem (its CA; with --tls-cert and "
+        "--tls-key if it asks for a client certificate); else is `agentsessions serve` "
+        "running there?"
+    )
 
 
 class RemoteSessions:
     """The :class:`~agentsessions.sessions.api.Sessions` Protocol over one gRPC channel."""
 
-    def __init__(self, channel: grpc.Channel, address: str, *, token: str | None = None) -> None:
+    def __init__(
+        self, channel: grpc.Channel, address: str, *, token: str | None = None, secure: bool = False
+    ) -> None:
         self.channel = channel
         self.address = address
+        self.secure = secure  # a TLS channel (a plain one to a TLS port is told --tls-ca)
         self._stub = session_pb2_grpc.SessionsStub(channel)  # type: ignore[no-untyped-call]
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
         self.unindexed: list[AgentSessionsError] = []
@@ -130,7 +146,7 @@ class RemoteSessions:
         if code == grpc.StatusCode.UNAVAILABLE and not started:
             return UnavailableError(
                 f"cannot reach the server at {self.address}: {exc.message}",
-                hint="is `agentsessions serve` running there? (--server, $AGENTSESSIONS_SERVER)",
+                hint=_unreachable_hint(exc.message, self.secure),
             )
         if code in (grpc.StatusCode.CANCELLED, grpc.StatusCode.UNAVAILABLE):
             # the server stopped (or dropped) a call it had begun answering

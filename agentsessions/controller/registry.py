@@ -30,21 +30,29 @@ class Registry(Generic[T]):
         self.group = group
         self.convention = convention
         self._factories: dict[str, Callable[[], T]] = {}
+        self._retired: dict[str, tuple[str, str]] = {}  # name -> why not, and what helps
 
     def register(self, name: str, factory: Callable[[], T]) -> None:
         """Make ``name`` resolve to ``factory`` (replacing any earlier registration)."""
         if not _NAME.fullmatch(name):
             raise InvalidArgumentError(f"invalid {self.kind} name {name!r}: a DNS label")
         self._factories[name] = factory
+        self._retired.pop(name, None)
 
-    def unregister(self, name: str) -> None:
-        """Forget an explicit registration of ``name`` (a retired remote harness)."""
+    def unregister(self, name: str, retired: str = "", hint: str = "") -> None:
+        """Forget an explicit registration of ``name``; ``retired`` (a retired remote
+        harness: why) makes a lookup say so, with ``hint``, rather than call it unknown."""
         self._factories.pop(name, None)
+        if retired:
+            self._retired[name] = (retired, hint)
 
     def factory(self, name: str) -> Callable[[], T]:
         """The factory for ``name``, or InvalidArgumentError listing the known names."""
         if name in self._factories:
             return self._factories[name]
+        if name in self._retired:
+            why, hint = self._retired[name]
+            raise InvalidArgumentError(f"{self.kind} {name!r} is retired: {why}", hint=hint)
         found = self._from_entry_points(name) or self._from_convention(name)
         if found is None:
             known = ", ".join(self.names()) or "none"

@@ -389,6 +389,14 @@ def _resolvable(name: str, reg: Mapping[str, Any]) -> None:
     if reg.get("state") == "HARNESS_STATE_ACTIVE" and address:
         HARNESSES.register(name, remote_harness(address, name))
         _BOOKED.add(name)
+    elif reg.get("state") == "HARNESS_STATE_RETIRED":  # said so, never "unknown"
+        reason = str(reg.get("retire_reason", "")) or "no reason given"
+        HARNESSES.unregister(
+            name,
+            retired=f"new turns cannot run on it ({reason})",
+            hint=f"agentsessions harness register {name} --address ADDRESS makes it active again",
+        )
+        _BOOKED.discard(name)
     elif name in _BOOKED:
         HARNESSES.unregister(name)
         _BOOKED.discard(name)

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 
-from agentsessions.errors import InvalidArgumentError
+from agentsessions.errors import InvalidArgumentError, NotFoundError
 
 APP_DIR = "agentsessions"
 HOME_ENV = "AGENTSESSIONS_HOME"
@@ -76,3 +76,15 @@ def resolve_home(
     if HOME_ENV in env:
         return check_home(env[HOME_ENV], HOME_ENV)
     return Path(default_home(env))
+
+
+def require_home(home: Path) -> Path:
+    """``home``, which must be an existing directory: a read on a home that does not exist
+    says so (NotFoundError, exit 3) rather than create it, as a mistyped ``--home`` would."""
+    if not home.is_dir():
+        raise NotFoundError(
+            f"no sessions home at {home}: the directory does not exist (nothing was created)",
+            hint="check --home or $AGENTSESSIONS_HOME; a command that writes (create, exec) "
+            "makes the home",
+        )
+    return home

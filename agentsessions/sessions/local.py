@@ -53,7 +53,7 @@ from agentsessions.journal.stores.store import (
 from . import approvals, checks, lifecycle, offline, resolving, toolstores
 from . import compact as compaction
 from .api import Frame, Input, Memory, ReplayReport, Session, SessionFrame, SessionPage, Turn
-from .home import resolve_home
+from .home import require_home, resolve_home
 from .turnstream import Turns
 from .views import as_message, turn_view, view
 from .wiring import HARNESSES, build_controller, close_tools
@@ -292,9 +292,9 @@ class LocalSessions:
         return str(self.store.catalog.path)  # type: ignore[attr-defined]
 
     def reindex(self) -> int:
-        """Rebuild the listing index from the session directories (file store)."""
+        """Rebuild the listing index from the session directories (a store without one: refused)."""
         with self._lock:
-            return int(self.store.reindex())  # type: ignore[attr-defined]
+            return offline.reindex(self.store)
 
     # -- reading ----------------------------------------------------------------------------
     def read(self, uid: str, *, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
@@ -662,6 +662,7 @@ def open_local(
     store_url: str | None = None,
     allow_unsynced: bool = False,
     key_file: str | None = None,
+    must_exist: bool = False,
 ) -> LocalSessions:
     """A ready engine: on ``store``, else the store ``store_url`` names (``--store``, else
     ``AGENTSESSIONS_STORE``: see :mod:`.storeurl`), else the file store under ``home``
@@ -670,8 +671,8 @@ def open_local(
     The store's master key (encryption at rest, docs/FORMAT.md 15) is ``key_file``,
     else ``AGENTSESSIONS_KEY_FILE``, else ``AGENTSESSIONS_MASTER_KEY``; with one, new
     sessions are encrypted and encrypted ones readable. Each choice not given falls back to
-    the configuration file (``$AGENTSESSIONS_CONFIG``, else ``<home>/config.toml``:
-    :mod:`.config`)."""
+    the configuration file (``$AGENTSESSIONS_CONFIG``, else ``<home>/config.toml``: :mod:`.config`).
+    ``must_exist`` (a read): the file store's home must exist (:func:`.home.require_home`)."""
     resolved = resolve_home(home)
     if store is not None:
         return LocalSessions(resolved, store, runtime=runtime, model=model, owns_store=False)
@@ -684,7 +685,7 @@ def open_local(
         return LocalSessions(resolved, chosen, runtime=runtime, model=model)
     from agentsessions.journal.stores.filestore import FileStore
 
-    chosen = FileStore(resolved, master=master)
+    chosen = FileStore(require_home(resolved) if must_exist else resolved, master=master)
     return LocalSessions(resolved, chosen, runtime=runtime, model=model)
 
 

@@ -90,25 +90,45 @@ _STORE_KEYLESS_NOTE = (
 
 
 def verify_all(
-    store: Any, *, strict: bool = False, progress: Any = None
+    store: Store, *, strict: bool = False, progress: Any = None
 ) -> builtins.list[tuple[str, VerifyReport]]:
-    """Verify every session of file store ``store`` (deleted ones too), one report each
-    whatever fails: a session the OS refuses to read is a failed report, never hiding the
-    others."""
-    from agentsessions.errors import StorageError
-    from agentsessions.journal.tools.verify import VerifyReport, failed_by, verify_session
+    """Verify every session of ``store`` (deleted ones too; any store), one report each
+    whatever fails: a session that cannot be read (the OS refuses, its metadata is
+    damaged) is a failed report, never hiding the others."""
+    from agentsessions.errors import JournalError, StorageError
+    from agentsessions.journal.tools.verify import VerifyReport, failed_by
 
     reports: builtins.list[tuple[str, VerifyReport]] = []
     for uid in store.uids():
         if progress is not None:
             progress.relabel(f"verifying {uid}")
         try:
-            report = verify_session(store, uid, strict=strict, progress=progress)
-        except StorageError as exc:
-            source = str(store.sessions_dir / uid)
-            report = failed_by(VerifyReport(source=source, uid=uid), exc)
+            report = verify(store, uid, strict=strict, progress=progress)
+        except (StorageError, JournalError) as exc:
+            report = failed_by(VerifyReport(source=_source(store, uid), uid=uid), exc)
         reports.append((uid, report))
     return reports
+
+
+def _source(store: Store, uid: str) -> str:
+    """Where ``uid``'s records live, as a failed report names it."""
+    from agentsessions.journal.stores.filestore import FileStore
+
+    return str(store.sessions_dir / uid) if isinstance(store, FileStore) else f"session {uid}"
+
+
+def reindex(store: Store) -> int:
+    """Rebuild ``store``'s listing index; a store that keeps none is refused (exit 2)."""
+    from agentsessions.journal.stores.store import Reindexable
+
+    if not isinstance(store, Reindexable):
+        raise InvalidArgumentError(
+            f"reindex rebuilds the file store's listing index (catalog.sqlite3); "
+            f"{type(store).__name__} keeps none, its list reads the sessions themselves: "
+            "nothing to rebuild",
+            hint="agentsessions list  (verify --all checks every session)",
+        )
+    return store.reindex()
 
 
 def export(

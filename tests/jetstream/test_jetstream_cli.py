@@ -55,6 +55,7 @@ def test_a_bad_or_unreachable_store_is_one_clear_line(nats_server: Any, tmp_path
     down = _cli(tmp_path, "--store", "nats://127.0.0.1:9", "--allow-unsynced", "list")
     assert down.returncode == 12
     assert "cannot connect to the NATS server at nats://127.0.0.1:9" in down.stderr
+    assert len(down.stderr.splitlines()) == 2 and "connect_timeout=" in down.stderr  # the knob
     assert _cli(tmp_path, "--store", "nats://127.0.0.1:9", "list").returncode == 12  # down first
     unproven = _cli(tmp_path, "--store", nats_server.url, "list")  # up, but no monitor URL
     assert unproven.returncode == 12 and "--allow-unsynced" in unproven.stderr
@@ -97,3 +98,25 @@ def test_serve_refuses_a_store_it_cannot_name(tmp_path: Path) -> None:
     assert bad.returncode == 2
     assert bad.stderr.startswith("agentsessions: error: invalid --store 'redis://x'")
     assert "nats://HOST:PORT" in bad.stderr
+
+
+def test_verify_all_works_and_reindex_refuses_in_one_line(nats_server: Any, tmp_path: Path) -> None:
+    token = os.urandom(6).hex()
+    env = {STORE_ENV: nats_server.store_url(stream=f"VA{token}", prefix=f"va{token}")}
+    uids = []
+    for text in ("one", "two"):
+        made = _cli(tmp_path, "exec", "--input", text, "--json", env=env)
+        assert made.returncode == 0, made.stderr
+        uids.append(json.loads(made.stdout)["uid"])
+    assert _cli(tmp_path, "delete", uids[1], env=env).returncode == 0  # deleted: still checked
+    verified = _cli(tmp_path, "verify", "--all", "--json", env=env)
+    assert verified.returncode == 0, verified.stderr
+    report = json.loads(verified.stdout)
+    assert report["ok"] is True
+    assert sorted(r["uid"] for r in report["reports"]) == sorted(uids)
+    human = _cli(tmp_path, "verify", "--all", env=env)
+    assert human.returncode == 0 and human.stdout.count("5 records verified") == 2
+    refused = _cli(tmp_path, "reindex", env=env)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert refused.stderr.startswith("agentsessions: error: reindex rebuilds the file store's")
+    assert len(refused.stderr.splitlines()) == 2 and "nothing to rebuild" in refused.stderr

@@ -61,3 +61,41 @@ def test_an_existing_stream_with_other_replicas_is_refused_only_when_asked() -> 
     ]
     assert stream_problems(_config(3), asked) == []
     assert stream_problems(_config(3), JetStreamOptions.parse("nats://a:1")) == []
+
+
+def test_connect_timeout_is_two_seconds_unless_the_url_says() -> None:
+    assert JetStreamOptions.parse("nats://a:1").connect_timeout == 2.0
+    assert JetStreamOptions.parse("nats://a:1?connect_timeout=0.25").connect_timeout == 0.25
+    with pytest.raises(InvalidArgumentError, match="a timeout must be positive"):
+        JetStreamOptions.parse("nats://a:1?connect_timeout=0")
+
+
+def test_a_port_nobody_listens_on_is_one_error_naming_connect_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import socket
+
+    import nats
+
+    from agentsessions.errors import UnavailableError
+    from agentsessions.journal.stores.jetstream_client import Client
+
+    with socket.socket() as sock:  # a port that was free a moment ago: nobody listens
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    seen: dict[str, float] = {}
+    real_connect = nats.connect
+
+    async def connect(**kwargs: object) -> object:
+        seen["connect_timeout"] = float(kwargs["connect_timeout"])  # type: ignore[arg-type]
+        return await real_connect(**kwargs)
+
+    monkeypatch.setattr(nats, "connect", connect)
+    options = JetStreamOptions.parse(
+        f"nats://127.0.0.1:{port}?connect_timeout=0.3", allow_unsynced=True
+    )
+    with pytest.raises(UnavailableError) as err:
+        Client(options)
+    assert seen == {"connect_timeout": 0.3}  # the URL's value reaches the client
+    assert f"cannot connect to the NATS server at nats://127.0.0.1:{port}" in err.value.message
+    assert "connect_timeout=" in err.value.hint

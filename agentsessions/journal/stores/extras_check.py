@@ -1,5 +1,6 @@
 """A static check, for mypy only: every store offers :class:`~.store.StoreExtras`, and the
-file and JetStream stores :class:`~.store.SealedExport`.
+file and JetStream stores :class:`~.store.SealedExport`, the file store
+:class:`~.store.Reindexable`.
 
 The engine reaches these capabilities by duck typing (a store without them still serves),
 so nothing at run time would notice a store whose method is misspelt or takes other
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
     from agentsessions.journal.stores.filestore import FileStore
     from agentsessions.journal.stores.jetstream import JetStreamStore
     from agentsessions.journal.stores.memstore import MemoryStore
-    from agentsessions.journal.stores.store import SealedExport, StoreExtras
+    from agentsessions.journal.stores.store import Reindexable, SealedExport, StoreExtras
 
     def _file(store: FileStore) -> StoreExtras:
         return store
@@ -31,4 +32,7 @@ if TYPE_CHECKING:
         return store
 
     def _jetstream_sealed(store: JetStreamStore) -> SealedExport:
+        return store
+
+    def _file_reindexable(store: FileStore) -> Reindexable:
         return store

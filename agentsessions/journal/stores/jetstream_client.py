@@ -14,6 +14,7 @@ retried the same way until ``commit_timeout``. A commit is never appended twice.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import enum
 import json
@@ -86,15 +87,18 @@ class Client:
         async def quiet(exc: Exception) -> None:  # nats-py prints tracebacks otherwise
             del exc
 
-        try:
-            nc = await nats.connect(
-                servers=self.options.servers, error_cb=quiet, connect_timeout=2,
+        limit = self.options.connect_timeout
+        try:  # the whole first connection within connect_timeout, not each try of it
+            nc = await asyncio.wait_for(nats.connect(
+                servers=self.options.servers, error_cb=quiet, connect_timeout=limit,
                 max_reconnect_attempts=3, allow_reconnect=True,
-            )  # fmt: skip
-        except (OSError, nats.errors.Error) as exc:
+            ), limit)  # fmt: skip
+        except (OSError, nats.errors.Error, TimeoutError) as exc:
+            why = f"not reached within {limit:g}s" if isinstance(exc, TimeoutError) else exc
             raise UnavailableError(
-                f"cannot connect to the NATS server at {self.options.url}: {exc or type(exc)}",
-                hint="is nats-server running with JetStream enabled?",
+                f"cannot connect to the NATS server at {self.options.url}: {why or type(exc)}",
+                hint="is nats-server running with JetStream enabled? (the store URL's "
+                "connect_timeout=SECONDS sets how long to try)",
             ) from None
         if not nc._server_info.get("jetstream"):
             await nc.close()

@@ -28,10 +28,12 @@ from agentsessions.errors import InvalidArgumentError, UnavailableError
 DEFAULT_STREAM = "AGENTSESSIONS"
 DEFAULT_PREFIX = "ags"
 DEFAULT_TIMEOUT = 10.0
+DEFAULT_CONNECT_TIMEOUT = 2.0  # reaching a server: a dead address is reported this soon
 DEFAULT_COMMIT_TIMEOUT = 30.0  # how long one publish keeps retrying through an election
 MAX_REPLICAS = 5  # JetStream's own limit
 _QUERY = (
     "stream", "prefix", "monitor", "replicas", "timeout", "commit_timeout", "max_commit_bytes",
+    "connect_timeout",
 )  # fmt: skip
 
 
@@ -48,6 +50,7 @@ class JetStreamOptions:
     timeout: float = DEFAULT_TIMEOUT
     commit_timeout: float = DEFAULT_COMMIT_TIMEOUT
     max_commit_bytes: int = 0  # the largest commit; 0: the store's default, fitted to the server
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT  # the first connection, every server tried
 
     @property
     def servers(self) -> list[str]:
@@ -63,7 +66,8 @@ class JetStreamOptions:
     @classmethod
     def parse(cls, url: str, *, allow_unsynced: bool = False) -> JetStreamOptions:
         """``nats://HOST:PORT[,HOST:PORT...][?stream=S&prefix=P&monitor=URL[,URL...]&
-        replicas=N&timeout=SECONDS&commit_timeout=SECONDS&max_commit_bytes=N]``."""
+        replicas=N&timeout=SECONDS&commit_timeout=SECONDS&max_commit_bytes=N&
+        connect_timeout=SECONDS]``."""
         scheme, _, rest = url.partition("://")
         netloc, _, query_text = rest.partition("?")
         hosts = netloc.split(",")
@@ -87,6 +91,7 @@ class JetStreamOptions:
                 timeout=float(query.get("timeout", str(DEFAULT_TIMEOUT))),
                 commit_timeout=float(query.get("commit_timeout", str(DEFAULT_COMMIT_TIMEOUT))),
                 max_commit_bytes=int(query.get("max_commit_bytes", "0")),
+                connect_timeout=float(query.get("connect_timeout", str(DEFAULT_CONNECT_TIMEOUT))),
             )
         except ValueError as exc:
             raise InvalidArgumentError(f"invalid store URL {url!r}: {exc}") from None
@@ -99,7 +104,7 @@ class JetStreamOptions:
                 f"invalid store URL {url!r}: "
                 f"max_commit_bytes={options.max_commit_bytes} is negative"
             )
-        if options.timeout <= 0 or options.commit_timeout <= 0:
+        if min(options.timeout, options.commit_timeout, options.connect_timeout) <= 0:
             raise InvalidArgumentError(f"invalid store URL {url!r}: a timeout must be positive")
         return options
 

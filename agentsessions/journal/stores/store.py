@@ -484,6 +484,18 @@ class StoreExtras(Protocol):
         ...
 
 
+@runtime_checkable
+class Reindexable(Protocol):
+    """The optional capability behind ``reindex``: a store whose ``list`` reads an index it
+    can rebuild from the sessions themselves (the file store's ``catalog.sqlite3``; checked
+    by mypy in ``stores/extras_check.py``). A store whose ``list`` reads its sessions
+    directly (JetStream, memory) keeps no index: there is nothing to rebuild."""
+
+    def reindex(self) -> int:
+        """Rebuild the listing index from the sessions; returns how many it holds."""
+        ...
+
+
 class SealedExport(Protocol):
     """The optional capability behind ``export --ciphertext`` (``journal/tools/exchange.py``
     reaches it by ``getattr``): the file and JetStream stores offer it (checked by mypy in
