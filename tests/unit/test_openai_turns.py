@@ -252,7 +252,10 @@ def test_the_turns_model_is_recorded_and_resume_uses_it(endpoint: Endpoint, tmp_
 def test_a_builtin_offers_its_schema_unless_the_workload_says_its_own() -> None:
     from agentsessions.tools.workload import parse_workload
 
-    bare = '[tools.log]\nmediation = "mediated"\nexecutor = "append_line"\n'
+    bare = (
+        '[tools.log]\nmediation = "mediated"\nexecutor = "append_line"\n'
+        'config = { path = "/tmp/log.txt" }\n'
+    )
     (tool,) = parse_workload(bare).definitions()
     assert tool["description"].startswith("Append one line")
     assert tool["input_schema"]["properties"]["line"]["type"] == "string"
