@@ -180,6 +180,7 @@ class FileStore(HostFiles):
         source = self.get(parent)
         forking.check_fork(parent, at_seq, source.last_seq, len(children))
         sdir = self._dir(parent)
+        sdir.check_parent(source.meta)  # a child of a journal whose start is gone is one too
         head, _position, log = self._load_tail(sdir, source.meta, check_links=True)
         log.close()
         base = forking.base_tail(lambda a, b: self.read(parent, a, b), at_seq, head)
@@ -275,6 +276,7 @@ class FileStore(HostFiles):
     def writer(self, uid: str) -> FileWriter:
         sdir = self._dir(uid)
         meta = sdir.read_meta()
+        sdir.check_parent(meta)
         self._check_writable(f"write session {uid}")
         lock = SessionLock(sdir.lock_file, session=uid)
         lock.acquire()
@@ -295,6 +297,8 @@ class FileStore(HostFiles):
     def read(self, uid: str, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
         sdir = self._dir(uid)
         meta = sdir.read_meta()
+        if from_seq <= meta.fork_seq:  # the prefix is read from the parent: it must be there
+            sdir.check_parent(meta)
         hint = sdir.read_hint()[0]
         log, _scan = SegmentLog.open(
             sdir.journal, session_id=uid, writable=False, fs=self.fs, resume=hint,

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentsessions.errors import StorageError
+from agentsessions.errors import AcknowledgedDataMissingError, StorageError
 from agentsessions.journal.format import evidence, segment
 from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.format.segmentlog import Position
@@ -117,6 +117,25 @@ class SessionDir:
     def read_meta(self) -> SessionMeta:
         """The checked metadata; MetadataCorruptError (exit 8) names the file if not."""
         return metafile.read_meta(self.path)
+
+    def check_parent(self, meta: SessionMeta) -> None:
+        """Refuse a forked child whose parent's directory is not beside it: the parent holds
+        the child's seqs 1..fork_seq, and a store never removes a session directory (delete
+        leaves a tombstone), so their loss is damaged store data (exit 8), for writers,
+        readers and ``verify`` alike. Writing on would extend a chain whose start is gone."""
+        if not meta.parent_uid or SessionDir(self.path.parent / meta.parent_uid).is_session():
+            return
+        raise AcknowledgedDataMissingError(
+            f"the prefix of {self.uid} (seq 1..{meta.fork_seq}) lives in parent session "
+            f"{meta.parent_uid}, which is not beside it: those acknowledged seqs are missing",
+            hint=f"restore {meta.parent_uid} beside it (export the child elsewhere to verify "
+            "it alone); nothing was written",
+            session=self.uid,
+            path=str(self.path.parent / meta.parent_uid),
+            seq=1,
+            acked_seq=meta.fork_seq,
+            evidence=f"{META_NAME} parent_uid",
+        )
 
     def read_base(self) -> Tail:
         """Where a forked child's own journal starts (the parent's tail at the fork point);

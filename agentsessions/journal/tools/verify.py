@@ -401,8 +401,6 @@ def verify_dir(
     except JournalCorruptError as exc:
         seq = int(exc.fields.get("seq", report.last_seq + 1))
         return report.fail(seq, str(exc), "corrupt")
-    except _MissingParent as exc:
-        return report.fail(report.last_seq + 1, str(exc), "format")
     finally:
         for log in logs:
             log.close()
@@ -439,10 +437,6 @@ def verify_component_dir(
             log.close()
 
 
-class _MissingParent(Exception):
-    """A forked child was copied without the parent that holds its prefix."""
-
-
 def _session_items(
     sdir: Path, upto: int, logs: list[SegmentLog], report: VerifyReport, fast: _Fast,
     acked: tuple[evidence.Acked, ...] = (),
@@ -451,14 +445,11 @@ def _session_items(
 
     The journal is checked against the evidence of its acknowledged head in ``sdir`` (the
     TAIL hint) and ``acked`` (a forked child's fork point, when ``sdir`` is its parent)."""
-    parent_uid, fork_seq = _fork_point(sdir)
+    meta = SessionDir(sdir).read_meta()  # damaged: MetadataCorruptError, the start is unknown
+    parent_uid, fork_seq = meta.parent_uid, meta.fork_seq
     if parent_uid:
+        SessionDir(sdir).check_parent(meta)  # as writers and readers refuse it (exit 8)
         parent = sdir.parent / parent_uid
-        if not SessionDir(parent).is_session():
-            raise _MissingParent(
-                f"the prefix of {sdir.name} (seq 1..{fork_seq}) lives in parent session "
-                f"{parent_uid}, which is not beside it; export the child to verify it alone"
-            )
         base = _base_claim(sdir, fork_seq)
         yield from _session_items(parent, fork_seq, logs, report, fast, base)
     log, scan, checks = fast.open(sdir, upto, SessionDir(sdir).hint_evidence() + acked)
@@ -481,13 +472,6 @@ def _base_claim(sdir: Path, fork_seq: int) -> tuple[evidence.Acked, ...]:
     except (AgentSessionsError, OSError, IndexError):
         return ()
     return (evidence.fork_point(sdir.name, fork_seq, base_hash),)
-
-
-def _fork_point(sdir: Path) -> tuple[str, int]:
-    """Where ``sdir``'s prefix lives, from its checked ``session.json`` (damaged metadata
-    raises MetadataCorruptError: without it the chain's start is unknown)."""
-    meta = SessionDir(sdir).read_meta()
-    return meta.parent_uid, meta.fork_seq
 
 
 def failed_by(report: VerifyReport, exc: AgentSessionsError) -> VerifyReport:

@@ -1,0 +1,68 @@
+"""Damaged store data met through the CLI: ``verify`` names it (exit 8), every writer refuses
+it the same way, and the refused command changes no byte of the home."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentsessions.journal.stores.filestore import FileStore, StoreOptions
+from agentsessions.journal.stores.store import SessionMeta, new_uid
+
+if TYPE_CHECKING:
+    from clirun import Cli
+
+Unchanged = Callable[[Path], Callable[[], None]]
+EXIT_CORRUPT = 8
+
+
+def _say(i: int) -> dict[str, Any]:
+    text = f"message number {i} " + "x" * 200
+    return {"kind": "EVENT_INPUT", "message": {"role": "user", "parts": [{"text": {"text": text}}]}}
+
+
+def seed(home: Path, commits: int, *, segment_max_bytes: int = 0) -> str:
+    """A session of ``commits`` one-event commits (small segments when asked)."""
+    options = StoreOptions(segment_max_bytes=segment_max_bytes) if segment_max_bytes else None
+    store = FileStore(home, options=options)
+    try:
+        uid = store.create(SessionMeta(uid=new_uid(), create_time_ns=time.time_ns())).uid
+        with store.writer(uid) as writer:
+            for i in range(commits):
+                writer.append([_say(i)])
+    finally:
+        store.close()
+    return uid
+
+
+def last_seq(cli: Cli, uid: str) -> int:
+    return int(cli.fast("get", uid, "--json").ok().json()["last_seq"])
+
+
+# --- a fork child whose parent is gone -----------------------------------------------------
+
+
+def test_a_child_whose_parent_is_gone_is_refused_by_verify_and_by_every_writer(
+    cli: Cli, home: Path, unchanged: Unchanged, tmp_path: Path
+) -> None:
+    parent = cli.fast("exec", "--input", "hi", "--json").ok().json()["uid"]
+    child = cli.fast("fork", parent, "--json").ok().json()[0]["uid"]
+    shutil.move(home / "sessions" / parent, tmp_path / "elsewhere")
+    head = last_seq(cli, child)
+    check = unchanged(home)
+    run = cli.run("verify", child).fails(EXIT_CORRUPT)
+    assert f"parent session {parent}" in run.err and "seq 1" in run.err, run.err
+    cli.fast("verify", str(home / "sessions" / child)).fails(EXIT_CORRUPT)
+    run = cli.run("exec", child, "--input", "again").fails(EXIT_CORRUPT)
+    assert f"parent session {parent}" in run.err and "nothing was written" in run.err
+    cli.fast("log", child).fails(EXIT_CORRUPT)
+    cli.fast("fork", child).fails(EXIT_CORRUPT)
+    assert cli.fast("resume", child).code == EXIT_CORRUPT
+    check()
+    assert last_seq(cli, child) == head
+    shutil.move(tmp_path / "elsewhere", home / "sessions" / parent)  # restored: all is well
+    cli.fast("verify", child).ok()
+    cli.fast("exec", child, "--input", "again").ok()
