@@ -66,3 +66,25 @@ def test_a_child_whose_parent_is_gone_is_refused_by_verify_and_by_every_writer(
     shutil.move(tmp_path / "elsewhere", home / "sessions" / parent)  # restored: all is well
     cli.fast("verify", child).ok()
     cli.fast("exec", child, "--input", "again").ok()
+
+
+# --- a sealed segment missing from the middle of a journal ---------------------------------
+
+
+def test_a_lost_middle_segment_is_named_by_its_first_seq_and_file(
+    cli: Cli, home: Path, unchanged: Unchanged
+) -> None:
+    uid = seed(home, 60, segment_max_bytes=4096)
+    journal = home / "sessions" / uid / "journal"
+    files = sorted(p.name for p in journal.iterdir() if ".seg" in p.name)
+    assert len(files) >= 5, files
+    victim = files[2]
+    first_lost = int(victim[:16], 16)
+    (journal / victim).unlink()
+    check = unchanged(home)
+    for run in (cli.run("verify", uid), cli.run("exec", uid, "--input", "more")):
+        run.fails(EXIT_CORRUPT)
+        assert f"seqs {first_lost}.." in run.err and victim in run.err, run.err
+    report = cli.fast("verify", uid, "--json")
+    assert report.code == EXIT_CORRUPT and report.json()["first_bad_seq"] == first_lost
+    check()
