@@ -88,3 +88,31 @@ def test_a_lost_middle_segment_is_named_by_its_first_seq_and_file(
     report = cli.fast("verify", uid, "--json")
     assert report.code == EXIT_CORRUPT and report.json()["first_bad_seq"] == first_lost
     check()
+
+
+# --- a flipped byte in FENCE ---------------------------------------------------------------
+
+
+def test_a_damaged_fence_is_corruption_for_verify_and_every_writer(
+    cli: Cli, home: Path, unchanged: Unchanged
+) -> None:
+    uid = cli.fast("exec", "--input", "hi", "--json").ok().json()["uid"]
+    other = cli.fast("exec", "--input", "hi", "--json").ok().json()["uid"]
+    fence = home / "sessions" / uid / "FENCE"
+    raw = bytearray(fence.read_bytes())
+    assert len(raw) == 16  # one writer open so far: one slot, so no torn mint explains it
+    raw[6] ^= 0x01
+    fence.write_bytes(bytes(raw))
+    check = unchanged(home)
+    run = cli.run("verify", uid).fails(EXIT_CORRUPT)
+    assert "damaged fence file" in run.err and str(fence) in run.err, run.err
+    assert cli.fast("verify", "--all").code == EXIT_CORRUPT
+    cli.fast("verify", str(home / "sessions" / uid)).fails(EXIT_CORRUPT)
+    cli.fast("fork", uid).fails(EXIT_CORRUPT)
+    cli.fast("resume", uid).fails(EXIT_CORRUPT)
+    run = cli.run("exec", uid, "--input", "more").fails(EXIT_CORRUPT)
+    assert "damaged fence file" in run.err and "hint: " in run.err
+    rows = {row["uid"]: row for row in cli.fast("list", "--json").ok().json()["sessions"]}
+    assert "damaged fence file" in rows[uid]["damaged"] and not rows[other].get("damaged")
+    check()
+    cli.fast("verify", other).ok()

@@ -9,9 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsessions.errors import FormatError
+from agentsessions.errors import JournalCorruptError
 from agentsessions.journal.format import fencefile
 from agentsessions.journal.format.durable import CrashFileSystem, FileSystem, SimulatedCrash
+from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.store import SessionMeta, new_uid
+from agentsessions.journal.tools.verify import verify_component_dir, verify_dir
+from agentsessions.v1 import model
 
 
 def test_mints_increase_and_alternate_slots(tmp_path: Path) -> None:
@@ -54,9 +58,10 @@ def test_a_torn_slot_leaves_the_previous_fence(tmp_path: Path) -> None:
 def test_a_file_with_no_valid_slot_is_refused(tmp_path: Path, raw: bytes) -> None:
     path = tmp_path / "FENCE"
     path.write_bytes(raw)
-    with pytest.raises(FormatError, match="damaged fence file"):
+    with pytest.raises(JournalCorruptError, match="damaged fence file") as caught:
         fencefile.read(path)
-    with pytest.raises(FormatError):
+    assert caught.value.exit_code == 8 and caught.value.fields["path"] == str(path)
+    with pytest.raises(JournalCorruptError):
         fencefile.mint(FileSystem(), path)
     assert path.read_bytes() == raw  # refused, not repaired by guessing
 
@@ -80,3 +85,27 @@ def test_power_loss_during_a_mint_keeps_a_fence_at_least_the_last_acknowledged(
     assert fencefile.read(path) in (acknowledged, mints + 1)
     assert fencefile.mint(FileSystem(), path) == fencefile.read(path)
     assert fencefile.read(path) > acknowledged
+
+
+def test_verify_reports_a_damaged_fence_of_a_session_and_of_a_tool_store(
+    tmp_path: Path,
+) -> None:
+    store = FileStore(tmp_path / "home")
+    uid = store.create(SessionMeta(uid=new_uid())).uid
+    with store.writer(uid) as w:
+        w.append([model.output_event(model.text_message("assistant", "m"), execution_id="e")])
+    sdir = store.session_dir(uid)
+    assert verify_dir(sdir).ok
+    (sdir / "FENCE").write_bytes(b"AGSF" + bytes(12))
+    report = verify_dir(sdir)
+    assert (report.ok, report.kind, report.exit_code) == (False, "corrupt", 8)
+    assert "damaged fence file" in report.reason and report.last_seq == 1
+    with pytest.raises(JournalCorruptError, match="damaged fence file"):
+        store.writer(uid)
+    part = store.component(uid, "notes")
+    with part.writer() as w:
+        w.append([model.output_event(model.text_message("tool", "n"), execution_id="e")])
+    assert verify_component_dir(part.path, uid).ok
+    (part.path / "FENCE").write_bytes(bytes(16))
+    assert verify_component_dir(part.path, uid).kind == "corrupt"
+    store.close()

@@ -11,7 +11,13 @@ the file costs a tmp file, an fsync, a rename and a directory fsync (about 0.95 
 every writer open, that is on every turn.
 
 A missing file means fence 0; the first mint creates it with one slot, atomically. A
-16-byte file (one slot) is valid too; its next mint fills the second slot.
+16-byte file (one slot) is valid too; its next mint fills the second slot. Every FENCE ever
+written has had this layout and checksum, so there is no older form to read.
+
+A file with no valid slot is damaged store data: JournalCorruptError (exit 8) for ``verify``
+and for every writer open, which refuse rather than guess a fence (a guess below one already
+handed out would let a superseded writer through). One damaged slot of two is not damage: a
+torn mint looks exactly so (and the fence it was writing was never handed to a writer).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from agentsessions.errors import FormatError, StorageError
+from agentsessions.errors import JournalCorruptError, StorageError
 from agentsessions.journal.format.durable import FileSystem
 
 __all__ = ["SLOT_BYTES", "encode_slot", "mint", "read"]
@@ -52,7 +58,13 @@ def _current(path: Path, raw: bytes) -> tuple[int, int]:
     slots = _slots(raw) if SLOT_BYTES <= len(raw) <= 2 * SLOT_BYTES else []
     valid = [(fence, i) for i, fence in enumerate(slots) if fence is not None]
     if not valid:
-        raise FormatError(f"damaged fence file {path}", hint="agentsessions verify")
+        raise JournalCorruptError(
+            f"damaged fence file {path}: no slot holds a valid writer fence",
+            hint="restore it from a backup, or with no writer running remove it: the next "
+            "writer mints a fence above every one its journal records",
+            path=str(path),
+            session=path.parent.name,
+        )
     return max(valid)
 
 

@@ -589,7 +589,10 @@ class FileStore(HostFiles):
             except NotFoundError as exc:  # the catalog's row outlived a directory removed by hand
                 return self._damaged_row(uid, exc)
         tail, newest_ns = found
-        return self._info(sdir, meta, tail, newest_ns, frozenset(names))
+        try:
+            return self._info(sdir, meta, tail, newest_ns, frozenset(names))
+        except JournalError as exc:  # a damaged FENCE: the row says so, as get's error does
+            return self._damaged_row(uid, exc)
 
     def _damaged_row(self, uid: str, exc: AgentSessionsError) -> SessionInfo:
         """The listing row of a session that cannot be read: its uid, what the catalog

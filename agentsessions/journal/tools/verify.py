@@ -44,7 +44,7 @@ from agentsessions.errors import (
     SessionKeyError,
     StorageError,
 )
-from agentsessions.journal.format import canonical, evidence, sealedhead, segment
+from agentsessions.journal.format import canonical, evidence, fencefile, sealedhead, segment
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import OpenScan, Position, SegmentFrames, SegmentLog
 from agentsessions.journal.format.segmentread import Link, PayloadCheck, SegmentCheck, SegmentFiles
@@ -395,6 +395,7 @@ def verify_dir(
         walk(items, report, strict=strict, progress=progress, total=total)
         if report.ok:  # a key holder also opens the state, receipts and workloads
             check_blobs(sdir, sdir.name, master)
+            _check_fence(sdir, report)
         return report
     except MetadataCorruptError as exc:
         return failed_by(report, exc)
@@ -426,6 +427,7 @@ def verify_component_dir(
         walk(_log_items(log, checks, 0, opener), report, strict=strict)
         if report.ok:
             check_blobs(cdir, session_id, master, scope, host=False)
+            _check_fence(cdir, report)
         return report
     except JournalCorruptError as exc:
         seq = int(exc.fields.get("seq", report.last_seq + 1))
@@ -435,6 +437,15 @@ def verify_component_dir(
     finally:
         if log is not None:
             log.close()
+
+
+def _check_fence(path: Path, report: VerifyReport) -> None:
+    """Fail ``report`` when the directory's FENCE has no valid slot (every writer open
+    refuses such a file, exit 8); a missing FENCE is fence 0, one torn slot a torn mint."""
+    try:
+        fencefile.read(SessionDir(path).fence_file)
+    except (JournalCorruptError, StorageError) as exc:
+        failed_by(report, exc)
 
 
 def _session_items(
