@@ -412,7 +412,7 @@ class SegmentFiles:
         """Opening's first check of the tail ``header``: its number is the segment count - 1."""
         firsts = self.segments
         if header.segment_no > len(firsts) - 1:  # files are lost: name the first lost seq
-            raise find_gap(self, header, path)
+            raise find_gap(self, header, path, CORRUPT_HINT)
         if header.segment_no != len(firsts) - 1:
             msg = f"segment_no {header.segment_no} but {len(firsts)} segments"
             raise self._corrupt(path, 40, header.first_seq, msg)
@@ -448,7 +448,7 @@ class SegmentFiles:
             raise self._corrupt(path, 0, prev, str(exc)) from exc
         if (lost := header.segment_no - prev_header.segment_no - 1) > 0:
             no, first = prev_header.segment_no + 1, info.last_seq + 1
-            raise gap_error(self, no, lost, first, header.first_seq - 1)
+            raise gap_error(self, no, lost, first, header.first_seq - 1, CORRUPT_HINT)
         if lost:
             raise self._corrupt(path, 40, prev, "segment numbers are not contiguous")
         if info.last_seq != header.first_seq - 1 or info.last_hash != header.prev_hash:
@@ -471,7 +471,7 @@ class SegmentFiles:
         if sealed and not ok[0]:
             header = self.header_of(sealed[0])
             if header.segment_no != 0:  # the journal's first segments are lost
-                raise gap_error(self, 0, header.segment_no, None, sealed[0] - 1)
+                raise gap_error(self, 0, header.segment_no, None, sealed[0] - 1, CORRUPT_HINT)
         for no in range(1, len(sealed)):
             if not (ok[no - 1] and ok[no]):
                 self._check_link(sealed[no - 1], self._header_of(sealed[no])[0])
