@@ -3,12 +3,15 @@ it the same way, and the refused command changes no byte of the home."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentsessions.journal.format import fencefile
+from agentsessions.journal.format import segment as sg
 from agentsessions.journal.stores.filestore import FileStore, StoreOptions
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 
@@ -100,7 +103,7 @@ def test_a_damaged_fence_is_corruption_for_verify_and_every_writer(
     other = cli.fast("exec", "--input", "hi", "--json").ok().json()["uid"]
     fence = home / "sessions" / uid / "FENCE"
     raw = bytearray(fence.read_bytes())
-    assert len(raw) == 16  # one writer open so far: one slot, so no torn mint explains it
+    assert len(raw) == fencefile.SLOT_BYTES  # one writer open so far: one slot, no torn mint
     raw[6] ^= 0x01
     fence.write_bytes(bytes(raw))
     check = unchanged(home)
@@ -116,3 +119,46 @@ def test_a_damaged_fence_is_corruption_for_verify_and_every_writer(
     assert "damaged fence file" in rows[uid]["damaged"] and not rows[other].get("damaged")
     check()
     cli.fast("verify", other).ok()
+
+
+# --- the TAIL hint lost and the tail cut inside acknowledged data --------------------------
+
+
+def _group_ends(tail: Path) -> list[int]:
+    """The end offset of each committed group of a ``.seg`` tail."""
+    first = int(tail.name[:16], 16)
+    s = sg.scan(tail.read_bytes(), base=0, start=sg.HEADER_SIZE, next_seq=first, segment=first)
+    return [f.end for f in s.frames if f.flags & sg.FLAG_GROUP_END]
+
+
+def test_a_cut_below_the_head_the_latest_writer_opened_on_is_refused_without_the_hint(
+    cli: Cli, home: Path, unchanged: Unchanged
+) -> None:
+    """The FENCE records the head each writer open found: with TAIL gone, a cut into an
+    earlier turn is still found (exit 8), and resume does not rewrite the lost seqs."""
+    uid = cli.fast("exec", "--input", "one", "--json").ok().json()["uid"]
+    cli.fast("exec", uid, "--input", "two").ok()
+    opened_on = last_seq(cli, uid)  # the head the next writer (the third turn) opens on
+    cli.fast("exec", uid, "--input", "three").ok()
+    head = last_seq(cli, uid)
+    sdir = home / "sessions" / uid
+    (tail,) = [p for p in (sdir / "journal").iterdir() if p.name.endswith(".seg")]
+    ends = _group_ends(tail)
+    cut = max(e for e in ends if e < tail.stat().st_size and _seq_at(tail, e) < opened_on)
+    os.truncate(tail, cut)
+    (sdir / "TAIL").unlink()
+    check = unchanged(home)
+    run = cli.run("verify", uid).fails(EXIT_CORRUPT)
+    assert f"seq {opened_on} was acknowledged (FENCE head)" in run.err, run.err
+    for args in (["resume", uid], ["exec", uid, "--input", "four"]):
+        run = cli.run(*args).fails(EXIT_CORRUPT)
+        assert "FENCE head" in run.err, run.err
+    check()
+    assert opened_on < head
+
+
+def _seq_at(tail: Path, end: int) -> int:
+    """The last seq of the group ending at ``end``."""
+    first = int(tail.name[:16], 16)
+    s = sg.scan(tail.read_bytes(), base=0, start=sg.HEADER_SIZE, next_seq=first, segment=first)
+    return max(f.seq for f in s.frames if f.end <= end)

@@ -45,7 +45,7 @@ from agentsessions.journal.format import fencefile
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
-from agentsessions.journal.format.segmentlog import Position, SegmentLog
+from agentsessions.journal.format.segmentlog import SegmentLog
 from agentsessions.journal.stores import filecomponent, forking, statefile, watch
 from agentsessions.journal.stores.catalog import Catalog
 from agentsessions.journal.stores.filecomponent import FileComponentStore
@@ -65,6 +65,7 @@ from agentsessions.journal.stores.sessiondir import (
     cancel_reason_at,
     cancel_request_at,
     json_bytes,
+    proved_head,
 )
 from agentsessions.journal.stores.store import (
     DEFAULT_MAX_COMMIT_BYTES,
@@ -286,8 +287,9 @@ class FileStore(HostFiles):
                     f"session {uid} was deleted; it can still be read and verified, never written",
                     session=uid,
                 )
-            tail, _position, log = self._load_tail(sdir, meta, writable=True)
-            fence = fencefile.mint(self.fs, sdir.fence_file, tail.max_fence)
+            tail, proved, log = self._load_tail(sdir, meta, writable=True)
+            # a second durable copy of the acknowledged head (FORMAT.md 14), in a sync paid anyway
+            fence = fencefile.mint(self.fs, sdir.fence_file, tail.max_fence, proved)
             cipher = cipher_for(sdir.path, meta, self.master)
             return FileWriter(self, sdir, meta, log, tail, fence, lock, cipher)
         except BaseException:
@@ -525,13 +527,21 @@ class FileStore(HostFiles):
         writable: bool = False,
         check_links: bool = False,
         scope: str = "",
-    ) -> tuple[Tail, Position, SegmentLog]:
-        """Open the journal reading only its tail: the hint, then what was committed after it.
+    ) -> tuple[Tail, fencefile.Head, SegmentLog]:
+        """Open the journal reading only its tail: the hint, then what was committed after it;
+        the tail, the acknowledged head this open proved (:func:`.sessiondir.proved_head`,
+        what a writer records in its FENCE) and the open log.
 
-        The hint is also evidence of the acknowledged head: a journal that ends before it is
-        refused (AcknowledgedDataMissingError). A writable open, or ``check_links``, also
+        The hint, and the head the FENCE's latest writer opened on, are evidence of the
+        acknowledged head: a journal that ends before either is refused
+        (AcknowledgedDataMissingError). A writable open, or ``check_links``, also
         checks that the segments chain. ``scope``: a tool store's key (``uid/tool``)."""
         position, hinted = sdir.read_hint()
+        # the FENCE head counts where it is past the hint: below it, the hint's own claim
+        # already proves the journal reaches it (verify checks every claim in full)
+        hinted_seq = position.last_seq if position is not None else 0
+        fence = sdir.read_fence()
+        fenced = tuple(c for c in (fence.evidence() if fence else ()) if c.seq > hinted_seq)
         log, scan = SegmentLog.open(
             sdir.journal,
             session_id=meta.uid,
@@ -540,7 +550,7 @@ class FileStore(HostFiles):
             segment_max_bytes=self.options.segment_max_bytes,
             resume=position,
             compress_in_background=writable,
-            acked=acked(position),
+            acked=acked(position) + fenced,
             check_links=writable or check_links,
         )
         try:
@@ -558,7 +568,7 @@ class FileStore(HostFiles):
         except BaseException:
             log.close()
             raise
-        return tail, log.position, log
+        return tail, proved_head(position, fence), log
 
     def _listed(self, uid: str) -> SessionInfo:
         """The row ``list`` shows: what :meth:`get` says, from the TAIL hint alone when the

@@ -418,7 +418,8 @@ def verify_component_dir(
     log: SegmentLog | None = None
     try:
         fast = _Fast(strict, 1)
-        log, scan, checks = fast.open(cdir, 0, SessionDir(cdir).hint_evidence(), session_id)
+        claims = SessionDir(cdir).hint_evidence() + _fence_evidence(cdir)
+        log, scan, checks = fast.open(cdir, 0, claims, session_id)
         if scan.torn_tail:
             report.torn_tail = True
             report.notes.append("torn tail after the last commit (not acknowledged; ignored)")
@@ -437,6 +438,14 @@ def verify_component_dir(
     finally:
         if log is not None:
             log.close()
+
+
+def _fence_evidence(path: Path) -> tuple[evidence.Acked, ...]:
+    """The FENCE head's claim (none when damaged: :func:`_check_fence` reports that)."""
+    try:
+        return SessionDir(path).fence_evidence()
+    except (JournalCorruptError, StorageError):
+        return ()
 
 
 def _check_fence(path: Path, report: VerifyReport) -> None:
@@ -463,7 +472,8 @@ def _session_items(
         parent = sdir.parent / parent_uid
         base = _base_claim(sdir, fork_seq)
         yield from _session_items(parent, fork_seq, logs, report, fast, base)
-    log, scan, checks = fast.open(sdir, upto, SessionDir(sdir).hint_evidence() + acked)
+    claims = SessionDir(sdir).hint_evidence() + _fence_evidence(sdir) + acked
+    log, scan, checks = fast.open(sdir, upto, claims)
     logs.append(log)
     if scan.torn_tail and not upto:
         report.torn_tail = True
