@@ -297,13 +297,19 @@ def show_turn(
 ) -> SessionFrame:
     """Render a turn's frames as they come (records on stderr, text on stdout); the last.
 
+    The note that a suspended session is woken waits for the turn's next frame: a turn
+    refused before it does anything (a busy or damaged session) says so in one line.
     ``interrupt`` (Ctrl-C's handler) learns the session's uid from the first frame."""
     from agentsessions.sessions.api import DeltaFrame, RecordFrame
 
     last: SessionFrame | None = None
+    waking_note = ""
     for frame in frames:
         if interrupt is not None and not isinstance(frame, (RecordFrame, DeltaFrame)):
             interrupt.seen(frame.uid)
+        if waking_note and (isinstance(frame, RecordFrame | DeltaFrame) or frame.last):
+            printer.note(waking_note)
+            waking_note = ""
         if isinstance(frame, RecordFrame):
             printer.record(frame.record)
         elif isinstance(frame, DeltaFrame):
@@ -313,7 +319,7 @@ def show_turn(
         elif frame.created:
             printer.note(f"session {frame.uid}")
         elif waking and frame.session.compute_state == "COMPUTE_COLD":
-            printer.note(f"session {frame.uid} was suspended: resuming its compute")
+            waking_note = f"session {frame.uid} was suspended: resuming its compute"
     assert last is not None  # a turn's stream ends with the session, or raises
     return last
 

@@ -9,6 +9,7 @@ as its static methods, which a front end may call before it opens a home.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -37,8 +38,7 @@ def check_request(
     """The checks of an exec that need no store (a front end may make them before it
     opens one): a well-formed uid, a new session's input and project, the flags that
     only describe a new session, ``fresh_start`` only on an existing one."""
-    if wait < 0:
-        raise InvalidArgumentError(f"wait must be >= 0 seconds, got {wait}")
+    check_wait(wait)
     if uid is not None:
         check_uid(uid)
     creating = project != "default" or bool(name or labels)
@@ -59,6 +59,22 @@ def check_request(
             "--project, --name and --label apply only when exec creates a session",
             hint=f"leave out SESSION to create one, or use {PROG} fork to branch this one",
         )
+
+
+MAX_WAIT_SECONDS = float(int(threading.TIMEOUT_MAX))
+"""The longest wait a lock can be asked for (about 292 years here): beyond it, and for inf or
+NaN, the platform's timed lock cannot take the timeout at all."""
+
+
+def check_wait(wait: float) -> float:
+    """Return ``wait`` (seconds) if a lock can wait that long: finite, 0 to
+    :data:`MAX_WAIT_SECONDS`; else InvalidArgumentError, before anything is touched."""
+    if not (math.isfinite(wait) and 0 <= wait <= MAX_WAIT_SECONDS):
+        raise InvalidArgumentError(
+            f"wait must be a finite number of seconds from 0 to {MAX_WAIT_SECONDS:.0f}, got {wait}",
+            hint="pass --wait SECONDS, e.g. --wait 30",
+        )
+    return wait
 
 
 def check_fork(at: int, count: int, names: Sequence[str]) -> None:

@@ -81,7 +81,10 @@ def cancel(
     from agentsessions.controller.cancel import cancel as cancel_execution
     from agentsessions.errors import InvalidArgumentError
 
+    from .checks import check_wait
+
     check_uid(uid)
+    check_wait(wait)
     if reason and reason not in REASONS:
         raise InvalidArgumentError(
             f"cancel reason {reason!r} is not one of {', '.join(REASONS)}; nothing was canceled"

@@ -566,6 +566,7 @@ class LocalSessions:
 
         The last frame's ``turn`` is None when no turn was open."""
         check_uid(uid)
+        checks.check_wait(wait)
         self.store.get(uid)
         self.runtime()  # an unknown runtime fails before the session is touched
         lock = self._hold(uid, wait)

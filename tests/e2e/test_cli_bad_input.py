@@ -140,6 +140,25 @@ def test_usage_errors_exit_2_with_one_line(cli: Cli, args: list[str]) -> None:
     cli.run(*args).fails(EXIT_USAGE)
 
 
+@pytest.mark.parametrize("wait", ["inf", "1e300", "nan", "-inf"])
+@pytest.mark.parametrize("command", ["exec", "resume", "cancel"])
+def test_a_wait_no_lock_can_take_is_a_usage_error(
+    cli: Cli, home: Path, populated: str, unchanged: Unchanged, command: str, wait: str
+) -> None:
+    """An infinite or astronomically long ``--wait`` is refused (exit 2), not a traceback."""
+    check = unchanged(home)
+    extra = ["--input", "hi"] if command == "exec" else []
+    run = cli.run(command, populated, *extra, "--wait", wait)
+    if wait == "-inf":  # typer's own min=0 check answers first
+        run.fails(EXIT_USAGE)
+    else:
+        assert "wait must be a finite number of seconds" in run.fails(EXIT_USAGE).err
+    check()
+    if command == "exec":  # a new session is not created either
+        cli.run("exec", "--input", "hi", "--wait", wait).fails(EXIT_USAGE)
+        check()
+
+
 # --- damaged journals ----------------------------------------------------------------------
 
 

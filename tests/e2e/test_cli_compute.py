@@ -97,7 +97,7 @@ def test_a_lost_snapshot_of_a_suspended_session_has_the_same_way_forward(warm: C
     stopped = cli.run("compute", "stop", uid, "--json").ok().json()["stopped"]
     assert [h["pid"] for h in stopped] == [frozen[0]["pid"]]
     lost = cli.run("exec", uid, "--input", "b", env=ENV)
-    assert lost.code == 12  # after the narration "was suspended: resuming its compute"
+    assert lost.code == 12  # the wake failed before any frame: no "resuming" narration
     error, hint = lost.err.splitlines()[-2:]
     assert error.startswith("agentsessions: error: warm snapshot warm:")
     assert hint.endswith(f"agentsessions exec {uid} --fresh-start --input TEXT")

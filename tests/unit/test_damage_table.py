@@ -144,6 +144,28 @@ def cut_tail_at_group(keep_hint: bool) -> Damage:
     return damage
 
 
+def next_writer_then(damage: Damage) -> Damage:
+    """One more writer (a turn) appends a commit; then ``damage``. That writer's open
+    recorded the head it found in the FENCE it minted: evidence the TAIL hint's loss leaves."""
+
+    def run(store: FileStore, uid: str, sdir: Path) -> None:
+        with store.writer(uid) as writer:
+            writer.append([event(800)], commit_id="next")
+        damage(store, uid, sdir)
+
+    return run
+
+
+def cut_below_the_fence_head(store: FileStore, uid: str, sdir: Path) -> None:
+    """The tail cut at a group boundary below the head the latest writer opened on (the
+    FENCE's), and the TAIL hint lost."""
+    tail = segments(sdir)[-1]
+    groups = group_ends(tail)
+    assert len(groups) >= 3
+    os.truncate(tail, groups[-3][1])  # the latest writer's group and the one before it
+    (sdir / "TAIL").unlink()
+
+
 def flip_last_group(keep_hint: bool, *, last_frame: bool = True) -> Damage:
     """A flipped payload byte in the last group: in its last frame (the one a TAIL hint
     names), or in its first EVENT frame."""
@@ -234,6 +256,7 @@ def torn_unacknowledged(store: FileStore, uid: str, sdir: Path) -> None:
 ROWS: dict[str, tuple[Damage, Seen]] = {
     "tail-cut-at-group": (cut_tail_at_group(keep_hint=True), REFUSED),
     "tail-cut-at-group-no-hint": (cut_tail_at_group(keep_hint=False), UNDETECTED),
+    "tail-cut-below-fence-head-no-hint": (next_writer_then(cut_below_the_fence_head), REFUSED),
     "flip-in-last-frame": (flip_last_group(keep_hint=True), REFUSED),
     "flip-in-last-frame-no-hint": (flip_last_group(keep_hint=False), UNDETECTED),
     "flip-in-last-group": (flip_last_group(keep_hint=True, last_frame=False), VERIFY_ONLY),

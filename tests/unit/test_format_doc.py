@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from agentsessions.journal.crypto import sealed
+from agentsessions.journal.format import fencefile, segmentlog, staterecord, zstdcodec
 from agentsessions.journal.format import segment as sg
-from agentsessions.journal.format import segmentlog, staterecord, zstdcodec
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "FORMAT.md"
 TYPES = {"u8": "B", "u16": "H", "u32": "I", "u64": "Q", "i64": "q"}
@@ -58,6 +58,7 @@ def _layout(marker: str) -> tuple[str, list[str], list[int]]:
         ("seek-footer", zstdcodec.SEEK_FOOTER_STRUCT),
         ("state-head", staterecord.STATE_HEAD),
         ("sealed-head", sealed.HEAD),
+        ("fence-slot", fencefile.FENCE_SLOT),
     ],
 )
 def test_layout_tables_match_struct_formats(marker: str, code: struct.Struct) -> None:

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
+import pytest
+
+from agentsessions.errors import AcknowledgedDataMissingError
 from agentsessions.journal.format.durable import DEFAULT_FS
 from agentsessions.journal.stores.filestore import FileStore
 from agentsessions.journal.stores.sessiondir import SessionDir
@@ -98,4 +102,30 @@ def test_verify_reads_a_copied_directory_through_the_layout(tmp_path: Path) -> N
     store, _uid, sdir = _session(tmp_path)
     report = verify_dir(sdir.path)
     assert report.ok and report.last_seq == 2
+    store.close()
+
+
+def test_a_child_whose_parent_is_gone_is_refused_by_writers_readers_and_verify(
+    tmp_path: Path,
+) -> None:
+    store, uid, sdir = _session(tmp_path)
+    (child,) = store.fork(uid, 2, [SessionMeta(uid=new_uid())])
+    cdir = SessionDir(store.session_dir(child.uid))
+    cdir.check_parent(cdir.read_meta())  # the parent is beside it: nothing to say
+    shutil.rmtree(sdir.path)
+    with pytest.raises(AcknowledgedDataMissingError, match=f"parent session {uid}") as caught:
+        cdir.check_parent(cdir.read_meta())
+    assert caught.value.exit_code == 8 and caught.value.fields["acked_seq"] == 2
+    before = sorted((p.name, p.stat().st_size) for p in cdir.path.rglob("*"))
+    for attempt in (
+        lambda: store.writer(child.uid),
+        lambda: list(store.read(child.uid)),
+        lambda: store.fork(child.uid, child.last_seq, [SessionMeta(uid=new_uid())]),
+    ):
+        with pytest.raises(AcknowledgedDataMissingError):
+            attempt()
+    assert [r.seq for r in store.read(child.uid, 3)] == [3]  # its own records still read
+    report = verify_dir(cdir.path)
+    assert (report.ok, report.kind, report.first_bad_seq) == (False, "corrupt", 1)
+    assert sorted((p.name, p.stat().st_size) for p in cdir.path.rglob("*")) == before
     store.close()

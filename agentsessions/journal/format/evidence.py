@@ -10,7 +10,11 @@ only on create/fork/close):
   ``HINT_EVERY_COMMITS`` commits and when it closes). After a power loss it may be older than
   the journal or missing, never newer than the acknowledged head: a *lower bound*;
 - a forked child's fork point: the child's first segment header names ``base_hash`` of
-  the parent's seq ``fork_seq``, so the parent reached that seq with that hash.
+  the parent's seq ``fork_seq``, so the parent reached that seq with that hash;
+- the head in the ``FENCE`` (:mod:`.fencefile`): each writer open records the head it found
+  and checked, in the mint it syncs anyway. Durable and independent of ``TAIL``, it covers
+  every commit before the latest writer open (docs/FORMAT.md 14 says why the latest
+  writer's own commits have no second synced copy).
 
 Sealed segments carry their own evidence (each SEAL names the last seq and hash of its
 segment and the next header repeats them), which the segment readers check.

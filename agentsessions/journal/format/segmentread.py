@@ -40,6 +40,7 @@ from agentsessions.journal.format import sealedhead, staterecord, zstdcodec
 from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem, storage_error
 from agentsessions.journal.format.segment import RTYPE_EVENT, RTYPE_SEAL, Frame, SegmentHeader
+from agentsessions.journal.format.segmentgap import find_gap, gap_error
 
 SEGMENT_NAME = re.compile(r"([0-9a-f]{16})\.seg(\.zst)?")
 """Segment file names (match with ``fullmatch``): first seq in hex, ``.zst`` when compressed."""
@@ -410,8 +411,10 @@ class SegmentFiles:
     def _check_tail_number(self, header: SegmentHeader, path: Path) -> None:
         """Opening's first check of the tail ``header``: its number is the segment count - 1."""
         firsts = self.segments
+        if header.segment_no > len(firsts) - 1:  # files are lost: name the first lost seq
+            raise find_gap(self, header, path, CORRUPT_HINT)
         if header.segment_no != len(firsts) - 1:
-            msg = f"segment_no {header.segment_no} but {len(firsts)} segments (one is missing?)"
+            msg = f"segment_no {header.segment_no} but {len(firsts)} segments"
             raise self._corrupt(path, 40, header.first_seq, msg)
 
     def _check_tail_link(self, header: SegmentHeader, need_carry: bool) -> dict[str, Any] | None:
@@ -439,12 +442,15 @@ class SegmentFiles:
     def _check_link(self, prev: int, header: SegmentHeader) -> dict[str, Any]:
         """Check the last sealed segment's SEAL links to ``header``; return its carry."""
         payload, prev_header, path = self._seal_of(prev)
-        if prev_header.segment_no != header.segment_no - 1:
-            raise self._corrupt(path, 40, prev, "segment numbers are not contiguous")
         try:
             info = sg.decode_seal(payload)
         except FormatError as exc:
             raise self._corrupt(path, 0, prev, str(exc)) from exc
+        if (lost := header.segment_no - prev_header.segment_no - 1) > 0:
+            no, first = prev_header.segment_no + 1, info.last_seq + 1
+            raise gap_error(self, no, lost, first, header.first_seq - 1, CORRUPT_HINT)
+        if lost:
+            raise self._corrupt(path, 40, prev, "segment numbers are not contiguous")
         if info.last_seq != header.first_seq - 1 or info.last_hash != header.prev_hash:
             msg = f"SEAL (last_seq {info.last_seq}) does not link to the next segment"
             raise self._corrupt(path, 0, header.first_seq, msg)
@@ -463,9 +469,9 @@ class SegmentFiles:
         ids = [self._file_id(first) for first in sealed]  # before any read: a later change shows
         ok = [known is not None and known.trusts(no, i) for no, i in enumerate(ids)]
         if sealed and not ok[0]:
-            header, path = self._header_of(sealed[0])
-            if header.segment_no != 0:
-                raise self._corrupt(path, 40, sealed[0], "the first segment's segment_no is not 0")
+            header = self.header_of(sealed[0])
+            if header.segment_no != 0:  # the journal's first segments are lost
+                raise gap_error(self, 0, header.segment_no, None, sealed[0] - 1, CORRUPT_HINT)
         for no in range(1, len(sealed)):
             if not (ok[no - 1] and ok[no]):
                 self._check_link(sealed[no - 1], self._header_of(sealed[no])[0])
@@ -484,6 +490,10 @@ class SegmentFiles:
                 continue  # a .seg compressed meanwhile, or a missing file the reads will name
             return first, form, st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns
         return None
+
+    def seal_of(self, first: int) -> sg.SealInfo:
+        """The decoded SEAL of sealed segment ``first`` (a few small reads at its end)."""
+        return sg.decode_seal(self._seal_of(first)[0])
 
     def _seal_of(self, first: int) -> tuple[bytes, SegmentHeader, Path]:
         """SEAL payload and header of a sealed segment, from a few small reads at its end."""

@@ -40,7 +40,7 @@ from agentsessions.errors import KeyShreddedError, MasterKeyError, SessionDelete
 from agentsessions.journal.format import fencefile
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
-from agentsessions.journal.format.segmentlog import Position, SegmentLog
+from agentsessions.journal.format.segmentlog import SegmentLog
 from agentsessions.journal.stores import watch
 from agentsessions.journal.stores.filecrypt import SessionCipher, cipher_for, create_key, shredded
 from agentsessions.journal.stores.filewriter import (
@@ -72,7 +72,7 @@ class ComponentOwner(WriterOwner, Protocol):
 
     def _load_tail(
         self, sdir: SessionDir, meta: SessionMeta, *, writable: bool = False, scope: str = ""
-    ) -> tuple[Tail, Position, SegmentLog]: ...
+    ) -> tuple[Tail, fencefile.Head, SegmentLog]: ...
 
     def _state_of(
         self, sdir: SessionDir, meta: SessionMeta, before_seq: int = 0, scope: str = ""
@@ -169,11 +169,11 @@ class FileComponentStore:
         try:
             self._check_live()  # under the LOCK: the session's delete takes it too
             cipher = self._cipher()  # exit 26 before the journal is opened for writing
-            tail, _position, log = self._owner._load_tail(
+            tail, proved, log = self._owner._load_tail(
                 self._dir, self._meta, writable=True, scope=self._scope
             )
             try:
-                fence = fencefile.mint(self._owner.fs, self._dir.fence_file, tail.max_fence)
+                fence = fencefile.mint(self._owner.fs, self._dir.fence_file, tail.max_fence, proved)
             except BaseException:
                 log.close()
                 raise

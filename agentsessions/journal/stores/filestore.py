@@ -45,7 +45,7 @@ from agentsessions.journal.format import fencefile
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
-from agentsessions.journal.format.segmentlog import Position, SegmentLog
+from agentsessions.journal.format.segmentlog import SegmentLog
 from agentsessions.journal.stores import filecomponent, forking, statefile, watch
 from agentsessions.journal.stores.catalog import Catalog
 from agentsessions.journal.stores.filecomponent import FileComponentStore
@@ -65,6 +65,7 @@ from agentsessions.journal.stores.sessiondir import (
     cancel_reason_at,
     cancel_request_at,
     json_bytes,
+    proved_head,
 )
 from agentsessions.journal.stores.store import (
     DEFAULT_MAX_COMMIT_BYTES,
@@ -180,6 +181,7 @@ class FileStore(HostFiles):
         source = self.get(parent)
         forking.check_fork(parent, at_seq, source.last_seq, len(children))
         sdir = self._dir(parent)
+        sdir.check_parent(source.meta)  # a child of a journal whose start is gone is one too
         head, _position, log = self._load_tail(sdir, source.meta, check_links=True)
         log.close()
         base = forking.base_tail(lambda a, b: self.read(parent, a, b), at_seq, head)
@@ -275,6 +277,7 @@ class FileStore(HostFiles):
     def writer(self, uid: str) -> FileWriter:
         sdir = self._dir(uid)
         meta = sdir.read_meta()
+        sdir.check_parent(meta)
         self._check_writable(f"write session {uid}")
         lock = SessionLock(sdir.lock_file, session=uid)
         lock.acquire()
@@ -284,8 +287,9 @@ class FileStore(HostFiles):
                     f"session {uid} was deleted; it can still be read and verified, never written",
                     session=uid,
                 )
-            tail, _position, log = self._load_tail(sdir, meta, writable=True)
-            fence = fencefile.mint(self.fs, sdir.fence_file, tail.max_fence)
+            tail, proved, log = self._load_tail(sdir, meta, writable=True)
+            # a second durable copy of the acknowledged head (FORMAT.md 14), in a sync paid anyway
+            fence = fencefile.mint(self.fs, sdir.fence_file, tail.max_fence, proved)
             cipher = cipher_for(sdir.path, meta, self.master)
             return FileWriter(self, sdir, meta, log, tail, fence, lock, cipher)
         except BaseException:
@@ -295,6 +299,8 @@ class FileStore(HostFiles):
     def read(self, uid: str, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
         sdir = self._dir(uid)
         meta = sdir.read_meta()
+        if from_seq <= meta.fork_seq:  # the prefix is read from the parent: it must be there
+            sdir.check_parent(meta)
         hint = sdir.read_hint()[0]
         log, _scan = SegmentLog.open(
             sdir.journal, session_id=uid, writable=False, fs=self.fs, resume=hint,
@@ -521,13 +527,21 @@ class FileStore(HostFiles):
         writable: bool = False,
         check_links: bool = False,
         scope: str = "",
-    ) -> tuple[Tail, Position, SegmentLog]:
-        """Open the journal reading only its tail: the hint, then what was committed after it.
+    ) -> tuple[Tail, fencefile.Head, SegmentLog]:
+        """Open the journal reading only its tail: the hint, then what was committed after it;
+        the tail, the acknowledged head this open proved (:func:`.sessiondir.proved_head`,
+        what a writer records in its FENCE) and the open log.
 
-        The hint is also evidence of the acknowledged head: a journal that ends before it is
-        refused (AcknowledgedDataMissingError). A writable open, or ``check_links``, also
+        The hint, and the head the FENCE's latest writer opened on, are evidence of the
+        acknowledged head: a journal that ends before either is refused
+        (AcknowledgedDataMissingError). A writable open, or ``check_links``, also
         checks that the segments chain. ``scope``: a tool store's key (``uid/tool``)."""
         position, hinted = sdir.read_hint()
+        # the FENCE head counts where it is past the hint: below it, the hint's own claim
+        # already proves the journal reaches it (verify checks every claim in full)
+        hinted_seq = position.last_seq if position is not None else 0
+        fence = sdir.read_fence()
+        fenced = tuple(c for c in (fence.evidence() if fence else ()) if c.seq > hinted_seq)
         log, scan = SegmentLog.open(
             sdir.journal,
             session_id=meta.uid,
@@ -536,7 +550,7 @@ class FileStore(HostFiles):
             segment_max_bytes=self.options.segment_max_bytes,
             resume=position,
             compress_in_background=writable,
-            acked=acked(position),
+            acked=acked(position) + fenced,
             check_links=writable or check_links,
         )
         try:
@@ -554,7 +568,7 @@ class FileStore(HostFiles):
         except BaseException:
             log.close()
             raise
-        return tail, log.position, log
+        return tail, proved_head(position, fence), log
 
     def _listed(self, uid: str) -> SessionInfo:
         """The row ``list`` shows: what :meth:`get` says, from the TAIL hint alone when the
@@ -585,7 +599,10 @@ class FileStore(HostFiles):
             except NotFoundError as exc:  # the catalog's row outlived a directory removed by hand
                 return self._damaged_row(uid, exc)
         tail, newest_ns = found
-        return self._info(sdir, meta, tail, newest_ns, frozenset(names))
+        try:
+            return self._info(sdir, meta, tail, newest_ns, frozenset(names))
+        except JournalError as exc:  # a damaged FENCE: the row says so, as get's error does
+            return self._damaged_row(uid, exc)
 
     def _damaged_row(self, uid: str, exc: AgentSessionsError) -> SessionInfo:
         """The listing row of a session that cannot be read: its uid, what the catalog

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentsessions.errors import StorageError
-from agentsessions.journal.format import evidence, segment
+from agentsessions.errors import AcknowledgedDataMissingError, StorageError
+from agentsessions.journal.format import evidence, fencefile, segment
 from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.format.segmentlog import Position
 from agentsessions.journal.format.segmentread import SEGMENT_NAME, CheckedLinks
@@ -118,6 +118,25 @@ class SessionDir:
         """The checked metadata; MetadataCorruptError (exit 8) names the file if not."""
         return metafile.read_meta(self.path)
 
+    def check_parent(self, meta: SessionMeta) -> None:
+        """Refuse a forked child whose parent's directory is not beside it: the parent holds
+        the child's seqs 1..fork_seq, and a store never removes a session directory (delete
+        leaves a tombstone), so their loss is damaged store data (exit 8), for writers,
+        readers and ``verify`` alike. Writing on would extend a chain whose start is gone."""
+        if not meta.parent_uid or SessionDir(self.path.parent / meta.parent_uid).is_session():
+            return
+        raise AcknowledgedDataMissingError(
+            f"the prefix of {self.uid} (seq 1..{meta.fork_seq}) lives in parent session "
+            f"{meta.parent_uid}, which is not beside it: those acknowledged seqs are missing",
+            hint=f"restore {meta.parent_uid} beside it (export the child elsewhere to verify "
+            "it alone); nothing was written",
+            session=self.uid,
+            path=str(self.path.parent / meta.parent_uid),
+            seq=1,
+            acked_seq=meta.fork_seq,
+            evidence=f"{META_NAME} parent_uid",
+        )
+
     def read_base(self) -> Tail:
         """Where a forked child's own journal starts (the parent's tail at the fork point);
         the empty state when there is no BASE (not a fork)."""
@@ -156,6 +175,17 @@ class SessionDir:
         """What the TAIL hint's position alone proves was acknowledged (none if unreadable);
         unlike :meth:`read_hint`, a hint whose tail state is damaged still counts."""
         return evidence.read_hint(self.tail_file)
+
+    def read_fence(self) -> fencefile.Fence | None:
+        """The FENCE's fence and head (None without a FENCE); a damaged FENCE raises
+        JournalCorruptError (exit 8), as every writer open refuses it."""
+        return fencefile.read_fence(self.fence_file)
+
+    def fence_evidence(self) -> tuple[evidence.Acked, ...]:
+        """What the FENCE's head proves was acknowledged (none without a FENCE, or in an
+        older one); a damaged FENCE raises JournalCorruptError."""
+        found = self.read_fence()
+        return () if found is None else found.evidence()
 
     def write_hint(self, fs: FileSystem, position: Position, tail: Tail) -> None:
         """Replace the TAIL hint atomically; no fsync, since a hint is validated before use."""
@@ -225,6 +255,18 @@ class SessionDir:
         if tail_st.st_mtime_ns > names[TAIL_NAME].stat().st_mtime_ns:
             return None
         return hinted, newest
+
+
+def proved_head(hint: Position | None, fence: fencefile.Fence | None) -> fencefile.Head:
+    """The head a writer records in the FENCE it mints, once its open checked the evidence:
+    the highest of the TAIL hint's position and the FENCE's own head, both acknowledged
+    (each was written after its commit's sync returned) and both just checked against the
+    journal. Never the scanned end: it may hold a group whose sync a killed writer never
+    saw return, still only in the page cache, which a power loss would take."""
+    old = fence.head if fence is not None and fence.head is not None else None
+    if hint is not None and (old is None or hint.last_seq >= old.last_seq):
+        return fencefile.Head(hint.last_seq, hint.last_hash, hint.segment, hint.last_frame)
+    return old or fencefile.Head(0, "")
 
 
 def acked(hint: Position | None) -> tuple[evidence.Acked, ...]:

@@ -241,9 +241,8 @@ def _meta_for(
     parsed: exportfile.Parsed | exportfile.Stream, project: str | None, name: str | None
 ) -> SessionMeta:
     base = SessionMeta(uid=new_uid())
-    if parsed.meta is not None:
-        with contextlib.suppress(KeyError, TypeError, ValueError):
-            base = replace(SessionMeta.from_json(parsed.meta), uid=base.uid)
+    if parsed.meta is not None:  # checked as verify checks it (exportfile.check_header)
+        base = SessionMeta.from_json({**parsed.meta, "uid": base.uid})
     annotations = dict(base.annotations)
     annotations.setdefault("agentsessions.io/imported-from", parsed.format)
     return replace(

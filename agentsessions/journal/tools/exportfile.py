@@ -9,9 +9,12 @@ Our export is one self-verifying file, zstd-compressed unless asked otherwise::
 
 Each record line carries the exact bytes that were hashed, so checking an export is hashing
 at disk speed and an import keeps every hash. A missing end line means a truncated file; a
-record whose bytes, link or count disagree means a tampered one. Besides our own format,
-:func:`parse` reads JSON lines of ``agentsessions.v1.LogRecord`` (the gRPC ``Replay`` wire
-form) and the Go reference's record-array JSON, detected from the content.
+record whose bytes, link or count disagree means a tampered one. The header is judged by
+:func:`check_header` alone (its head fields present and counts, its ``session`` object of
+``session.json``'s types), so ``verify FILE`` and ``import`` refuse the same files.
+Besides our own format, :func:`parse` reads JSON lines of ``agentsessions.v1.LogRecord``
+(the gRPC ``Replay`` wire form) and the Go reference's record-array JSON, detected from the
+content.
 
 A *sealed* export of an encrypted session (``export --ciphertext``, docs/FORMAT.md 15) has
 ``"sealed": {"scope", "key"}`` in its header (the session uid its records are bound to, and
@@ -37,9 +40,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from agentsessions.errors import AgentSessionsError, FormatError, StorageError
+from agentsessions.errors import (
+    AgentSessionsError,
+    FormatError,
+    InvalidArgumentError,
+    StorageError,
+)
 from agentsessions.journal.format import canonical, sealedhead, zstdcodec
 from agentsessions.journal.format.records import Record
+from agentsessions.journal.stores.store import check_project
 from agentsessions.journal.tools import interchange
 
 MAGIC_KEY = b'{"agentsessions_export":'
@@ -160,10 +169,7 @@ def stream(path: Path) -> Stream:
     stripped = first.lstrip()
     if stripped.startswith(MAGIC_KEY):
         header = _json_line(stripped, source, number)
-        if not isinstance(header, dict) or header.get("agentsessions_export") != 1:
-            raise FormatError(f"{source}: unsupported export header")
-        meta = header.get("session")
-        declared = {k: header.get(k) for k in ("records", "last_seq", "last_hash")}
+        meta, declared = check_header(header, source)
         sealed = header.get("sealed")
         if sealed is not None and not (
             isinstance(sealed, dict)
@@ -172,13 +178,74 @@ def stream(path: Path) -> Stream:
         ):
             raise FormatError(f"{source}: the sealed export header is malformed")
         records = _stream_export(lines, header, source, sealed is not None)
-        meta = meta if isinstance(meta, dict) else None
         return Stream(FORMAT_EXPORT, records, meta, declared, sealed)
     if stripped.startswith(b"["):
         return Stream(FORMAT_GO, _stream_go(first, lines, source))
     if stripped.startswith(b"{"):
         return Stream(FORMAT_LOGRECORD, _stream_logrecords(number, first, lines, source))
     raise _not_a_journal(source)
+
+
+_HEAD_COUNTS = ("records", "last_seq")
+_META_TEXTS = ("uid", "project", "name", "harness", "model", "parent_uid")
+_META_COUNTS = ("fork_seq", "create_time_ns")
+_META_PAIRS = ("labels", "annotations")
+_META_OBJECTS = ("origin", "identity")
+
+
+def check_header(header: Any, source: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """The session metadata and declared head (``records``, ``last_seq``, ``last_hash``) of
+    an export ``header``, checked: FormatError (exit 10) names the first field that is
+    missing or of the wrong type. The one judge of a header: ``verify FILE`` and ``import``
+    both ask it, so neither accepts a file the other refuses."""
+    if not isinstance(header, dict) or header.get("agentsessions_export") != 1:
+        raise FormatError(f"{source}: unsupported export header")
+    for key in (*_HEAD_COUNTS, "last_hash"):
+        if key not in header:
+            raise FormatError(f"{source}: the export header has no {key}")
+    for key in _HEAD_COUNTS:
+        if not _is_count(header[key]):
+            raise FormatError(f"{source}: the export header's {key} is not a count")
+    if not isinstance(header["last_hash"], str):
+        raise FormatError(f"{source}: the export header's last_hash is not a string")
+    meta = header.get("session")
+    if meta is not None:
+        _check_session(meta, source)
+    return meta, {k: header[k] for k in (*_HEAD_COUNTS, "last_hash")}
+
+
+def _check_session(meta: Any, source: str) -> None:
+    """The header's ``session`` object: each known field, when present, of its type (the
+    types ``session.json`` holds); unknown keys are allowed so the header can grow."""
+    where = f"{source}: the export header's session"
+    if not isinstance(meta, dict):
+        raise FormatError(f"{where} is not an object")
+    for key in _META_TEXTS:
+        if not isinstance(meta.get(key, ""), str):
+            raise FormatError(f"{where}.{key} is not a string")
+    if meta.get("project"):
+        try:
+            check_project(meta["project"])
+        except InvalidArgumentError as exc:
+            raise FormatError(f"{where}.project: {exc}") from None
+    for key in _META_COUNTS:
+        if not _is_count(meta.get(key, 0)):
+            raise FormatError(f"{where}.{key} is not a count")
+    for key in _META_PAIRS:
+        pairs = meta.get(key)
+        if pairs is not None and not (
+            isinstance(pairs, dict) and all(isinstance(v, str) for v in pairs.values())
+        ):
+            raise FormatError(f"{where}.{key} is not an object of strings")
+    for key in _META_OBJECTS:
+        if not isinstance(meta.get(key), dict | None):
+            raise FormatError(f"{where}.{key} is not an object")
+    if not isinstance(meta.get("encrypted", False), bool):
+        raise FormatError(f"{where}.encrypted is not true or false")
+
+
+def _is_count(value: Any) -> bool:
+    return type(value) is int and value >= 0
 
 
 def _pieces(path: Path) -> Iterator[bytes]:
@@ -421,8 +488,7 @@ def _parse_export(data: bytes, source: str) -> Parsed:
     while lines and not lines[-1].strip():
         lines.pop()
     header = _json_line(lines[0], source, 1)
-    if not isinstance(header, dict) or header.get("agentsessions_export") != 1:
-        raise FormatError(f"{source}: unsupported export header")
+    meta, _declared = check_header(header, source)
     trailer = _trailer(lines[-1]) if len(lines) > 1 else None
     if not (isinstance(trailer, dict) and isinstance(trailer.get("end"), dict)):
         raise FormatError(f"{source} is truncated: the end marker is missing")
@@ -436,8 +502,7 @@ def _parse_export(data: bytes, source: str) -> Parsed:
         raise FormatError(
             f"{source}: end marker declares {declared.get('records')} records, found {len(records)}"
         )
-    meta = header.get("session")
-    return Parsed(FORMAT_EXPORT, records, meta if isinstance(meta, dict) else None, declared)
+    return Parsed(FORMAT_EXPORT, records, meta, declared)
 
 
 def _export_record(line: bytes, index: int, source: str) -> Record:

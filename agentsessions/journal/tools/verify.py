@@ -44,7 +44,7 @@ from agentsessions.errors import (
     SessionKeyError,
     StorageError,
 )
-from agentsessions.journal.format import canonical, evidence, sealedhead, segment
+from agentsessions.journal.format import canonical, evidence, fencefile, sealedhead, segment
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import OpenScan, Position, SegmentFrames, SegmentLog
 from agentsessions.journal.format.segmentread import Link, PayloadCheck, SegmentCheck, SegmentFiles
@@ -395,14 +395,13 @@ def verify_dir(
         walk(items, report, strict=strict, progress=progress, total=total)
         if report.ok:  # a key holder also opens the state, receipts and workloads
             check_blobs(sdir, sdir.name, master)
+            _check_fence(sdir, report)
         return report
     except MetadataCorruptError as exc:
         return failed_by(report, exc)
     except JournalCorruptError as exc:
         seq = int(exc.fields.get("seq", report.last_seq + 1))
         return report.fail(seq, str(exc), "corrupt")
-    except _MissingParent as exc:
-        return report.fail(report.last_seq + 1, str(exc), "format")
     finally:
         for log in logs:
             log.close()
@@ -419,7 +418,8 @@ def verify_component_dir(
     log: SegmentLog | None = None
     try:
         fast = _Fast(strict, 1)
-        log, scan, checks = fast.open(cdir, 0, SessionDir(cdir).hint_evidence(), session_id)
+        claims = SessionDir(cdir).hint_evidence() + _fence_evidence(cdir)
+        log, scan, checks = fast.open(cdir, 0, claims, session_id)
         if scan.torn_tail:
             report.torn_tail = True
             report.notes.append("torn tail after the last commit (not acknowledged; ignored)")
@@ -428,6 +428,7 @@ def verify_component_dir(
         walk(_log_items(log, checks, 0, opener), report, strict=strict)
         if report.ok:
             check_blobs(cdir, session_id, master, scope, host=False)
+            _check_fence(cdir, report)
         return report
     except JournalCorruptError as exc:
         seq = int(exc.fields.get("seq", report.last_seq + 1))
@@ -439,8 +440,21 @@ def verify_component_dir(
             log.close()
 
 
-class _MissingParent(Exception):
-    """A forked child was copied without the parent that holds its prefix."""
+def _fence_evidence(path: Path) -> tuple[evidence.Acked, ...]:
+    """The FENCE head's claim (none when damaged: :func:`_check_fence` reports that)."""
+    try:
+        return SessionDir(path).fence_evidence()
+    except (JournalCorruptError, StorageError):
+        return ()
+
+
+def _check_fence(path: Path, report: VerifyReport) -> None:
+    """Fail ``report`` when the directory's FENCE has no valid slot (every writer open
+    refuses such a file, exit 8); a missing FENCE is fence 0, one torn slot a torn mint."""
+    try:
+        fencefile.read(SessionDir(path).fence_file)
+    except (JournalCorruptError, StorageError) as exc:
+        failed_by(report, exc)
 
 
 def _session_items(
@@ -451,17 +465,15 @@ def _session_items(
 
     The journal is checked against the evidence of its acknowledged head in ``sdir`` (the
     TAIL hint) and ``acked`` (a forked child's fork point, when ``sdir`` is its parent)."""
-    parent_uid, fork_seq = _fork_point(sdir)
+    meta = SessionDir(sdir).read_meta()  # damaged: MetadataCorruptError, the start is unknown
+    parent_uid, fork_seq = meta.parent_uid, meta.fork_seq
     if parent_uid:
+        SessionDir(sdir).check_parent(meta)  # as writers and readers refuse it (exit 8)
         parent = sdir.parent / parent_uid
-        if not SessionDir(parent).is_session():
-            raise _MissingParent(
-                f"the prefix of {sdir.name} (seq 1..{fork_seq}) lives in parent session "
-                f"{parent_uid}, which is not beside it; export the child to verify it alone"
-            )
         base = _base_claim(sdir, fork_seq)
         yield from _session_items(parent, fork_seq, logs, report, fast, base)
-    log, scan, checks = fast.open(sdir, upto, SessionDir(sdir).hint_evidence() + acked)
+    claims = SessionDir(sdir).hint_evidence() + _fence_evidence(sdir) + acked
+    log, scan, checks = fast.open(sdir, upto, claims)
     logs.append(log)
     if scan.torn_tail and not upto:
         report.torn_tail = True
@@ -481,13 +493,6 @@ def _base_claim(sdir: Path, fork_seq: int) -> tuple[evidence.Acked, ...]:
     except (AgentSessionsError, OSError, IndexError):
         return ()
     return (evidence.fork_point(sdir.name, fork_seq, base_hash),)
-
-
-def _fork_point(sdir: Path) -> tuple[str, int]:
-    """Where ``sdir``'s prefix lives, from its checked ``session.json`` (damaged metadata
-    raises MetadataCorruptError: without it the chain's start is unknown)."""
-    meta = SessionDir(sdir).read_meta()
-    return meta.parent_uid, meta.fork_seq
 
 
 def failed_by(report: VerifyReport, exc: AgentSessionsError) -> VerifyReport:
