@@ -3,15 +3,35 @@
 Its presence puts ``tests/`` on ``sys.path`` (pytest's default ``prepend`` import mode
 inserts each conftest's directory), so the shared helper modules that live here, such as
 :mod:`fake_openai`, import by name from every test directory without a package.
+
+A run of whole directories (``pytest`` alone runs ``tests/``) goes to parallel workers when
+pytest-xdist is installed (the ``dev`` extra): one per core (``PYTEST_XDIST_AUTO_NUM_WORKERS``
+to change it), each test file on one worker (``--dist loadfile``) so a module's heavy
+fixtures (a nats cluster, a served daemon) start once. A run of named files stays in this
+process (starting workers costs more than it saves there); ``-n N`` picks N workers, ``-n 0``
+none.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from needs import need_nats_server
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """Whole directories run in parallel (see the module doc); ``-n`` given is left alone."""
+    if hasattr(config, "workerinput") or not config.pluginmanager.hasplugin("xdist"):
+        return
+    whole_dirs = any(Path(arg.split("::", 1)[0]).is_dir() for arg in config.args)
+    if whole_dirs and config.option.numprocesses is None and not config.option.usepdb:
+        config.option.numprocesses = "auto"
+        if config.option.dist == "no":
+            config.option.dist = "loadfile"
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
 
-SAMPLE = '''
+SAMPLE = """
 import sys
 import pytest
 from needs import need, peer
@@ -35,7 +35,7 @@ def test_skips_without_torture():
 
 def test_uses_a_bench_peer():
     peer("agentsessions_no_such_peer")
-'''
+"""
 
 MODULE_LEVEL = """
 from needs import need
