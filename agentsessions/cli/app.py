@@ -168,7 +168,7 @@ app = typer.Typer(
         "Sessions live under --home (or $AGENTSESSIONS_HOME, else the per-user data directory)."
     ),
     epilog="Start here: agentsessions demo",
-    add_completion=False,
+    add_completion=True,  # --install-completion, --show-completion (typer.main loads it anyway)
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -186,10 +186,20 @@ MODEL_SPEC_HELP = (
 """The ``--model`` syntax, in the help of every command that takes the flag (models/)."""
 
 
-def _version(value: bool) -> None:
-    if value:
+def _version(as_json: bool) -> None:
+    """Print the version (``--json``: one JSON object) and exit 0.
+
+    Not an eager option: it is read in the root callback once ``--json`` is parsed too,
+    wherever each stands on the line."""
+    if as_json:
+        import platform
+
+        from agentsessions.cli.render import write_json
+
+        write_json({"name": PROG, "version": __version__, "python": platform.python_version()})
+    else:
         sys.stdout.write(f"{PROG} {__version__}\n")
-        raise typer.Exit(0)
+    raise typer.Exit(0)
 
 
 @app.callback(invoke_without_command=True)
@@ -209,7 +219,7 @@ def root(
     as_json: Annotated[bool, typer.Option("--json", help="JSON output for any command.")] = False,
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+        typer.Option("--version", "-V", help="Print the version (with --json, as JSON) and exit."),
     ] = False,
     server: so.ServerOpt = "",
     token: so.TokenOpt = "",
@@ -221,6 +231,8 @@ def root(
     key_file: KeyFileOpt = "",
 ) -> None:
     """Durable AI-agent sessions kept as append-only, hash-chained event journals."""
+    if version:
+        _version(as_json or ctx.ensure_object(CliState).json)
     from agentsessions.sessions.home import check_home
 
     state = ctx.ensure_object(CliState)
