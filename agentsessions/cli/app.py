@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperCommand
 
-from agentsessions import __version__
 from agentsessions.cli import serveropts as so
 from agentsessions.cli.helpview import HelpCommand
 from agentsessions.cli.lazygroup import LazyGroup, lazy_group
@@ -186,22 +185,6 @@ MODEL_SPEC_HELP = (
 """The ``--model`` syntax, in the help of every command that takes the flag (models/)."""
 
 
-def _version(as_json: bool) -> None:
-    """Print the version (``--json``: one JSON object) and exit 0.
-
-    Not an eager option: it is read in the root callback once ``--json`` is parsed too,
-    wherever each stands on the line."""
-    if as_json:
-        import platform
-
-        from agentsessions.cli.render import write_json
-
-        write_json({"name": PROG, "version": __version__, "python": platform.python_version()})
-    else:
-        sys.stdout.write(f"{PROG} {__version__}\n")
-    raise typer.Exit(0)
-
-
 @app.callback(invoke_without_command=True)
 def root(
     ctx: typer.Context,
@@ -231,8 +214,10 @@ def root(
     key_file: KeyFileOpt = "",
 ) -> None:
     """Durable AI-agent sessions kept as append-only, hash-chained event journals."""
-    if version:
-        _version(as_json or ctx.ensure_object(CliState).json)
+    if version:  # read here, not eagerly, so --json counts wherever it stands on the line
+        from agentsessions.cli.version import print_version
+
+        print_version(as_json or ctx.ensure_object(CliState).json)
     from agentsessions.sessions.home import check_home
 
     state = ctx.ensure_object(CliState)
