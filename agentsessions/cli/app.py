@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer._click.core import ParameterSource
 
-from agentsessions import __version__
 from agentsessions.cli import failures
 from agentsessions.cli import serveropts as so
 from agentsessions.cli.lazygroup import LazyGroup, lazy_group
@@ -157,7 +156,7 @@ app = typer.Typer(
         " The options below but --version also work after the command."
     ),
     epilog="Start here: agentsessions demo",
-    add_completion=False,
+    add_completion=True,  # --install-completion, --show-completion (typer.main loads it anyway)
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -173,12 +172,6 @@ MODEL_SPEC_HELP = (
     "before anything is written or sent."
 )
 """The ``--model`` syntax, in the help of every command that takes the flag (models/)."""
-
-
-def _version(value: bool) -> None:
-    if value:
-        sys.stdout.write(f"{PROG} {__version__}\n")
-        raise typer.Exit(0)
 
 
 @app.callback(invoke_without_command=True)
@@ -198,7 +191,7 @@ def root(
     as_json: Annotated[bool, typer.Option("--json", help="JSON output for any command.")] = False,
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+        typer.Option("--version", "-V", help="Print the version (with --json, as JSON) and exit."),
     ] = False,
     server: so.ServerOpt = "",
     token: so.TokenOpt = "",
@@ -210,6 +203,10 @@ def root(
     key_file: KeyFileOpt = "",
 ) -> None:
     """Durable AI-agent sessions kept as append-only, hash-chained event journals."""
+    if version:  # read here, not eagerly, so --json counts wherever it stands on the line
+        from agentsessions.cli.version import print_version
+
+        print_version(as_json or ctx.ensure_object(CliState).json)
     from agentsessions.sessions.home import check_home
 
     state = ctx.ensure_object(CliState)

@@ -84,7 +84,7 @@ def lazy_group(app: typer.Typer, cls: type[G]) -> G:
 
     bare = copy.copy(app)  # the root callback and settings, no subcommand to build
     bare.registered_commands, bare.registered_groups = [], []
-    root = typer.main.get_group(bare)
+    root = typer.main.get_command(bare)  # get_group, plus the completion options
     assert isinstance(root, cls)
     short, markup = app.pretty_exceptions_short, app.rich_markup_mode
     for info in app.registered_commands:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from needs import need
 
 import agentsessions
 from agentsessions.errors import (
@@ -78,7 +79,7 @@ def _local_memory(tmp: Path) -> Sessions:
 @contextmanager
 def _client(tmp: Path, listen: str = "127.0.0.1:0") -> Iterator[Sessions]:
     """The gRPC client, dialled to a real server on ``listen`` over a local engine."""
-    pytest.importorskip("grpc")
+    need("grpc", "grpc")
     from agentsessions.client import dial
     from agentsessions.server.app import build_server
 

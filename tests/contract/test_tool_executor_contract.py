@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from needs import need
 
 from agentsessions.controller.spi import ToolExecutor, ToolOutcome, ToolRequest
 from agentsessions.controller.toolcalls import result_body
@@ -56,7 +57,7 @@ def _unix(tmp: Path, stack: ExitStack) -> Subject:
 
 def _mcp(tmp: Path, stack: ExitStack) -> Subject:
     """tests/mcp_server.py's counting ``append`` tool, through the mcp executor."""
-    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    need("mcp", "mcp")
     path = tmp / "effects.txt"
     executor = create_executor(f"mcp:{sys.executable} {MCP_SERVER} {path}")
     stack.callback(executor.close)  # type: ignore[attr-defined]

@@ -34,11 +34,15 @@ def _run_and_kill(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
+    assert proc.stdout is not None
+    # the delay counts from the first acknowledgement, not from the process start: on a
+    # loaded machine (parallel test workers) the interpreter's start alone can outlast it
+    first = proc.stdout.readline()
     time.sleep(delay)
     proc.send_signal(signal.SIGKILL)
     out, err = proc.communicate(timeout=30)
     acks = []
-    for line in out.decode().splitlines():
+    for line in (first + out).decode().splitlines():
         parts = line.split()
         if len(parts) == 4 and parts[0] == "ACK":
             acks.append((int(parts[1]), parts[2]))

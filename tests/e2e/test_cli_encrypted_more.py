@@ -225,9 +225,9 @@ def test_a_tampered_ciphertext_export_is_refused(cli: Cli, tmp_path: Path) -> No
 
 
 def test_serve_with_a_key_file_encrypts_what_its_clients_write(cli: Cli, tmp_path: Path) -> None:
-    import pytest
+    from needs import need
 
-    pytest.importorskip("grpc")
+    need("grpc", "grpc")
     from test_serve import remote, served
 
     key = _key_file(tmp_path)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from clirun import Run, clean_env
+from needs import need
 
 from agentsessions.journal.stores.filestore import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
@@ -199,7 +200,7 @@ def peak_rss(cli: Cli, *args: str) -> tuple[Run, int]:
 def test_a_zstd_bomb_is_refused_in_bounded_memory(
     cli: Cli, home: Path, tmp_path: Path, prefix: bytes, fill: bytes, command: str
 ) -> None:
-    pytest.importorskip("pyzstd")
+    need("pyzstd", "")
     path = tmp_path / "bomb.agx"
     bomb(path, prefix, fill)
     assert path.stat().st_size < 1 << 20  # a small file ...
@@ -225,7 +226,7 @@ def test_records_near_the_line_cap_are_checked_in_bounded_memory(
     """Main held each line three or four times over (the line buffer, a stripped copy, the
     payload and the event sliced out of it, the previous record): two 23 MiB lines peaked
     at ~160 MiB. Now at most about one line and one payload are alive at a time."""
-    pyzstd = pytest.importorskip("pyzstd")
+    pyzstd = need("pyzstd", "")
     header = b'{"agentsessions_export":1,"records":2,"last_seq":2,"last_hash":""}\n'
     path = tmp_path / "wide.agx"
     comp = pyzstd.ZstdCompressor(3)

@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,6 +32,8 @@ def test_tour_runs_as_written(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "AGENTSESSIONS_HOME"}
     env["TMPDIR"] = str(tmp_path)
     env["PYTHONPATH"] = str(ROOT)  # the tour's `agentsessions` runs this checkout's code
+    # ... and is the one installed beside this interpreter (the venv the tests run in)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     try:
         result = subprocess.run(
             ["bash", "-euo", "pipefail", "-c", tour],

@@ -22,8 +22,9 @@ from typing import Any
 
 import pytest
 from clirun import ERROR_PREFIX, Cli, Run, clean_env
+from needs import need
 
-pytest.importorskip("grpc")
+need("grpc", "grpc")
 
 WAIT = 120  # a hang guard, not an assertion
 

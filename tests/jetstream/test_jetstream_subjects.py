@@ -4,9 +4,9 @@ each other's messages."""
 
 from __future__ import annotations
 
-import pytest
+from needs import need
 
-pytest.importorskip("nats")
+need("nats", "nats")
 
 from agentsessions.journal.stores import jetstream_checkpoint as checkpoint
 from agentsessions.journal.stores import jetstream_extras as extras

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from needs import need
 
 from agentsessions.journal.stores.store import new_uid
 from agentsessions.sessions.storeurl import STORE_ENV
@@ -92,7 +93,7 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 @pytest.fixture
 def daemons(nats_cluster: Any, tmp_path: Path) -> Iterator[tuple[str, str, str]]:
-    pytest.importorskip("grpc")
+    need("grpc", "grpc")
     token = new_uid()[5:17]
     url = nats_cluster.store_url(stream=f"TS{token}", prefix=f"ts{token}")
     with ExitStack() as stack:

@@ -9,11 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from needs import need
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytest.importorskip("grpc")
+need("grpc", "grpc")
 
 
 def test_the_quick_bench_runs_both_sides_of_both_measurements() -> None:

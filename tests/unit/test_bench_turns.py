@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from needs import peer
 
 ROOT = Path(__file__).resolve().parents[2]
 PEERS = {"openai-agents", "langgraph", "langgraph-checkpoint-sqlite"}
@@ -85,9 +86,7 @@ def test_the_follow_it_measures_prints_the_whole_session(tmp_path: Path) -> None
 @pytest.mark.parametrize("system", ["agents-sdk", "langgraph"])
 def test_a_peer_baseline_stores_the_whole_conversation(tmp_path: Path, system: str) -> None:
     """Runs only where the ``bench`` extra is installed (the bench venv), skipped elsewhere."""
-    pytest.importorskip(
-        {"agents-sdk": "agents", "langgraph": "langgraph.checkpoint.sqlite"}[system]
-    )
+    peer({"agents-sdk": "agents", "langgraph": "langgraph.checkpoint.sqlite"}[system])
     bench = _bench()
     run = {"agents-sdk": bench.run_agents_sdk, "langgraph": bench.run_langgraph}[system]
     times = run(tmp_path, 3, "t")  # SystemExit if it did not store all six messages
@@ -121,7 +120,7 @@ def _recorded_session_calls(run: Any) -> list[tuple[str, list[list[str]]]]:
 
 def test_the_agents_sdk_baseline_drives_the_session_as_a_real_runner_does(tmp_path: Path) -> None:
     """A real ``Runner.run`` on an offline Model makes the same session calls, same items."""
-    pytest.importorskip("agents")
+    peer("agents")
     import asyncio
 
     from agents import Agent, RunConfig, Runner, SQLiteSession

@@ -13,14 +13,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from needs import need
 
 from agentsessions.errors import InvalidArgumentError, MasterKeyError
 from agentsessions.journal.crypto import keys
 from agentsessions.journal.crypto.keys import MasterKey, resolve_master_key
 
-keyring = pytest.importorskip("keyring")
-from keyring.backend import KeyringBackend  # noqa: E402
-from keyring.backends import fail  # noqa: E402
+keyring = need("keyring", "keyring")
+from keyring.backend import KeyringBackend
+from keyring.backends import fail
 
 ROOT = Path(__file__).resolve().parents[2]
 

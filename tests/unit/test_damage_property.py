@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from needs import need_zstd
 from test_damage_table import group_ends, sample, segments
 
 from agentsessions.errors import JournalError
@@ -30,8 +31,7 @@ STEP = 1 if TORTURE else 23  # a prime, so the sample hits every field of a fram
 
 @pytest.fixture(scope="module")
 def journal(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FileStore, str, Path]]:
-    if not zstdcodec.can_compress():
-        pytest.skip("no zstd codec")
+    need_zstd()
     store, uid = sample(tmp_path_factory.mktemp("prop") / "home")
     yield store, uid, store.session_dir(uid)
     store.close()

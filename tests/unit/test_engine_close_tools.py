@@ -8,14 +8,14 @@ import os
 import sys
 from pathlib import Path
 
-import pytest
+from needs import need
 
 from agentsessions.sessions import open_local
 from agentsessions.sessions.wiring import HARNESSES
 from tests.tool_harness import ToolLineHarness, line_call, plan
 from tests.toolservers import MCP_SERVER
 
-pytest.importorskip("mcp", reason="the mcp extra is not installed")
+need("mcp", "mcp")
 HARNESSES.register("tool-line", ToolLineHarness)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from needs import need
 
 from agentsessions.controller.controller import Controller
 from agentsessions.controller.spi import ToolRequest
@@ -27,7 +28,7 @@ from agentsessions.v1 import model
 from tests.tool_harness import ToolLineHarness, line_call, plan
 from tests.toolservers import MCP_SERVER
 
-pytest.importorskip("mcp", reason="the mcp extra is not installed")
+need("mcp", "mcp")
 HARNESSES.register("tool-line", ToolLineHarness)
 
 

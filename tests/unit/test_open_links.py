@@ -16,10 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from needs import need_zstd
 from test_damage_table import REFUSED, ROWS, event, outcome, segments, snapshot
 
 from agentsessions.errors import AcknowledgedDataMissingError, JournalCorruptError
-from agentsessions.journal.format import zstdcodec
 from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.format.segmentread import CheckedLinks
 from agentsessions.journal.stores.filestore import FileStore, StoreOptions
@@ -50,8 +50,7 @@ class ReadCountingFileSystem(FileSystem):
 def _needs_proc_and_zstd() -> None:
     if not os.path.isdir("/proc/self/fd"):
         pytest.skip("needs /proc/self/fd to name a descriptor's file")
-    if not zstdcodec.can_compress():
-        pytest.skip("no zstd codec")
+    need_zstd()
 
 
 def long_session(home: Path, fs: FileSystem) -> tuple[FileStore, str, Path]:

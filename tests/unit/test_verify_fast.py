@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from needs import missing, need_zstd
 
 from agentsessions.errors import FormatError, JournalCorruptError
 from agentsessions.journal.format import canonical, zstdcodec
@@ -147,8 +148,8 @@ def event_index(path: Path, k: int) -> int:
 @pytest.fixture(params=["plain", "compressed"])
 def journal(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     compress = request.param == "compressed"
-    if compress and not zstdcodec.can_compress():
-        pytest.skip("no zstd codec")
+    if compress:
+        need_zstd()
     return build(tmp_path / "store", compress=compress)
 
 
@@ -200,8 +201,7 @@ def test_damage_in_the_tail(tmp_path: Path) -> None:
 
 
 def test_flipped_byte_in_a_compressed_segment(tmp_path: Path) -> None:
-    if not zstdcodec.can_compress():
-        pytest.skip("no zstd codec")
+    need_zstd()
     sdir = build(tmp_path / "s")
     zst = [p for p in segment_files(sdir) if p.name.endswith(".zst")][1]
     flip(zst, zst.stat().st_size // 3)
@@ -210,8 +210,7 @@ def test_flipped_byte_in_a_compressed_segment(tmp_path: Path) -> None:
 
 def test_mixed_forms_and_a_flipped_byte(tmp_path: Path) -> None:
     """A sealed segment decompressed back to .seg beside compressed ones, then damaged."""
-    if not zstdcodec.can_compress():
-        pytest.skip("no zstd codec")
+    need_zstd()
     sdir = build(tmp_path / "s")
     zst = [p for p in segment_files(sdir) if p.name.endswith(".zst")][2]
     seg = zst.with_name(zst.name[: -len(".zst")])
@@ -416,8 +415,8 @@ def _frame_by_frame(sdir: Path, strict: bool, monkeypatch: pytest.MonkeyPatch) -
 def test_forked_children_verify_alike(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compress: bool
 ) -> None:
-    if compress and not zstdcodec.can_compress():
-        pytest.skip("no zstd codec")
+    if compress:
+        need_zstd()
     parent = build(tmp_path / "s", compress=compress)
     store = FileStore(parent.parent.parent, options=StoreOptions(segment_max_bytes=SMALL))
     boundary = int(segment_files(parent)[2].name[:16], 16) - 1  # last seq of a sealed segment
@@ -486,8 +485,9 @@ def test_compressed_chunks_must_carry_a_content_checksum(tmp_path: Path) -> None
     """Readers trust a chunk's zstd checksum instead of its frame CRCs, so a chunk without
     one is refused by every path (verify, fast and strict, and reading), naming the chunk."""
     modules = [name for name in ("pyzstd", "backports.zstd") if _importable(name)]
-    if not modules or not zstdcodec.can_compress():
-        pytest.skip("no zstd module")
+    need_zstd()
+    if not modules:  # the codec is the zstd command line: nothing to compress unchecked with
+        missing("a zstd module (pyzstd, backports.zstd)", "")
     mod = __import__(modules[0], fromlist=["compress"])
     sdir = build(tmp_path / "s")
     zst = [p for p in segment_files(sdir) if p.name.endswith(".zst")][1]

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from needs import missing
 
 from agentsessions.errors import FormatError, UnavailableError
 from agentsessions.journal.format import zstdcodec
@@ -182,7 +183,7 @@ def test_frames_without_a_checksum_are_refused_by_checked_reads(
 ) -> None:
     modules = [b for b in BACKENDS if b != "cli"]
     if not modules:
-        pytest.skip("no zstd module")
+        missing("a zstd module (pyzstd, backports.zstd)", "")
     mod = importlib.import_module(modules[0])
     monkeypatch.setattr(zstdcodec, "compress", lambda data, level=3: bytes(mod.compress(data)))
     blob = zstdcodec.encode_seekable(DATA, [(1, 0), (2, 40000)], b"")  # module default: no checksum
