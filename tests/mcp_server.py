@@ -1,6 +1,6 @@
 """A small stdio MCP server for the ``mcp:`` executor tests (run with the ``mcp`` extra).
 
-    python3 tests/mcp_server.py EFFECTS_FILE [--garbage | --exit]
+    python3 tests/mcp_server.py EFFECTS_FILE [--garbage | --exit | --about FILE]
 
 Tools: ``append`` (appends its ``line`` argument and a newline to EFFECTS_FILE, so the
 file's line count is the effect count; a line break in ``line`` is refused with no
@@ -8,13 +8,16 @@ effect), ``shout`` (structured output and a text part), ``fail`` (always an isEr
 result), ``meta`` (returns the request's ``_meta`` the executor sent), ``pid`` (the server's process
 id, so a test can see the process end). ``--garbage`` writes a
 line that is not JSON-RPC to stdout on every request and never answers; ``--exit`` exits
-at once with a message on stderr (a server that does not start).
+at once with a message on stderr (a server that does not start). ``--about FILE``: the
+``append`` tool's listed description is FILE's text, read at start (a listing that changes
+between runs); without it, its docstring.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from mcp.server.fastmcp import Context, FastMCP
@@ -31,8 +34,10 @@ def main() -> None:
             sys.stdout.flush()
         return
     server = FastMCP("counting")
+    about = sys.argv[sys.argv.index("--about") + 1] if "--about" in sys.argv else ""
+    listed = Path(about).read_text(encoding="utf-8") if about else None
 
-    @server.tool()
+    @server.tool(description=listed)
     def append(line: str) -> str:
         """Append one line to the effects file."""
         if "\n" in line or "\r" in line:

@@ -9,10 +9,12 @@ images and audio to file parts (base64 bytes), embedded text or blob resources a
 resource links to file parts, ``structuredContent`` to ``output``; ``isError`` is an error
 outcome (its text is the error).
 
-Lifetime: one server process per executor, started lazily on the first bind (never when
-a workload is only validated) and kept for the executor's life: the workload keeps its
-executors by spec, so an engine runs one server per distinct command, not one per call
-(an MCP handshake costs a process start). :meth:`McpExecutor.close` (or the interpreter's
+Lifetime: one server process per executor, started lazily on the first bind, or when a
+turn begins whose workload leaves the tool without a description or parameters (to list
+them, :meth:`McpExecutor.listed`, :mod:`.listing`), never when a workload is only
+validated; it is kept for the executor's life: the engine keeps its executors by spec, so
+it runs one server per distinct command, not one per call (an MCP handshake costs a
+process start). :meth:`McpExecutor.close` (or the interpreter's
 exit) closes its stdin and stops it. The client runs on its own asyncio loop in a daemon
 thread, so the host's threads stay synchronous.
 
@@ -110,6 +112,12 @@ class McpExecutor:
                 hint='name one of them, or rename with config = { tool = "..." }',
             )
 
+    def listed(self, tool: str, config: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        """The description and input schema the server lists for the tool (its
+        ``tools/list`` answer when it started), starting it if it is not running; None if
+        it does not list the tool. A server that does not start is ToolServerError."""
+        return self._started(config).listed.get(_server_tool(tool, config))
+
     def call(self, request: ToolRequest) -> ToolOutcome:
         """Call the server's tool; a transport failure raises ToolServerError."""
         client = self._started(request.config)
@@ -164,6 +172,7 @@ class _Client:
         self.garbage: list[str] = []
         self.session: Any = None
         self.tools: set[str] = set()
+        self.listed: dict[str, tuple[str, dict[str, Any]]] = {}  # name: description, schema
         ready: Future[None] = Future()
         params = StdioServerParameters(command=command[0], args=command[1:])
 
@@ -180,6 +189,10 @@ class _Client:
                         timeout, "start (tools/list)", session.list_tools()
                     )
                     self.tools = {tool.name for tool in listed.tools}
+                    self.listed = {
+                        tool.name: (tool.description or "", dict(tool.inputSchema or {}))
+                        for tool in listed.tools
+                    }
                     self.session = session
                     ready.set_result(None)
                     await self.stop.wait()

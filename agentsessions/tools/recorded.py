@@ -24,10 +24,11 @@ import threading
 from dataclasses import replace
 from typing import Any
 
-from agentsessions.controller.spi import BoundTool, ToolSpec
+from agentsessions.controller.spi import BoundTool, ToolExecutor, ToolSpec
 from agentsessions.errors import NotFoundError, UnavailableError, UnknownToolError
 from agentsessions.v1 import workloadref
 
+from .listing import with_listing
 from .toolstore import ToolStore
 from .workload import Workload, parse_workload
 
@@ -43,14 +44,24 @@ class RecordedWorkloads:
         self._parsed: dict[str, Workload] = {}  # by digest
         self._specs: dict[str, tuple[ToolSpec, ...]] = {}  # by digest
         self._kept: dict[tuple[str, str], str] = {}  # (uid, text) -> digest, kept already
+        self._executors: dict[str, ToolExecutor] = {}  # by spec, shared by every workload
+        self._executors_lock = threading.Lock()
 
     def current(self, uid: str) -> str:
         """The digest of ``uid``'s workload now (kept by it first); "" without one, or on a
-        store that cannot keep workloads by digest (its runs then record none)."""
+        store that cannot keep workloads by digest (its runs then record none).
+
+        What is kept is the workload with what its tool servers list for the tools it
+        leaves undescribed (:func:`~.listing.with_listing`: such a server is started here,
+        as the turn begins), so the turn's offer is on the record and replay needs no
+        server."""
         text = self._text_now(uid)
         keep = getattr(self._store, "keep_workload", None)
         if text is None or not callable(keep):
             return ""
+        workload, _key = self._workload(uid, "")
+        if workload is not None:
+            text = with_listing(workload)
         found = self._kept.get((uid, text))
         if found is None:
             found = str(keep(uid, text))
@@ -130,6 +141,9 @@ class RecordedWorkloads:
             # replay whose offered tools then differ diverges on the model input hash
             return self._workload(uid, "") if self._text_now(uid) is not None else (None, "")
         parsed = parse_workload(text, f"(workload sha256:{digest[:12]} of {uid})")
+        # one executor per spec for all of them: the server started to list a turn's tools
+        # is the one its calls go to (the listed text has a digest of its own)
+        parsed = replace(parsed, _executors=self._executors, _lock=self._executors_lock)
         with self._lock:
             found = self._parsed.setdefault(digest, parsed)
         return found, digest

@@ -34,11 +34,14 @@ the file, the table and the key. A ``reported`` tool (run by the harness itself)
 executor; ``mediated`` and ``approval`` tools do. A table whose executor is a built-in
 (``append_line``, ``notes``) offers the built-in's own description and JSON Schema where it
 gives no ``description`` or no ``parameters`` of its own, so a real model knows what
-arguments to send.
+arguments to send. A generated ``[listed."NAME"]`` table (``description``, and
+``parameters`` as JSON text) holds what tool NAME's server listed when a turn began
+(:mod:`.listing`); it fills the fields the tool's own table leaves out, under them.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import tomllib
@@ -90,6 +93,7 @@ class Workload:
     path: str = ""
     components: tuple[str, ...] | None = None
     tool_components: tuple[str, ...] = ()
+    listed: tuple[str, ...] = ()  # the tools with a [listed.NAME] table (:mod:`.listing`)
     # executors by spec, made on first bind and kept: one mcp server per spec for the
     # life of whoever holds this workload (the engine's resolver), not one per call
     _executors: dict[str, ToolExecutor] = field(default_factory=dict, compare=False, repr=False)
@@ -119,14 +123,19 @@ class Workload:
                 f"session {uid}: its workload has no host-run tool {name!r} (host-run: "
                 f"{known}); nothing was recorded"
             )
-        with self._lock:
-            executor = self._executors.get(tool.executor)
-            if executor is None:
-                executor = self._executors[tool.executor] = create_executor(tool.executor)
+        executor = self.executor(tool.executor)
         prepare = getattr(executor, "prepare", None)
         if callable(prepare):
             prepare(name, tool.config)
         return BoundTool(name, executor, dict(tool.config))
+
+    def executor(self, spec: str) -> ToolExecutor:
+        """The executor of ``spec``, made on first use and kept (one server per spec)."""
+        with self._lock:
+            executor = self._executors.get(spec)
+            if executor is None:
+                executor = self._executors[spec] = create_executor(spec)
+            return executor
 
     def check_harness(self, uid: str, harness: str) -> None:
         """WorkloadError unless harness ``harness`` may work in the conversation of session
@@ -169,7 +178,7 @@ def parse_workload(text: str, path: str = "(workload)") -> Workload:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise WorkloadError(f"workload {path}: not valid TOML: {exc}", path=path) from None
-    extra = sorted(set(data) - {"tools", "session"})
+    extra = sorted(set(data) - {"tools", "session", "listed"})
     if extra:
         raise _bad(
             path, "", extra[0], "unknown table or key (a workload has [tools.NAME] and [session])"
@@ -177,9 +186,40 @@ def parse_workload(text: str, path: str = "(workload)") -> Workload:
     tables = data.get("tools", {})
     if not isinstance(tables, dict):
         raise _bad(path, "", "tools", "must be a table of [tools.NAME] tables")
-    tools = {name: _tool(path, name, body) for name, body in tables.items()}
+    listed = _listed(path, data.get("listed", {}), tables)
+    tools = {name: _tool(path, name, body, listed.get(name)) for name, body in tables.items()}
     components, tool_components = _session(path, data.get("session", {}), tools)
-    return Workload(tools, text, path, components, tool_components)
+    return Workload(tools, text, path, components, tool_components, tuple(sorted(listed)))
+
+
+def _listed(
+    path: str, body: Any, tables: Mapping[str, Any]
+) -> dict[str, tuple[str, dict[str, Any]]]:
+    """The generated ``[listed.NAME]`` tables (:mod:`.listing`): what a tool server listed
+    for a tool, by name: ``(description, parameters)``."""
+    if not isinstance(body, dict):
+        raise _bad(path, "", "listed", "must be a table of [listed.NAME] tables")
+    out: dict[str, tuple[str, dict[str, Any]]] = {}
+    for name, entry in body.items():
+        table = f"listed.{name}"
+        if name not in tables:
+            raise _bad(path, table, "", "names no [tools.NAME]")
+        if not isinstance(entry, dict):
+            raise _bad(path, table, "", "must be a table")
+        extra = sorted(set(entry) - {"description", "parameters"})
+        if extra:
+            raise _bad(path, table, extra[0], "unknown key (known: description, parameters)")
+        description, text = entry.get("description", ""), entry.get("parameters", "{}")
+        if not isinstance(description, str):
+            raise _bad(path, table, "description", "must be a string")
+        try:
+            parameters = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            parameters = None
+        if not isinstance(parameters, dict):
+            raise _bad(path, table, "parameters", "must be a JSON object, as a string")
+        out[name] = (description, parameters)
+    return out
 
 
 def _session(
@@ -222,7 +262,9 @@ def _names(path: str, key: str, value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(value))
 
 
-def _tool(path: str, name: str, body: Any) -> Tool:
+def _tool(
+    path: str, name: str, body: Any, listed: tuple[str, dict[str, Any]] | None = None
+) -> Tool:
     table = f"tools.{name}"
     if not _NAME.fullmatch(name):
         raise _bad(path, table, "", "a tool name is letters, digits, '_', '.', '-' (1-64)")
@@ -261,6 +303,8 @@ def _tool(path: str, name: str, body: Any) -> Tool:
     parameters = dict(body.get("parameters", {}))
     own_description, own_parameters = builtin_schema(executor)  # the workload's fields win
     description, parameters = description or own_description, parameters or own_parameters
+    if listed is not None:  # what its server listed, under the table's own fields
+        description, parameters = description or listed[0], parameters or listed[1]
     return Tool(
         name,
         MEDIATIONS[tier],
