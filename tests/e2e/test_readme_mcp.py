@@ -19,7 +19,9 @@ def test_the_mcp_example_runs_as_written(tmp_path: Path) -> None:
     (block,) = [
         b for b in re.findall(r"```bash\n(.*?)```", README, flags=re.S) if "tools.mcpdemo" in b
     ]
+    # no COLUMNS: `log` to a pipe draws one whole line per record, not wrapped to a width
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSESSIONS_")}
+    env.pop("COLUMNS", None)
     env["TMPDIR"] = str(tmp_path)
     env["PYTHONPATH"] = str(ROOT)  # `agentsessions` and the server run this checkout's code
     # `python3` and `agentsessions` are this interpreter's (the venv the tests run in)
@@ -33,6 +35,7 @@ def test_the_mcp_example_runs_as_written(tmp_path: Path) -> None:
     assert notes.read_text() == "buy milk\n"  # written once: the replay ran no tool
     results = [line for line in result.stdout.splitlines() if "TOOL_RESULT" in line]
     assert len(results) == 2, result.stdout
-    assert "noted (1 note in notes.txt)" in results[0]
-    assert re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", results[1]), results[1]
+    assert "call-0-0" in results[0] and "call-0-1" in results[1], result.stdout
+    assert "noted (1 note in notes.txt)" in result.stdout
+    assert re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", result.stdout), result.stdout
     assert "buy milk\n" in result.stdout
