@@ -407,23 +407,26 @@ def get(ctx: typer.Context, session: SessionArg, as_json: JsonOpt = False) -> No
     Also where the harness's memory lives and until when (memory: a warm host and its idle
     timeout, a frozen snapshot, none for a stateless harness, or gone), and the session's
     token usage: the totals of its USAGE records (input, output and reasoning tokens, and
-    how many model calls reported usage), read from the journal when get asks.
+    how many model calls reported usage), read from the journal when get asks. Records get
+    cannot read (encrypted without the key, damaged) leave the usage unknown, not the
+    metadata: ``usage`` is then null in --json.
     """
     state = _state(ctx, as_json)
     uid = _uid(session)
-    from agentsessions.sessions.usage import usage_totals
+    from agentsessions.sessions.usage import readable_usage
 
     with open_engine(state, read=True) as engine:
         info = engine.get(uid)
-        usage = usage_totals(engine.read(uid))
+        usage, why = readable_usage(engine, uid)
     from agentsessions.cli import render
 
     memory = info.memory
     assert memory is not None  # get always says where the memory is
     if state.json:
-        render.write_json({**info.to_json(), "memory": memory.to_json(), "usage": usage.to_json()})
+        totals = usage.to_json() if usage is not None else None
+        render.write_json({**info.to_json(), "memory": memory.to_json(), "usage": totals})
     else:
-        render.print_session(info, memory.text, usage.text())
+        render.print_session(info, memory.text, usage.text() if usage is not None else why)
 
 
 @app.command(epilog="Example: agentsessions log sess-0123456789abcdef01234567 --from 5 --json")

@@ -13,7 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+from agentsessions.errors import JournalError, SessionKeyError
+
+if TYPE_CHECKING:
+    from agentsessions.sessions.api import Sessions
 
 COUNTS = ("input_tokens", "output_tokens", "reasoning_tokens")
 
@@ -67,3 +72,15 @@ def usage_totals(records: Iterable[_Record]) -> UsageTotals:
             except (TypeError, ValueError):
                 continue
     return UsageTotals(**sums, records=seen)
+
+
+def readable_usage(engine: Sessions, uid: str) -> tuple[UsageTotals | None, str]:
+    """The totals of session ``uid``'s records, or ``(None, why)`` when its records cannot
+    be read here: encrypted without the key, or damaged (``get`` still shows the metadata,
+    and ``verify`` or a keyed read says more)."""
+    try:
+        return usage_totals(engine.read(uid)), ""
+    except SessionKeyError:
+        return None, "unknown (the records are encrypted: give the key to read them)"
+    except JournalError:
+        return None, "unknown (the records are damaged: see agentsessions verify)"

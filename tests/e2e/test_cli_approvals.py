@@ -109,7 +109,10 @@ def test_a_resume_that_fails_after_the_decision_says_so(cli: Cli, tmp_path: Path
     # the turn runs with the workload it recorded (WORKLOAD.<digest>): break that one too; a
     # kept workload whose bytes no longer have its digest is damage (exit 8), not used
     for kept in session_dir.glob("WORKLOAD*"):
-        kept.write_text('[tools.other]\nmediation = "approval"\nexecutor = "append_line"\n')
+        kept.write_text(
+            '[tools.other]\nmediation = "approval"\nexecutor = "append_line"\n'
+            'config = { path = "/nonexistent/x" }\n'
+        )
     run = cli.fast("approve", uid)
     assert run.code == 8, run.err
     assert "the kept workload does not have the digest it is named by" in run.err

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from clirun import Cli, clean_env
+from needs import need
 
 WAIT = 120  # a hang guard, not an assertion
 CANCELING = "agentsessions: interrupt: canceling the turn at its next effect boundary"
@@ -129,7 +130,7 @@ def test_a_second_ctrl_c_exits_at_once_and_leaves_the_turn_for_cancel(
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[list[str]]:
-    pytest.importorskip("grpc")
+    need("grpc", "grpc")
     from test_serve import served
 
     (tmp_path / "served").mkdir()

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from clirun import Cli
+from needs import need
 
 
 def test_model_with_the_default_echo_harness_is_refused(cli: Cli) -> None:
@@ -23,7 +23,7 @@ def test_model_with_the_default_echo_harness_is_refused(cli: Cli) -> None:
 
 
 def test_model_with_echo_is_refused_over_server(tmp_path: Path) -> None:
-    pytest.importorskip("grpc")
+    need("grpc", "grpc")
     from test_serve import remote, served
 
     (tmp_path / "served").mkdir()
@@ -37,7 +37,7 @@ def test_model_with_echo_is_refused_over_server(tmp_path: Path) -> None:
 def test_a_remote_harness_declares_it_over_the_wire(cli: Cli) -> None:
     """``harness serve echo`` describes itself with uses_session_model false: a turn that
     names a model for it is refused (exit 2) by the host, before the harness is driven."""
-    pytest.importorskip("grpc")
+    need("grpc", "grpc")
     from test_cli_remote_harness import _address, serve
 
     address = _address("echo")

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from clirun import Cli, clean_env
+from needs import need
 
 WAIT = 120  # a hang guard, not an assertion
 TURN = ["EVENT_EXECUTION_START", "EVENT_INPUT"]
@@ -120,7 +121,7 @@ def _served(home: Path) -> Iterator[str]:
 
 def _deadline_turn(address: str, uid: str, model: str) -> None:
     """A slow turn asked with a deadline 2-3 s on: the daemon cancels it mid-call."""
-    grpc = pytest.importorskip("grpc")
+    grpc = need("grpc", "grpc")
     from agentsessions.server.gen import common_pb2, session_pb2, session_pb2_grpc
 
     text = common_pb2.Part(text=common_pb2.TextPart(text="write a long essay"))
@@ -138,7 +139,7 @@ def _deadline_turn(address: str, uid: str, model: str) -> None:
 def test_replay_with_a_deadline_stopped_turn_between_canceled_and_completed_ones(
     cli: Cli, tmp_path: Path
 ) -> None:
-    pytest.importorskip("grpc")
+    need("grpc", "grpc")
     slow = _slow(tmp_path)
     made = cli.run("exec", "--harness", "chat", "--model", "scripted:seed=7", "--input",
                    "plan a trip", "--json").ok()  # fmt: skip

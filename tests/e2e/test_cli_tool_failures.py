@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from clirun import Cli
+from needs import need
 
 
 def _script(tmp_path: Path, *entries: object) -> str:
@@ -29,7 +29,7 @@ def _kinds(cli: Cli, uid: str) -> list[str]:
 def test_a_tool_server_that_does_not_start_fails_the_turn_and_blocks_nothing(
     cli: Cli, tmp_path: Path
 ) -> None:
-    pytest.importorskip("mcp")
+    need("mcp", "mcp")
     tools = tmp_path / "tools.toml"
     tools.write_text('[tools.look]\nmediation = "mediated"\nexecutor = "mcp:nosuchcmd"\n')
     model = _script(tmp_path, {"tool_calls": [{"name": "look", "arguments": {}}]}, "done")

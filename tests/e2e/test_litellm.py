@@ -33,6 +33,7 @@ import pytest
 from clirun import Cli, clean_env
 from fake_openai import free_port
 from litellmproxy import MASTER_KEY, Proxy, find_litellm, start
+from needs import missing
 
 from agentsessions.sessions.api import DeltaFrame
 from agentsessions.sessions.local import open_local
@@ -46,9 +47,10 @@ def proxies(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Proxy, P
     """(shared, victim): two LiteLLM proxies, started together once per session."""
     binary = find_litellm()
     if binary is None:
-        pytest.skip(
-            "litellm not installed (a venv from tests/e2e/litellm/requirements.txt could not "
-            "be made; or set AGENTSESSIONS_TEST_LITELLM to a litellm executable)"
+        missing(
+            "litellm (a venv from tests/e2e/litellm/requirements.txt could not be made; or set "
+            "AGENTSESSIONS_TEST_LITELLM to a litellm executable)",
+            "dev",
         )
     base = tmp_path_factory.mktemp("litellm")
     with ThreadPoolExecutor(2) as pool:

@@ -22,8 +22,9 @@ from typing import Any
 
 import pytest
 from clirun import Cli, Run, clean_env
+from needs import need
 
-pytest.importorskip("grpc")
+need("grpc", "grpc")
 
 WAIT = 120  # a hang guard, not an assertion
 REQUIRED = ("request_id", "method", "code", "duration_ms", "project", "session", "token_id")
@@ -121,7 +122,7 @@ def test_a_full_run_logs_every_call_and_no_secret(cli: Cli, tmp_path: Path) -> N
 def test_a_stopping_daemon_tells_health_watchers_not_serving(tmp_path: Path) -> None:
     """SIGTERM: a load balancer watching the standard health service sees NOT_SERVING as the
     graceful stop begins (while in-flight calls still finish), then the stream ends."""
-    pytest.importorskip("grpc_health")
+    need("grpc_health", "grpc")
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 

@@ -7,11 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from clirun import ERROR_PREFIX, Run, clean_env
+from needs import need
 
-pytest.importorskip("grpc")
-pytest.importorskip("cryptography")
+need("grpc", "grpc")
+need("cryptography", "crypto")
 
 from tests.tlscerts import Authority  # after the skips: cryptography is there
 

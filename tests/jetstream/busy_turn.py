@@ -5,6 +5,10 @@ prints ``running`` and then waits for the next line (the test acts meanwhile: th
 running, whatever the machine's speed), then prints ``done EXEC_STATE LAST_SEQ``, or
 ``error EXIT_CODE`` if it failed (its message on stderr). The engine keeps its writer
 between turns, as a daemon's does; ``quit`` closes it.
+
+argv ``cli ARGS...``: the CLI (``agentsessions ARGS...``) in a process that also knows the
+``gate`` model, answering at once: a turn records the model it started on, and another
+host resumes it on that model.
 """
 
 from __future__ import annotations
@@ -28,7 +32,20 @@ class Gate:
         return Completion(message=dict(text_message("assistant", "let go")))
 
 
+class Open:
+    """The ``gate`` model of another host: it answers at once."""
+
+    def complete(self, request: Any, on_delta: Any = None) -> Completion:
+        return Completion(message=dict(text_message("assistant", "let go")))
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["cli"]:
+        from agentsessions.cli.app import main as cli
+
+        MODELS.register("gate", Open)
+        cli(sys.argv[2:])
+        return
     url, home, uid = sys.argv[1:4]
     gate = Gate()
     MODELS.register("gate", lambda: gate)

@@ -39,8 +39,11 @@ def _env() -> dict[str, str]:
 
 
 def _cli(home: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI on host B, which knows host A's ``gate`` model (busy_turn.py ``cli``): a
+    turn is resumed on the model it started on."""
+    script = str(Path(__file__).with_name("busy_turn.py"))
     return subprocess.run(
-        [sys.executable, "-m", "agentsessions", "--home", str(home), "--store", url, *args],
+        [sys.executable, script, "cli", "--home", str(home), "--store", url, *args],
         env=_env(), capture_output=True, text=True, timeout=BOUND,
     )  # fmt: skip
 

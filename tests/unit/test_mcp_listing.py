@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from needs import need
 
 from agentsessions.controller.spi import Completion, ModelRequest
 from agentsessions.models import MODELS
@@ -26,7 +27,7 @@ from agentsessions.tools.workload import parse_workload
 from agentsessions.v1 import model, workloadref
 from tests.toolservers import MCP_SERVER
 
-pytest.importorskip("mcp", reason="the mcp extra is not installed")
+need("mcp", "mcp")
 
 
 class Probe:
@@ -46,7 +47,12 @@ class Probe:
         return Completion(message=dict(model.text_message("assistant", "done")))
 
 
-MODELS.register("listing-probe", Probe)
+@pytest.fixture(autouse=True, scope="module")
+def _registered() -> Iterator[None]:
+    """The probe model for this module only (other modules list the known names)."""
+    MODELS.register("listing-probe", Probe)
+    yield
+    MODELS.unregister("listing-probe")
 
 
 def _setup(tmp_path: Path, table: str = "") -> tuple[Path, Path, Path]:

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from needs import need
 
-pytest.importorskip("opentelemetry.sdk")
+need("opentelemetry.sdk", "otel")
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader

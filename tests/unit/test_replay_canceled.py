@@ -123,9 +123,18 @@ def _running() -> str:
     return RUNNING["exec_id"]
 
 
-HARNESSES.register("steps", Steps)
-HARNESSES.register("tool-line", ToolLineHarness)
-MODELS.register("steps", StepModel)
+HARNESSES.register("tool-line", ToolLineHarness)  # the tests' shared name (tests/tool_harness.py)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _registered() -> Iterator[None]:
+    """This module's own harness and model, for its tests only: a registration left behind
+    would show in other modules' lists of known names (they share a worker process)."""
+    HARNESSES.register("steps", Steps)
+    MODELS.register("steps", StepModel)
+    yield
+    HARNESSES.unregister("steps")
+    MODELS.unregister("steps")
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from typing import Any
 
 import grpc
 import pytest
+from needs import need
 
 import agentsessions
 from agentsessions.errors import NotFoundError
@@ -29,10 +30,10 @@ from agentsessions.server.tokens import TokenStore
 from agentsessions.sessions.api import Sessions
 from agentsessions.v1 import model
 
-health_pb2 = pytest.importorskip("grpc_health.v1.health_pb2")
-health_pb2_grpc = pytest.importorskip("grpc_health.v1.health_pb2_grpc")
-reflection_pb2 = pytest.importorskip("grpc_reflection.v1alpha.reflection_pb2")
-reflection_pb2_grpc = pytest.importorskip("grpc_reflection.v1alpha.reflection_pb2_grpc")
+health_pb2 = need("grpc_health.v1.health_pb2", "grpc")
+health_pb2_grpc = need("grpc_health.v1.health_pb2_grpc", "grpc")
+reflection_pb2 = need("grpc_reflection.v1alpha.reflection_pb2", "grpc")
+reflection_pb2_grpc = need("grpc_reflection.v1alpha.reflection_pb2_grpc", "grpc")
 
 
 class Lines(io.StringIO):

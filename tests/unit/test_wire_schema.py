@@ -277,6 +277,7 @@ ADDED_FIELDS = {
     "ExecUpdate": "frame=1000:FrameInfo",
     "Start": "tools=1000:[]ToolSpec state=1001:WorkingState memory_restored=1002:bool",
     "ToolSpec": "input_schema=1000:Struct",
+    "Capabilities": "uses_session_model=1000:?bool",
     "Event": "state_commit=1000:StateCommit@body delta=1001:TextDelta@body",
     "ControllerFrame": "state=1000:StateResult@frame",
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from needs import need
 
 import agentsessions
 from agentsessions.errors import WorkloadError
@@ -128,7 +129,7 @@ def test_a_config_its_executor_takes_is_accepted() -> None:
 
 
 def test_mcp_config_keys_are_declared_and_typed() -> None:
-    pytest.importorskip("mcp")
+    need("mcp", "mcp")
     parse_workload(_one("mcp:true", '{ tool = "x", startup_timeout = 5, timeout = 1.5 }'))
     with pytest.raises(WorkloadError, match=r"config.timout: unknown key .*startup_timeout"):
         parse_workload(_one("mcp:true", "{ timout = 5 }"))
