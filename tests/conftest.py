@@ -9,7 +9,9 @@ pytest-xdist is installed (the ``dev`` extra): one per core (``PYTEST_XDIST_AUTO
 to change it), each test file on one worker (``--dist loadfile``) so a module's heavy
 fixtures (a nats cluster, a served daemon) start once. A run of named files stays in this
 process (starting workers costs more than it saves there); ``-n N`` picks N workers, ``-n 0``
-none.
+none. The longest files go first (:data:`LONG_FIRST`): a worker that starts one late leaves
+the other idle at the end of the run, and the LiteLLM venv a fresh machine builds overlaps
+the rest of the suite.
 """
 
 from __future__ import annotations
@@ -32,6 +34,31 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         config.option.numprocesses = "auto"
         if config.option.dist == "no":
             config.option.dist = "loadfile"
+
+
+LONG_FIRST = (
+    "tests/e2e/test_litellm.py",  # builds LiteLLM's venv on a fresh machine (minutes)
+    "tests/e2e/test_serve.py",
+    "tests/e2e/test_cli_escapes.py",
+    "tests/e2e",
+    "tests/crash",
+    "tests/jetstream",
+)
+"""Where the suite's long files live, longest first; the rest keep their collected order."""
+
+
+def _rank(item: pytest.Item) -> int:
+    path = Path(str(item.path)).resolve().relative_to(Path(__file__).resolve().parent.parent)
+    name = path.as_posix()
+    for rank, prefix in enumerate(LONG_FIRST):
+        if name == prefix or name.startswith(prefix + "/"):
+            return rank
+    return len(LONG_FIRST)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Long files first (a stable sort: a file's own tests keep their order)."""
+    items.sort(key=_rank)
 
 
 @pytest.fixture(scope="session")
