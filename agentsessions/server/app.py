@@ -228,7 +228,31 @@ def _add_health_and_reflection(server: grpc.Server, services: Sequence[str]) -> 
         return None
 
     class Health(health.HealthServicer):  # type: ignore[misc]
-        """grpc's health servicer, whose Watch streams the server can end."""
+        """grpc's health servicer, whose Watch streams the server can end, and which sends
+        outside its lock: grpc_health's own ``set`` sends to each watcher while holding the
+        lock that a closing watcher's callback (run by grpc's thread) needs, and a send
+        waits for that thread, so a stop while watchers close could deadlock."""
+
+        _gracefully_shutting_down: bool  # grpc_health's own flag, set in its __init__
+
+        def set(self, name: str, status: Any) -> None:
+            with self._lock:
+                if self._gracefully_shutting_down:
+                    return
+                self._server_status[name] = status
+                callbacks = list(self._send_response_callbacks.get(name, ()))
+            for callback in callbacks:
+                callback(health_pb2.HealthCheckResponse(status=status))
+
+        def enter_graceful_shutdown(self) -> None:
+            with self._lock:
+                if self._gracefully_shutting_down:
+                    return
+                names = list(self._server_status)
+            for name in names:
+                self.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+            with self._lock:
+                self._gracefully_shutting_down = True
 
         def end_watches(self) -> None:
             # grpc_health keeps each watcher's callback here; None ends its stream
