@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer._click.core import ParameterSource
 
-from agentsessions.cli import failures
+from agentsessions.cli import completion, failures
 from agentsessions.cli import serveropts as so
 from agentsessions.cli.lazygroup import LazyGroup, lazy_group
 from agentsessions.cli.storeopts import (
@@ -160,6 +160,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+completion.install()  # $SHELL where no shell is above the process
 
 JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print JSON on stdout (a stable, documented contract).")

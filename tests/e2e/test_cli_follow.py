@@ -28,16 +28,27 @@ def test_follow_sees_another_process_commit_and_ctrl_c_exits_130(cli: Cli) -> No
     uid = _session(cli)
     argv = [sys.executable, "-m", "agentsessions", "--home", str(cli.home), "follow", uid]
     proc = subprocess.Popen(
-        [*argv, "--from", "6"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env()
-    )
-    assert proc.stdout is not None
-    cli.run("exec", uid, "--input", "again").ok()
-    lines = [proc.stdout.readline().decode() for _ in range(5)]
-    assert [line.split()[0] for line in lines] == ["6", "7", "8", "9", "10"]
-    proc.send_signal(signal.SIGINT)
-    _out, err = proc.communicate(timeout=60)
+        [*argv, "--from", "6"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(),
+        preexec_fn=_as_in_a_terminal,
+    )  # fmt: skip
+    with proc:
+        try:
+            assert proc.stdout is not None
+            cli.run("exec", uid, "--input", "again").ok()
+            lines = [proc.stdout.readline().decode() for _ in range(5)]
+            assert [line.split()[0] for line in lines] == ["6", "7", "8", "9", "10"]
+            proc.send_signal(signal.SIGINT)
+            _out, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
     assert proc.returncode == 130
     assert err == b""
+
+
+def _as_in_a_terminal() -> None:
+    """Ctrl-C reaches a foreground command: a test run from a background job (``pytest &``)
+    hands its children SIGINT ignored, and Python then keeps it ignored, as Unix asks."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def test_follow_ends_quietly_when_the_reader_hangs_up(cli: Cli) -> None:

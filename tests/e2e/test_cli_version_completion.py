@@ -79,3 +79,28 @@ def test_install_completion_writes_the_script_for_the_shell(tmp_path: Path) -> N
     installed = tmp_path / ".bash_completions" / "agentsessions.sh"
     assert "_AGENTSESSIONS_COMPLETE=complete_bash" in installed.read_text()
     assert str(installed) in (tmp_path / ".bashrc").read_text()
+
+
+def test_completion_falls_back_to_the_login_shell_where_none_is_detected(tmp_path: Path) -> None:
+    """A command started with no shell above it (a service, a CI runner, a job whose
+    parent is gone): shellingham finds none, and ``$SHELL`` names the shell instead."""
+    probe = (
+        "import shellingham, sys\n"
+        "def undetectable(*a, **k):\n"
+        "    raise shellingham.ShellDetectionFailure()\n"
+        "shellingham.detect_shell = undetectable\n"
+        "from agentsessions.cli.app import main\n"
+        "sys.argv = ['agentsessions', '--install-completion']\n"
+        "main()\n"
+    )
+    env = clean_env({"HOME": str(tmp_path), "SHELL": "/bin/bash"})
+    run = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "bash completion installed in" in run.stdout
+    nothing = subprocess.run(
+        [sys.executable, "-c", probe], env={**env, "SHELL": ""}, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert nothing.returncode == 1 and "Shell None is not supported" in nothing.stdout
