@@ -188,3 +188,26 @@ def test_a_damaged_listing_row_has_no_project(store: FileStore) -> None:
     path.write_bytes(path.read_bytes().replace(b"nightly", b"nightlY"))
     (row,) = store.list("acme").sessions
     assert row.uid == uid and row.meta.project == "" and "'name'" in row.damaged
+
+
+def test_an_encrypted_sessions_marker_is_summed_too(tmp_path: Path) -> None:
+    """filecrypt: the marker (not KEY) says a session is encrypted, so it is a field with a
+    sum like the others; a changed byte anywhere in the file is found here too."""
+    from agentsessions.journal.crypto.keys import MasterKey
+
+    with FileStore(tmp_path / "enc", master=MasterKey.generate()) as enc:
+        uid = enc.create(_meta()).uid
+        path = enc.session_dir(uid) / metafile.META_NAME
+        good = path.read_bytes()
+        assert b'"encrypted":true' in good and b'"sums":{' in good
+        for at in range(len(good)):
+            for mask in (0x01, 0xFF):
+                flipped = bytearray(good)
+                flipped[at] ^= mask
+                path.write_bytes(flipped)
+                with pytest.raises(MetadataCorruptError):
+                    metafile.read_meta(path.parent)
+        path.write_bytes(good.replace(b'"encrypted":true', b'"encrypted":1'))
+        with pytest.raises(MetadataCorruptError) as info:
+            enc.get(uid)
+        assert info.value.fields["field"] == "encrypted"
