@@ -66,11 +66,14 @@ def test_every_flipped_bit_of_a_real_session_json_is_found(store: FileStore) -> 
             err = info.value
             assert err.exit_code == 8 and str(path) in err.message, (at, bit)
             field = str(err.fields.get("field", ""))
-            kind = "field" if field else err.message.split(str(path), 1)[1].split("(")[0]
-            caught[kind.strip()] = caught.get(kind.strip(), 0) + 1
+            assert not field or repr(field) in err.message
+            kind = "names a field" if field else "names none"
+            caught[kind] = caught.get(kind, 0) + 1
     total = len(good) * 8
     print(f"{len(good)} bytes, {total} flips, all caught: {sorted(caught.items())}")
     assert sum(caught.values()) == total
+    # none: a flip in the first key's name, the braces, or one no decoder places
+    assert caught.get("names none", 0) < total // 50
     path.write_bytes(good)
     assert metafile.read_meta(path.parent).uid == uid
 

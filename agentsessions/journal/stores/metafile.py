@@ -56,6 +56,8 @@ _PAIR_KEYS = ("labels", "annotations")
 _OBJECT_KEYS = ("origin", "identity")
 _SUM = re.compile(r"[0-9a-f]{16}")
 _CLIP = 60  # how much of a damaged value a message quotes
+_OFFSET = re.compile(r"\((?:byte|char) (\d+)\)")  # msgspec's, json's
+_KEY = re.compile(rb'"([a-z_]+)":')
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,9 @@ def read(sdir: Path) -> MetaRead:
         obj = canonical.loads(raw)
     except AgentSessionsError as exc:  # canonical raises FormatError for any non-JSON
         why = exc.message.removeprefix("invalid JSON: ")
-        raise damaged(sdir, path, f"is not valid JSON ({why})") from exc
+        field = _field_near(raw, why)
+        where = f", in {field!r}" if field else ""
+        raise damaged(sdir, path, f"is not valid JSON ({why}){where}", field) from exc
     problem = check_object(obj, sdir.name, raw)
     if problem is not None:
         raise damaged(sdir, path, problem.text, problem.field)
@@ -133,7 +137,7 @@ def check_object(obj: Any, uid: str, raw: bytes | None = None) -> Problem | None
     if not isinstance(found, str):
         return Problem("has no string 'uid'", "uid")
     if found != uid:
-        return Problem(f"names uid {_clip(found)}, but it is stored as {uid!r}", "uid")
+        return Problem(f"has a 'uid' of {_clip(found)}, but it is stored as {uid!r}", "uid")
     unknown = sorted(set(obj) - _KNOWN)
     if unknown:
         return Problem(f"has an unknown key {_clip(unknown[0])}", unknown[0])
@@ -144,7 +148,10 @@ def check_object(obj: Any, uid: str, raw: bytes | None = None) -> Problem | None
     if problem is None and raw is not None and raw != _encode(obj):
         pairs = enumerate(zip(raw, _encode(obj), strict=False))
         at = next((i for i, (a, b) in pairs if a != b), min(len(raw), len(_encode(obj))))
-        problem = Problem(f"is not in its canonical form (it differs at byte {at})")
+        field = _field_at(raw, at)
+        problem = Problem(
+            f"is not in its canonical form (it differs at byte {at}, in {field!r})", field
+        )
     return problem
 
 
@@ -202,6 +209,21 @@ def damaged(sdir: Path, path: Path, problem: str, field: str = "") -> MetadataCo
         problem=f"{path.name} {problem}",
         field=field,
     )
+
+
+def _field_near(raw: bytes, why: str) -> str:
+    """The known key whose value (or sum) holds the offset a JSON error names, or ""."""
+    at = _OFFSET.search(why)
+    if at is not None:
+        return _field_at(raw, int(at.group(1)))
+    # not UTF-8: the file is ASCII, so the first byte above 0x7f is the damage
+    return _field_at(raw, next((i for i, b in enumerate(raw) if b > 0x7F), -1))
+
+
+def _field_at(raw: bytes, offset: int) -> str:
+    """The last known key (a field's, or its sum's) that starts before ``offset``, or ""."""
+    keys = [m.group(1).decode() for m in _KEY.finditer(raw, 0, offset + 1)] if offset >= 0 else []
+    return next((key for key in reversed(keys) if key in _KNOWN and key != SUMS_KEY), "")
 
 
 def _clip(value: Any) -> str:
