@@ -30,11 +30,17 @@ import builtins
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-from agentsessions.errors import NotFoundError, PermissionDeniedError, UnauthenticatedError
+from agentsessions.errors import (
+    MetadataCorruptError,
+    NotFoundError,
+    PermissionDeniedError,
+    UnauthenticatedError,
+)
 from agentsessions.server.bounds import Limits
 from agentsessions.server.observe import note
 from agentsessions.server.tokens import Principal
@@ -59,6 +65,7 @@ if TYPE_CHECKING:
 
 DEFAULT_PROJECT = "default"
 _CACHE_SIZE = 4096
+_T = TypeVar("_T")
 
 
 class Scope:
@@ -141,11 +148,21 @@ class ScopedSessions:
     def _check(self, uid: str) -> str:
         """``uid`` if its session is in the principal's projects, else NOT_FOUND."""
         note(session=uid)  # the operator's log line (.observe), an unknown uid's too
-        project = self._scope.project_of(uid)
+        project = self._unless_damaged(uid, lambda: self._scope.project_of(uid))
         note(project=project)
         if not self.principal.allows(project):
             raise _hidden(uid)
         return uid
+
+    def _unless_damaged(self, uid: str, call: Callable[[], _T]) -> _T:
+        """``call()``; for a token holder, a session whose metadata is damaged is an
+        unknown uid: its project is unknown, so no token may learn that it exists."""
+        try:
+            return call()
+        except MetadataCorruptError:
+            if self.principal.projects is None:
+                raise
+            raise _hidden(uid) from None
 
     def _seen(self, session: Session) -> Session:
         self._scope.remember(session.uid, session.project)
@@ -200,7 +217,7 @@ class ScopedSessions:
     def get(self, uid: str) -> Session:
         """The session, if in the principal's projects (else NOT_FOUND)."""
         note(session=uid)
-        session = self._seen(self._engine.get(uid))
+        session = self._seen(self._unless_damaged(uid, lambda: self._engine.get(uid)))
         if not self.principal.allows(session.project):
             raise _hidden(uid)
         return session
@@ -208,12 +225,17 @@ class ScopedSessions:
     def list(
         self, *, project: str = DEFAULT_PROJECT, page_size: int = 50, cursor: str | None = None
     ) -> SessionPage:
-        """A page of one of the principal's projects; page size bounded."""
-        return self._engine.list(
+        """A page of one of the principal's projects; page size bounded. A token holder
+        gets no row of damaged metadata (its project is unknown: listed as "")."""
+        page = self._engine.list(
             project=self._project(project),
             page_size=self._limits.page_size(page_size),
             cursor=cursor,
         )
+        if self.principal.projects is None:
+            return page
+        rows = tuple(s for s in page.sessions if self.principal.allows(s.project))
+        return replace(page, sessions=rows)
 
     def delete(self, uid: str) -> Session:
         """Soft-delete a session of the principal's projects."""

@@ -243,3 +243,20 @@ def test_a_session_missing_its_metadata_or_directory_breaks_no_listing(
     cli.fast("reindex").ok()
     rows = {s["uid"]: s for s in cli.fast("list", "--json").ok().json()["sessions"]}
     assert rows[uids[0]]["damaged"].startswith("session.json cannot be read")
+
+
+@pytest.mark.parametrize("field", ["project", "create_time_ns"])
+def test_a_changed_field_is_exit_8_naming_it(cli: Cli, field: str) -> None:
+    """Issue 18: `default` flipped to `defzult` passed verify and moved the session out of
+    its project; now verify, get and log exit 8 naming the file and the field, and list
+    shows the row as damaged with no project."""
+    uid = cli.import_fixture()
+    path = cli.home / "sessions" / uid / "session.json"
+    old = path.read_bytes()
+    at = old.index(f'"{field}":'.encode()) + len(field) + 4  # a byte inside the value
+    path.write_bytes(old[:at] + bytes([old[at] ^ 0x01]) + old[at + 1 :])
+    for command in ("verify", "get", "log"):
+        run = cli.fast(command, uid).fails(CORRUPT)
+        assert str(path) in run.err and f"has a {field!r}" in run.err, (command, run.err)
+    rows = {s["uid"]: s for s in cli.fast("list", "--json").ok().json()["sessions"]}
+    assert rows[uid]["project"] == "" and field in rows[uid]["damaged"]

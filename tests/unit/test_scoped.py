@@ -16,6 +16,7 @@ import agentsessions
 from agentsessions.errors import (
     ApprovalParkedError,
     InvalidArgumentError,
+    MetadataCorruptError,
     NotFoundError,
     PermissionDeniedError,
     UnauthenticatedError,
@@ -214,3 +215,33 @@ def test_closing_a_scoped_view_leaves_the_engine_open(engine: Sessions) -> None:
     with _scoped(engine) as scoped:
         scoped.create()
     assert len(engine.list(project="a").sessions) == 1
+
+
+def _damage_project(home: Path, uid: str, old: bytes, new: bytes) -> None:
+    path = home / "sessions" / uid / "session.json"
+    raw = path.read_bytes()
+    assert old in raw
+    path.write_bytes(raw.replace(old, new, 1))
+
+
+@pytest.mark.parametrize("method", _uid_methods())
+@pytest.mark.parametrize("whose", ["a", "b"])
+def test_a_session_with_damaged_metadata_is_unknown_to_a_token(
+    engine: Sessions, tmp_path: Path, method: str, whose: str
+) -> None:
+    """Issue 18: its project is unknown, so no token may act on it or learn it exists; "b"
+    flipped to "a" used to move another project's session into this token's reach."""
+    uid = engine.run(None, ["hi"], harness="echo", project=whose).session.uid
+    _damage_project(tmp_path / "home", uid, f'"project":"{whose}"'.encode(), b'"project":"a"')
+    if whose == "a":  # its own project's: damage another field
+        _damage_project(tmp_path / "home", uid, b'"name":""', b'"name":"x"')
+    with pytest.raises(NotFoundError) as info:
+        _call(_scoped(engine), method, uid, tmp_path)
+    assert info.value.message == f"session {uid} not found"
+    assert [s.uid for s in _scoped(engine).list(project="a").sessions] == []
+    operator = Principal(name="operator", projects=None)
+    with pytest.raises(MetadataCorruptError):  # the operator is told what is wrong
+        _scoped(engine, operator).get(uid)
+    (row,) = _scoped(engine, operator).list(project=whose).sessions
+    assert row.uid == uid and row.damaged and row.project == ""
+    assert not (tmp_path / "out.agx").exists()

@@ -7,7 +7,6 @@ journal's; a broken link or a flipped byte is found without the key.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -19,6 +18,8 @@ from agentsessions.journal.format import canonical
 from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import SegmentLog
+from agentsessions.journal.stores.metafile import meta_bytes
+from agentsessions.journal.stores.store import SessionMeta
 from agentsessions.journal.tools import verify
 
 SID = "sess-0123456789abcdef01234567"
@@ -115,11 +116,14 @@ def test_encrypted_is_refused_on_frames_other_than_events() -> None:
     assert reason == "FLAG_ENCRYPTED on a frame that is not an EVENT"
 
 
+def _meta_bytes() -> bytes:
+    return meta_bytes(SessionMeta(uid=SID, project="default", create_time_ns=1))
+
+
 def _session(root: Path, groups: int) -> tuple[Path, list[Record]]:
     sdir = root / SID
     plain = _write(sdir / "journal", groups)
-    meta = {"uid": SID, "project": "default", "create_time_ns": 1}
-    (sdir / "session.json").write_text(json.dumps(meta))
+    (sdir / "session.json").write_bytes(_meta_bytes())
     return sdir, plain
 
 
@@ -135,8 +139,7 @@ def test_verify_without_the_key_checks_structure_and_says_so(tmp_path: Path, str
 def test_verify_without_the_key_finds_a_broken_link(tmp_path: Path) -> None:
     sdir = tmp_path / SID
     (sdir / "journal").mkdir(parents=True)
-    (sdir / "session.json").write_text(json.dumps({"uid": SID, "project": "default",
-                                                   "create_time_ns": 1}))  # fmt: skip
+    (sdir / "session.json").write_bytes(_meta_bytes())
     SegmentLog.create(sdir / "journal", session_id=SID)
     log, _ = SegmentLog.open(sdir / "journal", session_id=SID, writable=True)
     one, _ = sealed.seal(KEY, SID, _event(1), seq=1, prev_hash="")
@@ -171,8 +174,7 @@ def test_verify_with_the_key_finds_a_ciphertext_moved_between_seqs(tmp_path: Pat
     and links hold (so keyless verify passes), the tags do not."""
     sdir = tmp_path / SID
     (sdir / "journal").mkdir(parents=True)
-    meta = {"uid": SID, "project": "default", "create_time_ns": 1}
-    (sdir / "session.json").write_text(json.dumps(meta))
+    (sdir / "session.json").write_bytes(_meta_bytes())
     one, r1 = sealed.seal(KEY, SID, _event(1), seq=1, prev_hash="")
     two, _ = sealed.seal(KEY, SID, _event(2), seq=2, prev_hash=r1.content_hash)
     h = sealed.HEAD_SIZE

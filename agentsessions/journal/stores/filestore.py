@@ -46,7 +46,7 @@ from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import SegmentLog
-from agentsessions.journal.stores import filecomponent, forking, statefile, watch
+from agentsessions.journal.stores import filecomponent, forking, metafile, statefile, watch
 from agentsessions.journal.stores.catalog import Catalog
 from agentsessions.journal.stores.filecomponent import FileComponentStore
 from agentsessions.journal.stores.filecrypt import LazyCipher, cipher_for, create_key
@@ -215,7 +215,7 @@ class FileStore(HostFiles):
             tmp.journal.mkdir(parents=True)
             if self.master is not None:  # the key first: session.json's marker promises it
                 create_key(self.fs, tmp.path, meta.uid, self.master)
-            self.fs.write_file_atomic(tmp.meta_file, json_bytes(meta.to_json()))
+            self.fs.write_file_atomic(tmp.meta_file, metafile.meta_bytes(meta))
             base_seq, base_hash = (base.last_seq, base.last_hash) if base else (0, "")
             if base is not None:
                 self.fs.write_file_atomic(tmp.base_file, json_bytes(base.to_json()))
@@ -276,7 +276,8 @@ class FileStore(HostFiles):
 
     def writer(self, uid: str) -> FileWriter:
         sdir = self._dir(uid)
-        meta = sdir.read_meta()
+        found = metafile.read(sdir.path)
+        meta = found.meta
         sdir.check_parent(meta)
         self._check_writable(f"write session {uid}")
         lock = SessionLock(sdir.lock_file, session=uid)
@@ -287,6 +288,8 @@ class FileStore(HostFiles):
                     f"session {uid} was deleted; it can still be read and verified, never written",
                     session=uid,
                 )
+            if not found.summed:
+                self._add_sums(sdir, meta)
             tail, proved, log = self._load_tail(sdir, meta, writable=True)
             # a second durable copy of the acknowledged head (FORMAT.md 14), in a sync paid anyway
             fence = fencefile.mint(self.fs, sdir.fence_file, tail.max_fence, proved)
@@ -295,6 +298,23 @@ class FileStore(HostFiles):
         except BaseException:
             lock.release()
             raise
+
+    def _add_sums(self, sdir: SessionDir, meta: SessionMeta) -> None:
+        """Give a ``session.json`` written before checksums existed its ``sums`` (under the
+        writer's lock, atomically and durably), once the index's independent copy of its
+        project and creation time agrees: a file damaged meanwhile is refused, not blessed."""
+        indexed = self.catalog.entry(meta.uid)  # None: no row (a crash before indexing)
+        held = (meta.project, meta.create_time_ns)
+        names = ("project", "create_time_ns")
+        for field, mine, theirs in zip(names, held, indexed or held, strict=True):
+            if mine != theirs:
+                raise metafile.damaged(
+                    sdir.path, sdir.meta_file,
+                    f"has a {field!r} of {mine!r}, but the index holds {theirs!r} (a file "
+                    "from before checksums: the index is the other copy)",
+                    field,
+                )  # fmt: skip
+        self.fs.write_file_atomic(sdir.meta_file, metafile.meta_bytes(meta))
 
     def read(self, uid: str, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
         sdir = self._dir(uid)
@@ -607,8 +627,10 @@ class FileStore(HostFiles):
     def _damaged_row(self, uid: str, exc: AgentSessionsError) -> SessionInfo:
         """The listing row of a session that cannot be read: its uid, what the catalog
         knows (project, creation time: the cursor needs it) and why, instead of no row."""
-        project, created_ns = self.catalog.entry(uid) or ("", 0)
-        meta = SessionMeta(uid=uid, project=project, create_time_ns=created_ns)
+        created_ns = (self.catalog.entry(uid) or ("", 0))[1]
+        # damaged metadata: its project is unknown (the index's copy is no proof), so ""
+        # (no project-scoped token sees the row); the creation time keeps the cursor working
+        meta = SessionMeta(uid=uid, project="", create_time_ns=created_ns)
         if not isinstance(exc, MetadataCorruptError):  # the journal is damaged, not this
             with contextlib.suppress(MetadataCorruptError):
                 meta = SessionDir(self.sessions_dir / uid).read_meta()

@@ -45,7 +45,7 @@ from agentsessions.errors import (
     UnavailableError,
 )
 from agentsessions.journal.format.records import Record
-from agentsessions.journal.stores import forking
+from agentsessions.journal.stores import forking, metafile
 from agentsessions.journal.stores import jetstream_checkpoint as checkpoint
 from agentsessions.journal.stores import jetstream_identity as identity
 from agentsessions.journal.stores import jetstream_list as listing
@@ -504,13 +504,14 @@ class JetStreamStore:
 
     def _meta(self, uid: str) -> tuple[SessionMeta, bool, int]:
         check_uid(uid)
-        msg = self._client.last(self._meta_subject(uid))
+        msg_subject = self._meta_subject(uid)
+        msg = self._client.last(msg_subject)
         if msg is None:
             identity.check(self._client, self._opts.prefix)  # gone with a replaced stream?
             raise NotFoundError(f"session {uid} not found", session=uid)
         head = msg.head
         identity.check_session(self._client, uid, str(head.get("sid", "")))
-        meta = SessionMeta.from_json(head["meta"])
+        meta = listing.checked_meta(head.get("meta"), uid, msg.stream_seq, msg_subject)
         self._encrypted[uid] = meta.encrypted
         return meta, bool(head.get("del")), int(head.get("ut", 0))
 
@@ -532,7 +533,10 @@ class JetStreamStore:
             expect = last.stream_seq if last is not None else 0
         ut = update_time_ns or meta.create_time_ns
         body = wire.meta_body(
-            meta.to_json(), deleted=deleted, update_time_ns=ut, stream_id=self._client.genesis
+            metafile.summed_json(meta),
+            deleted=deleted,
+            update_time_ns=ut,
+            stream_id=self._client.genesis,
         )
         if self._client.publish(subject, body, expect=expect, token=_token()) is None:
             if new:

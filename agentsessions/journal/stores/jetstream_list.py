@@ -16,9 +16,11 @@ not decode is not listed and reported as ``unindexed`` (as the file store's dama
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from agentsessions.errors import JournalCorruptError, MetadataCorruptError
 from agentsessions.journal.stores import jetstream_wire as wire
+from agentsessions.journal.stores import metafile
 from agentsessions.journal.stores.jetstream_client import Client, TooManyResults, last_many
 from agentsessions.journal.stores.store import SessionMeta
 
@@ -51,9 +53,10 @@ def all_metas(client: Client, prefix: str) -> tuple[list[Row], list[MetadataCorr
             named = str(head.get("sid", ""))
             if named and named != client.genesis:
                 raise ValueError(f"it names stream identity {named[:12]}, not this stream's")
-            rows.append(
-                (SessionMeta.from_json(head["meta"]), bool(head.get("del")), int(head.get("ut", 0)))
-            )
+            meta = checked_meta(head.get("meta"), uid, seq, subject)
+            rows.append((meta, bool(head.get("del")), int(head.get("ut", 0))))
+        except MetadataCorruptError as exc:
+            damaged.append(exc)
         except (JournalCorruptError, KeyError, TypeError, ValueError) as exc:
             damaged.append(
                 MetadataCorruptError(
@@ -64,6 +67,23 @@ def all_metas(client: Client, prefix: str) -> tuple[list[Row], list[MetadataCorr
                 )
             )
     return rows, damaged
+
+
+def checked_meta(obj: Any, uid: str, seq: int, subject: str) -> SessionMeta:
+    """The metadata a meta message holds, checked as ``session.json`` is (its field sums,
+    strict shape: :func:`.metafile.check_object`); MetadataCorruptError (exit 8) naming the
+    message and the field if not. A message from before the sums has none: it is read, and
+    the session's next metadata write (a delete) carries them."""
+    problem = metafile.check_object(obj, uid)
+    if problem is not None:
+        raise MetadataCorruptError(
+            f"session {uid}: its metadata (stream sequence {seq} on {subject}) {problem.text}",
+            hint="'agentsessions verify --all' lists every damaged session",
+            session=uid,
+            problem=f"metadata {problem.text}",
+            field=problem.field,
+        )
+    return SessionMeta.from_json(obj)
 
 
 def journal_heads(client: Client, subjects: list[str]) -> dict[str, wire.Message]:

@@ -48,6 +48,7 @@ from agentsessions.journal.format import canonical, evidence, fencefile, sealedh
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import OpenScan, Position, SegmentFrames, SegmentLog
 from agentsessions.journal.format.segmentread import Link, PayloadCheck, SegmentCheck, SegmentFiles
+from agentsessions.journal.stores import metafile
 from agentsessions.journal.stores.sessiondir import SessionDir
 from agentsessions.journal.tools.verifypool import Pool
 from agentsessions.journal.tools.verifysealed import (
@@ -465,7 +466,10 @@ def _session_items(
 
     The journal is checked against the evidence of its acknowledged head in ``sdir`` (the
     TAIL hint) and ``acked`` (a forked child's fork point, when ``sdir`` is its parent)."""
-    meta = SessionDir(sdir).read_meta()  # damaged: MetadataCorruptError, the start is unknown
+    found = metafile.read(sdir)  # damaged: MetadataCorruptError, the start is unknown
+    meta = found.meta
+    if not found.summed:  # 0.1.0's file: shape and bytes checked; a writer open adds sums
+        report.notes.append(f"{sdir.name}: session.json has no field checksums yet")
     parent_uid, fork_seq = meta.parent_uid, meta.fork_seq
     if parent_uid:
         SessionDir(sdir).check_parent(meta)  # as writers and readers refuse it (exit 8)
