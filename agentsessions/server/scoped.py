@@ -8,9 +8,10 @@ Protocol so that a new method cannot be left unscoped):
   in the principal's projects: another project is PERMISSION_DENIED (the caller named it,
   so saying no leaks nothing); ``"default"`` (what a request naming no project arrives as)
   means the token's first project when the token does not cover ``default`` itself;
-- every uid-addressed method looks up the session's project first and answers a session of
-  another project exactly as an unknown uid: NOT_FOUND with the engine's own message, so a
-  token cannot learn which uids exist elsewhere (PERMISSION_DENIED would confirm them);
+- every uid-addressed method looks up the session's project first, in the store's index
+  before any session read, and answers a session of another project exactly as an unknown
+  uid: NOT_FOUND with the engine's own message, by the same path (so in the same time), so
+  a token cannot learn which uids exist elsewhere (PERMISSION_DENIED would confirm them);
   a fork's children are made by the engine in the parent's project, so they stay in it;
 - ``approve``/``resolve`` record the principal's identity as the actor. A client-sent actor
   is ignored, not refused: clients fill one in by default (our CLI sends the login name), and
@@ -27,8 +28,6 @@ The scope never closes the engine: it is the server's, shared by every call.
 from __future__ import annotations
 
 import builtins
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
@@ -38,6 +37,7 @@ from agentsessions.errors import NotFoundError, PermissionDeniedError, Unauthent
 from agentsessions.server.bounds import Limits
 from agentsessions.server.observe import note
 from agentsessions.server.tokens import Principal
+from agentsessions.sessions.projects import project_lookup
 
 if TYPE_CHECKING:
     import grpc
@@ -58,14 +58,15 @@ if TYPE_CHECKING:
     )
 
 DEFAULT_PROJECT = "default"
-_CACHE_SIZE = 4096
 
 
 class Scope:
     """``scope(context)`` for ``build_server``: the engine bound to the call's principal.
 
-    Keeps a bounded cache of uid -> project (a session's project never changes) so that a
-    scoped call costs one engine lookup per session, not one per call.
+    A uid's project comes from the engine's index (:func:`~agentsessions.sessions.projects.
+    project_lookup`), asked afresh on every call: no cache, since a cache that remembers
+    the sessions it saw would answer a known uid faster than an unknown one (the index
+    lookup is one B-tree read, about as cheap as a cache miss would be anyway).
     """
 
     def __init__(
@@ -77,8 +78,7 @@ class Scope:
         self.engine = engine
         self.limits = limits or Limits()
         self._principal = principal
-        self._projects: OrderedDict[str, str] = OrderedDict()
-        self._mutex = threading.Lock()
+        self._lookup = project_lookup(engine)
 
     def __call__(self, context: grpc.ServicerContext | None = None) -> ScopedSessions:
         """The engine as the current call's principal sees it (UNAUTHENTICATED without one:
@@ -88,23 +88,9 @@ class Scope:
             raise UnauthenticatedError("no authenticated principal for this call")
         return ScopedSessions(self, principal)
 
-    def remember(self, uid: str, project: str) -> None:
-        """Note ``uid``'s project (from a session the engine returned)."""
-        with self._mutex:
-            self._projects[uid] = project
-            self._projects.move_to_end(uid)
-            while len(self._projects) > _CACHE_SIZE:
-                self._projects.popitem(last=False)
-
-    def project_of(self, uid: str) -> str:
-        """``uid``'s project (NotFoundError, the engine's, for an unknown uid)."""
-        with self._mutex:
-            known = self._projects.get(uid)
-        if known is not None:
-            return known
-        project = self.engine.get(uid).project
-        self.remember(uid, project)
-        return project
+    def project_of(self, uid: str) -> str | None:
+        """``uid``'s project from the index, None when no session has it (nothing read)."""
+        return self._lookup(uid)
 
 
 def _hidden(uid: str) -> NotFoundError:
@@ -139,16 +125,17 @@ class ScopedSessions:
         )
 
     def _check(self, uid: str) -> str:
-        """``uid`` if its session is in the principal's projects, else NOT_FOUND."""
+        """``uid`` if its session is in the principal's projects, else NOT_FOUND: an unknown
+        uid and another project's take this same path (one index lookup, this test, this
+        error), before any session is read."""
         note(session=uid)  # the operator's log line (.observe), an unknown uid's too
         project = self._scope.project_of(uid)
-        note(project=project)
-        if not self.principal.allows(project):
+        if project is None or not self.principal.allows(project):
             raise _hidden(uid)
+        note(project=project)
         return uid
 
     def _seen(self, session: Session) -> Session:
-        self._scope.remember(session.uid, session.project)
         note(session=session.uid, project=session.project)
         return session
 
@@ -199,11 +186,7 @@ class ScopedSessions:
 
     def get(self, uid: str) -> Session:
         """The session, if in the principal's projects (else NOT_FOUND)."""
-        note(session=uid)
-        session = self._seen(self._engine.get(uid))
-        if not self.principal.allows(session.project):
-            raise _hidden(uid)
-        return session
+        return self._seen(self._engine.get(self._check(uid)))
 
     def list(
         self, *, project: str = DEFAULT_PROJECT, page_size: int = 50, cursor: str | None = None
