@@ -319,3 +319,25 @@ def test_a_wait_at_the_bound_is_accepted_and_one_past_it_is_not() -> None:
     at.wait_ms += 1
     error = wirecheck.check(at)
     assert error is not None and error.fields == {"field": "wait_ms"}
+
+
+def test_health_and_reflection_refuse_garbage_too(channel: grpc.Channel) -> None:
+    check = channel.unary_unary("/grpc.health.v1.Health/Check")
+    err = _fail(lambda: check(GARBAGE, timeout=30))
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert err.details().startswith("malformed request for /grpc.health.v1.Health/Check: ")
+
+
+def test_refused_input_leaves_no_error_in_the_servers_log(
+    rig: Rig, channel: grpc.Channel, caplog: pytest.LogCaptureFixture
+) -> None:
+    stub = session_pb2_grpc.SessionsStub(channel)
+    with caplog.at_level("WARNING"):
+        request = S.ExecRequest(session=rig.uid, inputs=[_text("x")], wait_ms=BIG)
+        _fail(lambda: stub.Exec(request, metadata=rig.meta()))
+        late = S.ExecRequest(session=rig.uid, inputs=[_text("x")], deadline_unix=BIG)
+        _fail(lambda: stub.Exec(late, metadata=rig.meta()))
+        for path, method in _methods(session_pb2):
+            _fail(lambda p=path, m=method: _raw(channel, p, m, rig.meta()))
+    noisy = [r for r in caplog.records if r.levelname in ("WARNING", "ERROR", "CRITICAL")]
+    assert noisy == [], [r.getMessage() for r in noisy]
