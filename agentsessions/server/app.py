@@ -16,7 +16,9 @@ Invariants:
   ("") and each of its services while it runs, NOT_SERVING from the start of a graceful
   stop; server reflection lists the services; neither needs a token (docs/OPERATIONS.md);
 - every call goes through :class:`~.observe.RequestObserver` first: a request id, one log
-  line, the RPC's span.
+  line, the RPC's span; and through :class:`~.wirecheck.WireChecks` last: a request that
+  does not decode, or has an integer field out of range, is INVALID_ARGUMENT before its
+  handler runs.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import grpc
 from agentsessions.errors import InvalidArgumentError, UnavailableError
 from agentsessions.server import service
 from agentsessions.server.observe import RequestObserver
+from agentsessions.server.wirecheck import WireChecks
 from agentsessions.sessions.api import Sessions
 
 LOG = logging.getLogger("agentsessions.server")
@@ -172,7 +175,8 @@ def build_server(
     address, is_unix = parse_listen(listen)
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="rpc"),
-        interceptors=[RequestObserver(), *interceptors],
+        # the wire checks innermost: their deserializer is the one every handler carries
+        interceptors=[RequestObserver(), *interceptors, WireChecks()],
         options=list(options),
     )
     recording = _Recording(server)

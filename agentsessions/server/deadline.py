@@ -1,14 +1,16 @@
 """``ExecRequest.deadline_unix``: a turn still running at its deadline is canceled.
 
-The reference declares the field (Unix seconds; 0 = none) and the digest gives it no more
-semantics, so ours are: a deadline already past when Exec is asked is DEADLINE_EXCEEDED
-before anything is written; otherwise a timer fires at the deadline and cancels the turn's
-execution through the engine's own cancel path (``Sessions.cancel(reason="TIMEOUT",
-execution_id=...)``: a durable request the running turn honours at its next effect
-boundary, LIFECYCLE_CANCEL with the reason, then END CANCELED). The stream then carries
-the turn's records and its last session frame as usual and ends DEADLINE_EXCEEDED. A turn
-that ends (completes, parks, fails) before the deadline, or that commits its END before
-the request lands, is answered as without a deadline.
+The reference declares the field (Unix seconds; 0 = none: proto3 cannot tell 0 from unset)
+and the digest gives it no more semantics, so ours are: a deadline already past when Exec
+is asked (a negative one too) is DEADLINE_EXCEEDED before anything is read or written;
+otherwise a timer fires at the deadline and cancels the turn's execution through the
+engine's own cancel path (``Sessions.cancel(reason="TIMEOUT", execution_id=...)``: a
+durable request the running turn honours at its next effect boundary, LIFECYCLE_CANCEL
+with the reason, then END CANCELED). The stream then carries the turn's records and its
+last session frame as usual and ends DEADLINE_EXCEEDED. A turn that ends (completes,
+parks, fails) before the deadline, or that commits its END before the request lands, is
+answered as without a deadline. A deadline past year 9999 is INVALID_ARGUMENT on the wire
+(.wirecheck): no timer could wait that long.
 
 The cancel runs on the timer's own thread, never on the stream's: the engine's cancel
 waits for the turn, and the turn's frames are what the stream is draining.
@@ -28,15 +30,17 @@ REASON = "TIMEOUT"
 
 
 def check_admission(deadline_unix: int, now: float | None = None) -> float | None:
-    """Seconds left before ``deadline_unix`` (None: no deadline); DeadlineExceededError
-    when it has already passed (nothing is run or written)."""
-    if deadline_unix <= 0:
+    """Seconds left before ``deadline_unix`` (None: no deadline, 0 being proto3's unset
+    value); DeadlineExceededError when it has already passed, a negative one included
+    (nothing is run or written). Its upper bound is the wire checks' (.wirecheck)."""
+    if deadline_unix == 0:
         return None
     left = deadline_unix - (time.time() if now is None else now)
     if left <= 0:
         raise DeadlineExceededError(
             f"the request's deadline (unix {deadline_unix}) passed before the turn started; "
-            "nothing was run"
+            "nothing was run",
+            hint="send a deadline in the future (Unix seconds), or 0 for none",
         )
     return left
 

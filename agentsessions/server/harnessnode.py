@@ -335,10 +335,21 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
         x.out.put(None)
 
 
+def _frames(
+    x: Exchange, frames: Iterator[harness_pb2.ControllerFrame]
+) -> Iterator[harness_pb2.ControllerFrame]:
+    """The host's frames; one the server's wire checks refused (undecodable, a field out of
+    range: .wirecheck) ends the stream INVALID_ARGUMENT."""
+    try:
+        yield from frames
+    except InvalidArgumentError as exc:
+        x.frames.put(Refusal(grpc.StatusCode.INVALID_ARGUMENT, exc.message))
+
+
 def _read(x: Exchange, frames: Iterator[harness_pb2.ControllerFrame]) -> None:
     """Pass the host's frames on, refusing one with another envelope or a second start."""
     with contextlib.suppress(grpc.RpcError, ValueError):
-        for frame in frames:
+        for frame in _frames(x, frames):
             if frame.session != x.session or frame.execution_id != x.execution_id:
                 x.frames.put(
                     Refusal(
@@ -377,7 +388,11 @@ class HarnessServer:
         from concurrent import futures
 
         check_listen(listen)
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers))
+        from agentsessions.server.wirecheck import WireChecks
+
+        self.server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=workers), interceptors=[WireChecks()]
+        )
         self.servicer = add_to_server(self.server, factory)
         try:
             port = self.server.add_insecure_port(listen)

@@ -8,9 +8,10 @@ Protocol so that a new method cannot be left unscoped):
   in the principal's projects: another project is PERMISSION_DENIED (the caller named it,
   so saying no leaks nothing); ``"default"`` (what a request naming no project arrives as)
   means the token's first project when the token does not cover ``default`` itself;
-- every uid-addressed method looks up the session's project first and answers a session of
-  another project exactly as an unknown uid: NOT_FOUND with the engine's own message, so a
-  token cannot learn which uids exist elsewhere (PERMISSION_DENIED would confirm them);
+- every uid-addressed method looks up the session's project first, in the store's index
+  before any session read, and answers a session of another project exactly as an unknown
+  uid: NOT_FOUND with the engine's own message, by the same path (so in the same time), so
+  a token cannot learn which uids exist elsewhere (PERMISSION_DENIED would confirm them);
   a fork's children are made by the engine in the parent's project, so they stay in it;
 - ``approve``/``resolve`` record the principal's identity as the actor. A client-sent actor
   is ignored, not refused: clients fill one in by default (our CLI sends the login name), and
@@ -44,6 +45,7 @@ from agentsessions.errors import (
 from agentsessions.server.bounds import Limits
 from agentsessions.server.observe import note
 from agentsessions.server.tokens import Principal
+from agentsessions.sessions.projects import project_lookup
 
 if TYPE_CHECKING:
     import grpc
@@ -64,15 +66,19 @@ if TYPE_CHECKING:
     )
 
 DEFAULT_PROJECT = "default"
-_CACHE_SIZE = 4096
 _T = TypeVar("_T")
+_CHECKED_SIZE = 4096
 
 
 class Scope:
     """``scope(context)`` for ``build_server``: the engine bound to the call's principal.
 
-    Keeps a bounded cache of uid -> project (a session's project never changes) so that a
-    scoped call costs one engine lookup per session, not one per call.
+    A uid's project comes from the engine's index (:func:`~agentsessions.sessions.projects.
+    project_lookup`), asked afresh on every call: no cache, since a cache that remembers
+    the sessions it saw would answer a known uid faster than an unknown one (the index
+    lookup is one B-tree read, about as cheap as a cache miss would be anyway). A session a
+    token may reach has its metadata read whole once (:meth:`checked`) before the token acts
+    on it: a damaged one is then an unknown uid.
     """
 
     def __init__(
@@ -84,7 +90,8 @@ class Scope:
         self.engine = engine
         self.limits = limits or Limits()
         self._principal = principal
-        self._projects: OrderedDict[str, str] = OrderedDict()
+        self._lookup = project_lookup(engine)
+        self._checked: OrderedDict[str, None] = OrderedDict()
         self._mutex = threading.Lock()
 
     def __call__(self, context: grpc.ServicerContext | None = None) -> ScopedSessions:
@@ -95,23 +102,26 @@ class Scope:
             raise UnauthenticatedError("no authenticated principal for this call")
         return ScopedSessions(self, principal)
 
-    def remember(self, uid: str, project: str) -> None:
-        """Note ``uid``'s project (from a session the engine returned)."""
-        with self._mutex:
-            self._projects[uid] = project
-            self._projects.move_to_end(uid)
-            while len(self._projects) > _CACHE_SIZE:
-                self._projects.popitem(last=False)
+    def project_of(self, uid: str) -> str | None:
+        """``uid``'s project from the index, None when no session has it (nothing read)."""
+        return self._lookup(uid)
 
-    def project_of(self, uid: str) -> str:
-        """``uid``'s project (NotFoundError, the engine's, for an unknown uid)."""
+    def checked(self, uid: str) -> bool:
+        """Whether ``uid``'s metadata was read whole since this server started (only the
+        sessions a token may reach are noted: the refused path stays the same for a uid of
+        another project and an unknown one)."""
         with self._mutex:
-            known = self._projects.get(uid)
-        if known is not None:
-            return known
-        project = self.engine.get(uid).project
-        self.remember(uid, project)
-        return project
+            if uid in self._checked:
+                self._checked.move_to_end(uid)
+                return True
+            return False
+
+    def note_checked(self, uid: str) -> None:
+        """Note that ``uid``'s metadata read whole (a bounded memory of them)."""
+        with self._mutex:
+            self._checked[uid] = None
+            while len(self._checked) > _CHECKED_SIZE:
+                self._checked.popitem(last=False)
 
 
 def _hidden(uid: str) -> NotFoundError:
@@ -146,12 +156,19 @@ class ScopedSessions:
         )
 
     def _check(self, uid: str) -> str:
-        """``uid`` if its session is in the principal's projects, else NOT_FOUND."""
+        """``uid`` if its session is in the principal's projects, else NOT_FOUND: an unknown
+        uid and another project's take this same path (one index lookup, this test, this
+        error), before any session is read."""
         note(session=uid)  # the operator's log line (.observe), an unknown uid's too
         project = self._unless_damaged(uid, lambda: self._scope.project_of(uid))
-        note(project=project)
-        if not self.principal.allows(project):
+        if project is None or not self.principal.allows(project):
             raise _hidden(uid)
+        if self.principal.projects is not None and not self._scope.checked(uid):
+            # the index is a copy of its own; the session's metadata must agree and be whole
+            # before a token acts on it (damage is an unknown uid, as the index cannot say)
+            self._unless_damaged(uid, lambda: self._engine.get(uid))
+            self._scope.note_checked(uid)
+        note(project=project)
         return uid
 
     def _unless_damaged(self, uid: str, call: Callable[[], _T]) -> _T:
@@ -165,7 +182,6 @@ class ScopedSessions:
             raise _hidden(uid) from None
 
     def _seen(self, session: Session) -> Session:
-        self._scope.remember(session.uid, session.project)
         note(session=session.uid, project=session.project)
         return session
 
@@ -216,11 +232,7 @@ class ScopedSessions:
 
     def get(self, uid: str) -> Session:
         """The session, if in the principal's projects (else NOT_FOUND)."""
-        note(session=uid)
-        session = self._seen(self._unless_damaged(uid, lambda: self._engine.get(uid)))
-        if not self.principal.allows(session.project):
-            raise _hidden(uid)
-        return session
+        return self._seen(self._engine.get(self._check(uid)))
 
     def list(
         self, *, project: str = DEFAULT_PROJECT, page_size: int = 50, cursor: str | None = None

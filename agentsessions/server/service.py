@@ -6,6 +6,9 @@ ResumeStream, Rerun, Compact, Resolve, Verify, ReadToolStore, Export and Import.
 
 - every RPC first asks ``scope(context)`` for the Sessions it acts on (default: the engine),
   so access control wraps the engine without the service knowing it;
+- every request reaching a handler decoded and has its integer fields in range
+  (:mod:`.wirecheck`, an interceptor of every server we build), so no handler repeats
+  those checks;
 - every error leaves through :func:`.status.abort`: the status the digest lists for its
   class, its message, and the trailers our client turns back into the same exception; a
   foreign exception is logged here and answered INTERNAL without its text;
@@ -37,7 +40,6 @@ from agentsessions.sessions.api import Frame, RecordFrame, SessionFrame, Session
 
 LOG = logging.getLogger("agentsessions.server")
 DEFAULT_PROJECT = "default"
-MAX_FORK = 128
 CHUNK = 1 << 20  # export/import chunk: well under gRPC's 4 MiB default message size
 FOLLOW_SLICE = 0.5
 DEFAULT_CANCEL_WAIT_MS = 10_000
@@ -86,9 +88,8 @@ def _uid(value: str, what: str = "session") -> str:
     return value
 
 
-def _wait(ms: int, what: str = "wait_ms") -> float:
-    if ms < 0:
-        raise InvalidArgumentError(f"{what} must be >= 0, got {ms}")
+def _wait(ms: int) -> float:
+    """A wait_ms in seconds (its range checked on the wire: .wirecheck)."""
     return ms / 1000.0
 
 
@@ -141,9 +142,7 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
         self, request: session_pb2.ListSessionsRequest, context: grpc.ServicerContext
     ) -> session_pb2.ListSessionsResponse:
         """One page of a project's sessions, newest first (page_size 0 = the default)."""
-        if request.page_size < 0:
-            raise InvalidArgumentError(f"page_size must be >= 0, got {request.page_size}")
-        engine = self.sessions(context)
+        engine = self.sessions(context)  # page_size in range: .wirecheck
         page = engine.list(
             project=request.project or DEFAULT_PROJECT,
             page_size=request.page_size or 50,
@@ -172,11 +171,9 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
     ) -> Iterator[session_pb2.ExecUpdate]:
         """One turn: the session frame first, then records and deltas as they commit, the
         session last (AWAITING with its pending approval when the turn parks)."""
+        # every integer field is in range (.wirecheck); a past deadline runs nothing
+        left = deadline.check_admission(request.deadline_unix)
         engine = self.sessions(context)
-        if request.resume_from_seq:
-            raise InvalidArgumentError(
-                "resume_from_seq is not supported", hint="use Resume to complete an open turn"
-            )
         uid = request.session or None
         if request.HasField("expected_last_seq"):
             # checked before the turn takes the session: a writer elsewhere can still commit
@@ -191,7 +188,6 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
                     head_hash=head_hash,
                     session=uid or "",
                 )
-        left = deadline.check_admission(request.deadline_unix)
         inputs = [convert.message_from_proto(m) for m in request.inputs]
         with _workload_file(request.tools) as tools:
             stream = engine.exec(
@@ -245,8 +241,6 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
         self, request: session_pb2.CompactRequest, context: grpc.ServicerContext
     ) -> session_pb2.ExecUpdate:
         """Summarise the turns before the last ``keep_turns``: its last session frame."""
-        if request.keep_turns < 0:
-            raise InvalidArgumentError(f"keep_turns must be >= 0, got {request.keep_turns}")
         frame = self.sessions(context).compact(
             _uid(request.session),
             keep_turns=request.keep_turns,
@@ -260,8 +254,6 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
         self, request: session_pb2.ReplayRequest, context: grpc.ServicerContext
     ) -> Iterator[common_pb2.LogRecord]:
         """The stored records ``from_seq..to_seq`` (0 = 1 and the head), read only."""
-        if request.from_seq < 0 or request.to_seq < 0:
-            raise InvalidArgumentError("from_seq and to_seq must be >= 0")
         records = self.sessions(context).read(
             _uid(request.session), from_seq=request.from_seq or 1, to_seq=request.to_seq
         )
@@ -274,8 +266,6 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
     ) -> Iterator[common_pb2.LogRecord]:
         """Every record from ``from_seq``, then each new one, until the caller cancels or
         ``idle_timeout_ms`` passes without one."""
-        if request.from_seq < 0 or request.idle_timeout_ms < 0:
-            raise InvalidArgumentError("from_seq and idle_timeout_ms must be >= 0")
         engine, uid = self.sessions(context), _uid(request.session)
         idle = request.idle_timeout_ms / 1000.0 if request.idle_timeout_ms else None
         next_seq, last_record = request.from_seq or 1, time.monotonic()
@@ -310,8 +300,6 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
         self, request: session_pb2.ToolStoreRequest, context: grpc.ServicerContext
     ) -> session_pb2.ToolStoreResponse:
         """The entries of a tool's own store in a session."""
-        if request.from_seq < 0:
-            raise InvalidArgumentError(f"from_seq must be >= 0, got {request.from_seq}")
         entries = self.sessions(context).tool_store(
             _uid(request.session), request.tool, from_seq=request.from_seq or 1
         )
@@ -396,16 +384,12 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
         """Branch after ``at_seq`` (0 = head) into ``count`` children, all or nothing."""
         if request.HasField("identity"):
             raise InvalidArgumentError("identity must be unset on ForkRequest")
-        if not 1 <= request.count <= MAX_FORK:
-            raise InvalidArgumentError(f"count must be 1..{MAX_FORK}, got {request.count}")
         names = list(request.child_names)
         if names and len(names) != request.count:
             raise InvalidArgumentError(
                 f"child_names has {len(names)} names for count {request.count}",
                 hint="give no names or exactly one per child",
             )
-        if request.at_seq < 0:
-            raise InvalidArgumentError(f"at_seq must be >= 0, got {request.at_seq}")
         children = self.sessions(context).fork(
             _uid(request.session),
             at=request.at_seq,

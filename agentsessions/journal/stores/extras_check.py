@@ -1,6 +1,6 @@
 """A static check, for mypy only: every store offers :class:`~.store.StoreExtras`, and the
 file and JetStream stores :class:`~.store.SealedExport`, the file store
-:class:`~.store.Reindexable`.
+:class:`~.store.Reindexable`; every store :class:`~.store.ProjectIndex`.
 
 The engine reaches these capabilities by duck typing (a store without them still serves),
 so nothing at run time would notice a store whose method is misspelt or takes other
@@ -17,7 +17,12 @@ if TYPE_CHECKING:
     from agentsessions.journal.stores.filestore import FileStore
     from agentsessions.journal.stores.jetstream import JetStreamStore
     from agentsessions.journal.stores.memstore import MemoryStore
-    from agentsessions.journal.stores.store import Reindexable, SealedExport, StoreExtras
+    from agentsessions.journal.stores.store import (
+        ProjectIndex,
+        Reindexable,
+        SealedExport,
+        StoreExtras,
+    )
 
     def _file(store: FileStore) -> StoreExtras:
         return store
@@ -35,4 +40,13 @@ if TYPE_CHECKING:
         return store
 
     def _file_reindexable(store: FileStore) -> Reindexable:
+        return store
+
+    def _file_index(store: FileStore) -> ProjectIndex:
+        return store
+
+    def _memory_index(store: MemoryStore) -> ProjectIndex:
+        return store
+
+    def _jetstream_index(store: JetStreamStore) -> ProjectIndex:
         return store

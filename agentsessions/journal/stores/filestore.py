@@ -244,6 +244,12 @@ class FileStore(HostFiles):
         _log.close()
         return self._info(sdir, meta, tail)
 
+    def project_of(self, uid: str) -> str | None:
+        """``uid``'s project from its catalog row (one indexed read; SQLite's serialized
+        mode lets any thread make it), None without a row (:class:`~.store.ProjectIndex`)."""
+        entry = self.catalog.entry(uid)
+        return None if entry is None else entry[0]
+
     def list(self, project: str, page_size: int = 0, cursor: str = "") -> Page:
         check_project(project)
         size = clamp_page_size(page_size)

@@ -36,6 +36,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from agentsessions.errors import (
+    AgentSessionsError,
     InvalidArgumentError,
     KeyShreddedError,
     LockHeldError,
@@ -178,6 +179,18 @@ class JetStreamStore:
     def get(self, uid: str) -> SessionInfo:
         meta, deleted, ut = self._meta(uid)
         return self._info(meta, deleted, ut, self._client.last(self._journal(uid)))
+
+    def project_of(self, uid: str) -> str | None:
+        """``uid``'s project from the last message of its metadata subject (one direct get,
+        whether or not the subject has one), None without one or for one that does not
+        decode (.store.ProjectIndex)."""
+        msg = self._client.last(self._meta_subject(check_uid(uid)))
+        if msg is None:
+            return None
+        try:
+            return SessionMeta.from_json(msg.head["meta"]).project
+        except (KeyError, TypeError, ValueError, AgentSessionsError):
+            return None
 
     def list(self, project: str, page_size: int = 0, cursor: str = "") -> Page:
         check_project(project)

@@ -141,6 +141,12 @@ class MemoryStore:
         with self._cond:
             return self._info(self._session(uid))
 
+    def project_of(self, uid: str) -> str | None:
+        """``uid``'s project from the table, None for an unknown uid (.store.ProjectIndex)."""
+        with self._cond:
+            found = self._sessions.get(uid)
+        return None if found is None else found.meta.project
+
     def list(self, project: str, page_size: int = 0, cursor: str = "") -> Page:
         check_project(project)
         size = clamp_page_size(page_size)

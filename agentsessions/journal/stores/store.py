@@ -496,6 +496,20 @@ class Reindexable(Protocol):
         ...
 
 
+@runtime_checkable
+class ProjectIndex(Protocol):
+    """The optional capability behind a scoped server's uid check (``server/scoped.py``):
+    a session's project from the store's index, without reading the session (the file
+    store's catalog row, the memory store's table, the JetStream store's metadata subject;
+    checked by mypy in ``stores/extras_check.py``). An unknown uid and another project's
+    uid then cost the same one lookup, so a caller cannot time its way to which uids exist."""
+
+    def project_of(self, uid: str) -> str | None:
+        """``uid``'s project as the index holds it; None when the index has no entry (or one
+        that does not decode: a damaged session is nobody's to act on by its index)."""
+        ...
+
+
 class SealedExport(Protocol):
     """The optional capability behind ``export --ciphertext`` (``journal/tools/exchange.py``
     reaches it by ``getattr``): the file and JetStream stores offer it (checked by mypy in
