@@ -42,7 +42,8 @@ tools selected). ``[listed]`` tables are the server's to write (:mod:`.listing`)
 The effective workload is written as TOML (:mod:`.tomltext`) and validated as any workload
 is; that text is what the engine records with the session, so a resume, an approval or a
 replay runs the operator's executors with the config as merged then. Error texts quote at
-most :data:`CLIP` characters of a caller's names.
+most :data:`CLIP` characters of a caller's names, and an error of the merged workload
+(which may quote a caller's value) at most :data:`ERROR_CLIP` characters.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ CALLER_KEYS = ("mediation", "description", "parameters", "config")
 RANK = {"reported": 0, "mediated": 1, "approval": 2}
 CALLER = "from the caller"  # a caller's workload has no file name to show
 CLIP = 64
+ERROR_CLIP = 240  # a merged workload's error, which may quote a caller's value
 HINT = "select a tool this server offers by name ([tools.NAME] without executor); the operator defines them with: agentsessions serve --tools FILE"  # noqa: E501
 
 
@@ -117,7 +119,13 @@ class OfferedTools:
         if session:
             doc["session"] = session
         merged = dumps(doc)
-        parse_workload(merged, CALLER)  # the whole of it, as the engine will load it
+        try:
+            parse_workload(merged, CALLER)  # the whole of it, as the engine will load it
+        except WorkloadError as exc:  # it may quote a caller's value (a bad config value)
+            if len(exc.message) <= ERROR_CLIP:
+                raise
+            cut = exc.message[:ERROR_CLIP] + "..."
+            raise WorkloadError(cut, hint=exc.hint, **exc.fields) from None
         return merged
 
     def _tool(self, name: str, body: Any) -> dict[str, Any]:

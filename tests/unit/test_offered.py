@@ -108,11 +108,14 @@ def test_what_is_not_a_workload_is_a_workload_error(offered: OfferedTools, text:
         offered.effective(text)
 
 
-def test_a_long_caller_name_is_clipped_in_the_error(offered: OfferedTools) -> None:
+def test_long_caller_text_is_clipped_in_the_error(offered: OfferedTools) -> None:
     name = "n" * 5000
     with pytest.raises(PermissionDeniedError) as info:
         offered.effective(f'[tools.{name}]\nmediation = "mediated"\n')
     assert len(info.value.message) < 400
+    with pytest.raises(WorkloadError) as bad:
+        offered.effective(f"[tools.log]\nconfig = {{ path = [{'1, ' * 5000}1] }}\n")
+    assert "config.path" in bad.value.message and len(bad.value.message) < 300
 
 
 @pytest.mark.parametrize(
