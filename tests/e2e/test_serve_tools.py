@@ -13,13 +13,16 @@ finishes the turn, the effect happened exactly once, in the file only the operat
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from clirun import ERROR_PREFIX, Cli, Run
+from clirun import ERROR_PREFIX, Cli, Run, clean_env
 from needs import need
 
 need("grpc", "grpc")
@@ -111,6 +114,14 @@ def daemon(tmp_path: Path, effects: Path) -> Iterator[Daemon]:
         yield d
 
 
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """One daemon for the refusal tests (each counts what it finds before and after)."""
+    tmp = tmp_path_factory.mktemp("shared")
+    with _served(tmp / "home", _operator_file(tmp, tmp / "effects.txt")) as d:
+        yield d
+
+
 def _caller(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "caller.toml"
     path.write_text(text)
@@ -162,10 +173,12 @@ REFUSED = {
 
 @pytest.mark.parametrize("text", REFUSED.values(), ids=REFUSED.keys())
 def test_a_callers_workload_may_not_define_or_widen_a_tool(
-    daemon: Daemon, tmp_path: Path, text: str
+    shared: Daemon, tmp_path: Path, text: str
 ) -> None:
-    uid = daemon.cli("create", "-p", "acme").ok().out.strip()
+    daemon = shared
+    uid = daemon.cli("exec", "-p", "acme", "--input", "hi", "--json").ok().json()["uid"]
     before = daemon.cli("get", uid, "--json").ok().json()["last_seq"]
+    count = len(daemon.cli("list", "--json").ok().json()["sessions"])
     tools = _caller(tmp_path, text)
     for target in ([uid], []):  # an existing session, and exec's new one
         run = daemon.cli("exec", *target, "--harness", "chat", "--model", MODEL,
@@ -175,8 +188,9 @@ def test_a_callers_workload_may_not_define_or_widen_a_tool(
     refused = daemon.cli("create", "-p", "acme", "--tools", str(tools))
     assert refused.code == 31, refused.err
     assert daemon.cli("get", uid, "--json").ok().json()["last_seq"] == before
-    assert len(daemon.cli("list", "--json").ok().json()["sessions"]) == 1  # no session made
-    assert not (tmp_path / "memo.txt").exists() and not (tmp_path / "effects.txt").exists()
+    assert len(daemon.cli("list", "--json").ok().json()["sessions"]) == count  # none made
+    home = daemon.home.parent
+    assert not (home / "memo.txt").exists() and not (home / "effects.txt").exists()
 
 
 def _raw(daemon: Daemon, tools: str) -> grpc.RpcError:
@@ -193,12 +207,13 @@ def _raw(daemon: Daemon, tools: str) -> grpc.RpcError:
     "text", ["[tools.log", '[listed.log]\ndescription = "x"\n', "tools = 3\n", "[bogus]\n"]
 )
 def test_a_workload_that_is_not_one_is_invalid_argument_and_writes_nothing(
-    daemon: Daemon, text: str
+    shared: Daemon, text: str
 ) -> None:
-    err = _raw(daemon, text)
+    count = len(shared.cli("list", "--json").ok().json()["sessions"])
+    err = _raw(shared, text)
     assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, err.details()
     assert "workload from the caller" in (err.details() or "")
-    assert daemon.cli("list", "--json").ok().json()["sessions"] == []
+    assert len(shared.cli("list", "--json").ok().json()["sessions"]) == count
 
 
 def test_without_serve_tools_a_token_holders_workload_is_refused(tmp_path: Path) -> None:
@@ -240,3 +255,30 @@ def test_serve_refuses_a_bad_tools_file_in_one_line(tmp_path: Path) -> None:
                    'config = { path = "/tmp/x" }\ncaller_config = ["nope"]\n')  # fmt: skip
     run = cli.fast("serve", "--listen", "127.0.0.1:0", "--tools", str(bad)).fails(2)
     assert "[tools.log] caller_config:" in run.err and "'nope'" in run.err
+
+
+def test_a_real_serve_process_offers_its_tools_file(tmp_path: Path, effects: Path) -> None:
+    """``serve --tools FILE`` as an operator starts it: the flag reaches the scope."""
+    home = tmp_path / "home"
+    token = TokenStore(home).create(projects=("acme",), name="remote")[0]
+    argv = [sys.executable, "-m", "agentsessions", "--home", str(home), "serve", "--listen",
+            "127.0.0.1:0", "--tools", str(_operator_file(tmp_path, effects))]  # fmt: skip
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env()
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("listening on 127.0.0.1:"), proc.communicate()[1]
+        daemon = Daemon(line.split()[-1], token, home)
+        selected = _caller(tmp_path, '[tools.log]\nmediation = "approval"\n')
+        uid = daemon.cli("create", "-p", "acme", "--tools", str(selected)).ok().out.strip()
+        defining = _caller(tmp_path, '[tools.log]\nexecutor = "mcp:sh -c id"\n')
+        daemon.cli("create", "-p", "acme", "--tools", str(defining)).fails(31)
+        assert [s["uid"] for s in daemon.cli("list", "--json").ok().json()["sessions"]] == [uid]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    (kept,) = [p for p in home.rglob("WORKLOAD") if uid in str(p)]
+    assert parse_workload(kept.read_text()).tools["log"].executor == "append_line"
