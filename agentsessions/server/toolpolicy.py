@@ -8,7 +8,8 @@ any other path and never reads a file a caller chose.
 
 :func:`caller_tools` is the scope's rule (docs/SECURITY.md, "a caller selects, the operator
 defines"): the operator (a listener without auth, ``projects=None``) keeps full power, its
-workload is loaded as sent; a token holder's workload is made into the effective one by the
+workload is loaded as sent (checked first, so that an error names it as sent, not by the
+service's file); a token holder's workload is made into the effective one by the
 operator's offered tools (``serve --tools FILE``, :mod:`agentsessions.tools.offered`) and
 the file rewritten with it before the engine reads it, so what the engine validates and
 records is the merged text. Without offered tools a token holder's workload is
@@ -24,7 +25,8 @@ from pathlib import Path
 
 from agentsessions.errors import PermissionDeniedError
 from agentsessions.server.tokens import Principal
-from agentsessions.tools.offered import OfferedTools
+from agentsessions.tools.offered import CALLER, OfferedTools
+from agentsessions.tools.workload import parse_workload
 
 
 class WireWorkload(PathLike[str]):
@@ -68,7 +70,11 @@ def caller_tools(
     principal: Principal, offered: OfferedTools | None, tools: str | PathLike[str] | None
 ) -> str | PathLike[str] | None:
     """The workload the engine gets for ``principal``'s ``tools`` (module docstring)."""
-    if tools is None or principal.projects is None:
+    if tools is None:
+        return None
+    if principal.projects is None:
+        if isinstance(tools, WireWorkload):  # an error names it as sent, not by our file
+            parse_workload(tools.text, CALLER)
         return tools
     if not isinstance(tools, WireWorkload):
         raise PermissionDeniedError(

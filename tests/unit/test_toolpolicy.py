@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentsessions.errors import PermissionDeniedError
+from agentsessions.errors import PermissionDeniedError, WorkloadError
 from agentsessions.server.tokens import Principal
 from agentsessions.server.toolpolicy import WireWorkload, caller_tools, workload_file
 from agentsessions.tools.offered import parse_offered
@@ -40,6 +40,9 @@ def test_the_operators_workload_is_loaded_as_sent() -> None:
         assert caller_tools(OPERATOR, OFFERED, sent) is sent
         assert sent is not None and Path(sent.path).read_text() == full
         assert caller_tools(OPERATOR, None, sent) is sent
+    with workload_file(SENT) as sent, pytest.raises(WorkloadError) as info:
+        caller_tools(OPERATOR, OFFERED, sent)  # no executor: not a workload on its own
+    assert info.value.message.startswith("workload from the caller: [tools.log] executor")
 
 
 def test_a_path_or_no_offer_is_refused_for_a_token(tmp_path: Path) -> None:
