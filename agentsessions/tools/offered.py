@@ -66,7 +66,10 @@ RANK = {"reported": 0, "mediated": 1, "approval": 2}
 CALLER = "from the caller"  # a caller's workload has no file name to show
 CLIP = 64
 ERROR_CLIP = 240  # a merged workload's error, which may quote a caller's value
-HINT = "select a tool this server offers by name ([tools.NAME] without executor); the operator defines them with: agentsessions serve --tools FILE"  # noqa: E501
+HINT = (
+    "select a tool this server offers by name ([tools.NAME] without executor); "
+    "the operator defines them with: agentsessions serve --tools FILE"
+)
 
 
 @dataclass(frozen=True)
@@ -122,10 +125,7 @@ class OfferedTools:
         try:
             parse_workload(merged, CALLER)  # the whole of it, as the engine will load it
         except WorkloadError as exc:  # it may quote a caller's value (a bad config value)
-            if len(exc.message) <= ERROR_CLIP:
-                raise
-            cut = exc.message[:ERROR_CLIP] + "..."
-            raise WorkloadError(cut, hint=exc.hint, **exc.fields) from None
+            raise _clipped(exc) from None
         return merged
 
     def _tool(self, name: str, body: Any) -> dict[str, Any]:
@@ -140,8 +140,9 @@ class OfferedTools:
                 f"(this server offers: {self.names()})",
                 shown,
             )
-        if "caller_config" in body:
-            raise _denied(f"{where} caller_config: the operator's to set, not a caller's", shown)
+        for key in OPERATOR_KEYS:
+            if key in body:
+                raise _denied(f"{where} {key}: the operator's to set, not a caller's", shown)
         extra = sorted(set(body) - set(CALLER_KEYS))
         if extra:
             raise _bad(CALLER, f"tools.{shown}", _clip(extra[0]),
@@ -286,6 +287,16 @@ def _toml(text: str, path: str) -> dict[str, Any]:
 def _clip(text: str) -> str:
     """At most :data:`CLIP` characters of caller text in an error."""
     return text if len(text) <= CLIP else text[:CLIP] + "..."
+
+
+def _clipped(exc: WorkloadError) -> WorkloadError:
+    """``exc`` with its message cut to :data:`ERROR_CLIP` characters and its fields (a
+    caller's tool name in ``table``) to :data:`CLIP`."""
+    message = exc.message
+    if len(message) > ERROR_CLIP:
+        message = message[:ERROR_CLIP] + "..."
+    fields = {k: _clip(v) if isinstance(v, str) else v for k, v in exc.fields.items()}
+    return WorkloadError(message, hint=exc.hint, **fields)
 
 
 def _denied(message: str, tool: str, hint: str = HINT) -> PermissionDeniedError:

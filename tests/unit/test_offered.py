@@ -116,6 +116,9 @@ def test_long_caller_text_is_clipped_in_the_error(offered: OfferedTools) -> None
     with pytest.raises(WorkloadError) as bad:
         offered.effective(f"[tools.log]\nconfig = {{ path = [{'1, ' * 5000}1] }}\n")
     assert "config.path" in bad.value.message and len(bad.value.message) < 300
+    with pytest.raises(WorkloadError) as own:  # a caller's own tool, by a name not a name
+        offered.effective(f'[tools."{name}!"]\nmediation = "reported"\n')
+    assert len(own.value.message) < 300 and len(own.value.fields["table"]) < 80
 
 
 @pytest.mark.parametrize(
