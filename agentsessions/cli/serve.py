@@ -38,6 +38,8 @@ from agentsessions.cli.serveauth import (
     NoAuthOpt,
     TlsCertOpt,
     TlsKeyOpt,
+    ToolsOpt,
+    offered_tools,
     security,
 )
 from agentsessions.cli.serveropts import quiet_grpc
@@ -147,6 +149,7 @@ def serve(
     max_message_bytes: MaxMessageBytesOpt = DEFAULT_MAX_MESSAGE,
     max_streams_per_client: MaxStreamsOpt = DEFAULT_MAX_STREAMS,
     key_file: KeyFileOpt = "",
+    tools: ToolsOpt = None,
     log_format: Annotated[
         str,
         typer.Option(
@@ -171,6 +174,8 @@ def serve(
     off loopback need TLS (--tls-cert, --tls-key; --client-ca to require client
     certificates). The Harness registry is served too; --harness NAME=ADDRESS adds a
     harness already running elsewhere (agentsessions harness serve NAME --listen ADDRESS).
+    --tools FILE offers token holders the tools (executors) it declares: their workloads
+    select those by name, never define one.
     With a master key (--key-file, as the global option, or its environment variables) the
     sessions it creates are encrypted at rest, on the file or the memory store.
 
@@ -185,6 +190,7 @@ def serve(
         raise InvalidArgumentError(
             f"invalid --log-format {log_format!r}: expected one of {', '.join(LOG_FORMATS)}"
         )
+    offered = offered_tools(tools)  # a bad file is refused before the home is opened
     from agentsessions.server.app import build_server
     from agentsessions.server.registry import harness_services
 
@@ -201,6 +207,7 @@ def serve(
             no_auth=no_auth,
             max_message_bytes=max_message_bytes,
             max_streams_per_client=max_streams_per_client,
+            tools=offered,
         )
         pairs = [f"{name}={address}" for name, address in opts.harnesses.items()]
         server = build_server(

@@ -27,6 +27,7 @@ import typer
 
 if TYPE_CHECKING:
     from agentsessions.sessions.api import Sessions
+    from agentsessions.tools.offered import OfferedTools
 
 DEFAULT_MAX_MESSAGE = 8 * 1024 * 1024  # agentsessions.server.bounds.DEFAULT_MAX_MESSAGE_BYTES
 DEFAULT_MAX_STREAMS = 64  # agentsessions.server.bounds.DEFAULT_MAX_STREAMS_PER_CLIENT
@@ -69,6 +70,28 @@ MaxStreamsOpt = Annotated[
     ),
 ]
 
+ToolsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--tools",
+        metavar="FILE",
+        help="The tools this daemon offers token holders: a workload TOML file ([tools.NAME] "
+        "tables with their executors; caller_config lists the config keys a caller may set). "
+        "A caller's workload selects these by name and may raise their mediation; it never "
+        "defines an executor (docs/OPERATIONS.md). Checked at start; without it a token "
+        "holder's workload is refused.",
+    ),
+]
+
+
+def offered_tools(path: Path | None) -> OfferedTools | None:
+    """The ``--tools`` file, validated (WorkloadError, exit 2, naming file, table and key)."""
+    if path is None:
+        return None
+    from agentsessions.tools.offered import load_offered
+
+    return load_offered(path)
+
 
 class Security(NamedTuple):
     """What ``build_server`` takes from the access-control flags."""
@@ -90,10 +113,12 @@ def security(
     no_auth: bool = False,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE,
     max_streams_per_client: int = DEFAULT_MAX_STREAMS,
+    tools: OfferedTools | None = None,
 ) -> Security:
     """The flags as credentials, interceptors, scope and channel options; a bad combination
     (``--no-auth`` off loopback, tokens in plaintext off loopback, unusable TLS files) is
-    refused here, exit 2, before anything listens."""
+    refused here, exit 2, before anything listens. ``tools``: the offered tools
+    (:class:`~agentsessions.tools.offered.OfferedTools`, ``serve --tools``)."""
     from agentsessions.server.auth import server_security
     from agentsessions.server.bounds import Limits
 
@@ -109,5 +134,6 @@ def security(
         client_ca=client_ca,
         no_auth=no_auth,
         limits=limits,
+        offered=tools,
     )
     return Security(credentials, list(interceptors), scope, limits.grpc_options())

@@ -31,6 +31,7 @@ from agentsessions.errors import (
     InvalidArgumentError,
     MetadataCorruptError,
     UnavailableError,
+    WorkloadError,
 )
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.tools.verify import VerifyReport
@@ -605,9 +606,19 @@ def _ms(seconds: float) -> int:
 
 
 def _tools_text(tools: str | PathLike[str] | None) -> str:
-    """The workload file's text, validated here first (as the local engine does)."""
+    """The workload file's text, checked here to be TOML (naming the file); the server
+    validates the rest, against its own executors: a token holder's workload selects the
+    tools the server offers (``serve --tools``), which this side cannot know."""
     if tools is None or tools == "":
         return ""
-    from agentsessions.tools.workload import load_workload
+    import tomllib
 
-    return load_workload(os.fspath(tools)).source
+    path = os.fspath(tools)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+        tomllib.loads(text)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise WorkloadError(f"workload {path}: cannot read it: {exc}", path=path) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise WorkloadError(f"workload {path}: not valid TOML: {exc}", path=path) from None
+    return text

@@ -35,6 +35,7 @@ from agentsessions.server.tokens import Principal, TokenStore
 
 if TYPE_CHECKING:
     from agentsessions.sessions.api import Sessions
+    from agentsessions.tools.offered import OfferedTools
 
 LOG = logging.getLogger("agentsessions.server")
 AUTH_KEY = "authorization"
@@ -144,6 +145,7 @@ def server_security(
     client_ca: str | os.PathLike[str] | None = None,
     no_auth: bool = False,
     limits: Limits | None = None,
+    offered: OfferedTools | None = None,
 ) -> tuple[grpc.ServerCredentials | None, list[grpc.ServerInterceptor], Scope]:
     """What ``build_server`` needs to serve ``engine`` safely on ``listen``.
 
@@ -152,6 +154,7 @@ def server_security(
     ``engine`` to each call's principal (projects, actor, request bounds). Refuses
     (InvalidArgumentError, exit 2) ``no_auth`` on a listener other machines can reach, and
     tokens over plaintext there; the TLS files are checked here, before anything listens.
+    ``offered``: the tools a token holder's workload may select (``serve --tools``).
     """
     limits = limits or Limits()
     credentials = tls.server_credentials(tls_cert=tls_cert, tls_key=tls_key, client_ca=client_ca)
@@ -177,4 +180,4 @@ def server_security(
         first,
         StreamLimiter(limits.max_streams_per_client, client_key),
     ]
-    return credentials, interceptors, Scope(engine, current_principal, limits)
+    return credentials, interceptors, Scope(engine, current_principal, limits, offered)

@@ -16,9 +16,11 @@ Protocol so that a new method cannot be left unscoped):
 - ``approve``/``resolve`` record the principal's identity as the actor. A client-sent actor
   is ignored, not refused: clients fill one in by default (our CLI sends the login name), and
   the recorded decision, which the reply carries, shows whom it was recorded as;
-- ``tools`` (a workload file path on the server's disk) is refused for a token: a remote
-  caller must not make the server read files it chooses. ``export``/``import_`` paths are
-  the service's own (it streams the bytes), never a client's;
+- ``tools`` (a workload as its text crossed the wire) is, for a token, made into the
+  effective workload by the operator's offered tools (``serve --tools``,
+  :func:`~.toolpolicy.caller_tools`): a caller selects, the operator defines; a path that is
+  not the service's own file is refused. ``export``/``import_`` paths are the service's own
+  (it streams the bytes), never a client's;
 - page size and fork count are bounded (:class:`~.bounds.Limits`) before the engine is called.
 
 The principal ``projects=None`` (a listener started without auth) keeps the bounds only.
@@ -45,6 +47,7 @@ from agentsessions.errors import (
 from agentsessions.server.bounds import Limits
 from agentsessions.server.observe import note
 from agentsessions.server.tokens import Principal
+from agentsessions.server.toolpolicy import caller_tools
 from agentsessions.sessions.projects import project_lookup
 
 if TYPE_CHECKING:
@@ -64,6 +67,7 @@ if TYPE_CHECKING:
         Sessions,
         VerifyReport,
     )
+    from agentsessions.tools.offered import OfferedTools
 
 DEFAULT_PROJECT = "default"
 _T = TypeVar("_T")
@@ -86,9 +90,11 @@ class Scope:
         engine: Sessions,
         principal: Callable[[], Principal | None],
         limits: Limits | None = None,
+        offered: OfferedTools | None = None,
     ) -> None:
         self.engine = engine
         self.limits = limits or Limits()
+        self.offered = offered  # the operator's tools (serve --tools): what a token may select
         self._principal = principal
         self._lookup = project_lookup(engine)
         self._checked: OrderedDict[str, None] = OrderedDict()
@@ -190,12 +196,7 @@ class ScopedSessions:
         return actor if self.principal.projects is None else self.principal.name
 
     def _tools(self, tools: str | PathLike[str] | None) -> str | PathLike[str] | None:
-        if tools is not None and self.principal.projects is not None:
-            raise PermissionDeniedError(
-                "a workload file on the server's disk cannot be named over the wire",
-                hint="give the session its tools on the server: agentsessions create --tools",
-            )
-        return tools
+        return caller_tools(self.principal, self._scope.offered, tools)
 
     # -- the Protocol ------------------------------------------------------------------
     def create(

@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -36,6 +35,7 @@ from agentsessions.errors import ApprovalParkedError, ConflictError, InvalidArgu
 from agentsessions.server import convert, deadline, frames, status
 from agentsessions.server.gen import common_pb2, session_pb2, session_pb2_grpc
 from agentsessions.server.observe import note
+from agentsessions.server.toolpolicy import workload_file as _workload_file
 from agentsessions.sessions.api import Frame, RecordFrame, SessionFrame, Sessions
 
 LOG = logging.getLogger("agentsessions.server")
@@ -477,26 +477,6 @@ def _with_pending(engine: Sessions, frame: SessionFrame) -> SessionFrame:
         return frame
     pending = engine.get(s.uid).pending_approval
     return dataclasses.replace(frame, session=dataclasses.replace(s, pending_approval=pending))
-
-
-class _workload_file:
-    """A workload's TOML text as a file the engine can load (None when there is none)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self._dir: tempfile.TemporaryDirectory[str] | None = None
-
-    def __enter__(self) -> str | None:
-        if not self.text:
-            return None
-        self._dir = tempfile.TemporaryDirectory(prefix="agentsessions-workload-")
-        path = os.path.join(self._dir.name, "tools.toml")
-        Path(path).write_text(self.text, encoding="utf-8")
-        return path
-
-    def __exit__(self, *exc: object) -> None:
-        if self._dir is not None:
-            self._dir.cleanup()
 
 
 def _jsonable(value: Any) -> Any:
