@@ -23,6 +23,7 @@ import agentsessions
 from agentsessions.journal.format import canonical
 from agentsessions.journal.stores.memstore import MemoryStore
 from agentsessions.server import registry
+from agentsessions.server.auth import LocalOperator
 from agentsessions.server.gen import harness_pb2
 from agentsessions.server.gen import harness_registry_pb2 as pb
 from agentsessions.server.gen import harness_registry_pb2_grpc as pb_grpc
@@ -43,7 +44,8 @@ def _spec(address: str = "unix:///tmp/h.sock", **caps: int) -> pb.HarnessSpec:
 @pytest.fixture
 def stub(tmp_path: Path) -> Iterator[pb_grpc.HarnessRegistryStub]:
     engine = agentsessions.open(tmp_path / "home", runtime="local")
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    # as `serve --no-auth` does: every call is the operator's (admin, every project)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2), interceptors=[LocalOperator()])
     for add in registry.harness_services(engine):
         add(server)
     port = server.add_insecure_port("127.0.0.1:0")
