@@ -9,8 +9,8 @@ A registration may belong to one project (``register(name, factory, project=P)``
 a caller registered through the HarnessRegistry): only a lookup for that project finds it,
 and for any other project the name is unknown, word for word as a name nobody registered,
 so one project's harness is never run (nor its address dialled) for another's session.
-Names registered for a project live beside the shared ones; the HarnessBook refuses a
-project name that a shared one already has.
+Names registered for a project live beside the shared ones (a shared one wins a lookup);
+the HarnessBook refuses a project name that a shared one already has.
 """
 
 from __future__ import annotations
@@ -59,9 +59,10 @@ class Registry(Generic[T]):
             self._retired[project, name] = (retired, hint)
 
     def factory(self, name: str, *, project: str = "") -> Callable[[], T]:
-        """The factory for ``name`` as ``project`` sees it (its own registrations, then
-        the shared ones), or InvalidArgumentError listing the names it may use."""
-        for key in ((project, name), ("", name)) if project else (("", name),):
+        """The factory for ``name`` as ``project`` sees it (the shared registrations, then
+        its own: what the operator defines wins), or InvalidArgumentError listing the names
+        it may use."""
+        for key in (("", name), (project, name)) if project else (("", name),):
             if key in self._factories:
                 return self._factories[key]
             if key in self._retired:

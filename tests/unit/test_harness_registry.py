@@ -226,3 +226,33 @@ def test_names_are_per_project_in_the_book_and_old_registrations_are_defaults(
         assert book.register("old", spec)[1] == "REGISTER_OUTCOME_UNCHANGED"
     stored = json.loads((home / "HARNESSES.json").read_text())["harnesses"]
     assert list(stored) == ["default/old"] and stored["default/old"]["metadata"]["project"]
+
+
+def test_a_project_registration_resolves_only_for_that_project() -> None:
+    from agentsessions.controller.registry import Registry
+    from agentsessions.errors import InvalidArgumentError
+
+    def mine() -> str:
+        return "mine"
+
+    def shared() -> str:
+        return "shared"
+
+    names: Registry[str] = Registry("harness", "agentsessions.no-such-group")
+    fresh: Registry[str] = Registry("harness", "agentsessions.no-such-group")
+    names.register("p", mine, project="a")
+    assert names.create("p", project="a") == "mine" and "p" in names.names(project="a")
+    with pytest.raises(InvalidArgumentError) as hidden:
+        names.factory("p", project="b")
+    with pytest.raises(InvalidArgumentError) as unknown:
+        fresh.factory("p", project="b")
+    assert str(hidden.value) == str(unknown.value)  # word for word: nobody registered it
+    assert "p" not in names.names(project="b") and not names.shared("p")
+    names.register("s", shared)
+    names.register("s", mine, project="a")
+    assert names.create("s", project="a") == "shared" and names.shared("s")  # the operator's
+    names.unregister("p", retired="gone", project="a")
+    with pytest.raises(InvalidArgumentError, match="retired"):
+        names.factory("p", project="a")
+    with pytest.raises(InvalidArgumentError, match="unknown"):
+        names.factory("p", project="b")
