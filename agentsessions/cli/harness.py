@@ -5,8 +5,12 @@
 prints ``harness NAME listening on ADDRESS`` once it accepts streams, and stops gracefully
 on SIGINT or SIGTERM. ``harness register NAME --address ADDRESS`` records, in the home, that
 NAME is a harness served at ADDRESS; from then on ``exec --harness NAME`` runs its turns
-over the wire (the remote runtime). ``harness list`` and ``harness retire NAME`` are the
-rest of the HarnessRegistry, as the service has it. gRPC is imported only by ``serve``.
+over the wire (the remote runtime), for sessions of the registration's project
+(``--project``, default ``default``: names are per project). ``harness list`` and ``harness
+retire NAME`` are the rest of the HarnessRegistry, as the service has it. With ``--server``
+the three ask the server's HarnessRegistry instead of the home (what the token's projects
+hold; an address off the server's machine needs an admin token). gRPC is imported only by
+``serve`` and ``--server``.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentsessions.cli.app import JsonOpt, _state, app, open_engine
+from agentsessions.cli.app import CliState, JsonOpt, _state, app, open_engine
 from agentsessions.cli.helpview import HelpGroup
 
 harness_app = typer.Typer(
@@ -29,6 +33,15 @@ harness_app = typer.Typer(
 app.add_typer(harness_app, name="harness")
 
 NameArg = Annotated[str, typer.Argument(metavar="NAME", help="The harness's name.")]
+ProjectOpt = Annotated[
+    str,
+    typer.Option(
+        "--project",
+        "-p",
+        help="The project whose harnesses these are (names are per project; with --server, "
+        "a token not covering it acts in its first project for default).",
+    ),
+]
 
 
 @harness_app.command(
@@ -72,11 +85,15 @@ def register(
     descriptor_id: Annotated[
         str, typer.Option("--descriptor-id", help="The id the harness must describe itself as.")
     ] = "",
+    project: ProjectOpt = "default",
     as_json: JsonOpt = False,
 ) -> None:
     """Record in the home that NAME is a harness served at ADDRESS (STATELESS_REPLAY).
 
     Registering the same spec again changes nothing; a name keeps its spec, even retired.
+    Only sessions of the project run on it. A built-in name (echo, counter, chat, memory)
+    or one `serve --harness` gives cannot be registered. Over --server, an ADDRESS off the
+    server's machine (not loopback, not unix://) needs a token made with --admin.
     """
     state = _state(ctx, as_json)
     caps = {"resumability": "RESUMABILITY_STATELESS_REPLAY"}
@@ -84,7 +101,7 @@ def register(
     if descriptor_id:
         spec["descriptor_id"] = descriptor_id
     with open_engine(state) as engine:
-        reg, outcome = _book(engine).register(name, spec)
+        reg, outcome = _book(state, engine).register(name, spec, project)
     _show(state.json, {"harness": reg, "outcome": outcome},
           f"{outcome.removeprefix('REGISTER_OUTCOME_').lower()}: {name} at {address}")  # fmt: skip
 
@@ -93,14 +110,17 @@ def register(
 def list_(
     ctx: typer.Context,
     include_retired: Annotated[bool, typer.Option("--all", help="Retired ones too.")] = False,
+    project: ProjectOpt = "default",
     as_json: JsonOpt = False,
 ) -> None:
-    """List the harnesses of this home: static (built in) and registered, in name order."""
+    """List the harnesses a project may use: static (built in) and its registered ones, in
+    name order."""
     state = _state(ctx, as_json)
     with open_engine(state) as engine:
-        book, regs, token = _book(engine), [], "start"
+        book, regs, token = _book(state, engine), [], "start"
         while token:
-            page, token = book.list(500, "" if token == "start" else token, include_retired)
+            after = "" if token == "start" else token
+            page, token = book.list(500, after, include_retired, project)
             regs.extend(page)
     if state.json:
         _show(True, {"harnesses": regs}, "")
@@ -113,16 +133,22 @@ def retire(
     ctx: typer.Context,
     name: NameArg,
     reason: Annotated[str, typer.Option("--reason", help="Why (only the first is kept).")] = "",
+    project: ProjectOpt = "default",
     as_json: JsonOpt = False,
 ) -> None:
-    """Retire the registered harness NAME: new turns can no longer run on it."""
+    """Retire the registered harness NAME of the project: new turns can no longer run on it."""
     state = _state(ctx, as_json)
     with open_engine(state) as engine:
-        reg = _book(engine).retire(name, reason)
+        reg = _book(state, engine).retire(name, reason, project)
     _show(state.json, {"harness": reg}, f"retired: {name}")
 
 
-def _book(engine: Any) -> Any:
+def _book(state: CliState, engine: Any) -> Any:
+    """The registry the command acts on: the server's with --server, else the home's."""
+    if state.server:
+        from agentsessions.client.harnesses import RemoteHarnessBook
+
+        return RemoteHarnessBook(engine)
     from agentsessions.sessions.harnessbook import HarnessBook, records_for
 
     return HarnessBook(records_for(engine.store))

@@ -66,19 +66,29 @@ def create(
             metavar="DURATION", help="Lifetime: 90s, 15m, 12h, 30d or 2w (default: until revoked)."
         ),
     ] = "",
+    admin: Annotated[
+        bool,
+        typer.Option(
+            "--admin",
+            help="Let the token register a harness at an address off this machine (not "
+            "loopback, not a unix socket): the server will dial it. Without it such a "
+            "register is PERMISSION_DENIED.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Create a token and print it once; only its hash is kept.
 
     stdout carries the token alone (with --json: an object with "token", "id", "name",
-    "projects", "created_ns", "expires_ns"). It cannot be shown again: keep it now, or
-    revoke it and create another.
+    "projects", "admin", "created_ns", "expires_ns"). It cannot be shown again: keep it
+    now, or revoke it and create another. Every token sees, registers and retires only
+    its projects' harnesses; --admin adds the right to register one at a remote address.
     """
     from agentsessions.server.tokens import parse_duration
 
     state = _state(ctx, as_json)
     seconds = parse_duration(expires) if expires else None
-    text, info = _store(state).create(projects=project, name=name, expires_in=seconds)
+    text, info = _store(state).create(projects=project, name=name, expires_in=seconds, admin=admin)
     if state.json:
         from agentsessions.cli.render import write_json
 
@@ -86,7 +96,7 @@ def create(
     else:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
-        where = ", ".join(info.projects)
+        where = ", ".join(info.projects) + (" (admin)" if info.admin else "")
         sys.stderr.write(
             f"created token {info.id} ({info.principal}) for {where}; it is shown only once\n"
         )
@@ -94,7 +104,7 @@ def create(
 
 @token_app.command(name="list", epilog="Example: agentsessions token list --json")
 def list_(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """List the home's tokens: id, name, projects, created, expires and state.
+    """List the home's tokens: id, name, projects, admin, created, expires and state.
 
     The state is active, expired or revoked. No secret is shown (none is kept).
     """
@@ -114,13 +124,14 @@ def list_(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     from rich.text import Text
 
     table = render.plain_table()
-    for column in ("id", "name", "projects", "created", "expires", "state"):
+    for column in ("id", "name", "projects", "admin", "created", "expires", "state"):
         table.add_column(column, no_wrap=column in ("id", "created", "expires"))
     for t in tokens:
         table.add_row(
             t.id,
             Text(render.one_line(t.principal)),
             Text(render.one_line(", ".join(t.projects))),
+            "yes" if t.admin else "no",
             render.format_time_ns(t.created_ns),
             render.format_time_ns(t.expires_ns) if t.expires_ns else "never",
             t.state(now),

@@ -163,6 +163,11 @@ class RemoteSessions:
         except grpc.RpcError as err:
             raise self._error(err) from None
 
+    def unary(self, rpc: Callable[..., T], request: Any) -> T:
+        """One unary call of another service on this channel (``rpc`` a stub's method): the
+        token sent, a failure raised as our exception, as every call of this client."""
+        return self._call(rpc, request)
+
     def _items(self, call: Any) -> Iterator[Any]:
         """The messages of a server stream, errors mapped; closing it cancels the call."""
         started = False

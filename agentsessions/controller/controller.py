@@ -248,7 +248,9 @@ class Controller:
             if fresh_start:
                 raise InvalidArgumentError("--fresh-start applies to an existing session")
             meta = meta or SessionMeta(uid=new_uid(), harness=harness)
-            self.check_exec(inputs, harness=harness or meta.harness, config=config)
+            self.check_exec(
+                inputs, harness=harness or meta.harness, config=config, project=meta.project
+            )
             # the harness (a memory harness's host) before the session: one that cannot
             # start (a factory with no importable name) must not leave an empty session
             early = self._instance(SessionInfo(meta), harness or meta.harness or DEFAULT_HARNESS)
@@ -310,11 +312,12 @@ class Controller:
         harness: str = "",
         config: bytes = b"",
         tools: bool = False,
+        project: str = "",
     ) -> None:
         """Refuse, before anything is written or created, a turn whose first commit the store
-        would refuse: an unknown harness, inputs that are not valid Messages (text that is
-        not UTF-8), a config in the workload envelope's reserved form, or EXECUTION_START
-        plus the INPUTs over the store's commit limit.
+        would refuse: an unknown harness (for a session of ``project``), inputs that are not
+        valid Messages (text that is not UTF-8), a config in the workload envelope's reserved
+        form, or EXECUTION_START plus the INPUTs over the store's commit limit.
 
         The commit is sealed as it would land first in a new session (seq 1, no previous
         hash; with ``tools``, its config naming a workload), so the size check is exact.
@@ -323,7 +326,7 @@ class Controller:
 
         check_config(config)
         name = harness or DEFAULT_HARNESS
-        descriptor = self._describe(name)[1]
+        descriptor = self._describe(name, project)[1]
         recorded = wrap(config, "0" * 64) if tools else config
         events = _first_commit("0" * 16, name, descriptor, inputs, recorded)
         limit = self.store.max_commit_bytes
@@ -534,9 +537,10 @@ class Controller:
             journal.record([*before, event])
 
     # -- helpers ---------------------------------------------------------------------------
-    def _describe(self, name: str) -> tuple[Harness, HarnessDescriptor]:
+    def _describe(self, name: str, project: str = "") -> tuple[Harness, HarnessDescriptor]:
+        """A new instance of ``name`` as a session of ``project`` resolves it, described."""
         try:
-            instance = self.harnesses.create(name)
+            instance = self.harnesses.create(name, project=project)
             return instance, instance.describe()
         except AgentSessionsError:
             raise
@@ -546,7 +550,7 @@ class Controller:
     def _instance(self, info: SessionInfo, name: str) -> tuple[Harness, HarnessDescriptor]:
         """The harness to run: a fresh one, or the runtime's live compute for a harness
         whose state is its memory (REQUIRES_MEMORY_SNAPSHOT)."""
-        probe, descriptor = self._describe(name)
+        probe, descriptor = self._describe(name, info.meta.project)
         self._place(descriptor)
         if descriptor.capabilities.resumability != REQUIRES_MEMORY_SNAPSHOT:
             return probe, descriptor
@@ -568,7 +572,9 @@ class Controller:
                     hint=fresh_start_hint(uid),
                     session=uid,
                 )
-            compute = self.runtime.create(uid, self.harnesses.factory(name))
+            compute = self.runtime.create(
+                uid, self.harnesses.factory(name, project=info.meta.project)
+            )
         return compute.harness, descriptor
 
     def _place(self, descriptor: HarnessDescriptor) -> None:

@@ -86,8 +86,10 @@ class ReplayInstances:
         name: str,
         descriptor: HarnessDescriptor,
         events: Iterable[tuple[int, Event]],
+        project: str = "",
     ) -> None:
         self._harnesses = harnesses
+        self._project = project  # the session's: its project's registrations resolve
         self._name = name
         self._memory = needs_memory(descriptor)
         self._markers = marker_seqs(events) if self._memory else []
@@ -98,7 +100,7 @@ class ReplayInstances:
         """The instance for the execution spanning ``first_seq``..``last_seq``."""
         fresh = self._current is None or not self._memory
         if fresh or reset_between(self._markers, self._last_seq, first_seq):
-            self._current = self._harnesses.create(self._name)
+            self._current = self._harnesses.create(self._name, project=self._project)
         self._last_seq = last_seq
         assert self._current is not None
         return self._current
@@ -114,7 +116,7 @@ def fresh_start(
     memory and cannot be finished without it).
     """
     info = controller.store.get(uid)
-    _, descriptor = controller._describe(name)
+    _, descriptor = controller._describe(name, info.meta.project)
     controller._place(descriptor)
     if not needs_memory(descriptor):
         raise InvalidArgumentError(
@@ -136,7 +138,7 @@ def fresh_start(
     if controller.on_record is not None:
         for record in result.records:
             controller.on_record(record)
-    controller.runtime.create(uid, controller.harnesses.factory(name))
+    controller.runtime.create(uid, controller.harnesses.factory(name, project=info.meta.project))
     return controller.store.get(uid)
 
 

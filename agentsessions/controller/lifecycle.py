@@ -71,7 +71,7 @@ def resume_compute(controller: ControllerPort, uid: str) -> SessionInfo:
     ref = _ref(info.snapshot)
     if ref.memory:
         name = info.meta.harness or DEFAULT_HARNESS
-        controller._place(controller.harnesses.create(name).describe())
+        controller._place(controller.harnesses.create(name, project=info.meta.project).describe())
         try:
             controller.runtime.restore(uid, ref)
         except UnavailableError as exc:  # the snapshot's memory is gone: name the way on
@@ -133,7 +133,7 @@ def _fork_memory(
 
 def _needs_memory(controller: ControllerPort, info: SessionInfo) -> bool:
     name = info.meta.harness or DEFAULT_HARNESS
-    descriptor = controller.harnesses.create(name).describe()
+    descriptor = controller.harnesses.create(name, project=info.meta.project).describe()
     return descriptor.capabilities.resumability == REQUIRES_MEMORY_SNAPSHOT
 
 

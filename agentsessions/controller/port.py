@@ -61,6 +61,7 @@ class ControllerPort(Protocol):
         """Refuse (PlacementError) a harness this runtime cannot host."""
         ...
 
-    def _describe(self, name: str) -> tuple[Harness, HarnessDescriptor]:
-        """A new instance of harness ``name`` and its descriptor (HarnessError if not)."""
+    def _describe(self, name: str, project: str = "") -> tuple[Harness, HarnessDescriptor]:
+        """A new instance of harness ``name`` as ``project`` resolves it, and its descriptor
+        (HarnessError if not)."""
         ...

@@ -4,6 +4,13 @@ The core never imports a concrete harness. A name resolves, in order, to an expl
 registration, a Python entry point in the group (``agentsessions.harnesses`` and so on),
 and finally a module by convention (``harnesses.<name>`` exposing ``create``), which is how
 the single-file app, which carries no entry-point metadata, finds the shipped ones.
+
+A registration may belong to one project (``register(name, factory, project=P)``: a harness
+a caller registered through the HarnessRegistry): only a lookup for that project finds it,
+and for any other project the name is unknown, word for word as a name nobody registered,
+so one project's harness is never run (nor its address dialled) for another's session.
+Names registered for a project live beside the shared ones (a shared one wins a lookup);
+the HarnessBook refuses a project name that a shared one already has.
 """
 
 from __future__ import annotations
@@ -29,45 +36,66 @@ class Registry(Generic[T]):
         self.kind = kind
         self.group = group
         self.convention = convention
-        self._factories: dict[str, Callable[[], T]] = {}
-        self._retired: dict[str, tuple[str, str]] = {}  # name -> why not, and what helps
+        # keyed by (project, name); project "" is the shared table every lookup sees
+        self._factories: dict[tuple[str, str], Callable[[], T]] = {}
+        self._retired: dict[tuple[str, str], tuple[str, str]] = {}  # why not, what helps
 
-    def register(self, name: str, factory: Callable[[], T]) -> None:
-        """Make ``name`` resolve to ``factory`` (replacing any earlier registration)."""
+    def register(self, name: str, factory: Callable[[], T], *, project: str = "") -> None:
+        """Make ``name`` resolve to ``factory`` (replacing any earlier registration); with
+        ``project``, only for lookups on that project's behalf."""
         if not _NAME.fullmatch(name):
             raise InvalidArgumentError(f"invalid {self.kind} name {name!r}: a DNS label")
-        self._factories[name] = factory
-        self._retired.pop(name, None)
+        self._factories[project, name] = factory
+        self._retired.pop((project, name), None)
 
-    def unregister(self, name: str, retired: str = "", hint: str = "") -> None:
-        """Forget an explicit registration of ``name``; ``retired`` (a retired remote
-        harness: why) makes a lookup say so, with ``hint``, rather than call it unknown."""
-        self._factories.pop(name, None)
+    def unregister(
+        self, name: str, retired: str = "", hint: str = "", *, project: str = ""
+    ) -> None:
+        """Forget an explicit registration of ``name`` (``project``'s); ``retired`` (a
+        retired remote harness: why) makes a lookup say so, with ``hint``, rather than call
+        it unknown."""
+        self._factories.pop((project, name), None)
         if retired:
-            self._retired[name] = (retired, hint)
+            self._retired[project, name] = (retired, hint)
 
-    def factory(self, name: str) -> Callable[[], T]:
-        """The factory for ``name``, or InvalidArgumentError listing the known names."""
-        if name in self._factories:
-            return self._factories[name]
-        if name in self._retired:
-            why, hint = self._retired[name]
-            raise InvalidArgumentError(f"{self.kind} {name!r} is retired: {why}", hint=hint)
+    def factory(self, name: str, *, project: str = "") -> Callable[[], T]:
+        """The factory for ``name`` as ``project`` sees it (the shared registrations, then
+        its own: what the operator defines wins), or InvalidArgumentError listing the names
+        it may use."""
+        for key in (("", name), (project, name)) if project else (("", name),):
+            if key in self._factories:
+                return self._factories[key]
+            if key in self._retired:
+                why, hint = self._retired[key]
+                raise InvalidArgumentError(f"{self.kind} {name!r} is retired: {why}", hint=hint)
         found = self._from_entry_points(name) or self._from_convention(name)
         if found is None:
-            known = ", ".join(self.names()) or "none"
+            known = ", ".join(self.names(project=project)) or "none"
             raise InvalidArgumentError(f"unknown {self.kind} {name!r} (known: {known})")
-        self._factories[name] = found
+        self._factories["", name] = found
         return found
 
-    def create(self, name: str) -> T:
-        return self.factory(name)()
+    def create(self, name: str, *, project: str = "") -> T:
+        """A new instance of ``name`` as ``project`` sees it."""
+        return self.factory(name, project=project)()
 
-    def names(self) -> list[str]:
-        """Every name this registry can resolve without guessing."""
-        names = set(self._factories)
+    def names(self, *, project: str = "") -> list[str]:
+        """Every name a lookup for ``project`` can resolve without guessing (the shared
+        ones and that project's own)."""
+        names = {n for p, n in self._factories if p in ("", project)}
         names.update(ep.name for ep in _entry_points(self.group))
         return sorted(names)
+
+    def shared(self, name: str) -> bool:
+        """True if ``name`` resolves for every project (registered shared, an entry point
+        or a module by convention): a project may not register it for itself."""
+        if ("", name) in self._factories:
+            return True
+        try:
+            self.factory(name)
+        except InvalidArgumentError:
+            return False
+        return True
 
     def installed(self) -> list[str]:
         """The names installed plugins provide (entry points), without explicit registrations

@@ -154,7 +154,7 @@ def replay(
             f"session {uid} names no harness; choose one with --harness",
             hint=f"agentsessions replay {uid} --rerun --harness echo",
         )
-    descriptor = harnesses.create(name).describe()
+    descriptor = harnesses.create(name, project=info.meta.project).describe()
     for run in runs:
         check_harness(run, name, descriptor)
     result = ReplayResult(
@@ -165,7 +165,7 @@ def replay(
     ordered = [e for _, e in events]
     # a memory harness replays every execution, in order, on one instance (see the module
     # docstring); a stateless one gets a fresh instance per execution
-    instances = ReplayInstances(harnesses, name, descriptor, events)
+    instances = ReplayInstances(harnesses, name, descriptor, events, info.meta.project)
     for run in runs:
         try:
             instance = instances.for_run(run.first_seq, run.last_seq)
@@ -215,7 +215,7 @@ def _replay_streaming(
         if run.harness not in checked:
             if not name:
                 break
-            descriptor = descriptor or harnesses.create(name).describe()
+            descriptor = descriptor or harnesses.create(name, project=info.meta.project).describe()
             check_harness(run, name, descriptor)
             checked.add(run.harness)
     if not name:
@@ -223,11 +223,11 @@ def _replay_streaming(
             f"session {uid} names no harness; choose one with --harness",
             hint=f"agentsessions replay {uid} --rerun --harness echo",
         )
-    descriptor = descriptor or harnesses.create(name).describe()
+    descriptor = descriptor or harnesses.create(name, project=info.meta.project).describe()
     result = ReplayResult(uid, name, executions=count, head_before=(last, info.last_hash))
     calls_before = model_calls()
     cursor = StateCursor(store, uid)
-    instances = ReplayInstances(harnesses, name, descriptor, markers)
+    instances = ReplayInstances(harnesses, name, descriptor, markers, info.meta.project)
     window: deque[tuple[int, dict[str, Any]]] = deque(maxlen=WINDOW_EVENTS)
     for run in executions.stream(_pairs(store, uid, last, None, window)):  # pass 2: replay
         if not run.completed:

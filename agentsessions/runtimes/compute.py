@@ -161,7 +161,7 @@ def session_memory(home: Path, info: SessionInfo, harnesses: Registry[Harness]) 
     """:func:`memory_status` of ``info``, its harness described through ``harnesses``."""
     name = info.meta.harness or DEFAULT_HARNESS
     try:
-        descriptor = harnesses.create(name).describe()
+        descriptor = harnesses.create(name, project=info.meta.project).describe()
     except Exception:  # not installed here, or it cannot describe itself: say so, not fail
         return memory_status(home, info, None)
     return memory_status(

@@ -1,14 +1,27 @@
 """The HarnessRegistry service (spec digest 1.4) over a :class:`HarnessBook`.
 
 The rules (outcomes, ALREADY_EXISTS, FAILED_PRECONDITION for a static name or a placement
-this host cannot serve, paging) are the book's (``agentsessions/sessions/harnessbook.py``);
-this module only maps messages and errors. A registration crosses as its proto3-JSON dict,
-so the ``spec_digest`` of a stored spec is the digest of what the caller sent.
+this host cannot serve, paging, names per project) are the book's
+(``agentsessions/sessions/harnessbook.py``); this module maps messages and errors and
+applies the caller's scope. A registration crosses as its proto3-JSON dict, so the
+``spec_digest`` of a stored spec is the digest of what the caller sent.
+
+Scope: every call acts in one project, the request's ``project`` (an addition, 1000) or,
+naming none, the token's first (the operator's: ``default``), by the sessions' rule
+(:func:`~agentsessions.server.scoped.choose_project`: a project the token does not cover is
+PERMISSION_DENIED). A token sees, registers and retires only its projects' harnesses:
+another project's registration is answered exactly as a name nobody registered
+(NOT_FOUND, the same text), and ListHarnesses lists the static harnesses and the project's
+own. Registering an address that is not on this machine (neither loopback nor a unix
+socket: the server would dial it) needs an admin token (``token create --admin``;
+PERMISSION_DENIED otherwise); the operator of a listener without auth is admin. A call
+without a principal (no interceptor set one) is refused UNAUTHENTICATED: the service fails
+closed, as the sessions' scope does.
 
 ``GetHarness(observe=true)`` also asks a remote harness to describe itself: its descriptor
 in ``observed``, or why it could not in ``observe_error``; ``unservable_reason`` says why
 the host would refuse to place a session on it (it is not STATELESS_REPLAY, or it is not
-the ``descriptor_id`` the spec names).
+the ``descriptor_id`` the spec names). Only a registration the caller sees is dialled.
 """
 
 from __future__ import annotations
@@ -19,14 +32,24 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf import json_format
 
-from agentsessions.errors import AgentSessionsError, InvalidArgumentError
+from agentsessions.errors import (
+    AgentSessionsError,
+    InvalidArgumentError,
+    PermissionDeniedError,
+    UnauthenticatedError,
+)
 from agentsessions.server import harnesswire as wire
+from agentsessions.server.auth import current_principal
 from agentsessions.server.gen import harness_registry_pb2 as pb
 from agentsessions.server.gen import harness_registry_pb2_grpc as pb_grpc
+from agentsessions.server.scoped import DEFAULT_PROJECT, choose_project
 from agentsessions.server.status import abort
-from agentsessions.sessions.harnessbook import STATELESS, HarnessBook
+from agentsessions.server.tls import is_local
+from agentsessions.server.tokens import Principal
+from agentsessions.sessions.harnessbook import STATELESS, HarnessBook, check_address
 
 R = TypeVar("R")
+_QUOTE = 200  # at most this much of a caller's text is quoted back
 
 
 def registration_to_proto(reg: dict[str, Any]) -> pb.HarnessRegistration:
@@ -39,11 +62,29 @@ def spec_dict(spec: pb.HarnessSpec) -> dict[str, Any]:
     return json_format.MessageToDict(spec, preserving_proto_field_name=True)
 
 
-class HarnessRegistryService(pb_grpc.HarnessRegistryServicer):
-    """RegisterHarness, GetHarness, ListHarnesses and RetireHarness."""
+def check_admin(principal: Principal, address: str) -> None:
+    """Refuse (PermissionDeniedError) a non-admin registering ``address`` off this machine:
+    the server dials what is registered, so only an admin may point it elsewhere."""
+    check_address(address)
+    if principal.is_admin or is_local(address):
+        return
+    shown = address if len(address) <= _QUOTE else address[:_QUOTE] + "..."
+    raise PermissionDeniedError(
+        f"{principal.name or 'this token'} may not register a harness at {shown!r}: an "
+        "address off the server's machine (not loopback, not a unix socket) needs an admin "
+        "token (agentsessions token create --admin)",
+        hint="the operator creates one: agentsessions token create --project P --admin",
+    )
 
-    def __init__(self, book: HarnessBook) -> None:
+
+class HarnessRegistryService(pb_grpc.HarnessRegistryServicer):
+    """RegisterHarness, GetHarness, ListHarnesses and RetireHarness, scoped per call."""
+
+    def __init__(
+        self, book: HarnessBook, principal: Callable[[], Principal | None] = current_principal
+    ) -> None:
         self.book = book
+        self._principal = principal
 
     def _call(self, context: grpc.ServicerContext, fn: Callable[[], R]) -> R:
         try:
@@ -52,13 +93,24 @@ class HarnessRegistryService(pb_grpc.HarnessRegistryServicer):
             abort(context, exc)
             raise  # abort raised already; this keeps the type checker honest
 
+    def _caller(self, project: str) -> tuple[Principal, str]:
+        """The call's principal and the project it acts in (UNAUTHENTICATED without one)."""
+        principal = self._principal()
+        if principal is None:
+            raise UnauthenticatedError("no authenticated principal for this call")
+        return principal, choose_project(principal, project or DEFAULT_PROJECT)
+
     def RegisterHarness(
         self, request: pb.RegisterHarnessRequest, context: grpc.ServicerContext
     ) -> pb.RegisterHarnessResponse:
         def run() -> pb.RegisterHarnessResponse:
+            principal, project = self._caller(request.project)
             if not request.HasField("spec"):
                 raise InvalidArgumentError("RegisterHarness needs a spec")
-            reg, outcome = self.book.register(request.name, spec_dict(request.spec))
+            if request.spec.HasField("remote"):
+                check_admin(principal, request.spec.remote.address)
+            spec = spec_dict(request.spec)
+            reg, outcome = self.book.register(request.name, spec, project)
             return pb.RegisterHarnessResponse(harness=registration_to_proto(reg), outcome=outcome)
 
         return self._call(context, run)
@@ -67,7 +119,8 @@ class HarnessRegistryService(pb_grpc.HarnessRegistryServicer):
         self, request: pb.GetHarnessRequest, context: grpc.ServicerContext
     ) -> pb.HarnessRegistration:
         def run() -> pb.HarnessRegistration:
-            msg = registration_to_proto(self.book.get(request.name))
+            _, project = self._caller(request.project)
+            msg = registration_to_proto(self.book.get(request.name, project))
             if request.observe:
                 observe(msg)
             return msg
@@ -78,8 +131,9 @@ class HarnessRegistryService(pb_grpc.HarnessRegistryServicer):
         self, request: pb.ListHarnessesRequest, context: grpc.ServicerContext
     ) -> pb.ListHarnessesResponse:
         def run() -> pb.ListHarnessesResponse:
+            _, project = self._caller(request.project)
             regs, token = self.book.list(
-                request.page_size, request.page_token, request.include_retired
+                request.page_size, request.page_token, request.include_retired, project
             )
             return pb.ListHarnessesResponse(
                 harnesses=[registration_to_proto(r) for r in regs], next_page_token=token
@@ -90,10 +144,11 @@ class HarnessRegistryService(pb_grpc.HarnessRegistryServicer):
     def RetireHarness(
         self, request: pb.RetireHarnessRequest, context: grpc.ServicerContext
     ) -> pb.HarnessRegistration:
-        return self._call(
-            context,
-            lambda: registration_to_proto(self.book.retire(request.name, request.reason)),
-        )
+        def run() -> pb.HarnessRegistration:
+            _, project = self._caller(request.project)
+            return registration_to_proto(self.book.retire(request.name, request.reason, project))
+
+        return self._call(context, run)
 
 
 def observe(msg: pb.HarnessRegistration) -> None:
@@ -117,9 +172,14 @@ def observe(msg: pb.HarnessRegistration) -> None:
         )
 
 
-def add_to_server(server: grpc.Server, book: HarnessBook) -> HarnessRegistryService:
-    """Register the HarnessRegistry service on ``server`` (the ``extra_services`` seam)."""
-    servicer = HarnessRegistryService(book)
+def add_to_server(
+    server: grpc.Server,
+    book: HarnessBook,
+    principal: Callable[[], Principal | None] = current_principal,
+) -> HarnessRegistryService:
+    """Register the HarnessRegistry service on ``server`` (the ``extra_services`` seam);
+    ``principal`` says who each call acts as (the auth interceptors' by default)."""
+    servicer = HarnessRegistryService(book, principal)
     pb_grpc.add_HarnessRegistryServicer_to_server(servicer, server)  # type: ignore[no-untyped-call]
     return servicer
 

@@ -136,6 +136,24 @@ def _hidden(uid: str) -> NotFoundError:
     return NotFoundError(f"session {uid} not found", hint="agentsessions list", session=uid)
 
 
+def choose_project(principal: Principal, project: str) -> str:
+    """The project a request of ``principal`` naming ``project`` acts in: the one named if
+    the principal covers it, the token's first for none (or ``default``), else
+    PermissionDeniedError (the sessions' rule; the harness registry's too)."""
+    p = principal
+    if p.projects is None or project in p.projects:
+        note(project=project)
+        return project
+    if project in ("", DEFAULT_PROJECT):
+        note(project=p.primary)
+        return p.primary
+    raise PermissionDeniedError(
+        f"{p.name} may not act in project {project!r}",
+        hint=f"its token covers: {', '.join(sorted(p.projects))}",
+        project=project,
+    )
+
+
 class ScopedSessions:
     """:class:`Sessions` through one principal's eyes (see the module docstring)."""
 
@@ -148,18 +166,7 @@ class ScopedSessions:
     # -- the checks --------------------------------------------------------------------
     def _project(self, project: str) -> str:
         """The project a list or create acts in, or PermissionDeniedError."""
-        p = self.principal
-        if p.projects is None or project in p.projects:
-            note(project=project)
-            return project
-        if project in ("", DEFAULT_PROJECT):
-            note(project=p.primary)
-            return p.primary
-        raise PermissionDeniedError(
-            f"{p.name} may not act in project {project!r}",
-            hint=f"its token covers: {', '.join(sorted(p.projects))}",
-            project=project,
-        )
+        return choose_project(self.principal, project)
 
     def _check(self, uid: str) -> str:
         """``uid`` if its session is in the principal's projects, else NOT_FOUND: an unknown

@@ -4,8 +4,10 @@ A token is ``agst_<id>_<secret>``: the recognisable prefix (a secret scanner or 
 a log can tell what leaked), a 12-hex-digit id (not secret: ``token list`` and ``token
 revoke`` name it, and the server finds the record by it), and 32 random bytes in base64url.
 The file keeps, per token: its id, name (the identity recorded as the actor on approvals),
-projects, the SHA-256 of the whole token text, created time, optional expiry and revocation
-time. The token text itself is printed once by ``token create`` and stored nowhere.
+projects, the admin flag (``token create --admin``: the token may register a harness at an
+address off this machine), the SHA-256 of the whole token text, created time, optional
+expiry and revocation time. The token text itself is printed once by ``token create`` and
+stored nowhere.
 
 Why SHA-256 and not a slow KDF (bcrypt, scrypt, argon2): a slow KDF protects low-entropy
 secrets (passwords) against guessing after the hash file leaks. A token carries 256 bits
@@ -77,6 +79,7 @@ class TokenInfo:
     created_ns: int
     expires_ns: int = 0  # 0: never
     revoked_ns: int = 0  # 0: not revoked
+    admin: bool = False  # may register a harness address off loopback (token create --admin)
 
     @property
     def principal(self) -> str:
@@ -98,6 +101,7 @@ class TokenInfo:
             "name": self.name,
             "principal": self.principal,
             "projects": list(self.projects),
+            "admin": self.admin,
             "created_ns": self.created_ns,
             "expires_ns": self.expires_ns,
             "revoked_ns": self.revoked_ns,
@@ -119,6 +123,7 @@ class Principal:
     projects: frozenset[str] | None
     token_id: str = ""
     primary: str = ""  # the project a request naming none lands in
+    admin: bool = False  # the token's admin flag (token create --admin)
 
     @classmethod
     def of(cls, info: TokenInfo) -> Principal:
@@ -128,11 +133,17 @@ class Principal:
             projects=frozenset(info.projects),
             token_id=info.id,
             primary=info.projects[0],
+            admin=info.admin,
         )
 
     def allows(self, project: str) -> bool:
         """True if this principal may act in ``project``."""
         return self.projects is None or project in self.projects
+
+    @property
+    def is_admin(self) -> bool:
+        """True for an admin token, and for the operator (a listener without auth)."""
+        return self.projects is None or self.admin
 
 
 def hash_token(token: str) -> str:
@@ -185,10 +196,16 @@ class TokenStore:
 
     # -- the CLI's side ----------------------------------------------------------------
     def create(
-        self, *, projects: Sequence[str], name: str = "", expires_in: int | None = None
+        self,
+        *,
+        projects: Sequence[str],
+        name: str = "",
+        expires_in: int | None = None,
+        admin: bool = False,
     ) -> tuple[str, TokenInfo]:
-        """A new token for ``projects`` (the first is where a request naming none lands):
-        its text (shown once, kept nowhere) and its record, durable before this returns."""
+        """A new token for ``projects`` (the first is where a request naming none lands),
+        with the admin flag if ``admin``: its text (shown once, kept nowhere) and its
+        record, durable before this returns."""
         chosen = list(dict.fromkeys(check_project(p) for p in projects))
         if not chosen:
             raise InvalidArgumentError(
@@ -211,6 +228,7 @@ class TokenStore:
                 sha256=hash_token(text),
                 created_ns=now,
                 expires_ns=now + expires_in * 1_000_000_000 if expires_in else 0,
+                admin=admin,
             )
             tokens[token_id] = info
             self._write(tokens)
@@ -354,6 +372,7 @@ def _parse(data: bytes, path: Path) -> dict[str, TokenInfo]:
                 created_ns=_int(item["created_ns"]),
                 expires_ns=_int(item.get("expires_ns", 0)),
                 revoked_ns=_int(item.get("revoked_ns", 0)),
+                admin=_bool(item.get("admin", False)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise bad(f"a token record is malformed ({exc})") from None
@@ -366,6 +385,12 @@ def _parse(data: bytes, path: Path) -> dict[str, TokenInfo]:
 def _str(value: Any) -> str:
     if not isinstance(value, str):
         raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"expected true or false, got {value!r}")
     return value
 
 

@@ -86,12 +86,13 @@ def check_fork(at: int, count: int, names: Sequence[str]) -> None:
     ForkRequest(at_seq=at, count=count, names=tuple(names)).check()
 
 
-def check_placement(runtime: Runtime, harness: str) -> HarnessDescriptor:
-    """Refuse an unknown harness, or one ``runtime`` cannot host (a harness that needs
-    memory snapshots on ``local``); the harness's descriptor."""
+def check_placement(runtime: Runtime, harness: str, project: str = "") -> HarnessDescriptor:
+    """Refuse an unknown harness (as a session of ``project`` resolves it), or one
+    ``runtime`` cannot host (a harness that needs memory snapshots on ``local``); the
+    harness's descriptor."""
     from agentsessions.controller.spi import can_place
 
-    descriptor = HARNESSES.create(harness).describe()
+    descriptor = HARNESSES.create(harness, project=project).describe()
     if not can_place(descriptor, runtime.capabilities()):
         raise PlacementError(
             f"harness {harness!r} needs memory snapshots, which runtime "
@@ -101,11 +102,11 @@ def check_placement(runtime: Runtime, harness: str) -> HarnessDescriptor:
     return descriptor
 
 
-def check_model_of(harness: str, model: str) -> None:
+def check_model_of(harness: str, model: str, project: str = "") -> None:
     """:func:`check_model_use` for ``create``: only when it names both (a session created
     with a model and no harness may run its turns with one that calls it)."""
     if harness and model:
-        check_model_use(harness, HARNESSES.create(harness).describe(), model)
+        check_model_use(harness, HARNESSES.create(harness, project=project).describe(), model)
 
 
 def check_model_use(harness: str, descriptor: HarnessDescriptor, model: str) -> None:

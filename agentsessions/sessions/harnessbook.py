@@ -8,16 +8,23 @@ holding another spec, or a static one), ``get``, ``list`` (name order, paged) an
 A registration is a plain dict in proto3-JSON (the HarnessRegistration message), so what is
 stored is what the service returns.
 
-Static names are the built-in harnesses (echo, counter, chat, memory) and the
-``NAME=ADDRESS`` pairs an operator gives ``agentsessions serve --harness``
-(:func:`static_remotes`): listed with source STATIC, never stored, never retired.
+Every registration belongs to a project (``metadata.project``; every method takes the
+project it acts in). Names are per project: projects A and B may each register ``planner``,
+each with its own spec, and neither sees, retires nor runs on the other's; to a lookup in
+project B, A's ``planner`` is exactly a name nobody registered (the same NotFoundError, word
+for word). A registration made before projects were recorded belongs to ``default``.
+Static names are the built-in harnesses (echo, counter, chat, memory), the ``NAME=ADDRESS``
+pairs an operator gives ``agentsessions serve --harness`` (:func:`static_remotes`) and any
+installed harness plugin: shared by every project, listed with source STATIC, never
+stored, never retired, and no project may register one (HarnessExistsError).
 
 Storage is behind :class:`HarnessRecords` (two methods): the file store keeps the
 registrations in ``HARNESSES.json`` in its home, replaced atomically and durably
 (``FileSystem.write_file_atomic``) under an advisory lock, so an acknowledged registration
 survives a crash; the memory store keeps them with the store object. A distributed store
 implements the same two methods. :func:`load_registered` makes the active remote
-registrations resolvable by name in ``HARNESSES`` (``exec --harness NAME``).
+registrations resolvable by name in ``HARNESSES`` for sessions of their own project only
+(``exec --harness NAME``): a session of another project never dials the address.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from agentsessions.errors import (
     StorageError,
 )
 from agentsessions.journal.format import canonical
+from agentsessions.journal.stores.store import DEFAULT_PROJECT, check_project
 
 from .wiring import HARNESSES
 
@@ -140,7 +148,6 @@ def records_for(store: Any) -> HarnessRecords:
 # --------------------------------------------------------------------------- static names
 
 _STATIC_REMOTES: dict[str, str] = {}
-_BOOKED: set[str] = set()  # names this process made resolvable from registrations
 
 
 def parse_pair(pair: str) -> tuple[str, str]:
@@ -224,23 +231,28 @@ def static_names() -> list[str]:
 
 
 class HarnessBook:
-    """The HarnessRegistry's rules over one store's registrations."""
+    """The HarnessRegistry's rules over one store's registrations, project by project."""
 
     def __init__(self, records: HarnessRecords) -> None:
         self.records = records
 
-    def register(self, name: str, spec: Mapping[str, Any]) -> tuple[Registration, str]:
-        """Register ``name`` with ``spec`` (a HarnessSpec dict); (registration, outcome)."""
+    def register(
+        self, name: str, spec: Mapping[str, Any], project: str = DEFAULT_PROJECT
+    ) -> tuple[Registration, str]:
+        """Register ``name`` in ``project`` with ``spec`` (a HarnessSpec dict);
+        (registration, outcome)."""
         check_name(name)
+        check_project(project)
         spec = dict(spec)
         _check_spec(name, spec)
-        if name in static_names() or (name in HARNESSES.names() and name not in _BOOKED):
+        if name in static_names() or HARNESSES.shared(name):
             raise HarnessExistsError(f"harness {name!r} is a static harness of this host")
-        digest, now = spec_digest(spec), time.time_ns()
+        digest, now, key = spec_digest(spec), time.time_ns(), _key(project, name)
         out: dict[str, Any] = {}
 
         def change(data: dict[str, Registration]) -> bool:
-            old = data.get(name)
+            moved = _migrate(data)
+            old = data.get(key)
             if old is not None and old["spec_digest"] != digest:
                 raise HarnessExistsError(
                     f"harness {name!r} is registered with another spec ({old['spec_digest']})",
@@ -248,13 +260,14 @@ class HarnessBook:
                 )
             if old is not None and old["state"] == "HARNESS_STATE_ACTIVE":
                 out.update(reg=old, outcome="REGISTER_OUTCOME_UNCHANGED")
-                return False
+                return moved
             if old is not None:  # retired with the same spec: active again
                 reg = {**old, "state": "HARNESS_STATE_ACTIVE"}
                 reg["metadata"] = _bumped(old["metadata"], now)
                 out.update(reg=reg, outcome="REGISTER_OUTCOME_REACTIVATED")
             else:
                 meta = {
+                    "project": project,
                     "name": name,
                     "uid": secrets.token_hex(16),
                     "version": "1",
@@ -269,35 +282,47 @@ class HarnessBook:
                     "source": "HARNESS_SOURCE_REGISTERED",
                 }
                 out.update(reg=reg, outcome="REGISTER_OUTCOME_CREATED")
-            data[name] = reg
+            data[key] = reg
             return True
 
         self.records.update(change)
-        _resolvable(name, out["reg"])
+        _resolvable(project, name, out["reg"])
         return out["reg"], out["outcome"]
 
-    def get(self, name: str) -> Registration:
-        """The registration of ``name`` (static ones too); NotFoundError."""
+    def get(self, name: str, project: str = DEFAULT_PROJECT) -> Registration:
+        """The registration of ``name`` as ``project`` sees it (static ones too);
+        NotFoundError, the same for another project's name as for an unknown one."""
         check_name(name)
         if name in static_names():
             return _static(name)
-        found = self.records.read().get(name)
+        found = self.of(project).get(name)
         if found is None:
             raise NotFoundError(
                 f"no harness {name!r} is registered", hint="agentsessions harness list"
             )
         return found
 
+    def of(self, project: str) -> dict[str, Registration]:
+        """``project``'s registrations by name."""
+        check_project(project)
+        every = _by_key(self.records.read())
+        return {n: reg for (p, n), reg in every.items() if p == project}
+
     def list(
-        self, page_size: int = 0, page_token: str = "", include_retired: bool = False
+        self,
+        page_size: int = 0,
+        page_token: str = "",
+        include_retired: bool = False,
+        project: str = DEFAULT_PROJECT,
     ) -> tuple[list[Registration], str]:
-        """One page in name order and the next page's token ("" at the end)."""
+        """One page in name order (the static harnesses and ``project``'s) and the next
+        page's token ("" at the end)."""
         if page_size < 0:
             raise InvalidArgumentError(f"page_size {page_size} is negative")
         size = min(page_size or DEFAULT_PAGE, MAX_PAGE)
         after = _after(page_token, include_retired)
         every = {n: _static(n) for n in static_names()}
-        every.update({n: r for n, r in self.records.read().items() if n not in every})
+        every.update({n: r for n, r in self.of(project).items() if n not in every})
         names = sorted(
             n for n, r in every.items() if include_retired or r["state"] == "HARNESS_STATE_ACTIVE"
         )
@@ -306,20 +331,23 @@ class HarnessBook:
         more = len(names) > size
         return [every[n] for n in page], _token(page[-1], include_retired) if more else ""
 
-    def retire(self, name: str, reason: str = "") -> Registration:
-        """Retire ``name`` (again: unchanged, the first reason kept)."""
+    def retire(self, name: str, reason: str = "", project: str = DEFAULT_PROJECT) -> Registration:
+        """Retire ``project``'s ``name`` (again: unchanged, the first reason kept)."""
         check_name(name)
+        check_project(project)
         if name in static_names():
             raise HarnessRegistryError(f"harness {name!r} is static: it cannot be retired")
         out: dict[str, Any] = {}
+        key = _key(project, name)
 
         def change(data: dict[str, Registration]) -> bool:
-            old = data.get(name)
+            moved = _migrate(data)
+            old = data.get(key)
             if old is None:
                 raise NotFoundError(f"no harness {name!r} is registered")
             if old["state"] == "HARNESS_STATE_RETIRED":
                 out["reg"] = old
-                return False
+                return moved
             now = time.time_ns()
             reg = {
                 **old,
@@ -329,12 +357,38 @@ class HarnessBook:
             }
             if reason:
                 reg["retire_reason"] = reason
-            data[name] = out["reg"] = reg
+            data[key] = out["reg"] = reg
             return True
 
         self.records.update(change)
-        _resolvable(name, out["reg"])
+        _resolvable(project, name, out["reg"])
         return out["reg"]  # type: ignore[no-any-return]
+
+
+def _key(project: str, name: str) -> str:
+    """Where a registration is stored: ``PROJECT/NAME`` (a project name has no ``/``)."""
+    return f"{project}/{name}"
+
+
+def _by_key(data: Mapping[str, Registration]) -> dict[tuple[str, str], Registration]:
+    """Stored registrations by (project, name); one stored under a bare name (before
+    projects were recorded) is ``default``'s."""
+    out: dict[tuple[str, str], Registration] = {}
+    for key, reg in data.items():
+        project, sep, name = key.rpartition("/")
+        if not sep:
+            reg = {**reg, "metadata": {"project": DEFAULT_PROJECT, **reg.get("metadata", {})}}
+        out[project or DEFAULT_PROJECT, name] = reg
+    return out
+
+
+def _migrate(data: dict[str, Registration]) -> bool:
+    """Store bare-name registrations under ``default/NAME`` (True if any moved)."""
+    bare = [k for k in data if "/" not in k]
+    for key in bare:
+        reg = data.pop(key)
+        data[_key(DEFAULT_PROJECT, key)] = _by_key({key: reg})[DEFAULT_PROJECT, key]
+    return bool(bare)
 
 
 def _check_spec(name: str, spec: Mapping[str, Any]) -> None:
@@ -381,34 +435,33 @@ def _after(token: str, include_retired: bool) -> str:
     return after
 
 
-def _resolvable(name: str, reg: Mapping[str, Any]) -> None:
-    """Make an active remote registration resolvable by name here; forget a retired one."""
+def _resolvable(project: str, name: str, reg: Mapping[str, Any]) -> None:
+    """Make an active remote registration resolvable by name for ``project``'s sessions
+    (only theirs); forget a retired one (saying so to that project, never "unknown")."""
     from agentsessions.runtimes.remote import remote_harness
 
     address = str(dict(reg.get("spec", {}).get("remote", {})).get("address", ""))
     if reg.get("state") == "HARNESS_STATE_ACTIVE" and address:
-        HARNESSES.register(name, remote_harness(address, name))
-        _BOOKED.add(name)
-    elif reg.get("state") == "HARNESS_STATE_RETIRED":  # said so, never "unknown"
+        HARNESSES.register(name, remote_harness(address, name), project=project)
+    elif reg.get("state") == "HARNESS_STATE_RETIRED":
         reason = str(reg.get("retire_reason", "")) or "no reason given"
         HARNESSES.unregister(
             name,
             retired=f"new turns cannot run on it ({reason})",
             hint=f"agentsessions harness register {name} --address ADDRESS makes it active again",
+            project=project,
         )
-        _BOOKED.discard(name)
-    elif name in _BOOKED:
-        HARNESSES.unregister(name)
-        _BOOKED.discard(name)
+    else:
+        HARNESSES.unregister(name, project=project)
 
 
 def load_registered(store: Any) -> None:
-    """Make ``store``'s active remote registrations resolvable by name in ``HARNESSES``
-    (an engine does this when it makes its runtime)."""
+    """Make ``store``'s active remote registrations resolvable by name in ``HARNESSES``,
+    each for its own project's sessions (an engine does this when it makes its runtime)."""
     try:
-        registered = records_for(store).read()
+        registered = _by_key(records_for(store).read())
     except StorageError:
         return  # a damaged registry must not stop commands that use no remote harness
-    for name, reg in registered.items():
+    for (project, name), reg in registered.items():
         if name not in static_names():
-            _resolvable(name, reg)
+            _resolvable(project, name, reg)

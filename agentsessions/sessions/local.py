@@ -74,8 +74,6 @@ DEFAULT_MODEL = "echo"
 DEFAULT_RUNTIME = "auto"
 DEFAULT_CANCEL_WAIT = lifecycle.DEFAULT_CANCEL_WAIT
 _RETRY_SECONDS = 0.05
-
-
 _RELEASE_WAIT_SECONDS = 3600.0  # release waits for a running turn: turns end by themselves
 
 
@@ -201,7 +199,7 @@ class LocalSessions:
         """Create an empty session; an unknown model provider or a bad workload is refused
         first; ``tools`` (a workload file) is recorded with the session."""
         self._models.check(model)  # an unknown provider is refused before the session exists
-        checks.check_model_of(harness, model)  # a model for a harness that calls none
+        checks.check_model_of(harness, model, project)  # a model for a harness calling none
         workload = _workload(tools)
         meta = SessionMeta(
             uid=new_uid(),
@@ -423,10 +421,10 @@ class LocalSessions:
         return view(info)
 
     # -- turns ------------------------------------------------------------------------------
-    def check_turn(self, harness: str, model: str, chosen: str = "") -> None:
-        """Fail before anything is written on an unknown or unplaceable harness, a malformed
-        model spec, or a model the request ``chosen`` for a harness that calls none."""
-        descriptor = checks.check_placement(self.runtime(), harness)
+    def check_turn(self, harness: str, model: str, chosen: str = "", project: str = "") -> None:
+        """Fail before anything is written on an unknown or unplaceable harness (``project``'s
+        view), a bad model spec, or a model the request ``chosen`` for a harness calling none."""
+        descriptor = checks.check_placement(self.runtime(), harness, project)
         self._models.check(model)  # once per engine and spec (:class:`.ModelChecks`)
         checks.check_model_use(harness, descriptor, chosen)
 
@@ -505,18 +503,18 @@ class LocalSessions:
         self.check_request(uid, messages, wait, project, name, labels, fresh_start)
         workload = _workload(tools)  # a bad workload is refused before anything is written
         recorded, recorded_model = "", ""
-        if uid is not None:
+        if uid is not None:  # its project's registered harnesses are the ones it may run on
             info = self._state(uid)
             recorded, recorded_model = info.meta.harness, info.meta.model
+            project = info.meta.project
             if messages:  # new input waits for an open approval's receipt
                 approvals.check_no_open_approval(self.store, info)
                 resolving.check_not_unresolved(self.store, info)
         named = harness or recorded or DEFAULT_HARNESS
-        self.check_turn(named, model or recorded_model, model or "")
+        self.check_turn(named, model or recorded_model, model or "", project)
         if workload is not None:  # a harness it keeps out of the conversation: nothing written
             workload.check_harness(uid or "(new)", named)
-        created = uid is None
-        if uid is None:
+        if created := uid is None:
             meta = SessionMeta(
                 uid=new_uid(),
                 project=project,
@@ -526,9 +524,12 @@ class LocalSessions:
                 labels=dict(labels or {}),
                 create_time_ns=time.time_ns(),
             )
-            # every check is made before the session exists: a refused turn leaves nothing
-            self.controller().check_exec(
-                messages, harness=meta.harness, config=config, tools=workload is not None
+            self.controller().check_exec(  # all checked before the session exists
+                messages,
+                harness=meta.harness,
+                config=config,
+                tools=workload is not None,
+                project=project,
             )
             with self._lock:
                 uid = self.store.create(meta).uid

@@ -50,6 +50,19 @@ def test_create_json_and_list_json(cli: Cli) -> None:
     )
 
 
+def test_create_admin_is_kept_and_listed(cli: Cli) -> None:
+    made = cli.fast("token", "create", "-p", "a", "--admin", "--json").ok().json()
+    plain = cli.fast("token", "create", "-p", "a", "--json").ok().json()
+    assert (made["admin"], plain["admin"]) == (True, False)
+    rows = {r["id"]: r["admin"] for r in cli.fast("token", "list", "--json").ok().json()["tokens"]}
+    assert rows == {made["id"]: True, plain["id"]: False}
+    table = cli.fast("token", "list").ok().out.splitlines()
+    assert "admin" in table[0].split()
+    line = next(row for row in table if made["id"] in row)
+    assert " yes " in line and " no " in next(row for row in table if plain["id"] in row)
+    assert "--admin" in cli.fast("token", "create", "--help").ok().out
+
+
 def test_revoke(cli: Cli, home: Path) -> None:
     token = cli.run("token", "create", "-p", "a").ok().out.strip()
     token_id = token.split("_")[1]

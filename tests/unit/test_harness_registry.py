@@ -10,6 +10,7 @@ the registrations surviving a reopen of the file store, kept per store on the me
 from __future__ import annotations
 
 import hashlib
+import json
 import tempfile
 from collections.abc import Iterator
 from concurrent import futures
@@ -23,11 +24,12 @@ import agentsessions
 from agentsessions.journal.format import canonical
 from agentsessions.journal.stores.memstore import MemoryStore
 from agentsessions.server import registry
+from agentsessions.server.auth import LocalOperator
 from agentsessions.server.gen import harness_pb2
 from agentsessions.server.gen import harness_registry_pb2 as pb
 from agentsessions.server.gen import harness_registry_pb2_grpc as pb_grpc
 from agentsessions.server.harnessnode import HarnessServer
-from agentsessions.sessions.harnessbook import HarnessBook, records_for, static_names
+from agentsessions.sessions.harnessbook import HarnessBook, records_for, spec_digest, static_names
 from agentsessions.sessions.wiring import HARNESSES
 
 STATELESS = harness_pb2.RESUMABILITY_STATELESS_REPLAY
@@ -43,7 +45,8 @@ def _spec(address: str = "unix:///tmp/h.sock", **caps: int) -> pb.HarnessSpec:
 @pytest.fixture
 def stub(tmp_path: Path) -> Iterator[pb_grpc.HarnessRegistryStub]:
     engine = agentsessions.open(tmp_path / "home", runtime="local")
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    # as `serve --no-auth` does: every call is the operator's (admin, every project)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2), interceptors=[LocalOperator()])
     for add in registry.harness_services(engine):
         add(server)
     port = server.add_insecure_port("127.0.0.1:0")
@@ -182,3 +185,74 @@ def test_registrations_survive_a_reopen_and_are_kept_per_memory_store(tmp_path: 
     assert HarnessBook(records_for(one)).get("mem")["metadata"]["name"] == "mem"
     with pytest.raises(agentsessions.errors.NotFoundError):
         HarnessBook(records_for(two)).get("mem")
+
+
+def test_the_operator_registers_any_address(stub: pb_grpc.HarnessRegistryStub) -> None:
+    far = pb.RegisterHarnessRequest(name="far-op", spec=_spec("10.0.0.1:50051"))
+    assert stub.RegisterHarness(far).outcome == pb.REGISTER_OUTCOME_CREATED
+    assert stub.GetHarness(pb.GetHarnessRequest(name="far-op")).metadata.project == "default"
+
+
+def test_names_are_per_project_in_the_book_and_old_registrations_are_defaults(
+    tmp_path: Path,
+) -> None:
+    spec = {"remote": {"address": "unix:///tmp/h.sock"},
+            "capabilities": {"resumability": "RESUMABILITY_STATELESS_REPLAY"}}  # fmt: skip
+    other = {**spec, "remote": {"address": "unix:///tmp/other.sock"}}
+    book = HarnessBook(records_for(MemoryStore()))
+    book.register("same", spec, "proj-a")
+    assert book.register("same", other, "proj-b")[1] == "REGISTER_OUTCOME_CREATED"
+    assert book.get("same", "proj-a")["spec"] == spec
+    assert book.get("same", "proj-b")["metadata"]["project"] == "proj-b"
+    with pytest.raises(agentsessions.errors.NotFoundError) as unknown:
+        book.get("never", "proj-c")
+    with pytest.raises(agentsessions.errors.NotFoundError) as hidden:
+        book.get("same", "proj-c")
+    assert str(hidden.value).replace("same", "X") == str(unknown.value).replace("never", "X")
+    book.retire("same", "", "proj-b")
+    assert book.get("same", "proj-a")["state"] == "HARNESS_STATE_ACTIVE"
+    # HARNESSES.json written before registrations had a project: they are default's
+    home = tmp_path / "home"
+    home.mkdir()
+    old = {"metadata": {"name": "old", "uid": "u", "version": "1"}, "spec": spec,
+           "spec_digest": spec_digest(spec), "state": "HARNESS_STATE_ACTIVE",
+           "source": "HARNESS_SOURCE_REGISTERED"}  # fmt: skip
+    (home / "HARNESSES.json").write_text(json.dumps({"harnesses": {"old": old}}))
+    with agentsessions.open(home, runtime="local") as engine:
+        book = HarnessBook(records_for(engine.store))
+        assert book.get("old")["metadata"]["project"] == "default"
+        with pytest.raises(agentsessions.errors.NotFoundError):
+            book.get("old", "elsewhere")
+        assert book.register("old", spec)[1] == "REGISTER_OUTCOME_UNCHANGED"
+    stored = json.loads((home / "HARNESSES.json").read_text())["harnesses"]
+    assert list(stored) == ["default/old"] and stored["default/old"]["metadata"]["project"]
+
+
+def test_a_project_registration_resolves_only_for_that_project() -> None:
+    from agentsessions.controller.registry import Registry
+    from agentsessions.errors import InvalidArgumentError
+
+    def mine() -> str:
+        return "mine"
+
+    def shared() -> str:
+        return "shared"
+
+    names: Registry[str] = Registry("harness", "agentsessions.no-such-group")
+    fresh: Registry[str] = Registry("harness", "agentsessions.no-such-group")
+    names.register("p", mine, project="a")
+    assert names.create("p", project="a") == "mine" and "p" in names.names(project="a")
+    with pytest.raises(InvalidArgumentError) as hidden:
+        names.factory("p", project="b")
+    with pytest.raises(InvalidArgumentError) as unknown:
+        fresh.factory("p", project="b")
+    assert str(hidden.value) == str(unknown.value)  # word for word: nobody registered it
+    assert "p" not in names.names(project="b") and not names.shared("p")
+    names.register("s", shared)
+    names.register("s", mine, project="a")
+    assert names.create("s", project="a") == "shared" and names.shared("s")  # the operator's
+    names.unregister("p", retired="gone", project="a")
+    with pytest.raises(InvalidArgumentError, match="retired"):
+        names.factory("p", project="a")
+    with pytest.raises(InvalidArgumentError, match="unknown"):
+        names.factory("p", project="b")

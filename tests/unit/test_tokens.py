@@ -201,3 +201,29 @@ def test_the_file_is_versioned_json(tmp_path: Path) -> None:
     body = json.loads((tmp_path / "tokens.json").read_text())
     assert (body["format"], body["version"]) == ("agentsessions.tokens", 1)
     assert set(body["tokens"][0]) >= {"id", "name", "projects", "sha256", "created_ns"}
+
+
+def test_the_admin_flag_is_kept_shown_and_carried_by_the_principal(tmp_path: Path) -> None:
+    store = TokenStore(tmp_path)
+    admin_text, admin = store.create(projects=["a"], admin=True)
+    plain_text, plain = store.create(projects=["a"])
+    assert (admin.admin, plain.admin) == (True, False)
+    assert admin.to_json()["admin"] is True and plain.to_json()["admin"] is False
+    again = TokenStore(tmp_path)  # read back from the file
+    assert again.authenticate(admin_text).admin and not again.authenticate(plain_text).admin
+    assert Principal.of(admin).is_admin and not Principal.of(plain).is_admin
+    assert Principal("operator", None).is_admin  # a listener without auth: the operator
+
+
+def test_a_record_without_the_admin_flag_is_not_admin_and_a_bad_one_is_damage(
+    tmp_path: Path,
+) -> None:
+    text, _ = TokenStore(tmp_path).create(projects=["a"])
+    body = json.loads((tmp_path / "tokens.json").read_text())
+    del body["tokens"][0]["admin"]  # a file written before the flag existed
+    (tmp_path / "tokens.json").write_text(json.dumps(body))
+    assert TokenStore(tmp_path).authenticate(text).admin is False
+    body["tokens"][0]["admin"] = "yes"
+    (tmp_path / "tokens.json").write_text(json.dumps(body))
+    with pytest.raises(TokensCorruptError):
+        TokenStore(tmp_path).list()

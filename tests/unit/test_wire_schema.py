@@ -280,6 +280,10 @@ ADDED_FIELDS = {
     "Capabilities": "uses_session_model=1000:?bool",
     "Event": "state_commit=1000:StateCommit@body delta=1001:TextDelta@body",
     "ControllerFrame": "state=1000:StateResult@frame",
+    "RegisterHarnessRequest": "project=1000:string",
+    "GetHarnessRequest": "project=1000:string",
+    "ListHarnessesRequest": "project=1000:string",
+    "RetireHarnessRequest": "project=1000:string",
 }
 
 PKG = "agentsessions.v1"

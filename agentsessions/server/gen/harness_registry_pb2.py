@@ -27,7 +27,7 @@ from agentsessions.server.gen import harness_pb2 as harness__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16harness_registry.proto\x12\x10\x61gentsessions.v1\x1a\x0c\x63ommon.proto\x1a\rharness.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\"\n\x0fRemotePlacement\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\"8\n\x12SubstratePlacement\x12\x10\n\x08\x61tespace\x18\x01 \x01(\t\x12\x10\n\x08template\x18\x02 \x01(\t\"\xd7\x01\n\x0bHarnessSpec\x12\x33\n\x06remote\x18\x01 \x01(\x0b\x32!.agentsessions.v1.RemotePlacementH\x00\x12\x39\n\tsubstrate\x18\x02 \x01(\x0b\x32$.agentsessions.v1.SubstratePlacementH\x00\x12\x34\n\x0c\x63\x61pabilities\x18\x03 \x01(\x0b\x32\x1e.agentsessions.v1.Capabilities\x12\x15\n\rdescriptor_id\x18\x04 \x01(\tB\x0b\n\tplacement\"\x9e\x03\n\x13HarnessRegistration\x12\x34\n\x08metadata\x18\x01 \x01(\x0b\x32\".agentsessions.v1.ResourceMetadata\x12+\n\x04spec\x18\x02 \x01(\x0b\x32\x1d.agentsessions.v1.HarnessSpec\x12\x13\n\x0bspec_digest\x18\x03 \x01(\t\x12-\n\x05state\x18\x04 \x01(\x0e\x32\x1e.agentsessions.v1.HarnessState\x12/\n\x06source\x18\x05 \x01(\x0e\x32\x1f.agentsessions.v1.HarnessSource\x12/\n\x0bretire_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rretire_reason\x18\x07 \x01(\t\x12\x35\n\x08observed\x18\x08 \x01(\x0b\x32#.agentsessions.v1.HarnessDescriptor\x12\x15\n\robserve_error\x18\t \x01(\t\x12\x19\n\x11unservable_reason\x18\n \x01(\t\"S\n\x16RegisterHarnessRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12+\n\x04spec\x18\x02 \x01(\x0b\x32\x1d.agentsessions.v1.HarnessSpec\"\x85\x01\n\x17RegisterHarnessResponse\x12\x36\n\x07harness\x18\x01 \x01(\x0b\x32%.agentsessions.v1.HarnessRegistration\x12\x32\n\x07outcome\x18\x02 \x01(\x0e\x32!.agentsessions.v1.RegisterOutcome\"2\n\x11GetHarnessRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07observe\x18\x02 \x01(\x08\"V\n\x14ListHarnessesRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12\x17\n\x0finclude_retired\x18\x03 \x01(\x08\"j\n\x15ListHarnessesResponse\x12\x38\n\tharnesses\x18\x01 \x03(\x0b\x32%.agentsessions.v1.HarnessRegistration\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"4\n\x14RetireHarnessRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t*b\n\x0cHarnessState\x12\x1d\n\x19HARNESS_STATE_UNSPECIFIED\x10\x00\x12\x18\n\x14HARNESS_STATE_ACTIVE\x10\x01\x12\x19\n\x15HARNESS_STATE_RETIRED\x10\x02*i\n\rHarnessSource\x12\x1e\n\x1aHARNESS_SOURCE_UNSPECIFIED\x10\x00\x12\x19\n\x15HARNESS_SOURCE_STATIC\x10\x01\x12\x1d\n\x19HARNESS_SOURCE_REGISTERED\x10\x02*\x93\x01\n\x0fRegisterOutcome\x12 \n\x1cREGISTER_OUTCOME_UNSPECIFIED\x10\x00\x12\x1c\n\x18REGISTER_OUTCOME_CREATED\x10\x01\x12\x1e\n\x1aREGISTER_OUTCOME_UNCHANGED\x10\x02\x12 \n\x1cREGISTER_OUTCOME_REACTIVATED\x10\x03\x32\x95\x03\n\x0fHarnessRegistry\x12\x66\n\x0fRegisterHarness\x12(.agentsessions.v1.RegisterHarnessRequest\x1a).agentsessions.v1.RegisterHarnessResponse\x12X\n\nGetHarness\x12#.agentsessions.v1.GetHarnessRequest\x1a%.agentsessions.v1.HarnessRegistration\x12`\n\rListHarnesses\x12&.agentsessions.v1.ListHarnessesRequest\x1a\'.agentsessions.v1.ListHarnessesResponse\x12^\n\rRetireHarness\x12&.agentsessions.v1.RetireHarnessRequest\x1a%.agentsessions.v1.HarnessRegistrationB<Z:github.com/aramase/agentsessions/api/genpb;agentsessionsv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16harness_registry.proto\x12\x10\x61gentsessions.v1\x1a\x0c\x63ommon.proto\x1a\rharness.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\"\n\x0fRemotePlacement\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\"8\n\x12SubstratePlacement\x12\x10\n\x08\x61tespace\x18\x01 \x01(\t\x12\x10\n\x08template\x18\x02 \x01(\t\"\xd7\x01\n\x0bHarnessSpec\x12\x33\n\x06remote\x18\x01 \x01(\x0b\x32!.agentsessions.v1.RemotePlacementH\x00\x12\x39\n\tsubstrate\x18\x02 \x01(\x0b\x32$.agentsessions.v1.SubstratePlacementH\x00\x12\x34\n\x0c\x63\x61pabilities\x18\x03 \x01(\x0b\x32\x1e.agentsessions.v1.Capabilities\x12\x15\n\rdescriptor_id\x18\x04 \x01(\tB\x0b\n\tplacement\"\x9e\x03\n\x13HarnessRegistration\x12\x34\n\x08metadata\x18\x01 \x01(\x0b\x32\".agentsessions.v1.ResourceMetadata\x12+\n\x04spec\x18\x02 \x01(\x0b\x32\x1d.agentsessions.v1.HarnessSpec\x12\x13\n\x0bspec_digest\x18\x03 \x01(\t\x12-\n\x05state\x18\x04 \x01(\x0e\x32\x1e.agentsessions.v1.HarnessState\x12/\n\x06source\x18\x05 \x01(\x0e\x32\x1f.agentsessions.v1.HarnessSource\x12/\n\x0bretire_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rretire_reason\x18\x07 \x01(\t\x12\x35\n\x08observed\x18\x08 \x01(\x0b\x32#.agentsessions.v1.HarnessDescriptor\x12\x15\n\robserve_error\x18\t \x01(\t\x12\x19\n\x11unservable_reason\x18\n \x01(\t\"e\n\x16RegisterHarnessRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12+\n\x04spec\x18\x02 \x01(\x0b\x32\x1d.agentsessions.v1.HarnessSpec\x12\x10\n\x07project\x18\xe8\x07 \x01(\t\"\x85\x01\n\x17RegisterHarnessResponse\x12\x36\n\x07harness\x18\x01 \x01(\x0b\x32%.agentsessions.v1.HarnessRegistration\x12\x32\n\x07outcome\x18\x02 \x01(\x0e\x32!.agentsessions.v1.RegisterOutcome\"D\n\x11GetHarnessRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07observe\x18\x02 \x01(\x08\x12\x10\n\x07project\x18\xe8\x07 \x01(\t\"h\n\x14ListHarnessesRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12\x17\n\x0finclude_retired\x18\x03 \x01(\x08\x12\x10\n\x07project\x18\xe8\x07 \x01(\t\"j\n\x15ListHarnessesResponse\x12\x38\n\tharnesses\x18\x01 \x03(\x0b\x32%.agentsessions.v1.HarnessRegistration\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"F\n\x14RetireHarnessRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x10\n\x07project\x18\xe8\x07 \x01(\t*b\n\x0cHarnessState\x12\x1d\n\x19HARNESS_STATE_UNSPECIFIED\x10\x00\x12\x18\n\x14HARNESS_STATE_ACTIVE\x10\x01\x12\x19\n\x15HARNESS_STATE_RETIRED\x10\x02*i\n\rHarnessSource\x12\x1e\n\x1aHARNESS_SOURCE_UNSPECIFIED\x10\x00\x12\x19\n\x15HARNESS_SOURCE_STATIC\x10\x01\x12\x1d\n\x19HARNESS_SOURCE_REGISTERED\x10\x02*\x93\x01\n\x0fRegisterOutcome\x12 \n\x1cREGISTER_OUTCOME_UNSPECIFIED\x10\x00\x12\x1c\n\x18REGISTER_OUTCOME_CREATED\x10\x01\x12\x1e\n\x1aREGISTER_OUTCOME_UNCHANGED\x10\x02\x12 \n\x1cREGISTER_OUTCOME_REACTIVATED\x10\x03\x32\x95\x03\n\x0fHarnessRegistry\x12\x66\n\x0fRegisterHarness\x12(.agentsessions.v1.RegisterHarnessRequest\x1a).agentsessions.v1.RegisterHarnessResponse\x12X\n\nGetHarness\x12#.agentsessions.v1.GetHarnessRequest\x1a%.agentsessions.v1.HarnessRegistration\x12`\n\rListHarnesses\x12&.agentsessions.v1.ListHarnessesRequest\x1a\'.agentsessions.v1.ListHarnessesResponse\x12^\n\rRetireHarness\x12&.agentsessions.v1.RetireHarnessRequest\x1a%.agentsessions.v1.HarnessRegistrationB<Z:github.com/aramase/agentsessions/api/genpb;agentsessionsv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,12 +35,12 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'harness_registry_pb2', _glo
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z:github.com/aramase/agentsessions/api/genpb;agentsessionsv1'
-  _globals['_HARNESSSTATE']._serialized_start=1358
-  _globals['_HARNESSSTATE']._serialized_end=1456
-  _globals['_HARNESSSOURCE']._serialized_start=1458
-  _globals['_HARNESSSOURCE']._serialized_end=1563
-  _globals['_REGISTEROUTCOME']._serialized_start=1566
-  _globals['_REGISTEROUTCOME']._serialized_end=1713
+  _globals['_HARNESSSTATE']._serialized_start=1430
+  _globals['_HARNESSSTATE']._serialized_end=1528
+  _globals['_HARNESSSOURCE']._serialized_start=1530
+  _globals['_HARNESSSOURCE']._serialized_end=1635
+  _globals['_REGISTEROUTCOME']._serialized_start=1638
+  _globals['_REGISTEROUTCOME']._serialized_end=1785
   _globals['_REMOTEPLACEMENT']._serialized_start=106
   _globals['_REMOTEPLACEMENT']._serialized_end=140
   _globals['_SUBSTRATEPLACEMENT']._serialized_start=142
@@ -50,17 +50,17 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_HARNESSREGISTRATION']._serialized_start=419
   _globals['_HARNESSREGISTRATION']._serialized_end=833
   _globals['_REGISTERHARNESSREQUEST']._serialized_start=835
-  _globals['_REGISTERHARNESSREQUEST']._serialized_end=918
-  _globals['_REGISTERHARNESSRESPONSE']._serialized_start=921
-  _globals['_REGISTERHARNESSRESPONSE']._serialized_end=1054
-  _globals['_GETHARNESSREQUEST']._serialized_start=1056
-  _globals['_GETHARNESSREQUEST']._serialized_end=1106
-  _globals['_LISTHARNESSESREQUEST']._serialized_start=1108
-  _globals['_LISTHARNESSESREQUEST']._serialized_end=1194
-  _globals['_LISTHARNESSESRESPONSE']._serialized_start=1196
-  _globals['_LISTHARNESSESRESPONSE']._serialized_end=1302
-  _globals['_RETIREHARNESSREQUEST']._serialized_start=1304
-  _globals['_RETIREHARNESSREQUEST']._serialized_end=1356
-  _globals['_HARNESSREGISTRY']._serialized_start=1716
-  _globals['_HARNESSREGISTRY']._serialized_end=2121
+  _globals['_REGISTERHARNESSREQUEST']._serialized_end=936
+  _globals['_REGISTERHARNESSRESPONSE']._serialized_start=939
+  _globals['_REGISTERHARNESSRESPONSE']._serialized_end=1072
+  _globals['_GETHARNESSREQUEST']._serialized_start=1074
+  _globals['_GETHARNESSREQUEST']._serialized_end=1142
+  _globals['_LISTHARNESSESREQUEST']._serialized_start=1144
+  _globals['_LISTHARNESSESREQUEST']._serialized_end=1248
+  _globals['_LISTHARNESSESRESPONSE']._serialized_start=1250
+  _globals['_LISTHARNESSESRESPONSE']._serialized_end=1356
+  _globals['_RETIREHARNESSREQUEST']._serialized_start=1358
+  _globals['_RETIREHARNESSREQUEST']._serialized_end=1428
+  _globals['_HARNESSREGISTRY']._serialized_start=1788
+  _globals['_HARNESSREGISTRY']._serialized_end=2193
 # @@protoc_insertion_point(module_scope)

@@ -92,12 +92,14 @@ class HarnessRegistration(_message.Message):
     def __init__(self, metadata: _Optional[_Union[_common_pb2.ResourceMetadata, _Mapping]] = ..., spec: _Optional[_Union[HarnessSpec, _Mapping]] = ..., spec_digest: _Optional[str] = ..., state: _Optional[_Union[HarnessState, str]] = ..., source: _Optional[_Union[HarnessSource, str]] = ..., retire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., retire_reason: _Optional[str] = ..., observed: _Optional[_Union[_harness_pb2.HarnessDescriptor, _Mapping]] = ..., observe_error: _Optional[str] = ..., unservable_reason: _Optional[str] = ...) -> None: ...
 
 class RegisterHarnessRequest(_message.Message):
-    __slots__ = ("name", "spec")
+    __slots__ = ("name", "spec", "project")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SPEC_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_FIELD_NUMBER: _ClassVar[int]
     name: str
     spec: HarnessSpec
-    def __init__(self, name: _Optional[str] = ..., spec: _Optional[_Union[HarnessSpec, _Mapping]] = ...) -> None: ...
+    project: str
+    def __init__(self, name: _Optional[str] = ..., spec: _Optional[_Union[HarnessSpec, _Mapping]] = ..., project: _Optional[str] = ...) -> None: ...
 
 class RegisterHarnessResponse(_message.Message):
     __slots__ = ("harness", "outcome")
@@ -108,22 +110,26 @@ class RegisterHarnessResponse(_message.Message):
     def __init__(self, harness: _Optional[_Union[HarnessRegistration, _Mapping]] = ..., outcome: _Optional[_Union[RegisterOutcome, str]] = ...) -> None: ...
 
 class GetHarnessRequest(_message.Message):
-    __slots__ = ("name", "observe")
+    __slots__ = ("name", "observe", "project")
     NAME_FIELD_NUMBER: _ClassVar[int]
     OBSERVE_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_FIELD_NUMBER: _ClassVar[int]
     name: str
     observe: bool
-    def __init__(self, name: _Optional[str] = ..., observe: _Optional[bool] = ...) -> None: ...
+    project: str
+    def __init__(self, name: _Optional[str] = ..., observe: _Optional[bool] = ..., project: _Optional[str] = ...) -> None: ...
 
 class ListHarnessesRequest(_message.Message):
-    __slots__ = ("page_size", "page_token", "include_retired")
+    __slots__ = ("page_size", "page_token", "include_retired", "project")
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_RETIRED_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_FIELD_NUMBER: _ClassVar[int]
     page_size: int
     page_token: str
     include_retired: bool
-    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., include_retired: _Optional[bool] = ...) -> None: ...
+    project: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., include_retired: _Optional[bool] = ..., project: _Optional[str] = ...) -> None: ...
 
 class ListHarnessesResponse(_message.Message):
     __slots__ = ("harnesses", "next_page_token")
@@ -134,9 +140,11 @@ class ListHarnessesResponse(_message.Message):
     def __init__(self, harnesses: _Optional[_Iterable[_Union[HarnessRegistration, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class RetireHarnessRequest(_message.Message):
-    __slots__ = ("name", "reason")
+    __slots__ = ("name", "reason", "project")
     NAME_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_FIELD_NUMBER: _ClassVar[int]
     name: str
     reason: str
-    def __init__(self, name: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+    project: str
+    def __init__(self, name: _Optional[str] = ..., reason: _Optional[str] = ..., project: _Optional[str] = ...) -> None: ...
