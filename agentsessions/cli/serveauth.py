@@ -90,10 +90,12 @@ def security(
     no_auth: bool = False,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE,
     max_streams_per_client: int = DEFAULT_MAX_STREAMS,
+    models: Any = None,
 ) -> Security:
     """The flags as credentials, interceptors, scope and channel options; a bad combination
     (``--no-auth`` off loopback, tokens in plaintext off loopback, unusable TLS files) is
-    refused here, exit 2, before anything listens."""
+    refused here, exit 2, before anything listens. ``models``: the
+    :class:`~agentsessions.server.modelpolicy.ModelPolicy` of what a token holder may name."""
     from agentsessions.server.auth import server_security
     from agentsessions.server.bounds import Limits
 
@@ -109,5 +111,6 @@ def security(
         client_ca=client_ca,
         no_auth=no_auth,
         limits=limits,
+        models=models,
     )
     return Security(credentials, list(interceptors), scope, limits.grpc_options())

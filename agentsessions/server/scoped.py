@@ -18,7 +18,10 @@ Protocol so that a new method cannot be left unscoped):
 - ``tools`` (a workload file path on the server's disk) is refused for a token: a remote
   caller must not make the server read files it chooses. ``export``/``import_`` paths are
   the service's own (it streams the bytes), never a client's;
-- page size and fork count are bounded (:class:`~.bounds.Limits`) before the engine is called.
+- page size and fork count are bounded (:class:`~.bounds.Limits`) before the engine is called;
+- a model a token holder names is one the operator offers (:mod:`.modelpolicy`), checked
+  before the engine is called, and every model its turns reach is checked again as they
+  make it (the policy is the engine's model guard for the call).
 
 The principal ``projects=None`` (a listener started without auth) keeps the bounds only.
 The scope never closes the engine: it is the server's, shared by every call.
@@ -32,10 +35,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar, overload
 
 from agentsessions.errors import NotFoundError, PermissionDeniedError, UnauthenticatedError
 from agentsessions.server.bounds import Limits
+from agentsessions.server.modelpolicy import ModelPolicy
 from agentsessions.server.observe import note
 from agentsessions.server.tokens import Principal
 
@@ -58,6 +62,8 @@ if TYPE_CHECKING:
     )
 
 DEFAULT_PROJECT = "default"
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 _CACHE_SIZE = 4096
 
 
@@ -73,9 +79,11 @@ class Scope:
         engine: Sessions,
         principal: Callable[[], Principal | None],
         limits: Limits | None = None,
+        models: ModelPolicy | None = None,
     ) -> None:
         self.engine = engine
         self.limits = limits or Limits()
+        self.models = models or ModelPolicy()  # what a token holder may name
         self._principal = principal
         self._projects: OrderedDict[str, str] = OrderedDict()
         self._mutex = threading.Lock()
@@ -164,6 +172,20 @@ class ScopedSessions:
             )
         return tools
 
+    def _model(self, model: str | None) -> str | None:
+        """``model`` if this principal may name it (:mod:`.modelpolicy`)."""
+        if self.principal.projects is not None:
+            self._scope.models.check(model)
+        return model
+
+    def _guarded(self, call: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        """``call(*args, **kwargs)`` with the engine checking every model a token holder's
+        turn makes or calls (a turn's thread, started within, copies the check)."""
+        if self.principal.projects is None:
+            return call(*args, **kwargs)
+        with self._scope.models.guarding():
+            return call(*args, **kwargs)
+
     # -- the Protocol ------------------------------------------------------------------
     def create(
         self,
@@ -182,7 +204,7 @@ class ScopedSessions:
                 project=self._project(project),
                 name=name,
                 harness=harness,
-                model=model,
+                model=self._model(model) or "",
                 labels=labels,
                 annotations=annotations,
                 tools=self._tools(tools),
@@ -242,11 +264,12 @@ class ScopedSessions:
         """A turn on a session of the principal's (or a new one in its project); checked
         before the first frame."""
         uid, project = self._turn_target(uid, project)
-        return self._engine.exec(
+        return self._guarded(
+            self._engine.exec,
             uid,
             inputs,
             harness=harness,
-            model=model,
+            model=self._model(model),
             config=config,
             wait=wait,
             project=project,
@@ -273,11 +296,12 @@ class ScopedSessions:
     ) -> SessionFrame:
         """:meth:`exec` without streaming, scoped the same way."""
         uid, project = self._turn_target(uid, project)
-        frame = self._engine.run(
+        frame = self._guarded(
+            self._engine.run,
             uid,
             inputs,
             harness=harness,
-            model=model,
+            model=self._model(model),
             config=config,
             wait=wait,
             project=project,
@@ -291,11 +315,13 @@ class ScopedSessions:
 
     def resume(self, uid: str, *, harness: str | None = None, wait: float = 0.0) -> Iterator[Frame]:
         """Resume a session of the principal's projects."""
-        return self._engine.resume(self._check(uid), harness=harness, wait=wait)
+        return self._guarded(self._engine.resume, self._check(uid), harness=harness, wait=wait)
 
     def compact(self, uid: str, *, keep_turns: int = 2, model: str | None = None) -> SessionFrame:
         """Compact a session of the principal's projects."""
-        return self._engine.compact(self._check(uid), keep_turns=keep_turns, model=model)
+        return self._guarded(
+            self._engine.compact, self._check(uid), keep_turns=keep_turns, model=self._model(model)
+        )
 
     def suspend(self, uid: str) -> Session:
         """Suspend a session of the principal's projects."""
@@ -313,7 +339,8 @@ class ScopedSessions:
         request_seq: int | None = None,
     ) -> Approval:
         """Decide an approval, recorded as the principal's identity."""
-        return self._engine.approve(
+        return self._guarded(  # an approval may let its turn go on
+            self._engine.approve,
             self._check(uid),
             approved=approved,
             reason=reason,
@@ -334,7 +361,8 @@ class ScopedSessions:
         resume: bool = True,
     ) -> Resolution:
         """Resolve an unresolved call, recorded as the principal's identity."""
-        return self._engine.resolve(
+        return self._guarded(  # a resolution may resume its turn
+            self._engine.resolve,
             self._check(uid),
             call_id=call_id,
             result=result,
