@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from agentsessions.controller.registry import Registry
 from agentsessions.controller.spi import ModelProvider
 from agentsessions.errors import InvalidArgumentError
-from agentsessions.models.catalog import ModelCatalog, clip
+from agentsessions.models.catalog import CatalogModel, ModelCatalog, clip
 from agentsessions.models.echo import EchoModel
 from agentsessions.models.openai import OpenAIModel
 from agentsessions.models.scripted import ScriptedModel
@@ -120,9 +120,12 @@ def create_model(
     catalog: Mapping[str, str] | None = None,
 ) -> ModelProvider:
     """The model provider for spec ``name`` with extra ``options`` (e.g. from CLI flags);
-    a NAME of ``catalog`` (the operator's, :mod:`.catalog`) stands for its SPEC."""
-    if catalog:
-        name = catalog.get(name.strip(), name)
+    a NAME of ``catalog`` (the operator's, :mod:`.catalog`) stands for its SPEC: the
+    provider its SPEC makes, asked as if each request named that SPEC (the request, and
+    what the journal records of it, keeps the NAME)."""
+    if catalog and name.strip() in catalog:
+        resolved = catalog[name.strip()]
+        return CatalogModel(create_model(resolved, options=options), resolved)
     spec = parse_spec(name)
     merged = _merge(spec.options, options or {}, name)
     if spec.kind == "scripted":

@@ -27,14 +27,20 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from agentsessions.errors import InvalidArgumentError
+from agentsessions.errors import AgentSessionsError, InvalidArgumentError
+
+if TYPE_CHECKING:
+    from agentsessions.controller.spi import Completion, ModelProvider, ModelRequest
 
 QUOTE_LIMIT = 200  # bytes of caller text an error message may quote
 NAME_LIMIT = 64
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 RESERVED = ("echo", "scripted", "openai")
 
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+")
 _GUARD: ContextVar[Callable[[str], None] | None] = ContextVar("agentsessions_model_guard")
 
 
@@ -86,6 +92,31 @@ class ModelCatalog(Mapping[str, str]):
                 raise InvalidArgumentError(f"{flag}: model {clip(name)!r} defined twice")
             entries[name] = spec.strip()
         return cls(entries)
+
+
+@dataclass(frozen=True)
+class CatalogModel:
+    """The provider a catalog SPEC made, called as if the request named that SPEC: a
+    provider reads a request's model as its own (an ``openai:`` spec sends its model's
+    name), which a catalog NAME is not. Its errors name no URL and not the SPEC: a caller
+    who named the model sees them, and the SPEC is the operator's."""
+
+    inner: ModelProvider
+    spec: str
+
+    def complete(
+        self, request: ModelRequest, on_delta: Callable[[str], None] | None = None
+    ) -> Completion:
+        """The inner provider's completion of ``request`` with its model set to the SPEC."""
+        try:
+            return self.inner.complete(replace(request, model=self.spec), on_delta=on_delta)
+        except AgentSessionsError as exc:  # the same error (class, fields), its text private
+            exc.message, exc.hint = self._private(exc.message), self._private(exc.hint)
+            exc.args = (exc.message,)
+            raise
+
+    def _private(self, text: str) -> str:
+        return _URL.sub("<the operator's endpoint>", text.replace(self.spec, "<its spec>"))
 
 
 def is_entry(item: str) -> bool:

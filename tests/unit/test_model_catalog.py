@@ -8,9 +8,17 @@ from pathlib import Path
 import pytest
 
 from agentsessions.cli.serve import serve_options
+from agentsessions.controller.spi import ModelRequest
 from agentsessions.errors import InvalidArgumentError, PermissionDeniedError
 from agentsessions.models import create_model, parse_spec
-from agentsessions.models.catalog import ModelCatalog, clip, guard_model, guarded, is_entry
+from agentsessions.models.catalog import (
+    CatalogModel,
+    ModelCatalog,
+    clip,
+    guard_model,
+    guarded,
+    is_entry,
+)
 from agentsessions.models.scripted import ScriptedModel
 from agentsessions.server import status
 from agentsessions.server.modelpolicy import ModelPolicy
@@ -77,8 +85,13 @@ def test_catalog_names_resolve_and_are_checked() -> None:
     assert catalog.resolve("echo") == "echo"
     assert repr(catalog) == "ModelCatalog(['fast', 'slow-1.b_2'])"  # never the specs
     model = create_model("fast", catalog=catalog)
-    assert isinstance(model, ScriptedModel)
-    assert model.seed == 3
+    assert isinstance(model, CatalogModel)
+    assert isinstance(model.inner, ScriptedModel)
+    assert (model.inner.seed, model.spec) == (3, "scripted:seed=3")
+    answer = model.complete(ModelRequest("fast", ({"role": "user", "parts": []},), None))
+    direct = create_model("scripted:seed=3")
+    same = direct.complete(ModelRequest("scripted:seed=3", ({"role": "user", "parts": []},), None))
+    assert answer == same  # asked as if the request named the SPEC
     for name in ("echo", "scripted", "openai", "a b", "x:y", "", "-x", "n" * 65):
         with pytest.raises(InvalidArgumentError):
             ModelCatalog({name: "echo"})
