@@ -44,7 +44,7 @@ FIELDS_KEY = "agentsessions-fields"
 MESSAGE_KEY = "agentsessions-message"
 REQUEST_ID_KEY = "x-request-id"  # every reply's, OK or not (.observe)
 INTERNAL_MESSAGE = "internal error (the server's log has the details)"
-RUN_LIMIT = 160  # bytes of one unbroken run of text kept (caller text is quoted in runs)
+RUN_LIMIT = 200  # bytes of one unbroken run of text kept (caller text is quoted in runs)
 TEXT_LIMIT = 1024  # bytes of a whole text sent: details, hint, one field
 _RUN = re.compile(rf"\S{{{RUN_LIMIT + 1},}}")
 

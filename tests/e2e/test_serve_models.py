@@ -189,6 +189,18 @@ def test_a_catalog_name_works_and_the_session_shows_the_name(served: Served) -> 
     assert "127.0.0.1" not in details + trailers  # the catalog's URL stays the operator's
 
 
+def test_a_recorded_model_is_checked_for_a_token_holders_turn(served: Served) -> None:
+    # the operator's (or an imported) session names a file: a token's turn may not use it
+    uid = served.engine.create(
+        project="a", harness="chat", model=f"scripted:file={served.secret}"
+    ).uid
+    stub = served.stub()
+    code, details, _t = _refused(lambda: stub.Exec(_exec("", session=uid), metadata=served.meta))
+    assert code == grpc.StatusCode.PERMISSION_DENIED, details
+    assert "the server's own secret" not in details
+    assert [r.seq for r in served.engine.read(uid)] == []  # nothing was written
+
+
 def test_a_model_a_harness_reaches_by_itself_is_checked(served: Served) -> None:
     stub = served.stub()
     config = json.dumps({"model": f"scripted:file={served.secret}"}).encode()
