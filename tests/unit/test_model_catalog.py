@@ -186,3 +186,22 @@ def test_every_status_text_is_bounded() -> None:
     spaced = " ".join(["word"] * 5000)
     assert len(status.bounded(spaced).encode()) <= status.TEXT_LIMIT
     assert status.bounded("a plain message") == "a plain message"
+
+
+def test_sessions_record_the_name_and_turns_replay_and_go_on_through_the_catalog(
+    tmp_path: Path,
+) -> None:
+    catalog = {"fast": "scripted:seed=3"}
+    with open_local(tmp_path, runtime="local", models=catalog) as engine:
+        uid = engine.run(None, ["one"], harness="chat", model="fast").session.uid
+        assert engine.get(uid).model == "fast"
+        calls = [r.event for r in engine.read(uid) if r.event["kind"] == "EVENT_MODEL_CALL"]
+        assert calls and all("seed" not in str(c) for c in calls)
+        report = engine.replay(uid, rerun=True)
+        assert report.identical and report.model_calls == 0
+    with open_local(tmp_path, runtime="local", models=catalog) as engine:  # another engine
+        engine.run(uid, ["two"])
+        texts = str([r.event for r in engine.read(uid)])
+        assert texts.count("scripted-3-") == 2
+    with open_local(tmp_path, runtime="local") as engine, pytest.raises(InvalidArgumentError):
+        engine.run(uid, ["three"])  # no catalog: the NAME means nothing, refused unwritten
