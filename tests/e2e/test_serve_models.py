@@ -215,6 +215,7 @@ def test_huge_caller_text_gets_its_own_code_and_is_not_echoed(served: Served) ->
     stub = served.stub()
     spec = "openai:" + "m" * 100_000
     token = "p" * 10_000
+    uid = served.engine.run(None, ["one"], project="a", harness="chat", model="fast").session.uid
     for call, want, sent in (
         (lambda: stub.Exec(_exec(spec), metadata=served.meta), "PERMISSION_DENIED", spec),
         (
@@ -223,6 +224,23 @@ def test_huge_caller_text_gets_its_own_code_and_is_not_echoed(served: Served) ->
                 metadata=served.meta,
             ),
             "INVALID_ARGUMENT",
+            token,
+        ),
+        (
+            lambda: stub.Compact(
+                session_pb2.CompactRequest(
+                    session=uid, keep_turns=0, model="scripted:seed=" + token
+                ),
+                metadata=served.meta,
+            ),
+            "INVALID_ARGUMENT",  # a scripted option the scripted model refuses, quoted clipped
+            token,
+        ),
+        (
+            lambda: stub.ListSessions(
+                session_pb2.ListSessionsRequest(project=token), metadata=served.meta
+            ),
+            "PERMISSION_DENIED",  # the scope quotes the project: the status bounds it
             token,
         ),
     ):
