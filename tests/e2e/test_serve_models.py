@@ -249,3 +249,27 @@ def test_huge_caller_text_gets_its_own_code_and_is_not_echoed(served: Served) ->
         for told in (details, trailers):
             assert len(told.encode()) < 4096
             assert not any(sent[i : i + 201] in told for i in range(0, len(sent) - 200, 97))
+
+
+def test_the_cli_over_server_names_a_catalog_model_and_is_refused_a_file(
+    served: Served, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from agentsessions.cli.app import app
+
+    def cli(*args: str) -> Any:
+        argv = ["--server", served.address, "--token", served.token, *args]
+        return CliRunner().invoke(app, argv, env={"COLUMNS": "200"})
+
+    ran = cli("exec", "--project", "a", "--harness", "chat", "--model", "fast", "--input", "hi")
+    assert ran.exit_code == 0, ran.stderr
+    assert "scripted-3-" in ran.stdout
+    listed = cli("list", "--project", "a", "--json")
+    assert listed.exit_code == 0, listed.stderr
+    assert "fast" in listed.stdout and "seed=3" not in listed.stdout
+    refused = cli("exec", "--project", "a", "--harness", "chat", "--input", "hi",
+                  "--model", f"scripted:file={served.secret}")  # fmt: skip
+    assert refused.exit_code == 31, refused.stderr  # PermissionDeniedError
+    assert "is not offered to callers" in refused.stderr
+    assert "the server's own secret" not in refused.stderr + refused.stdout
