@@ -13,6 +13,8 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from agentsessions.journal.stores.store import Store
     from agentsessions.sessions.api import Session, Sessions
 
@@ -28,6 +30,7 @@ def open(  # the library's entry point: ``agentsessions.open``
     runtime: str = "auto",
     model: str | None = None,
     key_file: str | None = None,
+    models: Mapping[str, str] | None = None,
 ) -> Sessions:
     """A ready :class:`Sessions` engine: on ``store``, else the file store under ``home``.
 
@@ -37,10 +40,14 @@ def open(  # the library's entry point: ``agentsessions.open``
     waits for running turns and closes the store it opened. Thread-safe.
     ``key_file``: the master key of encryption at rest (else ``AGENTSESSIONS_KEY_FILE``,
     else ``AGENTSESSIONS_MASTER_KEY``): new sessions are encrypted, encrypted ones read.
+    ``models``: a model catalog, NAME -> SPEC (``--model NAME`` then means SPEC; the config
+    file's ``[models.NAME]`` tables too): sessions record the NAME.
     """
     from agentsessions.sessions.local import open_local
 
-    return open_local(home, store=store, runtime=runtime, model=model, key_file=key_file)
+    return open_local(
+        home, store=store, runtime=runtime, model=model, key_file=key_file, models=models
+    )
 
 
 def __getattr__(name: str) -> Any:

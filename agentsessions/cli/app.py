@@ -169,8 +169,9 @@ SessionArg = Annotated[str, typer.Argument(metavar="SESSION", help="Session uid 
 ProjectOpt = Annotated[str, typer.Option("--project", "-p", help="Project the session belongs to.")]
 MODEL_SPEC_HELP = (
     "SPEC names the provider: echo, scripted[:seed=N|:file=PATH], "
-    "openai:MODEL[,base_url=URL] or a plugin's name; any other spec is refused (exit 2) "
-    "before anything is written or sent."
+    "openai:MODEL[,base_url=URL], a plugin's name, or a NAME of the operator's model "
+    "catalog (serve --model NAME=SPEC, [models.NAME] in the config file); any other spec "
+    "is refused (exit 2) before anything is written or sent."
 )
 """The ``--model`` syntax, in the help of every command that takes the flag (models/)."""
 

@@ -62,12 +62,14 @@ class ServeOptions:
     runtime: str = "auto"
     grace: float = 10.0
     harnesses: dict[str, str] = field(default_factory=dict)  # NAME -> ADDRESS (--harness)
+    models: dict[str, str] = field(default_factory=dict)  # NAME -> SPEC (--model NAME=SPEC)
 
 
 def serve_options(
-    listen: str, store: str, model: str, runtime: str, grace: float, harness: list[str]
+    listen: str, store: str, model: list[str], runtime: str, grace: float, harness: list[str]
 ) -> ServeOptions:
     """The checked options of ``serve`` (one function, so later flags join here)."""
+    default, catalog = _models(model)
     if store not in STORES and not store.startswith(STORE_URLS):
         raise InvalidArgumentError(
             f"invalid --store {store!r}: expected one of {', '.join(STORES)} or nats://HOST:PORT",
@@ -81,11 +83,26 @@ def serve_options(
     return ServeOptions(
         listen=listen,
         store=store,
-        model=model or None,
+        model=default or None,
         runtime=runtime,
         grace=grace,
         harnesses=parse_pairs(harness, "--harness"),
+        models=catalog,
     )
+
+
+def _models(items: list[str]) -> tuple[str, dict[str, str]]:
+    """``--model``'s default SPEC (at most one) and its catalog (each NAME=SPEC, checked)."""
+    from agentsessions.models.catalog import ModelCatalog, is_entry
+
+    specs = [item for item in items if not is_entry(item)]
+    if len(specs) > 1:
+        raise InvalidArgumentError(
+            f"--model SPEC given {len(specs)} times: a server has one default model",
+            hint="define more models by name: --model NAME=SPEC",
+        )
+    catalog = ModelCatalog.parse([item for item in items if is_entry(item)]) if items else {}
+    return (specs[0] if specs else ""), dict(catalog)
 
 
 def _open_engine(state: CliState, opts: ServeOptions, key_file: str = "") -> Any:
@@ -94,7 +111,7 @@ def _open_engine(state: CliState, opts: ServeOptions, key_file: str = "") -> Any
     return open_engine(
         state.home, store=opts.store, runtime=opts.runtime, model=opts.model,
         store_url=state.store, allow_unsynced=state.allow_unsynced,
-        key_file=key_file or state.key_file or None,
+        key_file=key_file or state.key_file or None, models=opts.models,
     )  # fmt: skip
 
 
@@ -123,11 +140,15 @@ def serve(
         ),
     ] = "file",
     model: Annotated[
-        str,
+        list[str] | None,
         typer.Option(
-            metavar="SPEC", help=f"Default model of new sessions (else echo). {MODEL_SPEC_HELP}"
+            metavar="NAME=SPEC|SPEC",
+            help="NAME=SPEC (repeatable): a model the server offers by NAME, the only models "
+            "a token holder may name besides echo and scripted (without file=); its SPEC stays "
+            "on the server, sessions record the NAME. Also [models.NAME] in the config file. "
+            f"SPEC alone (once): the default model of new sessions (else echo). {MODEL_SPEC_HELP}",
         ),
-    ] = "",
+    ] = None,
     runtime: Annotated[
         str, typer.Option(metavar="NAME", help="Runtime that hosts harnesses: auto, local, warm.")
     ] = "auto",
@@ -176,6 +197,9 @@ def serve(
     harness already running elsewhere (agentsessions harness serve NAME --listen ADDRESS).
     --tools FILE offers token holders the tools (executors) it declares: their workloads
     select those by name, never define one.
+    --model NAME=SPEC offers a model by name (repeatable; also [models.NAME] in the config
+    file): a token holder may name only those, echo, and scripted without file=; anything
+    naming a file, a URL or a provider option is PERMISSION_DENIED.
     With a master key (--key-file, as the global option, or its environment variables) the
     sessions it creates are encrypted at rest, on the file or the memory store.
 
@@ -185,7 +209,7 @@ def serve(
     """
     state = _state(ctx, as_json)
     quiet_grpc()  # before anything imports grpc
-    opts = serve_options(listen, store, model, runtime, grace, harness or [])
+    opts = serve_options(listen, store, model or [], runtime, grace, harness or [])
     if log_format not in LOG_FORMATS:
         raise InvalidArgumentError(
             f"invalid --log-format {log_format!r}: expected one of {', '.join(LOG_FORMATS)}"
@@ -208,6 +232,7 @@ def serve(
             max_message_bytes=max_message_bytes,
             max_streams_per_client=max_streams_per_client,
             tools=offered,
+            models=_policy(engine, opts),
         )
         pairs = [f"{name}={address}" for name, address in opts.harnesses.items()]
         server = build_server(
@@ -231,6 +256,14 @@ def serve(
         sys.stderr.write(f"{PROG}: stopping ({_signal_name(signum)}): finishing running turns\n")
         sys.stderr.flush()
     sys.stderr.write(f"{PROG}: stopped\n")
+
+
+def _policy(engine: Any, opts: ServeOptions) -> Any:
+    """What a token holder may name as a model: the engine's catalog (the flags' over the
+    config file's) and the server's default model, both the operator's."""
+    from agentsessions.server.modelpolicy import ModelPolicy
+
+    return ModelPolicy(engine.models, opts.model or "")
 
 
 def _observed(log_format: str) -> Callable[[], None]:

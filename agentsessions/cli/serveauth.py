@@ -114,11 +114,13 @@ def security(
     max_message_bytes: int = DEFAULT_MAX_MESSAGE,
     max_streams_per_client: int = DEFAULT_MAX_STREAMS,
     tools: OfferedTools | None = None,
+    models: Any = None,
 ) -> Security:
     """The flags as credentials, interceptors, scope and channel options; a bad combination
     (``--no-auth`` off loopback, tokens in plaintext off loopback, unusable TLS files) is
     refused here, exit 2, before anything listens. ``tools``: the offered tools
-    (:class:`~agentsessions.tools.offered.OfferedTools`, ``serve --tools``)."""
+    (:class:`~agentsessions.tools.offered.OfferedTools`, ``serve --tools``); ``models``: the
+    :class:`~agentsessions.server.modelpolicy.ModelPolicy` of what a token holder may name."""
     from agentsessions.server.auth import server_security
     from agentsessions.server.bounds import Limits
 
@@ -135,5 +137,6 @@ def security(
         no_auth=no_auth,
         limits=limits,
         offered=tools,
+        models=models,
     )
     return Security(credentials, list(interceptors), scope, limits.grpc_options())

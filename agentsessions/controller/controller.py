@@ -137,6 +137,7 @@ class Controller:
         tools: ToolResolver | None = None,
         offers: ToolOffer | None = None,
         workloads: Workloads | None = None,
+        model_guard: Callable[[str], None] | None = None,
     ) -> None:
         """``keep_writers``: how many sessions' writers stay open between turns (0: close
         each after its turn, as a short-lived caller wants); ``idle_seconds``: how long an
@@ -145,11 +146,13 @@ class Controller:
         providers; None: no session has mediated tools. ``offers`` lists a session's tools
         for its harness (``Start.tools``); None: harnesses are offered none. ``workloads``
         (an engine's) replaces both: each execution records and keeps its own workload, and
-        refuses a harness its workload does not let work in the session, before a write."""
+        refuses a harness its workload does not let work in the session, before a write.
+        ``model_guard`` runs on every model name before the model is made or called (an
+        engine's check of what its current caller may use)."""
         self.store = store
         self.writers = WriterPool(store, keep_writers, idle_seconds)
         self.harnesses = harnesses
-        self.models = CountingModels(models)
+        self.models = CountingModels(models, model_guard)
         self.runtime = runtime
         self.default_model = default_model
         self.tools = tools

@@ -14,12 +14,19 @@ from .spi import Completion, ModelProvider, ModelRequest
 class CountingModels:
     """Model providers by name, counting every live call (the evidence for I1)."""
 
-    def __init__(self, factory: Callable[[str], ModelProvider]) -> None:
+    def __init__(
+        self,
+        factory: Callable[[str], ModelProvider],
+        guard: Callable[[str], None] | None = None,
+    ) -> None:
         self._factory = factory
+        self._guard = guard  # runs on every lookup, cached or not (an engine's caller check)
         self._cache: dict[str, ModelProvider] = {}
         self.calls = 0
 
     def __call__(self, name: str) -> ModelProvider:
+        if self._guard is not None:
+            self._guard(name)
         if name not in self._cache:
             self._cache[name] = _Counted(self, self._factory(name))
         return self._cache[name]

@@ -14,6 +14,8 @@ Spec grammar (surrounding whitespace ignored)::
   ``auth_header``, ``connect_timeout`` and ``read_timeout`` (seconds).
 - a name registered in :data:`MODELS` (in code, or by an entry point in the group
   ``agentsessions.models``): that provider, which takes no options.
+- a NAME of the operator's catalog (:mod:`.catalog`, given to :func:`create_model`): the
+  model its SPEC makes.
 
 Any other spec (a misspelt ``scriptd:seed=7``, a bare ``gpt-4o-mini``) is refused: a spec
 names its provider explicitly, so a typo can never send the user's input to a remote
@@ -23,7 +25,8 @@ Invariants: :func:`create_model` touches no network and no file other than a scr
 ``file``; every bad spec or option raises InvalidArgumentError naming it (an unknown provider
 also lists the known ones); options given both
 inline and in ``options`` must not disagree; an empty option value means "unset"; the API key
-is never an option (it comes only from ``MODEL_API_KEY`` or ``OPENAI_API_KEY``).
+is never an option (it comes only from ``MODEL_API_KEY`` or ``OPENAI_API_KEY``); an error
+quotes at most 200 bytes of the spec (:func:`.catalog.clip`: a spec is caller input).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from dataclasses import dataclass, field
 from agentsessions.controller.registry import Registry
 from agentsessions.controller.spi import ModelProvider
 from agentsessions.errors import InvalidArgumentError
+from agentsessions.models.catalog import CatalogModel, ModelCatalog, clip
 from agentsessions.models.echo import EchoModel
 from agentsessions.models.openai import OpenAIModel
 from agentsessions.models.scripted import ScriptedModel
@@ -41,6 +45,7 @@ from agentsessions.models.scripted import ScriptedModel
 __all__ = [
     "MODELS",
     "EchoModel",
+    "ModelCatalog",
     "ModelSpec",
     "OpenAIModel",
     "ScriptedModel",
@@ -71,6 +76,7 @@ def parse_spec(spec: str) -> ModelSpec:
     """Split a ``--model`` spec into kind, model and inline options (see the module doc)."""
     spec = spec.strip()
     head, colon, rest = spec.partition(":")
+    quoted = clip(spec)
     if not spec:
         return ModelSpec("echo")
     if head == "scripted":
@@ -78,15 +84,15 @@ def parse_spec(spec: str) -> ModelSpec:
     if head == _OPENAI:
         model, *items = rest.split(",")
         if not model.strip():
-            raise InvalidArgumentError(f"model spec {spec!r}: openai needs a model name")
+            raise InvalidArgumentError(f"model spec {quoted!r}: openai needs a model name")
         return ModelSpec("openai", model.strip(), _options(items, spec))
     if colon and head in MODELS.names():
-        raise InvalidArgumentError(f"model spec {spec!r}: {head} takes no options")
+        raise InvalidArgumentError(f"model spec {quoted!r}: {head} takes no options")
     if spec in MODELS.names():
         return ModelSpec(spec)
     # Never guess: falling back to the remote provider would send a typo's input off-host.
     raise InvalidArgumentError(
-        f"unknown model provider {head!r} in model spec {spec!r} "
+        f"unknown model provider {clip(head)!r} in model spec {quoted!r} "
         f"(known: {', '.join(known_providers())})",
         hint=_unknown_hint(spec),
     )
@@ -94,8 +100,12 @@ def parse_spec(spec: str) -> ModelSpec:
 
 def _unknown_hint(spec: str) -> str:
     # ``llama3:8b`` probably means an OpenAI-compatible model; ``scriptd:seed=7`` a typo
-    remote = f"{_OPENAI}:{spec}" if "=" not in spec and "," not in spec else f"{_OPENAI}:MODEL"
-    return f"for example --model echo, --model scripted:seed=7 or --model {remote}"
+    plain = "=" not in spec and "," not in spec and len(spec) <= 64
+    remote = f"{_OPENAI}:{spec}" if plain else f"{_OPENAI}:MODEL"
+    return (
+        f"for example --model echo, --model scripted:seed=7 or --model {remote}"
+        " (or a name the operator defines: serve --model NAME=SPEC)"
+    )
 
 
 def known_providers() -> list[str]:
@@ -103,8 +113,19 @@ def known_providers() -> list[str]:
     return sorted({_OPENAI, *MODELS.names()})
 
 
-def create_model(name: str, *, options: Mapping[str, str] | None = None) -> ModelProvider:
-    """The model provider for spec ``name`` with extra ``options`` (e.g. from CLI flags)."""
+def create_model(
+    name: str,
+    *,
+    options: Mapping[str, str] | None = None,
+    catalog: Mapping[str, str] | None = None,
+) -> ModelProvider:
+    """The model provider for spec ``name`` with extra ``options`` (e.g. from CLI flags);
+    a NAME of ``catalog`` (the operator's, :mod:`.catalog`) stands for its SPEC: the
+    provider its SPEC makes, asked as if each request named that SPEC (the request, and
+    what the journal records of it, keeps the NAME)."""
+    if catalog and name.strip() in catalog:
+        resolved = catalog[name.strip()]
+        return CatalogModel(create_model(resolved, options=options), resolved)
     spec = parse_spec(name)
     merged = _merge(spec.options, options or {}, name)
     if spec.kind == "scripted":
@@ -112,7 +133,8 @@ def create_model(name: str, *, options: Mapping[str, str] | None = None) -> Mode
     if spec.kind == "openai":
         return OpenAIModel.from_options(spec.model, merged)
     if merged:
-        raise InvalidArgumentError(f"model {spec.kind!r} takes no options, got {sorted(merged)}")
+        keys = clip(", ".join(sorted(merged)))
+        raise InvalidArgumentError(f"model {spec.kind!r} takes no options, got [{keys}]")
     return MODELS.create(spec.kind)
 
 
@@ -125,9 +147,13 @@ def _options(items: list[str], spec: str) -> dict[str, str]:
         key, equals, value = item.partition("=")
         key = key.strip()
         if not equals or not key:
-            raise InvalidArgumentError(f"model spec {spec!r}: expected key=value, got {item!r}")
+            raise InvalidArgumentError(
+                f"model spec {clip(spec)!r}: expected key=value, got {clip(item)!r}"
+            )
         if key in out:
-            raise InvalidArgumentError(f"model spec {spec!r}: option {key!r} given twice")
+            raise InvalidArgumentError(
+                f"model spec {clip(spec)!r}: option {clip(key)!r} given twice"
+            )
         out[key] = value.strip()
     return out
 
@@ -137,7 +163,7 @@ def _merge(inline: Mapping[str, str], extra: Mapping[str, str], spec: str) -> di
     for key in (*inline, *extra):
         if key in _SECRET_OPTIONS:
             raise InvalidArgumentError(
-                f"model option {key!r} is not accepted: the API key comes only from the"
+                f"model option {clip(key)!r} is not accepted: the API key comes only from the"
                 " MODEL_API_KEY or OPENAI_API_KEY environment variable"
             )
     merged = {k: v for k, v in inline.items() if v != ""}
@@ -146,7 +172,8 @@ def _merge(inline: Mapping[str, str], extra: Mapping[str, str], spec: str) -> di
             continue
         if merged.get(key, value) != value:
             raise InvalidArgumentError(
-                f"model spec {spec!r}: option {key!r} is {merged[key]!r} inline but {value!r}"
+                f"model spec {clip(spec)!r}: option {clip(key)!r} is {clip(merged[key])!r}"
+                f" inline but {clip(value)!r}"
             )
         merged[key] = value
     return merged

@@ -68,6 +68,7 @@ from agentsessions.errors import (
     InvalidArgumentError,
     UnavailableError,
 )
+from agentsessions.models.catalog import clip
 from agentsessions.models.openai_tools import (
     Malformed,
     ToolCallAssembler,
@@ -145,7 +146,7 @@ class Endpoint:
             port = -1
         if parts.scheme not in ("http", "https") or not parts.hostname or port == -1:
             raise InvalidArgumentError(
-                f"model base_url must look like http(s)://host[:port]/path, got {base_url!r}"
+                f"model base_url must look like http(s)://host[:port]/path, got {clip(base_url)!r}"
             )
         host = parts.hostname
         netloc = (f"[{host}]" if ":" in host else host) + (f":{port}" if port else "")
@@ -191,7 +192,7 @@ class OpenAIModel:
         if not model:
             raise InvalidArgumentError("openai model: a model name is required (openai:MODEL)")
         if not _HEADER_NAME.fullmatch(auth_header):
-            raise InvalidArgumentError(f"openai model: bad auth_header name {auth_header!r}")
+            raise InvalidArgumentError(f"openai model: bad auth_header name {clip(auth_header)!r}")
         self.model = model
         self.endpoint = Endpoint.parse(
             base_url or env.get(BASE_URL_VARIABLE, "") or DEFAULT_BASE_URL, path
@@ -209,7 +210,7 @@ class OpenAIModel:
         unknown = sorted(set(options) - set(OPTIONS))
         if unknown:
             raise InvalidArgumentError(
-                f"openai model: unknown option {unknown[0]!r} (known: {', '.join(OPTIONS)})"
+                f"openai model: unknown option {clip(unknown[0])!r} (known: {', '.join(OPTIONS)})"
             )
         timeouts = {
             name: _seconds(name, options[name])
@@ -605,4 +606,6 @@ def _seconds(name: str, value: str) -> float:
     try:
         return _positive(name, float(value))
     except ValueError:
-        raise InvalidArgumentError(f"openai model: {name} must be seconds, got {value!r}") from None
+        raise InvalidArgumentError(
+            f"openai model: {name} must be seconds, got {clip(value)!r}"
+        ) from None

@@ -46,6 +46,7 @@ from typing import Any
 
 from agentsessions.controller.spi import Completion, ModelRequest
 from agentsessions.errors import ContextOverflowError, InvalidArgumentError, UnavailableError
+from agentsessions.models.catalog import clip
 from agentsessions.v1.model import Part, message, struct_value, text_message, text_part
 
 OPTIONS = ("file", "seed", "nondeterministic", "delay")
@@ -115,7 +116,7 @@ class ScriptedModel:
         unknown = sorted(set(options) - set(OPTIONS))
         if unknown:
             raise InvalidArgumentError(
-                f"scripted model: unknown option {unknown[0]!r} (known: {', '.join(OPTIONS)})"
+                f"scripted model: unknown option {clip(unknown[0])!r} (known: {', '.join(OPTIONS)})"
             )
         nondeterministic = _flag("nondeterministic", options.get("nondeterministic", "0"))
         modes = [name for name in ("file", "seed") if name in options] + (
@@ -202,7 +203,7 @@ def _delay(text: str) -> float:
         value = -1.0
     if not 0.0 <= value <= MAX_DELAY_SECONDS:
         raise InvalidArgumentError(
-            f"scripted model: delay must be 0..{MAX_DELAY_SECONDS:g} seconds, got {text!r}"
+            f"scripted model: delay must be 0..{MAX_DELAY_SECONDS:g} seconds, got {clip(text)!r}"
         )
     return value
 
@@ -310,7 +311,7 @@ def _seed(value: str) -> int:
         return int(value)
     except ValueError:
         raise InvalidArgumentError(
-            f"scripted model: seed must be an integer, got {value!r}"
+            f"scripted model: seed must be an integer, got {clip(value)!r}"
         ) from None
 
 
@@ -320,4 +321,4 @@ def _flag(name: str, value: str) -> bool:
         return True
     if lowered in _FALSE:
         return False
-    raise InvalidArgumentError(f"scripted model: {name} must be 1 or 0, got {value!r}")
+    raise InvalidArgumentError(f"scripted model: {name} must be 1 or 0, got {clip(value)!r}")

@@ -27,7 +27,7 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent import futures
 from types import FrameType
 from typing import Any
@@ -109,31 +109,36 @@ def open_engine(
     store_url: str | None = None,
     allow_unsynced: bool = False,
     key_file: str | None = None,
+    models: Mapping[str, str] | None = None,
 ) -> Sessions:
     """The server's one engine: on the file store under ``home`` (or the store
     ``store_url``, ``AGENTSESSIONS_STORE`` names), on an in-memory store that lives as long
     as the engine (``store="memory"``), or on the JetStream store ``store`` names
     (``nats://...``; ``allow_unsynced`` as the CLI's ``--allow-unsynced``). ``key_file``:
     the master key of encryption at rest (else ``AGENTSESSIONS_KEY_FILE``, else
-    ``AGENTSESSIONS_MASTER_KEY``), for whichever store."""
+    ``AGENTSESSIONS_MASTER_KEY``), for whichever store. ``models``: the operator's model
+    catalog, NAME -> SPEC, over the configuration file's (:mod:`agentsessions.models.catalog`)."""
     from agentsessions.sessions.local import open_local
 
     if store.startswith(("nats://", "tls://")):
         return open_local(
             home, runtime=runtime, model=model, store_url=store, allow_unsynced=allow_unsynced,
-            key_file=key_file,
+            key_file=key_file, models=models,
         )  # fmt: skip
     if store == "file":
         return open_local(
             home, runtime=runtime, model=model, store_url=store_url, allow_unsynced=allow_unsynced,
-            key_file=key_file,
+            key_file=key_file, models=models,
         )  # fmt: skip
     if store == "memory":
         from agentsessions.journal.stores.filecrypt import resolve_master
         from agentsessions.journal.stores.memstore import MemoryStore
+        from agentsessions.sessions.config import load_config
+        from agentsessions.sessions.home import resolve_home
 
         memory = MemoryStore(master=resolve_master(key_file))
-        return open_local(home, store=memory, runtime=runtime, model=model)
+        catalog = {**load_config(resolve_home(home)).models, **(models or {})}
+        return open_local(home, store=memory, runtime=runtime, model=model, models=catalog)
     raise InvalidArgumentError(
         f"invalid store {store!r}: expected file, memory or nats://HOST:PORT"
     )

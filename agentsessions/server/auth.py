@@ -34,6 +34,7 @@ from agentsessions.server.scoped import Scope
 from agentsessions.server.tokens import Principal, TokenStore
 
 if TYPE_CHECKING:
+    from agentsessions.server.modelpolicy import ModelPolicy
     from agentsessions.sessions.api import Sessions
     from agentsessions.tools.offered import OfferedTools
 
@@ -146,6 +147,7 @@ def server_security(
     no_auth: bool = False,
     limits: Limits | None = None,
     offered: OfferedTools | None = None,
+    models: ModelPolicy | None = None,
 ) -> tuple[grpc.ServerCredentials | None, list[grpc.ServerInterceptor], Scope]:
     """What ``build_server`` needs to serve ``engine`` safely on ``listen``.
 
@@ -155,6 +157,8 @@ def server_security(
     (InvalidArgumentError, exit 2) ``no_auth`` on a listener other machines can reach, and
     tokens over plaintext there; the TLS files are checked here, before anything listens.
     ``offered``: the tools a token holder's workload may select (``serve --tools``).
+    ``models``: what a token holder may name as a model (:mod:`.modelpolicy`; None: the
+    offline models only).
     """
     limits = limits or Limits()
     credentials = tls.server_credentials(tls_cert=tls_cert, tls_key=tls_key, client_ca=client_ca)
@@ -180,4 +184,8 @@ def server_security(
         first,
         StreamLimiter(limits.max_streams_per_client, client_key),
     ]
-    return credentials, interceptors, Scope(engine, current_principal, limits, offered)
+    return (
+        credentials,
+        interceptors,
+        Scope(engine, current_principal, limits, offered=offered, models=models),
+    )

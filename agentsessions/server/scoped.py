@@ -21,7 +21,10 @@ Protocol so that a new method cannot be left unscoped):
   :func:`~.toolpolicy.caller_tools`): a caller selects, the operator defines; a path that is
   not the service's own file is refused. ``export``/``import_`` paths are the service's own
   (it streams the bytes), never a client's;
-- page size and fork count are bounded (:class:`~.bounds.Limits`) before the engine is called.
+- page size and fork count are bounded (:class:`~.bounds.Limits`) before the engine is called;
+- a model a token holder names is one the operator offers (:mod:`.modelpolicy`), checked
+  before the engine is called, and every model its turns reach is checked again as they
+  make it (the policy is the engine's model guard for the call).
 
 The principal ``projects=None`` (a listener started without auth) keeps the bounds only.
 The scope never closes the engine: it is the server's, shared by every call.
@@ -36,7 +39,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar, overload
 
 from agentsessions.errors import (
     MetadataCorruptError,
@@ -45,6 +48,7 @@ from agentsessions.errors import (
     UnauthenticatedError,
 )
 from agentsessions.server.bounds import Limits
+from agentsessions.server.modelpolicy import ModelPolicy
 from agentsessions.server.observe import note
 from agentsessions.server.tokens import Principal
 from agentsessions.server.toolpolicy import caller_tools
@@ -70,6 +74,7 @@ if TYPE_CHECKING:
     from agentsessions.tools.offered import OfferedTools
 
 DEFAULT_PROJECT = "default"
+_P = ParamSpec("_P")
 _T = TypeVar("_T")
 _CHECKED_SIZE = 4096
 
@@ -91,10 +96,12 @@ class Scope:
         principal: Callable[[], Principal | None],
         limits: Limits | None = None,
         offered: OfferedTools | None = None,
+        models: ModelPolicy | None = None,
     ) -> None:
         self.engine = engine
         self.limits = limits or Limits()
         self.offered = offered  # the operator's tools (serve --tools): what a token may select
+        self.models = models or ModelPolicy()  # what a token holder may name
         self._principal = principal
         self._lookup = project_lookup(engine)
         self._checked: OrderedDict[str, None] = OrderedDict()
@@ -205,6 +212,20 @@ class ScopedSessions:
     def _tools(self, tools: str | PathLike[str] | None) -> str | PathLike[str] | None:
         return caller_tools(self.principal, self._scope.offered, tools)
 
+    def _model(self, model: str | None) -> str | None:
+        """``model`` if this principal may name it (:mod:`.modelpolicy`)."""
+        if self.principal.projects is not None:
+            self._scope.models.check(model)
+        return model
+
+    def _guarded(self, call: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        """``call(*args, **kwargs)`` with the engine checking every model a token holder's
+        turn makes or calls (a turn's thread, started within, copies the check)."""
+        if self.principal.projects is None:
+            return call(*args, **kwargs)
+        with self._scope.models.guarding():
+            return call(*args, **kwargs)
+
     # -- the Protocol ------------------------------------------------------------------
     def create(
         self,
@@ -223,7 +244,7 @@ class ScopedSessions:
                 project=self._project(project),
                 name=name,
                 harness=harness,
-                model=model,
+                model=self._model(model) or "",
                 labels=labels,
                 annotations=annotations,
                 tools=self._tools(tools),
@@ -284,11 +305,12 @@ class ScopedSessions:
         """A turn on a session of the principal's (or a new one in its project); checked
         before the first frame."""
         uid, project = self._turn_target(uid, project)
-        return self._engine.exec(
+        return self._guarded(
+            self._engine.exec,
             uid,
             inputs,
             harness=harness,
-            model=model,
+            model=self._model(model),
             config=config,
             wait=wait,
             project=project,
@@ -315,11 +337,12 @@ class ScopedSessions:
     ) -> SessionFrame:
         """:meth:`exec` without streaming, scoped the same way."""
         uid, project = self._turn_target(uid, project)
-        frame = self._engine.run(
+        frame = self._guarded(
+            self._engine.run,
             uid,
             inputs,
             harness=harness,
-            model=model,
+            model=self._model(model),
             config=config,
             wait=wait,
             project=project,
@@ -333,11 +356,13 @@ class ScopedSessions:
 
     def resume(self, uid: str, *, harness: str | None = None, wait: float = 0.0) -> Iterator[Frame]:
         """Resume a session of the principal's projects."""
-        return self._engine.resume(self._check(uid), harness=harness, wait=wait)
+        return self._guarded(self._engine.resume, self._check(uid), harness=harness, wait=wait)
 
     def compact(self, uid: str, *, keep_turns: int = 2, model: str | None = None) -> SessionFrame:
         """Compact a session of the principal's projects."""
-        return self._engine.compact(self._check(uid), keep_turns=keep_turns, model=model)
+        return self._guarded(
+            self._engine.compact, self._check(uid), keep_turns=keep_turns, model=self._model(model)
+        )
 
     def suspend(self, uid: str) -> Session:
         """Suspend a session of the principal's projects."""
@@ -355,7 +380,8 @@ class ScopedSessions:
         request_seq: int | None = None,
     ) -> Approval:
         """Decide an approval, recorded as the principal's identity."""
-        return self._engine.approve(
+        return self._guarded(  # an approval may let its turn go on
+            self._engine.approve,
             self._check(uid),
             approved=approved,
             reason=reason,
@@ -376,7 +402,8 @@ class ScopedSessions:
         resume: bool = True,
     ) -> Resolution:
         """Resolve an unresolved call, recorded as the principal's identity."""
-        return self._engine.resolve(
+        return self._guarded(  # a resolution may resume its turn
+            self._engine.resolve,
             self._check(uid),
             call_id=call_id,
             result=result,

@@ -17,11 +17,18 @@ ordinary status):
 
 An exception outside the tree is a bug: INTERNAL with a fixed message, its text withheld
 (it may hold paths or payloads); the server's log has it.
+
+Every text sent (details, hint, each field) is bounded (:func:`bounded`), whatever the
+error's site quoted: a run of more than :data:`RUN_LIMIT` bytes without a space (a
+caller's 100 KB spec or page token) keeps its start only, and the whole is cut at
+:data:`TEXT_LIMIT` bytes, so caller input can never swell a status past gRPC's metadata
+limit (which would turn the answer into RESOURCE_EXHAUSTED) nor be echoed back whole.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import grpc
@@ -37,6 +44,25 @@ FIELDS_KEY = "agentsessions-fields"
 MESSAGE_KEY = "agentsessions-message"
 REQUEST_ID_KEY = "x-request-id"  # every reply's, OK or not (.observe)
 INTERNAL_MESSAGE = "internal error (the server's log has the details)"
+RUN_LIMIT = 200  # bytes of one unbroken run of text kept (caller text is quoted in runs)
+TEXT_LIMIT = 1024  # bytes of a whole text sent: details, hint, one field
+_RUN = re.compile(rf"\S{{{RUN_LIMIT + 1},}}")
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` UTF-8 bytes (whole characters), marked when cut."""
+    raw = text.encode("utf-8", "surrogateescape")
+    if len(raw) <= limit:
+        return text
+    return raw[: limit - 24].decode("utf-8", "ignore") + f"...({len(raw)} bytes)"
+
+
+def bounded(text: str) -> str:
+    """``text`` as the server sends it: each run of more than :data:`RUN_LIMIT` bytes
+    without whitespace cut to that, the whole to :data:`TEXT_LIMIT` bytes."""
+    if len(text) <= RUN_LIMIT:
+        return text
+    return _cut(_RUN.sub(lambda m: _cut(m.group(0), RUN_LIMIT), text), TEXT_LIMIT)
 
 
 def status_code(exc: BaseException) -> grpc.StatusCode:
@@ -60,15 +86,16 @@ def trailers(exc: BaseException) -> tuple[tuple[str, str], ...]:
         return tuple(out)
     out.append((ERROR_KEY, type(exc).__name__))
     if exc.hint:
-        out.append((HINT_KEY, _ascii(exc.hint)))
+        out.append((HINT_KEY, _ascii(bounded(exc.hint))))
     if exc.fields:
-        out.append((FIELDS_KEY, json.dumps(exc.fields, default=str, sort_keys=True)))
+        fields = {k: bounded(v) if isinstance(v, str) else v for k, v in exc.fields.items()}
+        out.append((FIELDS_KEY, json.dumps(fields, default=str, sort_keys=True)))
     return tuple(out)
 
 
 def details(exc: BaseException) -> str:
     """The status details: our error's message, or a fixed text for a foreign one."""
-    return exc.message if isinstance(exc, AgentSessionsError) else INTERNAL_MESSAGE
+    return bounded(exc.message) if isinstance(exc, AgentSessionsError) else INTERNAL_MESSAGE
 
 
 def abort(context: grpc.ServicerContext, exc: BaseException) -> None:
@@ -82,7 +109,7 @@ def abort(context: grpc.ServicerContext, exc: BaseException) -> None:
 def ok_trailers(exc: AgentSessionsError) -> tuple[tuple[str, str], ...]:
     """The trailers of a stream that ends OK on an outcome our client raises (a turn parked
     on an approval): :func:`trailers` plus the message, which an OK status cannot carry."""
-    return (*trailers(exc), (MESSAGE_KEY, _ascii(exc.message)))
+    return (*trailers(exc), (MESSAGE_KEY, _ascii(bounded(exc.message))))
 
 
 def error_from_trailers(meta: Any) -> AgentSessionsError | None:

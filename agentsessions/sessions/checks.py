@@ -10,8 +10,10 @@ as its static methods, which a front end may call before it opens a home.
 from __future__ import annotations
 
 import math
+import os
 import threading
 from collections.abc import Mapping, Sequence
+from os import PathLike
 from typing import TYPE_CHECKING
 
 from agentsessions.errors import InvalidArgumentError, PlacementError
@@ -22,6 +24,7 @@ from .wiring import HARNESSES
 
 if TYPE_CHECKING:
     from agentsessions.controller.spi import HarnessDescriptor, Runtime
+    from agentsessions.tools.workload import Workload
 
 PROG = "agentsessions"
 
@@ -149,19 +152,46 @@ class ModelChecks:
 
     Each spec is checked once per engine: the controller keeps the provider it builds from
     a spec, so checking again each turn (a scripted model re-reads its file) would only
-    add a cost that grows with the script. Thread-safe.
+    add a cost that grows with the script. The current call's model guard
+    (:func:`agentsessions.models.catalog.guard_model`) runs every time, first: what a
+    caller may not use is refused even when the engine checked it for another. A NAME of
+    ``catalog`` is checked as its SPEC. Thread-safe.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, catalog: Mapping[str, str] | None = None) -> None:
         self._lock = threading.Lock()
         self._checked: set[str] = set()  # specs already parsed and checked
+        self._catalog = catalog or {}
 
     def check(self, spec: str) -> None:
         """Raise the provider's error for a bad ``spec``; "" (the default) always passes."""
+        if spec:
+            from agentsessions.models.catalog import guard_model
+
+            guard_model(spec)
         if not spec or spec in self._checked:
             return
         from agentsessions.models import create_model
 
-        create_model(spec)
+        create_model(spec, catalog=self._catalog)
         with self._lock:
             self._checked.add(spec)
+
+
+def catalog(models: Mapping[str, str] | None) -> Mapping[str, str]:
+    """The engine's model catalog, checked (:class:`~agentsessions.models.catalog.ModelCatalog`;
+    the models package is imported only when there is one: ``list`` never needs it)."""
+    if not models:
+        return {}
+    from agentsessions.models.catalog import ModelCatalog
+
+    return models if isinstance(models, ModelCatalog) else ModelCatalog(models)
+
+
+def workload(tools: str | PathLike[str] | None) -> Workload | None:
+    """The validated workload file ``tools`` names, or None."""
+    if tools is None or tools == "":
+        return None
+    from agentsessions.tools.workload import load_workload
+
+    return load_workload(os.fspath(tools))

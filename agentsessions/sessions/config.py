@@ -10,6 +10,12 @@ The store is a deployment choice, made once for a host rather than on every comm
     [keys]
     key_file = "/etc/agentsessions/master.key"
 
+    [models.fast]
+    spec = "openai:gpt-4o-mini,base_url=http://127.0.0.1:4000/v1"
+
+Each ``[models.NAME]`` table adds NAME to the operator's model catalog
+(:mod:`agentsessions.models.catalog`): ``--model fast`` then means its ``spec``, for the
+CLI and for ``serve`` (whose ``--model NAME=SPEC`` wins over an entry of the same name).
 Each value is the lowest-priority source: ``--store`` / ``AGENTSESSIONS_STORE``,
 ``--allow-unsynced``, and ``--key-file`` / ``AGENTSESSIONS_KEY_FILE`` /
 ``AGENTSESSIONS_MASTER_KEY`` win over it. A relative ``key_file`` is relative to the
@@ -38,6 +44,7 @@ _KNOWN: dict[str, dict[str, type]] = {
     "store": {"url": str, "allow_unsynced": bool},
     "keys": {"key_file": str},
 }
+_MODELS = "models"  # [models.NAME] tables, each with one key: spec
 
 
 class HomeConfig(NamedTuple):
@@ -47,6 +54,8 @@ class HomeConfig(NamedTuple):
     store_url: str = ""
     allow_unsynced: bool = False
     key_file: str = ""
+    models: Mapping[str, str] = {}  # a NamedTuple default: shared, never mutated
+    """The model catalog, NAME -> SPEC (``[models.NAME]`` tables)."""
 
 
 def config_path(home: Path, env: Mapping[str, str] | None = None) -> tuple[Path, bool]:
@@ -87,12 +96,16 @@ def parse_config(data: bytes, path: Path) -> HomeConfig:
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise InvalidArgumentError(f"config file {str(path)!r} is not valid TOML: {exc}") from None
     values: dict[str, Any] = {}
+    models: dict[str, str] = {}
     for table, body in doc.items():
+        if table == _MODELS:
+            models = _models(body, path)
+            continue
         keys = _KNOWN.get(table)
         if keys is None or not isinstance(body, dict):
             raise InvalidArgumentError(
                 f"config file {str(path)!r}: unknown table [{table}]",
-                hint="known tables: " + ", ".join(f"[{t}]" for t in _KNOWN),
+                hint="known tables: " + ", ".join(f"[{t}]" for t in _KNOWN) + ", [models.NAME]",
             )
         for key, value in body.items():
             want = keys.get(key)
@@ -115,14 +128,52 @@ def parse_config(data: bytes, path: Path) -> HomeConfig:
         store_url=values.get("store.url", ""),
         allow_unsynced=values.get("store.allow_unsynced", False),
         key_file=key_file,
+        models=models,
     )
 
 
+def _models(body: object, path: Path) -> dict[str, str]:
+    """The ``[models.NAME]`` tables as NAME -> SPEC, each NAME and SPEC checked."""
+    from agentsessions.models.catalog import ModelCatalog
+
+    where = f"config file {str(path)!r}"
+    if not isinstance(body, dict):
+        raise InvalidArgumentError(f"{where}: models must be tables: [models.NAME]")
+    out: dict[str, str] = {}
+    for name, table in body.items():
+        if not isinstance(table, dict) or set(table) != {"spec"}:
+            raise InvalidArgumentError(
+                f"{where}: [models.{name}] must have exactly one key, spec",
+                hint=f'[models.{name}]\nspec = "openai:gpt-4o-mini"',
+            )
+        if type(table["spec"]) is not str:
+            raise InvalidArgumentError(f"{where}: [models.{name}] spec must be a str")
+        out[name] = table["spec"]
+    try:
+        return dict(ModelCatalog(out))
+    except InvalidArgumentError as exc:
+        raise InvalidArgumentError(f"{where}: {exc.message}", hint=exc.hint) from None
+
+
+class Choices(NamedTuple):
+    """What an engine opens with (:func:`resolve_choices`)."""
+
+    url: str
+    allow_unsynced: bool
+    master: MasterKey | None
+    models: Mapping[str, str]
+
+
 def resolve_choices(
-    home: Path, store_url: str | None, allow_unsynced: bool, key_file: str | None
-) -> tuple[str, bool, MasterKey | None]:
-    """The store URL, ``allow_unsynced`` and master key an engine opens with: each as the
-    caller (flags) gave it, else from the environment, else from the configuration file."""
+    home: Path,
+    store_url: str | None,
+    allow_unsynced: bool,
+    key_file: str | None,
+    models: Mapping[str, str] | None = None,
+) -> Choices:
+    """The store URL, ``allow_unsynced``, master key and model catalog an engine opens
+    with: each as the caller (flags) gave it, else from the environment, else from the
+    configuration file (the catalog: the file's entries, then ``models`` over them)."""
     from agentsessions.journal.stores.filecrypt import resolve_master
     from agentsessions.sessions.storeurl import resolve_store_url
 
@@ -131,4 +182,5 @@ def resolve_choices(
     master = resolve_master(key_file) or (
         resolve_master(config.key_file) if config.key_file else None
     )
-    return url, allow_unsynced or config.allow_unsynced, master
+    catalog = {**config.models, **(models or {})}
+    return Choices(url, allow_unsynced or config.allow_unsynced, master, catalog)

@@ -88,8 +88,10 @@ class LocalSessions:
         runtime: str = DEFAULT_RUNTIME,
         model: str | None = None,
         owns_store: bool = True,
+        models: Mapping[str, str] | None = None,
     ) -> None:
         self.home = home
+        self.models = checks.catalog(models)  # the operator's model names (see open_local)
         self.store = store
         self.runtime_name = runtime or DEFAULT_RUNTIME
         self.default_model = model or DEFAULT_MODEL
@@ -98,7 +100,7 @@ class LocalSessions:
         self._controllers: dict[str, Controller] = {}
         self._runtime: Runtime | None = None
         self._turns = Turns()  # the session locks, the running turns and their workers
-        self._models = checks.ModelChecks()
+        self._models = checks.ModelChecks(self.models)
 
     # -- plumbing ---------------------------------------------------------------------------
     def __enter__(self) -> LocalSessions:
@@ -147,6 +149,7 @@ class LocalSessions:
                     runtime=runtime,
                     default_model=self.default_model,
                     keep_writers=1,
+                    catalog=self.models,
                 )
                 self._controllers[uid] = found
             return found
@@ -200,7 +203,7 @@ class LocalSessions:
         first; ``tools`` (a workload file) is recorded with the session."""
         self._models.check(model)  # an unknown provider is refused before the session exists
         checks.check_model_of(harness, model, project)  # a model for a harness calling none
-        workload = _workload(tools)
+        workload = checks.workload(tools)
         meta = SessionMeta(
             uid=new_uid(),
             project=check_project(project),
@@ -341,15 +344,13 @@ class LocalSessions:
         from agentsessions.controller.replay import replay as replay_session
 
         # a controller of its own: its model-call counter sees only this replay
-        counter = build_controller(self.store, self.home, runtime=self.runtime())
-        result = replay_session(
-            self.store,
-            uid,
-            HARNESSES,
-            harness=harness or "",
-            model_calls=lambda: counter.models.calls,
-            workloads=counter.workloads,
+        counter = build_controller(
+            self.store, self.home, runtime=self.runtime(), catalog=self.models
         )
+        result = replay_session(
+            self.store, uid, HARNESSES, harness=harness or "",
+            model_calls=lambda: counter.models.calls, workloads=counter.workloads,
+        )  # fmt: skip
         return ReplayReport(
             uid=result.uid,
             harness=result.harness,
@@ -501,7 +502,7 @@ class LocalSessions:
         lock, taken: the session, the lock, the turn's work for a controller, and created."""
         messages = [as_message(item) for item in inputs]
         self.check_request(uid, messages, wait, project, name, labels, fresh_start)
-        workload = _workload(tools)  # a bad workload is refused before anything is written
+        workload = checks.workload(tools)  # a bad workload is refused before anything is written
         recorded, recorded_model = "", ""
         if uid is not None:  # its project's registered harnesses are the ones it may run on
             info = self._state(uid)
@@ -665,6 +666,7 @@ def open_local(
     allow_unsynced: bool = False,
     key_file: str | None = None,
     must_exist: bool = False,
+    models: Mapping[str, str] | None = None,
 ) -> LocalSessions:
     """A ready engine: on ``store``, else the store ``store_url`` names (``--store``, else
     ``AGENTSESSIONS_STORE``: see :mod:`.storeurl`), else the file store under ``home``
@@ -674,27 +676,23 @@ def open_local(
     else ``AGENTSESSIONS_KEY_FILE``, else ``AGENTSESSIONS_MASTER_KEY``; with one, new
     sessions are encrypted and encrypted ones readable. Each choice not given falls back to
     the configuration file (``$AGENTSESSIONS_CONFIG``, else ``<home>/config.toml``: :mod:`.config`).
-    ``must_exist`` (a read): the file store's home must exist (:func:`.home.require_home`)."""
+    ``must_exist``: the file store's home must exist (:func:`.home.require_home`). ``models``:
+    the model catalog (NAME -> SPEC) over the config file's ``[models.NAME]`` (:mod:`.config`)."""
     resolved = resolve_home(home)
     if store is not None:
-        return LocalSessions(resolved, store, runtime=runtime, model=model, owns_store=False)
+        return LocalSessions(
+            resolved, store, runtime=runtime, model=model, owns_store=False, models=models
+        )
     from agentsessions.sessions.config import resolve_choices
     from agentsessions.sessions.storeurl import open_store
 
-    url, allow_unsynced, master = resolve_choices(resolved, store_url, allow_unsynced, key_file)
+    url, unsynced, master, catalog = resolve_choices(
+        resolved, store_url, allow_unsynced, key_file, models
+    )
     if url:
-        chosen = open_store(url, allow_unsynced=allow_unsynced, master=master)
-        return LocalSessions(resolved, chosen, runtime=runtime, model=model)
+        chosen = open_store(url, allow_unsynced=unsynced, master=master)
+        return LocalSessions(resolved, chosen, runtime=runtime, model=model, models=catalog)
     from agentsessions.journal.stores.filestore import FileStore
 
     chosen = FileStore(require_home(resolved) if must_exist else resolved, master=master)
-    return LocalSessions(resolved, chosen, runtime=runtime, model=model)
-
-
-def _workload(tools: str | PathLike[str] | None) -> Workload | None:
-    """The validated workload file ``tools`` names, or None."""
-    if tools is None or tools == "":
-        return None
-    from agentsessions.tools.workload import load_workload
-
-    return load_workload(os.fspath(tools))
+    return LocalSessions(resolved, chosen, runtime=runtime, model=model, models=catalog)

@@ -7,7 +7,7 @@ harnesses through the registry and never imports them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,17 +36,21 @@ def build_controller(
     on_record: Callable[[Record], None] | None = None,
     on_delta: Callable[[str], None] | None = None,
     keep_writers: int = 0,
+    catalog: Mapping[str, str] | None = None,
 ) -> Controller:
     """A controller over ``store`` with the runtime (by name, or one already made, so that
     the controllers of one engine share it) and the model registry. ``keep_writers``: how
-    many sessions' writers stay open between turns (a long-lived engine keeps them)."""
+    many sessions' writers stay open between turns (a long-lived engine keeps them).
+    ``catalog``: the operator's model names (NAME -> SPEC, :mod:`agentsessions.models.catalog`);
+    the current call's model guard runs before every model is made or called."""
     from agentsessions.controller.controller import Controller
     from agentsessions.models import create_model
+    from agentsessions.models.catalog import guard_model
     from agentsessions.runtimes import create_runtime
     from agentsessions.tools.recorded import RecordedWorkloads
 
     def models(name: str) -> ModelProvider:
-        return create_model(name)
+        return create_model(name, catalog=catalog)
 
     return Controller(
         store,
@@ -58,6 +62,7 @@ def build_controller(
         on_delta=on_delta,
         keep_writers=keep_writers,
         workloads=RecordedWorkloads(store),
+        model_guard=guard_model,
     )
 
 
