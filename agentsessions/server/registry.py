@@ -12,11 +12,11 @@ naming none, the token's first (the operator's: ``default``), by the sessions' r
 PERMISSION_DENIED). A token sees, registers and retires only its projects' harnesses:
 another project's registration is answered exactly as a name nobody registered
 (NOT_FOUND, the same text), and ListHarnesses lists the static harnesses and the project's
-own. Registering an address that is not on this machine (neither loopback nor a unix
-socket: the server would dial it) needs an admin token (``token create --admin``;
-PERMISSION_DENIED otherwise); the operator of a listener without auth is admin. A call
-without a principal (no interceptor set one) is refused UNAUTHENTICATED: the service fails
-closed, as the sessions' scope does.
+own. Registering an address other than a loopback port (off this machine, which the
+server would dial, or a unix socket, a path on its disk) needs an admin token
+(``token create --admin``; PERMISSION_DENIED otherwise); the operator of a listener
+without auth is admin. A call without a principal (no interceptor set one) is refused
+UNAUTHENTICATED: the service fails closed, as the sessions' scope does.
 
 ``GetHarness(observe=true)`` also asks a remote harness to describe itself: its descriptor
 in ``observed``, or why it could not in ``observe_error``; ``unservable_reason`` says why
@@ -63,16 +63,18 @@ def spec_dict(spec: pb.HarnessSpec) -> dict[str, Any]:
 
 
 def check_admin(principal: Principal, address: str) -> None:
-    """Refuse (PermissionDeniedError) a non-admin registering ``address`` off this machine:
-    the server dials what is registered, so only an admin may point it elsewhere."""
+    """Refuse (PermissionDeniedError) a non-admin registering ``address`` anywhere but a
+    loopback port: the server dials what is registered, so only an admin may point it off
+    this machine, or at a unix socket (a path on the server's disk, which a caller must never
+    name)."""
     check_address(address)
-    if principal.is_admin or is_local(address):
+    if principal.is_admin or (is_local(address) and not address.startswith("unix:")):
         return
     shown = address if len(address) <= _QUOTE else address[:_QUOTE] + "..."
     raise PermissionDeniedError(
         f"{principal.name or 'this token'} may not register a harness at {shown!r}: an "
-        "address off the server's machine (not loopback, not a unix socket) needs an admin "
-        "token (agentsessions token create --admin)",
+        "address other than a loopback port (off the server's machine, or a unix socket) "
+        "needs an admin token (agentsessions token create --admin)",
         hint="the operator creates one: agentsessions token create --project P --admin",
     )
 
@@ -119,10 +121,10 @@ class HarnessRegistryService(pb_grpc.HarnessRegistryServicer):
         self, request: pb.GetHarnessRequest, context: grpc.ServicerContext
     ) -> pb.HarnessRegistration:
         def run() -> pb.HarnessRegistration:
-            _, project = self._caller(request.project)
+            principal, project = self._caller(request.project)
             msg = registration_to_proto(self.book.get(request.name, project))
             if request.observe:
-                observe(msg)
+                observe(msg, detailed=principal.is_admin)
             return msg
 
         return self._call(context, run)
@@ -151,8 +153,11 @@ class HarnessRegistryService(pb_grpc.HarnessRegistryServicer):
         return self._call(context, run)
 
 
-def observe(msg: pb.HarnessRegistration) -> None:
-    """Fill ``observed`` (or ``observe_error``) and ``unservable_reason`` of a remote one."""
+def observe(msg: pb.HarnessRegistration, *, detailed: bool = True) -> None:
+    """Fill ``observed`` (or ``observe_error``) and ``unservable_reason`` of a remote one.
+    Without ``detailed`` (a caller who is not admin) the error says only that no harness
+    answered: the reason (refused, reset, not a harness) would make a registration a probe
+    of the server's loopback ports."""
     from agentsessions.server.harnessclient import describe
 
     address = msg.spec.remote.address
@@ -161,7 +166,7 @@ def observe(msg: pb.HarnessRegistration) -> None:
     try:
         descriptor = describe(address, timeout=5.0)
     except AgentSessionsError as exc:
-        msg.observe_error = str(exc)
+        msg.observe_error = str(exc) if detailed else f"no harness answered at {address}"
         return
     msg.observed.CopyFrom(wire.descriptor_to_proto(descriptor))
     if descriptor.capabilities.resumability != STATELESS:

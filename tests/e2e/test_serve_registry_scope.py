@@ -109,8 +109,8 @@ class Counted:
 
     def __init__(self, name: str) -> None:
         self.runs = 0
-        self.address = _socket(name)
-        self.node = HarnessServer(self._make, self.address)
+        self.node = HarnessServer(self._make, "127.0.0.1:0")  # a loopback port: no admin
+        self.address = self.node.address
         self._described = False
 
     def _make(self) -> Harness:
@@ -143,7 +143,7 @@ def test_another_projects_harness_is_answered_as_an_unknown_name(rig: Rig) -> No
         assert "unknown harness 'planner'" in refused_before
 
         made = a("RegisterHarness", pb.RegisterHarnessRequest(name="planner", spec=_spec(
-            _socket("a"))))  # fmt: skip
+            "127.0.0.1:1")))  # fmt: skip
         assert made.outcome == pb.REGISTER_OUTCOME_CREATED
         assert made.harness.metadata.project == rig.pa
         # B: get, get with observe, retire: word for word what an unknown name gets
@@ -162,7 +162,7 @@ def test_another_projects_harness_is_answered_as_an_unknown_name(rig: Rig) -> No
         ("ListHarnesses", pb.ListHarnessesRequest(project=rig.pa)),
         ("RetireHarness", pb.RetireHarnessRequest(name="planner", project=rig.pa)),
         ("RegisterHarness", pb.RegisterHarnessRequest(
-            name="x", spec=_spec(_socket("x")), project=rig.pa)),
+            name="x", spec=_spec("127.0.0.1:1"), project=rig.pa)),
     ]:  # fmt: skip
         assert b(rpc, request)[0] == grpc.StatusCode.PERMISSION_DENIED, rpc
 
@@ -218,9 +218,16 @@ def test_an_address_off_the_machine_needs_an_admin_token(rig: Rig) -> None:
         assert admin("RegisterHarness", request).outcome == pb.REGISTER_OUTCOME_CREATED
     listed = plain("ListHarnesses", pb.ListHarnessesRequest())
     assert {"far0", "far1", "far2"} <= {h.metadata.name for h in listed.harnesses}
-    for i, address in enumerate(("127.0.0.1:9", "localhost:9", "[::1]:9", _socket("n"))):
+    for i, address in enumerate(("127.0.0.1:9", "localhost:9", "[::1]:9")):
         near = pb.RegisterHarnessRequest(name=f"near{i}", spec=_spec(address))
         assert plain("RegisterHarness", near).outcome == pb.REGISTER_OUTCOME_CREATED
+    # a caller who is not admin learns no more of a loopback port than that nothing answered
+    seen = plain("GetHarness", pb.GetHarnessRequest(name="near0", observe=True))
+    assert seen.observe_error == "no harness answered at 127.0.0.1:9"
+    # a unix socket is a path on the server's disk: a caller who is not admin never names one
+    sock = pb.RegisterHarnessRequest(name="sock", spec=_spec(_socket("n")))
+    assert plain("RegisterHarness", sock)[0] == grpc.StatusCode.PERMISSION_DENIED
+    assert admin("RegisterHarness", sock).outcome == pb.REGISTER_OUTCOME_CREATED
 
 
 def test_no_token_is_refused(rig: Rig) -> None:
@@ -238,7 +245,7 @@ def test_the_harness_commands_work_over_server(rig: Rig, cli: Cli) -> None:
     def run(token: str, *args: str) -> Any:
         return cli.fast("--server", rig.address, "--token", token, "harness", *args)
 
-    address = _socket("cli")
+    address = "127.0.0.1:1"
     made = run(ta, "register", "cli-h", "--address", address, "--json").ok().json()
     assert made["outcome"] == "REGISTER_OUTCOME_CREATED"
     assert made["harness"]["metadata"]["project"] == rig.pa
