@@ -17,6 +17,8 @@ The registry's cases are ``xfail(strict=True)`` until registrations belong to a 
 from __future__ import annotations
 
 import secrets
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -171,3 +173,26 @@ def test_another_projects_harness_is_an_unknown_one(daemon: Any, victim: Any, fu
 def test_b_lists_none_of_as_harnesses(daemon: Any, victim: Any) -> None:
     """Every page of b's ListHarnesses (retired ones too) leaves a's harness out."""
     assert victim.harness not in daemon.harness_names(daemon.tenants["b"])
+
+
+@REGISTRY_XFAIL
+@pytest.mark.parametrize(
+    "args", [["harness", "list"], ["harness", "retire", "victim-harness"]], ids=["list", "retire"]
+)
+def test_the_harness_commands_over_server_answer_in_one_line(
+    daemon: Any, victim: Any, args: list[str]
+) -> None:
+    """``agentsessions --server ADDR --token T harness ...`` works or refuses in one line
+    (today an AttributeError traceback); b's retire of a's harness is a's name unknown."""
+    b = daemon.tenants["b"]
+    run = subprocess.run(
+        [sys.executable, "-m", "agentsessions", "--server", daemon.address, "--token", b.token,
+         *args],
+        env=hostile.clean_env(), capture_output=True, text=True, timeout=hostile.WAIT,
+        check=False,
+    )  # fmt: skip
+    assert "Traceback" not in run.stderr, run.stderr
+    lines = run.stderr.splitlines()
+    assert run.returncode == 0 or (lines and lines[0].startswith("agentsessions: error: "))
+    assert len(lines) <= 2, run.stderr
+    assert victim.harness not in run.stdout
