@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from needs import need
 
 need("grpc", "grpc")
 
-from google.protobuf import descriptor
 from hostile import REGISTRY, SESSIONS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "SECURITY.md"
 NAMED = re.compile(r"`([A-Z][A-Za-z]+)\.([a-z_]+|\*)`")
 
 
-def _walk(message: descriptor.Descriptor, seen: dict[str, descriptor.Descriptor]) -> None:
+def _walk(message: Any, seen: dict[str, Any]) -> None:
     if message.full_name in seen or message.full_name.startswith("google.protobuf."):
         return
     seen[message.full_name] = message
@@ -37,7 +37,7 @@ def _walk(message: descriptor.Descriptor, seen: dict[str, descriptor.Descriptor]
 
 def caller_fields() -> set[str]:
     """``Message.field`` of everything a caller of the served services can send."""
-    seen: dict[str, descriptor.Descriptor] = {}
+    seen: dict[str, Any] = {}
     for method in (*SESSIONS.values(), *REGISTRY.values()):
         _walk(method.request.DESCRIPTOR, seen)
     return {f"{m.name}.{f.name}" for m in seen.values() for f in m.fields}
