@@ -280,3 +280,21 @@ def test_another_projects_harness_is_never_dialed(daemon: Any) -> None:
     assert listener.connections == 0, "the daemon dialed a's harness for b"
     assert got.code == grpc.StatusCode.NOT_FOUND, got
     assert turn.code == stranger.code, (turn, stranger)
+
+
+def test_server_set_fields_of_a_new_session_are_refused(daemon: Any) -> None:
+    """A snapshot path or URI, an origin URI, a compute worker, an identity: the server sets
+    them, so CreateSession refuses each (INVALID_ARGUMENT) and writes nothing."""
+    a = daemon.tenants["a"]
+    before = daemon.fingerprint()
+    snapshot = pb.SnapshotRef(local="/etc", external_uri="http://169.254.169.254/latest")
+    for session in (
+        pb.Session(compute=pb.ComputeRef(snapshot=snapshot)),
+        pb.Session(compute=pb.ComputeRef(runtime="local", worker="/bin/sh")),
+        pb.Session(origin=common_pb2.Origin(uri="file:///etc/passwd")),
+        pb.Session(identity=common_pb2.IdentityRef(principal="tenant-b")),
+        pb.Session(metadata=common_pb2.ResourceMetadata(uid="sess-" + "0" * 24)),
+    ):
+        got = daemon.send(SESSIONS["CreateSession"], pb.CreateSessionRequest(session=session), a)
+        assert got.code == grpc.StatusCode.INVALID_ARGUMENT, (session, got)
+    assert daemon.fingerprint() == before
