@@ -2,7 +2,8 @@
 server-side path, a URL, a command, an executor or a credential.
 
 Each test sends the attack through every field that carries it: a model spec through
-Exec, CreateSession (then a turn on that session) and Compact; paths in names, labels,
+Exec, the chat harness's ``config`` (its ``model`` key is read as a spec), CreateSession
+(then a turn on that session) and Compact; paths in names, labels,
 annotations, child names, tool and harness names and file URIs; workload TOML defining
 executors; harness registration addresses. It asserts the refusal, and what must not have
 happened: the file's contents nowhere in the answer, no connection to the listener the spec
@@ -15,6 +16,7 @@ the part; they flip when it lands.
 
 from __future__ import annotations
 
+import json
 import secrets
 import shlex
 import socket
@@ -86,8 +88,15 @@ def _through_compact(daemon: Any, model: str) -> list[Any]:
     return [daemon.send(SESSIONS["Compact"], request, a)]
 
 
+def _through_config(daemon: Any, model: str) -> list[Any]:
+    """The chat harness's config names a model too: a spec there is a spec all the same."""
+    config = json.dumps({"model": model}).encode()
+    return [_turn(daemon, daemon.tenants["a"], config=config)]
+
+
 SITES: dict[str, Callable[[Any, str], list[Any]]] = {
     "exec": _through_exec,
+    "config": _through_config,
     "create": _through_create,
     "compact": _through_compact,
 }
@@ -298,3 +307,22 @@ def test_server_set_fields_of_a_new_session_are_refused(daemon: Any) -> None:
         got = daemon.send(SESSIONS["CreateSession"], pb.CreateSessionRequest(session=session), a)
         assert got.code == grpc.StatusCode.INVALID_ARGUMENT, (session, got)
     assert daemon.fingerprint() == before
+
+
+def test_a_callers_config_cannot_rename_the_operators_model(tmp_path: Path) -> None:
+    """The operator's model (here ``serve --model openai:operator-model,base_url=...``) is
+    asked for by its own name: the chat harness's ``config.model`` from a caller must not
+    make the daemon ask the operator's endpoint, with the operator's key, for another
+    model (a pricier one, one the operator never offered)."""
+    with Listener() as endpoint:
+        spec = f"openai:operator-model,base_url=http://127.0.0.1:{endpoint.port}/v1"
+        served = hostile.start(tmp_path / "home", ["a"], "--model", spec)
+        try:
+            request = pb.ExecRequest(
+                harness="chat", inputs=[hostile.text("hi")], config=b'{"model": "caller-pick"}'
+            )
+            got = served.send(SESSIONS["Exec"], request, served.tenants["a"])
+        finally:
+            hostile.stop(served)
+    assert b"caller-pick" not in endpoint.received, "the caller renamed the operator's model"
+    assert got.code != grpc.StatusCode.OK or b"operator-model" in endpoint.received, got
