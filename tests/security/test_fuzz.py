@@ -61,24 +61,23 @@ def _marks(full: str, wrong: set[str]) -> Any:
 
 
 @pytest.fixture
-def target(daemon: Any) -> dict[str, Any]:
-    """A fresh session of the fuzz tenant with one turn, its export, and a harness of its
-    own: what the valid requests aim at (so a mutant that deletes or forks harms no other
-    test)."""
+def target(daemon: Any, full: str) -> dict[str, Any]:
+    """What the method's valid requests aim at, fresh for each test (so a mutant that
+    deletes or forks harms no other test): a session of the fuzz tenant with one turn, and
+    for Import its export, for the registry a harness of the tenant's own."""
     fuzz = daemon.tenants["fuzz"]
     made = daemon.send(SESSIONS["Exec"], pb.ExecRequest(inputs=[hostile.text("seed")]), fuzz)
     assert made.code == grpc.StatusCode.OK, made
     uid = pb.ExecUpdate.FromString(made.replies[0]).session.metadata.uid
-    exported = daemon.send(SESSIONS["Export"], pb.ExportRequest(session=uid), fuzz)
-    data = b"".join(pb.ExportChunk.FromString(r).data for r in exported.replies)
-    name = "fuzz-" + uid[-8:]
-    reg = daemon.send(
-        REGISTRY["RegisterHarness"],
-        hostile.sample(REGISTRY["RegisterHarness"], name),
-        fuzz,
-    )
-    assert reg.code == grpc.StatusCode.OK, reg
-    return {"uid": uid, "export": data, "harness": name}
+    out: dict[str, Any] = {"uid": uid, "export": b"", "harness": "fuzz-" + uid[-8:]}
+    if full == "Sessions.Import":
+        exported = daemon.send(SESSIONS["Export"], pb.ExportRequest(session=uid), fuzz)
+        out["export"] = b"".join(pb.ExportChunk.FromString(r).data for r in exported.replies)
+    if full.startswith("HarnessRegistry."):
+        register = REGISTRY["RegisterHarness"]
+        reg = daemon.send(register, hostile.sample(register, out["harness"]), fuzz)
+        assert reg.code == grpc.StatusCode.OK, reg
+    return out
 
 
 def _valid(method: Method, target: dict[str, Any]) -> list[Message]:
