@@ -24,6 +24,7 @@ class Victim:
     name: str
     last_seq: int
     harness: str  # a registration of project a's
+    claimed: str  # another of a's, whose name b registers for itself (names are per project)
 
 
 @pytest.fixture(scope="session")
@@ -81,4 +82,10 @@ def victim(daemon: Any) -> Victim:
         a,
     )
     assert reg.code.name == "OK", reg
-    return Victim(uid=uid, name="victim", last_seq=last_seq, harness="victim-harness")
+    for name in ("victim-claimed",):
+        again = harness_registry_pb2.RegisterHarnessRequest(name=name, spec=spec)
+        assert daemon.send(hostile.REGISTRY["RegisterHarness"], again, a).code.name == "OK"
+    return Victim(
+        uid=uid, name="victim", last_seq=last_seq, harness="victim-harness",
+        claimed="victim-claimed",
+    )  # fmt: skip

@@ -6,9 +6,9 @@ serializers, as a hostile client sends them.
 What must hold after each: no INTERNAL or UNKNOWN and no traceback in the daemon's log
 (an unhandled exception in the server), nothing written for a refused request (the home's
 files and the tenant's sessions and records as before), and the daemon still serving
-(health, and a tenant's list). Bytes
-that do not decode are INVALID_ARGUMENT (today grpc answers INTERNAL "Exception
-deserializing request!": ``xfail`` until the wire helper's deserializer lands).
+(health, and a tenant's list). Bytes that do not decode are INVALID_ARGUMENT (grpc's own
+answer was INTERNAL "Exception deserializing request!"), and an integer field out of its
+range is INVALID_ARGUMENT naming it.
 
 ``AGENTSESSIONS_TORTURE=N`` sends N messages of each kind per method (default 30); the
 generator is seeded by the method's name, so a failure reproduces.
@@ -42,22 +42,6 @@ BROKEN = (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN)
 METHODS = [*SESSIONS.values(), *REGISTRY.values()]
 IDS = [m.full for m in METHODS]
 FOLLOW_WAIT = 0.5  # a Follow a mutant made endless is cut here (the client's deadline)
-WIRE = "issue 18: wire helper (undecodable requests, integer ranges, deadlines)"
-
-# methods whose integer extremes get a wrong code on main today; the wire helper
-# range-checks every integer field (INVALID_ARGUMENT naming it), then they flip
-EXTREMES_WRONG_TODAY = {
-    # deadline_unix -1 runs the turn; 2**63-1 kills the deadline's timer thread with an
-    # OverflowError (a traceback in the log, the turn runs unbounded); expected_last_seq -1
-    # is ABORTED
-    "Sessions.Exec",
-    "Sessions.Approve",  # request_seq -1: "request seq must be > 0" does not name the field
-}
-
-
-def _marks(full: str, wrong: set[str]) -> Any:
-    marks = [pytest.mark.xfail(strict=True, reason=WIRE)] if full in wrong else []
-    return pytest.param(full, marks=marks, id=full)
 
 
 @pytest.fixture
@@ -216,7 +200,6 @@ def test_undecodable_requests_are_refused_and_write_nothing(
     assert all(got.code != grpc.StatusCode.OK for _, got in sent)
 
 
-@pytest.mark.xfail(strict=True, reason=WIRE)
 @pytest.mark.parametrize("full", IDS)
 def test_undecodable_requests_are_invalid_argument(
     daemon: Any, target: dict[str, Any], full: str
@@ -254,7 +237,7 @@ def _extremes(field: Any) -> list[int]:
     return [-1, -(2**bits), 2**bits - 1]
 
 
-@pytest.mark.parametrize("full", [_marks(f, EXTREMES_WRONG_TODAY) for f in IDS])
+@pytest.mark.parametrize("full", IDS)
 def test_integer_fields_at_their_extremes_are_range_checked(
     daemon: Any, target: dict[str, Any], full: str
 ) -> None:

@@ -9,9 +9,6 @@ executors; harness registration addresses. It asserts the refusal, and what must
 happened: the file's contents nowhere in the answer, no connection to the listener the spec
 or address names (:class:`hostile.Listener`, a real one), no marker file made, nothing
 outside the daemon's home changed.
-
-Tests of behaviour other parts of issue 18 are building are ``xfail(strict=True)`` naming
-the part; they flip when it lands.
 """
 
 from __future__ import annotations
@@ -37,12 +34,6 @@ from hostile import API_KEY, REGISTRY, SESSIONS, Listener
 from agentsessions.server.gen import common_pb2, harness_registry_pb2
 from agentsessions.server.gen import session_pb2 as pb
 
-MODELS_XFAIL = pytest.mark.xfail(
-    strict=True, reason="issue 18: models helper (a caller's model is a catalog name)"
-)
-REGISTRY_XFAIL = pytest.mark.xfail(
-    strict=True, reason="issue 18: registry helper (addresses and projects)"
-)
 CANARY = "MASTER-KEY-CANARY-" + secrets.token_hex(8)
 BROKEN = (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN)  # an unhandled exception
 PASSWD = Path("/etc/passwd")
@@ -57,7 +48,7 @@ def secret(tmp_path: Path) -> Path:
 
 
 def _turn(daemon: Any, tenant: Any, **fields: Any) -> Any:
-    request = pb.ExecRequest(harness="chat", inputs=[hostile.text("hi")], **fields)
+    request = pb.ExecRequest(**{"harness": "chat", "inputs": [hostile.text("hi")], **fields})
     return daemon.send(SESSIONS["Exec"], request, tenant)
 
 
@@ -109,7 +100,6 @@ def test_offline_models_stay_available_to_a_token(daemon: Any) -> None:
         assert got.code == grpc.StatusCode.OK, (model, got)
 
 
-@MODELS_XFAIL
 @pytest.mark.parametrize("site", list(SITES))
 def test_a_model_spec_cannot_read_a_server_file(daemon: Any, secret: Path, site: str) -> None:
     """``scripted:file=PATH`` from a token: PERMISSION_DENIED, the file's text nowhere."""
@@ -118,7 +108,6 @@ def test_a_model_spec_cannot_read_a_server_file(daemon: Any, secret: Path, site:
     assert answers[0].code == grpc.StatusCode.PERMISSION_DENIED, answers[0]
 
 
-@MODELS_XFAIL
 def test_a_refused_path_does_not_say_whether_it_exists(daemon: Any, secret: Path) -> None:
     """The answer for a path that exists and for one that does not are the same."""
     missing = secret.with_name("no-such.key")
@@ -128,7 +117,6 @@ def test_a_refused_path_does_not_say_whether_it_exists(daemon: Any, secret: Path
     assert there.shape() == absent.shape((str(missing), str(secret)))
 
 
-@MODELS_XFAIL
 @pytest.mark.parametrize("site", list(SITES))
 @pytest.mark.parametrize("options", ["", ",auth_header=X-Api-Key", ",path=/v1/other"])
 def test_a_model_spec_cannot_send_to_a_url(daemon: Any, site: str, options: str) -> None:
@@ -142,7 +130,6 @@ def test_a_model_spec_cannot_send_to_a_url(daemon: Any, site: str, options: str)
     assert answers[0].code == grpc.StatusCode.PERMISSION_DENIED, answers[0]
 
 
-@MODELS_XFAIL
 def test_caller_text_in_an_error_is_clipped(daemon: Any) -> None:
     """A 100 KB model spec or a 10 KB page token is refused with its own status, quoting at
     most 200 bytes of it (never RESOURCE_EXHAUSTED for the error's own size)."""
@@ -255,7 +242,6 @@ def test_a_callers_workload_cannot_define_an_executor(
     assert daemon.fingerprint() == before
 
 
-@REGISTRY_XFAIL
 @pytest.mark.parametrize(
     "address",
     ["10.1.2.3:80", "169.254.169.254:80", "metadata.google.internal:80", "[fe80::1]:80",
@@ -272,7 +258,6 @@ def test_a_token_cannot_register_an_address_off_loopback(daemon: Any, address: s
     assert name not in daemon.harness_names(b)
 
 
-@REGISTRY_XFAIL
 def test_another_projects_harness_is_never_dialed(daemon: Any) -> None:
     """a registers a harness at a listener; b's observe of it, and b's turn naming it, are
     answered as for a name nobody has and make no connection."""

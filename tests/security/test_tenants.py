@@ -8,10 +8,8 @@ The methods come from the daemon's reflection and the generated descriptors, so 
 added later fails :func:`test_the_matrix_covers_every_served_rpc` until it has a case
 here. A method that names a project (CreateSession, ListSessions, Import, an Exec that
 creates) is asked with a's project and with one nobody has: both PERMISSION_DENIED, the
-same text but the name (refusing a name the caller chose leaks nothing).
-
-The registry's cases are ``xfail(strict=True)`` until registrations belong to a project
-(issue 18, the registry helper): today b reads, retires and re-registers a's harness.
+same text but the name (refusing a name the caller chose leaks nothing). Harness
+registrations belong to a project the same way: b never reads, retires or re-registers a's.
 """
 
 from __future__ import annotations
@@ -33,9 +31,6 @@ from hostile import REGISTRY, SESSIONS, Method
 
 from agentsessions.server.gen import harness_registry_pb2, session_pb2
 
-REGISTRY_XFAIL = pytest.mark.xfail(
-    strict=True, reason="issue 18: registry helper (registrations belong to a project)"
-)
 PROJECT_ADDRESSED = ("Sessions.CreateSession", "Sessions.ListSessions", "Sessions.Import")
 NAME_ADDRESSED = tuple(m.full for m in REGISTRY.values() if m.name != "ListHarnesses")
 UID_ADDRESSED = tuple(m.full for m in SESSIONS.values() if m.full not in PROJECT_ADDRESSED)
@@ -153,13 +148,15 @@ def test_b_lists_none_of_as_sessions_and_a_still_has_its_own(daemon: Any, victim
     assert session.exec_state == session_pb2.EXEC_COMPLETED
 
 
-@REGISTRY_XFAIL
 @pytest.mark.parametrize("full", NAME_ADDRESSED)
 def test_another_projects_harness_is_an_unknown_one(daemon: Any, victim: Any, full: str) -> None:
     """b's Get, Retire or Register of a's harness name answers as for a name nobody has
     (Register: b gets a registration of its own; a's is unchanged)."""
     method = BY_FULL[full]
-    _pair(daemon, method, victim.harness, "h" + secrets.token_hex(6))
+    # a Register by b makes a registration of b's own under that name: it gets a name of
+    # a's that no other case asks b about
+    real = victim.claimed if method.name == "RegisterHarness" else victim.harness
+    _pair(daemon, method, real, "h" + secrets.token_hex(6))
     a = daemon.tenants["a"]
     mine = daemon.send(
         REGISTRY["GetHarness"], harness_registry_pb2.GetHarnessRequest(name=victim.harness), a
@@ -169,13 +166,11 @@ def test_another_projects_harness_is_an_unknown_one(daemon: Any, victim: Any, fu
     assert reg.spec.remote.address == "127.0.0.1:9"
 
 
-@REGISTRY_XFAIL
 def test_b_lists_none_of_as_harnesses(daemon: Any, victim: Any) -> None:
     """Every page of b's ListHarnesses (retired ones too) leaves a's harness out."""
     assert victim.harness not in daemon.harness_names(daemon.tenants["b"])
 
 
-@REGISTRY_XFAIL
 @pytest.mark.parametrize(
     "args", [["harness", "list"], ["harness", "retire", "victim-harness"]], ids=["list", "retire"]
 )
