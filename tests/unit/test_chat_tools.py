@@ -38,7 +38,7 @@ class Recorder:
 def _recorder(monkeypatch: pytest.MonkeyPatch) -> None:
     """``chat-recorder`` names the Recorder for this module's tests only (the registry is
     global: other tests list the known providers)."""
-    monkeypatch.setitem(MODELS._factories, "chat-recorder", Recorder)
+    monkeypatch.setitem(MODELS._factories, ("", "chat-recorder"), Recorder)
 
 
 def _call_message(line: str, call_id: str = "c1", tool: str = "append_line") -> dict[str, Any]:

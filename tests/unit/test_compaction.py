@@ -39,7 +39,7 @@ class Recorder:
 
 @pytest.fixture(autouse=True)
 def _recorder(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(MODELS._factories, "compact-recorder", Recorder)
+    monkeypatch.setitem(MODELS._factories, ("", "compact-recorder"), Recorder)
     Recorder.requests = []
 
 

@@ -227,7 +227,7 @@ def test_the_refusal_is_never_the_journals_last_word(
     failed; it is committed with the summary."""
     from agentsessions.models import MODELS
 
-    monkeypatch.setitem(MODELS._factories, "peek", _Peeking)
+    monkeypatch.setitem(MODELS._factories, ("", "peek"), _Peeking)
     with open_local(tmp_path / "home") as engine:
         uid = engine.create(harness="chat", model=_script(tmp_path, "a1", "a2", "a3")).uid
         for text in ("one", "two", "three"):

@@ -206,7 +206,7 @@ def test_an_unknown_provider_is_refused_never_sent_to_openai(spec: str) -> None:
 
 def test_a_registered_plugin_is_found_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
     plugin = EchoModel()
-    monkeypatch.setitem(MODELS._factories, "my-model", lambda: plugin)
+    monkeypatch.setitem(MODELS._factories, ("", "my-model"), lambda: plugin)
     model: ModelProvider = create_model("my-model")
     assert model is plugin
 
