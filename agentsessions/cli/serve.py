@@ -31,10 +31,16 @@ from agentsessions.cli.app import (
 )
 from agentsessions.cli.serveauth import (
     DEFAULT_MAX_MESSAGE,
+    DEFAULT_MAX_RPS_PER_TOKEN,
     DEFAULT_MAX_STREAMS,
+    DEFAULT_MAX_STREAMS_PER_TOKEN,
+    DEFAULT_MAX_TURNS_PER_TOKEN,
     ClientCaOpt,
     MaxMessageBytesOpt,
+    MaxRpsPerTokenOpt,
     MaxStreamsOpt,
+    MaxStreamsPerTokenOpt,
+    MaxTurnsPerTokenOpt,
     NoAuthOpt,
     TlsCertOpt,
     TlsKeyOpt,
@@ -145,7 +151,10 @@ def serve(
     client_ca: ClientCaOpt = None,
     no_auth: NoAuthOpt = False,
     max_message_bytes: MaxMessageBytesOpt = DEFAULT_MAX_MESSAGE,
-    max_streams_per_client: MaxStreamsOpt = DEFAULT_MAX_STREAMS,
+    max_streams: MaxStreamsOpt = DEFAULT_MAX_STREAMS,
+    max_streams_per_token: MaxStreamsPerTokenOpt = DEFAULT_MAX_STREAMS_PER_TOKEN,
+    max_turns_per_token: MaxTurnsPerTokenOpt = DEFAULT_MAX_TURNS_PER_TOKEN,
+    max_rps_per_token: MaxRpsPerTokenOpt = DEFAULT_MAX_RPS_PER_TOKEN,
     key_file: KeyFileOpt = "",
     log_format: Annotated[
         str,
@@ -200,7 +209,10 @@ def serve(
             client_ca=client_ca,
             no_auth=no_auth,
             max_message_bytes=max_message_bytes,
-            max_streams_per_client=max_streams_per_client,
+            max_streams=max_streams,
+            max_streams_per_token=max_streams_per_token,
+            max_turns_per_token=max_turns_per_token,
+            max_rps_per_token=max_rps_per_token,
         )
         pairs = [f"{name}={address}" for name, address in opts.harnesses.items()]
         server = build_server(
