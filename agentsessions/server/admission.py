@@ -85,7 +85,9 @@ def _refusal_pool() -> futures.ThreadPoolExecutor:
 
 def refusal(exc: AgentSessionsError) -> Handler:
     """A handler that ends its call with ``exc`` at once, on the refusal pool, without
-    waiting for (or reading) a request: any method may be answered with it."""
+    waiting for (or reading) a request: any method may be answered with it. (Measured with
+    bench/streams.py: refusals of the method's own kind wait for each request message on
+    the refusal pool, fall behind a flood, and let grpc's backstop refuse bystanders.)"""
 
     def refuse(_requests: Any, context: grpc.ServicerContext) -> None:
         memory.TRIMMER.poke()

@@ -18,7 +18,6 @@ streams and turns, server   64 (``--max-streams``), each on a     RESOURCE_EXHAU
 unary calls, server         32 workers (``app.UNARY_WORKERS``)    wait for a worker
 calls in the server         1024 (``app.MAX_CONCURRENT_RPCS``)    RESOURCE_EXHAUSTED (grpc's own,
                                                                   on its serving thread)
-calls per connection        128 (HTTP/2 MAX_CONCURRENT_STREAMS)   the client waits to send
 ==========================  ====================================  ================================
 
 8 MiB is twice the store's commit limit (4 MiB), so any committed record fits in a reply
@@ -60,9 +59,6 @@ DEFAULT_MAX_STREAMS = 64
 DEFAULT_MAX_STREAMS_PER_TOKEN = 16
 DEFAULT_MAX_TURNS_PER_TOKEN = 8
 DEFAULT_MAX_RPS_PER_TOKEN = 200
-MAX_CALLS_PER_CONNECTION = 128
-"""HTTP/2's MAX_CONCURRENT_STREAMS: a client's calls beyond it wait in the client, so one
-connection's flood is held at its sender, not in the server's memory."""
 
 
 @dataclass(frozen=True)
@@ -94,11 +90,13 @@ class Limits:
             raise InvalidArgumentError(f"max fork count must be 1..{MAX_FORK_CHILDREN}")
 
     def grpc_options(self) -> list[tuple[str, Any]]:
-        """The server's channel options: message sizes both ways, calls per connection."""
+        """The server's channel options: message sizes both ways. (Not HTTP/2's
+        MAX_CONCURRENT_STREAMS: grpc's clients answer calls beyond it with UNAVAILABLE,
+        "RST_STREAM error code 7", rather than wait, and in one process their channels share
+        a connection, so a flood would fail a bystander's calls; admission bounds streams.)"""
         return [
             ("grpc.max_receive_message_length", self.max_message_bytes),
             ("grpc.max_send_message_length", self.max_message_bytes),
-            ("grpc.max_concurrent_streams", MAX_CALLS_PER_CONNECTION),
         ]
 
     def page_size(self, page_size: int) -> int:
