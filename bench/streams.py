@@ -11,12 +11,15 @@ two projects (bounded, loopback only, its own temporary home):
 1. idle: the daemon's RSS after a warm-up; then token B's unary calls (ListSessions and
    GetSession, alternately, paced at ``--rate`` a second: under B's own rate bound) alone,
    for the baseline latency;
-2. flood: token A opens ``--streams`` Follow streams (never idle-timed-out) over
-   ``--connections`` channels while B's calls go on; a stream either stays open
-   (accepted, up to ``--max-streams-per-token``) or ends RESOURCE_EXHAUSTED (refused);
-   the daemon's peak RSS (its VmHWM);
-3. after: A cancels every stream; the daemon's RSS once it has been quiet for a while,
-   and whether A can open a stream again (its slots came back).
+2. flood (``--rounds`` times): token A opens ``--streams`` Follow streams (never
+   idle-timed-out) over ``--connections`` channels while B's calls go on (B's figures are
+   the calls that began between the flood's first stream and its cancel); a stream stays
+   open (accepted, up to ``--max-streams-per-token``), ends RESOURCE_EXHAUSTED (refused),
+   or is shed by grpc's core before the server took it (CANCELLED: its queue of calls not
+   yet taken is bounded); A holds what stayed open a second, then cancels it all; the
+   daemon's RSS once it has been quiet for a while;
+3. after: the daemon's peak RSS (its VmHWM), and whether A can open a stream again (its
+   slots came back).
 
 Printed: B's p50/p99/max during the flood against its baseline (target p99 < 100 ms), the
 streams accepted/refused, the RSS idle/peak/after (target: after within 10% of idle).
@@ -64,13 +67,16 @@ def rss_kib(pid: int, field: str = "VmRSS") -> int:
 @contextmanager
 def daemon(home: Path) -> Iterator[tuple[int, str]]:
     """(pid, address) of a real ``agentsessions serve`` with tokens, on a loopback port
-    (``BENCH_DAEMON_ENV``: ``K=V,...`` more variables for it, ``MALLOC_ARENA_MAX=2``)."""
-    extra = dict(kv.split("=", 1) for kv in os.environ.get("BENCH_DAEMON_ENV", "").split(",") if kv)
+    (``BENCH_DAEMON_ENV``: ``K=V,...`` more variables for it: ``MALLOC_ARENA_MAX=2``, or
+    ``PYTHONPATH=...`` to measure another checkout's daemon)."""
+    pairs = os.environ.get("BENCH_DAEMON_ENV", "").split(",")
+    extra = dict(kv.split("=", 1) for kv in pairs if kv)
     env = {**os.environ, "PYTHONPATH": str(ROOT), **extra}
     argv = [sys.executable, "-m", "agentsessions", "--home", str(home), "serve",
             "--listen", "127.0.0.1:0"]  # fmt: skip
+    # cwd: not this checkout (python -m puts the cwd first on sys.path)
     proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+        argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=home.parent
     )
     try:
         assert proc.stdout is not None
@@ -93,7 +99,7 @@ class Unary(threading.Thread):
     def __init__(self, stub: Any, token: str, uid: str, rate: float) -> None:
         super().__init__(daemon=True)
         self.stub, self.meta, self.uid, self.rate = stub, meta(token), uid, rate
-        self.latencies: list[float] = []
+        self.latencies: list[tuple[float, float]] = []  # (when it began, how long)
         self.errors: Counter[str] = Counter()
         self.stop = threading.Event()
 
@@ -110,7 +116,7 @@ class Unary(threading.Thread):
                     self.stub.ListSessions(
                         session_pb2.ListSessionsRequest(), metadata=self.meta, timeout=30
                     )
-                self.latencies.append(time.perf_counter() - began)
+                self.latencies.append((began, time.perf_counter() - began))
             except grpc.RpcError as exc:
                 self.errors[f"{exc.code().name}: {exc.details()}"[:120]] += 1  # type: ignore[attr-defined]
             n += 1
@@ -118,10 +124,14 @@ class Unary(threading.Thread):
             if wait > 0:
                 self.stop.wait(wait)
 
-    def figures(self) -> dict[str, float]:
-        lat = sorted(self.latencies) or [0.0]
+    def figures(self, windows: list[tuple[float, float]] | None = None) -> dict[str, float]:
+        """p50/p99/max of the calls that began inside ``windows`` (all of them: None)."""
+        picked = sorted(
+            d for t, d in self.latencies if windows is None or any(a <= t < b for a, b in windows)
+        )
+        lat = picked or [0.0]
         return {
-            "calls": len(self.latencies),
+            "calls": len(picked),
             "p50_ms": statistics.median(lat) * 1e3,
             "p99_ms": lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1e3,
             "max_ms": lat[-1] * 1e3,
@@ -142,6 +152,7 @@ class Flood:
             call = stubs[i % len(stubs)].Follow(request, metadata=meta(token))
             call.add_done_callback(self._done)
             self.calls.append(call)
+        self.began = began
         self.issue_s = time.perf_counter() - began
         settled, deadline = 0, time.monotonic() + 120  # bounded
         while time.monotonic() < deadline and settled < streams:
@@ -157,6 +168,7 @@ class Flood:
         self._ended.release()
 
     def cancel(self) -> None:
+        self.ended = time.perf_counter()
         for call in self.calls:
             call.cancel()
         self.calls.clear()
@@ -209,14 +221,11 @@ def run(
                 floods.append(Flood(a_stubs, token_a, uid_a, streams))
                 time.sleep(1.0)  # B's calls go on beside the open streams
                 floods[-1].cancel()
-                time.sleep(3.0)  # the server sees the cancels, then is quiet (memory.QUIET)
+                time.sleep(6.0)  # the cancels seen, then quiet: memory.QUIET + memory.SETTLE
                 after.append(rss_kib(pid))
             during.stop.set()
             during.join()
             peak = rss_kib(pid, "VmHWM")
-            if os.environ.get("BENCH_PROBE"):
-                os.kill(pid, signal.SIGUSR1)
-                time.sleep(3)
             reopened = admitted(b_stub, token_a, uid_a)
             for c in channels:
                 c.close()
@@ -232,7 +241,7 @@ def run(
         "issue_s": first.issue_s,
         "settle_s": first.settle_s,
         "unary_alone": alone.figures(),
-        "unary_during": during.figures(),
+        "unary_during": during.figures([(f.began, f.ended) for f in floods]),
         "unary_errors": dict(alone.errors + during.errors),
         "rss_mib": {"idle": idle / 1024, "peak": peak / 1024, "after": [a / 1024 for a in after]},
         "rss_after_ratio": after[-1] / idle,
