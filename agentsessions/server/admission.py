@@ -185,7 +185,7 @@ class Ledger:
                     lim.max_streams,
                     "retry later",
                 )
-            held = self._held.get(key or "", _Held()) if key is not None else _Held()
+            held = self._held.get(key, _Held()) if key is not None else _Held()
             if stream and held.streams >= lim.max_streams_per_token:
                 raise _exhausted(
                     f"too many open streams for {who} "

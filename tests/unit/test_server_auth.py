@@ -505,7 +505,8 @@ def test_the_serve_flags_build_a_working_secured_server(engine: Sessions, tmp_pa
             assert code == grpc.StatusCode.UNAUTHENTICATED
     finally:
         server.stop(None).wait()
-    for flag in ("max_streams", "max_streams_per_token", "max_turns_per_token", "max_rps_per_token"):
+    flags = ("max_streams", "max_streams_per_token", "max_turns_per_token", "max_rps_per_token")
+    for flag in flags:
         dashed = "--" + flag.replace("_", "-")
         with pytest.raises(InvalidArgumentError, match=f"{dashed} must be at least 1"):
             serveauth.security(home, "127.0.0.1:0", engine, **{flag: 0})
