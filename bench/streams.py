@@ -208,13 +208,14 @@ def run(
                 for _ in range(50):
                     b_stub.ListSessions(session_pb2.ListSessionsRequest(), metadata=meta(token_b))
                 warm.cancel()
-            time.sleep(3.0)  # quiet: the daemon has trimmed its heap (memory.QUIET)
-            idle = rss_kib(pid)
+            cold = rss_kib(pid)
             alone = Unary(b_stub, token_b, uid_b, rate)
             alone.start()
             time.sleep(baseline_s)
             alone.stop.set()
             alone.join()
+            time.sleep(6.0)  # quiet: the daemon has trimmed its heap (memory.QUIET, SETTLE)
+            idle = rss_kib(pid)  # warm: after B's calls alone, as a daemon at work
             floods, during, after = [], Unary(b_stub, token_b, uid_b, rate), []
             during.start()
             for _ in range(rounds):
@@ -243,7 +244,12 @@ def run(
         "unary_alone": alone.figures(),
         "unary_during": during.figures([(f.began, f.ended) for f in floods]),
         "unary_errors": dict(alone.errors + during.errors),
-        "rss_mib": {"idle": idle / 1024, "peak": peak / 1024, "after": [a / 1024 for a in after]},
+        "rss_mib": {
+            "cold": cold / 1024,
+            "idle": idle / 1024,
+            "peak": peak / 1024,
+            "after": [a / 1024 for a in after],
+        },
         "rss_after_ratio": after[-1] / idle,
         "stream_reopened": reopened,
     }
@@ -281,7 +287,8 @@ def main() -> None:
           f"(p99 {during['p99_ms'] / max(alone['p99_ms'], 1e-9):.1f}x alone; target < 100 ms); "
           f"errors {out['unary_errors'] or 'none'}")  # fmt: skip
     after = ", ".join(f"{a:.0f}" for a in rss["after"])
-    print(f"server RSS: idle {rss['idle']:.0f} MiB, peak {rss['peak']:.0f} MiB, after each "
+    print(f"server RSS: cold {rss['cold']:.0f} MiB, idle {rss['idle']:.0f} MiB, peak "
+          f"{rss['peak']:.0f} MiB, after each "
           f"flood {after} MiB ({out['rss_after_ratio']:.2f}x idle; target <= 1.10x); "
           f"a stream admitted again after: {out['stream_reopened']}")  # fmt: skip
 
