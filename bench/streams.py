@@ -68,15 +68,18 @@ def rss_kib(pid: int, field: str = "VmRSS") -> int:
 def daemon(home: Path) -> Iterator[tuple[int, str]]:
     """(pid, address) of a real ``agentsessions serve`` with tokens, on a loopback port
     (``BENCH_DAEMON_ENV``: ``K=V,...`` more variables for it: ``MALLOC_ARENA_MAX=2``, or
-    ``PYTHONPATH=...`` to measure another checkout's daemon)."""
+    ``PYTHONPATH=...`` to measure another checkout's daemon; ``BENCH_SERVE_ARGS``: more
+    ``serve`` arguments, ``--log-format json``; ``BENCH_SERVE_LOG``: a file for its stderr)."""
     pairs = os.environ.get("BENCH_DAEMON_ENV", "").split(",")
     extra = dict(kv.split("=", 1) for kv in pairs if kv)
     env = {**os.environ, "PYTHONPATH": str(ROOT), **extra}
     argv = [sys.executable, "-m", "agentsessions", "--home", str(home), "serve",
-            "--listen", "127.0.0.1:0"]  # fmt: skip
+            "--listen", "127.0.0.1:0", *os.environ.get("BENCH_SERVE_ARGS", "").split()]  # fmt: skip
+    where = os.environ.get("BENCH_SERVE_LOG")  # its stderr (else nowhere)
+    log = open(where, "w") if where else subprocess.DEVNULL  # noqa: SIM115 - the daemon's
     # cwd: not this checkout (python -m puts the cwd first on sys.path)
     proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=home.parent
+        argv, stdout=subprocess.PIPE, stderr=log, text=True, env=env, cwd=home.parent
     )
     try:
         assert proc.stdout is not None
