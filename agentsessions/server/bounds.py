@@ -59,6 +59,8 @@ DEFAULT_MAX_STREAMS = 64
 DEFAULT_MAX_STREAMS_PER_TOKEN = 16
 DEFAULT_MAX_TURNS_PER_TOKEN = 8
 DEFAULT_MAX_RPS_PER_TOKEN = 200
+DEFAULT_MAX_STREAMS_PER_CLIENT = DEFAULT_MAX_STREAMS_PER_TOKEN
+"""The old name (``--max-streams-per-client`` is the old name of ``--max-streams-per-token``)."""
 
 
 @dataclass(frozen=True)
