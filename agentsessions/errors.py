@@ -577,7 +577,7 @@ class PermissionDeniedError(AgentSessionsError):
 
 
 class ResourceExhaustedError(AgentSessionsError):
-    """A request over one of the server's bounds (open streams per client); retry later."""
+    """A request over one of the server's bounds (streams, turns, rate); retry later."""
 
     exit_code = 32
     grpc_code = "RESOURCE_EXHAUSTED"

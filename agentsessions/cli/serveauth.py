@@ -6,11 +6,10 @@ opening its engine::
 
     tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None, client_ca: ClientCaOpt = None,
     no_auth: NoAuthOpt = False, max_message_bytes: MaxMessageBytesOpt = DEFAULT_MAX_MESSAGE,
-    max_streams_per_client: MaxStreamsOpt = DEFAULT_MAX_STREAMS,
-    ...
+    max_streams: MaxStreamsOpt = DEFAULT_MAX_STREAMS, ...
     sec = security(home, listen, engine, tls_cert=tls_cert, tls_key=tls_key,
                    client_ca=client_ca, no_auth=no_auth, max_message_bytes=max_message_bytes,
-                   max_streams_per_client=max_streams_per_client)
+                   max_streams=max_streams, ...)
     build_server(engine, listen, credentials=sec.credentials, interceptors=sec.interceptors,
                  scope=sec.scope, options=sec.options, ...)
 
@@ -30,7 +29,11 @@ if TYPE_CHECKING:
     from agentsessions.tools.offered import OfferedTools
 
 DEFAULT_MAX_MESSAGE = 8 * 1024 * 1024  # agentsessions.server.bounds.DEFAULT_MAX_MESSAGE_BYTES
-DEFAULT_MAX_STREAMS = 64  # agentsessions.server.bounds.DEFAULT_MAX_STREAMS_PER_CLIENT
+# the defaults of agentsessions.server.bounds (a test checks they agree)
+DEFAULT_MAX_STREAMS = 64
+DEFAULT_MAX_STREAMS_PER_TOKEN = 16
+DEFAULT_MAX_TURNS_PER_TOKEN = 8
+DEFAULT_MAX_RPS_PER_TOKEN = 200
 
 TlsCertOpt = Annotated[
     Path | None,
@@ -63,10 +66,39 @@ MaxMessageBytesOpt = Annotated[
 MaxStreamsOpt = Annotated[
     int,
     typer.Option(
+        "--max-streams",
+        min=1,
+        metavar="N",
+        help="Streams and turns open in the whole server at once (each holds a worker).",
+    ),
+]
+MaxStreamsPerTokenOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-streams-per-token",
         "--max-streams-per-client",
         min=1,
         metavar="N",
-        help="Open streams (exec, replay, follow) one token may hold at once.",
+        help="Open streams (exec, replay, follow) one token may hold at once "
+        "(--max-streams-per-client: the old name).",
+    ),
+]
+MaxTurnsPerTokenOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-turns-per-token",
+        min=1,
+        metavar="N",
+        help="Turns (exec, resume, compact, rerun) one token may have in flight at once.",
+    ),
+]
+MaxRpsPerTokenOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-rps-per-token",
+        min=1,
+        metavar="N",
+        help="Requests a second one token may make (bursts of twice that).",
     ),
 ]
 
@@ -112,7 +144,10 @@ def security(
     client_ca: Path | None = None,
     no_auth: bool = False,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE,
-    max_streams_per_client: int = DEFAULT_MAX_STREAMS,
+    max_streams: int = DEFAULT_MAX_STREAMS,
+    max_streams_per_token: int = DEFAULT_MAX_STREAMS_PER_TOKEN,
+    max_turns_per_token: int = DEFAULT_MAX_TURNS_PER_TOKEN,
+    max_rps_per_token: int = DEFAULT_MAX_RPS_PER_TOKEN,
     tools: OfferedTools | None = None,
     models: Any = None,
 ) -> Security:
@@ -125,7 +160,11 @@ def security(
     from agentsessions.server.bounds import Limits
 
     limits = Limits(
-        max_message_bytes=max_message_bytes, max_streams_per_client=max_streams_per_client
+        max_message_bytes=max_message_bytes,
+        max_streams=max_streams,
+        max_streams_per_token=max_streams_per_token,
+        max_turns_per_token=max_turns_per_token,
+        max_rps_per_token=max_rps_per_token,
     )
     credentials, interceptors, scope = server_security(
         home,

@@ -18,7 +18,13 @@ Invariants:
 - every call goes through :class:`~.observe.RequestObserver` first: a request id, one log
   line, the RPC's span; and through :class:`~.wirecheck.WireChecks` last: a request that
   does not decode, or has an integer field out of range, is INVALID_ARGUMENT before its
-  handler runs.
+  handler runs;
+- with :class:`~.admission.Admission` among the interceptors (``serve`` always has it),
+  streams and turns run on its pool and the server's own :data:`UNARY_WORKERS` serve only
+  unary calls (no number of streams can take them); without it, streams share this pool,
+  which then gets :data:`~.bounds.DEFAULT_MAX_STREAMS` more workers. Either way grpc holds
+  at most :data:`MAX_CONCURRENT_RPCS` calls at once (running or queued for a worker) and
+  refuses the rest on its serving thread, so nothing queues without bound.
 """
 
 from __future__ import annotations
@@ -36,13 +42,20 @@ import grpc
 
 from agentsessions.errors import InvalidArgumentError, UnavailableError
 from agentsessions.server import service
+from agentsessions.server.admission import Admission
+from agentsessions.server.bounds import DEFAULT_MAX_STREAMS
 from agentsessions.server.observe import RequestObserver
 from agentsessions.server.wirecheck import WireChecks
 from agentsessions.sessions.api import Sessions
 
 LOG = logging.getLogger("agentsessions.server")
 DEFAULT_GRACE = 10.0
-MAX_WORKERS = 64  # each stream (Exec, Follow) holds a worker while it runs
+UNARY_WORKERS = 32
+"""The server's own pool: unary calls (a stream or a turn runs on the admission's pool)."""
+MAX_CONCURRENT_RPCS = 1024
+"""grpc's backstop (``maximum_concurrent_rpcs``): calls running or waiting for a worker at
+once; beyond it grpc answers RESOURCE_EXHAUSTED on its serving thread, so a flood from many
+tokens or connections cannot queue without bound (each queued call holds a few KiB)."""
 
 
 class RunningServer:
@@ -178,11 +191,14 @@ def build_server(
     ``credentials`` None is an insecure port. The caller owns ``engine``: stop the server,
     then close the engine (which waits for running turns)."""
     address, is_unix = parse_listen(listen)
+    admitted = any(isinstance(i, Admission) for i in interceptors)
+    workers = UNARY_WORKERS if admitted else UNARY_WORKERS + DEFAULT_MAX_STREAMS
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="rpc"),
+        futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rpc"),
         # the wire checks innermost: their deserializer is the one every handler carries
         interceptors=[RequestObserver(), *interceptors, WireChecks()],
         options=list(options),
+        maximum_concurrent_rpcs=MAX_CONCURRENT_RPCS,
     )
     recording = _Recording(server)
     service.add_to_server(recording, engine, scope)  # type: ignore[arg-type]

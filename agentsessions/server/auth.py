@@ -9,6 +9,11 @@ a hint naming ``token create``; the health and reflection services
 in a context variable for the handler (unary or streaming, :mod:`.intercept`):
 :func:`current_principal` reads it, and the scope (:mod:`.scoped`) binds the engine to it.
 
+The token is checked in ``intercept_service``, on grpc's serving thread (:mod:`.admission`
+says why that thread): a call with a bad token is refused there, without a worker, and the
+interceptors after this one (admission, which counts per token) see the principal too. The
+check is a ``stat`` of the token file and one SHA-256, cheap enough for that thread.
+
 The only way to serve without tokens is an explicit ``no_auth`` on a listener only this
 machine can reach (a unix socket or a loopback address, :func:`.tls.is_local`); a token on a
 non-local listener needs TLS, or it would cross the network in the clear.
@@ -26,8 +31,9 @@ from typing import TYPE_CHECKING
 import grpc
 
 from agentsessions.errors import AgentSessionsError, InvalidArgumentError, UnauthenticatedError
-from agentsessions.server import status, tls
-from agentsessions.server.bounds import Limits, StreamLimiter
+from agentsessions.server import tls
+from agentsessions.server.admission import Admission, refusal
+from agentsessions.server.bounds import Limits
 from agentsessions.server.intercept import Handler, guarded
 from agentsessions.server.observe import note
 from agentsessions.server.scoped import Scope
@@ -95,22 +101,20 @@ class TokenAuth(grpc.ServerInterceptor):
     ) -> Handler | None:
         if handler_call_details.method.startswith(PUBLIC_PREFIXES):
             return continuation(handler_call_details)  # no principal: the scope refuses all
-        return guarded(continuation(handler_call_details), self._guard)
-
-    def _guard(self, context: grpc.ServicerContext, streaming: bool) -> None:
         try:
-            info = self.tokens.authenticate(bearer_token(context.invocation_metadata()))
+            info = self.tokens.authenticate(bearer_token(handler_call_details.invocation_metadata))
         except UnauthenticatedError as exc:
-            status.abort(context, exc)
-            raise  # not reached: abort raises
+            return refusal(exc)
         except AgentSessionsError as exc:  # a damaged or unreadable token file
             LOG.error("cannot check bearer tokens: %s", exc.message)
-            status.abort(
-                context, UnauthenticatedError("the server cannot check tokens (see its log)")
-            )
-            raise
-        _PRINCIPAL.set(Principal.of(info))
-        note(token_id=info.id, principal=info.principal)
+            return refusal(UnauthenticatedError("the server cannot check tokens (see its log)"))
+        principal = Principal.of(info)
+
+        def guard(context: grpc.ServicerContext, streaming: bool) -> None:
+            _PRINCIPAL.set(principal)
+            note(token_id=info.id, principal=info.principal)
+
+        return guarded(_as(principal, continuation, handler_call_details), guard)
 
 
 class LocalOperator(grpc.ServerInterceptor):
@@ -121,19 +125,26 @@ class LocalOperator(grpc.ServerInterceptor):
         continuation: Callable[[grpc.HandlerCallDetails], Handler | None],
         handler_call_details: grpc.HandlerCallDetails,
     ) -> Handler | None:
-        return guarded(continuation(handler_call_details), _as_local_operator)
+        handler = _as(LOCAL_OPERATOR, continuation, handler_call_details)
+        return guarded(handler, _as_local_operator)
 
 
 def _as_local_operator(context: grpc.ServicerContext, streaming: bool) -> None:
     _PRINCIPAL.set(LOCAL_OPERATOR)
 
 
-def client_key(context: grpc.ServicerContext) -> str:
-    """Whose streams a call counts against: its token, else its peer address."""
-    principal = current_principal()
-    if principal is not None and principal.token_id:
-        return f"token:{principal.token_id}"
-    return f"peer:{context.peer()}"
+def _as(
+    principal: Principal,
+    continuation: Callable[[grpc.HandlerCallDetails], Handler | None],
+    details: grpc.HandlerCallDetails,
+) -> Handler | None:
+    """The interceptors after this one, run with ``principal`` current (on the serving
+    thread, for this call only: it is reset before grpc looks at the next call)."""
+    token = _PRINCIPAL.set(principal)
+    try:
+        return continuation(details)
+    finally:
+        _PRINCIPAL.reset(token)
 
 
 def server_security(
@@ -152,8 +163,9 @@ def server_security(
     """What ``build_server`` needs to serve ``engine`` safely on ``listen``.
 
     Returns the TLS credentials (None: a plaintext port), the interceptors (the token check,
-    or the local operator with ``no_auth``, then the stream bound) and the scope that binds
-    ``engine`` to each call's principal (projects, actor, request bounds). Refuses
+    or the local operator with ``no_auth``, then admission: the per-token and server
+    bounds) and the scope that binds ``engine`` to each call's principal (projects, actor,
+    request bounds). Refuses
     (InvalidArgumentError, exit 2) ``no_auth`` on a listener other machines can reach, and
     tokens over plaintext there; the TLS files are checked here, before anything listens.
     ``offered``: the tools a token holder's workload may select (``serve --tools``).
@@ -182,7 +194,7 @@ def server_security(
         first = TokenAuth(TokenStore(Path(home)))
     interceptors: list[grpc.ServerInterceptor] = [
         first,
-        StreamLimiter(limits.max_streams_per_client, client_key),
+        Admission(limits, current_principal),
     ]
     return (
         credentials,

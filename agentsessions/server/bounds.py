@@ -1,41 +1,66 @@
-"""The bounds a server puts on each request, and the interceptor that counts open streams.
+"""The bounds a server puts on each request and each caller (docs/OPERATIONS.md).
 
-=========================  ==============================  ===================================
-bound                      default (``serve`` flag)        beyond it
-=========================  ==============================  ===================================
-message size, each way     8 MiB (``--max-message-bytes``) RESOURCE_EXHAUSTED (grpc's own
-                                                           check, before any handler runs)
-page size (ListSessions)   500                             clamped to 500, as the reference
-                                                           clamps; negative: INVALID_ARGUMENT
-fork count                 1..128                          INVALID_ARGUMENT
-open streams per client    64 (``--max-streams-per-client``) RESOURCE_EXHAUSTED, the stream
-                                                           refused before its handler runs
-=========================  ==============================  ===================================
+==========================  ====================================  ================================
+bound                       default (``serve`` flag)              beyond it
+==========================  ====================================  ================================
+message size, each way      8 MiB (``--max-message-bytes``)       RESOURCE_EXHAUSTED (grpc's own
+                                                                  check, before any handler runs)
+page size (ListSessions)    500                                   clamped to 500, as the reference
+                                                                  clamps; negative: INVALID_ARGUMENT
+fork count                  1..128                                INVALID_ARGUMENT
+requests per token          200 a second, bursts of 400           RESOURCE_EXHAUSTED
+                            (``--max-rps-per-token``)
+open streams per token      16 (``--max-streams-per-token``;      RESOURCE_EXHAUSTED
+                            ``--max-streams-per-client``: alias)
+turns in flight per token   8 (``--max-turns-per-token``)         RESOURCE_EXHAUSTED
+streams and turns, server   64 (``--max-streams``), each on a     RESOURCE_EXHAUSTED
+                            worker of its own
+unary calls, server         32 workers (``app.UNARY_WORKERS``)    wait for a worker
+calls in the server         1024 (``app.MAX_CONCURRENT_RPCS``)    RESOURCE_EXHAUSTED (grpc's own,
+                                                                  on its serving thread)
+==========================  ====================================  ================================
 
 8 MiB is twice the store's commit limit (4 MiB), so any committed record fits in a reply
-with its envelope. A *client* is the token a call authenticated with (one token's calls
-share its bound, whichever connections carry them), or, on a listener without auth, the
-call's peer address. A stream is a streaming RPC (Exec, Replay, Follow, Connect, ...) from
-its first message until it ends for any reason (done, failed, canceled, the peer gone).
+with its envelope. A stream is a streaming RPC (Exec, Replay, Follow, Export, Connect, ...)
+from its start until its worker is done with it, for any reason (done, failed, canceled,
+the peer gone); a turn is Exec, ResumeStream, Resume, Compact or Rerun, the same way.
+
+Every per-token bound, and the server's total, is counted and refused on grpc's serving
+thread before the call takes or waits for a worker (:mod:`.admission` says how, and why
+there); a refusal is one RESOURCE_EXHAUSTED line naming the bound and the flag that raises
+it. Streams and turns run on a pool of their own of ``--max-streams`` workers, unary calls
+on the server's pool of 32, so no number of streams leaves unary calls without a worker.
+Why these numbers: 16 streams is a busy client (a UI following a dozen sessions) and a
+quarter of the server's 64, so four tokens at their limit still leave room; 8 turns in
+flight is more than an interactive client runs and bounds the model calls one token drives
+at once; 200 requests a second is far above an interactive client (a CLI makes a few per
+command) and far below what one process can serve (a unary call costs about a millisecond
+of CPU), so one token cannot take the CPU from the rest; the burst of 400 lets a client
+that was quiet list and fetch a page of sessions at once. The operator of a listener
+without auth (no token) is bound only by the server's totals. Calls without a token
+(health, reflection) share one budget; a health ``Check`` is never rate-limited (a load
+balancer's probe must not fail because someone floods), a health ``Watch`` holds no worker
+and is not counted. 1024 calls in the server at once (running or waiting for a worker) is
+grpc's own backstop: beyond it nothing queues, every call is refused at once.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import grpc
-
 from agentsessions.controller.lifecycle import MAX_FORK_CHILDREN
-from agentsessions.errors import InvalidArgumentError, ResourceExhaustedError
+from agentsessions.errors import InvalidArgumentError
 from agentsessions.journal.stores.store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
-from agentsessions.server import status
-from agentsessions.server.intercept import NOT_WRAPPED, Handler, guarded
 
 DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
-DEFAULT_MAX_STREAMS_PER_CLIENT = 64
+DEFAULT_MAX_STREAMS = 64
+DEFAULT_MAX_STREAMS_PER_TOKEN = 16
+DEFAULT_MAX_TURNS_PER_TOKEN = 8
+DEFAULT_MAX_RPS_PER_TOKEN = 200
+DEFAULT_MAX_STREAMS_PER_CLIENT = DEFAULT_MAX_STREAMS_PER_TOKEN
+"""The old name (``--max-streams-per-client`` is the old name of ``--max-streams-per-token``)."""
 
 
 @dataclass(frozen=True)
@@ -43,12 +68,21 @@ class Limits:
     """A server's bounds (see the module's table)."""
 
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
-    max_streams_per_client: int = DEFAULT_MAX_STREAMS_PER_CLIENT
+    max_streams: int = DEFAULT_MAX_STREAMS
+    max_streams_per_token: int = DEFAULT_MAX_STREAMS_PER_TOKEN
+    max_turns_per_token: int = DEFAULT_MAX_TURNS_PER_TOKEN
+    max_rps_per_token: int = DEFAULT_MAX_RPS_PER_TOKEN
     max_page_size: int = MAX_PAGE_SIZE
     max_fork_count: int = MAX_FORK_CHILDREN
 
     def __post_init__(self) -> None:
-        for name in ("max_message_bytes", "max_streams_per_client"):
+        for name in (
+            "max_message_bytes",
+            "max_streams",
+            "max_streams_per_token",
+            "max_turns_per_token",
+            "max_rps_per_token",
+        ):
             if getattr(self, name) < 1:
                 flag = "--" + name.replace("_", "-")
                 raise InvalidArgumentError(f"{flag} must be at least 1, got {getattr(self, name)}")
@@ -58,7 +92,10 @@ class Limits:
             raise InvalidArgumentError(f"max fork count must be 1..{MAX_FORK_CHILDREN}")
 
     def grpc_options(self) -> list[tuple[str, Any]]:
-        """The server's channel options: message sizes both ways."""
+        """The server's channel options: message sizes both ways. (Not HTTP/2's
+        MAX_CONCURRENT_STREAMS: grpc's clients answer calls beyond it with UNAVAILABLE,
+        "RST_STREAM error code 7", rather than wait, and in one process their channels share
+        a connection, so a flood would fail a bystander's calls; admission bounds streams.)"""
         return [
             ("grpc.max_receive_message_length", self.max_message_bytes),
             ("grpc.max_send_message_length", self.max_message_bytes),
@@ -86,66 +123,3 @@ class Limits:
                 f"child_names has {len(names)} names for {count} children: give none or one each"
             )
         return count
-
-
-class StreamLimiter(grpc.ServerInterceptor):
-    """Refuses a client's streaming call beyond ``limit`` open ones (RESOURCE_EXHAUSTED).
-
-    ``client(context)`` names the client (the auth interceptor's principal, else the peer).
-    A slot is taken when the stream's handler starts and given back when the RPC ends for
-    any reason (``context.add_callback``), exactly once.
-    """
-
-    def __init__(self, limit: int, client: Callable[[grpc.ServicerContext], str]) -> None:
-        self.limit = limit
-        self._client = client
-        self._open: dict[str, int] = {}
-        self._mutex = threading.Lock()
-
-    def open_streams(self, client: str) -> int:
-        """How many streams ``client`` has open now."""
-        with self._mutex:
-            return self._open.get(client, 0)
-
-    def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Handler | None],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> Handler | None:
-        if handler_call_details.method in NOT_WRAPPED:  # holds no worker thread
-            return continuation(handler_call_details)
-        return guarded(continuation(handler_call_details), self._guard)
-
-    def _guard(self, context: grpc.ServicerContext, streaming: bool) -> None:
-        if not streaming:
-            return
-        client = self._client(context)
-        with self._mutex:
-            held = self._open.get(client, 0)
-            if held < self.limit:
-                self._open[client] = held + 1
-        if held >= self.limit:
-            status.abort(
-                context,
-                ResourceExhaustedError(
-                    f"too many open streams for this client ({held} of {self.limit})",
-                    hint="end a stream (a follow, an exec) first, or raise "
-                    "--max-streams-per-client",
-                    limit=self.limit,
-                ),
-            )
-        released = threading.Event()
-
-        def release() -> None:
-            with self._mutex:
-                if released.is_set():
-                    return
-                released.set()
-                left = self._open[client] - 1
-                if left:
-                    self._open[client] = left
-                else:
-                    del self._open[client]
-
-        if not context.add_callback(release):  # the RPC already ended
-            release()

@@ -6,12 +6,16 @@ the original, all inside one :class:`contextvars.Context` copied for this call: 
 guard sets in a context variable (the caller's principal) is seen by the handler, and by
 every step of a streaming response, whichever worker thread grpc pulls the next item on. A
 guard refuses a call by raising (through ``context.abort``); nothing of the handler runs then.
+
+A behaviour may name the pool grpc runs it on (``experimental_thread_pool``, :func:`on_pool`;
+:mod:`.admission` runs long calls on their own); every wrapper here keeps that choice.
 """
 
 from __future__ import annotations
 
 import contextvars
 from collections.abc import Callable, Iterator
+from concurrent import futures
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import grpc
@@ -35,6 +39,28 @@ _KINDS = (
     ("stream_unary", grpc.stream_unary_rpc_method_handler, True),
     ("stream_stream", grpc.stream_stream_rpc_method_handler, True),
 )
+
+
+POOL_ATTR = "experimental_thread_pool"
+"""The attribute grpc's sync server reads on a behaviour: the pool to submit it to."""
+
+
+def on_pool(behavior: Callable[..., Any], pool: futures.ThreadPoolExecutor) -> Callable[..., Any]:
+    """``behavior`` as grpc runs it on ``pool`` instead of the server's own pool."""
+
+    def run(*args: Any) -> Any:
+        return behavior(*args)
+
+    setattr(run, POOL_ATTR, pool)
+    return run
+
+
+def _keep_pool(new: Callable[..., Any], old: Callable[..., Any]) -> Callable[..., Any]:
+    """``new`` on the pool ``old`` named, if it named one."""
+    pool = getattr(old, POOL_ATTR, None)
+    if pool is not None:
+        setattr(new, POOL_ATTR, pool)
+    return new
 
 
 def _each_in(ctx: contextvars.Context, items: Iterator[Any]) -> Iterator[Any]:
@@ -73,7 +99,7 @@ def guarded(handler: Handler | None, guard: Guard) -> Handler | None:
         behavior = getattr(handler, kind, None)
         if behavior is not None:
             return make(
-                _wrap(behavior, guard, streaming, handler.response_streaming),
+                _keep_pool(_wrap(behavior, guard, streaming, handler.response_streaming), behavior),
                 request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer,
             )
@@ -93,7 +119,7 @@ def wrapped(handler: Handler | None, around: Around) -> Handler | None:
         behavior = getattr(handler, kind, None)
         if behavior is not None:
             return make(
-                around(behavior, handler.response_streaming),
+                _keep_pool(around(behavior, handler.response_streaming), behavior),
                 request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer,
             )

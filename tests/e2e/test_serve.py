@@ -101,6 +101,13 @@ def test_serve_refuses_a_bad_listen_address_in_one_line(cli: Cli) -> None:
     cli.run("serve", "--store", "sqlite").fails(2)
 
 
+def test_serve_bounds_flags_are_checked_and_the_old_name_still_works(cli: Cli) -> None:
+    err = cli.fast("serve", "--max-streams-per-client", "0").fails(2).err
+    assert "'--max-streams-per-token' / '--max-streams-per-client': 0 is not in the range" in err
+    for flag in ("--max-streams", "--max-turns-per-token", "--max-rps-per-token"):
+        assert f"'{flag}': 0 is not in the range" in cli.fast("serve", flag, "0").fails(2).err
+
+
 def test_serve_on_a_port_in_use_is_one_line_and_exit_12(cli: Cli) -> None:
     import socket
 

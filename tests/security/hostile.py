@@ -291,8 +291,9 @@ def start(
         assert made.returncode == 0, made.stderr
         tenants[project] = Tenant(project, made.stdout.strip(), f"tenant-{project}")
     log = home.parent / "serve.log"
+    # the fuzz sends thousands of calls a second from one token: no rate limit in its way
     argv = [sys.executable, "-m", "agentsessions", "--home", str(home), "serve",
-            "--listen", "127.0.0.1:0", *args]  # fmt: skip
+            "--listen", "127.0.0.1:0", "--max-rps-per-token", "1000000", *args]  # fmt: skip
     with log.open("w", encoding="utf-8") as err:
         proc = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=err, text=True,

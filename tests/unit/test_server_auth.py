@@ -19,7 +19,8 @@ import pytest
 import agentsessions
 from agentsessions.errors import InvalidArgumentError
 from agentsessions.server import auth, convert, service, status
-from agentsessions.server.bounds import Limits, StreamLimiter
+from agentsessions.server.admission import Admission, Ledger
+from agentsessions.server.bounds import Limits
 from agentsessions.server.gen import common_pb2, session_pb2, session_pb2_grpc
 from agentsessions.server.scoped import Scope
 from agentsessions.server.tokens import TokenStore
@@ -56,7 +57,7 @@ class Rig:
     tokens: TokenStore
     server: grpc.Server
     port: int
-    limiter: StreamLimiter
+    limiter: Ledger
 
     def token(self, *projects: str, name: str = "") -> str:
         return self.tokens.create(projects=projects, name=name)[0]
@@ -84,9 +85,9 @@ def _serve(
     else:
         port = server.add_secure_port(listen, credentials)
     server.start()
-    limiter = interceptors[-1]
-    assert isinstance(limiter, StreamLimiter)
-    return Rig(engine, TokenStore(home), server, port, limiter)
+    admission = interceptors[-1]
+    assert isinstance(admission, Admission)
+    return Rig(engine, TokenStore(home), server, port, admission.ledger)
 
 
 @pytest.fixture
@@ -97,7 +98,7 @@ def engine(tmp_path: Path) -> Iterator[Sessions]:
 
 @pytest.fixture
 def rig(engine: Sessions, tmp_path: Path) -> Iterator[Rig]:
-    r = _serve(engine, tmp_path / "home", limits=Limits(max_streams_per_client=2))
+    r = _serve(engine, tmp_path / "home", limits=Limits(max_streams_per_token=2))
     yield r
     r.server.stop(None).wait()
 
@@ -276,7 +277,10 @@ def test_open_streams_per_client_are_bounded(rig: Rig, stub: session_pb2_grpc.Se
     third = stub.Replay(request, metadata=bearer(alice))
     code, details = _code(lambda: next(third))
     assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
-    assert details == "too many open streams for this client (2 of 2)"
+    assert details == (
+        "too many open streams for this token (2 of 2): end a stream (a follow, an exec) "
+        "first, or ask the operator to raise serve --max-streams-per-token"
+    )
     # unary calls are not streams; another token has its own bound
     stub.GetSession(session_pb2.GetSessionRequest(uid=uid), metadata=bearer(alice))
     other = stub.Replay(request, metadata=bearer(bob))
@@ -476,7 +480,10 @@ def test_the_serve_flags_build_a_working_secured_server(engine: Sessions, tmp_pa
     from agentsessions.server import bounds
 
     assert serveauth.DEFAULT_MAX_MESSAGE == bounds.DEFAULT_MAX_MESSAGE_BYTES
-    assert serveauth.DEFAULT_MAX_STREAMS == bounds.DEFAULT_MAX_STREAMS_PER_CLIENT
+    assert serveauth.DEFAULT_MAX_STREAMS == bounds.DEFAULT_MAX_STREAMS
+    assert serveauth.DEFAULT_MAX_STREAMS_PER_TOKEN == bounds.DEFAULT_MAX_STREAMS_PER_TOKEN
+    assert serveauth.DEFAULT_MAX_TURNS_PER_TOKEN == bounds.DEFAULT_MAX_TURNS_PER_TOKEN
+    assert serveauth.DEFAULT_MAX_RPS_PER_TOKEN == bounds.DEFAULT_MAX_RPS_PER_TOKEN
     home = tmp_path / "home"
     sec = serveauth.security(home, "127.0.0.1:0", engine, max_message_bytes=4096)
     assert sec.credentials is None
@@ -498,5 +505,8 @@ def test_the_serve_flags_build_a_working_secured_server(engine: Sessions, tmp_pa
             assert code == grpc.StatusCode.UNAUTHENTICATED
     finally:
         server.stop(None).wait()
-    with pytest.raises(InvalidArgumentError, match="--max-streams-per-client must be at least 1"):
-        serveauth.security(home, "127.0.0.1:0", engine, max_streams_per_client=0)
+    flags = ("max_streams", "max_streams_per_token", "max_turns_per_token", "max_rps_per_token")
+    for flag in flags:
+        dashed = "--" + flag.replace("_", "-")
+        with pytest.raises(InvalidArgumentError, match=f"{dashed} must be at least 1"):
+            serveauth.security(home, "127.0.0.1:0", engine, **{flag: 0})

@@ -267,11 +267,11 @@ def test_the_sessions_service_still_needs_a_token(rig: Rig) -> None:
 
 
 def test_health_watchers_hold_no_worker_thread(rig: Rig) -> None:
-    from agentsessions.server.app import MAX_WORKERS
+    from agentsessions.server.app import UNARY_WORKERS
 
     health = health_pb2_grpc.HealthStub(rig.channel)
     request = health_pb2.HealthCheckRequest()
-    watches = [health.Watch(request, timeout=30) for _ in range(MAX_WORKERS + 8)]  # hang guard
+    watches = [health.Watch(request, timeout=30) for _ in range(UNARY_WORKERS + 8)]  # hang guard
     try:
         for watch in watches:  # every one answered: none waits for a free worker
             assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
