@@ -24,6 +24,7 @@ import pytest
 import agentsessions
 from agentsessions.server import auth
 from agentsessions.server.app import build_server
+from agentsessions.server.bounds import Limits
 from agentsessions.server.gen import session_pb2, session_pb2_grpc
 from agentsessions.server.tokens import TokenStore
 
@@ -48,7 +49,11 @@ def probe(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Probe]:
     fail NOT_FOUND with the unknown uid's text: the uid is B's or nobody's)."""
     home: Path = tmp_path_factory.mktemp("timing") / "home"
     with agentsessions.open(home, runtime="local") as engine:
-        _, interceptors, scope = auth.server_security(home, listen="127.0.0.1:0", engine=engine)
+        # 1,000+ calls a second from one token: no rate limit in the measurement's way
+        limits = Limits(max_rps_per_token=1_000_000)
+        _, interceptors, scope = auth.server_security(
+            home, listen="127.0.0.1:0", engine=engine, limits=limits
+        )
         server = build_server(engine, "127.0.0.1:0", interceptors=interceptors, scope=scope)
         tokens = TokenStore(home)
         token_a = tokens.create(projects=["a"])[0]
