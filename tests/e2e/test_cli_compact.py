@@ -21,7 +21,7 @@ def test_compact_keeps_every_entry_and_replays_without_model_calls(cli: Cli) -> 
         cli.fast("exec", uid, "--input", f"turn {i}").ok()
     before = cli.fast("log", uid, "--json").ok().json_lines()
 
-    run = cli.fast("compact", uid, "--keep-turns", "2").ok()
+    run = cli.run("compact", uid, "--keep-turns", "2").ok()
     assert run.out.startswith(f"session {uid} compacted: seq 1-10 summarised by execution ")
     assert "tokens saved" in run.out
 

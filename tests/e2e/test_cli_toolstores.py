@@ -48,7 +48,7 @@ def test_notes_across_two_turns_are_kept_once_and_replayed_without_effects(
     second = _script(tmp_path, "s2.json", _notes("add", text="eggs"), _notes("list"), "Two.")
     cli.run("exec", uid, "--model", second, "--input", "and eggs").ok()
 
-    entries = cli.fast("store", uid, "notes", "--json").ok().json_lines()
+    entries = cli.run("store", uid, "notes", "--json").ok().json_lines()
     assert [(e["seq"], e["author"], e["data"]) for e in entries] == [
         (1, "notes", {"op": "add", "text": "buy milk"}),
         (2, "notes", {"op": "add", "text": "eggs"}),
