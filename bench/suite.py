@@ -164,6 +164,8 @@ def read_profile(path: Path) -> list[dict[str, Any]]:
         )
         for key in ("cpu", "spawns", "pythons"):
             row[key] += entry[key]
+    for row in files.values():
+        row["cpu"] = round(row["cpu"], 2)
     return sorted(files.values(), key=lambda row: -row["cpu"])
 
 
