@@ -23,19 +23,37 @@ def test_the_suite_bench_times_each_configuration() -> None:
     assert rows[0]["ratio"] == 1.0 and rows[1]["ratio"] > 0
 
 
-def test_the_profile_charges_cpu_and_processes_to_each_test_file() -> None:
+SPAWNING = """
+import subprocess
+import sys
+
+
+def test_spawns_one_python_and_one_other_process() -> None:
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    subprocess.run(["true"], check=True)
+"""
+
+COMPUTING = """
+def test_computes_without_a_process() -> None:
+    assert sum(i * i for i in range(2_000_000)) > 0
+"""
+
+
+def test_the_profile_charges_cpu_and_processes_to_each_test_file(tmp_path: Path) -> None:
+    # two files of known cost outside the tree (the tree's conftest orders only its own)
+    (tmp_path / "test_spawning.py").write_text(SPAWNING)
+    (tmp_path / "test_computing.py").write_text(COMPUTING)
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "suite.py"), "--workers", "0", "--profile", "5",
-         "--json", "tests/test_layout.py", "tests/e2e/test_cli_groups.py"],
+         "--json", str(tmp_path / "test_spawning.py"), str(tmp_path / "test_computing.py")],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads(proc.stdout)
-    assert doc["run"]["cpu"] > 0 and "passed" in doc["run"]["summary"]
-    files = {row["file"]: row for row in doc["files"]}
-    assert set(files) == {"tests/test_layout.py", "tests/e2e/test_cli_groups.py"}
-    assert files["tests/test_layout.py"]["spawns"] >= 1  # git ls-files, not a Python
-    assert files["tests/test_layout.py"]["pythons"] == 0
-    groups = files["tests/e2e/test_cli_groups.py"]
-    assert groups["spawns"] == 0 and groups["cpu"] > 0  # in-process CLI: no interpreter
-    assert doc["pythons"] == 0
+    assert doc["run"]["cpu"] > 0 and "2 passed" in doc["run"]["summary"], doc["run"]
+    files = {row["file"].rsplit("/", 1)[-1]: row for row in doc["files"]}
+    assert set(files) == {"test_spawning.py", "test_computing.py"}, doc["files"]
+    assert (files["test_spawning.py"]["spawns"], files["test_spawning.py"]["pythons"]) == (2, 1)
+    computing = files["test_computing.py"]
+    assert computing["spawns"] == 0 and computing["cpu"] > 0.05
+    assert doc["pythons"] == 1
