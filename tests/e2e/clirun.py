@@ -82,14 +82,41 @@ class Cli:
         )
         return Run(args, proc.returncode, proc.stdout, proc.stderr)
 
-    def fast(self, *args: str) -> Run:
-        """Run the same app in-process with typer's CliRunner (no interpreter start-up)."""
+    def fast(
+        self,
+        *args: str,
+        env: Mapping[str, str] | None = None,
+        home: bool = True,
+        stdin: str = "",
+    ) -> Run:
+        """Run the same app in-process with typer's CliRunner (no interpreter start-up).
+
+        As ``run`` sees it: the scrubbed environment (``AGENTSESSIONS_*``/``XDG_*`` unset,
+        ``env`` on top, for the run only), ``cwd`` as the working directory, stderr apart,
+        ``stdin`` as standard input (empty, as ``run``'s closed one, by default).
+        What only a process has stays with ``run``: variables read at import, signals, the
+        real streams and entry point. An exception that escapes the app (a subprocess would
+        print its traceback) lands in ``err``, so ``ok``/``fails`` show it.
+        """
+        import contextlib
+        import traceback
+
         from typer.testing import CliRunner
 
         from agentsessions.cli.app import app
 
-        result = CliRunner().invoke(app, ["--home", str(self.home), *args], env={"COLUMNS": "200"})
-        return Run(args, result.exit_code, result.stdout, result.stderr)
+        scrubbed: dict[str, str | None] = {
+            k: None for k in os.environ if k.startswith(("AGENTSESSIONS_", "XDG_"))
+        }
+        scrubbed.update({"COLUMNS": "200", **(env or {})})
+        argv = ["--home", str(self.home)] if home else []
+        with contextlib.chdir(self.cwd):
+            result = CliRunner().invoke(app, [*argv, *args], input=stdin, env=scrubbed)
+        err = result.stderr
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            exc = result.exception
+            err += "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        return Run(args, result.exit_code, result.stdout, err)
 
     def create(self, *args: str) -> str:
         """Create a session (in-process) and return its uid."""

@@ -1,4 +1,7 @@
-"""Drive the CLI as a user does: real subprocesses, or typer's CliRunner where speed matters.
+"""Drive the CLI as a user does: in-process with typer's CliRunner (``cli.fast``) unless the
+process is the point (signals, Ctrl-C, closed pipes, kills, racing processes, variables read
+at start-up, real stdin/streams, daemons), then a real subprocess (``cli.run``): an
+interpreter start-up costs ~0.25 s of CPU, and the suite is CPU-bound on a loaded machine.
 
 Every run gets an explicit ``--home`` under ``tmp_path`` and a scrubbed environment, so no
 test ever reads or writes the real per-user data directory.

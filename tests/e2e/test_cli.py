@@ -61,9 +61,9 @@ def test_every_command_explains_itself_and_takes_json(cli: Cli, command: str) ->
 
 
 def test_bare_command_prints_help_and_version_works(cli: Cli) -> None:
-    out = cli.run(home=False).ok().out
+    out = cli.fast(home=False).ok().out
     assert "Usage" in out and "verify" in out
-    assert cli.run("--version", home=False).ok().out.startswith("agentsessions ")
+    assert cli.fast("--version", home=False).ok().out.startswith("agentsessions ")
 
 
 # --- create / list / get -------------------------------------------------------------------
@@ -71,7 +71,7 @@ def test_bare_command_prints_help_and_version_works(cli: Cli) -> None:
 
 def test_create_prints_the_uid_and_get_shows_the_metadata(cli: Cli) -> None:
     uid = (
-        cli.run(
+        cli.fast(
             "create",
             "--project",
             "acme",
@@ -129,12 +129,12 @@ def test_list_pages_newest_first_without_skips_or_repeats(cli: Cli) -> None:
 
 def test_list_table_shows_sessions_and_the_next_cursor(cli: Cli) -> None:
     uids = [cli.create("--name", f"table-{i}", "--harness", "echo") for i in range(3)]
-    out = cli.run("list", "--page-size", "2").ok().out
+    out = cli.fast("list", "--page-size", "2").ok().out
     assert uids[2] in out and uids[1] in out and uids[0] not in out
     assert "table-2" in out and "echo" in out and "NONE" in out
     cursor = cli.fast("list", "--page-size", "2", "--json").ok().json()["next_cursor"]
     assert f"--cursor {cursor}" in out
-    rest = cli.run("list", "--page-size", "2", "--cursor", cursor).ok().out
+    rest = cli.fast("list", "--page-size", "2", "--cursor", cursor).ok().out
     assert uids[0] in rest and "--cursor" not in rest
 
 
@@ -146,11 +146,11 @@ def test_reindex_brings_back_a_session_a_crash_left_out_of_list(cli: Cli, home: 
     listed = [s["uid"] for s in cli.fast("list", "--json").ok().json()["sessions"]]
     assert listed == [kept]
     cli.fast("get", lost).ok()  # still there, just not indexed
-    out = cli.run("reindex", "--json").ok().json()
+    out = cli.fast("reindex", "--json").ok().json()
     assert out["sessions"] == 2 and out["catalog"].endswith("catalog.sqlite3")
     listed = [s["uid"] for s in cli.fast("list", "--json").ok().json()["sessions"]]
     assert listed == [lost, kept]
-    assert "indexed 2 sessions" in cli.run("reindex").ok().out
+    assert "indexed 2 sessions" in cli.fast("reindex").ok().out
 
 
 def test_piped_tables_carry_no_trailing_spaces(cli: Cli) -> None:
@@ -158,7 +158,7 @@ def test_piped_tables_carry_no_trailing_spaces(cli: Cli) -> None:
     cli.create("--name", "x")
     uid = cli.import_fixture()
     for args in (("list",), ("log", uid), ("get", uid)):
-        out = cli.run(*args, env={"COLUMNS": ""}).ok().out
+        out = cli.fast(*args, env={"COLUMNS": ""}).ok().out
         assert out.strip() and all(line == line.rstrip() for line in out.splitlines()), args
 
 
@@ -187,21 +187,21 @@ def test_import_of_the_go_fixture_keeps_its_hashes_and_verifies(
     cli: Cli, go_fixture: Path, go_records: list[dict[str, Any]]
 ) -> None:
     uid = (
-        cli.run("import", str(go_fixture), "--project", "go", "--name", "from-go").ok().out.strip()
+        cli.fast("import", str(go_fixture), "--project", "go", "--name", "from-go").ok().out.strip()
     )
     info = cli.fast("get", uid, "--json").ok().json()
     expected = go_records
     assert info["project"] == "go" and info["name"] == "from-go"
     assert info["last_seq"] == len(expected) and info["last_hash"] == expected[-1]["Hash"]
     assert wire_chain(cli, uid) == [(str(r["Seq"]), r["PrevHash"], r["Hash"]) for r in expected]
-    assert "4 records verified" in cli.run("verify", uid).ok().out
+    assert "4 records verified" in cli.fast("verify", uid).ok().out
     report = cli.fast("verify", uid, "--strict", "--json").ok().json()
     assert report["ok"] is True and report["records"] == 4 and report["strict"] is True
 
 
 def test_log_table_reads_like_the_conversation(cli: Cli, go_records: list[dict[str, Any]]) -> None:
     uid = cli.import_fixture()
-    out = cli.run("log", uid).ok().out
+    out = cli.fast("log", uid).ok().out
     for text in ("INPUT", "MODEL_CALL", "OUTPUT", "END", "user: hello", "echo:hello", "COMPLETED"):
         assert text in out
     assert go_records[0]["Hash"][:12] in out
@@ -209,7 +209,7 @@ def test_log_table_reads_like_the_conversation(cli: Cli, go_records: list[dict[s
 
 def test_log_json_is_one_logrecord_per_line(cli: Cli) -> None:
     uid = cli.import_fixture()
-    run = cli.run("log", uid, "--json").ok()
+    run = cli.fast("log", uid, "--json").ok()
     lines = run.json_lines()
     assert len(lines) == 4 and run.err == ""
     prev = ""
@@ -243,7 +243,7 @@ def test_verify_all_covers_every_session(cli: Cli) -> None:
 def test_verify_accepts_a_session_directory_as_a_path(cli: Cli) -> None:
     uid = cli.import_fixture()
     sdir = cli.home / "sessions" / uid
-    assert cli.run("verify", str(sdir)).ok().out.count("✓") == 1
+    assert cli.fast("verify", str(sdir)).ok().out.count("✓") == 1
     assert cli.fast("verify", "--path", str(sdir), "--json").ok().json()["records"] == 4
 
 
@@ -257,12 +257,12 @@ def test_export_import_round_trip_keeps_seqs_and_hashes(
     uid = cli.import_fixture("--name", "original")
     out = tmp_path / "copy.agx"
     args = ["export", uid, "-o", str(out), "--json"] + ([] if compress else ["--no-compress"])
-    summary = cli.run(*args).ok().json()
+    summary = cli.fast(*args).ok().json()
     assert summary["records"] == 4 and summary["compressed"] is compress
     head = out.read_bytes()[:32]
     assert head.startswith(ZSTD_MAGIC) if compress else head.startswith(b'{"agentsessions_export":')
-    assert cli.run("verify", str(out)).ok().out.count("✓") == 1
-    new = cli.run("import", str(out), "--name", "copy").ok().out.strip()
+    assert cli.fast("verify", str(out)).ok().out.count("✓") == 1
+    new = cli.fast("import", str(out), "--name", "copy").ok().out.strip()
     assert new != uid
     assert wire_chain(cli, new) == wire_chain(cli, uid)
     assert cli.fast("get", new, "--json").ok().json()["name"] == "copy"
@@ -285,13 +285,13 @@ def test_export_refuses_to_overwrite_unless_forced(cli: Cli, tmp_path: Path) -> 
 def test_delete_hides_the_session_but_keeps_it_readable(cli: Cli, home: Path) -> None:
     uid = cli.import_fixture()
     keep = cli.create()
-    deleted = cli.run("delete", uid, "--json").ok().json()
+    deleted = cli.fast("delete", uid, "--json").ok().json()
     assert deleted["uid"] == uid and deleted["deleted"] is True
     listed = [s["uid"] for s in cli.fast("list", "--json").ok().json()["sessions"]]
     assert listed == [keep]
     assert cli.fast("get", uid, "--json").ok().json()["deleted"] is True
     assert len(cli.fast("log", uid, "--json").ok().json_lines()) == 4
-    cli.run("verify", uid).ok()
+    cli.fast("verify", uid).ok()
     store = FileStore(home)
     try:
         with pytest.raises(SessionDeletedError):

@@ -62,7 +62,7 @@ def test_a_tail_cut_inside_acknowledged_data_is_refused_everywhere(cli: Cli, hom
         ("resume", uid),
         ("fork", uid, "--at", "1"),
     ):
-        run = cli.run(*args).fails(EXIT_CORRUPT)
+        run = cli.fast(*args).fails(EXIT_CORRUPT)
         assert line in run.err, (args, run.err)
     assert files(home, uid) == before  # no recovery cut, no new record
     assert not (home.parent / "out.agx").exists()
@@ -77,8 +77,8 @@ def test_a_flip_in_the_last_acknowledged_frame_is_not_a_torn_tail(cli: Cli, home
     data[groups[-1][0] - 40] ^= 0x01  # in the payload of the frame the hint names
     tail.write_bytes(bytes(data))
     before = files(home, uid)
-    run = cli.run("verify", str(home / "sessions" / uid)).fails(EXIT_CORRUPT)
+    run = cli.fast("verify", str(home / "sessions" / uid)).fails(EXIT_CORRUPT)
     assert "frame CRC mismatch" in run.err and "acknowledged, not torn" in run.err, run.err
-    cli.run("exec", uid, "--input", "again").fails(EXIT_CORRUPT)
+    cli.fast("exec", uid, "--input", "again").fails(EXIT_CORRUPT)
     assert files(home, uid) == before
     assert not list(tail.parent.glob("*.torn-*"))

@@ -83,7 +83,7 @@ def test_verify_and_import_refuse_a_malformed_header_alike(
     check = unchanged(home)
     verify = cli.fast("verify", str(bad)).fails(EXIT_FORMAT)
     assert says in verify.err, verify.err
-    imported = cli.run("import", str(bad)).fails(EXIT_FORMAT)
+    imported = cli.fast("import", str(bad)).fails(EXIT_FORMAT)
     assert says in imported.err, imported.err
     check()
     assert cli.fast("list", "--json").ok().json()["sessions"] == listed

@@ -72,7 +72,7 @@ def test_unknown_session_is_not_found(
 ) -> None:
     check = unchanged(home)
     extra = ["-o", str(home.parent / "out.agx")] if command == "export" else []
-    run = cli.run(command, UNKNOWN_UID, *extra).fails(EXIT_NOT_FOUND)
+    run = cli.fast(command, UNKNOWN_UID, *extra).fails(EXIT_NOT_FOUND)
     assert UNKNOWN_UID in run.err
     as_json = cli.fast(command, UNKNOWN_UID, *extra, "--json").fails(EXIT_NOT_FOUND)
     assert as_json.json()["error"] == "not_found"
@@ -95,13 +95,13 @@ def test_malformed_session_ids_are_refused_before_touching_files(
 
 def test_a_path_like_id_creates_nothing_next_to_the_working_directory(cli: Cli) -> None:
     around = sorted(cli.cwd.parent.rglob("*"))
-    cli.run("delete", "../etc").fails(EXIT_USAGE)
-    cli.run("get", "../../etc/passwd").fails(EXIT_USAGE)
+    cli.fast("delete", "../etc").fails(EXIT_USAGE)
+    cli.fast("get", "../../etc/passwd").fails(EXIT_USAGE)
     assert sorted(cli.cwd.parent.rglob("*")) == around
 
 
 def test_malformed_id_in_json_mode_reports_the_error_object(cli: Cli) -> None:
-    run = cli.run("get", "../etc", "--json").fails(EXIT_USAGE)
+    run = cli.fast("get", "../etc", "--json").fails(EXIT_USAGE)
     assert run.json()["error"] == "invalid_argument"
 
 
@@ -137,7 +137,7 @@ def test_bad_labels_are_refused(cli: Cli, home: Path, populated: str, label: str
     ids=lambda a: " ".join(a),
 )
 def test_usage_errors_exit_2_with_one_line(cli: Cli, args: list[str]) -> None:
-    cli.run(*args).fails(EXIT_USAGE)
+    cli.fast(*args).fails(EXIT_USAGE)
 
 
 @pytest.mark.parametrize("wait", ["inf", "1e300", "nan", "-inf"])
@@ -148,14 +148,14 @@ def test_a_wait_no_lock_can_take_is_a_usage_error(
     """An infinite or astronomically long ``--wait`` is refused (exit 2), not a traceback."""
     check = unchanged(home)
     extra = ["--input", "hi"] if command == "exec" else []
-    run = cli.run(command, populated, *extra, "--wait", wait)
+    run = cli.fast(command, populated, *extra, "--wait", wait)
     if wait == "-inf":  # typer's own min=0 check answers first
         run.fails(EXIT_USAGE)
     else:
         assert "wait must be a finite number of seconds" in run.fails(EXIT_USAGE).err
     check()
     if command == "exec":  # a new session is not created either
-        cli.run("exec", "--input", "hi", "--wait", wait).fails(EXIT_USAGE)
+        cli.fast("exec", "--input", "hi", "--wait", wait).fails(EXIT_USAGE)
         check()
 
 
@@ -178,7 +178,7 @@ def test_a_flipped_byte_in_an_acknowledged_frame_fails_verify_naming_the_seq(
     (segment,) = [s for s in segments(home, uid) if b"message number 2" in s.read_bytes()]
     flip_inside(segment, b"message number 2")
     check = unchanged(home)
-    run = cli.run("verify", uid)
+    run = cli.fast("verify", uid)
     assert run.code in (EXIT_CORRUPT, EXIT_CHAIN), run.err
     run.fails(run.code)
     assert "seq 3" in run.err
@@ -198,10 +198,10 @@ def test_damage_in_the_last_acknowledged_group_is_corruption_not_a_torn_tail(
     (segment,) = segments(home, uid)
     flip_inside(segment, b"hello")
     check = unchanged(home)
-    run = cli.run("verify", uid)
+    run = cli.fast("verify", uid)
     run.fails(EXIT_CORRUPT)
     assert "acknowledged" in run.err and "frame CRC mismatch" in run.err, run.err
-    cli.run("log", uid).fails(EXIT_CORRUPT)
+    cli.fast("log", uid).fails(EXIT_CORRUPT)
     check()
 
 
@@ -214,7 +214,7 @@ def test_a_truncated_sealed_segment_fails_verify(
     victim = sealed[len(sealed) // 2]
     victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 2])
     check = unchanged(home)
-    run = cli.run("verify", uid)
+    run = cli.fast("verify", uid)
     assert run.code in (EXIT_CORRUPT, EXIT_CHAIN), run.err
     run.fails(run.code)
     check()
@@ -242,7 +242,7 @@ def refuse_import(
     """Import of ``path`` fails with one of ``codes``, creating nothing."""
     before = listed(cli)
     check = unchanged(home)
-    run = cli.run("import", str(path))
+    run = cli.fast("import", str(path))
     assert run.code in codes, f"import exited {run.code}: {run.out}{run.err}"
     run.fails(run.code)
     check()
@@ -312,9 +312,9 @@ def test_a_second_writer_is_refused_and_told_who_holds_the_session(
     try:
         with store.writer(uid):
             check = unchanged(home)
-            run = cli.run("delete", uid).fails(EXIT_BUSY)
+            run = cli.fast("delete", uid).fails(EXIT_BUSY)
             assert f"pid {os.getpid()}" in run.err
             check()
     finally:
         store.close()
-    assert cli.run("delete", uid, "--json").ok().json()["deleted"] is True
+    assert cli.fast("delete", uid, "--json").ok().json()["deleted"] is True

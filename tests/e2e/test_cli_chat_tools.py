@@ -50,31 +50,31 @@ def test_the_scripted_tool_loop_writes_once_and_replays_without_calls(
     uid = run.json()["uid"]
     assert effects.read_text() == "buy milk\n"
 
-    log = cli.run("log", uid).ok().out
+    log = cli.fast("log", uid).ok().out
     kinds = [line.split()[1] for line in log.splitlines()[1:]]
     assert kinds == ["EXECUTION_START", "INPUT", "MODEL_CALL", "OUTPUT", "TOOL_CALL",
                      "TOOL_RESULT", "MODEL_CALL", "OUTPUT", "END"]  # fmt: skip
     assert 'tool call append_line({"line":"buy milk"})' in log
 
-    replay = cli.run("replay", uid, "--rerun", "--json").ok().json()
+    replay = cli.fast("replay", uid, "--rerun", "--json").ok().json()
     assert replay["identical"] is True and replay["model_calls"] == 0
     assert effects.read_text() == "buy milk\n"  # no executor call either
-    cli.run("verify", uid).ok()
+    cli.fast("verify", uid).ok()
 
     # a second turn in a new process: its script's call id is call-0-0 again, its line
     # is written too (the key holds the execution id), and the history carries the first
     second = _script(tmp_path, _append("eggs"), "ok")
     cli.run("exec", uid, "--model", second, "--input", "and eggs").ok()
     assert effects.read_text() == "buy milk\neggs\n"
-    assert cli.run("replay", uid, "--rerun", "--json").ok().json()["model_calls"] == 0
+    assert cli.fast("replay", uid, "--rerun", "--json").ok().json()["model_calls"] == 0
     assert effects.read_text() == "buy milk\neggs\n"
 
 
 def test_the_step_limit_fails_the_turn_with_exit_14(cli: Cli, tmp_path: Path) -> None:
     tools, effects = _workload(tmp_path)
     model = _script(tmp_path, CALL, CALL)
-    run = cli.run("exec", "--harness", "chat", "--model", model, "--tools", str(tools),
-                  "--config", '{"max_steps": 1}', "--input", "loop")  # fmt: skip
+    run = cli.fast("exec", "--harness", "chat", "--model", model, "--tools", str(tools),
+                   "--config", '{"max_steps": 1}', "--input", "loop")  # fmt: skip
     assert run.code == 14, run.err
     error, hint = run.err.splitlines()[-2:]  # after the records exec shows on stderr
     assert error.startswith("agentsessions: error: chat: the model still asks for tools")
@@ -91,19 +91,19 @@ def test_an_approval_gated_call_parks_then_approve_runs_it_once(cli: Cli, tmp_pa
     tools, effects = _workload(tmp_path)
     tools.write_text(tools.read_text().replace('"mediated"', '"approval"'))
     model = _script(tmp_path, CALL, "Done: buy milk is noted.")
-    run = cli.run("exec", "--harness", "chat", "--model", model, "--tools", str(tools),
-                  "--input", "note: buy milk")  # fmt: skip
+    run = cli.fast("exec", "--harness", "chat", "--model", model, "--tools", str(tools),
+                   "--input", "note: buy milk")  # fmt: skip
     assert run.code == 20, run.err
     assert not effects.exists()  # nothing runs before a person decides
-    uid = cli.run("list", "--json").ok().json()["sessions"][0]["uid"]
-    assert cli.run("get", uid, "--json").ok().json()["exec_state"] == "EXEC_AWAITING"
+    uid = cli.fast("list", "--json").ok().json()["sessions"][0]["uid"]
+    assert cli.fast("get", uid, "--json").ok().json()["exec_state"] == "EXEC_AWAITING"
 
-    cli.run("approve", uid, "--reason", "fine", "--actor", "alice").ok()
+    cli.fast("approve", uid, "--reason", "fine", "--actor", "alice").ok()
     assert effects.read_text() == "buy milk\n"
-    kinds = [line.split()[1] for line in cli.run("log", uid).ok().out.splitlines()[1:]]
+    kinds = [line.split()[1] for line in cli.fast("log", uid).ok().out.splitlines()[1:]]
     assert kinds[-6:] == ["APPROVAL_REQUEST", "APPROVAL_RESULT", "TOOL_RESULT", "MODEL_CALL",
                           "OUTPUT", "END"]  # fmt: skip
-    replay = cli.run("replay", uid, "--rerun", "--json").ok().json()
+    replay = cli.fast("replay", uid, "--rerun", "--json").ok().json()
     assert replay["identical"] is True and replay["model_calls"] == 0
     assert effects.read_text() == "buy milk\n"  # the executor did not run again
-    cli.run("verify", uid).ok()
+    cli.fast("verify", uid).ok()

@@ -56,10 +56,10 @@ def test_a_child_whose_parent_is_gone_is_refused_by_verify_and_by_every_writer(
     shutil.move(home / "sessions" / parent, tmp_path / "elsewhere")
     head = last_seq(cli, child)
     check = unchanged(home)
-    run = cli.run("verify", child).fails(EXIT_CORRUPT)
+    run = cli.fast("verify", child).fails(EXIT_CORRUPT)
     assert f"parent session {parent}" in run.err and "seq 1" in run.err, run.err
     cli.fast("verify", str(home / "sessions" / child)).fails(EXIT_CORRUPT)
-    run = cli.run("exec", child, "--input", "again").fails(EXIT_CORRUPT)
+    run = cli.fast("exec", child, "--input", "again").fails(EXIT_CORRUPT)
     assert f"parent session {parent}" in run.err and "nothing was written" in run.err
     cli.fast("log", child).fails(EXIT_CORRUPT)
     cli.fast("fork", child).fails(EXIT_CORRUPT)
@@ -85,7 +85,7 @@ def test_a_lost_middle_segment_is_named_by_its_first_seq_and_file(
     first_lost = int(victim[:16], 16)
     (journal / victim).unlink()
     check = unchanged(home)
-    for run in (cli.run("verify", uid), cli.run("exec", uid, "--input", "more")):
+    for run in (cli.fast("verify", uid), cli.fast("exec", uid, "--input", "more")):
         run.fails(EXIT_CORRUPT)
         assert f"seqs {first_lost}.." in run.err and victim in run.err, run.err
     report = cli.fast("verify", uid, "--json")
@@ -107,13 +107,13 @@ def test_a_damaged_fence_is_corruption_for_verify_and_every_writer(
     raw[6] ^= 0x01
     fence.write_bytes(bytes(raw))
     check = unchanged(home)
-    run = cli.run("verify", uid).fails(EXIT_CORRUPT)
+    run = cli.fast("verify", uid).fails(EXIT_CORRUPT)
     assert "damaged fence file" in run.err and str(fence) in run.err, run.err
     assert cli.fast("verify", "--all").code == EXIT_CORRUPT
     cli.fast("verify", str(home / "sessions" / uid)).fails(EXIT_CORRUPT)
     cli.fast("fork", uid).fails(EXIT_CORRUPT)
     cli.fast("resume", uid).fails(EXIT_CORRUPT)
-    run = cli.run("exec", uid, "--input", "more").fails(EXIT_CORRUPT)
+    run = cli.fast("exec", uid, "--input", "more").fails(EXIT_CORRUPT)
     assert "damaged fence file" in run.err and "hint: " in run.err
     rows = {row["uid"]: row for row in cli.fast("list", "--json").ok().json()["sessions"]}
     assert "damaged fence file" in rows[uid]["damaged"] and not rows[other].get("damaged")
@@ -148,10 +148,10 @@ def test_a_cut_below_the_head_the_latest_writer_opened_on_is_refused_without_the
     os.truncate(tail, cut)
     (sdir / "TAIL").unlink()
     check = unchanged(home)
-    run = cli.run("verify", uid).fails(EXIT_CORRUPT)
+    run = cli.fast("verify", uid).fails(EXIT_CORRUPT)
     assert f"seq {opened_on} was acknowledged (FENCE head)" in run.err, run.err
     for args in (["resume", uid], ["exec", uid, "--input", "four"]):
-        run = cli.run(*args).fails(EXIT_CORRUPT)
+        run = cli.fast(*args).fails(EXIT_CORRUPT)
         assert "FENCE head" in run.err, run.err
     check()
     assert opened_on < head

@@ -53,9 +53,9 @@ def _noted_session(cli: Cli, tmp_path: Path, key: Path) -> str:
     script = tmp_path / "script.json"
     call = {"name": "notes", "arguments": {"op": "add", "text": f"note {SECRET}"}}
     script.write_text(json.dumps([{"text": "", "tool_calls": [call]}, "Noted."]))
-    run = cli.run("--key-file", str(key), "exec", "--harness", "chat", "--model",
-                  f"scripted:file={script}", "--tools", str(tools), "--input",
-                  f"remember {SECRET}", "--json").ok()  # fmt: skip
+    run = cli.fast("--key-file", str(key), "exec", "--harness", "chat", "--model",
+                   f"scripted:file={script}", "--tools", str(tools), "--input",
+                   f"remember {SECRET}", "--json").ok()  # fmt: skip
     return str(run.json()["uid"])
 
 
@@ -66,64 +66,64 @@ def test_a_tool_store_its_receipts_and_the_workload_are_sealed(cli: Cli, tmp_pat
     assert (sdir / "components" / "notes" / "KEY").is_file()
     assert (sdir / "TOOLRECEIPTS").is_file() and (sdir / "WORKLOAD").is_file()
     assert SECRET.encode() not in _all_bytes(cli.home)
-    entries = cli.run("--key-file", str(key), "store", uid, "notes", "--json").ok().json_lines()
+    entries = cli.fast("--key-file", str(key), "store", uid, "notes", "--json").ok().json_lines()
     assert [e["data"] for e in entries] == [{"op": "add", "text": f"note {SECRET}"}]
     before = snapshot(cli.home)
-    run = cli.run("store", uid, "notes").fails(26)
+    run = cli.fast("store", uid, "notes").fails(26)
     assert "is encrypted and no master key was given" in run.err and "--key-file" in run.err
     assert snapshot(cli.home) == before
-    keyless = cli.run("verify", uid, "--json").ok().json()
+    keyless = cli.fast("verify", uid, "--json").ok().json()
     assert keyless["ok"] and keyless["components"][0]["ok"]
     assert any("not recomputed" in n for n in keyless["components"][0]["notes"])
-    keyed = cli.run("--key-file", str(key), "verify", uid, "--json").ok().json()
+    keyed = cli.fast("--key-file", str(key), "verify", uid, "--json").ok().json()
     assert keyed["ok"] and not any("not recomputed" in n for n in keyed["components"][0]["notes"])
     # a second turn in another process reads the sealed workload and receipts back
-    cli.run("--key-file", str(key), "exec", uid, "--model", "echo", "--input", "again").ok()
-    cli.run("shred", uid).ok()
-    run = cli.run("--key-file", str(key), "store", uid, "notes").fails(26)
+    cli.fast("--key-file", str(key), "exec", uid, "--model", "echo", "--input", "again").ok()
+    cli.fast("shred", uid).ok()
+    run = cli.fast("--key-file", str(key), "store", uid, "notes").fails(26)
     assert "shredded" in run.err
     assert not (sdir / "components" / "notes" / "KEY").exists()
-    assert cli.run("verify", uid, "--json").ok().json()["ok"]
+    assert cli.fast("verify", uid, "--json").ok().json()["ok"]
 
 
 def test_keys_new_makes_a_0600_key_file_and_refuses_an_existing_one(
     cli: Cli, tmp_path: Path
 ) -> None:
     path = tmp_path / "new.key"
-    out = cli.run("keys", "new", str(path)).ok().out
+    out = cli.fast("keys", "new", str(path)).ok().out
     assert out.startswith("wrote master key ") and out.endswith(f" to {path} (mode 0600)\n")
     assert (path.stat().st_mode & 0o777) == 0o600
     assert len(base64.b64decode(path.read_text().strip())) == 32
     text = path.read_bytes()
-    run = cli.run("keys", "new", str(path)).fails(2)
+    run = cli.fast("keys", "new", str(path)).fails(2)
     assert "already exists" in run.err and path.read_bytes() == text
-    uid = cli.run("--key-file", str(path), "create").ok().out.strip()  # the file works as is
+    uid = cli.fast("--key-file", str(path), "create").ok().out.strip()  # the file works as is
     assert (cli.home / "sessions" / uid / "KEY").is_file()
 
 
 def test_keys_rotate_rewraps_every_key_and_moves_no_journal_byte(cli: Cli, tmp_path: Path) -> None:
     old, new, wrong = (_key_file(tmp_path, n) for n in ("old.key", "new.key", "wrong.key"))
     uid = _noted_session(cli, tmp_path, old)
-    plain = cli.run("create").ok().out.strip()
+    plain = cli.fast("create").ok().out.strip()
     journals = _journals(cli.home)
     before = snapshot(cli.home)
     rotate = ("keys", "rotate", "--old-key-file")
 
-    run = cli.run(*rotate, str(wrong), "--new-key-file", str(new)).fails(26)
+    run = cli.fast(*rotate, str(wrong), "--new-key-file", str(new)).fails(26)
     assert "wrapped by master key" in run.err
     assert snapshot(cli.home) == before  # a wrong old key changes nothing
 
-    doc = cli.run(*rotate, str(old), "--new-key-file", str(new), "--json").ok().json()
+    doc = cli.fast(*rotate, str(old), "--new-key-file", str(new), "--json").ok().json()
     assert (doc["rewrapped"], doc["already"], doc["shredded"]) == (2, 0, 0)  # session + notes
     assert _journals(cli.home) == journals  # no journal byte moved
     changed = {k for k, v in snapshot(cli.home).items() if before.get(k) != v}
     assert changed == {f"sessions/{uid}/KEY", f"sessions/{uid}/components/notes/KEY"}
     assert not (cli.home / "sessions" / plain / "KEY").exists()
 
-    assert "wrapped by master key" in cli.run("--key-file", str(old), "log", uid).fails(26).err
-    assert SECRET in cli.run("--key-file", str(new), "log", uid).ok().out
-    assert SECRET in cli.run("--key-file", str(new), "store", uid, "notes").ok().out
-    again = cli.run(*rotate, str(old), "--new-key-file", str(new)).ok().out
+    assert "wrapped by master key" in cli.fast("--key-file", str(old), "log", uid).fails(26).err
+    assert SECRET in cli.fast("--key-file", str(new), "log", uid).ok().out
+    assert SECRET in cli.fast("--key-file", str(new), "store", uid, "notes").ok().out
+    again = cli.fast(*rotate, str(old), "--new-key-file", str(new)).ok().out
     assert again == f"rewrapped 0 data keys under master key {doc['new_key_id']} (2 already under it, 0 shredded)\n"  # fmt: skip # noqa: E501
 
 
@@ -137,10 +137,10 @@ def test_keys_rotate_cut_by_a_crash_is_finished_by_running_it_again(
     sdir = cli.home / "sessions" / uid
     # as if a rotation died after its first KEY: the session's is new, the tool store's old
     KeyDir(sdir, uid).rewrap(MasterKey.from_file(old), MasterKey.from_file(new))
-    out = cli.run("keys", "rotate", "--old-key-file", str(old), "--new-key-file", str(new))
+    out = cli.fast("keys", "rotate", "--old-key-file", str(old), "--new-key-file", str(new))
     assert out.ok().out.startswith("rewrapped 1 data key under master key ")
     assert "(1 already under it, 0 shredded)" in out.out
-    assert SECRET in cli.run("--key-file", str(new), "store", uid, "notes").ok().out
+    assert SECRET in cli.fast("--key-file", str(new), "store", uid, "notes").ok().out
 
 
 def test_a_bad_key_file_is_one_line_and_exit_26(cli: Cli, tmp_path: Path) -> None:
@@ -162,7 +162,7 @@ def test_a_bad_key_file_is_one_line_and_exit_26(cli: Cli, tmp_path: Path) -> Non
             ("serve", "--key-file", str(bad), "--listen", "unix:///nowhere/x.sock"),
             ("--key-file", str(bad), "export", "sess-" + "0" * 24, "-o", str(tmp_path / "x")),
         ):
-            assert says in cli.run(*args).fails(26).err, (bad, args)
+            assert says in cli.fast(*args).fails(26).err, (bad, args)
 
 
 def test_an_encrypted_export_is_chosen_decrypted_or_sealed(cli: Cli, tmp_path: Path) -> None:
@@ -171,35 +171,35 @@ def test_an_encrypted_export_is_chosen_decrypted_or_sealed(cli: Cli, tmp_path: P
     uid = _noted_session(cli, tmp_path, key)
     out = tmp_path / "out"
     out.mkdir()
-    run = cli.run(*kf, "export", uid, "-o", str(out / "bare.agx")).fails(2)
+    run = cli.fast(*kf, "export", uid, "-o", str(out / "bare.agx")).fails(2)
     assert "is encrypted: choose --decrypt" in run.err and "--ciphertext" in run.err
-    assert "no master key" in cli.run("export", uid, "-o", str(out / "p.agx"), "--decrypt").fails(26).err  # fmt: skip # noqa: E501
-    both = cli.run(*kf, "export", uid, "-o", str(out / "b.agx"), "--decrypt", "--ciphertext")
+    assert "no master key" in cli.fast("export", uid, "-o", str(out / "p.agx"), "--decrypt").fails(26).err  # fmt: skip # noqa: E501
+    both = cli.fast(*kf, "export", uid, "-o", str(out / "b.agx"), "--decrypt", "--ciphertext")
     assert "exclude each other" in both.fails(2).err
     assert list(out.iterdir()) == []  # every refusal wrote nothing
 
-    cli.run(*kf, "export", uid, "-o", str(out / "plain.agx"), "--decrypt", "--no-compress").ok()
+    cli.fast(*kf, "export", uid, "-o", str(out / "plain.agx"), "--decrypt", "--no-compress").ok()
     assert SECRET.encode() in (out / "plain.agx").read_bytes()
-    sealed = cli.run("export", uid, "-o", str(out / "sealed.agx"), "--ciphertext",
-                     "--no-compress", "--json").ok().json()  # fmt: skip
+    sealed = cli.fast("export", uid, "-o", str(out / "sealed.agx"), "--ciphertext",
+                      "--no-compress", "--json").ok().json()  # fmt: skip
     assert sealed["ciphertext"] is True and sealed["records"] >= 5
     assert SECRET.encode() not in (out / "sealed.agx").read_bytes()
-    keyless = cli.run("verify", str(out / "sealed.agx"), "--json").ok().json()
+    keyless = cli.fast("verify", str(out / "sealed.agx"), "--json").ok().json()
     assert keyless["ok"] and any("not recomputed" in n for n in keyless["notes"])
-    assert cli.run(*kf, "verify", str(out / "sealed.agx"), "--json").ok().json()["notes"] == []
+    assert cli.fast(*kf, "verify", str(out / "sealed.agx"), "--json").ok().json()["notes"] == []
 
     other = tmp_path / "other-home"
-    run = cli.run("--home", str(other), "import", str(out / "sealed.agx"), home=False).fails(26)
+    run = cli.fast("--home", str(other), "import", str(out / "sealed.agx"), home=False).fails(26)
     assert "ciphertext export" in run.err
     assert not (other / "sessions").exists() or not any((other / "sessions").iterdir())
-    copy = cli.run("--home", str(other), *kf, "import", str(out / "sealed.agx"), home=False)
+    copy = cli.fast("--home", str(other), *kf, "import", str(out / "sealed.agx"), home=False)
     new_uid = copy.ok().out.strip().split()[-1]
-    log = cli.run("--home", str(other), *kf, "log", new_uid, home=False).ok().out
+    log = cli.fast("--home", str(other), *kf, "log", new_uid, home=False).ok().out
     assert f"remember {SECRET}" in log
     assert SECRET.encode() not in _all_bytes(other)  # sealed again, under its own key
 
-    plain_uid = cli.run("create").ok().out.strip()
-    run = cli.run("export", plain_uid, "-o", str(out / "x.agx"), "--ciphertext").fails(2)
+    plain_uid = cli.fast("create").ok().out.strip()
+    run = cli.fast("export", plain_uid, "-o", str(out / "x.agx"), "--ciphertext").fails(2)
     assert "is not encrypted" in run.err
 
 
@@ -207,19 +207,19 @@ def test_a_tampered_ciphertext_export_is_refused(cli: Cli, tmp_path: Path) -> No
     key = _key_file(tmp_path)
     uid = _noted_session(cli, tmp_path, key)
     path = tmp_path / "sealed.agx"
-    cli.run("export", uid, "-o", str(path), "--ciphertext", "--no-compress").ok()
+    cli.fast("export", uid, "-o", str(path), "--ciphertext", "--no-compress").ok()
     lines = path.read_bytes().split(b"\n")
     fence, body = lines[2].split(b" ")
     raw = bytearray(base64.b64decode(body))
     raw[-1] ^= 0x01  # one flipped bit of the second record's ciphertext
     lines[2] = fence + b" " + base64.b64encode(bytes(raw))
     path.write_bytes(b"\n".join(lines))
-    keyless = cli.run("verify", str(path), "--json")  # the trailer's digest finds damage
+    keyless = cli.fast("verify", str(path), "--json")  # the trailer's digest finds damage
     assert keyless.code == 10 and "do not match the end marker's digest" in keyless.json()["reason"]
-    keyed = cli.run("--key-file", str(key), "verify", str(path), "--json")  # the tag, first
+    keyed = cli.fast("--key-file", str(key), "verify", str(path), "--json")  # the tag, first
     assert keyed.code == 8 and "does not authenticate" in keyed.json()["reason"]
     before = snapshot(cli.home)
-    run = cli.run("--key-file", str(key), "import", str(path)).fails(9)
+    run = cli.fast("--key-file", str(key), "import", str(path)).fails(9)
     assert "refused to import" in run.err and "does not authenticate" in run.err
     assert snapshot(cli.home) == before
 
@@ -247,8 +247,8 @@ def test_serve_with_a_key_file_encrypts_what_its_clients_write(cli: Cli, tmp_pat
     assert (home / "sessions" / uid / "KEY").is_file()
     assert SECRET.encode() not in _all_bytes(home)
     local = ("--home", str(home))
-    assert SECRET in cli.run(*local, "--key-file", str(key), "log", uid, home=False).ok().out
-    assert cli.run(*local, "log", uid, home=False).fails(26)
+    assert SECRET in cli.fast(*local, "--key-file", str(key), "log", uid, home=False).ok().out
+    assert cli.fast(*local, "log", uid, home=False).fails(26)
     # the memory store encrypts with it too (its ciphertext is tested by the store contract)
     with served(tmp_path / "mem", "--store", "memory", "--key-file", str(key)) as daemon:
         run = remote(daemon.address, tmp_path, "exec", "--input", f"hi {SECRET}", "--json")
@@ -260,22 +260,22 @@ def test_export_with_a_wrong_missing_or_shredded_key_is_exit_26_and_writes_nothi
     cli: Cli, tmp_path: Path
 ) -> None:
     key, other = _key_file(tmp_path), _key_file(tmp_path, "other.key")
-    uid = cli.run("--key-file", str(key), "exec", "--input", f"hi {SECRET}", "--json").ok()
+    uid = cli.fast("--key-file", str(key), "exec", "--input", f"hi {SECRET}", "--json").ok()
     uid = uid.json()["uid"]
     out = tmp_path / "out"
     out.mkdir()
-    run = cli.run("--key-file", str(other), "export", uid, "-o", str(out / "a"), "--decrypt")
+    run = cli.fast("--key-file", str(other), "export", uid, "-o", str(out / "a"), "--decrypt")
     assert "wrapped by master key" in run.fails(26).err
-    child = cli.run("--key-file", str(key), "fork", uid, "--at", "2", "--json").ok().json()
+    child = cli.fast("--key-file", str(key), "fork", uid, "--at", "2", "--json").ok().json()
     child_uid = (child[0] if isinstance(child, list) else child)["uid"]
-    run = cli.run("export", child_uid, "-o", str(out / "c"), "--ciphertext").fails(2)
+    run = cli.fast("export", child_uid, "-o", str(out / "c"), "--ciphertext").fails(2)
     assert "fork child" in run.err and "--decrypt" in run.err
     sdir = cli.home / "sessions" / uid
     (sdir / "KEY").rename(tmp_path / "KEY.saved")
-    assert "is missing" in cli.run("export", uid, "-o", str(out / "m"), "--ciphertext").fails(26).err  # fmt: skip # noqa: E501
+    assert "is missing" in cli.fast("export", uid, "-o", str(out / "m"), "--ciphertext").fails(26).err  # fmt: skip # noqa: E501
     (tmp_path / "KEY.saved").rename(sdir / "KEY")
-    cli.run("shred", uid).ok()
+    cli.fast("shred", uid).ok()
     for flag in ("--ciphertext", "--decrypt"):
-        run = cli.run("--key-file", str(key), "export", uid, "-o", str(out / "s"), flag)
+        run = cli.fast("--key-file", str(key), "export", uid, "-o", str(out / "s"), flag)
         assert "shredded" in run.fails(26).err
     assert list(out.iterdir()) == []

@@ -11,17 +11,17 @@ from clirun import Cli, clean_env
 
 
 def _session(cli: Cli) -> str:
-    run = cli.run("exec", "--input", "hi", "--json").ok()
+    run = cli.fast("exec", "--input", "hi", "--json").ok()
     return str(run.json()["session"]["uid"]) if "session" in run.json() else str(run.json()["uid"])
 
 
 def test_follow_prints_the_records_then_exits_when_idle(cli: Cli) -> None:
     uid = _session(cli)
-    out = cli.run("follow", uid, "--idle-exit", "0.2").ok().out.splitlines()
+    out = cli.fast("follow", uid, "--idle-exit", "0.2").ok().out.splitlines()
     assert [line.split()[0] for line in out] == ["1", "2", "3", "4", "5"]
     assert out[4].split()[1] == "END" and "COMPLETED" in out[4]
-    as_json = cli.run("follow", uid, "--from", "3", "--json", "--idle-exit", "0").ok().out
-    assert as_json == cli.run("log", uid, "--from", "3", "--json").ok().out
+    as_json = cli.fast("follow", uid, "--from", "3", "--json", "--idle-exit", "0").ok().out
+    assert as_json == cli.fast("log", uid, "--from", "3", "--json").ok().out
 
 
 def test_follow_sees_another_process_commit_and_ctrl_c_exits_130(cli: Cli) -> None:
@@ -58,7 +58,7 @@ def test_follow_ends_quietly_when_the_reader_hangs_up(cli: Cli) -> None:
     assert proc.stdout is not None
     assert proc.stdout.readline().split()[0] == b"1"
     proc.stdout.close()  # the reader hangs up; the next record's write fails with EPIPE
-    cli.run("exec", uid, "--input", "again").ok()
+    cli.fast("exec", uid, "--input", "again").ok()
     assert proc.wait(timeout=60) == 0
     assert proc.stderr is not None
     with proc.stderr:
@@ -66,7 +66,7 @@ def test_follow_ends_quietly_when_the_reader_hangs_up(cli: Cli) -> None:
 
 
 def test_follow_of_an_unknown_session_is_one_error_line(cli: Cli) -> None:
-    cli.run("follow", "sess-0123456789abcdef01234567").fails(3)
+    cli.fast("follow", "sess-0123456789abcdef01234567").fails(3)
 
 
 def test_follow_notices_a_reader_that_hangs_up_while_no_record_comes(cli: Cli) -> None:

@@ -11,7 +11,7 @@ from tests.e2e.clirun import Cli
 def test_a_group_without_its_command_prints_its_help_and_no_empty_error(
     cli: Cli, group: str
 ) -> None:
-    run = cli.run(group)
+    run = cli.fast(group)
     assert run.code == 2
     assert "Usage: agentsessions " + group in run.out + run.err
     assert "error: \n" not in run.err and not run.err.rstrip().endswith("error:"), run.err

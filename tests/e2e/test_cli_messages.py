@@ -11,7 +11,7 @@ from agentsessions.journal.stores.filestore import FileStore
 
 
 def test_the_busy_error_names_wait(cli: Cli) -> None:
-    uid = cli.run("exec", "--input", "one", "--json").ok().json()["uid"]
+    uid = cli.fast("exec", "--input", "one", "--json").ok().json()["uid"]
     store = FileStore(cli.home)
     try:
         with store.writer(uid):
@@ -25,15 +25,15 @@ def test_the_busy_error_names_wait(cli: Cli) -> None:
 
 
 def test_a_retired_harness_is_reported_retired_not_unknown(cli: Cli) -> None:
-    cli.run("harness", "register", "mychat", "--address", "unix:///tmp/nobody.sock").ok()
-    cli.run("harness", "retire", "mychat", "--reason", "moved").ok()
-    run = cli.run("exec", "--harness", "mychat", "--input", "hi").fails(2)
+    cli.fast("harness", "register", "mychat", "--address", "unix:///tmp/nobody.sock").ok()
+    cli.fast("harness", "retire", "mychat", "--reason", "moved").ok()
+    run = cli.fast("exec", "--harness", "mychat", "--input", "hi").fails(2)
     assert "'mychat' is retired" in run.err and "moved" in run.err
     assert "unknown" not in run.err
     assert "harness register mychat" in run.err.splitlines()[1]
 
 
 def test_harness_list_has_a_header(cli: Cli) -> None:
-    lines = cli.run("harness", "list").ok().out.splitlines()
+    lines = cli.fast("harness", "list").ok().out.splitlines()
     assert lines[0].split() == ["name", "source", "state", "address"]
     assert [line.split()[0] for line in lines[1:]] == ["chat", "counter", "echo", "memory"]

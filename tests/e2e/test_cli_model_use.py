@@ -10,16 +10,16 @@ from needs import need
 
 
 def test_model_with_the_default_echo_harness_is_refused(cli: Cli) -> None:
-    run = cli.run("exec", "--model", "openai:gpt-4o-mini", "--input", "hi").fails(2)
+    run = cli.fast("exec", "--model", "openai:gpt-4o-mini", "--input", "hi").fails(2)
     assert "harness 'echo' calls no model" in run.err and "that call it: chat" in run.err
     assert "hint: agentsessions exec --harness chat --model openai:gpt-4o-mini" in run.err
-    assert cli.run("list", "--json").ok().json()["sessions"] == []
+    assert cli.fast("list", "--json").ok().json()["sessions"] == []
     # exec SESSION --model on a session whose harness calls no model: refused the same way
-    uid = cli.run("exec", "--input", "hi", "--json").ok().json()["uid"]
-    before = len(cli.run("log", uid, "--json").ok().json_lines())
-    cli.run("exec", uid, "--model", "scripted:seed=1", "--input", "x").fails(2)
-    assert len(cli.run("log", uid, "--json").ok().json_lines()) == before
-    cli.run("exec", "--harness", "chat", "--model", "scripted:seed=1", "--input", "hi").ok()
+    uid = cli.fast("exec", "--input", "hi", "--json").ok().json()["uid"]
+    before = len(cli.fast("log", uid, "--json").ok().json_lines())
+    cli.fast("exec", uid, "--model", "scripted:seed=1", "--input", "x").fails(2)
+    assert len(cli.fast("log", uid, "--json").ok().json_lines()) == before
+    cli.fast("exec", "--harness", "chat", "--model", "scripted:seed=1", "--input", "hi").ok()
 
 
 def test_model_with_echo_is_refused_over_server(tmp_path: Path) -> None:
@@ -43,10 +43,10 @@ def test_a_remote_harness_declares_it_over_the_wire(cli: Cli) -> None:
     address = _address("echo")
     node = serve(cli, "echo", address)
     try:
-        cli.run("harness", "register", "far-echo", "--address", address).ok()
-        run = cli.run("exec", "--harness", "far-echo", "--model", "scripted:seed=1",
-                      "--input", "hi").fails(2)  # fmt: skip
+        cli.fast("harness", "register", "far-echo", "--address", address).ok()
+        run = cli.fast("exec", "--harness", "far-echo", "--model", "scripted:seed=1",
+                       "--input", "hi").fails(2)  # fmt: skip
         assert "harness 'far-echo' calls no model" in run.err
-        cli.run("exec", "--harness", "far-echo", "--input", "hi").ok()
+        cli.fast("exec", "--harness", "far-echo", "--input", "hi").ok()
     finally:
         node.stop()

@@ -63,7 +63,7 @@ def chat_node(cli: Cli) -> Iterator[tuple[Node, str]]:
 
 
 def _kinds(cli: Cli, uid: str) -> list[str]:
-    return [line.split()[1] for line in cli.run("log", uid).ok().out.splitlines()[1:]]
+    return [line.split()[1] for line in cli.fast("log", uid).ok().out.splitlines()[1:]]
 
 
 def test_a_chat_turn_with_a_tool_call_runs_over_the_wire_and_replays_with_no_calls(
@@ -71,7 +71,7 @@ def test_a_chat_turn_with_a_tool_call_runs_over_the_wire_and_replays_with_no_cal
 ) -> None:
     node, address = chat_node
     assert node.line == f"harness chat listening on {address}"
-    cli.run("harness", "register", "my-chat", "--address", address).ok()
+    cli.fast("harness", "register", "my-chat", "--address", address).ok()
     effects = tmp_path / "notes.txt"
     tools = tmp_path / "tools.toml"
     params = 'parameters = { type = "object", properties = { line = { type = "string" } } }\n'
@@ -82,17 +82,17 @@ def test_a_chat_turn_with_a_tool_call_runs_over_the_wire_and_replays_with_no_cal
     script = tmp_path / "script.json"
     call = {"name": "append_line", "arguments": {"line": "buy milk"}}
     script.write_text(json.dumps([{"text": "Writing.", "tool_calls": [call]}, "Noted."]))
-    run = cli.run("exec", "--harness", "my-chat", "--model", f"scripted:file={script}",
+    run = cli.fast("exec", "--harness", "my-chat", "--model", f"scripted:file={script}",
                   "--tools", str(tools), "--input", "note: buy milk", "--json").ok()  # fmt: skip
     turn = run.json()
     assert turn["model_calls"] == 2 and turn["outputs"][-1] == "Noted."
     assert effects.read_text() == "buy milk\n"
     assert _kinds(cli, turn["uid"]) == ["EXECUTION_START", "INPUT", "MODEL_CALL", "OUTPUT",
         "TOOL_CALL", "TOOL_RESULT", "MODEL_CALL", "OUTPUT", "END"]  # fmt: skip
-    replay = cli.run("replay", turn["uid"], "--rerun", "--json").ok().json()
+    replay = cli.fast("replay", turn["uid"], "--rerun", "--json").ok().json()
     assert replay["identical"] is True and replay["model_calls"] == 0
     assert effects.read_text() == "buy milk\n"  # no executor call on replay
-    cli.run("verify", turn["uid"]).ok()
+    cli.fast("verify", turn["uid"]).ok()
     assert node.stop(signal.SIGTERM) == 0  # graceful on SIGTERM
 
 
@@ -100,24 +100,24 @@ def test_a_served_memory_harness_commits_its_state_over_the_wire(cli: Cli) -> No
     address = _address("memory")
     node = serve(cli, "memory", address)
     try:
-        cli.run("harness", "register", "mem", "--address", address).ok()
-        first = cli.run("exec", "--harness", "mem", "--input", "remember blue", "--json").ok()
+        cli.fast("harness", "register", "mem", "--address", address).ok()
+        first = cli.fast("exec", "--harness", "mem", "--input", "remember blue", "--json").ok()
         uid = first.json()["uid"]
-        second = cli.run("exec", uid, "--input", "what", "--json").ok().json()
+        second = cli.fast("exec", uid, "--input", "what", "--json").ok().json()
         assert second["outputs"] == ["turn 2: I remember blue"]  # the first turn's state
-        assert cli.run("get", uid, "--json").ok().json()["working_state"]["version"] == 2
+        assert cli.fast("get", uid, "--json").ok().json()["working_state"]["version"] == 2
         assert all(kind != "STATE" for kind in _kinds(cli, uid))  # beside the journal
     finally:
         assert node.stop(signal.SIGTERM) == 0
     again = serve(cli, "memory", address)  # a fresh harness process, a fresh engine
     try:
-        third = cli.run("exec", uid, "--input", "and now", "--json").ok().json()
+        third = cli.fast("exec", uid, "--input", "and now", "--json").ok().json()
         assert third["outputs"] == ["turn 3: I remember blue"]
-        replay = cli.run("replay", uid, "--rerun", "--json").ok().json()
+        replay = cli.fast("replay", uid, "--rerun", "--json").ok().json()
         assert replay["identical"] is True and replay["model_calls"] == 0
     finally:
         again.stop(signal.SIGKILL)
-    cli.run("verify", uid).ok()
+    cli.fast("verify", uid).ok()
 
 
 def _wait_for(path: Path) -> None:
@@ -131,8 +131,8 @@ def test_a_harness_killed_mid_turn_leaves_the_turn_for_resume(cli: Cli, tmp_path
     address = _address("gate")
     gate = [sys.executable, str(HERE / "gate_node.py"), address]
     node = Node(gate, cli.cwd)
-    cli.run("harness", "register", "gate", "--address", address).ok()
-    uid = cli.run("create", "--harness", "gate", "--json").ok().json()["uid"]
+    cli.fast("harness", "register", "gate", "--address", address).ok()
+    uid = cli.fast("create", "--harness", "gate", "--json").ok().json()["uid"]
     gates = tmp_path / "gates"
     gates.mkdir()
     config = json.dumps({"gates": str(gates)})
@@ -153,25 +153,25 @@ def test_a_harness_killed_mid_turn_leaves_the_turn_for_resume(cli: Cli, tmp_path
     (gates / "reached").unlink()
     back = Node(gate, cli.cwd)  # the harness is back, on the same address
     try:
-        done = cli.run("resume", uid, "--json").ok().json()["turn"]
+        done = cli.fast("resume", uid, "--json").ok().json()["turn"]
         assert done["model_calls"] == 0 and done["outputs"][-1] == "after the gate"
     finally:
         back.stop(signal.SIGKILL)
     assert _kinds(cli, uid) == ["EXECUTION_START", "INPUT", "MODEL_CALL", "OUTPUT", "OUTPUT",
                                 "END"]  # fmt: skip
-    cli.run("verify", uid).ok()
+    cli.fast("verify", uid).ok()
 
 
 def test_bad_input(cli: Cli) -> None:
-    cli.run("harness", "serve", "no-such", "--listen", _address("x")).fails(2)
-    cli.run("harness", "serve", "chat", "--listen", "nowhere").fails(2)
-    cli.run("harness", "register", "Bad_Name", "--address", "unix:///tmp/x.sock").fails(2)
-    cli.run("harness", "register", "ok", "--address", "not an address").fails(2)
-    cli.run("harness", "register", "chat", "--address", "unix:///tmp/x.sock").fails(24)
-    cli.run("harness", "retire", "echo").fails(24)
-    cli.run("harness", "retire", "never-registered").fails(3)
+    cli.fast("harness", "serve", "no-such", "--listen", _address("x")).fails(2)
+    cli.fast("harness", "serve", "chat", "--listen", "nowhere").fails(2)
+    cli.fast("harness", "register", "Bad_Name", "--address", "unix:///tmp/x.sock").fails(2)
+    cli.fast("harness", "register", "ok", "--address", "not an address").fails(2)
+    cli.fast("harness", "register", "chat", "--address", "unix:///tmp/x.sock").fails(24)
+    cli.fast("harness", "retire", "echo").fails(24)
+    cli.fast("harness", "retire", "never-registered").fails(3)
     # registered, but nothing serves it: one clear error, nothing written
-    cli.run("harness", "register", "gone", "--address", _address("gone")).ok()
-    run = cli.run("exec", "--harness", "gone", "--input", "hi").fails(12)
+    cli.fast("harness", "register", "gone", "--address", _address("gone")).ok()
+    run = cli.fast("exec", "--harness", "gone", "--input", "hi").fails(12)
     assert "unreachable" in run.err
-    assert cli.run("list", "--json").ok().json()["sessions"] == []
+    assert cli.fast("list", "--json").ok().json()["sessions"] == []

@@ -42,7 +42,7 @@ def _canceled_mid_call(cli: Cli, uid: str, model: str) -> None:
                             env=clean_env(), cwd=cli.cwd)  # fmt: skip
     try:
         assert proc.stdout is not None and proc.stdout.read(1)  # streaming: mid-call
-        cli.run("cancel", uid, "--wait", str(WAIT)).ok()
+        cli.fast("cancel", uid, "--wait", str(WAIT)).ok()
         _, err = proc.communicate(timeout=WAIT)
     finally:
         if proc.poll() is None:
@@ -54,21 +54,21 @@ def _canceled_mid_call(cli: Cli, uid: str, model: str) -> None:
 def _turns(cli: Cli, uid: str) -> list[tuple[list[str], dict[str, Any]]]:
     """Each execution's kinds and its last event, in order."""
     runs: dict[str, list[dict[str, Any]]] = {}
-    for record in cli.run("log", uid, "--json").ok().json_lines():
+    for record in cli.fast("log", uid, "--json").ok().json_lines():
         event = record["event"]
         runs.setdefault(event["execution_id"], []).append(event)
     return [([e["kind"] for e in run], run[-1]) for run in runs.values()]
 
 
 def _identical(cli: Cli, uid: str, executions: int, *, text: bool = False) -> None:
-    head = cli.run("get", uid, "--json").ok().json()["last_seq"]
-    report = cli.run("replay", uid, "--rerun", "--json").ok().json()
+    head = cli.fast("get", uid, "--json").ok().json()["last_seq"]
+    report = cli.fast("replay", uid, "--rerun", "--json").ok().json()
     assert report["identical"] is True, report["divergence"]
     assert (report["executions"], report["replayed"], report["model_calls"]) == (
         executions, executions, 0)  # fmt: skip
     assert report["last_seq"] == head  # replay wrote nothing
     if text:  # what a user reads
-        out = cli.run("replay", uid, "--rerun").ok().out
+        out = cli.fast("replay", uid, "--rerun").ok().out
         assert f"replayed {executions} of {executions} executions" in out
         assert "model_calls 0\nidentical   yes" in out
 
@@ -76,26 +76,26 @@ def _identical(cli: Cli, uid: str, executions: int, *, text: bool = False) -> No
 def test_replay_of_the_tour_session_with_a_canceled_turn_and_its_fork(
     cli: Cli, tmp_path: Path
 ) -> None:
-    made = cli.run("exec", "--harness", "chat", "--model", "scripted:seed=7", "--input",
-                   "plan a trip", "--json").ok()  # fmt: skip
+    made = cli.fast("exec", "--harness", "chat", "--model", "scripted:seed=7", "--input",
+                    "plan a trip", "--json").ok()  # fmt: skip
     uid = made.json()["uid"]
-    cli.run("exec", uid, "--input", "make it shorter").ok()
+    cli.fast("exec", uid, "--input", "make it shorter").ok()
     _canceled_mid_call(cli, uid, _slow(tmp_path))
-    cli.run("exec", uid, "--input", "just the dates").ok()
-    cli.run("exec", uid, "--input", "and the hotel").ok()
+    cli.fast("exec", uid, "--input", "just the dates").ok()
+    cli.fast("exec", uid, "--input", "and the hotel").ok()
     turns = _turns(cli, uid)
     assert turns[2][0] == ABANDONED  # its MODEL_CALL kept, no answer, then CANCEL + END
     assert turns[2][1]["end"]["state"] == "CANCELED"
     _identical(cli, uid, 5, text=True)
 
-    after = cli.run("log", uid, "--json").ok().json_lines()
+    after = cli.fast("log", uid, "--json").ok().json_lines()
     fork_at = next(int(r["seq"]) for r in after if r["event"]["kind"] == "EVENT_END"
                    and r["event"]["end"]["state"] == "CANCELED") + 5  # fmt: skip
-    child = cli.run("fork", uid, "--at", str(fork_at), "--json").ok().json()[0]["uid"]
+    child = cli.fast("fork", uid, "--at", str(fork_at), "--json").ok().json()[0]["uid"]
     _identical(cli, child, 4)  # the child's prefix: two turns, the canceled one, one more
-    cli.run("exec", child, "--input", "in the child").ok()
+    cli.fast("exec", child, "--input", "in the child").ok()
     _identical(cli, child, 5)
-    cli.run("verify", child).ok()
+    cli.fast("verify", child).ok()
 
 
 @contextmanager
@@ -141,19 +141,19 @@ def test_replay_with_a_deadline_stopped_turn_between_canceled_and_completed_ones
 ) -> None:
     need("grpc", "grpc")
     slow = _slow(tmp_path)
-    made = cli.run("exec", "--harness", "chat", "--model", "scripted:seed=7", "--input",
-                   "plan a trip", "--json").ok()  # fmt: skip
+    made = cli.fast("exec", "--harness", "chat", "--model", "scripted:seed=7", "--input",
+                    "plan a trip", "--json").ok()  # fmt: skip
     uid = made.json()["uid"]
     _canceled_mid_call(cli, uid, slow)
     with _served(cli.home) as address:
         _deadline_turn(address, uid, slow)
-    cli.run("exec", uid, "--input", "just the dates").ok()
+    cli.fast("exec", uid, "--input", "just the dates").ok()
     turns = _turns(cli, uid)
     assert [last["end"]["state"] for _, last in turns] == [
         "COMPLETED", "CANCELED", "CANCELED", "COMPLETED"]  # fmt: skip
     assert turns[1][0] == ABANDONED
     assert "EVENT_OUTPUT" not in turns[2][0]  # stopped mid-call (or, on a slow day, before it)
-    timed_out = [e for e in cli.run("log", uid, "--json").ok().json_lines()
+    timed_out = [e for e in cli.fast("log", uid, "--json").ok().json_lines()
                  if e["event"]["kind"] == "EVENT_LIFECYCLE"][-1]  # fmt: skip
     assert "TIMEOUT" in timed_out["event"]["lifecycle"]["detail"]  # the deadline's cancel
     _identical(cli, uid, 4)

@@ -22,7 +22,7 @@ def _every_byte_under(home: Path) -> bytes:
 def test_create_prints_the_token_once_and_the_home_keeps_only_its_hash(
     cli: Cli, home: Path
 ) -> None:
-    made = cli.run("token", "create", "--project", "acme", "--name", "ci").ok()
+    made = cli.fast("token", "create", "--project", "acme", "--name", "ci").ok()
     token = made.out.strip()
     assert made.out == token + "\n" and token.startswith("agst_")
     token_id = token.split("_")[1]
@@ -30,18 +30,18 @@ def test_create_prints_the_token_once_and_the_home_keeps_only_its_hash(
     assert token.encode() not in _every_byte_under(home)
     assert token.split("_", 2)[2].encode() not in _every_byte_under(home)
     assert stat.S_IMODE(os.stat(home / "tokens.json").st_mode) == 0o600
-    listed = cli.run("token", "list").ok()
+    listed = cli.fast("token", "list").ok()
     assert token_id in listed.out and "acme" in listed.out and "active" in listed.out
-    assert token not in listed.out and token not in cli.run("token", "list", "--json").out
+    assert token not in listed.out and token not in cli.fast("token", "list", "--json").out
     assert TokenStore(home).authenticate(token).principal == "ci"  # what the server checks
 
 
 def test_create_json_and_list_json(cli: Cli) -> None:
-    made = cli.run("token", "create", "-p", "a", "-p", "b", "--expires", "30d", "--json").ok()
+    made = cli.fast("token", "create", "-p", "a", "-p", "b", "--expires", "30d", "--json").ok()
     obj = made.json()
     assert obj["token"].startswith("agst_") and obj["projects"] == ["a", "b"]
     assert obj["expires_ns"] - obj["created_ns"] == 30 * 86400 * 10**9
-    (row,) = cli.run("token", "list", "--json").ok().json()["tokens"]
+    (row,) = cli.fast("token", "list", "--json").ok().json()["tokens"]
     assert "token" not in row and "sha256" not in row
     assert (row["id"], row["state"], row["principal"]) == (
         obj["id"],
@@ -64,31 +64,31 @@ def test_create_admin_is_kept_and_listed(cli: Cli) -> None:
 
 
 def test_revoke(cli: Cli, home: Path) -> None:
-    token = cli.run("token", "create", "-p", "a").ok().out.strip()
+    token = cli.fast("token", "create", "-p", "a").ok().out.strip()
     token_id = token.split("_")[1]
     assert (
-        cli.run("token", "revoke", token_id).ok().out
+        cli.fast("token", "revoke", token_id).ok().out
         == f"revoked token {token_id} (token-{token_id})\n"
     )
-    assert cli.run("token", "list", "--json").ok().json()["tokens"][0]["state"] == "revoked"
-    assert cli.run("token", "revoke", token_id).ok()  # again: nothing changes
-    cli.run("token", "revoke", "0123456789ab").fails(3)
+    assert cli.fast("token", "list", "--json").ok().json()["tokens"][0]["state"] == "revoked"
+    assert cli.fast("token", "revoke", token_id).ok()  # again: nothing changes
+    cli.fast("token", "revoke", "0123456789ab").fails(3)
 
 
 def test_bad_input_is_one_line_and_exit_2(cli: Cli, home: Path) -> None:
-    cli.run("token", "create").fails(2)  # no --project
-    assert "invalid project name" in cli.run("token", "create", "-p", "a/b").fails(2).err
+    cli.fast("token", "create").fails(2)  # no --project
+    assert "invalid project name" in cli.fast("token", "create", "-p", "a/b").fails(2).err
     assert (
-        "invalid duration" in cli.run("token", "create", "-p", "a", "--expires", "1y").fails(2).err
+        "invalid duration" in cli.fast("token", "create", "-p", "a", "--expires", "1y").fails(2).err
     )
     assert not (home / "tokens.json").exists()
 
 
 def test_a_damaged_token_file_exits_8_and_is_left_alone(cli: Cli, home: Path) -> None:
     (home / "tokens.json").write_text("{oops")
-    err = cli.run("token", "list").fails(8).err
+    err = cli.fast("token", "list").fails(8).err
     assert "tokens.json is not a token file" in err
-    cli.run("token", "create", "-p", "a").fails(8)
+    cli.fast("token", "create", "-p", "a").fails(8)
     assert (home / "tokens.json").read_text() == "{oops"
 
 

@@ -23,7 +23,7 @@ def _script(tmp_path: Path, *entries: object) -> str:
 
 
 def _kinds(cli: Cli, uid: str) -> list[str]:
-    return [str(r["event"]["kind"]) for r in cli.run("log", uid, "--json").ok().json_lines()]
+    return [str(r["event"]["kind"]) for r in cli.fast("log", uid, "--json").ok().json_lines()]
 
 
 def test_a_tool_server_that_does_not_start_fails_the_turn_and_blocks_nothing(
@@ -33,24 +33,24 @@ def test_a_tool_server_that_does_not_start_fails_the_turn_and_blocks_nothing(
     tools = tmp_path / "tools.toml"
     tools.write_text('[tools.look]\nmediation = "mediated"\nexecutor = "mcp:nosuchcmd"\n')
     model = _script(tmp_path, {"tool_calls": [{"name": "look", "arguments": {}}]}, "done")
-    run = cli.run("exec", "--harness", "chat", "--model", model, "--tools", str(tools),
-                  "--input", "look around")  # fmt: skip
+    run = cli.fast("exec", "--harness", "chat", "--model", model, "--tools", str(tools),
+                   "--input", "look around")  # fmt: skip
     uid = run.err.split()[1]
     run.err = run.err[run.err.index("agentsessions: error: ") :]  # after the record lines
     run.fails(12)
     assert "did not start" in run.err
     assert f"hint: fix the tool server, then: agentsessions resume {uid}" in run.err
     assert _kinds(cli, uid)[-1] == "EVENT_ERROR"
-    assert cli.run("get", uid, "--json").ok().json()["exec_state"] == "EXEC_FAILED"
+    assert cli.fast("get", uid, "--json").ok().json()["exec_state"] == "EXEC_FAILED"
     # resume retries the failed turn: the server still does not start, one more ERROR
-    again = cli.run("resume", uid)
+    again = cli.fast("resume", uid)
     again.err = again.err[again.err.index("agentsessions: error: ") :]
     again.fails(12)
     assert _kinds(cli, uid)[-2:] == ["EVENT_ERROR", "EVENT_ERROR"]
     # new input is a new turn; the failed one stays as audit
-    cli.run("exec", uid, "--input", "just talk", "--model", "scripted:seed=1").ok()
+    cli.fast("exec", uid, "--input", "just talk", "--model", "scripted:seed=1").ok()
     assert _kinds(cli, uid)[-1] == "EVENT_END"
-    cli.run("verify", uid).ok()
+    cli.fast("verify", uid).ok()
 
 
 def test_a_typo_in_a_tool_config_is_refused_when_the_workload_loads(
@@ -62,8 +62,8 @@ def test_a_typo_in_a_tool_config_is_refused_when_the_workload_loads(
         f"config = {{ pth = {json.dumps(str(tmp_path / 'notes.txt'))} }}\n"
     )
     model = _script(tmp_path, {"tool_calls": [{"name": "append_line", "arguments": {}}]}, "Noted.")
-    run = cli.run("exec", "--harness", "chat", "--model", model, "--tools", str(tools),
-                  "--input", "note: buy milk").fails(2)  # fmt: skip
+    run = cli.fast("exec", "--harness", "chat", "--model", model, "--tools", str(tools),
+                   "--input", "note: buy milk").fails(2)  # fmt: skip
     assert f"workload {tools}: [tools.append_line] config.pth: unknown key" in run.err
     assert "(known: path)" in run.err
-    assert cli.run("list", "--json").ok().json()["sessions"] == []  # nothing was written
+    assert cli.fast("list", "--json").ok().json()["sessions"] == []  # nothing was written

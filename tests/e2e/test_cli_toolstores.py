@@ -54,21 +54,21 @@ def test_notes_across_two_turns_are_kept_once_and_replayed_without_effects(
         (2, "notes", {"op": "add", "text": "eggs"}),
     ]
     assert all(e["time_ns"] > 0 for e in entries)
-    log = cli.run("log", uid).ok().out
+    log = cli.fast("log", uid).ok().out
     assert 'tool result call-1-0: {"notes":["buy milk","eggs"]}' in log
-    assert "buy milk" not in cli.run("store", uid, "notes", "--from-seq", "2").ok().out
+    assert "buy milk" not in cli.fast("store", uid, "notes", "--from-seq", "2").ok().out
 
-    table = cli.run("store", uid, "notes").ok().out.splitlines()
+    table = cli.fast("store", uid, "notes").ok().out.splitlines()
     assert table[0].split() == ["seq", "author", "time", "data"]
     assert table[1].split()[:2] == ["1", "notes"] and '{"op":"add","text":"buy milk"}' in table[1]
 
-    replay = cli.run("replay", uid, "--rerun", "--json").ok().json()
+    replay = cli.fast("replay", uid, "--rerun", "--json").ok().json()
     assert replay["identical"] is True and replay["model_calls"] == 0
-    assert len(cli.run("store", uid, "notes", "--json").ok().json_lines()) == 2  # no new note
+    assert len(cli.fast("store", uid, "notes", "--json").ok().json_lines()) == 2  # no new note
 
-    verify = cli.run("verify", uid).ok().out
+    verify = cli.fast("verify", uid).ok().out
     assert f"{uid} tool store notes: 2 records verified" in verify
-    report = cli.run("verify", uid, "--json").ok().json()
+    report = cli.fast("verify", uid, "--json").ok().json()
     assert [(c["component"], c["ok"], c["last_seq"]) for c in report["components"]] == [
         ("notes", True, 2)
     ]
@@ -77,14 +77,16 @@ def test_notes_across_two_turns_are_kept_once_and_replayed_without_effects(
 def test_store_bad_input_exits_with_documented_codes(cli: Cli, tmp_path: Path) -> None:
     tools = tmp_path / "tools.toml"
     tools.write_text(WORKLOAD)
-    uid = cli.run("create", "--harness", "chat", "--tools", str(tools), "--json").ok().json()["uid"]
-    assert cli.run("store", uid, "notes").ok().out.startswith("no entries in tool store 'notes'")
-    assert cli.run("store", uid, "notes", "--json").ok().out == ""
-    missing = cli.run("store", uid, "append").fails(3)
+    uid = (
+        cli.fast("create", "--harness", "chat", "--tools", str(tools), "--json").ok().json()["uid"]
+    )
+    assert cli.fast("store", uid, "notes").ok().out.startswith("no entries in tool store 'notes'")
+    assert cli.fast("store", uid, "notes", "--json").ok().out == ""
+    missing = cli.fast("store", uid, "append").fails(3)
     assert "has no tool store 'append' (its tool stores: notes)" in missing.err
-    cli.run("store", "sess-000000000000000000000000", "notes").fails(3)
-    cli.run("store", uid, "../notes").fails(2)
-    cli.run("store", "not-a-uid", "notes").fails(2)
+    cli.fast("store", "sess-000000000000000000000000", "notes").fails(3)
+    cli.fast("store", uid, "../notes").fails(2)
+    cli.fast("store", "not-a-uid", "notes").fails(2)
 
 
 def test_a_workload_naming_a_component_twice_is_refused_and_writes_nothing(
@@ -92,13 +94,13 @@ def test_a_workload_naming_a_component_twice_is_refused_and_writes_nothing(
 ) -> None:
     tools = tmp_path / "tools.toml"
     tools.write_text(WORKLOAD.replace('components = ["chat"]', 'components = ["chat", "notes"]'))
-    run = cli.run("exec", "--harness", "chat", "--tools", str(tools), "--input", "hi").fails(2)
+    run = cli.fast("exec", "--harness", "chat", "--tools", str(tools), "--input", "hi").fails(2)
     assert "'notes' is named in both components and tool_components" in run.err
-    left = cli.run("create", "--tools", str(tools)).fails(2)
+    left = cli.fast("create", "--tools", str(tools)).fails(2)
     assert "named in both" in left.err
-    assert cli.run("list", "--json").ok().json()["sessions"] == []
+    assert cli.fast("list", "--json").ok().json()["sessions"] == []
     tools.write_text(WORKLOAD.replace('tool_components = ["notes"]\n', ""))
-    hint = cli.run("create", "--tools", str(tools)).fails(2).err
+    hint = cli.fast("create", "--tools", str(tools)).fails(2).err
     assert 'hint: add: [session] tool_components = ["notes"]' in hint
 
 
@@ -107,7 +109,9 @@ def test_a_harness_the_workload_keeps_out_is_refused_before_a_write(
 ) -> None:
     tools = tmp_path / "tools.toml"
     tools.write_text(WORKLOAD)
-    uid = cli.run("create", "--harness", "echo", "--tools", str(tools), "--json").ok().json()["uid"]
-    run = cli.run("exec", uid, "--input", "hi").fails(2)
+    uid = (
+        cli.fast("create", "--harness", "echo", "--tools", str(tools), "--json").ok().json()["uid"]
+    )
+    run = cli.fast("exec", uid, "--input", "hi").fails(2)
     assert "does not let harness 'echo' work in the conversation" in run.err
-    assert cli.run("get", uid, "--json").ok().json()["last_seq"] == 0
+    assert cli.fast("get", uid, "--json").ok().json()["last_seq"] == 0

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 def exec_json(cli: Cli, *args: str) -> dict[str, Any]:
-    result: dict[str, Any] = cli.run("exec", *args, "--json").ok().json()
+    result: dict[str, Any] = cli.fast("exec", *args, "--json").ok().json()
     return result
 
 
@@ -65,7 +65,7 @@ def test_replay_of_the_counter_runs_its_turns_in_order_on_one_instance(warm_home
     uid = exec_json(cli, "--harness", "counter", "--input", "one")["uid"]
     assert exec_json(cli, uid, "--input", "two")["outputs"] == ["count:2"]
     assert exec_json(cli, uid, "--input", "three")["outputs"] == ["count:3"]
-    result = cli.run("replay", uid, "--rerun", "--json").ok().json()
+    result = cli.fast("replay", uid, "--rerun", "--json").ok().json()
     assert result["identical"] is True, result["divergence"]
     assert (result["executions"], result["replayed"], result["model_calls"]) == (3, 3, 0)
     assert result["outputs"] == ["count:1", "count:2", "count:3"]
@@ -75,16 +75,16 @@ def test_replay_of_a_forked_counter_covers_the_parents_executions(warm_home: Cli
     cli = warm_home
     uid = exec_json(cli, "--harness", "counter", "--input", "one")["uid"]
     exec_json(cli, uid, "--input", "two")
-    child = cli.run("fork", uid).ok().out.strip()
+    child = cli.fast("fork", uid).ok().out.strip()
     assert exec_json(cli, child, "--input", "three")["outputs"] == ["count:3"]
-    result = cli.run("replay", child, "--rerun", "--json").ok().json()
+    result = cli.fast("replay", child, "--rerun", "--json").ok().json()
     assert result["identical"] is True, result["divergence"]
     assert result["outputs"] == ["count:1", "count:2", "count:3"]
 
 
 def test_rerun_from_a_later_seq_is_refused(cli: Cli) -> None:
     uid = exec_json(cli, "--input", "one")["uid"]
-    cli.run("replay", uid, "--rerun", "--from", "3").fails(2)
+    cli.fast("replay", uid, "--rerun", "--from", "3").fails(2)
 
 
 # --- 3. a refused input leaves nothing -------------------------------------------------------
@@ -149,7 +149,7 @@ def answers(tmp_path: Path) -> Path:
 def failed_turn(cli: Cli, answers: Path) -> str:
     """A chat session whose first turn failed in its model call (ERROR recorded, exit 14)."""
     model = f"scripted:file={answers}"
-    cli.run("exec", "--harness", "chat", "--model", model, "--input", "hi", "--json").fails(14)
+    cli.fast("exec", "--harness", "chat", "--model", model, "--input", "hi", "--json").fails(14)
     uid = str(sessions(cli)[0]["uid"])
     assert kinds(cli, uid) == ["EXECUTION_START", "INPUT", "MODEL_CALL", "ERROR"]
     assert cli.fast("get", uid, "--json").ok().json()["exec_state"] == "EXEC_FAILED"
@@ -159,22 +159,22 @@ def failed_turn(cli: Cli, answers: Path) -> str:
 def test_a_failed_turn_resumed_ends_with_end_after_its_error(cli: Cli, answers: Path) -> None:
     uid = failed_turn(cli, answers)
     answers.write_text(json.dumps(["hello there"]), encoding="utf-8")
-    run = cli.run("resume", uid).ok()
+    run = cli.fast("resume", uid).ok()
     assert run.out.startswith("hello there\n")
     assert "completed the failed turn" in run.out
     assert kinds(cli, uid) == ["EXECUTION_START", "INPUT", "MODEL_CALL", "ERROR", "OUTPUT", "END"]
-    cli.run("verify", uid).ok()
-    replayed = cli.run("replay", uid, "--rerun", "--json").ok().json()
+    cli.fast("verify", uid).ok()
+    replayed = cli.fast("replay", uid, "--rerun", "--json").ok().json()
     assert replayed["identical"] is True and replayed["model_calls"] == 0
     assert replayed["outputs"] == ["hello there"]
-    assert "nothing to resume" in cli.run("resume", uid).ok().out
+    assert "nothing to resume" in cli.fast("resume", uid).ok().out
 
 
 def test_a_resumed_turn_that_fails_again_appends_one_error(cli: Cli, answers: Path) -> None:
     uid = failed_turn(cli, answers)
-    cli.run("resume", uid, "--json").fails(14)
+    cli.fast("resume", uid, "--json").fails(14)
     assert kinds(cli, uid) == ["EXECUTION_START", "INPUT", "MODEL_CALL", "ERROR", "ERROR"]
-    cli.run("verify", uid).ok()
+    cli.fast("verify", uid).ok()
 
 
 def test_exec_with_input_after_a_failed_turn_starts_a_new_one(cli: Cli, answers: Path) -> None:
@@ -183,8 +183,8 @@ def test_exec_with_input_after_a_failed_turn_starts_a_new_one(cli: Cli, answers:
     result = exec_json(cli, uid, "--input", "again")
     assert result["resumed"] is False and result["outputs"] == ["next answer"]
     assert kinds(cli, uid)[4:] == ["EXECUTION_START", "INPUT", "MODEL_CALL", "OUTPUT", "END"]
-    assert "nothing to resume" in cli.run("resume", uid).ok().out  # the failed one is audit
-    replayed = cli.run("replay", uid, "--rerun", "--json").ok().json()
+    assert "nothing to resume" in cli.fast("resume", uid).ok().out  # the failed one is audit
+    replayed = cli.fast("replay", uid, "--rerun", "--json").ok().json()
     assert replayed["identical"] is True and replayed["replayed"] == 1
 
 

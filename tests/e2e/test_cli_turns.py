@@ -1,8 +1,9 @@
 """The controller's commands as a user drives them: exec, replay, resume, fork, suspend.
 
-Every run is the real command line in a subprocess with ``--home`` under ``tmp_path``; the
-models are the built-in echo model and the offline scripted model with a seed, so every
-answer is deterministic and nothing touches the network.
+Every run is the command line with ``--home`` under ``tmp_path``: in-process where the process
+is not the point, a subprocess where it is (stdin, a lock another process holds, warm hosts
+across processes); the models are the built-in echo model and the offline scripted model
+with a seed, so every answer is deterministic and nothing touches the network.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def with_stdin(cli: Cli, text: str, *args: str) -> Run:
 
 def exec_json(cli: Cli, *args: str) -> dict[str, Any]:
     """``exec ... --json`` (stdin closed), parsed."""
-    result: dict[str, Any] = with_stdin(cli, "", "exec", "--json", *args).ok().json()
+    result: dict[str, Any] = cli.fast("exec", "--json", *args).ok().json()
     return result
 
 
@@ -72,7 +73,7 @@ def test_every_turn_command_explains_itself_and_takes_json(cli: Cli, command: st
 
 
 def test_exec_creates_a_session_and_prints_only_the_answer_on_stdout(cli: Cli) -> None:
-    run = cli.run("exec", "--input", "hello").ok()
+    run = cli.fast("exec", "--input", "hello").ok()
     assert run.out == "echo:hello\n"
     first = run.err.splitlines()[0]
     assert first.startswith("session ")
@@ -90,7 +91,7 @@ def test_exec_creates_a_session_and_prints_only_the_answer_on_stdout(cli: Cli) -
 
 def test_a_second_exec_continues_the_same_session(cli: Cli) -> None:
     uid = exec_json(cli, "--input", "hello")["uid"]
-    second = cli.run("exec", uid, "--input", "again").ok()
+    second = cli.fast("exec", uid, "--input", "again").ok()
     assert second.out == "echo:again\n"
     assert kinds(cli, uid) == ["EXECUTION_START", "INPUT", "MODEL_CALL", "OUTPUT", "END"] * 2
 
@@ -110,8 +111,8 @@ def test_exec_json_is_the_turn_result(cli: Cli) -> None:
 
 
 def test_exec_with_chat_streams_the_scripted_answer_deterministically(cli: Cli) -> None:
-    first = cli.run("exec", *CHAT, "--input", "hi", "--config", '{"system_prompt": "Be brief."}')
-    again = cli.run("exec", *CHAT, "--input", "hi", "--config", '{"system_prompt": "Be brief."}')
+    first = cli.fast("exec", *CHAT, "--input", "hi", "--config", '{"system_prompt": "Be brief."}')
+    again = cli.fast("exec", *CHAT, "--input", "hi", "--config", '{"system_prompt": "Be brief."}')
     assert first.ok().out == again.ok().out
     assert first.out.startswith("scripted-7-")
 
@@ -134,18 +135,18 @@ def test_exec_config_from_a_file_is_recorded_verbatim(cli: Cli, tmp_path: Path) 
     ],
 )
 def test_exec_refuses_bad_requests_before_creating_anything(cli: Cli, args: tuple[str]) -> None:
-    with_stdin(cli, "", *args).fails(2)
+    cli.fast(*args).fails(2)
     assert cli.fast("list", "--json").ok().json()["sessions"] == []
 
 
 def test_exec_model_applies_to_one_turn_and_is_recorded(cli: Cli) -> None:
     uid = exec_json(cli, *CHAT, "--input", "hi")["uid"]
-    cli.run("exec", uid, "--input", "x", "--name", "renamed").fails(2)
+    cli.fast("exec", uid, "--input", "x", "--name", "renamed").fails(2)
     assert len(chain(cli, uid)) == 5
-    cli.run("exec", uid, "--input", "x", "--model", "scripted:seed=8").ok()
+    cli.fast("exec", uid, "--input", "x", "--model", "scripted:seed=8").ok()
     calls = [r["event"]["model"]["model"] for r in chain(cli, uid) if "model" in r["event"]]
     assert calls[-1] == "scripted:seed=8" and calls[0] != calls[-1]
-    assert cli.run("replay", uid, "--rerun").ok()
+    assert cli.fast("replay", uid, "--rerun").ok()
 
 
 # --- replay --------------------------------------------------------------------------------
@@ -153,7 +154,7 @@ def test_exec_model_applies_to_one_turn_and_is_recorded(cli: Cli) -> None:
 
 def test_replay_streams_the_stored_records(cli: Cli) -> None:
     uid = exec_json(cli, "--input", "hello")["uid"]
-    out = cli.run("replay", uid).ok().out.splitlines()
+    out = cli.fast("replay", uid).ok().out.splitlines()
     assert [line.split()[:2] for line in out] == [
         ["1", "EXECUTION_START"],
         ["2", "INPUT"],
@@ -162,31 +163,31 @@ def test_replay_streams_the_stored_records(cli: Cli) -> None:
         ["5", "END"],
     ]
     assert "echo:hello" in out[3]
-    lines = cli.run("replay", uid, "--from", "4", "--json").ok().json_lines()
+    lines = cli.fast("replay", uid, "--from", "4", "--json").ok().json_lines()
     assert [r["seq"] for r in lines] == ["4", "5"]
 
 
 def test_replay_rerun_calls_no_model_and_is_identical(cli: Cli) -> None:
     uid = exec_json(cli, *CHAT, "--input", "one")["uid"]
     exec_json(cli, uid, "--input", "two")
-    run = cli.run("replay", uid, "--rerun").ok()
+    run = cli.fast("replay", uid, "--rerun").ok()
     assert "model_calls 0" in run.out and "identical   yes" in run.out
-    result = cli.run("replay", uid, "--rerun", "--json").ok().json()
+    result = cli.fast("replay", uid, "--rerun", "--json").ok().json()
     assert (result["executions"], result["replayed"]) == (2, 2)
     assert result["model_calls"] == 0 and result["identical"] is True
 
 
 def test_replay_rerun_of_the_imported_go_journal_with_the_echo_harness(cli: Cli) -> None:
     uid = cli.import_fixture()
-    cli.run("replay", uid, "--rerun").fails(2)  # the Go journal names no harness
-    result = cli.run("replay", uid, "--rerun", "--harness", "echo", "--json").ok().json()
+    cli.fast("replay", uid, "--rerun").fails(2)  # the Go journal names no harness
+    result = cli.fast("replay", uid, "--rerun", "--harness", "echo", "--json").ok().json()
     assert result["model_calls"] == 0 and result["identical"] is True
     assert result["replayed"] == result["executions"] == 1
 
 
 def test_replay_rerun_with_another_harness_exits_16(cli: Cli) -> None:
     uid = exec_json(cli, *CHAT, "--input", "one")["uid"]
-    cli.run("replay", uid, "--rerun", "--harness", "echo").fails(16)
+    cli.fast("replay", uid, "--rerun", "--harness", "echo").fails(16)
 
 
 # --- resume --------------------------------------------------------------------------------
@@ -194,8 +195,8 @@ def test_replay_rerun_with_another_harness_exits_16(cli: Cli) -> None:
 
 def test_resume_with_nothing_to_do_says_so(cli: Cli) -> None:
     uid = exec_json(cli, "--input", "hello")["uid"]
-    assert "nothing to resume" in cli.run("resume", uid).ok().out
-    result = cli.run("resume", uid, "--json").ok().json()
+    assert "nothing to resume" in cli.fast("resume", uid).ok().out
+    result = cli.fast("resume", uid, "--json").ok().json()
     assert result["turn"] is None and result["compute_resumed"] is False
     assert result["last_seq"] == 5
 
@@ -230,13 +231,13 @@ def test_resume_completes_an_interrupted_turn_once(cli: Cli) -> None:
     uid = exec_json(cli, "--input", "hello")["uid"]
     call_seq = interrupt(cli.home, uid, "cut off")
     assert info(cli, uid)["exec_state"] == "EXEC_RUNNING"
-    cli.run("exec", uid, "--input", "new").fails(17)  # new input must wait for resume
-    run = cli.run("resume", uid).ok()
+    cli.fast("exec", uid, "--input", "new").fails(17)  # new input must wait for resume
+    run = cli.fast("resume", uid).ok()
     assert "echo:cut off" in run.out and "completed the interrupted turn" in run.out
     records = chain(cli, uid)
     assert [r["event"]["kind"] for r in records[call_seq:]] == ["EVENT_OUTPUT", "EVENT_END"]
     assert kinds(cli, uid).count("MODEL_CALL") == 2  # the recorded call was not repeated
-    assert "nothing to resume" in cli.run("resume", uid).ok().out
+    assert "nothing to resume" in cli.fast("resume", uid).ok().out
 
 
 def test_an_inputless_exec_continues_an_interrupted_turn(cli: Cli) -> None:
@@ -254,7 +255,7 @@ def test_an_inputless_exec_continues_an_interrupted_turn(cli: Cli) -> None:
 def test_fork_prints_each_child_whose_log_shares_the_parents_prefix(cli: Cli) -> None:
     uid = exec_json(cli, "--input", "one")["uid"]
     exec_json(cli, uid, "--input", "two")
-    out = cli.run("fork", uid, "--at", "5", "--count", "2", "--name", "a", "--name", "b")
+    out = cli.fast("fork", uid, "--at", "5", "--count", "2", "--name", "a", "--name", "b")
     children = out.ok().out.split()
     assert len(children) == 2 and all(UID.fullmatch(c) for c in children)
     prefix = [(r["seq"], r.get("prev_hash", ""), r["content_hash"]) for r in chain(cli, uid)[:5]]
@@ -267,12 +268,12 @@ def test_fork_prints_each_child_whose_log_shares_the_parents_prefix(cli: Cli) ->
         assert marker["kind"] == "LIFECYCLE_FORK" and marker["detail"] == "parent@5"
         meta = info(cli, child)
         assert (meta["name"], meta["parent_uid"], meta["harness"]) == (name, uid, "echo")
-    assert cli.run("exec", children[0], "--input", "three").ok().out == "echo:three\n"
+    assert cli.fast("exec", children[0], "--input", "three").ok().out == "echo:three\n"
 
 
 def test_fork_json_lists_the_children(cli: Cli) -> None:
     uid = exec_json(cli, "--input", "one")["uid"]
-    children = cli.run("fork", uid, "--label", "try=x", "--json").ok().json()
+    children = cli.fast("fork", uid, "--label", "try=x", "--json").ok().json()
     assert len(children) == 1 and children[0]["labels"] == {"try": "x"}
     assert children[0]["fork_seq"] == 5
 
@@ -289,7 +290,7 @@ def test_fork_json_lists_the_children(cli: Cli) -> None:
 )
 def test_fork_refuses_bad_input_and_creates_nothing(cli: Cli, args: tuple[str, ...]) -> None:
     uid = exec_json(cli, "--input", "one")["uid"]
-    cli.run("fork", uid, *args).fails(2)
+    cli.fast("fork", uid, *args).fails(2)
     assert [s["uid"] for s in cli.fast("list", "--json").ok().json()["sessions"]] == [uid]
 
 
@@ -298,18 +299,18 @@ def test_fork_refuses_bad_input_and_creates_nothing(cli: Cli, args: tuple[str, .
 
 def test_suspend_then_exec_brings_the_compute_back(cli: Cli) -> None:
     uid = exec_json(cli, "--input", "one")["uid"]
-    out = cli.run("suspend", uid).ok().out
+    out = cli.fast("suspend", uid).ok().out
     assert out == f"session {uid} suspended compute=COMPUTE_COLD last_seq=6\n"
     assert info(cli, uid)["compute_state"] == "COMPUTE_COLD"
-    run = cli.run("exec", uid, "--input", "two").ok()
+    run = cli.fast("exec", uid, "--input", "two").ok()
     assert run.out == "echo:two\n" and "resuming its compute" in run.err
     assert info(cli, uid)["compute_state"] == "COMPUTE_LIVE"
 
 
 def test_resume_brings_back_a_suspended_session(cli: Cli) -> None:
     uid = exec_json(cli, "--input", "one")["uid"]
-    assert cli.run("suspend", uid, "--json").ok().json()["compute_state"] == "COMPUTE_COLD"
-    result = cli.run("resume", uid, "--json").ok().json()
+    assert cli.fast("suspend", uid, "--json").ok().json()["compute_state"] == "COMPUTE_COLD"
+    result = cli.fast("resume", uid, "--json").ok().json()
     assert result["compute_resumed"] is True and result["turn"] is None
     assert result["compute_state"] == "COMPUTE_LIVE"
 
@@ -318,7 +319,7 @@ def test_resume_brings_back_a_suspended_session(cli: Cli) -> None:
 
 
 def test_a_memory_harness_is_refused_on_local_before_anything_is_written(cli: Cli) -> None:
-    run = cli.run("exec", "--harness", "counter", "--runtime", "local", "--input", "a").fails(15)
+    run = cli.fast("exec", "--harness", "counter", "--runtime", "local", "--input", "a").fails(15)
     assert "--runtime warm" in run.err
     assert cli.fast("list", "--json").ok().json()["sessions"] == []
 
@@ -356,4 +357,4 @@ def test_exec_on_a_busy_session_fails_fast_naming_the_holder(cli: Cli) -> None:
             assert error["error"] == "busy" and error["session"] == uid
     finally:
         store.close()
-    assert cli.run("exec", uid, "--input", "two").ok().out == "echo:two\n"
+    assert cli.fast("exec", uid, "--input", "two").ok().out == "echo:two\n"

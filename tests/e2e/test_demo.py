@@ -30,7 +30,7 @@ def test_demo_runs_the_main_job_in_a_temporary_home(cli: Cli) -> None:
 
 
 def test_demo_in_a_given_home_leaves_sessions_that_verify_and_replay(cli: Cli) -> None:
-    summary = cli.run("demo", "--json").ok().json()
+    summary = cli.fast("demo", "--json").ok().json()
     assert summary["ok"] is True and summary["temporary_home"] is False
     assert [step["step"].split(" (")[0] for step in summary["steps"]] == list(STEPS)
     assert all(step["ok"] for step in summary["steps"])
@@ -42,5 +42,5 @@ def test_demo_in_a_given_home_leaves_sessions_that_verify_and_replay(cli: Cli) -
     expected = {summary["session_uid"], summary["imported_uid"], *summary["children"]}
     assert {s["uid"] for s in sessions} == expected
     assert cli.fast("verify", "--all", "--json").ok().json()["ok"] is True
-    rerun = cli.run("replay", summary["session_uid"], "--rerun", "--json").ok().json()
+    rerun = cli.fast("replay", summary["session_uid"], "--rerun", "--json").ok().json()
     assert rerun["model_calls"] == 0 and rerun["identical"] is True

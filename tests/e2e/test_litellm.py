@@ -79,7 +79,7 @@ def spec(proxy: Proxy, model: str) -> str:
 
 
 def events(cli: Cli, uid: str) -> list[dict[str, Any]]:
-    return [line["event"] for line in cli.run("log", uid, "--json").ok().json_lines()]
+    return [line["event"] for line in cli.fast("log", uid, "--json").ok().json_lines()]
 
 
 def kinds(cli: Cli, uid: str) -> list[str]:
@@ -109,9 +109,9 @@ def wait_for_input_record(proc: subprocess.Popen[str]) -> None:
 def test_exec_a_second_turn_usage_and_replay_with_no_request(litellm: Proxy, cli: Cli) -> None:
     uid = cli.create("--harness", "chat", "--model", spec(litellm, "mock-text"))
     before = litellm.requests()
-    first = cli.run("exec", uid, "-i", "hi", env=KEY).ok()
+    first = cli.fast("exec", uid, "-i", "hi", env=KEY).ok()
     assert first.out.strip() == "hello from litellm"
-    second = cli.run("exec", uid, "-i", "and again", env=KEY).ok()
+    second = cli.fast("exec", uid, "-i", "and again", env=KEY).ok()
     assert second.out.strip() == "hello from litellm"
     assert litellm.requests() == before + 2
     assert kinds(cli, uid) == [
@@ -119,13 +119,13 @@ def test_exec_a_second_turn_usage_and_replay_with_no_request(litellm: Proxy, cli
     ] * 2  # fmt: skip
     usage = [e["usage"] for e in events(cli, uid) if e["kind"] == "EVENT_USAGE"]
     assert {u["model"] for u in usage} == {"mock-text"}  # the model's own name, not the spec
-    got = cli.run("get", uid, "--json").ok().json()["usage"]
+    got = cli.fast("get", uid, "--json").ok().json()["usage"]
     assert got["records"] == 2
     assert got["input_tokens"] == sum(int(u["input_tokens"]) for u in usage) > 0
     assert got["output_tokens"] == sum(int(u["output_tokens"]) for u in usage) > 0
-    assert "model calls)" in cli.run("get", uid).ok().out
+    assert "model calls)" in cli.fast("get", uid).ok().out
 
-    report = cli.run("replay", uid, "--rerun", "--json").ok().json()
+    report = cli.fast("replay", uid, "--rerun", "--json").ok().json()
     assert report["model_calls"] == 0 and report["identical"] is True
     assert litellm.requests() == before + 2  # 0 requests reached the server
 
@@ -192,7 +192,7 @@ def test_an_error_fails_the_turn_with_the_servers_words_and_a_hint(
     litellm: Proxy, cli: Cli, model: str, key: str, said: str, hint: str
 ) -> None:
     uid = cli.create("--harness", "chat", "--model", spec(litellm, model))
-    failed = cli.run("exec", uid, "-i", "q", env={"MODEL_API_KEY": key})
+    failed = cli.fast("exec", uid, "-i", "q", env={"MODEL_API_KEY": key})
     assert failed.code == 14, failed.err
     line = failed.err.strip().splitlines()  # the turn's record lines, then the error
     error = next(x for x in line if x.startswith("agentsessions: error:"))
@@ -204,16 +204,16 @@ def test_an_error_fails_the_turn_with_the_servers_words_and_a_hint(
 
 def test_a_turn_killed_mid_call_resumes_on_its_own_model(litellm: Proxy, cli: Cli) -> None:
     uid = cli.create("--harness", "chat", "--model", "echo")
-    cli.run("exec", uid, "-i", "on echo", env=KEY).ok()
+    cli.fast("exec", uid, "-i", "on echo", env=KEY).ok()
     proc = exec_in_background(cli, uid, "--model", spec(litellm, "mock-slow"), "-i", "q")
     wait_for_input_record(proc)
     proc.send_signal(signal.SIGKILL)  # mock-slow answers after 8 s: the call is in flight
     proc.communicate()
     assert kinds(cli, uid)[-2:] == ["EXECUTION_START", "INPUT"]
-    resumed = cli.run("resume", uid, env=KEY).ok()
+    resumed = cli.fast("resume", uid, env=KEY).ok()
     assert "slow answer" in resumed.out  # on mock-slow, as it began; echo would say "q"
     assert kinds(cli, uid)[-4:] == ["MODEL_CALL", "OUTPUT", "USAGE", "END"]
-    assert cli.run("replay", uid, "--rerun", "--json").ok().json()["identical"] is True
+    assert cli.fast("replay", uid, "--rerun", "--json").ok().json()["identical"] is True
 
 
 def test_the_server_killed_mid_call_fails_the_turn(proxies: tuple[Proxy, Proxy], cli: Cli) -> None:
@@ -227,7 +227,7 @@ def test_the_server_killed_mid_call_fails_the_turn(proxies: tuple[Proxy, Proxy],
     assert f"model endpoint {victim.url}/chat/completions" in err
     assert "  hint: " in err
     assert kinds(cli, uid)[-2:] == ["MODEL_CALL", "ERROR"]
-    again = cli.run("resume", uid, env=KEY)  # the server is gone: one clear line
+    again = cli.fast("resume", uid, env=KEY)  # the server is gone: one clear line
     assert again.code == 14, again.err
     assert "unreachable: connection refused" in again.err
     assert "hint: check the model's base_url" in again.err

@@ -72,6 +72,11 @@ def remote(address: str, cwd: Path, *args: str) -> Run:
     return Run(args, proc.returncode, proc.stdout, proc.stderr)
 
 
+def remote_fast(address: str, cwd: Path, *args: str) -> Run:
+    """``remote`` in-process (typer's CliRunner), where the client's process is not the point."""
+    return Cli(cwd, cwd).fast("--server", address, *args, home=False)
+
+
 def start_remote(address: str, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "agentsessions", "--server", address, *args],
@@ -98,7 +103,7 @@ def test_serve_prints_its_real_port_and_stops_cleanly(tmp_path: Path, sig: int) 
 
 def test_serve_refuses_a_bad_listen_address_in_one_line(cli: Cli) -> None:
     cli.run("serve", "--listen", "nowhere").fails(2)
-    cli.run("serve", "--store", "sqlite").fails(2)
+    cli.fast("serve", "--store", "sqlite").fails(2)
 
 
 def test_serve_bounds_flags_are_checked_and_the_old_name_still_works(cli: Cli) -> None:
@@ -158,7 +163,7 @@ def test_every_command_over_server_prints_what_it_prints_locally(
         uid, out = "", tmp_path / f"{side}.agx"
         for step in steps:
             args = [a.format(uid, out=out) for a in step]
-            run = cli.run(*args) if side == "local" else remote(daemon.address, here, *args)
+            run = cli.fast(*args) if side == "local" else remote(daemon.address, here, *args)
             if not uid and run.code == 0 and step[0] == "exec":
                 uid = re.findall(r"sess-[0-9a-f]{24}", run.err + run.out)[0]
             homes = (out, cli.home, tmp_path / "served")  # where each side's files are
@@ -217,19 +222,19 @@ def test_the_approval_flow_over_server(daemon: Daemon, tmp_path: Path) -> None:
     assert run.code == 20, run.err  # parked, as locally
     assert "tool append_line, call " in run.err and "request seq" in run.err
     assert not effects.exists()
-    uid = remote(at, tmp_path, "list", "--json").ok().json()["sessions"][0]["uid"]
-    got = remote(at, tmp_path, "get", uid, "--json").ok().json()
+    uid = remote_fast(at, tmp_path, "list", "--json").ok().json()["sessions"][0]["uid"]
+    got = remote_fast(at, tmp_path, "get", uid, "--json").ok().json()
     assert got["exec_state"] == "EXEC_AWAITING" and got["pending_approval"]["request_seq"] > 0
-    remote(at, tmp_path, "approve", uid, "--reason", "fine", "--actor", "alice").ok()
+    remote_fast(at, tmp_path, "approve", uid, "--reason", "fine", "--actor", "alice").ok()
     assert effects.read_text() == "buy milk\n"
-    again = remote(at, tmp_path, "approve", uid, "--actor", "bob")  # nothing pending now
+    again = remote_fast(at, tmp_path, "approve", uid, "--actor", "bob")  # nothing pending now
     assert again.code == 21, again.err
-    log = remote(at, tmp_path, "log", uid, "--json").ok().json_lines()
+    log = remote_fast(at, tmp_path, "log", uid, "--json").ok().json_lines()
     kinds = [r["event"]["kind"].removeprefix("EVENT_") for r in log]
     assert kinds[-6:] == ["APPROVAL_REQUEST", "APPROVAL_RESULT", "TOOL_RESULT", "MODEL_CALL",
                           "OUTPUT", "END"]  # fmt: skip
     assert log[-5]["event"]["actor"] == {"principal": "alice"}
-    rerun = remote(at, tmp_path, "replay", uid, "--rerun", "--json").ok().json()
+    rerun = remote_fast(at, tmp_path, "replay", uid, "--rerun", "--json").ok().json()
     assert rerun["identical"] and rerun["model_calls"] == 0
     assert effects.read_text() == "buy milk\n"
 
@@ -251,12 +256,12 @@ def _slow_exec(address: str, tmp_path: Path, seconds: int) -> tuple[subprocess.P
 
 def test_cancel_over_server_stops_a_running_turn(daemon: Daemon, tmp_path: Path) -> None:
     proc, uid = _slow_exec(daemon.address, tmp_path, 60)
-    remote(daemon.address, tmp_path, "cancel", uid, "--wait", "60").ok()
+    remote_fast(daemon.address, tmp_path, "cancel", uid, "--wait", "60").ok()
     proc.communicate(timeout=WAIT)
     assert proc.returncode == 18  # canceled, as locally
-    log = remote(daemon.address, tmp_path, "log", uid, "--json").ok().json_lines()
+    log = remote_fast(daemon.address, tmp_path, "log", uid, "--json").ok().json_lines()
     assert log[-1]["event"]["end"]["state"] == "CANCELED"
-    remote(daemon.address, tmp_path, "verify", uid).ok()
+    remote_fast(daemon.address, tmp_path, "verify", uid).ok()
 
 
 @pytest.mark.parametrize("grace", ["30", "0"], ids=["in-grace", "no-grace"])
@@ -270,8 +275,8 @@ def test_sigterm_mid_turn_exits_clean_and_loses_nothing_acknowledged(
     assert code == 0, err
     assert "Traceback" not in err + exec_err
     # the turn ran to its END before the daemon exited, whatever became of its stream
-    cli.run("verify", uid).ok()
-    log = cli.run("log", uid, "--json").ok().json_lines()
+    cli.fast("verify", uid).ok()
+    log = cli.fast("log", uid, "--json").ok().json_lines()
     assert log[-1]["event"]["end"]["state"] == "COMPLETED"
     acked = [int(m) for m in re.findall(r"^\s+(\d+)\s+[A-Z_]+", exec_err, re.MULTILINE)]
     stored = {int(r["seq"]): r["event"]["kind"] for r in log}

@@ -62,9 +62,9 @@ def test_a_full_run_logs_every_call_and_no_secret(cli: Cli, tmp_path: Path) -> N
     key = tmp_path / "master.key"
     key.write_text(key_text + "\n")
     key.chmod(0o600)
-    made = cli.run("token", "create", "-p", "acme", "--json").ok().json()
+    made = cli.fast("token", "create", "-p", "acme", "--json").ok().json()
     token, token_id = made["token"], made["id"]
-    other = cli.run("token", "create", "-p", "elsewhere").ok().out.strip()
+    other = cli.fast("token", "create", "-p", "elsewhere").ok().out.strip()
 
     argv = [sys.executable, "-m", "agentsessions", "--home", str(cli.home), "serve",
             "--listen", "127.0.0.1:0", "--log-format", "json", "--key-file", str(key)]  # fmt: skip

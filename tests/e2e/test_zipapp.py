@@ -103,7 +103,7 @@ def test_zipapp_runs_the_whole_journey_like_the_installed_cli(
     assert json.loads(app("verify", uid, "--strict", "--json"))["ok"] is True
 
     installed_uid = cli.import_fixture()
-    assert cli.run("log", installed_uid, "--json").ok().out == log
+    assert cli.fast("log", installed_uid, "--json").ok().out == log
 
     out = tmp_path / "from-pyz.agx"
     compress = [] if shutil.which("zstd") else ["--no-compress"]
@@ -113,6 +113,6 @@ def test_zipapp_runs_the_whole_journey_like_the_installed_cli(
     again = json.loads(app("import", str(out), "--json"))["uid"]
     assert app("log", again, "--json") == log
 
-    crossed = cli.run("import", str(out), "--json").ok().json()
+    crossed = cli.fast("import", str(out), "--json").ok().json()
     assert crossed["last_hash"] == summary["last_hash"]
-    assert cli.run("log", crossed["uid"], "--json").ok().out == log
+    assert cli.fast("log", crossed["uid"], "--json").ok().out == log

@@ -15,17 +15,17 @@ from typing import Any
 
 from needs import need
 
+from tests.e2e.clirun import Cli
+
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "swordfish-4711"
 
 
-def _cli(home: Path, *args: str) -> Any:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSESSIONS_")}
-    env["PYTHONPATH"] = str(ROOT)
-    return subprocess.run(
-        [sys.executable, "-m", "agentsessions", "--home", str(home), *args],
-        env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The command line in-process (typer's CliRunner, the environment scrubbed as a
+    subprocess's would be); ``serve`` and the clients of a served daemon stay processes."""
+    run = Cli(home, Path.cwd()).fast("--home", str(home), *args, home=False)
+    return subprocess.CompletedProcess(list(args), run.code, run.out, run.err)
 
 
 def _key_file(path: Path) -> Path:

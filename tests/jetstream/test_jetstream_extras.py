@@ -26,6 +26,7 @@ from agentsessions.sessions.storeurl import STORE_ENV
 from agentsessions.sessions.wiring import HARNESSES
 from agentsessions.tools import AppendLine, static_resolver
 from agentsessions.v1 import model
+from tests.e2e.clirun import Cli
 from tests.tool_harness import ToolLineHarness, line_call, plan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,11 +45,10 @@ def _open(url: str, master: Any = None) -> JetStreamStore:
 
 
 def _cli(home: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), STORE_ENV: url}
-    return subprocess.run(
-        [sys.executable, "-m", "agentsessions", "--home", str(home), *args],
-        env=env, capture_output=True, text=True, timeout=BOUND,
-    )  # fmt: skip
+    """The command line on the stream at ``url``, in-process (typer's CliRunner); the turn a
+    cancel stops stays a process, and test_jetstream_cli.py covers the store's variable."""
+    run = Cli(home, Path.cwd()).fast("--home", str(home), "--store", url, *args, home=False)
+    return subprocess.CompletedProcess(list(args), run.code, run.out, run.err)
 
 
 def _workload(tmp_path: Path) -> tuple[Path, Path]:

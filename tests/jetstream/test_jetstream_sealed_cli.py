@@ -18,6 +18,7 @@ from needs import need
 
 from agentsessions.journal.stores.jetstream import JetStreamStore
 from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+from tests.e2e.clirun import Cli
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "swordfish-0815"
@@ -25,12 +26,10 @@ BOUND = 120  # a hang becomes a failure; no assertion is timed
 
 
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSESSIONS_")}
-    env["PYTHONPATH"] = str(ROOT)
-    return subprocess.run(
-        [sys.executable, "-m", "agentsessions", "--home", str(home), *args],
-        env=env, capture_output=True, text=True, timeout=BOUND,
-    )  # fmt: skip
+    """The command line in-process (typer's CliRunner, the environment scrubbed as a
+    subprocess's would be); ``serve`` and the clients of a served daemon stay processes."""
+    run = Cli(home, Path.cwd()).fast("--home", str(home), *args, home=False)
+    return subprocess.CompletedProcess(list(args), run.code, run.out, run.err)
 
 
 def _key_file(path: Path) -> Path:
