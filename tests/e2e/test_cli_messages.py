@@ -34,6 +34,7 @@ def test_a_retired_harness_is_reported_retired_not_unknown(cli: Cli) -> None:
 
 
 def test_harness_list_has_a_header(cli: Cli) -> None:
-    lines = cli.fast("harness", "list").ok().out.splitlines()
+    # a process of its own: tests in this one register harnesses of their own
+    lines = cli.run("harness", "list").ok().out.splitlines()
     assert lines[0].split() == ["name", "source", "state", "address"]
     assert [line.split()[0] for line in lines[1:]] == ["chat", "counter", "echo", "memory"]
