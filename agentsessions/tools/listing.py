@@ -32,6 +32,7 @@ from typing import Any
 
 from agentsessions.errors import AgentSessionsError, WorkloadError
 
+from .tomltext import string as _string
 from .workload import Workload, parse_workload
 
 HEADER = "# agentsessions: listed by the tool servers as a turn began ([tools.NAME] fields win)"
@@ -88,19 +89,3 @@ def _listed(workload: Workload, name: str) -> tuple[str, dict[str, Any]] | None:
     if not isinstance(description, str) or not isinstance(schema, dict):
         return None
     return description, schema
-
-
-def _string(text: str) -> str:
-    """``text`` as a TOML basic string (control characters and DEL escaped; a lone
-    surrogate, which UTF-8 cannot carry, replaced)."""
-    text = text.encode("utf-8", "replace").decode("utf-8")
-    out = ['"']
-    for char in text:
-        if char in '"\\':
-            out.append("\\" + char)
-        elif ord(char) < 0x20 or ord(char) == 0x7F:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(char)
-    out.append('"')
-    return "".join(out)
