@@ -45,6 +45,7 @@ from agentsessions.errors import (
     MetadataCorruptError,
     NotFoundError,
     PermissionDeniedError,
+    ResourceExhaustedError,
     UnauthenticatedError,
 )
 from agentsessions.server.bounds import Limits
@@ -53,6 +54,7 @@ from agentsessions.server.observe import note
 from agentsessions.server.tokens import Principal
 from agentsessions.server.toolpolicy import caller_tools
 from agentsessions.sessions.projects import project_lookup
+from agentsessions.sessions.turnstream import TURN_ENDED
 
 if TYPE_CHECKING:
     import grpc
@@ -105,6 +107,7 @@ class Scope:
         self._principal = principal
         self._lookup = project_lookup(engine)
         self._checked: OrderedDict[str, None] = OrderedDict()
+        self._turns: dict[str, int] = {}  # a token's turns running on the engine
         self._mutex = threading.Lock()
 
     def __call__(self, context: grpc.ServicerContext | None = None) -> ScopedSessions:
@@ -114,6 +117,43 @@ class Scope:
         if principal is None:
             raise UnauthenticatedError("no authenticated principal for this call")
         return ScopedSessions(self, principal)
+
+    def turn_slot(self, principal: Principal) -> Callable[[], None]:
+        """Count one turn of ``principal``'s token, or ResourceExhaustedError at its
+        ``max_turns_per_token``; the function (idempotent) that gives it back. The admission
+        interceptor counts a turn's RPC; this counts the turn itself, which goes on when
+        its caller goes away (a cancelled Exec must not free its token a turn)."""
+        key, limit = principal.token_id or principal.name, self.limits.max_turns_per_token
+        with self._mutex:
+            held = self._turns.get(key, 0)
+            if held >= limit:
+                raise ResourceExhaustedError(
+                    f"too many turns in flight for this token ({held} of {limit}): wait for "
+                    "a turn to end, or ask the operator to raise serve --max-turns-per-token",
+                    hint="serve --max-turns-per-token N raises this bound",
+                    limit="max_turns_per_token",
+                    allowed=limit,
+                )
+            self._turns[key] = held + 1
+        done = threading.Event()
+
+        def release() -> None:
+            with self._mutex:
+                if done.is_set():
+                    return
+                done.set()
+                left = self._turns[key] - 1
+                if left:
+                    self._turns[key] = left
+                else:
+                    del self._turns[key]
+
+        return release
+
+    def turns_in_flight(self, principal: Principal) -> int:
+        """How many turns ``principal``'s token has running on the engine now."""
+        with self._mutex:
+            return self._turns.get(principal.token_id or principal.name, 0)
 
     def project_of(self, uid: str) -> str | None:
         """``uid``'s project from the index, None when no session has it (nothing read)."""
@@ -219,12 +259,21 @@ class ScopedSessions:
         return model
 
     def _guarded(self, call: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
-        """``call(*args, **kwargs)`` with the engine checking every model a token holder's
-        turn makes or calls (a turn's thread, started within, copies the check)."""
+        """``call(*args, **kwargs)``, a call that may start a turn, for a token holder: the
+        engine checks every model its turn makes or calls (a turn's thread, started within,
+        copies the check), and the turn counts against the token's turns in flight until
+        it has ended on the engine (:meth:`Scope.turn_slot`), not until the call ends."""
         if self.principal.projects is None:
             return call(*args, **kwargs)
-        with self._scope.models.guarding():
-            return call(*args, **kwargs)
+        release = self._scope.turn_slot(self.principal)
+        mark = TURN_ENDED.set(release)
+        try:
+            with self._scope.models.guarding():
+                return call(*args, **kwargs)
+        finally:
+            if TURN_ENDED.get() is release:  # no turn took it: the call started none
+                release()
+            TURN_ENDED.reset(mark)
 
     # -- the Protocol ------------------------------------------------------------------
     def create(

@@ -36,6 +36,27 @@ class Failed:
 DONE = object()
 """The last item a turn puts on its queue."""
 
+TURN_ENDED: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "agentsessions_turn_ended", default=None
+)
+"""A callback for the turn the current call starts: :class:`Turns` takes it (and clears it
+in the caller's context, so the caller can tell a turn took it) and calls it once the turn
+has ended on its thread, whatever became of the call's frames. The server's scope counts a
+token's turns in flight with it: a caller that goes away mid-turn leaves the turn running,
+and it must still count (server/scoped.py)."""
+
+
+def _take_turn_ended() -> Callable[[], None]:
+    ended = TURN_ENDED.get()
+    if ended is None:
+        return _nothing
+    TURN_ENDED.set(None)  # taken: the caller sees no callback left, so a turn has it
+    return ended
+
+
+def _nothing() -> None:
+    """No one asked to hear of the turn's end."""
+
 
 class _Batch:
     """Deltas queued as one item: the consumer takes them all at once."""
@@ -189,6 +210,7 @@ class Turns:
         session as the turn left it (``work`` returns the turn and whether compute woke)."""
         frames = TurnFrames(uid, queue.SimpleQueue())
         done = threading.Event()
+        ended = _take_turn_ended()
 
         def run() -> None:
             try:
@@ -207,6 +229,7 @@ class Turns:
                     self._running.discard(done)
                 frames.put(DONE)
                 done.set()
+                ended()
 
         with self._lock:
             self._running.add(done)
@@ -222,6 +245,7 @@ class Turns:
     ) -> SessionFrame:
         """Run ``work`` on the caller's thread, then release ``lock``; the last frame."""
         done = threading.Event()
+        ended = _take_turn_ended()
         with self._lock:
             self._running.add(done)
         try:
@@ -232,6 +256,7 @@ class Turns:
             with self._lock:
                 self._running.discard(done)
             done.set()
+            ended()
 
     def drain(self) -> bool:
         """Wait for the running turns (their END is durable then), then refuse new ones
