@@ -1,0 +1,281 @@
+"""The OpenAI Agents SDK's ``Session`` on agentsessions (extra ``[openai-agents]``).
+
+:class:`AgentSessionsSession` is a drop-in for the SDK's ``SQLiteSession``: pass it as
+``Runner.run(..., session=...)``. It is a thin layer over the :class:`Sessions` engine
+(``agentsessions.open()``), so the file store, JetStream and encryption at rest all work, and
+the session it writes is an ordinary one: ``agentsessions log/verify/export/fork UID``.
+
+How the SDK's model maps onto the journal (and why):
+
+- ``session_id`` -> one agentsessions session in project ``openai-agents`` (configurable)
+  whose *name* is the session id: a name is what ``agentsessions list`` shows and the engine
+  already indexes, so no side table is needed. The session is created on the first write;
+  before that, reads see an empty history. If two processes create the same id at once, both
+  resolve to the oldest such session from then on (the first write wins the race).
+- ``add_items(items)`` -> one turn of the ``openai-agents`` recording harness, whose inputs
+  are one INPUT event per item: a ``user`` message with one DataPart
+  ``{"openai_agents": {"item": ITEM}}``. A turn is the engine's unit of atomic, serialised,
+  durable writing, so a batch is all or nothing, two writers never interleave (the engine's
+  fencing makes the second wait, then fail with LockHeldError), and the items are durable
+  when ``add_items`` returns. Every item is serialised before anything is written, so an
+  unserialisable item writes nothing of its batch.
+- ``pop_item()`` / ``clear_session()`` -> an INPUT whose DataPart is
+  ``{"openai_agents": {"pop": 1}}`` / ``{"openai_agents": {"clear": 1}}``. Nothing is
+  deleted, the hash chain still verifies offline, and a read folds the events in order.
+- ``fork(at=None)`` -> the engine's O(1) fork (the child shares the parent's prefix).
+
+Items are stored as JSON: they round-trip equal as the SDK's own stores require (items are
+JSON objects). The SDK stays optional: nothing outside this module imports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+from typing import TYPE_CHECKING, Any
+
+from agents.memory.session import SessionABC
+from agents.memory.session_settings import (
+    SessionSettings,
+    coerce_session_settings,
+    resolve_session_limit,
+)
+
+from agentsessions.controller.spi import (
+    STATELESS_REPLAY,
+    Capabilities,
+    HarnessDescriptor,
+    Sink,
+    Start,
+)
+from agentsessions.errors import InvalidArgumentError, NotFoundError
+from agentsessions.sessions.wiring import HARNESSES
+
+if TYPE_CHECKING:
+    from agents.items import TResponseInputItem
+
+    from agentsessions.sessions.api import Sessions
+
+__all__ = ["HARNESS", "PROJECT", "AgentSessionsSession"]
+
+HARNESS = "openai-agents"
+"""The recording harness of the adapter's turns: it records the inputs and calls nothing."""
+PROJECT = "openai-agents"
+"""The default project of the adapter's sessions."""
+_KEY = "openai_agents"
+_WAIT = 60.0  # seconds a write waits for another writer of the same session
+_DESCRIPTOR = HarnessDescriptor(
+    id=HARNESS,
+    version="1",
+    capabilities=Capabilities(resumability=STATELESS_REPLAY, uses_session_model=False),
+)
+_LOCKS: dict[tuple[int, str], threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+class _RecordingHarness:
+    """A turn that only records its inputs: the SDK's items, pops and clears."""
+
+    def describe(self) -> HarnessDescriptor:
+        """The recording harness's descriptor (STATELESS_REPLAY, calls no model)."""
+        return _DESCRIPTOR
+
+    def run(self, start: Start, sink: Sink) -> None:
+        """Nothing to do: the engine has recorded the inputs before the harness runs."""
+
+
+HARNESSES.register(HARNESS, _RecordingHarness)
+
+
+def _message(body: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "user", "parts": [{"data": {"data": {_KEY: body}}}]}
+
+
+def _encode(item: Any) -> dict[str, Any]:
+    """The item's INPUT message; TypeError (nothing written) if it is not JSON."""
+    try:
+        text = json.dumps(item, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"session item is not JSON-serialisable: {exc}") from None
+    return _message({"item": json.loads(text)})
+
+
+class AgentSessionsSession(SessionABC):
+    """The SDK's ``Session`` protocol kept in an agentsessions session.
+
+    ``where``: a home directory, a store URL (``nats://...``), or an open :class:`Sessions`
+    engine (shared, not closed by :meth:`close`); None: the default home. ``key_file``
+    encrypts new sessions at rest (a home or URL only). Safe from several threads, each
+    with its own event loop: the engine is thread-safe and calls run in worker threads.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        where: str | os.PathLike[str] | Sessions | None = None,
+        *,
+        project: str = PROJECT,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
+        key_file: str | None = None,
+        _uid: str = "",
+    ) -> None:
+        if not isinstance(session_id, str) or not session_id:
+            raise InvalidArgumentError("session_id must be a non-empty string")
+        self.session_id = session_id
+        self.session_settings = _settings(session_settings)
+        self.project = project
+        self._own = where is None or isinstance(where, (str, os.PathLike))
+        self._engine: Sessions = (
+            _engine(where, key_file)
+            if where is None or isinstance(where, (str, os.PathLike))
+            else where
+        )
+        self._uid = _uid
+        self._closed = False
+
+    # --- the SDK's protocol -------------------------------------------------------------
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The history, oldest first; ``limit``: only the latest n (0: none)."""
+        n = resolve_session_limit(limit, self.session_settings)
+        items = await asyncio.to_thread(self._items)
+        if n is None or n < 0:
+            return items
+        return items[len(items) - n :] if n else []
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Append ``items`` in one atomic, durable turn (nothing of it if one is not JSON)."""
+        messages = [_encode(item) for item in items]  # all checked before any write
+        if messages:
+            await asyncio.to_thread(self._write, messages)
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Remove and return the newest item (recorded, not deleted), or None."""
+        return await asyncio.to_thread(self._pop)
+
+    async def clear_session(self) -> None:
+        """Empty this session id's history (recorded as an event; other ids untouched)."""
+        await asyncio.to_thread(self._clear)
+
+    def close(self) -> None:
+        """Close the engine this adapter opened (a shared engine stays open); idempotent."""
+        if not self._closed:
+            self._closed = True
+            if self._own:
+                self._engine.close()
+
+    # --- beyond the SDK -----------------------------------------------------------------
+
+    @property
+    def uid(self) -> str:
+        """The agentsessions uid of this session (``agentsessions log/verify UID``); "" if
+        nothing has been written yet."""
+        self._check_open()
+        return self._uid or self._find()
+
+    def fork(self, at: int | None = None, *, session_id: str | None = None) -> AgentSessionsSession:
+        """A new session sharing this one's history up to journal seq ``at`` (None: now),
+        in O(1); its id is ``session_id`` (default: ``<id>-fork-<8 random hex>``). The child
+        shares this adapter's engine, so close this one last."""
+        uid = self.uid
+        if not uid:
+            raise NotFoundError(f"session {self.session_id!r} has no history to fork")
+        name = session_id or f"{self.session_id}-fork-{os.urandom(4).hex()}"
+        [child] = self._engine.fork(uid, at=at or 0, names=[name])
+        return AgentSessionsSession(
+            name,
+            self._engine,
+            project=self.project,
+            session_settings=self.session_settings,
+            _uid=child.uid,
+        )
+
+    # --- the work, in a worker thread ---------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"session {self.session_id!r} is closed")
+
+    def _find(self) -> str:
+        """The uid of the oldest live session named ``session_id`` in the project, or ""."""
+        found: list[tuple[int, str]] = []
+        cursor: str | None = None
+        while True:
+            page = self._engine.list(project=self.project, page_size=500, cursor=cursor)
+            found += [(s.create_time_ns, s.uid) for s in page.sessions if s.name == self.session_id]
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        if found:
+            self._uid = min(found)[1]
+        return self._uid
+
+    def _lock(self) -> threading.Lock:
+        key = (id(self._engine), self.project + "\0" + self.session_id)
+        with _LOCKS_GUARD:
+            return _LOCKS.setdefault(key, threading.Lock())
+
+    def _items(self) -> list[Any]:
+        self._check_open()
+        uid = self._uid or self._find()
+        if not uid:
+            return []
+        items: list[Any] = []
+        for record in self._engine.read(uid):
+            event = record.event
+            if event.get("kind") != "EVENT_INPUT":
+                continue
+            for part in (event.get("message") or {}).get("parts", ()):
+                body = (part.get("data") or {}).get("data", {}).get(_KEY)
+                if not isinstance(body, dict):
+                    continue
+                if "item" in body:
+                    items.append(body["item"])
+                elif "pop" in body:
+                    if items:
+                        items.pop()
+                elif "clear" in body:
+                    items.clear()
+        return items
+
+    def _write(self, messages: list[dict[str, Any]]) -> None:
+        self._check_open()
+        with self._lock():
+            uid = self._uid or self._find()
+            if uid:
+                self._engine.run(uid, messages, harness=HARNESS, wait=_WAIT)
+                return
+            frame = self._engine.run(
+                None, messages, harness=HARNESS, project=self.project, name=self.session_id
+            )
+            self._uid = frame.session.uid
+
+    def _pop(self) -> Any:
+        with self._lock():
+            items = self._items()
+            if not items:
+                return None
+            self._engine.run(self._uid, [_message({"pop": 1})], harness=HARNESS, wait=_WAIT)
+            return items[-1]
+
+    def _clear(self) -> None:
+        with self._lock():
+            if self._items():
+                self._engine.run(self._uid, [_message({"clear": 1})], harness=HARNESS, wait=_WAIT)
+
+
+def _settings(value: SessionSettings | dict[str, Any] | None) -> SessionSettings:
+    """The SDK's settings; a dict is coerced as the SDK's own stores do (an unknown key is
+    a TypeError)."""
+    return SessionSettings() if value is None else coerce_session_settings(value)
+
+
+def _engine(where: str | os.PathLike[str] | None, key_file: str | None) -> Sessions:
+    """The engine a home path or a store URL names (the engine owns what it opens)."""
+    from agentsessions.sessions.local import open_local
+
+    if isinstance(where, str) and "://" in where:
+        return open_local(None, store_url=where, key_file=key_file)
+    return open_local(where, key_file=key_file)

@@ -1,0 +1,289 @@
+"""The OpenAI Agents SDK adapter's semantics (issue 19, part 1) on the file store, the file
+store encrypted at rest and JetStream: what the SDK relies on, and what agentsessions adds
+(nothing deleted, ``verify`` offline, O(1) fork, one writer at a time across processes).
+
+The SDK's own session tests run against the adapter in ``test_openai_agents_sdk_suite.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from needs import need
+
+need("agents", "openai-agents")
+
+import agentsessions
+from agentsessions.integrations.openai_agents import AgentSessionsSession
+
+ROOT = Path(__file__).resolve().parents[2]
+ITEMS: list[Any] = [
+    {"role": "user", "content": "hello"},
+    {"type": "function_call", "call_id": "c1", "name": "f", "arguments": '{"x": 1}'},
+    {"type": "function_call_output", "call_id": "c1", "output": "2.5", "n": [1, 2.5, None]},
+    {"role": "assistant", "content": [{"type": "output_text", "text": "héllo ✓"}]},
+]
+
+
+@pytest.fixture(params=["file", "encrypted", "jetstream"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """How to open the adapter on each store: ``where`` and ``key_file``."""
+    if request.param == "file":
+        yield {"where": tmp_path / "home"}
+    elif request.param == "encrypted":
+        key = tmp_path / "master.key"
+        key.write_text(base64.b64encode(os.urandom(32)).decode())
+        key.chmod(0o600)
+        yield {"where": tmp_path / "home", "key_file": str(key)}
+    else:
+        server = request.getfixturevalue("nats_server")
+        yield {
+            "where": server.store_url(
+                stream=f"oa{uuid.uuid4().hex[:8]}", prefix=f"oa{uuid.uuid4().hex[:8]}"
+            )
+        }
+
+
+def _session(where: dict[str, Any], session_id: str = "conv", **kw: Any) -> AgentSessionsSession:
+    return AgentSessionsSession(session_id, where["where"], key_file=where.get("key_file"), **kw)
+
+
+def test_items_round_trip_and_limit_is_the_latest_oldest_first(where: dict[str, Any]) -> None:
+    session = _session(where)
+    try:
+
+        async def go() -> None:
+            assert await session.get_items() == []
+            await session.add_items(ITEMS[:2])
+            await session.add_items(ITEMS[2:])
+            assert await session.get_items() == ITEMS
+            assert await session.get_items(limit=2) == ITEMS[2:]
+            assert await session.get_items(limit=0) == []
+            assert await session.get_items(limit=10) == ITEMS
+            again = _session(where)  # a second instance on the same store and id
+            try:
+                assert await again.get_items() == ITEMS
+            finally:
+                again.close()
+
+        asyncio.run(go())
+    finally:
+        session.close()
+
+
+def test_settings_limit_applies_and_a_dict_is_coerced(where: dict[str, Any]) -> None:
+    with pytest.raises(TypeError):
+        _session(where, session_settings={"limit": 1, "nope": 2})
+    session = _session(where, session_settings={"limit": 1})
+    try:
+
+        async def go() -> None:
+            await session.add_items(ITEMS)
+            assert await session.get_items() == ITEMS[-1:]
+            assert await session.get_items(limit=3) == ITEMS[-3:]
+
+        asyncio.run(go())
+    finally:
+        session.close()
+
+
+def test_pop_and_clear_are_recorded_and_only_touch_their_id(where: dict[str, Any]) -> None:
+    session, other = _session(where), _session(where, "other")
+    try:
+
+        async def go() -> None:
+            assert await session.pop_item() is None
+            await session.add_items(ITEMS)
+            await other.add_items(ITEMS[:1])
+            assert await session.pop_item() == ITEMS[-1]
+            assert await session.get_items() == ITEMS[:-1]
+            await session.clear_session()
+            assert await session.get_items() == []
+            assert await session.pop_item() is None
+            assert await other.get_items() == ITEMS[:1]
+            await session.add_items(ITEMS[:1])
+            assert await session.get_items() == ITEMS[:1]
+
+        asyncio.run(go())
+        # nothing deleted: every item, the pop and the clear are in the journal, and it verifies
+        engine = session._engine
+        records = list(engine.read(session.uid))
+        kinds = [json.dumps(r.event.get("message", {})) for r in records]
+        assert sum('"pop"' in k for k in kinds) == 1 and sum('"clear"' in k for k in kinds) == 1
+        assert engine.verify(session.uid).ok
+    finally:
+        session.close()
+        other.close()
+
+
+def test_an_unserialisable_item_writes_nothing_of_its_batch(where: dict[str, Any]) -> None:
+    session = _session(where)
+    try:
+
+        async def go() -> None:
+            await session.add_items(ITEMS[:1])
+            with pytest.raises(TypeError, match="not JSON-serialisable"):
+                await session.add_items([ITEMS[1], {"bad": object()}])
+            with pytest.raises(TypeError):
+                await session.add_items([{"nan": float("nan")}])
+            assert await session.get_items() == ITEMS[:1]
+
+        asyncio.run(go())
+    finally:
+        session.close()
+
+
+def test_threads_each_with_its_own_loop_lose_and_interleave_nothing(tmp_path: Path) -> None:
+    engine = agentsessions.open(tmp_path / "home")
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        session = AgentSessionsSession("shared", engine)
+        try:
+            for i in range(5):
+                batch = [{"w": n, "i": i, "k": 0}, {"w": n, "i": i, "k": 1}]
+                asyncio.run(session.add_items(batch))
+        except BaseException as exc:  # reported below, in the test's thread
+            errors.append(exc)
+
+    try:
+        threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors
+        items = asyncio.run(AgentSessionsSession("shared", engine).get_items())
+        assert len(items) == 40
+        for first, second in zip(items[::2], items[1::2], strict=True):  # batches stay whole
+            assert (first["w"], first["i"], first["k"], second["k"]) == (
+                second["w"],
+                second["i"],
+                0,
+                1,
+            )
+        page = engine.list(project="openai-agents")
+        assert [s.name for s in page.sessions] == ["shared"]  # one session, not one per thread
+    finally:
+        engine.close()
+
+
+def test_fork_shares_the_prefix_and_diverges(where: dict[str, Any]) -> None:
+    session = _session(where)
+    try:
+
+        async def go() -> None:
+            await session.add_items(ITEMS[:2])
+            head = session._engine.get(session.uid).last_seq
+            await session.add_items(ITEMS[2:])
+            child = session.fork(session_id="branch")
+            early = session.fork(at=head)
+            await child.add_items([{"role": "user", "content": "only in the child"}])
+            assert await child.get_items() == [
+                *ITEMS,
+                {"role": "user", "content": "only in the child"},
+            ]
+            assert await early.get_items() == ITEMS[:2]
+            assert await session.get_items() == ITEMS
+            got = session._engine.get(child.uid)
+            assert (got.parent_uid, got.name) == (session.uid, "branch")
+
+        asyncio.run(go())
+    finally:
+        session.close()
+
+
+def test_a_closed_adapter_refuses_and_an_unwritten_one_has_no_uid(tmp_path: Path) -> None:
+    session = AgentSessionsSession("conv", tmp_path / "home")
+    assert session.uid == ""
+    session.close()
+    session.close()  # idempotent
+    with pytest.raises(RuntimeError, match="closed"):
+        asyncio.run(session.get_items())
+
+
+def test_the_session_verifies_offline_with_the_cli(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    session = AgentSessionsSession("conv", home)
+    asyncio.run(session.add_items(ITEMS))
+    asyncio.run(session.pop_item())
+    uid = session.uid
+    session.close()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for args in (["verify", uid], ["log", uid]):
+        done = subprocess.run(
+            [sys.executable, "-m", "agentsessions", "--home", str(home), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+
+
+_WRITER = textwrap.dedent(
+    """
+    import asyncio, sys
+    from agentsessions.integrations.openai_agents import AgentSessionsSession
+    s = AgentSessionsSession("shared", sys.argv[1])
+    n = sys.argv[2]
+    for i in range(15):
+        asyncio.run(s.add_items([{"p": n, "i": i, "k": 0}, {"p": n, "i": i, "k": 1}]))
+    s.close()
+    """
+)
+
+
+def test_two_processes_on_one_session_are_serialised(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    first = AgentSessionsSession("shared", home)
+    asyncio.run(first.add_items([{"seed": True}]))  # the session exists before the race
+    first.close()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(home), p], env=env, stderr=subprocess.PIPE
+        )
+        for p in ("a", "b")
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err.decode()
+    reader = AgentSessionsSession("shared", home)
+    try:
+        items = asyncio.run(reader.get_items())[1:]
+        assert len(items) == 60
+        for first_, second in zip(items[::2], items[1::2], strict=True):
+            assert (first_["p"], first_["i"], first_["k"], second["k"]) == (
+                second["p"],
+                second["i"],
+                0,
+                1,
+            )
+        for p in ("a", "b"):  # each writer's batches in its order, none lost
+            assert [x["i"] for x in items[::2] if x["p"] == p] == list(range(15))
+        assert reader._engine.verify(reader.uid).ok
+    finally:
+        reader.close()
+
+
+def test_the_base_install_imports_no_framework() -> None:
+    code = (
+        "import sys, agentsessions, agentsessions.integrations, agentsessions.cli\n"
+        "assert not [m for m in sys.modules if m == 'agents' or m.startswith('agents.')]\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
