@@ -143,10 +143,11 @@ class AgentSessionsSession(SessionABC):
         items = await asyncio.to_thread(self._items)
         if n is None or n < 0:
             return items
-        return items[len(items) - n :] if n else []
+        return items[-n:] if n else []
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append ``items`` in one atomic, durable turn (nothing of it if one is not JSON)."""
+        self._check_open()
         messages = [_encode(item) for item in items]  # all checked before any write
         if messages:
             await asyncio.to_thread(self._write, messages)
@@ -196,7 +197,7 @@ class AgentSessionsSession(SessionABC):
 
     def _check_open(self) -> None:
         if self._closed:
-            raise RuntimeError(f"session {self.session_id!r} is closed")
+            raise RuntimeError(f"{type(self).__name__} is closed")
 
     def _find(self) -> str:
         """The uid of the oldest live session named ``session_id`` in the project, or ""."""

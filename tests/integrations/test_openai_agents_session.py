@@ -72,6 +72,7 @@ def test_items_round_trip_and_limit_is_the_latest_oldest_first(where: dict[str, 
             assert await session.get_items(limit=2) == ITEMS[2:]
             assert await session.get_items(limit=0) == []
             assert await session.get_items(limit=10) == ITEMS
+            assert await session.get_items(limit=len(ITEMS) + 1) == ITEMS
             again = _session(where)  # a second instance on the same store and id
             try:
                 assert await again.get_items() == ITEMS

@@ -1,0 +1,159 @@
+"""The OpenAI Agents SDK's own session tests, run with our ``AgentSessionsSession`` in place of
+``SQLiteSession`` (issue 19, part 1 "Check"), on the file store, encrypted and on JetStream.
+
+The tests are the SDK's, never copied here: the SDK's source distribution (which ships
+``tests/``) is fetched once with ``pip download --no-binary :all: --no-deps
+openai-agents==0.24.0``, checked against :data:`SDIST_SHA256`, and unpacked under
+``~/.cache/agentsessions-tests`` (a file lock makes that safe for parallel workers);
+``AGENTSESSIONS_TEST_OPENAI_AGENTS_SDIST`` may name the tarball instead (offline machines).
+The SDK's test dependencies that our environment lacks (pytest-asyncio, pytest-mock) are
+installed beside it (``pip install --target``). A pytest subprocess then runs the files in
+:data:`FILES` with our plugin ``openai_agents_shim.py`` (``-p``), which puts our class
+behind the SDK's ``SQLiteSession`` name before any test module imports it.
+
+Left out (:data:`LEFT_OUT`), all about SQLite's own internals, which our class does not have:
+per-thread ``sqlite3`` connections and their reaping (``_connections``,
+``_get_connection``), the class-level file lock table (``_file_lock_counts``), rows written
+corrupt straight into the SQLite file (``_locked_connection``), SQLite write-lock rollback
+probes (a ``sqlite3.connect`` probe of the ``agent_sessions`` table), connection eviction and
+close retries, and the post-commit cancellation test, which pauses a ``sqlite3.Connection``
+subclass inside ``commit``. The semantics those last ones check (nothing half written, a
+failed write leaves the session usable) are our own tests' (``test_openai_agents_session.py``).
+Not run yet: the Runner tool-failure and soft-cancel tests and
+``tests/extensions/memory/test_encrypt_session.py`` the issue also names.
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from needs import need
+
+need("agents", "openai-agents")
+
+VERSION = "0.24.0"
+SDIST_SHA256 = "4b4b285f4fed81fdf1b4ac426a9101658d9cd29b4fb1aaeee18f639b77e704e3"
+TEST_DEPS = ("pytest-asyncio==1.5.0", "pytest-mock==3.17.0")
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+FILES = ("tests/memory/test_session.py", "tests/memory/test_session_limit.py")
+PASSED = 54  # tests of FILES that must pass: all but LEFT_OUT
+PIP = (sys.executable, "-m", "pip", "--quiet")
+PYTEST = (sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider")
+PYTEST += ("-p", "openai_agents_shim")  # our SQLiteSession, before any test module imports
+_PIN = f"openai-agents=={VERSION}"
+LEFT_OUT = (
+    "test_sqlite_session_close_closes_worker_thread_connections",
+    "test_sqlite_session_reaps_connections_from_exited_worker_threads",
+    "test_sqlite_session_closes_retired_connections_before_the_next_allocation",
+    "test_sqlite_session_keeps_connections_of_live_worker_threads",
+    "test_sqlite_session_pop_item_skips_corrupt_most_recent",
+    "test_sqlite_session_pop_item_returns_none_after_dropping_only_corrupt_rows",
+    "test_sqlite_session_get_items_limit_skips_corrupt_newest_rows",
+    "test_sqlite_session_get_items_session_settings_limit_skips_corrupt_rows",
+    "test_sqlite_session_file_lock_is_shared_across_instances",
+    "test_sqlite_session_failed_add_items_releases_write_lock",
+    "test_sqlite_session_failed_clear_session_rolls_back",
+    "test_sqlite_session_failed_pop_item_releases_write_lock",
+    "test_sqlite_session_rollback_failure_evicts_connection",
+    "test_sqlite_session_close_retries_quarantined_connection",
+    "test_sqlite_session_post_commit_cancellation_propagates_after_known_outcome",
+)
+
+
+def _sdist(into: Path) -> Path:
+    """The SDK's sdist: the one the environment names, else ``pip download`` into ``into``."""
+    named = os.environ.get("AGENTSESSIONS_TEST_OPENAI_AGENTS_SDIST")
+    if named:
+        return Path(named)
+    done = subprocess.run(
+        [*PIP, "download", "--no-binary", ":all:", "--no-deps", "-d", str(into), _PIN],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, f"pip download openai-agents=={VERSION} failed: {done.stderr}"
+    return into / f"openai_agents-{VERSION}.tar.gz"
+
+
+def _prepare() -> Path:
+    """The unpacked, checked sdist with the SDK's test deps beside it (made once)."""
+    cache = Path.home() / ".cache" / "agentsessions-tests"
+    cache.mkdir(parents=True, exist_ok=True)
+    root = cache / f"openai-agents-{VERSION}-{SDIST_SHA256[:12]}"
+    with open(str(root) + ".lock", "w") as lock:  # parallel workers make it once
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (root / "READY").exists():
+            return root
+        shutil.rmtree(root, ignore_errors=True)
+        with tempfile.TemporaryDirectory(dir=cache) as tmp:
+            sdist = _sdist(Path(tmp))
+            digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
+            assert digest == SDIST_SHA256, f"{sdist}: sha256 {digest}, expected {SDIST_SHA256}"
+            work = Path(tmp) / "unpacked"
+            with tarfile.open(sdist) as tar:
+                tar.extractall(work, filter="data")
+            shutil.move(str(work / f"openai_agents-{VERSION}"), root)
+        done = subprocess.run(
+            [*PIP, "install", "--no-deps", "--target", str(root / "_deps"), *TEST_DEPS],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, f"pip install {TEST_DEPS} failed: {done.stderr}"
+        (root / "READY").write_text("ok\n")
+    return root
+
+
+@pytest.fixture(params=["file", "encrypted", "jetstream"])
+def store_env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
+    """The environment that picks the store (and master key) the engine opens."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSESSIONS_")}
+    if request.param == "encrypted":
+        key = tmp_path / "master.key"
+        key.write_text(base64.b64encode(os.urandom(32)).decode())
+        key.chmod(0o600)
+        env["AGENTSESSIONS_KEY_FILE"] = str(key)
+    elif request.param == "jetstream":
+        server = request.getfixturevalue("nats_server")
+        tag = uuid.uuid4().hex[:8]
+        env["AGENTSESSIONS_STORE"] = server.store_url(stream=f"oa{tag}", prefix=f"oa{tag}")
+    return env
+
+
+def test_the_sdks_session_tests_pass_with_our_session(
+    store_env: dict[str, str], tmp_path: Path
+) -> None:
+    root = _prepare()
+    env: dict[str, Any] = {
+        **store_env,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE), str(root / "_deps"), str(root)]),
+        "TMPDIR": str(tmp_path),  # the SDK's tests' temporary databases, and our homes
+    }
+    keep = " and ".join(f"not {name}" for name in LEFT_OUT)
+    done = subprocess.run(
+        [*PYTEST, "--rootdir", str(root), "-c", str(root / "pyproject.toml"), "-k", keep, *FILES],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    tail = done.stdout[-3000:] + done.stderr[-2000:]
+    assert done.returncode == 0, tail
+    passed = re.search(r"(\d+) passed", done.stdout)
+    assert passed is not None and int(passed.group(1)) == PASSED, tail
+    assert "failed" not in done.stdout.splitlines()[-1], tail
