@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from needs import need
+
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 
@@ -81,3 +83,21 @@ def test_the_library_example_runs_as_written(tmp_path: Path) -> None:
     lines = result.stdout.splitlines()
     assert lines[0].startswith("['EVENT_EXECUTION_START'") and lines[0].endswith("'EVENT_END']")
     assert lines[1:] == ["('echo:hello',)", "12", "('echo:no stream, please',) 10"]
+
+
+def test_the_openai_agents_example_runs_as_written(tmp_path: Path) -> None:
+    """The "Use it with the OpenAI Agents SDK" section's code block, ``home`` a temp dir."""
+    need("agents", "openai-agents")
+    section = README.split("## Use it with the OpenAI Agents SDK", 1)[1].split("\n## ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    result = subprocess.run(
+        ["python3", "-c", f"home = {str(tmp_path / 'home')!r}\n{code}"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.splitlines() == ["You are Ada.", "4", "3 4", "True"]
+    assert result.stderr == ""
