@@ -25,6 +25,8 @@ import agents.memory
 
 from agentsessions.integrations.openai_agents import AgentSessionsSession
 
+MADE = [0]  # how many substitutes the run made: proof the SDK's tests used ours
+
 
 class SQLiteSession(AgentSessionsSession):
     """:class:`AgentSessionsSession` behind ``SQLiteSession``'s constructor."""
@@ -42,9 +44,15 @@ class SQLiteSession(AgentSessionsSession):
         else:
             home = os.fspath(db_path) + ".agentsessions"
         self.db_path = db_path
+        MADE[0] += 1
         project = "oa-" + hashlib.sha256(f"{home}\0{sessions_table}".encode()).hexdigest()[:16]
         super().__init__(session_id, home, project=project, session_settings=session_settings)
 
 
 agents.SQLiteSession = SQLiteSession  # type: ignore[misc]
 agents.memory.SQLiteSession = SQLiteSession  # type: ignore[misc]
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Say how many of our sessions the run made (the calling test checks it is not 0)."""
+    terminalreporter.write_line(f"agentsessions-shim: {MADE[0]} sessions")
