@@ -34,7 +34,8 @@ import asyncio
 import json
 import os
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agents.memory.session import SessionABC
 from agents.memory.session_settings import (
@@ -64,6 +65,7 @@ HARNESS = "openai-agents"
 """The recording harness of the adapter's turns: it records the inputs and calls nothing."""
 PROJECT = "openai-agents"
 """The default project of the adapter's sessions."""
+T = TypeVar("T")
 _KEY = "openai_agents"
 _WAIT = 60.0  # seconds a write waits for another writer of the same session
 _DESCRIPTOR = HarnessDescriptor(
@@ -134,6 +136,9 @@ class AgentSessionsSession(SessionABC):
         )
         self._uid = _uid
         self._closed = False
+        self._fold_lock = threading.Lock()
+        self._folded: list[Any] = []  # the items as of journal seq _folded_seq
+        self._folded_seq = 0
 
     # --- the SDK's protocol -------------------------------------------------------------
 
@@ -150,15 +155,15 @@ class AgentSessionsSession(SessionABC):
         self._check_open()
         messages = [_encode(item) for item in items]  # all checked before any write
         if messages:
-            await asyncio.to_thread(self._write, messages)
+            await _settled(asyncio.to_thread(self._write, messages))
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the newest item (recorded, not deleted), or None."""
-        return await asyncio.to_thread(self._pop)
+        return await _settled(asyncio.to_thread(self._pop))
 
     async def clear_session(self) -> None:
         """Empty this session id's history (recorded as an event; other ids untouched)."""
-        await asyncio.to_thread(self._clear)
+        await _settled(asyncio.to_thread(self._clear))
 
     def close(self) -> None:
         """Close the engine this adapter opened (a shared engine stays open); idempotent."""
@@ -219,27 +224,32 @@ class AgentSessionsSession(SessionABC):
             return _LOCKS.setdefault(key, threading.Lock())
 
     def _items(self) -> list[Any]:
+        """The folded history: the records after the last one folded, onto the cached fold
+        (the journal only grows, so a read costs what was written since the last one)."""
         self._check_open()
         uid = self._uid or self._find()
         if not uid:
             return []
-        items: list[Any] = []
-        for record in self._engine.read(uid):
-            event = record.event
-            if event.get("kind") != "EVENT_INPUT":
+        with self._fold_lock:
+            for record in self._engine.read(uid, from_seq=self._folded_seq + 1):
+                self._fold(record.event)
+                self._folded_seq = record.seq
+            return list(self._folded)
+
+    def _fold(self, event: Mapping[str, Any]) -> None:
+        if event.get("kind") != "EVENT_INPUT":
+            return
+        for part in (event.get("message") or {}).get("parts", ()):
+            body = (part.get("data") or {}).get("data", {}).get(_KEY)
+            if not isinstance(body, dict):
                 continue
-            for part in (event.get("message") or {}).get("parts", ()):
-                body = (part.get("data") or {}).get("data", {}).get(_KEY)
-                if not isinstance(body, dict):
-                    continue
-                if "item" in body:
-                    items.append(body["item"])
-                elif "pop" in body:
-                    if items:
-                        items.pop()
-                elif "clear" in body:
-                    items.clear()
-        return items
+            if "item" in body:
+                self._folded.append(body["item"])
+            elif "pop" in body:
+                if self._folded:
+                    self._folded.pop()
+            elif "clear" in body:
+                self._folded.clear()
 
     def _write(self, messages: list[dict[str, Any]]) -> None:
         self._check_open()
@@ -265,6 +275,28 @@ class AgentSessionsSession(SessionABC):
         with self._lock():
             if self._items():
                 self._engine.run(self._uid, [_message({"clear": 1})], harness=HARNESS, wait=_WAIT)
+
+
+async def _settled(work: Awaitable[T]) -> T:
+    """``work``'s outcome even if the caller is cancelled meanwhile, then the cancellation.
+
+    A write runs in a worker thread that a cancellation cannot stop, so returning early
+    would leave the caller not knowing whether it committed (and tempted to retry it): the
+    SDK's own stores wait for the outcome too, and cancellation after a committed write
+    keeps the write.
+    """
+    task = asyncio.ensure_future(work)
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError as exc:
+            cancelled = cancelled or exc
+    if cancelled is not None:
+        if not task.cancelled():
+            task.exception()  # retrieved: the cancellation is what the caller asked for
+        raise cancelled
+    return task.result()
 
 
 def _settings(value: SessionSettings | dict[str, Any] | None) -> SessionSettings:

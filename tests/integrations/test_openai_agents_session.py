@@ -206,6 +206,40 @@ def test_fork_shares_the_prefix_and_diverges(where: dict[str, Any]) -> None:
         session.close()
 
 
+def test_cancellation_after_the_commit_keeps_the_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = AgentSessionsSession("conv", tmp_path / "home")
+    committed, release = threading.Event(), threading.Event()
+    write = session._write
+
+    def write_then_pause(messages: list[dict[str, Any]]) -> None:
+        write(messages)  # the real, durable write
+        committed.set()
+        assert release.wait(10)
+
+    monkeypatch.setattr(session, "_write", write_then_pause)
+
+    async def go() -> None:
+        task = asyncio.create_task(session.add_items(ITEMS[:1]))
+        assert await asyncio.to_thread(committed.wait, 10)
+        task.cancel()
+        await asyncio.sleep(0)
+        task.cancel()  # twice, as the SDK's own test does
+        await asyncio.sleep(0)
+        assert not task.done()  # it waits for the outcome of the write
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await session.get_items() == ITEMS[:1]
+
+    try:
+        asyncio.run(go())
+    finally:
+        release.set()
+        session.close()
+
+
 def test_a_closed_adapter_refuses_and_an_unwritten_one_has_no_uid(tmp_path: Path) -> None:
     session = AgentSessionsSession("conv", tmp_path / "home")
     assert session.uid == ""
