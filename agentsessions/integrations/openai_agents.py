@@ -44,15 +44,10 @@ from agents.memory.session_settings import (
     resolve_session_limit,
 )
 
-from agentsessions.controller.spi import (
-    STATELESS_REPLAY,
-    Capabilities,
-    HarnessDescriptor,
-    Sink,
-    Start,
-)
 from agentsessions.errors import InvalidArgumentError, NotFoundError
 from agentsessions.sessions.wiring import HARNESSES
+
+from . import recording
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -61,34 +56,18 @@ if TYPE_CHECKING:
 
 __all__ = ["HARNESS", "PROJECT", "AgentSessionsSession"]
 
-HARNESS = "openai-agents"
+HARNESS = recording.NAME
 """The recording harness of the adapter's turns: it records the inputs and calls nothing."""
 PROJECT = "openai-agents"
 """The default project of the adapter's sessions."""
 T = TypeVar("T")
 _KEY = "openai_agents"
 _WAIT = 60.0  # seconds a write waits for another writer of the same session
-_DESCRIPTOR = HarnessDescriptor(
-    id=HARNESS,
-    version="1",
-    capabilities=Capabilities(resumability=STATELESS_REPLAY, uses_session_model=False),
-)
 _LOCKS: dict[tuple[int, str], threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 
 
-class _RecordingHarness:
-    """A turn that only records its inputs: the SDK's items, pops and clears."""
-
-    def describe(self) -> HarnessDescriptor:
-        """The recording harness's descriptor (STATELESS_REPLAY, calls no model)."""
-        return _DESCRIPTOR
-
-    def run(self, start: Start, sink: Sink) -> None:
-        """Nothing to do: the engine has recorded the inputs before the harness runs."""
-
-
-HARNESSES.register(HARNESS, _RecordingHarness)
+HARNESSES.register(HARNESS, recording.create)  # also before an install adds the entry point
 
 
 def _message(body: dict[str, Any]) -> dict[str, Any]:
