@@ -11,6 +11,7 @@ import asyncio
 import base64
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -26,6 +27,7 @@ from needs import need
 need("agents", "openai-agents")
 
 import agentsessions
+from agentsessions.errors import InvalidArgumentError, NotFoundError, UnavailableError
 from agentsessions.integrations.openai_agents import AgentSessionsSession
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -251,6 +253,24 @@ def test_a_closed_adapter_refuses_and_an_unwritten_one_has_no_uid(tmp_path: Path
         asyncio.run(session.get_items())
 
 
+def test_bad_input_is_refused_with_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(InvalidArgumentError, match="non-empty"):
+        AgentSessionsSession("", tmp_path / "home")
+    session = AgentSessionsSession("never-written", tmp_path / "home")
+    try:
+        with pytest.raises(NotFoundError, match="no history to fork"):
+            session.fork()
+    finally:
+        session.close()
+    port = socket.socket()
+    port.bind(("127.0.0.1", 0))  # a port nobody listens on: the store is down
+    try:
+        with pytest.raises(UnavailableError, match="cannot connect to the NATS server"):
+            AgentSessionsSession("conv", f"nats://127.0.0.1:{port.getsockname()[1]}")
+    finally:
+        port.close()
+
+
 def test_the_session_verifies_offline_with_the_cli(tmp_path: Path) -> None:
     home = tmp_path / "home"
     session = AgentSessionsSession("conv", home)
@@ -273,7 +293,8 @@ def test_the_session_verifies_offline_with_the_cli(tmp_path: Path) -> None:
 _WRITER = textwrap.dedent(
     """
     import asyncio, sys
-    from agentsessions.integrations.openai_agents import AgentSessionsSession
+    from agentsessions.errors import InvalidArgumentError, NotFoundError, UnavailableError
+from agentsessions.integrations.openai_agents import AgentSessionsSession
     s = AgentSessionsSession("shared", sys.argv[1])
     n = sys.argv[2]
     for i in range(15):
