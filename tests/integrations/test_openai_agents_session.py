@@ -293,8 +293,7 @@ def test_the_session_verifies_offline_with_the_cli(tmp_path: Path) -> None:
 _WRITER = textwrap.dedent(
     """
     import asyncio, sys
-    from agentsessions.errors import InvalidArgumentError, NotFoundError, UnavailableError
-from agentsessions.integrations.openai_agents import AgentSessionsSession
+    from agentsessions.integrations.openai_agents import AgentSessionsSession
     s = AgentSessionsSession("shared", sys.argv[1])
     n = sys.argv[2]
     for i in range(15):
