@@ -10,8 +10,10 @@ How the SDK's model maps onto the journal (and why):
 - ``session_id`` -> one agentsessions session in project ``openai-agents`` (configurable)
   whose *name* is the session id: a name is what ``agentsessions list`` shows and the engine
   already indexes, so no side table is needed. The session is created on the first write;
-  before that, reads see an empty history. If two processes create the same id at once, both
-  resolve to the oldest such session from then on (the first write wins the race).
+  before that, reads see an empty history. If two processes create the same id at once, the
+  oldest such session wins (creation time, then uid): the other writer, listing after its
+  create, finds it, appends its batch there and soft-deletes its own (still verifiable), so
+  no batch is lost and every reader resolves the id to the same session.
 - ``add_items(items)`` -> one turn of the ``openai-agents`` recording harness, whose inputs
   are one INPUT event per item: a ``user`` message with one DataPart
   ``{"openai_agents": {"item": ITEM}}``. A turn is the engine's unit of atomic, serialised,
@@ -240,7 +242,12 @@ class AgentSessionsSession(SessionABC):
             frame = self._engine.run(
                 None, messages, harness=HARNESS, project=self.project, name=self.session_id
             )
-            self._uid = frame.session.uid
+            mine = frame.session.uid
+            winner = self._find()  # another process may have created the id meanwhile
+            if winner and winner != mine:  # it did, first: our batch joins its session
+                self._engine.run(winner, messages, harness=HARNESS, wait=_WAIT)
+                self._engine.delete(mine)  # soft: hidden from list, still verifiable
+            self._uid = winner or mine
 
     def _pop(self) -> Any:
         with self._lock():

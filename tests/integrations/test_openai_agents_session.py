@@ -185,6 +185,26 @@ def test_threads_each_with_its_own_loop_lose_and_interleave_nothing(tmp_path: Pa
         engine.close()
 
 
+def test_two_creators_of_one_id_converge_on_the_first_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = agentsessions.open(tmp_path / "home")
+    first, late = AgentSessionsSession("race", engine), AgentSessionsSession("race", engine)
+    try:
+        asyncio.run(first.add_items(ITEMS[:1]))
+        # `late` raced `first`: its lookup ran before `first`'s session existed
+        real_find = late._find
+        calls = iter([""])
+        monkeypatch.setattr(late, "_find", lambda: next(calls, None) or real_find())
+        asyncio.run(late.add_items(ITEMS[1:2]))
+        assert late.uid == first.uid
+        assert asyncio.run(first.get_items()) == ITEMS[:2]
+        live = engine.list(project="openai-agents").sessions
+        assert [s.uid for s in live] == [first.uid]  # the loser's own is soft-deleted
+    finally:
+        engine.close()
+
+
 def test_fork_shares_the_prefix_and_diverges(where: dict[str, Any]) -> None:
     session = _session(where)
     try:
