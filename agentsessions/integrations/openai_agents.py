@@ -22,8 +22,11 @@ How the SDK's model maps onto the journal (and why):
   when ``add_items`` returns. Every item is serialised before anything is written, so an
   unserialisable item writes nothing of its batch.
 - ``pop_item()`` / ``clear_session()`` -> an INPUT whose DataPart is
-  ``{"openai_agents": {"pop": 1}}`` / ``{"openai_agents": {"clear": 1}}``. Nothing is
-  deleted, the hash chain still verifies offline, and a read folds the events in order.
+  ``{"openai_agents": {"pop": SEQ, "id": NONCE}}`` (SEQ: the journal seq of the item it
+  pops, which it removes only if that item is still the newest, so two processes popping at
+  once never both get one item: the later one reads again and retries) /
+  ``{"openai_agents": {"clear": 1}}``. Nothing is deleted, the hash chain still verifies
+  offline, and a read folds the events in order.
 - ``fork(at=None)`` -> the engine's O(1) fork (the child shares the parent's prefix).
 
 Items are stored as JSON: they round-trip equal as the SDK's own stores require (items are
@@ -118,8 +121,9 @@ class AgentSessionsSession(SessionABC):
         self._uid = _uid
         self._closed = False
         self._fold_lock = threading.Lock()
-        self._folded: list[Any] = []  # the items as of journal seq _folded_seq
+        self._folded: list[tuple[int, Any]] = []  # (seq, item) as of journal seq _folded_seq
         self._folded_seq = 0
+        self._popped: set[str] = set()  # ids of the pop records that took effect
 
     # --- the SDK's protocol -------------------------------------------------------------
 
@@ -213,11 +217,15 @@ class AgentSessionsSession(SessionABC):
             return []
         with self._fold_lock:
             for record in self._engine.read(uid, from_seq=self._folded_seq + 1):
-                self._fold(record.event)
+                self._fold(record.seq, record.event)
                 self._folded_seq = record.seq
-            return list(self._folded)
+            return [item for _, item in self._folded]
 
-    def _fold(self, event: Mapping[str, Any]) -> None:
+    def _newest_seq(self) -> int:
+        with self._fold_lock:
+            return self._folded[-1][0] if self._folded else 0
+
+    def _fold(self, seq: int, event: Mapping[str, Any]) -> None:
         if event.get("kind") != "EVENT_INPUT":
             return
         for part in (event.get("message") or {}).get("parts", ()):
@@ -225,10 +233,11 @@ class AgentSessionsSession(SessionABC):
             if not isinstance(body, dict):
                 continue
             if "item" in body:
-                self._folded.append(body["item"])
-            elif "pop" in body:
-                if self._folded:
+                self._folded.append((seq, body["item"]))
+            elif "pop" in body:  # it pops the item it read, only if that is still the newest
+                if self._folded and self._folded[-1][0] == body["pop"]:
                     self._folded.pop()
+                    self._popped.add(str(body.get("id", "")))
             elif "clear" in body:
                 self._folded.clear()
 
@@ -250,12 +259,20 @@ class AgentSessionsSession(SessionABC):
             self._uid = winner or mine
 
     def _pop(self) -> Any:
+        """Pop the newest item, atomically against other processes: the record names the
+        item's seq and takes effect only if that item is still the newest when it commits
+        (else another writer came first: read again and retry)."""
         with self._lock():
-            items = self._items()
-            if not items:
-                return None
-            self._engine.run(self._uid, [_message({"pop": 1})], harness=HARNESS, wait=_WAIT)
-            return items[-1]
+            while True:
+                items = self._items()
+                if not items:
+                    return None
+                pop = {"pop": self._newest_seq(), "id": os.urandom(8).hex()}
+                self._engine.run(self._uid, [_message(pop)], harness=HARNESS, wait=_WAIT)
+                self._items()  # fold up to our record: did it take effect?
+                with self._fold_lock:
+                    if pop["id"] in self._popped:
+                        return items[-1]
 
     def _clear(self) -> None:
         with self._lock():

@@ -205,6 +205,31 @@ def test_two_creators_of_one_id_converge_on_the_first_session(
         engine.close()
 
 
+def test_a_pop_that_lost_a_race_reads_again_and_pops_the_new_newest(tmp_path: Path) -> None:
+    engine = agentsessions.open(tmp_path / "home")
+    mine, other = AgentSessionsSession("conv", engine), AgentSessionsSession("conv", engine)
+    try:
+        asyncio.run(mine.add_items(ITEMS[:2]))
+        asyncio.run(mine.get_items())  # `mine` has read: it would pop ITEMS[1]
+        asyncio.run(other.add_items(ITEMS[2:3]))  # but another writer came first
+        # a pop naming the stale newest (as a racing process would write) takes no effect
+        engine.run(
+            mine.uid,
+            [
+                {
+                    "role": "user",
+                    "parts": [{"data": {"data": {"openai_agents": {"pop": 3, "id": "stale"}}}}],
+                }
+            ],
+            harness="openai-agents",
+        )
+        assert asyncio.run(other.get_items()) == ITEMS[:3]
+        assert asyncio.run(mine.pop_item()) == ITEMS[2]
+        assert asyncio.run(other.get_items()) == ITEMS[:2]
+    finally:
+        engine.close()
+
+
 def test_fork_shares_the_prefix_and_diverges(where: dict[str, Any]) -> None:
     session = _session(where)
     try:
