@@ -11,9 +11,11 @@ How the SDK's model maps onto the journal (and why):
   whose *name* is the session id: a name is what ``agentsessions list`` shows and the engine
   already indexes, so no side table is needed. The session is created on the first write;
   before that, reads see an empty history. If two processes create the same id at once, the
-  oldest such session wins (creation time, then uid): the other writer, listing after its
-  create, finds it, appends its batch there and soft-deletes its own (still verifiable), so
-  no batch is lost and every reader resolves the id to the same session.
+  oldest such session wins (creation time, then uid): a writer that finds it when it lists
+  after its own create appends its batch there and soft-deletes its own (still verifiable).
+  Known gap: a creator whose listing ran before the other's create was visible keeps its
+  own session, and if that one is the younger the two diverge; once a session exists,
+  writers never diverge (create it first where two processes may start one id at once).
 - ``add_items(items)`` -> one turn of the ``openai-agents`` recording harness, whose inputs
   are one INPUT event per item: a ``user`` message with one DataPart
   ``{"openai_agents": {"item": ITEM}}``. A turn is the engine's unit of atomic, serialised,
