@@ -32,7 +32,9 @@ How the SDK's model maps onto the journal (and why):
 - ``fork(at=None)`` -> the engine's O(1) fork (the child shares the parent's prefix).
 
 Items are stored as JSON: they round-trip equal as the SDK's own stores require (items are
-JSON objects). The SDK stays optional: nothing outside this module imports it.
+JSON objects; numbers are canonical JSON's float64, so ``1.0`` reads back as the equal ``1``,
+and an integer beyond 2**53 is refused whole, InvalidArgumentError, nothing written).
+The SDK stays optional: nothing outside this module imports it.
 """
 
 from __future__ import annotations

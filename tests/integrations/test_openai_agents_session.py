@@ -143,6 +143,8 @@ def test_an_unserialisable_item_writes_nothing_of_its_batch(where: dict[str, Any
                 await session.add_items([ITEMS[1], {"bad": object()}])
             with pytest.raises(TypeError):
                 await session.add_items([{"nan": float("nan")}])
+            with pytest.raises(InvalidArgumentError, match="float64"):  # not JCS-exact
+                await session.add_items([{"ok": 1}, {"big": 2**60}])
             assert await session.get_items() == ITEMS[:1]
 
         asyncio.run(go())
