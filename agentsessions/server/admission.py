@@ -170,7 +170,7 @@ class Ledger:
         lim = self.limits
         with self._mutex:
             if key is not None and metered and not self._take(key):
-                raise _exhausted(
+                raise exhausted(
                     f"too many requests for {who} (over {lim.max_rps_per_token} a second)",
                     "max_rps_per_token",
                     lim.max_rps_per_token,
@@ -179,7 +179,7 @@ class Ledger:
             if not (stream or turn):
                 return None
             if self._long >= lim.max_streams:
-                raise _exhausted(
+                raise exhausted(
                     f"the server has {self._long} of {lim.max_streams} streams and turns open",
                     "max_streams",
                     lim.max_streams,
@@ -187,7 +187,7 @@ class Ledger:
                 )
             held = self._held.get(key, _Held()) if key is not None else _Held()
             if stream and held.streams >= lim.max_streams_per_token:
-                raise _exhausted(
+                raise exhausted(
                     f"too many open streams for {who} "
                     f"({held.streams} of {lim.max_streams_per_token})",
                     "max_streams_per_token",
@@ -195,7 +195,7 @@ class Ledger:
                     "end a stream (a follow, an exec) first",
                 )
             if turn and held.turns >= lim.max_turns_per_token:
-                raise _exhausted(
+                raise exhausted(
                     f"too many turns in flight for {who} "
                     f"({held.turns} of {lim.max_turns_per_token})",
                     "max_turns_per_token",
@@ -245,7 +245,9 @@ class Ledger:
         return release
 
 
-def _exhausted(message: str, limit: str, allowed: int, then: str) -> ResourceExhaustedError:
+def exhausted(message: str, limit: str, allowed: int, then: str) -> ResourceExhaustedError:
+    """The refusal of a bound: ``message``, what to do ``then``, and the ``serve`` flag that
+    raises ``limit`` (its trailers carry ``limit`` and ``allowed``)."""
     flag = "--" + limit.replace("_", "-")
     return ResourceExhaustedError(
         f"{message}: {then}, or ask the operator to raise serve {flag}",

@@ -45,9 +45,9 @@ from agentsessions.errors import (
     MetadataCorruptError,
     NotFoundError,
     PermissionDeniedError,
-    ResourceExhaustedError,
     UnauthenticatedError,
 )
+from agentsessions.server.admission import exhausted
 from agentsessions.server.bounds import Limits
 from agentsessions.server.modelpolicy import ModelPolicy
 from agentsessions.server.observe import note
@@ -119,20 +119,19 @@ class Scope:
         return ScopedSessions(self, principal)
 
     def turn_slot(self, principal: Principal) -> Callable[[], None]:
-        """Count one turn of ``principal``'s token, or ResourceExhaustedError at its
-        ``max_turns_per_token``; the function (idempotent) that gives it back. The admission
+        """Count one turn of ``principal``'s token, or refuse it at ``max_turns_per_token``
+        (:func:`~.admission.exhausted`); the function (idempotent) that gives it back. The admission
         interceptor counts a turn's RPC; this counts the turn itself, which goes on when
         its caller goes away (a cancelled Exec must not free its token a turn)."""
         key, limit = principal.token_id or principal.name, self.limits.max_turns_per_token
         with self._mutex:
             held = self._turns.get(key, 0)
             if held >= limit:
-                raise ResourceExhaustedError(
-                    f"too many turns in flight for this token ({held} of {limit}): wait for "
-                    "a turn to end, or ask the operator to raise serve --max-turns-per-token",
-                    hint="serve --max-turns-per-token N raises this bound",
-                    limit="max_turns_per_token",
-                    allowed=limit,
+                raise exhausted(
+                    f"too many turns in flight for this token ({held} of {limit})",
+                    "max_turns_per_token",
+                    limit,
+                    "wait for a turn to end",
                 )
             self._turns[key] = held + 1
         done = threading.Event()

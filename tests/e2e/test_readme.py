@@ -67,9 +67,9 @@ def test_tour_runs_as_written(tmp_path: Path) -> None:
     assert len(streamed) == 1 and streamed[0] < 600  # the essay stopped part-way
 
 
-def test_the_library_example_runs_as_written(tmp_path: Path) -> None:
-    """The "Use it as a library" section's code block, run with ``home`` set to a temp dir."""
-    section = README.split("## Use it as a library", 1)[1].split("\n## ", 1)[0]
+def _run_section(title: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """The one Python block of README section ``title``, run with ``home`` a temp dir."""
+    section = README.split(f"## {title}", 1)[1].split("\n## ", 1)[0]
     (code,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
     result = subprocess.run(
         ["python3", "-c", f"home = {str(tmp_path / 'home')!r}\n{code}"],
@@ -80,7 +80,12 @@ def test_the_library_example_runs_as_written(tmp_path: Path) -> None:
         timeout=120,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    lines = result.stdout.splitlines()
+    return result
+
+
+def test_the_library_example_runs_as_written(tmp_path: Path) -> None:
+    """The "Use it as a library" section's code block, run with ``home`` set to a temp dir."""
+    lines = _run_section("Use it as a library", tmp_path).stdout.splitlines()
     assert lines[0].startswith("['EVENT_EXECUTION_START'") and lines[0].endswith("'EVENT_END']")
     assert lines[1:] == ["('echo:hello',)", "12", "('echo:no stream, please',) 10"]
 
@@ -88,16 +93,6 @@ def test_the_library_example_runs_as_written(tmp_path: Path) -> None:
 def test_the_openai_agents_example_runs_as_written(tmp_path: Path) -> None:
     """The "Use it with the OpenAI Agents SDK" section's code block, ``home`` a temp dir."""
     need("agents", "openai-agents")
-    section = README.split("## Use it with the OpenAI Agents SDK", 1)[1].split("\n## ", 1)[0]
-    (code,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
-    result = subprocess.run(
-        ["python3", "-c", f"home = {str(tmp_path / 'home')!r}\n{code}"],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = _run_section("Use it with the OpenAI Agents SDK", tmp_path)
     assert result.stdout.splitlines() == ["You are Ada.", "4", "3 4", "True"]
     assert result.stderr == ""
