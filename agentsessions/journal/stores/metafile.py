@@ -145,9 +145,12 @@ def check_object(obj: Any, uid: str, raw: bytes | None = None) -> Problem | None
     if missing:
         return Problem(f"has no {missing[0]!r}", missing[0])
     problem = _shape_problem(obj) or _sums_problem(obj, uid)
-    if problem is None and raw is not None and raw != _encode(obj):
-        pairs = enumerate(zip(raw, _encode(obj), strict=False))
-        at = next((i for i, (a, b) in pairs if a != b), min(len(raw), len(_encode(obj))))
+    if problem is not None or raw is None:
+        return problem
+    canonical_form = _encode(obj)
+    if raw != canonical_form:
+        pairs = enumerate(zip(raw, canonical_form, strict=False))
+        at = next((i for i, (a, b) in pairs if a != b), min(len(raw), len(canonical_form)))
         field = _field_at(raw, at)
         problem = Problem(
             f"is not in its canonical form (it differs at byte {at}, in {field!r})", field
