@@ -50,6 +50,7 @@ from agentsessions.sessions.api import Sessions
 
 LOG = logging.getLogger("agentsessions.server")
 DEFAULT_GRACE = 10.0
+SIGNAL_POLL = 0.2  # seconds: how soon a signal delivered to another thread is handled
 UNARY_WORKERS = 32
 """The server's own pool: unary calls (a stream or a turn runs on the admission's pool)."""
 MAX_CONCURRENT_RPCS = 1024
@@ -104,7 +105,12 @@ class RunningServer:
         if threading.current_thread() is threading.main_thread():  # only it may take signals
             previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            self._stopped.wait()
+            # a bounded wait, again and again: a signal the kernel hands to another thread
+            # (grpc's, the pools') only flags it for the main thread, and a main thread
+            # blocked in an endless wait would never wake to run the handler (seen: a
+            # SIGTERM that never stopped the daemon)
+            while not self._stopped.wait(SIGNAL_POLL):
+                pass
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
