@@ -36,6 +36,12 @@ class Failed:
 DONE = object()
 """The last item a turn puts on its queue."""
 
+SLICE = 0.2
+"""Seconds a consumer blocks at a time while it waits for a turn. A process-directed signal
+(Ctrl-C) may be handed by the kernel to any thread; CPython then only flags it for the main
+thread, which runs the handler when it next executes bytecode. A consumer blocked in one
+endless wait (a long silent model call) would never get there, so it waits in slices."""
+
 TURN_ENDED: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
     "agentsessions_turn_ended", default=None
 )
@@ -155,7 +161,7 @@ def frames_of(first: SessionFrame, frames: TurnFrames, done: threading.Event) ->
     try:
         yield first
         while True:
-            item = frames.queue.get()
+            item = _take(frames.queue)
             if item is DONE:
                 return
             if type(item) is _Batch:
@@ -166,7 +172,22 @@ def frames_of(first: SessionFrame, frames: TurnFrames, done: threading.Event) ->
             assert isinstance(item, SessionFrame | RecordFrame)
             yield item
     finally:
-        done.wait()
+        wait_for(done)
+
+
+def _take(items: queue.SimpleQueue[object]) -> object:
+    """The next item, waiting in slices of :data:`SLICE` (so signal handlers run)."""
+    while True:
+        try:
+            return items.get(timeout=SLICE)
+        except queue.Empty:
+            continue
+
+
+def wait_for(event: threading.Event) -> None:
+    """Wait for ``event`` in slices of :data:`SLICE` (so signal handlers run meanwhile)."""
+    while not event.wait(SLICE):
+        pass
 
 
 class Turns:
@@ -266,7 +287,7 @@ class Turns:
                 return False
             running = list(self._running)
         for done in running:
-            done.wait()
+            wait_for(done)
         with self._lock:
             self._closed = True
         return True
