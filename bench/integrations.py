@@ -36,15 +36,15 @@ rotated every round), each run in a fresh directory, removed after it:
 
 - turns/s over the whole conversation (``--turns``, 2,000); target: ours >= 1.0x theirs;
 - flatness: turns/s of the last 100 turns / the first 100; target: ours >= 0.9;
-- bytes at rest: every file under the run's directory once the store is closed (SQLite's
-  database, WAL and shared memory if left; our home; JetStream's store directory); target:
-  ours <= 2x the bytes of our own ``chat`` journal of the same conversation (one run of the
+- bytes at rest: the size of every file under the run's directory once the store is
+  closed (SQLite's database, and its WAL and shared memory if left; our home, the zeros
+  preallocated at the end of a segment included; JetStream's store directory); target: ours
+  <= 2x the bytes of our own ``chat`` journal of the same conversation (one run of the
   ``chat`` harness through ``agentsessions.open()``, as ``bench/turns.py`` runs it);
 - load: a new instance on the same files reading the whole conversation back (the SDK:
   ``get_items()``; LangGraph: ``get_state``; ADK: ``get_session``), its opening included.
 Every run checks that the store holds the whole conversation (2 items a turn) and stops
 otherwise. Nothing is asserted: machines are shared and noisy, the ratios are the point.
-
 """
 
 from __future__ import annotations
