@@ -35,7 +35,9 @@ Figures, each the median over ``--rounds`` rounds (the pair's stores interleaved
 rotated every round), each run in a fresh directory, removed after it:
 
 - turns/s over the whole conversation (``--turns``, 2,000); target: ours >= 1.0x theirs;
-- flatness: turns/s of the last 100 turns / the first 100; target: ours >= 0.9;
+- flatness: turns/s of the last 100 turns / the first 100; target: ours >= 0.9 (beside it,
+  ``p50``: the first 100's median turn time / the last 100's, which a few stalls of a
+  shared machine do not move);
 - bytes at rest: the size of every file under the run's directory once the store is
   closed (SQLite's database, and its WAL and shared memory if left; our home, the zeros
   preallocated at the end of a segment included; JetStream's store directory); target: ours
@@ -414,16 +416,25 @@ class Figures:
     def summary(self) -> dict[str, Any]:
         rates = [len(r.times) / sum(r.times) for r in self.runs]
         k = [min(100, len(r.times) // 2) for r in self.runs]
-        flat = [sum(r.times[:n]) / sum(r.times[-n:]) for r, n in zip(self.runs, k, strict=True)]
+        pairs = list(zip(self.runs, k, strict=True))
+        flat = [sum(r.times[:n]) / sum(r.times[-n:]) for r, n in pairs]
+        p50 = [_median_ratio(r.times[:n], r.times[-n:]) for r, n in pairs]
         sizes = [r.bytes for r in self.runs if r.bytes is not None]
         loads = [r.load_s for r in self.runs if r.load_s is not None]
         return {
             "side": self.side,
             "turns_per_s": statistics.median(rates),
             "flat": statistics.median(flat),
+            "flat_p50": statistics.median(p50),
             "bytes": int(statistics.median(sizes)) if sizes else None,
             "load_ms": statistics.median(loads) * 1e3 if loads else None,
         }
+
+
+def _median_ratio(first: list[float], last: list[float]) -> float:
+    """The median turn's time of ``first`` over that of ``last``: flatness that a few
+    stalls of a shared machine do not move."""
+    return statistics.median(first) / statistics.median(last)
 
 
 def _installed(module: str) -> bool:
@@ -517,11 +528,14 @@ def print_pair(name: str, out: dict[str, Any], turns: int, rounds: int) -> None:
         return
     versions = ", ".join(f"{d} {v}" for d, v in out["versions"].items())
     print(f"{name} ({versions}): {turns:,} turns, median of {rounds} interleaved rounds")
-    print(f"  {'store':24s} {'turns/s':>9s} {'last/first':>10s} {'bytes':>14s} {'load ms':>9s}")
+    print(
+        f"  {'store':24s} {'turns/s':>9s} {'last/first':>10s} {'(p50)':>6s} {'bytes':>14s} "
+        f"{'load ms':>9s}"
+    )
     for store, s in out["stores"].items():
         label = f"{store} [{s['side']}]"
         print(
-            f"  {label:24s} {s['turns_per_s']:9,.0f} {s['flat']:10.2f} "
+            f"  {label:24s} {s['turns_per_s']:9,.0f} {s['flat']:10.2f} {s['flat_p50']:6.2f} "
             f"{_fmt(s['bytes'], ',d'):>14s} {_fmt(s['load_ms'], '.1f'):>9s}"
         )
     print(
