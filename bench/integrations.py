@@ -1,6 +1,7 @@
 """Each framework's own session store against ours (issue 19): the same conversation.
 
     python bench/integrations.py                      # 2,000 turns, 3 rounds, every pair
+                                                      # (~1 h: LangGraph's and ADK's stores)
     python bench/integrations.py --quick              # 100 turns, 2 rounds (a smoke check)
     python bench/integrations.py --only openai-agents --turns 500 --rounds 5 --json
 
@@ -99,6 +100,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -201,7 +203,7 @@ def drive_sdk_ours_jetstream(where: Path, turns: int) -> Run:
     server = NatsServer(binary, where / "nats").start()
     try:
         url = server.store_url()
-        opener = lambda: AgentSessionsSession(SESSION_ID, url)  # noqa: E731
+        opener = partial(AgentSessionsSession, SESSION_ID, url)
         return _sdk_run(opener, where / "nats" / "store", turns, "ours (jetstream)")
     finally:
         server.stop()
