@@ -210,20 +210,27 @@ def run_agents_sdk(tmp: Path, turns: int, tag: str) -> list[float]:
 
     async def drive() -> list[float]:
         session = SQLiteSession("s", tmp / f"agents-{tag}.db")
-        times = []
         try:
-            for i in range(turns):
-                t0 = time.perf_counter()
-                await session.get_items()
-                await session.add_items([{"content": _text(i, "user"), "role": "user"}])
-                await session.add_items([_sdk_reply(i)])
-                times.append(time.perf_counter() - t0)
+            times = await sdk_turns(session, turns)
             _expect("agents-sdk", len(await session.get_items()), 2 * turns)
         finally:
             session.close()
         return times
 
     return asyncio.run(drive())
+
+
+async def sdk_turns(session: Any, turns: int) -> list[float]:
+    """``turns`` turns on an Agents SDK ``Session``, each as ``Runner.run`` drives it: the
+    whole history, the user item, the reply (see :func:`run_agents_sdk`); seconds a turn."""
+    times = []
+    for i in range(turns):
+        t0 = time.perf_counter()
+        await session.get_items()
+        await session.add_items([{"content": _text(i, "user"), "role": "user"}])
+        await session.add_items([_sdk_reply(i)])
+        times.append(time.perf_counter() - t0)
+    return times
 
 
 def run_langgraph(tmp: Path, turns: int, tag: str) -> list[float]:
@@ -237,8 +244,23 @@ def run_langgraph(tmp: Path, turns: int, tag: str) -> list[float]:
     executor waits for them before ``invoke`` returns, so a turn is durable on return
     (strace counts 5 fdatasync a turn on langgraph 1.2 / langgraph-checkpoint-sqlite 3.1).
     """
-    from langchain_core.messages import AIMessage  # type: ignore[import-not-found]
     from langgraph.checkpoint.sqlite import SqliteSaver  # type: ignore[import-not-found]
+
+    with SqliteSaver.from_conn_string(str(tmp / f"lg-{tag}.db")) as saver:
+        app = messages_graph().compile(checkpointer=saver)
+        times = graph_turns(app, turns)
+        _expect("langgraph", len(app.get_state(GRAPH_CONFIG).values["messages"]), 2 * turns)
+    return times
+
+
+GRAPH_CONFIG: dict[str, Any] = {"configurable": {"thread_id": "s"}}
+"""The one thread of the LangGraph conversation."""
+
+
+def messages_graph() -> Any:
+    """The chat as a LangGraph ``StateGraph(MessagesState)`` (not compiled): one node that
+    returns the 600-byte assistant reply of the turn."""
+    from langchain_core.messages import AIMessage  # type: ignore[import-not-found]
     from langgraph.graph import START, MessagesState, StateGraph  # type: ignore[import-not-found]
 
     def reply(state: MessagesState) -> dict[str, Any]:
@@ -248,15 +270,17 @@ def run_langgraph(tmp: Path, turns: int, tag: str) -> list[float]:
     graph = StateGraph(MessagesState)
     graph.add_node("reply", reply)
     graph.add_edge(START, "reply")
-    config: dict[str, Any] = {"configurable": {"thread_id": "s"}}
+    return graph
+
+
+def graph_turns(app: Any, turns: int) -> list[float]:
+    """``turns`` turns on a compiled :func:`messages_graph`, one ``invoke`` each on thread
+    :data:`GRAPH_CONFIG` (see :func:`run_langgraph`); seconds a turn."""
     times = []
-    with SqliteSaver.from_conn_string(str(tmp / f"lg-{tag}.db")) as saver:
-        app = graph.compile(checkpointer=saver)
-        for i in range(turns):
-            t0 = time.perf_counter()
-            app.invoke({"messages": [("user", _text(i, "user"))]}, config)
-            times.append(time.perf_counter() - t0)
-        _expect("langgraph", len(app.get_state(config).values["messages"]), 2 * turns)
+    for i in range(turns):
+        t0 = time.perf_counter()
+        app.invoke({"messages": [("user", _text(i, "user"))]}, GRAPH_CONFIG)
+        times.append(time.perf_counter() - t0)
     return times
 
 
