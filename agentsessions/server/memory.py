@@ -9,16 +9,26 @@ thread of its own, ``QUIET`` seconds after the last poke of a burst, and once mo
 last call Python saw). Where the C library has no ``malloc_trim`` (musl, macOS) this does
 nothing.
 
-Measured on a real ``serve`` (2 shared cores, two floods of 10,000): RSS idle 55-57 MiB,
-peak 105-115 MiB, after each flood 66-72 MiB with the trims, 72-73 MiB without; so within
-1.2-1.3x of idle, not the 10% the issue asks. What remains is not Python's heap (pymalloc
-keeps the same 25 arenas throughout) nor threads (their number does not change): it is
-memory grpc's core allocated during the flood and still holds, and it stays flat from one
-flood to the next rather than growing. Tried and measured, no better: ``MALLOC_ARENA_MAX=2``,
-fixed ``MALLOC_MMAP_THRESHOLD_``/``MALLOC_TRIM_THRESHOLD_``, grpc's pending-request bound
-(``grpc.server.max_pending_requests`` 64 or 256), a 256-call ``maximum_concurrent_rpcs``.
-HTTP/2's MAX_CONCURRENT_STREAMS at 100 lowered the peak (82 MiB) but not the rest (65
-MiB), and grpc's clients answer its refusals with UNAVAILABLE, so it is not set (bounds.py).
+What a flood leaves behind is mostly not the trims' to fix: it is where a flood's calls
+were handled. Refused calls used to run on a pool of two threads of their own; the serving
+thread took calls faster than that pool refused them, so a backlog of calls (their Python
+state and grpc's) lived until the pool caught up, on three threads' heaps, and the
+allocators kept that peak's pages (empty pymalloc pools in partly used arenas, glibc
+per-thread heaps with a few live blocks each) after the flood. A refusal now runs at once
+on the serving thread (:mod:`.admission`): no backlog, one thread.
+
+Measured with bench/streams.py (a real ``serve``, 2 shared cores, three floods of 10,000
+Follow streams from one token, RSS after 6 quiet seconds):
+
+- refusals on their own pool of two threads: idle 61 MiB, peak 113, after 70-73 (1.21x);
+- refusals on the serving thread: idle 59 MiB, peak 103, after 62-63 (1.07x), the other
+  token's p99 26 ms (44 before).
+
+Tried and measured on the pool-of-refusers daemon, no better: ``MALLOC_ARENA_MAX`` 1 or 2
+(set by ``mallopt`` before any thread), fixed ``MALLOC_MMAP_THRESHOLD_`` and
+``MALLOC_TRIM_THRESHOLD_``, grpc's pending-request bound (``grpc.server.max_pending_requests``
+64 or 256), a 256-call ``maximum_concurrent_rpcs``; ``PYTHONMALLOC=malloc
+MALLOC_ARENA_MAX=1`` reached 1.15x.
 """
 
 from __future__ import annotations
