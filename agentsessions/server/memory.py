@@ -30,7 +30,7 @@ variant                           idle  peak     after (floods)  after / idle  o
 refusals on a pool of 2 (before)  61    113      70-73 (3)       1.21x         44 ms
 refusals on the serving thread    59    103-108  62-63 (3)       1.07-1.08x    25-30 ms
   the same, ten floods            58    103      61-64 (10)      1.11x         31 ms
-and no per-thread caches          58    96-104   59-61 (3)       1.03x         23-32 ms
+and no per-thread caches          58    96-104   59-61 (3)       1.03-1.05x    22-32 ms
   the same, ten floods            58    104      60-61 (10)      1.04x         34 ms
 ================================  ====  =======  ==============  ============  ===========
 
