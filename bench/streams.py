@@ -22,7 +22,10 @@ two projects (bounded, loopback only, its own temporary home):
    slots came back).
 
 Printed: B's p50/p99/max during the flood against its baseline (target p99 < 100 ms), the
-streams accepted/refused, the RSS idle/peak/after (target: after within 10% of idle).
+streams accepted/refused, the RSS idle/peak/after (target: after within 10% of idle), and
+where the daemon's memory is at each point (:func:`heap_shape`: threads, glibc's
+per-thread heaps, its main heap, all anonymous memory), to tell a leak from an allocator
+that keeps what a flood freed.
 Nothing is asserted: the machine is shared and noisy; the figures are the point.
 """
 
@@ -62,6 +65,33 @@ def rss_kib(pid: int, field: str = "VmRSS") -> int:
         if line.startswith(field + ":"):
             return int(line.split()[1])
     raise SystemExit(f"bench: no {field} for pid {pid}")
+
+
+def heap_shape(pid: int) -> dict[str, float]:
+    """Where the daemon's memory is: its threads, glibc's per-thread heaps (64 MiB-aligned
+    anonymous mappings: how many, their RSS), the main heap's RSS (brk), all anonymous RSS."""
+    regions: list[dict[str, Any]] = []
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        head = line.split()
+        if "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
+            lo, hi = (int(x, 16) for x in head[0].split("-"))
+            name = head[5] if len(head) > 5 else ""
+            regions.append({"lo": lo, "hi": hi, "perm": head[1], "anon": head[4] == "0"
+                            and not name, "name": name, "rss": 0})  # fmt: skip
+        elif head[0] == "Rss:" and regions:
+            regions[-1]["rss"] = int(head[1])
+    heap = 64 << 20
+    arenas = [r for i, r in enumerate(regions) if r["anon"] and r["lo"] % heap == 0
+              and r["perm"].startswith("rw") and i + 1 < len(regions)
+              and regions[i + 1]["lo"] == r["hi"] and regions[i + 1]["perm"].startswith("---")
+              and regions[i + 1]["hi"] - r["lo"] == heap]  # fmt: skip
+    return {
+        "threads": rss_kib(pid, "Threads"),  # a count, not KiB: the same parser
+        "arenas": len(arenas),
+        "arena_mib": sum(r["rss"] for r in arenas) / 1024,
+        "brk_mib": sum(r["rss"] for r in regions if r["name"] == "[heap]") / 1024,
+        "anon_mib": sum(r["rss"] for r in regions if r["anon"]) / 1024,
+    }
 
 
 @contextmanager
@@ -212,6 +242,7 @@ def run(
                     b_stub.ListSessions(session_pb2.ListSessionsRequest(), metadata=meta(token_b))
                 warm.cancel()
             cold = rss_kib(pid)
+            shapes = {"cold": heap_shape(pid)}
             alone = Unary(b_stub, token_b, uid_b, rate)
             alone.start()
             time.sleep(baseline_s)
@@ -219,6 +250,7 @@ def run(
             alone.join()
             time.sleep(6.0)  # quiet: the daemon has trimmed its heap (memory.QUIET, SETTLE)
             idle = rss_kib(pid)  # warm: after B's calls alone, as a daemon at work
+            shapes["idle"] = heap_shape(pid)
             floods, during, after = [], Unary(b_stub, token_b, uid_b, rate), []
             during.start()
             for _ in range(rounds):
@@ -227,6 +259,7 @@ def run(
                 floods[-1].cancel()
                 time.sleep(6.0)  # the cancels seen, then quiet: memory.QUIET + memory.SETTLE
                 after.append(rss_kib(pid))
+                shapes[f"after{len(after)}"] = heap_shape(pid)
             during.stop.set()
             during.join()
             peak = rss_kib(pid, "VmHWM")
@@ -254,6 +287,7 @@ def run(
             "after": [a / 1024 for a in after],
         },
         "rss_after_ratio": after[-1] / idle,
+        "heap_shape": shapes,
         "stream_reopened": reopened,
     }
 
@@ -294,6 +328,10 @@ def main() -> None:
           f"{rss['peak']:.0f} MiB, after each "
           f"flood {after} MiB ({out['rss_after_ratio']:.2f}x idle; target <= 1.10x); "
           f"a stream admitted again after: {out['stream_reopened']}")  # fmt: skip
+    for when, shape in out["heap_shape"].items():
+        print(f"  {when:>7}: {shape['threads']} threads, {shape['arenas']} glibc thread heaps "
+              f"{shape['arena_mib']:.1f} MiB, main heap {shape['brk_mib']:.1f} MiB, anonymous "
+              f"{shape['anon_mib']:.1f} MiB")  # fmt: skip
 
 
 if __name__ == "__main__":

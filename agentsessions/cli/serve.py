@@ -13,9 +13,11 @@ grpc is imported only when the command runs (the CLI starts without it).
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -216,6 +218,7 @@ def serve(
     server reflection answer without a token; OTEL_TRACES_EXPORTER / OTEL_METRICS_EXPORTER
     turn on OpenTelemetry traces and metrics (the otel extra; docs/OPERATIONS.md).
     """
+    _restart_with_tuned_malloc()  # first: before anything starts a thread
     state = _state(ctx, as_json)
     quiet_grpc()  # before anything imports grpc
     opts = serve_options(listen, store, model or [], runtime, grace, harness or [])
@@ -268,6 +271,36 @@ def serve(
         sys.stderr.write(f"{PROG}: stopping ({_signal_name(signum)}): finishing running turns\n")
         sys.stderr.flush()
     sys.stderr.write(f"{PROG}: stopped\n")
+
+
+def _restart_with_tuned_malloc() -> None:
+    """Run this very command again, in this process (``execve``: the same pid), with
+    glibc's per-thread malloc caches off (:func:`agentsessions.server.memory.tuned_environ`
+    says when, the module why: a daemon's memory comes back after a flood). Only when this
+    process is the ``agentsessions`` command itself (a program that runs the CLI in-process
+    keeps its environment and its process), and only once (the restart has the variable)."""
+    from agentsessions.server.memory import tuned_environ
+
+    env = tuned_environ(os.environ)
+    if env is None or not sys.executable or not _is_the_command():
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
+    except OSError:  # pragma: no cover - then serve with glibc's defaults
+        return
+
+
+def _is_the_command() -> bool:
+    """Whether the interpreter was started to run this CLI: ``python -m agentsessions``
+    or the ``agentsessions`` script (so re-running its command line runs the same)."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name == "agentsessions.__main__":
+        return True
+    script = sys.argv[0] if sys.argv else ""
+    return Path(script).name == PROG and sys.orig_argv[1:2] == [script]
 
 
 def _policy(engine: Any, opts: ServeOptions) -> Any:

@@ -32,10 +32,16 @@ request arrived). A worker's end, not the RPC's status, is what frees a worker, 
 count is the workers in use.
 
 A refused call gets a handler that only aborts (RESOURCE_EXHAUSTED naming the bound and
-the ``serve`` flag that raises it), run on a small pool of its own and declared
-request-streaming, so grpc calls it at once instead of first waiting for a request message
-that a hostile client may never send. (Raising in ``intercept_service`` would be grpc's own
-UNKNOWN "Error in service handler!"; returning None its UNIMPLEMENTED.)
+the ``serve`` flag that raises it), declared request-streaming, so grpc calls it at once
+instead of first waiting for a request message that a hostile client may never send; and
+run at once on the serving thread itself (:class:`_Inline`), not on a pool: the abort only
+starts one batch in grpc's core (the status), which never blocks, so a refusal is done
+before the serving thread takes the next call. A flood's refused calls then never queue
+for a worker, and only that one thread (and grpc's core) allocates for them: measured with
+bench/streams.py, the daemon's RSS after 10,000 refused streams went from 1.21x its idle
+level (a pool of two threads refusing, a backlog of calls waiting for them) to 1.07x
+(:mod:`.memory`). (Raising in ``intercept_service`` would be grpc's own UNKNOWN "Error in
+service handler!"; returning None its UNIMPLEMENTED.)
 """
 
 from __future__ import annotations
@@ -68,32 +74,48 @@ floods the server (it is cheap, holds no lock, and grpc's own concurrency bound 
 PUBLIC_KEY = "public"
 """Whose budget a call without a principal spends (health, reflection:
 :data:`.auth.PUBLIC_PREFIXES`)."""
-REFUSAL_WORKERS = 2
-
-_refusals: futures.ThreadPoolExecutor | None = None
-_refusals_mutex = threading.Lock()
 
 
-def _refusal_pool() -> futures.ThreadPoolExecutor:
-    """The process's pool for refusals (shared by its servers: each refusal is one abort)."""
-    global _refusals
-    with _refusals_mutex:
-        if _refusals is None:
-            _refusals = futures.ThreadPoolExecutor(REFUSAL_WORKERS, thread_name_prefix="refuse")
-        return _refusals
+class _Inline(futures.ThreadPoolExecutor):
+    """The refusals' pool as grpc sees it: ``submit`` runs the work at once on the thread
+    that submits it (grpc's serving thread) and returns its finished future. grpc takes only
+    a ThreadPoolExecutor instance, so this is one by type; it starts no threads (the base
+    ``__init__`` is deliberately not run). Only for work that never blocks: a refusal.
+    (grpc's done-callback on the future takes the server's lock, which the serving thread
+    holds while it submits; that lock is reentrant.)"""
+
+    def __init__(self) -> None:
+        pass
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> futures.Future[Any]:
+        future: futures.Future[Any] = futures.Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # as a pool's worker would: the future carries it
+            future.set_exception(exc)
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Nothing: no threads."""
+
+
+INLINE = _Inline()
+"""Where refusals run: on grpc's serving thread, at once (see the module)."""
 
 
 def refusal(exc: AgentSessionsError) -> Handler:
-    """A handler that ends its call with ``exc`` at once, on the refusal pool, without
-    waiting for (or reading) a request: any method may be answered with it. (Measured with
-    bench/streams.py: refusals of the method's own kind wait for each request message on
-    the refusal pool, fall behind a flood, and let grpc's backstop refuse bystanders.)"""
+    """A handler that ends its call with ``exc`` at once, on grpc's serving thread
+    (:data:`INLINE`), without waiting for (or reading) a request: any method may be
+    answered with it. (Measured with bench/streams.py: refusals of the method's own kind
+    wait for each request message, fall behind a flood, and let grpc's backstop refuse
+    bystanders; refusals on a pool of their own kept a flood's backlog of calls alive, and
+    its heap, until the pool caught up.)"""
 
     def refuse(_requests: Any, context: grpc.ServicerContext) -> None:
         memory.TRIMMER.poke()
         status.abort(context, exc)
 
-    return grpc.stream_stream_rpc_method_handler(on_pool(refuse, _refusal_pool()))
+    return grpc.stream_stream_rpc_method_handler(on_pool(refuse, INLINE))
 
 
 class _Slot(futures.ThreadPoolExecutor):

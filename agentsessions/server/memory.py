@@ -1,33 +1,72 @@
-"""Giving the heap back after a burst of calls: ``malloc_trim`` once the server is quiet.
+"""Giving the heap back after a burst of calls: what a flood of refused calls leaves behind.
 
-Why: a flood of refused calls (bench/streams.py: 10,000 Follow streams from one token)
-allocates and frees many small blocks on many threads (grpc's core, the pools), and glibc
-keeps what was freed in its arenas instead of returning it. ``malloc_trim(0)`` gives the
-free pages of every arena back; it costs milliseconds, so :class:`Trimmer` runs it on a
-thread of its own, ``QUIET`` seconds after the last poke of a burst, and once more
-``SETTLE`` seconds later (grpc's core frees a flood's calls on its own threads, after the
-last call Python saw). Where the C library has no ``malloc_trim`` (musl, macOS) this does
-nothing.
+Three things keep a daemon's memory within 10% of its idle level after a flood
+(bench/streams.py: 10,000 Follow streams from one token, most of them refused):
 
-Measured on a real ``serve`` (2 shared cores, two floods of 10,000): RSS idle 55-57 MiB,
-peak 105-115 MiB, after each flood 66-72 MiB with the trims, 72-73 MiB without; so within
-1.2-1.3x of idle, not the 10% the issue asks. What remains is not Python's heap (pymalloc
-keeps the same 25 arenas throughout) nor threads (their number does not change): it is
-memory grpc's core allocated during the flood and still holds, and it stays flat from one
-flood to the next rather than growing. Tried and measured, no better: ``MALLOC_ARENA_MAX=2``,
-fixed ``MALLOC_MMAP_THRESHOLD_``/``MALLOC_TRIM_THRESHOLD_``, grpc's pending-request bound
-(``grpc.server.max_pending_requests`` 64 or 256), a 256-call ``maximum_concurrent_rpcs``.
-HTTP/2's MAX_CONCURRENT_STREAMS at 100 lowered the peak (82 MiB) but not the rest (65
-MiB), and grpc's clients answer its refusals with UNAVAILABLE, so it is not set (bounds.py).
+- refusals run at once on grpc's serving thread (:mod:`.admission`), not on a pool: the
+  serving thread used to take a flood's calls faster than a pool of two threads refused
+  them, and the backlog (each call's Python state and grpc's) lived until the pool caught
+  up, on three threads' heaps, at the size of the flood's peak;
+- glibc's per-thread caches are off in ``serve`` (:data:`TUNABLES`, which ``serve`` sets
+  by running itself again, :func:`tuned_environ`; glibc reads it only when a process
+  starts): each thread's tcache keeps up to 7 freed blocks of each small size, which
+  count as in use, so the pages they sit on in grpc's threads' heaps can never be given
+  back; with them, what a flood left grew by about 0.3 MiB a flood (1.11x idle after ten);
+- ``malloc_trim(0)`` once the server is quiet (:class:`Trimmer`): glibc keeps what was freed
+  in its heaps instead of returning it; the trim gives the free pages of every heap back.
+  It costs milliseconds, so it runs on a thread of its own, ``QUIET`` seconds after the
+  last poke of a burst, and once more ``SETTLE`` seconds later (grpc's core frees a flood's
+  calls on its own threads, after the last call Python saw).
+
+Where the C library is not glibc (musl, macOS) none of the glibc parts applies.
+
+Measured with bench/streams.py (a real ``serve``, 2 shared cores, floods of 10,000 Follow
+streams from one token, RSS in MiB 6 quiet seconds after each; another token's unary calls
+at 100 a second throughout):
+
+================================  ====  =======  ==============  ============  ===========
+variant                           idle  peak     after (floods)  after / idle  other's p99
+================================  ====  =======  ==============  ============  ===========
+refusals on a pool of 2 (before)  61    113      70-73 (3)       1.21x         44 ms
+refusals on the serving thread    59    103-108  62-63 (3)       1.07-1.08x    25-30 ms
+  the same, ten floods            58    103      61-64 (10)      1.11x         31 ms
+and no per-thread caches          58    96-104   59-61 (3)       1.03-1.05x    22-32 ms
+  the same, ten floods            58    104      60-61 (10)      1.04x         34 ms
+================================  ====  =======  ==============  ============  ===========
+
+Without the per-thread caches a turn through the daemon costs the same (bench/grpc.py:
+2.8-3.3 ms round trip, 290-315 turns/s with 32 clients; 3.0-3.1 ms, 295-302 with them).
+
+Tried and measured, no better: glibc's ``M_ARENA_MAX`` 1 or 2 (``mallopt`` before any
+thread starts: the main heap grows instead), a fixed ``M_MMAP_THRESHOLD`` (64 KiB),
+HTTP/2's per-connection stream bound (lower peak, the same after; not set: bounds.py says
+why), and, before refusals moved, grpc's pending-request bound
+(``grpc.server.max_pending_requests`` 64 or 256), a 256-call ``maximum_concurrent_rpcs``,
+``PYTHONMALLOC=malloc MALLOC_ARENA_MAX=1`` (1.15x). Python's own heap is not what grows:
+tracemalloc's count stays within 0.4 MiB from one flood to the next.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import platform
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+
+TUNABLES = "glibc.malloc.tcache_count=0"
+"""glibc's per-thread caches off (see the module): what ``serve`` restarts itself with."""
+
+
+def tuned_environ(environ: Mapping[str, str]) -> dict[str, str] | None:
+    """``environ`` with :data:`TUNABLES`, to restart a daemon in; None when there is
+    nothing to do: not glibc, or ``GLIBC_TUNABLES`` already set (the operator's choice, or
+    this process is the restart). glibc reads it only when a process starts."""
+    if "GLIBC_TUNABLES" in environ or platform.libc_ver()[0] != "glibc":
+        return None
+    return {**environ, "GLIBC_TUNABLES": TUNABLES}
+
 
 QUIET = 1.0
 SETTLE = 3.0

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import platform
 import signal
 import subprocess
 import sys
@@ -152,6 +153,36 @@ def test_a_stopping_daemon_tells_health_watchers_not_serving(tmp_path: Path) -> 
             proc.communicate()
     assert proc.returncode == 0, err
     assert err.splitlines()[-1] == "agentsessions: stopped"
+
+
+@pytest.mark.parametrize("operator", ["", "glibc.malloc.arena_max=2"])
+def test_serve_runs_with_glibcs_per_thread_caches_off(tmp_path: Path, operator: str) -> None:
+    """``serve`` restarts itself once (the same pid) with ``GLIBC_TUNABLES`` turning glibc's
+    per-thread caches off (agentsessions/server/memory.py: a daemon's memory comes back after
+    a flood); an operator's own ``GLIBC_TUNABLES`` is kept as it is."""
+    if not Path("/proc/self/environ").exists() or platform.libc_ver()[0] != "glibc":
+        pytest.skip("glibc and /proc only")
+    env = clean_env()
+    env.pop("GLIBC_TUNABLES", None)  # the test runner's own, if it has one
+    if operator:
+        env["GLIBC_TUNABLES"] = operator
+    argv = [sys.executable, "-m", "agentsessions", "--home", str(tmp_path), "serve",
+            "--listen", "127.0.0.1:0", "--no-auth"]  # fmt: skip
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("listening on 127.0.0.1:"), proc.communicate()[1]
+        environ = Path(f"/proc/{proc.pid}/environ").read_bytes().split(b"\0")
+        tunables = [e for e in environ if e.startswith(b"GLIBC_TUNABLES=")]
+        assert tunables == [
+            b"GLIBC_TUNABLES=" + (operator or "glibc.malloc.tcache_count=0").encode()
+        ]
+    finally:
+        proc.kill()  # the environment is the point here, not the stop
+        proc.communicate()
 
 
 def test_a_bad_log_format_is_refused_in_one_line(cli: Cli) -> None:

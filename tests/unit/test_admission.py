@@ -21,8 +21,8 @@ import grpc
 import pytest
 
 import agentsessions
-from agentsessions.server import auth, service
-from agentsessions.server.admission import Admission, Ledger
+from agentsessions.server import auth, memory, service
+from agentsessions.server.admission import INLINE, Admission, Ledger
 from agentsessions.server.bounds import Limits
 from agentsessions.server.gen import common_pb2, session_pb2, session_pb2_grpc
 from agentsessions.server.observe import RequestObserver
@@ -62,7 +62,9 @@ class Rig:
         return self.tokens.create(projects=[project])[0]
 
 
-def _serve(home: Path, engine: Sessions, limits: Limits) -> Iterator[Rig]:
+def _serve(
+    home: Path, engine: Sessions, limits: Limits, first: tuple[grpc.ServerInterceptor, ...] = ()
+) -> Iterator[Rig]:
     _, interceptors, scope = auth.server_security(
         home, listen="127.0.0.1:0", engine=engine, limits=limits
     )
@@ -76,7 +78,7 @@ def _serve(home: Path, engine: Sessions, limits: Limits) -> Iterator[Rig]:
 
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=1),  # the unary pool: one worker
-        interceptors=[RequestObserver(), *interceptors],
+        interceptors=[*first, RequestObserver(), *interceptors],
     )
     session_pb2_grpc.add_SessionsServicer_to_server(HeldService(scope), server)  # type: ignore[no-untyped-call]
     server.add_generic_rpc_handlers(
@@ -182,6 +184,56 @@ def test_a_token_at_its_stream_limit_is_refused_at_once_without_a_worker(
     for call in (*held, other):
         call.cancel()
     _wait_until(lambda: rig.ledger.open_long_calls() == 0)
+
+
+class _Threads(grpc.ServerInterceptor):
+    """Notes the thread each call's interceptors run on (grpc's serving thread)."""
+
+    def __init__(self) -> None:
+        self.seen: list[int] = []
+
+    def intercept_service(self, continuation: Any, details: grpc.HandlerCallDetails) -> Any:
+        self.seen.append(threading.get_ident())
+        return continuation(details)
+
+
+def test_a_refusal_runs_at_once_on_the_serving_thread(
+    engine: Sessions, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refused call takes no worker and no thread of its own: its handler runs on the
+    thread that ran the interceptors, before that thread takes the next call (so a flood
+    of refusals leaves no backlog of calls, nor their heap: bench/streams.py)."""
+    threads, refused_on = _Threads(), []
+    poke = memory.TRIMMER.poke
+    monkeypatch.setattr(
+        memory.TRIMMER, "poke", lambda: (refused_on.append(threading.get_ident()), poke())
+    )
+    rig = _serve(tmp_path / "home", engine, LIMITS, first=(threads,))
+    r = next(rig)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{r.port}") as channel:
+            stub = session_pb2_grpc.SessionsStub(channel)  # type: ignore[no-untyped-call]
+            alice = r.token()
+            held = [_held(stub, alice), _held(stub, alice)]
+            before = threading.active_count()
+            for _ in range(20):
+                code, _, _ = _refusal(lambda: next(_open(stub, alice)))
+                assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert len(refused_on) == 20
+            assert set(refused_on) == set(threads.seen) and len(set(threads.seen)) == 1
+            assert threading.active_count() == before  # no pool was started for them
+            for call in held:
+                call.cancel()
+            _wait_until(lambda: r.ledger.open_long_calls() == 0)
+    finally:
+        next(rig, None)
+
+
+def test_inline_runs_work_on_the_callers_thread_and_keeps_its_error() -> None:
+    done = INLINE.submit(threading.get_ident)
+    assert done.done() and done.result() == threading.get_ident()
+    failed = INLINE.submit(int, "x")
+    assert failed.done() and isinstance(failed.exception(), ValueError)
 
 
 def test_the_servers_total_is_refused_naming_its_flag_and_unary_calls_go_on(
