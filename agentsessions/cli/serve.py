@@ -259,15 +259,18 @@ def serve(
             extra_services=harness_services(engine, pairs),
             options=sec.options,
         )
-        if state.json:
-            from agentsessions.cli.render import write_json
 
-            write_json({"address": server.address, "port": server.port}, compact=True)
-        else:
-            sys.stdout.write(f"listening on {server.address}\n")
-        sys.stdout.flush()
-        _report_unindexed(engine)
-        signum = server.serve_forever(grace=opts.grace)
+        def ready() -> None:  # once a signal stops the daemon gracefully
+            if state.json:
+                from agentsessions.cli.render import write_json
+
+                write_json({"address": server.address, "port": server.port}, compact=True)
+            else:
+                sys.stdout.write(f"listening on {server.address}\n")
+            sys.stdout.flush()
+            _report_unindexed(engine)
+
+        signum = server.serve_forever(grace=opts.grace, ready=ready)
         sys.stderr.write(f"{PROG}: stopping ({_signal_name(signum)}): finishing running turns\n")
         sys.stderr.flush()
     sys.stderr.write(f"{PROG}: stopped\n")

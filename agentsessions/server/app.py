@@ -90,11 +90,15 @@ class RunningServer:
         """Wait until the server has stopped; True if it has."""
         return self._stopped.wait(timeout)
 
-    def serve_forever(self, grace: float = DEFAULT_GRACE) -> int:
+    def serve_forever(
+        self, grace: float = DEFAULT_GRACE, *, ready: Callable[[], None] | None = None
+    ) -> int:
         """Serve until SIGINT or SIGTERM (or :meth:`stop` from another thread), then stop
         gracefully; the signal's number (0 without one). The handlers are installed only on
         the main thread, and the previous ones are back before the graceful stop, so a
-        second signal during it acts as it would have (Ctrl-C twice ends the process)."""
+        second signal during it acts as it would have (Ctrl-C twice ends the process).
+        ``ready`` runs once the handlers are in place (``serve`` says "listening on" there:
+        a supervisor that signals as soon as it reads that line gets a graceful stop)."""
         got: list[int] = []
 
         def on_signal(signum: int, _frame: FrameType | None) -> None:
@@ -105,6 +109,8 @@ class RunningServer:
         if threading.current_thread() is threading.main_thread():  # only it may take signals
             previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
+            if ready is not None:
+                ready()
             # a bounded wait, again and again: a signal the kernel hands to another thread
             # (grpc's, the pools') only flags it for the main thread, and a main thread
             # blocked in an endless wait would never wake to run the handler (seen: a
