@@ -1,0 +1,494 @@
+"""Google ADK's ``BaseSessionService`` on agentsessions (extra ``[adk]``).
+
+:class:`AgentSessionsService` is a drop-in for ADK's ``DatabaseSessionService``: pass it as
+``Runner(..., session_service=...)``. It is a thin layer over the :class:`Sessions` engine
+(``agentsessions.open()``), so the file store, JetStream and encryption at rest all work, and
+what it writes are ordinary sessions: ``agentsessions list/log/verify/export/fork UID``.
+
+How ADK's model maps onto the journal (and why):
+
+- One agentsessions session per ADK session, in one project (``adk`` by default), *named*
+  ``session/APP/USER/ID`` (each part percent-encoded, so a ``/`` in an id stays apart): a
+  name is what ``agentsessions list`` shows and the engine already indexes, so no side table
+  is needed and ``list`` reads like ADK's own hierarchy.
+- Its writes are turns of the ``adk`` harness (:mod:`.adk_harness`), one INPUT per write:
+  ``create_session`` is the turn that creates the session (its session-scoped state),
+  ``append_event`` one turn whose INPUT is the event's JSON. A turn is the engine's unit of
+  atomic, serialised, durable writing, and the harness commits the session-scoped state in
+  the same turn as its working state: the event and the state it sets are one commit.
+- App state (``app:`` keys) lives in a session named ``app/APP``, user state (``user:``) in
+  ``user/APP/USER``; each update is a turn there whose INPUT is the delta. They are written
+  after the event's turn (the event is the commit point; its JSON keeps the whole delta, so
+  the journal of the ADK session says what it set). Known gap: a process that dies between
+  the event's turn and these loses that app/user update (ADK's database service writes all
+  in one SQL transaction; agentsessions commits one session at a time).
+- ``temp:`` keys are applied to the caller's session object and never written, as ADK does.
+- ``delete_session`` is the engine's soft delete: hidden from ``list`` and ``get_session``,
+  never written again, still readable and verifiable (``agentsessions log UID``).
+- The stale-session check: a session object carries a revision marker (the uid and the
+  number of writes it has seen). ``append_event`` refuses a stale object with ADK's own
+  ``StaleSessionError``, first against what this process last read, then inside the turn
+  itself (the harness compares the count it starts from): two processes appending to one
+  session are serialised by the engine (the second waits for the first's turn), and the
+  loser's write fails its turn (ERROR recorded, never applied), so nothing interleaves and
+  nothing is lost. Re-get the session and append again, as with ADK's database service.
+
+Reads fold the journal incrementally: the service keeps, per session, the records folded so
+far and reads only the ones after them, so an append costs the same on the 10,000th event as
+on the first (a cold service folds a session once). Only executions that END ``COMPLETED``
+take effect. ``get_session`` decodes the events it returns (``num_recent_events`` and
+``after_timestamp`` select them first).
+
+Events and state are stored as JSON (``Event.model_dump(mode="json")``, bytes in base64 as
+ADK's own model says); a state value that is not JSON (an object, a callable) is refused
+with :class:`~agentsessions.errors.InvalidArgumentError` and nothing is written, where ADK's
+database service would store its ``repr``; numbers are canonical JSON's float64 (``1.0``
+reads back as ``1``; an integer beyond 2**53 is refused, nothing written). An unknown session
+is ADK's ``SessionNotFoundError`` (``append_event``) or None (``get_session``), a duplicate
+id ADK's ``AlreadyExistsError``; a closed service raises RuntimeError; a store that is down
+raises the engine's own errors (UnavailableError). ADK stays optional: nothing outside this
+module imports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote
+
+from google.adk.errors import StaleSessionError
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
+from google.adk.events.event import Event
+from google.adk.sessions.base_session_service import (
+    BaseSessionService,
+    GetSessionConfig,
+    ListSessionsResponse,
+)
+from google.adk.sessions.session import Session
+from google.adk.sessions.state import State
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+from agentsessions.errors import HarnessError, InvalidArgumentError, SessionDeletedError
+from agentsessions.sessions.wiring import HARNESSES
+
+from . import adk_harness
+from .common import open_engine, settled
+
+if TYPE_CHECKING:
+    from agentsessions.sessions.api import Sessions
+
+__all__ = ["HARNESS", "PROJECT", "AgentSessionsService"]
+
+HARNESS = adk_harness.NAME
+"""The harness of the adapter's turns: records the writes, commits the folded state."""
+PROJECT = "adk"
+"""The default project of the adapter's sessions."""
+_WAIT = 60.0  # seconds a write waits for another writer of the same session
+_MARK = "agentsessions:"
+
+HARNESSES.register(HARNESS, adk_harness.create)  # also before an install adds the entry point
+
+
+@dataclass
+class _Fold:
+    """One scope as read so far: the journal up to ``seq`` folded onto ``state``."""
+
+    uid: str
+    seq: int = 0
+    state: dict[str, Any] = field(default_factory=adk_harness.empty)
+    events: list[dict[str, Any]] = field(default_factory=list)  # an ADK session's, as JSON
+    updated: float = 0.0  # ADK's last_update_time: the last event's timestamp
+    pending: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # by execution
+
+    @property
+    def marker(self) -> str:
+        return f"{_MARK}{self.uid}:{self.state['n']}"
+
+
+def _name(*parts: str) -> str:
+    return "/".join(quote(p, safe="") for p in parts)
+
+
+def _message(body: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "user", "parts": [{"data": {"data": {adk_harness.KEY: body}}}]}
+
+
+def _json(value: Any, what: str) -> Any:
+    """``value`` as plain JSON (a fresh copy); InvalidArgumentError, nothing written, if it
+    is not (ADK's pydantic JSON mode first: datetimes, models, sets, bytes)."""
+    try:
+        return json.loads(json.dumps(to_jsonable_python(value), allow_nan=False))
+    except (PydanticSerializationError, TypeError, ValueError) as exc:
+        raise InvalidArgumentError(f"{what} is not JSON-serialisable: {exc}") from None
+
+
+class AgentSessionsService(BaseSessionService):
+    """ADK's session service kept in agentsessions sessions.
+
+    ``where``: a home directory, a store URL (``nats://...``), or an open :class:`Sessions`
+    engine (shared, not closed by :meth:`close`); None: the default home. ``key_file``
+    encrypts new sessions at rest (a home or URL only). The engine's calls run in worker
+    threads; one service may be used from several event loops and threads.
+    """
+
+    def __init__(
+        self,
+        where: str | os.PathLike[str] | Sessions | None = None,
+        *,
+        project: str = PROJECT,
+        key_file: str | None = None,
+    ) -> None:
+        self.project = project
+        self._own = where is None or isinstance(where, (str, os.PathLike))
+        self._engine: Sessions = (
+            open_engine(where, key_file)
+            if where is None or isinstance(where, (str, os.PathLike))
+            else where
+        )
+        self._closed = False
+        self._lock = threading.RLock()  # the caches below, and this process's writes
+        self._uids: dict[str, str] = {}  # name -> uid of the live session so named
+        self._folds: dict[str, _Fold] = {}  # uid -> its fold
+
+    # --- ADK's BaseSessionService ---------------------------------------------------------
+
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        """A new session (its session-scoped ``state``; app and user keys go to their
+        scopes); AlreadyExistsError if ``session_id`` names a live one."""
+        return await settled(
+            asyncio.to_thread(self._create, app_name, user_id, state or {}, session_id)
+        )
+
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        """The session with its events (``config`` selects the recent ones) and its merged
+        app, user and session state; None if there is no such live session."""
+        return await asyncio.to_thread(self._get, app_name, user_id, session_id, config)
+
+    async def list_sessions(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        """The app's (the user's) live sessions without events, oldest update first."""
+        return await asyncio.to_thread(self._list, app_name, user_id)
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        """Soft-delete the session (the journal keeps it); nothing if there is none."""
+        await settled(asyncio.to_thread(self._delete, app_name, user_id, session_id))
+
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        """The user's state, keys without the ``user:`` prefix."""
+        return await asyncio.to_thread(self._scope_state, _name("user", app_name, user_id))
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        """Write ``event`` (and its state delta) durably, then apply it to ``session``.
+
+        A partial event is returned unwritten, as ADK's services do; a stale ``session`` is
+        refused (StaleSessionError), an unknown one is SessionNotFoundError, a state value
+        that is not JSON InvalidArgumentError: nothing written then.
+        """
+        if event.partial:
+            return event
+        self._check_open()
+        delta = event.actions.state_delta if event.actions else {}
+        kept = {k: v for k, v in delta.items() if not k.startswith(State.TEMP_PREFIX)}
+        _json(kept, "a state value")  # all checked before any write
+        record = _json(event.model_dump(mode="json", exclude_none=True), "the event")
+        record.setdefault("actions", {})["state_delta"] = _json(kept, "a state value")
+        await settled(asyncio.to_thread(self._append, session, record))
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        return self._commit_event_to_session(session, event)
+
+    async def close(self) -> None:
+        """Close the engine this service opened (a shared engine stays open); idempotent."""
+        if not self._closed:
+            self._closed = True
+            if self._own:
+                await asyncio.to_thread(self._engine.close)
+
+    async def __aenter__(self) -> AgentSessionsService:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # --- beyond ADK ---------------------------------------------------------------------
+
+    def uid(self, app_name: str, user_id: str, session_id: str) -> str:
+        """The agentsessions uid of an ADK session (``agentsessions log/verify UID``); ""
+        if there is no such live session."""
+        self._check_open()
+        with self._lock:
+            return self._find(_name("session", app_name, user_id, session_id))
+
+    # --- the work, in a worker thread ---------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"{type(self).__name__} is closed")
+
+    def _names(self) -> Iterator[tuple[str, str, int]]:
+        """(name, uid, create time) of every live session of the project."""
+        cursor: str | None = None
+        while True:
+            page = self._engine.list(project=self.project, page_size=500, cursor=cursor)
+            for s in page.sessions:
+                yield s.name, s.uid, s.create_time_ns
+            cursor = page.next_cursor
+            if not cursor:
+                return
+
+    def _refresh(self) -> None:
+        """Map every live name to its oldest session (a lost creation race leaves two)."""
+        oldest: dict[str, tuple[int, str]] = {}
+        for name, uid, created in self._names():
+            oldest[name] = min(oldest.get(name, (created, uid)), (created, uid))
+        self._uids = {name: uid for name, (_, uid) in oldest.items()}
+
+    def _find(self, name: str) -> str:
+        if name not in self._uids:
+            self._refresh()
+        return self._uids.get(name, "")
+
+    def _fold(self, uid: str) -> _Fold:
+        """The scope's fold, brought up to the journal's head (only the new records)."""
+        fold = self._folds.setdefault(uid, _Fold(uid))
+        for record in self._engine.read(uid, from_seq=fold.seq + 1):
+            event, fold.seq = record.event, record.seq
+            kind, execution = event.get("kind"), str(event.get("execution_id", ""))
+            if kind == "EVENT_INPUT":
+                found = adk_harness.bodies(event.get("message") or {})
+                fold.pending.setdefault(execution, []).extend(found)
+            elif kind == "EVENT_END":
+                done = fold.pending.pop(execution, [])
+                if (event.get("end") or {}).get("state") == "COMPLETED":
+                    for body in done:
+                        self._take(fold, body)
+        return fold
+
+    @staticmethod
+    def _take(fold: _Fold, body: dict[str, Any]) -> None:
+        adk_harness.apply(fold.state, body)
+        if "event" in body:
+            fold.events.append(body["event"])
+            fold.updated = float(body["event"].get("timestamp", fold.updated))
+        elif "create" in body:
+            fold.updated = float(body.get("time", 0.0))
+
+    def _scope_state(self, name: str) -> dict[str, Any]:
+        self._check_open()
+        with self._lock:
+            uid = self._find(name)
+            return dict(self._fold(uid).state["state"]) if uid else {}
+
+    def _merged(self, app_name: str, user_id: str, fold: _Fold) -> dict[str, Any]:
+        """The session's state with its app's and user's (prefixed), as ADK merges them."""
+        state = dict(fold.state["state"])
+        for prefix, name in (
+            (State.APP_PREFIX, _name("app", app_name)),
+            (State.USER_PREFIX, _name("user", app_name, user_id)),
+        ):
+            uid = self._uids.get(name) or self._find(name)  # made before the session
+            if uid:
+                state.update({prefix + k: v for k, v in self._fold(uid).state["state"].items()})
+        return state
+
+    def _session(
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        fold: _Fold,
+        events: list[dict[str, Any]],
+    ) -> Session:
+        session = Session(
+            id=session_id,
+            app_name=app_name,
+            user_id=user_id,
+            state=json.loads(json.dumps(self._merged(app_name, user_id, fold))),
+            events=[Event.model_validate(e) for e in events],
+            last_update_time=fold.updated,
+        )
+        session._storage_update_marker = fold.marker
+        return session
+
+    def _create(
+        self, app_name: str, user_id: str, state: dict[str, Any], session_id: str | None
+    ) -> Session:
+        self._check_open()
+        session_id = session_id.strip() if session_id else str(uuid.uuid4())
+        state = _json(state, "a state value")
+        scoped = {k: v for k, v in state.items() if not k.startswith(adk_harness.PREFIXES)}
+        name = _name("session", app_name, user_id, session_id)
+        with self._lock:
+            if self._find(name):
+                raise AlreadyExistsError(f"Session with id {session_id} already exists.")
+            self._scope(_name("app", app_name))
+            self._scope(_name("user", app_name, user_id))
+            body = {"create": scoped, "time": time.time()}
+            frame = self._engine.run(
+                None, [_message(body)], harness=HARNESS, project=self.project, name=name
+            )
+            mine = frame.session.uid
+            self._refresh()  # another process may have created the id meanwhile
+            if self._uids.get(name, mine) != mine:  # it did, first: ours goes
+                self._engine.delete(mine)  # soft: hidden from list, still verifiable
+                raise AlreadyExistsError(f"Session with id {session_id} already exists.")
+            self._uids[name] = mine
+            fold = self._fold(mine)
+            self._share(app_name, user_id, state, mine, 0)
+            return self._session(app_name, user_id, session_id, fold, [])
+
+    def _live(
+        self, app_name: str, user_id: str, session_id: str, *, deleted: bool = True
+    ) -> _Fold | None:
+        """The fold of the live session so named, or None; ``deleted``: ask the engine
+        whether another process deleted it (a write need not: the engine refuses it)."""
+        name = _name("session", app_name, user_id, session_id.strip())
+        uid = self._find(name)
+        if uid and deleted and self._engine.get(uid).deleted:
+            self._uids.pop(name, None)
+            uid = self._find(name)
+        return self._fold(uid) if uid else None
+
+    def _get(
+        self, app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None
+    ) -> Session | None:
+        self._check_open()
+        with self._lock:
+            fold = self._live(app_name, user_id, session_id)
+            if fold is None:
+                return None
+            events = fold.events
+            if config is not None and config.num_recent_events is not None:
+                count = config.num_recent_events
+                events = events[-count:] if count else []
+            if config is not None and config.after_timestamp is not None:
+                first = len(events)
+                while first and events[first - 1].get("timestamp", 0) >= config.after_timestamp:
+                    first -= 1
+                events = events[first:]
+            return self._session(app_name, user_id, session_id.strip(), fold, events)
+
+    def _list(self, app_name: str, user_id: str | None) -> ListSessionsResponse:
+        self._check_open()
+        prefix = _name("session", app_name) + "/"
+        if user_id is not None:
+            prefix = _name("session", app_name, user_id) + "/"
+        found: list[Session] = []
+        with self._lock:
+            self._refresh()
+            for name, uid in sorted(self._uids.items()):
+                if not name.startswith(prefix):
+                    continue
+                _, _, user, sid = (unquote(p) for p in name.split("/"))
+                found.append(self._session(app_name, user, sid, self._fold(uid), []))
+        found.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
+        return ListSessionsResponse(sessions=found)
+
+    def _delete(self, app_name: str, user_id: str, session_id: str) -> None:
+        self._check_open()
+        name = _name("session", app_name, user_id, session_id.strip())
+        with self._lock:
+            uid = self._find(name)
+            if uid:
+                self._engine.delete(uid)
+                self._uids.pop(name, None)
+
+    def _append(self, session: Session, record: dict[str, Any]) -> None:
+        self._check_open()
+        with self._lock:
+            fold = self._live(session.app_name, session.user_id, session.id, deleted=False)
+            if fold is None:
+                raise SessionNotFoundError(f"Session {session.id} not found.")
+            self._check_fresh(session, fold)
+            expect = fold.state["n"]
+            body = {"event": record, "expect": expect}
+            try:
+                self._engine.run(fold.uid, [_message(body)], harness=HARNESS, wait=_WAIT)
+            except SessionDeletedError:
+                raise SessionNotFoundError(f"Session {session.id} not found.") from None
+            except HarnessError:
+                if self._fold(fold.uid).state["n"] != expect:  # another writer came first
+                    raise StaleSessionError(_STALE) from None
+                raise
+            self._fold(fold.uid)
+            self._share(session.app_name, session.user_id, _delta(record), fold.uid, expect + 1)
+            session.last_update_time = fold.updated
+            session._storage_update_marker = fold.marker
+
+    @staticmethod
+    def _check_fresh(session: Session, fold: _Fold) -> None:
+        """StaleSessionError if ``session`` is behind the journal (as ADK's services do:
+        by its revision marker when it has one of ours, else by its update time)."""
+        marker = session._storage_update_marker
+        if marker is not None and marker.startswith(_MARK):
+            if marker != fold.marker:
+                raise StaleSessionError(_STALE)
+        elif fold.updated > session.last_update_time:
+            raise StaleSessionError(_STALE)
+
+    def _share(
+        self, app_name: str, user_id: str, state: Mapping[str, Any], uid: str, n: int
+    ) -> None:
+        """Write the ``app:`` and ``user:`` keys of ``state`` to their scopes' sessions."""
+        for prefix, name in (
+            (State.APP_PREFIX, _name("app", app_name)),
+            (State.USER_PREFIX, _name("user", app_name, user_id)),
+        ):
+            delta = {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
+            if delta:
+                body = _message({"delta": delta, "from": uid, "n": n})
+                self._engine.run(self._scope(name), [body], harness=HARNESS, wait=_WAIT)
+
+    def _scope(self, name: str) -> str:
+        """The uid of an app or user scope's session, created (empty) if there is none.
+
+        Made before the first ADK session of its app and user, so whoever finds an ADK
+        session in a listing finds its scopes there too. Two processes creating one at once:
+        the oldest wins, the other's (still empty) is soft-deleted.
+        """
+        uid = self._find(name)
+        if uid:
+            return uid
+        body = _message({"create": {}})
+        mine = self._engine.run(
+            None, [body], harness=HARNESS, project=self.project, name=name
+        ).session.uid
+        self._refresh()
+        winner = self._uids.get(name, mine)
+        if winner != mine:
+            self._engine.delete(mine)
+        self._uids[name] = winner
+        return winner
+
+
+_STALE = (
+    "The session has been modified since it was read (another writer appended to it); "
+    "get the session again and retry. It is a stale session."
+)
+
+
+def _delta(record: Mapping[str, Any]) -> dict[str, Any]:
+    return dict((record.get("actions") or {}).get("state_delta") or {})
