@@ -58,7 +58,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
@@ -76,7 +76,12 @@ from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from agentsessions.errors import HarnessError, InvalidArgumentError, SessionDeletedError
+from agentsessions.errors import (
+    HarnessError,
+    InvalidArgumentError,
+    LockHeldError,
+    SessionDeletedError,
+)
 from agentsessions.sessions.wiring import HARNESSES
 
 from . import adk_harness
@@ -413,7 +418,7 @@ class AgentSessionsService(BaseSessionService):
         with self._lock:
             uid = self._find(name)
             if uid:
-                self._engine.delete(uid)
+                _waiting(lambda: self._engine.delete(uid))
                 self._uids.pop(name, None)
 
     def _append(self, session: Session, record: dict[str, Any]) -> None:
@@ -488,6 +493,20 @@ _STALE = (
     "The session has been modified since it was read (another writer appended to it); "
     "get the session again and retry. It is a stale session."
 )
+
+
+def _waiting(work: Callable[[], object]) -> None:
+    """``work``, retried while another engine holds the session's writer (a long-lived
+    engine keeps it up to its idle limit after a turn), for up to ``_WAIT`` seconds."""
+    deadline = time.monotonic() + _WAIT
+    while True:
+        try:
+            work()
+            return
+        except LockHeldError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _delta(record: Mapping[str, Any]) -> dict[str, Any]:
