@@ -27,17 +27,24 @@ How ADK's model maps onto the journal (and why):
   never written again, still readable and verifiable (``agentsessions log UID``).
 - The stale-session check: a session object carries a revision marker (the uid and the
   number of writes it has seen). ``append_event`` refuses a stale object with ADK's own
-  ``StaleSessionError``, first against what this process last read, then inside the turn
-  itself (the harness compares the count it starts from): two processes appending to one
-  session are serialised by the engine (the second waits for the first's turn), and the
-  loser's write fails its turn (ERROR recorded, never applied), so nothing interleaves and
-  nothing is lost. Re-get the session and append again, as with ADK's database service.
+  ``StaleSessionError``, first against what this service last read (no store read), then
+  inside the turn itself (the harness compares the count it starts from with the one the
+  write was made against): two processes appending to one session are serialised by the
+  engine (the second waits for the first's turn), and a write made against an older count
+  fails its turn (ERROR recorded, never applied), so nothing interleaves and nothing is
+  lost. Re-get the session and append again, as with ADK's database service.
+- Several processes on one session: on the file store an engine keeps a session's writer,
+  and its lock, between turns (that is what makes a turn cheap), so another process's
+  append waits for it to be released (the holder closes its service, or its writer idles
+  out) for up to 60 s, then raises LockHeldError. One process per ADK session at a time is
+  the fast path; JetStream takes an idle writer over from another host.
 
 Reads fold the journal incrementally: the service keeps, per session, the records folded so
-far and reads only the ones after them, so an append costs the same on the 10,000th event as
-on the first (a cold service folds a session once). Only executions that END ``COMPLETED``
-take effect. ``get_session`` decodes the events it returns (``num_recent_events`` and
-``after_timestamp`` select them first).
+far and reads only the ones after them, and an append folds its own write without reading
+(its turn ran at the count it expected, so it is the next write), so an append costs the
+same on the 10,000th event as on the first (a cold service folds a session once). Only
+executions that END ``COMPLETED`` take effect. ``get_session`` decodes the events it returns
+(``num_recent_events`` and ``after_timestamp`` select them first).
 
 Events and state are stored as JSON (``Event.model_dump(mode="json")``, bytes in base64 as
 ADK's own model says); a state value that is not JSON (an object, a callable) is refused
@@ -365,14 +372,12 @@ class AgentSessionsService(BaseSessionService):
             self._share(app_name, user_id, state, mine, 0)
             return self._session(app_name, user_id, session_id, fold, [])
 
-    def _live(
-        self, app_name: str, user_id: str, session_id: str, *, deleted: bool = True
-    ) -> _Fold | None:
-        """The fold of the live session so named, or None; ``deleted``: ask the engine
-        whether another process deleted it (a write need not: the engine refuses it)."""
+    def _live(self, app_name: str, user_id: str, session_id: str) -> _Fold | None:
+        """The fold of the live session so named, or None (asking the engine whether another
+        process deleted it; a write need not ask: the engine refuses it)."""
         name = _name("session", app_name, user_id, session_id.strip())
         uid = self._find(name)
-        if uid and deleted and self._engine.get(uid).deleted:
+        if uid and self._engine.get(uid).deleted:
             self._uids.pop(name, None)
             uid = self._find(name)
         return self._fold(uid) if uid else None
@@ -424,35 +429,47 @@ class AgentSessionsService(BaseSessionService):
     def _append(self, session: Session, record: dict[str, Any]) -> None:
         self._check_open()
         with self._lock:
-            fold = self._live(session.app_name, session.user_id, session.id, deleted=False)
-            if fold is None:
-                raise SessionNotFoundError(f"Session {session.id} not found.")
-            self._check_fresh(session, fold)
+            fold = self._current(session)
             expect = fold.state["n"]
             body = {"event": record, "expect": expect}
             try:
-                self._engine.run(fold.uid, [_message(body)], harness=HARNESS, wait=_WAIT)
+                frame = self._engine.run(fold.uid, [_message(body)], harness=HARNESS, wait=_WAIT)
             except SessionDeletedError:
                 raise SessionNotFoundError(f"Session {session.id} not found.") from None
             except HarnessError:
                 if self._fold(fold.uid).state["n"] != expect:  # another writer came first
                     raise StaleSessionError(_STALE) from None
                 raise
-            self._fold(fold.uid)
+            # The turn ran at count `expect`: no other event took effect since the fold, so
+            # ours is the next (records between were failed turns): fold it without a read.
+            self._take(fold, body)
+            fold.seq, fold.pending = frame.session.last_seq, {}
             self._share(session.app_name, session.user_id, _delta(record), fold.uid, expect + 1)
             session.last_update_time = fold.updated
             session._storage_update_marker = fold.marker
 
-    @staticmethod
-    def _check_fresh(session: Session, fold: _Fold) -> None:
-        """StaleSessionError if ``session`` is behind the journal (as ADK's services do:
-        by its revision marker when it has one of ours, else by its update time)."""
+    def _current(self, session: Session) -> _Fold:
+        """The fold ``session`` is written against; StaleSessionError if the object is behind
+        it, SessionNotFoundError if there is no such session.
+
+        An object this service read carries our marker: it is compared with the cached fold,
+        with no store read (an append elsewhere since is caught inside the turn). Any other
+        object is compared by its update time, as ADK's services do, with a fresh fold.
+        """
+        name = _name("session", session.app_name, session.user_id, session.id.strip())
+        uid = self._find(name)
+        if not uid:
+            raise SessionNotFoundError(f"Session {session.id} not found.")
         marker = session._storage_update_marker
+        fold = self._folds.get(uid)
+        if fold is None or not (marker and marker.startswith(_MARK)) or marker != fold.marker:
+            fold = self._fold(uid)  # behind another instance's object, or not ours: read
         if marker is not None and marker.startswith(_MARK):
             if marker != fold.marker:
                 raise StaleSessionError(_STALE)
         elif fold.updated > session.last_update_time:
             raise StaleSessionError(_STALE)
+        return fold
 
     def _share(
         self, app_name: str, user_id: str, state: Mapping[str, Any], uid: str, n: int

@@ -127,22 +127,28 @@ def test_names_keep_ids_with_slashes_apart(where: dict[str, Any]) -> None:
 
 
 def test_a_second_service_sees_the_first_ones_writes_and_deletion(where: dict[str, Any]) -> None:
+    """Two services (two engines, as two processes have) on one store. On the file store an
+    engine keeps a session's writer, and its lock, between turns: the other engine's write
+    waits for it (up to 60 s, then LockHeldError), so each closes when its part is done."""
+
     async def go() -> None:
-        async with _service(where) as one, _service(where) as two:
+        async with _service(where) as one:
             s = await one.create_session(app_name="a", user_id="u", session_id="s")
             await one.append_event(s, _event("hi", {"k": 1, "app:v": 2}))
-            got = await two.get_session(app_name="a", user_id="u", session_id="s")
-            assert got is not None and _texts(got) == ["hi"]
-            assert got.state == {"k": 1, "app:v": 2}
-            await two.append_event(got, _event("again"))
+            async with _service(where) as two:
+                got = await two.get_session(app_name="a", user_id="u", session_id="s")
+                assert got is not None and _texts(got) == ["hi"]
+                assert got.state == {"k": 1, "app:v": 2}
+                await two.append_event(got, _event("again", {"k": 3}))
             with pytest.raises(StaleSessionError):  # `s` is behind what `two` wrote
                 await one.append_event(s, _event("stale"))
-            # `two` wrote last: on the file store its engine holds the session's writer for
-            # a while (another engine's delete would wait for it), so `two` deletes
-            await two.delete_session(app_name="a", user_id="u", session_id="s")
-            assert await one.get_session(app_name="a", user_id="u", session_id="s") is None
+            await one.delete_session(app_name="a", user_id="u", session_id="s")
+        async with _service(where) as three:
+            assert await three.get_session(app_name="a", user_id="u", session_id="s") is None
             with pytest.raises(SessionNotFoundError):
-                await one.append_event(s, _event("gone"))
+                await three.append_event(got, _event("gone"))
+            listed = await three.list_sessions(app_name="a")
+            assert listed.sessions == []
 
     asyncio.run(go())
 
