@@ -92,7 +92,7 @@ from agentsessions.errors import (
 from agentsessions.sessions.wiring import HARNESSES
 
 from . import adk_harness
-from .common import open_engine, settled
+from .common import engine_of, settled
 
 if TYPE_CHECKING:
     from agentsessions.sessions.api import Sessions
@@ -159,12 +159,7 @@ class AgentSessionsService(BaseSessionService):
         key_file: str | None = None,
     ) -> None:
         self.project = project
-        self._own = where is None or isinstance(where, (str, os.PathLike))
-        self._engine: Sessions = (
-            open_engine(where, key_file)
-            if where is None or isinstance(where, (str, os.PathLike))
-            else where
-        )
+        self._engine, self._own = engine_of(where, key_file)
         self._closed = False
         self._lock = threading.RLock()  # the caches below, and this process's writes
         self._uids: dict[str, str] = {}  # name -> uid of the live session so named

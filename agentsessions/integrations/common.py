@@ -1,8 +1,8 @@
 """What every framework adapter needs from the engine, written once.
 
 :func:`settled` awaits a write that runs in a worker thread to its outcome, and
-:func:`open_engine` opens the engine a home path or a store URL names. Neither imports a
-framework.
+:func:`engine_of` opens the engine a home path or a store URL names (or takes one given).
+Neither imports a framework.
 """
 
 from __future__ import annotations
@@ -40,10 +40,19 @@ async def settled(work: Awaitable[T]) -> T:
     return task.result()
 
 
-def open_engine(where: str | os.PathLike[str] | None, key_file: str | None) -> Sessions:
-    """The engine a home path or a store URL names (the engine owns what it opens)."""
+def engine_of(
+    where: str | os.PathLike[str] | Sessions | None, key_file: str | None
+) -> tuple[Sessions, bool]:
+    """The engine an adapter works on, and whether the adapter owns it (closes it).
+
+    ``where``: a home path or a store URL (``nats://...``), opened here with ``key_file``
+    (owned); an open :class:`Sessions` engine (shared: its owner closes it); None: the
+    default home (owned).
+    """
+    if where is not None and not isinstance(where, (str, os.PathLike)):
+        return where, False
     from agentsessions.sessions.local import open_local
 
     if isinstance(where, str) and "://" in where:
-        return open_local(None, store_url=where, key_file=key_file)
-    return open_local(where, key_file=key_file)
+        return open_local(None, store_url=where, key_file=key_file), True
+    return open_local(where, key_file=key_file), True

@@ -57,7 +57,7 @@ from agentsessions.errors import InvalidArgumentError, NotFoundError
 from agentsessions.sessions.wiring import HARNESSES
 
 from . import recording
-from .common import open_engine, settled
+from .common import engine_of, settled
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -116,12 +116,7 @@ class AgentSessionsSession(SessionABC):
         self.session_id = session_id
         self.session_settings = _settings(session_settings)
         self.project = project
-        self._own = where is None or isinstance(where, (str, os.PathLike))
-        self._engine: Sessions = (
-            open_engine(where, key_file)
-            if where is None or isinstance(where, (str, os.PathLike))
-            else where
-        )
+        self._engine, self._own = engine_of(where, key_file)
         self._uid = _uid
         self._closed = False
         self._fold_lock = threading.Lock()
