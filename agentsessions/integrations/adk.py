@@ -17,11 +17,14 @@ How ADK's model maps onto the journal (and why):
   atomic, serialised, durable writing, and the harness commits the session-scoped state in
   the same turn as its working state: the event and the state it sets are one commit.
 - App state (``app:`` keys) lives in a session named ``app/APP``, user state (``user:``) in
-  ``user/APP/USER``; each update is a turn there whose INPUT is the delta. They are written
-  after the event's turn (the event is the commit point; its JSON keeps the whole delta, so
-  the journal of the ADK session says what it set). Known gap: a process that dies between
-  the event's turn and these loses that app/user update (ADK's database service writes all
-  in one SQL transaction; agentsessions commits one session at a time).
+  ``user/APP/USER``; each update is a turn there whose INPUT is the delta and its source
+  (the ADK session's uid and write count). They are written after the event's turn: the
+  event is the commit point, and its JSON keeps the whole delta (a create turn keeps the
+  initial app and user keys), so if the writer dies before the scopes have it, the next
+  service that reads or writes that session finds the source missing there and writes it
+  (ADK's database service writes all in one SQL transaction; agentsessions commits one
+  session at a time, so a repaired delta lands late, and overwrites any newer value another
+  session wrote for the same key meanwhile).
 - ``temp:`` keys are applied to the caller's session object and never written, as ADK does.
 - ``delete_session`` is the engine's soft delete: hidden from ``list`` and ``get_session``,
   never written again, still readable and verifiable (``agentsessions log UID``).
@@ -119,6 +122,8 @@ class _Fold:
     events: list[dict[str, Any]] = field(default_factory=list)  # an ADK session's, as JSON
     updated: float = 0.0  # ADK's last_update_time: the last event's timestamp
     pending: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # by execution
+    shared: tuple[int, dict[str, Any]] | None = None  # an ADK session's last app/user delta
+    applied: dict[str, int] = field(default_factory=dict)  # a scope's: source uid -> its n
 
     @property
     def marker(self) -> str:
@@ -300,8 +305,15 @@ class AgentSessionsService(BaseSessionService):
         if "event" in body:
             fold.events.append(body["event"])
             fold.updated = float(body["event"].get("timestamp", fold.updated))
+            if _scoped(_delta(body["event"])):
+                fold.shared = (fold.state["n"], _delta(body["event"]))
         elif "create" in body:
             fold.updated = float(body.get("time", 0.0))
+            if body.get("shared"):
+                fold.shared = (0, dict(body["shared"]))
+        elif "delta" in body and "from" in body:
+            source, n = str(body["from"]), int(body.get("n", 0))
+            fold.applied[source] = max(fold.applied.get(source, -1), n)
 
     def _scope_state(self, name: str) -> dict[str, Any]:
         self._check_open()
@@ -353,7 +365,8 @@ class AgentSessionsService(BaseSessionService):
                 raise AlreadyExistsError(f"Session with id {session_id} already exists.")
             self._scope(_name("app", app_name))
             self._scope(_name("user", app_name, user_id))
-            body = {"create": scoped, "time": time.time()}
+            shared = {k: v for k, v in state.items() if k not in scoped}
+            body = {"create": scoped, "time": time.time(), "shared": _scoped(shared)}
             frame = self._engine.run(
                 None, [_message(body)], harness=HARNESS, project=self.project, name=name
             )
@@ -364,7 +377,7 @@ class AgentSessionsService(BaseSessionService):
                 raise AlreadyExistsError(f"Session with id {session_id} already exists.")
             self._uids[name] = mine
             fold = self._fold(mine)
-            self._share(app_name, user_id, state, mine, 0)
+            self._repair(app_name, user_id, fold, check=False)
             return self._session(app_name, user_id, session_id, fold, [])
 
     def _live(self, app_name: str, user_id: str, session_id: str) -> _Fold | None:
@@ -385,6 +398,7 @@ class AgentSessionsService(BaseSessionService):
             fold = self._live(app_name, user_id, session_id)
             if fold is None:
                 return None
+            self._repair(app_name, user_id, fold)
             events = fold.events
             if config is not None and config.num_recent_events is not None:
                 count = config.num_recent_events
@@ -425,6 +439,7 @@ class AgentSessionsService(BaseSessionService):
         self._check_open()
         with self._lock:
             fold = self._current(session)
+            self._repair(session.app_name, session.user_id, fold)
             expect = fold.state["n"]
             body = {"event": record, "expect": expect}
             try:
@@ -439,7 +454,7 @@ class AgentSessionsService(BaseSessionService):
             # ours is the next (records between were failed turns): fold it without a read.
             self._take(fold, body)
             fold.seq, fold.pending = frame.session.last_seq, {}
-            self._share(session.app_name, session.user_id, _delta(record), fold.uid, expect + 1)
+            self._repair(session.app_name, session.user_id, fold, check=False)
             session.last_update_time = fold.updated
             session._storage_update_marker = fold.marker
 
@@ -466,18 +481,33 @@ class AgentSessionsService(BaseSessionService):
             raise StaleSessionError(_STALE)
         return fold
 
-    def _share(
-        self, app_name: str, user_id: str, state: Mapping[str, Any], uid: str, n: int
-    ) -> None:
-        """Write the ``app:`` and ``user:`` keys of ``state`` to their scopes' sessions."""
+    def _repair(self, app_name: str, user_id: str, fold: _Fold, *, check: bool = True) -> None:
+        """Write the ADK session's last app and user delta to its scopes if they lack it.
+
+        The delta is in the session's own journal first (its event's turn, or its create
+        turn); each scope's update names its source (uid, write count), so a delta whose
+        writer died before it reached the scopes is found and written by the next service
+        that reads or writes the session (late: a newer value another session wrote for the
+        same key meanwhile is overwritten). ``check=False``: the delta was just written,
+        so no scope can have it yet (no read). A delta this service shared is never looked
+        up again.
+        """
+        if fold.shared is None:
+            return
+        n, state = fold.shared
         for prefix, name in (
             (State.APP_PREFIX, _name("app", app_name)),
             (State.USER_PREFIX, _name("user", app_name, user_id)),
         ):
             delta = {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
-            if delta:
-                body = _message({"delta": delta, "from": uid, "n": n})
-                self._engine.run(self._scope(name), [body], harness=HARNESS, wait=_WAIT)
+            if not delta:
+                continue
+            scope = self._scope(name)
+            if check and self._fold(scope).applied.get(fold.uid, -1) >= n:
+                continue  # there already
+            body = {"delta": delta, "from": fold.uid, "n": n}
+            self._engine.run(scope, [_message(body)], harness=HARNESS, wait=_WAIT)
+        fold.shared = None
 
     def _scope(self, name: str) -> str:
         """The uid of an app or user scope's session, created (empty) if there is none.
@@ -523,3 +553,8 @@ def _waiting(work: Callable[[], object]) -> None:
 
 def _delta(record: Mapping[str, Any]) -> dict[str, Any]:
     return dict((record.get("actions") or {}).get("state_delta") or {})
+
+
+def _scoped(state: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``app:`` and ``user:`` keys of ``state``."""
+    return {k: v for k, v in state.items() if k.startswith((State.APP_PREFIX, State.USER_PREFIX))}

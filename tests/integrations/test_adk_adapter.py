@@ -177,6 +177,38 @@ def test_a_stale_write_that_reaches_the_engine_fails_its_turn_and_takes_no_effec
     asyncio.run(go())
 
 
+def test_app_and_user_deltas_a_dead_writer_left_out_are_written_by_the_next_reader(
+    where: dict[str, Any],
+) -> None:
+    """A writer that dies after its event's turn, before the app and user scopes have the
+    event's delta (as here: the turn written straight to the engine): the next service to
+    read the session writes the delta there, once."""
+
+    async def go() -> None:
+        async with _service(where) as service:
+            await service.create_session(
+                app_name="a", user_id="u", session_id="s", state={"app:x": 0, "user:y": 0}
+            )
+            uid = service.uid("a", "u", "s")
+            event = _event("died", {"app:x": 1, "user:y": 2, "k": 3})
+            body = {"event": event.model_dump(mode="json", exclude_none=True), "expect": 0}
+            message = {"role": "user", "parts": [{"data": {"data": {"adk": body}}}]}
+            service._engine.run(uid, [message], harness="adk")
+            assert await service.get_user_state(app_name="a", user_id="u") == {"y": 0}
+        async with _service(where) as later:
+            got = await later.get_session(app_name="a", user_id="u", session_id="s")
+            assert got is not None and _texts(got) == ["died"]
+            assert got.state == {"app:x": 1, "user:y": 2, "k": 3}
+            again = await later.get_session(app_name="a", user_id="u", session_id="s")
+            assert again is not None and again.state == got.state
+            for scope in ("app/a", "user/a/u"):  # the create's delta and the repaired one
+                scope_uid = later._uids[scope]
+                records = [json.dumps(r.event) for r in later._engine.read(scope_uid)]
+                assert sum('"from"' in r for r in records) == 2, scope
+
+    asyncio.run(go())
+
+
 def test_bad_input_writes_nothing(where: dict[str, Any]) -> None:
     async def go() -> None:
         async with _service(where) as service:
