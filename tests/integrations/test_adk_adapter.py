@@ -89,7 +89,17 @@ def test_the_state_is_the_working_state_and_the_session_verifies_with_the_cli(
     uid = asyncio.run(go())
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = {}
-    for args in (["verify", uid], ["log", uid], ["get", uid, "--json"]):
+    export = str(tmp_path / "adk.agx")
+    for args in (
+        ["verify", uid],
+        ["log", uid],
+        ["get", uid, "--json"],
+        ["list", "--project", "adk", "--json"],
+        ["follow", uid, "--idle-exit", "0.2"],
+        ["export", uid, "-o", export],
+        ["verify", export],
+        ["fork", uid, "--name", "branch"],
+    ):
         done = subprocess.run(
             [sys.executable, "-m", "agentsessions", "--home", str(home), *args],
             capture_output=True,
@@ -98,15 +108,17 @@ def test_the_state_is_the_working_state_and_the_session_verifies_with_the_cli(
             timeout=60,
         )
         assert done.returncode == 0, done.stderr
-        out[args[0]] = done.stdout
+        out.setdefault(args[0], done.stdout)
     got = json.loads(out["get"])
     assert got["harness"] == "adk" and got["project"] == "adk"
     assert got["working_state"]["version"] == 4  # the create and three events
     assert "temp:t" not in out["log"]  # temp keys are never written
+    assert out["follow"].count("\n") == 12 == out["log"].count("\n") - 1  # log has a header
     with agentsessions.open(home) as engine:
         report = engine.replay(uid, rerun=True)  # the adk harness re-driven
         assert report.identical and report.model_calls == 0
         assert [s.name for s in engine.list(project="adk").sessions] == [
+            "branch",  # the CLI's fork: an ordinary child session
             "session/a/u/" + got["name"].rsplit("/", 1)[1],
             "user/a/u",
             "app/a",
