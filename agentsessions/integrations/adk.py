@@ -40,7 +40,9 @@ How ADK's model maps onto the journal (and why):
   and its lock, between turns (that is what makes a turn cheap), so another process's
   append waits for it to be released (the holder closes its service, or its writer idles
   out) for up to 60 s, then raises LockHeldError. One process per ADK session at a time is
-  the fast path; JetStream takes an idle writer over from another host.
+  the fast path. On JetStream another process takes an idle writer over (fencing this
+  one); a write whose writer was superseded as its turn began is taken again (a few times),
+  which the count check above makes safe.
 
 Reads fold the journal incrementally: the service keeps, per session, the records folded so
 far and reads only the ones after them, and an append folds its own write without reading
@@ -87,6 +89,7 @@ from google.adk.sessions.state import State
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from agentsessions.errors import (
+    FencedError,
     HarnessError,
     InvalidArgumentError,
     LockHeldError,
@@ -98,7 +101,7 @@ from . import adk_harness
 from .common import engine_of, settled
 
 if TYPE_CHECKING:
-    from agentsessions.sessions.api import Sessions
+    from agentsessions.sessions.api import SessionFrame, Sessions
 
 __all__ = ["HARNESS", "PROJECT", "AgentSessionsService"]
 
@@ -108,6 +111,7 @@ PROJECT = "adk"
 """The default project of the adapter's sessions."""
 _WAIT = 60.0  # seconds a write waits for another writer of the same session
 _MARK = "agentsessions:"
+_FENCED_TRIES = 5  # turns a write takes when other processes keep superseding its writer
 
 HARNESSES.register(HARNESS, adk_harness.create)  # also before an install adds the entry point
 
@@ -443,7 +447,7 @@ class AgentSessionsService(BaseSessionService):
             expect = fold.state["n"]
             body = {"event": record, "expect": expect}
             try:
-                frame = self._engine.run(fold.uid, [_message(body)], harness=HARNESS, wait=_WAIT)
+                frame = self._write(fold.uid, body)
             except SessionDeletedError:
                 raise SessionNotFoundError(f"Session {session.id} not found.") from None
             except HarnessError:
@@ -457,6 +461,20 @@ class AgentSessionsService(BaseSessionService):
             self._repair(session.app_name, session.user_id, fold, check=False)
             session.last_update_time = fold.updated
             session._storage_update_marker = fold.marker
+
+    def _write(self, uid: str, body: dict[str, Any]) -> SessionFrame:
+        """One turn of ``body`` on session ``uid``, taken again if another process's engine
+        superseded this one's writer (FencedError: JetStream hands an idle writer to the
+        host that asks). Safe to repeat: an event's turn applies only at the count it was
+        made against, and a scope's delta sets the same values twice."""
+        tries = 1
+        while True:
+            try:
+                return self._engine.run(uid, [_message(body)], harness=HARNESS, wait=_WAIT)
+            except FencedError:
+                if tries == _FENCED_TRIES:
+                    raise
+                tries += 1
 
     def _current(self, session: Session) -> _Fold:
         """The fold ``session`` is written against; StaleSessionError if the object is behind
@@ -506,7 +524,7 @@ class AgentSessionsService(BaseSessionService):
             if check and self._fold(scope).applied.get(fold.uid, -1) >= n:
                 continue  # there already
             body = {"delta": delta, "from": fold.uid, "n": n}
-            self._engine.run(scope, [_message(body)], harness=HARNESS, wait=_WAIT)
+            self._write(scope, body)
         fold.shared = None
 
     def _scope(self, name: str) -> str:

@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -273,9 +274,10 @@ def test_the_harness_and_the_fold_agree_on_the_state() -> None:
         adk_harness.apply(state, {"event": event, "expect": 1})
 
 
+ROUNDS = 25
 _WRITER = textwrap.dedent(
     """
-    import asyncio, sys
+    import asyncio, os, sys, time
     from google.adk.errors import StaleSessionError
     from google.adk.events import Event, EventActions
     from google.genai import types
@@ -284,7 +286,10 @@ _WRITER = textwrap.dedent(
     async def main():
         service = AgentSessionsService(sys.argv[1], key_file=sys.argv[3] or None)
         p, retries = sys.argv[2], 0
-        for i in range(12):
+        open(sys.argv[4] + p, "w").close()  # ready: imported, service open
+        while not os.path.exists(sys.argv[4] + "go"):
+            time.sleep(0.001)
+        for i in range(ROUNDS):
             while True:
                 s = await service.get_session(app_name="a", user_id="u", session_id="shared")
                 text = types.Content(role="user", parts=[types.Part(text=f"{p}{i}")])
@@ -301,10 +306,10 @@ _WRITER = textwrap.dedent(
 
     asyncio.run(main())
     """
-)
+).replace("ROUNDS", str(ROUNDS))
 
 
-def test_two_processes_on_one_session_are_serialised(where: dict[str, Any]) -> None:
+def test_two_processes_on_one_session_are_serialised(where: dict[str, Any], tmp_path: Path) -> None:
     """Two processes append to one ADK session at once, each re-reading on StaleSessionError
     as ADK's callers do: every event lands once, in each writer's order, the state has both
     writers' last values, and the journal verifies."""
@@ -315,30 +320,41 @@ def test_two_processes_on_one_session_are_serialised(where: dict[str, Any]) -> N
 
     asyncio.run(seed())
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    flag = str(tmp_path / "flag-")
+    argv = [where["where"], where.get("key_file") or "", flag]
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", _WRITER, where["where"], p, where.get("key_file") or ""],
+            [sys.executable, "-c", _WRITER, argv[0], p, argv[1], argv[2]],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
         for p in ("a", "b")
     ]
+    deadline = time.monotonic() + 120
+    while not all(os.path.exists(flag + p) for p in "ab"):  # both ready: start at once
+        assert time.monotonic() < deadline and all(proc.poll() is None for proc in procs)
+        time.sleep(0.01)
+    Path(flag + "go").touch()
+    retries = 0
     for proc in procs:
         out, err = proc.communicate(timeout=180)
         assert proc.returncode == 0, err.decode()[-3000:]
-        assert int(out) >= 0  # the writer's StaleSessionError retries
+        retries += int(out)  # the writer's StaleSessionError retries
+    assert retries > 0  # they did race: each lost at least once, or one lost its first
 
     async def check() -> None:
         async with _service(where) as service:
             got = await service.get_session(app_name="a", user_id="u", session_id="shared")
             assert got is not None
             texts = _texts(got)
-            assert sorted(texts) == sorted(f"{p}{i}" for p in "ab" for i in range(12))
+            every = [f"{p}{i}" for p in "ab" for i in range(ROUNDS)]
+            assert sorted(texts) == sorted(every)  # each once: none lost, none twice
             for p in "ab":  # each writer's events in its order
-                assert [t for t in texts if t[0] == p] == [f"{p}{i}" for i in range(12)]
-            assert (got.state["a"], got.state["b"]) == (11, 11)
-            assert got.state["app:last"] in ("a11", "b11")
+                assert [t for t in texts if t[0] == p] == [f"{p}{i}" for i in range(ROUNDS)]
+            last = ROUNDS - 1
+            assert (got.state["a"], got.state["b"]) == (last, last)
+            assert got.state["app:last"] in (f"a{last}", f"b{last}")
             assert service._engine.verify(service.uid("a", "u", "shared")).ok
 
     asyncio.run(check())
