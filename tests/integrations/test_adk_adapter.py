@@ -263,6 +263,41 @@ def test_a_closed_service_refuses_and_a_down_store_is_unavailable(tmp_path: Path
         port.close()
 
 
+def test_a_store_that_goes_down_is_unavailable_and_nothing_is_half_written() -> None:
+    """JetStream stops under a running service: the append raises our UnavailableError; once
+    the server is back the session has exactly the events before it, and goes on."""
+    from natsserver import NatsServer
+    from needs import need_nats_server
+
+    server = NatsServer(need_nats_server()).start()  # its own: this test stops it
+    try:
+        url = server.store_url(stream="adkdown", prefix="adkdown")
+
+        async def before() -> Session:
+            service = AgentSessionsService(url)
+            s = await service.create_session(app_name="a", user_id="u", session_id="s")
+            await service.append_event(s, _event("kept", {"k": 1}))
+            server.stop()
+            with pytest.raises(UnavailableError):
+                await service.append_event(s, _event("lost", {"k": 2}))
+            return s
+
+        s = asyncio.run(before())
+        server.start()
+
+        async def after() -> None:
+            async with AgentSessionsService(url) as service:
+                got = await service.get_session(app_name="a", user_id="u", session_id="s")
+                assert got is not None and _texts(got) == ["kept"] and got.state == {"k": 1}
+                await service.append_event(got, _event("again"))
+                assert service._engine.verify(service.uid("a", "u", "s")).ok
+            assert s.state == {"k": 1}  # the caller's object was not touched by the failure
+
+        asyncio.run(after())
+    finally:
+        server.cleanup()
+
+
 def test_the_harness_and_the_fold_agree_on_the_state() -> None:
     state = adk_harness.empty()
     adk_harness.apply(state, {"create": {"a": 1}})
