@@ -128,6 +128,8 @@ class _Fold:
     pending: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # by execution
     shared: tuple[int, dict[str, Any]] | None = None  # an ADK session's last app/user delta
     applied: dict[str, int] = field(default_factory=dict)  # a scope's: source uid -> its n
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
+    """Held while the fold is read or changed, and around a write to its session."""
 
     @property
     def marker(self) -> str:
@@ -157,7 +159,8 @@ class AgentSessionsService(BaseSessionService):
     ``where``: a home directory, a store URL (``nats://...``), or an open :class:`Sessions`
     engine (shared, not closed by :meth:`close`); None: the default home. ``key_file``
     encrypts new sessions at rest (a home or URL only). The engine's calls run in worker
-    threads; one service may be used from several event loops and threads.
+    threads; one service may be used from several event loops and threads: different
+    sessions are read and written in parallel, one session's writes one at a time.
     """
 
     def __init__(
@@ -170,7 +173,7 @@ class AgentSessionsService(BaseSessionService):
         self.project = project
         self._engine, self._own = engine_of(where, key_file)
         self._closed = False
-        self._lock = threading.RLock()  # the caches below, and this process's writes
+        self._lock = threading.RLock()  # the two maps below (each fold has its own lock)
         self._uids: dict[str, str] = {}  # name -> uid of the live session so named
         self._folds: dict[str, _Fold] = {}  # uid -> its fold
 
@@ -255,8 +258,7 @@ class AgentSessionsService(BaseSessionService):
         """The agentsessions uid of an ADK session (``agentsessions log/verify UID``); ""
         if there is no such live session."""
         self._check_open()
-        with self._lock:
-            return self._find(_name("session", app_name, user_id, session_id))
+        return self._find(_name("session", app_name, user_id, session_id))
 
     # --- the work, in a worker thread ---------------------------------------------------
 
@@ -283,14 +285,21 @@ class AgentSessionsService(BaseSessionService):
         self._uids = {name: uid for name, (_, uid) in oldest.items()}
 
     def _find(self, name: str) -> str:
-        if name not in self._uids:
-            self._refresh()
-        return self._uids.get(name, "")
+        with self._lock:
+            if name not in self._uids:
+                self._refresh()
+            return self._uids.get(name, "")
 
     def _fold(self, uid: str) -> _Fold:
         """The scope's fold, brought up to the journal's head (only the new records)."""
-        fold = self._folds.setdefault(uid, _Fold(uid))
-        for record in self._engine.read(uid, from_seq=fold.seq + 1):
+        with self._lock:
+            fold = self._folds.setdefault(uid, _Fold(uid))
+        with fold.lock:
+            self._read(fold)
+        return fold
+
+    def _read(self, fold: _Fold) -> None:
+        for record in self._engine.read(fold.uid, from_seq=fold.seq + 1):
             event, fold.seq = record.event, record.seq
             kind, execution = event.get("kind"), str(event.get("execution_id", ""))
             if kind == "EVENT_INPUT":
@@ -301,7 +310,6 @@ class AgentSessionsService(BaseSessionService):
                 if (event.get("end") or {}).get("state") == "COMPLETED":
                     for body in done:
                         self._take(fold, body)
-        return fold
 
     @staticmethod
     def _take(fold: _Fold, body: dict[str, Any]) -> None:
@@ -321,20 +329,26 @@ class AgentSessionsService(BaseSessionService):
 
     def _scope_state(self, name: str) -> dict[str, Any]:
         self._check_open()
-        with self._lock:
-            uid = self._find(name)
-            return dict(self._fold(uid).state["state"]) if uid else {}
+        uid = self._find(name)
+        if not uid:
+            return {}
+        fold = self._fold(uid)
+        with fold.lock:
+            return dict(fold.state["state"])
 
     def _merged(self, app_name: str, user_id: str, fold: _Fold) -> dict[str, Any]:
-        """The session's state with its app's and user's (prefixed), as ADK merges them."""
+        """The session's state with its app's and user's (prefixed), as ADK merges them
+        (the caller holds ``fold.lock``; a scope's lock is taken after a session's)."""
         state = dict(fold.state["state"])
         for prefix, name in (
             (State.APP_PREFIX, _name("app", app_name)),
             (State.USER_PREFIX, _name("user", app_name, user_id)),
         ):
-            uid = self._uids.get(name) or self._find(name)  # made before the session
+            uid = self._find(name)  # made before the session: in the cache with it
             if uid:
-                state.update({prefix + k: v for k, v in self._fold(uid).state["state"].items()})
+                scope = self._fold(uid)
+                with scope.lock:
+                    state.update({prefix + k: v for k, v in scope.state["state"].items()})
         return state
 
     def _session(
@@ -364,23 +378,24 @@ class AgentSessionsService(BaseSessionService):
         state = _json(state, "a state value")
         scoped = {k: v for k, v in state.items() if not k.startswith(adk_harness.PREFIXES)}
         name = _name("session", app_name, user_id, session_id)
+        if self._find(name):
+            raise AlreadyExistsError(f"Session with id {session_id} already exists.")
+        self._scope(_name("app", app_name))
+        self._scope(_name("user", app_name, user_id))
+        shared = {k: v for k, v in state.items() if k not in scoped}
+        body = {"create": scoped, "time": time.time(), "shared": _scoped(shared)}
+        frame = self._engine.run(
+            None, [_message(body)], harness=HARNESS, project=self.project, name=name
+        )
+        mine = frame.session.uid
         with self._lock:
-            if self._find(name):
-                raise AlreadyExistsError(f"Session with id {session_id} already exists.")
-            self._scope(_name("app", app_name))
-            self._scope(_name("user", app_name, user_id))
-            shared = {k: v for k, v in state.items() if k not in scoped}
-            body = {"create": scoped, "time": time.time(), "shared": _scoped(shared)}
-            frame = self._engine.run(
-                None, [_message(body)], harness=HARNESS, project=self.project, name=name
-            )
-            mine = frame.session.uid
-            self._refresh()  # another process may have created the id meanwhile
+            self._refresh()  # another process (or thread) may have created the id meanwhile
             if self._uids.get(name, mine) != mine:  # it did, first: ours goes
                 self._engine.delete(mine)  # soft: hidden from list, still verifiable
                 raise AlreadyExistsError(f"Session with id {session_id} already exists.")
             self._uids[name] = mine
-            fold = self._fold(mine)
+        fold = self._fold(mine)
+        with fold.lock:
             self._repair(app_name, user_id, fold, check=False)
             return self._session(app_name, user_id, session_id, fold, [])
 
@@ -390,7 +405,8 @@ class AgentSessionsService(BaseSessionService):
         name = _name("session", app_name, user_id, session_id.strip())
         uid = self._find(name)
         if uid and self._engine.get(uid).deleted:
-            self._uids.pop(name, None)
+            with self._lock:
+                self._uids.pop(name, None)
             uid = self._find(name)
         return self._fold(uid) if uid else None
 
@@ -398,10 +414,10 @@ class AgentSessionsService(BaseSessionService):
         self, app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None
     ) -> Session | None:
         self._check_open()
-        with self._lock:
-            fold = self._live(app_name, user_id, session_id)
-            if fold is None:
-                return None
+        fold = self._live(app_name, user_id, session_id)
+        if fold is None:
+            return None
+        with fold.lock:
             self._repair(app_name, user_id, fold)
             events = fold.events
             if config is not None and config.num_recent_events is not None:
@@ -422,27 +438,31 @@ class AgentSessionsService(BaseSessionService):
         found: list[Session] = []
         with self._lock:
             self._refresh()
-            for name, uid in sorted(self._uids.items()):
-                if not name.startswith(prefix):
-                    continue
-                _, _, user, sid = (unquote(p) for p in name.split("/"))
-                found.append(self._session(app_name, user, sid, self._fold(uid), []))
+            names = sorted(self._uids.items())
+        for name, uid in names:
+            if not name.startswith(prefix):
+                continue
+            _, _, user, sid = (unquote(p) for p in name.split("/"))
+            fold = self._fold(uid)
+            with fold.lock:
+                found.append(self._session(app_name, user, sid, fold, []))
         found.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
         return ListSessionsResponse(sessions=found)
 
     def _delete(self, app_name: str, user_id: str, session_id: str) -> None:
         self._check_open()
         name = _name("session", app_name, user_id, session_id.strip())
-        with self._lock:
-            uid = self._find(name)
-            if uid:
-                _waiting(lambda: self._engine.delete(uid))
+        uid = self._find(name)
+        if uid:
+            _waiting(lambda: self._engine.delete(uid))
+            with self._lock:
                 self._uids.pop(name, None)
 
     def _append(self, session: Session, record: dict[str, Any]) -> None:
         self._check_open()
-        with self._lock:
-            fold = self._current(session)
+        fold = self._of(session)
+        with fold.lock:
+            self._check_fresh(session, fold)
             self._repair(session.app_name, session.user_id, fold)
             expect = fold.state["n"]
             body = {"event": record, "expect": expect}
@@ -451,7 +471,8 @@ class AgentSessionsService(BaseSessionService):
             except SessionDeletedError:
                 raise SessionNotFoundError(f"Session {session.id} not found.") from None
             except HarnessError:
-                if self._fold(fold.uid).state["n"] != expect:  # another writer came first
+                self._read(fold)
+                if fold.state["n"] != expect:  # another writer came first
                     raise StaleSessionError(_STALE) from None
                 raise
             # The turn ran at count `expect`: no other event took effect since the fold, so
@@ -476,28 +497,30 @@ class AgentSessionsService(BaseSessionService):
                     raise
                 tries += 1
 
-    def _current(self, session: Session) -> _Fold:
-        """The fold ``session`` is written against; StaleSessionError if the object is behind
-        it, SessionNotFoundError if there is no such session.
+    def _of(self, session: Session) -> _Fold:
+        """The fold of the session ``session`` names (SessionNotFoundError if none)."""
+        name = _name("session", session.app_name, session.user_id, session.id.strip())
+        uid = self._find(name)
+        if not uid:
+            raise SessionNotFoundError(f"Session {session.id} not found.")
+        with self._lock:
+            return self._folds.setdefault(uid, _Fold(uid))
+
+    def _check_fresh(self, session: Session, fold: _Fold) -> None:
+        """StaleSessionError if ``session`` is behind ``fold`` (whose lock the caller holds).
 
         An object this service read carries our marker: it is compared with the cached fold,
         with no store read (an append elsewhere since is caught inside the turn). Any other
         object is compared by its update time, as ADK's services do, with a fresh fold.
         """
-        name = _name("session", session.app_name, session.user_id, session.id.strip())
-        uid = self._find(name)
-        if not uid:
-            raise SessionNotFoundError(f"Session {session.id} not found.")
         marker = session._storage_update_marker
-        fold = self._folds.get(uid)
-        if fold is None or not (marker and marker.startswith(_MARK)) or marker != fold.marker:
-            fold = self._fold(uid)  # behind another instance's object, or not ours: read
+        if fold.seq == 0 or not (marker and marker.startswith(_MARK)) or marker != fold.marker:
+            self._read(fold)  # never read, behind another instance's object, or not ours
         if marker is not None and marker.startswith(_MARK):
             if marker != fold.marker:
                 raise StaleSessionError(_STALE)
         elif fold.updated > session.last_update_time:
             raise StaleSessionError(_STALE)
-        return fold
 
     def _repair(self, app_name: str, user_id: str, fold: _Fold, *, check: bool = True) -> None:
         """Write the ADK session's last app and user delta to its scopes if they lack it.
@@ -541,11 +564,12 @@ class AgentSessionsService(BaseSessionService):
         mine = self._engine.run(
             None, [body], harness=HARNESS, project=self.project, name=name
         ).session.uid
-        self._refresh()
-        winner = self._uids.get(name, mine)
+        with self._lock:
+            self._refresh()
+            winner = self._uids.get(name, mine)
+            self._uids[name] = winner
         if winner != mine:
             self._engine.delete(mine)
-        self._uids[name] = winner
         return winner
 
 

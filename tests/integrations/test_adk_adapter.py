@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -307,6 +308,58 @@ def test_the_harness_and_the_fold_agree_on_the_state() -> None:
     assert state == {"n": 2, "state": {"a": 2, "b": [1], "x": 3}}
     with pytest.raises(adk_harness.StaleWriteError):
         adk_harness.apply(state, {"event": event, "expect": 1})
+
+
+def test_threads_on_one_service_lose_nothing(tmp_path: Path) -> None:
+    """One service shared by threads, each with its own event loop: two on one session
+    (re-reading on StaleSessionError), two on sessions of their own, all writing app state."""
+    service = AgentSessionsService(str(tmp_path / "home"))
+    errors: list[BaseException] = []
+
+    async def setup() -> None:
+        for sid in ("shared", "t2", "t3"):
+            await service.create_session(app_name="a", user_id="u", session_id=sid)
+
+    def writer(name: str, sid: str) -> None:
+        async def go() -> None:
+            for i in range(10):
+                while True:
+                    s = await service.get_session(app_name="a", user_id="u", session_id=sid)
+                    assert s is not None
+                    try:
+                        await service.append_event(s, _event(f"{name}{i}", {"app:" + name: i}))
+                        break
+                    except StaleSessionError:
+                        continue
+
+        try:
+            asyncio.run(go())
+        except BaseException as exc:  # reported below, in the test's thread
+            errors.append(exc)
+
+    try:
+        asyncio.run(setup())
+        jobs = [("w0", "shared"), ("w1", "shared"), ("w2", "t2"), ("w3", "t3")]
+        threads = [threading.Thread(target=writer, args=job) for job in jobs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors
+
+        async def check() -> None:
+            for sid, names in (("shared", "w0 w1"), ("t2", "w2"), ("t3", "w3")):
+                got = await service.get_session(app_name="a", user_id="u", session_id=sid)
+                assert got is not None
+                texts = _texts(got)
+                for name in names.split():
+                    assert [t for t in texts if t[:2] == name] == [f"{name}{i}" for i in range(10)]
+                assert len(texts) == 10 * len(names.split())
+                assert {got.state[f"app:w{n}"] for n in range(4)} == {9}
+
+        asyncio.run(check())
+    finally:
+        asyncio.run(service.close())
 
 
 ROUNDS = 25
