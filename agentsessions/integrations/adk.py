@@ -55,7 +55,8 @@ Events and state are stored as JSON (``Event.model_dump(mode="json")``, bytes in
 ADK's own model says); a state value that is not JSON (an object, a callable) is refused
 with :class:`~agentsessions.errors.InvalidArgumentError` and nothing is written, where ADK's
 database service would store its ``repr``; numbers are canonical JSON's float64 (``1.0``
-reads back as ``1``; an integer beyond 2**53 is refused, nothing written). An unknown session
+reads back as ``1``; an integer beyond 2**53 is refused, nothing written, and so is an event
+over the store's commit limit, CommitTooLargeError). An unknown session
 is ADK's ``SessionNotFoundError`` (``append_event``) or None (``get_session``), a duplicate
 id ADK's ``AlreadyExistsError``; a closed service raises RuntimeError; a store that is down
 raises the engine's own errors (UnavailableError). ADK stays optional: nothing outside this
@@ -440,9 +441,10 @@ class AgentSessionsService(BaseSessionService):
             self._refresh()
             names = sorted(self._uids.items())
         for name, uid in names:
-            if not name.startswith(prefix):
+            parts = name.split("/")
+            if not name.startswith(prefix) or len(parts) != 4:  # another's name: not ADK's
                 continue
-            _, _, user, sid = (unquote(p) for p in name.split("/"))
+            _, _, user, sid = (unquote(p) for p in parts)
             fold = self._fold(uid)
             with fold.lock:
                 found.append(self._session(app_name, user, sid, fold, []))
