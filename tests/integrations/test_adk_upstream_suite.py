@@ -18,16 +18,14 @@ way (temp keys are never persisted: ``test_adk_session_service.py`` asserts that
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import os
-import re
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
+import suites
 from needs import need
 
 need("google.adk", "adk")
@@ -40,8 +38,6 @@ PASSED = 12  # 6 tests x the file's 2 service types, each ours
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 PIP = (sys.executable, "-m", "pip", "--quiet")
-PYTEST = (sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider")
-PYTEST += ("-p", "pytest_asyncio", "-p", "adk_shim")  # the file's asyncio marks; our service
 
 
 @pytest.fixture(scope="module")
@@ -71,31 +67,16 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_adks_session_service_tests_pass_with_our_service(
     upstream: Path, store: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSESSIONS_")}
-    if store == "encrypted":
-        key = tmp_path / "master.key"
-        key.write_text(base64.b64encode(os.urandom(32)).decode())
-        key.chmod(0o600)
-        env["AGENTSESSIONS_KEY_FILE"] = str(key)
-    elif store == "jetstream":
-        tag = uuid.uuid4().hex[:8]
-        server = request.getfixturevalue("nats_server")
-        env["AGENTSESSIONS_STORE"] = server.store_url(stream=f"up{tag}", prefix=tag)
+    env = suites.store_env(store, request, tmp_path)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(HERE), str(upstream / "_deps")])
     env["TMPDIR"] = str(tmp_path)
     keep = " and ".join(f"not {name}" for name in LEFT_OUT)
     config = ("--rootdir", str(upstream), "-c", str(upstream / "pytest.ini"))
-    done = subprocess.run(
-        [*PYTEST, *config, "-k", keep, "tests/test_session_service.py"],
-        cwd=upstream,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    shim = ("-p", "pytest_asyncio", "-p", "adk_shim")  # the file's asyncio marks; our service
+    suites.run_suite(
+        [*shim, *config, "-k", keep, "tests/test_session_service.py"],
+        upstream,
+        env,
+        PASSED,
+        "agentsessions-shim: N services",
     )
-    tail = done.stdout[-3000:] + done.stderr[-2000:]
-    assert done.returncode == 0, tail
-    passed = re.search(r"(\d+) passed", done.stdout)
-    assert passed is not None and int(passed.group(1)) == PASSED, tail
-    made = re.search(r"agentsessions-shim: (\d+) services", done.stdout)
-    assert made is not None and int(made.group(1)) > 0, tail
