@@ -43,8 +43,8 @@ import asyncio
 import json
 import os
 import threading
-from collections.abc import Awaitable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from agents.memory.session import SessionABC
 from agents.memory.session_settings import (
@@ -57,6 +57,7 @@ from agentsessions.errors import InvalidArgumentError, NotFoundError
 from agentsessions.sessions.wiring import HARNESSES
 
 from . import recording
+from .common import engine_of, settled
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -69,7 +70,6 @@ HARNESS = recording.NAME
 """The recording harness of the adapter's turns: it records the inputs and calls nothing."""
 PROJECT = "openai-agents"
 """The default project of the adapter's sessions."""
-T = TypeVar("T")
 _KEY = "openai_agents"
 _WAIT = 60.0  # seconds a write waits for another writer of the same session
 _LOCKS: dict[tuple[int, str], threading.Lock] = {}
@@ -116,12 +116,7 @@ class AgentSessionsSession(SessionABC):
         self.session_id = session_id
         self.session_settings = _settings(session_settings)
         self.project = project
-        self._own = where is None or isinstance(where, (str, os.PathLike))
-        self._engine: Sessions = (
-            _engine(where, key_file)
-            if where is None or isinstance(where, (str, os.PathLike))
-            else where
-        )
+        self._engine, self._own = engine_of(where, key_file)
         self._uid = _uid
         self._closed = False
         self._fold_lock = threading.Lock()
@@ -144,15 +139,15 @@ class AgentSessionsSession(SessionABC):
         self._check_open()
         messages = [_encode(item) for item in items]  # all checked before any write
         if messages:
-            await _settled(asyncio.to_thread(self._write, messages))
+            await settled(asyncio.to_thread(self._write, messages))
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the newest item (recorded, not deleted), or None."""
-        return await _settled(asyncio.to_thread(self._pop))
+        return await settled(asyncio.to_thread(self._pop))
 
     async def clear_session(self) -> None:
         """Empty this session id's history (recorded as an event; other ids untouched)."""
-        await _settled(asyncio.to_thread(self._clear))
+        await settled(asyncio.to_thread(self._clear))
 
     def close(self) -> None:
         """Close the engine this adapter opened (a shared engine stays open); idempotent."""
@@ -284,38 +279,7 @@ class AgentSessionsSession(SessionABC):
                 self._engine.run(self._uid, [_message({"clear": 1})], harness=HARNESS, wait=_WAIT)
 
 
-async def _settled(work: Awaitable[T]) -> T:
-    """``work``'s outcome even if the caller is cancelled meanwhile, then the cancellation.
-
-    A write runs in a worker thread that a cancellation cannot stop, so returning early
-    would leave the caller not knowing whether it committed (and tempted to retry it): the
-    SDK's own stores wait for the outcome too, and cancellation after a committed write
-    keeps the write.
-    """
-    task = asyncio.ensure_future(work)
-    cancelled: asyncio.CancelledError | None = None
-    while not task.done():
-        try:
-            await asyncio.wait({task})
-        except asyncio.CancelledError as exc:
-            cancelled = cancelled or exc
-    if cancelled is not None:
-        if not task.cancelled():
-            task.exception()  # retrieved: the cancellation is what the caller asked for
-        raise cancelled
-    return task.result()
-
-
 def _settings(value: SessionSettings | dict[str, Any] | None) -> SessionSettings:
     """The SDK's settings; a dict is coerced as the SDK's own stores do (an unknown key is
     a TypeError)."""
     return SessionSettings() if value is None else coerce_session_settings(value)
-
-
-def _engine(where: str | os.PathLike[str] | None, key_file: str | None) -> Sessions:
-    """The engine a home path or a store URL names (the engine owns what it opens)."""
-    from agentsessions.sessions.local import open_local
-
-    if isinstance(where, str) and "://" in where:
-        return open_local(None, store_url=where, key_file=key_file)
-    return open_local(where, key_file=key_file)

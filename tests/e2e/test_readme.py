@@ -96,3 +96,16 @@ def test_the_openai_agents_example_runs_as_written(tmp_path: Path) -> None:
     result = _run_section("Use it with the OpenAI Agents SDK", tmp_path)
     assert result.stdout.splitlines() == ["You are Ada.", "4", "3 4", "True"]
     assert result.stderr == ""
+
+
+def test_the_adk_example_runs_as_written(tmp_path: Path) -> None:
+    """The "Use it with Google ADK" section's code block, ``home`` a temp dir."""
+    need("google.adk", "adk")
+    result = _run_section("Use it with Google ADK", tmp_path)
+    assert result.stdout.splitlines() == [
+        "1 messages so far, the last: hello",
+        "2 messages so far, the last: how are you?",
+        "4 Ada 2 messages",
+        "True",
+    ]
+    assert result.stderr == ""
