@@ -361,20 +361,14 @@ def drive_adk_memory(where: Path, turns: int) -> Run:
 
 @asynccontextmanager
 async def our_session_service(home: Path) -> AsyncIterator[Any]:
-    """Our ADK session service on ``home``, closed on exit.
+    """Our ADK session service on ``home``, closed on exit."""
+    from agentsessions.integrations.adk import AgentSessionsService
 
-    A GUESS, written before ``agentsessions.integrations.adk`` landed: ADJUST the import,
-    the constructor and how it closes to the real adapter (nothing else here depends on
-    them)."""
-    from agentsessions.integrations.adk import (  # type: ignore[import-not-found]
-        AgentSessionsSessionService,
-    )
-
-    service = AgentSessionsSessionService(home)
+    service = AgentSessionsService(home)
     try:
         yield service
     finally:
-        service.close()
+        await service.close()
 
 
 def drive_adk_ours(where: Path, turns: int) -> Run:

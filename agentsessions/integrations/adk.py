@@ -125,6 +125,7 @@ class _Fold:
     seq: int = 0
     state: dict[str, Any] = field(default_factory=adk_harness.empty)
     events: list[dict[str, Any]] = field(default_factory=list)  # an ADK session's, as JSON
+    models: list[Event] = field(default_factory=list)  # events[:len(models)], validated once
     updated: float = 0.0  # ADK's last_update_time: the last event's timestamp
     pending: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # by execution
     shared: tuple[int, dict[str, Any]] | None = None  # an ADK session's last app/user delta
@@ -358,14 +359,23 @@ class AgentSessionsService(BaseSessionService):
         user_id: str,
         session_id: str,
         fold: _Fold,
-        events: list[dict[str, Any]],
+        first: int | None = None,
     ) -> Session:
+        """The ADK session as folded, with its events from index ``first`` (None: none).
+
+        Each event is validated into ADK's model once, when first read, and the models are
+        shared by the sessions returned later (a new list each time): building every event
+        anew on each ``get_session`` made a turn cost grow with the session (ADK's Runner
+        reads the session at every turn). ADK's flows copy an event before they change one
+        (``model_copy``); a caller that edits a returned event in place edits the cache."""
+        while first is not None and len(fold.models) < len(fold.events):
+            fold.models.append(Event.model_validate(fold.events[len(fold.models)]))
         session = Session(
             id=session_id,
             app_name=app_name,
             user_id=user_id,
             state=json.loads(json.dumps(self._merged(app_name, user_id, fold))),
-            events=[Event.model_validate(e) for e in events],
+            events=[] if first is None else fold.models[first:],
             last_update_time=fold.updated,
         )
         session._storage_update_marker = fold.marker
@@ -398,7 +408,7 @@ class AgentSessionsService(BaseSessionService):
         fold = self._fold(mine)
         with fold.lock:
             self._repair(app_name, user_id, fold, check=False)
-            return self._session(app_name, user_id, session_id, fold, [])
+            return self._session(app_name, user_id, session_id, fold)  # new: no events yet
 
     def _live(self, app_name: str, user_id: str, session_id: str) -> _Fold | None:
         """The fold of the live session so named, or None (asking the engine whether another
@@ -421,15 +431,17 @@ class AgentSessionsService(BaseSessionService):
         with fold.lock:
             self._repair(app_name, user_id, fold)
             events = fold.events
+            first = 0
             if config is not None and config.num_recent_events is not None:
                 count = config.num_recent_events
-                events = events[-count:] if count else []
+                first = max(len(events) - count, 0) if count else len(events)
             if config is not None and config.after_timestamp is not None:
-                first = len(events)
-                while first and events[first - 1].get("timestamp", 0) >= config.after_timestamp:
+                last, first = first, len(events)
+                while first > last and events[first - 1].get("timestamp", 0) >= (
+                    config.after_timestamp
+                ):
                     first -= 1
-                events = events[first:]
-            return self._session(app_name, user_id, session_id.strip(), fold, events)
+            return self._session(app_name, user_id, session_id.strip(), fold, first)
 
     def _list(self, app_name: str, user_id: str | None) -> ListSessionsResponse:
         self._check_open()
@@ -447,7 +459,7 @@ class AgentSessionsService(BaseSessionService):
             _, _, user, sid = (unquote(p) for p in parts)
             fold = self._fold(uid)
             with fold.lock:
-                found.append(self._session(app_name, user, sid, fold, []))
+                found.append(self._session(app_name, user, sid, fold))
         found.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
         return ListSessionsResponse(sessions=found)
 

@@ -299,8 +299,9 @@ class LocalSessions:
 
     # -- reading ----------------------------------------------------------------------------
     def read(self, uid: str, *, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
-        """The stored records ``from_seq..to_seq`` (0 = head); NotFoundError first."""
-        self._info(uid)
+        """The stored records ``from_seq..to_seq`` (0 = head); NotFoundError first (a
+        session whose writer the engine holds exists: the store is not asked twice)."""
+        self._state(uid)
         return self.store.read(uid, from_seq=from_seq, to_seq=to_seq)
 
     def follow(
