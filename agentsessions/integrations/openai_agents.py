@@ -8,14 +8,10 @@ the session it writes is an ordinary one: ``agentsessions log/verify/export/fork
 How the SDK's model maps onto the journal (and why):
 
 - ``session_id`` -> one agentsessions session in project ``openai-agents`` (configurable)
-  whose *name* is the session id: a name is what ``agentsessions list`` shows and the engine
-  already indexes, so no side table is needed. The session is created on the first write;
-  before that, reads see an empty history. If two processes create the same id at once, the
-  oldest such session wins (creation time, then uid): a writer that finds it when it lists
-  after its own create appends its batch there and soft-deletes its own (still verifiable).
-  Known gap: a creator whose listing ran before the other's create was visible keeps its
-  own session, and if that one is the younger the two diverge; once a session exists,
-  writers never diverge (create it first where two processes may start one id at once).
+  whose *name* is the session id (:mod:`.common`: found by name, created on the first write;
+  before that, reads see an empty history; two processes creating one id at once converge
+  on the oldest session, with the known gap :mod:`.common` states: create it first where two
+  processes may start one id at once).
 - ``add_items(items)`` -> one turn of the ``openai-agents`` recording harness, whose inputs
   are one INPUT event per item: a ``user`` message with one DataPart
   ``{"openai_agents": {"item": ITEM}}``. A turn is the engine's unit of atomic, serialised,
@@ -43,8 +39,8 @@ import asyncio
 import json
 import os
 import threading
-from collections.abc import Awaitable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from agents.memory.session import SessionABC
 from agents.memory.session_settings import (
@@ -57,6 +53,7 @@ from agentsessions.errors import InvalidArgumentError, NotFoundError
 from agentsessions.sessions.wiring import HARNESSES
 
 from . import recording
+from .common import WAIT, find_named, open_engine, run_named, settled
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -69,9 +66,7 @@ HARNESS = recording.NAME
 """The recording harness of the adapter's turns: it records the inputs and calls nothing."""
 PROJECT = "openai-agents"
 """The default project of the adapter's sessions."""
-T = TypeVar("T")
 _KEY = "openai_agents"
-_WAIT = 60.0  # seconds a write waits for another writer of the same session
 _LOCKS: dict[tuple[int, str], threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 
@@ -118,7 +113,7 @@ class AgentSessionsSession(SessionABC):
         self.project = project
         self._own = where is None or isinstance(where, (str, os.PathLike))
         self._engine: Sessions = (
-            _engine(where, key_file)
+            open_engine(where, key_file)
             if where is None or isinstance(where, (str, os.PathLike))
             else where
         )
@@ -144,15 +139,15 @@ class AgentSessionsSession(SessionABC):
         self._check_open()
         messages = [_encode(item) for item in items]  # all checked before any write
         if messages:
-            await _settled(asyncio.to_thread(self._write, messages))
+            await settled(asyncio.to_thread(self._write, messages))
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the newest item (recorded, not deleted), or None."""
-        return await _settled(asyncio.to_thread(self._pop))
+        return await settled(asyncio.to_thread(self._pop))
 
     async def clear_session(self) -> None:
         """Empty this session id's history (recorded as an event; other ids untouched)."""
-        await _settled(asyncio.to_thread(self._clear))
+        await settled(asyncio.to_thread(self._clear))
 
     def close(self) -> None:
         """Close the engine this adapter opened (a shared engine stays open); idempotent."""
@@ -195,16 +190,9 @@ class AgentSessionsSession(SessionABC):
 
     def _find(self) -> str:
         """The uid of the oldest live session named ``session_id`` in the project, or ""."""
-        found: list[tuple[int, str]] = []
-        cursor: str | None = None
-        while True:
-            page = self._engine.list(project=self.project, page_size=500, cursor=cursor)
-            found += [(s.create_time_ns, s.uid) for s in page.sessions if s.name == self.session_id]
-            cursor = page.next_cursor
-            if not cursor:
-                break
+        found = find_named(self._engine, self.project, self.session_id)
         if found:
-            self._uid = min(found)[1]
+            self._uid = found
         return self._uid
 
     def _lock(self) -> threading.Lock:
@@ -249,18 +237,8 @@ class AgentSessionsSession(SessionABC):
         self._check_open()
         with self._lock():
             uid = self._uid or self._find()
-            if uid:
-                self._engine.run(uid, messages, harness=HARNESS, wait=_WAIT)
-                return
-            frame = self._engine.run(
-                None, messages, harness=HARNESS, project=self.project, name=self.session_id
-            )
-            mine = frame.session.uid
-            winner = self._find()  # another process may have created the id meanwhile
-            if winner and winner != mine:  # it did, first: our batch joins its session
-                self._engine.run(winner, messages, harness=HARNESS, wait=_WAIT)
-                self._engine.delete(mine)  # soft: hidden from list, still verifiable
-            self._uid = winner or mine
+            frame = run_named(self._engine, self.project, self.session_id, uid, messages, HARNESS)
+            self._uid = frame.session.uid
 
     def _pop(self) -> Any:
         """Pop the newest item, atomically against other processes: the record names the
@@ -272,7 +250,7 @@ class AgentSessionsSession(SessionABC):
                 if not items:
                     return None
                 pop = {"pop": self._newest_seq(), "id": os.urandom(8).hex()}
-                self._engine.run(self._uid, [_message(pop)], harness=HARNESS, wait=_WAIT)
+                self._engine.run(self._uid, [_message(pop)], harness=HARNESS, wait=WAIT)
                 self._items()  # fold up to our record: did it take effect?
                 with self._fold_lock:
                     if pop["id"] in self._popped:
@@ -281,41 +259,10 @@ class AgentSessionsSession(SessionABC):
     def _clear(self) -> None:
         with self._lock():
             if self._items():
-                self._engine.run(self._uid, [_message({"clear": 1})], harness=HARNESS, wait=_WAIT)
-
-
-async def _settled(work: Awaitable[T]) -> T:
-    """``work``'s outcome even if the caller is cancelled meanwhile, then the cancellation.
-
-    A write runs in a worker thread that a cancellation cannot stop, so returning early
-    would leave the caller not knowing whether it committed (and tempted to retry it): the
-    SDK's own stores wait for the outcome too, and cancellation after a committed write
-    keeps the write.
-    """
-    task = asyncio.ensure_future(work)
-    cancelled: asyncio.CancelledError | None = None
-    while not task.done():
-        try:
-            await asyncio.wait({task})
-        except asyncio.CancelledError as exc:
-            cancelled = cancelled or exc
-    if cancelled is not None:
-        if not task.cancelled():
-            task.exception()  # retrieved: the cancellation is what the caller asked for
-        raise cancelled
-    return task.result()
+                self._engine.run(self._uid, [_message({"clear": 1})], harness=HARNESS, wait=WAIT)
 
 
 def _settings(value: SessionSettings | dict[str, Any] | None) -> SessionSettings:
     """The SDK's settings; a dict is coerced as the SDK's own stores do (an unknown key is
     a TypeError)."""
     return SessionSettings() if value is None else coerce_session_settings(value)
-
-
-def _engine(where: str | os.PathLike[str] | None, key_file: str | None) -> Sessions:
-    """The engine a home path or a store URL names (the engine owns what it opens)."""
-    from agentsessions.sessions.local import open_local
-
-    if isinstance(where, str) and "://" in where:
-        return open_local(None, store_url=where, key_file=key_file)
-    return open_local(where, key_file=key_file)
