@@ -289,7 +289,8 @@ class AgentSessionsSaver(
                     blobs[ch] = [version]
                     continue
                 value = values[ch]
-                blobs[ch] = [version, *self._blob(thread, ns, ch, value, base_versions)]
+                base = base_versions.get(ch)
+                blobs[ch] = [version, *self._blob(thread, ns, ch, value, base, version)]
                 if type(value) is list:
                     lists[ns, ch] = (version, list(value))
             put = {
@@ -566,15 +567,14 @@ class AgentSessionsSaver(
         return decode(self.serde, entry.cp).get("channel_versions", {}) if entry else {}
 
     def _blob(
-        self, thread: Thread | None, ns: str, ch: str, value: Any, base_versions: Any
+        self, thread: Thread | None, ns: str, ch: str, value: Any, base: Any, version: Any
     ) -> builtins.list[Any]:
-        """A channel value as stored: the tail after the parent's list when it extends
-        that list (``[tail, base_version]``), else the whole value (``[value]``)."""
-        base_version = base_versions.get(ch)
-        if type(value) is list and thread is not None and base_version is not None:
-            base = thread.base_list(self.serde, ns, ch, base_version)
-            if base and len(value) >= len(base) and value[: len(base)] == base:
-                return [encode(self.serde, value[len(base) :]), base_version]
+        """A channel value as stored: the tail after the parent's list at version ``base``
+        when it extends that list (``[tail, base]``), else the whole value (``[value]``)."""
+        if type(value) is list and thread is not None and base is not None and base != version:
+            stored = thread.base_list(self.serde, ns, ch, base)
+            if stored and len(value) >= len(stored) and value[: len(stored)] == stored:
+                return [encode(self.serde, value[len(stored) :]), base]
         return [encode(self.serde, value)]
 
     def _tuple(self, thread_id: Any, thread: Thread, entry: Entry) -> CheckpointTuple:

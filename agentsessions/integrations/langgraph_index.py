@@ -188,7 +188,7 @@ class Thread:
     def newest(self, namespaces: tuple[str, ...] | None = None) -> Iterator[Entry]:
         """The visible checkpoints of ``namespaces`` (None: all), newest id first."""
         chosen = self.ids if namespaces is None else {ns: self.ids.get(ns, []) for ns in namespaces}
-        streams = [((cid, ns) for cid in reversed(ids)) for ns, ids in chosen.items()]
+        streams = [_descending(ns, ids) for ns, ids in chosen.items()]
         for cid, ns in heapq.merge(*streams, reverse=True):
             entry = self.entries[ns, cid]
             if not entry.hidden:
@@ -220,6 +220,8 @@ class Thread:
         root: Any = _MISSING
         built = self.built.get((ns, channel))
         while at is not None:
+            if len(chain) > len(self.blobs):
+                raise LookupError(f"channel {channel!r} version {version!r}: a cycle of tails")
             if built is not None and built[0] == at:
                 root = built[1]
                 break
@@ -266,6 +268,11 @@ class Thread:
         stored = self.writes.get((ns, cid), {})
         order = sorted(stored, key=lambda k: writes_sort_key(stored[k][3], k[0], k[1]))
         return [(stored[k][0], stored[k][1], decode(serde, stored[k][2])) for k in order]
+
+
+def _descending(ns: str, ids: list[str]) -> Iterator[tuple[str, str]]:
+    for cid in reversed(ids):
+        yield cid, ns
 
 
 MISSING = _MISSING

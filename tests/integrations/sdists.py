@@ -1,0 +1,98 @@
+"""A framework's own tests, fetched at test time: its pinned source distribution, and the
+store its run uses.
+
+``prepare(dist, version, sha256, deps)`` downloads ``dist==version`` with ``pip download
+--no-binary :all: --no-deps`` (or takes the tarball an environment variable names, for
+offline machines), checks it against the pinned sha256, unpacks it under
+``~/.cache/agentsessions-tests`` and installs the test dependencies it needs beside it
+(``pip install --no-deps --target <root>/_deps``). A file lock makes that safe for parallel
+workers; it is done once per pin. The tests are the framework's, never copied here.
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+PIP = (sys.executable, "-m", "pip", "--quiet")
+CACHE = Path.home() / ".cache" / "agentsessions-tests"
+
+
+def _sdist(dist: str, version: str, into: Path) -> Path:
+    """The sdist the environment names (``AGENTSESSIONS_TEST_<DIST>_SDIST``), else one
+    ``pip download`` fetches into ``into``."""
+    named = os.environ.get(f"AGENTSESSIONS_TEST_{re.sub(r'[^A-Z0-9]', '_', dist.upper())}_SDIST")
+    if named:
+        return Path(named)
+    pin = f"{dist}=={version}"
+    done = subprocess.run(
+        [*PIP, "download", "--no-binary", ":all:", "--no-deps", "-d", str(into), pin],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, f"pip download {pin} failed: {done.stderr}"
+    (found,) = into.glob("*.tar.gz")
+    return found
+
+
+def prepare(dist: str, version: str, sha256: str, deps: Sequence[str] = ()) -> Path:
+    """The unpacked, checked sdist of ``dist==version`` with ``deps`` beside it (made once)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    root = CACHE / f"{dist}-{version}-{sha256[:12]}"
+    with open(str(root) + ".lock", "w") as lock:  # parallel workers make it once
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (root / "READY").exists():
+            return root
+        shutil.rmtree(root, ignore_errors=True)
+        with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+            sdist = _sdist(dist, version, Path(tmp))
+            digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
+            assert digest == sha256, f"{sdist}: sha256 {digest}, expected {sha256}"
+            work = Path(tmp) / "unpacked"
+            with tarfile.open(sdist) as tar:
+                tar.extractall(work, filter="data")
+            (top,) = work.iterdir()
+            shutil.move(str(top), root)
+        if deps:
+            done = subprocess.run(
+                [*PIP, "install", "--no-deps", "--target", str(root / "_deps"), *deps],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            assert done.returncode == 0, f"pip install {deps} failed: {done.stderr}"
+        (root / "READY").write_text("ok\n")
+    return root
+
+
+def store_environment(
+    store: str, tmp_path: Path, request: pytest.FixtureRequest, *, tag: str
+) -> dict[str, str]:
+    """The environment of a suite's subprocess that picks the store the engine opens:
+    ``file`` (none), ``encrypted`` (a new master key) or ``jetstream`` (a stream and prefix
+    of its own on the run's ``nats_server``); no other ``AGENTSESSIONS_`` variable."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSESSIONS_")}
+    if store == "encrypted":
+        key = tmp_path / "master.key"
+        key.write_text(base64.b64encode(os.urandom(32)).decode())
+        key.chmod(0o600)
+        env["AGENTSESSIONS_KEY_FILE"] = str(key)
+    elif store == "jetstream":
+        server = request.getfixturevalue("nats_server")
+        name = f"{tag}{uuid.uuid4().hex[:8]}"
+        env["AGENTSESSIONS_STORE"] = server.store_url(stream=name, prefix=name)
+    return env
