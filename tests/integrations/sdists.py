@@ -1,5 +1,4 @@
-"""A framework's own tests, fetched at test time: its pinned source distribution, and the
-store its run uses.
+"""A framework's own tests, fetched at test time: its pinned source distribution.
 
 ``prepare(dist, version, sha256, deps)`` downloads ``dist==version`` with ``pip download
 --no-binary :all: --no-deps`` (or takes the tarball an environment variable names, for
@@ -11,7 +10,6 @@ workers; it is done once per pin. The tests are the framework's, never copied he
 
 from __future__ import annotations
 
-import base64
 import fcntl
 import hashlib
 import os
@@ -21,11 +19,8 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
-
-import pytest
 
 PIP = (sys.executable, "-m", "pip", "--quiet")
 CACHE = Path.home() / ".cache" / "agentsessions-tests"
@@ -77,22 +72,3 @@ def prepare(dist: str, version: str, sha256: str, deps: Sequence[str] = ()) -> P
             assert done.returncode == 0, f"pip install {deps} failed: {done.stderr}"
         (root / "READY").write_text("ok\n")
     return root
-
-
-def store_environment(
-    store: str, tmp_path: Path, request: pytest.FixtureRequest, *, tag: str
-) -> dict[str, str]:
-    """The environment of a suite's subprocess that picks the store the engine opens:
-    ``file`` (none), ``encrypted`` (a new master key) or ``jetstream`` (a stream and prefix
-    of its own on the run's ``nats_server``); no other ``AGENTSESSIONS_`` variable."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSESSIONS_")}
-    if store == "encrypted":
-        key = tmp_path / "master.key"
-        key.write_text(base64.b64encode(os.urandom(32)).decode())
-        key.chmod(0o600)
-        env["AGENTSESSIONS_KEY_FILE"] = str(key)
-    elif store == "jetstream":
-        server = request.getfixturevalue("nats_server")
-        name = f"{tag}{uuid.uuid4().hex[:8]}"
-        env["AGENTSESSIONS_STORE"] = server.store_url(stream=name, prefix=name)
-    return env

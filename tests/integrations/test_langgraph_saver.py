@@ -11,15 +11,9 @@ repository asserts (no registry serves that version: see that module's docstring
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
-import os
 import socket
-import subprocess
-import sys
 import textwrap
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,28 +26,17 @@ from langchain_core.messages import AIMessage
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.types import Command, interrupt
+from stores import STORES, adapter_where, cli, imports_no, run_writers
 
 import agentsessions
 from agentsessions.errors import InvalidArgumentError, NotFoundError, UnavailableError
 from agentsessions.integrations.langgraph import AgentSessionsSaver
 
-ROOT = Path(__file__).resolve().parents[2]
 
-
-@pytest.fixture(params=["file", "encrypted", "jetstream"])
-def where(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, Any]]:
+@pytest.fixture(params=STORES)
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
     """How to open the saver on each store: ``where`` and ``key_file``."""
-    if request.param == "file":
-        yield {"where": str(tmp_path / "home")}
-    elif request.param == "encrypted":
-        key = tmp_path / "master.key"
-        key.write_text(base64.b64encode(os.urandom(32)).decode())
-        key.chmod(0o600)
-        yield {"where": str(tmp_path / "home"), "key_file": str(key)}
-    else:
-        server = request.getfixturevalue("nats_server")
-        tag = f"lg{uuid.uuid4().hex[:8]}"
-        yield {"where": server.store_url(stream=tag, prefix=tag)}
+    return adapter_where(request.param, tmp_path, request, tag="lg")
 
 
 def _saver(where: dict[str, Any]) -> AgentSessionsSaver:
@@ -280,16 +263,8 @@ def test_the_threads_session_verifies_offline_with_the_cli(tmp_path: Path) -> No
     with AgentSessionsSaver(str(home)) as saver:
         _chat(saver).invoke({"messages": [("user", "hello")]}, _config("chat"))
         uid = saver.uid("chat")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for args in (["verify", uid], ["log", uid], ["list", "--project", "langgraph"]):
-        done = subprocess.run(
-            [sys.executable, "-m", "agentsessions", "--home", str(home), *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-        )
-        assert done.returncode == 0, done.stderr
+        done = cli(home, *args)
     assert "chat" in done.stdout
 
 
@@ -317,20 +292,7 @@ def test_two_processes_on_one_thread_are_serialised(where: dict[str, Any]) -> No
     seed = _saver(where)
     seed.put(_config("shared"), _checkpoint({}, {}), {"who": "seed"}, {})  # the session exists
     seed.close()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    argv = [str(where["where"]), where.get("key_file") or ""]
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", _WRITER, argv[0], who, argv[1]],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        for who in ("a", "b")
-    ]
-    for proc in procs:
-        _, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err.decode()
+    run_writers(_WRITER, where, ("a", "b"))
     with _saver(where) as reader:
         tuples = list(reader.list(_config("shared")))
         assert len(tuples) == 25
@@ -365,10 +327,4 @@ def test_the_journal_grows_with_what_changed(tmp_path: Path) -> None:
 
 
 def test_the_base_install_imports_no_framework() -> None:
-    code = (
-        "import sys, agentsessions, agentsessions.integrations, agentsessions.cli\n"
-        "assert not [m for m in sys.modules if m == 'langgraph' or m.startswith('langgraph.')]\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    assert done.returncode == 0, done.stderr
+    imports_no("langgraph")

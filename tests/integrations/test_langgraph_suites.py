@@ -53,7 +53,8 @@ from needs import need
 
 need("langgraph.checkpoint.base", "langgraph")
 
-from sdists import prepare, store_environment
+from sdists import prepare
+from stores import store_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent

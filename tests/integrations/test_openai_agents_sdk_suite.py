@@ -43,7 +43,8 @@ from needs import need
 
 need("agents", "openai-agents")
 
-from sdists import prepare, store_environment
+from sdists import prepare
+from stores import store_environment
 
 VERSION = "0.24.0"
 SDIST_SHA256 = "4b4b285f4fed81fdf1b4ac426a9101658d9cd29b4fb1aaeee18f639b77e704e3"
