@@ -34,6 +34,10 @@ How LangGraph's model maps onto the journal (and why):
 - ``delete_thread``, ``prune`` and ``delete_for_runs`` delete nothing: each is a record that
   reads then reflect (``delete_thread`` also soft-deletes the session, hidden from
   ``agentsessions list``, still verifiable); the hash chain verifies offline.
+- Checkpoints (without their values) and metadata that are plain JSON are stored as JSON
+  under LangGraph's default serializer (``agentsessions log`` shows them); everything else,
+  and everything under a serializer of the user's own (``EncryptedSerializer``), is the
+  serializer's bytes (base64).
 - Versions (``get_next_version``) are ``"<16-digit counter>.<10 hex random>"``: they sort
   as the counter does, and two branches from one checkpoint never give one channel the same
   version (values are stored by version).
@@ -72,6 +76,7 @@ from langgraph.checkpoint.base import (
     get_checkpoint_metadata,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from agentsessions.errors import (
     InvalidArgumentError,
@@ -297,8 +302,8 @@ class AgentSessionsSaver(
                 "ns": ns,
                 "id": checkpoint["id"],
                 "parent": parent,
-                "cp": encode(self.serde, bare, plain=True),
-                "meta": encode(self.serde, meta, plain=True),
+                "cp": encode(self.serde, bare, plain=self._plain),
+                "meta": encode(self.serde, meta, plain=self._plain),
                 "blobs": blobs,
             }
             return {"put": put}
@@ -476,6 +481,13 @@ class AgentSessionsSaver(
         await settled(asyncio.to_thread(self.delete_for_runs, run_ids))
 
     # --- the index -------------------------------------------------------------------------
+
+    @property
+    def _plain(self) -> bool:
+        """Whether checkpoints and metadata that are plain JSON are stored as such (readable
+        in ``agentsessions log``): with LangGraph's default serializer only, so a serializer
+        of the user's own (an ``EncryptedSerializer``) sees everything the saver stores."""
+        return type(self.serde) is JsonPlusSerializer
 
     def _check_open(self) -> None:
         if self._closed:

@@ -73,12 +73,10 @@ def run_writers(code: str, where: dict[str, Any], names: Sequence[str]) -> list[
         )
         for name in names
     ]
-    outs = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=120)
+    done = [proc.communicate(timeout=120) for proc in procs]  # every one, then the verdict
+    for proc, (_, err) in zip(procs, done, strict=True):
         assert proc.returncode == 0, err.decode()
-        outs.append(out)
-    return outs
+    return [out for out, _ in done]
 
 
 def cli(home: str | Path, *args: str) -> subprocess.CompletedProcess[str]:

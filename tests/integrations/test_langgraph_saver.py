@@ -24,6 +24,7 @@ need("langgraph.graph", "langgraph")
 
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.types import Command, interrupt
 from stores import STORES, adapter_where, cli, imports_no, run_writers
@@ -256,6 +257,27 @@ def test_bad_input_writes_nothing_and_says_so(tmp_path: Path) -> None:
             AgentSessionsSaver(f"nats://127.0.0.1:{port.getsockname()[1]}")
     finally:
         port.close()
+
+
+class _Xor:
+    """A toy cipher: enough to see that the saver stores only what the serializer made."""
+
+    def encrypt(self, plaintext: bytes) -> tuple[str, bytes]:
+        return "xor", bytes(b ^ 0x5A for b in plaintext)
+
+    def decrypt(self, ciphername: str, ciphertext: bytes) -> bytes:
+        return bytes(b ^ 0x5A for b in ciphertext)
+
+
+def test_a_serializer_of_the_users_own_sees_everything_stored(tmp_path: Path) -> None:
+    serde = EncryptedSerializer(_Xor())
+    with AgentSessionsSaver(str(tmp_path / "home"), serde=serde) as saver:
+        app, config = _chat(saver), _config("secret-thread")
+        app.invoke({"messages": [("user", "the secret word")]}, config)
+        assert app.get_state(config).values["messages"][0].content == "the secret word"
+        wire = b"".join(r.to_wire_json() for r in saver._engine.read(saver.uid("secret-thread")))
+        assert b"secret word" not in wire and b"channel_versions" not in wire  # values, cp
+        assert b"reply 1" not in wire  # (channel and node names are the record's keys)
 
 
 def test_the_threads_session_verifies_offline_with_the_cli(tmp_path: Path) -> None:
