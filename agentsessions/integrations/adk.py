@@ -71,7 +71,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
@@ -99,7 +99,7 @@ from agentsessions.errors import (
 from agentsessions.sessions.wiring import HARNESSES
 
 from . import adk_harness
-from .common import engine_of, settled
+from .common import WAIT, engine_of, message, named, settled
 
 if TYPE_CHECKING:
     from agentsessions.sessions.api import SessionFrame, Sessions
@@ -110,7 +110,6 @@ HARNESS = adk_harness.NAME
 """The harness of the adapter's turns: records the writes, commits the folded state."""
 PROJECT = "adk"
 """The default project of the adapter's sessions."""
-_WAIT = 60.0  # seconds a write waits for another writer of the same session
 _MARK = "agentsessions:"
 _FENCED_TRIES = 5  # turns a write takes when other processes keep superseding its writer
 
@@ -140,10 +139,6 @@ class _Fold:
 
 def _name(*parts: str) -> str:
     return "/".join(quote(p, safe="") for p in parts)
-
-
-def _message(body: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "user", "parts": [{"data": {"data": {adk_harness.KEY: body}}}]}
 
 
 def _json(value: Any, what: str) -> Any:
@@ -268,21 +263,10 @@ class AgentSessionsService(BaseSessionService):
         if self._closed:
             raise RuntimeError(f"{type(self).__name__} is closed")
 
-    def _names(self) -> Iterator[tuple[str, str, int]]:
-        """(name, uid, create time) of every live session of the project."""
-        cursor: str | None = None
-        while True:
-            page = self._engine.list(project=self.project, page_size=500, cursor=cursor)
-            for s in page.sessions:
-                yield s.name, s.uid, s.create_time_ns
-            cursor = page.next_cursor
-            if not cursor:
-                return
-
     def _refresh(self) -> None:
         """Map every live name to its oldest session (a lost creation race leaves two)."""
         oldest: dict[str, tuple[int, str]] = {}
-        for name, uid, created in self._names():
+        for name, uid, created in named(self._engine, self.project):
             oldest[name] = min(oldest.get(name, (created, uid)), (created, uid))
         self._uids = {name: uid for name, (_, uid) in oldest.items()}
 
@@ -396,7 +380,7 @@ class AgentSessionsService(BaseSessionService):
         shared = {k: v for k, v in state.items() if k not in scoped}
         body = {"create": scoped, "time": time.time(), "shared": _scoped(shared)}
         frame = self._engine.run(
-            None, [_message(body)], harness=HARNESS, project=self.project, name=name
+            None, [message(adk_harness.KEY, body)], harness=HARNESS, project=self.project, name=name
         )
         mine = frame.session.uid
         with self._lock:
@@ -505,7 +489,9 @@ class AgentSessionsService(BaseSessionService):
         tries = 1
         while True:
             try:
-                return self._engine.run(uid, [_message(body)], harness=HARNESS, wait=_WAIT)
+                return self._engine.run(
+                    uid, [message(adk_harness.KEY, body)], harness=HARNESS, wait=WAIT
+                )
             except FencedError:
                 if tries == _FENCED_TRIES:
                     raise
@@ -574,7 +560,7 @@ class AgentSessionsService(BaseSessionService):
         uid = self._find(name)
         if uid:
             return uid
-        body = _message({"create": {}})
+        body = message(adk_harness.KEY, {"create": {}})
         mine = self._engine.run(
             None, [body], harness=HARNESS, project=self.project, name=name
         ).session.uid
@@ -595,8 +581,8 @@ _STALE = (
 
 def _waiting(work: Callable[[], object]) -> None:
     """``work``, retried while another engine holds the session's writer (a long-lived
-    engine keeps it up to its idle limit after a turn), for up to ``_WAIT`` seconds."""
-    deadline = time.monotonic() + _WAIT
+    engine keeps it up to its idle limit after a turn), for up to ``WAIT`` seconds."""
+    deadline = time.monotonic() + WAIT
     while True:
         try:
             work()

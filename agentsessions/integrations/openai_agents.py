@@ -8,14 +8,10 @@ the session it writes is an ordinary one: ``agentsessions log/verify/export/fork
 How the SDK's model maps onto the journal (and why):
 
 - ``session_id`` -> one agentsessions session in project ``openai-agents`` (configurable)
-  whose *name* is the session id: a name is what ``agentsessions list`` shows and the engine
-  already indexes, so no side table is needed. The session is created on the first write;
-  before that, reads see an empty history. If two processes create the same id at once, the
-  oldest such session wins (creation time, then uid): a writer that finds it when it lists
-  after its own create appends its batch there and soft-deletes its own (still verifiable).
-  Known gap: a creator whose listing ran before the other's create was visible keeps its
-  own session, and if that one is the younger the two diverge; once a session exists,
-  writers never diverge (create it first where two processes may start one id at once).
+  whose *name* is the session id (:mod:`.common`: found by name, created on the first write;
+  before that, reads see an empty history; two processes creating one id at once converge
+  on the oldest session, with the known gap :mod:`.common` states: create it first where two
+  processes may start one id at once).
 - ``add_items(items)`` -> one turn of the ``openai-agents`` recording harness, whose inputs
   are one INPUT event per item: a ``user`` message with one DataPart
   ``{"openai_agents": {"item": ITEM}}``. A turn is the engine's unit of atomic, serialised,
@@ -57,7 +53,7 @@ from agentsessions.errors import InvalidArgumentError, NotFoundError
 from agentsessions.sessions.wiring import HARNESSES
 
 from . import recording
-from .common import engine_of, settled
+from .common import WAIT, engine_of, find_named, message, run_named, settled
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -71,16 +67,11 @@ HARNESS = recording.NAME
 PROJECT = "openai-agents"
 """The default project of the adapter's sessions."""
 _KEY = "openai_agents"
-_WAIT = 60.0  # seconds a write waits for another writer of the same session
 _LOCKS: dict[tuple[int, str], threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 
 
 HARNESSES.register(HARNESS, recording.create)  # also before an install adds the entry point
-
-
-def _message(body: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "user", "parts": [{"data": {"data": {_KEY: body}}}]}
 
 
 def _encode(item: Any) -> dict[str, Any]:
@@ -89,7 +80,7 @@ def _encode(item: Any) -> dict[str, Any]:
         text = json.dumps(item, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"session item is not JSON-serialisable: {exc}") from None
-    return _message({"item": json.loads(text)})
+    return message(_KEY, {"item": json.loads(text)})
 
 
 class AgentSessionsSession(SessionABC):
@@ -190,16 +181,9 @@ class AgentSessionsSession(SessionABC):
 
     def _find(self) -> str:
         """The uid of the oldest live session named ``session_id`` in the project, or ""."""
-        found: list[tuple[int, str]] = []
-        cursor: str | None = None
-        while True:
-            page = self._engine.list(project=self.project, page_size=500, cursor=cursor)
-            found += [(s.create_time_ns, s.uid) for s in page.sessions if s.name == self.session_id]
-            cursor = page.next_cursor
-            if not cursor:
-                break
+        found = find_named(self._engine, self.project, self.session_id)
         if found:
-            self._uid = min(found)[1]
+            self._uid = found
         return self._uid
 
     def _lock(self) -> threading.Lock:
@@ -244,18 +228,8 @@ class AgentSessionsSession(SessionABC):
         self._check_open()
         with self._lock():
             uid = self._uid or self._find()
-            if uid:
-                self._engine.run(uid, messages, harness=HARNESS, wait=_WAIT)
-                return
-            frame = self._engine.run(
-                None, messages, harness=HARNESS, project=self.project, name=self.session_id
-            )
-            mine = frame.session.uid
-            winner = self._find()  # another process may have created the id meanwhile
-            if winner and winner != mine:  # it did, first: our batch joins its session
-                self._engine.run(winner, messages, harness=HARNESS, wait=_WAIT)
-                self._engine.delete(mine)  # soft: hidden from list, still verifiable
-            self._uid = winner or mine
+            frame = run_named(self._engine, self.project, self.session_id, uid, messages, HARNESS)
+            self._uid = frame.session.uid
 
     def _pop(self) -> Any:
         """Pop the newest item, atomically against other processes: the record names the
@@ -267,7 +241,7 @@ class AgentSessionsSession(SessionABC):
                 if not items:
                     return None
                 pop = {"pop": self._newest_seq(), "id": os.urandom(8).hex()}
-                self._engine.run(self._uid, [_message(pop)], harness=HARNESS, wait=_WAIT)
+                self._engine.run(self._uid, [message(_KEY, pop)], harness=HARNESS, wait=WAIT)
                 self._items()  # fold up to our record: did it take effect?
                 with self._fold_lock:
                     if pop["id"] in self._popped:
@@ -276,7 +250,9 @@ class AgentSessionsSession(SessionABC):
     def _clear(self) -> None:
         with self._lock():
             if self._items():
-                self._engine.run(self._uid, [_message({"clear": 1})], harness=HARNESS, wait=_WAIT)
+                self._engine.run(
+                    self._uid, [message(_KEY, {"clear": 1})], harness=HARNESS, wait=WAIT
+                )
 
 
 def _settings(value: SessionSettings | dict[str, Any] | None) -> SessionSettings:

@@ -98,6 +98,14 @@ def test_the_openai_agents_example_runs_as_written(tmp_path: Path) -> None:
     assert result.stderr == ""
 
 
+def test_the_langgraph_example_runs_as_written(tmp_path: Path) -> None:
+    """The "Use it with LangGraph" section's code block, ``home`` a temp dir."""
+    need("langgraph.graph", "langgraph")
+    result = _run_section("Use it with LangGraph", tmp_path)
+    assert result.stdout.splitlines() == ["You are Ada.", "6 4", "4", "True"]
+    assert result.stderr == ""
+
+
 def test_the_adk_example_runs_as_written(tmp_path: Path) -> None:
     """The "Use it with Google ADK" section's code block, ``home`` a temp dir."""
     need("google.adk", "adk")

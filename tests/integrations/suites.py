@@ -1,36 +1,85 @@
-"""Running a framework's own test suite against our adapter: the store it runs on, and the
-subprocess whose outcome is checked (the same for every framework's suite test)."""
+"""A framework's own test suite run against our adapter: fetched (:func:`prepare`) and run
+in a checked pytest subprocess (:func:`run_suite`), the same for every framework. The store
+it runs on is ``stores.py``'s (:func:`stores.store_environment`).
+
+``prepare(dist, version, sha256, deps)`` downloads ``dist==version`` with ``pip download
+--no-binary :all: --no-deps`` (or takes the tarball an environment variable names, for
+offline machines), checks it against the pinned sha256, unpacks it under
+``~/.cache/agentsessions-tests`` and installs the test dependencies it needs beside it
+(``pip install --no-deps --target <root>/_deps``). A file lock makes that safe for parallel
+workers; it is done once per pin. The tests are the framework's, never copied here.
+"""
 
 from __future__ import annotations
 
-import base64
+import fcntl
+import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
-import uuid
+import tarfile
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-import pytest
-
+PIP = (sys.executable, "-m", "pip", "--quiet")
 PYTEST = (sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider")
+CACHE = Path.home() / ".cache" / "agentsessions-tests"
 
 
-def store_env(store: str, request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
-    """The environment whose engine opens ``store`` (file, encrypted, jetstream), without
-    any AGENTSESSIONS_ variable of the calling environment."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSESSIONS_")}
-    if store == "encrypted":
-        key = tmp_path / "master.key"
-        key.write_text(base64.b64encode(os.urandom(32)).decode())
-        key.chmod(0o600)
-        env["AGENTSESSIONS_KEY_FILE"] = str(key)
-    elif store == "jetstream":
-        server = request.getfixturevalue("nats_server")
-        tag = uuid.uuid4().hex[:8]
-        env["AGENTSESSIONS_STORE"] = server.store_url(stream=f"fw{tag}", prefix=f"fw{tag}")
-    return env
+def _sdist(dist: str, version: str, into: Path) -> Path:
+    """The sdist the environment names (``AGENTSESSIONS_TEST_<DIST>_SDIST``), else one
+    ``pip download`` fetches into ``into``."""
+    named = os.environ.get(f"AGENTSESSIONS_TEST_{re.sub(r'[^A-Z0-9]', '_', dist.upper())}_SDIST")
+    if named:
+        return Path(named)
+    pin = f"{dist}=={version}"
+    done = subprocess.run(
+        [*PIP, "download", "--no-binary", ":all:", "--no-deps", "-d", str(into), pin],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, f"pip download {pin} failed: {done.stderr}"
+    (found,) = into.glob("*.tar.gz")
+    return found
+
+
+def prepare(dist: str, version: str, sha256: str, deps: Sequence[str] = ()) -> Path:
+    """The unpacked, checked sdist of ``dist==version`` with ``deps`` beside it (made once)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    root = CACHE / f"{dist}-{version}-{sha256[:12]}"
+    with open(str(root) + ".lock", "w") as lock:  # parallel workers make it once
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (root / "READY").exists():
+            return root
+        shutil.rmtree(root, ignore_errors=True)
+        with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+            sdist = _sdist(dist, version, Path(tmp))
+            digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
+            assert digest == sha256, f"{sdist}: sha256 {digest}, expected {sha256}"
+            work = Path(tmp) / "unpacked"
+            with tarfile.open(sdist) as tar:
+                tar.extractall(work, filter="data")
+            (top,) = work.iterdir()
+            shutil.move(str(top), root)
+        if deps:
+            install(deps, root / "_deps")
+        (root / "READY").write_text("ok\n")
+    return root
+
+
+def install(deps: Sequence[str], target: Path) -> None:
+    """``pip install --no-deps --target TARGET DEPS`` (a suite's test dependencies)."""
+    done = subprocess.run(
+        [*PIP, "install", "--no-deps", "--target", str(target), *deps],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, f"pip install {deps} failed: {done.stderr}"
 
 
 def run_suite(args: Sequence[str], cwd: Path, env: dict[str, str], passed: int, made: str) -> None:
@@ -38,7 +87,7 @@ def run_suite(args: Sequence[str], cwd: Path, env: dict[str, str], passed: int, 
     our plugin's summary line ``made`` (e.g. "agentsessions-shim: N sessions") must count
     more than none (proof the framework's tests used ours)."""
     done = subprocess.run(
-        [*PYTEST, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+        [*PYTEST, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900
     )
     tail = done.stdout[-3000:] + done.stderr[-2000:]
     assert done.returncode == 0, tail

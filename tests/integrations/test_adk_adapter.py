@@ -10,17 +10,13 @@ writes nothing. ADK's own assertions are in ``test_adk_session_service.py``.
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
 import threading
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +30,7 @@ from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events import Event, EventActions
 from google.adk.sessions import Session
 from google.genai import types
+from stores import STORES, adapter_where, cli, imports_no, refuses_a_down_store
 
 import agentsessions
 from agentsessions.errors import HarnessError, InvalidArgumentError, UnavailableError
@@ -43,20 +40,10 @@ from agentsessions.integrations.adk import AgentSessionsService
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(params=["file", "encrypted", "jetstream"])
-def where(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, Any]]:
+@pytest.fixture(params=STORES)
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
     """How to open the service on each store: ``where`` and ``key_file``."""
-    if request.param == "file":
-        yield {"where": str(tmp_path / "home")}
-    elif request.param == "encrypted":
-        key = tmp_path / "master.key"
-        key.write_text(base64.b64encode(os.urandom(32)).decode())
-        key.chmod(0o600)
-        yield {"where": str(tmp_path / "home"), "key_file": str(key)}
-    else:
-        tag = uuid.uuid4().hex[:8]
-        server = request.getfixturevalue("nats_server")
-        yield {"where": server.store_url(stream=f"adk{tag}", prefix=tag)}
+    return adapter_where(request.param, tmp_path, request, tag="adk")
 
 
 def _service(where: dict[str, Any]) -> AgentSessionsService:
@@ -89,7 +76,6 @@ def test_the_state_is_the_working_state_and_the_session_verifies_with_the_cli(
             return service.uid("a", "u", s.id)
 
     uid = asyncio.run(go())
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = {}
     export = str(tmp_path / "adk.agx")
     for args in (
@@ -102,15 +88,7 @@ def test_the_state_is_the_working_state_and_the_session_verifies_with_the_cli(
         ["verify", export],
         ["fork", uid, "--name", "branch"],
     ):
-        done = subprocess.run(
-            [sys.executable, "-m", "agentsessions", "--home", str(home), *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-        )
-        assert done.returncode == 0, done.stderr
-        out.setdefault(args[0], done.stdout)
+        out.setdefault(args[0], cli(home, *args).stdout)
     got = json.loads(out["get"])
     assert got["harness"] == "adk" and got["project"] == "adk"
     assert got["working_state"]["version"] == 4  # the create and three events
@@ -255,13 +233,7 @@ def test_a_closed_service_refuses_and_a_down_store_is_unavailable(tmp_path: Path
         asyncio.run(service.get_session(app_name="a", user_id="u", session_id="s"))
     with pytest.raises(RuntimeError, match="closed"):
         asyncio.run(service.create_session(app_name="a", user_id="u"))
-    port = socket.socket()
-    port.bind(("127.0.0.1", 0))  # a port nobody listens on: the store is down
-    try:
-        with pytest.raises(UnavailableError, match="cannot connect to the NATS server"):
-            AgentSessionsService(f"nats://127.0.0.1:{port.getsockname()[1]}")
-    finally:
-        port.close()
+    refuses_a_down_store(AgentSessionsService)
 
 
 def test_a_store_that_goes_down_is_unavailable_and_nothing_is_half_written() -> None:
@@ -449,11 +421,4 @@ def test_two_processes_on_one_session_are_serialised(where: dict[str, Any], tmp_
 
 
 def test_the_base_install_imports_no_adk() -> None:
-    code = (
-        "import sys, agentsessions, agentsessions.integrations, agentsessions.cli\n"
-        "import agentsessions.integrations.adk_harness\n"
-        "assert not [m for m in sys.modules if m.startswith('google.adk')]\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    assert done.returncode == 0, done.stderr
+    imports_no("google.adk", "agentsessions.integrations.adk_harness")

@@ -15,9 +15,6 @@ user state, partial events, ``num_recent_events=0``), on the same services.
 from __future__ import annotations
 
 import asyncio
-import base64
-import os
-import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -35,11 +32,12 @@ from google.adk.events import Event, EventActions
 from google.adk.sessions import DatabaseSessionService, InMemorySessionService
 from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig
 from google.genai import types
+from stores import STORES, adapter_where
 
 from agentsessions.integrations.adk import AgentSessionsService
 
 Make = Callable[[], BaseSessionService]
-SERVICES = ["in_memory", "database", "file", "encrypted", "jetstream"]
+SERVICES = ["in_memory", "database", *STORES]
 
 
 @pytest.fixture(params=SERVICES)
@@ -50,17 +48,9 @@ def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Make]:
         yield InMemorySessionService
     elif kind == "database":
         yield lambda: DatabaseSessionService("sqlite+aiosqlite:///:memory:")
-    elif kind == "file":
-        yield lambda: AgentSessionsService(tmp_path / "home")
-    elif kind == "encrypted":
-        key = tmp_path / "master.key"
-        key.write_text(base64.b64encode(os.urandom(32)).decode())
-        key.chmod(0o600)
-        yield lambda: AgentSessionsService(tmp_path / "home", key_file=str(key))
-    else:
-        tag = uuid.uuid4().hex[:8]
-        url = request.getfixturevalue("nats_server").store_url(stream=f"adk{tag}", prefix=tag)
-        yield lambda: AgentSessionsService(url)
+    else:  # ours, on one of the stores
+        where = adapter_where(kind, tmp_path, request, tag="adk")
+        yield lambda: AgentSessionsService(where["where"], key_file=where.get("key_file"))
 
 
 def run(make: Make, body: Callable[[Any], Awaitable[None]]) -> None:

@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import suites
 from needs import need
 
 need("google.adk", "adk")
+
+from stores import store_environment
+from suites import install, run_suite
 
 COMMIT = "bf27f22a9534279b942bb8047d747effc9e7dd7a"  # the file's last change in the snapshot
 FILE_SHA256 = "21c0826981107af59e9efac69ab8f5b5d2d7f0b4569f0f87ccb0dd56d924d4f4"
@@ -37,7 +37,6 @@ LEFT_OUT = ("test_session_state", "test_create_new_session_will_merge_states")
 PASSED = 12  # 6 tests x the file's 2 service types, each ours
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-PIP = (sys.executable, "-m", "pip", "--quiet")
 
 
 @pytest.fixture(scope="module")
@@ -53,13 +52,7 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (work / "tests").mkdir(parents=True)
     (work / "tests" / "test_session_service.py").write_bytes(data)
     (work / "pytest.ini").write_text("[pytest]\nasyncio_mode = strict\n")
-    done = subprocess.run(
-        [*PIP, "install", "--no-deps", "--target", str(work / "_deps"), *TEST_DEPS],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, f"pip install {TEST_DEPS} failed: {done.stderr}"
+    install(TEST_DEPS, work / "_deps")
     return work
 
 
@@ -67,13 +60,13 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_adks_session_service_tests_pass_with_our_service(
     upstream: Path, store: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    env = suites.store_env(store, request, tmp_path)
+    env = store_environment(store, tmp_path, request, tag="adk")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(HERE), str(upstream / "_deps")])
     env["TMPDIR"] = str(tmp_path)
     keep = " and ".join(f"not {name}" for name in LEFT_OUT)
     config = ("--rootdir", str(upstream), "-c", str(upstream / "pytest.ini"))
     shim = ("-p", "pytest_asyncio", "-p", "adk_shim")  # the file's asyncio marks; our service
-    suites.run_suite(
+    run_suite(
         [*shim, *config, "-k", keep, "tests/test_session_service.py"],
         upstream,
         env,

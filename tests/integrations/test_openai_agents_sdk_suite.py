@@ -4,14 +4,14 @@
 The tests are the SDK's, never copied here: the SDK's source distribution (which ships
 ``tests/``) is fetched once with ``pip download --no-binary :all: --no-deps
 openai-agents==0.24.0``, checked against :data:`SDIST_SHA256`, and unpacked under
-``~/.cache/agentsessions-tests`` (a file lock makes that safe for parallel workers);
-``AGENTSESSIONS_TEST_OPENAI_AGENTS_SDIST`` may name the tarball instead (offline machines).
-The SDK's test dependencies that our environment lacks (pytest-asyncio, pytest-mock) are
-installed beside it (``pip install --target``). A pytest subprocess then runs the files in
-:data:`SESSION_FILES` (on each store) and :data:`RUNNER_FILES` (the Runner's soft-cancel and
-tool-failure history tests, on the file store: they test the Runner, not the store) with our
-plugin ``openai_agents_shim.py`` (``-p``), which puts our class behind the SDK's
-``SQLiteSession`` name before any test module imports it.
+``~/.cache/agentsessions-tests`` (``suites.py``; ``AGENTSESSIONS_TEST_OPENAI_AGENTS_SDIST``
+may name the tarball instead, for offline machines). The SDK's test dependencies that our
+environment lacks (pytest-asyncio, pytest-mock) are installed beside it. A pytest
+subprocess then runs the files in :data:`SESSION_FILES` (on each store) and
+:data:`RUNNER_FILES` (the Runner's soft-cancel and tool-failure history tests, on the file
+store: they test the Runner, not the store) with our plugin ``openai_agents_shim.py``
+(``-p``), which puts our class behind the SDK's ``SQLiteSession`` name before any test
+module imports it.
 
 Left out (:data:`LEFT_OUT`), all about SQLite's own internals, which our class does not have:
 per-thread ``sqlite3`` connections and their reaping (``_connections``,
@@ -31,22 +31,17 @@ describes. The Runner's soft-cancel and tool-failure history tests run whole.
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import os
-import shutil
-import subprocess
-import sys
-import tarfile
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-import suites
 from needs import need
 
 need("agents", "openai-agents")
+
+from stores import store_environment
+from suites import prepare, run_suite
 
 VERSION = "0.24.0"
 SDIST_SHA256 = "4b4b285f4fed81fdf1b4ac426a9101658d9cd29b4fb1aaeee18f639b77e704e3"
@@ -67,8 +62,6 @@ RUNNER_FILES = (  # the Runner's use of a session: on the file store only (CPU; 
 # tests of the files that must pass: all but LEFT_OUT (the session files' 111 include the
 # SDK's SQLAlchemySession test under EncryptedSession: dev installs sqlalchemy, for ADK's)
 PASSED = {"session": 111, "runner": 169}
-PIP = (sys.executable, "-m", "pip", "--quiet")
-_PIN = f"openai-agents=={VERSION}"
 LEFT_OUT = (
     "test_sqlite_session_close_closes_worker_thread_connections",
     "test_sqlite_session_reaps_connections_from_exited_worker_threads",
@@ -97,54 +90,10 @@ LEFT_OUT = (
 )
 
 
-def _sdist(into: Path) -> Path:
-    """The SDK's sdist: the one the environment names, else ``pip download`` into ``into``."""
-    named = os.environ.get("AGENTSESSIONS_TEST_OPENAI_AGENTS_SDIST")
-    if named:
-        return Path(named)
-    done = subprocess.run(
-        [*PIP, "download", "--no-binary", ":all:", "--no-deps", "-d", str(into), _PIN],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, f"pip download openai-agents=={VERSION} failed: {done.stderr}"
-    return into / f"openai_agents-{VERSION}.tar.gz"
-
-
-def _prepare() -> Path:
-    """The unpacked, checked sdist with the SDK's test deps beside it (made once)."""
-    cache = Path.home() / ".cache" / "agentsessions-tests"
-    cache.mkdir(parents=True, exist_ok=True)
-    root = cache / f"openai-agents-{VERSION}-{SDIST_SHA256[:12]}"
-    with open(str(root) + ".lock", "w") as lock:  # parallel workers make it once
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (root / "READY").exists():
-            return root
-        shutil.rmtree(root, ignore_errors=True)
-        with tempfile.TemporaryDirectory(dir=cache) as tmp:
-            sdist = _sdist(Path(tmp))
-            digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
-            assert digest == SDIST_SHA256, f"{sdist}: sha256 {digest}, expected {SDIST_SHA256}"
-            work = Path(tmp) / "unpacked"
-            with tarfile.open(sdist) as tar:
-                tar.extractall(work, filter="data")
-            shutil.move(str(work / f"openai_agents-{VERSION}"), root)
-        done = subprocess.run(
-            [*PIP, "install", "--no-deps", "--target", str(root / "_deps"), *TEST_DEPS],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert done.returncode == 0, f"pip install {TEST_DEPS} failed: {done.stderr}"
-        (root / "READY").write_text("ok\n")
-    return root
-
-
 @pytest.fixture
 def store_env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
     """The environment that picks the store (and master key) the engine opens."""
-    return suites.store_env(request.param, request, tmp_path)
+    return store_environment(request.param, tmp_path, request, tag="oa")
 
 
 @pytest.mark.parametrize(
@@ -160,7 +109,7 @@ def store_env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
 def test_the_sdks_session_tests_pass_with_our_session(
     store_env: dict[str, str], files: str, tmp_path: Path
 ) -> None:
-    root = _prepare()
+    root = prepare("openai-agents", VERSION, SDIST_SHA256, TEST_DEPS)
     env: dict[str, Any] = {
         **store_env,
         "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE), str(root / "_deps"), str(root)]),
@@ -170,7 +119,7 @@ def test_the_sdks_session_tests_pass_with_our_session(
     keep = " and ".join(f"not {name}" for name in LEFT_OUT)
     config = ("--rootdir", str(root), "-c", str(root / "pyproject.toml"))
     shim = ("-p", "openai_agents_shim")  # our SQLiteSession, before any test module imports
-    suites.run_suite(
+    run_suite(
         [*shim, *config, "-k", keep, *chosen],
         root,
         env,

@@ -8,16 +8,9 @@ The SDK's own session tests run against the adapter in ``test_openai_agents_sdk_
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
-import os
-import socket
-import subprocess
-import sys
 import textwrap
 import threading
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +19,12 @@ from needs import need
 
 need("agents", "openai-agents")
 
+from stores import STORES, adapter_where, cli, imports_no, refuses_a_down_store, run_writers
+
 import agentsessions
-from agentsessions.errors import InvalidArgumentError, NotFoundError, UnavailableError
+from agentsessions.errors import InvalidArgumentError, NotFoundError
 from agentsessions.integrations.openai_agents import AgentSessionsSession
 
-ROOT = Path(__file__).resolve().parents[2]
 ITEMS: list[Any] = [
     {"role": "user", "content": "hello"},
     {"type": "function_call", "call_id": "c1", "name": "f", "arguments": '{"x": 1}'},
@@ -39,23 +33,10 @@ ITEMS: list[Any] = [
 ]
 
 
-@pytest.fixture(params=["file", "encrypted", "jetstream"])
-def where(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, Any]]:
+@pytest.fixture(params=STORES)
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
     """How to open the adapter on each store: ``where`` and ``key_file``."""
-    if request.param == "file":
-        yield {"where": tmp_path / "home"}
-    elif request.param == "encrypted":
-        key = tmp_path / "master.key"
-        key.write_text(base64.b64encode(os.urandom(32)).decode())
-        key.chmod(0o600)
-        yield {"where": tmp_path / "home", "key_file": str(key)}
-    else:
-        server = request.getfixturevalue("nats_server")
-        yield {
-            "where": server.store_url(
-                stream=f"oa{uuid.uuid4().hex[:8]}", prefix=f"oa{uuid.uuid4().hex[:8]}"
-            )
-        }
+    return adapter_where(request.param, tmp_path, request, tag="oa")
 
 
 def _session(where: dict[str, Any], session_id: str = "conv", **kw: Any) -> AgentSessionsSession:
@@ -309,13 +290,7 @@ def test_bad_input_is_refused_with_one_clear_error(tmp_path: Path) -> None:
             session.fork()
     finally:
         session.close()
-    port = socket.socket()
-    port.bind(("127.0.0.1", 0))  # a port nobody listens on: the store is down
-    try:
-        with pytest.raises(UnavailableError, match="cannot connect to the NATS server"):
-            AgentSessionsSession("conv", f"nats://127.0.0.1:{port.getsockname()[1]}")
-    finally:
-        port.close()
+    refuses_a_down_store(lambda url: AgentSessionsSession("conv", url))
 
 
 def test_the_session_verifies_offline_with_the_cli(tmp_path: Path) -> None:
@@ -325,16 +300,8 @@ def test_the_session_verifies_offline_with_the_cli(tmp_path: Path) -> None:
     asyncio.run(session.pop_item())
     uid = session.uid
     session.close()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for args in (["verify", uid], ["log", uid]):
-        done = subprocess.run(
-            [sys.executable, "-m", "agentsessions", "--home", str(home), *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-        )
-        assert done.returncode == 0, done.stderr
+        cli(home, *args)
 
 
 _WRITER = textwrap.dedent(
@@ -359,21 +326,8 @@ def test_two_processes_on_one_session_are_serialised(where: dict[str, Any]) -> N
     seed = _session(where, "shared")
     asyncio.run(seed.add_items([{"p": "seed", "i": 0, "k": 0}]))
     seed.close()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    argv = [str(where["where"]), where.get("key_file") or ""]
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", _WRITER, argv[0], p, argv[1]],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        for p in ("a", "b")
-    ]
     popped: list[Any] = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err.decode()
+    for out in run_writers(_WRITER, where, ("a", "b")):
         popped += json.loads(out)
     reader = _session(where, "shared")
     try:
@@ -396,10 +350,4 @@ def test_two_processes_on_one_session_are_serialised(where: dict[str, Any]) -> N
 
 
 def test_the_base_install_imports_no_framework() -> None:
-    code = (
-        "import sys, agentsessions, agentsessions.integrations, agentsessions.cli\n"
-        "assert not [m for m in sys.modules if m == 'agents' or m.startswith('agents.')]\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    assert done.returncode == 0, done.stderr
+    imports_no("agents")
