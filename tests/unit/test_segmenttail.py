@@ -55,3 +55,27 @@ def test_a_scanned_tail_and_a_resumed_one_end_where_the_writer_did(tmp_path: Pat
                            max_record=1 << 20) is None  # fmt: skip
     finally:
         os.close(fd)
+
+
+def test_a_hint_followed_by_more_than_a_window_of_commits_still_resumes(tmp_path: Path) -> None:
+    """A reader between two hints scans only what came after the hint, however much that
+    is (it used to fall back to scanning the whole segment once more than the first read
+    window, 64 KiB, had been committed since the hint, so a read grew with the segment)."""
+    log = new_log(tmp_path / "j")
+    writer = Writer(log)
+    for _ in range(40):  # some history before the hint
+        writer.group(2, size=2000)
+    hint = log.position
+    for _ in range(200):  # ~800 KB after it: many windows, and data to the file's end
+        writer.group(2, size=2000)
+    written = log.position
+    log.close()
+    t, fd, _raw = _tail_of(tmp_path / "j" / sg.segment_name(1))
+    try:
+        s = resume_scan(DEFAULT_FS, t, hint, writable=False, max_record=1 << 20)
+        assert s is not None  # resumed: no full scan
+        assert s.frames[0].offset == hint.offset and s.frames[-1].seq == written.last_seq
+        t.absorb(s)
+        assert t.position == written
+    finally:
+        os.close(fd)

@@ -149,8 +149,31 @@ def resume_scan(
     if not sg.HEADER_SIZE <= hint.last_frame < hint.offset <= size:
         return None
     # read up to a window past the hint: enough for what a crash can leave unless it is
-    # followed by a long run of free space, whose zeros are then checked without copies
+    # followed by a long run of free space, whose zeros are then checked without copies;
+    # a window that ends inside committed data is doubled (up to the file's end): a reader
+    # between two hints used to fall back to a full scan of the segment once more than a
+    # window had been committed since the hint, so its cost grew with the segment
     window = min(size, hint.offset + _RESUME_WINDOW)
+    while True:
+        s = _scan_window(fs, t, hint, window, max_record)
+        if s is None or window >= size or s.free:
+            break
+        window = min(size, window + (window - hint.last_frame))
+    if s is None or not s.hit_report_from or 0 <= s.stop < hint.offset:
+        return None
+    if window < size:  # the scan saw only part of what follows the hint: free space
+        if writable and not zero_until(t.fd, s.end + s.free, size):
+            return None  # a full scan classifies it
+        s.free = size - s.end
+    t.last_hash, t.last_frame = hint.last_hash, hint.last_frame
+    return s
+
+
+def _scan_window(
+    fs: FileSystem, t: Tail, hint: Position, window: int, max_record: int
+) -> sg.Scan | None:
+    """Scan from ``hint`` to file offset ``window``; None if the hint's frame is not there."""
+    assert t.fd is not None
     buf = fs.read_at(t.fd, window - hint.last_frame, hint.last_frame)
     mv = memoryview(buf)
     parsed = sg.check_frame(mv, 0, hint.last_frame, max_record)
@@ -162,16 +185,8 @@ def resume_scan(
         return None
     if fend > hint.offset or sg.event_hash(flags, payload) != hint.last_hash:
         return None
-    s = sg.scan(buf, base=hint.last_frame, start=fend, next_seq=seq + 1, segment=t.first,
-                max_record=max_record, report_from=hint.offset)  # fmt: skip
-    if not s.hit_report_from or 0 <= s.stop < hint.offset:
-        return None
-    if window < size:  # the scan saw only part of what follows the hint
-        if not s.free or (writable and not zero_until(t.fd, s.end + s.free, size)):
-            return None  # a full scan classifies it
-        s.free = size - s.end
-    t.last_hash, t.last_frame = hint.last_hash, hint.last_frame
-    return s
+    return sg.scan(buf, base=hint.last_frame, start=fend, next_seq=seq + 1, segment=t.first,
+                   max_record=max_record, report_from=hint.offset)  # fmt: skip
 
 
 def report(

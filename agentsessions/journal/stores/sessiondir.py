@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,44 @@ DELETED_NAME = "DELETED"
 BASE_NAME = "BASE"
 CANCEL_NAME = "CANCEL"
 JOURNAL_NAME = "journal"
+
+
+class _ParsedHints:
+    """The TAIL hints parsed lately, by file identity, so a read of a session whose hint
+    has not been replaced since parses nothing.
+
+    A hint holds up to 1,024 remembered commit ids (~100 KB of JSON): every ``get`` and
+    ``read`` parsed it again, up to twenty times in one turn of an adapter, so a turn cost
+    more as the window filled. The key is the open file's inode, mtime and size (a hint is
+    replaced by a rename, never edited); should an inode number be reused within one clock
+    tick at the same size, the hint served is an older one, which is still only a hint,
+    validated against the segment it names like any other. The parsed objects are never
+    changed by their readers (Tail.from_json copies what it keeps, but the commit id rows,
+    which it only reads)."""
+
+    SIZE = 256
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._parsed: OrderedDict[Path, tuple[tuple[int, int, int], Any]] = OrderedDict()
+
+    def parsed(self, path: Path, st: os.stat_result, f: Any) -> Any:
+        key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        with self._lock:
+            hit = self._parsed.get(path)
+            if hit is not None and hit[0] == key:
+                self._parsed.move_to_end(path)
+                return hit[1]
+        obj = json.loads(f.read())
+        with self._lock:
+            self._parsed[path] = (key, obj)
+            self._parsed.move_to_end(path)
+            while len(self._parsed) > self.SIZE:
+                self._parsed.popitem(last=False)
+        return obj
+
+
+_HINTS = _ParsedHints()
 
 
 @dataclass(frozen=True)
@@ -156,8 +196,9 @@ class SessionDir:
         position's ``links``, dated by the file's mtime (see :class:`CheckedLinks`)."""
         try:
             with open(self.tail_file, "rb") as f:
-                written_ns = os.fstat(f.fileno()).st_mtime_ns
-                obj = json.loads(f.read())
+                st = os.fstat(f.fileno())
+                written_ns = st.st_mtime_ns
+                obj = _HINTS.parsed(self.tail_file, st, f)
             p = obj["position"]
             position = Position(
                 int(p["segment"]),

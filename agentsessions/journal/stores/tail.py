@@ -53,21 +53,44 @@ class Tail:
     state_at: Where | None = None  # the file store's STATE frame of ``state`` (None: none)
     state_size: int = 0  # its data's size (``state.data`` is b"" until a file store loads it)
     _commit_rows: list[Any] | None = field(default=None, repr=False)
-    """The commit ids as a hint stored them, not yet parsed: a hint is read by every
-    ``get`` and ``read`` of a session, and parsing its (up to 1,024) remembered commit ids
-    each time made those reads grow with the session until the window was full (1.8 ms
-    at 1,024, more than the rest of a read); only a writer's duplicate check needs them."""
+    """The commit ids as a hint stored them, not yet parsed (older than ``_commits``'s): a
+    hint is read by every ``get`` and ``read`` of a session, and parsing its (up to 1,024)
+    remembered commit ids each time made those reads grow with the session until the
+    window was full (1.8 ms at 1,024, more than the rest of a read); only a writer's
+    duplicate check needs them. Never changed in place (the parsed hint is shared)."""
 
     @property
     def commits(self) -> OrderedDict[str, CommitResult]:
-        """The remembered commit ids, oldest first (parsed on first use)."""
+        """The remembered commit ids, oldest first (the hint's parsed on first use)."""
         rows, self._commit_rows = self._commit_rows, None
-        for cid, first, last, digest, fence, *version in rows or ():
-            self._commits[str(cid)] = CommitResult(
-                int(first), int(last), str(digest), int(fence),
-                state_version=int(version[0]) if version else 0,
-            )  # fmt: skip
+        if rows:
+            newer, self._commits = self._commits, OrderedDict()
+            for cid, first, last, digest, fence, *version in rows:
+                self._commits[str(cid)] = CommitResult(
+                    int(first), int(last), str(digest), int(fence),
+                    state_version=int(version[0]) if version else 0,
+                )  # fmt: skip
+            for cid, result in newer.items():
+                self._commits[cid] = result
+                self._commits.move_to_end(cid)
+            self._trim()
         return self._commits
+
+    def _trim(self) -> None:
+        while len(self._commits) > COMMIT_IDS_REMEMBERED:
+            self._commits.popitem(last=False)
+
+    def _commit_rows_json(self) -> list[Any]:
+        """The remembered commit ids as a hint stores them (without parsing the hint's)."""
+        own = [
+            [cid, r.first_seq, r.last_seq, r.last_hash, r.fence, r.state_version]
+            for cid, r in self._commits.items()
+        ]
+        room = COMMIT_IDS_REMEMBERED - len(own)
+        if not self._commit_rows or room <= 0:
+            return own
+        older = [row for row in self._commit_rows[-room:] if row[0] not in self._commits]
+        return older + own
 
     # -- accepting a commit -------------------------------------------------------------
     def check(
@@ -270,16 +293,22 @@ class Tail:
         return CommitResult(*done, False, tuple(records), version)
 
     def remember(self, commit_id: str, result: CommitResult) -> None:
-        self.commits[commit_id] = result
-        self.commits.move_to_end(commit_id)
-        while len(self.commits) > COMMIT_IDS_REMEMBERED:
-            self.commits.popitem(last=False)
+        """Remember ``commit_id`` as the newest (the hint's ids stay unparsed)."""
+        self._commits[commit_id] = result
+        self._commits.move_to_end(commit_id)
+        if self._commit_rows is None:
+            self._trim()
+        elif len(self._commits) >= COMMIT_IDS_REMEMBERED:
+            self._commit_rows = None  # every id the hint had is older than the window
+            self._trim()
 
     def duplicate(self, commit_id: str | None) -> CommitResult | None:
         """The first result of a commit id already applied, marked as a duplicate."""
-        if commit_id is None or commit_id not in self.commits:
+        if commit_id is None:
             return None
-        first = self.commits[commit_id]
+        first = self._commits.get(commit_id) or self.commits.get(commit_id)
+        if first is None:
+            return None
         return CommitResult(
             first.first_seq, first.last_seq, first.last_hash, first.fence, True,
             state_version=first.state_version,
@@ -296,12 +325,7 @@ class Tail:
             "last_hash": self.last_hash,
             "projection": self.projection.to_json(),
             "max_fence": self.max_fence,
-            "commits": self._commit_rows
-            if self._commit_rows is not None  # as read: unchanged since
-            else [
-                [cid, r.first_seq, r.last_seq, r.last_hash, r.fence, r.state_version]
-                for cid, r in self._commits.items()
-            ],
+            "commits": self._commit_rows_json(),
         }
         if self.state.version:  # where the state's frame is, not its bytes (FORMAT.md 6a)
             out["state"] = {
