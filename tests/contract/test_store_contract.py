@@ -31,8 +31,8 @@ from agentsessions.errors import (
     StateConflictError,
 )
 from agentsessions.journal.crypto.keys import MasterKey
-from agentsessions.journal.stores.filestore import FileStore, StoreOptions
-from agentsessions.journal.stores.memstore import MemoryStore
+from agentsessions.journal.stores.file.store import FileStore, StoreOptions
+from agentsessions.journal.stores.memory.store import MemoryStore
 from agentsessions.journal.stores.store import (
     COMMIT_IDS_REMEMBERED,
     SessionMeta,
@@ -62,8 +62,8 @@ def _memory_store(tmp: Path, master: MasterKey | None = None) -> MemoryStore:
 
 def _jetstream_store(server: Any, **kw: Any) -> Any:
     """A fresh stream (its own name and subject prefix) on the shared durable server."""
-    from agentsessions.journal.stores.jetstream import JetStreamStore
-    from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+    from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
+    from agentsessions.journal.stores.jetstream.store import JetStreamStore
 
     token = new_uid()[5:17]
     url = server.store_url(stream=f"T{token}", prefix=f"t{token}")
@@ -813,7 +813,7 @@ def encrypted(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[
         s = _jetstream_store(request.getfixturevalue("nats_server"), master=MasterKey.generate())
 
         def keyless(store: Any) -> Any:
-            from agentsessions.journal.stores.jetstream import JetStreamStore
+            from agentsessions.journal.stores.jetstream.store import JetStreamStore
 
             opened.append(JetStreamStore(store._opts))
             return opened[-1]

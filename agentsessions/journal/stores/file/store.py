@@ -46,18 +46,14 @@ from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import SegmentLog
-from agentsessions.journal.stores import filecomponent, forking, metafile, statefile, watch
-from agentsessions.journal.stores.catalog import Catalog
-from agentsessions.journal.stores.filecomponent import FileComponentStore
-from agentsessions.journal.stores.filecrypt import LazyCipher, cipher_for, create_key
-from agentsessions.journal.stores.filehost import HostFiles
-from agentsessions.journal.stores.filewriter import (
-    FileWriter,
-    fold_frames,
-    follow_records,
-    frame_records,
-)
-from agentsessions.journal.stores.sessiondir import (
+from agentsessions.journal.stores import forking, metafile
+from agentsessions.journal.stores.file import component as filecomponent
+from agentsessions.journal.stores.file import statefile, watch
+from agentsessions.journal.stores.file.catalog import Catalog
+from agentsessions.journal.stores.file.component import FileComponentStore
+from agentsessions.journal.stores.file.crypt import LazyCipher, cipher_for, create_key
+from agentsessions.journal.stores.file.host import HostFiles
+from agentsessions.journal.stores.file.sessiondir import (
     DELETED_NAME,
     FENCE_NAME,
     SessionDir,
@@ -66,6 +62,12 @@ from agentsessions.journal.stores.sessiondir import (
     cancel_request_at,
     json_bytes,
     proved_head,
+)
+from agentsessions.journal.stores.file.writer import (
+    FileWriter,
+    fold_frames,
+    follow_records,
+    frame_records,
 )
 from agentsessions.journal.stores.store import (
     DEFAULT_MAX_COMMIT_BYTES,
@@ -112,7 +114,7 @@ class FileStore(HostFiles):
         ``read_only``: None decides by whether ``home`` can be written (``fs.writable``): a
         read-only home (a read-only mount, say) is opened without creating or changing any
         file, its reads work, and every write raises StorageError (exit 13) naming it.
-        ``master``: sessions created are encrypted, and encrypted ones read (filecrypt.py).
+        ``master``: sessions created are encrypted, and encrypted ones read (file/crypt.py).
         """
         self.home = Path(home)
         self.master = master
@@ -382,7 +384,7 @@ class FileStore(HostFiles):
 
         A forked child's follow first reads the parent's prefix (seq <= fork_seq, which
         never changes), then the child's own journal. Between looks it sleeps on a
-        :mod:`~agentsessions.journal.stores.watch` watcher (inotify on Linux), not a busy poll;
+        :mod:`~agentsessions.journal.stores.file.watch` watcher (inotify on Linux), not a busy poll;
         what counts as committed is decided by the segment log's refresh alone, so a
         record is never yielded twice, skipped, or yielded before its group commits.
         """
@@ -457,16 +459,16 @@ class FileStore(HostFiles):
 
     def sealed_export(self, uid: str) -> tuple[dict[str, object], Iterator[Record]]:
         """What ``export --ciphertext`` ships of encrypted session ``uid``: its wrapped
-        ``KEY`` and its sealed records as stored (``filecrypt.sealed_export``)."""
-        from agentsessions.journal.stores.filecrypt import sealed_export
+        ``KEY`` and its sealed records as stored (``file/crypt.py``'s ``sealed_export``)."""
+        from agentsessions.journal.stores.file.crypt import sealed_export
 
         return sealed_export(self, uid)
 
     def rewrap_keys(self, old: MasterKey, new: MasterKey) -> RewrapCount:
         """Master-key rotation: rewrap every data key here from ``old`` to ``new`` (no
         journal byte moves; a wrong ``old`` changes nothing; keys already wrapped by ``new``
-        and shredded ones are skipped and counted: ``filecrypt.rewrap_keys``)."""
-        from agentsessions.journal.stores.filecrypt import rewrap_keys
+        and shredded ones are skipped and counted: ``file/crypt.py``'s ``rewrap_keys``)."""
+        from agentsessions.journal.stores.file.crypt import rewrap_keys
 
         return rewrap_keys(self, old, new)
 

@@ -16,18 +16,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentsessions.errors import InvalidArgumentError, JournalCorruptError, StorageError
+from agentsessions.journal.crypto.cipher import BLOB_OVERHEAD, SessionCipher, keyless_refusal
 from agentsessions.journal.format import canonical, segment, staterecord
 from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import SegmentLog
-from agentsessions.journal.stores.filecrypt import (
-    BLOB_OVERHEAD,
-    LazyCipher,
-    SessionCipher,
-    keyless_refusal,
-)
-from agentsessions.journal.stores.sessiondir import SessionDir
+from agentsessions.journal.stores.file.crypt import LazyCipher
+from agentsessions.journal.stores.file.sessiondir import SessionDir
 from agentsessions.journal.stores.store import (
     CommitResult,
     SessionInfo,
@@ -39,7 +35,7 @@ from agentsessions.journal.stores.store import (
 from agentsessions.journal.stores.tail import Tail
 
 if TYPE_CHECKING:
-    from agentsessions.journal.stores.watch import Watcher
+    from agentsessions.journal.stores.file.watch import Watcher
 
 HINT_EVERY_COMMITS = 64
 """A writer rewrites its TAIL hint (unsynced) every this many commits, and when it closes."""
@@ -47,7 +43,7 @@ HINT_EVERY_COMMITS = 64
 
 class WriterOwner(Protocol):
     """What a writer uses of the store that opened it (:class:`FileStore
-    <agentsessions.journal.stores.filestore.FileStore>`, which imports this module: naming
+    <agentsessions.journal.stores.file.store.FileStore>`, which imports this module: naming
     the store by this Protocol keeps the import one way)."""
 
     @property

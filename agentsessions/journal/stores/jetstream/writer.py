@@ -6,7 +6,7 @@ even if its view of the journal end is current. On every lost CAS the writer rea
 subject's last message and explains it: a newer fence (or a commit by a newer writer) is
 FencedError, a delete is SessionDeletedError, anything else a ConflictError with the head.
 It never re-reads and retries on its own, which would walk past a fence. Before the fence,
-the store asks the writer another host may hold (jetstream_live.py): a busy one (a turn is
+the store asks the writer another host may hold (jetstream/live.py): a busy one (a turn is
 running) refuses the open with LockHeldError, as the file store's lock does; this writer
 then says busy or idle itself (``set_busy``) while it lives.
 
@@ -33,12 +33,10 @@ from agentsessions.errors import (
     UnavailableError,
 )
 from agentsessions.journal.format.records import Record
-from agentsessions.journal.stores import jetstream_checkpoint as checkpoint
-from agentsessions.journal.stores import jetstream_identity as identity
-from agentsessions.journal.stores import jetstream_wire as wire
-from agentsessions.journal.stores.jetstream_client import Client
-from agentsessions.journal.stores.jetstream_crypt import Opener, SubjectCipher
-from agentsessions.journal.stores.jetstream_live import Presence
+from agentsessions.journal.stores.jetstream import checkpoint, identity, wire
+from agentsessions.journal.stores.jetstream.client import Client
+from agentsessions.journal.stores.jetstream.crypt import Opener, SubjectCipher
+from agentsessions.journal.stores.jetstream.live import Presence
 from agentsessions.journal.stores.store import (
     CommitResult,
     StateUpdate,
@@ -82,7 +80,7 @@ class JetStreamWriter:
         self._closed = False
         self._doubt = False  # a publish gave up unanswered: it may have landed
         self._every = checkpoint_every
-        self._cipher = cipher  # an encrypted session's: commits are sealed (jetstream_crypt)
+        self._cipher = cipher  # an encrypted session's: commits are sealed (jetstream/crypt.py)
         opener = Opener(uid, False) if cipher is None else Opener.loaded(cipher)
         for _ in range(_TAKEOVER_TRIES):
             folded = checkpoint.load(client, subject, base, opener)
@@ -166,7 +164,7 @@ class JetStreamWriter:
     def set_busy(self, busy: bool) -> bool:
         """Say whether a turn uses this writer (busy, as from open) or it is parked idle
         between turns; another host's open is refused while it is busy and takes over
-        while it is idle (jetstream_live.py). False when claiming it busy comes too late:
+        while it is idle (jetstream/live.py). False when claiming it busy comes too late:
         another host was told it is idle and is taking over (open a new writer). A tool
         store's writer has no probe: always True."""
         return self._presence is None or self._presence.set_busy(busy)

@@ -37,19 +37,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from agentsessions.errors import KeyShreddedError, MasterKeyError, SessionDeletedError, StorageError
+from agentsessions.journal.crypto.cipher import SessionCipher
 from agentsessions.journal.format import fencefile
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import SegmentLog
-from agentsessions.journal.stores import watch
-from agentsessions.journal.stores.filecrypt import SessionCipher, cipher_for, create_key, shredded
-from agentsessions.journal.stores.filewriter import (
+from agentsessions.journal.stores.file import watch
+from agentsessions.journal.stores.file.crypt import cipher_for, create_key, shredded
+from agentsessions.journal.stores.file.sessiondir import SessionDir, acked
+from agentsessions.journal.stores.file.writer import (
     FileWriter,
     WriterOwner,
     follow_records,
     frame_records,
 )
-from agentsessions.journal.stores.sessiondir import SessionDir, acked
 from agentsessions.journal.stores.store import SessionMeta, WorkingState, check_component
 from agentsessions.journal.stores.tail import Tail
 

@@ -18,7 +18,7 @@ The five duties (``store.py``) mapped onto one stream (``docs/JETSTREAM.md``):
 5. size limit: the shared Tail refuses a commit over ``max_commit_bytes`` whole; the
    server's ``max_payload`` must fit it (checked at start).
 
-Fencing across hosts: see :mod:`jetstream_writer`. Metadata is the last message on
+Fencing across hosts: see :mod:`.writer`. Metadata is the last message on
 ``P.m.<uid>``; tool stores are subjects ``P.c.<uid>.<hex name>``. A fork child's subject
 starts with its marker commit, which carries the parent's tail at the fork point; its
 prefix is read from the parent, never copied. The hash chain is the file store's, built by
@@ -47,14 +47,10 @@ from agentsessions.errors import (
 )
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores import forking, metafile
-from agentsessions.journal.stores import jetstream_checkpoint as checkpoint
-from agentsessions.journal.stores import jetstream_identity as identity
-from agentsessions.journal.stores import jetstream_list as listing
-from agentsessions.journal.stores import jetstream_live as live
-from agentsessions.journal.stores import jetstream_wire as wire
-from agentsessions.journal.stores.jetstream_client import Client
-from agentsessions.journal.stores.jetstream_conn import JetStreamOptions, commit_problems
-from agentsessions.journal.stores.jetstream_crypt import (
+from agentsessions.journal.stores.jetstream import checkpoint, identity, listing, live, wire
+from agentsessions.journal.stores.jetstream.client import Client
+from agentsessions.journal.stores.jetstream.conn import JetStreamOptions, commit_problems
+from agentsessions.journal.stores.jetstream.crypt import (
     Keyring,
     Opener,
     SubjectCipher,
@@ -62,10 +58,10 @@ from agentsessions.journal.stores.jetstream_crypt import (
     sealed_export,
     verify_records,
 )
-from agentsessions.journal.stores.jetstream_extras import Extras, HarnessRecords
-from agentsessions.journal.stores.jetstream_follow import follow_subject
-from agentsessions.journal.stores.jetstream_keys import KeyStream
-from agentsessions.journal.stores.jetstream_writer import JetStreamWriter, shadow
+from agentsessions.journal.stores.jetstream.extras import Extras, HarnessRecords
+from agentsessions.journal.stores.jetstream.follow import follow_subject
+from agentsessions.journal.stores.jetstream.keys import KeyStream
+from agentsessions.journal.stores.jetstream.writer import JetStreamWriter, shadow
 from agentsessions.journal.stores.store import (
     DEFAULT_MAX_COMMIT_BYTES,
     Page,
@@ -82,8 +78,8 @@ from agentsessions.journal.stores.store import (
 from agentsessions.journal.stores.tail import Tail
 
 if TYPE_CHECKING:
+    from agentsessions.journal.crypto.cipher import SessionCipher
     from agentsessions.journal.crypto.keys import MasterKey, RewrapCount
-    from agentsessions.journal.stores.filecrypt import SessionCipher
 
 _HEADROOM = 64 * 1024  # a commit message's header line beside its payloads
 MIN_COMMIT_BYTES = 64 * 1024  # below this a server cannot hold a working session's turns
@@ -116,8 +112,8 @@ def fit_commit_limit(asked: int, max_payload: int, url: str) -> int:
 class JetStreamStore:
     """Sessions in one JetStream stream (see the module docstring for the layout).
 
-    ``master``: sessions created are encrypted, and encrypted ones read (jetstream_crypt.py);
-    their wrapped data keys live in a key stream beside the journal's (jetstream_keys.py)."""
+    ``master``: sessions created are encrypted, and encrypted ones read (jetstream/crypt.py);
+    their wrapped data keys live in a key stream beside the journal's (jetstream/keys.py)."""
 
     def __init__(
         self,
@@ -196,7 +192,7 @@ class JetStreamStore:
         check_project(project)
         size = clamp_page_size(page_size)
         after = decode_cursor(cursor) if cursor else None
-        # two batched reads (jetstream_list.py), not one read per session
+        # two batched reads (jetstream/listing.py), not one read per session
         metas, self.unindexed = listing.all_metas(self._client, self._opts.prefix)
         rows = [(m, ut) for m, deleted, ut in metas if m.project == project and not deleted]
         rows.sort(key=lambda r: (-r[0].create_time_ns, r[0].uid))
@@ -218,7 +214,7 @@ class JetStreamStore:
     def delete(self, uid: str) -> SessionInfo:
         """Soft-delete: a deleting fence on the journal and every tool store (so writers on
         any host fail their next append), then the metadata row. Refused (LockHeldError)
-        while a turn runs on another host (jetstream_live.py), as the file store's lock."""
+        while a turn runs on another host (jetstream/live.py), as the file store's lock."""
         meta, _deleted, _ut = self._meta(uid)
         subjects = [self._journal(uid), *self._component_subjects(uid)]
         with self._lock:
@@ -314,7 +310,7 @@ class JetStreamStore:
         self._meta(uid)
         return tuple(sorted(wire.component_name(s) for s in self._component_subjects(uid)))
 
-    # -- encryption at rest (jetstream_crypt.py, jetstream_keys.py) ----------------------
+    # -- encryption at rest (jetstream/crypt.py, jetstream/keys.py) ----------------------
     def check_shreddable(self, uid: str) -> None:
         """InvalidArgumentError unless ``uid`` is an encrypted session (it has a key to shred)."""
         meta, _deleted, _ut = self._meta(uid)
@@ -356,7 +352,7 @@ class JetStreamStore:
     def sealed_export(self, uid: str) -> tuple[dict[str, object], Iterator[Record]]:
         """What ``export --ciphertext`` ships of encrypted session ``uid``: its wrapped data
         key and its sealed records as the stream holds them (no master key needed; see
-        ``jetstream_crypt.sealed_export`` for the refusals)."""
+        ``jetstream/crypt.py``'s ``sealed_export`` for the refusals)."""
         meta, _deleted, _ut = self._meta(uid)
         return sealed_export(self._ring, meta, lambda: self._client.messages(self._journal(uid)))
 
@@ -389,7 +385,7 @@ class JetStreamStore:
     def close(self) -> None:
         self._client.close()
 
-    # -- optional capabilities (the file store's small files: jetstream_extras.py) ---------
+    # -- optional capabilities (the file store's small files: jetstream/extras.py) ---------
     def request_cancel(self, uid: str, execution_id: str, reason: str = "") -> None:
         """Durably ask the running turn of ``execution_id``, on any host, to stop at its
         next effect boundary (``P.x.<uid>``)."""
@@ -434,7 +430,7 @@ class JetStreamStore:
 
     def writer_elsewhere(self, uid: str) -> bool:
         """True when another store (any host) holds ``uid``'s journal writer busy, or might
-        (it did not answer in time: jetstream_live.py): ``cancel`` then asks the running
+        (it did not answer in time: jetstream/live.py): ``cancel`` then asks the running
         turn to stop instead of taking the journal over (which would fence it). A writer
         parked idle between turns is not asked (no turn of its runs): cancel takes over."""
         subject = self._journal(check_uid(uid))
@@ -486,7 +482,7 @@ class JetStreamStore:
             raise
 
     def _claim(self, uid: str, subject: str) -> live.Presence:
-        """Ask the writer another host may hold (jetstream_live.py): busy is LockHeldError,
+        """Ask the writer another host may hold (jetstream/live.py): busy is LockHeldError,
         as the file store's lock; idle, gone or silent (a stalled host must not block the
         session forever) goes on to take over with a fence. Answering probes starts before
         that fence, so a host asking meanwhile hears this writer busy."""

@@ -22,13 +22,12 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from agentsessions.errors import UnavailableError
-from agentsessions.journal.stores import jetstream_identity as identity
-from agentsessions.journal.stores import jetstream_wire as wire
-from agentsessions.journal.stores.jetstream_client import Client, last_and_prior, read_to
+from agentsessions.journal.stores.jetstream import identity, wire
+from agentsessions.journal.stores.jetstream.client import Client, last_and_prior, read_to
 from agentsessions.journal.stores.tail import Tail
 
 if TYPE_CHECKING:
-    from agentsessions.journal.stores.jetstream_crypt import Opener
+    from agentsessions.journal.stores.jetstream.crypt import Opener
 
 CHECKPOINT_EVERY = 64  # journal messages between checkpoints: the bound on what opens fold
 TAIL_BYTES = 1 << 20  # what a tail read reads of the messages after the checkpoint, at most

@@ -3,7 +3,7 @@
 It keeps the same rules as the file store (one writer per session, fences, CAS, commit ids,
 size limit, soft delete, keyset paging) because both run the same contract suite; only
 durability differs. Thread-safe: one lock guards every session. Given a master key it
-encrypts at rest as the file store does, holding only ciphertext (:mod:`.memcrypt`).
+encrypts at rest as the file store does, holding only ciphertext (:mod:`.crypt`).
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from agentsessions.errors import (
     NotFoundError,
     SessionDeletedError,
 )
+from agentsessions.journal.crypto.cipher import SessionCipher
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores import forking
-from agentsessions.journal.stores.filecrypt import SessionCipher
-from agentsessions.journal.stores.memcrypt import (
+from agentsessions.journal.stores.memory.crypt import (
     MemoryKey,
     open_records,
     open_state,
@@ -88,7 +88,7 @@ class MemoryStore:
     def __init__(
         self, *, max_commit_bytes: int = DEFAULT_MAX_COMMIT_BYTES, master: MasterKey | None = None
     ) -> None:
-        """``master``: sessions created are encrypted, and encrypted ones read (memcrypt)."""
+        """``master``: sessions created are encrypted, and encrypted ones read (memory/crypt.py)."""
         self.max_commit_bytes = max_commit_bytes
         self.master = master
         self._sessions: dict[str, _Session] = {}
