@@ -38,7 +38,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from agentsessions.errors import InvalidArgumentError
+from agentsessions.errors import InvalidArgumentError, SessionDeletedError
 from agentsessions.journal.format.records import Record
 
 DEFAULT_PROJECT = "default"
@@ -542,6 +542,16 @@ def clamp_page_size(page_size: int) -> int:
     if page_size <= 0:
         return DEFAULT_PAGE_SIZE
     return min(page_size, MAX_PAGE_SIZE)
+
+
+def deleted_error(uid: str, tool_store: str = "") -> SessionDeletedError:
+    """The one refusal of a write to deleted session ``uid`` (or to its tool store
+    ``tool_store``), whichever store refuses it."""
+    what = f"its tool store {tool_store!r}" if tool_store else "it"
+    return SessionDeletedError(
+        f"session {uid} was deleted; {what} can still be read and verified, never written",
+        session=uid,
+    )
 
 
 def check_commit_id(commit_id: str | None) -> str | None:

@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from agentsessions.errors import KeyShreddedError, MasterKeyError, SessionDeletedError, StorageError
+from agentsessions.errors import KeyShreddedError, MasterKeyError, StorageError
 from agentsessions.journal.crypto.cipher import SessionCipher
 from agentsessions.journal.format import fencefile
 from agentsessions.journal.format.lock import SessionLock
@@ -51,7 +51,12 @@ from agentsessions.journal.stores.file.writer import (
     follow_records,
     frame_records,
 )
-from agentsessions.journal.stores.store import SessionMeta, WorkingState, check_component
+from agentsessions.journal.stores.store import (
+    SessionMeta,
+    WorkingState,
+    check_component,
+    deleted_error,
+)
 from agentsessions.journal.stores.tail import Tail
 
 if TYPE_CHECKING:
@@ -239,11 +244,7 @@ class FileComponentStore:
 
     def _check_live(self) -> None:
         if self._session.is_deleted():
-            raise SessionDeletedError(
-                f"session {self.uid} was deleted; its tool store {self._name!r} can still be "
-                "read and verified, never written",
-                session=self.uid,
-            )
+            raise deleted_error(self.uid, self._name)
 
     def _ensure(self) -> None:
         """Make the component directory if it is not there yet, whole or not at all."""

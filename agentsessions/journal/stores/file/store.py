@@ -37,7 +37,6 @@ from agentsessions.errors import (
     JournalError,
     MetadataCorruptError,
     NotFoundError,
-    SessionDeletedError,
     SessionKeyError,
     StorageError,
 )
@@ -80,6 +79,7 @@ from agentsessions.journal.stores.store import (
     check_uid,
     clamp_page_size,
     decode_cursor,
+    deleted_error,
     encode_cursor,
 )
 from agentsessions.journal.stores.tail import Tail
@@ -292,10 +292,7 @@ class FileStore(HostFiles):
         lock.acquire()
         try:
             if sdir.is_deleted():
-                raise SessionDeletedError(
-                    f"session {uid} was deleted; it can still be read and verified, never written",
-                    session=uid,
-                )
+                raise deleted_error(uid)
             if not found.summed:
                 self._add_sums(sdir, meta)
             tail, proved, log = self._load_tail(sdir, meta, writable=True)

@@ -42,7 +42,6 @@ from agentsessions.errors import (
     LockHeldError,
     MetadataCorruptError,
     NotFoundError,
-    SessionDeletedError,
     UnavailableError,
 )
 from agentsessions.journal.format.records import Record
@@ -73,6 +72,7 @@ from agentsessions.journal.stores.store import (
     check_uid,
     clamp_page_size,
     decode_cursor,
+    deleted_error,
     encode_cursor,
 )
 from agentsessions.journal.stores.tail import Tail
@@ -265,7 +265,7 @@ class JetStreamStore:
     def writer(self, uid: str) -> JetStreamWriter:
         meta, deleted, _ut = self._meta(uid)
         if deleted:
-            raise SessionDeletedError(f"session {uid} was deleted; it can no longer be written")
+            raise deleted_error(uid)
         return self._open(uid, self._journal(uid), cipher_of=lambda: self._ring.cipher(meta))
 
     def read(self, uid: str, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
@@ -615,11 +615,7 @@ class JetStreamComponentStore:
         """Become the tool store's single writer; refused once the session is deleted."""
         _meta, deleted, _ut = self._store._meta(self._uid)
         if deleted:
-            raise SessionDeletedError(
-                f"session {self._uid} was deleted; its tool store {self._name!r} can no "
-                "longer be written",
-                session=self._uid,
-            )
+            raise deleted_error(self._uid, self._name)
         ring, meta, name = self._store._ring, self._meta, self._name
         return self._store._open(
             self._uid, self._subject, cipher_of=lambda: ring.cipher(meta, name, create=True)

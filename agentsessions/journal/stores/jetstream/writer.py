@@ -29,7 +29,6 @@ from agentsessions.errors import (
     FencedError,
     InvalidArgumentError,
     LockHeldError,
-    SessionDeletedError,
     UnavailableError,
 )
 from agentsessions.journal.format.records import Record
@@ -42,6 +41,7 @@ from agentsessions.journal.stores.store import (
     StateUpdate,
     WorkingState,
     check_commit_id,
+    deleted_error,
 )
 from agentsessions.journal.stores.tail import Tail
 
@@ -85,9 +85,7 @@ class JetStreamWriter:
         for _ in range(_TAKEOVER_TRIES):
             folded = checkpoint.load(client, subject, base, opener)
             if folded.deleted:
-                raise SessionDeletedError(
-                    f"session {uid} was deleted; it can no longer be written", session=uid
-                )
+                raise deleted_error(uid)
             self._tail, self._fence = folded.tail, folded.fence + 1
             body = wire.fence_body(self._fence, self._tail)
             seq = client.publish(subject, body, expect=folded.stream_seq, token=_token())
@@ -295,9 +293,7 @@ class JetStreamWriter:
                 self._tail.last_seq, self._stream_seq,
             )  # fmt: skip
         if last is not None and last.head.get("del"):
-            return SessionDeletedError(
-                f"session {self._uid} was deleted; it can no longer be written", session=self._uid
-            )
+            return deleted_error(self._uid)
         newest = 0 if last is None else last.fence
         if newest > self._fence:
             return FencedError(

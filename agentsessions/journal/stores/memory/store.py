@@ -24,7 +24,6 @@ from agentsessions.errors import (
     JournalCorruptError,
     LockHeldError,
     NotFoundError,
-    SessionDeletedError,
 )
 from agentsessions.journal.crypto.cipher import SessionCipher
 from agentsessions.journal.format.records import Record
@@ -50,6 +49,7 @@ from agentsessions.journal.stores.store import (
     check_uid,
     clamp_page_size,
     decode_cursor,
+    deleted_error,
     encode_cursor,
 )
 from agentsessions.journal.stores.tail import Tail
@@ -220,7 +220,7 @@ class MemoryStore:
             session = self._session(uid)
             _check_free(session, uid)
             if session.deleted:
-                raise SessionDeletedError(f"session {uid} was deleted; it can no longer be written")
+                raise deleted_error(uid)
             self._cipher(session)  # exit 26 now, not at the first commit
             session.fence = max(session.fence, session.tail.max_fence) + 1
             session.writer = MemoryWriter(self, session)
@@ -419,11 +419,7 @@ class MemoryComponentStore:
         with self._store._cond:
             session = self._store._session(self._uid)
             if session.deleted:
-                raise SessionDeletedError(
-                    f"session {self._uid} was deleted; its tool store {self._name!r} can no "
-                    "longer be written",
-                    session=self._uid,
-                )
+                raise deleted_error(self._uid, self._name)
             part = session.components.get(self._name)
             if part is None:
                 meta = SessionMeta(uid=self._uid, name=self._name, encrypted=session.meta.encrypted)
