@@ -68,6 +68,7 @@ from agentsessions.journal.stores.file.writer import (
     follow_records,
     frame_records,
 )
+from agentsessions.journal.stores.paging import page_ask, page_of
 from agentsessions.journal.stores.store import (
     DEFAULT_MAX_COMMIT_BYTES,
     Page,
@@ -77,10 +78,7 @@ from agentsessions.journal.stores.store import (
     check_component,
     check_project,
     check_uid,
-    clamp_page_size,
-    decode_cursor,
     deleted_error,
-    encode_cursor,
 )
 from agentsessions.journal.stores.tail import Tail
 
@@ -253,15 +251,10 @@ class FileStore(HostFiles):
         return None if entry is None else entry[0]
 
     def list(self, project: str, page_size: int = 0, cursor: str = "") -> Page:
-        check_project(project)
-        size = clamp_page_size(page_size)
-        after = decode_cursor(cursor) if cursor else None
-        uids = self.catalog.page(project, size + 1, after)
-        infos = [self._listed(uid) for uid in uids[:size]]
-        if len(uids) <= size:
-            return Page(infos)
-        last = infos[-1]
-        return Page(infos, encode_cursor(last.meta.create_time_ns, last.uid))
+        ask = page_ask(project, page_size, cursor)
+        uids = self.catalog.page(project, ask.limit, ask.after)
+        infos = [self._listed(uid) for uid in uids[: ask.size]]
+        return page_of(infos, ask, more=len(uids) > ask.size)
 
     def delete(self, uid: str) -> SessionInfo:
         sdir = self._dir(uid)

@@ -61,6 +61,7 @@ from agentsessions.journal.stores.jetstream.extras import Extras, HarnessRecords
 from agentsessions.journal.stores.jetstream.follow import follow_subject
 from agentsessions.journal.stores.jetstream.keys import KeyStream
 from agentsessions.journal.stores.jetstream.writer import JetStreamWriter, shadow
+from agentsessions.journal.stores.paging import newest_first, page_ask, page_of
 from agentsessions.journal.stores.store import (
     DEFAULT_MAX_COMMIT_BYTES,
     Page,
@@ -70,10 +71,7 @@ from agentsessions.journal.stores.store import (
     check_component,
     check_project,
     check_uid,
-    clamp_page_size,
-    decode_cursor,
     deleted_error,
-    encode_cursor,
 )
 from agentsessions.journal.stores.tail import Tail
 
@@ -189,23 +187,14 @@ class JetStreamStore:
             return None
 
     def list(self, project: str, page_size: int = 0, cursor: str = "") -> Page:
-        check_project(project)
-        size = clamp_page_size(page_size)
-        after = decode_cursor(cursor) if cursor else None
+        ask = page_ask(project, page_size, cursor)
         # two batched reads (jetstream/listing.py), not one read per session
         metas, self.unindexed = listing.all_metas(self._client, self._opts.prefix)
-        rows = [(m, ut) for m, deleted, ut in metas if m.project == project and not deleted]
-        rows.sort(key=lambda r: (-r[0].create_time_ns, r[0].uid))
-        if after is not None:
-            ns, last_uid = after
-            rows = [r for r in rows if (-r[0].create_time_ns, r[0].uid) > (-ns, last_uid)]
-        shown = rows[: size + 1]
+        live = [(m, ut) for m, deleted, ut in metas if m.project == project and not deleted]
+        shown = newest_first(live, lambda row: row[0], ask)
         heads = listing.journal_heads(self._client, [self._journal(m.uid) for m, _ut in shown])
-        page = [self._info(m, False, ut, heads.get(self._journal(m.uid))) for m, ut in shown]
-        if len(page) <= size:
-            return Page(page)
-        last = page[size - 1]
-        return Page(page[:size], encode_cursor(last.meta.create_time_ns, last.uid))
+        infos = [self._info(m, False, ut, heads.get(self._journal(m.uid))) for m, ut in shown]
+        return page_of(infos, ask, more=len(infos) > ask.size)
 
     def uids(self) -> tuple[str, ...]:
         prefix = self._opts.prefix

@@ -35,6 +35,7 @@ from agentsessions.journal.stores.memory.crypt import (
     seal_records,
     seal_state,
 )
+from agentsessions.journal.stores.paging import newest_first, page_ask, page_of
 from agentsessions.journal.stores.store import (
     DEFAULT_MAX_COMMIT_BYTES,
     CommitResult,
@@ -47,10 +48,7 @@ from agentsessions.journal.stores.store import (
     check_component,
     check_project,
     check_uid,
-    clamp_page_size,
-    decode_cursor,
     deleted_error,
-    encode_cursor,
 )
 from agentsessions.journal.stores.tail import Tail
 from agentsessions.v1 import workloadref
@@ -148,22 +146,13 @@ class MemoryStore:
         return None if found is None else found.meta.project
 
     def list(self, project: str, page_size: int = 0, cursor: str = "") -> Page:
-        check_project(project)
-        size = clamp_page_size(page_size)
-        after = decode_cursor(cursor) if cursor else None
+        ask = page_ask(project, page_size, cursor)
         with self._cond:
-            rows = sorted(
-                (s for s in self._sessions.values() if s.meta.project == project and not s.deleted),
-                key=lambda s: (-s.meta.create_time_ns, s.meta.uid),
+            live = (
+                s for s in self._sessions.values() if s.meta.project == project and not s.deleted
             )
-            if after is not None:
-                ns, uid = after
-                rows = [r for r in rows if (-r.meta.create_time_ns, r.meta.uid) > (-ns, uid)]
-            page = [self._info(s) for s in rows[: size + 1]]
-        if len(page) <= size:
-            return Page(page)
-        last = page[size - 1]
-        return Page(page[:size], encode_cursor(last.meta.create_time_ns, last.uid))
+            infos = [self._info(s) for s in newest_first(live, _meta_of, ask)]
+        return page_of(infos, ask, more=len(infos) > ask.size)
 
     def uids(self) -> tuple[str, ...]:
         with self._cond:
@@ -596,3 +585,7 @@ def _with_time(meta: SessionMeta) -> SessionMeta:
     from dataclasses import replace
 
     return replace(meta, create_time_ns=time.time_ns())
+
+
+def _meta_of(session: _Session) -> SessionMeta:
+    return session.meta
