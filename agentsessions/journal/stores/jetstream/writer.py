@@ -32,15 +32,14 @@ from agentsessions.errors import (
     UnavailableError,
 )
 from agentsessions.journal.format.records import Record
+from agentsessions.journal.stores.appending import NOTHING_HELD, ChainWriter
 from agentsessions.journal.stores.jetstream import checkpoint, identity, wire
 from agentsessions.journal.stores.jetstream.client import Client
 from agentsessions.journal.stores.jetstream.crypt import Opener, SubjectCipher
 from agentsessions.journal.stores.jetstream.live import Presence
 from agentsessions.journal.stores.store import (
     CommitResult,
-    StateUpdate,
     WorkingState,
-    check_commit_id,
     deleted_error,
 )
 from agentsessions.journal.stores.tail import Tail
@@ -59,7 +58,7 @@ def shadow(tail: Tail) -> Tail:
     )  # fmt: skip
 
 
-class JetStreamWriter:
+class JetStreamWriter(ChainWriter):
     """Holds one journal subject: its folded tail, its fence and the subject's last seq."""
 
     def __init__(
@@ -78,6 +77,7 @@ class JetStreamWriter:
         self._presence = presence  # what this writer's probe responder answers (busy/idle)
         self._max_bytes, self._on_close = max_bytes, on_close
         self._closed = False
+        self._held = NOTHING_HELD
         self._doubt = False  # a publish gave up unanswered: it may have landed
         self._every = checkpoint_every
         self._cipher = cipher  # an encrypted session's: commits are sealed (jetstream/crypt.py)
@@ -118,44 +118,6 @@ class JetStreamWriter:
         """The working state as of this writer's last commit."""
         return self._tail.state
 
-    def append(
-        self,
-        events: Sequence[Mapping[str, Any]],
-        *,
-        expected_last_seq: int | None = None,
-        fence: int | None = None,
-        commit_id: str | None = None,
-        sync: bool = True,
-        state: StateUpdate | None = None,
-        expected_state_version: int | None = None,
-    ) -> CommitResult:
-        """Append one commit as one message (see :class:`~agentsessions.journal.stores.
-        store.Writer`); every commit is synced before the server acknowledges it, so
-        ``sync=False`` is the same as ``sync=True``."""
-        del sync
-        check_commit_id(commit_id)
-        self._check_open()
-        if self._doubt:
-            self._catch_up()
-        first = self._tail.duplicate(commit_id)
-        if first is not None:
-            return first
-        use = self._fence if fence is None else fence
-        records, new = self._tail.prepare(
-            self._uid, events, expected_last_seq=expected_last_seq, fence=use,
-            current=self._fence, state=state, expected_state_version=expected_state_version,
-            max_bytes=self._max_bytes,
-        )  # fmt: skip
-        return self._land(records, events, commit_id, new, use)
-
-    def append_records(self, records: Sequence[Record]) -> CommitResult:
-        """Append already-hashed records verbatim (import); each must link and verify."""
-        self._check_open()
-        if self._doubt:
-            self._catch_up()
-        self._tail.check_records(self._uid, records, max_bytes=self._max_bytes)
-        return self._land(list(records), None, None, None, self._fence)
-
     def sync(self) -> None:
         """Nothing to do: the server fsyncs every commit before acknowledging it."""
 
@@ -193,6 +155,16 @@ class JetStreamWriter:
         if self._closed:
             raise InvalidArgumentError(f"session {self._uid}: this writer was closed")
 
+    @property
+    def _max_commit_bytes(self) -> int:
+        return self._max_bytes
+
+    def _open_tail(self) -> Tail:
+        self._check_open()
+        if self._doubt:
+            self._catch_up()
+        return self._tail
+
     def _land(
         self,
         records: list[Record],
@@ -200,7 +172,11 @@ class JetStreamWriter:
         cid: str | None,
         state: WorkingState | None,
         fence: int,
+        sync: bool,
     ) -> CommitResult:
+        """Publish one commit as one message with CAS; every commit is synced before the
+        server acknowledges it, so ``sync=False`` is the same as ``sync=True``."""
+        del sync
         after = shadow(self._tail)
         result = after.advance(records, events, None, state, fence=fence)
         body = wire.commit_body(
