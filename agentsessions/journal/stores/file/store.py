@@ -32,12 +32,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentsessions.errors import (
-    AgentSessionsError,
     InvalidArgumentError,
-    JournalError,
     MetadataCorruptError,
     NotFoundError,
-    SessionKeyError,
     StorageError,
 )
 from agentsessions.journal.format import fencefile
@@ -52,19 +49,17 @@ from agentsessions.journal.stores.file.catalog import Catalog
 from agentsessions.journal.stores.file.component import FileComponentStore
 from agentsessions.journal.stores.file.crypt import LazyCipher, cipher_for, create_key
 from agentsessions.journal.stores.file.host import HostFiles
+from agentsessions.journal.stores.file.opening import Opening, open_tail
+from agentsessions.journal.stores.file.rows import listed_row, session_row
 from agentsessions.journal.stores.file.sessiondir import (
-    DELETED_NAME,
-    FENCE_NAME,
     SessionDir,
     acked,
     cancel_reason_at,
     cancel_request_at,
     json_bytes,
-    proved_head,
 )
 from agentsessions.journal.stores.file.writer import (
     FileWriter,
-    fold_frames,
     follow_records,
     frame_records,
 )
@@ -242,7 +237,7 @@ class FileStore(HostFiles):
         meta = sdir.read_meta()
         tail, _position, _log = self._load_tail(sdir, meta)
         _log.close()
-        return self._info(sdir, meta, tail)
+        return session_row(sdir, meta, tail)
 
     def project_of(self, uid: str) -> str | None:
         """``uid``'s project from its catalog row (one indexed read; SQLite's serialized
@@ -546,131 +541,10 @@ class FileStore(HostFiles):
         check_links: bool = False,
         scope: str = "",
     ) -> tuple[Tail, fencefile.Head, SegmentLog]:
-        """Open the journal reading only its tail: the hint, then what was committed after it;
-        the tail, the acknowledged head this open proved (:func:`.sessiondir.proved_head`,
-        what a writer records in its FENCE) and the open log.
-
-        The hint, and the head the FENCE's latest writer opened on, are evidence of the
-        acknowledged head: a journal that ends before either is refused
-        (AcknowledgedDataMissingError). A writable open, or ``check_links``, also
-        checks that the segments chain. ``scope``: a tool store's key (``uid/tool``)."""
-        position, hinted = sdir.read_hint()
-        # the FENCE head counts where it is past the hint: below it, the hint's own claim
-        # already proves the journal reaches it (verify checks every claim in full)
-        hinted_seq = position.last_seq if position is not None else 0
-        fence = sdir.read_fence()
-        fenced = tuple(c for c in (fence.evidence() if fence else ()) if c.seq > hinted_seq)
-        log, scan = SegmentLog.open(
-            sdir.journal,
-            session_id=meta.uid,
-            writable=writable,
-            fs=self.fs,
-            segment_max_bytes=self.options.segment_max_bytes,
-            resume=position,
-            compress_in_background=writable,
-            acked=acked(position) + fenced,
-            check_links=writable or check_links,
-        )
-        try:
-            if scan.resumed and hinted is not None:
-                tail = hinted
-            elif scan.base_carry is not None:
-                tail = Tail.from_json(scan.base_carry)
-            else:
-                tail = sdir.read_base()
-            lazy = LazyCipher(sdir.path, meta, self.master, scope)
-            fold_frames(tail, scan.frames, lazy)
-            statefile.check_acked(log, hinted, tail)
-            if writable:  # a writer holds its state: one frame's read, whatever the history
-                statefile.load(log, tail, lazy.state_data)
-        except BaseException:
-            log.close()
-            raise
-        return tail, proved_head(position, fence), log
+        """:func:`.opening.open_tail` with this store's file system, segment size and key."""
+        how = Opening(self.fs, self.options.segment_max_bytes, self.master)
+        return open_tail(sdir, meta, how, writable=writable, check_links=check_links, scope=scope)
 
     def _listed(self, uid: str) -> SessionInfo:
-        """The row ``list`` shows: what :meth:`get` says, from the TAIL hint alone when the
-        journal provably has not changed since the hint was written (else from ``get``).
-
-        ``get`` opens the journal and checks the hint's last frame (CRC, hash) before it
-        uses it. A listing skips that when the hint names the tail segment, the tail holds
-        nothing but free space (zeros) or its end at the hint's offset, and was not modified
-        after the hint was written (mtime): every commit writes a frame at the commit end
-        and every rotation makes a new tail, so no acknowledged commit can be missing from
-        the row. What the listing does not catch,
-        damage that changes neither size nor mtime, is ``verify``'s and ``open``'s to find;
-        a listing never feeds a writer, which always opens with full validation.
-        """
-        try:
-            sdir = SessionDir(self.sessions_dir / check_uid(uid))
-            with os.scandir(sdir.path) as it:  # one listing instead of probing each small file
-                names = {entry.name: entry for entry in it}
-            meta = sdir.read_meta()
-            found = sdir.trusted_tail(names)
-        except (OSError, AgentSessionsError, ValueError):
-            found = None
-        if found is None:
-            try:
-                return self.get(uid)
-            except (JournalError, SessionKeyError) as exc:  # a row saying why, not a crash
-                return self._damaged_row(uid, exc)
-            except NotFoundError as exc:  # the catalog's row outlived a directory removed by hand
-                return self._damaged_row(uid, exc)
-        tail, newest_ns = found
-        try:
-            return self._info(sdir, meta, tail, newest_ns, frozenset(names))
-        except JournalError as exc:  # a damaged FENCE: the row says so, as get's error does
-            return self._damaged_row(uid, exc)
-
-    def _damaged_row(self, uid: str, exc: AgentSessionsError) -> SessionInfo:
-        """The listing row of a session that cannot be read: its uid, what the catalog
-        knows (project, creation time: the cursor needs it) and why, instead of no row."""
-        created_ns = (self.catalog.entry(uid) or ("", 0))[1]
-        # damaged metadata: its project is unknown (the index's copy is no proof), so ""
-        # (no project-scoped token sees the row); the creation time keeps the cursor working
-        meta = SessionMeta(uid=uid, project="", create_time_ns=created_ns)
-        if not isinstance(exc, MetadataCorruptError):  # the journal is damaged, not this
-            with contextlib.suppress(MetadataCorruptError):
-                meta = SessionDir(self.sessions_dir / uid).read_meta()
-        deleted = SessionDir(self.sessions_dir / uid).is_deleted()
-        why = str(exc.fields.get("problem") or exc)  # "session.json is not valid JSON (...)"
-        if isinstance(exc, NotFoundError):
-            why = "the session directory is gone ('agentsessions reindex' drops this row)"
-        return SessionInfo(meta=meta, update_time_ns=created_ns, deleted=deleted, damaged=why)
-
-    def _info(
-        self,
-        sdir: SessionDir,
-        meta: SessionMeta,
-        tail: Tail,
-        newest_ns: int | None = None,
-        names: frozenset[str] | None = None,
-    ) -> SessionInfo:
-        """The session's row; ``newest_ns`` and ``names`` (the session directory's entries)
-        save the listing from looking again."""
-        update_ns = meta.create_time_ns
-        if tail.last_seq:
-            with contextlib.suppress(OSError):
-                if newest_ns is None:
-                    newest_ns = sdir.newest_mtime_ns()
-                update_ns = max(update_ns, newest_ns)
-
-        def has(name: str) -> bool:
-            return names is None or name in names
-
-        return SessionInfo(
-            meta=meta,
-            last_seq=tail.last_seq,
-            last_hash=tail.last_hash,
-            compute_state=tail.projection.compute_state,
-            exec_state=tail.projection.exec_state,
-            update_time_ns=update_ns,
-            fence=max(fencefile.read(sdir.fence_file) if has(FENCE_NAME) else 0, tail.max_fence),
-            deleted=has(DELETED_NAME) and sdir.is_deleted(),
-            exec_seq=tail.projection.exec_seq,
-            exec_id=tail.projection.exec_id,
-            snapshot=tail.projection.snapshot,
-            state_version=tail.state.version,
-            state_covers=(tail.state.covers_from, tail.state.covers_to),
-            state_size=tail.state_size,
-        )
+        """The row ``list`` shows (:func:`.rows.listed_row`)."""
+        return listed_row(self.sessions_dir, self.catalog, uid, self.get)

@@ -24,6 +24,7 @@ from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import SegmentLog
 from agentsessions.journal.stores.appending import NOTHING_HELD, ChainWriter
 from agentsessions.journal.stores.file.crypt import LazyCipher
+from agentsessions.journal.stores.file.rows import session_row
 from agentsessions.journal.stores.file.sessiondir import SessionDir
 from agentsessions.journal.stores.store import (
     CommitResult,
@@ -53,10 +54,6 @@ class WriterOwner(Protocol):
     @property
     def fs(self) -> FileSystem:
         """The store's durability primitives (injectable for crash tests)."""
-        ...
-
-    def _info(self, sdir: SessionDir, meta: SessionMeta, tail: Tail) -> SessionInfo:
-        """The session's row as the store's ``get`` returns it, from this tail state."""
         ...
 
 
@@ -108,7 +105,7 @@ class FileWriter(ChainWriter):
     def info(self) -> SessionInfo:
         """The session as :meth:`FileStore.get` returns it, from what this writer holds
         (it holds the lock: no one else can have committed since it opened)."""
-        return self._store._info(self._dir, self.meta, self._tail)
+        return session_row(self._dir, self.meta, self._tail)
 
     def sync(self) -> None:
         """Make every commit landed with ``sync=False`` durable (see :meth:`Writer.append`)."""
