@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from agentsessions.errors import UnavailableError
+from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.jetstream import identity, wire
 from agentsessions.journal.stores.jetstream.client import Client, last_and_prior, read_to
 from agentsessions.journal.stores.tail import Tail
@@ -174,3 +175,16 @@ def _bisect(client: Client, subject: str, from_seq: int, lo: int, hi: int) -> in
         else:
             lo = mid if msg is None else max(mid, msg.stream_seq)
     return hi - 1
+
+
+def records_between(
+    client: Client, subject: str, from_seq: int, to_seq: int, opener: Opener
+) -> list[Record]:
+    """The records ``from_seq..to_seq`` (0: to the end) of ``subject``, read from the
+    message holding ``from_seq`` (found through the checkpoint), not from the start."""
+    return [
+        r
+        for msg in read_from(client, subject, from_seq, to_seq if to_seq > 0 else 0)
+        for r in opener.open(msg, state=False).records
+        if r.seq >= from_seq and (to_seq <= 0 or r.seq <= to_seq)
+    ]

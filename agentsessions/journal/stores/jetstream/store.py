@@ -48,10 +48,15 @@ from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores import forking, metafile
 from agentsessions.journal.stores.jetstream import checkpoint, identity, listing, live, wire
 from agentsessions.journal.stores.jetstream.client import Client
-from agentsessions.journal.stores.jetstream.conn import JetStreamOptions, commit_problems
+from agentsessions.journal.stores.jetstream.component import JetStreamComponentStore
+from agentsessions.journal.stores.jetstream.conn import (
+    HEADROOM,
+    JetStreamOptions,
+    commit_problems,
+    fit_commit_limit,
+)
 from agentsessions.journal.stores.jetstream.crypt import (
     Keyring,
-    Opener,
     SubjectCipher,
     VerifyRecord,
     sealed_export,
@@ -63,7 +68,6 @@ from agentsessions.journal.stores.jetstream.keys import KeyStream
 from agentsessions.journal.stores.jetstream.writer import JetStreamWriter, shadow
 from agentsessions.journal.stores.paging import newest_first, page_ask, page_of
 from agentsessions.journal.stores.store import (
-    DEFAULT_MAX_COMMIT_BYTES,
     Page,
     SessionInfo,
     SessionMeta,
@@ -78,33 +82,6 @@ from agentsessions.journal.stores.tail import Tail
 if TYPE_CHECKING:
     from agentsessions.journal.crypto.cipher import SessionCipher
     from agentsessions.journal.crypto.keys import MasterKey, RewrapCount
-
-_HEADROOM = 64 * 1024  # a commit message's header line beside its payloads
-MIN_COMMIT_BYTES = 64 * 1024  # below this a server cannot hold a working session's turns
-
-
-def fit_commit_limit(asked: int, max_payload: int, url: str) -> int:
-    """The largest commit this store takes: ``asked`` when the server's ``max_payload`` fits
-    it (UnavailableError when it does not); unasked (0), the file store's limit, lowered to
-    what a message of ``max_payload`` bytes holds (a server on its 1 MiB default works, its
-    commits refused whole past ~960 KiB), but never below :data:`MIN_COMMIT_BYTES`."""
-    room = max_payload - _HEADROOM
-    if asked and asked > room:
-        raise UnavailableError(
-            f"the NATS server at {url} takes messages of at most {max_payload} bytes; a "
-            f"commit of {asked} bytes (max_commit_bytes=) would not fit",
-            hint=f"set max_payload to at least {asked + _HEADROOM} in the server's config, "
-            f"or ask for at most max_commit_bytes={max(room, 0)}",
-        )
-    if asked:
-        return asked
-    if room < MIN_COMMIT_BYTES:
-        raise UnavailableError(
-            f"the NATS server at {url} takes messages of at most {max_payload} bytes: too "
-            f"small for journal commits (at least {MIN_COMMIT_BYTES + _HEADROOM} needed)",
-            hint=f"set max_payload to {DEFAULT_MAX_COMMIT_BYTES + _HEADROOM} in its config",
-        )
-    return min(DEFAULT_MAX_COMMIT_BYTES, room)
 
 
 class JetStreamStore:
@@ -135,7 +112,7 @@ class JetStreamStore:
             raise
         self.max_commit_bytes = max_commit_bytes
         try:  # a recreated stream is told from the old one by its genesis
-            problems = commit_problems(self._client.stream_config, max_commit_bytes, _HEADROOM)
+            problems = commit_problems(self._client.stream_config, max_commit_bytes, HEADROOM)
             if problems:
                 raise UnavailableError(
                     f"the JetStream stream {options.stream!r} at {options.url} cannot hold "
@@ -292,7 +269,7 @@ class JetStreamStore:
     def component(self, uid: str, name: str) -> JetStreamComponentStore:
         """The store of component ``name`` (a tool) in session ``uid``."""
         meta, _deleted, _ut = self._meta(uid)
-        return JetStreamComponentStore(self, meta, check_component(name))
+        return JetStreamComponentStore(self, meta, check_component(name), self._opts.prefix)
 
     def components(self, uid: str) -> tuple[str, ...]:
         """The names of the tool stores session ``uid`` has, sorted."""
@@ -563,7 +540,11 @@ class JetStreamStore:
             end = meta.fork_seq if to_seq <= 0 else min(to_seq, meta.fork_seq)
             out.extend(self._records(parent, from_seq, end))
         opener = self._ring.opener(meta)
-        out.extend(_between(self._client, self._journal(meta.uid), from_seq, to_seq, opener))
+        out.extend(
+            checkpoint.records_between(
+                self._client, self._journal(meta.uid), from_seq, to_seq, opener
+            )
+        )
         return out
 
     def _info(
@@ -581,63 +562,6 @@ class JetStreamStore:
             state_covers=(tail.state.covers_from, tail.state.covers_to),
             state_size=tail.state_size,
         )  # fmt: skip
-
-
-class JetStreamComponentStore:
-    """A tool's own journal in one session: its own subject, the same writer; an encrypted
-    session's tool store has a data key of its own (scope ``uid/name``), made by its first
-    writer."""
-
-    def __init__(self, store: JetStreamStore, meta: SessionMeta, name: str) -> None:
-        self._store, self._meta, self._uid, self._name = store, meta, meta.uid, name
-        self._subject = wire.component_subject(store._opts.prefix, meta.uid, name)
-
-    @property
-    def uid(self) -> str:
-        return self._uid
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def writer(self) -> JetStreamWriter:
-        """Become the tool store's single writer; refused once the session is deleted."""
-        _meta, deleted, _ut = self._store._meta(self._uid)
-        if deleted:
-            raise deleted_error(self._uid, self._name)
-        ring, meta, name = self._store._ring, self._meta, self._name
-        return self._store._open(
-            self._uid, self._subject, cipher_of=lambda: ring.cipher(meta, name, create=True)
-        )
-
-    def read(self, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
-        client, opener = self._store._client, self._opener()
-        return iter(_between(client, self._subject, max(from_seq, 1), to_seq, opener))
-
-    def follow(self, from_seq: int = 1, *, idle_timeout: float | None = None) -> Iterator[Record]:
-        return follow_subject(
-            self._store._client, self._subject, max(from_seq, 1), idle_timeout, self._opener()
-        )
-
-    def state(self) -> WorkingState:
-        """The tool store's working state (version 0 before its first writer)."""
-        return checkpoint.load(self._store._client, self._subject, opener=self._opener()).tail.state
-
-    def _opener(self) -> Opener:
-        return self._store._ring.opener(self._meta, self._name)
-
-
-def _between(
-    client: Client, subject: str, from_seq: int, to_seq: int, opener: Opener
-) -> builtins.list[Record]:
-    """The records ``from_seq..to_seq`` (0: to the end) of ``subject``, read from the
-    message holding ``from_seq`` (found through the checkpoint), not from the start."""
-    return [
-        r
-        for msg in checkpoint.read_from(client, subject, from_seq, to_seq if to_seq > 0 else 0)
-        for r in opener.open(msg, state=False).records
-        if r.seq >= from_seq and (to_seq <= 0 or r.seq <= to_seq)
-    ]
 
 
 def _token() -> str:
