@@ -61,6 +61,11 @@ class ChainWriter(ABC):
     _held: AbstractContextManager[None]
 
     @property
+    def fence(self) -> int:
+        """The fence this writer minted when it opened."""
+        return self._fence
+
+    @property
     @abstractmethod
     def uid(self) -> str: ...
 
@@ -85,7 +90,8 @@ class ChainWriter(ABC):
         sync: bool,
     ) -> CommitResult:
         """Store one prepared commit (``records``, the new ``state``, by ``fence``) and
-        advance the tail past it; ``sync`` False may defer durability (see Writer.append)."""
+        advance the tail past it; ``sync`` False may defer durability (see Writer.append).
+        Positional values, not one object: an append allocates nothing for the handover."""
 
     def append(
         self,

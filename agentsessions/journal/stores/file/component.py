@@ -44,6 +44,7 @@ from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import SegmentLog
 from agentsessions.journal.stores.file import watch
 from agentsessions.journal.stores.file.crypt import cipher_for, create_key, shredded
+from agentsessions.journal.stores.file.opening import Opening, open_tail
 from agentsessions.journal.stores.file.sessiondir import SessionDir, acked
 from agentsessions.journal.stores.file.writer import (
     FileWriter,
@@ -57,7 +58,6 @@ from agentsessions.journal.stores.store import (
     check_component,
     deleted_error,
 )
-from agentsessions.journal.stores.tail import Tail
 
 if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey
@@ -76,9 +76,10 @@ class ComponentOwner(WriterOwner, Protocol):
 
     def _check_writable(self, what: str) -> None: ...
 
-    def _load_tail(
-        self, sdir: SessionDir, meta: SessionMeta, *, writable: bool = False, scope: str = ""
-    ) -> tuple[Tail, fencefile.Head, SegmentLog]: ...
+    @property
+    def opening(self) -> Opening:
+        """What opening a journal uses of the store (:func:`.opening.open_tail`)."""
+        ...
 
     def _state_of(
         self, sdir: SessionDir, meta: SessionMeta, before_seq: int = 0, scope: str = ""
@@ -175,8 +176,8 @@ class FileComponentStore:
         try:
             self._check_live()  # under the LOCK: the session's delete takes it too
             cipher = self._cipher()  # exit 26 before the journal is opened for writing
-            tail, proved, log = self._owner._load_tail(
-                self._dir, self._meta, writable=True, scope=self._scope
+            tail, proved, log = open_tail(
+                self._dir, self._meta, self._owner.opening, writable=True, scope=self._scope
             )
             try:
                 fence = fencefile.mint(self._owner.fs, self._dir.fence_file, tail.max_fence, proved)

@@ -114,6 +114,7 @@ class FileStore(HostFiles):
         self.options = options or StoreOptions()
         self.max_commit_bytes = self.options.max_commit_bytes
         self.fs = fs
+        self.opening = Opening(fs, self.options.segment_max_bytes, master)  # opens use it
         self.sessions_dir = self.home / "sessions"
         self._cancel_paths: dict[str, str] = {}  # uid -> its CANCEL path, built once
         self._workload_paths: dict[str, str] = {}  # uid -> its WORKLOAD path, built once
@@ -177,7 +178,7 @@ class FileStore(HostFiles):
         forking.check_fork(parent, at_seq, source.last_seq, len(children))
         sdir = self._dir(parent)
         sdir.check_parent(source.meta)  # a child of a journal whose start is gone is one too
-        head, _position, log = self._load_tail(sdir, source.meta, check_links=True)
+        head, _position, log = open_tail(sdir, source.meta, self.opening, check_links=True)
         log.close()
         base = forking.base_tail(lambda a, b: self.read(parent, a, b), at_seq, head)
         made: list[SessionMeta] = []
@@ -235,7 +236,7 @@ class FileStore(HostFiles):
     def get(self, uid: str) -> SessionInfo:
         sdir = self._dir(uid)
         meta = sdir.read_meta()
-        tail, _position, _log = self._load_tail(sdir, meta)
+        tail, _position, _log = open_tail(sdir, meta, self.opening)
         _log.close()
         return session_row(sdir, meta, tail)
 
@@ -283,7 +284,7 @@ class FileStore(HostFiles):
                 raise deleted_error(uid)
             if not found.summed:
                 self._add_sums(sdir, meta)
-            tail, proved, log = self._load_tail(sdir, meta, writable=True)
+            tail, proved, log = open_tail(sdir, meta, self.opening, writable=True)
             # a second durable copy of the acknowledged head (FORMAT.md 14), in a sync paid anyway
             fence = fencefile.mint(self.fs, sdir.fence_file, tail.max_fence, proved)
             cipher = cipher_for(sdir.path, meta, self.master)
@@ -352,7 +353,7 @@ class FileStore(HostFiles):
         """The working state of the journal in ``sdir`` (a session's or a component
         store's, whose key's ``scope`` is ``uid/tool``), read-only: the tail state's STATE
         frame, or stepping back from it (opened with the key when sealed)."""
-        tail, _position, log = self._load_tail(sdir, meta, scope=scope)
+        tail, _position, log = open_tail(sdir, meta, self.opening, scope=scope)
         opener = LazyCipher(sdir.path, meta, self.master, scope).state_data
         try:
             if before_seq > 0:
@@ -531,19 +532,6 @@ class FileStore(HostFiles):
             for entry in entries:
                 if entry.is_dir() and not entry.name.startswith("."):
                     yield SessionDir(Path(entry.path))
-
-    def _load_tail(
-        self,
-        sdir: SessionDir,
-        meta: SessionMeta,
-        *,
-        writable: bool = False,
-        check_links: bool = False,
-        scope: str = "",
-    ) -> tuple[Tail, fencefile.Head, SegmentLog]:
-        """:func:`.opening.open_tail` with this store's file system, segment size and key."""
-        how = Opening(self.fs, self.options.segment_max_bytes, self.master)
-        return open_tail(sdir, meta, how, writable=writable, check_links=check_links, scope=scope)
 
     def _listed(self, uid: str) -> SessionInfo:
         """The row ``list`` shows (:func:`.rows.listed_row`)."""

@@ -90,10 +90,6 @@ class FileWriter(ChainWriter):
         return self.meta.uid
 
     @property
-    def fence(self) -> int:
-        return self._fence
-
-    @property
     def head(self) -> tuple[int, str]:
         return self._tail.last_seq, self._tail.last_hash
 

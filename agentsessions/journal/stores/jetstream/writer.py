@@ -106,10 +106,6 @@ class JetStreamWriter(ChainWriter):
         return self._uid
 
     @property
-    def fence(self) -> int:
-        return self._fence
-
-    @property
     def head(self) -> tuple[int, str]:
         return self._tail.last_seq, self._tail.last_hash
 

@@ -455,10 +455,6 @@ class MemoryWriter(ChainWriter):
         return self._session.meta.uid
 
     @property
-    def fence(self) -> int:
-        return self._fence
-
-    @property
     def head(self) -> tuple[int, str]:
         return self._session.tail.last_seq, self._session.tail.last_hash
 
