@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agentsessions.controller.lifecycle import ForkRequest, fork
 from agentsessions.controller.replay import replay
 from agentsessions.journal.format.durable import FileSystem
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.sessions.wiring import HARNESSES, build_controller
 from agentsessions.v1 import model

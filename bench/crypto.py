@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agentsessions.journal.crypto.keys import MasterKey
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, StateUpdate, new_uid
 from agentsessions.v1 import model
 

@@ -12,7 +12,7 @@ on loopback ports, in a temporary directory; without the wheel it says so and ex
 For each session length, from a store that has cached nothing (another host, as it were):
 the time (median of a few) and the messages fetched to open a writer and to read the last
 10 records, then each long figure's ratio to the short one. Tail checkpoints
-(``jetstream_checkpoint``) keep both flat; the target is a ratio within ~1.5x. No number here
+(``jetstream/checkpoint.py``) keep both flat; the target is a ratio within ~1.5x. No number here
 is asserted by a test (``tests/jetstream/test_jetstream_checkpoint.py`` bounds the counts).
 """
 
@@ -44,8 +44,8 @@ def _event(i: int) -> dict[str, Any]:
 
 
 def _store(url: str) -> Any:
-    from agentsessions.journal.stores.jetstream import JetStreamStore
-    from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+    from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
+    from agentsessions.journal.stores.jetstream.store import JetStreamStore
 
     return JetStreamStore(JetStreamOptions.parse(url))
 
@@ -271,7 +271,7 @@ def _bench_open(url: str) -> None:
 def _bench_probe(here: Any, there: Any, uid: str, n: int) -> None:
     """The live probe alone, as a writer open sends it: nobody listening, a writer idle."""
     try:
-        from agentsessions.journal.stores import jetstream_live as live
+        from agentsessions.journal.stores.jetstream import live
     except ImportError:
         return
     if not hasattr(live, "Presence"):

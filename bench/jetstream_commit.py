@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from natsserver import NatsServer, wheel_binary  # noqa: E402
 
-from agentsessions.journal.stores.jetstream import JetStreamStore  # noqa: E402
-from agentsessions.journal.stores.jetstream_conn import JetStreamOptions  # noqa: E402
+from agentsessions.journal.stores.jetstream.conn import JetStreamOptions  # noqa: E402
+from agentsessions.journal.stores.jetstream.store import JetStreamStore  # noqa: E402
 from agentsessions.journal.stores.store import SessionMeta, new_uid  # noqa: E402
 from agentsessions.v1 import model  # noqa: E402
 

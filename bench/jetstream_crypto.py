@@ -46,8 +46,8 @@ def _event(i: int) -> dict[str, Any]:
 
 
 def _store(url: str, master: Any = None) -> Any:
-    from agentsessions.journal.stores.jetstream import JetStreamStore
-    from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+    from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
+    from agentsessions.journal.stores.jetstream.store import JetStreamStore
 
     return JetStreamStore(JetStreamOptions.parse(url), master=master)
 
@@ -65,7 +65,7 @@ def _seal_only(batch: int, commits: int) -> float:
     """Seconds per commit to seal ``batch`` events (no server): encryption's client cost."""
     import os
 
-    from agentsessions.journal.stores.jetstream_crypt import SubjectCipher
+    from agentsessions.journal.stores.jetstream.crypt import SubjectCipher
     from agentsessions.journal.stores.tail import Tail
 
     cipher, tail = SubjectCipher(os.urandom(32), "sess-bench"), Tail()

@@ -112,7 +112,7 @@ class FileStoreSide(Side):
     name = "file store"
 
     def __init__(self, root: Path, per_commit: int, master: Any = None) -> None:
-        from agentsessions.journal.stores.filestore import FileStore
+        from agentsessions.journal.stores.file.store import FileStore
 
         self.store, self.per_commit = FileStore(root, master=master), per_commit
 
@@ -147,8 +147,8 @@ def _append(writer: Any, i: int, per_commit: int) -> None:
 
 
 def _jetstream(url: str, master: Any = None) -> Any:
-    from agentsessions.journal.stores.jetstream import JetStreamStore
-    from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+    from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
+    from agentsessions.journal.stores.jetstream.store import JetStreamStore
 
     return JetStreamStore(JetStreamOptions.parse(url), master=master)
 
@@ -223,7 +223,7 @@ def rates(tmp: Path, r1: NatsServer, r3: NatsCluster, quick: bool) -> list[dict[
 def follow_child(kind: str, target: str, uid: str, last: int) -> int:
     """In the follower process: follow ``uid`` and print each seq's receipt time (ns)."""
     if kind == "file":
-        from agentsessions.journal.stores.filestore import FileStore
+        from agentsessions.journal.stores.file.store import FileStore
 
         store: Any = FileStore(Path(target))
     else:
@@ -274,7 +274,7 @@ def follow_latency(
 
 
 def follows(tmp: Path, r1: NatsServer, r3: NatsCluster, quick: bool) -> list[dict[str, Any]]:
-    from agentsessions.journal.stores.filestore import FileStore
+    from agentsessions.journal.stores.file.store import FileStore
 
     n = 30 if quick else 200
     home = tmp / "follow-home"

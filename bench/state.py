@@ -24,7 +24,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agentsessions.journal.format.durable import FileSystem
-from agentsessions.journal.stores.filestore import FileStore, StoreOptions
+from agentsessions.journal.stores.file.store import FileStore, StoreOptions
 from agentsessions.journal.stores.store import SessionMeta, StateUpdate, new_uid
 from agentsessions.v1 import model
 

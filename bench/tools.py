@@ -29,7 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agentsessions.controller.spi import HarnessDescriptor, Sink, Start, ToolRequest
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.sessions.local import open_local
 from agentsessions.sessions.wiring import HARNESSES, build_controller

@@ -52,7 +52,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agentsessions.journal.format.durable import FileSystem  # noqa: E402
-from agentsessions.journal.stores.filestore import FileStore  # noqa: E402
+from agentsessions.journal.stores.file.store import FileStore  # noqa: E402
 from agentsessions.journal.stores.store import SessionMeta, new_uid  # noqa: E402
 from agentsessions.v1 import model  # noqa: E402
 

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from agentsessions.controller.spi import BoundTool, ToolOutcome, ToolRequest
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.sessions.wiring import HARNESSES, build_controller
 from agentsessions.tools import AppendLine, static_resolver

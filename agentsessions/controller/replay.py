@@ -29,7 +29,7 @@ replay as usual; a memory harness keeps the memory the canceled run left, as liv
 
 Each execution also gets the working state its live run started with (``Start.state``: the
 latest state committed before its first seq, found by stepping back over state records, see
-``journal/stores/statefile.py``), and its ``sink.state`` commits write nothing and return the
+``journal/stores/file/statefile.py``), and its ``sink.state`` commits write nothing and return the
 versions the live run got, so a harness that keeps its state there replays as it ran; and
 the state it commits must be the recorded one (as many commits, the last one's bytes equal
 to the state the execution ended with), else the replay diverged. The states are read in

@@ -1,6 +1,7 @@
-"""Storage only, in three rooms that import one way: ``format`` (canonical JSON and the
-chain rule, segments, durability, fence and lock files) <- ``stores`` (the store contract,
-the file and memory stores, catalog, projections, forking) <- ``tools`` (verify, export
+"""Storage only, in four rooms that import one way: ``format`` (canonical JSON and the
+chain rule, segments, durability, fence and lock files) <- ``crypto`` (data keys, sealed
+records) <- ``stores`` (the store contract and what every backend shares, then one
+subpackage per backend: ``file``, ``jetstream``, ``memory``) <- ``tools`` (verify, export
 and import).
 
 Imports nothing above it (no controller, CLI, server, harness or runtime); the vocabulary it

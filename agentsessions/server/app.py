@@ -156,8 +156,8 @@ def open_engine(
             key_file=key_file, models=models,
         )  # fmt: skip
     if store == "memory":
-        from agentsessions.journal.stores.filecrypt import resolve_master
-        from agentsessions.journal.stores.memstore import MemoryStore
+        from agentsessions.journal.crypto.cipher import resolve_master
+        from agentsessions.journal.stores.memory.store import MemoryStore
         from agentsessions.sessions.config import load_config
         from agentsessions.sessions.home import resolve_home
 

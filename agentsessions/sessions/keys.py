@@ -65,7 +65,7 @@ def rotate_master_key(engine: _Engine, old: MasterKey, new: MasterKey) -> Rotati
 def load_key_file(path: str) -> MasterKey:
     """The master key in key file ``path`` (MasterKeyError, exit 26, for a file others may
     read, of the wrong size or not base64; a clear one when ``cryptography`` is missing)."""
-    from agentsessions.journal.stores.filecrypt import resolve_master
+    from agentsessions.journal.crypto.cipher import resolve_master
 
     key = resolve_master(path, {})
     if key is None:  # an empty path

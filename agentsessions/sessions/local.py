@@ -263,7 +263,7 @@ class LocalSessions:
     def check_shreddable(self, uid: str) -> None:
         """InvalidArgumentError unless ``uid`` is an encrypted session (of a store that
         keeps keys: its own ``check_shreddable``, else the file store's)."""
-        from agentsessions.journal.stores import filecrypt
+        from agentsessions.journal.stores.file import crypt as filecrypt
 
         own = getattr(self.store, "check_shreddable", None)
         if own is not None:
@@ -275,14 +275,14 @@ class LocalSessions:
         """Destroy ``uid``'s data key for good: its content becomes unreadable with or without
         the master key, its structure still verifies (docs/FORMAT.md 15). False when it was
         already shredded; InvalidArgumentError for a plaintext session."""
-        from agentsessions.journal.stores import filecrypt
+        from agentsessions.journal.stores.file import crypt as filecrypt
 
         check_uid(uid)
         lock = self._hold(uid, 0.0)
         try:
             self._release_writer(uid)  # shred takes the session's lock itself
             own = getattr(self.store, "shred", None)  # a store's own (JetStream), else
-            with self._lock:  # the file store's (filecrypt)
+            with self._lock:  # the file store's (file/crypt.py)
                 return bool(own(uid)) if own is not None else filecrypt.shred(self.store, uid)
         finally:
             lock.release()
@@ -693,7 +693,7 @@ def open_local(
     if url:
         chosen = open_store(url, allow_unsynced=unsynced, master=master)
         return LocalSessions(resolved, chosen, runtime=runtime, model=model, models=catalog)
-    from agentsessions.journal.stores.filestore import FileStore
+    from agentsessions.journal.stores.file.store import FileStore
 
     chosen = FileStore(require_home(resolved) if must_exist else resolved, master=master)
     return LocalSessions(resolved, chosen, runtime=runtime, model=model, models=catalog)

@@ -112,7 +112,7 @@ def verify_all(
 
 def _source(store: Store, uid: str) -> str:
     """Where ``uid``'s records live, as a failed report names it."""
-    from agentsessions.journal.stores.filestore import FileStore
+    from agentsessions.journal.stores.file.store import FileStore
 
     return str(store.sessions_dir / uid) if isinstance(store, FileStore) else f"session {uid}"
 

@@ -40,8 +40,8 @@ def open_store(url: str, *, allow_unsynced: bool = False, master: MasterKey | No
             hint="--store nats://127.0.0.1:4222?monitor=http://127.0.0.1:8222",
         )
     try:
-        from agentsessions.journal.stores.jetstream import JetStreamStore
-        from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+        from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
+        from agentsessions.journal.stores.jetstream.store import JetStreamStore
     except ImportError:
         raise UnavailableError(
             "the JetStream store needs nats-py, which is not installed",

@@ -48,7 +48,7 @@ def verify_path(
 ) -> VerifyReport:
     """Verify a session directory or an export file anywhere on disk (offline, no home);
     with a master key (``key_file``, else the environment's) encrypted records are opened."""
-    from agentsessions.journal.stores.filecrypt import resolve_master
+    from agentsessions.journal.crypto.cipher import resolve_master
     from agentsessions.journal.tools.verifyfile import verify_path as verify
 
     master = resolve_master(key_file)

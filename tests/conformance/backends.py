@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from agentsessions.controller.controller import Controller
-from agentsessions.journal.stores.filestore import FileStore
-from agentsessions.journal.stores.memstore import MemoryStore
+from agentsessions.journal.stores.file.store import FileStore
+from agentsessions.journal.stores.memory.store import MemoryStore
 from agentsessions.journal.stores.store import Store
 from agentsessions.journal.tools.verify import VerifyReport, check_chain, verify_session
 from agentsessions.sessions.wiring import build_controller

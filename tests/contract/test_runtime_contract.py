@@ -43,7 +43,7 @@ from agentsessions.errors import (
     PlacementError,
     UnavailableError,
 )
-from agentsessions.journal.stores.memstore import MemoryStore
+from agentsessions.journal.stores.memory.store import MemoryStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.models import create_model
 from agentsessions.runtimes import create_runtime

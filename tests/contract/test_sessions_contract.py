@@ -71,7 +71,7 @@ def _local(tmp: Path, store: Any = None) -> Sessions:
 
 
 def _local_memory(tmp: Path) -> Sessions:
-    from agentsessions.journal.stores.memstore import MemoryStore
+    from agentsessions.journal.stores.memory.store import MemoryStore
 
     return _local(tmp, MemoryStore())
 
@@ -115,8 +115,8 @@ ENGINES: dict[str, Callable[[Path], AbstractContextManager[Sessions]]] = {
 @pytest.fixture(params=[*sorted(ENGINES), "local-jetstream"])
 def sessions(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sessions]:
     if request.param == "local-jetstream":  # a real durable nats-server, once per run
-        from agentsessions.journal.stores.jetstream import JetStreamStore
-        from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+        from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
+        from agentsessions.journal.stores.jetstream.store import JetStreamStore
         from agentsessions.journal.stores.store import new_uid
 
         token = new_uid()[5:17]

@@ -31,8 +31,8 @@ from agentsessions.errors import (
     StateConflictError,
 )
 from agentsessions.journal.crypto.keys import MasterKey
-from agentsessions.journal.stores.filestore import FileStore, StoreOptions
-from agentsessions.journal.stores.memstore import MemoryStore
+from agentsessions.journal.stores.file.store import FileStore, StoreOptions
+from agentsessions.journal.stores.memory.store import MemoryStore
 from agentsessions.journal.stores.store import (
     COMMIT_IDS_REMEMBERED,
     SessionMeta,
@@ -62,8 +62,8 @@ def _memory_store(tmp: Path, master: MasterKey | None = None) -> MemoryStore:
 
 def _jetstream_store(server: Any, **kw: Any) -> Any:
     """A fresh stream (its own name and subject prefix) on the shared durable server."""
-    from agentsessions.journal.stores.jetstream import JetStreamStore
-    from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+    from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
+    from agentsessions.journal.stores.jetstream.store import JetStreamStore
 
     token = new_uid()[5:17]
     url = server.store_url(stream=f"T{token}", prefix=f"t{token}")
@@ -352,8 +352,13 @@ def test_delete_hides_refuses_writes_keeps_reads(store: Store) -> None:
     assert uid not in [s.uid for s in store.list("default").sessions]
     assert store.get(uid).deleted
     assert [r.seq for r in store.read(uid)] == [1]
-    with pytest.raises(SessionDeletedError):
+    with pytest.raises(SessionDeletedError) as refused:
         store.writer(uid)
+    # one message whichever store refuses (it was three)
+    assert str(refused.value) == (
+        f"session {uid} was deleted; it can still be read and verified, never written"
+    )
+    assert refused.value.fields["session"] == uid
     assert uid in store.uids()
 
 
@@ -708,7 +713,7 @@ def test_component_stores_are_deleted_with_their_session(store: Store) -> None:
         store.delete(uid)
     w.close()
     store.delete(uid)
-    with pytest.raises(SessionDeletedError):
+    with pytest.raises(SessionDeletedError, match=r"its tool store 'notes' can still be read"):
         part.writer()
     with pytest.raises(SessionDeletedError):
         store.component(uid, "fresh").writer()
@@ -813,7 +818,7 @@ def encrypted(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[
         s = _jetstream_store(request.getfixturevalue("nats_server"), master=MasterKey.generate())
 
         def keyless(store: Any) -> Any:
-            from agentsessions.journal.stores.jetstream import JetStreamStore
+            from agentsessions.journal.stores.jetstream.store import JetStreamStore
 
             opened.append(JetStreamStore(store._opts))
             return opened[-1]

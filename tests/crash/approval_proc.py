@@ -21,7 +21,7 @@ from agentsessions.controller.controller import Controller
 from agentsessions.controller.spi import BoundTool, ToolOutcome, ToolRequest
 from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.format.records import Record
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.receipts import RECEIPTS_NAME
 from agentsessions.models import create_model
 from agentsessions.runtimes import create_runtime

@@ -24,7 +24,7 @@ import pytest
 
 from agentsessions.controller import approvals
 from agentsessions.errors import ApprovalParkedError, ToolOutcomeUnknownError
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.verify import verify_session
 from tests.crash.approval_proc import GATED, controller

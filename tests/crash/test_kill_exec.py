@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.verify import verify_session
 from agentsessions.sessions.wiring import build_controller

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.tools.verify import verify_session
 from agentsessions.sessions import open_local
 

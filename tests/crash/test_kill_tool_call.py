@@ -22,7 +22,7 @@ import pytest
 
 from agentsessions.controller.spi import BoundTool
 from agentsessions.errors import ToolNotUnresolvedError, ToolOutcomeUnknownError
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.verify import verify_session
 from agentsessions.sessions import LocalSessions, open_local

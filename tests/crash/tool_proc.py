@@ -16,7 +16,7 @@ from typing import Any
 from agentsessions.controller.controller import Controller
 from agentsessions.controller.spi import BoundTool, ToolOutcome, ToolRequest
 from agentsessions.journal.format.durable import FileSystem
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.receipts import RECEIPTS_NAME
 from agentsessions.models import create_model
 from agentsessions.runtimes import create_runtime

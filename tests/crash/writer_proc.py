@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import sys
 
-from agentsessions.journal.stores.filestore import FileStore, StoreOptions
+from agentsessions.journal.stores.file.store import FileStore, StoreOptions
 from agentsessions.v1 import model
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 from clirun import Cli
 
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.verify import verify_session
 from agentsessions.v1 import model

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from agentsessions.errors import SessionDeletedError
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 
 if TYPE_CHECKING:
     from clirun import Cli

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentsessions.journal.format import fencefile
 from agentsessions.journal.format import segment as sg
-from agentsessions.journal.stores.filestore import FileStore, StoreOptions
+from agentsessions.journal.stores.file.store import FileStore, StoreOptions
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 
 if TYPE_CHECKING:

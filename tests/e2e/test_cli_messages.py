@@ -7,7 +7,7 @@ import os
 
 from clirun import Cli
 
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 
 
 def test_the_busy_error_names_wait(cli: Cli) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from clirun import Cli
 from conftest import snapshot
 
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from tests.unresolved import cut_session
 
 

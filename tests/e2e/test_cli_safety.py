@@ -16,7 +16,7 @@ import pytest
 from clirun import Run, clean_env
 from needs import need
 
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 
 if TYPE_CHECKING:
@@ -246,7 +246,7 @@ def test_import_refuses_a_record_over_the_commit_limit_before_creating_anything(
 ) -> None:
     """Main verified the file, created the session, failed the append (exit 7, 'nothing was
     written') and left a soft-deleted session behind."""
-    from agentsessions.journal.stores.filestore import StoreOptions
+    from agentsessions.journal.stores.file.store import StoreOptions
     from agentsessions.journal.tools.exchange import export_session
     from agentsessions.v1 import model
 

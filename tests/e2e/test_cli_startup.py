@@ -102,7 +102,7 @@ def test_help_imports_no_store_schema_or_controller(cli: Cli, args: list[str]) -
 def test_list_imports_no_controller_and_scans_no_entry_points(cli: Cli) -> None:
     cli.create("--name", "one")
     names = imported(["--home", str(cli.home), "list"], cli.cwd, pipe=True)
-    assert "agentsessions.journal.stores.catalog" in names or "sqlite3" in names  # it did list
+    assert "agentsessions.journal.stores.file.catalog" in names or "sqlite3" in names  # it did list
     assert heavy(names, LIST_NEVER) == []
 
 
@@ -115,7 +115,7 @@ def test_list_json_imports_no_controller(cli: Cli) -> None:
 def test_get_to_a_pipe_imports_no_schema_or_rich(cli: Cli) -> None:
     uid = cli.create("--name", "one")
     names = imported(["--home", str(cli.home), "get", uid], cli.cwd, pipe=True)
-    assert "agentsessions.journal.stores.filestore" in names  # it did read the session
+    assert "agentsessions.journal.stores.file.store" in names  # it did read the session
     assert heavy(names, GET_NEVER) == []
 
 

@@ -123,7 +123,7 @@ def test_an_oversized_input_to_an_existing_session_writes_nothing(cli: Cli) -> N
 
 def test_the_library_checks_a_new_sessions_inputs_before_creating_it(tmp_path: Path) -> None:
     from agentsessions.errors import CommitTooLargeError
-    from agentsessions.journal.stores.filestore import FileStore
+    from agentsessions.journal.stores.file.store import FileStore
     from agentsessions.sessions.wiring import build_controller
     from agentsessions.v1 import model
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from clirun import Run, clean_env
 
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 
 if TYPE_CHECKING:
     from clirun import Cli

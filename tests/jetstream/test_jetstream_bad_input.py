@@ -18,8 +18,8 @@ from nats.js import api
 from needs import need_nats_server
 
 from agentsessions.errors import UnavailableError
-from agentsessions.journal.stores.jetstream import JetStreamStore
-from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.sessions.storeurl import STORE_ENV
 from agentsessions.v1 import model

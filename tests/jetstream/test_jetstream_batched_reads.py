@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from agentsessions.journal.stores import jetstream_client
-from agentsessions.journal.stores.jetstream import JetStreamStore
-from agentsessions.journal.stores.jetstream_checkpoint import TAIL_BYTES, checkpoint_subject
-from agentsessions.journal.stores.jetstream_client import READ_BATCH, READ_BATCH_BYTES
-from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream import client as jetstream_client
+from agentsessions.journal.stores.jetstream.checkpoint import TAIL_BYTES, checkpoint_subject
+from agentsessions.journal.stores.jetstream.client import READ_BATCH, READ_BATCH_BYTES
+from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.verify import VerifyReport, check_chain
 from agentsessions.v1 import model

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from agentsessions.journal.stores import jetstream_live as live
-from agentsessions.journal.stores.jetstream import JetStreamStore
-from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream import live
+from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import new_uid
 from agentsessions.sessions.storeurl import STORE_ENV
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from agentsessions.journal.stores.jetstream import JetStreamStore
-from agentsessions.journal.stores.jetstream_checkpoint import CHECKPOINT_EVERY
-from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream.checkpoint import CHECKPOINT_EVERY
+from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import SessionMeta, StateUpdate, new_uid
 from agentsessions.journal.tools.verify import VerifyReport, check_chain
 from agentsessions.v1 import model

@@ -16,9 +16,9 @@ import pytest
 
 from agentsessions.controller.controller import Controller
 from agentsessions.controller.spi import BoundTool, ToolOutcome, ToolRequest
-from agentsessions.journal.stores import jetstream_extras as extras
-from agentsessions.journal.stores.jetstream import JetStreamStore
-from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream import extras
+from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.runtimes import create_runtime
 from agentsessions.sessions.harnessbook import records_for

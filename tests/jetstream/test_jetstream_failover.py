@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from agentsessions.journal.stores import jetstream_wire as wire
-from agentsessions.journal.stores.jetstream import JetStreamStore
-from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream import wire
+from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.sessions.offline import verify
 from agentsessions.v1 import model

@@ -16,10 +16,9 @@ import nats
 import pytest
 
 from agentsessions.errors import NotFoundError, StreamReplacedError
-from agentsessions.journal.stores import jetstream_identity as identity
-from agentsessions.journal.stores import jetstream_wire as wire
-from agentsessions.journal.stores.jetstream import JetStreamStore
-from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream import identity, wire
+from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.stores.tail import Tail
 from agentsessions.sessions.offline import verify

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from agentsessions.errors import MetadataCorruptError
-from agentsessions.journal.stores import jetstream_wire as wire
-from agentsessions.journal.stores.jetstream import JetStreamStore
-from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream import wire
+from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 
 

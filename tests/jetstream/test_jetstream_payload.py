@@ -17,12 +17,12 @@ from agentsessions.v1 import model
 
 need("nats", "nats")
 
-from agentsessions.journal.stores.jetstream import (
+from agentsessions.journal.stores.jetstream.conn import (
     MIN_COMMIT_BYTES,
-    JetStreamStore,
+    JetStreamOptions,
     fit_commit_limit,
 )
-from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream.store import JetStreamStore
 
 MIB = 1024 * 1024
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from needs import need
 
-from agentsessions.journal.stores.jetstream import JetStreamStore
-from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from tests.e2e.clirun import Cli
 
 ROOT = Path(__file__).resolve().parents[2]

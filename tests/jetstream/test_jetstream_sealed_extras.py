@@ -19,9 +19,9 @@ import pytest
 
 from agentsessions.errors import JournalCorruptError, MasterKeyError
 from agentsessions.journal.crypto.keys import MasterKey
-from agentsessions.journal.stores import jetstream_extras as extras
-from agentsessions.journal.stores.jetstream import JetStreamStore
-from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream import extras
+from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -175,7 +175,7 @@ def test_a_moved_or_clear_body_is_refused_never_read(nats_server: Any) -> None:
 
 
 def wire_body(head: dict[str, Any]) -> bytes:
-    """A message body as jetstream_extras writes one (one JSON line)."""
+    """A message body as jetstream/extras.py writes one (one JSON line)."""
     return json.dumps(head, separators=(",", ":")).encode() + b"\n"
 
 

@@ -19,8 +19,8 @@ from agentsessions.errors import (
     SessionDeletedError,
     UnavailableError,
 )
-from agentsessions.journal.stores.jetstream import JetStreamStore
-from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.verify import VerifyReport, check_chain
 from agentsessions.v1 import model

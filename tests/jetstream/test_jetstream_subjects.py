@@ -8,11 +8,7 @@ from needs import need
 
 need("nats", "nats")
 
-from agentsessions.journal.stores import jetstream_checkpoint as checkpoint
-from agentsessions.journal.stores import jetstream_extras as extras
-from agentsessions.journal.stores import jetstream_identity as identity
-from agentsessions.journal.stores import jetstream_keys as keys
-from agentsessions.journal.stores import jetstream_wire as wire
+from agentsessions.journal.stores.jetstream import checkpoint, extras, identity, keys, wire
 
 P, UID = "ags", "sess-0123456789abcdef"
 

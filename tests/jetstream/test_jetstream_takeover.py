@@ -18,9 +18,9 @@ import pytest
 
 from agentsessions.controller.spi import Completion
 from agentsessions.errors import FencedError, LockHeldError
-from agentsessions.journal.stores import jetstream_live as live
-from agentsessions.journal.stores.jetstream import JetStreamStore
-from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream import live
+from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import new_uid
 from agentsessions.models import MODELS
 from agentsessions.sessions.api import SessionFrame

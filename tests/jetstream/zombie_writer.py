@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 
 from agentsessions.errors import FencedError
-from agentsessions.journal.stores.jetstream import JetStreamStore
-from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.v1 import model
 
 

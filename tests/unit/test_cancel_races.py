@@ -15,7 +15,7 @@ import pytest
 from agentsessions.controller.cancel import request_and_wait
 from agentsessions.errors import InvalidExecutionLogError
 from agentsessions.journal.format.records import Record
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.verify import verify_session
 from agentsessions.sessions.local import open_local

@@ -22,7 +22,7 @@ from test_damage_table import group_ends, sample, segments
 from agentsessions.errors import JournalError
 from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format import zstdcodec
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.tools.verify import verify_dir
 
 TORTURE = int(os.environ.get("AGENTSESSIONS_TORTURE", "0")) > 0

@@ -23,7 +23,7 @@ from needs import need_zstd
 from agentsessions.errors import AcknowledgedDataMissingError, AgentSessionsError
 from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format.segmentread import SEGMENT_NAME
-from agentsessions.journal.stores.filestore import FileStore, StoreOptions
+from agentsessions.journal.stores.file.store import FileStore, StoreOptions
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.verify import verify_dir, verify_session
 from agentsessions.v1 import model

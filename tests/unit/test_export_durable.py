@@ -9,7 +9,7 @@ import pytest
 
 from agentsessions.errors import StorageError
 from agentsessions.journal.format.durable import CrashFileSystem, SimulatedCrash
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.exchange import export_session
 from agentsessions.journal.tools.verifyfile import verify_file
@@ -193,7 +193,7 @@ _BUILD = """
 import sys
 from pathlib import Path
 from agentsessions.v1 import model
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 store = FileStore(Path(sys.argv[1]))
 uid = store.create(SessionMeta(uid=new_uid())).uid

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from agentsessions.errors import JournalCorruptError
 from agentsessions.journal.format import fencefile
 from agentsessions.journal.format.durable import CrashFileSystem, FileSystem, SimulatedCrash
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.verify import verify_component_dir, verify_dir
 from agentsessions.v1 import model

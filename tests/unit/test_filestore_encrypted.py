@@ -1,4 +1,4 @@
-"""The file store's encryption at rest (journal/stores/filecrypt.py, FORMAT.md 15).
+"""The file store's encryption at rest (journal/stores/file/crypt.py, FORMAT.md 15).
 
 A session created while the store holds a master key is marked encrypted, gets its wrapped
 data key at create and appends sealed records; reads decrypt; the hashes are a plaintext
@@ -19,7 +19,7 @@ from agentsessions.errors import KeyShreddedError, MasterKeyError, SessionKeyErr
 from agentsessions.journal.crypto.keys import KeyDir, MasterKey
 from agentsessions.journal.format import segment
 from agentsessions.journal.format.segmentlog import SegmentLog
-from agentsessions.journal.stores.filestore import FileStore, StoreOptions
+from agentsessions.journal.stores.file.store import FileStore, StoreOptions
 from agentsessions.journal.stores.store import SessionMeta
 from agentsessions.journal.tools.verify import KEYLESS_NOTE, verify_dir, verify_session
 from agentsessions.v1 import model
@@ -180,7 +180,7 @@ def test_a_fork_of_an_encrypted_session_is_encrypted_under_its_own_key(tmp_path:
 
 def test_shred_waits_for_no_writer_and_refuses_a_plaintext_session(tmp_path: Path) -> None:
     from agentsessions.errors import InvalidArgumentError, LockHeldError
-    from agentsessions.journal.stores import filecrypt
+    from agentsessions.journal.stores.file import crypt as filecrypt
 
     with FileStore(tmp_path, master=MasterKey.generate()) as enc:
         _fill(enc, groups=1)

@@ -19,11 +19,11 @@ from agentsessions.errors import (
     MasterKeyError,
     SessionKeyError,
 )
-from agentsessions.journal.crypto import blobs
+from agentsessions.journal.crypto import blobs, cipher
 from agentsessions.journal.crypto.keys import MasterKey
 from agentsessions.journal.format.segmentlog import SegmentLog
-from agentsessions.journal.stores import filecrypt
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file import crypt as filecrypt
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, StateUpdate
 from agentsessions.journal.tools.verify import KEYLESS_NOTE, verify_session
 from agentsessions.v1 import model
@@ -244,8 +244,8 @@ def test_a_tampered_receipt_or_workload_is_caught_by_its_tag(tmp_path: Path) -> 
     assert not report.ok and report.exit_code == 8
 
 
-def test_the_blob_overhead_filecrypt_assumes_is_the_layers() -> None:
-    assert filecrypt.BLOB_OVERHEAD == blobs.BLOB_OVERHEAD
+def test_the_blob_overhead_the_cipher_assumes_is_the_layers() -> None:
+    assert cipher.BLOB_OVERHEAD == blobs.BLOB_OVERHEAD
 
 
 def test_another_master_key_is_exit_26_on_every_new_path_and_changes_nothing(

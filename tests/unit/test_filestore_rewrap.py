@@ -11,7 +11,7 @@ import pytest
 
 from agentsessions.errors import MasterKeyError
 from agentsessions.journal.crypto.keys import KeyDir, MasterKey
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.v1 import model
 

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from agentsessions.journal.format.segmentlog import SegmentLog
-from agentsessions.journal.stores import watch
-from agentsessions.journal.stores.filestore import FileStore, StoreOptions
+from agentsessions.journal.stores.file import watch
+from agentsessions.journal.stores.file.store import FileStore, StoreOptions
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.v1 import model
 
@@ -30,7 +30,7 @@ WRITER = textwrap.dedent(
     """
     import sys
     from agentsessions.v1 import model
-    from agentsessions.journal.stores.filestore import FileStore, StoreOptions
+    from agentsessions.journal.stores.file.store import FileStore, StoreOptions
 
     home, uid, total = sys.argv[1], sys.argv[2], int(sys.argv[3])
     store = FileStore(home, options=StoreOptions(segment_max_bytes=16 * 1024))

@@ -22,7 +22,7 @@ from google.protobuf import json_format
 
 import agentsessions
 from agentsessions.journal.format import canonical
-from agentsessions.journal.stores.memstore import MemoryStore
+from agentsessions.journal.stores.memory.store import MemoryStore
 from agentsessions.server import registry
 from agentsessions.server.auth import LocalOperator
 from agentsessions.server.gen import harness_pb2

@@ -8,7 +8,7 @@ annotation-only import is a dependency too (the module cannot be understood, typ
 or moved without the other), so two modules that name each other's types are one tangle
 however the imports are guarded. Where an operation needs a type from the module that
 calls it, it names a small Protocol of what it uses instead (``controller/port.py``,
-``journal/stores/filewriter.py``'s ``WriterOwner``). The veneer check counts every import
+``journal/stores/file/writer.py``'s ``WriterOwner``). The veneer check counts every import
 too (the CLI does not even name the journal's types).
 """
 
@@ -147,3 +147,38 @@ def test_the_veneer_check_sees_a_lazy_journal_import() -> None:
     source = "def f():\n    from agentsessions.journal.stores.store import check_uid\n"
     found = set(imports(source, "agentsessions.cli.x"))
     assert any(within(n, "agentsessions.journal") for n in found)
+
+
+# --- the stores: one subpackage per backend over a shared core ------------------------------
+
+STORES = "agentsessions.journal.stores"
+BACKENDS = tuple(f"{STORES}.{name}" for name in ("file", "jetstream", "memory"))
+# the one core module that names every backend: a static check, for mypy only
+NAMES_EVERY_BACKEND = {f"{STORES}.extras_check"}
+
+
+def backend_violations(module: str, imported: set[str]) -> list[str]:
+    """A backend imports the core and never another backend; the core imports no backend."""
+    if not within(module, STORES) or module in NAMES_EVERY_BACKEND:
+        return []
+    mine = next((b for b in BACKENDS if within(module, b)), None)
+    return sorted(
+        f"{module} imports {name}"
+        for name in imported
+        if any(within(name, b) for b in BACKENDS if b != mine)
+    )
+
+
+@pytest.mark.parametrize("module", sorted(m for m in _modules() if within(m, STORES)), ids=str)
+def test_a_store_backend_imports_no_other_and_the_core_none(module: str) -> None:
+    path = _modules()[module]
+    found = set(imports(path.read_text(encoding="utf-8"), module, path.name == "__init__.py"))
+    assert backend_violations(module, found) == []
+
+
+def test_the_backend_check_sees_a_crossing() -> None:
+    assert backend_violations(
+        f"{STORES}.file.store", {f"{STORES}.jetstream.wire", f"{STORES}.tail"}
+    ) == [f"{STORES}.file.store imports {STORES}.jetstream.wire"]
+    assert backend_violations(f"{STORES}.tail", {f"{STORES}.memory.store"})
+    assert backend_violations(f"{STORES}.extras_check", {f"{STORES}.memory.store"}) == []

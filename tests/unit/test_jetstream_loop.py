@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from agentsessions.journal.stores.jetstream_loop import Loop, OutcomeUnknown
+from agentsessions.journal.stores.jetstream.loop import Loop, OutcomeUnknown
 
 WAIT = 30  # generous bounds: only a hang reaches them
 

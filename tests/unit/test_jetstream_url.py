@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from agentsessions.errors import InvalidArgumentError
-from agentsessions.journal.stores.jetstream_conn import (
+from agentsessions.journal.stores.jetstream.conn import (
     JetStreamOptions,
     stream_config,
     stream_problems,
@@ -78,7 +78,7 @@ def test_a_port_nobody_listens_on_is_one_error_naming_connect_timeout(
     import nats
 
     from agentsessions.errors import UnavailableError
-    from agentsessions.journal.stores.jetstream_client import Client
+    from agentsessions.journal.stores.jetstream.client import Client
 
     with socket.socket() as sock:  # a port that was free a moment ago: nobody listens
         sock.bind(("127.0.0.1", 0))

@@ -19,8 +19,8 @@ import pytest
 
 from agentsessions.errors import MetadataCorruptError
 from agentsessions.journal.format.segmentlog import SegmentLog
-from agentsessions.journal.stores.filestore import FileStore, StoreOptions
-from agentsessions.journal.stores.sessiondir import SessionDir
+from agentsessions.journal.stores.file.sessiondir import SessionDir
+from agentsessions.journal.stores.file.store import FileStore, StoreOptions
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.v1 import model
 

@@ -18,7 +18,7 @@ from needs import need
 from agentsessions.controller.controller import Controller
 from agentsessions.controller.spi import ToolRequest
 from agentsessions.errors import ToolServerError, UnavailableError, UnknownToolError
-from agentsessions.journal.stores.memstore import MemoryStore
+from agentsessions.journal.stores.memory.store import MemoryStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.runtimes import create_runtime
 from agentsessions.sessions.wiring import HARNESSES

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentsessions.errors import JournalCorruptError, MetadataCorruptError
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.metafile import read_meta
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.verify import verify_dir, verify_session

@@ -13,7 +13,7 @@ import pytest
 
 from agentsessions.errors import MetadataCorruptError
 from agentsessions.journal.stores import metafile
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.verify import verify_dir, verify_session
 from agentsessions.v1 import model
@@ -194,7 +194,7 @@ def test_a_damaged_listing_row_has_no_project(store: FileStore) -> None:
 
 
 def test_an_encrypted_sessions_marker_is_summed_too(tmp_path: Path) -> None:
-    """filecrypt: the marker (not KEY) says a session is encrypted, so it is a field with a
+    """file/crypt.py: the marker (not KEY) says a session is encrypted, so it is a field with a
     sum like the others; a changed byte anywhere in the file is found here too."""
     from agentsessions.journal.crypto.keys import MasterKey
 

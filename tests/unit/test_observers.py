@@ -13,7 +13,7 @@ import pytest
 from agentsessions.controller.controller import Controller
 from agentsessions.controller.sinks import Observer
 from agentsessions.journal.format.records import Record
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.sessions.wiring import build_controller
 from agentsessions.v1 import model

@@ -22,7 +22,7 @@ from test_damage_table import REFUSED, ROWS, event, outcome, segments, snapshot
 from agentsessions.errors import AcknowledgedDataMissingError, JournalCorruptError
 from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.format.segmentread import CheckedLinks
-from agentsessions.journal.stores.filestore import FileStore, StoreOptions
+from agentsessions.journal.stores.file.store import FileStore, StoreOptions
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 
 SMALL = 8 * 1024

@@ -30,7 +30,7 @@ from agentsessions.controller.counting import CountingModels
 from agentsessions.controller.spi import BoundTool, Completion, ModelRequest
 from agentsessions.errors import InvalidArgumentError
 from agentsessions.journal.format import telemetry
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.runtimes import create_runtime
 from agentsessions.server.otel import OtelTelemetry

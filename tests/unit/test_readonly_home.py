@@ -17,7 +17,7 @@ import pytest
 
 from agentsessions.errors import StorageError
 from agentsessions.journal.format.durable import FileSystem
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.v1 import model
 

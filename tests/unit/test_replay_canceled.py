@@ -33,7 +33,7 @@ from agentsessions.controller.spi import (
     Start,
 )
 from agentsessions.errors import ApprovalParkedError, HarnessError
-from agentsessions.journal.stores.memstore import MemoryStore
+from agentsessions.journal.stores.memory.store import MemoryStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.models import MODELS
 from agentsessions.sessions.api import DeltaFrame, ReplayReport

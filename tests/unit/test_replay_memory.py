@@ -15,7 +15,7 @@ import pytest
 from agentsessions.controller.registry import Registry
 from agentsessions.controller.replay import replay
 from agentsessions.controller.spi import Harness, Start
-from agentsessions.journal.stores.memstore import MemoryStore
+from agentsessions.journal.stores.memory.store import MemoryStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.v1 import model
 from harnesses import counter, echo
@@ -93,7 +93,7 @@ def test_the_memory_harness_gets_the_history_the_live_turn_got() -> None:
 
 
 def test_a_stateless_harness_still_gets_a_fresh_instance_per_execution(tmp_path: Path) -> None:
-    from agentsessions.journal.stores.filestore import FileStore
+    from agentsessions.journal.stores.file.store import FileStore
     from agentsessions.sessions.wiring import build_controller
 
     store = FileStore(tmp_path)

@@ -15,7 +15,7 @@ from typing import Any
 from agentsessions.controller import executions
 from agentsessions.controller import replay as replay_module
 from agentsessions.controller.replay import replay
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.sessions.wiring import HARNESSES, build_controller
 from agentsessions.v1 import model
 

@@ -444,7 +444,7 @@ def test_a_sessionless_exec_whose_host_cannot_start_creates_no_session(
     from agentsessions.controller.controller import Controller
     from agentsessions.controller.registry import Registry
     from agentsessions.controller.spi import Harness
-    from agentsessions.journal.stores.memstore import MemoryStore
+    from agentsessions.journal.stores.memory.store import MemoryStore
     from agentsessions.models import create_model
     from agentsessions.v1 import model
 

@@ -16,8 +16,8 @@ import pytest
 
 from agentsessions.errors import AcknowledgedDataMissingError
 from agentsessions.journal.format.durable import DEFAULT_FS
-from agentsessions.journal.stores.filestore import FileStore
-from agentsessions.journal.stores.sessiondir import SessionDir
+from agentsessions.journal.stores.file.sessiondir import SessionDir
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.verify import verify_dir
 from agentsessions.v1 import model
@@ -25,7 +25,10 @@ from agentsessions.v1 import model
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = ("session.json", "TAIL", "LOCK", "FENCE", "DELETED", "BASE", "journal")
 # where the names may be spelled as string literals: the layout, and metafile's META_NAME
-OWNERS = {"agentsessions/journal/stores/sessiondir.py", "agentsessions/journal/stores/metafile.py"}
+OWNERS = {
+    "agentsessions/journal/stores/file/sessiondir.py",
+    "agentsessions/journal/stores/metafile.py",
+}
 
 
 def _event(i: int) -> dict[str, object]:

@@ -28,8 +28,8 @@ from agentsessions.errors import (
     UnmediatedToolCallError,
 )
 from agentsessions.journal.format.durable import FileSystem
-from agentsessions.journal.stores.filestore import FileStore
-from agentsessions.journal.stores.memstore import MemoryStore
+from agentsessions.journal.stores.file.store import FileStore
+from agentsessions.journal.stores.memory.store import MemoryStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.verify import VerifyReport, check_chain, verify_session
 from agentsessions.runtimes import create_runtime
@@ -110,8 +110,8 @@ def _say(text: str) -> list[dict[str, Any]]:
 @pytest.fixture(params=["file", "memory", "jetstream"])
 def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Any, Counting, Path]]:
     if request.param == "jetstream":  # receipts on P.r subjects of a real durable server
-        from agentsessions.journal.stores.jetstream import JetStreamStore
-        from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+        from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
+        from agentsessions.journal.stores.jetstream.store import JetStreamStore
 
         token = new_uid()[5:17]
         url = request.getfixturevalue("nats_server").store_url(

@@ -23,8 +23,8 @@ from agentsessions.errors import (
     StateConflictError,
     WorkloadError,
 )
-from agentsessions.journal.stores.filestore import FileStore
-from agentsessions.journal.stores.memstore import MemoryStore
+from agentsessions.journal.stores.file.store import FileStore
+from agentsessions.journal.stores.memory.store import MemoryStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.sessions.local import open_local
 from agentsessions.tools import Notes, create_executor

@@ -20,7 +20,7 @@ import pytest
 from agentsessions.controller.controller import Controller
 from agentsessions.controller.held import KEEP_LONG_LIVED
 from agentsessions.journal.format.durable import FileSystem
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.verify import verify_session
 from agentsessions.models import create_model

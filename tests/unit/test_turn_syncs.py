@@ -22,7 +22,7 @@ from agentsessions.controller.registry import Registry
 from agentsessions.controller.spi import Completion, HarnessDescriptor, ModelRequest, Start
 from agentsessions.journal.format.durable import CrashFileSystem, FileSystem
 from agentsessions.journal.format.records import Record
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.verify import verify_session
 from agentsessions.runtimes import create_runtime

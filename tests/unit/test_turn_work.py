@@ -13,7 +13,7 @@ from typing import Any
 from agentsessions.controller.controller import Controller
 from agentsessions.controller.held import KEEP_LONG_LIVED
 from agentsessions.journal.format.records import Record
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.models import create_model
 from agentsessions.runtimes import create_runtime
@@ -181,7 +181,7 @@ def test_a_recorded_workload_is_read_again_even_when_its_file_looks_unchanged(
     inode), as the stat below pretends."""
     import os
 
-    from agentsessions.journal.stores import filestore
+    from agentsessions.journal.stores.file import store as filestore
     from agentsessions.tools.recorded import RecordedWorkloads
 
     store = FileStore(tmp_path)

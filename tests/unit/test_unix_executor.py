@@ -18,7 +18,7 @@ import pytest
 from agentsessions.controller.controller import Controller
 from agentsessions.controller.spi import ToolRequest
 from agentsessions.errors import ToolServerError, UnknownToolError, WorkloadError
-from agentsessions.journal.stores.memstore import MemoryStore
+from agentsessions.journal.stores.memory.store import MemoryStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.runtimes import create_runtime
 from agentsessions.sessions.wiring import HARNESSES

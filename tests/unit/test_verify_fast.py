@@ -34,7 +34,7 @@ from agentsessions.journal.format.segmentread import (
     SegmentFiles,
     scan_events,
 )
-from agentsessions.journal.stores.filestore import FileStore, StoreOptions
+from agentsessions.journal.stores.file.store import FileStore, StoreOptions
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools import verify, verifypool
 from agentsessions.journal.tools.verify import VerifyReport, verify_dir, walk

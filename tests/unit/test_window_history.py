@@ -6,7 +6,7 @@ from collections import deque
 
 from agentsessions.controller.history import StoreHistory
 from agentsessions.controller.replay import WindowHistory
-from agentsessions.journal.stores.memstore import MemoryStore
+from agentsessions.journal.stores.memory.store import MemoryStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.v1 import model
 

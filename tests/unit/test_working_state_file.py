@@ -24,7 +24,7 @@ from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format import staterecord
 from agentsessions.journal.format.durable import CrashFileSystem, FileSystem, SimulatedCrash
 from agentsessions.journal.format.segmentlog import SegmentLog
-from agentsessions.journal.stores.filestore import FileStore, StoreOptions
+from agentsessions.journal.stores.file.store import FileStore, StoreOptions
 from agentsessions.journal.stores.store import SessionMeta, StateUpdate, new_uid
 from agentsessions.journal.stores.tail import Tail
 from agentsessions.journal.tools.verify import verify_session

@@ -26,8 +26,8 @@ from agentsessions.controller.spi import (
 )
 from agentsessions.errors import StateConflictError, UnavailableError
 from agentsessions.journal.format.durable import FileSystem
-from agentsessions.journal.stores.filestore import FileStore
-from agentsessions.journal.stores.memstore import MemoryStore
+from agentsessions.journal.stores.file.store import FileStore
+from agentsessions.journal.stores.memory.store import MemoryStore
 from agentsessions.journal.stores.store import Store, WorkingState
 from agentsessions.journal.tools.verify import verify_session
 from agentsessions.runtimes import warm_wire

@@ -20,7 +20,7 @@ from agentsessions.controller.spi import (
     HarnessDescriptor,
     ToolRequest,
 )
-from agentsessions.journal.stores.filestore import FileStore
+from agentsessions.journal.stores.file.store import FileStore
 from harnesses.chat import DESCRIPTOR, ChatHarness
 
 WARM_DESCRIPTOR = replace(

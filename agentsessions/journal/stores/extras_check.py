@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from agentsessions.journal.stores.filestore import FileStore
-    from agentsessions.journal.stores.jetstream import JetStreamStore
-    from agentsessions.journal.stores.memstore import MemoryStore
+    from agentsessions.journal.stores.file.store import FileStore
+    from agentsessions.journal.stores.jetstream.store import JetStreamStore
+    from agentsessions.journal.stores.memory.store import MemoryStore
     from agentsessions.journal.stores.store import (
         ProjectIndex,
         Reindexable,

@@ -32,7 +32,7 @@ from agentsessions.errors import JournalCorruptError, StorageError
 from agentsessions.journal.format.durable import FileSystem
 
 if TYPE_CHECKING:
-    from agentsessions.journal.stores.filecrypt import SessionCipher
+    from agentsessions.journal.crypto.cipher import SessionCipher
 
 RECEIPTS_NAME = "TOOLRECEIPTS"
 WORKLOAD_NAME = "WORKLOAD"
@@ -94,7 +94,7 @@ def open_line(
 ) -> dict[str, Any]:
     """The ``{"key", "receipt"}`` a sealed line holds: its blob is bound to the line's id,
     and the key inside must MAC to that id (JournalCorruptError, exit 8, if not)."""
-    from agentsessions.journal.stores.filecrypt import RECEIPT_KIND
+    from agentsessions.journal.crypto.cipher import RECEIPT_KIND
 
     rid = str(line.get("id", ""))
     try:
@@ -131,7 +131,7 @@ def seal_line(cipher: SessionCipher, key: str, receipt: Mapping[str, Any]) -> di
     """The sealed form of the receipt of ``key``: ``{"id", "sealed"}``, the id a MAC of the
     key under the data key, the blob the ``{"key", "receipt"}`` line bound to that id (the
     file store's line; the JetStream store's message too). :func:`open_line` inverts it."""
-    from agentsessions.journal.stores.filecrypt import RECEIPT_KIND
+    from agentsessions.journal.crypto.cipher import RECEIPT_KIND
 
     rid = cipher.receipt_id(key)
     entry = {"key": key, "receipt": dict(receipt)}

@@ -30,7 +30,6 @@ Every implementation (file, in-memory, and later distributed) passes ONE contrac
 
 from __future__ import annotations
 
-import base64
 import builtins
 import re
 import secrets
@@ -38,7 +37,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from agentsessions.errors import InvalidArgumentError
+from agentsessions.errors import InvalidArgumentError, SessionDeletedError
 from agentsessions.journal.format.records import Record
 
 DEFAULT_PROJECT = "default"
@@ -537,11 +536,14 @@ def check_component(name: str) -> str:
     return name
 
 
-def clamp_page_size(page_size: int) -> int:
-    """0 (or less) means the default page; more than the maximum is clamped, as the reference."""
-    if page_size <= 0:
-        return DEFAULT_PAGE_SIZE
-    return min(page_size, MAX_PAGE_SIZE)
+def deleted_error(uid: str, tool_store: str = "") -> SessionDeletedError:
+    """The one refusal of a write to deleted session ``uid`` (or to its tool store
+    ``tool_store``), whichever store refuses it."""
+    what = f"its tool store {tool_store!r}" if tool_store else "it"
+    return SessionDeletedError(
+        f"session {uid} was deleted; {what} can still be read and verified, never written",
+        session=uid,
+    )
 
 
 def check_commit_id(commit_id: str | None) -> str | None:
@@ -553,27 +555,3 @@ def check_commit_id(commit_id: str | None) -> str | None:
             f"invalid commit id {commit_id!r}: 1-{MAX_COMMIT_ID_LEN} printable characters"
         )
     return commit_id
-
-
-def encode_cursor(create_time_ns: int, uid: str) -> str:
-    """The opaque keyset cursor after a row: base64url (no padding) of ``"<ns>\\0<uid>"``.
-
-    The same shape as the Go reference's page token, so the two agree on what a cursor means.
-    """
-    raw = f"{create_time_ns}\x00{uid}".encode()
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
-
-
-def decode_cursor(cursor: str) -> tuple[int, str]:
-    """Inverse of :func:`encode_cursor`; anything else is an InvalidArgumentError."""
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        raw = base64.urlsafe_b64decode(padded.encode("ascii")).decode()
-        ns_text, uid = raw.split("\x00")
-        ns = int(ns_text)
-        check_uid(uid)
-    except (ValueError, UnicodeError, InvalidArgumentError):
-        raise InvalidArgumentError(
-            f"invalid page cursor {cursor!r}", hint="use the cursor printed by the previous page"
-        ) from None
-    return ns, uid

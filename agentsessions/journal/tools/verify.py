@@ -49,7 +49,7 @@ from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import OpenScan, Position, SegmentFrames, SegmentLog
 from agentsessions.journal.format.segmentread import Link, PayloadCheck, SegmentCheck, SegmentFiles
 from agentsessions.journal.stores import metafile
-from agentsessions.journal.stores.sessiondir import SessionDir
+from agentsessions.journal.stores.file.sessiondir import SessionDir
 from agentsessions.journal.tools.verifypool import Pool
 from agentsessions.journal.tools.verifysealed import (
     KEYLESS_NOTE,

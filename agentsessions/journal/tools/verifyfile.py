@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentsessions.errors import CommitTooLargeError, FormatError
 from agentsessions.journal.format.records import Record
-from agentsessions.journal.stores.sessiondir import SessionDir
+from agentsessions.journal.stores.file.sessiondir import SessionDir
 from agentsessions.journal.tools.verify import (
     Progress,
     VerifyReport,
@@ -26,8 +26,8 @@ from agentsessions.journal.tools.verify import (
 from agentsessions.journal.tools.verifysealed import Sealed
 
 if TYPE_CHECKING:
+    from agentsessions.journal.crypto.cipher import SessionCipher
     from agentsessions.journal.crypto.keys import MasterKey
-    from agentsessions.journal.stores.filecrypt import SessionCipher
 
 
 def verify_file(
@@ -72,8 +72,8 @@ def sealed_cipher(sealed: dict[str, Any], master: MasterKey, path: Path) -> Sess
     ``scope`` (MasterKeyError, exit 26, for another master key)."""
     import json
 
+    from agentsessions.journal.crypto.cipher import SessionCipher
     from agentsessions.journal.crypto.keys import unwrap
-    from agentsessions.journal.stores.filecrypt import SessionCipher
 
     scope = str(sealed["scope"])
     content = json.dumps(sealed["key"]).encode()

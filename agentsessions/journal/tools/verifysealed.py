@@ -80,13 +80,13 @@ def check_blobs(
     data_key = _data_key(sdir, master, [], scope)
     if data_key is None:
         return
+    from agentsessions.journal.crypto.cipher import SessionCipher
     from agentsessions.journal.format import segment, staterecord
     from agentsessions.journal.format.segmentlog import SegmentLog
     from agentsessions.journal.stores import receipts
-    from agentsessions.journal.stores.filecrypt import SessionCipher
 
     cipher = SessionCipher(data_key, scope)
-    from agentsessions.journal.stores.sessiondir import SessionDir
+    from agentsessions.journal.stores.file.sessiondir import SessionDir
 
     log, _scan = SegmentLog.open(SessionDir(sdir).journal, session_id=session_id, writable=False)
     try:
@@ -101,6 +101,6 @@ def check_blobs(
     if path.exists():
         for line in receipts.sealed_lines(path.read_bytes()):
             receipts.open_line(cipher, line, path)
-    from agentsessions.journal.stores.filehost import check_workloads
+    from agentsessions.journal.stores.file.host import check_workloads
 
     check_workloads(sdir, cipher)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentsessions.errors import InvalidArgumentError, UnavailableError
+from agentsessions.journal.stores.store import DEFAULT_MAX_COMMIT_BYTES
 
 DEFAULT_STREAM = "AGENTSESSIONS"
 DEFAULT_PREFIX = "ags"
@@ -249,3 +250,31 @@ def commit_problems(config: Any, max_commit_bytes: int, headroom: int) -> list[s
     if size is not None and 0 < size < max_commit_bytes + headroom:
         return [f"max_msg_size is {size} bytes, less than a whole commit ({max_commit_bytes})"]
     return []
+
+
+HEADROOM = 64 * 1024  # a commit message's header line beside its payloads
+MIN_COMMIT_BYTES = 64 * 1024  # below this a server cannot hold a working session's turns
+
+
+def fit_commit_limit(asked: int, max_payload: int, url: str) -> int:
+    """The largest commit this store takes: ``asked`` when the server's ``max_payload`` fits
+    it (UnavailableError when it does not); unasked (0), the file store's limit, lowered to
+    what a message of ``max_payload`` bytes holds (a server on its 1 MiB default works, its
+    commits refused whole past ~960 KiB), but never below :data:`MIN_COMMIT_BYTES`."""
+    room = max_payload - HEADROOM
+    if asked and asked > room:
+        raise UnavailableError(
+            f"the NATS server at {url} takes messages of at most {max_payload} bytes; a "
+            f"commit of {asked} bytes (max_commit_bytes=) would not fit",
+            hint=f"set max_payload to at least {asked + HEADROOM} in the server's config, "
+            f"or ask for at most max_commit_bytes={max(room, 0)}",
+        )
+    if asked:
+        return asked
+    if room < MIN_COMMIT_BYTES:
+        raise UnavailableError(
+            f"the NATS server at {url} takes messages of at most {max_payload} bytes: too "
+            f"small for journal commits (at least {MIN_COMMIT_BYTES + HEADROOM} needed)",
+            hint=f"set max_payload to {DEFAULT_MAX_COMMIT_BYTES + HEADROOM} in its config",
+        )
+    return min(DEFAULT_MAX_COMMIT_BYTES, room)

@@ -6,7 +6,7 @@ even if its view of the journal end is current. On every lost CAS the writer rea
 subject's last message and explains it: a newer fence (or a commit by a newer writer) is
 FencedError, a delete is SessionDeletedError, anything else a ConflictError with the head.
 It never re-reads and retries on its own, which would walk past a fence. Before the fence,
-the store asks the writer another host may hold (jetstream_live.py): a busy one (a turn is
+the store asks the writer another host may hold (jetstream/live.py): a busy one (a turn is
 running) refuses the open with LockHeldError, as the file store's lock does; this writer
 then says busy or idle itself (``set_busy``) while it lives.
 
@@ -29,21 +29,18 @@ from agentsessions.errors import (
     FencedError,
     InvalidArgumentError,
     LockHeldError,
-    SessionDeletedError,
     UnavailableError,
 )
 from agentsessions.journal.format.records import Record
-from agentsessions.journal.stores import jetstream_checkpoint as checkpoint
-from agentsessions.journal.stores import jetstream_identity as identity
-from agentsessions.journal.stores import jetstream_wire as wire
-from agentsessions.journal.stores.jetstream_client import Client
-from agentsessions.journal.stores.jetstream_crypt import Opener, SubjectCipher
-from agentsessions.journal.stores.jetstream_live import Presence
+from agentsessions.journal.stores.appending import NOTHING_HELD, ChainWriter
+from agentsessions.journal.stores.jetstream import checkpoint, identity, wire
+from agentsessions.journal.stores.jetstream.client import Client
+from agentsessions.journal.stores.jetstream.crypt import Opener, SubjectCipher
+from agentsessions.journal.stores.jetstream.live import Presence
 from agentsessions.journal.stores.store import (
     CommitResult,
-    StateUpdate,
     WorkingState,
-    check_commit_id,
+    deleted_error,
 )
 from agentsessions.journal.stores.tail import Tail
 
@@ -61,7 +58,7 @@ def shadow(tail: Tail) -> Tail:
     )  # fmt: skip
 
 
-class JetStreamWriter:
+class JetStreamWriter(ChainWriter):
     """Holds one journal subject: its folded tail, its fence and the subject's last seq."""
 
     def __init__(
@@ -80,16 +77,15 @@ class JetStreamWriter:
         self._presence = presence  # what this writer's probe responder answers (busy/idle)
         self._max_bytes, self._on_close = max_bytes, on_close
         self._closed = False
+        self._held = NOTHING_HELD
         self._doubt = False  # a publish gave up unanswered: it may have landed
         self._every = checkpoint_every
-        self._cipher = cipher  # an encrypted session's: commits are sealed (jetstream_crypt)
+        self._cipher = cipher  # an encrypted session's: commits are sealed (jetstream/crypt.py)
         opener = Opener(uid, False) if cipher is None else Opener.loaded(cipher)
         for _ in range(_TAKEOVER_TRIES):
             folded = checkpoint.load(client, subject, base, opener)
             if folded.deleted:
-                raise SessionDeletedError(
-                    f"session {uid} was deleted; it can no longer be written", session=uid
-                )
+                raise deleted_error(uid)
             self._tail, self._fence = folded.tail, folded.fence + 1
             body = wire.fence_body(self._fence, self._tail)
             seq = client.publish(subject, body, expect=folded.stream_seq, token=_token())
@@ -110,10 +106,6 @@ class JetStreamWriter:
         return self._uid
 
     @property
-    def fence(self) -> int:
-        return self._fence
-
-    @property
     def head(self) -> tuple[int, str]:
         return self._tail.last_seq, self._tail.last_hash
 
@@ -122,51 +114,13 @@ class JetStreamWriter:
         """The working state as of this writer's last commit."""
         return self._tail.state
 
-    def append(
-        self,
-        events: Sequence[Mapping[str, Any]],
-        *,
-        expected_last_seq: int | None = None,
-        fence: int | None = None,
-        commit_id: str | None = None,
-        sync: bool = True,
-        state: StateUpdate | None = None,
-        expected_state_version: int | None = None,
-    ) -> CommitResult:
-        """Append one commit as one message (see :class:`~agentsessions.journal.stores.
-        store.Writer`); every commit is synced before the server acknowledges it, so
-        ``sync=False`` is the same as ``sync=True``."""
-        del sync
-        check_commit_id(commit_id)
-        self._check_open()
-        if self._doubt:
-            self._catch_up()
-        first = self._tail.duplicate(commit_id)
-        if first is not None:
-            return first
-        use = self._fence if fence is None else fence
-        records, new = self._tail.prepare(
-            self._uid, events, expected_last_seq=expected_last_seq, fence=use,
-            current=self._fence, state=state, expected_state_version=expected_state_version,
-            max_bytes=self._max_bytes,
-        )  # fmt: skip
-        return self._land(records, events, commit_id, new, use)
-
-    def append_records(self, records: Sequence[Record]) -> CommitResult:
-        """Append already-hashed records verbatim (import); each must link and verify."""
-        self._check_open()
-        if self._doubt:
-            self._catch_up()
-        self._tail.check_records(self._uid, records, max_bytes=self._max_bytes)
-        return self._land(list(records), None, None, None, self._fence)
-
     def sync(self) -> None:
         """Nothing to do: the server fsyncs every commit before acknowledging it."""
 
     def set_busy(self, busy: bool) -> bool:
         """Say whether a turn uses this writer (busy, as from open) or it is parked idle
         between turns; another host's open is refused while it is busy and takes over
-        while it is idle (jetstream_live.py). False when claiming it busy comes too late:
+        while it is idle (jetstream/live.py). False when claiming it busy comes too late:
         another host was told it is idle and is taking over (open a new writer). A tool
         store's writer has no probe: always True."""
         return self._presence is None or self._presence.set_busy(busy)
@@ -197,6 +151,16 @@ class JetStreamWriter:
         if self._closed:
             raise InvalidArgumentError(f"session {self._uid}: this writer was closed")
 
+    @property
+    def _max_commit_bytes(self) -> int:
+        return self._max_bytes
+
+    def _open_tail(self) -> Tail:
+        self._check_open()
+        if self._doubt:
+            self._catch_up()
+        return self._tail
+
     def _land(
         self,
         records: list[Record],
@@ -204,7 +168,11 @@ class JetStreamWriter:
         cid: str | None,
         state: WorkingState | None,
         fence: int,
+        sync: bool,
     ) -> CommitResult:
+        """Publish one commit as one message with CAS; every commit is synced before the
+        server acknowledges it, so ``sync=False`` is the same as ``sync=True``."""
+        del sync
         after = shadow(self._tail)
         result = after.advance(records, events, None, state, fence=fence)
         body = wire.commit_body(
@@ -297,9 +265,7 @@ class JetStreamWriter:
                 self._tail.last_seq, self._stream_seq,
             )  # fmt: skip
         if last is not None and last.head.get("del"):
-            return SessionDeletedError(
-                f"session {self._uid} was deleted; it can no longer be written", session=self._uid
-            )
+            return deleted_error(self._uid)
         newest = 0 if last is None else last.fence
         if newest > self._fence:
             return FencedError(

@@ -36,22 +36,28 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from agentsessions.errors import KeyShreddedError, MasterKeyError, SessionDeletedError, StorageError
+from agentsessions.errors import KeyShreddedError, MasterKeyError, StorageError
+from agentsessions.journal.crypto.cipher import SessionCipher
 from agentsessions.journal.format import fencefile
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import SegmentLog
-from agentsessions.journal.stores import watch
-from agentsessions.journal.stores.filecrypt import SessionCipher, cipher_for, create_key, shredded
-from agentsessions.journal.stores.filewriter import (
+from agentsessions.journal.stores.file import watch
+from agentsessions.journal.stores.file.crypt import cipher_for, create_key, shredded
+from agentsessions.journal.stores.file.opening import Opening, open_tail
+from agentsessions.journal.stores.file.sessiondir import SessionDir, acked
+from agentsessions.journal.stores.file.writer import (
     FileWriter,
     WriterOwner,
     follow_records,
     frame_records,
 )
-from agentsessions.journal.stores.sessiondir import SessionDir, acked
-from agentsessions.journal.stores.store import SessionMeta, WorkingState, check_component
-from agentsessions.journal.stores.tail import Tail
+from agentsessions.journal.stores.store import (
+    SessionMeta,
+    WorkingState,
+    check_component,
+    deleted_error,
+)
 
 if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey
@@ -70,9 +76,10 @@ class ComponentOwner(WriterOwner, Protocol):
 
     def _check_writable(self, what: str) -> None: ...
 
-    def _load_tail(
-        self, sdir: SessionDir, meta: SessionMeta, *, writable: bool = False, scope: str = ""
-    ) -> tuple[Tail, fencefile.Head, SegmentLog]: ...
+    @property
+    def opening(self) -> Opening:
+        """What opening a journal uses of the store (:func:`.opening.open_tail`)."""
+        ...
 
     def _state_of(
         self, sdir: SessionDir, meta: SessionMeta, before_seq: int = 0, scope: str = ""
@@ -169,8 +176,8 @@ class FileComponentStore:
         try:
             self._check_live()  # under the LOCK: the session's delete takes it too
             cipher = self._cipher()  # exit 26 before the journal is opened for writing
-            tail, proved, log = self._owner._load_tail(
-                self._dir, self._meta, writable=True, scope=self._scope
+            tail, proved, log = open_tail(
+                self._dir, self._meta, self._owner.opening, writable=True, scope=self._scope
             )
             try:
                 fence = fencefile.mint(self._owner.fs, self._dir.fence_file, tail.max_fence, proved)
@@ -238,11 +245,7 @@ class FileComponentStore:
 
     def _check_live(self) -> None:
         if self._session.is_deleted():
-            raise SessionDeletedError(
-                f"session {self.uid} was deleted; its tool store {self._name!r} can still be "
-                "read and verified, never written",
-                session=self.uid,
-            )
+            raise deleted_error(self.uid, self._name)
 
     def _ensure(self) -> None:
         """Make the component directory if it is not there yet, whole or not at all."""

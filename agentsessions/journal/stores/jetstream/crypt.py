@@ -3,12 +3,12 @@ opening on read (docs/JETSTREAM.md, "Encryption at rest"; docs/FORMAT.md section
 
 A session created while the store holds a master key is *encrypted*: its metadata says so
 (``"encrypted": true``, as ``session.json`` does), its data key is stored wrapped in the
-key stream (``jetstream_keys``) before that metadata, and every commit its writers publish
+key stream (``jetstream/keys.py``) before that metadata, and every commit its writers publish
 carries sealed records (``crypto.sealed``: content hashes, chain, fences and tail
 checkpoints as in a plaintext journal) and a sealed state blob (``crypto.blobs``, bound to
 the state's version and range). Each tool store of such a session gets a data key of its
 own (scope ``uid/name``), made by its first writer. Its tool receipts and workloads are
-sealed under the session's data key too (``jetstream_extras``, :meth:`Keyring.host_cipher`),
+sealed under the session's data key too (``jetstream/extras.py``, :meth:`Keyring.host_cipher`),
 so the server only ever holds ciphertext of events, working state, receipts and workloads.
 
 Invariants:
@@ -40,13 +40,13 @@ from agentsessions.errors import (
     SessionKeyError,
 )
 from agentsessions.journal.format.records import Record
-from agentsessions.journal.stores import jetstream_wire as wire
-from agentsessions.journal.stores.jetstream_keys import KeyStream, StoredKey
+from agentsessions.journal.stores.jetstream import wire
+from agentsessions.journal.stores.jetstream.keys import KeyStream, StoredKey
 from agentsessions.journal.stores.store import SessionMeta, WorkingState
 
 if TYPE_CHECKING:
+    from agentsessions.journal.crypto.cipher import SessionCipher
     from agentsessions.journal.crypto.keys import MasterKey, RewrapCount
-    from agentsessions.journal.stores.filecrypt import SessionCipher
 
 _HINT = "give the master key: --key-file FILE, AGENTSESSIONS_KEY_FILE or AGENTSESSIONS_MASTER_KEY"
 _STATE_BINDING = struct.Struct("<QQQ")  # version, covers_from, covers_to
@@ -263,10 +263,10 @@ class Keyring:
     def host_cipher(self, uid: str) -> SessionCipher:
         """The cipher of encrypted session ``uid``'s host data (tool receipts, workloads):
         blobs and receipt ids under its data key, as the file store seals its
-        ``TOOLRECEIPTS`` and ``WORKLOAD`` files (``filecrypt.SessionCipher``). The exit 26
-        errors of :meth:`cipher` when it cannot be had."""
+        ``TOOLRECEIPTS`` and ``WORKLOAD`` files (``journal.crypto.cipher.SessionCipher``).
+        The exit 26 errors of :meth:`cipher` when it cannot be had."""
         self._check_usable(uid, uid)
-        from agentsessions.journal.stores.filecrypt import SessionCipher
+        from agentsessions.journal.crypto.cipher import SessionCipher
 
         return SessionCipher(self._data_key(uid, ""), uid)
 
@@ -429,12 +429,12 @@ def sealed_export(
     ring: Keyring, meta: SessionMeta, messages: Callable[[], Iterable[wire.Message]]
 ) -> tuple[dict[str, object], Iterator[Record]]:
     """What ``export --ciphertext`` ships of encrypted session ``meta`` (the file store's
-    ``filecrypt.sealed_export``, from the stream): ``{"scope", "key"}`` (its uid and its
+    ``file/crypt.py``'s ``sealed_export``, from the stream): ``{"scope", "key"}`` (its uid and its
     wrapped data key from the key stream, the same JSON a file store's ``KEY`` holds) and
     its records as stored, sealed (``messages``: its journal subject's). No master key is
     needed; a shredded or missing key is exit 26, a plaintext session or a fork child
     InvalidArgumentError, a plaintext commit among them JournalCorruptError (exit 8)."""
-    from agentsessions.journal.stores.filecrypt import check_sealed_exportable
+    from agentsessions.journal.crypto.cipher import check_sealed_exportable
 
     uid = meta.uid
     if not meta.encrypted:

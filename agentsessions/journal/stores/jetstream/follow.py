@@ -19,11 +19,10 @@ import time
 from collections.abc import Iterator
 
 from agentsessions.journal.format.records import Record
-from agentsessions.journal.stores import jetstream_identity as identity
-from agentsessions.journal.stores import jetstream_wire as wire
-from agentsessions.journal.stores.jetstream_checkpoint import seek
-from agentsessions.journal.stores.jetstream_client import Client
-from agentsessions.journal.stores.jetstream_crypt import PLAIN, Opener
+from agentsessions.journal.stores.jetstream import identity, wire
+from agentsessions.journal.stores.jetstream.checkpoint import seek
+from agentsessions.journal.stores.jetstream.client import Client
+from agentsessions.journal.stores.jetstream.crypt import PLAIN, Opener
 
 _WAIT_SLICE = 2.0  # the longest one wait blocks before reading anyway (a lost wake)
 _SETTLE = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)  # re-reads after a wake

@@ -13,8 +13,8 @@ names it (``"sid"``). What this process has read it keeps, and a store refuses w
   every writer open, and when a session this process asks for is not there);
 - a session's metadata naming another stream's genesis;
 - a journal subject that ends before what a writer acknowledged, a follower read, or a
-  tail checkpoint covers (``jetstream_writer``, ``jetstream_follow``,
-  ``jetstream_checkpoint``): evidence that acknowledged messages are gone.
+  tail checkpoint covers (``jetstream/writer.py``, ``jetstream/follow.py``,
+  ``jetstream/checkpoint.py``): evidence that acknowledged messages are gone.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import secrets
 import time
 
 from agentsessions.errors import StreamReplacedError
-from agentsessions.journal.stores import jetstream_wire as wire
-from agentsessions.journal.stores.jetstream_client import Client, stream_state
+from agentsessions.journal.stores.jetstream import wire
+from agentsessions.journal.stores.jetstream.client import Client, stream_state
 
 HINT = (
     "the stream was deleted and recreated, or messages were removed from it: restore it "

@@ -18,7 +18,7 @@ The five duties (``store.py``) mapped onto one stream (``docs/JETSTREAM.md``):
 5. size limit: the shared Tail refuses a commit over ``max_commit_bytes`` whole; the
    server's ``max_payload`` must fit it (checked at start).
 
-Fencing across hosts: see :mod:`jetstream_writer`. Metadata is the last message on
+Fencing across hosts: see :mod:`.writer`. Metadata is the last message on
 ``P.m.<uid>``; tool stores are subjects ``P.c.<uid>.<hex name>``. A fork child's subject
 starts with its marker commit, which carries the parent's tail at the fork point; its
 prefix is read from the parent, never copied. The hash chain is the file store's, built by
@@ -42,32 +42,32 @@ from agentsessions.errors import (
     LockHeldError,
     MetadataCorruptError,
     NotFoundError,
-    SessionDeletedError,
     UnavailableError,
 )
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores import forking, metafile
-from agentsessions.journal.stores import jetstream_checkpoint as checkpoint
-from agentsessions.journal.stores import jetstream_identity as identity
-from agentsessions.journal.stores import jetstream_list as listing
-from agentsessions.journal.stores import jetstream_live as live
-from agentsessions.journal.stores import jetstream_wire as wire
-from agentsessions.journal.stores.jetstream_client import Client
-from agentsessions.journal.stores.jetstream_conn import JetStreamOptions, commit_problems
-from agentsessions.journal.stores.jetstream_crypt import (
+from agentsessions.journal.stores.jetstream import checkpoint, identity, listing, live, wire
+from agentsessions.journal.stores.jetstream.client import Client
+from agentsessions.journal.stores.jetstream.component import JetStreamComponentStore
+from agentsessions.journal.stores.jetstream.conn import (
+    HEADROOM,
+    JetStreamOptions,
+    commit_problems,
+    fit_commit_limit,
+)
+from agentsessions.journal.stores.jetstream.crypt import (
     Keyring,
-    Opener,
     SubjectCipher,
     VerifyRecord,
     sealed_export,
     verify_records,
 )
-from agentsessions.journal.stores.jetstream_extras import Extras, HarnessRecords
-from agentsessions.journal.stores.jetstream_follow import follow_subject
-from agentsessions.journal.stores.jetstream_keys import KeyStream
-from agentsessions.journal.stores.jetstream_writer import JetStreamWriter, shadow
+from agentsessions.journal.stores.jetstream.extras import Extras, HarnessRecords
+from agentsessions.journal.stores.jetstream.follow import follow_subject
+from agentsessions.journal.stores.jetstream.keys import KeyStream
+from agentsessions.journal.stores.jetstream.writer import JetStreamWriter, shadow
+from agentsessions.journal.stores.paging import newest_first, page_ask, page_of
 from agentsessions.journal.stores.store import (
-    DEFAULT_MAX_COMMIT_BYTES,
     Page,
     SessionInfo,
     SessionMeta,
@@ -75,49 +75,20 @@ from agentsessions.journal.stores.store import (
     check_component,
     check_project,
     check_uid,
-    clamp_page_size,
-    decode_cursor,
-    encode_cursor,
+    deleted_error,
 )
 from agentsessions.journal.stores.tail import Tail
 
 if TYPE_CHECKING:
+    from agentsessions.journal.crypto.cipher import SessionCipher
     from agentsessions.journal.crypto.keys import MasterKey, RewrapCount
-    from agentsessions.journal.stores.filecrypt import SessionCipher
-
-_HEADROOM = 64 * 1024  # a commit message's header line beside its payloads
-MIN_COMMIT_BYTES = 64 * 1024  # below this a server cannot hold a working session's turns
-
-
-def fit_commit_limit(asked: int, max_payload: int, url: str) -> int:
-    """The largest commit this store takes: ``asked`` when the server's ``max_payload`` fits
-    it (UnavailableError when it does not); unasked (0), the file store's limit, lowered to
-    what a message of ``max_payload`` bytes holds (a server on its 1 MiB default works, its
-    commits refused whole past ~960 KiB), but never below :data:`MIN_COMMIT_BYTES`."""
-    room = max_payload - _HEADROOM
-    if asked and asked > room:
-        raise UnavailableError(
-            f"the NATS server at {url} takes messages of at most {max_payload} bytes; a "
-            f"commit of {asked} bytes (max_commit_bytes=) would not fit",
-            hint=f"set max_payload to at least {asked + _HEADROOM} in the server's config, "
-            f"or ask for at most max_commit_bytes={max(room, 0)}",
-        )
-    if asked:
-        return asked
-    if room < MIN_COMMIT_BYTES:
-        raise UnavailableError(
-            f"the NATS server at {url} takes messages of at most {max_payload} bytes: too "
-            f"small for journal commits (at least {MIN_COMMIT_BYTES + _HEADROOM} needed)",
-            hint=f"set max_payload to {DEFAULT_MAX_COMMIT_BYTES + _HEADROOM} in its config",
-        )
-    return min(DEFAULT_MAX_COMMIT_BYTES, room)
 
 
 class JetStreamStore:
     """Sessions in one JetStream stream (see the module docstring for the layout).
 
-    ``master``: sessions created are encrypted, and encrypted ones read (jetstream_crypt.py);
-    their wrapped data keys live in a key stream beside the journal's (jetstream_keys.py)."""
+    ``master``: sessions created are encrypted, and encrypted ones read (jetstream/crypt.py);
+    their wrapped data keys live in a key stream beside the journal's (jetstream/keys.py)."""
 
     def __init__(
         self,
@@ -141,7 +112,7 @@ class JetStreamStore:
             raise
         self.max_commit_bytes = max_commit_bytes
         try:  # a recreated stream is told from the old one by its genesis
-            problems = commit_problems(self._client.stream_config, max_commit_bytes, _HEADROOM)
+            problems = commit_problems(self._client.stream_config, max_commit_bytes, HEADROOM)
             if problems:
                 raise UnavailableError(
                     f"the JetStream stream {options.stream!r} at {options.url} cannot hold "
@@ -193,23 +164,14 @@ class JetStreamStore:
             return None
 
     def list(self, project: str, page_size: int = 0, cursor: str = "") -> Page:
-        check_project(project)
-        size = clamp_page_size(page_size)
-        after = decode_cursor(cursor) if cursor else None
-        # two batched reads (jetstream_list.py), not one read per session
+        ask = page_ask(project, page_size, cursor)
+        # two batched reads (jetstream/listing.py), not one read per session
         metas, self.unindexed = listing.all_metas(self._client, self._opts.prefix)
-        rows = [(m, ut) for m, deleted, ut in metas if m.project == project and not deleted]
-        rows.sort(key=lambda r: (-r[0].create_time_ns, r[0].uid))
-        if after is not None:
-            ns, last_uid = after
-            rows = [r for r in rows if (-r[0].create_time_ns, r[0].uid) > (-ns, last_uid)]
-        shown = rows[: size + 1]
+        live = [(m, ut) for m, deleted, ut in metas if m.project == project and not deleted]
+        shown = newest_first(live, lambda row: row[0], ask)
         heads = listing.journal_heads(self._client, [self._journal(m.uid) for m, _ut in shown])
-        page = [self._info(m, False, ut, heads.get(self._journal(m.uid))) for m, ut in shown]
-        if len(page) <= size:
-            return Page(page)
-        last = page[size - 1]
-        return Page(page[:size], encode_cursor(last.meta.create_time_ns, last.uid))
+        infos = [self._info(m, False, ut, heads.get(self._journal(m.uid))) for m, ut in shown]
+        return page_of(infos, ask, more=len(infos) > ask.size)
 
     def uids(self) -> tuple[str, ...]:
         prefix = self._opts.prefix
@@ -218,7 +180,7 @@ class JetStreamStore:
     def delete(self, uid: str) -> SessionInfo:
         """Soft-delete: a deleting fence on the journal and every tool store (so writers on
         any host fail their next append), then the metadata row. Refused (LockHeldError)
-        while a turn runs on another host (jetstream_live.py), as the file store's lock."""
+        while a turn runs on another host (jetstream/live.py), as the file store's lock."""
         meta, _deleted, _ut = self._meta(uid)
         subjects = [self._journal(uid), *self._component_subjects(uid)]
         with self._lock:
@@ -269,7 +231,7 @@ class JetStreamStore:
     def writer(self, uid: str) -> JetStreamWriter:
         meta, deleted, _ut = self._meta(uid)
         if deleted:
-            raise SessionDeletedError(f"session {uid} was deleted; it can no longer be written")
+            raise deleted_error(uid)
         return self._open(uid, self._journal(uid), cipher_of=lambda: self._ring.cipher(meta))
 
     def read(self, uid: str, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
@@ -307,14 +269,14 @@ class JetStreamStore:
     def component(self, uid: str, name: str) -> JetStreamComponentStore:
         """The store of component ``name`` (a tool) in session ``uid``."""
         meta, _deleted, _ut = self._meta(uid)
-        return JetStreamComponentStore(self, meta, check_component(name))
+        return JetStreamComponentStore(self, meta, check_component(name), self._opts.prefix)
 
     def components(self, uid: str) -> tuple[str, ...]:
         """The names of the tool stores session ``uid`` has, sorted."""
         self._meta(uid)
         return tuple(sorted(wire.component_name(s) for s in self._component_subjects(uid)))
 
-    # -- encryption at rest (jetstream_crypt.py, jetstream_keys.py) ----------------------
+    # -- encryption at rest (jetstream/crypt.py, jetstream/keys.py) ----------------------
     def check_shreddable(self, uid: str) -> None:
         """InvalidArgumentError unless ``uid`` is an encrypted session (it has a key to shred)."""
         meta, _deleted, _ut = self._meta(uid)
@@ -356,7 +318,7 @@ class JetStreamStore:
     def sealed_export(self, uid: str) -> tuple[dict[str, object], Iterator[Record]]:
         """What ``export --ciphertext`` ships of encrypted session ``uid``: its wrapped data
         key and its sealed records as the stream holds them (no master key needed; see
-        ``jetstream_crypt.sealed_export`` for the refusals)."""
+        ``jetstream/crypt.py``'s ``sealed_export`` for the refusals)."""
         meta, _deleted, _ut = self._meta(uid)
         return sealed_export(self._ring, meta, lambda: self._client.messages(self._journal(uid)))
 
@@ -389,7 +351,7 @@ class JetStreamStore:
     def close(self) -> None:
         self._client.close()
 
-    # -- optional capabilities (the file store's small files: jetstream_extras.py) ---------
+    # -- optional capabilities (the file store's small files: jetstream/extras.py) ---------
     def request_cancel(self, uid: str, execution_id: str, reason: str = "") -> None:
         """Durably ask the running turn of ``execution_id``, on any host, to stop at its
         next effect boundary (``P.x.<uid>``)."""
@@ -434,7 +396,7 @@ class JetStreamStore:
 
     def writer_elsewhere(self, uid: str) -> bool:
         """True when another store (any host) holds ``uid``'s journal writer busy, or might
-        (it did not answer in time: jetstream_live.py): ``cancel`` then asks the running
+        (it did not answer in time: jetstream/live.py): ``cancel`` then asks the running
         turn to stop instead of taking the journal over (which would fence it). A writer
         parked idle between turns is not asked (no turn of its runs): cancel takes over."""
         subject = self._journal(check_uid(uid))
@@ -486,7 +448,7 @@ class JetStreamStore:
             raise
 
     def _claim(self, uid: str, subject: str) -> live.Presence:
-        """Ask the writer another host may hold (jetstream_live.py): busy is LockHeldError,
+        """Ask the writer another host may hold (jetstream/live.py): busy is LockHeldError,
         as the file store's lock; idle, gone or silent (a stalled host must not block the
         session forever) goes on to take over with a fence. Answering probes starts before
         that fence, so a host asking meanwhile hears this writer busy."""
@@ -578,7 +540,11 @@ class JetStreamStore:
             end = meta.fork_seq if to_seq <= 0 else min(to_seq, meta.fork_seq)
             out.extend(self._records(parent, from_seq, end))
         opener = self._ring.opener(meta)
-        out.extend(_between(self._client, self._journal(meta.uid), from_seq, to_seq, opener))
+        out.extend(
+            checkpoint.records_between(
+                self._client, self._journal(meta.uid), from_seq, to_seq, opener
+            )
+        )
         return out
 
     def _info(
@@ -596,67 +562,6 @@ class JetStreamStore:
             state_covers=(tail.state.covers_from, tail.state.covers_to),
             state_size=tail.state_size,
         )  # fmt: skip
-
-
-class JetStreamComponentStore:
-    """A tool's own journal in one session: its own subject, the same writer; an encrypted
-    session's tool store has a data key of its own (scope ``uid/name``), made by its first
-    writer."""
-
-    def __init__(self, store: JetStreamStore, meta: SessionMeta, name: str) -> None:
-        self._store, self._meta, self._uid, self._name = store, meta, meta.uid, name
-        self._subject = wire.component_subject(store._opts.prefix, meta.uid, name)
-
-    @property
-    def uid(self) -> str:
-        return self._uid
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def writer(self) -> JetStreamWriter:
-        """Become the tool store's single writer; refused once the session is deleted."""
-        _meta, deleted, _ut = self._store._meta(self._uid)
-        if deleted:
-            raise SessionDeletedError(
-                f"session {self._uid} was deleted; its tool store {self._name!r} can no "
-                "longer be written",
-                session=self._uid,
-            )
-        ring, meta, name = self._store._ring, self._meta, self._name
-        return self._store._open(
-            self._uid, self._subject, cipher_of=lambda: ring.cipher(meta, name, create=True)
-        )
-
-    def read(self, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
-        client, opener = self._store._client, self._opener()
-        return iter(_between(client, self._subject, max(from_seq, 1), to_seq, opener))
-
-    def follow(self, from_seq: int = 1, *, idle_timeout: float | None = None) -> Iterator[Record]:
-        return follow_subject(
-            self._store._client, self._subject, max(from_seq, 1), idle_timeout, self._opener()
-        )
-
-    def state(self) -> WorkingState:
-        """The tool store's working state (version 0 before its first writer)."""
-        return checkpoint.load(self._store._client, self._subject, opener=self._opener()).tail.state
-
-    def _opener(self) -> Opener:
-        return self._store._ring.opener(self._meta, self._name)
-
-
-def _between(
-    client: Client, subject: str, from_seq: int, to_seq: int, opener: Opener
-) -> builtins.list[Record]:
-    """The records ``from_seq..to_seq`` (0: to the end) of ``subject``, read from the
-    message holding ``from_seq`` (found through the checkpoint), not from the start."""
-    return [
-        r
-        for msg in checkpoint.read_from(client, subject, from_seq, to_seq if to_seq > 0 else 0)
-        for r in opener.open(msg, state=False).records
-        if r.seq >= from_seq and (to_seq <= 0 or r.seq <= to_seq)
-    ]
 
 
 def _token() -> str:

@@ -16,30 +16,26 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentsessions.errors import InvalidArgumentError, JournalCorruptError, StorageError
+from agentsessions.journal.crypto.cipher import BLOB_OVERHEAD, SessionCipher, keyless_refusal
 from agentsessions.journal.format import canonical, segment, staterecord
 from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import SegmentLog
-from agentsessions.journal.stores.filecrypt import (
-    BLOB_OVERHEAD,
-    LazyCipher,
-    SessionCipher,
-    keyless_refusal,
-)
-from agentsessions.journal.stores.sessiondir import SessionDir
+from agentsessions.journal.stores.appending import NOTHING_HELD, ChainWriter
+from agentsessions.journal.stores.file.crypt import LazyCipher
+from agentsessions.journal.stores.file.rows import session_row
+from agentsessions.journal.stores.file.sessiondir import SessionDir
 from agentsessions.journal.stores.store import (
     CommitResult,
     SessionInfo,
     SessionMeta,
-    StateUpdate,
     WorkingState,
-    check_commit_id,
 )
 from agentsessions.journal.stores.tail import Tail
 
 if TYPE_CHECKING:
-    from agentsessions.journal.stores.watch import Watcher
+    from agentsessions.journal.stores.file.watch import Watcher
 
 HINT_EVERY_COMMITS = 64
 """A writer rewrites its TAIL hint (unsynced) every this many commits, and when it closes."""
@@ -47,7 +43,7 @@ HINT_EVERY_COMMITS = 64
 
 class WriterOwner(Protocol):
     """What a writer uses of the store that opened it (:class:`FileStore
-    <agentsessions.journal.stores.filestore.FileStore>`, which imports this module: naming
+    <agentsessions.journal.stores.file.store.FileStore>`, which imports this module: naming
     the store by this Protocol keeps the import one way)."""
 
     @property
@@ -60,12 +56,8 @@ class WriterOwner(Protocol):
         """The store's durability primitives (injectable for crash tests)."""
         ...
 
-    def _info(self, sdir: SessionDir, meta: SessionMeta, tail: Tail) -> SessionInfo:
-        """The session's row as the store's ``get`` returns it, from this tail state."""
-        ...
 
-
-class FileWriter:
+class FileWriter(ChainWriter):
     """The single writer of one file-backed session (holds its LOCK and a fresh fence)."""
 
     def __init__(
@@ -86,6 +78,7 @@ class FileWriter:
         self._log = log
         self._tail = tail
         self._fence = fence
+        self._held = NOTHING_HELD  # the LOCK is held as long as the writer is
         self._lock = lock
         self._since_hint = 0
         # Commits landed with sync=False wait for the next sync. At open the tail may hold
@@ -97,41 +90,8 @@ class FileWriter:
         return self.meta.uid
 
     @property
-    def fence(self) -> int:
-        return self._fence
-
-    @property
     def head(self) -> tuple[int, str]:
         return self._tail.last_seq, self._tail.last_hash
-
-    def append(
-        self,
-        events: Sequence[Mapping[str, Any]],
-        *,
-        expected_last_seq: int | None = None,
-        fence: int | None = None,
-        commit_id: str | None = None,
-        sync: bool = True,
-        state: StateUpdate | None = None,
-        expected_state_version: int | None = None,
-    ) -> CommitResult:
-        check_commit_id(commit_id)
-        self._check_open()
-        first = self._tail.duplicate(commit_id)
-        if first is not None:
-            return first
-        use = self._fence if fence is None else fence
-        records, new = self._tail.prepare(
-            self.uid, events, expected_last_seq=expected_last_seq, fence=use,
-            current=self._fence, state=state, expected_state_version=expected_state_version,
-            max_bytes=self._store.max_commit_bytes,
-        )  # fmt: skip
-        return self._land(records, events, commit_id, sync=sync, state=new, fence=use)
-
-    def append_records(self, records: Sequence[Record]) -> CommitResult:
-        self._check_open()
-        self._tail.check_records(self.uid, records, max_bytes=self._store.max_commit_bytes)
-        return self._land(list(records), None, None)
 
     @property
     def state(self) -> WorkingState:
@@ -141,7 +101,7 @@ class FileWriter:
     def info(self) -> SessionInfo:
         """The session as :meth:`FileStore.get` returns it, from what this writer holds
         (it holds the lock: no one else can have committed since it opened)."""
-        return self._store._info(self._dir, self.meta, self._tail)
+        return session_row(self._dir, self.meta, self._tail)
 
     def sync(self) -> None:
         """Make every commit landed with ``sync=False`` durable (see :meth:`Writer.append`)."""
@@ -179,15 +139,22 @@ class FileWriter:
         if not self._lock.held:
             raise InvalidArgumentError(f"session {self.uid}: this writer was closed")
 
+    @property
+    def _max_commit_bytes(self) -> int:
+        return self._store.max_commit_bytes
+
+    def _open_tail(self) -> Tail:
+        self._check_open()
+        return self._tail
+
     def _land(
         self,
         records: list[Record],
         events: Sequence[Mapping[str, Any]] | None,
         cid: str | None,
-        *,
-        sync: bool = True,
-        state: WorkingState | None = None,
-        fence: int = 0,
+        state: WorkingState | None,
+        fence: int,
+        sync: bool,
     ) -> CommitResult:
         frames: list[tuple[int, int, int, bytes]] = []
         seq, fence = (

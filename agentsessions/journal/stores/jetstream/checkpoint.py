@@ -22,13 +22,13 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from agentsessions.errors import UnavailableError
-from agentsessions.journal.stores import jetstream_identity as identity
-from agentsessions.journal.stores import jetstream_wire as wire
-from agentsessions.journal.stores.jetstream_client import Client, last_and_prior, read_to
+from agentsessions.journal.format.records import Record
+from agentsessions.journal.stores.jetstream import identity, wire
+from agentsessions.journal.stores.jetstream.client import Client, last_and_prior, read_to
 from agentsessions.journal.stores.tail import Tail
 
 if TYPE_CHECKING:
-    from agentsessions.journal.stores.jetstream_crypt import Opener
+    from agentsessions.journal.stores.jetstream.crypt import Opener
 
 CHECKPOINT_EVERY = 64  # journal messages between checkpoints: the bound on what opens fold
 TAIL_BYTES = 1 << 20  # what a tail read reads of the messages after the checkpoint, at most
@@ -175,3 +175,16 @@ def _bisect(client: Client, subject: str, from_seq: int, lo: int, hi: int) -> in
         else:
             lo = mid if msg is None else max(mid, msg.stream_seq)
     return hi - 1
+
+
+def records_between(
+    client: Client, subject: str, from_seq: int, to_seq: int, opener: Opener
+) -> list[Record]:
+    """The records ``from_seq..to_seq`` (0: to the end) of ``subject``, read from the
+    message holding ``from_seq`` (found through the checkpoint), not from the start."""
+    return [
+        r
+        for msg in read_from(client, subject, from_seq, to_seq if to_seq > 0 else 0)
+        for r in opener.open(msg, state=False).records
+        if r.seq >= from_seq and (to_seq <= 0 or r.seq <= to_seq)
+    ]

@@ -1,6 +1,6 @@
 """Encryption at rest in the in-memory store: the same layer as the file store's, no files.
 
-A :class:`~agentsessions.journal.stores.memstore.MemoryStore` given a master key encrypts
+A :class:`~agentsessions.journal.stores.memory.store.MemoryStore` given a master key encrypts
 each session it creates (and each of its tool stores) under a data key of its own, held
 only wrapped (:class:`MemoryKey`: the bytes a ``KEY`` file would hold). What it keeps of an
 encrypted session is ciphertext: sealed records (``journal.crypto.sealed``, the payload of a
@@ -22,8 +22,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from agentsessions.errors import MasterKeyError
+from agentsessions.journal.crypto.cipher import SessionCipher
 from agentsessions.journal.format.records import Record
-from agentsessions.journal.stores.filecrypt import SessionCipher
 from agentsessions.journal.stores.store import WorkingState
 
 if TYPE_CHECKING:

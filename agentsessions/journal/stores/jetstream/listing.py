@@ -19,9 +19,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from agentsessions.errors import JournalCorruptError, MetadataCorruptError
-from agentsessions.journal.stores import jetstream_wire as wire
 from agentsessions.journal.stores import metafile
-from agentsessions.journal.stores.jetstream_client import Client, TooManyResults, last_many
+from agentsessions.journal.stores.jetstream import wire
+from agentsessions.journal.stores.jetstream.client import Client, TooManyResults, last_many
 from agentsessions.journal.stores.store import SessionMeta
 
 CHUNK = 1000  # named subjects per batched read: under the server's 1,024

@@ -1,4 +1,5 @@
-"""Encryption at rest in the file store: sealing on append, opening on read (FORMAT.md 15).
+"""Encryption at rest in the file store: data keys in ``KEY`` files, shredding, rotation
+(FORMAT.md 15); the sealing itself is :mod:`agentsessions.journal.crypto.cipher`'s.
 
 A session created while the store has a master key is *encrypted*: ``session.json`` says
 so (``"encrypted": true``), its wrapped data key ``KEY`` is written into the directory
@@ -18,10 +19,8 @@ Invariants:
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,108 +31,24 @@ from agentsessions.errors import (
     MasterKeyError,
     SessionKeyError,
 )
+from agentsessions.journal.crypto.cipher import (
+    KEY_HINT,
+    SessionCipher,
+    check_sealed_exportable,
+    keyless_refusal,
+)
 from agentsessions.journal.format import segment, staterecord
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
-from agentsessions.journal.stores.sessiondir import SessionDir
+from agentsessions.journal.stores.file.sessiondir import SessionDir
 from agentsessions.journal.stores.store import SessionMeta
 
 if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey, RewrapCount
 
-# the names keys.py gives them, repeated so a keyless check does not import cryptography
+# the name keys.py gives it, repeated so a keyless check does not import cryptography
 _SHREDDED_NAME = "SHREDDED"
-KEY_FILE_ENV = "AGENTSESSIONS_KEY_FILE"
-MASTER_KEY_ENV = "AGENTSESSIONS_MASTER_KEY"
-BLOB_OVERHEAD = 36  # journal.crypto.blobs.BLOB_OVERHEAD: a sealed blob's head and tag
-_HINT = "give the master key: --key-file FILE, AGENTSESSIONS_KEY_FILE or AGENTSESSIONS_MASTER_KEY"
-
-
-class SessionCipher:
-    """One encrypted store's data key bound to its scope (the session uid, or ``uid/tool``
-    for a tool store): seals records on append, opens sealed EVENT frames on read, and seals
-    the bytes that are not records (working state, receipts, workloads) as blobs bound to
-    their position (``journal.crypto.blobs``). Holds no key bytes in its repr."""
-
-    def __init__(self, data_key: bytes, scope: str) -> None:
-        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-        from agentsessions.journal.crypto.sealed import check_key
-
-        check_key(data_key)
-        self._key = data_key
-        self._aead = AESGCM(data_key)  # made once: the append path seals every event with it
-        self.scope = scope
-
-    def __repr__(self) -> str:
-        return f"SessionCipher(scope={self.scope!r})"
-
-    @property
-    def sealed_state(self) -> bool:
-        """STATE frames of this store hold sealed bytes (always, for a cipher)."""
-        return True
-
-    def seal(self, record: Record) -> bytes:
-        """The sealed payload of ``record`` (its seq, link and content hash unchanged). Its
-        hash is its envelope's: the tail built it, or checked it (``Tail.check_records``)."""
-        from agentsessions.journal.crypto import sealed
-
-        return sealed.seal_record(self._aead, self.scope, record)
-
-    def open(self, frame: segment.Frame) -> Record:
-        """The plaintext record of a sealed EVENT ``frame`` (its tag and hash checked)."""
-        return self.open_payload(frame.payload, seq=frame.seq, fence=frame.fence)
-
-    def open_payload(self, payload: bytes | memoryview, *, seq: int, fence: int = 0) -> Record:
-        """The plaintext record of a sealed record's bytes stored at ``seq``."""
-        from agentsessions.journal.crypto import sealed
-
-        return sealed.open_record(self._key, self.scope, payload, seq=seq, fence=fence)
-
-    def seal_blob(self, kind: str, data: bytes, binding: bytes) -> bytes:
-        """``data`` sealed as a blob of ``kind`` bound to ``binding`` (blobs.seal_blob)."""
-        from agentsessions.journal.crypto import blobs
-
-        return blobs.seal_blob(self._key, self.scope, kind, data, binding=binding)
-
-    def open_blob(self, kind: str, blob: bytes | memoryview, binding: bytes) -> bytes:
-        """The plaintext of a blob sealed by :meth:`seal_blob` (JournalCorruptError, exit 8,
-        when its tag fails: damaged, moved, or another key's)."""
-        from agentsessions.journal.crypto import blobs
-
-        return blobs.open_blob(self._key, self.scope, kind, blob, binding=binding)
-
-    def seal_state(self, record: staterecord.StateRecord) -> bytes:
-        """A STATE record's data sealed, bound to its version, covers and chain position."""
-        return self.seal_blob(STATE_KIND, record.data, state_binding(record))
-
-    def open_state(self, record: staterecord.StateRecord) -> bytes:
-        """The plaintext data of a STATE record whose data :meth:`seal_state` sealed."""
-        return self.open_blob(STATE_KIND, record.data, state_binding(record))
-
-    state_data = open_state  # as LazyCipher.state_data: what statefile asks
-
-    def receipt_id(self, key: str) -> str:
-        """The name a receipt is filed under instead of its idempotency key: a MAC of the key
-        under the data key, so the file does not show the key and lookups stay direct."""
-        mac = hmac.new(self._key, _RECEIPT_ID_LABEL + key.encode(), hashlib.sha256)
-        return mac.hexdigest()[:32]
-
-
-STATE_KIND = "state"
-RECEIPT_KIND = "receipt"
-WORKLOAD_KIND = "workload"
-_RECEIPT_ID_LABEL = b"agentsessions.receipt-id.v1\x00"
-
-
-def state_binding(record: staterecord.StateRecord) -> bytes:
-    """What a sealed state's tag binds it to: its version, the range it covers and the chain
-    head it follows, so a state blob moved to another version or position fails its tag."""
-    return (
-        f"{record.version}:{record.covers_from}:{record.covers_to}:"
-        f"{record.chain_seq}:{record.chain_hash}"
-    ).encode()
 
 
 def create_key(fs: FileSystem, path: Path, scope: str, master: MasterKey) -> SessionCipher:
@@ -163,7 +78,7 @@ def cipher_for(
                 session=meta.uid,
             )
         raise MasterKeyError(
-            f"{scope} is encrypted and no master key was given", hint=_HINT, session=meta.uid
+            f"{scope} is encrypted and no master key was given", hint=KEY_HINT, session=meta.uid
         )
     from agentsessions.journal.crypto.keys import KeyDir
 
@@ -200,34 +115,6 @@ class LazyCipher:
         the key is loaded then, with its exit 26 errors)."""
         cipher = self._load() if self.sealed_state else None
         return record.data if cipher is None else cipher.open_state(record)
-
-
-def keyless_refusal(frame: segment.Frame) -> MasterKeyError:
-    """The error for a sealed frame met without a cipher (a session not marked encrypted)."""
-    return MasterKeyError(
-        f"the record at seq {frame.seq} is encrypted and no data key is loaded for it",
-        hint=_HINT,
-        seq=frame.seq,
-    )
-
-
-def resolve_master(
-    key_file: str | None = None, environ: Mapping[str, str] | None = None
-) -> MasterKey | None:
-    """The master key from ``key_file``, else ``AGENTSESSIONS_KEY_FILE``, else
-    ``AGENTSESSIONS_MASTER_KEY``; None when none is configured. ``cryptography`` is imported
-    only when one is: a keyless process never loads it."""
-    env = os.environ if environ is None else environ
-    if not (key_file or env.get(KEY_FILE_ENV) or env.get(MASTER_KEY_ENV)):
-        return None
-    try:
-        from agentsessions.journal.crypto.keys import resolve_master_key
-    except ImportError:
-        raise MasterKeyError(
-            "a master key is configured but encryption needs the 'cryptography' package",
-            hint="pip install 'agentsessions[crypto]'",
-        ) from None
-    return resolve_master_key(key_file or None, env)
 
 
 def shred(store: object, uid: str) -> bool:
@@ -312,26 +199,6 @@ def key_dirs(store: object) -> list[tuple[str, Path]]:
     return found
 
 
-def check_sealed_exportable(meta: SessionMeta, shredded: bool) -> None:
-    """Refuse a ciphertext export of a fork child (its prefix is sealed under its parent's
-    key, which the export does not carry: InvalidArgumentError) or of a shredded session
-    (KeyShreddedError, exit 26). Every store's ``sealed_export`` asks this first."""
-    uid = meta.uid
-    if meta.parent_uid:
-        raise InvalidArgumentError(
-            f"session {uid} is a fork child: its first {meta.fork_seq} records are sealed "
-            f"under its parent's key, which a ciphertext export does not carry",
-            hint=f"agentsessions export {uid} --decrypt writes a plaintext export",
-            session=uid,
-        )
-    if shredded:
-        raise KeyShreddedError(
-            f"{uid}: the data key was shredded; there is nothing readable to export",
-            hint="verify SESSION still checks the journal's structure",
-            session=uid,
-        )
-
-
 def sealed_export(store: object, uid: str) -> tuple[dict[str, object], Iterator[Record]]:
     """What ``export --ciphertext`` ships of encrypted session ``uid``: ``{"scope", "key"}``
     (its uid and its wrapped ``KEY``, as JSON) and its records as stored, each payload the
@@ -342,7 +209,7 @@ def sealed_export(store: object, uid: str) -> tuple[dict[str, object], Iterator[
 
     from agentsessions.journal.format import sealedhead
     from agentsessions.journal.format.segmentlog import SegmentLog
-    from agentsessions.journal.stores.sessiondir import acked
+    from agentsessions.journal.stores.file.sessiondir import acked
 
     sdir = check_shreddable(store, uid)
     check_sealed_exportable(sdir.read_meta(), shredded(sdir.path))

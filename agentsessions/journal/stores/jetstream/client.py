@@ -29,14 +29,14 @@ from nats.aio.client import Client as NatsClient
 from nats.js import api
 
 from agentsessions.errors import UnavailableError
-from agentsessions.journal.stores import jetstream_wire as wire
-from agentsessions.journal.stores.jetstream_conn import (
+from agentsessions.journal.stores.jetstream import wire
+from agentsessions.journal.stores.jetstream.conn import (
     JetStreamOptions,
     check_server_synced,
     stream_config,
     stream_problems,
 )
-from agentsessions.journal.stores.jetstream_loop import Loop, OutcomeUnknown
+from agentsessions.journal.stores.jetstream.loop import Loop, OutcomeUnknown
 
 WRONG_LAST_SEQUENCE = 10071  # Nats-Expected-Last-Subject-Sequence did not match
 WRONG_LAST_SEQUENCE_R3 = 10164  # the same, as R3 reported it once with no other writer
@@ -65,7 +65,7 @@ class Client:
         self._nc: NatsClient | None = None
         self.fetched = 0  # messages read from the stream so far (tests bound the cost)
         self.round_trips = 0  # read requests made so far (tests bound the cost)
-        self.genesis = ""  # the stream identity this connection found (jetstream_identity)
+        self.genesis = ""  # the stream identity this connection found (jetstream/identity.py)
         self.stream_config: Any = None  # the stream's settings, as found or created
         self._try = min(options.timeout, _TRY_SECONDS)
         try:
@@ -268,8 +268,8 @@ class Client:
         return int(ack.seq)
 
     def run_js(self, fn: Callable[[Any], Coroutine[Any, Any, T]]) -> T:
-        """Run ``fn(jetstream_context)`` on the loop, its errors mapped as every call's (the
-        key stream's requests: ``jetstream_keys.py``)."""
+        """Run ``fn(jetstream/context.py)`` on the loop, its errors mapped as every call's (the
+        key stream's requests: ``jetstream/keys.py``)."""
         return self._call(lambda: fn(self._js))
 
     async def _landed(self, subject: str, expect: int, mid: str) -> int | _Try:

@@ -3,13 +3,12 @@
 It keeps the same rules as the file store (one writer per session, fences, CAS, commit ids,
 size limit, soft delete, keyset paging) because both run the same contract suite; only
 durability differs. Thread-safe: one lock guards every session. Given a master key it
-encrypts at rest as the file store does, holding only ciphertext (:mod:`.memcrypt`).
+encrypts at rest as the file store does, holding only ciphertext (:mod:`.crypt`).
 """
 
 from __future__ import annotations
 
 import builtins
-import contextlib
 import copy
 import functools
 import json
@@ -24,33 +23,30 @@ from agentsessions.errors import (
     JournalCorruptError,
     LockHeldError,
     NotFoundError,
-    SessionDeletedError,
 )
+from agentsessions.journal.crypto.cipher import SessionCipher
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores import forking
-from agentsessions.journal.stores.filecrypt import SessionCipher
-from agentsessions.journal.stores.memcrypt import (
+from agentsessions.journal.stores.appending import ChainWriter
+from agentsessions.journal.stores.memory.crypt import (
     MemoryKey,
     open_records,
     open_state,
     seal_records,
     seal_state,
 )
+from agentsessions.journal.stores.paging import newest_first, page_ask, page_of
 from agentsessions.journal.stores.store import (
     DEFAULT_MAX_COMMIT_BYTES,
     CommitResult,
     Page,
     SessionInfo,
     SessionMeta,
-    StateUpdate,
     WorkingState,
-    check_commit_id,
     check_component,
     check_project,
     check_uid,
-    clamp_page_size,
-    decode_cursor,
-    encode_cursor,
+    deleted_error,
 )
 from agentsessions.journal.stores.tail import Tail
 from agentsessions.v1 import workloadref
@@ -88,7 +84,7 @@ class MemoryStore:
     def __init__(
         self, *, max_commit_bytes: int = DEFAULT_MAX_COMMIT_BYTES, master: MasterKey | None = None
     ) -> None:
-        """``master``: sessions created are encrypted, and encrypted ones read (memcrypt)."""
+        """``master``: sessions created are encrypted, and encrypted ones read (memory/crypt.py)."""
         self.max_commit_bytes = max_commit_bytes
         self.master = master
         self._sessions: dict[str, _Session] = {}
@@ -107,21 +103,6 @@ class MemoryStore:
     def _cipher(self, session: _Session) -> SessionCipher | None:
         """The session's cipher (None: plaintext); exit 26 without or with another key."""
         return None if session.key is None else session.key.cipher(self.master)
-
-    @contextlib.contextmanager
-    def _plain_state(self, session: _Session) -> Iterator[SessionCipher | None]:
-        """The session's tail with its working state opened, sealed again after (a writer's
-        commit needs the state's bytes: a conflict reports them)."""
-        cipher = self._cipher(session)
-        if cipher is None:
-            yield None
-            return
-        if session.state_blob:
-            session.tail.state = open_state(cipher, session.tail.state, session.state_blob)
-        try:
-            yield cipher
-        finally:
-            session.tail.state, session.state_blob = seal_state(cipher, session.tail.state)
 
     def create(self, meta: SessionMeta) -> SessionInfo:
         check_uid(meta.uid)
@@ -148,22 +129,13 @@ class MemoryStore:
         return None if found is None else found.meta.project
 
     def list(self, project: str, page_size: int = 0, cursor: str = "") -> Page:
-        check_project(project)
-        size = clamp_page_size(page_size)
-        after = decode_cursor(cursor) if cursor else None
+        ask = page_ask(project, page_size, cursor)
         with self._cond:
-            rows = sorted(
-                (s for s in self._sessions.values() if s.meta.project == project and not s.deleted),
-                key=lambda s: (-s.meta.create_time_ns, s.meta.uid),
+            live = (
+                s for s in self._sessions.values() if s.meta.project == project and not s.deleted
             )
-            if after is not None:
-                ns, uid = after
-                rows = [r for r in rows if (-r.meta.create_time_ns, r.meta.uid) > (-ns, uid)]
-            page = [self._info(s) for s in rows[: size + 1]]
-        if len(page) <= size:
-            return Page(page)
-        last = page[size - 1]
-        return Page(page[:size], encode_cursor(last.meta.create_time_ns, last.uid))
+            infos = [self._info(s) for s in newest_first(live, _meta_of, ask)]
+        return page_of(infos, ask, more=len(infos) > ask.size)
 
     def uids(self) -> tuple[str, ...]:
         with self._cond:
@@ -220,7 +192,7 @@ class MemoryStore:
             session = self._session(uid)
             _check_free(session, uid)
             if session.deleted:
-                raise SessionDeletedError(f"session {uid} was deleted; it can no longer be written")
+                raise deleted_error(uid)
             self._cipher(session)  # exit 26 now, not at the first commit
             session.fence = max(session.fence, session.tail.max_fence) + 1
             session.writer = MemoryWriter(self, session)
@@ -419,11 +391,7 @@ class MemoryComponentStore:
         with self._store._cond:
             session = self._store._session(self._uid)
             if session.deleted:
-                raise SessionDeletedError(
-                    f"session {self._uid} was deleted; its tool store {self._name!r} can no "
-                    "longer be written",
-                    session=self._uid,
-                )
+                raise deleted_error(self._uid, self._name)
             part = session.components.get(self._name)
             if part is None:
                 meta = SessionMeta(uid=self._uid, name=self._name, encrypted=session.meta.encrypted)
@@ -473,62 +441,25 @@ class MemoryComponentStore:
             return open_records(self._store._cipher(part), part.records)
 
 
-class MemoryWriter:
+class MemoryWriter(ChainWriter):
     """The single writer of one in-memory session."""
 
     def __init__(self, store: MemoryStore, session: _Session) -> None:
         self._store = store
         self._session = session
         self._fence = session.fence
+        self._held = self._commit = _Commit(store, session)
 
     @property
     def uid(self) -> str:
         return self._session.meta.uid
 
     @property
-    def fence(self) -> int:
-        return self._fence
-
-    @property
     def head(self) -> tuple[int, str]:
         return self._session.tail.last_seq, self._session.tail.last_hash
 
-    def append(
-        self,
-        events: Sequence[Mapping[str, Any]],
-        *,
-        expected_last_seq: int | None = None,
-        fence: int | None = None,
-        commit_id: str | None = None,
-        sync: bool = True,
-        state: StateUpdate | None = None,
-        expected_state_version: int | None = None,
-    ) -> CommitResult:
-        del sync  # memory has no durability to defer: every commit is as final as it gets
-        check_commit_id(commit_id)
-        with self._store._cond, self._store._plain_state(self._session) as cipher:
-            tail = self._live_tail()
-            first = tail.duplicate(commit_id)
-            if first is not None:
-                return first
-            use = self._fence if fence is None else fence
-            records, new = tail.prepare(
-                self.uid, events, expected_last_seq=expected_last_seq, fence=use,
-                current=self._fence, state=state, expected_state_version=expected_state_version,
-                max_bytes=self._store.max_commit_bytes,
-            )  # fmt: skip
-            if new is not None:
-                self._session.states.append((tail.last_seq, *seal_state(cipher, new)))
-            return self._land(records, events, commit_id, new, use, cipher)
-
-    def append_records(self, records: Sequence[Record]) -> CommitResult:
-        with self._store._cond, self._store._plain_state(self._session) as cipher:
-            tail = self._live_tail()
-            tail.check_records(self.uid, records, max_bytes=self._store.max_commit_bytes)
-            return self._land(list(records), None, None, cipher=cipher)
-
     def sync(self) -> None:
-        """Nothing to do: see :meth:`append`."""
+        """Nothing to do: memory has no durability to defer (see :meth:`_land`)."""
 
     @property
     def state(self) -> WorkingState:
@@ -552,7 +483,11 @@ class MemoryWriter:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _live_tail(self) -> Tail:
+    @property
+    def _max_commit_bytes(self) -> int:
+        return self._store.max_commit_bytes
+
+    def _open_tail(self) -> Tail:
         if self._session.writer is not self:
             raise InvalidArgumentError(f"session {self.uid}: this writer was closed")
         return self._session.tail
@@ -562,15 +497,53 @@ class MemoryWriter:
         records: list[Record],
         events: Sequence[Mapping[str, Any]] | None,
         cid: str | None,
-        state: WorkingState | None = None,
-        fence: int = 0,
-        cipher: SessionCipher | None = None,
+        state: WorkingState | None,
+        fence: int,
+        sync: bool,
     ) -> CommitResult:
+        """Keep one commit (sealed when the session is encrypted). ``sync`` is moot: memory
+        has no durability to defer, every commit is as final as it gets."""
+        del sync
+        cipher = self._commit.cipher
+        if state is not None:  # the states each head had, for a read of an older one
+            self._session.states.append((self._session.tail.last_seq, *seal_state(cipher, state)))
         result = self._session.tail.advance(records, events, cid, state, fence=fence)
         self._session.records.extend(seal_records(cipher, records))
         self._session.update_time_ns = time.time_ns()
         self._store._cond.notify_all()
         return result
+
+
+class _Commit:
+    """What a memory writer holds while it commits: the store's lock, and the session's
+    working state opened (a commit needs the state's bytes: a conflict reports them), sealed
+    again on the way out. Made once per writer: an append allocates nothing for it."""
+
+    __slots__ = ("_cond", "_session", "_store", "cipher")
+
+    def __init__(self, store: MemoryStore, session: _Session) -> None:
+        self._store, self._session, self._cond = store, session, store._cond
+        self.cipher: SessionCipher | None = None  # the session's, while a commit is made
+
+    def __enter__(self) -> None:
+        self._cond.acquire()
+        try:
+            session = self._session
+            cipher = self.cipher = self._store._cipher(session)
+            if cipher is not None and session.state_blob:
+                session.tail.state = open_state(cipher, session.tail.state, session.state_blob)
+        except BaseException:
+            self._cond.release()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if self.cipher is not None:
+                tail = self._session.tail
+                tail.state, self._session.state_blob = seal_state(self.cipher, tail.state)
+        finally:
+            self.cipher = None
+            self._cond.release()
 
 
 def state_of(session: _Session, cipher: SessionCipher | None, before_seq: int = 0) -> WorkingState:
@@ -600,3 +573,7 @@ def _with_time(meta: SessionMeta) -> SessionMeta:
     from dataclasses import replace
 
     return replace(meta, create_time_ns=time.time_ns())
+
+
+def _meta_of(session: _Session) -> SessionMeta:
+    return session.meta

@@ -13,7 +13,7 @@ own subject). Every journal message also carries the head and projections after 
 
 An encrypted session's commit (``"e": 1``) carries sealed records (``crypto.sealed``: the
 chain in each clear head, which must match the header's) and a sealed state blob in place
-of the plaintext; ``jetstream_crypt`` seals and opens them, and :func:`fold` folds one it
+of the plaintext; ``jetstream/crypt.py`` seals and opens them, and :func:`fold` folds one it
 has not opened from the clear heads and the message's own summary (no key needed).
 """
 
@@ -56,7 +56,7 @@ def component_name(subject: str) -> str:
 
 
 class Sealer(Protocol):
-    """An encrypted session's cipher as :func:`commit_body` uses it (``jetstream_crypt``)."""
+    """An encrypted session's cipher as :func:`commit_body` uses it (``jetstream/crypt.py``)."""
 
     def seal_record(self, record: Record) -> bytes:
         """The sealed bytes of ``record`` (its seq, link and content hash unchanged)."""
@@ -125,7 +125,7 @@ def meta_body(
     meta: Mapping[str, Any], *, deleted: bool, update_time_ns: int, stream_id: str = ""
 ) -> bytes:
     """A session's metadata row (the last message on its meta subject wins); ``stream_id``
-    names the stream's genesis (``jetstream_identity``)."""
+    names the stream's genesis (``jetstream/identity.py``)."""
     head = {"k": "m", "meta": dict(meta), "del": deleted, "ut": update_time_ns}
     if stream_id:
         head["sid"] = stream_id

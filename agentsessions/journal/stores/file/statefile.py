@@ -18,7 +18,7 @@ from agentsessions.errors import AcknowledgedDataMissingError, FormatError, Jour
 from agentsessions.journal.format import staterecord
 from agentsessions.journal.format.segment import RTYPE_STATE
 from agentsessions.journal.format.segmentlog import SegmentLog
-from agentsessions.journal.stores.filewriter import working_state
+from agentsessions.journal.stores.file.writer import working_state
 from agentsessions.journal.stores.store import WorkingState
 from agentsessions.journal.stores.tail import Tail
 

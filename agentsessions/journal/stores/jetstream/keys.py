@@ -39,8 +39,8 @@ import nats.js.errors
 from nats.js import api
 
 from agentsessions.errors import UnavailableError
-from agentsessions.journal.stores.jetstream_client import WRONG_LAST_SEQUENCE, Client
-from agentsessions.journal.stores.jetstream_conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream.client import WRONG_LAST_SEQUENCE, Client
+from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
 
 T = TypeVar("T")
 

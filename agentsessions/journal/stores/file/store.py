@@ -32,13 +32,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentsessions.errors import (
-    AgentSessionsError,
     InvalidArgumentError,
-    JournalError,
     MetadataCorruptError,
     NotFoundError,
-    SessionDeletedError,
-    SessionKeyError,
     StorageError,
 )
 from agentsessions.journal.format import fencefile
@@ -46,27 +42,28 @@ from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import SegmentLog
-from agentsessions.journal.stores import filecomponent, forking, metafile, statefile, watch
-from agentsessions.journal.stores.catalog import Catalog
-from agentsessions.journal.stores.filecomponent import FileComponentStore
-from agentsessions.journal.stores.filecrypt import LazyCipher, cipher_for, create_key
-from agentsessions.journal.stores.filehost import HostFiles
-from agentsessions.journal.stores.filewriter import (
-    FileWriter,
-    fold_frames,
-    follow_records,
-    frame_records,
-)
-from agentsessions.journal.stores.sessiondir import (
-    DELETED_NAME,
-    FENCE_NAME,
+from agentsessions.journal.stores import forking, metafile
+from agentsessions.journal.stores.file import component as filecomponent
+from agentsessions.journal.stores.file import statefile, watch
+from agentsessions.journal.stores.file.catalog import Catalog
+from agentsessions.journal.stores.file.component import FileComponentStore
+from agentsessions.journal.stores.file.crypt import LazyCipher, cipher_for, create_key
+from agentsessions.journal.stores.file.host import HostFiles
+from agentsessions.journal.stores.file.opening import Opening, open_tail
+from agentsessions.journal.stores.file.rows import listed_row, session_row
+from agentsessions.journal.stores.file.sessiondir import (
     SessionDir,
     acked,
     cancel_reason_at,
     cancel_request_at,
     json_bytes,
-    proved_head,
 )
+from agentsessions.journal.stores.file.writer import (
+    FileWriter,
+    follow_records,
+    frame_records,
+)
+from agentsessions.journal.stores.paging import page_ask, page_of
 from agentsessions.journal.stores.store import (
     DEFAULT_MAX_COMMIT_BYTES,
     Page,
@@ -76,9 +73,7 @@ from agentsessions.journal.stores.store import (
     check_component,
     check_project,
     check_uid,
-    clamp_page_size,
-    decode_cursor,
-    encode_cursor,
+    deleted_error,
 )
 from agentsessions.journal.stores.tail import Tail
 
@@ -112,13 +107,14 @@ class FileStore(HostFiles):
         ``read_only``: None decides by whether ``home`` can be written (``fs.writable``): a
         read-only home (a read-only mount, say) is opened without creating or changing any
         file, its reads work, and every write raises StorageError (exit 13) naming it.
-        ``master``: sessions created are encrypted, and encrypted ones read (filecrypt.py).
+        ``master``: sessions created are encrypted, and encrypted ones read (file/crypt.py).
         """
         self.home = Path(home)
         self.master = master
         self.options = options or StoreOptions()
         self.max_commit_bytes = self.options.max_commit_bytes
         self.fs = fs
+        self.opening = Opening(fs, self.options.segment_max_bytes, master)  # opens use it
         self.sessions_dir = self.home / "sessions"
         self._cancel_paths: dict[str, str] = {}  # uid -> its CANCEL path, built once
         self._workload_paths: dict[str, str] = {}  # uid -> its WORKLOAD path, built once
@@ -182,7 +178,7 @@ class FileStore(HostFiles):
         forking.check_fork(parent, at_seq, source.last_seq, len(children))
         sdir = self._dir(parent)
         sdir.check_parent(source.meta)  # a child of a journal whose start is gone is one too
-        head, _position, log = self._load_tail(sdir, source.meta, check_links=True)
+        head, _position, log = open_tail(sdir, source.meta, self.opening, check_links=True)
         log.close()
         base = forking.base_tail(lambda a, b: self.read(parent, a, b), at_seq, head)
         made: list[SessionMeta] = []
@@ -240,9 +236,9 @@ class FileStore(HostFiles):
     def get(self, uid: str) -> SessionInfo:
         sdir = self._dir(uid)
         meta = sdir.read_meta()
-        tail, _position, _log = self._load_tail(sdir, meta)
+        tail, _position, _log = open_tail(sdir, meta, self.opening)
         _log.close()
-        return self._info(sdir, meta, tail)
+        return session_row(sdir, meta, tail)
 
     def project_of(self, uid: str) -> str | None:
         """``uid``'s project from its catalog row (one indexed read; SQLite's serialized
@@ -251,15 +247,10 @@ class FileStore(HostFiles):
         return None if entry is None else entry[0]
 
     def list(self, project: str, page_size: int = 0, cursor: str = "") -> Page:
-        check_project(project)
-        size = clamp_page_size(page_size)
-        after = decode_cursor(cursor) if cursor else None
-        uids = self.catalog.page(project, size + 1, after)
-        infos = [self._listed(uid) for uid in uids[:size]]
-        if len(uids) <= size:
-            return Page(infos)
-        last = infos[-1]
-        return Page(infos, encode_cursor(last.meta.create_time_ns, last.uid))
+        ask = page_ask(project, page_size, cursor)
+        uids = self.catalog.page(project, ask.limit, ask.after)
+        infos = [self._listed(uid) for uid in uids[: ask.size]]
+        return page_of(infos, ask, more=len(uids) > ask.size)
 
     def delete(self, uid: str) -> SessionInfo:
         sdir = self._dir(uid)
@@ -290,13 +281,10 @@ class FileStore(HostFiles):
         lock.acquire()
         try:
             if sdir.is_deleted():
-                raise SessionDeletedError(
-                    f"session {uid} was deleted; it can still be read and verified, never written",
-                    session=uid,
-                )
+                raise deleted_error(uid)
             if not found.summed:
                 self._add_sums(sdir, meta)
-            tail, proved, log = self._load_tail(sdir, meta, writable=True)
+            tail, proved, log = open_tail(sdir, meta, self.opening, writable=True)
             # a second durable copy of the acknowledged head (FORMAT.md 14), in a sync paid anyway
             fence = fencefile.mint(self.fs, sdir.fence_file, tail.max_fence, proved)
             cipher = cipher_for(sdir.path, meta, self.master)
@@ -365,7 +353,7 @@ class FileStore(HostFiles):
         """The working state of the journal in ``sdir`` (a session's or a component
         store's, whose key's ``scope`` is ``uid/tool``), read-only: the tail state's STATE
         frame, or stepping back from it (opened with the key when sealed)."""
-        tail, _position, log = self._load_tail(sdir, meta, scope=scope)
+        tail, _position, log = open_tail(sdir, meta, self.opening, scope=scope)
         opener = LazyCipher(sdir.path, meta, self.master, scope).state_data
         try:
             if before_seq > 0:
@@ -382,7 +370,7 @@ class FileStore(HostFiles):
 
         A forked child's follow first reads the parent's prefix (seq <= fork_seq, which
         never changes), then the child's own journal. Between looks it sleeps on a
-        :mod:`~agentsessions.journal.stores.watch` watcher (inotify on Linux), not a busy poll;
+        :mod:`~agentsessions.journal.stores.file.watch` watcher (inotify on Linux), not a busy poll;
         what counts as committed is decided by the segment log's refresh alone, so a
         record is never yielded twice, skipped, or yielded before its group commits.
         """
@@ -457,16 +445,16 @@ class FileStore(HostFiles):
 
     def sealed_export(self, uid: str) -> tuple[dict[str, object], Iterator[Record]]:
         """What ``export --ciphertext`` ships of encrypted session ``uid``: its wrapped
-        ``KEY`` and its sealed records as stored (``filecrypt.sealed_export``)."""
-        from agentsessions.journal.stores.filecrypt import sealed_export
+        ``KEY`` and its sealed records as stored (``file/crypt.py``'s ``sealed_export``)."""
+        from agentsessions.journal.stores.file.crypt import sealed_export
 
         return sealed_export(self, uid)
 
     def rewrap_keys(self, old: MasterKey, new: MasterKey) -> RewrapCount:
         """Master-key rotation: rewrap every data key here from ``old`` to ``new`` (no
         journal byte moves; a wrong ``old`` changes nothing; keys already wrapped by ``new``
-        and shredded ones are skipped and counted: ``filecrypt.rewrap_keys``)."""
-        from agentsessions.journal.stores.filecrypt import rewrap_keys
+        and shredded ones are skipped and counted: ``file/crypt.py``'s ``rewrap_keys``)."""
+        from agentsessions.journal.stores.file.crypt import rewrap_keys
 
         return rewrap_keys(self, old, new)
 
@@ -545,140 +533,6 @@ class FileStore(HostFiles):
                 if entry.is_dir() and not entry.name.startswith("."):
                     yield SessionDir(Path(entry.path))
 
-    def _load_tail(
-        self,
-        sdir: SessionDir,
-        meta: SessionMeta,
-        *,
-        writable: bool = False,
-        check_links: bool = False,
-        scope: str = "",
-    ) -> tuple[Tail, fencefile.Head, SegmentLog]:
-        """Open the journal reading only its tail: the hint, then what was committed after it;
-        the tail, the acknowledged head this open proved (:func:`.sessiondir.proved_head`,
-        what a writer records in its FENCE) and the open log.
-
-        The hint, and the head the FENCE's latest writer opened on, are evidence of the
-        acknowledged head: a journal that ends before either is refused
-        (AcknowledgedDataMissingError). A writable open, or ``check_links``, also
-        checks that the segments chain. ``scope``: a tool store's key (``uid/tool``)."""
-        position, hinted = sdir.read_hint()
-        # the FENCE head counts where it is past the hint: below it, the hint's own claim
-        # already proves the journal reaches it (verify checks every claim in full)
-        hinted_seq = position.last_seq if position is not None else 0
-        fence = sdir.read_fence()
-        fenced = tuple(c for c in (fence.evidence() if fence else ()) if c.seq > hinted_seq)
-        log, scan = SegmentLog.open(
-            sdir.journal,
-            session_id=meta.uid,
-            writable=writable,
-            fs=self.fs,
-            segment_max_bytes=self.options.segment_max_bytes,
-            resume=position,
-            compress_in_background=writable,
-            acked=acked(position) + fenced,
-            check_links=writable or check_links,
-        )
-        try:
-            if scan.resumed and hinted is not None:
-                tail = hinted
-            elif scan.base_carry is not None:
-                tail = Tail.from_json(scan.base_carry)
-            else:
-                tail = sdir.read_base()
-            lazy = LazyCipher(sdir.path, meta, self.master, scope)
-            fold_frames(tail, scan.frames, lazy)
-            statefile.check_acked(log, hinted, tail)
-            if writable:  # a writer holds its state: one frame's read, whatever the history
-                statefile.load(log, tail, lazy.state_data)
-        except BaseException:
-            log.close()
-            raise
-        return tail, proved_head(position, fence), log
-
     def _listed(self, uid: str) -> SessionInfo:
-        """The row ``list`` shows: what :meth:`get` says, from the TAIL hint alone when the
-        journal provably has not changed since the hint was written (else from ``get``).
-
-        ``get`` opens the journal and checks the hint's last frame (CRC, hash) before it
-        uses it. A listing skips that when the hint names the tail segment, the tail holds
-        nothing but free space (zeros) or its end at the hint's offset, and was not modified
-        after the hint was written (mtime): every commit writes a frame at the commit end
-        and every rotation makes a new tail, so no acknowledged commit can be missing from
-        the row. What the listing does not catch,
-        damage that changes neither size nor mtime, is ``verify``'s and ``open``'s to find;
-        a listing never feeds a writer, which always opens with full validation.
-        """
-        try:
-            sdir = SessionDir(self.sessions_dir / check_uid(uid))
-            with os.scandir(sdir.path) as it:  # one listing instead of probing each small file
-                names = {entry.name: entry for entry in it}
-            meta = sdir.read_meta()
-            found = sdir.trusted_tail(names)
-        except (OSError, AgentSessionsError, ValueError):
-            found = None
-        if found is None:
-            try:
-                return self.get(uid)
-            except (JournalError, SessionKeyError) as exc:  # a row saying why, not a crash
-                return self._damaged_row(uid, exc)
-            except NotFoundError as exc:  # the catalog's row outlived a directory removed by hand
-                return self._damaged_row(uid, exc)
-        tail, newest_ns = found
-        try:
-            return self._info(sdir, meta, tail, newest_ns, frozenset(names))
-        except JournalError as exc:  # a damaged FENCE: the row says so, as get's error does
-            return self._damaged_row(uid, exc)
-
-    def _damaged_row(self, uid: str, exc: AgentSessionsError) -> SessionInfo:
-        """The listing row of a session that cannot be read: its uid, what the catalog
-        knows (project, creation time: the cursor needs it) and why, instead of no row."""
-        created_ns = (self.catalog.entry(uid) or ("", 0))[1]
-        # damaged metadata: its project is unknown (the index's copy is no proof), so ""
-        # (no project-scoped token sees the row); the creation time keeps the cursor working
-        meta = SessionMeta(uid=uid, project="", create_time_ns=created_ns)
-        if not isinstance(exc, MetadataCorruptError):  # the journal is damaged, not this
-            with contextlib.suppress(MetadataCorruptError):
-                meta = SessionDir(self.sessions_dir / uid).read_meta()
-        deleted = SessionDir(self.sessions_dir / uid).is_deleted()
-        why = str(exc.fields.get("problem") or exc)  # "session.json is not valid JSON (...)"
-        if isinstance(exc, NotFoundError):
-            why = "the session directory is gone ('agentsessions reindex' drops this row)"
-        return SessionInfo(meta=meta, update_time_ns=created_ns, deleted=deleted, damaged=why)
-
-    def _info(
-        self,
-        sdir: SessionDir,
-        meta: SessionMeta,
-        tail: Tail,
-        newest_ns: int | None = None,
-        names: frozenset[str] | None = None,
-    ) -> SessionInfo:
-        """The session's row; ``newest_ns`` and ``names`` (the session directory's entries)
-        save the listing from looking again."""
-        update_ns = meta.create_time_ns
-        if tail.last_seq:
-            with contextlib.suppress(OSError):
-                if newest_ns is None:
-                    newest_ns = sdir.newest_mtime_ns()
-                update_ns = max(update_ns, newest_ns)
-
-        def has(name: str) -> bool:
-            return names is None or name in names
-
-        return SessionInfo(
-            meta=meta,
-            last_seq=tail.last_seq,
-            last_hash=tail.last_hash,
-            compute_state=tail.projection.compute_state,
-            exec_state=tail.projection.exec_state,
-            update_time_ns=update_ns,
-            fence=max(fencefile.read(sdir.fence_file) if has(FENCE_NAME) else 0, tail.max_fence),
-            deleted=has(DELETED_NAME) and sdir.is_deleted(),
-            exec_seq=tail.projection.exec_seq,
-            exec_id=tail.projection.exec_id,
-            snapshot=tail.projection.snapshot,
-            state_version=tail.state.version,
-            state_covers=(tail.state.covers_from, tail.state.covers_to),
-            state_size=tail.state_size,
-        )
+        """The row ``list`` shows (:func:`.rows.listed_row`)."""
+        return listed_row(self.sessions_dir, self.catalog, uid, self.get)

@@ -40,7 +40,7 @@ import nats.errors
 
 from agentsessions.errors import UnavailableError
 from agentsessions.journal.format.lock import program
-from agentsessions.journal.stores.jetstream_client import Client
+from agentsessions.journal.stores.jetstream.client import Client
 
 PROBE_SECONDS = 2.0  # how long a probe waits for a live writer's answer
 TAKE = b"take"  # a probe that takes the session over when the writer is idle

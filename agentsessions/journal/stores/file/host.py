@@ -7,7 +7,7 @@ under the session's data key as a blob bound to its place (a receipt to its key,
 workload to its digest, the current one to ``current``), so none of their bytes is in the
 clear; reading them needs the master key (exit 26 without), and a failed tag is exit 8.
 
-A mixin of :class:`~agentsessions.journal.stores.filestore.FileStore` (a module of its
+A mixin of :class:`~agentsessions.journal.stores.file.store.FileStore` (a module of its
 own so the store stays under its size); it keeps no state but the workload cache.
 """
 
@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentsessions.errors import JournalCorruptError
+from agentsessions.journal.crypto.cipher import WORKLOAD_KIND, SessionCipher
 from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.stores import receipts
-from agentsessions.journal.stores.filecrypt import WORKLOAD_KIND, SessionCipher, cipher_for
-from agentsessions.journal.stores.sessiondir import SessionDir
+from agentsessions.journal.stores.file.crypt import cipher_for
+from agentsessions.journal.stores.file.sessiondir import SessionDir
 from agentsessions.v1 import workloadref
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ Subjects (``P`` is the store's prefix; ``docs/JETSTREAM.md`` has the layout):
 
 Every write is one publish the server fsyncs before its ack (the store refuses a server
 that does not), with CAS at the subject's last sequence, so two hosts never interleave a
-read-modify-write. A body is one JSON line (the header format of ``jetstream_wire``).
+read-modify-write. A body is one JSON line (the header format of ``jetstream/wire.py``).
 
 The cancel check runs before every effect of a live turn, so it must cost what the file
 store's one ``stat`` costs: :class:`Latest` keeps the last message of each ``P.x`` subject in
@@ -45,14 +45,14 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentsessions.errors import JournalCorruptError, MasterKeyError, UnavailableError
-from agentsessions.journal.stores import jetstream_client as jsclient
-from agentsessions.journal.stores import jetstream_wire as wire
 from agentsessions.journal.stores import receipts as filereceipts
-from agentsessions.journal.stores.jetstream_client import Client
+from agentsessions.journal.stores.jetstream import client as jsclient
+from agentsessions.journal.stores.jetstream import wire
+from agentsessions.journal.stores.jetstream.client import Client
 from agentsessions.v1 import workloadref
 
 if TYPE_CHECKING:
-    from agentsessions.journal.stores.filecrypt import SessionCipher
+    from agentsessions.journal.crypto.cipher import SessionCipher
 
 RECHECK_SECONDS = 2.0  # the longest a kept value is trusted without a wake-up
 _CAS_TRIES = 8  # read-modify-write rounds before a busy subject is reported
@@ -282,7 +282,7 @@ class Extras:
     ) -> dict[str, Any]:
         """A workload message's body: ``clear`` and the text, or only the sealed text (an
         encrypted session's, bound to ``binding``)."""
-        from agentsessions.journal.stores.filecrypt import WORKLOAD_KIND
+        from agentsessions.journal.crypto.cipher import WORKLOAD_KIND
 
         cipher = self._cipher_of(uid)
         if cipher is None:
@@ -311,7 +311,7 @@ class Extras:
         cipher = self._cipher_of(uid)
         if cipher is None:
             raise _sealed_in_plaintext(uid, subject)
-        from agentsessions.journal.stores.filecrypt import WORKLOAD_KIND
+        from agentsessions.journal.crypto.cipher import WORKLOAD_KIND
 
         try:
             blob = base64.b64decode(str(sealed), validate=True)
