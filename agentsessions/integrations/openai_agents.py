@@ -42,12 +42,17 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from agents.memory.session import SessionABC
-from agents.memory.session_settings import (
-    SessionSettings,
-    coerce_session_settings,
-    resolve_session_limit,
-)
+from agentsessions.integrations import missing_framework
+
+try:
+    from agents.memory.session import SessionABC
+    from agents.memory.session_settings import (
+        SessionSettings,
+        coerce_session_settings,
+        resolve_session_limit,
+    )
+except ImportError as exc:  # the extra is not installed
+    raise missing_framework(__name__, exc) from exc
 
 from agentsessions.errors import InvalidArgumentError, NotFoundError
 from agentsessions.sessions.wiring import HARNESSES
