@@ -49,48 +49,46 @@ rotated every round), each run in a fresh directory, removed after it:
 Every run checks that the store holds the whole conversation (2 items a turn) and stops
 otherwise. Nothing is asserted: machines are shared and noisy, the ratios are the point.
 
-Measured 2026-12-07 on 2 shared cores (load average ~4: three other engineers' work; the
-figures move by 30% between runs, the ratios less), Python 3.11, openai-agents 0.24.0,
-langgraph 1.2.24, langgraph-checkpoint-sqlite 3.1.2, google-adk 2.13.0. Our own chat
-journal of 2,000 turns: 5,260,907 bytes.
+Measured 2026-12-07 on 2 shared cores, Python 3.11, openai-agents 0.24.0, langgraph 1.2.24,
+langgraph-checkpoint-sqlite 3.1.2, google-adk 2.13.0, after reads were made flat (a reader
+between two TAIL hints no longer scans the whole segment; a hint is parsed once; the ADK
+service validates each event once). Our own chat journal: 5,260,907 bytes for 2,000 turns,
+2,639,465 for 1,000.
 
-``python bench/integrations.py --only openai-agents --rounds 5`` (2,000 turns, the dev venv):
+``python bench/integrations.py --only openai-agents --turns 2000 --rounds 3`` (dev venv):
 
     store              turns/s  last/first (p50)        bytes  load ms
-    SQLiteSession           66        0.04  0.06    3,362,816     22.8
-    ours (file)            183        1.09  1.16    6,043,202     95.2
-    ours (jetstream)        95        1.13  1.04   11,241,905    757.1
-    ours (file) / SQLiteSession: speed 2.76x (>= 1.0), flat 1.09 (>= 0.9), bytes 1.80x
-      theirs, 1.15x our chat journal (<= 2x), load time 4.2x theirs
-    ours (jetstream) / SQLiteSession: speed 1.43x, flat 1.13, bytes 2.14x our chat journal
-      (over the bound), load time 33x theirs
+    SQLiteSession          123        0.06  0.10    3,362,816     84.8
+    ours (file)            563        0.79  0.94    6,043,202     69.8
+    ours (jetstream)       121        1.01  1.00   11,241,905    439.5
+    ours (file) / SQLiteSession: speed 4.58x (>= 1.0), flat 0.79 (p50 0.94; >= 0.9), bytes
+      1.15x our chat journal (<= 2x), load 0.82x theirs
+    ours (jetstream) / SQLiteSession: speed 0.98x, flat 1.01, bytes 2.14x our chat journal,
+      load 5.18x theirs
 
-(An earlier 3-round run: SQLiteSession 93 turns/s, ours 338 (3.63x), jetstream 87 (0.93x),
-ours' flatness 0.73. A per-call timing of ours alone then showed its median turn no slower
-at the end than at the start, and stalls of 60-170 ms anywhere in the run: the machine.)
+``python bench/integrations.py --only langgraph --turns 1000 --rounds 1`` (the dev venv plus
+langgraph-checkpoint-sqlite; at 2,000 turns SqliteSaver writes 9.6 GB, ~4 minutes a round):
 
-``python bench/integrations.py --only langgraph --rounds 1`` (the bench venv; 2,000 turns,
-one round: SqliteSaver writes 9.6 GB and takes ~4 minutes):
+    SqliteSaver     39 turns/s  last/first 0.08  2,396,303,360 bytes  load  14.7 ms
+    ours (file)    215          0.92 (p50 0.81)     11,552,316        207.6
+    ours / SqliteSaver: speed 5.48x, flat 0.92, bytes 0.005x theirs and 4.38x our chat
+      journal (over the <= 2x bound: each LangGraph step is five engine turns, and the
+      new message is stored in a task's writes and again in the checkpoint), load 14x
 
-    SqliteSaver  9 turns/s  last/first 0.02  9,570,258,944 bytes  load 35.1 ms
-    SqliteSaver bytes / our chat journal: 1,819x; ours: not measured at 2,000 turns yet
+    (ours at 2,000 turns, the same driver alone: 178.6 turns/s, last/first 0.90, 8,036,430
+    bytes on disk = 1.53x our chat journal, because its first 16 MiB segment is sealed and
+    compressed while the chat journal's one segment is not; at equal compression 3.9x;
+    SqliteSaver at 2,000 turns: 9 turns/s, last/first 0.02, 9,570,258,944 bytes)
 
-``python bench/integrations.py --only langgraph --turns 100 --rounds 1`` (a check that our
-saver runs in the bench, the dev venv plus langgraph-checkpoint-sqlite, a busy machine):
+``python bench/integrations.py --only adk --turns 1000 --rounds 1`` (every turn of ADK's own
+services reads the whole session, so 2,000 turns take ~13 minutes a round):
 
-    store        turns/s  last/first (p50)       bytes  load ms
-    SqliteSaver       33        0.61  0.75  24,662,016      7.2
-    ours (file)       30        1.11  1.07   1,328,695     40.1
-    ours / SqliteSaver: speed 0.90x, flat 1.11, bytes 0.054x theirs and 4.74x our chat
-      journal of 100 turns (280,164 bytes; over the <= 2x bound), load 5.6x theirs
-
-``python bench/integrations.py --only adk --turns 300 --rounds 1`` (indicative; every ADK
-turn reads the whole session, so 2,000 turns take ~13 minutes a round):
-
-    DatabaseSessionService  16 turns/s  last/first 0.32  991,232 bytes  load 214.5 ms
-    SqliteSessionService    27          0.44             688,128        19.8
-    InMemorySessionService  80          0.17             (nothing on disk)
-    our chat journal of 300 turns: 804,455 bytes; ours: not built yet
+    DatabaseSessionService  15 turns/s  last/first 0.10  3,223,552 bytes  load 124.4 ms
+    SqliteSessionService    25          0.10             2,203,648          91.6
+    InMemorySessionService  30          0.02             (nothing on disk)
+    ours (file)            303          1.03 (p50 0.91)  4,339,918         100.8
+    ours / DatabaseSessionService: speed 20.4x, flat 1.03, bytes 1.64x our chat journal
+      (<= 2x), load 0.81x
 """
 
 from __future__ import annotations
