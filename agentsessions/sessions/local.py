@@ -299,9 +299,8 @@ class LocalSessions:
 
     # -- reading ----------------------------------------------------------------------------
     def read(self, uid: str, *, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
-        """The stored records ``from_seq..to_seq`` (0 = head); NotFoundError first (a
-        session whose writer the engine holds exists: the store is not asked twice)."""
-        self._state(uid)
+        """The stored records ``from_seq..to_seq`` (0 = head); NotFoundError first."""
+        self._info(uid)  # the store's, never the held writer's: no turn's lock is held here
         return self.store.read(uid, from_seq=from_seq, to_seq=to_seq)
 
     def follow(
