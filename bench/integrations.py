@@ -55,6 +55,12 @@ between two TAIL hints no longer scans the whole segment; a hint is parsed once;
 service validates each event once). Our own chat journal: 5,260,907 bytes for 2,000 turns,
 2,639,465 for 1,000.
 
+(The pairs below ran while ``Sessions.read`` took a session's state from its held writer;
+that was undone, since a reader holds no turn's lock, and ours alone, re-measured after it
+at 2,000 turns: openai-agents 392 turns/s, last/first 1.06; langgraph 162.5, 0.83 (p50
+0.73; LangGraph's own ``InMemorySaver`` on the same graph: 32 turns/s, 0.03); adk 214,
+0.89 (p50 0.92).)
+
 ``python bench/integrations.py --only openai-agents --turns 2000 --rounds 3`` (dev venv):
 
     store              turns/s  last/first (p50)        bytes  load ms
