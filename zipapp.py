@@ -16,9 +16,9 @@ installed. The archive holds:
 
 Compiled extensions (msgspec, pyzstd, backports.zstd) are left out on purpose: a zipapp cannot
 import them, and the package falls back to pure Python for canonical JSON and decoding and to
-the ``zstd`` command line for zstd. So is ``agentsessions/server`` (gRPC needs grpcio and
-protobuf, both compiled): the single file has no gRPC features. A distribution that ships
-compiled code fails the build.
+the ``zstd`` command line for zstd. So are ``agentsessions/server`` and ``agentsessions/wire``
+(gRPC needs grpcio and protobuf, both compiled): the single file has no gRPC features. A
+distribution that ships compiled code fails the build.
 
 The build is reproducible: entries are sorted, timestamps and permissions fixed, so rebuilding
 from the same tree and the same installed packages gives the same bytes. Standard library only.
@@ -57,8 +57,8 @@ DISTRIBUTIONS = (
 LEFT_OUT = ("msgspec", "pyzstd", "backports.zstd")
 """Compiled accelerators a zipapp cannot import; the package has pure fallbacks."""
 
-LEFT_OUT_SUBPACKAGES = ("server",)
-"""Subpackages that need compiled extensions throughout (the gRPC server, its protobuf code);
+LEFT_OUT_SUBPACKAGES = ("server", "wire")
+"""Subpackages that need compiled extensions throughout (the gRPC server, the protobuf code);
 the zipapp has no gRPC features, so their code would be dead weight."""
 
 COMPILED_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")

@@ -22,9 +22,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import agentsessions
-from agentsessions.server.harnessnode import HarnessServer
 from agentsessions.sessions.harnessbook import static_remotes
 from agentsessions.sessions.wiring import HARNESSES
+from agentsessions.wire.harnessnode import HarnessServer
 
 
 def _turns(engine: agentsessions.Sessions, harness: str, n: int) -> tuple[str, float]:

@@ -55,8 +55,8 @@ sys.path.insert(0, str(ROOT))
 
 import grpc  # noqa: E402
 
-from agentsessions.server.gen import session_pb2, session_pb2_grpc  # noqa: E402
 from agentsessions.server.tokens import TokenStore  # noqa: E402
+from agentsessions.wire.gen import session_pb2, session_pb2_grpc  # noqa: E402
 
 
 def rss_kib(pid: int, field: str = "VmRSS") -> int:

@@ -61,8 +61,8 @@ def serve(
     and host tools come back to the host, which records them. Prints the address it
     listens on (a port 0 is replaced by the one it got).
     """
-    from agentsessions.server.harnessnode import HarnessServer
     from agentsessions.sessions.wiring import HARNESSES
+    from agentsessions.wire.harnessnode import HarnessServer
 
     factory = HARNESSES.factory(name)  # an unknown name: exit 2, listing the known ones
     factory().describe()  # a harness that cannot describe itself fails here, not per stream

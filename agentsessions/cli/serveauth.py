@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from agentsessions.sessions.api import Sessions
     from agentsessions.tools.offered import OfferedTools
 
-DEFAULT_MAX_MESSAGE = 8 * 1024 * 1024  # agentsessions.server.bounds.DEFAULT_MAX_MESSAGE_BYTES
-# the defaults of agentsessions.server.bounds (a test checks they agree)
+DEFAULT_MAX_MESSAGE = 8 * 1024 * 1024  # agentsessions.wire.bounds.DEFAULT_MAX_MESSAGE_BYTES
+# the defaults of agentsessions.wire.bounds (a test checks they agree)
 DEFAULT_MAX_STREAMS = 64
 DEFAULT_MAX_STREAMS_PER_TOKEN = 16
 DEFAULT_MAX_TURNS_PER_TOKEN = 8
@@ -157,7 +157,7 @@ def security(
     (:class:`~agentsessions.tools.offered.OfferedTools`, ``serve --tools``); ``models``: the
     :class:`~agentsessions.server.modelpolicy.ModelPolicy` of what a token holder may name."""
     from agentsessions.server.auth import server_security
-    from agentsessions.server.bounds import Limits
+    from agentsessions.wire.bounds import Limits
 
     limits = Limits(
         max_message_bytes=max_message_bytes,

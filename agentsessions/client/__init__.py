@@ -3,7 +3,8 @@
 ``dial(address)`` returns a :class:`~agentsessions.client.remote.RemoteSessions`, which
 implements the :class:`~agentsessions.sessions.api.Sessions` Protocol with the same values
 and the same exception classes as the local engine (the one contract suite runs against
-both). With :mod:`agentsessions.server`, the only package that imports grpc.
+both). It stands on :mod:`agentsessions.wire`, as the server does; it never imports the
+server.
 """
 
 from __future__ import annotations

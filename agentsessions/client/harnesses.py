@@ -16,8 +16,8 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from agentsessions.client.remote import RemoteSessions
-from agentsessions.server.gen import harness_registry_pb2 as pb
-from agentsessions.server.gen import harness_registry_pb2_grpc as pb_grpc
+from agentsessions.wire.gen import harness_registry_pb2 as pb
+from agentsessions.wire.gen import harness_registry_pb2_grpc as pb_grpc
 
 Registration = dict[str, Any]
 

@@ -2,7 +2,7 @@
 
 Invariants, the same as the local engine's so callers cannot tell them apart:
 - every failed call raises the exception of our tree the server raised (its class, message,
-  hint and fields ride in trailers, :mod:`agentsessions.server.status`); a transport failure
+  hint and fields ride in trailers, :mod:`agentsessions.wire.status`); a transport failure
   is UnavailableError naming the address;
 - ``exec``/``resume`` start the turn when called (a refused request raises there, nothing
   written) and return its frames; closing the frames early waits for the turn's end, as
@@ -35,8 +35,6 @@ from agentsessions.errors import (
 )
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.tools.verify import VerifyReport
-from agentsessions.server import convert, frames, status
-from agentsessions.server.gen import session_pb2, session_pb2_grpc
 from agentsessions.sessions.api import (
     Approval,
     Frame,
@@ -48,6 +46,8 @@ from agentsessions.sessions.api import (
     SessionPage,
 )
 from agentsessions.sessions.views import as_message
+from agentsessions.wire import convert, frames, status
+from agentsessions.wire.gen import session_pb2, session_pb2_grpc
 
 T = TypeVar("T")
 CHUNK = 1 << 20

@@ -3,7 +3,7 @@
 A remote harness is a process at an address (``host:port`` or ``unix:///path``; for example
 ``agentsessions harness serve chat --listen unix:///run/chat.sock``). The host never starts
 or stops it: it attaches for each execution, one Connect stream per execution, and every
-effect crosses back to the host's sink (:mod:`agentsessions.server.harnessclient`), so the
+effect crosses back to the host's sink (:mod:`agentsessions.wire.harnessclient`), so the
 journal, its recording-before-effect, idempotency, approvals and replay are the host's.
 
 A session selects a remote harness by name: a name registered in the home's harness
@@ -28,7 +28,7 @@ def remote_harness(address: str, name: str = "") -> Callable[[], Harness]:
     gRPC channel to the address is shared)."""
 
     def create() -> Harness:
-        from agentsessions.server.harnessclient import RemoteHarness
+        from agentsessions.wire.harnessclient import RemoteHarness
 
         return RemoteHarness(address, name)
 

@@ -1,11 +1,13 @@
-"""agentsessions.server: the wire. The only package that imports grpc and protobuf.
+"""agentsessions.server: the ``Sessions`` service over one engine, as ``serve`` runs it.
 
-:mod:`.gen` holds the code generated from ``proto/agentsessions/v1`` (``proto/generate.py``),
-:mod:`.convert` the conversions between engine values and its messages, :mod:`.status` our
-exception tree as gRPC statuses and back, :mod:`.service` the ``Sessions`` service over one
-engine, :mod:`.breaking` the additive-only gate on the descriptors. docs/WIRE.md says what
-is the reference's and what is ours. An operator's view (docs/OPERATIONS.md): :mod:`.observe`
-(request ids, the per-call log line, the RPC span), :mod:`.logs` (``--log-format``),
-:mod:`.telemetryenv` (the OTEL_* rule) and :mod:`.otel`, the one module that imports
-OpenTelemetry. Importing this package imports nothing else.
+It stands on :mod:`agentsessions.wire` (the generated code, conversions, status mapping and
+bounds, shared with the client) and reaches storage and turns only through the ``Sessions``
+Protocol (:mod:`agentsessions.sessions`): never the journal or the controller.
+:mod:`.service` is the service, :mod:`.scoped` the engine as one caller may use it,
+:mod:`.auth`, :mod:`.tokens` and :mod:`.tls` who may call, :mod:`.admission` whether a call
+may start, :mod:`.registry` the HarnessRegistry service, :mod:`.app` the server as built and
+run. An operator's view (docs/OPERATIONS.md): :mod:`.observe` (request ids, the per-call log
+line, the RPC span), :mod:`.logs` (``--log-format``), :mod:`.telemetryenv` (the OTEL_* rule)
+and :mod:`.otel`, the one module that imports OpenTelemetry. Importing this package imports
+nothing else.
 """

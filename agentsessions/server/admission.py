@@ -56,12 +56,13 @@ from typing import TYPE_CHECKING, Any
 import grpc
 
 from agentsessions.errors import AgentSessionsError, ResourceExhaustedError
-from agentsessions.server import memory, status
-from agentsessions.server.intercept import NOT_WRAPPED, Handler, on_pool
+from agentsessions.server import memory
+from agentsessions.wire import status
+from agentsessions.wire.intercept import NOT_WRAPPED, Handler, on_pool
 
 if TYPE_CHECKING:
-    from agentsessions.server.bounds import Limits
     from agentsessions.server.tokens import Principal
+    from agentsessions.wire.bounds import Limits
 
 SERVICE = "/agentsessions.v1.Sessions/"
 TURN_METHODS = frozenset(

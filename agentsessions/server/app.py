@@ -43,10 +43,10 @@ import grpc
 from agentsessions.errors import InvalidArgumentError, UnavailableError
 from agentsessions.server import service
 from agentsessions.server.admission import Admission
-from agentsessions.server.bounds import DEFAULT_MAX_STREAMS
 from agentsessions.server.observe import RequestObserver
-from agentsessions.server.wirecheck import WireChecks
 from agentsessions.sessions.api import Sessions
+from agentsessions.wire.bounds import DEFAULT_MAX_STREAMS
+from agentsessions.wire.wirecheck import WireChecks
 
 LOG = logging.getLogger("agentsessions.server")
 DEFAULT_GRACE = 10.0

@@ -33,11 +33,10 @@ import grpc
 from agentsessions.errors import AgentSessionsError, InvalidArgumentError, UnauthenticatedError
 from agentsessions.server import tls
 from agentsessions.server.admission import Admission, refusal
-from agentsessions.server.bounds import Limits
-from agentsessions.server.intercept import Handler, guarded
-from agentsessions.server.observe import note
 from agentsessions.server.scoped import Scope
 from agentsessions.server.tokens import Principal, TokenStore
+from agentsessions.wire.bounds import Limits
+from agentsessions.wire.intercept import Handler, guarded, note
 
 if TYPE_CHECKING:
     from agentsessions.server.modelpolicy import ModelPolicy

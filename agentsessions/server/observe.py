@@ -11,7 +11,8 @@ check refuses too). For each call it:
   replaces the trailers);
 - writes ONE log line when the call has ended: method, status code, duration, request id,
   and what the call was found to act on (project, session uid, token id, principal, the
-  error class), which the token check and the scope note with :func:`note`. Never a
+  error class), which the token check and the scope note
+  (:func:`~agentsessions.wire.intercept.note`). Never a
   payload, a key, a token or a fence value: the fields are names, ids and numbers only;
 - opens the installed telemetry's RPC span (the parent of the turn's spans) and counts
   open streams.
@@ -35,7 +36,7 @@ import grpc
 
 from agentsessions.journal.format import telemetry
 from agentsessions.journal.format.telemetry import REQUEST_ID, Span
-from agentsessions.server.intercept import NOT_WRAPPED, Handler, wrapped
+from agentsessions.wire.intercept import NOT_WRAPPED, Handler, take_notes, wrapped
 
 LOG = logging.getLogger("agentsessions.server.requests")
 REQUEST_ID_KEYS = ("x-request-id", "x-correlation-id")
@@ -55,23 +56,6 @@ class CallInfo:
     fields: dict[str, str] = field(default_factory=dict)
     code: grpc.StatusCode | None = None
     span: Span = telemetry.NULL_SPAN
-
-
-_CALL: contextvars.ContextVar[CallInfo | None] = contextvars.ContextVar(
-    "agentsessions_call", default=None
-)
-
-
-def note(**fields: str) -> None:
-    """Note what the current call acts on (``session``, ``project``, ``token_id``,
-    ``principal``, ``error``) for its log line; the first value of a field stays, outside
-    a call nothing happens. Names and ids only: never a payload or a secret."""
-    info = _CALL.get()
-    if info is None:
-        return
-    for key, value in fields.items():
-        if value and key not in info.fields:
-            info.fields[key] = value
 
 
 def request_id_from(metadata: Any) -> str:
@@ -125,7 +109,7 @@ class RequestObserver(grpc.ServerInterceptor):
         metadata = context.invocation_metadata()
         info = CallInfo(method, request_id_from(metadata), streaming)
         REQUEST_ID.set(info.request_id)
-        _CALL.set(info)
+        take_notes(info.fields)
         context.set_trailing_metadata(((TRAILER, info.request_id),))
         tel = telemetry.current()
         headers = {k: v for k, v in metadata or () if isinstance(v, str)}

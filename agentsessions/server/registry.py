@@ -38,15 +38,15 @@ from agentsessions.errors import (
     PermissionDeniedError,
     UnauthenticatedError,
 )
-from agentsessions.server import harnesswire as wire
 from agentsessions.server.auth import current_principal
-from agentsessions.server.gen import harness_registry_pb2 as pb
-from agentsessions.server.gen import harness_registry_pb2_grpc as pb_grpc
 from agentsessions.server.scoped import DEFAULT_PROJECT, choose_project
-from agentsessions.server.status import abort
 from agentsessions.server.tls import is_local
 from agentsessions.server.tokens import Principal
 from agentsessions.sessions.harnessbook import STATELESS, HarnessBook, check_address
+from agentsessions.wire import harnesswire as wire
+from agentsessions.wire.gen import harness_registry_pb2 as pb
+from agentsessions.wire.gen import harness_registry_pb2_grpc as pb_grpc
+from agentsessions.wire.status import abort
 
 R = TypeVar("R")
 _QUOTE = 200  # at most this much of a caller's text is quoted back
@@ -158,7 +158,7 @@ def observe(msg: pb.HarnessRegistration, *, detailed: bool = True) -> None:
     Without ``detailed`` (a caller who is not admin) the error says only that no harness
     answered: the reason (refused, reset, not a harness) would make a registration a probe
     of the server's loopback ports."""
-    from agentsessions.server.harnessclient import describe
+    from agentsessions.wire.harnessclient import describe
 
     address = msg.spec.remote.address
     if not address:

@@ -48,13 +48,13 @@ from agentsessions.errors import (
     UnauthenticatedError,
 )
 from agentsessions.server.admission import exhausted
-from agentsessions.server.bounds import Limits
 from agentsessions.server.modelpolicy import ModelPolicy
-from agentsessions.server.observe import note
 from agentsessions.server.tokens import Principal
 from agentsessions.server.toolpolicy import caller_tools
 from agentsessions.sessions.projects import project_lookup
 from agentsessions.sessions.turnstream import TURN_ENDED
+from agentsessions.wire.bounds import Limits
+from agentsessions.wire.intercept import note
 
 if TYPE_CHECKING:
     import grpc

@@ -32,11 +32,12 @@ from typing import Any, TypeVar
 import grpc
 
 from agentsessions.errors import ApprovalParkedError, ConflictError, InvalidArgumentError
-from agentsessions.server import convert, deadline, frames, status
-from agentsessions.server.gen import common_pb2, session_pb2, session_pb2_grpc
-from agentsessions.server.observe import note
+from agentsessions.server import deadline
 from agentsessions.server.toolpolicy import workload_file as _workload_file
 from agentsessions.sessions.api import Frame, RecordFrame, SessionFrame, Sessions
+from agentsessions.wire import convert, frames, status
+from agentsessions.wire.gen import common_pb2, session_pb2, session_pb2_grpc
+from agentsessions.wire.intercept import note
 
 LOG = logging.getLogger("agentsessions.server")
 DEFAULT_PROJECT = "default"

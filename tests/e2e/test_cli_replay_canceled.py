@@ -122,7 +122,7 @@ def _served(home: Path) -> Iterator[str]:
 def _deadline_turn(address: str, uid: str, model: str) -> None:
     """A slow turn asked with a deadline 2-3 s on: the daemon cancels it mid-call."""
     grpc = need("grpc", "grpc")
-    from agentsessions.server.gen import common_pb2, session_pb2, session_pb2_grpc
+    from agentsessions.wire.gen import common_pb2, session_pb2, session_pb2_grpc
 
     text = common_pb2.Part(text=common_pb2.TextPart(text="write a long essay"))
     request = session_pb2.ExecRequest(

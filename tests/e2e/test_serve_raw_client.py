@@ -23,7 +23,7 @@ from needs import need
 
 grpc = need("grpc", "grpc")
 
-from agentsessions.server.gen import common_pb2, session_pb2, session_pb2_grpc
+from agentsessions.wire.gen import common_pb2, session_pb2, session_pb2_grpc
 
 WAIT = 120  # a hang guard, not an assertion
 

@@ -27,13 +27,13 @@ from agentsessions.controller.spi import Harness
 from agentsessions.errors import AgentSessionsError
 from agentsessions.server import auth
 from agentsessions.server.app import RunningServer, build_server
-from agentsessions.server.gen import harness_pb2
-from agentsessions.server.gen import harness_registry_pb2 as pb
-from agentsessions.server.gen import harness_registry_pb2_grpc as pb_grpc
-from agentsessions.server.harnessnode import HarnessServer
 from agentsessions.server.registry import harness_services
 from agentsessions.server.tokens import TokenStore
 from agentsessions.sessions.wiring import HARNESSES
+from agentsessions.wire.gen import harness_pb2
+from agentsessions.wire.gen import harness_registry_pb2 as pb
+from agentsessions.wire.gen import harness_registry_pb2_grpc as pb_grpc
+from agentsessions.wire.harnessnode import HarnessServer
 from tests.e2e.clirun import Cli
 
 STATELESS = harness_pb2.RESUMABILITY_STATELESS_REPLAY

@@ -34,9 +34,9 @@ from agentsessions.cli.serveauth import offered_tools, security
 from agentsessions.models import MODELS
 from agentsessions.models.scripted import Answer, ScriptedCall, ScriptedModel
 from agentsessions.server.app import build_server
-from agentsessions.server.gen import session_pb2, session_pb2_grpc
 from agentsessions.server.tokens import TokenStore
 from agentsessions.tools.workload import parse_workload
+from agentsessions.wire.gen import session_pb2, session_pb2_grpc
 
 MODEL = "tools-e2e-caller"  # a registered provider name: what a token holder may name
 

@@ -48,8 +48,8 @@ def victim(daemon: Any) -> Victim:
     """A session of project a with one completed turn, and a harness a registered."""
     import hostile
 
-    from agentsessions.server.gen import common_pb2, harness_pb2, harness_registry_pb2
-    from agentsessions.server.gen import session_pb2 as pb
+    from agentsessions.wire.gen import common_pb2, harness_pb2, harness_registry_pb2
+    from agentsessions.wire.gen import session_pb2 as pb
 
     a = daemon.tenants["a"]
     made = daemon.send(

@@ -28,7 +28,7 @@ import grpc
 from google.protobuf import descriptor, message_factory
 from google.protobuf.message import Message
 
-from agentsessions.server.gen import (
+from agentsessions.wire.gen import (
     common_pb2,
     harness_registry_pb2,
     session_pb2,
@@ -371,7 +371,7 @@ def text(value: str) -> common_pb2.Message:
 
 def spec(address: str) -> harness_registry_pb2.HarnessSpec:
     """A remote harness placement at ``address`` this host could serve (stateless replay)."""
-    from agentsessions.server.gen import harness_pb2
+    from agentsessions.wire.gen import harness_pb2
 
     return harness_registry_pb2.HarnessSpec(
         remote=harness_registry_pb2.RemotePlacement(address=address),

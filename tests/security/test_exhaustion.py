@@ -22,8 +22,8 @@ need("grpc_reflection", "grpc")
 
 from hostile import SESSIONS
 
-from agentsessions.server.bounds import DEFAULT_MAX_STREAMS_PER_TOKEN
-from agentsessions.server.gen import session_pb2 as pb
+from agentsessions.wire.bounds import DEFAULT_MAX_STREAMS_PER_TOKEN
+from agentsessions.wire.gen import session_pb2 as pb
 
 GUARD = 3.0  # how long the other token's call may take before it counts as stalled
 

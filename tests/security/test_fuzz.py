@@ -35,7 +35,7 @@ from google.protobuf import descriptor
 from google.protobuf.message import DecodeError, Message
 from hostile import REGISTRY, SESSIONS, Method
 
-from agentsessions.server.gen import session_pb2 as pb
+from agentsessions.wire.gen import session_pb2 as pb
 
 MESSAGES = int(os.environ.get("AGENTSESSIONS_TORTURE", "30"))
 BROKEN = (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN)

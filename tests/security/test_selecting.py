@@ -31,8 +31,8 @@ need("grpc_reflection", "grpc")
 import hostile
 from hostile import API_KEY, REGISTRY, SESSIONS, Listener
 
-from agentsessions.server.gen import common_pb2, harness_registry_pb2
-from agentsessions.server.gen import session_pb2 as pb
+from agentsessions.wire.gen import common_pb2, harness_registry_pb2
+from agentsessions.wire.gen import session_pb2 as pb
 
 CANARY = "MASTER-KEY-CANARY-" + secrets.token_hex(8)
 BROKEN = (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN)  # an unhandled exception

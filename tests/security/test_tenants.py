@@ -29,7 +29,7 @@ need("grpc_reflection", "grpc")
 import hostile
 from hostile import REGISTRY, SESSIONS, Method
 
-from agentsessions.server.gen import harness_registry_pb2, session_pb2
+from agentsessions.wire.gen import harness_registry_pb2, session_pb2
 
 PROJECT_ADDRESSED = ("Sessions.CreateSession", "Sessions.ListSessions", "Sessions.Import")
 NAME_ADDRESSED = tuple(m.full for m in REGISTRY.values() if m.name != "ListHarnesses")

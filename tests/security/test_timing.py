@@ -21,7 +21,7 @@ grpc = need("grpc", "grpc")
 
 from hostile import SESSIONS
 
-from agentsessions.server.gen import session_pb2 as pb
+from agentsessions.wire.gen import session_pb2 as pb
 
 TRIES = 200
 WARMUP = 40

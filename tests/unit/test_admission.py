@@ -23,12 +23,12 @@ import pytest
 import agentsessions
 from agentsessions.server import auth, memory, service
 from agentsessions.server.admission import INLINE, Admission, Ledger
-from agentsessions.server.bounds import Limits
-from agentsessions.server.gen import common_pb2, session_pb2, session_pb2_grpc
 from agentsessions.server.observe import RequestObserver
 from agentsessions.server.scoped import Scope
 from agentsessions.server.tokens import TokenStore
 from agentsessions.sessions.api import Sessions
+from agentsessions.wire.bounds import Limits
+from agentsessions.wire.gen import common_pb2, session_pb2, session_pb2_grpc
 
 UNKNOWN = "sess-000000000000000000000000"
 
@@ -320,7 +320,7 @@ def test_slots_come_back_on_cancel_done_and_peer_gone(rig: Rig, channel: grpc.Ch
     # the peer gone: a client process killed with its two streams open (no cancel sent)
     code = (
         "import sys, time, grpc\n"
-        "from agentsessions.server.gen import session_pb2, session_pb2_grpc\n"
+        "from agentsessions.wire.gen import session_pb2, session_pb2_grpc\n"
         "stub = session_pb2_grpc.SessionsStub(grpc.insecure_channel(sys.argv[1]))\n"
         "meta = (('authorization', 'Bearer ' + sys.argv[2]),)\n"
         "req = session_pb2.ReplayRequest(session=sys.argv[3])\n"

@@ -1,7 +1,7 @@
 """Harness.Connect conformance (spec digest 1.3 and 6) with real gRPC servers in process.
 
-A harness served by ``agentsessions.server.harnessnode`` is driven by the remote harness of
-``agentsessions.server.harnessclient`` through the Sessions engine: a mediated tool call and
+A harness served by ``agentsessions.wire.harnessnode`` is driven by the remote harness of
+``agentsessions.wire.harnessclient`` through the Sessions engine: a mediated tool call and
 the digest's approval cases (approved, denied, executor failure) over the wire, each then
 replayed with zero model calls and no executor call. A raw proto peer (a Harness servicer
 written here, frame by frame) checks what the host sends (``park`` with the journaled
@@ -33,12 +33,12 @@ from agentsessions.errors import (
     HarnessProtocolError,
 )
 from agentsessions.journal.tools.verify import verify_session
-from agentsessions.server import harnesswire as wire
-from agentsessions.server.gen import common_pb2, harness_pb2, harness_pb2_grpc
-from agentsessions.server.harnessnode import HarnessServer
 from agentsessions.sessions.api import SessionFrame, Sessions
 from agentsessions.sessions.harnessbook import static_remotes
 from agentsessions.sessions.wiring import HARNESSES
+from agentsessions.wire import harnesswire as wire
+from agentsessions.wire.gen import common_pb2, harness_pb2, harness_pb2_grpc
+from agentsessions.wire.harnessnode import HarnessServer
 from tests.tool_harness import ToolLineHarness, line_call, plan
 
 HARNESSES.register("tool-line", ToolLineHarness)

@@ -1,9 +1,9 @@
 """The transport-only parts of Harness.Connect: streamed text and working state.
 
-A harness served by ``agentsessions.server.harnessnode`` streams text (``sink.delta``, as
+A harness served by ``agentsessions.wire.harnessnode`` streams text (``sink.delta``, as
 ``Event.delta``) and commits working state (``sink.state``, as ``Event.state_commit``
 answered by ``ControllerFrame.state``) through the remote harness of
-``agentsessions.server.harnessclient``, driven by the Sessions engine: the deltas arrive as
+``agentsessions.wire.harnessclient``, driven by the Sessions engine: the deltas arrive as
 the engine's DeltaFrames, the state becomes the session's working state (a STATE record
 beside the journal, never an event), a lost compare-and-swap reaches the harness as
 StateConflictError, and the turns replay with zero model calls.
@@ -21,11 +21,11 @@ import pytest
 import agentsessions
 from agentsessions.controller.spi import HarnessDescriptor, Sink, Start
 from agentsessions.errors import StateConflictError
-from agentsessions.server.harnessnode import HarnessServer
 from agentsessions.sessions.api import DeltaFrame, SessionFrame
 from agentsessions.sessions.harnessbook import static_remotes
 from agentsessions.sessions.wiring import HARNESSES
 from agentsessions.v1.model import text_message
+from agentsessions.wire.harnessnode import HarnessServer
 from tests.probe_harness import ProbeHarness
 
 

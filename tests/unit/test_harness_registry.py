@@ -25,12 +25,12 @@ from agentsessions.journal.format import canonical
 from agentsessions.journal.stores.memory.store import MemoryStore
 from agentsessions.server import registry
 from agentsessions.server.auth import LocalOperator
-from agentsessions.server.gen import harness_pb2
-from agentsessions.server.gen import harness_registry_pb2 as pb
-from agentsessions.server.gen import harness_registry_pb2_grpc as pb_grpc
-from agentsessions.server.harnessnode import HarnessServer
 from agentsessions.sessions.harnessbook import HarnessBook, records_for, spec_digest, static_names
 from agentsessions.sessions.wiring import HARNESSES
+from agentsessions.wire.gen import harness_pb2
+from agentsessions.wire.gen import harness_registry_pb2 as pb
+from agentsessions.wire.gen import harness_registry_pb2_grpc as pb_grpc
+from agentsessions.wire.harnessnode import HarnessServer
 
 STATELESS = harness_pb2.RESUMABILITY_STATELESS_REPLAY
 

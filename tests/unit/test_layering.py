@@ -20,7 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "agentsessions"
 
-UPPER_LAYERS = ("cli", "server", "runtimes", "models", "harnesses", "tools")
+UPPER_LAYERS = ("cli", "server", "client", "wire", "runtimes", "models", "harnesses", "tools")
 UI_AND_WIRE = ("typer", "rich", "grpc", "click")
 
 # the journal's rooms, lowest first: a room imports only the rooms before it (and v1, errors)
@@ -112,17 +112,21 @@ def violations(module: str, imported: list[str]) -> list[str]:
             if upper or name.split(".")[0] in (*UI_AND_WIRE, "harnesses"):
                 out.append(f"{module}: the controller imports {name}")
         if within(name, "grpc") and not _wire(module):
-            out.append(f"{module}: only agentsessions.server/.client may import grpc ({name})")
+            out.append(
+                f"{module}: only agentsessions.wire/.server/.client may import grpc ({name})"
+            )
         if within(name, "google.protobuf") and not _wire(module):
-            out.append(f"{module}: only agentsessions.server/.client may import protobuf ({name})")
+            out.append(
+                f"{module}: only agentsessions.wire/.server/.client may import protobuf ({name})"
+            )
         if within(name, "harnesses") or within(name, "agentsessions.harnesses"):
             out.append(f"{module}: the package never imports harnesses ({name})")
     return out
 
 
 def _wire(module: str) -> bool:
-    """The two packages that speak gRPC: the server and its client."""
-    return within(module, "agentsessions.server") or within(module, "agentsessions.client")
+    """The packages that speak gRPC: the wire, and the server and client standing on it."""
+    return any(within(module, f"agentsessions.{p}") for p in ("wire", "server", "client"))
 
 
 def _room(name: str) -> int:

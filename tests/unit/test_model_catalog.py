@@ -20,10 +20,10 @@ from agentsessions.models.catalog import (
     is_entry,
 )
 from agentsessions.models.scripted import ScriptedModel
-from agentsessions.server import status
 from agentsessions.server.modelpolicy import ModelPolicy
 from agentsessions.sessions.config import load_config
 from agentsessions.sessions.local import open_local
+from agentsessions.wire import status
 
 POLICY = ModelPolicy({"fast": "openai:gpt-4o-mini,base_url=http://10.0.0.1/v1"}, "chosen:x")
 

@@ -84,6 +84,6 @@ def test_the_declaration_travels_on_the_wires(uses: bool | None) -> None:
 
     descriptor = HarnessDescriptor(id="h", capabilities=Capabilities(uses_session_model=uses))
     assert warm_wire.descriptor_from_wire(warm_wire.descriptor_to_wire(descriptor)) == descriptor
-    grpc_wire = need("agentsessions.server.harnesswire", "grpc")
+    grpc_wire = need("agentsessions.wire.harnesswire", "grpc")
     back = grpc_wire.descriptor_from_proto(grpc_wire.descriptor_to_proto(descriptor))
     assert back.capabilities.uses_session_model is uses

@@ -171,10 +171,10 @@ def test_an_rpc_span_continues_the_callers_trace_and_parents_the_turn(
     import grpc
 
     import agentsessions
-    from agentsessions.server import convert
     from agentsessions.server.app import build_server
     from agentsessions.server.auth import server_security
-    from agentsessions.server.gen import session_pb2, session_pb2_grpc
+    from agentsessions.wire import convert
+    from agentsessions.wire.gen import session_pb2, session_pb2_grpc
 
     trace_id = "0af7651916cd43dd8448eb211c80319c"
     with agentsessions.open(tmp_path / "home", runtime="local") as engine:

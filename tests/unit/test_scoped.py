@@ -21,11 +21,11 @@ from agentsessions.errors import (
     PermissionDeniedError,
     UnauthenticatedError,
 )
-from agentsessions.server.bounds import Limits
 from agentsessions.server.scoped import Scope, ScopedSessions
 from agentsessions.server.tokens import Principal
 from agentsessions.sessions.api import Sessions
 from agentsessions.sessions.wiring import HARNESSES
+from agentsessions.wire.bounds import Limits
 from tests.tool_harness import ToolLineHarness, plan
 
 HARNESSES.register("tool-line", ToolLineHarness)

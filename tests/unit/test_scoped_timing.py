@@ -24,9 +24,9 @@ import pytest
 import agentsessions
 from agentsessions.server import auth
 from agentsessions.server.app import build_server
-from agentsessions.server.bounds import Limits
-from agentsessions.server.gen import session_pb2, session_pb2_grpc
 from agentsessions.server.tokens import TokenStore
+from agentsessions.wire.bounds import Limits
+from agentsessions.wire.gen import session_pb2, session_pb2_grpc
 
 TRIES = 200
 WARM_UP = 50

@@ -18,13 +18,14 @@ import pytest
 
 import agentsessions
 from agentsessions.errors import InvalidArgumentError
-from agentsessions.server import auth, convert, service, status
+from agentsessions.server import auth, service
 from agentsessions.server.admission import Admission, Ledger
-from agentsessions.server.bounds import Limits
-from agentsessions.server.gen import common_pb2, session_pb2, session_pb2_grpc
 from agentsessions.server.scoped import Scope
 from agentsessions.server.tokens import TokenStore
 from agentsessions.sessions.api import Sessions
+from agentsessions.wire import convert, status
+from agentsessions.wire.bounds import Limits
+from agentsessions.wire.gen import common_pb2, session_pb2, session_pb2_grpc
 from tests.tlscerts import Authority, Pem
 
 UNKNOWN = "sess-000000000000000000000000"
@@ -477,7 +478,7 @@ def test_every_kind_of_handler_sees_the_callers_principal_on_every_step(
 
 def test_the_serve_flags_build_a_working_secured_server(engine: Sessions, tmp_path: Path) -> None:
     from agentsessions.cli import serveauth
-    from agentsessions.server import bounds
+    from agentsessions.wire import bounds
 
     assert serveauth.DEFAULT_MAX_MESSAGE == bounds.DEFAULT_MAX_MESSAGE_BYTES
     assert serveauth.DEFAULT_MAX_STREAMS == bounds.DEFAULT_MAX_STREAMS

@@ -21,14 +21,15 @@ from needs import need
 import agentsessions
 from agentsessions.errors import NotFoundError
 from agentsessions.journal.format import telemetry
-from agentsessions.server import logs, status
+from agentsessions.server import logs
 from agentsessions.server.app import RunningServer, build_server
 from agentsessions.server.auth import server_security
-from agentsessions.server.gen import session_pb2, session_pb2_grpc
 from agentsessions.server.observe import request_id_from
 from agentsessions.server.tokens import TokenStore
 from agentsessions.sessions.api import Sessions
 from agentsessions.v1 import model
+from agentsessions.wire import status
+from agentsessions.wire.gen import session_pb2, session_pb2_grpc
 
 health_pb2 = need("grpc_health.v1.health_pb2", "grpc")
 health_pb2_grpc = need("grpc_health.v1.health_pb2_grpc", "grpc")
@@ -197,7 +198,7 @@ def test_the_request_id_follows_the_turn_into_the_engine_and_the_store(rig: Rig)
 
 
 def _message(text: str) -> Any:
-    from agentsessions.server import convert
+    from agentsessions.wire import convert
 
     return convert.message_to_proto(model.text_message("user", text))
 

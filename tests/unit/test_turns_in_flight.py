@@ -21,10 +21,10 @@ import pytest
 import agentsessions
 from agentsessions.server import auth
 from agentsessions.server.app import build_server
-from agentsessions.server.bounds import Limits
-from agentsessions.server.gen import common_pb2, session_pb2, session_pb2_grpc
 from agentsessions.server.scoped import Scope
 from agentsessions.server.tokens import Principal, TokenStore
+from agentsessions.wire.bounds import Limits
+from agentsessions.wire.gen import common_pb2, session_pb2, session_pb2_grpc
 
 LIMIT = 2
 SLOW = "scripted:seed=1,delay=2"  # each answer takes 2 s: a turn is still running

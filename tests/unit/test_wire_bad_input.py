@@ -26,9 +26,14 @@ from google.protobuf.message import Message
 
 import agentsessions
 from agentsessions.errors import DeadlineExceededError, InvalidArgumentError
-from agentsessions.server import auth, wirecheck
+from agentsessions.server import auth
 from agentsessions.server.app import RunningServer, build_server
-from agentsessions.server.gen import (
+from agentsessions.server.registry import harness_services
+from agentsessions.server.tokens import TokenStore
+from agentsessions.sessions.api import Sessions
+from agentsessions.sessions.wiring import HARNESSES
+from agentsessions.wire import wirecheck
+from agentsessions.wire.gen import (
     common_pb2,
     harness_pb2,
     harness_pb2_grpc,
@@ -36,12 +41,8 @@ from agentsessions.server.gen import (
     session_pb2,
     session_pb2_grpc,
 )
-from agentsessions.server.harnessnode import HarnessServer
-from agentsessions.server.registry import harness_services
-from agentsessions.server.status import from_rpc_error
-from agentsessions.server.tokens import TokenStore
-from agentsessions.sessions.api import Sessions
-from agentsessions.sessions.wiring import HARNESSES
+from agentsessions.wire.harnessnode import HarnessServer
+from agentsessions.wire.status import from_rpc_error
 
 BIG = 2**62
 GARBAGE = b"\xff\xff\xff\xff"  # a truncated varint: no message of any type decodes from it
@@ -164,7 +165,7 @@ def test_an_integer_out_of_range_is_invalid_argument_naming_the_field(
 
 
 def test_list_harnesses_page_size_is_range_checked(rig: Rig, channel: grpc.Channel) -> None:
-    from agentsessions.server.gen import harness_registry_pb2_grpc as reg_grpc
+    from agentsessions.wire.gen import harness_registry_pb2_grpc as reg_grpc
 
     stub = reg_grpc.HarnessRegistryStub(channel)
     request = harness_registry_pb2.ListHarnessesRequest(page_size=-3)

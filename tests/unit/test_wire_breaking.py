@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from google.protobuf import descriptor_pb2 as pb
 
-from agentsessions.server.breaking import breaking_changes
-from agentsessions.server.gen import common_pb2, harness_pb2, harness_registry_pb2, session_pb2
+from agentsessions.wire.breaking import breaking_changes
+from agentsessions.wire.gen import common_pb2, harness_pb2, harness_registry_pb2, session_pb2
 
 ROOT = Path(__file__).resolve().parents[2]
 BASELINE = ROOT / "proto" / "agentsessions.v1.binpb"

@@ -22,11 +22,11 @@ import agentsessions
 from agentsessions.controller.spi import HarnessDescriptor, Sink, Start
 from agentsessions.errors import DeadlineExceededError
 from agentsessions.server.app import build_server
-from agentsessions.server.gen import common_pb2, session_pb2, session_pb2_grpc
-from agentsessions.server.status import from_rpc_error
 from agentsessions.sessions.api import Sessions
 from agentsessions.sessions.wiring import HARNESSES
 from agentsessions.v1.model import text_message
+from agentsessions.wire.gen import common_pb2, session_pb2, session_pb2_grpc
+from agentsessions.wire.status import from_rpc_error
 
 BOUND = 60.0  # a bound on waiting for the server to do something, never a timing
 

@@ -1,4 +1,4 @@
-"""Conversions between the engine's values and the wire messages (agentsessions/server/convert).
+"""Conversions between the engine's values and the wire messages (agentsessions/wire/convert).
 
 An event survives dict -> proto (-> bytes -> proto) -> dict unchanged, and so does its
 canonical content hash (the journal's Go-compatible hash), on the reference's golden
@@ -23,10 +23,10 @@ from agentsessions.errors import ChainBrokenError, FormatError, InvalidArgumentE
 from agentsessions.journal.format import canonical
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.tools import interchange
-from agentsessions.server import convert
-from agentsessions.server.gen import common_pb2, session_pb2
 from agentsessions.sessions.api import Memory, Session
 from agentsessions.v1 import model, normalize
+from agentsessions.wire import convert
+from agentsessions.wire.gen import common_pb2, session_pb2
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "canonical"
 FIXTURE = Path(agentsessions.__file__).parent / "data" / "go-v0.1.2-completed.json"

@@ -16,7 +16,7 @@ import pytest
 from google.protobuf import descriptor_pb2
 
 ROOT = Path(__file__).resolve().parents[2]
-GEN = ROOT / "agentsessions" / "server" / "gen"
+GEN = ROOT / "agentsessions" / "wire" / "gen"
 
 
 def _generate_module() -> ModuleType:
@@ -45,7 +45,7 @@ def test_regenerated_code_is_byte_identical(tmp_path: Path) -> None:
 
 def test_generated_modules_import_inside_the_package() -> None:
     text = (GEN / "session_pb2_grpc.py").read_text("utf-8")
-    assert "from agentsessions.server.gen import session_pb2 as session__pb2" in text
+    assert "from agentsessions.wire.gen import session_pb2 as session__pb2" in text
     assert "\nimport session_pb2" not in text and "\nimport common_pb2" not in text
 
 
@@ -59,7 +59,7 @@ def test_the_recorded_descriptor_set_is_current() -> None:
 def test_import_fix_only_touches_our_own_modules() -> None:
     src = "import common_pb2 as c\nimport other_pb2 as o\nfrom google.protobuf import x\n"
     assert generate.fix_imports(src) == (
-        "from agentsessions.server.gen import common_pb2 as c\n"
+        "from agentsessions.wire.gen import common_pb2 as c\n"
         "import other_pb2 as o\nfrom google.protobuf import x\n"
     )
 

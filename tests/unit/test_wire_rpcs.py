@@ -17,9 +17,9 @@ import agentsessions
 from agentsessions.client import dial
 from agentsessions.errors import ApprovalParkedError, InvalidArgumentError
 from agentsessions.server.app import build_server
-from agentsessions.server.gen import common_pb2, session_pb2, session_pb2_grpc
 from agentsessions.sessions.api import RecordFrame, Sessions
 from agentsessions.sessions.wiring import HARNESSES
+from agentsessions.wire.gen import common_pb2, session_pb2, session_pb2_grpc
 from tests.tool_harness import ToolLineHarness
 
 HARNESSES.register("tool-line", ToolLineHarness)

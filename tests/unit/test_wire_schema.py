@@ -17,7 +17,7 @@ import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-from agentsessions.server.gen import (
+from agentsessions.wire.gen import (
     common_pb2,
     harness_pb2,
     harness_registry_pb2,

@@ -12,9 +12,10 @@ import pytest
 
 import agentsessions
 from agentsessions.errors import InvalidArgumentError, NotFoundError
-from agentsessions.server import convert, service, status
-from agentsessions.server.gen import common_pb2, session_pb2, session_pb2_grpc
+from agentsessions.server import service
 from agentsessions.sessions.api import Sessions
+from agentsessions.wire import convert, status
+from agentsessions.wire.gen import common_pb2, session_pb2, session_pb2_grpc
 
 
 @pytest.fixture

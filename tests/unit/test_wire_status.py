@@ -14,8 +14,9 @@ import pytest
 
 from agentsessions import errors
 from agentsessions.errors import AgentSessionsError
-from agentsessions.server import service, status
-from agentsessions.server.gen import session_pb2, session_pb2_grpc
+from agentsessions.server import service
+from agentsessions.wire import status
+from agentsessions.wire.gen import session_pb2, session_pb2_grpc
 
 DIGEST_CODES = {
     "ABORTED", "FAILED_PRECONDITION", "INVALID_ARGUMENT", "NOT_FOUND", "UNAVAILABLE",

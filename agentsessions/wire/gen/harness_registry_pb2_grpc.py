@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from agentsessions.server.gen import harness_registry_pb2 as harness__registry__pb2
+from agentsessions.wire.gen import harness_registry_pb2 as harness__registry__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

@@ -30,8 +30,8 @@ from agentsessions.controller.spi import (
 )
 from agentsessions.errors import HarnessProtocolError
 from agentsessions.journal.stores.store import WorkingState
-from agentsessions.server.gen import common_pb2, harness_pb2
 from agentsessions.v1.normalize import normalize_message
+from agentsessions.wire.gen import common_pb2, harness_pb2
 
 MEDIATION = common_pb2.Mediation
 RESUMABILITY = harness_pb2.Resumability

@@ -3,8 +3,8 @@
 import grpc
 import warnings
 
-from agentsessions.server.gen import common_pb2 as common__pb2
-from agentsessions.server.gen import session_pb2 as session__pb2
+from agentsessions.wire.gen import common_pb2 as common__pb2
+from agentsessions.wire.gen import session_pb2 as session__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

@@ -34,9 +34,9 @@ from google.protobuf.message import Message
 
 from agentsessions.controller.lifecycle import MAX_FORK_CHILDREN
 from agentsessions.errors import InvalidArgumentError
-from agentsessions.server import status
-from agentsessions.server.intercept import NOT_WRAPPED, Handler
 from agentsessions.sessions.checks import MAX_WAIT_SECONDS
+from agentsessions.wire import status
+from agentsessions.wire.intercept import NOT_WRAPPED, Handler
 
 MAX_INT64 = 2**63 - 1
 MAX_INT32 = 2**31 - 1

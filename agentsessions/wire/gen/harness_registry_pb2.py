@@ -22,8 +22,8 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
-from agentsessions.server.gen import common_pb2 as common__pb2
-from agentsessions.server.gen import harness_pb2 as harness__pb2
+from agentsessions.wire.gen import common_pb2 as common__pb2
+from agentsessions.wire.gen import harness_pb2 as harness__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 

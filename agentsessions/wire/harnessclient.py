@@ -41,8 +41,8 @@ from agentsessions.errors import (
     StateConflictError,
     UnavailableError,
 )
-from agentsessions.server import harnesswire as wire
-from agentsessions.server.gen import common_pb2, harness_pb2, harness_pb2_grpc
+from agentsessions.wire import harnesswire as wire
+from agentsessions.wire.gen import common_pb2, harness_pb2, harness_pb2_grpc
 
 DESCRIBE_TIMEOUT = 10.0  # seconds: a harness that does not describe itself is unreachable
 _CHANNELS: dict[str, grpc.Channel] = {}

@@ -36,7 +36,7 @@ import grpc
 from agentsessions import errors
 from agentsessions.errors import AgentSessionsError
 from agentsessions.journal.format.telemetry import REQUEST_ID
-from agentsessions.server.observe import note
+from agentsessions.wire.intercept import note
 
 ERROR_KEY = "agentsessions-error"
 HINT_KEY = "agentsessions-hint"

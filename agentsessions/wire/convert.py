@@ -29,10 +29,10 @@ from agentsessions.controller.toolcalls import UnresolvedCall
 from agentsessions.errors import ChainBrokenError, FormatError, InvalidArgumentError
 from agentsessions.journal.format import canonical
 from agentsessions.journal.format.records import Record
-from agentsessions.server.gen import common_pb2, session_pb2
 from agentsessions.sessions.api import Memory, Session
 from agentsessions.v1.normalize import normalize_message
 from agentsessions.v1.numbers import json_number
+from agentsessions.wire.gen import common_pb2, session_pb2
 
 M = TypeVar("M", bound=ProtoMessage)
 

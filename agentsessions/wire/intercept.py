@@ -30,6 +30,29 @@ NOT_WRAPPED = ("/grpc.health.v1.Health/Watch",)
 holding a worker thread (its non-blocking hook), which a wrapper would lose; a load balancer
 may watch for as long as the server runs."""
 
+_NOTES: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
+    "agentsessions_call_notes", default=None
+)
+
+
+def take_notes(notes: dict[str, str]) -> None:
+    r"""Collect what this call's code :func:`note`\ s into ``notes`` (the server's observer
+    sets it when a call begins, in the call's own context; its log line reads it)."""
+    _NOTES.set(notes)
+
+
+def note(**fields: str) -> None:
+    """Note what the current call acts on (``session``, ``project``, ``token_id``,
+    ``principal``, ``error``) for its log line; the first value of a field stays, outside
+    a call nothing happens. Names and ids only: never a payload or a secret."""
+    notes = _NOTES.get()
+    if notes is None:
+        return
+    for key, value in fields.items():
+        if value and key not in notes:
+            notes[key] = value
+
+
 Guard = Callable[[grpc.ServicerContext, bool], None]
 """``guard(context, streaming)``: may set context variables, register callbacks, or abort."""
 

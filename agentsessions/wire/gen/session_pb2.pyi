@@ -1,4 +1,4 @@
-from agentsessions.server.gen import common_pb2 as _common_pb2
+from agentsessions.wire.gen import common_pb2 as _common_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper

@@ -18,8 +18,6 @@ from agentsessions.controller.spi import ToolStoreEntry
 from agentsessions.controller.toolcalls import UnresolvedCall
 from agentsessions.errors import FormatError
 from agentsessions.journal.tools.verify import VerifyReport
-from agentsessions.server import convert
-from agentsessions.server.gen import common_pb2, session_pb2
 from agentsessions.sessions.api import (
     DeltaFrame,
     Frame,
@@ -29,6 +27,8 @@ from agentsessions.sessions.api import (
     Turn,
 )
 from agentsessions.v1.numbers import json_number
+from agentsessions.wire import convert
+from agentsessions.wire.gen import common_pb2, session_pb2
 
 
 def struct(obj: Mapping[str, Any]) -> struct_pb2.Struct:

@@ -56,8 +56,8 @@ from agentsessions.errors import (
     UnavailableError,
 )
 from agentsessions.journal.stores.store import Snapshot, WorkingState
-from agentsessions.server import harnesswire as wire
-from agentsessions.server.gen import common_pb2, harness_pb2, harness_pb2_grpc
+from agentsessions.wire import harnesswire as wire
+from agentsessions.wire.gen import common_pb2, harness_pb2, harness_pb2_grpc
 
 ERROR_CODE_INTERNAL = 13  # gRPC INTERNAL, as the reference records a failed harness
 ERROR_CODE_CANCELLED = 1
@@ -388,7 +388,7 @@ class HarnessServer:
         from concurrent import futures
 
         check_listen(listen)
-        from agentsessions.server.wirecheck import WireChecks
+        from agentsessions.wire.wirecheck import WireChecks
 
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=workers), interceptors=[WireChecks()]

@@ -1,7 +1,7 @@
 import datetime
 
-from agentsessions.server.gen import common_pb2 as _common_pb2
-from agentsessions.server.gen import harness_pb2 as _harness_pb2
+from agentsessions.wire.gen import common_pb2 as _common_pb2
+from agentsessions.wire.gen import harness_pb2 as _harness_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
