@@ -55,7 +55,7 @@ sys.path.insert(0, str(ROOT))
 
 import grpc  # noqa: E402
 
-from agentsessions.server.tokens import TokenStore  # noqa: E402
+from agentsessions.sessions.tokens import TokenStore  # noqa: E402
 from agentsessions.wire.gen import session_pb2, session_pb2_grpc  # noqa: E402
 
 

@@ -4,7 +4,7 @@
 ``TOKEN=$(agentsessions token create -p acme)`` works; stderr: its id and what to keep);
 the home keeps only its SHA-256 (``tokens.json``, mode 0600). ``token list`` shows ids,
 names, projects and state, never a secret; ``token revoke ID`` ends one (a running server
-sees it on the next call). The logic lives in :mod:`agentsessions.server.tokens`, which
+sees it on the next call). The logic lives in :mod:`agentsessions.sessions.tokens`, which
 imports no grpc: these commands work without the ``grpc`` extra.
 """
 
@@ -20,7 +20,7 @@ from agentsessions.cli.helpview import HelpGroup
 
 if TYPE_CHECKING:
     from agentsessions.cli.app import CliState
-    from agentsessions.server.tokens import TokenStore
+    from agentsessions.sessions.tokens import TokenStore
 
 token_app = typer.Typer(
     name="token",
@@ -34,8 +34,8 @@ app.add_typer(token_app, name="token")
 
 
 def _store(state: CliState) -> TokenStore:
-    from agentsessions.server.tokens import TokenStore
     from agentsessions.sessions.home import resolve_home
+    from agentsessions.sessions.tokens import TokenStore
 
     return TokenStore(resolve_home(state.home))
 
@@ -84,7 +84,7 @@ def create(
     now, or revoke it and create another. Every token sees, registers and retires only
     its projects' harnesses; --admin adds the right to register one at a remote address.
     """
-    from agentsessions.server.tokens import parse_duration
+    from agentsessions.sessions.tokens import parse_duration
 
     state = _state(ctx, as_json)
     seconds = parse_duration(expires) if expires else None

@@ -25,7 +25,6 @@ from typing import Any, Literal, TypeVar, overload
 
 import grpc
 
-from agentsessions.controller.spi import ToolStoreEntry
 from agentsessions.errors import (
     AgentSessionsError,
     InvalidArgumentError,
@@ -33,19 +32,18 @@ from agentsessions.errors import (
     UnavailableError,
     WorkloadError,
 )
-from agentsessions.journal.format.records import Record
-from agentsessions.journal.tools.verify import VerifyReport
 from agentsessions.sessions.api import (
     Approval,
     Frame,
     Input,
-    ReplayReport,
+    LogRecord,
     Resolution,
     Session,
     SessionFrame,
     SessionPage,
 )
 from agentsessions.sessions.views import as_message
+from agentsessions.v1.results import ReplayReport, ToolStoreEntry, VerifyReport
 from agentsessions.wire import convert, frames, status
 from agentsessions.wire.gen import session_pb2, session_pb2_grpc
 
@@ -441,7 +439,7 @@ class RemoteSessions:
         rerun: Literal[False] = False,
         from_seq: int = 1,
         harness: str | None = None,
-    ) -> Iterator[Record]: ...
+    ) -> Iterator[LogRecord]: ...
 
     @overload
     def replay(
@@ -450,7 +448,7 @@ class RemoteSessions:
 
     def replay(
         self, uid: str, *, rerun: bool = False, from_seq: int = 1, harness: str | None = None
-    ) -> Iterator[Record] | ReplayReport:
+    ) -> Iterator[LogRecord] | ReplayReport:
         """Stored records from ``from_seq`` (Replay); with ``rerun``, re-drive every turn
         from the journal and report it (Rerun)."""
         if not rerun:
@@ -462,7 +460,7 @@ class RemoteSessions:
         request = session_pb2.RerunRequest(session=uid, harness=harness or "")
         return frames.replay_report_from_proto(self._call(self._stub.Rerun, request))
 
-    def read(self, uid: str, *, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
+    def read(self, uid: str, *, from_seq: int = 1, to_seq: int = 0) -> Iterator[LogRecord]:
         """The stored records ``from_seq..to_seq`` (Replay); NotFoundError now if unknown."""
         if from_seq < 1 or to_seq < 0:
             raise InvalidArgumentError(f"from_seq must be >= 1 and to_seq >= 0, got {from_seq}")
@@ -472,7 +470,7 @@ class RemoteSessions:
 
     def follow(
         self, uid: str, *, from_seq: int = 1, idle_timeout: float | None = None
-    ) -> Iterator[Record]:
+    ) -> Iterator[LogRecord]:
         """Every record from ``from_seq``, then each new one (Follow); closing it ends it."""
         if from_seq < 1:
             raise InvalidArgumentError(f"from_seq must be >= 1, got {from_seq}")

@@ -44,6 +44,7 @@ from agentsessions.errors import (
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.store import SessionInfo
 from agentsessions.v1 import model
+from agentsessions.v1.results import ApprovalRef
 
 from . import executions
 from .port import ControllerPort
@@ -53,23 +54,6 @@ APPROVAL_DENIED = "APPROVAL_DENIED"
 DENIED_MESSAGE = "Tool execution denied by approval decision."
 
 Event = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class ApprovalRef:
-    """Which approval request a decision names (the reference's ApprovalRef)."""
-
-    execution_id: str
-    tool_call_id: str
-    request_seq: int
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``pending_approval`` object of ``get --json``."""
-        return {
-            "execution_id": self.execution_id,
-            "tool_call_id": self.tool_call_id,
-            "request_seq": self.request_seq,
-        }
 
 
 @dataclass

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agentsessions.journal.format import telemetry
+import agentsessions.telemetry as telemetry
 
 from .spi import Completion, ModelProvider, ModelRequest
 

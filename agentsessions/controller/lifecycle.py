@@ -23,12 +23,11 @@ from typing import Any
 from agentsessions.errors import InvalidArgumentError, PlacementError, UnavailableError
 from agentsessions.journal.stores.store import SessionInfo, SessionMeta, new_uid
 from agentsessions.v1 import model
+from agentsessions.v1.limits import MAX_FORK_CHILDREN
 
 from .port import ControllerPort
 from .rules import DEFAULT_HARNESS, fresh_start_hint
 from .spi import REQUIRES_MEMORY_SNAPSHOT, SnapshotRef
-
-MAX_FORK_CHILDREN = 128
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,7 @@ from agentsessions.errors import (
     ReplayError,
 )
 from agentsessions.journal.stores.store import SessionInfo, Store, WorkingState
+from agentsessions.v1.results import ReplayReport
 
 from . import executions
 from .freshstart import ReplayInstances, is_marker
@@ -105,6 +106,21 @@ class ReplayResult:
             and self.model_calls == 0
             and self.replayed == self.executions
             and self.head_before == self.head_after
+        )
+
+    def report(self) -> ReplayReport:
+        """What the API hands back: this replay as the one ``ReplayReport`` value."""
+        return ReplayReport(
+            uid=self.uid,
+            harness=self.harness,
+            executions=self.executions,
+            replayed=self.replayed,
+            model_calls=self.model_calls,
+            identical=self.identical,
+            outputs=tuple(self.outputs),
+            divergence=self.divergence,
+            diverged_execution=self.diverged_execution,
+            last_seq=self.head_after[0],
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from agentsessions.journal.stores.store import CommitResult
 
 from agentsessions.journal.stores.store import WorkingState
+from agentsessions.v1.results import ToolStoreEntry
 
 Event = dict[str, Any]
 Message = dict[str, Any]
@@ -208,22 +209,6 @@ class Harness(Protocol):
 
 
 HarnessFactory = Callable[[], Harness]
-
-
-@dataclass(frozen=True)
-class ToolStoreEntry:
-    """One entry of a tool's own store: its seq, the author and time the host stamped on
-    it, and the JSON object the tool committed."""
-
-    seq: int
-    author: str
-    time_ns: int
-    data: Mapping[str, Any]
-
-    def to_json(self) -> dict[str, Any]:
-        """The entry as ``agentsessions store --json`` prints it (one object a line)."""
-        return {"seq": self.seq, "author": self.author, "time_ns": self.time_ns,
-                "data": dict(self.data)}  # fmt: skip
 
 
 class ToolStore(Protocol):

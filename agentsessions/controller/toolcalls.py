@@ -59,6 +59,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
+import agentsessions.telemetry as telemetry
 from agentsessions.errors import (
     AgentSessionsError,
     InvalidArgumentError,
@@ -67,9 +68,10 @@ from agentsessions.errors import (
     UnknownToolError,
     UnmediatedToolCallError,
 )
-from agentsessions.journal.format import canonical, telemetry
+from agentsessions.journal.format import canonical
 from agentsessions.journal.format.records import Record
 from agentsessions.v1 import model
+from agentsessions.v1.results import UnresolvedCall
 
 from .approvals import REQUIRES_APPROVAL, latest_run
 from .spi import CONTROLLER_MEDIATED, BoundTool, ToolOutcome, ToolRequest, ToolResolver
@@ -306,27 +308,6 @@ def unknown_error(uid: str, call: Mapping[str, Any]) -> ToolOutcomeUnknownError:
         tool=str(call["tool"]),
         idempotency_key=str(call["idempotency_key"]),
     )
-
-
-@dataclass(frozen=True)
-class UnresolvedCall:
-    """A tool call whose outcome is unknown after a crash, waiting for a person."""
-
-    execution_id: str
-    tool_call_id: str
-    tool: str
-    idempotency_key: str
-    call_seq: int
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``unresolved_call`` object of ``get --json``."""
-        return {
-            "execution_id": self.execution_id,
-            "tool_call_id": self.tool_call_id,
-            "tool": self.tool,
-            "idempotency_key": self.idempotency_key,
-            "call_seq": self.call_seq,
-        }
 
 
 def unresolved_call(

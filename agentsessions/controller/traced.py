@@ -1,6 +1,6 @@
 """The span of a turn: :func:`turn_span` wraps :meth:`Controller.exec` and
 :meth:`Controller.resume` whole, so the turn's first commit (START and its INPUTs), its model
-and tool calls and its END all happen inside it (agentsessions/journal/format/telemetry.py).
+and tool calls and its END all happen inside it (agentsessions/telemetry.py).
 
 The session and execution are known only once the turn has begun (``exec`` may create the
 session), so they are set on the span when the turn returns; a turn that raises tells the
@@ -13,7 +13,7 @@ import functools
 from collections.abc import Callable
 from typing import ParamSpec, Protocol, TypeVar
 
-from agentsessions.journal.format import telemetry
+import agentsessions.telemetry as telemetry
 
 P = ParamSpec("P")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from agentsessions.journal.format import telemetry
+import agentsessions.telemetry as telemetry
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.store import StateUpdate, Writer
 

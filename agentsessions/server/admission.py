@@ -61,7 +61,7 @@ from agentsessions.wire import status
 from agentsessions.wire.intercept import NOT_WRAPPED, Handler, on_pool
 
 if TYPE_CHECKING:
-    from agentsessions.server.tokens import Principal
+    from agentsessions.sessions.tokens import Principal
     from agentsessions.wire.bounds import Limits
 
 SERVICE = "/agentsessions.v1.Sessions/"

@@ -156,14 +156,9 @@ def open_engine(
             key_file=key_file, models=models,
         )  # fmt: skip
     if store == "memory":
-        from agentsessions.journal.crypto.cipher import resolve_master
-        from agentsessions.journal.stores.memory.store import MemoryStore
-        from agentsessions.sessions.config import load_config
-        from agentsessions.sessions.home import resolve_home
+        from agentsessions.sessions.inmemory import open_in_memory
 
-        memory = MemoryStore(master=resolve_master(key_file))
-        catalog = {**load_config(resolve_home(home)).models, **(models or {})}
-        return open_local(home, store=memory, runtime=runtime, model=model, models=catalog)
+        return open_in_memory(home, runtime=runtime, model=model, key_file=key_file, models=models)
     raise InvalidArgumentError(
         f"invalid store {store!r}: expected file, memory or nats://HOST:PORT"
     )

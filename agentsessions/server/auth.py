@@ -34,7 +34,7 @@ from agentsessions.errors import AgentSessionsError, InvalidArgumentError, Unaut
 from agentsessions.server import tls
 from agentsessions.server.admission import Admission, refusal
 from agentsessions.server.scoped import Scope
-from agentsessions.server.tokens import Principal, TokenStore
+from agentsessions.sessions.tokens import Principal, TokenStore
 from agentsessions.wire.bounds import Limits
 from agentsessions.wire.intercept import Handler, guarded, note
 

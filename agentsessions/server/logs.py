@@ -21,7 +21,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from agentsessions.journal.format.telemetry import REQUEST_ID
+from agentsessions.telemetry import REQUEST_ID
 
 FORMATS = ("none", "text", "json")
 LOGGER = "agentsessions"

@@ -5,7 +5,7 @@ check refuses too). For each call it:
 
 - takes the caller's ``x-request-id`` (or ``x-correlation-id``) metadata when it is a
   plausible id (1..128 of ``A-Z a-z 0-9 . _ : -``), else makes one (16 hex digits); sets it
-  in :data:`~agentsessions.journal.format.telemetry.REQUEST_ID` for everything that works
+  in :data:`~agentsessions.telemetry.REQUEST_ID` for everything that works
   for the call (the engine's turn threads inherit it), and sends it back as the
   ``x-request-id`` trailer of every reply, OK or not (:mod:`.status` keeps it when an error
   replaces the trailers);
@@ -34,8 +34,8 @@ from typing import Any, cast
 
 import grpc
 
-from agentsessions.journal.format import telemetry
-from agentsessions.journal.format.telemetry import REQUEST_ID, Span
+import agentsessions.telemetry as telemetry
+from agentsessions.telemetry import REQUEST_ID, Span
 from agentsessions.wire.intercept import NOT_WRAPPED, Handler, take_notes, wrapped
 
 LOG = logging.getLogger("agentsessions.server.requests")

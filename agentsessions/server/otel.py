@@ -1,6 +1,6 @@
 """OpenTelemetry traces and metrics for the daemon (the ``otel`` extra; docs/OPERATIONS.md).
 
-:class:`OtelTelemetry` is the :class:`~agentsessions.journal.format.telemetry.Telemetry`
+:class:`OtelTelemetry` is the :class:`~agentsessions.telemetry.Telemetry`
 the engine reports to when ``serve`` runs with OpenTelemetry configured
 (:func:`agentsessions.server.telemetryenv.from_environment` decides; this module is imported
 only then). It makes:
@@ -33,7 +33,7 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
 
 from agentsessions import __version__
-from agentsessions.journal.format.telemetry import Span, Telemetry, Value
+from agentsessions.telemetry import Span, Telemetry, Value
 
 SCOPE = "agentsessions"
 _PARKED = "ApprovalParkedError"  # a turn that waits for a decision has not failed

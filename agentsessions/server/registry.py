@@ -41,8 +41,8 @@ from agentsessions.errors import (
 from agentsessions.server.auth import current_principal
 from agentsessions.server.scoped import DEFAULT_PROJECT, choose_project
 from agentsessions.server.tls import is_local
-from agentsessions.server.tokens import Principal
 from agentsessions.sessions.harnessbook import STATELESS, HarnessBook, check_address
+from agentsessions.sessions.tokens import Principal
 from agentsessions.wire import harnesswire as wire
 from agentsessions.wire.gen import harness_registry_pb2 as pb
 from agentsessions.wire.gen import harness_registry_pb2_grpc as pb_grpc

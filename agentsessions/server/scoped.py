@@ -49,9 +49,9 @@ from agentsessions.errors import (
 )
 from agentsessions.server.admission import exhausted
 from agentsessions.server.modelpolicy import ModelPolicy
-from agentsessions.server.tokens import Principal
 from agentsessions.server.toolpolicy import caller_tools
 from agentsessions.sessions.projects import project_lookup
+from agentsessions.sessions.tokens import Principal
 from agentsessions.sessions.turnstream import TURN_ENDED
 from agentsessions.wire.bounds import Limits
 from agentsessions.wire.intercept import note
@@ -59,13 +59,11 @@ from agentsessions.wire.intercept import note
 if TYPE_CHECKING:
     import grpc
 
-    from agentsessions.controller.spi import ToolStoreEntry
     from agentsessions.sessions.api import (
         Approval,
         Frame,
         Input,
         LogRecord,
-        ReplayReport,
         Resolution,
         Session,
         SessionFrame,
@@ -74,6 +72,7 @@ if TYPE_CHECKING:
         VerifyReport,
     )
     from agentsessions.tools.offered import OfferedTools
+    from agentsessions.v1.results import ReplayReport, ToolStoreEntry
 
 DEFAULT_PROJECT = "default"
 _P = ParamSpec("_P")

@@ -23,9 +23,9 @@ from collections.abc import Callable, Mapping
 from importlib import metadata
 from typing import Any
 
+import agentsessions.telemetry as telemetry
 from agentsessions.errors import InvalidArgumentError
-from agentsessions.journal.format import telemetry
-from agentsessions.journal.format.telemetry import Telemetry
+from agentsessions.telemetry import Telemetry
 
 TRACES = "OTEL_TRACES_EXPORTER"
 METRICS = "OTEL_METRICS_EXPORTER"

@@ -24,7 +24,7 @@ from os import PathLike
 from pathlib import Path
 
 from agentsessions.errors import PermissionDeniedError
-from agentsessions.server.tokens import Principal
+from agentsessions.sessions.tokens import Principal
 from agentsessions.tools.offered import CALLER, OfferedTools
 from agentsessions.tools.workload import parse_workload
 

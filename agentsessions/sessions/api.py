@@ -6,8 +6,16 @@ refusing a bad request before any write, new-session defaults, waiting on a busy
 live once, in the implementation, and a second implementation (the gRPC client) passes the
 same contract suite (``tests/contract/test_sessions_contract.py``).
 
+This module is the API's vocabulary: every type a ``Sessions`` method takes or returns is
+defined here or in :mod:`agentsessions.v1.results` (the values the layers below build, each
+an ``agentsessions.v1`` message: ApprovalRef, UnresolvedCall, ToolStoreEntry, VerifyReport,
+ReplayReport), and named by this module, so a front end (the server, the client, the CLI)
+needs no import from the controller or the journal. A :class:`LogRecord` is what any record
+the API hands out is: the engine's are the journal's own, never copied
+(:class:`agentsessions.v1.model.LogRecord` is its proto3-JSON form, as ``to_wire`` gives).
+
 The types here are plain frozen values that carry the session ``uid``; none of them holds
-a file, a lock or a controller, so they can cross threads and, later, the wire.
+a file, a lock or a controller, so they can cross threads and the wire.
 Errors are the :mod:`agentsessions.errors` tree (NotFoundError, InvalidArgumentError,
 LockHeldError for a busy session, HarnessError for a failed turn, ...).
 """
@@ -19,19 +27,19 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
+from typing import Any, Literal, Protocol, overload
 
-if TYPE_CHECKING:
-    # a LogRecord is the journal's Record: seq, prev_hash, content_hash, fence, payload,
-    # with ``event`` and ``to_wire_json()``; re-exported under the reference's name
-    from agentsessions.controller.approvals import ApprovalRef
-    from agentsessions.controller.spi import ToolStoreEntry
-    from agentsessions.controller.toolcalls import UnresolvedCall
-    from agentsessions.journal.format.records import Record as LogRecord
-    from agentsessions.journal.tools.verify import VerifyReport
+from agentsessions.v1.results import (
+    ApprovalRef,
+    ReplayReport,
+    ToolStoreEntry,
+    UnresolvedCall,
+    VerifyReport,
+)
 
 __all__ = [
     "Approval",
+    "ApprovalRef",
     "DeltaFrame",
     "Frame",
     "Input",
@@ -44,9 +52,57 @@ __all__ = [
     "SessionFrame",
     "SessionPage",
     "Sessions",
+    "ToolStoreEntry",
     "Turn",
+    "UnresolvedCall",
     "VerifyReport",
 ]
+
+
+class LogRecord(Protocol):
+    """A committed record as the API hands it out (``agentsessions.v1.LogRecord``): its seq,
+    chain link, hash and writer fence, the exact hashed ``payload`` and the event in it.
+
+    The engine hands out the journal's own records and the client the ones it rebuilt from
+    the wire (each checked against its hash); both are this, and neither is copied into
+    another type on the way (a record is built once per event on the hot read path).
+    """
+
+    @property
+    def seq(self) -> int: ...
+
+    @property
+    def prev_hash(self) -> str: ...
+
+    @property
+    def content_hash(self) -> str: ...
+
+    @property
+    def fence(self) -> int: ...
+
+    @property
+    def payload(self) -> bytes:
+        """``JCS({"event": ..., "prev_hash": ..., "seq": "N"})``: the bytes hashed."""
+        ...
+
+    @property
+    def event(self) -> dict[str, Any]:
+        """The ``agentsessions.v1.Event`` in proto3-JSON form."""
+        ...
+
+    @property
+    def event_json(self) -> bytes:
+        """The canonical bytes of the event alone."""
+        ...
+
+    def to_wire(self) -> dict[str, Any]:
+        """The record in proto3-JSON (int64 as strings, defaults omitted)."""
+        ...
+
+    def to_wire_json(self) -> bytes:
+        """The record in proto3-JSON, as compact bytes."""
+        ...
+
 
 Input = str | Mapping[str, Any]
 """A turn input: a user text, or an ``agentsessions.v1`` Message dict (``role``, ``parts``)."""
@@ -273,37 +329,6 @@ class DeltaFrame:
 
 Frame = SessionFrame | RecordFrame | DeltaFrame
 """One item of a turn's stream (exec, resume)."""
-
-
-@dataclass(frozen=True)
-class ReplayReport:
-    """What ``replay(rerun=True)`` reproduced (``identical`` is the proof)."""
-
-    uid: str
-    harness: str
-    executions: int
-    replayed: int
-    model_calls: int
-    identical: bool
-    outputs: tuple[str, ...] = ()
-    divergence: str = ""  # the first divergence, "" when none
-    diverged_execution: str = ""
-    last_seq: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``replay --rerun --json`` object."""
-        return {
-            "uid": self.uid,
-            "harness": self.harness,
-            "executions": self.executions,
-            "replayed": self.replayed,
-            "model_calls": self.model_calls,
-            "identical": self.identical,
-            "outputs": list(self.outputs),
-            "divergence": self.divergence,
-            "diverged_execution": self.diverged_execution,
-            "last_seq": self.last_seq,
-        }
 
 
 class Sessions(Protocol):

@@ -19,8 +19,8 @@ from .api import Approval
 from .views import view
 
 if TYPE_CHECKING:
-    from agentsessions.controller.approvals import ApprovalRef
     from agentsessions.controller.controller import Controller
+    from agentsessions.v1.results import ApprovalRef
 
 _OPEN = ("EXEC_RUNNING", "EXEC_AWAITING")
 

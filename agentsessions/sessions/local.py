@@ -49,10 +49,11 @@ from agentsessions.journal.stores.store import (
     check_uid,
     new_uid,
 )
+from agentsessions.v1.results import ReplayReport
 
 from . import approvals, checks, lifecycle, offline, resolving, toolstores
 from . import compact as compaction
-from .api import Frame, Input, Memory, ReplayReport, Session, SessionFrame, SessionPage, Turn
+from .api import Frame, Input, Memory, Session, SessionFrame, SessionPage, Turn
 from .home import require_home, resolve_home
 from .turnstream import Turns
 from .views import as_message, turn_view, view
@@ -63,9 +64,9 @@ if TYPE_CHECKING:
     from agentsessions.controller.spi import Runtime
     from agentsessions.journal.crypto.keys import MasterKey
     from agentsessions.journal.format.records import Record
-    from agentsessions.journal.tools.verify import VerifyReport
     from agentsessions.runtimes.compute import HostInfo
     from agentsessions.tools.workload import Workload
+    from agentsessions.v1.results import VerifyReport
 
     from .keys import Rotation
 
@@ -351,18 +352,7 @@ class LocalSessions:
             self.store, uid, HARNESSES, harness=harness or "",
             model_calls=lambda: counter.models.calls, workloads=counter.workloads,
         )  # fmt: skip
-        return ReplayReport(
-            uid=result.uid,
-            harness=result.harness,
-            executions=result.executions,
-            replayed=result.replayed,
-            model_calls=result.model_calls,
-            identical=result.identical,
-            outputs=tuple(result.outputs),
-            divergence=result.divergence,
-            diverged_execution=result.diverged_execution,
-            last_seq=result.head_after[0],
-        )
+        return result.report()
 
     def verify(self, uid: str, *, strict: bool = False, progress: Any = None) -> VerifyReport:
         """Walk ``uid``'s chain from ``prev_hash ""`` and check its metadata."""

@@ -17,12 +17,14 @@ from agentsessions.errors import InvalidArgumentError
 from agentsessions.journal.stores.store import Store, check_uid
 
 if TYPE_CHECKING:
-    from agentsessions.journal.tools.verify import Item, VerifyReport
+    from agentsessions.journal.tools.verify import Item
+    from agentsessions.v1.results import VerifyReport
 
 
 def verify(store: Store, uid: str, *, strict: bool = False, progress: Any = None) -> VerifyReport:
     """Walk ``uid``'s chain from ``prev_hash ""`` and check its metadata."""
-    from agentsessions.journal.tools.verify import VerifyReport, check_chain, verify_session, walk
+    from agentsessions.journal.tools.verify import check_chain, verify_session, walk
+    from agentsessions.v1.results import VerifyReport
 
     check_uid(uid)
     if hasattr(store, "session_dir"):  # a file store: the bytes on disk, offline
@@ -96,7 +98,8 @@ def verify_all(
     whatever fails: a session that cannot be read (the OS refuses, its metadata is
     damaged) is a failed report, never hiding the others."""
     from agentsessions.errors import JournalError, StorageError
-    from agentsessions.journal.tools.verify import VerifyReport, failed_by
+    from agentsessions.journal.tools.verify import failed_by
+    from agentsessions.v1.results import VerifyReport
 
     reports: builtins.list[tuple[str, VerifyReport]] = []
     for uid in store.uids():

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agentsessions.journal.tools.verify import VerifyReport
+    from agentsessions.v1.results import VerifyReport
 
 
 def check_uid(uid: str) -> str:

@@ -16,7 +16,7 @@ from agentsessions.errors import InvalidArgumentError, NotFoundError
 from agentsessions.journal.stores.store import Store, check_component, check_uid
 
 if TYPE_CHECKING:
-    from agentsessions.controller.spi import ToolStoreEntry
+    from agentsessions.v1.results import ToolStoreEntry
 
 
 class _Engine(Protocol):

@@ -130,7 +130,7 @@ class Workers:
     def submit(self, job: Callable[[], None]) -> None:
         """Run ``job`` on a worker (it must not raise: a turn hands its errors over), in a
         copy of the submitter's context: the request id and trace of the call that started
-        the turn follow it onto the worker (agentsessions/journal/format/telemetry.py)."""
+        the turn follow it onto the worker (agentsessions/telemetry.py)."""
         job = functools.partial(contextvars.copy_context().run, job)
         with self._lock:
             spawn = self._idle == 0

@@ -11,9 +11,8 @@ from agentsessions.v1.model import text_message
 from .api import Input, Memory, Session, Turn
 
 if TYPE_CHECKING:
-    from agentsessions.controller.approvals import ApprovalRef
     from agentsessions.controller.controller import TurnResult
-    from agentsessions.controller.toolcalls import UnresolvedCall
+    from agentsessions.v1.results import ApprovalRef, UnresolvedCall
 
 
 def view(

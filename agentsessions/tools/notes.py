@@ -22,8 +22,9 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from agentsessions.controller.spi import ToolOutcome, ToolRequest, ToolStoreEntry
+from agentsessions.controller.spi import ToolOutcome, ToolRequest
 from agentsessions.journal.stores.store import MAX_COMMIT_ID_LEN
+from agentsessions.v1.results import ToolStoreEntry
 
 from .configschema import ConfigSchema
 

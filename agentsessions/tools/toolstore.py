@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from agentsessions.controller.spi import ToolStoreEntry
 from agentsessions.errors import InvalidArgumentError
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.store import (
@@ -30,6 +29,7 @@ from agentsessions.journal.stores.store import (
     WorkingState,
 )
 from agentsessions.v1 import model
+from agentsessions.v1.results import ToolStoreEntry
 
 ROLE = "tool"
 

@@ -50,9 +50,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentsessions.controller.lifecycle import MAX_FORK_CHILDREN
 from agentsessions.errors import InvalidArgumentError
-from agentsessions.journal.stores.store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from agentsessions.v1.limits import DEFAULT_PAGE_SIZE, MAX_FORK_CHILDREN, MAX_PAGE_SIZE
 
 DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_STREAMS = 64

@@ -24,14 +24,13 @@ from typing import Any, TypeVar
 from google.protobuf import json_format
 from google.protobuf.message import Message as ProtoMessage
 
-from agentsessions.controller.approvals import ApprovalRef
-from agentsessions.controller.toolcalls import UnresolvedCall
 from agentsessions.errors import ChainBrokenError, FormatError, InvalidArgumentError
 from agentsessions.journal.format import canonical
 from agentsessions.journal.format.records import Record
-from agentsessions.sessions.api import Memory, Session
+from agentsessions.sessions.api import LogRecord, Memory, Session
 from agentsessions.v1.normalize import normalize_message
 from agentsessions.v1.numbers import json_number
+from agentsessions.v1.results import ApprovalRef, UnresolvedCall
 from agentsessions.wire.gen import common_pb2, session_pb2
 
 M = TypeVar("M", bound=ProtoMessage)
@@ -95,7 +94,7 @@ def message_from_proto(msg: common_pb2.Message) -> dict[str, Any]:
     return from_proto(msg, "Message", "message")
 
 
-def record_to_proto(record: Record) -> common_pb2.LogRecord:
+def record_to_proto(record: LogRecord) -> common_pb2.LogRecord:
     """The ``LogRecord`` of a committed record (its stored hash, its fence)."""
     return common_pb2.LogRecord(
         seq=record.seq,

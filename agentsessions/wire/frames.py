@@ -13,20 +13,16 @@ from typing import Any
 
 from google.protobuf import json_format, struct_pb2
 
-from agentsessions.controller.approvals import ApprovalRef
-from agentsessions.controller.spi import ToolStoreEntry
-from agentsessions.controller.toolcalls import UnresolvedCall
 from agentsessions.errors import FormatError
-from agentsessions.journal.tools.verify import VerifyReport
-from agentsessions.sessions.api import (
-    DeltaFrame,
-    Frame,
-    RecordFrame,
-    ReplayReport,
-    SessionFrame,
-    Turn,
-)
+from agentsessions.sessions.api import DeltaFrame, Frame, RecordFrame, SessionFrame, Turn
 from agentsessions.v1.numbers import json_number
+from agentsessions.v1.results import (
+    ApprovalRef,
+    ReplayReport,
+    ToolStoreEntry,
+    UnresolvedCall,
+    VerifyReport,
+)
 from agentsessions.wire import convert
 from agentsessions.wire.gen import common_pb2, session_pb2
 

@@ -35,7 +35,7 @@ import grpc
 
 from agentsessions import errors
 from agentsessions.errors import AgentSessionsError
-from agentsessions.journal.format.telemetry import REQUEST_ID
+from agentsessions.telemetry import REQUEST_ID
 from agentsessions.wire.intercept import note
 
 ERROR_KEY = "agentsessions-error"

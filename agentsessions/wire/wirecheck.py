@@ -32,9 +32,9 @@ from typing import Any
 import grpc
 from google.protobuf.message import Message
 
-from agentsessions.controller.lifecycle import MAX_FORK_CHILDREN
 from agentsessions.errors import InvalidArgumentError
 from agentsessions.sessions.checks import MAX_WAIT_SECONDS
+from agentsessions.v1.limits import MAX_FORK_CHILDREN
 from agentsessions.wire import status
 from agentsessions.wire.intercept import NOT_WRAPPED, Handler
 

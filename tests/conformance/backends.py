@@ -18,8 +18,9 @@ from agentsessions.controller.controller import Controller
 from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.memory.store import MemoryStore
 from agentsessions.journal.stores.store import Store
-from agentsessions.journal.tools.verify import VerifyReport, check_chain, verify_session
+from agentsessions.journal.tools.verify import check_chain, verify_session
 from agentsessions.sessions.wiring import build_controller
+from agentsessions.v1.results import VerifyReport
 
 
 @dataclass

@@ -42,8 +42,9 @@ from agentsessions.journal.stores.store import (
     WorkingState,
     new_uid,
 )
-from agentsessions.journal.tools.verify import VerifyReport, check_chain
+from agentsessions.journal.tools.verify import check_chain
 from agentsessions.v1 import model
+from agentsessions.v1.results import VerifyReport
 
 MAX_COMMIT = 64 * 1024
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from clirun import Cli, clean_env
 
-from agentsessions.server.tokens import TokenStore
+from agentsessions.sessions.tokens import TokenStore
 
 
 def _every_byte_under(home: Path) -> bytes:

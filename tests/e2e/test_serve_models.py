@@ -31,8 +31,8 @@ from agentsessions.errors import PermissionDeniedError
 from agentsessions.server.app import build_server
 from agentsessions.server.auth import server_security
 from agentsessions.server.modelpolicy import ModelPolicy
-from agentsessions.server.tokens import TokenStore
 from agentsessions.sessions.local import open_local
+from agentsessions.sessions.tokens import TokenStore
 from agentsessions.wire.gen import common_pb2, session_pb2, session_pb2_grpc
 
 KEY = "sk-server-secret-0123456789"

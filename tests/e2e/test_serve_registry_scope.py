@@ -28,7 +28,7 @@ from agentsessions.errors import AgentSessionsError
 from agentsessions.server import auth
 from agentsessions.server.app import RunningServer, build_server
 from agentsessions.server.registry import harness_services
-from agentsessions.server.tokens import TokenStore
+from agentsessions.sessions.tokens import TokenStore
 from agentsessions.sessions.wiring import HARNESSES
 from agentsessions.wire.gen import harness_pb2
 from agentsessions.wire.gen import harness_registry_pb2 as pb

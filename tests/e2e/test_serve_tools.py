@@ -34,7 +34,7 @@ from agentsessions.cli.serveauth import offered_tools, security
 from agentsessions.models import MODELS
 from agentsessions.models.scripted import Answer, ScriptedCall, ScriptedModel
 from agentsessions.server.app import build_server
-from agentsessions.server.tokens import TokenStore
+from agentsessions.sessions.tokens import TokenStore
 from agentsessions.tools.workload import parse_workload
 from agentsessions.wire.gen import session_pb2, session_pb2_grpc
 

@@ -20,8 +20,9 @@ from agentsessions.journal.stores.jetstream.client import READ_BATCH, READ_BATCH
 from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
 from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
-from agentsessions.journal.tools.verify import VerifyReport, check_chain
+from agentsessions.journal.tools.verify import check_chain
 from agentsessions.v1 import model
+from agentsessions.v1.results import VerifyReport
 
 COMMITS = 1_000
 

@@ -10,8 +10,9 @@ from agentsessions.journal.stores.jetstream.checkpoint import CHECKPOINT_EVERY
 from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
 from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import SessionMeta, StateUpdate, new_uid
-from agentsessions.journal.tools.verify import VerifyReport, check_chain
+from agentsessions.journal.tools.verify import check_chain
 from agentsessions.v1 import model
+from agentsessions.v1.results import VerifyReport
 
 COMMITS = 5 * CHECKPOINT_EVERY + 7  # several checkpoints, and a few commits after the last
 OPEN_BOUND = CHECKPOINT_EVERY + 6  # the suffix after a checkpoint, its fence, meta, state

@@ -22,8 +22,9 @@ from agentsessions.errors import (
 from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
 from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
-from agentsessions.journal.tools.verify import VerifyReport, check_chain
+from agentsessions.journal.tools.verify import check_chain
 from agentsessions.v1 import model
+from agentsessions.v1.results import VerifyReport
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -25,8 +25,8 @@ from agentsessions.server import auth, memory, service
 from agentsessions.server.admission import INLINE, Admission, Ledger
 from agentsessions.server.observe import RequestObserver
 from agentsessions.server.scoped import Scope
-from agentsessions.server.tokens import TokenStore
 from agentsessions.sessions.api import Sessions
+from agentsessions.sessions.tokens import TokenStore
 from agentsessions.wire.bounds import Limits
 from agentsessions.wire.gen import common_pb2, session_pb2, session_pb2_grpc
 

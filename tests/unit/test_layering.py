@@ -96,7 +96,8 @@ def violations(module: str, imported: list[str]) -> list[str]:
             out.append(f"{module}: the v1 vocabulary imports {name}")
         if within(module, "agentsessions.journal") and within(name, "agentsessions"):
             allowed = any(
-                within(name, f"agentsessions.{base}") for base in ("journal", "errors", "v1")
+                within(name, f"agentsessions.{base}")
+                for base in ("journal", "errors", "telemetry", "v1")
             )
             if not allowed:
                 out.append(f"{module}: the journal layer imports {name}")

@@ -25,11 +25,11 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+import agentsessions.telemetry as telemetry
 from agentsessions.controller.controller import Controller
 from agentsessions.controller.counting import CountingModels
 from agentsessions.controller.spi import BoundTool, Completion, ModelRequest
 from agentsessions.errors import InvalidArgumentError
-from agentsessions.journal.format import telemetry
 from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.runtimes import create_runtime

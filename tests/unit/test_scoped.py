@@ -22,8 +22,8 @@ from agentsessions.errors import (
     UnauthenticatedError,
 )
 from agentsessions.server.scoped import Scope, ScopedSessions
-from agentsessions.server.tokens import Principal
 from agentsessions.sessions.api import Sessions
+from agentsessions.sessions.tokens import Principal
 from agentsessions.sessions.wiring import HARNESSES
 from agentsessions.wire.bounds import Limits
 from tests.tool_harness import ToolLineHarness, plan

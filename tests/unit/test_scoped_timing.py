@@ -24,7 +24,7 @@ import pytest
 import agentsessions
 from agentsessions.server import auth
 from agentsessions.server.app import build_server
-from agentsessions.server.tokens import TokenStore
+from agentsessions.sessions.tokens import TokenStore
 from agentsessions.wire.bounds import Limits
 from agentsessions.wire.gen import session_pb2, session_pb2_grpc
 

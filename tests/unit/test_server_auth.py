@@ -21,8 +21,8 @@ from agentsessions.errors import InvalidArgumentError
 from agentsessions.server import auth, service
 from agentsessions.server.admission import Admission, Ledger
 from agentsessions.server.scoped import Scope
-from agentsessions.server.tokens import TokenStore
 from agentsessions.sessions.api import Sessions
+from agentsessions.sessions.tokens import TokenStore
 from agentsessions.wire import convert, status
 from agentsessions.wire.bounds import Limits
 from agentsessions.wire.gen import common_pb2, session_pb2, session_pb2_grpc

@@ -19,14 +19,14 @@ import pytest
 from needs import need
 
 import agentsessions
+import agentsessions.telemetry as telemetry
 from agentsessions.errors import NotFoundError
-from agentsessions.journal.format import telemetry
 from agentsessions.server import logs
 from agentsessions.server.app import RunningServer, build_server
 from agentsessions.server.auth import server_security
 from agentsessions.server.observe import request_id_from
-from agentsessions.server.tokens import TokenStore
 from agentsessions.sessions.api import Sessions
+from agentsessions.sessions.tokens import TokenStore
 from agentsessions.v1 import model
 from agentsessions.wire import status
 from agentsessions.wire.gen import session_pb2, session_pb2_grpc

@@ -1,4 +1,4 @@
-"""The home's bearer tokens (``agentsessions.server.tokens``): made random with a prefix,
+"""The home's bearer tokens (``agentsessions.sessions.tokens``): made random with a prefix,
 kept hashed in a 0600 file written durably, checked in constant time, revoked and expired
 as the file says, never lost by two concurrent writers."""
 
@@ -19,7 +19,7 @@ from agentsessions.errors import (
     UnauthenticatedError,
 )
 from agentsessions.journal.format.durable import CrashFileSystem
-from agentsessions.server.tokens import (
+from agentsessions.sessions.tokens import (
     TOKEN_PREFIX,
     Principal,
     TokenStore,

@@ -31,11 +31,12 @@ from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.memory.store import MemoryStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
-from agentsessions.journal.tools.verify import VerifyReport, check_chain, verify_session
+from agentsessions.journal.tools.verify import check_chain, verify_session
 from agentsessions.runtimes import create_runtime
 from agentsessions.sessions.wiring import HARNESSES
 from agentsessions.tools import AppendLine, static_resolver
 from agentsessions.v1 import model
+from agentsessions.v1.results import VerifyReport
 from tests.tool_harness import ToolLineHarness, line_call, plan
 
 HARNESSES.register("tool-line", ToolLineHarness)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from agentsessions.errors import PermissionDeniedError, WorkloadError
-from agentsessions.server.tokens import Principal
 from agentsessions.server.toolpolicy import WireWorkload, caller_tools, workload_file
+from agentsessions.sessions.tokens import Principal
 from agentsessions.tools.offered import parse_offered
 from agentsessions.tools.workload import load_workload
 

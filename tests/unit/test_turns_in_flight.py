@@ -22,7 +22,7 @@ import agentsessions
 from agentsessions.server import auth
 from agentsessions.server.app import build_server
 from agentsessions.server.scoped import Scope
-from agentsessions.server.tokens import Principal, TokenStore
+from agentsessions.sessions.tokens import Principal, TokenStore
 from agentsessions.wire.bounds import Limits
 from agentsessions.wire.gen import common_pb2, session_pb2, session_pb2_grpc
 

@@ -37,8 +37,9 @@ from agentsessions.journal.format.segmentread import (
 from agentsessions.journal.stores.file.store import FileStore, StoreOptions
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools import verify, verifypool
-from agentsessions.journal.tools.verify import VerifyReport, verify_dir, walk
+from agentsessions.journal.tools.verify import verify_dir, walk
 from agentsessions.v1 import model
+from agentsessions.v1.results import VerifyReport
 
 SMALL = 16 * 1024
 

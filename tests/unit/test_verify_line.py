@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentsessions.cli.render import verify_line
-from agentsessions.journal.tools.verify import VerifyReport
+from agentsessions.v1.results import VerifyReport
 
 
 @pytest.mark.parametrize("n, words", [(0, "0 records"), (1, "1 record"), (4, "4 records")])

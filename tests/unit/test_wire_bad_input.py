@@ -29,8 +29,8 @@ from agentsessions.errors import DeadlineExceededError, InvalidArgumentError
 from agentsessions.server import auth
 from agentsessions.server.app import RunningServer, build_server
 from agentsessions.server.registry import harness_services
-from agentsessions.server.tokens import TokenStore
 from agentsessions.sessions.api import Sessions
+from agentsessions.sessions.tokens import TokenStore
 from agentsessions.sessions.wiring import HARNESSES
 from agentsessions.wire import wirecheck
 from agentsessions.wire.gen import (

@@ -17,14 +17,13 @@ from hypothesis import strategies as st
 from test_canonical import SETTINGS, canonical_events, typed
 
 import agentsessions
-from agentsessions.controller.approvals import ApprovalRef
-from agentsessions.controller.toolcalls import UnresolvedCall
 from agentsessions.errors import ChainBrokenError, FormatError, InvalidArgumentError
 from agentsessions.journal.format import canonical
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.tools import interchange
 from agentsessions.sessions.api import Memory, Session
 from agentsessions.v1 import model, normalize
+from agentsessions.v1.results import ApprovalRef, UnresolvedCall
 from agentsessions.wire import convert
 from agentsessions.wire.gen import common_pb2, session_pb2
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from agentsessions.errors import MetadataCorruptError
 from agentsessions.server.scoped import Scope
-from agentsessions.server.tokens import Principal
+from agentsessions.sessions.tokens import Principal
 
 
 class Engine:

@@ -26,8 +26,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import agentsessions.telemetry as telemetry
 from agentsessions.errors import StorageError
-from agentsessions.journal.format import telemetry
 
 __all__ = ["DEFAULT_FS", "CrashFileSystem", "FileSystem", "SimulatedCrash"]
 

@@ -16,14 +16,13 @@ from typing import TypeVar
 
 from agentsessions.errors import InvalidArgumentError
 from agentsessions.journal.stores.store import (
-    DEFAULT_PAGE_SIZE,
-    MAX_PAGE_SIZE,
     Page,
     SessionInfo,
     SessionMeta,
     check_project,
     check_uid,
 )
+from agentsessions.v1.limits import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 
 T = TypeVar("T")
 

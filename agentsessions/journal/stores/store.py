@@ -41,8 +41,6 @@ from agentsessions.errors import InvalidArgumentError, SessionDeletedError
 from agentsessions.journal.format.records import Record
 
 DEFAULT_PROJECT = "default"
-DEFAULT_PAGE_SIZE = 50
-MAX_PAGE_SIZE = 500
 DEFAULT_MAX_COMMIT_BYTES = 4 * 1024 * 1024
 COMMIT_IDS_REMEMBERED = 1024
 MAX_COMMIT_ID_LEN = 128

@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,82 +59,13 @@ from agentsessions.journal.tools.verifysealed import (
     opener_for,
 )
 from agentsessions.v1 import schema
+from agentsessions.v1.results import VerifyReport
 
 if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey
 
 Progress = Callable[[int, int], None]
 _PREFIX = b'{"event":'
-_EXIT_BY_KIND = {
-    "chain": ChainBrokenError.exit_code,
-    "corrupt": JournalCorruptError.exit_code,
-    "format": FormatError.exit_code,
-    "storage": StorageError.exit_code,
-}
-
-
-@dataclass
-class VerifyReport:
-    """The outcome of verifying one journal; ``ok`` is False at the first bad record."""
-
-    source: str
-    uid: str = ""
-    records: int = 0
-    last_seq: int = 0
-    last_hash: str = ""
-    first_bad_seq: int | None = None
-    reason: str = ""
-    torn_tail: bool = False
-    strict: bool = False
-    expected_last_seq: int | None = None
-    expected_last_hash: str | None = None
-    notes: list[str] = field(default_factory=list)
-    kind: str = ""  # "chain", "corrupt" or "format" once failed
-    torn_detail: str = field(default="", repr=False)  # where and why the torn tail starts
-    components: list[tuple[str, VerifyReport]] = field(default_factory=list)  # tool stores
-
-    @property
-    def exit_code(self) -> int:
-        """The CLI exit status this outcome maps to (0 when ok)."""
-        if self.ok:
-            return 0
-        return _EXIT_BY_KIND.get(self.kind, ChainBrokenError.exit_code)
-
-    @property
-    def ok(self) -> bool:
-        return self.first_bad_seq is None and not self.reason
-
-    def fail(self, seq: int, reason: str, kind: str = "chain") -> VerifyReport:
-        """Record the first failure: its seq, why, and its class (chain, corrupt, format)."""
-        self.first_bad_seq, self.reason, self.kind = seq, reason, kind
-        return self
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "source": self.source,
-            "uid": self.uid,
-            "records": self.records,
-            "last_seq": self.last_seq,
-            "last_hash": self.last_hash,
-            "first_bad_seq": self.first_bad_seq,
-            "reason": self.reason,
-            "torn_tail": self.torn_tail,
-            "strict": self.strict,
-            "notes": list(self.notes),
-            "kind": self.kind,
-            "components": [{"component": n, **r.to_json()} for n, r in self.components],
-        }
-
-    def add_component(self, name: str, part: VerifyReport) -> None:
-        """Keep the report of the session's component (tool) store ``name``; the first one
-        that fails fails this report too (its reason names the store; the session's own
-        chain fields stay as they were)."""
-        self.components.append((name, part))
-        if self.ok and not part.ok:
-            where = f" at seq {part.first_bad_seq}" if part.first_bad_seq is not None else ""
-            self.reason = f"tool store {name!r} does not verify{where}: {part.reason}"
-            self.kind = part.kind or "chain"
 
 
 def check_chain(

@@ -16,14 +16,9 @@ from typing import TYPE_CHECKING, Any
 from agentsessions.errors import CommitTooLargeError, FormatError
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.file.sessiondir import SessionDir
-from agentsessions.journal.tools.verify import (
-    Progress,
-    VerifyReport,
-    check_chain,
-    verify_dir,
-    walk,
-)
+from agentsessions.journal.tools.verify import Progress, check_chain, verify_dir, walk
 from agentsessions.journal.tools.verifysealed import Sealed
+from agentsessions.v1.results import VerifyReport
 
 if TYPE_CHECKING:
     from agentsessions.journal.crypto.cipher import SessionCipher
