@@ -10,16 +10,65 @@ however the imports are guarded. Where an operation needs a type from the module
 calls it, it names a small Protocol of what it uses instead (``controller/port.py``,
 ``journal/stores/file/writer.py``'s ``WriterOwner``). The veneer check counts every import
 too (the CLI does not even name the journal's types).
+
+The front ends' rules (:data:`RULES`), each counting every import of every module of the
+package on its left:
+
+- ``server`` never imports the journal or the controller: it reaches storage and turns
+  only through ``Sessions`` and speaks the wire through ``agentsessions.wire``;
+- ``client`` never imports the server, and ``runtimes`` never does (they dial through the
+  wire); the wire imports neither the server nor the client it sits under;
+- ``integrations`` never import the journal or the controller, but for the harness SPI
+  (``controller.spi``: the Protocols their recording harnesses implement, as any harness
+  does);
+- ``cli`` never imports the journal or the controller, and neither does what every CLI
+  module runs first, ``agentsessions/__init__.py`` (counted as it runs: the annotation-only
+  name of the ``Store`` that :func:`agentsessions.open` takes is the library's, never
+  loaded by the CLI).
 """
 
 from __future__ import annotations
 
+import ast
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from test_layering import PACKAGE, imports, module_name, within
 
 FORBIDDEN_IN_CLI = ("agentsessions.journal", "agentsessions.controller")
+HARNESS_SPI = "agentsessions.controller.spi"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Modules within ``importer`` never import a module within any of ``forbidden``
+    (but for those within ``allowed``)."""
+
+    importer: str
+    forbidden: tuple[str, ...]
+    allowed: tuple[str, ...] = ()
+
+    def broken_by(self, module: str, imported: set[str]) -> list[str]:
+        """The imports of ``module`` this rule forbids (sorted; [] when none or not its)."""
+        if not within(module, self.importer):
+            return []
+        return sorted(
+            f"{module} imports {name}"
+            for name in imported
+            if any(within(name, f) for f in self.forbidden)
+            and not any(within(name, a) for a in self.allowed)
+        )
+
+
+RULES = (
+    Rule("agentsessions.server", FORBIDDEN_IN_CLI),
+    Rule("agentsessions.client", ("agentsessions.server",)),
+    Rule("agentsessions.runtimes", ("agentsessions.server",)),
+    Rule("agentsessions.wire", ("agentsessions.server", "agentsessions.client")),
+    Rule("agentsessions.integrations", FORBIDDEN_IN_CLI, allowed=(HARNESS_SPI,)),
+    Rule("agentsessions.cli", FORBIDDEN_IN_CLI),
+)
 
 
 def _modules() -> dict[str, Path]:
@@ -88,13 +137,34 @@ def test_no_import_cycle_anywhere_in_the_package() -> None:
     assert find_cycle(graph) == []
 
 
-@pytest.mark.parametrize(
-    "module", sorted(m for m in _modules() if within(m, "agentsessions.cli")), ids=str
-)
-def test_the_cli_never_imports_the_journal_or_the_controller(module: str) -> None:
+def _imported(module: str) -> set[str]:
     path = _modules()[module]
-    found = set(imports(path.read_text(encoding="utf-8"), module, path.name == "__init__.py"))
+    return set(imports(path.read_text(encoding="utf-8"), module, path.name == "__init__.py"))
+
+
+@pytest.mark.parametrize(
+    "module",
+    sorted(m for m in _modules() if any(within(m, rule.importer) for rule in RULES)),
+    ids=str,
+)
+def test_the_front_ends_import_only_what_their_layer_may(module: str) -> None:
+    found = _imported(module)
+    assert [broken for rule in RULES for broken in rule.broken_by(module, found)] == []
+
+
+def test_the_package_init_the_cli_runs_first_loads_no_journal_or_controller() -> None:
+    path = PACKAGE / "__init__.py"
+    found = set(runtime_imports(path.read_text(encoding="utf-8"), "agentsessions"))
     assert sorted(n for n in found if any(within(n, f) for f in FORBIDDEN_IN_CLI)) == []
+
+
+def runtime_imports(source: str, module: str) -> list[str]:
+    """The imports of ``source`` that run (those under ``if TYPE_CHECKING:`` do not)."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
+            node.body = [ast.Pass()]
+    return list(imports(ast.unparse(tree), module, True))
 
 
 # --- the checkers themselves catch what they must ------------------------------------------
@@ -147,6 +217,29 @@ def test_the_veneer_check_sees_a_lazy_journal_import() -> None:
     source = "def f():\n    from agentsessions.journal.stores.store import check_uid\n"
     found = set(imports(source, "agentsessions.cli.x"))
     assert any(within(n, "agentsessions.journal") for n in found)
+
+
+def test_the_rules_see_a_server_reaching_the_journal_and_a_client_the_server() -> None:
+    server, client, integrations = RULES[0], RULES[1], RULES[4]
+    lazy = set(imports("def f():\n    from agentsessions.journal.stores import store\n", "x"))
+    assert server.broken_by("agentsessions.server.app", lazy)
+    assert not server.broken_by("agentsessions.cli.serve", lazy)  # not the server's rule
+    assert client.broken_by("agentsessions.client.remote", {"agentsessions.server.status"})
+    assert not client.broken_by("agentsessions.client.remote", {"agentsessions.wire.status"})
+    spi = {HARNESS_SPI, "agentsessions.controller.spi.Sink"}
+    assert integrations.broken_by("agentsessions.integrations.recording", spi) == []
+    assert integrations.broken_by("agentsessions.integrations.x", {"agentsessions.controller"})
+
+
+def test_runtime_imports_leave_out_annotation_only_ones() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "    from agentsessions.journal.stores.store import Store\n"
+        "def open():\n    from agentsessions.controller import x\n"
+    )
+    found = runtime_imports(source, "agentsessions")
+    assert "agentsessions.controller" in found
+    assert not [n for n in found if n.startswith("agentsessions.journal")]
 
 
 # --- the stores: one subpackage per backend over a shared core ------------------------------
