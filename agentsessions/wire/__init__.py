@@ -3,8 +3,11 @@
 The server (:mod:`agentsessions.server`) and the client (:mod:`agentsessions.client`) are
 siblings on this package, and the remote runtime dials harnesses through it; none of them
 imports another. It stands on :mod:`agentsessions.v1`, the :mod:`agentsessions.errors` tree
-and the ``Sessions`` vocabulary (:mod:`agentsessions.sessions.api`); Harness.Connect also on
-the harness SPI (:mod:`agentsessions.controller.spi`), which a harness speaks either way.
+and the ``Sessions`` vocabulary (:mod:`agentsessions.sessions.api`), with two exceptions
+that are the protocol's own: Harness.Connect speaks the harness SPI
+(:mod:`agentsessions.controller.spi` and the working state its ``Start`` carries), which a
+harness speaks either way, and :mod:`.convert` rebuilds each received record with the
+journal's record format (canonical JSON) to check it against its hash.
 
 - :mod:`.gen`: the code generated from ``proto/agentsessions/v1`` (``proto/generate.py``);
 - :mod:`.convert` (events, records, sessions) and :mod:`.frames` (turn frames, reports,
