@@ -10,8 +10,8 @@ them cannot delay anyone's unary call. The call's metadata (its bearer token, so
 principal: :mod:`.auth` authenticates there too) is known at that point; its peer is not
 (``HandlerCallDetails`` carries the method and the metadata only).
 
-What is counted (the table in :mod:`.bounds`): per token, the requests of the last moments
-(a token bucket), its open streams and its turns in flight; for the whole server, its long
+What is counted (the table in :mod:`agentsessions.wire.bounds`): per token, the requests of the last
+moments (a token bucket), its open streams and its turns in flight; for the whole server, its long
 calls. A *long call* is any streaming RPC (Exec, ResumeStream, Replay, Follow, Export,
 Import, Harness.Connect, reflection) or turn (:data:`TURN_METHODS`, unary ones too: Resume
 holds its worker for the whole turn).

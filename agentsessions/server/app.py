@@ -16,14 +16,14 @@ Invariants:
   ("") and each of its services while it runs, NOT_SERVING from the start of a graceful
   stop; server reflection lists the services; neither needs a token (docs/OPERATIONS.md);
 - every call goes through :class:`~.observe.RequestObserver` first: a request id, one log
-  line, the RPC's span; and through :class:`~.wirecheck.WireChecks` last: a request that
-  does not decode, or has an integer field out of range, is INVALID_ARGUMENT before its
+  line, the RPC's span; and through :class:`~agentsessions.wire.wirecheck.WireChecks` last: a
+  request that does not decode, or has an integer field out of range, is INVALID_ARGUMENT before its
   handler runs;
 - with :class:`~.admission.Admission` among the interceptors (``serve`` always has it),
   streams and turns run on its pool and the server's own :data:`UNARY_WORKERS` serve only
   unary calls (no number of streams can take them); without it, streams share this pool,
-  which then gets :data:`~.bounds.DEFAULT_MAX_STREAMS` more workers. Either way grpc holds
-  at most :data:`MAX_CONCURRENT_RPCS` calls at once (running or queued for a worker) and
+  which then gets :data:`~agentsessions.wire.bounds.DEFAULT_MAX_STREAMS` more workers. Either way
+  grpc holds at most :data:`MAX_CONCURRENT_RPCS` calls at once (running or queued for a worker) and
   refuses the rest on its serving thread, so nothing queues without bound.
 """
 

@@ -2,11 +2,12 @@
 ``agentsessions serve`` makes to get its credentials, interceptors and scope.
 
 Every call must carry ``authorization: Bearer <token>`` metadata naming a live token of the
-home (:mod:`.tokens`); anything else is refused UNAUTHENTICATED before the handler runs
-(no token, a malformed, unknown, wrong, revoked or expired one), with one clear message and
-a hint naming ``token create``; the health and reflection services
-(:data:`PUBLIC_PREFIXES`) are the exception. The token's :class:`~.tokens.Principal` is set
-in a context variable for the handler (unary or streaming, :mod:`.intercept`):
+home (:mod:`agentsessions.sessions.tokens`); anything else is refused UNAUTHENTICATED before the
+handler runs (no token, a malformed, unknown, wrong, revoked or expired one), with one clear message
+and a hint naming ``token create``; the health and reflection services
+(:data:`PUBLIC_PREFIXES`) are the exception. The token's
+:class:`~agentsessions.sessions.tokens.Principal` is set
+in a context variable for the handler (unary or streaming, :mod:`agentsessions.wire.intercept`):
 :func:`current_principal` reads it, and the scope (:mod:`.scoped`) binds the engine to it.
 
 The token is checked in ``intercept_service``, on grpc's serving thread (:mod:`.admission`

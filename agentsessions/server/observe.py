@@ -7,8 +7,8 @@ check refuses too). For each call it:
   plausible id (1..128 of ``A-Z a-z 0-9 . _ : -``), else makes one (16 hex digits); sets it
   in :data:`~agentsessions.telemetry.REQUEST_ID` for everything that works
   for the call (the engine's turn threads inherit it), and sends it back as the
-  ``x-request-id`` trailer of every reply, OK or not (:mod:`.status` keeps it when an error
-  replaces the trailers);
+  ``x-request-id`` trailer of every reply, OK or not (:mod:`agentsessions.wire.status` keeps it when
+  an error replaces the trailers);
 - writes ONE log line when the call has ended: method, status code, duration, request id,
   and what the call was found to act on (project, session uid, token id, principal, the
   error class), which the token check and the scope note
@@ -18,7 +18,7 @@ check refuses too). For each call it:
   open streams.
 
 Health checks are logged at DEBUG (a load balancer asks every few seconds); a health Watch
-is not observed at all (:data:`.intercept.NOT_WRAPPED`).
+is not observed at all (:data:`agentsessions.wire.intercept.NOT_WRAPPED`).
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ Protocol so that a new method cannot be left unscoped):
   :func:`~.toolpolicy.caller_tools`): a caller selects, the operator defines; a path that is
   not the service's own file is refused. ``export``/``import_`` paths are the service's own
   (it streams the bytes), never a client's;
-- page size and fork count are bounded (:class:`~.bounds.Limits`) before the engine is called;
+- page size and fork count are bounded (:class:`~agentsessions.wire.bounds.Limits`) before the
+  engine is called;
 - a model a token holder names is one the operator offers (:mod:`.modelpolicy`), checked
   before the engine is called, and every model its turns reach is checked again as they
   make it (the policy is the engine's model guard for the call).

@@ -7,10 +7,10 @@ ResumeStream, Rerun, Compact, Resolve, Verify, ReadToolStore, Export and Import.
 - every RPC first asks ``scope(context)`` for the Sessions it acts on (default: the engine),
   so access control wraps the engine without the service knowing it;
 - every request reaching a handler decoded and has its integer fields in range
-  (:mod:`.wirecheck`, an interceptor of every server we build), so no handler repeats
-  those checks;
-- every error leaves through :func:`.status.abort`: the status the digest lists for its
-  class, its message, and the trailers our client turns back into the same exception; a
+  (:mod:`agentsessions.wire.wirecheck`, an interceptor of every server we build), so no handler
+  repeats those checks;
+- every error leaves through :func:`agentsessions.wire.status.abort`: the status the digest lists
+  for its class, its message, and the trailers our client turns back into the same exception; a
   foreign exception is logged here and answered INTERNAL without its text;
 - a turn never depends on its stream: the engine runs it on its own thread, so a client that
   disconnects mid-stream leaves a turn that ends (and commits) as it would have;

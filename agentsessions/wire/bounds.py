@@ -26,8 +26,8 @@ from its start until its worker is done with it, for any reason (done, failed, c
 the peer gone); a turn is Exec, ResumeStream, Resume, Compact or Rerun, the same way.
 
 Every per-token bound, and the server's total, is counted and refused on grpc's serving
-thread before the call takes or waits for a worker (:mod:`.admission` says how, and why
-there); a refusal is one RESOURCE_EXHAUSTED line naming the bound and the flag that raises
+thread before the call takes or waits for a worker (:mod:`agentsessions.server.admission` says how,
+and why there); a refusal is one RESOURCE_EXHAUSTED line naming the bound and the flag that raises
 it. Streams and turns run on a pool of their own of ``--max-streams`` workers, unary calls
 on the server's pool of 32, so no number of streams leaves unary calls without a worker.
 Why these numbers: 16 streams is a busy client (a UI following a dozen sessions) and a
@@ -111,7 +111,8 @@ class Limits:
 
         A hang for a well-behaved client that opens a channel and fans out is worse than
         the peak it saves; admission bounds streams per token (and per peer without auth),
-        and a flood's refusals leave memory within 10% of idle without it (:mod:`.memory`).
+        and a flood's refusals leave memory within 10% of idle without it
+        (:mod:`agentsessions.server.memory`).
         """
         return [
             ("grpc.max_receive_message_length", self.max_message_bytes),

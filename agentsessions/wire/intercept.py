@@ -8,7 +8,8 @@ every step of a streaming response, whichever worker thread grpc pulls the next 
 guard refuses a call by raising (through ``context.abort``); nothing of the handler runs then.
 
 A behaviour may name the pool grpc runs it on (``experimental_thread_pool``, :func:`on_pool`;
-:mod:`.admission` runs long calls on their own); every wrapper here keeps that choice.
+:mod:`agentsessions.server.admission` runs long calls on their own); every wrapper here keeps that
+choice.
 """
 
 from __future__ import annotations

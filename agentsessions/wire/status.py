@@ -79,7 +79,8 @@ def _ascii(text: str) -> str:
 
 def trailers(exc: BaseException) -> tuple[tuple[str, str], ...]:
     """The trailing metadata naming ``exc``'s class and hint (for a foreign error, only the
-    request id), and the call's request id (``x-request-id``, :mod:`.observe`)."""
+    request id), and the call's request id (``x-request-id``,
+    :mod:`agentsessions.server.observe`)."""
     rid = REQUEST_ID.get()
     out = [(REQUEST_ID_KEY, rid)] if rid else []
     if not isinstance(exc, AgentSessionsError):

@@ -2,7 +2,7 @@
 server reads within its range (:data:`RANGES`, the one table of them).
 
 :class:`WireChecks` is the innermost interceptor of every server we build
-(:func:`~.app.build_server`, the harness node): it replaces each method's
+(:func:`~agentsessions.server.app.build_server`, the harness node): it replaces each method's
 ``request_deserializer`` with one that never fails (bytes that do not decode, or a message
 with a field out of range, become a :class:`Refused` value instead of grpc's INTERNAL
 "Exception deserializing request!") and its behaviour with one that answers a refused
@@ -18,8 +18,9 @@ before the handler reads anything, so a refused request writes nothing.
   same INVALID_ARGUMENT, whatever the handler made of the iterator's error.
 
 ``deadline_unix`` has an upper bound only: a negative or past deadline is not a malformed
-request but one already expired, DEADLINE_EXCEEDED (:mod:`.deadline`). 0 is proto3's unset
-value and means "none" wherever a field's note says so (the wire cannot tell 0 from unset).
+request but one already expired, DEADLINE_EXCEEDED (:mod:`agentsessions.server.deadline`). 0 is
+proto3's unset value and means "none" wherever a field's note says so (the wire cannot tell 0 from
+unset).
 """
 
 from __future__ import annotations
