@@ -4,7 +4,7 @@ Layers import one way only:
 ``journal`` <- ``controller`` <- ``runtimes``/``models`` <- ``sessions`` <- ``cli``/``server``.
 
 The library's way in is :func:`open`, which returns a :class:`~agentsessions.sessions.Sessions`
-engine (see the README's "Use it as a library"). Nothing heavy is imported here.
+engine (see the guide's docs/howto/library.md). Nothing heavy is imported here.
 """
 
 from __future__ import annotations

@@ -126,6 +126,12 @@ class AgentSessionsGroup(LazyGroup):
         except typer.Abort:
             failures.report("aborted", "", state.json, {"error": "aborted", "message": "aborted"})
             return 1
+        except ModuleNotFoundError as exc:  # an optional package (grpc for serve): its extra
+            missing = failures.missing_extra(exc)
+            if missing is None:
+                raise
+            failures.report(missing.message, missing.hint, state.json, missing.to_dict())
+            return missing.exit_code
         except OSError as exc:
             err = failures.storage_error(exc)
             failures.report(err.message, err.hint, state.json, err.to_dict())

@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from agentsessions.errors import StorageError
+from agentsessions.errors import StorageError, UnavailableError
 
 PROG = "agentsessions"
 
@@ -29,6 +29,32 @@ def report(message: str, hint: str, as_json: bool, payload: dict[str, Any]) -> N
         write_json(payload, compact=True)
     sys.stderr.write(error_text(message, hint))
     sys.stderr.flush()
+
+
+# optional packages a command may import, by top-level module, and the extra that installs
+# each (pyproject's [project.optional-dependencies]); the base install has none of them
+OPTIONAL = {
+    "grpc": "grpc",
+    "google": "grpc",  # protobuf's google.protobuf
+    "nats": "nats",
+    "cryptography": "crypto",
+    "keyring": "keyring",
+    "mcp": "mcp",
+    "opentelemetry": "otel",
+}
+
+
+def missing_extra(exc: ModuleNotFoundError) -> UnavailableError | None:
+    """The one-line refusal of a command whose optional package is not installed (exit 12,
+    naming the extra), or None for a module no extra provides (a real bug: re-raised)."""
+    top = (exc.name or "").split(".", 1)[0]
+    extra = OPTIONAL.get(top)
+    if extra is None:
+        return None
+    return UnavailableError(
+        f"this command needs the {top!r} package, which is not installed",
+        hint=f"pip install 'agentsessions[{extra}]'",
+    )
 
 
 def storage_error(exc: OSError) -> StorageError:

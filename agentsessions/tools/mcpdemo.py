@@ -11,7 +11,7 @@ Two tools, each with a description and an input schema the server lists:
   the journal can repeat (replay serves the recorded one).
 
 A workload names it as ``executor = "mcp:python3 -m agentsessions.tools.mcpdemo FILE"``
-(README "Tool executors"). The ``mcp`` package is imported only when the server runs, so the
+(docs/concepts/tools.md). The ``mcp`` package is imported only when the server runs, so the
 module imports anywhere; without the package it exits 12 with one error line.
 """
 

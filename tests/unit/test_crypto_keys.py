@@ -181,6 +181,6 @@ def test_rotation_of_many_keys_is_all_or_nothing_and_resumable(tmp_path: Path) -
     assert keys.rewrap_all(stores, old, new) == 0
 
 
-def test_the_readme_documents_the_key_exit_code() -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    assert f"| {SessionKeyError.exit_code} | an encrypted session's key is unusable" in readme
+def test_the_guide_documents_the_key_exit_code() -> None:
+    table = (Path(__file__).parents[2] / "docs" / "reference" / "exit-codes.md").read_text()
+    assert f"| {SessionKeyError.exit_code} | an encrypted session's key is unusable" in table
