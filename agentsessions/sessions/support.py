@@ -2,8 +2,8 @@
 
 Validation that must happen before the file system is touched (a session id, a project
 name), how a process names itself in the LOCK files it takes, whether a path is a
-device or pipe that is written in place, and how a generated file is replaced. Each is the journal's own rule, re-exported here
-so that a front end imports only the ``sessions`` layer.
+device or pipe that is written in place, and how a generated file is replaced. Each is the
+journal's own rule, re-exported here so that a front end imports only the ``sessions`` layer.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@ session, an index with ``--all``, escaped content, damaged sessions shown, usage
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import re
@@ -88,6 +90,22 @@ def test_hostile_content_stays_inside_its_json(cli: Cli, tmp_path: Path) -> None
     for needle in (b"<img", b"<!--", b"<b>", b"onerror=alert(1)>", "\u2028".encode()):
         assert needle not in raw, needle
     assert b"http://" not in raw and b"https://" not in raw  # nothing to fetch
+
+
+def test_the_policy_allows_exactly_the_pages_own_style_and_script(cli: Cli) -> None:
+    uid = cli.create()
+    cli.fast("view", uid, "-o", "page.html").ok()
+    raw = (cli.cwd / "page.html").read_text(encoding="utf-8")
+    policy = re.findall(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', raw)
+    rules = dict(rule.strip().split(" ", 1) for rule in policy[0].split(";"))
+    assert rules["default-src"] == "'none'"  # no fetch, no frame, no font: nothing leaves
+
+    def sha(text: str) -> str:
+        return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+    [style] = re.findall(r"<style>(.*?)</style>", raw, flags=re.S)
+    [script] = re.findall(r"<script>(.*?)</script>", raw, flags=re.S)
+    assert rules["style-src"] == sha(style) and rules["script-src"] == sha(script)
 
 
 def test_view_all_writes_an_index_and_one_page_per_session(cli: Cli, tmp_path: Path) -> None:

@@ -54,6 +54,7 @@ def test_tour_runs_as_written(tmp_path: Path) -> None:
     assert not (tmp_path / "session.agx").exists()  # the tour writes into its home, not here
     exports = list(tmp_path.glob("tmp.*/session.agx"))
     assert len(exports) == 1 and exports[0].stat().st_size > 0
+    assert [p.read_bytes()[:15] for p in tmp_path.glob("tmp.*/chat.html")] == [b"<!doctype html>"]
     assert "fresh start" in result.stdout + result.stderr  # the counter's way forward ran
     assert '"seq":"4"' in result.stdout  # the imported Go journal's four records, as LogRecord JSON
     # follow and cancel: the slow turn ended CANCELED mid-answer, follow printed it committing

@@ -334,13 +334,8 @@
   }
 
   if (meta.page === "index") indexPage(); else sessionPage();
-  // when the first screen was drawn, and painted (the next frame): what bench/view.py reads
+  // when the first screen was drawn (since navigation started): what bench/view.py reads
   document.documentElement.setAttribute("data-first-screen-ms", performance.now().toFixed(1));
-  requestAnimationFrame(function () {
-    setTimeout(function () {
-      document.documentElement.setAttribute("data-first-paint-ms", performance.now().toFixed(1));
-    }, 0);
-  });
   function fromHash() {
     var m = /^#seq-(\d+)$/.exec(location.hash);
     if (m) whenReady(function () { goTo(parseInt(m[1], 10)); });
