@@ -105,6 +105,11 @@ def _report(as_json: bool, pages: list[PageSummary], index: dict[str, str] | Non
                 f"{PROG}: warning: {page.uid} does not verify{where}: "
                 f"{render.one_line(page.reason)} (the page shows it)\n"
             )
+        if page.read_error:
+            sys.stderr.write(
+                f"{PROG}: warning: {page.uid}: the page holds {page.records} records: "
+                f"{render.one_line(page.read_error)}\n"
+            )
     if as_json:
         if index is None:
             render.write_json(pages[0].to_json())

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from clirun import Cli
+from needs import need
 from viewhtml import HOSTILE, HOSTILE_NAME, blocks, meta, rows
 
 WORKLOAD = """\
@@ -140,6 +141,20 @@ def test_a_damaged_session_still_gets_its_page_saying_where(cli: Cli, home: Path
     got = meta(cli.cwd / f"{uid}.html")
     assert got["verify"]["ok"] is False and got["verify"]["first_bad_seq"] == 6
     assert run.json()["first_bad_seq"] == 6
+
+
+def test_a_sealed_session_without_its_key_shows_what_can_be_read(cli: Cli, tmp_path: Path) -> None:
+    need("cryptography", "crypto")
+    key = tmp_path / "master.key"
+    cli.fast("keys", "new", str(key)).ok()
+    uid = cli.fast("--key-file", str(key), "exec", "--input", "secret", "--json").ok().json()["uid"]
+    run = cli.fast("view", uid, "--json").ok()
+    assert "encrypted and no master key was given" in run.err
+    got = meta(cli.cwd / f"{uid}.html")
+    assert got["verify"]["ok"] is True and got["records"] == 0 and got["read_error"]
+    assert b"secret" not in (cli.cwd / f"{uid}.html").read_bytes()
+    keyed = cli.fast("--key-file", str(key), "view", uid, "-o", "keyed.html").ok()
+    assert keyed.err == "" and rows(cli.cwd / "keyed.html")[1][2]["message"]["role"] == "user"
 
 
 def test_view_usage_errors_are_one_line(cli: Cli) -> None:

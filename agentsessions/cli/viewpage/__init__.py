@@ -7,6 +7,11 @@ fetch. :mod:`.gather` reads a session through the :class:`~agentsessions.session
 API only (so ``--server`` works the same), :mod:`.records` packs its records into paged
 chunks and an execution index, :mod:`.embed` escapes JSON for a script element, and
 :mod:`.page` writes the HTML.
+
+``view --all`` writes an index that *links* one page per session rather than embedding
+them: each page then keeps its own bounds (twice its journal's text at most, a first screen
+that does not wait for the rest), the fork tree's links work between the pages, and the
+index stays a small table however large the project's sessions grow.
 """
 
 from __future__ import annotations

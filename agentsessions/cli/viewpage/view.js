@@ -280,9 +280,10 @@
     var s = meta.session, v = meta.verify;
     document.title = (s.name || s.uid) + " \u00b7 agentsessions view";
     var head = add(el("header"), el("h1", null, "session " + (s.name || s.uid)), el("div", "uid mono", s.uid), badge(v));
+    if (v && !v.ok && record(v.first_bad_seq)) add(head, " ", link("go to seq " + v.first_bad_seq, "#seq-" + v.first_bad_seq, "back"));
     if (meta.index) add(head, " ", link("all sessions", meta.index, "back"));
     add(app, head);
-    if (meta.read_error) add(app, el("p", "warn", "records after seq " + (meta.records || 0) + " could not be read: " + meta.read_error));
+    if (meta.read_error) add(app, el("p", "warn", (meta.records ? "the records after seq " + meta.records : "the records") + " could not be read: " + meta.read_error));
     var ws = s.working_state || {};
     var u = meta.usage || {};
     add(app, add(section("Session"), dl([
