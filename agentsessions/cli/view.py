@@ -17,7 +17,6 @@ import typer
 from agentsessions.cli.app import (
     PROG,
     JsonOpt,
-    ProjectOpt,
     _check_project,
     _state,
     _uid,
@@ -44,7 +43,14 @@ def view(
     all_: Annotated[
         bool, typer.Option("--all", help="Every session of --project: an index and one page each.")
     ] = False,
-    project: ProjectOpt = "default",
+    project: Annotated[
+        str | None,
+        typer.Option(
+            "--project",
+            "-p",
+            help="With --all: the project whose sessions to write (default: default).",
+        ),
+    ] = None,
     output: Annotated[
         Path | None,
         typer.Option(
@@ -74,7 +80,9 @@ def view(
         raise InvalidArgumentError(
             "view needs exactly one of SESSION or --all", hint=f"{PROG} view --help"
         )
-    _check_project(project)
+    if project is not None and not all_:
+        raise InvalidArgumentError("--project applies only with --all (a uid names its session)")
+    project = _check_project(project or "default")
     from agentsessions.cli import viewpage
 
     if all_:

@@ -77,6 +77,10 @@ def test_a_page_shows_metadata_badge_timeline_tree_and_tool_store(cli: Cli, tmp_
     assert [r[0] for r in records] == list(range(1, summary["records"] + 1))
     wire = [json.loads(line) for line in log.splitlines()]
     assert [(r[1], r[2]) for r in records] == [(w["content_hash"], w["event"]) for w in wire]
+    # the records' share of the page is below their text (the 2x bound; bench/view.py)
+    chunk = rb'<script type="application/json" id="c\d+".*?</script>'
+    chunks = re.findall(chunk, page.read_bytes())
+    assert 0 < sum(len(c) for c in chunks) < len(log)
     decided = [r[2] for r in records if r[2]["kind"] == "EVENT_APPROVAL_RESULT"]
     assert decided[0]["actor"] == {"principal": "alice"}
 
@@ -164,6 +168,7 @@ def test_view_usage_errors_are_one_line(cli: Cli) -> None:
     cli.fast("view", "not-a-uid").fails(2)
     cli.fast("view", "sess-0123456789abcdef01234567").fails(3)
     cli.fast("view", "--all", "--project", "a/b").fails(2)
+    cli.fast("view", uid, "--project", "default").fails(2)
     assert not list(cli.cwd.iterdir())  # nothing written
 
 

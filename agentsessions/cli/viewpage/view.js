@@ -169,7 +169,7 @@
     var d = el("details", "rec kind-" + kind.toLowerCase());
     d.id = "seq-" + r[0];
     var s = add(el("summary"), el("span", "seq", r[0]), el("span", "kind", kind),
-      el("span", "time", e.ts || "-"), el("span", "hash", r[1].slice(0, 12)), el("span", "sum", summary(e)));
+      el("span", "time", e.ts ? String(e.ts).replace(/(\.\d{3})\d*Z$/, "$1Z") : "-"), el("span", "hash", r[1].slice(0, 12)), el("span", "sum", summary(e)));
     s.lastChild.previousSibling.title = r[1];
     add(d, s, add(el("div", "body"), dl([["content hash", r[1], "mono"],
       ["execution", e.execution_id || "-", "mono"], ["actor", actor(e.actor)]]),
@@ -179,7 +179,7 @@
   function forkRows(seq) {
     return (marks[seq] || []).map(function (m) {
       var row = el("div", "forkmark");
-      add(row, "\u2442 ", m[1] ? link(m[0], pageOf(m[1])) : m[0]);
+      add(row, "\u21b3 ", m[1] ? link(m[0], pageOf(m[1])) : m[0]);
       return row;
     });
   }
