@@ -85,6 +85,20 @@ def test_a_page_shows_metadata_badge_timeline_tree_and_tool_store(cli: Cli, tmp_
     assert decided[0]["actor"] == {"principal": "alice"}
 
 
+def test_a_compaction_and_a_suspension_are_marked_in_the_timeline(cli: Cli) -> None:
+    uid = cli.fast("create", "--harness", "chat", "--model", "echo").ok().out.strip()
+    for i in range(3):
+        cli.fast("exec", uid, "--input", f"turn {i}").ok()
+    cli.fast("compact", uid, "--keep-turns", "1").ok()
+    cli.fast("suspend", uid).ok()
+    cli.fast("resume", uid).ok()
+    cli.fast("view", uid, "-o", "page.html").ok()
+    groups = meta(cli.cwd / "page.html")["groups"]
+    assert [g["p"] for g in groups[:3]] == ["turn 0", "turn 1", "turn 2"]
+    assert groups[3]["f"] == ["compaction"] and groups[3]["s"] == "COMPLETED"
+    assert [g.get("f") for g in groups[4:]] == [["suspend"], ["resume"]]
+
+
 def test_hostile_content_stays_inside_its_json(cli: Cli, tmp_path: Path) -> None:
     uid, _ = rich_session(cli, tmp_path)
     cli.fast("view", uid, "-o", "page.html").ok()
