@@ -65,7 +65,12 @@ class PageSummary:
 
 
 def _asset(name: str) -> str:
-    return importlib.resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    """The package data file ``name`` (the page's CSS or script), checked to stay inside its
+    element: an edit that put ``</script>`` or ``<!--`` in it would break every page."""
+    text = importlib.resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    if any(bad in text.lower() for bad in ("</script", "</style", "<!--")):
+        raise AssertionError(f"{name} must not contain </script, </style or <!--")
+    return text
 
 
 def _sha(text: str) -> str:
@@ -142,7 +147,7 @@ def write_session_page(
         except AgentSessionsError as exc:  # damaged, or sealed without the key: show the rest
             read_error = exc.message
         packed = packer.finish()
-        meta = _session_meta(view, packed.__dict__, read_error, index)
+        meta = _session_meta(view, vars(packed), read_error, index)  # its fields, uncopied
         size = _write_page(path, meta, spool, first[0] if first else b"")
     report = view.verify
     return PageSummary(
