@@ -1,7 +1,8 @@
 """The one way a test asks for an optional package (issue 17, item 1).
 
 A test that needs a package an extra installs calls :func:`need` (or :func:`need_nats_server`,
-:func:`need_zstd`). Where the package is missing the test is skipped, with a reason naming the
+:func:`need_zstd`); one that needs a system package (Debian's ``chromium``) calls
+:func:`need_program`. Where the package is missing the test is skipped, with a reason naming the
 extra that installs it; under ``CI=true`` it fails instead, so a CI run proves every optional
 feature rather than passing on a machine that lacks one. Skips for any other reason (a
 platform, ``AGENTSESSIONS_TORTURE`` not set) stay plain ``pytest.skip``.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import shutil
 from pathlib import Path
 from types import ModuleType
 from typing import NoReturn
@@ -31,9 +33,10 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() == "true"
 
 
-def missing(what: str, extra: str) -> NoReturn:
-    """Skip (fail under ``CI=true``) because ``what`` is not installed; ``extra`` installs it."""
-    install = f"pip install -e '.[{extra}]'" if extra else "pip install -e ."
+def missing(what: str, extra: str, install: str = "") -> NoReturn:
+    """Skip (fail under ``CI=true``) because ``what`` is not installed; ``extra`` installs it
+    (or the command ``install``, for a package pip does not install)."""
+    install = install or (f"pip install -e '.[{extra}]'" if extra else "pip install -e .")
     reason = f"{MISSING}: {what} is not installed ({install})"
     if in_ci():
         pytest.fail(f"{reason}; CI=true runs every optional feature", pytrace=False)
@@ -64,6 +67,15 @@ def need_zstd() -> None:
 
     if not zstdcodec.can_compress():
         missing("a zstd codec (pyzstd, backports.zstd)", "")
+
+
+def need_program(name: str, what: str, install: str) -> str:
+    """The path of program ``name`` (a system package: ``install`` installs it), or skip
+    (fail under ``CI=true``: ``.ci/run`` installs it where it can, as root with apt-get)."""
+    path = shutil.which(name)
+    if path is None:
+        missing(what, "", install)
+    return path
 
 
 def peer(module: str) -> ModuleType:

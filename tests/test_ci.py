@@ -35,6 +35,8 @@ def _run_ci(tmp_path: Path, exit_code: int = 0) -> tuple[int, list[str]]:
     outer.mkdir(parents=True)
     (outer / "python3").write_text(SHIM)
     (outer / "python3").chmod(0o755)
+    (outer / "chromium").write_text("#!/bin/sh\n")  # present: .ci/run installs nothing here
+    (outer / "chromium").chmod(0o755)
     log, work = tmp_path / "calls.log", tmp_path / "tmp"
     work.mkdir()
     env = {

@@ -18,7 +18,7 @@ TESTS = ROOT / "tests"
 SAMPLE = """
 import sys
 import pytest
-from needs import need, peer
+from needs import need, need_program, peer
 
 def test_uses_a_missing_package():
     need("agentsessions_no_such_module", "mcp")
@@ -35,6 +35,9 @@ def test_skips_without_torture():
 
 def test_uses_a_bench_peer():
     peer("agentsessions_no_such_peer")
+
+def test_uses_a_missing_program():
+    need_program("agentsessions-no-such-program", "a browser", "apt-get install -y nothing")
 """
 
 MODULE_LEVEL = """
@@ -71,6 +74,8 @@ def test_a_missing_package_skips_outside_ci(tmp_path: Path) -> None:
     assert "missing package: the 'agentsessions_no_such_module' module" in proc.stdout
     assert "pip install -e '.[mcp]'" in proc.stdout
     assert outcomes["test_uses_a_present_package"] == "PASSED"
+    assert outcomes["test_uses_a_missing_program"] == "SKIPPED"
+    assert "missing package: a browser is not installed (apt-get install -y nothing)" in proc.stdout
 
 
 def test_a_missing_package_fails_under_ci_and_other_skips_stay(tmp_path: Path) -> None:
@@ -83,6 +88,7 @@ def test_a_missing_package_fails_under_ci_and_other_skips_stay(tmp_path: Path) -
         "test_skips_for_its_platform": "SKIPPED",
         "test_skips_without_torture": "SKIPPED",
         "test_uses_a_bench_peer": "SKIPPED",  # the bench extra is kept out of dev on purpose
+        "test_uses_a_missing_program": "FAILED",  # a system package CI must have too
     }, proc.stdout
     assert "CI=true runs every optional feature" in proc.stdout
 
@@ -110,4 +116,6 @@ def test_no_test_skips_for_a_missing_package_another_way() -> None:
         for p in TESTS.rglob("*.py")
         if p.name not in ("needs.py", "test_needs.py") and pattern.search(p.read_text())
     ]
-    assert not offenders, f"use tests/needs.py (need, need_nats_server, need_zstd): {offenders}"
+    assert not offenders, (
+        f"use tests/needs.py (need, need_program, need_nats_server, need_zstd): {offenders}"
+    )

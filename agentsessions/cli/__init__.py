@@ -25,6 +25,7 @@ from agentsessions.cli import shred as _shred  # noqa: F401
 from agentsessions.cli import store as _store  # noqa: F401
 from agentsessions.cli import token as _token  # noqa: F401
 from agentsessions.cli import turns as _turns  # noqa: F401
+from agentsessions.cli import view as _view  # noqa: F401
 from agentsessions.cli.helpview import reflow_help
 
 reflow_help(_app.app)

@@ -1,13 +1,15 @@
 """Small helpers front ends need before (or beside) an engine, without reaching the journal.
 
 Validation that must happen before the file system is touched (a session id, a project
-name), how a process names itself in the LOCK files it takes, and whether a path is a
-device or pipe that is written in place. Each is the journal's own rule, re-exported here
-so that a front end imports only the ``sessions`` layer.
+name), how a process names itself in the LOCK files it takes, whether a path is a
+device or pipe that is written in place, and how a generated file is replaced. Each is the
+journal's own rule, re-exported here so that a front end imports only the ``sessions`` layer.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +43,15 @@ def is_stream(path: Path) -> bool:
     from agentsessions.journal.tools.exchange import is_stream as stream
 
     return stream(path)
+
+
+def replace_atomically(path: Path) -> AbstractContextManager[Callable[[bytes], None]]:
+    """``with replace_atomically(path) as write: write(piece)...``: ``path`` replaced, once
+    the block ends cleanly, by the pieces written, atomically and durably; untouched if it
+    raises (a generated file such as ``view``'s page; StorageError on failure)."""
+    from agentsessions.journal.format.durable import FileSystem
+
+    return FileSystem().atomic_stream(path)
 
 
 def verify_path(

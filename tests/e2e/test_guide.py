@@ -75,6 +75,8 @@ def test_the_tutorials_tour_runs_as_written(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     exports = list((tmp_path / "scratch").glob("tmp.*/session.agx"))
     assert len(exports) == 1 and exports[0].stat().st_size > 0  # written into its home
+    pages = (tmp_path / "scratch").glob("tmp.*/chat.html")
+    assert [p.read_bytes()[:15] for p in pages] == [b"<!doctype html>"]  # view wrote the page
     assert "fresh start" in result.stdout + result.stderr  # the counter's way forward ran
     assert '"seq":"4"' in result.stdout  # the imported Go journal's four records, as LogRecord JSON
     # follow and cancel: the slow turn ended CANCELED mid-answer, follow printed it committing

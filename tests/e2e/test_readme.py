@@ -30,6 +30,8 @@ def test_the_ten_line_tour_runs_as_written(tmp_path: Path) -> None:
     assert "model_calls 0" in result.stdout and "identical   yes" in result.stdout
     assert re.search(r"trip\.agx: 10 records verified, last seq 10", result.stdout)
     assert re.search(r"^sess-\S+ +branch +chat +6 ", result.stdout, re.M)  # the fork: 5 + marker
+    pages = (tmp_path / "scratch").glob("tmp.*/trip.html")
+    assert [p.read_bytes()[:15] for p in pages] == [b"<!doctype html>"]
 
 
 def test_the_library_example_runs_as_written(tmp_path: Path) -> None:

@@ -101,6 +101,8 @@ def test_zipapp_runs_the_whole_journey_like_the_installed_cli(
     assert "MODEL_CALL" in app("log", uid)
     assert "4 records verified" in app("verify", uid)
     assert json.loads(app("verify", uid, "--strict", "--json"))["ok"] is True
+    page = json.loads(app("view", uid, "-o", str(tmp_path / "pyz.html"), "--json"))
+    assert page["verified"] is True and page["records"] == 4  # its CSS and JS read from the zip
 
     installed_uid = cli.import_fixture()
     assert cli.fast("log", installed_uid, "--json").ok().out == log
