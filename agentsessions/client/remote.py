@@ -216,6 +216,29 @@ class RemoteSessions:
         request = session_pb2.CreateSessionRequest(session=msg, tools=_tools_text(tools))
         return convert.session_from_proto(self._call(self._stub.CreateSession, request))
 
+    def ensure(
+        self,
+        key: str,
+        *,
+        project: str = "default",
+        name: str = "",
+        harness: str = "",
+        model: str = "",
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+        tools: str | PathLike[str] | None = None,
+    ) -> tuple[Session, bool]:
+        """Not served over gRPC yet: UnavailableError (the local engine has it)."""
+        raise _by_key_unavailable("ensure")
+
+    def find(self, key: str, *, project: str = "default") -> Session | None:
+        """Not served over gRPC yet: UnavailableError (the local engine has it)."""
+        raise _by_key_unavailable("find")
+
+    def claim(self, key: str, uid: str, *, project: str = "default") -> str:
+        """Not served over gRPC yet: UnavailableError (the local engine has it)."""
+        raise _by_key_unavailable("claim")
+
     def get(self, uid: str) -> Session:
         """The session (GetSession)."""
         request = session_pb2.GetSessionRequest(uid=uid)
@@ -627,3 +650,11 @@ def _tools_text(tools: str | PathLike[str] | None) -> str:
     except tomllib.TOMLDecodeError as exc:
         raise WorkloadError(f"workload {path}: not valid TOML: {exc}", path=path) from None
     return text
+
+
+def _by_key_unavailable(method: str) -> UnavailableError:
+    """The refusal of a sessions-by-key method: the Sessions service has no RPC for it yet."""
+    return UnavailableError(
+        f"Sessions.{method} (sessions by key) is not served over gRPC yet",
+        hint="open the store with the local engine (agentsessions.open) to use it",
+    )

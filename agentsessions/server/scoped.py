@@ -299,6 +299,41 @@ class ScopedSessions:
             )
         )
 
+    def ensure(
+        self,
+        key: str,
+        *,
+        project: str = DEFAULT_PROJECT,
+        name: str = "",
+        harness: str = "",
+        model: str = "",
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+        tools: str | PathLike[str] | None = None,
+    ) -> tuple[Session, bool]:
+        """Find or create by key in one of the principal's projects (a key is per project,
+        so another project's session of the same key is never reached)."""
+        session, created = self._engine.ensure(
+            key,
+            project=self._project(project),
+            name=name,
+            harness=harness,
+            model=self._model(model) or "",
+            labels=labels,
+            annotations=annotations,
+            tools=self._tools(tools),
+        )
+        return self._seen(session), created
+
+    def find(self, key: str, *, project: str = DEFAULT_PROJECT) -> Session | None:
+        """Find by key in one of the principal's projects."""
+        found = self._engine.find(key, project=self._project(project))
+        return self._seen(found) if found is not None else None
+
+    def claim(self, key: str, uid: str, *, project: str = DEFAULT_PROJECT) -> str:
+        """Bind a key of one of the principal's projects to a session it may reach."""
+        return self._engine.claim(key, self._check(uid), project=self._project(project))
+
     @property
     def unindexed(self) -> builtins.list[Any]:
         """The sessions the store could not index, for the operator only: their project is
