@@ -90,6 +90,12 @@ def test_the_library_example_runs_as_written(tmp_path: Path) -> None:
     assert lines[1:] == ["('echo:hello',)", "12", "('echo:no stream, please',) 10"]
 
 
+def test_the_sessions_by_key_example_runs_as_written(tmp_path: Path) -> None:
+    """The "Find a session by a key of yours" section's code block, ``home`` a temp dir."""
+    result = _run_section("Find a session by a key of yours", tmp_path)
+    assert result.stdout.splitlines() == ["True False True", "5", "None"]
+
+
 def test_the_openai_agents_example_runs_as_written(tmp_path: Path) -> None:
     """The "Use it with the OpenAI Agents SDK" section's code block, ``home`` a temp dir."""
     need("agents", "openai-agents")
