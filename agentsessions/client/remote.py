@@ -25,6 +25,7 @@ from typing import Any, Literal, TypeVar, overload
 
 import grpc
 
+from agentsessions.client.bykey import ByKeyNotServed
 from agentsessions.controller.spi import ToolStoreEntry
 from agentsessions.errors import (
     AgentSessionsError,
@@ -112,7 +113,7 @@ def _unreachable_hint(message: str, secure: bool) -> str:
     )
 
 
-class RemoteSessions:
+class RemoteSessions(ByKeyNotServed):
     """The :class:`~agentsessions.sessions.api.Sessions` Protocol over one gRPC channel."""
 
     def __init__(
@@ -215,29 +216,6 @@ class RemoteSessions:
         msg.metadata.project, msg.metadata.name = project, name
         request = session_pb2.CreateSessionRequest(session=msg, tools=_tools_text(tools))
         return convert.session_from_proto(self._call(self._stub.CreateSession, request))
-
-    def ensure(
-        self,
-        key: str,
-        *,
-        project: str = "default",
-        name: str = "",
-        harness: str = "",
-        model: str = "",
-        labels: Mapping[str, str] | None = None,
-        annotations: Mapping[str, str] | None = None,
-        tools: str | PathLike[str] | None = None,
-    ) -> tuple[Session, bool]:
-        """Not served over gRPC yet: UnavailableError (the local engine has it)."""
-        raise _by_key_unavailable("ensure")
-
-    def find(self, key: str, *, project: str = "default") -> Session | None:
-        """Not served over gRPC yet: UnavailableError (the local engine has it)."""
-        raise _by_key_unavailable("find")
-
-    def claim(self, key: str, uid: str, *, project: str = "default") -> str:
-        """Not served over gRPC yet: UnavailableError (the local engine has it)."""
-        raise _by_key_unavailable("claim")
 
     def get(self, uid: str) -> Session:
         """The session (GetSession)."""
@@ -650,11 +628,3 @@ def _tools_text(tools: str | PathLike[str] | None) -> str:
     except tomllib.TOMLDecodeError as exc:
         raise WorkloadError(f"workload {path}: not valid TOML: {exc}", path=path) from None
     return text
-
-
-def _by_key_unavailable(method: str) -> UnavailableError:
-    """The refusal of a sessions-by-key method: the Sessions service has no RPC for it yet."""
-    return UnavailableError(
-        f"Sessions.{method} (sessions by key) is not served over gRPC yet",
-        hint="open the store with the local engine (agentsessions.open) to use it",
-    )

@@ -4,10 +4,12 @@ bound to a principal's projects and to the server's request bounds.
 :class:`ScopedSessions` implements the whole Protocol by delegation (a test enumerates the
 Protocol so that a new method cannot be left unscoped):
 
-- ``list``, ``create``, ``import_`` and an ``exec``/``run`` that creates a session act only
-  in the principal's projects: another project is PERMISSION_DENIED (the caller named it,
-  so saying no leaks nothing); ``"default"`` (what a request naming no project arrives as)
-  means the token's first project when the token does not cover ``default`` itself;
+- ``list``, ``create``, ``import_``, ``ensure``, ``find``, ``claim`` and an ``exec``/``run``
+  that creates a session act only in the principal's projects (a key is per project, so a
+  token never reaches another project's session by its key): another project is
+  PERMISSION_DENIED (the caller named it, so saying no leaks nothing); ``"default"``
+  (what a request naming no project arrives as) means the token's first project when the
+  token does not cover ``default`` itself;
 - every uid-addressed method looks up the session's project first, in the store's index
   before any session read, and answers a session of another project exactly as an unknown
   uid: NOT_FOUND with the engine's own message, by the same path (so in the same time), so

@@ -1,8 +1,10 @@
 """The engine's sessions by key: ``Sessions.ensure``, ``find`` and ``claim``, and ``create``.
 
 A key is a string of the caller's that names one session of a project (a framework's
-conversation or thread id; issue 22's origin, as ``source`` and ``subject`` joined: the
-key is opaque here, so whatever derives it does so in one place of its own). The store
+conversation or thread id; issue 22's origin, its ``source`` and ``subject``). The key is
+opaque here, so whatever derives it does so in one place of its own, injectively (e.g. the
+JSON of ``[source, subject]``, so that no two origins share a key the way ``"a:b" + "c"``
+and ``"a" + "b:c"`` would if joined by a colon). The store
 binds it atomically (:mod:`agentsessions.journal.stores.claims`), so one lookup finds the
 session (no listing) and processes racing on a new key create one session.
 
