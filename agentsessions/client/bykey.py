@@ -1,24 +1,36 @@
-"""The gRPC client's sessions by key (``Sessions.ensure``, ``find``, ``claim``): not served
-yet. The ``agentsessions.v1.Sessions`` service has no RPC for them, so the client refuses
-each with one UnavailableError naming the method, rather than emulating them with a listing
-(which would not be atomic: two clients racing on one new key would make two sessions).
-When the service gains them, this mixin gives way to the calls.
+"""The gRPC client's sessions by key: ``Sessions.ensure``, ``find`` and ``claim`` as the
+``EnsureSession``, ``FindSession`` and ``ClaimSession`` RPCs (docs/WIRE.md). The server's
+engine makes them atomic; the client only carries them, so a key means the same session to
+every client and local caller of one store.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from os import PathLike
+from typing import Any, Protocol, TypeVar
 
-from agentsessions.errors import UnavailableError
+from agentsessions.server import convert
+from agentsessions.server.gen import session_pb2
 from agentsessions.sessions.api import Session
 
+T = TypeVar("T")
 
-class ByKeyNotServed:
-    """The three methods of the ``Sessions`` Protocol that the wire does not carry yet."""
+
+class _Client(Protocol):
+    """What these methods use of :class:`~.remote.RemoteSessions`: its stub, and its call
+    wrapper (which maps a failed call to our exception tree)."""
+
+    _stub: Any
+
+    def _call(self, rpc: Callable[..., T], request: Any) -> T: ...
+
+
+class ByKey:
+    """The three methods over the wire, mixed into :class:`~.remote.RemoteSessions`."""
 
     def ensure(
-        self,
+        self: _Client,
         key: str,
         *,
         project: str = "default",
@@ -29,20 +41,25 @@ class ByKeyNotServed:
         annotations: Mapping[str, str] | None = None,
         tools: str | PathLike[str] | None = None,
     ) -> tuple[Session, bool]:
-        """Not served over gRPC yet: UnavailableError (the local engine has it)."""
-        raise _not_served("ensure")
+        """The session ``key`` names, created if there is none (EnsureSession)."""
+        msg = session_pb2.Session(
+            harness=harness, model=model, labels=dict(labels or {}),
+            annotations=dict(annotations or {}),
+        )  # fmt: skip
+        msg.metadata.project, msg.metadata.name = project, name
+        from agentsessions.client.remote import _tools_text  # checked as create's are
 
-    def find(self, key: str, *, project: str = "default") -> Session | None:
-        """Not served over gRPC yet: UnavailableError (the local engine has it)."""
-        raise _not_served("find")
+        request = session_pb2.EnsureSessionRequest(key=key, session=msg, tools=_tools_text(tools))
+        done = self._call(self._stub.EnsureSession, request)
+        return convert.session_from_proto(done.session), done.created
 
-    def claim(self, key: str, uid: str, *, project: str = "default") -> str:
-        """Not served over gRPC yet: UnavailableError (the local engine has it)."""
-        raise _not_served("claim")
+    def find(self: _Client, key: str, *, project: str = "default") -> Session | None:
+        """The live session ``key`` names, or None (FindSession)."""
+        request = session_pb2.FindSessionRequest(key=key, project=project)
+        done = self._call(self._stub.FindSession, request)
+        return convert.session_from_proto(done.session) if done.HasField("session") else None
 
-
-def _not_served(method: str) -> UnavailableError:
-    return UnavailableError(
-        f"Sessions.{method} (sessions by key) is not served over gRPC yet",
-        hint="open the store with the local engine (agentsessions.open) to use it",
-    )
+    def claim(self: _Client, key: str, uid: str, *, project: str = "default") -> str:
+        """Make ``key`` name session ``uid`` unless it names a live one (ClaimSession)."""
+        request = session_pb2.ClaimSessionRequest(key=key, uid=uid, project=project)
+        return str(self._call(self._stub.ClaimSession, request).uid)

@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeVar, overload
 
 import grpc
 
-from agentsessions.client.bykey import ByKeyNotServed
+from agentsessions.client.bykey import ByKey
 from agentsessions.controller.spi import ToolStoreEntry
 from agentsessions.errors import (
     AgentSessionsError,
@@ -113,7 +113,7 @@ def _unreachable_hint(message: str, secure: bool) -> str:
     )
 
 
-class RemoteSessions(ByKeyNotServed):
+class RemoteSessions(ByKey):
     """The :class:`~agentsessions.sessions.api.Sessions` Protocol over one gRPC channel."""
 
     def __init__(

@@ -2,7 +2,8 @@
 over the file, memory and JetStream stores: one session per key and project, found by one
 lookup (never a listing), options checked before anything is claimed, a deleted session's
 key free again (at once when ``ensure`` made it, lazily when its delete was cut), a claim
-whose creator died completed, and the token scope and the gRPC client's refusal."""
+whose creator died completed, and the token scope. (The gRPC client runs the same promises
+in ``tests/contract/test_sessions_contract.py``.)"""
 
 from __future__ import annotations
 
@@ -18,12 +19,10 @@ from agentsessions.errors import (
     NotFoundError,
     PermissionDeniedError,
     SessionDeletedError,
-    UnavailableError,
 )
 from agentsessions.journal.stores.claims import ClaimKey, key_claims
 from agentsessions.journal.stores.memory.store import MemoryStore
 from agentsessions.journal.stores.store import new_uid
-from agentsessions.sessions.api import Sessions
 from agentsessions.sessions.claims import CLAIM_ANNOTATION
 
 
@@ -149,26 +148,3 @@ def test_a_token_finds_and_ensures_only_in_its_projects(tmp_path: Path) -> None:
         assert found is not None and found.uid == mine.uid
         with pytest.raises(NotFoundError):  # another project's session is an unknown uid
             scoped.claim("other", theirs.uid, project="a")
-
-
-def test_the_grpc_client_refuses_them_for_now(tmp_path: Path) -> None:
-    from needs import need
-
-    need("grpc", "grpc")
-    from agentsessions.client import dial
-    from agentsessions.server.app import build_server
-
-    with agentsessions.open(tmp_path / "home") as eng:
-        server = build_server(eng, "127.0.0.1:0")
-        try:
-            with dial(server.address) as client:
-                remote: Sessions = client
-                for call in (
-                    lambda: remote.ensure("k"),
-                    lambda: remote.find("k"),
-                    lambda: remote.claim("k", new_uid()),
-                ):
-                    with pytest.raises(UnavailableError, match="not served over gRPC"):
-                        call()
-        finally:
-            server.stop(grace=None)
