@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from os import PathLike
 from typing import Any, Protocol, TypeVar
 
+from agentsessions.client.workloads import tools_text
 from agentsessions.server import convert
 from agentsessions.server.gen import session_pb2
 from agentsessions.sessions.api import Session
@@ -47,9 +48,7 @@ class ByKey:
             annotations=dict(annotations or {}),
         )  # fmt: skip
         msg.metadata.project, msg.metadata.name = project, name
-        from agentsessions.client.remote import _tools_text  # checked as create's are
-
-        request = session_pb2.EnsureSessionRequest(key=key, session=msg, tools=_tools_text(tools))
+        request = session_pb2.EnsureSessionRequest(key=key, session=msg, tools=tools_text(tools))
         done = self._call(self._stub.EnsureSession, request)
         return convert.session_from_proto(done.session), done.created
 
