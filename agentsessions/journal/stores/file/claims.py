@@ -5,7 +5,7 @@ Layout (``docs/FORMAT.md``, "Key claims")::
 
     claims/<digest>          {"uid": UID}: the key whose ClaimKey digest is <digest> is
                              bound to UID (the digest already binds the project)
-    claims/LOCK              flock of whoever releases a claim
+    claims/release.lock      flock of whoever releases a claim
     claims/.tmp-*            a claim being made (a crash may leave one: ignored)
 
 Invariants:
@@ -15,7 +15,7 @@ Invariants:
   the winner's file. The directory is fsync'd before a claim is returned, and a claim
   found already there is returned only after the same fsync (its maker may not have
   made it yet), so a returned uid is durably bound;
-- only a release removes a claim file, and releases take ``claims/LOCK``: a releaser reads
+- only a release removes a claim file, and releases take ``claims/release.lock``: a releaser reads
   the file and unlinks it under the lock, so the file it read is the file it removes (no
   other releaser can swap it meanwhile, and a claimer cannot link over an existing name);
 - nothing here is sealed: a claim file holds a uid and the name holds a digest, never the
@@ -42,6 +42,7 @@ from agentsessions.journal.stores.claims import ClaimKey
 from agentsessions.journal.stores.store import check_uid
 
 CLAIMS_DIR = "claims"
+RELEASE_LOCK = "release.lock"  # not a session's LOCK: the flock of releases
 _LOCK_WAIT_SECONDS = 30.0
 _LOCK_POLL_SECONDS = 0.01
 _CLAIM_TRIES = 64  # a claim found, then released before it could be read: very rare
@@ -83,7 +84,7 @@ class FileClaims:
         return self._read(self.dir / key.digest)
 
     def release(self, key: ClaimKey, uid: str) -> None:
-        """Unbind ``key`` if it is still bound to ``uid``, under ``claims/LOCK``."""
+        """Unbind ``key`` if it is still bound to ``uid``, under ``claims/release.lock``."""
         path = self.dir / key.digest
         if self._read(path) != uid:
             return  # nothing of ours to release: no lock taken
@@ -111,8 +112,8 @@ class FileClaims:
         self.fs.sync_dir(self.home)
 
     def _lock(self) -> SessionLock:
-        """``claims/LOCK``, held: a release is short, so another releaser is waited for."""
-        lock = SessionLock(self.dir / "LOCK", session="claims")
+        """``claims/release.lock``, held: a release is short, so another releaser is waited for."""
+        lock = SessionLock(self.dir / RELEASE_LOCK, session="claims")
         deadline = time.monotonic() + _LOCK_WAIT_SECONDS
         while True:
             try:
