@@ -12,7 +12,8 @@ Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_
     |   |   +-- UnknownToolError            the session's workload has no such tool
     |   |   +-- WorkloadError               a ``--tools`` workload file is not valid
     |   |   +-- ApprovalUnavailableError    an approval-gated call from a harness that
-    |   |                                   cannot be resumed by replay
+    |   |   |                               cannot be resumed by replay
+    |   |   +-- SessionExistsError          a create named a uid a session already has
     |   +-- CommitTooLargeError             a commit over the store's limit            (exit 7)
     +-- NotFoundError                       no such session                            (exit 3)
     +-- ConflictError                       lost CAS: the journal end moved             (exit 4)
@@ -118,6 +119,12 @@ class UsageError(AgentSessionsError):
 
 class InvalidArgumentError(UsageError):
     """A malformed id, project name, cursor or option value."""
+
+
+class SessionExistsError(InvalidArgumentError):
+    """A store was asked to create a session under a uid that one already has: nothing
+    was written. Every store raises it for the same uid created twice (two processes
+    completing one claimed key race to it: the loser's create is this, and it is harmless)."""
 
 
 class CommitTooLargeError(UsageError):

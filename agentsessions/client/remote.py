@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from os import PathLike
@@ -25,12 +24,13 @@ from typing import Any, Literal, TypeVar, overload
 
 import grpc
 
+from agentsessions.client.bykey import ByKey
+from agentsessions.client.workloads import tools_text
 from agentsessions.errors import (
     AgentSessionsError,
     InvalidArgumentError,
     MetadataCorruptError,
     UnavailableError,
-    WorkloadError,
 )
 from agentsessions.sessions.api import (
     Approval,
@@ -110,7 +110,7 @@ def _unreachable_hint(message: str, secure: bool) -> str:
     )
 
 
-class RemoteSessions:
+class RemoteSessions(ByKey):
     """The :class:`~agentsessions.sessions.api.Sessions` Protocol over one gRPC channel."""
 
     def __init__(
@@ -211,7 +211,7 @@ class RemoteSessions:
             annotations=dict(annotations or {}),
         )  # fmt: skip
         msg.metadata.project, msg.metadata.name = project, name
-        request = session_pb2.CreateSessionRequest(session=msg, tools=_tools_text(tools))
+        request = session_pb2.CreateSessionRequest(session=msg, tools=tools_text(tools))
         return convert.session_from_proto(self._call(self._stub.CreateSession, request))
 
     def get(self, uid: str) -> Session:
@@ -266,7 +266,7 @@ class RemoteSessions:
             name=name,
             labels=dict(labels or {}),
             fresh_start=fresh_start,
-            tools=_tools_text(tools),
+            tools=tools_text(tools),
         )
         return self._turn(self._stub.Exec, request)
 
@@ -606,22 +606,3 @@ def _ms(seconds: float) -> int:
     if seconds < 0:
         return -1  # refused by the server with the engine's message
     return round(seconds * 1000)
-
-
-def _tools_text(tools: str | PathLike[str] | None) -> str:
-    """The workload file's text, checked here to be TOML (naming the file); the server
-    validates the rest, against its own executors: a token holder's workload selects the
-    tools the server offers (``serve --tools``), which this side cannot know."""
-    if tools is None or tools == "":
-        return ""
-    import tomllib
-
-    path = os.fspath(tools)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-        tomllib.loads(text)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise WorkloadError(f"workload {path}: cannot read it: {exc}", path=path) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise WorkloadError(f"workload {path}: not valid TOML: {exc}", path=path) from None
-    return text

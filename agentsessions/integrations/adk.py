@@ -8,11 +8,14 @@ what it writes are ordinary sessions: ``agentsessions list/log/verify/export/for
 How ADK's model maps onto the journal (and why):
 
 - One agentsessions session per ADK session, in one project (``adk`` by default), *named*
-  ``session/APP/USER/ID`` (each part percent-encoded, so a ``/`` in an id stays apart): a
-  name is what ``agentsessions list`` shows and the engine already indexes, so no side table
-  is needed and ``list`` reads like ADK's own hierarchy.
+  ``session/APP/USER/ID`` (each part percent-encoded, so a ``/`` in an id stays apart),
+  which is also its key (``Sessions.ensure``/``find``): one lookup finds it, and of two
+  processes creating one id at once exactly one succeeds (the other: AlreadyExistsError);
+  ``agentsessions list`` reads like ADK's own hierarchy.
 - Its writes are turns of the ``adk`` harness (:mod:`.adk_harness`), one INPUT per write:
-  ``create_session`` is the turn that creates the session (its session-scoped state),
+  ``create_session`` makes the session, then runs the turn that records it (its
+  session-scoped state; a service killed between the two leaves the session with empty
+  state, and the id taken),
   ``append_event`` one turn whose INPUT is the event's JSON. A turn is the engine's unit of
   atomic, serialised, durable writing, and the harness commits the session-scoped state in
   the same turn as its working state: the event and the state it sets are one commit.
@@ -104,7 +107,7 @@ from agentsessions.errors import (
 from agentsessions.sessions.wiring import HARNESSES
 
 from . import adk_harness
-from .common import WAIT, engine_of, message, named, settled
+from .common import WAIT, engine_of, ensure_named, find_named, message, named, settled
 
 if TYPE_CHECKING:
     from agentsessions.sessions.api import SessionFrame, Sessions
@@ -269,17 +272,24 @@ class AgentSessionsService(BaseSessionService):
             raise RuntimeError(f"{type(self).__name__} is closed")
 
     def _refresh(self) -> None:
-        """Map every live name to its oldest session (a lost creation race leaves two)."""
+        """Map every live name to its session (``list_sessions``: a listing of the project);
+        a name found twice (a session of another writer so named, not by key) is the
+        oldest's."""
         oldest: dict[str, tuple[int, str]] = {}
         for name, uid, created in named(self._engine, self.project):
             oldest[name] = min(oldest.get(name, (created, uid)), (created, uid))
         self._uids = {name: uid for name, (_, uid) in oldest.items()}
 
     def _find(self, name: str) -> str:
+        """The uid of the live session whose key is ``name``, or "" (one lookup, cached)."""
         with self._lock:
-            if name not in self._uids:
-                self._refresh()
-            return self._uids.get(name, "")
+            if name in self._uids:
+                return self._uids[name]
+        uid = find_named(self._engine, self.project, name)
+        if uid:
+            with self._lock:
+                self._uids.setdefault(name, uid)
+        return uid
 
     def _fold(self, uid: str) -> _Fold:
         """The scope's fold, brought up to the journal's head (only the new records)."""
@@ -384,15 +394,11 @@ class AgentSessionsService(BaseSessionService):
         self._scope(_name("user", app_name, user_id))
         shared = {k: v for k, v in state.items() if k not in scoped}
         body = {"create": scoped, "time": time.time(), "shared": _scoped(shared)}
-        frame = self._engine.run(
-            None, [message(adk_harness.KEY, body)], harness=HARNESS, project=self.project, name=name
-        )
-        mine = frame.session.uid
+        mine, created = ensure_named(self._engine, self.project, name, HARNESS)
+        if not created:  # another process (or thread) created the id meanwhile
+            raise AlreadyExistsError(f"Session with id {session_id} already exists.")
+        self._write(mine, body)
         with self._lock:
-            self._refresh()  # another process (or thread) may have created the id meanwhile
-            if self._uids.get(name, mine) != mine:  # it did, first: ours goes
-                self._engine.delete(mine)  # soft: hidden from list, still verifiable
-                raise AlreadyExistsError(f"Session with id {session_id} already exists.")
             self._uids[name] = mine
         fold = self._fold(mine)
         with fold.lock:
@@ -559,23 +565,18 @@ class AgentSessionsService(BaseSessionService):
         """The uid of an app or user scope's session, created (empty) if there is none.
 
         Made before the first ADK session of its app and user, so whoever finds an ADK
-        session in a listing finds its scopes there too. Two processes creating one at once:
-        the oldest wins, the other's (still empty) is soft-deleted.
+        session in a listing finds its scopes there too. Two processes creating one at once
+        get one (``Sessions.ensure``); the one that made it records its creation.
         """
         uid = self._find(name)
         if uid:
             return uid
-        body = message(adk_harness.KEY, {"create": {}})
-        mine = self._engine.run(
-            None, [body], harness=HARNESS, project=self.project, name=name
-        ).session.uid
+        uid, created = ensure_named(self._engine, self.project, name, HARNESS)
+        if created:
+            self._write(uid, {"create": {}})
         with self._lock:
-            self._refresh()
-            winner = self._uids.get(name, mine)
-            self._uids[name] = winner
-        if winner != mine:
-            self._engine.delete(mine)
-        return winner
+            self._uids[name] = uid
+        return uid
 
 
 _STALE = (

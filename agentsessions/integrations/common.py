@@ -1,18 +1,15 @@
 """What the framework adapters share, written once: the engine a ``where`` names
-(:func:`engine_of`), the message that carries an adapter's record (:func:`message`), the
-sessions of a project by name (:func:`named`, :func:`find_named`), a turn that creates its
-named session on first write (:func:`run_named`), and a write a cancellation waits for
-(:func:`settled`). None of it imports a framework.
+(:func:`engine_of`), the message that carries an adapter's record (:func:`message`), a
+project's sessions by name (:func:`named`, a listing, for the frameworks' own list
+operations), one session by its framework id (:func:`find_named`, :func:`ensure_named`), a
+turn that creates its session on first write (:func:`run_named`), and a write a
+cancellation waits for (:func:`settled`). None of it imports a framework.
 
 Each adapter keeps one framework id (a conversation, a thread, an ADK scope) in one
-agentsessions session of its project whose *name* is that id: a name is what
-``agentsessions list`` shows and the engine already indexes, so no side table is needed.
-Invariant kept here: when two processes create one name at once, the oldest such session
-wins (creation time, then uid); a writer that finds another when it lists after its own
-create soft-deletes its own (still verifiable) and, in :func:`run_named`, appends its turn
-to the winner's (ADK's create, which must make a new session, refuses instead). Known gap: a
-creator whose listing ran before the other's create was visible keeps its own session, and
-if that one is the younger the two diverge; once a session exists, writers never diverge.
+agentsessions session of its project whose *name* is that id, and the id is the session's
+key (``Sessions.ensure``/``find``/``claim``): finding it is one indexed lookup, never a
+listing, and two processes creating one new id at once get one session (the store binds the
+key atomically; the second writer's turn waits for the first's and lands after it).
 """
 
 from __future__ import annotations
@@ -21,6 +18,8 @@ import asyncio
 import os
 from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from agentsessions.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from agentsessions.sessions.api import SessionFrame, Sessions
@@ -67,9 +66,26 @@ def named(engine: Sessions, project: str) -> Iterator[tuple[str, str, int]]:
 
 
 def find_named(engine: Sessions, project: str, name: str) -> str:
-    """The uid of the oldest live session named ``name`` in ``project``, or ""."""
-    found = [(created, uid) for n, uid, created in named(engine, project) if n == name]
-    return min(found)[1] if found else ""
+    """The uid of the live session whose key is ``name`` in ``project``, or "" (one lookup)."""
+    found = engine.find(name, project=project)
+    return found.uid if found is not None else ""
+
+
+def ensure_named(engine: Sessions, project: str, name: str, harness: str) -> tuple[str, bool]:
+    """The uid of the live session whose key is ``name`` in ``project``, created (named
+    ``name``, recorded with ``harness``) if there is none, atomically; and whether this
+    call created it."""
+    session, created = engine.ensure(name, project=project, name=name, harness=harness)
+    return session.uid, created
+
+
+def claim_named(engine: Sessions, project: str, name: str, uid: str) -> None:
+    """Make ``name`` the key of session ``uid`` (a fork's child, made with that name);
+    InvalidArgumentError, and the child deleted (soft), if a live session has it already."""
+    bound = engine.claim(name, uid, project=project)
+    if bound != uid:
+        engine.delete(uid)
+        raise InvalidArgumentError(f"{name!r} exists already; fork to a new id")
 
 
 def run_named(
@@ -80,18 +96,12 @@ def run_named(
     messages: Sequence[Mapping[str, Any]],
     harness: str,
 ) -> SessionFrame:
-    """Run one recording turn of ``messages`` on session ``uid``, or, with ``uid`` "", on a
-    new session named ``name`` (joining an older one another process made meanwhile).
-    The frame's ``session.uid`` is the session the turn went to."""
-    if uid:
-        return engine.run(uid, messages, harness=harness, wait=WAIT)
-    frame = engine.run(None, messages, harness=harness, project=project, name=name)
-    mine = frame.session.uid
-    winner = find_named(engine, project, name)  # another process may have created it too
-    if winner and winner != mine:  # it did, first: our turn joins its session
-        frame = engine.run(winner, messages, harness=harness, wait=WAIT)
-        engine.delete(mine)  # soft: hidden from list, still verifiable
-    return frame
+    """Run one recording turn of ``messages`` on session ``uid``, or, with ``uid`` "", on the
+    session whose key is ``name`` (created if there is none: :func:`ensure_named`). The
+    frame's ``session.uid`` is the session the turn went to."""
+    if not uid:
+        uid, _created = ensure_named(engine, project, name, harness)
+    return engine.run(uid, messages, harness=harness, wait=WAIT)
 
 
 async def settled(work: Awaitable[T]) -> T:

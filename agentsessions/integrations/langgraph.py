@@ -91,7 +91,7 @@ from agentsessions.errors import (
 from agentsessions.sessions.wiring import HARNESSES
 
 from . import recording
-from .common import engine_of, find_named, message, named, run_named, settled
+from .common import claim_named, engine_of, find_named, message, named, run_named, settled
 from .langgraph_index import MISSING, Entry, Thread, decode, encode
 
 if TYPE_CHECKING:
@@ -368,7 +368,8 @@ class AgentSessionsSaver(
         with self._write_lock(target):
             if self._thread(target) is not None:
                 raise InvalidArgumentError(f"thread {target!r} exists; copy to a new thread")
-            self._engine.fork(thread.uid, names=[target])
+            [child] = self._engine.fork(thread.uid, names=[target])
+            claim_named(self._engine, self.project, target, child.uid)  # exists: refused
         self._thread(target)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:

@@ -8,10 +8,9 @@ the session it writes is an ordinary one: ``agentsessions log/verify/export/fork
 How the SDK's model maps onto the journal (and why):
 
 - ``session_id`` -> one agentsessions session in project ``openai-agents`` (configurable)
-  whose *name* is the session id (:mod:`.common`: found by name, created on the first write;
-  before that, reads see an empty history; two processes creating one id at once converge
-  on the oldest session, with the known gap :mod:`.common` states: create it first where two
-  processes may start one id at once).
+  whose *name* and key are the session id (:mod:`.common`: found by one lookup, created on
+  the first write, atomically: two processes writing one new id at once make one session
+  and both writes land in it; before the first write, reads see an empty history).
 - ``add_items(items)`` -> one turn of the ``openai-agents`` recording harness, whose inputs
   are one INPUT event per item: a ``user`` message with one DataPart
   ``{"openai_agents": {"item": ITEM}}``. A turn is the engine's unit of atomic, serialised,
@@ -58,7 +57,7 @@ from agentsessions.errors import InvalidArgumentError, NotFoundError
 from agentsessions.sessions.wiring import HARNESSES
 
 from . import recording
-from .common import WAIT, engine_of, find_named, message, run_named, settled
+from .common import WAIT, claim_named, engine_of, find_named, message, run_named, settled
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -163,13 +162,15 @@ class AgentSessionsSession(SessionABC):
 
     def fork(self, at: int | None = None, *, session_id: str | None = None) -> AgentSessionsSession:
         """A new session sharing this one's history up to journal seq ``at`` (None: now),
-        in O(1); its id is ``session_id`` (default: ``<id>-fork-<8 random hex>``). The child
-        shares this adapter's engine, so close this one last."""
+        in O(1); its id is ``session_id`` (default: ``<id>-fork-<8 random hex>``;
+        InvalidArgumentError if a live session has that id). The child shares this
+        adapter's engine, so close this one last."""
         uid = self.uid
         if not uid:
             raise NotFoundError(f"session {self.session_id!r} has no history to fork")
         name = session_id or f"{self.session_id}-fork-{os.urandom(4).hex()}"
         [child] = self._engine.fork(uid, at=at or 0, names=[name])
+        claim_named(self._engine, self.project, name, child.uid)  # found by its id from now on
         return AgentSessionsSession(
             name,
             self._engine,
@@ -185,7 +186,7 @@ class AgentSessionsSession(SessionABC):
             raise RuntimeError(f"{type(self).__name__} is closed")
 
     def _find(self) -> str:
-        """The uid of the oldest live session named ``session_id`` in the project, or ""."""
+        """The uid of the live session whose key is ``session_id`` in the project, or ""."""
         found = find_named(self._engine, self.project, self.session_id)
         if found:
             self._uid = found

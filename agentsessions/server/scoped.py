@@ -4,10 +4,12 @@ bound to a principal's projects and to the server's request bounds.
 :class:`ScopedSessions` implements the whole Protocol by delegation (a test enumerates the
 Protocol so that a new method cannot be left unscoped):
 
-- ``list``, ``create``, ``import_`` and an ``exec``/``run`` that creates a session act only
-  in the principal's projects: another project is PERMISSION_DENIED (the caller named it,
-  so saying no leaks nothing); ``"default"`` (what a request naming no project arrives as)
-  means the token's first project when the token does not cover ``default`` itself;
+- ``list``, ``create``, ``import_``, ``ensure``, ``find``, ``claim`` and an ``exec``/``run``
+  that creates a session act only in the principal's projects (a key is per project, so a
+  token never reaches another project's session by its key): another project is
+  PERMISSION_DENIED (the caller named it, so saying no leaks nothing); ``"default"``
+  (what a request naming no project arrives as) means the token's first project when the
+  token does not cover ``default`` itself;
 - every uid-addressed method looks up the session's project first, in the store's index
   before any session read, and answers a session of another project exactly as an unknown
   uid: NOT_FOUND with the engine's own message, by the same path (so in the same time), so
@@ -298,6 +300,41 @@ class ScopedSessions:
                 tools=self._tools(tools),
             )
         )
+
+    def ensure(
+        self,
+        key: str,
+        *,
+        project: str = DEFAULT_PROJECT,
+        name: str = "",
+        harness: str = "",
+        model: str = "",
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+        tools: str | PathLike[str] | None = None,
+    ) -> tuple[Session, bool]:
+        """Find or create by key in one of the principal's projects (a key is per project,
+        so another project's session of the same key is never reached)."""
+        session, created = self._engine.ensure(
+            key,
+            project=self._project(project),
+            name=name,
+            harness=harness,
+            model=self._model(model) or "",
+            labels=labels,
+            annotations=annotations,
+            tools=self._tools(tools),
+        )
+        return self._seen(session), created
+
+    def find(self, key: str, *, project: str = DEFAULT_PROJECT) -> Session | None:
+        """Find by key in one of the principal's projects."""
+        found = self._engine.find(key, project=self._project(project))
+        return self._seen(found) if found is not None else None
+
+    def claim(self, key: str, uid: str, *, project: str = DEFAULT_PROJECT) -> str:
+        """Bind a key of one of the principal's projects to a session it may reach."""
+        return self._engine.claim(key, self._check(uid), project=self._project(project))
 
     @property
     def unindexed(self) -> builtins.list[Any]:

@@ -2,7 +2,8 @@
 :class:`~agentsessions.sessions.api.Sessions` API, so the server is one more veneer.
 
 Every RPC of the reference's service is mapped, and our additions (docs/WIRE.md): Follow,
-ResumeStream, Rerun, Compact, Resolve, Verify, ReadToolStore, Export and Import. Invariants:
+ResumeStream, Rerun, Compact, Resolve, Verify, ReadToolStore, Export, Import, EnsureSession,
+FindSession and ClaimSession. Invariants:
 
 - every RPC first asks ``scope(context)`` for the Sessions it acts on (default: the engine),
   so access control wraps the engine without the service knowing it;
@@ -111,14 +112,7 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
         self, request: session_pb2.CreateSessionRequest, context: grpc.ServicerContext
     ) -> session_pb2.Session:
         """Create an empty session from the request's metadata, harness, model and labels."""
-        s = request.session
-        if s.metadata.uid:
-            raise InvalidArgumentError(
-                "session.metadata.uid is assigned by the server", hint="leave it empty"
-            )
-        for name in ("identity", "origin", "compute"):
-            if s.HasField(name):
-                raise InvalidArgumentError(f"session.{name} cannot be set by CreateSession")
+        s = _new_session(request.session, "CreateSession")
         with _workload_file(request.tools) as tools:
             created = self.sessions(context).create(
                 project=s.metadata.project or DEFAULT_PROJECT,
@@ -130,6 +124,49 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
                 tools=tools,
             )
         return convert.session_to_proto(created)
+
+    @_rpc
+    def EnsureSession(
+        self, request: session_pb2.EnsureSessionRequest, context: grpc.ServicerContext
+    ) -> session_pb2.EnsureSessionResponse:
+        """The live session ``key`` names in the project, created from the request's
+        metadata, harness, model and labels if there is none, atomically."""
+        s = _new_session(request.session, "EnsureSession")
+        with _workload_file(request.tools) as tools:
+            session, created = self.sessions(context).ensure(
+                request.key,
+                project=s.metadata.project or DEFAULT_PROJECT,
+                name=s.metadata.name,
+                harness=s.harness,
+                model=s.model,
+                labels=dict(s.labels),
+                annotations=dict(s.annotations),
+                tools=tools,
+            )
+        return session_pb2.EnsureSessionResponse(
+            session=convert.session_to_proto(session), created=created
+        )
+
+    @_rpc
+    def FindSession(
+        self, request: session_pb2.FindSessionRequest, context: grpc.ServicerContext
+    ) -> session_pb2.FindSessionResponse:
+        """The live session ``key`` names in the project; no session when none does."""
+        engine = self.sessions(context)
+        found = engine.find(request.key, project=request.project or DEFAULT_PROJECT)
+        if found is None:
+            return session_pb2.FindSessionResponse()
+        return session_pb2.FindSessionResponse(session=convert.session_to_proto(found))
+
+    @_rpc
+    def ClaimSession(
+        self, request: session_pb2.ClaimSessionRequest, context: grpc.ServicerContext
+    ) -> session_pb2.ClaimSessionResponse:
+        """Make ``key`` name session ``uid`` unless it names a live one: the uid it names."""
+        uid = self.sessions(context).claim(
+            request.key, _uid(request.uid, "uid"), project=request.project or DEFAULT_PROJECT
+        )
+        return session_pb2.ClaimSessionResponse(uid=uid)
 
     @_rpc
     def GetSession(
@@ -498,3 +535,16 @@ def add_to_server(
     service = SessionsService(engine, scope)
     session_pb2_grpc.add_SessionsServicer_to_server(service, server)  # type: ignore[no-untyped-call]
     return service
+
+
+def _new_session(s: session_pb2.Session, rpc: str) -> session_pb2.Session:
+    """``s``, the template of a session to create: INVALID_ARGUMENT when it sets what the
+    server assigns (the uid) or what a create may not set (identity, origin, compute)."""
+    if s.metadata.uid:
+        raise InvalidArgumentError(
+            "session.metadata.uid is assigned by the server", hint="leave it empty"
+        )
+    for name in ("identity", "origin", "compute"):
+        if s.HasField(name):
+            raise InvalidArgumentError(f"session.{name} cannot be set by {rpc}")
+    return s

@@ -355,6 +355,38 @@ class Sessions(Protocol):
         TOML file (validated first) recorded with the session for its turns."""
         ...
 
+    def ensure(
+        self,
+        key: str,
+        *,
+        project: str = "default",
+        name: str = "",
+        harness: str = "",
+        model: str = "",
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+        tools: str | PathLike[str] | None = None,
+    ) -> tuple[Session, bool]:
+        """The live session that ``key`` (any non-empty string of the caller's, up to 4 KiB)
+        names in ``project``, created as :meth:`create` would if there is none:
+        ``(session, created)``. Atomic across processes and hosts: every caller racing on
+        one new key gets one session, and exactly one of them ``created``; a caller killed
+        midway leaves nothing the next call does not complete. The store keeps only the
+        key's SHA-256 (with the project); the created session's annotation
+        ``agentsessions.claim`` names it, and :meth:`delete` releases the key."""
+        ...
+
+    def find(self, key: str, *, project: str = "default") -> Session | None:
+        """The live session ``key`` names in ``project`` (by :meth:`ensure` or
+        :meth:`claim`), or None: one indexed lookup, never a listing."""
+        ...
+
+    def claim(self, key: str, uid: str, *, project: str = "default") -> str:
+        """Make ``key`` name existing session ``uid`` of ``project`` (a fork's child, say)
+        unless it names a live session already: the uid it names afterwards (``uid``, or
+        the other's). Deleting ``uid`` frees the key again."""
+        ...
+
     def get(self, uid: str) -> Session:
         """The session (deleted ones too), with where its harness memory lives."""
         ...

@@ -51,7 +51,7 @@ from agentsessions.journal.stores.store import (
 )
 from agentsessions.v1.results import ReplayReport
 
-from . import approvals, checks, lifecycle, offline, resolving, toolstores
+from . import approvals, checks, claims, lifecycle, offline, resolving, toolstores
 from . import compact as compaction
 from .api import Frame, Input, Memory, Session, SessionFrame, SessionPage, Turn
 from .home import require_home, resolve_home
@@ -188,38 +188,11 @@ class LocalSessions:
             controller = self._controllers.get(uid)
         return controller.info(uid) if controller is not None else self.store.get(check_uid(uid))
 
-    # -- metadata ---------------------------------------------------------------------------
-    def create(
-        self,
-        *,
-        project: str = "default",
-        name: str = "",
-        harness: str = "",
-        model: str = "",
-        labels: Mapping[str, str] | None = None,
-        annotations: Mapping[str, str] | None = None,
-        tools: str | PathLike[str] | None = None,
-    ) -> Session:
-        """Create an empty session; an unknown model provider or a bad workload is refused
-        first; ``tools`` (a workload file) is recorded with the session."""
-        self._models.check(model)  # an unknown provider is refused before the session exists
-        checks.check_model_of(harness, model, project)  # a model for a harness calling none
-        workload = checks.workload(tools)
-        meta = SessionMeta(
-            uid=new_uid(),
-            project=check_project(project),
-            name=name,
-            harness=harness,
-            model=model,
-            labels=dict(labels or {}),
-            annotations=dict(annotations or {}),
-            create_time_ns=time.time_ns(),
-        )
-        with self._lock:
-            info = self.store.create(meta)
-            if workload is not None:
-                self._record_workload(info.uid, workload)
-            return view(info)
+    # -- metadata (creation and sessions by key: :mod:`.claims`) --------------------------
+    create = claims.create
+    ensure = claims.ensure
+    find = claims.find
+    claim = claims.claim
 
     def get(self, uid: str) -> Session:
         """The session, with where its harness memory lives (a bounded probe)."""
@@ -251,13 +224,16 @@ class LocalSessions:
         return builtins.list(getattr(self.store, "unindexed", ()))
 
     def delete(self, uid: str) -> Session:
-        """Soft-delete ``uid`` (hidden from list, never written again)."""
+        """Soft-delete ``uid`` (hidden from list, never written again); the key ``ensure``
+        created it for is released."""
         check_uid(uid)
         lock = self._hold(uid, 0.0)
         try:
             self._release_writer(uid)  # delete takes the session's lock itself
             with self._lock:
-                return view(self.store.delete(uid))
+                info = self.store.delete(uid)
+            claims.release_claim(self.store, info)  # after: a cut here is released lazily
+            return view(info)
         finally:
             lock.release()
 

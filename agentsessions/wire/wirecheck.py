@@ -122,6 +122,7 @@ NOT_READ: dict[str, str] = {
     V1 + "CreateSessionRequest.session": "the session's metadata: the server reads its "
     "project, name, harness, model, labels and annotations (text); its numbers are the "
     "server's to assign and are ignored",
+    V1 + "EnsureSessionRequest.session": "as CreateSessionRequest.session: text only is read",
     V1 + "ExecRequest.inputs": "messages: recorded as sent (their integers are content)",
     V1 + "ControllerFrame.start.history": "events the host committed: content",
 }

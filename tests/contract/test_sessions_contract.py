@@ -599,3 +599,34 @@ def test_tool_store_reads_a_tool_components_own_entries(sessions: Sessions, tmp_
         sessions.tool_store(UNKNOWN, "notes")
     with pytest.raises(InvalidArgumentError):
         sessions.tool_store(uid, "../notes")
+
+
+# -- sessions by key (Sessions.ensure, find, claim) ---------------------------------------------
+
+
+def test_ensure_makes_one_session_per_key_and_find_finds_it(sessions: Sessions) -> None:
+    assert sessions.find("thread-1", project="bykey") is None
+    made, created = sessions.ensure("thread-1", project="bykey", name="t1", labels={"a": "b"})
+    assert created and (made.project, made.name, dict(made.labels)) == ("bykey", "t1", {"a": "b"})
+    again, created = sessions.ensure("thread-1", project="bykey", name="other")
+    assert (again.uid, again.name, created) == (made.uid, "t1", False)
+    found = sessions.find("thread-1", project="bykey")
+    assert found is not None and found.uid == made.uid
+    assert sessions.find("thread-1", project="elsewhere") is None  # a key is per project
+    sessions.delete(made.uid)  # frees the key
+    assert sessions.find("thread-1", project="bykey") is None
+    fresh, created = sessions.ensure("thread-1", project="bykey")
+    assert created and fresh.uid != made.uid
+
+
+def test_claim_makes_a_key_name_an_existing_session(sessions: Sessions) -> None:
+    first = sessions.create(project="bykey", name="a")
+    second = sessions.create(project="bykey", name="b")
+    assert sessions.claim("k", first.uid, project="bykey") == first.uid
+    assert sessions.claim("k", second.uid, project="bykey") == first.uid  # taken
+    found = sessions.find("k", project="bykey")
+    assert found is not None and found.uid == first.uid
+    with pytest.raises(InvalidArgumentError):
+        sessions.claim("k2", first.uid, project="another")
+    with pytest.raises(InvalidArgumentError):
+        sessions.ensure("", project="bykey")

@@ -139,6 +139,7 @@ def test_deletions_are_records_and_reads_reflect_them(where: dict[str, Any]) -> 
         saver.copy_thread("t", "copy")  # the engine's O(1) fork
         copy_uid = saver.uid("copy")
         assert saver._engine.get(copy_uid).parent_uid == saver.uid("t")
+        assert AgentSessionsSaver(saver._engine).uid("copy") == copy_uid  # found by its id
         assert len(list(saver.list({"configurable": {"thread_id": "copy"}}))) == 2
         uid = saver.uid("t")
         saver.delete_thread("t")

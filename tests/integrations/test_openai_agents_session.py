@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +23,19 @@ from needs import need
 
 need("agents", "openai-agents")
 
-from stores import STORES, adapter_where, cli, imports_no, refuses_a_down_store, run_writers
+from stores import (
+    ROOT,
+    STORES,
+    adapter_where,
+    cli,
+    imports_no,
+    refuses_a_down_store,
+    run_writers,
+)
 
 import agentsessions
 from agentsessions.errors import InvalidArgumentError, NotFoundError
+from agentsessions.integrations.common import engine_of
 from agentsessions.integrations.openai_agents import AgentSessionsSession
 
 ITEMS: list[Any] = [
@@ -168,7 +181,7 @@ def test_threads_each_with_its_own_loop_lose_and_interleave_nothing(tmp_path: Pa
         engine.close()
 
 
-def test_two_creators_of_one_id_converge_on_the_first_session(
+def test_a_creator_whose_lookup_missed_the_session_joins_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     engine = agentsessions.open(tmp_path / "home")
@@ -183,7 +196,7 @@ def test_two_creators_of_one_id_converge_on_the_first_session(
         assert late.uid == first.uid
         assert asyncio.run(first.get_items()) == ITEMS[:2]
         live = engine.list(project="openai-agents").sessions
-        assert [s.uid for s in live] == [first.uid]  # the loser's own is soft-deleted
+        assert [s.uid for s in live] == [first.uid]  # the key named one session: no other made
     finally:
         engine.close()
 
@@ -232,6 +245,14 @@ def test_fork_shares_the_prefix_and_diverges(where: dict[str, Any]) -> None:
             assert await session.get_items() == ITEMS
             got = session._engine.get(child.uid)
             assert (got.parent_uid, got.name) == (session.uid, "branch")
+            # the child is found by its id, and an id that is taken cannot be forked to
+            again = AgentSessionsSession("branch", session._engine)
+            assert again.uid == child.uid
+            with pytest.raises(InvalidArgumentError, match="exists"):
+                session.fork(session_id="branch")
+            assert [s.name for s in session._engine.list(project="openai-agents").sessions].count(
+                "branch"
+            ) == 1  # the refused fork's child was deleted
 
         asyncio.run(go())
     finally:
@@ -321,8 +342,7 @@ _WRITER = textwrap.dedent(
 def test_two_processes_on_one_session_are_serialised(where: dict[str, Any]) -> None:
     """Two processes write and pop one session id at once: one session, every batch whole
     and in its writer's order, no item popped twice, nothing lost. (The session exists
-    first: two processes *creating* one id at the same instant can still diverge, see the
-    adapter's module docstring.)"""
+    first; creating a new id at once is the next test.)"""
     seed = _session(where, "shared")
     asyncio.run(seed.add_items([{"p": "seed", "i": 0, "k": 0}]))
     seed.close()
@@ -347,6 +367,66 @@ def test_two_processes_on_one_session_are_serialised(where: dict[str, Any]) -> N
         assert reader._engine.verify(reader.uid).ok
     finally:
         reader.close()
+
+
+_CREATOR = textwrap.dedent(
+    """
+    import asyncio, os, sys, time
+    from agentsessions.integrations.openai_agents import AgentSessionsSession
+    where, name, key_file, flags, rounds = sys.argv[1:6]
+    for r in range(int(rounds)):  # every round a new id, all writers released at once
+        open(f"{flags}{r}-{name}", "w").close()
+        while not os.path.exists(f"{flags}{r}-go"):
+            time.sleep(0.001)
+        s = AgentSessionsSession(f"new-{r}", where, key_file=key_file or None)
+        asyncio.run(s.add_items([{"p": name, "k": 0}, {"p": name, "k": 1}]))
+        print(s.uid, flush=True)
+        s.close()
+    """
+)
+
+
+def test_processes_creating_one_new_id_at_once_make_one_session(
+    where: dict[str, Any], tmp_path: Path
+) -> None:
+    """Three processes add items to one *new* session id at the same instant, five rounds
+    (a new id each): each round makes exactly one session, every process's items land in
+    it whole, and every process reports its uid."""
+    names, rounds, flags = ("a", "b", "c"), 5, str(tmp_path / "flag-")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [str(where["where"]), where.get("key_file") or "", flags, str(rounds)]
+    command = [sys.executable, "-c", _CREATOR, argv[0]]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    procs = [subprocess.Popen([*command, name, *argv[1:]], env=env, **pipes) for name in names]
+    try:
+        for r in range(rounds):
+            deadline = time.monotonic() + 120
+            while not all(os.path.exists(f"{flags}{r}-{n}") for n in names):
+                assert time.monotonic() < deadline and all(p.poll() is None for p in procs)
+                time.sleep(0.005)
+            Path(f"{flags}{r}-go").touch()
+        outs = [proc.communicate(timeout=180) for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+    for proc, (_, err) in zip(procs, outs, strict=True):
+        assert proc.returncode == 0, err.decode()[-3000:]
+    uids = [out.decode().split() for out, _ in outs]
+    engine, _owned = engine_of(where["where"], where.get("key_file"))
+    try:
+        live = engine.list(project="openai-agents", page_size=100).sessions
+        assert sorted(s.name for s in live) == [f"new-{r}" for r in range(rounds)]
+        for r in range(rounds):
+            found = engine.find(f"new-{r}", project="openai-agents")
+            assert found is not None and {mine[r] for mine in uids} == {found.uid}
+            items = asyncio.run(AgentSessionsSession(f"new-{r}", engine).get_items())
+            want = [(n, k) for n in names for k in (0, 1)]
+            assert sorted((x["p"], x["k"]) for x in items) == want  # both writes, once each
+            for first, second in zip(items[::2], items[1::2], strict=True):
+                assert first["p"] == second["p"] and (first["k"], second["k"]) == (0, 1)
+    finally:
+        engine.close()
 
 
 def test_the_base_install_imports_no_framework() -> None:

@@ -8,7 +8,15 @@ from needs import need
 
 need("nats", "nats")
 
-from agentsessions.journal.stores.jetstream import checkpoint, extras, identity, keys, wire
+from agentsessions.journal.stores.claims import ClaimKey
+from agentsessions.journal.stores.jetstream import (
+    checkpoint,
+    claims,
+    extras,
+    identity,
+    keys,
+    wire,
+)
 
 P, UID = "ags", "sess-0123456789abcdef"
 
@@ -27,6 +35,7 @@ def test_each_kind_has_a_subject_of_its_own() -> None:
         "harnesses": extras.harness_subject(P),
         "genesis": identity.genesis_subject(P),
         "shredded": keys.shred_subject(P, UID),
+        "key claim": claims.claim_subject(P, ClaimKey.of("default", "thread-1")),
     }
     # no two kinds share a subject, nor a kind's wildcard its neighbour's (P.<kind>.*)
     kinds = {name: s.split(".")[1] for name, s in subjects.items()}

@@ -412,6 +412,11 @@ def sample(method: Method, target: str, project: str = "") -> Message | list[Mes
         "Sessions.ReadToolStore": lambda t: pb.ToolStoreRequest(session=t, tool="notes"),
         "Sessions.Export": lambda t: pb.ExportRequest(session=t),
         "Sessions.Import": lambda t: [pb.ImportChunk(data=b"not an export", project=t)],
+        "Sessions.EnsureSession": lambda t: pb.EnsureSessionRequest(
+            key="k", session=pb.Session(metadata=common_pb2.ResourceMetadata(project=t))
+        ),
+        "Sessions.FindSession": lambda t: pb.FindSessionRequest(key="k", project=t),
+        "Sessions.ClaimSession": lambda t: pb.ClaimSessionRequest(key="k", uid=t),
         "HarnessRegistry.RegisterHarness": lambda t: reg.RegisterHarnessRequest(
             name=t, spec=spec("127.0.0.1:9")
         ),

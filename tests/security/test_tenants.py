@@ -6,10 +6,11 @@ a's session exists.
 
 The methods come from the daemon's reflection and the generated descriptors, so an RPC
 added later fails :func:`test_the_matrix_covers_every_served_rpc` until it has a case
-here. A method that names a project (CreateSession, ListSessions, Import, an Exec that
-creates) is asked with a's project and with one nobody has: both PERMISSION_DENIED, the
-same text but the name (refusing a name the caller chose leaks nothing). Harness
-registrations belong to a project the same way: b never reads, retires or re-registers a's.
+here. A method that names a project (CreateSession, ListSessions, Import, EnsureSession,
+FindSession, an Exec that creates) is asked with a's project and with one nobody has:
+both PERMISSION_DENIED, the same text but the name (refusing a name the caller chose
+leaks nothing). Harness registrations belong to a project the same way: b never reads,
+retires or re-registers a's.
 """
 
 from __future__ import annotations
@@ -31,7 +32,13 @@ from hostile import REGISTRY, SESSIONS, Method
 
 from agentsessions.wire.gen import harness_registry_pb2, session_pb2
 
-PROJECT_ADDRESSED = ("Sessions.CreateSession", "Sessions.ListSessions", "Sessions.Import")
+PROJECT_ADDRESSED = (
+    "Sessions.CreateSession",
+    "Sessions.ListSessions",
+    "Sessions.Import",
+    "Sessions.EnsureSession",
+    "Sessions.FindSession",
+)
 NAME_ADDRESSED = tuple(m.full for m in REGISTRY.values() if m.name != "ListHarnesses")
 UID_ADDRESSED = tuple(m.full for m in SESSIONS.values() if m.full not in PROJECT_ADDRESSED)
 LISTING = ("HarnessRegistry.ListHarnesses",)  # names nothing: b's list must not show a's

@@ -236,6 +236,9 @@ ADDED_RPCS = {
     "Sessions.ReadToolStore": ("ToolStoreRequest", "ToolStoreResponse", False, False),
     "Sessions.Export": ("ExportRequest", "ExportChunk", False, True),
     "Sessions.Import": ("ImportChunk", "Session", True, False),
+    "Sessions.EnsureSession": ("EnsureSessionRequest", "EnsureSessionResponse", False, False),
+    "Sessions.FindSession": ("FindSessionRequest", "FindSessionResponse", False, False),
+    "Sessions.ClaimSession": ("ClaimSessionRequest", "ClaimSessionResponse", False, False),
 }
 ADDED_MESSAGES = {
     "session.proto": {
@@ -259,6 +262,12 @@ ADDED_MESSAGES = {
         "ExportRequest",
         "ExportChunk",
         "ImportChunk",
+        "EnsureSessionRequest",
+        "EnsureSessionResponse",
+        "FindSessionRequest",
+        "FindSessionResponse",
+        "ClaimSessionRequest",
+        "ClaimSessionResponse",
     },
     "harness.proto": {"WorkingState", "StateResult"},
     "common.proto": {"StateCommit", "TextDelta"},

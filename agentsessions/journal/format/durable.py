@@ -1,4 +1,5 @@
-"""Durability primitives: the ONLY module that calls fsync, fdatasync, replace, ftruncate.
+"""Durability primitives: the ONLY module that calls fsync, fdatasync, replace, link,
+ftruncate.
 
 Everything that makes bytes durable goes through one :class:`FileSystem` object, so tests
 can swap in :class:`CrashFileSystem` and simulate "power loss loses every write after the
@@ -129,6 +130,19 @@ class FileSystem:
             os.replace(src, dst)
         except OSError as exc:
             raise storage_error("rename", f"{os.fspath(src)} -> {os.fspath(dst)}", exc) from exc
+
+    def link_new(self, src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> bool:
+        """Give file ``src`` the second name ``dst`` if no ``dst`` exists: True, or False when
+        one does (link(2) is atomic and exclusive, so of two processes one wins, and the file
+        appears whole, unlike one made with ``O_EXCL`` and then written). Durable only after
+        :meth:`sync_dir` of ``dst``'s directory."""
+        try:
+            os.link(src, dst)
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            raise storage_error("link", f"{os.fspath(src)} -> {os.fspath(dst)}", exc) from exc
+        return True
 
     def truncate(self, fd: int, size: int) -> None:
         """Cut ``fd`` to ``size`` bytes (durable only after :meth:`sync`)."""
@@ -290,8 +304,8 @@ class CrashFileSystem(FileSystem):
     - ``enospc_at_write=N`` makes the Nth :meth:`write_all` (1-based, counted over the
       object's life) write half its bytes, then raise StorageError(ENOSPC), once.
     - ``crash_at_op=K`` raises :class:`SimulatedCrash` instead of performing the Kth
-      mutating operation (open-with-create, write, sync, sync_dir, replace, truncate,
-      unlink). ``ops`` lists every mutating operation performed, for choosing K.
+      mutating operation (open-with-create, write, sync, sync_dir, replace, link,
+      truncate, unlink). ``ops`` lists every mutating operation performed, for choosing K.
     """
 
     def __init__(self, *, enospc_at_write: int | None = None, crash_at_op: int | None = None):
@@ -367,6 +381,16 @@ class CrashFileSystem(FileSystem):
         if s in self.unsynced_creates:
             self.unsynced_creates.discard(s)
             self.unsynced_creates.add(d)
+
+    def link_new(self, src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> bool:
+        """Link; the new name vanishes on :meth:`crash` until its directory is synced."""
+        self._op("link", dst)
+        if not super().link_new(src, dst):
+            return False
+        s, d = os.path.abspath(src), os.path.abspath(dst)
+        self.synced[d] = self.synced.get(s, os.path.getsize(d))
+        self.unsynced_creates.add(d)
+        return True
 
     def truncate(self, fd: int, size: int) -> None:
         """Truncate; the durable length can only shrink here."""

@@ -1,6 +1,7 @@
 """A static check, for mypy only: every store offers :class:`~.store.StoreExtras`, and the
 file and JetStream stores :class:`~.store.SealedExport`, the file store
-:class:`~.store.Reindexable`; every store :class:`~.store.ProjectIndex`.
+:class:`~.store.Reindexable`; every store :class:`~.store.ProjectIndex` and
+:class:`~.claims.KeyClaims`.
 
 The engine reaches these capabilities by duck typing (a store without them still serves),
 so nothing at run time would notice a store whose method is misspelt or takes other
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from agentsessions.journal.stores.claims import KeyClaims
     from agentsessions.journal.stores.file.store import FileStore
     from agentsessions.journal.stores.jetstream.store import JetStreamStore
     from agentsessions.journal.stores.memory.store import MemoryStore
@@ -49,4 +51,13 @@ if TYPE_CHECKING:
         return store
 
     def _jetstream_index(store: JetStreamStore) -> ProjectIndex:
+        return store
+
+    def _file_claims(store: FileStore) -> KeyClaims:
+        return store
+
+    def _memory_claims(store: MemoryStore) -> KeyClaims:
+        return store
+
+    def _jetstream_claims(store: JetStreamStore) -> KeyClaims:
         return store

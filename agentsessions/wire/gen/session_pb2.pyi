@@ -504,6 +504,54 @@ class ResolveResponse(_message.Message):
     turn: ExecUpdate
     def __init__(self, session: _Optional[_Union[Session, _Mapping]] = ..., call: _Optional[_Union[UnresolvedCall, _Mapping]] = ..., result: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., turn: _Optional[_Union[ExecUpdate, _Mapping]] = ...) -> None: ...
 
+class EnsureSessionRequest(_message.Message):
+    __slots__ = ("key", "session", "tools")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    session: Session
+    tools: str
+    def __init__(self, key: _Optional[str] = ..., session: _Optional[_Union[Session, _Mapping]] = ..., tools: _Optional[str] = ...) -> None: ...
+
+class EnsureSessionResponse(_message.Message):
+    __slots__ = ("session", "created")
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    session: Session
+    created: bool
+    def __init__(self, session: _Optional[_Union[Session, _Mapping]] = ..., created: _Optional[bool] = ...) -> None: ...
+
+class FindSessionRequest(_message.Message):
+    __slots__ = ("key", "project")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    project: str
+    def __init__(self, key: _Optional[str] = ..., project: _Optional[str] = ...) -> None: ...
+
+class FindSessionResponse(_message.Message):
+    __slots__ = ("session",)
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    session: Session
+    def __init__(self, session: _Optional[_Union[Session, _Mapping]] = ...) -> None: ...
+
+class ClaimSessionRequest(_message.Message):
+    __slots__ = ("key", "uid", "project")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    uid: str
+    project: str
+    def __init__(self, key: _Optional[str] = ..., uid: _Optional[str] = ..., project: _Optional[str] = ...) -> None: ...
+
+class ClaimSessionResponse(_message.Message):
+    __slots__ = ("uid",)
+    UID_FIELD_NUMBER: _ClassVar[int]
+    uid: str
+    def __init__(self, uid: _Optional[str] = ...) -> None: ...
+
 class VerifyRequest(_message.Message):
     __slots__ = ("session", "strict")
     SESSION_FIELD_NUMBER: _ClassVar[int]

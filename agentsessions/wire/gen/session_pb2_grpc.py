@@ -135,6 +135,21 @@ class SessionsStub:
                 request_serializer=session__pb2.ImportChunk.SerializeToString,
                 response_deserializer=session__pb2.Session.FromString,
                 _registered_method=True)
+        self.EnsureSession = channel.unary_unary(
+                '/agentsessions.v1.Sessions/EnsureSession',
+                request_serializer=session__pb2.EnsureSessionRequest.SerializeToString,
+                response_deserializer=session__pb2.EnsureSessionResponse.FromString,
+                _registered_method=True)
+        self.FindSession = channel.unary_unary(
+                '/agentsessions.v1.Sessions/FindSession',
+                request_serializer=session__pb2.FindSessionRequest.SerializeToString,
+                response_deserializer=session__pb2.FindSessionResponse.FromString,
+                _registered_method=True)
+        self.ClaimSession = channel.unary_unary(
+                '/agentsessions.v1.Sessions/ClaimSession',
+                request_serializer=session__pb2.ClaimSessionRequest.SerializeToString,
+                response_deserializer=session__pb2.ClaimSessionResponse.FromString,
+                _registered_method=True)
 
 
 class SessionsServicer:
@@ -269,6 +284,25 @@ class SessionsServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def EnsureSession(self, request, context):
+        """Additions: sessions by a key of the caller's (Sessions.ensure, find, claim).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FindSession(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ClaimSession(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SessionsServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -371,6 +405,21 @@ def add_SessionsServicer_to_server(servicer, server):
                     servicer.Import,
                     request_deserializer=session__pb2.ImportChunk.FromString,
                     response_serializer=session__pb2.Session.SerializeToString,
+            ),
+            'EnsureSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.EnsureSession,
+                    request_deserializer=session__pb2.EnsureSessionRequest.FromString,
+                    response_serializer=session__pb2.EnsureSessionResponse.SerializeToString,
+            ),
+            'FindSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.FindSession,
+                    request_deserializer=session__pb2.FindSessionRequest.FromString,
+                    response_serializer=session__pb2.FindSessionResponse.SerializeToString,
+            ),
+            'ClaimSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.ClaimSession,
+                    request_deserializer=session__pb2.ClaimSessionRequest.FromString,
+                    response_serializer=session__pb2.ClaimSessionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -913,6 +962,87 @@ class Sessions:
             '/agentsessions.v1.Sessions/Import',
             session__pb2.ImportChunk.SerializeToString,
             session__pb2.Session.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EnsureSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentsessions.v1.Sessions/EnsureSession',
+            session__pb2.EnsureSessionRequest.SerializeToString,
+            session__pb2.EnsureSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FindSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentsessions.v1.Sessions/FindSession',
+            session__pb2.FindSessionRequest.SerializeToString,
+            session__pb2.FindSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ClaimSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentsessions.v1.Sessions/ClaimSession',
+            session__pb2.ClaimSessionRequest.SerializeToString,
+            session__pb2.ClaimSessionResponse.FromString,
             options,
             channel_credentials,
             insecure,

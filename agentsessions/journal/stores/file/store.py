@@ -3,6 +3,7 @@
 Layout under the store's home (``docs/FORMAT.md`` has the byte-level details)::
 
     catalog.sqlite3              listing index (rebuildable from the session directories)
+    claims/<digest>              a key bound to a session uid (:mod:`.claims`)
     sessions/<uid>/session.json  immutable metadata, written before any event
     sessions/<uid>/LOCK          flock of the single writer, with the holder's identity
     sessions/<uid>/FENCE         the current fence, minted in place by every writer open
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import errno
 import itertools
 import os
 import secrets
@@ -35,6 +37,7 @@ from agentsessions.errors import (
     InvalidArgumentError,
     MetadataCorruptError,
     NotFoundError,
+    SessionExistsError,
     StorageError,
 )
 from agentsessions.journal.format import fencefile
@@ -43,9 +46,11 @@ from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import SegmentLog
 from agentsessions.journal.stores import forking, metafile
+from agentsessions.journal.stores.claims import ClaimKey
 from agentsessions.journal.stores.file import component as filecomponent
 from agentsessions.journal.stores.file import statefile, watch
 from agentsessions.journal.stores.file.catalog import Catalog
+from agentsessions.journal.stores.file.claims import FileClaims
 from agentsessions.journal.stores.file.component import FileComponentStore
 from agentsessions.journal.stores.file.crypt import LazyCipher, cipher_for, create_key
 from agentsessions.journal.stores.file.host import HostFiles
@@ -123,6 +128,7 @@ class FileStore(HostFiles):
         self.unindexed: builtins.list[MetadataCorruptError] = []  # found by the last reindex
         self.last_watcher: watch.Watcher | None = None  # the newest follow's (tests count)
         self.read_only = self._decide_read_only() if read_only is None else read_only
+        self.claims = FileClaims(self.home, fs, read_only=self.read_only)
         if self.read_only:
             self.catalog = Catalog.read_only(catalog_path) or self._scanned(catalog_path)
             return
@@ -205,7 +211,7 @@ class FileStore(HostFiles):
         meta = replace(meta, encrypted=self.master is not None)
         final = self.sessions_dir / meta.uid
         if final.exists():
-            raise InvalidArgumentError(f"session {meta.uid} already exists")
+            raise SessionExistsError(f"session {meta.uid} already exists")
         tmp = SessionDir(self.sessions_dir / f".tmp-{meta.uid}-{secrets.token_hex(4)}")
         try:
             tmp.journal.mkdir(parents=True)
@@ -223,7 +229,7 @@ class FileStore(HostFiles):
                 fs=self.fs,
             )
             self.fs.sync_dir(tmp.path)
-            self.fs.replace(tmp.path, final)
+            self._rename_new(tmp.path, final, meta.uid)
             self.fs.sync_dir(self.sessions_dir)
         except OSError as exc:
             shutil.rmtree(tmp.path, ignore_errors=True)
@@ -232,6 +238,17 @@ class FileStore(HostFiles):
             shutil.rmtree(tmp.path, ignore_errors=True)
             raise
         return meta
+
+    def _rename_new(self, tmp: Path, final: Path, uid: str) -> None:
+        """Rename a built session directory into place, exclusively: rename(2) refuses to
+        replace a non-empty directory, so of two processes creating one uid at once (two
+        completing one claimed key) exactly one lands; the other gets SessionExistsError."""
+        try:
+            self.fs.replace(tmp, final)
+        except StorageError as exc:
+            if exc.fields.get("errno") in (errno.ENOTEMPTY, errno.EEXIST):
+                raise SessionExistsError(f"session {uid} already exists") from None
+            raise
 
     def get(self, uid: str) -> SessionInfo:
         sdir = self._dir(uid)
@@ -503,6 +520,20 @@ class FileStore(HostFiles):
         if sdir.cancel_file.exists():
             self.fs.unlink(sdir.cancel_file)
             self.fs.sync_dir(sdir.path)
+
+    # -- key claims (:mod:`.claims`: ``claims/<digest>``) ---------------------------------
+    def claim(self, key: ClaimKey, uid: str) -> str:
+        """Bind ``key`` to ``uid`` unless bound; the uid bound (:class:`~..claims.KeyClaims`)."""
+        return self.claims.claim(key, uid)
+
+    def lookup(self, key: ClaimKey) -> str:
+        """The uid ``key`` is bound to, "" if none."""
+        return self.claims.lookup(key)
+
+    def release(self, key: ClaimKey, uid: str) -> None:
+        """Unbind ``key`` if it is still bound to ``uid``."""
+        self._check_writable("release a key")
+        self.claims.release(key, uid)
 
     # -- component stores (a tool's own journal: :mod:`.filecomponent`) -------------------
     def component(self, uid: str, name: str) -> FileComponentStore:

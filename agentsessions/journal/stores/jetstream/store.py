@@ -18,11 +18,12 @@ The five duties (``store.py``) mapped onto one stream (``docs/JETSTREAM.md``):
 5. size limit: the shared Tail refuses a commit over ``max_commit_bytes`` whole; the
    server's ``max_payload`` must fit it (checked at start).
 
-Fencing across hosts: see :mod:`.writer`. Metadata is the last message on
-``P.m.<uid>``; tool stores are subjects ``P.c.<uid>.<hex name>``. A fork child's subject
-starts with its marker commit, which carries the parent's tail at the fork point; its
-prefix is read from the parent, never copied. The hash chain is the file store's, built by
-the same shared code (``tail.seal_events``), so ``verify`` and the Go reference agree.
+Fencing across hosts: see :mod:`.writer`. Key claims are ``P.k.<digest>`` (:mod:`.claims`).
+Metadata is the last message on ``P.m.<uid>``; tool stores are subjects
+``P.c.<uid>.<hex name>``. A fork child's subject starts with its marker commit, which
+carries the parent's tail at the fork point; its prefix is read from the parent, never
+copied. The hash chain is the file store's, built by the same shared code
+(``tail.seal_events``), so ``verify`` and the Go reference agree.
 """
 
 from __future__ import annotations
@@ -42,11 +43,14 @@ from agentsessions.errors import (
     LockHeldError,
     MetadataCorruptError,
     NotFoundError,
+    SessionExistsError,
     UnavailableError,
 )
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores import forking, metafile
+from agentsessions.journal.stores.claims import ClaimKey
 from agentsessions.journal.stores.jetstream import checkpoint, identity, listing, live, wire
+from agentsessions.journal.stores.jetstream.claims import StreamClaims
 from agentsessions.journal.stores.jetstream.client import Client
 from agentsessions.journal.stores.jetstream.component import JetStreamComponentStore
 from agentsessions.journal.stores.jetstream.conn import (
@@ -131,6 +135,7 @@ class JetStreamStore:
         self._extras = Extras(self._client, options.prefix, self._meta, self._host_cipher)
         self.unindexed: builtins.list[MetadataCorruptError] = []  # found by the last list
         self._live: dict[str, Any] = {}  # journal subject -> its writer's probe responder
+        self._claims = StreamClaims(self._client, options.prefix)
 
     # -- sessions -----------------------------------------------------------------------
     def create(self, meta: SessionMeta) -> SessionInfo:
@@ -142,7 +147,7 @@ class JetStreamStore:
         meta = replace(meta, encrypted=self.master is not None)
         if meta.encrypted:  # the key first: the metadata's marker promises it
             if self._client.last(self._meta_subject(meta.uid)) is not None:
-                raise InvalidArgumentError(f"session {meta.uid} already exists")
+                raise SessionExistsError(f"session {meta.uid} already exists")
             self._ring.create(meta.uid)
         self._put_meta(meta, deleted=False, new=True)
         return self._info(meta, False, meta.create_time_ns, None)
@@ -202,7 +207,7 @@ class JetStreamStore:
             check_uid(meta.uid)
             check_project(meta.project)
             if self._client.last(self._meta_subject(meta.uid)) is not None:
-                raise InvalidArgumentError(f"session {meta.uid} already exists")
+                raise SessionExistsError(f"session {meta.uid} already exists")
         base = forking.base_tail(lambda a, b: self.read(parent, a, b), at_seq, head)
         made = []
         for meta in children:
@@ -275,6 +280,19 @@ class JetStreamStore:
         """The names of the tool stores session ``uid`` has, sorted."""
         self._meta(uid)
         return tuple(sorted(wire.component_name(s) for s in self._component_subjects(uid)))
+
+    # -- key claims (jetstream/claims.py: ``P.k.<digest>``) --------------------------------
+    def claim(self, key: ClaimKey, uid: str) -> str:
+        """Bind ``key`` to ``uid`` unless bound; the uid bound (:mod:`..claims`)."""
+        return self._claims.claim(key, uid)
+
+    def lookup(self, key: ClaimKey) -> str:
+        """The uid ``key`` is bound to, "" if none."""
+        return self._claims.lookup(key)
+
+    def release(self, key: ClaimKey, uid: str) -> None:
+        """Unbind ``key`` if it is still bound to ``uid``."""
+        self._claims.release(key, uid)
 
     # -- encryption at rest (jetstream/crypt.py, jetstream/keys.py) ----------------------
     def check_shreddable(self, uid: str) -> None:
@@ -515,7 +533,7 @@ class JetStreamStore:
         )
         if self._client.publish(subject, body, expect=expect, token=_token()) is None:
             if new:
-                raise InvalidArgumentError(f"session {meta.uid} already exists")
+                raise SessionExistsError(f"session {meta.uid} already exists")
             raise InvalidArgumentError(f"session {meta.uid}: its metadata changed meanwhile")
 
     def _fence(self, subject: str, *, deleted: bool = True) -> None:

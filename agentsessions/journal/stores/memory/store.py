@@ -23,11 +23,13 @@ from agentsessions.errors import (
     JournalCorruptError,
     LockHeldError,
     NotFoundError,
+    SessionExistsError,
 )
 from agentsessions.journal.crypto.cipher import SessionCipher
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores import forking
 from agentsessions.journal.stores.appending import ChainWriter
+from agentsessions.journal.stores.claims import ClaimKey
 from agentsessions.journal.stores.memory.crypt import (
     MemoryKey,
     open_records,
@@ -88,13 +90,14 @@ class MemoryStore:
         self.max_commit_bytes = max_commit_bytes
         self.master = master
         self._sessions: dict[str, _Session] = {}
+        self._claims: dict[ClaimKey, str] = {}  # key claims (only digests, as every store)
         self._cond = threading.Condition()
 
     def with_master(self, master: MasterKey | None) -> MemoryStore:
         """The same sessions seen with another master key (None: none), as a file store's
         home reopened with another ``--key-file``."""
         twin = MemoryStore(max_commit_bytes=self.max_commit_bytes, master=master)
-        twin._sessions, twin._cond = self._sessions, self._cond
+        twin._sessions, twin._cond, twin._claims = self._sessions, self._cond, self._claims
         return twin
 
     def _new_key(self, scope: str) -> MemoryKey | None:
@@ -109,7 +112,7 @@ class MemoryStore:
         check_project(meta.project)
         with self._cond:
             if meta.uid in self._sessions:
-                raise InvalidArgumentError(f"session {meta.uid} already exists")
+                raise SessionExistsError(f"session {meta.uid} already exists")
             if not meta.create_time_ns:
                 meta = _with_time(meta)
             meta = replace(meta, encrypted=self.master is not None)
@@ -121,6 +124,23 @@ class MemoryStore:
     def get(self, uid: str) -> SessionInfo:
         with self._cond:
             return self._info(self._session(uid))
+
+    def claim(self, key: ClaimKey, uid: str) -> str:
+        """Bind ``key`` to ``uid`` unless bound; the uid bound (:mod:`..claims`)."""
+        check_uid(uid)
+        with self._cond:
+            return self._claims.setdefault(key, uid)
+
+    def lookup(self, key: ClaimKey) -> str:
+        """The uid ``key`` is bound to, "" if none."""
+        with self._cond:
+            return self._claims.get(key, "")
+
+    def release(self, key: ClaimKey, uid: str) -> None:
+        """Unbind ``key`` if it is still bound to ``uid``."""
+        with self._cond:
+            if self._claims.get(key) == uid:
+                del self._claims[key]
 
     def project_of(self, uid: str) -> str | None:
         """``uid``'s project from the table, None for an unknown uid (.store.ProjectIndex)."""
@@ -162,7 +182,7 @@ class MemoryStore:
                 check_uid(meta.uid)
                 check_project(meta.project)
                 if meta.uid in self._sessions:
-                    raise InvalidArgumentError(f"session {meta.uid} already exists")
+                    raise SessionExistsError(f"session {meta.uid} already exists")
             made = []
             for meta in children:
                 meta = replace(meta, parent_uid=parent, fork_seq=at_seq)

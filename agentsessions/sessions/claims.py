@@ -1,0 +1,217 @@
+"""The engine's sessions by key: ``Sessions.ensure``, ``find`` and ``claim``, and ``create``.
+
+A key is a string of the caller's that names one session of a project (a framework's
+conversation or thread id; issue 22's origin, its ``source`` and ``subject``). The key is
+opaque here, so whatever derives it does so in one place of its own, injectively (e.g. the
+JSON of ``[source, subject]``, so that no two origins share a key the way ``"a:b" + "c"``
+and ``"a" + "b:c"`` would if joined by a colon). The store
+binds it atomically (:mod:`agentsessions.journal.stores.claims`), so one lookup finds the
+session (no listing) and processes racing on a new key create one session.
+
+How :func:`ensure` stays correct when a process dies anywhere in it: it claims the key for
+a fresh uid *first* (durably), then creates that uid if no session has it. A crash between
+the two leaves a claim without a session; the next ``ensure`` of the key finds the claim,
+sees no session and creates it (every store's create of one uid is exclusive:
+SessionExistsError to the loser, which then returns the winner's). A claim bound to a
+deleted session (a delete cut before its release) is released and claimed anew. So every
+caller of ``ensure`` of one key gets the same uid, and exactly one of them ``created``.
+
+A session ``ensure`` creates carries its key's digest in the annotation
+:data:`CLAIM_ANNOTATION`, so deleting it releases the key at once; a session bound by
+:func:`claim` (made otherwise, e.g. by a fork) has its key released lazily: the next
+``ensure`` finds it deleted and releases it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from os import PathLike
+from typing import TYPE_CHECKING, Protocol
+
+from agentsessions.errors import (
+    InvalidArgumentError,
+    LockHeldError,
+    NotFoundError,
+    SessionExistsError,
+)
+from agentsessions.journal.stores.claims import ClaimKey, KeyClaims, key_claims
+from agentsessions.journal.stores.store import (
+    SessionInfo,
+    SessionMeta,
+    Store,
+    check_project,
+    check_uid,
+    deleted_error,
+    new_uid,
+)
+
+from . import checks
+from .api import Session
+from .views import view
+
+if TYPE_CHECKING:
+    from agentsessions.tools.workload import Workload
+
+CLAIM_ANNOTATION = "agentsessions.claim"
+"""The annotation naming the digest of the key a session was created for by ``ensure``."""
+_TRIES = 8  # rounds of "bound to a deleted session: release, claim again"
+
+
+class Engine(Protocol):
+    """What these operations use of the local engine (named so, not imported)."""
+
+    store: Store
+    _lock: threading.Lock
+    _models: checks.ModelChecks
+
+    def _record_workload(self, uid: str, workload: Workload) -> None: ...
+
+
+def prepare(
+    self: Engine,
+    *,
+    project: str,
+    name: str,
+    harness: str,
+    model: str,
+    labels: Mapping[str, str] | None,
+    annotations: Mapping[str, str] | None,
+    tools: str | PathLike[str] | None,
+) -> tuple[SessionMeta, Workload | None]:
+    """A new session's metadata (a fresh uid) and workload, every option checked first: an
+    unknown model provider, a model for a harness calling none, a bad workload file."""
+    self._models.check(model)  # an unknown provider is refused before the session exists
+    checks.check_model_of(harness, model, project)
+    workload = checks.workload(tools)
+    meta = SessionMeta(
+        uid=new_uid(),
+        project=check_project(project),
+        name=name,
+        harness=harness,
+        model=model,
+        labels=dict(labels or {}),
+        annotations=dict(annotations or {}),
+        create_time_ns=time.time_ns(),
+    )
+    return meta, workload
+
+
+def store_new(self: Engine, meta: SessionMeta, workload: Workload | None) -> Session:
+    """Create the prepared session (SessionExistsError if its uid has one already)."""
+    with self._lock:
+        info = self.store.create(meta)
+        if workload is not None:
+            self._record_workload(info.uid, workload)
+        return view(info)
+
+
+def create(
+    self: Engine,
+    *,
+    project: str = "default",
+    name: str = "",
+    harness: str = "",
+    model: str = "",
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    tools: str | PathLike[str] | None = None,
+) -> Session:
+    """Create an empty session; an unknown model provider or a bad workload is refused
+    first; ``tools`` (a workload file) is recorded with the session."""
+    meta, workload = prepare(
+        self, project=project, name=name, harness=harness, model=model, labels=labels,
+        annotations=annotations, tools=tools,
+    )  # fmt: skip
+    return store_new(self, meta, workload)
+
+
+def ensure(
+    self: Engine,
+    key: str,
+    *,
+    project: str = "default",
+    name: str = "",
+    harness: str = "",
+    model: str = "",
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    tools: str | PathLike[str] | None = None,
+) -> tuple[Session, bool]:
+    """The live session ``key`` names in ``project``, created (with these options, as
+    :func:`create`) if there is none: ``(session, created)``. Atomic across processes and
+    hosts; see the module docstring."""
+    ck = ClaimKey.of(project, key)
+    claims = key_claims(self.store)
+    meta, workload = prepare(
+        self, project=project, name=name, harness=harness, model=model, labels=labels,
+        annotations={**(annotations or {}), CLAIM_ANNOTATION: ck.digest}, tools=tools,
+    )  # fmt: skip
+    for _ in range(_TRIES):
+        bound = claims.lookup(ck)
+        info = _existing(self.store, bound)
+        if info is None:  # unbound, or claimed by a process that has not created it yet
+            bound = claims.claim(ck, bound or meta.uid)  # durable before anything is made
+            info = _existing(self.store, bound)
+        if info is None:
+            try:
+                return store_new(self, replace(meta, uid=bound), workload), True
+            except SessionExistsError:  # another process completed the claim first
+                info = self.store.get(bound)
+        if not info.deleted:
+            return view(info), False
+        claims.release(ck, bound)  # its delete was cut before it released the key
+        meta = replace(meta, uid=new_uid())
+    raise LockHeldError(f"the key's session in project {project!r} kept being deleted")
+
+
+def find(self: Engine, key: str, *, project: str = "default") -> Session | None:
+    """The live session ``key`` names in ``project``, or None: one claim lookup and one
+    session read, never a listing. A key claimed whose session is not made yet (or was
+    deleted) is None; nothing is written."""
+    ck = ClaimKey.of(project, key)
+    info = _existing(self.store, key_claims(self.store).lookup(ck))
+    return view(info) if info is not None and not info.deleted else None
+
+
+def claim(self: Engine, key: str, uid: str, *, project: str = "default") -> str:
+    """Bind ``key`` in ``project`` to existing session ``uid`` (a fork's child, say) if the
+    key names no live session; the uid it names then: ``uid``, or the session's that had
+    it. NotFoundError for an unknown ``uid``, SessionDeletedError for a deleted one,
+    InvalidArgumentError for one of another project."""
+    ck = ClaimKey.of(project, key)
+    info = self.store.get(check_uid(uid))
+    if info.meta.project != project:
+        raise InvalidArgumentError(
+            f"session {uid} is in project {info.meta.project!r}, not {project!r}", session=uid
+        )
+    if info.deleted:
+        raise deleted_error(uid)
+    claims = key_claims(self.store)
+    for _ in range(_TRIES):
+        bound = claims.claim(ck, uid)
+        other = _existing(self.store, bound) if bound != uid else None
+        if other is None or not other.deleted:
+            return bound  # ours, another live one, or one its claimer is about to create
+        claims.release(ck, bound)
+    raise LockHeldError(f"the key's session in project {project!r} kept being deleted")
+
+
+def release_claim(store: Store, info: SessionInfo) -> None:
+    """Release the key a deleted session was created for by ``ensure``, if any."""
+    digest = info.meta.annotations.get(CLAIM_ANNOTATION, "")
+    claims = store if isinstance(store, KeyClaims) else None
+    if digest and claims is not None:
+        claims.release(ClaimKey.from_digest(info.meta.project, digest), info.uid)
+
+
+def _existing(store: Store, uid: str) -> SessionInfo | None:
+    """``uid``'s session, None for "" or a uid without one."""
+    if not uid:
+        return None
+    try:
+        return store.get(uid)
+    except NotFoundError:
+        return None
