@@ -12,7 +12,8 @@ Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_
     |   |   +-- UnknownToolError            the session's workload has no such tool
     |   |   +-- WorkloadError               a ``--tools`` workload file is not valid
     |   |   +-- ApprovalUnavailableError    an approval-gated call from a harness that
-    |   |                                   cannot be resumed by replay
+    |   |   |                               cannot be resumed by replay
+    |   |   +-- StoreCapabilityError        the store lacks a capability the command needs
     |   +-- CommitTooLargeError             a commit over the store's limit            (exit 7)
     +-- NotFoundError                       no such session                            (exit 3)
     +-- ConflictError                       lost CAS: the journal end moved             (exit 4)
@@ -67,8 +68,7 @@ Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_
     +-- TokenNotFoundError (NotFoundError)  ``token revoke`` of an unknown token id    (exit 3)
     +-- TokensCorruptError (JournalCorruptError)  the home's tokens.json is damaged    (exit 8)
 
-Exit codes 30-32 are a block apart from the rest (1-24) so that access control can grow
-without renumbering.
+Exit codes 30-32 (access control) are a block apart from 1-24, to grow without renumbering.
 """
 
 from __future__ import annotations
@@ -118,6 +118,10 @@ class UsageError(AgentSessionsError):
 
 class InvalidArgumentError(UsageError):
     """A malformed id, project name, cursor or option value."""
+
+
+class StoreCapabilityError(InvalidArgumentError):
+    """The store lacks a capability (``journal/stores/capabilities.py``) a command needs."""
 
 
 class CommitTooLargeError(UsageError):

@@ -24,7 +24,8 @@ from .api import Frame, Resolution, Session, SessionFrame
 
 if TYPE_CHECKING:
     from agentsessions.controller.controller import Controller
-    from agentsessions.controller.toolcalls import ToolReceipts, UnresolvedCall
+    from agentsessions.controller.toolcalls import UnresolvedCall
+    from agentsessions.journal.stores.capabilities import ToolReceipts
 
 _OPEN = ("EXEC_RUNNING", "EXEC_AWAITING")
 
