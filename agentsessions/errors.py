@@ -14,6 +14,7 @@ Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_
     |   |   +-- ApprovalUnavailableError    an approval-gated call from a harness that
     |   |   |                               cannot be resumed by replay
     |   |   +-- SessionExistsError          a create named a uid a session already has
+    |   |   +-- StoreCapabilityError        the store lacks a capability the command needs
     |   +-- CommitTooLargeError             a commit over the store's limit            (exit 7)
     +-- NotFoundError                       no such session                            (exit 3)
     +-- ConflictError                       lost CAS: the journal end moved             (exit 4)
@@ -68,8 +69,7 @@ Each class carries an ``exit_code`` (the CLI's stable exit status) and a ``grpc_
     +-- TokenNotFoundError (NotFoundError)  ``token revoke`` of an unknown token id    (exit 3)
     +-- TokensCorruptError (JournalCorruptError)  the home's tokens.json is damaged    (exit 8)
 
-Exit codes 30-32 are a block apart from the rest (1-24) so that access control can grow
-without renumbering.
+Exit codes 30-32 (access control) are a block apart from 1-24, to grow without renumbering.
 """
 
 from __future__ import annotations
@@ -125,6 +125,10 @@ class SessionExistsError(InvalidArgumentError):
     """A store was asked to create a session under a uid that one already has: nothing
     was written. Every store raises it for the same uid created twice (two processes
     completing one claimed key race to it: the loser's create is this, and it is harmless)."""
+
+
+class StoreCapabilityError(InvalidArgumentError):
+    """The store lacks a capability (``journal/stores/capabilities.py``) a command needs."""
 
 
 class CommitTooLargeError(UsageError):

@@ -39,11 +39,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from agentsessions.controller.port import ControllerPort
 from agentsessions.errors import InvalidExecutionLogError, TurnCanceledError, UnavailableError
 from agentsessions.journal.format.records import Record
+from agentsessions.journal.stores.capabilities import CANCEL_REQUESTS, CancelRequests
 from agentsessions.journal.stores.store import SessionInfo, Store
 from agentsessions.v1 import model
 
@@ -56,25 +57,12 @@ STREAM_CHECK_SECONDS = 0.05
 """How often a streaming model call looks for a cancel request (a ``stat`` per look)."""
 
 
-class CancelRequests(Protocol):
-    """A store that keeps cancel requests beside its journals (file and memory stores).
-
-    ``reason`` (USER, TIMEOUT, INTERNAL) is kept with the request for the turn to record
-    (the file and memory stores answer it with ``cancel_reason(uid)``); it is passed only
-    when given, so a store that keeps none still serves."""
-
-    def request_cancel(self, uid: str, execution_id: str, reason: str = "") -> None: ...
-
-    def cancel_requested(self, uid: str) -> str | None: ...
-
-    def clear_cancel(self, uid: str) -> None: ...
-
-
 def requests_of(store: object) -> CancelRequests | None:
-    """``store`` as a keeper of cancel requests, or None if it keeps none."""
-    if all(hasattr(store, n) for n in ("request_cancel", "cancel_requested", "clear_cancel")):
-        return store  # type: ignore[return-value]
-    return None
+    """``store`` as a keeper of cancel requests (the capability it declares), or None.
+
+    ``reason`` (USER, TIMEOUT, INTERNAL) is kept with the request for the turn to record;
+    it is passed only when given."""
+    return CANCEL_REQUESTS.of(store)
 
 
 def cancel_detail(reason: str = "") -> str:
@@ -84,8 +72,8 @@ def cancel_detail(reason: str = "") -> str:
 
 def requested_detail(store: object, uid: str) -> str:
     """The detail for the pending cancel request of ``uid``: its reason, if it gives one."""
-    reason_of = getattr(store, "cancel_reason", None)
-    return cancel_detail(reason_of(uid) if reason_of is not None else "")
+    requests = requests_of(store)
+    return cancel_detail(requests.cancel_reason(uid) if requests is not None else "")
 
 
 def check_execution(uid: str, open_id: str, named: str) -> None:

@@ -33,6 +33,7 @@ from typing import Any
 
 from agentsessions.errors import LockHeldError, UnavailableError
 from agentsessions.journal.format.records import Record
+from agentsessions.journal.stores.capabilities import WRITER_TAKEOVER
 from agentsessions.journal.stores.projection import Projection
 from agentsessions.journal.stores.store import (
     CommitResult,
@@ -131,11 +132,11 @@ class HeldWriter:
     def superseded(self) -> bool:
         """True if another writer took the journal over since this one's last commit (a
         store without cross-host takeover never is: its lock keeps others out)."""
-        check = getattr(self.inner, "superseded", None)
-        if not callable(check):
+        takeover = WRITER_TAKEOVER.of(self.inner)
+        if takeover is None:
             return False
         try:
-            return bool(check())
+            return takeover.superseded()
         except UnavailableError:
             return False  # cannot tell now: the next commit's CAS still decides
 
@@ -143,9 +144,9 @@ class HeldWriter:
         """Tell the inner writer a turn starts (busy) or it is parked between turns (idle),
         for a store whose other hosts ask before taking a writer over (JetStream: busy
         refuses them, idle lets them take over). False when claiming it busy came after
-        another host was let take it (open a new writer); always True without the hook."""
-        mark = getattr(self.inner, "set_busy", None)
-        return True if not callable(mark) else bool(mark(busy))
+        another host was let take it (open a new writer); always True without the capability."""
+        takeover = WRITER_TAKEOVER.of(self.inner)
+        return True if takeover is None else takeover.set_busy(busy)
 
     def close(self) -> None:
         self.inner.close()
@@ -307,8 +308,7 @@ class WriterPool:
                 raise
             inner = self.store.writer(uid)
         try:
-            state = getattr(inner, "state", None)  # a store's writer may know it already
-            info = state() if callable(state) else self.store.get(uid)
+            info = self.store.get(uid)
             if (info.last_seq, info.last_hash) != inner.head:  # read what the lock protects
                 info = replace(info, last_seq=inner.head[0], last_hash=inner.head[1])
         except BaseException:

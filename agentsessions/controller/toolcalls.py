@@ -57,7 +57,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 import agentsessions.telemetry as telemetry
 from agentsessions.errors import (
@@ -70,6 +70,7 @@ from agentsessions.errors import (
 )
 from agentsessions.journal.format import canonical
 from agentsessions.journal.format.records import Record
+from agentsessions.journal.stores.capabilities import TOOL_RECEIPTS, ToolReceipts
 from agentsessions.v1 import model
 from agentsessions.v1.results import UnresolvedCall
 
@@ -79,23 +80,9 @@ from .spi import CONTROLLER_MEDIATED, BoundTool, ToolOutcome, ToolRequest, ToolR
 EXECUTOR_ERROR = "EXECUTOR_ERROR"
 
 
-class ToolReceipts(Protocol):
-    """A store that keeps the host's tool receipts beside its journals (file and memory)."""
-
-    def tool_receipt(self, uid: str, key: str) -> dict[str, Any] | None:
-        """The receipt kept for ``(uid, key)``, or None."""
-        ...
-
-    def record_tool_receipt(self, uid: str, key: str, receipt: Mapping[str, Any]) -> None:
-        """Keep ``receipt`` for ``(uid, key)`` durably before returning."""
-        ...
-
-
 def receipts_of(store: object) -> ToolReceipts | None:
-    """``store`` as a keeper of tool receipts, or None if it keeps none."""
-    if all(hasattr(store, n) for n in ("tool_receipt", "record_tool_receipt")):
-        return cast(ToolReceipts, store)
-    return None
+    """``store`` as a keeper of tool receipts (the capability it declares), or None."""
+    return TOOL_RECEIPTS.of(store)
 
 
 def check_call(call: Mapping[str, Any]) -> dict[str, Any]:

@@ -37,7 +37,8 @@ from agentsessions.errors import (
     NotFoundError,
     SessionExistsError,
 )
-from agentsessions.journal.stores.claims import ClaimKey, KeyClaims, key_claims
+from agentsessions.journal.stores.capabilities import KEY_CLAIMS
+from agentsessions.journal.stores.claims import ClaimKey, key_claims
 from agentsessions.journal.stores.store import (
     SessionInfo,
     SessionMeta,
@@ -202,7 +203,7 @@ def claim(self: Engine, key: str, uid: str, *, project: str = "default") -> str:
 def release_claim(store: Store, info: SessionInfo) -> None:
     """Release the key a deleted session was created for by ``ensure``, if any."""
     digest = info.meta.annotations.get(CLAIM_ANNOTATION, "")
-    claims = store if isinstance(store, KeyClaims) else None
+    claims = KEY_CLAIMS.of(store)
     if digest and claims is not None:
         claims.release(ClaimKey.from_digest(info.meta.project, digest), info.uid)
 

@@ -51,7 +51,7 @@ from agentsessions.errors import (
     StorageError,
 )
 from agentsessions.journal.format import canonical
-from agentsessions.journal.stores.store import DEFAULT_PROJECT, check_project
+from agentsessions.journal.stores.store import DEFAULT_PROJECT, Store, check_project
 
 from .wiring import HARNESSES
 
@@ -133,15 +133,17 @@ class FileRecords:
 _MEMORY: weakref.WeakKeyDictionary[Any, MemoryRecords] = weakref.WeakKeyDictionary()
 
 
-def records_for(store: Any) -> HarnessRecords:
-    """The registrations of ``store``: its own if it keeps them, a file in a file store's
-    home, else (the memory store) memory that lives as long as the store object."""
-    own = getattr(store, "harness_records", None)
-    if callable(own):
-        return own()  # type: ignore[no-any-return]
-    home, fs = getattr(store, "home", None), getattr(store, "fs", None)
-    if home is not None and fs is not None:
-        return FileRecords(Path(home), fs)
+def records_for(store: Store) -> HarnessRecords:
+    """The registrations of ``store``: its own if it keeps them (HarnessBook), a file in a
+    file store's home (SessionFiles), else (the memory store) memory that lives as long as
+    the store object."""
+    from agentsessions.journal.stores.capabilities import HARNESS_BOOK, SESSION_FILES
+
+    book, files = HARNESS_BOOK.of(store), SESSION_FILES.of(store)
+    if book is not None:
+        return book.harness_records()
+    if files is not None:
+        return FileRecords(files.home, files.fs)
     return _MEMORY.setdefault(store, MemoryRecords())
 
 

@@ -52,13 +52,10 @@ def rotate_master_key(engine: _Engine, old: MasterKey, new: MasterKey) -> Rotati
     """Rewrap every data key of the engine's store (the file store's ``KEY`` files, the
     JetStream store's key stream: each store's ``rewrap_keys``) from ``old`` to ``new``
     (see the module). MasterKeyError (exit 26), with nothing changed, when a key is not
-    ``old``'s; InvalidArgumentError for a store that keeps no data keys."""
-    rewrap = getattr(engine.store, "rewrap_keys", None)
-    if rewrap is None:
-        raise InvalidArgumentError(
-            f"{type(engine.store).__name__} keeps no wrapped data keys to rotate"
-        )
-    done = rewrap(old, new)
+    ``old``'s; StoreCapabilityError (exit 2) for a store that keeps no data keys."""
+    from agentsessions.journal.stores.capabilities import KEY_MANAGEMENT
+
+    done = KEY_MANAGEMENT.need(engine.store, "keys rotate").rewrap_keys(old, new)
     return Rotation(done.rewrapped, done.already, done.shredded, new.key_id)
 
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from agentsessions.errors import LockHeldError
+from agentsessions.journal.stores.capabilities import REMOTE_WRITERS
 from agentsessions.journal.stores.store import Store, check_uid
 
 from .api import Session
@@ -92,8 +93,8 @@ def cancel(
     self.store.get(uid)
     controller = self.controller(uid)
     asked = {"reason": reason, "execution_id": execution_id}
-    elsewhere = getattr(self.store, "writer_elsewhere", None)  # a distributed store's probe
-    if elsewhere is not None and elsewhere(uid):  # live on another host: ask, never fence
+    elsewhere = REMOTE_WRITERS.of(self.store)  # a store other hosts write too
+    if elsewhere is not None and elsewhere.writer_elsewhere(uid):  # live there: ask, never fence
         return view(request_and_wait(self.store, uid, wait, **asked))
     try:
         lock = self._hold(uid, 0.0)

@@ -39,7 +39,12 @@ from agentsessions.errors import (
     AgentSessionsError,
     InvalidArgumentError,
     LockHeldError,
-    UnavailableError,
+)
+from agentsessions.journal.stores.capabilities import (
+    KEY_MANAGEMENT,
+    REINDEXABLE,
+    SESSION_FILES,
+    WORKLOADS,
 )
 from agentsessions.journal.stores.store import (
     SessionInfo,
@@ -80,6 +85,8 @@ _RELEASE_WAIT_SECONDS = 3600.0  # release waits for a running turn: turns end by
 
 class LocalSessions:
     """The local engine over ``store`` (see the module docstring); use :func:`open_local`."""
+
+    _unindexed: tuple[AgentSessionsError, ...] = ()  # what the last list could not list
 
     def __init__(
         self,
@@ -216,12 +223,14 @@ class LocalSessions:
             raise InvalidArgumentError(f"page_size must be >= 0 (0 = 50), got {page_size}")
         with self._lock:
             page = self.store.list(project, page_size=page_size, cursor=cursor or "")
+            self._unindexed = page.unindexed
         return SessionPage(tuple(view(s) for s in page.sessions), page.next_cursor)
 
     @property
     def unindexed(self) -> builtins.list[AgentSessionsError]:
         """Sessions the store found but could not index (their metadata is damaged)."""
-        return builtins.list(getattr(self.store, "unindexed", ()))
+        found = REINDEXABLE.of(self.store)  # its last rebuild's (on open too), else the list's
+        return builtins.list(found.unindexed if found is not None else self._unindexed)
 
     def delete(self, uid: str) -> Session:
         """Soft-delete ``uid`` (hidden from list, never written again); the key ``ensure``
@@ -238,41 +247,32 @@ class LocalSessions:
             lock.release()
 
     def check_shreddable(self, uid: str) -> None:
-        """InvalidArgumentError unless ``uid`` is an encrypted session (of a store that
-        keeps keys: its own ``check_shreddable``, else the file store's)."""
-        from agentsessions.journal.stores.file import crypt as filecrypt
-
-        own = getattr(self.store, "check_shreddable", None)
-        if own is not None:
-            own(check_uid(uid))
-        else:
-            filecrypt.check_shreddable(self.store, check_uid(uid))
+        """InvalidArgumentError unless ``uid`` is an encrypted session (StoreCapabilityError
+        for a store that keeps no keys)."""
+        KEY_MANAGEMENT.need(self.store, "shred", session=uid).check_shreddable(check_uid(uid))
 
     def shred(self, uid: str) -> bool:
         """Destroy ``uid``'s data key for good: its content becomes unreadable with or without
         the master key, its structure still verifies (docs/FORMAT.md 15). False when it was
         already shredded; InvalidArgumentError for a plaintext session."""
-        from agentsessions.journal.stores.file import crypt as filecrypt
-
-        check_uid(uid)
+        keys = KEY_MANAGEMENT.need(self.store, "shred", session=check_uid(uid))
         lock = self._hold(uid, 0.0)
         try:
             self._release_writer(uid)  # shred takes the session's lock itself
-            own = getattr(self.store, "shred", None)  # a store's own (JetStream), else
-            with self._lock:  # the file store's (file/crypt.py)
-                return bool(own(uid)) if own is not None else filecrypt.shred(self.store, uid)
+            with self._lock:
+                return keys.shred(uid)
         finally:
             lock.release()
 
     @property
     def catalog_path(self) -> str:
         """Where the file store keeps its listing index (``catalog.sqlite3``)."""
-        return str(self.store.catalog.path)  # type: ignore[attr-defined]
+        return REINDEXABLE.need(self.store, "reindex").index_path
 
     def reindex(self) -> int:
         """Rebuild the listing index from the session directories (a store without one: refused)."""
         with self._lock:
-            return offline.reindex(self.store)
+            return offline.reindex(self.store).indexed
 
     # -- reading ----------------------------------------------------------------------------
     def read(self, uid: str, *, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
@@ -524,10 +524,7 @@ class LocalSessions:
 
     def _record_workload(self, uid: str, workload: Workload) -> None:
         """Keep the session's tools with it (a store without a place for them refuses)."""
-        setter = getattr(self.store, "set_workload", None)
-        if setter is None:
-            raise UnavailableError("this store keeps no tools for its sessions")
-        setter(uid, workload.source)
+        WORKLOADS.need(self.store, "--tools", session=uid).set_workload(uid, workload.source)
 
     def resume(self, uid: str, *, harness: str | None = None, wait: float = 0.0) -> Iterator[Frame]:
         """Wake suspended compute and complete an open turn, if any; frames as for exec.
@@ -589,9 +586,9 @@ class LocalSessions:
         must still be able to have its compute listed and stopped."""
         if uid is None:
             return
-        session_dir = getattr(self.store, "session_dir", None)
-        if session_dir is not None:
-            session_dir(check_uid(uid))
+        files = SESSION_FILES.of(self.store)
+        if files is not None:
+            files.session_dir(check_uid(uid))
         else:
             self.store.get(check_uid(uid))
 

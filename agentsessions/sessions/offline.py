@@ -14,6 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentsessions.errors import InvalidArgumentError
+from agentsessions.journal.stores.capabilities import (
+    REINDEXABLE,
+    SESSION_FILES,
+    STORED_RECORDS,
+    Reindexed,
+)
 from agentsessions.journal.stores.store import Store, check_uid
 
 if TYPE_CHECKING:
@@ -27,12 +33,14 @@ def verify(store: Store, uid: str, *, strict: bool = False, progress: Any = None
     from agentsessions.v1.results import VerifyReport
 
     check_uid(uid)
-    if hasattr(store, "session_dir"):  # a file store: the bytes on disk, offline
-        return verify_session(store, uid, strict=strict, progress=progress)
+    files = SESSION_FILES.of(store)
+    if files is not None:  # a file store: the bytes on disk, offline
+        return verify_session(files, uid, strict=strict, progress=progress)
     info = store.get(uid)  # any other store: its records, from genesis
     report = VerifyReport(source=f"session {uid}", uid=uid, strict=strict)
     report.expected_last_seq, report.expected_last_hash = info.last_seq, info.last_hash
-    items = getattr(store, "verify_items", None)  # a store that may hold sealed records
+    stored = STORED_RECORDS.of(store)  # a store that may hold sealed records
+    items = stored.verify_items if stored is not None else None
     if items is not None:  # (JetStream): checked by their clear heads, decrypted with the key
         with _damage_fails(report):
             walk(_walked(items(uid, notes=report.notes)), report, strict=strict, progress=progress)
@@ -115,23 +123,15 @@ def verify_all(
 
 def _source(store: Store, uid: str) -> str:
     """Where ``uid``'s records live, as a failed report names it."""
-    from agentsessions.journal.stores.file.store import FileStore
+    files = SESSION_FILES.of(store)
+    return str(files.sessions_dir / uid) if files is not None else f"session {uid}"
 
-    return str(store.sessions_dir / uid) if isinstance(store, FileStore) else f"session {uid}"
 
-
-def reindex(store: Store) -> int:
-    """Rebuild ``store``'s listing index; a store that keeps none is refused (exit 2)."""
-    from agentsessions.journal.stores.store import Reindexable
-
-    if not isinstance(store, Reindexable):
-        raise InvalidArgumentError(
-            f"reindex rebuilds the file store's listing index (catalog.sqlite3); "
-            f"{type(store).__name__} keeps none, its list reads the sessions themselves: "
-            "nothing to rebuild",
-            hint="agentsessions list  (verify --all checks every session)",
-        )
-    return store.reindex()
+def reindex(store: Store) -> Reindexed:
+    """Rebuild ``store``'s listing index; a store that keeps none is refused (exit 2: its
+    list reads the sessions themselves, nothing to rebuild)."""
+    hint = "its list reads the sessions themselves, nothing to rebuild: agentsessions list"
+    return REINDEXABLE.need(store, "reindex", hint=hint).reindex()
 
 
 def export(

@@ -24,7 +24,7 @@ from .api import Frame, Resolution, Session, SessionFrame
 
 if TYPE_CHECKING:
     from agentsessions.controller.controller import Controller
-    from agentsessions.controller.toolcalls import ToolReceipts
+    from agentsessions.journal.stores.capabilities import ToolReceipts
     from agentsessions.v1.results import UnresolvedCall
 
 _OPEN = ("EXEC_RUNNING", "EXEC_AWAITING")

@@ -13,6 +13,7 @@ import builtins
 from typing import TYPE_CHECKING, Protocol
 
 from agentsessions.errors import InvalidArgumentError, NotFoundError
+from agentsessions.journal.stores.capabilities import WORKLOADS
 from agentsessions.journal.stores.store import Store, check_component, check_uid
 
 if TYPE_CHECKING:
@@ -38,7 +39,8 @@ def tool_store(
         raise InvalidArgumentError(f"from_seq must be an integer >= 1, got {from_seq!r}")
     store.get(uid)  # NotFoundError first for an unknown session
     check_component(tool)
-    text = getattr(store, "workload", lambda _uid: None)(uid)
+    workloads = WORKLOADS.of(store)
+    text = workloads.workload(uid) if workloads is not None else None
     named = parse_workload(text, f"(recorded for {uid})").tool_components if text else ()
     have = store.components(uid)
     if tool not in have and tool not in named:

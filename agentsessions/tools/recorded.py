@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
-from typing import Any
 
 from agentsessions.controller.spi import BoundTool, ToolExecutor, ToolSpec
-from agentsessions.errors import NotFoundError, UnavailableError, UnknownToolError
+from agentsessions.errors import NotFoundError, UnknownToolError
+from agentsessions.journal.stores.capabilities import WORKLOADS
+from agentsessions.journal.stores.store import Store
 from agentsessions.v1 import workloadref
 
 from .listing import with_listing
@@ -38,8 +39,9 @@ _FORK_DEPTH = 64  # a fork chain longer than this is not followed (a damaged par
 class RecordedWorkloads:
     """The workloads of ``store``'s sessions, current and by digest (module docstring)."""
 
-    def __init__(self, store: object) -> None:
+    def __init__(self, store: Store) -> None:
         self._store = store
+        self._kept_by = WORKLOADS.of(store)  # None: a store that keeps no workloads
         self._lock = threading.Lock()
         self._parsed: dict[str, Workload] = {}  # by digest
         self._specs: dict[str, tuple[ToolSpec, ...]] = {}  # by digest
@@ -56,15 +58,14 @@ class RecordedWorkloads:
         as the turn begins), so the turn's offer is on the record and replay needs no
         server."""
         text = self._text_now(uid)
-        keep = getattr(self._store, "keep_workload", None)
-        if text is None or not callable(keep):
+        if text is None or self._kept_by is None:
             return ""
         workload, _key = self._workload(uid, "")
         if workload is not None:
             text = with_listing(workload)
         found = self._kept.get((uid, text))
         if found is None:
-            found = str(keep(uid, text))
+            found = self._kept_by.keep_workload(uid, text)
             with self._lock:
                 self._kept[(uid, text)] = found
         return found
@@ -96,11 +97,8 @@ class RecordedWorkloads:
         bound = workload.bind(uid, name)
         if name not in workload.tool_components:
             return bound  # in neither list: no session access at all
-        component = getattr(self._store, "component", None)
-        if component is None:
-            raise UnavailableError(f"this store keeps no tool stores; {name!r} needs one")
         # the host binds the store to (this session, this tool); the tool never names either
-        return replace(bound, store=ToolStore(component(uid, name)))
+        return replace(bound, store=ToolStore(self._store.component(uid, name)))
 
     def check_harness(self, uid: str, harness: str) -> None:
         """:meth:`~agentsessions.controller.spi.Workloads.check_harness`: the current
@@ -120,8 +118,7 @@ class RecordedWorkloads:
 
     # -- internals ------------------------------------------------------------------------
     def _text_now(self, uid: str) -> str | None:
-        text: str | None = getattr(self._store, "workload", lambda _uid: None)(uid)
-        return text
+        return self._kept_by.workload(uid) if self._kept_by is not None else None
 
     def _workload(self, uid: str, digest: str) -> tuple[Workload | None, str]:
         """The parsed workload ``digest`` names (the current one for "") and its key."""
@@ -150,16 +147,15 @@ class RecordedWorkloads:
 
     def _kept_text(self, uid: str, digest: str) -> str | None:
         """The text kept under ``digest`` for ``uid`` or a session it was forked from."""
-        at = getattr(self._store, "workload_at", None)
-        if not callable(at):
+        if self._kept_by is None:
             return None
         current: str = uid
         for _ in range(_FORK_DEPTH):
             try:
-                text: Any = at(current, digest)
+                text = self._kept_by.workload_at(current, digest)
                 if isinstance(text, str) and workloadref.digest_of(text) == digest:
                     return text
-                parent = str(self._store.get(current).meta.parent_uid or "")  # type: ignore[attr-defined]
+                parent = self._store.get(current).meta.parent_uid
             except NotFoundError:
                 return None
             if not parent:

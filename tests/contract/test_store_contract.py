@@ -177,18 +177,6 @@ def test_create_writes_metadata_before_any_event(store: Store) -> None:
     assert list(store.read(uid)) == []
 
 
-def test_the_index_gives_a_sessions_project_and_none_for_an_unknown_uid(store: Store) -> None:
-    """ProjectIndex (what a token's scope asks before any session read): every store."""
-    from agentsessions.journal.stores.store import ProjectIndex
-
-    assert isinstance(store, ProjectIndex)
-    uid = _new(store, project="acme")
-    (child,) = store.fork(uid, 0, [SessionMeta(uid=new_uid(), project="acme")])
-    store.delete(uid)  # deleted sessions are still read (and so still someone's)
-    assert store.project_of(uid) == "acme" and store.project_of(child.uid) == "acme"
-    assert store.project_of(new_uid()) is None
-
-
 def test_append_numbers_from_one_and_chains(store: Store) -> None:
     uid = _new(store)
     with store.writer(uid) as w:

@@ -118,5 +118,7 @@ def test_verify_all_works_and_reindex_refuses_in_one_line(nats_server: Any, tmp_
     assert human.returncode == 0 and human.stdout.count("5 records verified") == 2
     refused = _cli(tmp_path, "reindex", env=env)
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
-    assert refused.stderr.startswith("agentsessions: error: reindex rebuilds the file store's")
+    assert refused.stderr.startswith(
+        "agentsessions: error: reindex: the JetStreamStore has no listing index to rebuild\n"
+    )
     assert len(refused.stderr.splitlines()) == 2 and "nothing to rebuild" in refused.stderr

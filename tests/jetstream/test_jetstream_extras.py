@@ -129,10 +129,10 @@ def test_the_cancel_check_costs_no_round_trip_until_a_request_lands(nats_server:
         uid = new_uid()
         host_a.create(SessionMeta(uid=uid))
         assert host_a.cancel_requested(uid) is None  # the first check reads the stream
-        before = host_a._extras.cancels.reads
+        before = host_a.cancels.reads
         for _ in range(50):
             assert host_a.cancel_requested(uid) is None
-        assert host_a._extras.cancels.reads == before  # the other 50 came from memory
+        assert host_a.cancels.reads == before  # the other 50 came from memory
         host_b.request_cancel(uid, "exec-1", "USER")  # another host, acknowledged
         # its wake-up arrives on the subscription; checks read again only then
         while host_a.cancel_requested(uid) is None:
@@ -256,7 +256,7 @@ def test_a_damaged_metadata_message_is_reported_not_listed(nats_server: Any) -> 
         assert store._client.publish(subject, b"not json\n", expect=0, token="t") is not None
         page = store.list("default")
         assert [s.uid for s in page.sessions] == [good]
-        assert [e.fields["session"] for e in store.unindexed] == [bad]
-        assert "is damaged" in store.unindexed[0].message
+        assert [e.fields["session"] for e in page.unindexed] == [bad]
+        assert "is damaged" in page.unindexed[0].message
     finally:
         store.close()

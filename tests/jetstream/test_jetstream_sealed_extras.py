@@ -155,7 +155,7 @@ def test_a_moved_or_clear_body_is_refused_never_read(nats_server: Any) -> None:
         last = store._client.last(current)
         assert last is not None
         store._client.publish(current, wire_body(clear), expect=last.stream_seq, token="w-clear")
-        store._extras.workloads.forget(current)
+        store.workloads.forget(current)
         with pytest.raises(JournalCorruptError, match="in the clear in an encrypted session"):
             store.workload(uid)
         # and a sealed body in a plaintext session is refused (exit 26), not read

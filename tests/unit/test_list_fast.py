@@ -171,7 +171,7 @@ def test_reindex_restores_missing_rows_and_drops_only_rows_without_a_directory(
     store.catalog.add(racing, "p", time.time_ns())
     (store.sessions_dir / racing).mkdir()
     (store.sessions_dir / racing / "session.json").write_text("{}")
-    assert store.reindex() == 2  # live and deleted are readable; racing's metadata is not
+    assert store.reindex().indexed == 2  # live and deleted are readable; racing's is not
     assert set(store.catalog.uids()) == {live, deleted, racing}
     store.catalog.rebuild([], stale=[racing])
     assert [i.uid for i in store.list("p").sessions] == [live]

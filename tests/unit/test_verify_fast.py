@@ -36,10 +36,9 @@ from agentsessions.journal.format.segmentread import (
 )
 from agentsessions.journal.stores.file.store import FileStore, StoreOptions
 from agentsessions.journal.stores.store import SessionMeta, new_uid
-from agentsessions.journal.tools import verify, verifypool
-from agentsessions.journal.tools.verify import verify_dir, walk
+from agentsessions.journal.tools import verifypool, verifywalk
+from agentsessions.journal.tools.verify import VerifyReport, verify_dir, walk
 from agentsessions.v1 import model
-from agentsessions.v1.results import VerifyReport
 
 SMALL = 16 * 1024
 
@@ -316,8 +315,9 @@ def test_non_canonical_event_fails_strict_only(tmp_path: Path) -> None:
 def test_strict_plain_shortcut_matches_full_encoder() -> None:
     for i in range(5):
         payload = canonical.envelope(canonical.canonical_json(_event(i)), "ab" * 32, i + 1)
-        assert verify._strict_reason(i + 1, payload) == ""
-        assert verify._strict_reason(i + 1, payload.replace(b'{"event":{', b'{"event":{ ')) != ""
+        assert verifywalk._strict_reason(i + 1, payload) == ""
+        spaced = payload.replace(b'{"event":{', b'{"event":{ ')
+        assert verifywalk._strict_reason(i + 1, spaced) != ""
 
 
 def test_batch_scan_stops_where_strict_reading_would(tmp_path: Path) -> None:

@@ -24,8 +24,8 @@ Invariants every implementation keeps (``tests/contract/test_claims_contract.py`
   after its claim, and may crash between the two; the engine (``sessions/claims.py``)
   completes such a claim, and treats one bound to a deleted session as released.
 
-The capability is a type: a store declares it by having these methods (mypy checks each
-store against it in ``stores/extras_check.py``), and the engine asks with
+The capability is a type: a store declares it by naming :class:`KeyClaims` among its bases
+(``stores/capabilities.py``: mypy checks the methods), and the engine asks with
 :func:`key_claims`, never with ``getattr``.
 """
 
@@ -34,9 +34,9 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
-from agentsessions.errors import InvalidArgumentError, UnavailableError
+from agentsessions.errors import InvalidArgumentError
 from agentsessions.journal.stores.store import check_project
 
 MAX_KEY_BYTES = 4096
@@ -74,7 +74,6 @@ class ClaimKey:
         return cls(check_project(project), digest)
 
 
-@runtime_checkable
 class KeyClaims(Protocol):
     """A store that can bind a key to a session uid atomically (see the module)."""
 
@@ -93,10 +92,10 @@ class KeyClaims(Protocol):
 
 
 def key_claims(store: object) -> KeyClaims:
-    """``store``'s key claims; UnavailableError (exit 12) for a store without them."""
-    if isinstance(store, KeyClaims):
-        return store
-    raise UnavailableError(
-        f"this store ({type(store).__name__}) cannot bind keys to sessions",
-        hint="use the file, memory or JetStream store",
+    """``store``'s key claims, by its declaration; StoreCapabilityError for a store
+    without them."""
+    from agentsessions.journal.stores.capabilities import KEY_CLAIMS
+
+    return KEY_CLAIMS.need(
+        store, "a session by key", hint="use the file, memory or JetStream store"
     )

@@ -10,11 +10,11 @@ catalog, a scan of the memory or JetStream store's metadata) and shares the rest
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from agentsessions.errors import InvalidArgumentError
+from agentsessions.errors import InvalidArgumentError, MetadataCorruptError
 from agentsessions.journal.stores.store import (
     Page,
     SessionInfo,
@@ -62,14 +62,20 @@ def newest_first(rows: Iterable[T], meta: Callable[[T], SessionMeta], ask: PageA
     return ordered[: ask.limit]
 
 
-def page_of(infos: list[SessionInfo], ask: PageAsk, more: bool) -> Page:
+def page_of(
+    infos: list[SessionInfo],
+    ask: PageAsk,
+    more: bool,
+    unindexed: Sequence[MetadataCorruptError] = (),
+) -> Page:
     """The page of the first ``ask.size`` rows of ``infos``; ``more`` says whether rows
-    follow (its cursor then names the page's last row)."""
+    follow (its cursor then names the page's last row); ``unindexed`` as
+    :class:`~.store.Page` has it."""
     shown = infos[: ask.size]
     if not more:
-        return Page(shown)
+        return Page(shown, unindexed=tuple(unindexed))
     last = shown[-1]
-    return Page(shown, encode_cursor(last.meta.create_time_ns, last.uid))
+    return Page(shown, encode_cursor(last.meta.create_time_ns, last.uid), tuple(unindexed))
 
 
 def clamp_page_size(page_size: int) -> int:

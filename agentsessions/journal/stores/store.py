@@ -24,8 +24,9 @@ state-only commit (no events) is allowed, commit ids dedup it too, and the state
 count toward ``max_commit_bytes``. Each state commit sets ``version + 1``; a journal that
 never had one reads as version 0.
 
-Every implementation (file, in-memory, and later distributed) passes ONE contract suite in
-``tests/contract``.
+Every implementation (file, in-memory, JetStream) passes ONE contract suite in
+``tests/contract``; the capabilities a backend declares beyond this core
+(:mod:`.capabilities`) have a suite each.
 """
 
 from __future__ import annotations
@@ -35,10 +36,13 @@ import re
 import secrets
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol
 
-from agentsessions.errors import InvalidArgumentError, SessionDeletedError
+from agentsessions.errors import InvalidArgumentError, MetadataCorruptError, SessionDeletedError
 from agentsessions.journal.format.records import Record
+
+if TYPE_CHECKING:
+    from agentsessions.journal.crypto.keys import MasterKey
 
 DEFAULT_PROJECT = "default"
 DEFAULT_MAX_COMMIT_BYTES = 4 * 1024 * 1024
@@ -182,10 +186,15 @@ def state_json(version: int, covers: tuple[int, int], size: int) -> dict[str, in
 
 @dataclass(frozen=True)
 class Page:
-    """One page of a listing; ``next_cursor`` is empty on the last page."""
+    """One page of a listing; ``next_cursor`` is empty on the last page.
+
+    ``unindexed``: the sessions the store found but could not list (their metadata is
+    damaged, so their project is unknown), as a value of this listing: the ones JetStream's
+    listing met, the ones the file store's last index rebuild met."""
 
     sessions: list[SessionInfo]
     next_cursor: str = ""
+    unindexed: tuple[MetadataCorruptError, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -311,9 +320,13 @@ class Writer(Protocol):
 
 
 class Store(Protocol):
-    """A place that keeps sessions: metadata, journals, and the projections over them."""
+    """A place that keeps sessions: metadata, journals, and the projections over them.
+
+    What a store can do beyond these methods is a capability it declares
+    (:mod:`.capabilities`), never a method the engine guesses at."""
 
     max_commit_bytes: int
+    master: MasterKey | None  # sessions created are sealed under it (None: plaintext)
 
     def create(self, meta: SessionMeta) -> SessionInfo:
         """Write the metadata row of a new session (uid fresh, project valid), no events."""
@@ -427,95 +440,6 @@ class ComponentStore(Protocol):
 
     def state(self) -> WorkingState:
         """The component's working state, read-only (version 0: none yet, or never written)."""
-        ...
-
-
-@runtime_checkable
-class StoreExtras(Protocol):
-    """The optional capabilities the engine reaches by duck typing (``getattr(store, ...)``
-    in controller/cancel.py, controller/toolcalls.py, sessions/local.py, tools/recorded.py,
-    sessions/toolstores.py): cancel requests, tool receipts, the session's workload. The file,
-    memory and JetStream stores offer all of them; ``stores/extras_check.py`` has mypy check
-    that each does, with these signatures. The semantics are the file store's
-    (``docs/FORMAT.md``: CANCEL, TOOLRECEIPTS, WORKLOAD, WORKLOAD.<digest>)."""
-
-    def request_cancel(self, uid: str, execution_id: str, reason: str = "") -> None:
-        """Durably ask the running turn of ``execution_id`` to stop at its next effect."""
-        ...
-
-    def cancel_requested(self, uid: str) -> str | None:
-        """The execution id the pending request names, or None; asked before every effect
-        of a live turn, so it must be cheap."""
-        ...
-
-    def cancel_reason(self, uid: str) -> str:
-        """The reason the pending request gives ("" when none or not said)."""
-        ...
-
-    def clear_cancel(self, uid: str) -> None:
-        """Remove the pending request, if any (idempotent, durable)."""
-        ...
-
-    def tool_receipt(self, uid: str, key: str) -> dict[str, Any] | None:
-        """The receipt kept for ``(uid, key)``, or None."""
-        ...
-
-    def record_tool_receipt(self, uid: str, key: str, receipt: Mapping[str, Any]) -> None:
-        """Keep ``receipt`` for ``(uid, key)`` durably before returning."""
-        ...
-
-    def workload(self, uid: str) -> str | None:
-        """The session's workload TOML now, or None."""
-        ...
-
-    def set_workload(self, uid: str, text: str) -> None:
-        """Record ``text`` as the session's workload (replaces any), kept by digest first."""
-        ...
-
-    def keep_workload(self, uid: str, text: str) -> str:
-        """Keep ``text`` under its SHA-256 (written once); returns the digest."""
-        ...
-
-    def workload_at(self, uid: str, digest: str) -> str | None:
-        """The workload kept under ``digest``, or None."""
-        ...
-
-
-@runtime_checkable
-class Reindexable(Protocol):
-    """The optional capability behind ``reindex``: a store whose ``list`` reads an index it
-    can rebuild from the sessions themselves (the file store's ``catalog.sqlite3``; checked
-    by mypy in ``stores/extras_check.py``). A store whose ``list`` reads its sessions
-    directly (JetStream, memory) keeps no index: there is nothing to rebuild."""
-
-    def reindex(self) -> int:
-        """Rebuild the listing index from the sessions; returns how many it holds."""
-        ...
-
-
-@runtime_checkable
-class ProjectIndex(Protocol):
-    """The optional capability behind a scoped server's uid check (``server/scoped.py``):
-    a session's project from the store's index, without reading the session (the file
-    store's catalog row, the memory store's table, the JetStream store's metadata subject;
-    checked by mypy in ``stores/extras_check.py``). An unknown uid and another project's
-    uid then cost the same one lookup, so a caller cannot time its way to which uids exist."""
-
-    def project_of(self, uid: str) -> str | None:
-        """``uid``'s project as the index holds it; None when the index has no entry (or one
-        that does not decode: a damaged session is nobody's to act on by its index)."""
-        ...
-
-
-class SealedExport(Protocol):
-    """The optional capability behind ``export --ciphertext`` (``journal/tools/exchange.py``
-    reaches it by ``getattr``): the file and JetStream stores offer it (checked by mypy in
-    ``stores/extras_check.py``); a store without it refuses a ciphertext export."""
-
-    def sealed_export(self, uid: str) -> tuple[dict[str, object], Iterator[Record]]:
-        """Encrypted session ``uid``'s ``{"scope", "key"}`` (its uid and its wrapped data
-        key, the ``keys.wrap`` JSON) and its records as stored, each payload the sealed
-        record; no master key needed (docs/FORMAT.md 15, "Export")."""
         ...
 
 

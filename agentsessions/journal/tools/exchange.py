@@ -19,15 +19,16 @@ from agentsessions.errors import (
     AgentSessionsError,
     ChainBrokenError,
     FormatError,
-    InvalidArgumentError,
     StorageError,
 )
 from agentsessions.journal.format import zstdcodec
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
+from agentsessions.journal.stores.capabilities import SEALED_EXPORT
 from agentsessions.journal.stores.store import (
     DEFAULT_PROJECT,
     SessionInfo,
     SessionMeta,
+    Store,
     check_project,
     new_uid,
 )
@@ -37,7 +38,7 @@ from agentsessions.journal.tools.verifyfile import sealed_cipher, verify_file
 
 
 def export_session(
-    store: Any,
+    store: Store,
     uid: str,
     out: Path,
     *,
@@ -56,15 +57,14 @@ def export_session(
     info: SessionInfo = store.get(uid)
     head = (info.last_seq, info.last_hash)
     sealed: dict[str, Any] | None = None
-    if ciphertext:  # a store capability (store.SealedExport): the file and JetStream stores
-        exporter = getattr(store, "sealed_export", None)
-        if exporter is None:
-            raise InvalidArgumentError(
-                f"{type(store).__name__} cannot export ciphertext",
-                hint=f"agentsessions export {uid} --decrypt writes a plaintext export",
-                session=uid,
-            )
-        sealed, records = exporter(uid)
+    if ciphertext:  # a store capability: the file and JetStream stores declare it
+        exporter = SEALED_EXPORT.need(
+            store,
+            "export --ciphertext",
+            hint=f"agentsessions export {uid} --decrypt writes a plaintext export",
+            session=uid,
+        )
+        sealed, records = exporter.sealed_export(uid)
     else:
         records = store.read(uid, 1, info.last_seq) if info.last_seq else iter(())
     meta = info.meta.to_json()
@@ -173,7 +173,7 @@ def _write_through(
 
 
 def import_file(
-    store: Any,
+    store: Store,
     path: Path,
     *,
     project: str | None = None,
@@ -191,7 +191,7 @@ def import_file(
     """
     if project is not None:
         check_project(project)
-    master: Any = getattr(store, "master", None)
+    master: Any = store.master  # checked below: a sealed import needs it
     report = verify_file(path, max_record_bytes=store.max_commit_bytes, master=master)
     if report.kind == "format":
         raise FormatError(report.reason)

@@ -38,7 +38,7 @@ from agentsessions.journal.crypto.cipher import (
     keyless_refusal,
 )
 from agentsessions.journal.format import segment, staterecord
-from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
+from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.file.sessiondir import SessionDir
@@ -46,6 +46,7 @@ from agentsessions.journal.stores.store import SessionMeta
 
 if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey, RewrapCount
+    from agentsessions.journal.stores.capabilities import SessionFiles
 
 # the name keys.py gives it, repeated so a keyless check does not import cryptography
 _SHREDDED_NAME = "SHREDDED"
@@ -117,18 +118,17 @@ class LazyCipher:
         return record.data if cipher is None else cipher.open_state(record)
 
 
-def shred(store: object, uid: str) -> bool:
+def shred(store: SessionFiles, uid: str) -> bool:
     """Destroy session ``uid``'s data key for good (FORMAT.md 15, "Shredding"): ``SHREDDED``
     first, then ``KEY`` overwritten, synced and unlinked, under the session's LOCK (a live
     writer holding the key in memory makes this LockHeldError, never a race). Afterwards
     its content is unreadable with or without the master key; ``verify`` still checks its
     structure. False when it was already shredded (idempotent: a second run finishes a
-    shred a crash cut). A plaintext session, or a store without session directories, is
-    InvalidArgumentError: there is no key to destroy."""
+    shred a crash cut). A plaintext session is InvalidArgumentError: there is no key."""
     sdir = check_shreddable(store, uid)
     from agentsessions.journal.crypto.keys import KeyDir
 
-    fs = getattr(store, "fs", DEFAULT_FS)
+    fs = store.fs
     parts = _tool_store_dirs(sdir)
     held = []
     try:
@@ -164,13 +164,10 @@ def shredded(session_path: Path) -> bool:
     return (session_path / _SHREDDED_NAME).exists()
 
 
-def check_shreddable(store: object, uid: str) -> SessionDir:
+def check_shreddable(store: SessionFiles, uid: str) -> SessionDir:
     """The directory of encrypted session ``uid``; InvalidArgumentError for a plaintext one
-    or a store without session directories (nothing to shred)."""
-    session_dir = getattr(store, "session_dir", None)
-    if session_dir is None:
-        raise InvalidArgumentError(f"shred: {type(store).__name__} keeps no session keys")
-    sdir = SessionDir(session_dir(uid))
+    (nothing to shred)."""
+    sdir = SessionDir(store.session_dir(uid))
     if not sdir.read_meta().encrypted:
         raise InvalidArgumentError(
             f"session {uid} is not encrypted: it has no key to shred",
@@ -180,18 +177,13 @@ def check_shreddable(store: object, uid: str) -> SessionDir:
     return sdir
 
 
-def key_dirs(store: object) -> list[tuple[str, Path]]:
+def key_dirs(store: SessionFiles) -> list[tuple[str, Path]]:
     """``(scope, directory)`` of every store that has (or had) a data key in file store
     ``store``: each encrypted session's, and each of its tool stores', deleted ones too
-    (master-key rotation reaches them all). InvalidArgumentError for a store without
-    session directories."""
-    session_dir = getattr(store, "session_dir", None)
-    uids = getattr(store, "uids", None)
-    if session_dir is None or uids is None:
-        raise InvalidArgumentError(f"{type(store).__name__} keeps no key files to rewrap")
+    (master-key rotation reaches them all)."""
     found: list[tuple[str, Path]] = []
-    for uid in uids():
-        sdir = SessionDir(session_dir(uid))
+    for uid in store.uids():
+        sdir = SessionDir(store.session_dir(uid))
         if not ((sdir.path / "KEY").exists() or shredded(sdir.path)):
             continue  # a plaintext session
         found.append((uid, sdir.path))
@@ -199,7 +191,7 @@ def key_dirs(store: object) -> list[tuple[str, Path]]:
     return found
 
 
-def sealed_export(store: object, uid: str) -> tuple[dict[str, object], Iterator[Record]]:
+def sealed_export(store: SessionFiles, uid: str) -> tuple[dict[str, object], Iterator[Record]]:
     """What ``export --ciphertext`` ships of encrypted session ``uid``: ``{"scope", "key"}``
     (its uid and its wrapped ``KEY``, as JSON) and its records as stored, each payload the
     sealed record (``content_hash`` and ``prev_hash`` from the clear head). No master key is
@@ -241,15 +233,14 @@ def sealed_export(store: object, uid: str) -> tuple[dict[str, object], Iterator[
     return {"scope": uid, "key": key}, records()
 
 
-def rewrap_keys(store: object, old: MasterKey, new: MasterKey) -> RewrapCount:
+def rewrap_keys(store: SessionFiles, old: MasterKey, new: MasterKey) -> RewrapCount:
     """Master-key rotation of a file store: ``keys.rewrap_all`` over every ``KEY``
     :func:`key_dirs` finds (each session's, scope ``uid``, each tool store's, scope
     ``uid/name``). A wrong ``old`` changes nothing; keys already wrapped by ``new`` and
     shredded ones are skipped and counted."""
     from agentsessions.journal.crypto import keys
 
-    fs = getattr(store, "fs", DEFAULT_FS)
-    dirs = [keys.KeyDir(path, scope, fs) for scope, path in key_dirs(store)]
+    dirs = [keys.KeyDir(path, scope, store.fs) for scope, path in key_dirs(store)]
     live = [d for d in dirs if d.key_path.exists() and not d.shredded_path.exists()]
     already = sum(1 for d in live if d.wrapped_by() == new.key_id)
     return keys.RewrapCount(keys.rewrap_all(dirs, old, new), already, len(dirs) - len(live))

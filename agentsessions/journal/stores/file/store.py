@@ -46,8 +46,20 @@ from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import SegmentLog
 from agentsessions.journal.stores import forking, metafile
-from agentsessions.journal.stores.claims import ClaimKey
+from agentsessions.journal.stores.capabilities import (
+    CancelRequests,
+    KeyManagement,
+    ProjectIndex,
+    Reindexable,
+    Reindexed,
+    SealedExport,
+    SessionFiles,
+    ToolReceipts,
+    Workloads,
+)
+from agentsessions.journal.stores.claims import ClaimKey, KeyClaims
 from agentsessions.journal.stores.file import component as filecomponent
+from agentsessions.journal.stores.file import crypt as filecrypt
 from agentsessions.journal.stores.file import statefile, watch
 from agentsessions.journal.stores.file.catalog import Catalog
 from agentsessions.journal.stores.file.claims import FileClaims
@@ -95,8 +107,19 @@ class StoreOptions:
     follow_poll_seconds: float = 0.5  # the polling fallback's longest sleep (no inotify)
 
 
-class FileStore(HostFiles):
-    """Sessions as directories of segment files under ``home``."""
+class FileStore(
+    HostFiles,  # first: its methods, not the Protocols' stubs, implement ToolReceipts, Workloads
+    SessionFiles,
+    CancelRequests,
+    ToolReceipts,
+    Workloads,
+    ProjectIndex,
+    Reindexable,
+    SealedExport,
+    KeyManagement,
+    KeyClaims,
+):
+    """Sessions as directories of segment files under ``home`` (its capabilities: its bases)."""
 
     def __init__(
         self,
@@ -125,7 +148,7 @@ class FileStore(HostFiles):
         self._workload_paths: dict[str, str] = {}  # uid -> its WORKLOAD path, built once
         self._workloads: dict[str, tuple[tuple[int, int, int], str]] = {}  # uid -> (id, text)
         catalog_path = self.home / "catalog.sqlite3"
-        self.unindexed: builtins.list[MetadataCorruptError] = []  # found by the last reindex
+        self._unindexed: tuple[MetadataCorruptError, ...] = ()  # met by the last reindex
         self.last_watcher: watch.Watcher | None = None  # the newest follow's (tests count)
         self.read_only = self._decide_read_only() if read_only is None else read_only
         self.claims = FileClaims(self.home, fs, read_only=self.read_only)
@@ -267,7 +290,8 @@ class FileStore(HostFiles):
         ask = page_ask(project, page_size, cursor)
         uids = self.catalog.page(project, ask.limit, ask.after)
         infos = [self._listed(uid) for uid in uids[: ask.size]]
-        return page_of(infos, ask, more=len(uids) > ask.size)
+        # the damaged sessions the last rebuild met: the catalog has no row to list them by
+        return page_of(infos, ask, more=len(uids) > ask.size, unindexed=self._unindexed)
 
     def delete(self, uid: str) -> SessionInfo:
         sdir = self._dir(uid)
@@ -424,8 +448,19 @@ class FileStore(HostFiles):
                 found.append(check_uid(sdir.uid))
         return tuple(sorted(found))
 
-    def reindex(self) -> int:
-        """Rebuild the listing catalog from the session directories; returns the row count.
+    @property
+    def unindexed(self) -> tuple[MetadataCorruptError, ...]:
+        """The sessions the last rebuild (on open, or :meth:`reindex`) could not index."""
+        return self._unindexed
+
+    @property
+    def index_path(self) -> str:
+        """Where the listing catalog lives (``catalog.sqlite3``)."""
+        return str(self.catalog.path)
+
+    def reindex(self) -> Reindexed:
+        """Rebuild the listing catalog from the session directories: the row count, and the
+        sessions whose metadata is damaged (no row can hold them: their project is unknown).
 
         Every readable session directory gets its row back (a crash between creating a
         session and indexing it leaves it out of ``list``); rows whose directory is gone
@@ -433,7 +468,7 @@ class FileStore(HostFiles):
         """
         self._check_writable("rebuild the session catalog")
         rows, damaged = self._scan_rows()
-        self.unindexed = damaged
+        self._unindexed = tuple(damaged)
         seen = {row[0] for row in rows}
         stale = [
             uid
@@ -443,7 +478,7 @@ class FileStore(HostFiles):
         # a damaged session keeps the row it has (its directory exists, whatever became of
         # its session.json), so list still shows it as damaged; one without a row cannot
         # get one (its project is unknown)
-        return self.catalog.rebuild(rows, stale)
+        return Reindexed(self.catalog.rebuild(rows, stale), self._unindexed)
 
     def _scan_rows(
         self,
@@ -460,20 +495,25 @@ class FileStore(HostFiles):
             rows.append((meta.uid, meta.project, meta.create_time_ns, sdir.is_deleted()))
         return rows, damaged
 
+    # -- encryption at rest (file/crypt.py) ---------------------------------------------
     def sealed_export(self, uid: str) -> tuple[dict[str, object], Iterator[Record]]:
         """What ``export --ciphertext`` ships of encrypted session ``uid``: its wrapped
         ``KEY`` and its sealed records as stored (``file/crypt.py``'s ``sealed_export``)."""
-        from agentsessions.journal.stores.file.crypt import sealed_export
+        return filecrypt.sealed_export(self, uid)
 
-        return sealed_export(self, uid)
+    def check_shreddable(self, uid: str) -> None:
+        """InvalidArgumentError unless ``uid`` is an encrypted session (it has a KEY)."""
+        filecrypt.check_shreddable(self, uid)
+
+    def shred(self, uid: str) -> bool:
+        """Destroy ``uid``'s KEY files for good (``file/crypt.py``'s ``shred``)."""
+        return filecrypt.shred(self, uid)
 
     def rewrap_keys(self, old: MasterKey, new: MasterKey) -> RewrapCount:
         """Master-key rotation: rewrap every data key here from ``old`` to ``new`` (no
         journal byte moves; a wrong ``old`` changes nothing; keys already wrapped by ``new``
         and shredded ones are skipped and counted: ``file/crypt.py``'s ``rewrap_keys``)."""
-        from agentsessions.journal.stores.file.crypt import rewrap_keys
-
-        return rewrap_keys(self, old, new)
+        return filecrypt.rewrap_keys(self, old, new)
 
     def session_dir(self, uid: str) -> Path:
         """The directory that holds one session (for offline tools such as verify), even when
@@ -482,6 +522,10 @@ class FileStore(HostFiles):
         if not sdir.is_dir():
             raise NotFoundError(f"session {uid} not found", hint="agentsessions list", session=uid)
         return sdir
+
+    def component_dir(self, uid: str, name: str) -> Path:
+        """The directory of session ``uid``'s tool store ``name`` (it may not exist yet)."""
+        return filecomponent.components_dir(SessionDir(self.session_dir(uid))) / name
 
     def close(self) -> None:
         self.catalog.close()

@@ -28,7 +28,7 @@ import os
 import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from agentsessions.errors import (
     ChainBrokenError,
@@ -40,6 +40,7 @@ from agentsessions.errors import (
     SessionKeyError,
 )
 from agentsessions.journal.format.records import Record
+from agentsessions.journal.stores.capabilities import VerifyRecord
 from agentsessions.journal.stores.jetstream import wire
 from agentsessions.journal.stores.jetstream.keys import KeyStream, StoredKey
 from agentsessions.journal.stores.store import SessionMeta, WorkingState
@@ -366,17 +367,6 @@ class Keyring:
             raise MasterKeyError(
                 f"{scope} is encrypted and no master key was given", hint=_HINT, session=uid
             )
-
-
-class VerifyRecord(NamedTuple):
-    """One stored record as ``verify`` walks it: ``sealed`` ones are checked by their clear
-    head, and by ``check`` (a key holder's decrypt, returning the content hash) if given."""
-
-    seq: int
-    payload: bytes
-    content_hash: str
-    sealed: bool = False
-    check: Callable[[int, bytes], str] | None = None
 
 
 def verify_check(

@@ -158,7 +158,9 @@ class Latest:
 
 
 class Extras:
-    """Cancel requests, tool receipts, workloads and harness registrations of one store."""
+    """Cancel requests, tool receipts, workloads and harness registrations of one store: a
+    base of :class:`~.store.JetStreamStore` (as ``HostFiles`` is of the file store), so the
+    store itself is what the capability lookup returns and nothing forwards to it."""
 
     def __init__(
         self,

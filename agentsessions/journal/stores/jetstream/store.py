@@ -32,7 +32,7 @@ import builtins
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -41,14 +41,25 @@ from agentsessions.errors import (
     InvalidArgumentError,
     KeyShreddedError,
     LockHeldError,
-    MetadataCorruptError,
     NotFoundError,
     SessionExistsError,
     UnavailableError,
 )
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores import forking, metafile
-from agentsessions.journal.stores.claims import ClaimKey
+from agentsessions.journal.stores.capabilities import (
+    CancelRequests,
+    HarnessBook,
+    KeyManagement,
+    ProjectIndex,
+    RemoteWriters,
+    SealedExport,
+    StoredRecords,
+    ToolReceipts,
+    VerifyRecord,
+    Workloads,
+)
+from agentsessions.journal.stores.claims import ClaimKey, KeyClaims
 from agentsessions.journal.stores.jetstream import checkpoint, identity, listing, live, wire
 from agentsessions.journal.stores.jetstream.claims import StreamClaims
 from agentsessions.journal.stores.jetstream.client import Client
@@ -62,11 +73,10 @@ from agentsessions.journal.stores.jetstream.conn import (
 from agentsessions.journal.stores.jetstream.crypt import (
     Keyring,
     SubjectCipher,
-    VerifyRecord,
     sealed_export,
     verify_records,
 )
-from agentsessions.journal.stores.jetstream.extras import Extras, HarnessRecords
+from agentsessions.journal.stores.jetstream.extras import Extras
 from agentsessions.journal.stores.jetstream.follow import follow_subject
 from agentsessions.journal.stores.jetstream.keys import KeyStream
 from agentsessions.journal.stores.jetstream.writer import JetStreamWriter, shadow
@@ -75,6 +85,7 @@ from agentsessions.journal.stores.store import (
     Page,
     SessionInfo,
     SessionMeta,
+    Store,
     WorkingState,
     check_component,
     check_project,
@@ -88,8 +99,23 @@ if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey, RewrapCount
 
 
-class JetStreamStore:
-    """Sessions in one JetStream stream (see the module docstring for the layout).
+class JetStreamStore(
+    Extras,  # first: its methods, not the Protocols' stubs, implement the host records
+    Store,
+    CancelRequests,
+    ToolReceipts,
+    Workloads,
+    HarnessBook,
+    ProjectIndex,
+    SealedExport,
+    KeyManagement,
+    StoredRecords,
+    RemoteWriters,
+    KeyClaims,
+):
+    """Sessions in one JetStream stream (see the module docstring for the layout); its
+    capabilities are its bases (cancel requests, receipts, workloads and harness records
+    implemented by :class:`~.extras.Extras`, the file store's small files as messages).
 
     ``master``: sessions created are encrypted, and encrypted ones read (jetstream/crypt.py);
     their wrapped data keys live in a key stream beside the journal's (jetstream/keys.py)."""
@@ -132,8 +158,7 @@ class JetStreamStore:
         self._keys = KeyStream(self._client, options)
         self._ring = Keyring(self._keys, master)
         self._encrypted: dict[str, bool] = {}  # uid -> its marker (set at create, never changes)
-        self._extras = Extras(self._client, options.prefix, self._meta, self._host_cipher)
-        self.unindexed: builtins.list[MetadataCorruptError] = []  # found by the last list
+        Extras.__init__(self, self._client, options.prefix, self._meta, self._host_cipher)
         self._live: dict[str, Any] = {}  # journal subject -> its writer's probe responder
         self._claims = StreamClaims(self._client, options.prefix)
 
@@ -171,12 +196,12 @@ class JetStreamStore:
     def list(self, project: str, page_size: int = 0, cursor: str = "") -> Page:
         ask = page_ask(project, page_size, cursor)
         # two batched reads (jetstream/listing.py), not one read per session
-        metas, self.unindexed = listing.all_metas(self._client, self._opts.prefix)
+        metas, unindexed = listing.all_metas(self._client, self._opts.prefix)
         live = [(m, ut) for m, deleted, ut in metas if m.project == project and not deleted]
         shown = newest_first(live, lambda row: row[0], ask)
         heads = listing.journal_heads(self._client, [self._journal(m.uid) for m, _ut in shown])
         infos = [self._info(m, False, ut, heads.get(self._journal(m.uid))) for m, ut in shown]
-        return page_of(infos, ask, more=len(infos) > ask.size)
+        return page_of(infos, ask, more=len(infos) > ask.size, unindexed=unindexed)
 
     def uids(self) -> tuple[str, ...]:
         prefix = self._opts.prefix
@@ -364,54 +389,12 @@ class JetStreamStore:
                 host = self._ring.host_cipher(uid)
             except KeyShreddedError:
                 return  # verify_records noted it
-            self._extras.check_sealed(uid, host)
+            self.check_sealed(uid, host)
 
     def close(self) -> None:
         self._client.close()
 
-    # -- optional capabilities (the file store's small files: jetstream/extras.py) ---------
-    def request_cancel(self, uid: str, execution_id: str, reason: str = "") -> None:
-        """Durably ask the running turn of ``execution_id``, on any host, to stop at its
-        next effect boundary (``P.x.<uid>``)."""
-        self._extras.request_cancel(uid, execution_id, reason)
-
-    def cancel_requested(self, uid: str) -> str | None:
-        """The execution id the pending cancel request names, or None (kept in memory while
-        a subscription says nothing changed: no round trip per effect)."""
-        return self._extras.cancel_requested(uid)
-
-    def cancel_reason(self, uid: str) -> str:
-        """The reason the pending cancel request gives ("" when none or not said)."""
-        return self._extras.cancel_reason(uid)
-
-    def clear_cancel(self, uid: str) -> None:
-        """Mark the pending cancel request answered (idempotent, durable)."""
-        self._extras.clear_cancel(uid)
-
-    def tool_receipt(self, uid: str, key: str) -> dict[str, Any] | None:
-        """The tool receipt kept for ``(uid, key)``, or None (``P.r.<uid>.<sha256(key)>``)."""
-        return self._extras.tool_receipt(uid, key)
-
-    def record_tool_receipt(self, uid: str, key: str, receipt: Mapping[str, Any]) -> None:
-        """Keep ``receipt`` for ``(uid, key)`` durably before returning."""
-        self._extras.record_tool_receipt(uid, key, receipt)
-
-    def workload(self, uid: str) -> str | None:
-        """The workload TOML recorded for ``uid`` (``P.w.<uid>``), or None."""
-        return self._extras.workload(uid)
-
-    def set_workload(self, uid: str, text: str) -> None:
-        """Record ``text`` as the session's workload (replaces any), kept by digest first."""
-        self._extras.set_workload(uid, text)
-
-    def keep_workload(self, uid: str, text: str) -> str:
-        """Keep ``text`` under its digest (``P.wk.<uid>.<digest>``, written once)."""
-        return self._extras.keep_workload(uid, text)
-
-    def workload_at(self, uid: str, digest: str) -> str | None:
-        """The workload kept for ``uid`` under ``digest``, or None."""
-        return self._extras.workload_at(uid, digest)
-
+    # -- cancel requests, tool receipts, workloads, harness records: Extras (its base) ----
     def writer_elsewhere(self, uid: str) -> bool:
         """True when another store (any host) holds ``uid``'s journal writer busy, or might
         (it did not answer in time: jetstream/live.py): ``cancel`` then asks the running
@@ -423,10 +406,6 @@ class JetStreamStore:
                 return False  # this store's own writer: the engine's lock decides
         heard = live.probe(self._client, live.owner_subject(self._opts.stream, uid))
         return heard.state in (live.BUSY, live.SILENT, live.UNKNOWN)
-
-    def harness_records(self) -> HarnessRecords:
-        """The harness registrations of every host using this stream (``P.h``)."""
-        return self._extras.harness_records()
 
     # -- internals ----------------------------------------------------------------------
     def _journal(self, uid: str) -> str:

@@ -33,6 +33,7 @@ from agentsessions.errors import (
 )
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.appending import NOTHING_HELD, ChainWriter
+from agentsessions.journal.stores.capabilities import WriterTakeover
 from agentsessions.journal.stores.jetstream import checkpoint, identity, wire
 from agentsessions.journal.stores.jetstream.client import Client
 from agentsessions.journal.stores.jetstream.crypt import Opener, SubjectCipher
@@ -58,8 +59,9 @@ def shadow(tail: Tail) -> Tail:
     )  # fmt: skip
 
 
-class JetStreamWriter(ChainWriter):
-    """Holds one journal subject: its folded tail, its fence and the subject's last seq."""
+class JetStreamWriter(ChainWriter, WriterTakeover):
+    """Holds one journal subject: its folded tail, its fence and the subject's last seq;
+    another host may take it over between turns (:class:`~.capabilities.WriterTakeover`)."""
 
     def __init__(
         self,

@@ -29,7 +29,13 @@ from agentsessions.journal.crypto.cipher import SessionCipher
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores import forking
 from agentsessions.journal.stores.appending import ChainWriter
-from agentsessions.journal.stores.claims import ClaimKey
+from agentsessions.journal.stores.capabilities import (
+    CancelRequests,
+    ProjectIndex,
+    ToolReceipts,
+    Workloads,
+)
+from agentsessions.journal.stores.claims import ClaimKey, KeyClaims
 from agentsessions.journal.stores.memory.crypt import (
     MemoryKey,
     open_records,
@@ -44,6 +50,7 @@ from agentsessions.journal.stores.store import (
     Page,
     SessionInfo,
     SessionMeta,
+    Store,
     WorkingState,
     check_component,
     check_project,
@@ -80,8 +87,8 @@ class _Session:
     key: MemoryKey | None = None  # an encrypted one's wrapped data key
 
 
-class MemoryStore:
-    """Sessions held in process memory."""
+class MemoryStore(Store, CancelRequests, ToolReceipts, Workloads, ProjectIndex, KeyClaims):
+    """Sessions held in process memory (its capabilities: its bases)."""
 
     def __init__(
         self, *, max_commit_bytes: int = DEFAULT_MAX_COMMIT_BYTES, master: MasterKey | None = None
