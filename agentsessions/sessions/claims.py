@@ -38,7 +38,7 @@ from agentsessions.errors import (
     SessionExistsError,
 )
 from agentsessions.journal.stores.capabilities import KEY_CLAIMS
-from agentsessions.journal.stores.claims import ClaimKey, key_claims
+from agentsessions.journal.stores.claims import ClaimKey
 from agentsessions.journal.stores.store import (
     SessionInfo,
     SessionMeta,
@@ -145,7 +145,7 @@ def ensure(
     :func:`create`) if there is none: ``(session, created)``. Atomic across processes and
     hosts; see the module docstring."""
     ck = ClaimKey.of(project, key)
-    claims = key_claims(self.store)
+    claims = KEY_CLAIMS.need(self.store, "a session by key", hint=_HINT)
     meta, workload = prepare(
         self, project=project, name=name, harness=harness, model=model, labels=labels,
         annotations={**(annotations or {}), CLAIM_ANNOTATION: ck.digest}, tools=tools,
@@ -173,7 +173,9 @@ def find(self: Engine, key: str, *, project: str = "default") -> Session | None:
     session read, never a listing. A key claimed whose session is not made yet (or was
     deleted) is None; nothing is written."""
     ck = ClaimKey.of(project, key)
-    info = _existing(self.store, key_claims(self.store).lookup(ck))
+    info = _existing(
+        self.store, KEY_CLAIMS.need(self.store, "a session by key", hint=_HINT).lookup(ck)
+    )
     return view(info) if info is not None and not info.deleted else None
 
 
@@ -190,7 +192,7 @@ def claim(self: Engine, key: str, uid: str, *, project: str = "default") -> str:
         )
     if info.deleted:
         raise deleted_error(uid)
-    claims = key_claims(self.store)
+    claims = KEY_CLAIMS.need(self.store, "a session by key", hint=_HINT)
     for _ in range(_TRIES):
         bound = claims.claim(ck, uid)
         other = _existing(self.store, bound) if bound != uid else None
@@ -198,6 +200,9 @@ def claim(self: Engine, key: str, uid: str, *, project: str = "default") -> str:
             return bound  # ours, another live one, or one its claimer is about to create
         claims.release(ck, bound)
     raise LockHeldError(f"the key's session in project {project!r} kept being deleted")
+
+
+_HINT = "use the file, memory or JetStream store"
 
 
 def release_claim(store: Store, info: SessionInfo) -> None:

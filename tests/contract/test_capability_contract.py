@@ -36,12 +36,12 @@ from agentsessions.v1 import model, workloadref
 DECLARED = {
     "file": {
         "CancelRequests", "ToolReceipts", "Workloads", "ProjectIndex", "Reindexable",
-        "SealedExport", "KeyManagement", "SessionFiles",
+        "SealedExport", "KeyManagement", "SessionFiles", "KeyClaims",
     },
-    "memory": {"CancelRequests", "ToolReceipts", "Workloads", "ProjectIndex"},
+    "memory": {"CancelRequests", "ToolReceipts", "Workloads", "ProjectIndex", "KeyClaims"},
     "jetstream": {
         "CancelRequests", "ToolReceipts", "Workloads", "ProjectIndex", "SealedExport",
-        "KeyManagement", "StoredRecords", "RemoteWriters", "HarnessBook",
+        "KeyManagement", "StoredRecords", "RemoteWriters", "HarnessBook", "KeyClaims",
     },
 }  # fmt: skip
 """The table of the capabilities module's docstring, as data."""

@@ -18,9 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentsessions.errors import InvalidArgumentError, SessionExistsError, UnavailableError
+from agentsessions.errors import InvalidArgumentError, SessionExistsError, StoreCapabilityError
 from agentsessions.journal.crypto.keys import MasterKey
-from agentsessions.journal.stores.claims import ClaimKey, KeyClaims, key_claims
+from agentsessions.journal.stores.capabilities import KEY_CLAIMS
+from agentsessions.journal.stores.claims import ClaimKey
 from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.memory.store import MemoryStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
@@ -55,12 +56,12 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
 
 
 def test_every_store_declares_the_capability(store: Any) -> None:
-    assert isinstance(store, KeyClaims) and key_claims(store) is store
+    assert KEY_CLAIMS.declared_by(type(store)) and KEY_CLAIMS.need(store, "find") is store
 
 
 def test_a_store_without_it_is_refused_by_the_typed_lookup() -> None:
-    with pytest.raises(UnavailableError, match="cannot bind keys"):
-        key_claims(object())
+    with pytest.raises(StoreCapabilityError, match="find: the object has no key claims"):
+        KEY_CLAIMS.need(object(), "find")
 
 
 def test_a_claim_is_create_only_and_names_the_winner(store: Any) -> None:

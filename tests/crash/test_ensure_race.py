@@ -21,7 +21,8 @@ from typing import Any
 import claims_proc
 import pytest
 
-from agentsessions.journal.stores.claims import ClaimKey, key_claims
+from agentsessions.journal.stores.capabilities import KEY_CLAIMS
+from agentsessions.journal.stores.claims import ClaimKey
 from agentsessions.journal.stores.store import new_uid
 from agentsessions.sessions.local import open_local
 
@@ -91,7 +92,9 @@ def test_a_process_killed_between_claim_and_create_is_completed(
     assert proc.exitcode == -signal.SIGKILL
     with _open(where) as engine:
         key = ClaimKey.of(claims_proc.PROJECT, "issue-12")
-        assert key_claims(engine.store).lookup(key) == claimed  # a claim, no session yet
+        assert (
+            KEY_CLAIMS.need(engine.store, "test").lookup(key) == claimed
+        )  # a claim, no session yet
         assert engine.find("issue-12", project=claims_proc.PROJECT) is None
         session, created = engine.ensure("issue-12", project=claims_proc.PROJECT, name="i12")
         assert (session.uid, created, session.name) == (claimed, True, "i12")

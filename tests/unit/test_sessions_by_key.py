@@ -20,7 +20,8 @@ from agentsessions.errors import (
     PermissionDeniedError,
     SessionDeletedError,
 )
-from agentsessions.journal.stores.claims import ClaimKey, key_claims
+from agentsessions.journal.stores.capabilities import KEY_CLAIMS
+from agentsessions.journal.stores.claims import ClaimKey
 from agentsessions.journal.stores.memory.store import MemoryStore
 from agentsessions.journal.stores.store import new_uid
 from agentsessions.sessions.claims import CLAIM_ANNOTATION
@@ -77,14 +78,16 @@ def test_bad_options_are_refused_before_anything_is_claimed(engine: Any, tmp_pat
         engine.ensure("", project="p")
     with pytest.raises(InvalidArgumentError):
         engine.ensure("k", project="a/b")
-    assert key_claims(engine.store).lookup(ClaimKey.of("p", "k")) == ""
+    assert KEY_CLAIMS.need(engine.store, "test").lookup(ClaimKey.of("p", "k")) == ""
     assert engine.list(project="p").sessions == ()
 
 
 def test_deleting_releases_the_key(engine: Any) -> None:
     made, _ = engine.ensure("k", project="p")
     engine.delete(made.uid)
-    assert key_claims(engine.store).lookup(ClaimKey.of("p", "k")) == ""  # released at once
+    assert (
+        KEY_CLAIMS.need(engine.store, "test").lookup(ClaimKey.of("p", "k")) == ""
+    )  # released at once
     assert engine.find("k", project="p") is None
     fresh, created = engine.ensure("k", project="p")
     assert created and fresh.uid != made.uid
@@ -93,16 +96,18 @@ def test_deleting_releases_the_key(engine: Any) -> None:
 def test_a_key_whose_delete_was_cut_before_its_release_is_free(engine: Any) -> None:
     made, _ = engine.ensure("k", project="p")
     engine.store.delete(made.uid)  # as if the engine died between delete and release
-    assert key_claims(engine.store).lookup(ClaimKey.of("p", "k")) == made.uid
+    assert KEY_CLAIMS.need(engine.store, "test").lookup(ClaimKey.of("p", "k")) == made.uid
     assert engine.find("k", project="p") is None  # a deleted session is not found
     fresh, created = engine.ensure("k", project="p")
     assert created and fresh.uid != made.uid
-    assert key_claims(engine.store).lookup(ClaimKey.of("p", "k")) == fresh.uid
+    assert KEY_CLAIMS.need(engine.store, "test").lookup(ClaimKey.of("p", "k")) == fresh.uid
 
 
 def test_a_claim_whose_creator_died_is_completed(engine: Any) -> None:
     key, uid = ClaimKey.of("p", "k"), new_uid()
-    key_claims(engine.store).claim(key, uid)  # claimed; its process died before creating
+    KEY_CLAIMS.need(engine.store, "test").claim(
+        key, uid
+    )  # claimed; its process died before creating
     assert engine.find("k", project="p") is None
     made, created = engine.ensure("k", project="p", name="n")
     assert (made.uid, made.name, created) == (uid, "n", True)

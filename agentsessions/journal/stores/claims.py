@@ -26,7 +26,7 @@ Invariants every implementation keeps (``tests/contract/test_claims_contract.py`
 
 The capability is a type: a store declares it by naming :class:`KeyClaims` among its bases
 (``stores/capabilities.py``: mypy checks the methods), and the engine asks with
-:func:`key_claims`, never with ``getattr``.
+``KEY_CLAIMS`` (``capabilities.py``), never with ``getattr``.
 """
 
 from __future__ import annotations
@@ -89,13 +89,3 @@ class KeyClaims(Protocol):
     def release(self, key: ClaimKey, uid: str) -> None:
         """Unbind ``key`` if it is still bound to ``uid`` (else nothing); durable."""
         ...
-
-
-def key_claims(store: object) -> KeyClaims:
-    """``store``'s key claims, by its declaration; StoreCapabilityError for a store
-    without them."""
-    from agentsessions.journal.stores.capabilities import KEY_CLAIMS
-
-    return KEY_CLAIMS.need(
-        store, "a session by key", hint="use the file, memory or JetStream store"
-    )
