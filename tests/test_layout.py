@@ -28,6 +28,7 @@ TOP_LEVEL = {
     "examples/",
     "harnesses/",
     "proto/",
+    "mkdocs.yml",
     "pyproject.toml",
     "tests/",
     "zipapp.py",
