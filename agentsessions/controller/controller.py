@@ -627,29 +627,30 @@ class Controller:
         ``wait_seconds`` for a busy lock). It stays held after a turn that ended in order
         (END, or a failure the turn itself recorded); any other error closes it, so the
         next turn re-opens, recovers and re-validates."""
-        writer = self.writers.get(uid, claim=True)  # busy: other hosts wait, not take it
-        if writer is None:
-            deadline = time.monotonic() + wait_seconds
-            delay = 0.01
-            while True:
-                try:
-                    writer = self.writers.open(uid)
-                    break
-                except LockHeldError:
-                    if time.monotonic() >= deadline:
-                        raise
-                    time.sleep(delay)
-                    delay = min(delay * 2, 0.5)
-        try:
-            with self.writers.using(uid):
+        with self.writers.using(uid):  # from the claim on: no other pool closes it
+            writer = self.writers.get(uid, claim=True) or self._open_writer(uid, wait_seconds)
+            try:
                 yield writer
-        except _TURN_ERRORS:
-            self.writers.keep_open(writer)  # the journal is as the writer holds it
-            raise
-        except BaseException:
-            self.writers.discard(writer)
-            raise
-        self.writers.keep_open(writer)
+            except _TURN_ERRORS:
+                self.writers.keep_open(writer)  # the journal is as the writer holds it
+                raise
+            except BaseException:
+                self.writers.discard(writer)
+                raise
+            self.writers.keep_open(writer)
+
+    def _open_writer(self, uid: str, wait_seconds: float) -> HeldWriter:
+        """A new writer of ``uid``, waiting up to ``wait_seconds`` for a busy lock."""
+        deadline = time.monotonic() + wait_seconds
+        delay = 0.01
+        while True:
+            try:
+                return self.writers.open(uid)
+            except LockHeldError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
 
 
 def _first_commit(
