@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from agentsessions.errors import (
     AgentSessionsError,
@@ -51,6 +51,7 @@ from agentsessions.journal.stores.store import (
     new_uid,
 )
 from agentsessions.v1 import model
+from agentsessions.v1.turn import TurnRequest
 from agentsessions.v1.workloadref import wrap
 
 from . import executions
@@ -81,6 +82,7 @@ from .spi import (
 from .toolcalls import ToolHost, receipts_of
 from .traced import turn_span
 from .turnjournal import WriterJournal as _WriterJournal  # (moved out: the name stays)
+from .turnjournal import as_user, first_commit
 from .workloads import StaticWorkloads, resolver_for
 
 _TURN_ERRORS = (
@@ -218,7 +220,6 @@ class Controller:
         return held.info() if held is not None else self.store.get(uid)
 
     # -- exec -------------------------------------------------------------------------------
-    @turn_span(resumed=False)
     def exec(
         self,
         uid: str | None,
@@ -232,12 +233,27 @@ class Controller:
         model: str = "",
         fresh_start: bool = False,
     ) -> TurnResult:
+        """:meth:`turn` for a caller without a :class:`TurnRequest` (tests, embedders)."""
+        request = TurnRequest(
+            uid,
+            tuple(inputs),
+            harness=harness,
+            model=model,
+            config=config,
+            wait=wait_seconds,
+            fresh_start=fresh_start,
+            expected_last_seq=expected_last_seq,
+        )
+        return self.turn(request, meta=meta)
+
+    @turn_span(resumed=False)
+    def turn(self, request: TurnRequest, *, meta: SessionMeta | None = None) -> TurnResult:
         """Run one turn: EXECUTION_START (the CAS point) and INPUTs, the harness, END/ERROR.
 
-        ``uid`` None creates a session first (from ``meta``). If the first append fails,
-        no harness or model runs. An inputless exec on a session with an interrupted turn
-        continues that turn (as the reference's "inputless Exec means continue"), and so does
-        an inputless exec on a session whose last turn failed (ERROR, no END): see
+        ``request.uid`` None creates a session first (from ``meta``). If the first append
+        fails, no harness or model runs. An inputless exec on a session with an interrupted
+        turn continues that turn (as the reference's "inputless Exec means continue"), and
+        so does an inputless exec on a session whose last turn failed (ERROR, no END): see
         :meth:`resume`. With inputs, a failed turn does not block: a new execution starts,
         and the failed one stays in the journal as audit (replay skips it). ``model``
         overrides the session's model for this turn: its EXECUTION_START records it
@@ -245,6 +261,9 @@ class Controller:
         ``fresh_start`` first records that a memory harness whose memory is gone restarts
         empty (:func:`~agentsessions.controller.freshstart.fresh_start`).
         """
+        uid, inputs, harness, config = request.uid, request.inputs, request.harness, request.config
+        wait_seconds, model, fresh_start = request.wait, request.model, request.fresh_start
+        expected_last_seq = request.expected_last_seq
         created = uid is None
         early: tuple[Harness, HarnessDescriptor] | None = None
         if uid is None:
@@ -331,7 +350,7 @@ class Controller:
         name = harness or DEFAULT_HARNESS
         descriptor = self._describe(name, project)[1]
         recorded = wrap(config, "0" * 64) if tools else config
-        events = _first_commit("0" * 16, name, descriptor, inputs, recorded)
+        events = first_commit("0" * 16, name, descriptor, inputs, recorded)
         limit = self.store.max_commit_bytes
         try:
             Tail().seal_events("(new)", events, fence=0, max_bytes=limit)
@@ -363,14 +382,14 @@ class Controller:
         exec_id = os.urandom(8).hex()  # secrets.token_hex(8), less its three calls
         head = writer.head[0]
         digest = self.workloads.current(uid)  # the workload this turn runs with, for good
-        events = _first_commit(
+        events = first_commit(
             exec_id, name, descriptor, inputs, wrap(config, digest, recorded_model)
         )
         # durable at once: the turn has begun, for its caller and for resume
         journal.record(events, head if expected_last_seq is None else expected_last_seq)
         history = WriterHistory(writer, head)
         tools = self.workloads.offers(uid, digest)
-        inputs_ = tuple(_as_user(m) for m in inputs)
+        inputs_ = tuple(as_user(m) for m in inputs)
         start = Start(exec_id, config, inputs_, history, tools=tools, state=writer.state)
         sink = TurnSink(exec_id, [], self._live(journal, turn_model, exec_id, descriptor, digest))
         sink.state_version = start.state.version
@@ -653,26 +672,6 @@ class Controller:
                 delay = min(delay * 2, 0.5)
 
 
-def _first_commit(
-    exec_id: str,
-    name: str,
-    descriptor: HarnessDescriptor,
-    inputs: Sequence[Message],
-    config: bytes,
-) -> list[model.Event]:
-    """A turn's first commit (the CAS point): EXECUTION_START and one INPUT per message."""
-    start_event = model.execution_start(
-        input_count=len(inputs),
-        config=config,
-        harness=name,
-        harness_version=descriptor.version,
-        execution_id=exec_id,
-    )
-    return [start_event] + [
-        model.input_event(cast(model.Message, _as_user(m)), execution_id=exec_id) for m in inputs
-    ]
-
-
 def _isolated(
     callback: Callable[[Any], None] | None, errors: list[Exception]
 ) -> Callable[[Any], None] | None:
@@ -680,10 +679,3 @@ def _isolated(
     if callback is None or isinstance(callback, Observer):
         return callback
     return Observer(callback, errors)
-
-
-def _as_user(message: Message) -> Message:
-    """Inputs are user messages unless they say otherwise."""
-    if not isinstance(message, dict) or "parts" not in message:
-        raise InvalidArgumentError("an input must be an agentsessions.v1 Message with parts")
-    return message if message.get("role") else {**message, "role": "user"}

@@ -35,11 +35,12 @@ from agentsessions.errors import ApprovalParkedError, ConflictError, InvalidArgu
 from agentsessions.server import convert, deadline, frames, status
 from agentsessions.server.gen import common_pb2, session_pb2, session_pb2_grpc
 from agentsessions.server.observe import note
+from agentsessions.server.toolpolicy import WireWorkload
 from agentsessions.server.toolpolicy import workload_file as _workload_file
 from agentsessions.sessions.api import Frame, RecordFrame, SessionFrame, Sessions
+from agentsessions.v1.turn import DEFAULT_PROJECT, TurnRequest
 
 LOG = logging.getLogger("agentsessions.server")
-DEFAULT_PROJECT = "default"
 CHUNK = 1 << 20  # export/import chunk: well under gRPC's 4 MiB default message size
 FOLLOW_SLICE = 0.5
 DEFAULT_CANCEL_WAIT_MS = 10_000
@@ -188,21 +189,8 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
                     head_hash=head_hash,
                     session=uid or "",
                 )
-        inputs = [convert.message_from_proto(m) for m in request.inputs]
         with _workload_file(request.tools) as tools:
-            stream = engine.exec(
-                uid,
-                inputs,
-                harness=request.harness or None,
-                model=request.model or None,
-                config=request.config,
-                wait=_wait(request.wait_ms),
-                project=request.project or DEFAULT_PROJECT,
-                name=request.name,
-                labels=dict(request.labels),
-                fresh_start=request.fresh_start,
-                tools=tools,
-            )
+            stream = engine.exec(_turn_request(request, tools))
         timer = deadline.Deadline(engine, left) if left is not None else None
         try:
             yield from _updates(engine, stream, context, timer)
@@ -497,3 +485,20 @@ def add_to_server(
     service = SessionsService(engine, scope)
     session_pb2_grpc.add_SessionsServicer_to_server(service, server)  # type: ignore[no-untyped-call]
     return service
+
+
+def _turn_request(request: session_pb2.ExecRequest, tools: WireWorkload | None) -> TurnRequest:
+    """The turn an ExecRequest asks for (``tools``: its workload, written to a file)."""
+    return TurnRequest(
+        request.session or None,
+        tuple(convert.message_from_proto(m) for m in request.inputs),
+        harness=request.harness,
+        model=request.model,
+        config=request.config,
+        wait=_wait(request.wait_ms),
+        project=request.project or DEFAULT_PROJECT,
+        name=request.name,
+        labels=dict(request.labels),
+        fresh_start=request.fresh_start,
+        tools=tools or "",
+    )

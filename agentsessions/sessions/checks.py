@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 from agentsessions.errors import InvalidArgumentError, PlacementError
 from agentsessions.journal.stores.store import check_project, check_uid
+from agentsessions.v1.turn import DEFAULT_PROJECT, TurnRequest
 
-from .api import Input
 from .wiring import HARNESSES
 
 if TYPE_CHECKING:
@@ -29,30 +29,22 @@ if TYPE_CHECKING:
 PROG = "agentsessions"
 
 
-def check_request(
-    uid: str | None,
-    inputs: Sequence[Input],
-    wait: float = 0.0,
-    project: str = "default",
-    name: str = "",
-    labels: Mapping[str, str] | None = None,
-    fresh_start: bool = False,
-) -> None:
+def check_request(request: TurnRequest) -> None:
     """The checks of an exec that need no store (a front end may make them before it
     opens one): a well-formed uid, a new session's input and project, the flags that
     only describe a new session, ``fresh_start`` only on an existing one."""
-    check_wait(wait)
-    if uid is not None:
-        check_uid(uid)
-    creating = project != "default" or bool(name or labels)
-    if uid is None:
-        check_project(project)
-        if not inputs:
+    check_wait(request.wait)
+    if request.uid is not None:
+        check_uid(request.uid)
+    creating = request.project != DEFAULT_PROJECT or bool(request.name or request.labels)
+    if request.uid is None:
+        check_project(request.project)
+        if not request.inputs:
             raise InvalidArgumentError(
                 "a new session needs an input: pass --input TEXT or pipe it on stdin",
                 hint=f"{PROG} exec --input hello",
             )
-        if fresh_start:
+        if request.fresh_start:
             raise InvalidArgumentError(
                 "--fresh-start applies to an existing session: a new one starts empty anyway",
                 hint=f"{PROG} exec SESSION --fresh-start --input TEXT",

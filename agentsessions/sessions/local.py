@@ -31,9 +31,10 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, Unpack, overload
 
 from agentsessions.errors import (
     AgentSessionsError,
@@ -49,13 +50,14 @@ from agentsessions.journal.stores.store import (
     check_uid,
     new_uid,
 )
+from agentsessions.v1.turn import TurnOptions, TurnRequest
 
 from . import approvals, checks, lifecycle, offline, resolving, toolstores
 from . import compact as compaction
 from .api import Frame, Input, Memory, ReplayReport, Session, SessionFrame, SessionPage, Turn
 from .home import require_home, resolve_home
 from .turnstream import Turns
-from .views import as_message, turn_view, view
+from .views import turn_view, view
 from .wiring import HARNESSES, build_controller, close_tools
 
 if TYPE_CHECKING:
@@ -434,49 +436,28 @@ class LocalSessions:
 
     def exec(
         self,
-        uid: str | None = None,
+        uid: str | TurnRequest | None = None,
         inputs: Sequence[Input] = (),
-        *,
-        harness: str | None = None,
-        model: str | None = None,
-        config: bytes = b"",
-        wait: float = 0.0,
-        project: str = "default",
-        name: str = "",
-        labels: Mapping[str, str] | None = None,
-        fresh_start: bool = False,
-        tools: str | PathLike[str] | None = None,
+        **options: Unpack[TurnOptions],
     ) -> Iterator[Frame]:
         """Run one turn (see :meth:`Sessions.exec`); every check is made in the caller's
         thread before anything is written, then the turn runs on its own thread."""
-        uid, lock, work, created = self._begin(
-            uid, inputs, harness, model, config, wait, project, name, labels, fresh_start, tools
-        )
+        request = TurnRequest.of(uid, inputs, **options)
+        uid, lock, work, created = self._begin(request)
         return self._stream(uid, lock, work, created)
 
     def run(
         self,
-        uid: str | None = None,
+        uid: str | TurnRequest | None = None,
         inputs: Sequence[Input] = (),
-        *,
-        harness: str | None = None,
-        model: str | None = None,
-        config: bytes = b"",
-        wait: float = 0.0,
-        project: str = "default",
-        name: str = "",
-        labels: Mapping[str, str] | None = None,
-        fresh_start: bool = False,
-        tools: str | PathLike[str] | None = None,
+        **options: Unpack[TurnOptions],
     ) -> SessionFrame:
         """Run one turn to its end and return its last frame (see :meth:`Sessions.run`).
 
         The same checks and turn as :meth:`exec`, run on the caller's thread: nothing is
         streamed, so no frame crosses threads. An interrupt (Ctrl-C) in the caller stops
         the turn where it is, leaving it open for ``resume``, as a killed process does."""
-        uid, lock, work, _created = self._begin(
-            uid, inputs, harness, model, config, wait, project, name, labels, fresh_start, tools
-        )
+        uid, lock, work, _created = self._begin(TurnRequest.of(uid, inputs, **options))
         try:
             controller = self.controller(uid)
         except BaseException:
@@ -485,24 +466,13 @@ class LocalSessions:
         return self._turns.run_here(uid, lock, controller, work)
 
     def _begin(
-        self,
-        uid: str | None,
-        inputs: Sequence[Input],
-        harness: str | None,
-        model: str | None,
-        config: bytes,
-        wait: float,
-        project: str,
-        name: str,
-        labels: Mapping[str, str] | None,
-        fresh_start: bool,
-        tools: str | PathLike[str] | None = None,
+        self, request: TurnRequest
     ) -> tuple[str, threading.Lock, Callable[[Controller], tuple[Turn | None, bool]], bool]:
         """A turn's checks, its session (created when ``uid`` is None) and the session's
         lock, taken: the session, the lock, the turn's work for a controller, and created."""
-        messages = [as_message(item) for item in inputs]
-        self.check_request(uid, messages, wait, project, name, labels, fresh_start)
-        workload = checks.workload(tools)  # a bad workload is refused before anything is written
+        self.check_request(request)
+        workload = checks.workload(request.tools)  # refused before anything is written
+        uid, project, messages = request.uid, request.project, request.inputs
         recorded, recorded_model = "", ""
         if uid is not None:  # its project's registered harnesses are the ones it may run on
             info = self._state(uid)
@@ -511,50 +481,41 @@ class LocalSessions:
             if messages:  # new input waits for an open approval's receipt
                 approvals.check_no_open_approval(self.store, info)
                 resolving.check_not_unresolved(self.store, info)
-        named = harness or recorded or DEFAULT_HARNESS
-        self.check_turn(named, model or recorded_model, model or "", project)
+        named = request.harness or recorded or DEFAULT_HARNESS
+        self.check_turn(named, request.model or recorded_model, request.model, project)
         if workload is not None:  # a harness it keeps out of the conversation: nothing written
             workload.check_harness(uid or "(new)", named)
         if created := uid is None:
             meta = SessionMeta(
                 uid=new_uid(),
                 project=project,
-                name=name,
-                harness=harness or DEFAULT_HARNESS,
-                model=model or self.default_model,
-                labels=dict(labels or {}),
+                name=request.name,
+                harness=request.harness or DEFAULT_HARNESS,
+                model=request.model or self.default_model,
+                labels=dict(request.labels),
                 create_time_ns=time.time_ns(),
             )
             self.controller().check_exec(  # all checked before the session exists
                 messages,
                 harness=meta.harness,
-                config=config,
+                config=request.config,
                 tools=workload is not None,
                 project=project,
             )
             with self._lock:
                 uid = self.store.create(meta).uid
-        lock = self._hold(uid, wait)
-        session_uid = uid
+        lock = self._hold(uid, request.wait)
+        addressed = replace(request, uid=uid)  # the request, to the session made for it
         if workload is not None:
             self._record_workload(uid, workload)
 
         def work(controller: Controller) -> tuple[Turn | None, bool]:
             woke = False
-            if not created and not fresh_start:  # a fresh start brings compute back, empty
-                woke = self._wake(controller, session_uid, wait)
-            result = controller.exec(
-                session_uid,
-                messages,
-                harness=harness or "",
-                config=config,
-                wait_seconds=wait,
-                model=model or "",
-                fresh_start=fresh_start,
-            )
-            return turn_view(result, created), woke
+            if not created and not request.fresh_start:  # a fresh start brings compute back
+                woke = self._wake(controller, uid, request.wait)
+            return turn_view(controller.turn(addressed), created), woke
 
-        return session_uid, lock, work, created
+        return uid, lock, work, created
 
     def _record_workload(self, uid: str, workload: Workload) -> None:
         """Keep the session's tools with it (a store without a place for them refuses)."""
