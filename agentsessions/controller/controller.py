@@ -283,7 +283,9 @@ class Controller:
         if fresh_start:
             from .freshstart import fresh_start as start_fresh
 
+            before = info.last_seq
             info = start_fresh(self, uid, name, wait_seconds)
+            expected_last_seq = request.moved(info.last_seq - before).expected_last_seq
         instance, descriptor = early or self._instance(info, name)
         turn_model = model or info.meta.model or self.default_model
         with self._writer(uid, wait_seconds) as writer:

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 import grpc
 
-from agentsessions.errors import ApprovalParkedError, ConflictError, InvalidArgumentError
+from agentsessions.errors import ApprovalParkedError, InvalidArgumentError
 from agentsessions.server import convert, deadline, frames, status
 from agentsessions.server.gen import common_pb2, session_pb2, session_pb2_grpc
 from agentsessions.server.observe import note
@@ -175,21 +175,7 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
         # every integer field is in range (.wirecheck); a past deadline runs nothing
         left = deadline.check_admission(request.deadline_unix)
         engine = self.sessions(context)
-        uid = request.session or None
-        if request.HasField("expected_last_seq"):
-            # checked before the turn takes the session: a writer elsewhere can still commit
-            # between the two (docs/WIRE.md); the journal's own CAS keeps the chain whole
-            now = engine.get(uid) if uid is not None else None
-            head, head_hash = (now.last_seq, now.last_hash) if now is not None else (0, "")
-            if head != request.expected_last_seq:
-                raise ConflictError(
-                    f"session {uid or '(new)'} is at seq {head}, "
-                    f"not the expected {request.expected_last_seq}",
-                    head_seq=head,
-                    head_hash=head_hash,
-                    session=uid or "",
-                )
-        with _workload_file(request.tools) as tools:
+        with _workload_file(request.tools) as tools:  # expected_last_seq: the engine's CAS
             stream = engine.exec(_turn_request(request, tools))
         timer = deadline.Deadline(engine, left) if left is not None else None
         try:
@@ -501,4 +487,7 @@ def _turn_request(request: session_pb2.ExecRequest, tools: WireWorkload | None) 
         labels=dict(request.labels),
         fresh_start=request.fresh_start,
         tools=tools or "",
+        expected_last_seq=(
+            request.expected_last_seq if request.HasField("expected_last_seq") else None
+        ),
     )

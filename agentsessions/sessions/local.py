@@ -472,50 +472,72 @@ class LocalSessions:
         lock, taken: the session, the lock, the turn's work for a controller, and created."""
         self.check_request(request)
         workload = checks.workload(request.tools)  # refused before anything is written
-        uid, project, messages = request.uid, request.project, request.inputs
-        recorded, recorded_model = "", ""
-        if uid is not None:  # its project's registered harnesses are the ones it may run on
-            info = self._state(uid)
-            recorded, recorded_model = info.meta.harness, info.meta.model
-            project = info.meta.project
-            if messages:  # new input waits for an open approval's receipt
-                approvals.check_no_open_approval(self.store, info)
-                resolving.check_not_unresolved(self.store, info)
-        named = request.harness or recorded or DEFAULT_HARNESS
-        self.check_turn(named, request.model or recorded_model, request.model, project)
-        if workload is not None:  # a harness it keeps out of the conversation: nothing written
-            workload.check_harness(uid or "(new)", named)
-        if created := uid is None:
-            meta = SessionMeta(
-                uid=new_uid(),
-                project=project,
-                name=request.name,
-                harness=request.harness or DEFAULT_HARNESS,
-                model=request.model or self.default_model,
-                labels=dict(request.labels),
-                create_time_ns=time.time_ns(),
-            )
-            self.controller().check_exec(  # all checked before the session exists
-                messages,
-                harness=meta.harness,
-                config=request.config,
-                tools=workload is not None,
-                project=project,
-            )
-            with self._lock:
-                uid = self.store.create(meta).uid
-        lock = self._hold(uid, request.wait)
+        created = request.uid is None
+        if created:
+            request.check_head(0)  # a new session's head is 0
+            uid = self._create_for(request, workload)
+            lock = self._hold(uid, request.wait)
+        else:
+            uid = check_uid(request.uid or "")
+            lock = self._hold(uid, request.wait)  # the state read next is then current
+            try:
+                self._check_existing(request, workload)
+            except BaseException:
+                lock.release()
+                raise
         addressed = replace(request, uid=uid)  # the request, to the session made for it
         if workload is not None:
             self._record_workload(uid, workload)
 
         def work(controller: Controller) -> tuple[Turn | None, bool]:
-            woke = False
+            turn = addressed
             if not created and not request.fresh_start:  # a fresh start brings compute back
-                woke = self._wake(controller, uid, request.wait)
-            return turn_view(controller.turn(addressed), created), woke
+                before = controller.info(uid).last_seq
+                if self._wake(controller, uid, request.wait):
+                    turn = addressed.moved(controller.info(uid).last_seq - before)
+                    return turn_view(controller.turn(turn), created), True
+            return turn_view(controller.turn(turn), created), False
 
         return uid, lock, work, created
+
+    def _check_existing(self, request: TurnRequest, workload: Workload | None) -> None:
+        """The checks of a turn of an existing session, made holding its lock."""
+        uid = request.uid or ""
+        info = self._state(uid)
+        request.check_head(info.last_seq, info.last_hash)
+        if request.inputs:  # new input waits for an open approval's receipt
+            approvals.check_no_open_approval(self.store, info)
+            resolving.check_not_unresolved(self.store, info)
+        named = request.harness or info.meta.harness or DEFAULT_HARNESS
+        # its project's registered harnesses are the ones it may run on
+        self.check_turn(named, request.model or info.meta.model, request.model, info.meta.project)
+        if workload is not None:  # a harness it keeps out of the conversation: nothing written
+            workload.check_harness(uid, named)
+
+    def _create_for(self, request: TurnRequest, workload: Workload | None) -> str:
+        """Check a new session's turn, then create the session; its uid."""
+        named = request.harness or DEFAULT_HARNESS
+        self.check_turn(named, request.model, request.model, request.project)
+        if workload is not None:  # a harness it keeps out of the conversation: nothing written
+            workload.check_harness("(new)", named)
+        meta = SessionMeta(
+            uid=new_uid(),
+            project=request.project,
+            name=request.name,
+            harness=named,
+            model=request.model or self.default_model,
+            labels=dict(request.labels),
+            create_time_ns=time.time_ns(),
+        )
+        self.controller().check_exec(  # all checked before the session exists
+            request.inputs,
+            harness=meta.harness,
+            config=request.config,
+            tools=workload is not None,
+            project=meta.project,
+        )
+        with self._lock:
+            return self.store.create(meta).uid
 
     def _record_workload(self, uid: str, workload: Workload) -> None:
         """Keep the session's tools with it (a store without a place for them refuses)."""

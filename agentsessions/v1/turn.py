@@ -19,11 +19,11 @@ about the store: the engine does (``agentsessions.sessions.checks``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from os import PathLike
 from typing import Any, TypedDict, Unpack
 
-from agentsessions.errors import InvalidArgumentError
+from agentsessions.errors import ConflictError, InvalidArgumentError
 
 from .model import text_message
 
@@ -105,6 +105,27 @@ class TurnRequest:
             tools=options.get("tools") or "",
             expected_last_seq=options.get("expected_last_seq"),
         )
+
+    def check_head(self, head_seq: int, head_hash: str = "") -> None:
+        """ConflictError unless the session's head is the ``expected_last_seq`` asked for
+        (none asked: anything goes); made before the turn writes anything."""
+        expected = self.expected_last_seq
+        if expected is None or expected == head_seq:
+            return
+        raise ConflictError(
+            f"session {self.uid or '(new)'} is at seq {head_seq}, not the expected {expected}; "
+            "nothing was written",
+            head_seq=head_seq,
+            head_hash=head_hash,
+            session=self.uid or "",
+        )
+
+    def moved(self, by: int) -> TurnRequest:
+        """This request after the turn's own records moved the head ``by`` (a wake, a fresh
+        start): its expected head moves with them, so a writer elsewhere still loses."""
+        if self.expected_last_seq is None or not by:
+            return self
+        return replace(self, expected_last_seq=self.expected_last_seq + by)
 
 
 def as_message(item: Input) -> dict[str, Any]:
