@@ -40,6 +40,7 @@ from agentsessions.cli.app import (
 from agentsessions.cli.interrupt import EXIT_INTERRUPTED, PROG, TurnInterrupt
 from agentsessions.cli.stream import TurnPrinter, note_done, record_line
 from agentsessions.errors import ApprovalParkedError, InvalidArgumentError, ReplayError
+from agentsessions.sessions.defaults import DEFAULT_RUNTIME
 
 if TYPE_CHECKING:
     from agentsessions.sessions.api import (
@@ -51,7 +52,6 @@ if TYPE_CHECKING:
         Turn,
     )
 
-DEFAULT_RUNTIME = "auto"
 
 HarnessOpt = Annotated[
     str,

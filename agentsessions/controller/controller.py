@@ -16,6 +16,14 @@ fence per writer, not per turn; closed by :meth:`Controller.close`, after an idl
 an LRU cap, or at interpreter exit), answers its state questions (head, projections, where
 the latest execution began, metadata) from what that writer folded, and hands the harness a
 lazy history whose recent records come from the writer's memory.
+
+One home per policy. The engine (:mod:`agentsessions.sessions`) checks a request before
+anything is written, and this controller trusts what it resolved: a fresh start only of an
+existing session, a new session's defaults (project, harness, model: the engine builds its
+``SessionMeta``), the request's ``expected_last_seq`` against the head. The controller is the
+home of two, which the engine asks rather than repeats: placement (:meth:`Controller.
+check_placement`: every turn passes it, resume included) and the making of a turn's session
+(:meth:`Controller.create_session`: its harness started before the session exists).
 """
 
 from __future__ import annotations
@@ -23,9 +31,8 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from agentsessions.errors import (
@@ -38,8 +45,6 @@ from agentsessions.errors import (
     LockHeldError,
     PlacementError,
     StateConflictError,
-    ToolServerError,
-    TurnCanceledError,
     UnavailableError,
 )
 from agentsessions.journal.format.records import Record
@@ -50,13 +55,14 @@ from agentsessions.journal.stores.store import (
     WorkingState,
     new_uid,
 )
-from agentsessions.v1 import model
 from agentsessions.v1.turn import TurnRequest
 from agentsessions.v1.workloadref import wrap
 
 from . import executions
-from .cancel import cancel_events, request_check, requested_detail, requests_of
+from .cancel import request_check, requests_of
 from .counting import CountingModels
+from .driving import TurnDriver
+from .driving import TurnResult as TurnResult  # re-exported: callers import it here
 from .held import DEFAULT_IDLE_SECONDS, DEFAULT_KEEP, HeldWriter, WriterPool
 from .history import WriterHistory
 from .registry import Registry
@@ -94,31 +100,6 @@ _TURN_ERRORS = (
     StateConflictError,  # a harness's stale state commit wrote nothing; its ERROR is recorded
 )
 """Errors a turn raises with its journal in order: its held writer stays valid."""
-ERROR_CODE_INTERNAL = 13  # gRPC INTERNAL, as the reference records a failed harness
-
-
-@dataclass
-class TurnResult:
-    """What one exec or resume did."""
-
-    uid: str
-    execution_id: str
-    first_seq: int
-    last_seq: int
-    outputs: list[str] = field(default_factory=list)
-    model_calls: int = 0
-    created: bool = False
-    resumed: bool = False
-    canceled: bool = False  # a cancel request stopped it (it ended END CANCELED)
-    tool_calls: int = 0  # executor calls made (0 when every tool result was served)
-
-
-_FAILS_THE_TURN = (HarnessError, InvalidArgumentError, StateConflictError, ToolServerError)
-"""The errors that end a turn with ERROR journaled (failed: resume retries it, new input is
-taken). A tool server that did not start or answer (ToolServerError, raised before the call's
-intent is recorded) is one: the journal is sound, so the turn must not stay RUNNING, which
-would block new input behind a resume that fails the same way. Any other error (the journal
-itself failed) leaves the turn open for resume."""
 
 
 class Controller:
@@ -235,93 +216,97 @@ class Controller:
     ) -> TurnResult:
         """:meth:`turn` for a caller without a :class:`TurnRequest` (tests, embedders)."""
         request = TurnRequest(
-            uid,
-            tuple(inputs),
-            harness=harness,
-            model=model,
-            config=config,
-            wait=wait_seconds,
-            fresh_start=fresh_start,
-            expected_last_seq=expected_last_seq,
-        )
+            uid, tuple(inputs), harness=harness, model=model, config=config, wait=wait_seconds,
+            fresh_start=fresh_start, expected_last_seq=expected_last_seq,
+        )  # fmt: skip
         return self.turn(request, meta=meta)
 
     @turn_span(resumed=False)
     def turn(self, request: TurnRequest, *, meta: SessionMeta | None = None) -> TurnResult:
         """Run one turn: EXECUTION_START (the CAS point) and INPUTs, the harness, END/ERROR.
 
-        ``request.uid`` None creates a session first (from ``meta``). If the first append
-        fails, no harness or model runs. An inputless exec on a session with an interrupted
-        turn continues that turn (as the reference's "inputless Exec means continue"), and
-        so does an inputless exec on a session whose last turn failed (ERROR, no END): see
-        :meth:`resume`. With inputs, a failed turn does not block: a new execution starts,
-        and the failed one stays in the journal as audit (replay skips it). ``model``
-        overrides the session's model for this turn: its EXECUTION_START records it
-        (:mod:`agentsessions.v1.workloadref`), and resume re-drives the turn on it.
-        ``fresh_start`` first records that a memory harness whose memory is gone restarts
-        empty (:func:`~agentsessions.controller.freshstart.fresh_start`).
+        ``request.uid`` None creates a session first (from ``meta``: :meth:`create_session`).
+        If the first append fails, no harness or model runs. An inputless exec on a session
+        with an interrupted turn continues that turn (as the reference's "inputless Exec
+        means continue"), and so does an inputless exec on a session whose last turn failed
+        (ERROR, no END): see :meth:`resume`. With inputs, a failed turn does not block: a
+        new execution starts, and the failed one stays in the journal as audit (replay skips
+        it). ``request.model`` overrides the session's model for this turn: its
+        EXECUTION_START records it (:mod:`agentsessions.v1.workloadref`), and resume
+        re-drives the turn on it. ``request.fresh_start`` first records that a memory
+        harness whose memory is gone restarts empty
+        (:func:`~agentsessions.controller.freshstart.fresh_start`); whether it may is the
+        engine's check, as are the request's other checks (module docstring).
         """
-        uid, inputs, harness, config = request.uid, request.inputs, request.harness, request.config
-        wait_seconds, model, fresh_start = request.wait, request.model, request.fresh_start
-        expected_last_seq = request.expected_last_seq
-        created = uid is None
         early: tuple[Harness, HarnessDescriptor] | None = None
+        uid = request.uid
         if uid is None:
-            if fresh_start:
-                raise InvalidArgumentError("--fresh-start applies to an existing session")
-            meta = meta or SessionMeta(uid=new_uid(), harness=harness)
-            self.check_exec(
-                inputs, harness=harness or meta.harness, config=config, project=meta.project
-            )
-            # the harness (a memory harness's host) before the session: one that cannot
-            # start (a factory with no importable name) must not leave an empty session
-            early = self._instance(SessionInfo(meta), harness or meta.harness or DEFAULT_HARNESS)
-            uid = self._create_for(meta)
+            meta = meta or SessionMeta(uid=new_uid(), harness=request.harness)
+            uid, early = self.create_session(meta, request)
         info = self._info(uid)
-        name = harness or info.meta.harness or DEFAULT_HARNESS
+        name = request.harness or info.meta.harness or DEFAULT_HARNESS
         self.workloads.check_harness(uid, name)
-        if fresh_start:
+        if request.fresh_start:
             from .freshstart import fresh_start as start_fresh
 
             before = info.last_seq
-            info = start_fresh(self, uid, name, wait_seconds)
-            expected_last_seq = request.moved(info.last_seq - before).expected_last_seq
+            info = start_fresh(self, uid, name, request.wait)
+            request = request.moved(info.last_seq - before)
         instance, descriptor = early or self._instance(info, name)
-        turn_model = model or info.meta.model or self.default_model
-        with self._writer(uid, wait_seconds) as writer:
-            if self._interrupted(writer):
-                if inputs:
-                    raise InvalidExecutionLogError(
-                        f"session {uid} has an interrupted turn; finish it first",
-                        hint=f"agentsessions resume {uid}",
-                    )
-                return self._resume_with(writer, uid, name, instance, descriptor, turn_model)
-            failed = None if inputs else self._failed(writer)
-            if failed is not None:  # "inputless Exec means continue", a failed turn included
-                return self._resume_with(
-                    writer, uid, name, instance, descriptor, turn_model, failed
-                )
-            # a turn on another model than the session's records it (resume uses it)
-            own = "" if turn_model == (info.meta.model or self.default_model) else turn_model
-            result = self._run_new(
-                writer,
-                uid,
-                name,
-                instance,
-                descriptor,
-                inputs,
-                config,
-                expected_last_seq,
-                (turn_model, own),
-            )
-        result.created = created
+        with self._writer(uid, request.wait) as writer:
+            result = self._exec_on(writer, request, info, name, (instance, descriptor))
+        result.created = early is not None
         return result
 
-    def _create_for(self, meta: SessionMeta) -> str:
-        """Create the session whose harness already started; if that fails, stop the live
-        compute started for it (a memory harness's host), so nothing is left running."""
+    def _exec_on(
+        self,
+        writer: HeldWriter,
+        request: TurnRequest,
+        info: SessionInfo,
+        name: str,
+        harness: tuple[Harness, HarnessDescriptor],
+    ) -> TurnResult:
+        """The turn on ``writer``: a new execution, or the open one continued."""
+        uid, inputs = writer.uid, request.inputs
+        turn_model = request.model or info.meta.model or self.default_model
+        if self._interrupted(writer):
+            if inputs:
+                raise InvalidExecutionLogError(
+                    f"session {uid} has an interrupted turn; finish it first",
+                    hint=f"agentsessions resume {uid}",
+                )
+            return self._resume_with(writer, uid, name, *harness, turn_model)
+        failed = None if inputs else self._failed(writer)
+        if failed is not None:  # "inputless Exec means continue", a failed turn included
+            return self._resume_with(writer, uid, name, *harness, turn_model, failed)
+        # a turn on another model than the session's records it (resume uses it)
+        own = "" if turn_model == (info.meta.model or self.default_model) else turn_model
+        return self._run_new(writer, name, *harness, request, (turn_model, own))
+
+    def create_session(
+        self,
+        meta: SessionMeta,
+        request: TurnRequest,
+        *,
+        tools: bool = False,
+        guard: AbstractContextManager[object] | None = None,
+    ) -> tuple[str, tuple[Harness, HarnessDescriptor]]:
+        """Create the session of ``request``'s first turn, as ``meta`` describes it (its
+        defaults are the caller's: the engine resolves them); the uid and its harness.
+
+        The one place a turn's session is made. Its first commit is checked first
+        (:meth:`check_exec`), then its harness is started (a memory harness's host): one
+        that cannot start (a factory with no importable name) leaves no empty session. If
+        the create fails, the compute started for it is stopped. ``guard``: a lock the
+        store's create is made under (the engine's, over the shared catalog)."""
+        name = request.harness or meta.harness or DEFAULT_HARNESS
+        self.check_exec(
+            request.inputs, harness=name, config=request.config, tools=tools, project=meta.project
+        )
+        early = self._instance(SessionInfo(meta), name)
         try:
-            return self.store.create(meta).uid
+            with guard or contextlib.nullcontext():
+                return self.store.create(meta).uid, early
         except Exception:
             with contextlib.suppress(AgentSessionsError):
                 compute = self.runtime.find(meta.uid)
@@ -369,15 +354,14 @@ class Controller:
     def _run_new(
         self,
         writer: HeldWriter,
-        uid: str,
         name: str,
         instance: Harness,
         descriptor: HarnessDescriptor,
-        inputs: Sequence[Message],
-        config: bytes,
-        expected_last_seq: int | None,
+        request: TurnRequest,
         models: tuple[str, str],  # the turn's model, and what its start records of it
     ) -> TurnResult:
+        uid, inputs, config = writer.uid, request.inputs, request.config
+        expected_last_seq = request.expected_last_seq
         check_config(config)
         turn_model, recorded_model = models
         journal = _WriterJournal(writer, self.on_record)
@@ -395,7 +379,7 @@ class Controller:
         start = Start(exec_id, config, inputs_, history, tools=tools, state=writer.state)
         sink = TurnSink(exec_id, [], self._live(journal, turn_model, exec_id, descriptor, digest))
         sink.state_version = start.state.version
-        return self._drive(uid, instance, start, sink, journal, head + 1, legacy=False)
+        return self._driver().drive(uid, instance, start, sink, journal, head + 1, legacy=False)
 
     # -- resume (crash recovery) -----------------------------------------------------------
     @turn_span(resumed=True)
@@ -455,7 +439,8 @@ class Controller:
             legacy=run.legacy,
             state_version=start.state.version,
         )
-        result = self._drive(uid, instance, start, sink, journal, run.first_seq, legacy=run.legacy)
+        driver = self._driver()
+        result = driver.drive(uid, instance, start, sink, journal, run.first_seq, legacy=run.legacy)
         result.resumed = True
         return result
 
@@ -472,95 +457,12 @@ class Controller:
         runs = executions.group((r.seq, r.event) for r in writer.read(since))
         return executions.pending(runs)
 
-    # -- the shared turn driver ------------------------------------------------------------
-    def _drive(
-        self,
-        uid: str,
-        instance: Harness,
-        start: Start,
-        sink: TurnSink,
-        journal: _WriterJournal,
-        first_seq: int,
-        *,
-        legacy: bool,
-    ) -> TurnResult:
-        calls_before = self.models.calls
-        tools_before = len(self.executor_calls)
-        exec_id = "" if legacy else start.execution_id
-        try:
-            instance.run(start, sink)
-            if sink.unconsumed():
-                seq = sink.unconsumed()[0][0]
-                raise HarnessError(
-                    f"execution {start.execution_id or '(legacy)'}: the harness stopped before "
-                    f"the recorded effect at seq {seq} (I5)"
-                )
-            if sink.live is not None:  # a cancel that came during the last effect: END here
-                sink.live.boundary()
-        except TurnCanceledError:
-            return self._canceled(uid, start, sink, journal, first_seq, calls_before)
-        except AgentSessionsError as exc:
-            if not isinstance(exc, _FAILS_THE_TURN):
-                raise  # the journal itself failed: leave the turn open for resume
-            self._record_error(journal, exec_id, str(exc), sink.take_deferred())
-            if isinstance(exc, ToolServerError) and not exc.hint:  # what gets the turn done
-                exc.hint = f"fix the tool server, then: agentsessions resume {uid}"
-            raise
-        except Exception as exc:
-            why = f"{type(exc).__name__}: {exc}"
-            self._record_error(journal, exec_id, why, sink.take_deferred())
-            raise HarnessError(f"harness failed: {type(exc).__name__}: {exc}") from exc
-        end = model.end_event("COMPLETED", execution_id=exec_id)
-        last = journal.record([*sink.take_deferred(), end])  # refusals ride with it
-        result = TurnResult(
-            uid,
-            start.execution_id,
-            first_seq,
-            last.seq,
-            sink.outputs,
-            self.models.calls - calls_before,
-        )
-        result.tool_calls = len(self.executor_calls) - tools_before
-        return result
-
-    def _canceled(
-        self,
-        uid: str,
-        start: Start,
-        sink: TurnSink,
-        journal: _WriterJournal,
-        first_seq: int,
-        calls_before: int,
-    ) -> TurnResult:
-        """End the turn a cancel request stopped: LIFECYCLE_CANCEL + END CANCELED in one
-        commit as its writer, then remove the request (it is answered)."""
-        detail = requested_detail(self.store, uid)  # the request's reason, if it gives one
-        last = journal.record([*sink.take_deferred(), *cancel_events(start.execution_id, detail)])
-        requests = requests_of(self.store)
-        if requests is not None:
-            requests.clear_cancel(uid)
-        result = TurnResult(
-            uid,
-            start.execution_id,
-            first_seq,
-            last.seq,
-            sink.outputs,
-            self.models.calls - calls_before,
-        )
-        result.canceled = True
-        return result
-
-    @staticmethod
-    def _record_error(
-        journal: _WriterJournal, exec_id: str, why: str, before: Sequence[Mapping[str, Any]] = ()
-    ) -> None:
-        """Best effort, as the reference: if even this fails the turn stays open to resume.
-        ``before``: the turn's refused model calls not yet committed (they come first)."""
-        with contextlib.suppress(AgentSessionsError):
-            event = model.error_event(ERROR_CODE_INTERNAL, why[:4000], execution_id=exec_id)
-            journal.record([*before, event])
-
     # -- helpers ---------------------------------------------------------------------------
+    def _driver(self) -> TurnDriver:
+        """The driver of one turn: its model and executor calls are counted as this
+        controller's (replay's evidence)."""
+        return TurnDriver(self.store, self.models, self.executor_calls)
+
     def _describe(self, name: str, project: str = "") -> tuple[Harness, HarnessDescriptor]:
         """A new instance of ``name`` as a session of ``project`` resolves it, described."""
         try:
@@ -600,6 +502,16 @@ class Controller:
                 uid, self.harnesses.factory(name, project=info.meta.project)
             )
         return compute.harness, descriptor
+
+    def check_placement(self, name: str, project: str = "") -> HarnessDescriptor:
+        """Refuse harness ``name`` (as a session of ``project`` resolves it) when the runtime
+        cannot host it (a harness that needs memory snapshots on ``local``); its descriptor.
+
+        The one home of the placement policy: every turn passes here (:meth:`_instance`),
+        and the engine asks it before anything is written."""
+        descriptor = self._describe(name, project)[1]
+        self._place(descriptor)
+        return descriptor
 
     def _place(self, descriptor: HarnessDescriptor) -> None:
         if not can_place(descriptor, self.runtime.capabilities()):

@@ -16,14 +16,14 @@ from collections.abc import Mapping, Sequence
 from os import PathLike
 from typing import TYPE_CHECKING
 
-from agentsessions.errors import InvalidArgumentError, PlacementError
+from agentsessions.errors import InvalidArgumentError
 from agentsessions.journal.stores.store import check_project, check_uid
 from agentsessions.v1.turn import DEFAULT_PROJECT, TurnRequest
 
 from .wiring import HARNESSES
 
 if TYPE_CHECKING:
-    from agentsessions.controller.spi import HarnessDescriptor, Runtime
+    from agentsessions.controller.spi import HarnessDescriptor
     from agentsessions.tools.workload import Workload
 
 PROG = "agentsessions"
@@ -79,22 +79,6 @@ def check_fork(at: int, count: int, names: Sequence[str]) -> None:
     if isinstance(names, str):
         raise InvalidArgumentError("names must be a sequence of names, not one string")
     ForkRequest(at_seq=at, count=count, names=tuple(names)).check()
-
-
-def check_placement(runtime: Runtime, harness: str, project: str = "") -> HarnessDescriptor:
-    """Refuse an unknown harness (as a session of ``project`` resolves it), or one
-    ``runtime`` cannot host (a harness that needs memory snapshots on ``local``); the
-    harness's descriptor."""
-    from agentsessions.controller.spi import can_place
-
-    descriptor = HARNESSES.create(harness, project=project).describe()
-    if not can_place(descriptor, runtime.capabilities()):
-        raise PlacementError(
-            f"harness {harness!r} needs memory snapshots, which runtime "
-            f"{runtime.name!r} cannot take; nothing was run",
-            hint="use --runtime warm",
-        )
-    return descriptor
 
 
 def check_model_of(harness: str, model: str, project: str = "") -> None:

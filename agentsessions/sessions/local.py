@@ -3,7 +3,14 @@
 The one home of session semantics: what a request needs before anything is written (a
 known harness the runtime can place, a well-formed model spec, inputs that fit one commit,
 a new session's metadata and defaults), waking suspended compute before a turn, waiting on
-a busy session, and counting model calls for replay. Every front end calls these methods;
+a busy session, and counting model calls for replay.
+
+One home per policy: the engine is the home of a request's checks (:mod:`.checks`: fresh
+start only on an existing session, the flags that only describe a new one), of a new
+session's defaults (:mod:`.defaults`; ``DEFAULT_PROJECT`` in :mod:`agentsessions.v1.turn`)
+and of ``expected_last_seq`` before anything is written; it asks the controller for
+placement and to make a turn's session (the controller's homes: see its module
+docstring) and repeats neither. Every front end calls these methods;
 none of them reaches the controller or the journal itself. The store-free checks live in
 :mod:`.checks`, the turn plumbing (session locks, worker threads, frame queues) in
 :mod:`.turnstream`, the offline tools (verify, export) in :mod:`.offline`, suspend, cancel
@@ -36,6 +43,7 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Unpack, overload
 
+from agentsessions.controller.rules import DEFAULT_HARNESS  # the harness default: its home
 from agentsessions.errors import (
     AgentSessionsError,
     InvalidArgumentError,
@@ -55,6 +63,7 @@ from agentsessions.v1.turn import TurnOptions, TurnRequest
 from . import approvals, checks, lifecycle, offline, resolving, toolstores
 from . import compact as compaction
 from .api import Frame, Input, Memory, ReplayReport, Session, SessionFrame, SessionPage, Turn
+from .defaults import DEFAULT_MODEL, DEFAULT_RUNTIME
 from .home import require_home, resolve_home
 from .turnstream import Turns
 from .views import turn_view, view
@@ -71,9 +80,6 @@ if TYPE_CHECKING:
 
     from .keys import Rotation
 
-DEFAULT_HARNESS = "echo"
-DEFAULT_MODEL = "echo"
-DEFAULT_RUNTIME = "auto"
 DEFAULT_CANCEL_WAIT = lifecycle.DEFAULT_CANCEL_WAIT
 _RETRY_SECONDS = 0.05
 _RELEASE_WAIT_SECONDS = 3600.0  # release waits for a running turn: turns end by themselves
@@ -206,7 +212,7 @@ class LocalSessions:
         self._models.check(model)  # an unknown provider is refused before the session exists
         checks.check_model_of(harness, model, project)  # a model for a harness calling none
         workload = checks.workload(tools)
-        meta = SessionMeta(
+        meta = SessionMeta(  # the new session's defaults: the engine's, and only here
             uid=new_uid(),
             project=check_project(project),
             name=name,
@@ -427,7 +433,7 @@ class LocalSessions:
     def check_turn(self, harness: str, model: str, chosen: str = "", project: str = "") -> None:
         """Fail before anything is written on an unknown or unplaceable harness (``project``'s
         view), a bad model spec, or a model the request ``chosen`` for a harness calling none."""
-        descriptor = checks.check_placement(self.runtime(), harness, project)
+        descriptor = self.controller().check_placement(harness, project)  # its home
         self._models.check(model)  # once per engine and spec (:class:`.ModelChecks`)
         checks.check_model_use(harness, descriptor, chosen)
 
@@ -529,15 +535,11 @@ class LocalSessions:
             labels=dict(request.labels),
             create_time_ns=time.time_ns(),
         )
-        self.controller().check_exec(  # all checked before the session exists
-            request.inputs,
-            harness=meta.harness,
-            config=request.config,
-            tools=workload is not None,
-            project=meta.project,
+        controller = self.controller()  # its checks, its harness, then the session
+        made = controller.create_session(
+            meta, request, tools=workload is not None, guard=self._lock
         )
-        with self._lock:
-            return self.store.create(meta).uid
+        return made[0]
 
     def _record_workload(self, uid: str, workload: Workload) -> None:
         """Keep the session's tools with it (a store without a place for them refuses)."""

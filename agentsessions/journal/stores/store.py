@@ -39,8 +39,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from agentsessions.errors import InvalidArgumentError, SessionDeletedError
 from agentsessions.journal.format.records import Record
+from agentsessions.v1.turn import DEFAULT_PROJECT as DEFAULT_PROJECT  # (re-exported)
 
-DEFAULT_PROJECT = "default"
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
 DEFAULT_MAX_COMMIT_BYTES = 4 * 1024 * 1024
