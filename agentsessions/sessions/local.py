@@ -3,18 +3,22 @@
 The one home of session semantics: what a request needs before anything is written (a
 known harness the runtime can place, a well-formed model spec, inputs that fit one commit,
 a new session's metadata and defaults), waking suspended compute before a turn, waiting on
-a busy session, and counting model calls for replay.
+a busy session, and counting model calls for replay. Every front end calls these methods;
+none of them reaches the controller or the journal itself.
+
+:class:`LocalSessions` is split by job into collaborators it owns, each over one shared
+:class:`~.core.EngineCore` (store, runtime, a controller per session, the locks): turns
+(:class:`~.turning.TurnRunner`), suspend/cancel/fork (:class:`~.lifecycle.Lifecycle`),
+approvals (:class:`~.approvals.Approvals`), resolutions (:class:`~.resolving.Resolver`) and
+tool stores (:func:`~.toolstores.tool_store`); what is left here is metadata, reading and
+the offline tools (:mod:`.offline`). The store-free checks live in :mod:`.checks`.
 
 One home per policy: the engine is the home of a request's checks (:mod:`.checks`: fresh
 start only on an existing session, the flags that only describe a new one), of a new
 session's defaults (:mod:`.defaults`; ``DEFAULT_PROJECT`` in :mod:`agentsessions.v1.turn`)
 and of ``expected_last_seq`` before anything is written; it asks the controller for
 placement and to make a turn's session (the controller's homes: see its module
-docstring) and repeats neither. Every front end calls these methods;
-none of them reaches the controller or the journal itself. The store-free checks live in
-:mod:`.checks`, the turn plumbing (session locks, worker threads, frame queues) in
-:mod:`.turnstream`, the offline tools (verify, export) in :mod:`.offline`, suspend, cancel
-and fork in :mod:`.lifecycle`.
+docstring) and repeats neither.
 
 Invariants:
 - nothing is written before a request is checked; a refused exec leaves no session behind;
@@ -35,19 +39,15 @@ from __future__ import annotations
 
 import builtins
 import os
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Iterator, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Unpack, overload
 
-from agentsessions.controller.rules import DEFAULT_HARNESS  # the harness default: its home
 from agentsessions.errors import (
     AgentSessionsError,
     InvalidArgumentError,
-    LockHeldError,
     UnavailableError,
 )
 from agentsessions.journal.stores.store import (
@@ -62,16 +62,30 @@ from agentsessions.v1.turn import TurnOptions, TurnRequest
 
 from . import approvals, checks, lifecycle, offline, resolving, toolstores
 from . import compact as compaction
-from .api import Frame, Input, Memory, ReplayReport, Session, SessionFrame, SessionPage, Turn
-from .defaults import DEFAULT_MODEL, DEFAULT_RUNTIME
+from .api import (
+    Approval,
+    Frame,
+    Input,
+    Memory,
+    ReplayReport,
+    Resolution,
+    Session,
+    SessionFrame,
+    SessionPage,
+)
+from .approvals import Approvals
+from .core import EngineCore
+from .defaults import DEFAULT_RUNTIME
 from .home import require_home, resolve_home
-from .turnstream import Turns
-from .views import turn_view, view
-from .wiring import HARNESSES, build_controller, close_tools
+from .lifecycle import Lifecycle
+from .resolving import Resolver
+from .turning import TurnRunner
+from .views import view
+from .wiring import HARNESSES, build_controller
 
 if TYPE_CHECKING:
     from agentsessions.controller.controller import Controller
-    from agentsessions.controller.spi import Runtime
+    from agentsessions.controller.spi import Runtime, ToolStoreEntry
     from agentsessions.journal.crypto.keys import MasterKey
     from agentsessions.journal.format.records import Record
     from agentsessions.journal.tools.verify import VerifyReport
@@ -81,7 +95,6 @@ if TYPE_CHECKING:
     from .keys import Rotation
 
 DEFAULT_CANCEL_WAIT = lifecycle.DEFAULT_CANCEL_WAIT
-_RETRY_SECONDS = 0.05
 _RELEASE_WAIT_SECONDS = 3600.0  # release waits for a running turn: turns end by themselves
 
 
@@ -98,17 +111,15 @@ class LocalSessions:
         owns_store: bool = True,
         models: Mapping[str, str] | None = None,
     ) -> None:
-        self.home = home
-        self.models = checks.catalog(models)  # the operator's model names (see open_local)
-        self.store = store
-        self.runtime_name = runtime or DEFAULT_RUNTIME
-        self.default_model = model or DEFAULT_MODEL
+        self.core = EngineCore(home, store, runtime=runtime, model=model, models=models)
+        self.home, self.store, self.models = home, store, self.core.models
+        self.runtime_name, self.default_model = self.core.runtime_name, self.core.default_model
         self._owns_store = owns_store
-        self._lock = threading.Lock()  # guards the fields below and the store's catalog
-        self._controllers: dict[str, Controller] = {}
-        self._runtime: Runtime | None = None
-        self._turns = Turns()  # the session locks, the running turns and their workers
-        self._models = checks.ModelChecks(self.models)
+        self._lock = self.core.catalog_lock  # the store's catalog (create, list, delete ...)
+        self.turns = TurnRunner(self.core, self._record_workload)
+        self.lifecycle = Lifecycle(self.core)
+        self.approvals = Approvals(self.core)
+        self.resolver = Resolver(self.core, self)
 
     # -- plumbing ---------------------------------------------------------------------------
     def __enter__(self) -> LocalSessions:
@@ -120,80 +131,29 @@ class LocalSessions:
     def close(self) -> None:
         """Wait for running turns (their END is durable then), close the writers the engine
         held across turns (each leaves a fresh TAIL hint and frees its lock), then the store."""
-        if not self._turns.drain():
-            return  # closed already
-        with self._lock:
-            controllers = list(self._controllers.values())
-            self._controllers.clear()
-        for controller in controllers:
-            controller.close()
-            close_tools(controller)  # ends the mcp server processes its tools started
-        self._turns.close()
-        if self._owns_store:
+        if self.core.close() and self._owns_store:
             self.store.close()
 
     def runtime(self) -> Runtime:
         """The engine's runtime, made on first use (an unknown name fails here, exit 2)."""
-        with self._lock:
-            if self._runtime is None:
-                from agentsessions.runtimes import create_runtime
-
-                self._runtime = create_runtime(self.runtime_name, home=self.home)
-                from .harnessbook import load_registered
-
-                load_registered(self.store)  # registered remote harnesses resolve by name
-            return self._runtime
+        return self.core.runtime()
 
     def controller(self, uid: str = "") -> Controller:
         """The controller of session ``uid`` ("" for checks that concern no session)."""
-        runtime = self.runtime()
-        with self._lock:
-            found = self._controllers.get(uid)
-            if found is None:
-                # one controller per session, holding that session's writer across turns
-                found = build_controller(
-                    self.store,
-                    self.home,
-                    runtime=runtime,
-                    default_model=self.default_model,
-                    keep_writers=1,
-                    catalog=self.models,
-                )
-                self._controllers[uid] = found
-            return found
+        return self.core.controller(uid)
 
     def release(self, uid: str) -> None:
         """Close the writer this engine holds for ``uid`` between turns (a long-lived engine
         keeps it, with the session's lock, until it idles out or the engine closes), so that
         another process can write the session now. Waits for a running turn of ``uid``."""
-        lock = self._hold(check_uid(uid), _RELEASE_WAIT_SECONDS)
+        lock = self.core.hold(check_uid(uid), _RELEASE_WAIT_SECONDS)
         try:
-            self._release_writer(uid)
+            self.core.release_writer(uid)
         finally:
             lock.release()
 
-    def _release_writer(self, uid: str) -> None:
-        """Close the writer held for ``uid`` between turns, so a store operation that takes
-        the session's lock itself (delete) or another process can have it."""
-        with self._lock:
-            controller = self._controllers.get(uid)
-        if controller is not None:
-            controller.release(uid)
-
-    def _hold(self, uid: str, wait: float) -> threading.Lock:
-        """Take ``uid``'s engine lock, waiting up to ``wait`` seconds; LockHeldError if busy."""
-        return self._turns.hold(uid, wait)
-
     def _info(self, uid: str) -> SessionInfo:
         return self.store.get(check_uid(uid))
-
-    def _state(self, uid: str) -> SessionInfo:
-        """``uid``'s state around a turn of this engine: from the writer the engine holds,
-        without asking the store, when there is one (its metadata never changes mid-turn;
-        its head is current once the caller holds the session's lock)."""
-        with self._lock:
-            controller = self._controllers.get(uid)
-        return controller.info(uid) if controller is not None else self.store.get(check_uid(uid))
 
     # -- metadata ---------------------------------------------------------------------------
     def create(
@@ -209,10 +169,10 @@ class LocalSessions:
     ) -> Session:
         """Create an empty session; an unknown model provider or a bad workload is refused
         first; ``tools`` (a workload file) is recorded with the session."""
-        self._models.check(model)  # an unknown provider is refused before the session exists
+        self.core.model_checks.check(model)  # an unknown provider: refused before the session
         checks.check_model_of(harness, model, project)  # a model for a harness calling none
         workload = checks.workload(tools)
-        meta = SessionMeta(  # the new session's defaults: the engine's, and only here
+        meta = SessionMeta(
             uid=new_uid(),
             project=check_project(project),
             name=name,
@@ -260,9 +220,9 @@ class LocalSessions:
     def delete(self, uid: str) -> Session:
         """Soft-delete ``uid`` (hidden from list, never written again)."""
         check_uid(uid)
-        lock = self._hold(uid, 0.0)
+        lock = self.core.hold(uid, 0.0)
         try:
-            self._release_writer(uid)  # delete takes the session's lock itself
+            self.core.release_writer(uid)  # delete takes the session's lock itself
             with self._lock:
                 return view(self.store.delete(uid))
         finally:
@@ -286,9 +246,9 @@ class LocalSessions:
         from agentsessions.journal.stores.file import crypt as filecrypt
 
         check_uid(uid)
-        lock = self._hold(uid, 0.0)
+        lock = self.core.hold(uid, 0.0)
         try:
-            self._release_writer(uid)  # shred takes the session's lock itself
+            self.core.release_writer(uid)  # shred takes the session's lock itself
             own = getattr(self.store, "shred", None)  # a store's own (JetStream), else
             with self._lock:  # the file store's (file/crypt.py)
                 return bool(own(uid)) if own is not None else filecrypt.shred(self.store, uid)
@@ -383,7 +343,11 @@ class LocalSessions:
         session the OS refuses to read is a failed report, never hiding the others."""
         return offline.verify_all(self.store, strict=strict, progress=progress)
 
-    tool_store = toolstores.tool_store  # a tool's own store, read (see the module)
+    def tool_store(
+        self, uid: str, tool: str, *, from_seq: int = 1
+    ) -> builtins.list[ToolStoreEntry]:
+        """The entries of tool ``tool``'s own store in session ``uid`` (:mod:`.toolstores`)."""
+        return toolstores.tool_store(self.store, uid, tool, from_seq=from_seq)
 
     def rotate_master_key(self, old: MasterKey, new: MasterKey) -> Rotation:
         """Rewrap every data key from ``old`` to ``new`` (:mod:`.keys`, imported only here)."""
@@ -429,13 +393,11 @@ class LocalSessions:
             )
         return view(info)
 
-    # -- turns ------------------------------------------------------------------------------
+    # -- turns (see :mod:`.turning`) ------------------------------------------------------
     def check_turn(self, harness: str, model: str, chosen: str = "", project: str = "") -> None:
-        """Fail before anything is written on an unknown or unplaceable harness (``project``'s
-        view), a bad model spec, or a model the request ``chosen`` for a harness calling none."""
-        descriptor = self.controller().check_placement(harness, project)  # its home
-        self._models.check(model)  # once per engine and spec (:class:`.ModelChecks`)
-        checks.check_model_use(harness, descriptor, chosen)
+        """Fail before anything is written on an unknown or unplaceable harness, a bad model
+        spec, or a model chosen for a harness calling none (:meth:`.TurnRunner.check_turn`)."""
+        self.turns.check_turn(harness, model, chosen, project)
 
     check_request = staticmethod(checks.check_request)
     check_fork = staticmethod(checks.check_fork)
@@ -448,9 +410,7 @@ class LocalSessions:
     ) -> Iterator[Frame]:
         """Run one turn (see :meth:`Sessions.exec`); every check is made in the caller's
         thread before anything is written, then the turn runs on its own thread."""
-        request = TurnRequest.of(uid, inputs, **options)
-        uid, lock, work, created = self._begin(request)
-        return self._stream(uid, lock, work, created)
+        return self.turns.exec(TurnRequest.of(uid, inputs, **options))
 
     def run(
         self,
@@ -463,83 +423,13 @@ class LocalSessions:
         The same checks and turn as :meth:`exec`, run on the caller's thread: nothing is
         streamed, so no frame crosses threads. An interrupt (Ctrl-C) in the caller stops
         the turn where it is, leaving it open for ``resume``, as a killed process does."""
-        uid, lock, work, _created = self._begin(TurnRequest.of(uid, inputs, **options))
-        try:
-            controller = self.controller(uid)
-        except BaseException:
-            lock.release()
-            raise
-        return self._turns.run_here(uid, lock, controller, work)
+        return self.turns.run(TurnRequest.of(uid, inputs, **options))
 
-    def _begin(
-        self, request: TurnRequest
-    ) -> tuple[str, threading.Lock, Callable[[Controller], tuple[Turn | None, bool]], bool]:
-        """A turn's checks, its session (created when ``uid`` is None) and the session's
-        lock, taken: the session, the lock, the turn's work for a controller, and created."""
-        self.check_request(request)
-        workload = checks.workload(request.tools)  # refused before anything is written
-        created = request.uid is None
-        if created:
-            request.check_head(0)  # a new session's head is 0
-            uid = self._create_for(request, workload)
-            lock = self._hold(uid, request.wait)
-        else:
-            uid = check_uid(request.uid or "")
-            lock = self._hold(uid, request.wait)  # the state read next is then current
-            try:
-                self._check_existing(request, workload)
-            except BaseException:
-                lock.release()
-                raise
-        addressed = replace(request, uid=uid)  # the request, to the session made for it
-        if workload is not None:
-            self._record_workload(uid, workload)
+    def resume(self, uid: str, *, harness: str | None = None, wait: float = 0.0) -> Iterator[Frame]:
+        """Wake suspended compute and complete an open turn, if any; frames as for exec.
 
-        def work(controller: Controller) -> tuple[Turn | None, bool]:
-            turn = addressed
-            if not created and not request.fresh_start:  # a fresh start brings compute back
-                before = controller.info(uid).last_seq
-                if self._wake(controller, uid, request.wait):
-                    turn = addressed.moved(controller.info(uid).last_seq - before)
-                    return turn_view(controller.turn(turn), created), True
-            return turn_view(controller.turn(turn), created), False
-
-        return uid, lock, work, created
-
-    def _check_existing(self, request: TurnRequest, workload: Workload | None) -> None:
-        """The checks of a turn of an existing session, made holding its lock."""
-        uid = request.uid or ""
-        info = self._state(uid)
-        request.check_head(info.last_seq, info.last_hash)
-        if request.inputs:  # new input waits for an open approval's receipt
-            approvals.check_no_open_approval(self.store, info)
-            resolving.check_not_unresolved(self.store, info)
-        named = request.harness or info.meta.harness or DEFAULT_HARNESS
-        # its project's registered harnesses are the ones it may run on
-        self.check_turn(named, request.model or info.meta.model, request.model, info.meta.project)
-        if workload is not None:  # a harness it keeps out of the conversation: nothing written
-            workload.check_harness(uid, named)
-
-    def _create_for(self, request: TurnRequest, workload: Workload | None) -> str:
-        """Check a new session's turn, then create the session; its uid."""
-        named = request.harness or DEFAULT_HARNESS
-        self.check_turn(named, request.model, request.model, request.project)
-        if workload is not None:  # a harness it keeps out of the conversation: nothing written
-            workload.check_harness("(new)", named)
-        meta = SessionMeta(
-            uid=new_uid(),
-            project=request.project,
-            name=request.name,
-            harness=named,
-            model=request.model or self.default_model,
-            labels=dict(request.labels),
-            create_time_ns=time.time_ns(),
-        )
-        controller = self.controller()  # its checks, its harness, then the session
-        made = controller.create_session(
-            meta, request, tools=workload is not None, guard=self._lock
-        )
-        return made[0]
+        The last frame's ``turn`` is None when no turn was open."""
+        return self.turns.resume(uid, harness, wait)
 
     def _record_workload(self, uid: str, workload: Workload) -> None:
         """Keep the session's tools with it (a store without a place for them refuses)."""
@@ -547,59 +437,6 @@ class LocalSessions:
         if setter is None:
             raise UnavailableError("this store keeps no tools for its sessions")
         setter(uid, workload.source)
-
-    def resume(self, uid: str, *, harness: str | None = None, wait: float = 0.0) -> Iterator[Frame]:
-        """Wake suspended compute and complete an open turn, if any; frames as for exec.
-
-        The last frame's ``turn`` is None when no turn was open."""
-        check_uid(uid)
-        checks.check_wait(wait)
-        self.store.get(uid)
-        self.runtime()  # an unknown runtime fails before the session is touched
-        lock = self._hold(uid, wait)
-
-        def work(controller: Controller) -> tuple[Turn | None, bool]:
-            woke = self._wake(controller, uid, wait)
-            result = controller.resume(uid, harness=harness or "", wait_seconds=wait)
-            return (turn_view(result) if result is not None else None), woke
-
-        return self._stream(uid, lock, work, False)
-
-    @staticmethod
-    def _wake(controller: Controller, uid: str, wait: float) -> bool:
-        """Bring a suspended session's compute back (LIFECYCLE_RESUME); True if it was COLD.
-
-        A busy session is retried until ``wait`` seconds have passed, as the turn itself is.
-        """
-        from agentsessions.controller.lifecycle import resume_compute
-
-        if controller.info(uid).compute_state != "COMPUTE_COLD":
-            return False
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                resume_compute(controller, uid)
-                return True
-            except LockHeldError:
-                if time.monotonic() >= deadline:
-                    raise
-                time.sleep(_RETRY_SECONDS)
-
-    def _stream(
-        self,
-        uid: str,
-        lock: threading.Lock,
-        work: Callable[[Controller], tuple[Turn | None, bool]],
-        created: bool,
-    ) -> Iterator[Frame]:
-        """Start ``work`` on a worker thread holding ``lock``; the frames it produces."""
-        try:
-            controller = self.controller(uid)
-            first = SessionFrame(view(self._state(uid)), created=created)
-        except BaseException:
-            lock.release()
-            raise
-        return self._turns.start(uid, lock, controller, first, work)
 
     # -- warm compute -----------------------------------------------------------------------
     def _known_dir(self, uid: str | None) -> None:
@@ -629,12 +466,65 @@ class LocalSessions:
         self._known_dir(uid)
         return stop_compute(self.home, uid)
 
-    # -- lifecycle (see :mod:`.lifecycle`) -------------------------------------------------
-    suspend = lifecycle.suspend
-    cancel = lifecycle.cancel
-    fork = lifecycle.fork
-    approve = approvals.approve
-    resolve = resolving.resolve
+    # -- lifecycle (see :mod:`.lifecycle`, :mod:`.approvals`, :mod:`.resolving`) -------
+    def suspend(self, uid: str) -> Session:
+        """Snapshot and free ``uid``'s compute (COLD) (:meth:`.Lifecycle.suspend`)."""
+        return self.lifecycle.suspend(uid)
+
+    def cancel(
+        self,
+        uid: str,
+        *,
+        wait: float = lifecycle.DEFAULT_CANCEL_WAIT,
+        reason: str = "",
+        execution_id: str = "",
+    ) -> Session:
+        """End ``uid``'s open execution as CANCELED (:meth:`.Lifecycle.cancel`)."""
+        return self.lifecycle.cancel(uid, wait=wait, reason=reason, execution_id=execution_id)
+
+    def fork(
+        self,
+        uid: str,
+        *,
+        at: int = 0,
+        count: int = 1,
+        names: Sequence[str] = (),
+        labels: Mapping[str, str] | None = None,
+    ) -> builtins.list[Session]:
+        """Branch ``uid`` after seq ``at`` into ``count`` children (:meth:`.Lifecycle.fork`)."""
+        return self.lifecycle.fork(uid, at=at, count=count, names=names, labels=labels)
+
+    def approve(
+        self,
+        uid: str,
+        *,
+        approved: bool,
+        reason: str = "",
+        actor: str = "",
+        execution_id: str | None = None,
+        tool_call_id: str | None = None,
+        request_seq: int | None = None,
+    ) -> Approval:
+        """Commit a decision on ``uid``'s approval request (:meth:`.Approvals.approve`)."""
+        return self.approvals.approve(
+            uid, approved=approved, reason=reason, actor=actor, execution_id=execution_id,
+            tool_call_id=tool_call_id, request_seq=request_seq,
+        )  # fmt: skip
+
+    def resolve(
+        self,
+        uid: str,
+        *,
+        call_id: str,
+        result: Mapping[str, Any] | None = None,
+        failed: str | None = None,
+        actor: str = "",
+        resume: bool = True,
+    ) -> Resolution:
+        """Keep a person's answer for an unresolved call, then resume (:class:`.Resolver`)."""
+        return self.resolver.resolve(
+            uid, call_id=call_id, result=result, failed=failed, actor=actor, resume=resume
+        )
 
     def compact(self, uid: str, *, keep_turns: int = 2, model: str | None = None) -> SessionFrame:
         """Summarise the turns before the last ``keep_turns`` (see :mod:`.compact`)."""
