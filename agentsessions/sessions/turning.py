@@ -112,7 +112,9 @@ class TurnRunner:
                 raise
         if workload is not None:
             self._record_workload(uid, workload)
-        return Claim(replace(request, uid=uid), lock, request.uid is None)
+        if request.uid is not None:
+            return Claim(request, lock, False)
+        return Claim(replace(request, uid=uid), lock, True)  # addressed to its new session
 
     def _check_existing(self, request: TurnRequest, workload: Workload | None) -> None:
         """The checks of a turn of an existing session, made holding its lock."""
@@ -155,9 +157,10 @@ class TurnRunner:
         request, uid = claim.request, claim.uid
         if claim.created or request.fresh_start:  # a fresh start brings compute back itself
             return turn_view(controller.turn(request), claim.created), False
-        before = controller.info(uid).last_seq
+        cas = request.expected_last_seq is not None
+        before = controller.info(uid).last_seq if cas else 0
         woke = self._wake(controller, uid, request.wait)
-        if woke:  # the wake's own records moved the head the request expects
+        if woke and cas:  # the wake's own records moved the head the request expects
             request = request.moved(controller.info(uid).last_seq - before)
         return turn_view(controller.turn(request)), woke
 
