@@ -103,7 +103,7 @@ class TurnRunner:
             uid = self._create_for(request, workload)
             lock = self.core.hold(uid, request.wait)
         else:
-            uid = check_uid(request.uid)
+            uid = request.uid  # checked (check_request)
             lock = self.core.hold(uid, request.wait)  # the state read next is then current
             try:
                 self._check_existing(request, workload)

@@ -49,6 +49,9 @@ class TurnOptions(TypedDict, total=False):
     expected_last_seq: int | None
 
 
+_OPTIONS = TurnOptions.__optional_keys__
+
+
 @dataclass(frozen=True)
 class TurnRequest:
     """One turn of session ``uid`` (None: a new session, described by ``project``,
@@ -88,9 +91,9 @@ class TurnRequest:
             if inputs or options:
                 raise InvalidArgumentError("pass a TurnRequest alone, without inputs or options")
             return uid
-        unknown = sorted(options.keys() - TurnOptions.__optional_keys__)
-        if unknown:  # as a keyword signature would: a misspelt option is no option
-            raise TypeError(f"unexpected turn option(s): {', '.join(unknown)}")
+        if not options.keys() <= _OPTIONS:  # as a signature would: a misspelt option is none
+            unknown = ", ".join(sorted(options.keys() - _OPTIONS))
+            raise TypeError(f"unexpected turn option(s): {unknown}")
         return cls(
             uid=uid,
             inputs=tuple(as_message(item) for item in inputs),
