@@ -295,13 +295,18 @@ class WriterPool:
         the same way. Busy before the superseded read, so no takeover slips in between. A
         claim is made within :meth:`using` (so no other pool nor the idle limit closes the
         writer between the claim and the turn): idle then means no other turn uses it."""
-        self._expire()
         with self._lock:
+            expired = self._expired() if self._held else ()
             held = self._held.get(uid)
             idle = self._busy.get(uid, 0) <= (1 if claim else 0)
-        if held is None:
-            return None
-        if idle and ((claim and not held.set_busy(True)) or held.superseded()):
+            if held is not None and not idle:  # a turn uses it: nothing to probe
+                self._held.move_to_end(uid)
+                held.last_used = time.monotonic()
+        for writer in expired:  # closed outside the lock: a close writes a TAIL hint
+            writer.close()
+        if held is None or not idle:
+            return held
+        if (claim and not held.set_busy(True)) or held.superseded():
             self._drop(held)
             return None
         with self._lock:
@@ -395,23 +400,17 @@ class WriterPool:
             with contextlib.suppress(Exception):  # one that fails does not keep the others
                 writer.close()
 
-    def _expire(self) -> None:
-        if not self._held:  # read without the lock: a miss is caught at the next use
-            return
+    def _expired(self) -> list[HeldWriter]:
+        """Take the writers idle past the limit out of the pool (the caller holds the lock
+        and closes them after it): a writer a turn uses is never idle, however long."""
         limit = time.monotonic() - self.idle_seconds
-        with self._lock:
-            if len(self._held) == 1:  # an engine's controller holds one: no list to build
-                ((uid, held),) = self._held.items()
-                if held.last_used >= limit or uid in self._busy:
-                    return
-                stale = [uid]
-            else:  # a writer a turn uses is never idle, however long the turn
-                stale = [
-                    u for u, h in self._held.items() if h.last_used < limit and u not in self._busy
-                ]
-            expired = [self._held.pop(u) for u in stale]
-        for held in expired:
-            held.close()
+        if len(self._held) == 1:  # an engine's controller holds one: no list to build
+            ((uid, held),) = self._held.items()
+            if held.last_used >= limit or uid in self._busy:
+                return []
+            return [self._held.pop(uid)]
+        stale = [u for u, h in self._held.items() if h.last_used < limit and u not in self._busy]
+        return [self._held.pop(u) for u in stale]
 
 
 _POOLS: weakref.WeakSet[WriterPool] = weakref.WeakSet()
