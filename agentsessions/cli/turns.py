@@ -40,6 +40,7 @@ from agentsessions.cli.app import (
 from agentsessions.cli.interrupt import EXIT_INTERRUPTED, PROG, TurnInterrupt
 from agentsessions.cli.stream import TurnPrinter, note_done, record_line
 from agentsessions.errors import ApprovalParkedError, InvalidArgumentError, ReplayError
+from agentsessions.sessions.defaults import DEFAULT_RUNTIME
 
 if TYPE_CHECKING:
     from agentsessions.sessions.api import (
@@ -51,7 +52,6 @@ if TYPE_CHECKING:
         Turn,
     )
 
-DEFAULT_RUNTIME = "auto"
 
 HarnessOpt = Annotated[
     str,
@@ -213,6 +213,7 @@ def exec_(
     cancel (or resume) to close.
     """
     from agentsessions.sessions.local import LocalSessions
+    from agentsessions.v1.turn import TurnRequest
 
     state = _state(ctx, as_json)
     uid = _uid(session) if session is not None else None
@@ -220,22 +221,23 @@ def exec_(
     config_bytes = read_config(config)
     printer = TurnPrinter(state.json)
     labels = parse_pairs(label or [], "--label")
+    request = TurnRequest.of(
+        uid,
+        texts,
+        harness=harness or None,
+        model=model or None,
+        config=config_bytes,
+        wait=wait,
+        project=project,
+        name=name,
+        labels=labels,
+        fresh_start=fresh_start,
+        tools=tools or None,
+    )
     # the checks that need no store come first: a refused exec never opens the home
-    LocalSessions.check_request(uid, texts, wait, project, name, labels, fresh_start)
+    LocalSessions.check_request(request)
     with open_engine(state, runtime) as engine:
-        frames = engine.exec(
-            uid,
-            texts,
-            harness=harness or None,
-            model=model or None,
-            config=config_bytes,
-            wait=wait,
-            project=project,
-            name=name,
-            labels=labels,
-            fresh_start=fresh_start,
-            tools=tools or None,
-        )
+        frames = engine.exec(request)
         with TurnInterrupt(engine, uid) as interrupt:
             try:
                 last = show_turn(printer, frames, waking=not fresh_start, interrupt=interrupt)

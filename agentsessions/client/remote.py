@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Literal, TypeVar, Unpack, overload
 
 import grpc
 
@@ -42,8 +42,8 @@ from agentsessions.sessions.api import (
     SessionFrame,
     SessionPage,
 )
-from agentsessions.sessions.views import as_message
 from agentsessions.v1.results import ReplayReport, ToolStoreEntry, VerifyReport
+from agentsessions.v1.turn import TurnOptions, TurnRequest
 from agentsessions.wire import convert, frames, status
 from agentsessions.wire.gen import session_pb2, session_pb2_grpc
 
@@ -239,58 +239,40 @@ class RemoteSessions(ByKey):
     # -- turns ------------------------------------------------------------------------------
     def exec(
         self,
-        uid: str | None = None,
+        uid: str | TurnRequest | None = None,
         inputs: Sequence[Input] = (),
-        *,
-        harness: str | None = None,
-        model: str | None = None,
-        config: bytes = b"",
-        wait: float = 0.0,
-        project: str = "default",
-        name: str = "",
-        labels: Mapping[str, str] | None = None,
-        fresh_start: bool = False,
-        tools: str | PathLike[str] | None = None,
+        **options: Unpack[TurnOptions],
     ) -> Iterator[Frame]:
         """Run one turn (Exec); its frames, the turn started (and checked) now."""
-        if uid == "":
+        turn = TurnRequest.of(uid, inputs, **options)
+        if turn.uid == "":
             raise InvalidArgumentError("session uid must not be empty")
         request = session_pb2.ExecRequest(
-            session=uid or "",
-            inputs=[convert.message_to_proto(as_message(i)) for i in inputs],
-            harness=harness or "",
-            config=config,
-            model=model or "",
-            wait_ms=_ms(wait),
-            project=project,
-            name=name,
-            labels=dict(labels or {}),
-            fresh_start=fresh_start,
-            tools=tools_text(tools),
+            session=turn.uid or "",
+            inputs=[convert.message_to_proto(m) for m in turn.inputs],
+            harness=turn.harness,
+            config=turn.config,
+            model=turn.model,
+            wait_ms=_ms(turn.wait),
+            project=turn.project,
+            name=turn.name,
+            labels=dict(turn.labels),
+            fresh_start=turn.fresh_start,
+            tools=tools_text(turn.tools),
         )
+        if turn.expected_last_seq is not None:
+            request.expected_last_seq = turn.expected_last_seq
         return self._turn(self._stub.Exec, request)
 
     def run(
         self,
-        uid: str | None = None,
+        uid: str | TurnRequest | None = None,
         inputs: Sequence[Input] = (),
-        *,
-        harness: str | None = None,
-        model: str | None = None,
-        config: bytes = b"",
-        wait: float = 0.0,
-        project: str = "default",
-        name: str = "",
-        labels: Mapping[str, str] | None = None,
-        fresh_start: bool = False,
-        tools: str | PathLike[str] | None = None,
+        **options: Unpack[TurnOptions],
     ) -> SessionFrame:
         """Run one turn to its end (Exec, read through); its last frame."""
         last: Frame | None = None
-        for frame in self.exec(
-            uid, inputs, harness=harness, model=model, config=config, wait=wait,
-            project=project, name=name, labels=labels, fresh_start=fresh_start, tools=tools,
-        ):  # fmt: skip
+        for frame in self.exec(TurnRequest.of(uid, inputs, **options)):
             last = frame
         assert isinstance(last, SessionFrame)  # a turn's stream ends with its session
         return last

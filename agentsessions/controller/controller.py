@@ -16,6 +16,14 @@ fence per writer, not per turn; closed by :meth:`Controller.close`, after an idl
 an LRU cap, or at interpreter exit), answers its state questions (head, projections, where
 the latest execution began, metadata) from what that writer folded, and hands the harness a
 lazy history whose recent records come from the writer's memory.
+
+One home per policy. The engine (:mod:`agentsessions.sessions`) checks a request before
+anything is written, and this controller trusts what it resolved: a fresh start only of an
+existing session, a new session's defaults (project, harness, model: the engine builds its
+``SessionMeta``), the request's ``expected_last_seq`` against the head. The controller is the
+home of two, which the engine asks rather than repeats: placement (:meth:`Controller.
+check_placement`: every turn passes it, resume included) and the making of a turn's session
+(:meth:`Controller.create_session`: its harness started before the session exists).
 """
 
 from __future__ import annotations
@@ -23,10 +31,9 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, cast
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
 
 from agentsessions.errors import (
     AgentSessionsError,
@@ -38,8 +45,6 @@ from agentsessions.errors import (
     LockHeldError,
     PlacementError,
     StateConflictError,
-    ToolServerError,
-    TurnCanceledError,
     UnavailableError,
 )
 from agentsessions.journal.format.records import Record
@@ -50,12 +55,14 @@ from agentsessions.journal.stores.store import (
     WorkingState,
     new_uid,
 )
-from agentsessions.v1 import model
+from agentsessions.v1.turn import TurnRequest
 from agentsessions.v1.workloadref import wrap
 
 from . import executions
-from .cancel import cancel_events, request_check, requested_detail, requests_of
+from .cancel import request_check, requests_of
 from .counting import CountingModels
+from .driving import TurnDriver
+from .driving import TurnResult as TurnResult  # re-exported: callers import it here
 from .held import DEFAULT_IDLE_SECONDS, DEFAULT_KEEP, HeldWriter, WriterPool
 from .history import WriterHistory
 from .registry import Registry
@@ -81,6 +88,7 @@ from .spi import (
 from .toolcalls import ToolHost, receipts_of
 from .traced import turn_span
 from .turnjournal import WriterJournal as _WriterJournal  # (moved out: the name stays)
+from .turnjournal import as_user, first_commit
 from .workloads import StaticWorkloads, resolver_for
 
 _TURN_ERRORS = (
@@ -92,31 +100,6 @@ _TURN_ERRORS = (
     StateConflictError,  # a harness's stale state commit wrote nothing; its ERROR is recorded
 )
 """Errors a turn raises with its journal in order: its held writer stays valid."""
-ERROR_CODE_INTERNAL = 13  # gRPC INTERNAL, as the reference records a failed harness
-
-
-@dataclass
-class TurnResult:
-    """What one exec or resume did."""
-
-    uid: str
-    execution_id: str
-    first_seq: int
-    last_seq: int
-    outputs: list[str] = field(default_factory=list)
-    model_calls: int = 0
-    created: bool = False
-    resumed: bool = False
-    canceled: bool = False  # a cancel request stopped it (it ended END CANCELED)
-    tool_calls: int = 0  # executor calls made (0 when every tool result was served)
-
-
-_FAILS_THE_TURN = (HarnessError, InvalidArgumentError, StateConflictError, ToolServerError)
-"""The errors that end a turn with ERROR journaled (failed: resume retries it, new input is
-taken). A tool server that did not start or answer (ToolServerError, raised before the call's
-intent is recorded) is one: the journal is sound, so the turn must not stay RUNNING, which
-would block new input behind a resume that fails the same way. Any other error (the journal
-itself failed) leaves the turn open for resume."""
 
 
 class Controller:
@@ -218,7 +201,6 @@ class Controller:
         return held.info() if held is not None else self.store.get(uid)
 
     # -- exec -------------------------------------------------------------------------------
-    @turn_span(resumed=False)
     def exec(
         self,
         uid: str | None,
@@ -232,75 +214,99 @@ class Controller:
         model: str = "",
         fresh_start: bool = False,
     ) -> TurnResult:
+        """:meth:`turn` for a caller without a :class:`TurnRequest` (tests, embedders)."""
+        request = TurnRequest(
+            uid, tuple(inputs), harness=harness, model=model, config=config, wait=wait_seconds,
+            fresh_start=fresh_start, expected_last_seq=expected_last_seq,
+        )  # fmt: skip
+        return self.turn(request, meta=meta)
+
+    @turn_span(resumed=False)
+    def turn(self, request: TurnRequest, *, meta: SessionMeta | None = None) -> TurnResult:
         """Run one turn: EXECUTION_START (the CAS point) and INPUTs, the harness, END/ERROR.
 
-        ``uid`` None creates a session first (from ``meta``). If the first append fails,
-        no harness or model runs. An inputless exec on a session with an interrupted turn
-        continues that turn (as the reference's "inputless Exec means continue"), and so does
-        an inputless exec on a session whose last turn failed (ERROR, no END): see
-        :meth:`resume`. With inputs, a failed turn does not block: a new execution starts,
-        and the failed one stays in the journal as audit (replay skips it). ``model``
-        overrides the session's model for this turn: its EXECUTION_START records it
-        (:mod:`agentsessions.v1.workloadref`), and resume re-drives the turn on it.
-        ``fresh_start`` first records that a memory harness whose memory is gone restarts
-        empty (:func:`~agentsessions.controller.freshstart.fresh_start`).
+        ``request.uid`` None creates a session first (from ``meta``: :meth:`create_session`).
+        If the first append fails, no harness or model runs. An inputless exec on a session
+        with an interrupted turn continues that turn (as the reference's "inputless Exec
+        means continue"), and so does an inputless exec on a session whose last turn failed
+        (ERROR, no END): see :meth:`resume`. With inputs, a failed turn does not block: a
+        new execution starts, and the failed one stays in the journal as audit (replay skips
+        it). ``request.model`` overrides the session's model for this turn: its
+        EXECUTION_START records it (:mod:`agentsessions.v1.workloadref`), and resume
+        re-drives the turn on it. ``request.fresh_start`` first records that a memory
+        harness whose memory is gone restarts empty
+        (:func:`~agentsessions.controller.freshstart.fresh_start`); whether it may is the
+        engine's check, as are the request's other checks (module docstring).
         """
-        created = uid is None
         early: tuple[Harness, HarnessDescriptor] | None = None
+        uid = request.uid
         if uid is None:
-            if fresh_start:
-                raise InvalidArgumentError("--fresh-start applies to an existing session")
-            meta = meta or SessionMeta(uid=new_uid(), harness=harness)
-            self.check_exec(
-                inputs, harness=harness or meta.harness, config=config, project=meta.project
-            )
-            # the harness (a memory harness's host) before the session: one that cannot
-            # start (a factory with no importable name) must not leave an empty session
-            early = self._instance(SessionInfo(meta), harness or meta.harness or DEFAULT_HARNESS)
-            uid = self._create_for(meta)
+            meta = meta or SessionMeta(uid=new_uid(), harness=request.harness)
+            uid, early = self.create_session(meta, request)
         info = self._info(uid)
-        name = harness or info.meta.harness or DEFAULT_HARNESS
+        name = request.harness or info.meta.harness or DEFAULT_HARNESS
         self.workloads.check_harness(uid, name)
-        if fresh_start:
+        if request.fresh_start:
             from .freshstart import fresh_start as start_fresh
 
-            info = start_fresh(self, uid, name, wait_seconds)
+            before = info.last_seq
+            info = start_fresh(self, uid, name, request.wait)
+            request = request.moved(info.last_seq - before)
         instance, descriptor = early or self._instance(info, name)
-        turn_model = model or info.meta.model or self.default_model
-        with self._writer(uid, wait_seconds) as writer:
-            if self._interrupted(writer):
-                if inputs:
-                    raise InvalidExecutionLogError(
-                        f"session {uid} has an interrupted turn; finish it first",
-                        hint=f"agentsessions resume {uid}",
-                    )
-                return self._resume_with(writer, uid, name, instance, descriptor, turn_model)
-            failed = None if inputs else self._failed(writer)
-            if failed is not None:  # "inputless Exec means continue", a failed turn included
-                return self._resume_with(
-                    writer, uid, name, instance, descriptor, turn_model, failed
-                )
-            # a turn on another model than the session's records it (resume uses it)
-            own = "" if turn_model == (info.meta.model or self.default_model) else turn_model
-            result = self._run_new(
-                writer,
-                uid,
-                name,
-                instance,
-                descriptor,
-                inputs,
-                config,
-                expected_last_seq,
-                (turn_model, own),
-            )
-        result.created = created
+        with self._writer(uid, request.wait) as writer:
+            result = self._exec_on(writer, request, info, name, (instance, descriptor))
+        result.created = early is not None
         return result
 
-    def _create_for(self, meta: SessionMeta) -> str:
-        """Create the session whose harness already started; if that fails, stop the live
-        compute started for it (a memory harness's host), so nothing is left running."""
+    def _exec_on(
+        self,
+        writer: HeldWriter,
+        request: TurnRequest,
+        info: SessionInfo,
+        name: str,
+        harness: tuple[Harness, HarnessDescriptor],
+    ) -> TurnResult:
+        """The turn on ``writer``: a new execution, or the open one continued."""
+        uid, inputs = writer.uid, request.inputs
+        turn_model = request.model or info.meta.model or self.default_model
+        if self._interrupted(writer):
+            if inputs:
+                raise InvalidExecutionLogError(
+                    f"session {uid} has an interrupted turn; finish it first",
+                    hint=f"agentsessions resume {uid}",
+                )
+            return self._resume_with(writer, uid, name, *harness, turn_model)
+        failed = None if inputs else self._failed(writer)
+        if failed is not None:  # "inputless Exec means continue", a failed turn included
+            return self._resume_with(writer, uid, name, *harness, turn_model, failed)
+        # a turn on another model than the session's records it (resume uses it)
+        own = "" if turn_model == (info.meta.model or self.default_model) else turn_model
+        return self._run_new(writer, name, *harness, request, (turn_model, own))
+
+    def create_session(
+        self,
+        meta: SessionMeta,
+        request: TurnRequest,
+        *,
+        tools: bool = False,
+        guard: AbstractContextManager[object] | None = None,
+    ) -> tuple[str, tuple[Harness, HarnessDescriptor]]:
+        """Create the session of ``request``'s first turn, as ``meta`` describes it (its
+        defaults are the caller's: the engine resolves them); the uid and its harness.
+
+        The one place a turn's session is made. Its first commit is checked first
+        (:meth:`check_exec`), then its harness is started (a memory harness's host): one
+        that cannot start (a factory with no importable name) leaves no empty session. If
+        the create fails, the compute started for it is stopped. ``guard``: a lock the
+        store's create is made under (the engine's, over the shared catalog)."""
+        name = request.harness or meta.harness or DEFAULT_HARNESS
+        self.check_exec(
+            request.inputs, harness=name, config=request.config, tools=tools, project=meta.project
+        )
+        early = self._instance(SessionInfo(meta), name)
         try:
-            return self.store.create(meta).uid
+            with guard or contextlib.nullcontext():
+                return self.store.create(meta).uid, early
         except Exception:
             with contextlib.suppress(AgentSessionsError):
                 compute = self.runtime.find(meta.uid)
@@ -331,7 +337,7 @@ class Controller:
         name = harness or DEFAULT_HARNESS
         descriptor = self._describe(name, project)[1]
         recorded = wrap(config, "0" * 64) if tools else config
-        events = _first_commit("0" * 16, name, descriptor, inputs, recorded)
+        events = first_commit("0" * 16, name, descriptor, inputs, recorded)
         limit = self.store.max_commit_bytes
         try:
             Tail().seal_events("(new)", events, fence=0, max_bytes=limit)
@@ -348,33 +354,32 @@ class Controller:
     def _run_new(
         self,
         writer: HeldWriter,
-        uid: str,
         name: str,
         instance: Harness,
         descriptor: HarnessDescriptor,
-        inputs: Sequence[Message],
-        config: bytes,
-        expected_last_seq: int | None,
+        request: TurnRequest,
         models: tuple[str, str],  # the turn's model, and what its start records of it
     ) -> TurnResult:
+        uid, inputs, config = writer.uid, request.inputs, request.config
+        expected_last_seq = request.expected_last_seq
         check_config(config)
         turn_model, recorded_model = models
         journal = _WriterJournal(writer, self.on_record)
         exec_id = os.urandom(8).hex()  # secrets.token_hex(8), less its three calls
         head = writer.head[0]
         digest = self.workloads.current(uid)  # the workload this turn runs with, for good
-        events = _first_commit(
+        events = first_commit(
             exec_id, name, descriptor, inputs, wrap(config, digest, recorded_model)
         )
         # durable at once: the turn has begun, for its caller and for resume
         journal.record(events, head if expected_last_seq is None else expected_last_seq)
         history = WriterHistory(writer, head)
         tools = self.workloads.offers(uid, digest)
-        inputs_ = tuple(_as_user(m) for m in inputs)
+        inputs_ = tuple(as_user(m) for m in inputs)
         start = Start(exec_id, config, inputs_, history, tools=tools, state=writer.state)
         sink = TurnSink(exec_id, [], self._live(journal, turn_model, exec_id, descriptor, digest))
         sink.state_version = start.state.version
-        return self._drive(uid, instance, start, sink, journal, head + 1, legacy=False)
+        return self._driver().drive(uid, instance, start, sink, journal, head + 1, legacy=False)
 
     # -- resume (crash recovery) -----------------------------------------------------------
     @turn_span(resumed=True)
@@ -434,7 +439,8 @@ class Controller:
             legacy=run.legacy,
             state_version=start.state.version,
         )
-        result = self._drive(uid, instance, start, sink, journal, run.first_seq, legacy=run.legacy)
+        driver = self._driver()
+        result = driver.drive(uid, instance, start, sink, journal, run.first_seq, legacy=run.legacy)
         result.resumed = True
         return result
 
@@ -451,95 +457,12 @@ class Controller:
         runs = executions.group((r.seq, r.event) for r in writer.read(since))
         return executions.pending(runs)
 
-    # -- the shared turn driver ------------------------------------------------------------
-    def _drive(
-        self,
-        uid: str,
-        instance: Harness,
-        start: Start,
-        sink: TurnSink,
-        journal: _WriterJournal,
-        first_seq: int,
-        *,
-        legacy: bool,
-    ) -> TurnResult:
-        calls_before = self.models.calls
-        tools_before = len(self.executor_calls)
-        exec_id = "" if legacy else start.execution_id
-        try:
-            instance.run(start, sink)
-            if sink.unconsumed():
-                seq = sink.unconsumed()[0][0]
-                raise HarnessError(
-                    f"execution {start.execution_id or '(legacy)'}: the harness stopped before "
-                    f"the recorded effect at seq {seq} (I5)"
-                )
-            if sink.live is not None:  # a cancel that came during the last effect: END here
-                sink.live.boundary()
-        except TurnCanceledError:
-            return self._canceled(uid, start, sink, journal, first_seq, calls_before)
-        except AgentSessionsError as exc:
-            if not isinstance(exc, _FAILS_THE_TURN):
-                raise  # the journal itself failed: leave the turn open for resume
-            self._record_error(journal, exec_id, str(exc), sink.take_deferred())
-            if isinstance(exc, ToolServerError) and not exc.hint:  # what gets the turn done
-                exc.hint = f"fix the tool server, then: agentsessions resume {uid}"
-            raise
-        except Exception as exc:
-            why = f"{type(exc).__name__}: {exc}"
-            self._record_error(journal, exec_id, why, sink.take_deferred())
-            raise HarnessError(f"harness failed: {type(exc).__name__}: {exc}") from exc
-        end = model.end_event("COMPLETED", execution_id=exec_id)
-        last = journal.record([*sink.take_deferred(), end])  # refusals ride with it
-        result = TurnResult(
-            uid,
-            start.execution_id,
-            first_seq,
-            last.seq,
-            sink.outputs,
-            self.models.calls - calls_before,
-        )
-        result.tool_calls = len(self.executor_calls) - tools_before
-        return result
-
-    def _canceled(
-        self,
-        uid: str,
-        start: Start,
-        sink: TurnSink,
-        journal: _WriterJournal,
-        first_seq: int,
-        calls_before: int,
-    ) -> TurnResult:
-        """End the turn a cancel request stopped: LIFECYCLE_CANCEL + END CANCELED in one
-        commit as its writer, then remove the request (it is answered)."""
-        detail = requested_detail(self.store, uid)  # the request's reason, if it gives one
-        last = journal.record([*sink.take_deferred(), *cancel_events(start.execution_id, detail)])
-        requests = requests_of(self.store)
-        if requests is not None:
-            requests.clear_cancel(uid)
-        result = TurnResult(
-            uid,
-            start.execution_id,
-            first_seq,
-            last.seq,
-            sink.outputs,
-            self.models.calls - calls_before,
-        )
-        result.canceled = True
-        return result
-
-    @staticmethod
-    def _record_error(
-        journal: _WriterJournal, exec_id: str, why: str, before: Sequence[Mapping[str, Any]] = ()
-    ) -> None:
-        """Best effort, as the reference: if even this fails the turn stays open to resume.
-        ``before``: the turn's refused model calls not yet committed (they come first)."""
-        with contextlib.suppress(AgentSessionsError):
-            event = model.error_event(ERROR_CODE_INTERNAL, why[:4000], execution_id=exec_id)
-            journal.record([*before, event])
-
     # -- helpers ---------------------------------------------------------------------------
+    def _driver(self) -> TurnDriver:
+        """The driver of one turn: its model and executor calls are counted as this
+        controller's (replay's evidence)."""
+        return TurnDriver(self.store, self.models, self.executor_calls)
+
     def _describe(self, name: str, project: str = "") -> tuple[Harness, HarnessDescriptor]:
         """A new instance of ``name`` as a session of ``project`` resolves it, described."""
         try:
@@ -579,6 +502,16 @@ class Controller:
                 uid, self.harnesses.factory(name, project=info.meta.project)
             )
         return compute.harness, descriptor
+
+    def check_placement(self, name: str, project: str = "") -> HarnessDescriptor:
+        """Refuse harness ``name`` (as a session of ``project`` resolves it) when the runtime
+        cannot host it (a harness that needs memory snapshots on ``local``); its descriptor.
+
+        The one home of the placement policy: every turn passes here (:meth:`_instance`),
+        and the engine asks it before anything is written."""
+        descriptor = self._describe(name, project)[1]
+        self._place(descriptor)
+        return descriptor
 
     def _place(self, descriptor: HarnessDescriptor) -> None:
         if not can_place(descriptor, self.runtime.capabilities()):
@@ -627,49 +560,30 @@ class Controller:
         ``wait_seconds`` for a busy lock). It stays held after a turn that ended in order
         (END, or a failure the turn itself recorded); any other error closes it, so the
         next turn re-opens, recovers and re-validates."""
-        writer = self.writers.get(uid, claim=True)  # busy: other hosts wait, not take it
-        if writer is None:
-            deadline = time.monotonic() + wait_seconds
-            delay = 0.01
-            while True:
-                try:
-                    writer = self.writers.open(uid)
-                    break
-                except LockHeldError:
-                    if time.monotonic() >= deadline:
-                        raise
-                    time.sleep(delay)
-                    delay = min(delay * 2, 0.5)
-        try:
-            with self.writers.using(uid):
+        with self.writers.using(uid):  # from the claim on: no other pool closes it
+            writer = self.writers.get(uid, claim=True) or self._open_writer(uid, wait_seconds)
+            try:
                 yield writer
-        except _TURN_ERRORS:
-            self.writers.keep_open(writer)  # the journal is as the writer holds it
-            raise
-        except BaseException:
-            self.writers.discard(writer)
-            raise
-        self.writers.keep_open(writer)
+            except _TURN_ERRORS:
+                self.writers.keep_open(writer)  # the journal is as the writer holds it
+                raise
+            except BaseException:
+                self.writers.discard(writer)
+                raise
+            self.writers.keep_open(writer)
 
-
-def _first_commit(
-    exec_id: str,
-    name: str,
-    descriptor: HarnessDescriptor,
-    inputs: Sequence[Message],
-    config: bytes,
-) -> list[model.Event]:
-    """A turn's first commit (the CAS point): EXECUTION_START and one INPUT per message."""
-    start_event = model.execution_start(
-        input_count=len(inputs),
-        config=config,
-        harness=name,
-        harness_version=descriptor.version,
-        execution_id=exec_id,
-    )
-    return [start_event] + [
-        model.input_event(cast(model.Message, _as_user(m)), execution_id=exec_id) for m in inputs
-    ]
+    def _open_writer(self, uid: str, wait_seconds: float) -> HeldWriter:
+        """A new writer of ``uid``, waiting up to ``wait_seconds`` for a busy lock."""
+        deadline = time.monotonic() + wait_seconds
+        delay = 0.01
+        while True:
+            try:
+                return self.writers.open(uid)
+            except LockHeldError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
 
 
 def _isolated(
@@ -679,10 +593,3 @@ def _isolated(
     if callback is None or isinstance(callback, Observer):
         return callback
     return Observer(callback, errors)
-
-
-def _as_user(message: Message) -> Message:
-    """Inputs are user messages unless they say otherwise."""
-    if not isinstance(message, dict) or "parts" not in message:
-        raise InvalidArgumentError("an input must be an agentsessions.v1 Message with parts")
-    return message if message.get("role") else {**message, "role": "user"}

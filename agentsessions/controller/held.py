@@ -23,6 +23,7 @@ interpreter exit, so each leaves a fresh TAIL hint for the next open.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 import weakref
 from collections import OrderedDict, deque
@@ -250,7 +251,14 @@ class HeldWriter:
 
 
 class WriterPool:
-    """At most ``keep`` held writers, each closed after ``idle_seconds`` unused."""
+    """At most ``keep`` held writers, each closed after ``idle_seconds`` unused.
+
+    Thread-safe: one lock guards the pool's maps, since a session's turn, another
+    session's turn (LangGraph runs tasks in parallel) and another pool's
+    :func:`_yield_elsewhere` may touch them at once. What may be slow is done outside it: a
+    writer's ``superseded``/``set_busy`` probe (a network round trip on JetStream) and every
+    close (it writes a TAIL hint). A writer is closed only after it has left the maps.
+    """
 
     def __init__(
         self, store: Store, keep: int = DEFAULT_KEEP, idle_seconds: float = DEFAULT_IDLE_SECONDS
@@ -259,6 +267,7 @@ class WriterPool:
         self.keep = keep
         self.idle_seconds = idle_seconds
         self.opened = 0  # writers opened so far (each one lock and one fence)
+        self._lock = threading.Lock()  # guards the maps below (never held across I/O)
         self._held: OrderedDict[str, HeldWriter] = OrderedDict()
         self._busy: dict[str, int] = {}  # uid -> turns using its writer right now
         _POOLS.add(self)
@@ -268,13 +277,15 @@ class WriterPool:
     @contextlib.contextmanager
     def using(self, uid: str) -> Iterator[None]:
         """Mark ``uid``'s writer in use (another pool may not take it meanwhile)."""
-        self._busy[uid] = self._busy.get(uid, 0) + 1
+        with self._lock:
+            self._busy[uid] = self._busy.get(uid, 0) + 1
         try:
             yield
         finally:
-            self._busy[uid] -= 1
-            if not self._busy[uid]:
-                del self._busy[uid]
+            with self._lock:
+                self._busy[uid] -= 1
+                if not self._busy[uid]:
+                    del self._busy[uid]
 
     def get(self, uid: str, *, claim: bool = False) -> HeldWriter | None:
         """The held writer of ``uid``, if one is open (marked as just used). An idle one
@@ -282,16 +293,28 @@ class WriterPool:
 
         ``claim``: a turn is about to use it, so mark it busy first (other hosts are then
         refused, not let take it over); one another host was let take meanwhile is closed
-        the same way. Busy before the superseded read, so no takeover slips in between."""
-        self._expire()
-        held = self._held.get(uid)
-        if held is None:
+        the same way. Busy before the superseded read, so no takeover slips in between. A
+        claim is made within :meth:`using` (so no other pool nor the idle limit closes the
+        writer between the claim and the turn): idle then means no other turn uses it."""
+        with self._lock:
+            expired = self._expired() if self._held else ()
+            held = self._held.get(uid)
+            idle = self._busy.get(uid, 0) <= (1 if claim else 0)
+            if held is not None and not idle:  # a turn uses it: nothing to probe
+                self._held.move_to_end(uid)
+                held.last_used = time.monotonic()
+        for writer in expired:  # closed outside the lock: a close writes a TAIL hint
+            writer.close()
+        if held is None or not idle:
+            return held
+        if (claim and not held.set_busy(True)) or held.superseded():
+            self._drop(held)
             return None
-        if uid not in self._busy and ((claim and not held.set_busy(True)) or held.superseded()):
-            self.release(uid)
-            return None
-        self._held.move_to_end(uid)
-        held.last_used = time.monotonic()
+        with self._lock:
+            if self._held.get(uid) is not held:  # released meanwhile: open a new one
+                return None
+            self._held.move_to_end(uid)
+            held.last_used = time.monotonic()
         return held
 
     def open(self, uid: str) -> HeldWriter:
@@ -314,49 +337,80 @@ class WriterPool:
         except BaseException:
             inner.close()
             raise
-        self.opened += 1
+        with self._lock:
+            self.opened += 1
         return HeldWriter(self.store, inner, info)
 
     def keep_open(self, held: HeldWriter) -> None:
-        """Keep ``held`` for the next turn, or close it when the pool keeps none."""
+        """Keep ``held`` for the next turn, or close it when the pool keeps none. Called
+        within the turn's :meth:`using`, so that nothing closes it before it is kept."""
         if self.keep <= 0:
             held.close()
             return
-        if held.uid not in self._busy:  # parked: another host may take it over until claimed
+        with self._lock:
+            parked = self._busy.get(held.uid, 0) <= 1  # no other turn uses it
+        if parked:  # parked: another host may take it over until claimed
             held.set_busy(False)
-        self._held[held.uid] = held
-        self._held.move_to_end(held.uid)
-        while len(self._held) > self.keep:
-            _uid, oldest = self._held.popitem(last=False)
+        evicted = []
+        with self._lock:
+            self._held[held.uid] = held
+            self._held.move_to_end(held.uid)
+            over = len(self._held) - self.keep
+            if over > 0:  # the least recently used idle ones: a turn's writer stays
+                idle = [u for u in self._held if u not in self._busy]
+                evicted = [self._held.pop(u) for u in idle[:over]]
+        for oldest in evicted:
             oldest.close()
 
     def release(self, uid: str) -> None:
         """Close ``uid``'s held writer (its lock is free afterwards); no-op if none."""
-        held = self._held.pop(uid, None)
+        with self._lock:
+            held = self._held.pop(uid, None)
         if held is not None:
             held.close()
 
+    def release_idle(self, uid: str) -> bool:
+        """Close ``uid``'s held writer if no turn of this pool uses it; True if one was."""
+        with self._lock:
+            if uid in self._busy:
+                return False
+            held = self._held.pop(uid, None)
+        if held is None:
+            return False
+        held.close()
+        return True
+
     def discard(self, held: HeldWriter) -> None:
         """Close a writer whose turn failed, so the next one re-opens and re-validates."""
-        if self._held.get(held.uid) is held:
-            del self._held[held.uid]
+        self._drop(held)
+
+    def _drop(self, held: HeldWriter) -> None:
+        """Take ``held`` out of the pool if it is still there, then close it."""
+        with self._lock:
+            if self._held.get(held.uid) is held:
+                del self._held[held.uid]
         held.close()
 
     def close(self) -> None:
         """Close every held writer (each writes its TAIL hint as it closes)."""
-        _close_all(self._held)
+        with self._lock:
+            writers = list(self._held.values())
+            self._held.clear()
+        for writer in writers:
+            with contextlib.suppress(Exception):  # one that fails does not keep the others
+                writer.close()
 
-    def _expire(self) -> None:
-        if not self._held:
-            return
+    def _expired(self) -> list[HeldWriter]:
+        """Take the writers idle past the limit out of the pool (the caller holds the lock
+        and closes them after it): a writer a turn uses is never idle, however long."""
         limit = time.monotonic() - self.idle_seconds
-        if len(self._held) == 1:  # an engine's controller holds one writer: no list to build
+        if len(self._held) == 1:  # an engine's controller holds one: no list to build
             ((uid, held),) = self._held.items()
-            if held.last_used < limit:
-                self.release(uid)
-            return
-        for uid in [u for u, h in self._held.items() if h.last_used < limit]:
-            self.release(uid)
+            if held.last_used >= limit or uid in self._busy:
+                return []
+            return [self._held.pop(uid)]
+        stale = [u for u, h in self._held.items() if h.last_used < limit and u not in self._busy]
+        return [self._held.pop(u) for u in stale]
 
 
 _POOLS: weakref.WeakSet[WriterPool] = weakref.WeakSet()
@@ -364,11 +418,7 @@ _POOLS: weakref.WeakSet[WriterPool] = weakref.WeakSet()
 
 def _yield_elsewhere(uid: str, asking: WriterPool) -> bool:
     """Release ``uid``'s writer where another pool holds it idle; True if one did."""
-    for pool in list(_POOLS):
-        if pool is not asking and uid in pool._held and uid not in pool._busy:
-            pool.release(uid)
-            return True
-    return False
+    return any(pool.release_idle(uid) for pool in list(_POOLS) if pool is not asking)
 
 
 def _close_all(held: OrderedDict[str, HeldWriter]) -> None:

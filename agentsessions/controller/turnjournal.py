@@ -9,11 +9,15 @@ pending, covered by the same next sync (spec decision 11 and issue 9 item 6).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import agentsessions.telemetry as telemetry
+from agentsessions.errors import InvalidArgumentError
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.store import StateUpdate, Writer
+from agentsessions.v1 import model
+
+from .spi import HarnessDescriptor, Message
 
 
 class WriterJournal:
@@ -78,3 +82,30 @@ class WriterJournal:
         if self.on_record is not None:
             for record in records:
                 self.on_record(record)
+
+
+def first_commit(
+    exec_id: str,
+    name: str,
+    descriptor: HarnessDescriptor,
+    inputs: Sequence[Message],
+    config: bytes,
+) -> list[model.Event]:
+    """A turn's first commit (the CAS point): EXECUTION_START and one INPUT per message."""
+    start_event = model.execution_start(
+        input_count=len(inputs),
+        config=config,
+        harness=name,
+        harness_version=descriptor.version,
+        execution_id=exec_id,
+    )
+    return [start_event] + [
+        model.input_event(cast(model.Message, as_user(m)), execution_id=exec_id) for m in inputs
+    ]
+
+
+def as_user(message: Message) -> Message:
+    """Inputs are user messages unless they say otherwise."""
+    if not isinstance(message, dict) or "parts" not in message:
+        raise InvalidArgumentError("an input must be an agentsessions.v1 Message with parts")
+    return message if message.get("role") else {**message, "role": "user"}

@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar, Unpack, overload
 
 from agentsessions.errors import (
     MetadataCorruptError,
@@ -56,6 +56,8 @@ from agentsessions.server.toolpolicy import caller_tools
 from agentsessions.sessions.projects import project_lookup
 from agentsessions.sessions.tokens import Principal
 from agentsessions.sessions.turnstream import TURN_ENDED
+from agentsessions.v1.turn import DEFAULT_PROJECT as DEFAULT_PROJECT  # (re-exported)
+from agentsessions.v1.turn import TurnOptions, TurnRequest
 from agentsessions.wire.bounds import Limits
 from agentsessions.wire.intercept import note
 
@@ -77,7 +79,6 @@ if TYPE_CHECKING:
     from agentsessions.tools.offered import OfferedTools
     from agentsessions.v1.results import ReplayReport, ToolStoreEntry
 
-DEFAULT_PROJECT = "default"
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 _CHECKED_SIZE = 4096
@@ -367,75 +368,38 @@ class ScopedSessions:
         """Soft-delete a session of the principal's projects."""
         return self._engine.delete(self._check(uid))
 
-    def _turn_target(self, uid: str | None, project: str) -> tuple[str | None, str]:
+    def _scoped(self, request: TurnRequest) -> TurnRequest:
+        """``request`` as this principal may make it: a session of its projects (or a new
+        one in one), a model it may name, the tools the operator offers it."""
+        uid, project = request.uid, request.project
         if uid is None:
-            return None, self._project(project)
-        return self._check(uid), project
+            project = self._project(project)
+        else:
+            uid = self._check(uid)
+        model = self._model(request.model or None) or ""
+        tools = self._tools(request.tools or None) or ""
+        return replace(request, uid=uid, project=project, model=model, tools=tools)
 
     def exec(
         self,
-        uid: str | None = None,
+        uid: str | TurnRequest | None = None,
         inputs: Sequence[Input] = (),
-        *,
-        harness: str | None = None,
-        model: str | None = None,
-        config: bytes = b"",
-        wait: float = 0.0,
-        project: str = DEFAULT_PROJECT,
-        name: str = "",
-        labels: Mapping[str, str] | None = None,
-        fresh_start: bool = False,
-        tools: str | PathLike[str] | None = None,
+        **options: Unpack[TurnOptions],
     ) -> Iterator[Frame]:
         """A turn on a session of the principal's (or a new one in its project); checked
         before the first frame."""
-        uid, project = self._turn_target(uid, project)
-        return self._guarded(
-            self._engine.exec,
-            uid,
-            inputs,
-            harness=harness,
-            model=self._model(model),
-            config=config,
-            wait=wait,
-            project=project,
-            name=name,
-            labels=labels,
-            fresh_start=fresh_start,
-            tools=self._tools(tools),
-        )
+        request = self._scoped(TurnRequest.of(uid, inputs, **options))
+        return self._guarded(self._engine.exec, request)
 
     def run(
         self,
-        uid: str | None = None,
+        uid: str | TurnRequest | None = None,
         inputs: Sequence[Input] = (),
-        *,
-        harness: str | None = None,
-        model: str | None = None,
-        config: bytes = b"",
-        wait: float = 0.0,
-        project: str = DEFAULT_PROJECT,
-        name: str = "",
-        labels: Mapping[str, str] | None = None,
-        fresh_start: bool = False,
-        tools: str | PathLike[str] | None = None,
+        **options: Unpack[TurnOptions],
     ) -> SessionFrame:
         """:meth:`exec` without streaming, scoped the same way."""
-        uid, project = self._turn_target(uid, project)
-        frame = self._guarded(
-            self._engine.run,
-            uid,
-            inputs,
-            harness=harness,
-            model=self._model(model),
-            config=config,
-            wait=wait,
-            project=project,
-            name=name,
-            labels=labels,
-            fresh_start=fresh_start,
-            tools=self._tools(tools),
-        )
+        request = self._scoped(TurnRequest.of(uid, inputs, **options))
+        frame = self._guarded(self._engine.run, request)
         self._seen(frame.session)
         return frame
 

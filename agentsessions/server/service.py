@@ -32,16 +32,17 @@ from typing import Any, TypeVar
 
 import grpc
 
-from agentsessions.errors import ApprovalParkedError, ConflictError, InvalidArgumentError
+from agentsessions.errors import ApprovalParkedError, InvalidArgumentError
 from agentsessions.server import deadline
+from agentsessions.server.toolpolicy import WireWorkload
 from agentsessions.server.toolpolicy import workload_file as _workload_file
 from agentsessions.sessions.api import Frame, RecordFrame, SessionFrame, Sessions
+from agentsessions.v1.turn import DEFAULT_PROJECT, TurnRequest
 from agentsessions.wire import convert, frames, status
 from agentsessions.wire.gen import common_pb2, session_pb2, session_pb2_grpc
 from agentsessions.wire.intercept import note
 
 LOG = logging.getLogger("agentsessions.server")
-DEFAULT_PROJECT = "default"
 CHUNK = 1 << 20  # export/import chunk: well under gRPC's 4 MiB default message size
 FOLLOW_SLICE = 0.5
 DEFAULT_CANCEL_WAIT_MS = 10_000
@@ -212,35 +213,8 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
         # every integer field is in range (.wirecheck); a past deadline runs nothing
         left = deadline.check_admission(request.deadline_unix)
         engine = self.sessions(context)
-        uid = request.session or None
-        if request.HasField("expected_last_seq"):
-            # checked before the turn takes the session: a writer elsewhere can still commit
-            # between the two (docs/WIRE.md); the journal's own CAS keeps the chain whole
-            now = engine.get(uid) if uid is not None else None
-            head, head_hash = (now.last_seq, now.last_hash) if now is not None else (0, "")
-            if head != request.expected_last_seq:
-                raise ConflictError(
-                    f"session {uid or '(new)'} is at seq {head}, "
-                    f"not the expected {request.expected_last_seq}",
-                    head_seq=head,
-                    head_hash=head_hash,
-                    session=uid or "",
-                )
-        inputs = [convert.message_from_proto(m) for m in request.inputs]
-        with _workload_file(request.tools) as tools:
-            stream = engine.exec(
-                uid,
-                inputs,
-                harness=request.harness or None,
-                model=request.model or None,
-                config=request.config,
-                wait=_wait(request.wait_ms),
-                project=request.project or DEFAULT_PROJECT,
-                name=request.name,
-                labels=dict(request.labels),
-                fresh_start=request.fresh_start,
-                tools=tools,
-            )
+        with _workload_file(request.tools) as tools:  # expected_last_seq: the engine's CAS
+            stream = engine.exec(_turn_request(request, tools))
         timer = deadline.Deadline(engine, left) if left is not None else None
         try:
             yield from _updates(engine, stream, context, timer)
@@ -548,3 +522,23 @@ def _new_session(s: session_pb2.Session, rpc: str) -> session_pb2.Session:
         if s.HasField(name):
             raise InvalidArgumentError(f"session.{name} cannot be set by {rpc}")
     return s
+
+
+def _turn_request(request: session_pb2.ExecRequest, tools: WireWorkload | None) -> TurnRequest:
+    """The turn an ExecRequest asks for (``tools``: its workload, written to a file)."""
+    return TurnRequest(
+        request.session or None,
+        tuple(convert.message_from_proto(m) for m in request.inputs),
+        harness=request.harness,
+        model=request.model,
+        config=request.config,
+        wait=_wait(request.wait_ms),
+        project=request.project or DEFAULT_PROJECT,
+        name=request.name,
+        labels=dict(request.labels),
+        fresh_start=request.fresh_start,
+        tools=tools or "",
+        expected_last_seq=(
+            request.expected_last_seq if request.HasField("expected_last_seq") else None
+        ),
+    )

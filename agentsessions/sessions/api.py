@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
-from typing import Any, Literal, Protocol, overload
+from typing import Any, Literal, Protocol, Unpack, overload
 
 from agentsessions.v1.results import (
     ApprovalRef,
@@ -36,6 +36,8 @@ from agentsessions.v1.results import (
     UnresolvedCall,
     VerifyReport,
 )
+from agentsessions.v1.turn import Input as _Input
+from agentsessions.v1.turn import TurnOptions, TurnRequest
 
 __all__ = [
     "Approval",
@@ -54,6 +56,8 @@ __all__ = [
     "Sessions",
     "ToolStoreEntry",
     "Turn",
+    "TurnOptions",
+    "TurnRequest",
     "UnresolvedCall",
     "VerifyReport",
 ]
@@ -104,7 +108,7 @@ class LogRecord(Protocol):
         ...
 
 
-Input = str | Mapping[str, Any]
+Input = _Input
 """A turn input: a user text, or an ``agentsessions.v1`` Message dict (``role``, ``parts``)."""
 
 
@@ -403,23 +407,19 @@ class Sessions(Protocol):
 
     def exec(
         self,
-        uid: str | None = None,
+        uid: str | TurnRequest | None = None,
         inputs: Sequence[Input] = (),
-        *,
-        harness: str | None = None,
-        model: str | None = None,
-        config: bytes = b"",
-        wait: float = 0.0,
-        project: str = "default",
-        name: str = "",
-        labels: Mapping[str, str] | None = None,
-        fresh_start: bool = False,
-        tools: str | PathLike[str] | None = None,
+        **options: Unpack[TurnOptions],
     ) -> Iterator[Frame]:
         """Run one turn: frames are the Session, each record and delta, the Session last.
 
+        The turn is ``exec(uid, inputs, harness=..., model=..., ...)`` with the options of
+        :class:`~agentsessions.v1.turn.TurnOptions`, or ``exec(request)`` with a
+        :class:`~agentsessions.v1.turn.TurnRequest` built already (what front ends pass on).
         ``tools`` names a workload TOML file, validated before anything is written and
         recorded with the session (it replaces the earlier one for this and later turns).
+        ``expected_last_seq``: the turn runs only if the session's head is that seq (0: a
+        new session), else ConflictError (exit 4, ABORTED) and nothing is written.
 
         Without ``uid`` a session is created (``project``, ``name``, ``labels`` describe
         it). A request that cannot run is refused before anything is written. A failed
@@ -432,18 +432,9 @@ class Sessions(Protocol):
 
     def run(
         self,
-        uid: str | None = None,
+        uid: str | TurnRequest | None = None,
         inputs: Sequence[Input] = (),
-        *,
-        harness: str | None = None,
-        model: str | None = None,
-        config: bytes = b"",
-        wait: float = 0.0,
-        project: str = "default",
-        name: str = "",
-        labels: Mapping[str, str] | None = None,
-        fresh_start: bool = False,
-        tools: str | PathLike[str] | None = None,
+        **options: Unpack[TurnOptions],
     ) -> SessionFrame:
         """Run one turn as :meth:`exec` does, without streaming: its last frame (the session
         as the turn left it, and the turn). Raises as :meth:`exec`'s iterator would.

@@ -9,35 +9,19 @@ the projection says a request is waiting (exec_state EXEC_AWAITING).
 
 from __future__ import annotations
 
-import threading
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from agentsessions.errors import ApprovalBlockedError
 from agentsessions.journal.stores.store import SessionInfo, Store, check_uid
 
 from .api import Approval
+from .core import EngineCore
 from .views import view
 
 if TYPE_CHECKING:
-    from agentsessions.controller.controller import Controller
     from agentsessions.v1.results import ApprovalRef
 
 _OPEN = ("EXEC_RUNNING", "EXEC_AWAITING")
-
-
-class Engine(Protocol):
-    """What :func:`approve` uses of the local engine (named so, not imported: the engine
-    imports this module)."""
-
-    store: Store
-
-    def controller(self, uid: str = "") -> Controller:
-        """The controller of session ``uid``."""
-        ...
-
-    def _hold(self, uid: str, wait: float) -> threading.Lock:
-        """Take ``uid``'s engine lock (LockHeldError if busy)."""
-        ...
 
 
 def pending_of(store: Store, info: SessionInfo) -> ApprovalRef | None:
@@ -74,37 +58,43 @@ def check_no_open_approval(store: Store, info: SessionInfo) -> None:
     )
 
 
-def approve(
-    engine: Engine,
-    uid: str,
-    *,
-    approved: bool,
-    reason: str = "",
-    actor: str = "",
-    execution_id: str | None = None,
-    tool_call_id: str | None = None,
-    request_seq: int | None = None,
-) -> Approval:
-    """Commit a decision on ``uid``'s approval request (see :meth:`Sessions.approve`)."""
-    from agentsessions.controller.approvals import Decision
-    from agentsessions.controller.approvals import approve as commit
+class Approvals:
+    """``Sessions.approve`` over an engine's :class:`~.core.EngineCore`."""
 
-    check_uid(uid)
-    engine.store.get(uid)  # NotFoundError first
-    decision = Decision(
-        approved=bool(approved),
-        reason=reason,
-        actor=actor,
-        execution_id=execution_id or None,
-        tool_call_id=tool_call_id or None,
-        request_seq=request_seq,
-    )
-    controller = engine.controller(uid)
-    lock = engine._hold(uid, 0.0)
-    try:
-        decided = commit(controller, uid, decision)
-        info = controller.info(uid)
-    finally:
-        lock.release()
-    session = view(info, pending=pending_of(engine.store, info))
-    return Approval(session, decided.record, decided.ref, decided.existing)
+    def __init__(self, core: EngineCore) -> None:
+        self.core = core
+
+    def approve(
+        self,
+        uid: str,
+        *,
+        approved: bool,
+        reason: str = "",
+        actor: str = "",
+        execution_id: str | None = None,
+        tool_call_id: str | None = None,
+        request_seq: int | None = None,
+    ) -> Approval:
+        """Commit a decision on ``uid``'s approval request (see :meth:`Sessions.approve`)."""
+        from agentsessions.controller.approvals import Decision
+        from agentsessions.controller.approvals import approve as commit
+
+        check_uid(uid)
+        self.core.store.get(uid)  # NotFoundError first
+        decision = Decision(
+            approved=bool(approved),
+            reason=reason,
+            actor=actor,
+            execution_id=execution_id or None,
+            tool_call_id=tool_call_id or None,
+            request_seq=request_seq,
+        )
+        controller = self.core.controller(uid)
+        lock = self.core.hold(uid, 0.0)
+        try:
+            decided = commit(controller, uid, decision)
+            info = controller.info(uid)
+        finally:
+            lock.release()
+        session = view(info, pending=pending_of(self.core.store, info))
+        return Approval(session, decided.record, decided.ref, decided.existing)

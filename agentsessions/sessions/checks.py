@@ -16,43 +16,35 @@ from collections.abc import Mapping, Sequence
 from os import PathLike
 from typing import TYPE_CHECKING
 
-from agentsessions.errors import InvalidArgumentError, PlacementError
+from agentsessions.errors import InvalidArgumentError
 from agentsessions.journal.stores.store import check_project, check_uid
+from agentsessions.v1.turn import DEFAULT_PROJECT, TurnRequest
 
-from .api import Input
 from .wiring import HARNESSES
 
 if TYPE_CHECKING:
-    from agentsessions.controller.spi import HarnessDescriptor, Runtime
+    from agentsessions.controller.spi import HarnessDescriptor
     from agentsessions.tools.workload import Workload
 
 PROG = "agentsessions"
 
 
-def check_request(
-    uid: str | None,
-    inputs: Sequence[Input],
-    wait: float = 0.0,
-    project: str = "default",
-    name: str = "",
-    labels: Mapping[str, str] | None = None,
-    fresh_start: bool = False,
-) -> None:
+def check_request(request: TurnRequest) -> None:
     """The checks of an exec that need no store (a front end may make them before it
     opens one): a well-formed uid, a new session's input and project, the flags that
     only describe a new session, ``fresh_start`` only on an existing one."""
-    check_wait(wait)
-    if uid is not None:
-        check_uid(uid)
-    creating = project != "default" or bool(name or labels)
-    if uid is None:
-        check_project(project)
-        if not inputs:
+    check_wait(request.wait)
+    if request.uid is not None:
+        check_uid(request.uid)
+    creating = request.project != DEFAULT_PROJECT or bool(request.name or request.labels)
+    if request.uid is None:
+        check_project(request.project)
+        if not request.inputs:
             raise InvalidArgumentError(
                 "a new session needs an input: pass --input TEXT or pipe it on stdin",
                 hint=f"{PROG} exec --input hello",
             )
-        if fresh_start:
+        if request.fresh_start:
             raise InvalidArgumentError(
                 "--fresh-start applies to an existing session: a new one starts empty anyway",
                 hint=f"{PROG} exec SESSION --fresh-start --input TEXT",
@@ -87,22 +79,6 @@ def check_fork(at: int, count: int, names: Sequence[str]) -> None:
     if isinstance(names, str):
         raise InvalidArgumentError("names must be a sequence of names, not one string")
     ForkRequest(at_seq=at, count=count, names=tuple(names)).check()
-
-
-def check_placement(runtime: Runtime, harness: str, project: str = "") -> HarnessDescriptor:
-    """Refuse an unknown harness (as a session of ``project`` resolves it), or one
-    ``runtime`` cannot host (a harness that needs memory snapshots on ``local``); the
-    harness's descriptor."""
-    from agentsessions.controller.spi import can_place
-
-    descriptor = HARNESSES.create(harness, project=project).describe()
-    if not can_place(descriptor, runtime.capabilities()):
-        raise PlacementError(
-            f"harness {harness!r} needs memory snapshots, which runtime "
-            f"{runtime.name!r} cannot take; nothing was run",
-            hint="use --runtime warm",
-        )
-    return descriptor
 
 
 def check_model_of(harness: str, model: str, project: str = "") -> None:

@@ -56,6 +56,8 @@ from .views import view
 if TYPE_CHECKING:
     from agentsessions.tools.workload import Workload
 
+    from .core import EngineCore
+
 CLAIM_ANNOTATION = "agentsessions.claim"
 """The annotation naming the digest of the key a session was created for by ``ensure``."""
 _TRIES = 8  # rounds of "bound to a deleted session: release, claim again"
@@ -66,7 +68,7 @@ class Engine(Protocol):
 
     store: Store
     _lock: threading.Lock
-    _models: checks.ModelChecks
+    core: EngineCore
 
     def _record_workload(self, uid: str, workload: Workload) -> None: ...
 
@@ -84,7 +86,7 @@ def prepare(
 ) -> tuple[SessionMeta, Workload | None]:
     """A new session's metadata (a fresh uid) and workload, every option checked first: an
     unknown model provider, a model for a harness calling none, a bad workload file."""
-    self._models.check(model)  # an unknown provider is refused before the session exists
+    self.core.model_checks.check(model)  # an unknown provider: refused before the session
     checks.check_model_of(harness, model, project)
     workload = checks.workload(tools)
     meta = SessionMeta(

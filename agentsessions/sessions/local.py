@@ -4,10 +4,21 @@ The one home of session semantics: what a request needs before anything is writt
 known harness the runtime can place, a well-formed model spec, inputs that fit one commit,
 a new session's metadata and defaults), waking suspended compute before a turn, waiting on
 a busy session, and counting model calls for replay. Every front end calls these methods;
-none of them reaches the controller or the journal itself. The store-free checks live in
-:mod:`.checks`, the turn plumbing (session locks, worker threads, frame queues) in
-:mod:`.turnstream`, the offline tools (verify, export) in :mod:`.offline`, suspend, cancel
-and fork in :mod:`.lifecycle`.
+none of them reaches the controller or the journal itself.
+
+:class:`LocalSessions` is split by job into collaborators it owns, each over one shared
+:class:`~.core.EngineCore` (store, runtime, a controller per session, the locks): turns
+(:class:`~.turning.TurnRunner`), suspend/cancel/fork (:class:`~.lifecycle.Lifecycle`),
+approvals (:class:`~.approvals.Approvals`), resolutions (:class:`~.resolving.Resolver`) and
+tool stores (:func:`~.toolstores.tool_store`); what is left here is metadata, reading and
+the offline tools (:mod:`.offline`). The store-free checks live in :mod:`.checks`.
+
+One home per policy: the engine is the home of a request's checks (:mod:`.checks`: fresh
+start only on an existing session, the flags that only describe a new one), of a new
+session's defaults (:mod:`.defaults`; ``DEFAULT_PROJECT`` in :mod:`agentsessions.v1.turn`)
+and of ``expected_last_seq`` before anything is written; it asks the controller for
+placement and to make a turn's session (the controller's homes: see its module
+docstring) and repeats neither.
 
 Invariants:
 - nothing is written before a request is checked; a refused exec leaves no session behind;
@@ -28,17 +39,13 @@ from __future__ import annotations
 
 import builtins
 import os
-import threading
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from os import PathLike
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, Unpack, overload
 
 from agentsessions.errors import (
     AgentSessionsError,
     InvalidArgumentError,
-    LockHeldError,
 )
 from agentsessions.journal.stores.capabilities import (
     KEY_MANAGEMENT,
@@ -48,21 +55,34 @@ from agentsessions.journal.stores.capabilities import (
 )
 from agentsessions.journal.stores.store import (
     SessionInfo,
-    SessionMeta,
     Store,
     check_project,
     check_uid,
-    new_uid,
 )
-from agentsessions.v1.results import ReplayReport
+from agentsessions.v1.turn import TurnOptions, TurnRequest
 
 from . import approvals, checks, claims, lifecycle, offline, resolving, toolstores
 from . import compact as compaction
-from .api import Frame, Input, Memory, Session, SessionFrame, SessionPage, Turn
+from .api import (
+    Approval,
+    Frame,
+    Input,
+    Memory,
+    ReplayReport,
+    Resolution,
+    Session,
+    SessionFrame,
+    SessionPage,
+)
+from .approvals import Approvals
+from .core import EngineCore
+from .defaults import DEFAULT_RUNTIME
 from .home import require_home, resolve_home
-from .turnstream import Turns
-from .views import as_message, turn_view, view
-from .wiring import HARNESSES, build_controller, close_tools
+from .lifecycle import Lifecycle
+from .resolving import Resolver
+from .turning import TurnRunner
+from .views import view
+from .wiring import HARNESSES, build_controller
 
 if TYPE_CHECKING:
     from agentsessions.controller.controller import Controller
@@ -71,15 +91,11 @@ if TYPE_CHECKING:
     from agentsessions.journal.format.records import Record
     from agentsessions.runtimes.compute import HostInfo
     from agentsessions.tools.workload import Workload
-    from agentsessions.v1.results import VerifyReport
+    from agentsessions.v1.results import ToolStoreEntry, VerifyReport
 
     from .keys import Rotation
 
-DEFAULT_HARNESS = "echo"
-DEFAULT_MODEL = "echo"
-DEFAULT_RUNTIME = "auto"
 DEFAULT_CANCEL_WAIT = lifecycle.DEFAULT_CANCEL_WAIT
-_RETRY_SECONDS = 0.05
 _RELEASE_WAIT_SECONDS = 3600.0  # release waits for a running turn: turns end by themselves
 
 
@@ -98,17 +114,15 @@ class LocalSessions:
         owns_store: bool = True,
         models: Mapping[str, str] | None = None,
     ) -> None:
-        self.home = home
-        self.models = checks.catalog(models)  # the operator's model names (see open_local)
-        self.store = store
-        self.runtime_name = runtime or DEFAULT_RUNTIME
-        self.default_model = model or DEFAULT_MODEL
+        self.core = EngineCore(home, store, runtime=runtime, model=model, models=models)
+        self.home, self.store, self.models = home, store, self.core.models
+        self.runtime_name, self.default_model = self.core.runtime_name, self.core.default_model
         self._owns_store = owns_store
-        self._lock = threading.Lock()  # guards the fields below and the store's catalog
-        self._controllers: dict[str, Controller] = {}
-        self._runtime: Runtime | None = None
-        self._turns = Turns()  # the session locks, the running turns and their workers
-        self._models = checks.ModelChecks(self.models)
+        self._lock = self.core.catalog_lock  # the store's catalog (create, list, delete ...)
+        self.turns = TurnRunner(self.core, self._record_workload)
+        self.lifecycle = Lifecycle(self.core)
+        self.approvals = Approvals(self.core)
+        self.resolver = Resolver(self.core, self)
 
     # -- plumbing ---------------------------------------------------------------------------
     def __enter__(self) -> LocalSessions:
@@ -120,80 +134,29 @@ class LocalSessions:
     def close(self) -> None:
         """Wait for running turns (their END is durable then), close the writers the engine
         held across turns (each leaves a fresh TAIL hint and frees its lock), then the store."""
-        if not self._turns.drain():
-            return  # closed already
-        with self._lock:
-            controllers = list(self._controllers.values())
-            self._controllers.clear()
-        for controller in controllers:
-            controller.close()
-            close_tools(controller)  # ends the mcp server processes its tools started
-        self._turns.close()
-        if self._owns_store:
+        if self.core.close() and self._owns_store:
             self.store.close()
 
     def runtime(self) -> Runtime:
         """The engine's runtime, made on first use (an unknown name fails here, exit 2)."""
-        with self._lock:
-            if self._runtime is None:
-                from agentsessions.runtimes import create_runtime
-
-                self._runtime = create_runtime(self.runtime_name, home=self.home)
-                from .harnessbook import load_registered
-
-                load_registered(self.store)  # registered remote harnesses resolve by name
-            return self._runtime
+        return self.core.runtime()
 
     def controller(self, uid: str = "") -> Controller:
         """The controller of session ``uid`` ("" for checks that concern no session)."""
-        runtime = self.runtime()
-        with self._lock:
-            found = self._controllers.get(uid)
-            if found is None:
-                # one controller per session, holding that session's writer across turns
-                found = build_controller(
-                    self.store,
-                    self.home,
-                    runtime=runtime,
-                    default_model=self.default_model,
-                    keep_writers=1,
-                    catalog=self.models,
-                )
-                self._controllers[uid] = found
-            return found
+        return self.core.controller(uid)
 
     def release(self, uid: str) -> None:
         """Close the writer this engine holds for ``uid`` between turns (a long-lived engine
         keeps it, with the session's lock, until it idles out or the engine closes), so that
         another process can write the session now. Waits for a running turn of ``uid``."""
-        lock = self._hold(check_uid(uid), _RELEASE_WAIT_SECONDS)
+        lock = self.core.hold(check_uid(uid), _RELEASE_WAIT_SECONDS)
         try:
-            self._release_writer(uid)
+            self.core.release_writer(uid)
         finally:
             lock.release()
 
-    def _release_writer(self, uid: str) -> None:
-        """Close the writer held for ``uid`` between turns, so a store operation that takes
-        the session's lock itself (delete) or another process can have it."""
-        with self._lock:
-            controller = self._controllers.get(uid)
-        if controller is not None:
-            controller.release(uid)
-
-    def _hold(self, uid: str, wait: float) -> threading.Lock:
-        """Take ``uid``'s engine lock, waiting up to ``wait`` seconds; LockHeldError if busy."""
-        return self._turns.hold(uid, wait)
-
     def _info(self, uid: str) -> SessionInfo:
         return self.store.get(check_uid(uid))
-
-    def _state(self, uid: str) -> SessionInfo:
-        """``uid``'s state around a turn of this engine: from the writer the engine holds,
-        without asking the store, when there is one (its metadata never changes mid-turn;
-        its head is current once the caller holds the session's lock)."""
-        with self._lock:
-            controller = self._controllers.get(uid)
-        return controller.info(uid) if controller is not None else self.store.get(check_uid(uid))
 
     # -- metadata (creation and sessions by key: :mod:`.claims`) --------------------------
     create = claims.create
@@ -236,9 +199,9 @@ class LocalSessions:
         """Soft-delete ``uid`` (hidden from list, never written again); the key ``ensure``
         created it for is released."""
         check_uid(uid)
-        lock = self._hold(uid, 0.0)
+        lock = self.core.hold(uid, 0.0)
         try:
-            self._release_writer(uid)  # delete takes the session's lock itself
+            self.core.release_writer(uid)  # delete takes the session's lock itself
             with self._lock:
                 info = self.store.delete(uid)
             claims.release_claim(self.store, info)  # after: a cut here is released lazily
@@ -256,9 +219,9 @@ class LocalSessions:
         the master key, its structure still verifies (docs/FORMAT.md 15). False when it was
         already shredded; InvalidArgumentError for a plaintext session."""
         keys = KEY_MANAGEMENT.need(self.store, "shred", session=check_uid(uid))
-        lock = self._hold(uid, 0.0)
+        lock = self.core.hold(uid, 0.0)
         try:
-            self._release_writer(uid)  # shred takes the session's lock itself
+            self.core.release_writer(uid)  # shred takes the session's lock itself
             with self._lock:
                 return keys.shred(uid)
         finally:
@@ -341,7 +304,11 @@ class LocalSessions:
         session the OS refuses to read is a failed report, never hiding the others."""
         return offline.verify_all(self.store, strict=strict, progress=progress)
 
-    tool_store = toolstores.tool_store  # a tool's own store, read (see the module)
+    def tool_store(
+        self, uid: str, tool: str, *, from_seq: int = 1
+    ) -> builtins.list[ToolStoreEntry]:
+        """The entries of tool ``tool``'s own store in session ``uid`` (:mod:`.toolstores`)."""
+        return toolstores.tool_store(self.store, uid, tool, from_seq=from_seq)
 
     def rotate_master_key(self, old: MasterKey, new: MasterKey) -> Rotation:
         """Rewrap every data key from ``old`` to ``new`` (:mod:`.keys`, imported only here)."""
@@ -387,197 +354,47 @@ class LocalSessions:
             )
         return view(info)
 
-    # -- turns ------------------------------------------------------------------------------
+    # -- turns (see :mod:`.turning`) ------------------------------------------------------
     def check_turn(self, harness: str, model: str, chosen: str = "", project: str = "") -> None:
-        """Fail before anything is written on an unknown or unplaceable harness (``project``'s
-        view), a bad model spec, or a model the request ``chosen`` for a harness calling none."""
-        descriptor = checks.check_placement(self.runtime(), harness, project)
-        self._models.check(model)  # once per engine and spec (:class:`.ModelChecks`)
-        checks.check_model_use(harness, descriptor, chosen)
+        """Fail before anything is written on an unknown or unplaceable harness, a bad model
+        spec, or a model chosen for a harness calling none (:meth:`.TurnRunner.check_turn`)."""
+        self.turns.check_turn(harness, model, chosen, project)
 
     check_request = staticmethod(checks.check_request)
     check_fork = staticmethod(checks.check_fork)
 
     def exec(
         self,
-        uid: str | None = None,
+        uid: str | TurnRequest | None = None,
         inputs: Sequence[Input] = (),
-        *,
-        harness: str | None = None,
-        model: str | None = None,
-        config: bytes = b"",
-        wait: float = 0.0,
-        project: str = "default",
-        name: str = "",
-        labels: Mapping[str, str] | None = None,
-        fresh_start: bool = False,
-        tools: str | PathLike[str] | None = None,
+        **options: Unpack[TurnOptions],
     ) -> Iterator[Frame]:
         """Run one turn (see :meth:`Sessions.exec`); every check is made in the caller's
         thread before anything is written, then the turn runs on its own thread."""
-        uid, lock, work, created = self._begin(
-            uid, inputs, harness, model, config, wait, project, name, labels, fresh_start, tools
-        )
-        return self._stream(uid, lock, work, created)
+        return self.turns.exec(TurnRequest.of(uid, inputs, **options))
 
     def run(
         self,
-        uid: str | None = None,
+        uid: str | TurnRequest | None = None,
         inputs: Sequence[Input] = (),
-        *,
-        harness: str | None = None,
-        model: str | None = None,
-        config: bytes = b"",
-        wait: float = 0.0,
-        project: str = "default",
-        name: str = "",
-        labels: Mapping[str, str] | None = None,
-        fresh_start: bool = False,
-        tools: str | PathLike[str] | None = None,
+        **options: Unpack[TurnOptions],
     ) -> SessionFrame:
         """Run one turn to its end and return its last frame (see :meth:`Sessions.run`).
 
         The same checks and turn as :meth:`exec`, run on the caller's thread: nothing is
         streamed, so no frame crosses threads. An interrupt (Ctrl-C) in the caller stops
         the turn where it is, leaving it open for ``resume``, as a killed process does."""
-        uid, lock, work, _created = self._begin(
-            uid, inputs, harness, model, config, wait, project, name, labels, fresh_start, tools
-        )
-        try:
-            controller = self.controller(uid)
-        except BaseException:
-            lock.release()
-            raise
-        return self._turns.run_here(uid, lock, controller, work)
-
-    def _begin(
-        self,
-        uid: str | None,
-        inputs: Sequence[Input],
-        harness: str | None,
-        model: str | None,
-        config: bytes,
-        wait: float,
-        project: str,
-        name: str,
-        labels: Mapping[str, str] | None,
-        fresh_start: bool,
-        tools: str | PathLike[str] | None = None,
-    ) -> tuple[str, threading.Lock, Callable[[Controller], tuple[Turn | None, bool]], bool]:
-        """A turn's checks, its session (created when ``uid`` is None) and the session's
-        lock, taken: the session, the lock, the turn's work for a controller, and created."""
-        messages = [as_message(item) for item in inputs]
-        self.check_request(uid, messages, wait, project, name, labels, fresh_start)
-        workload = checks.workload(tools)  # a bad workload is refused before anything is written
-        recorded, recorded_model = "", ""
-        if uid is not None:  # its project's registered harnesses are the ones it may run on
-            info = self._state(uid)
-            recorded, recorded_model = info.meta.harness, info.meta.model
-            project = info.meta.project
-            if messages:  # new input waits for an open approval's receipt
-                approvals.check_no_open_approval(self.store, info)
-                resolving.check_not_unresolved(self.store, info)
-        named = harness or recorded or DEFAULT_HARNESS
-        self.check_turn(named, model or recorded_model, model or "", project)
-        if workload is not None:  # a harness it keeps out of the conversation: nothing written
-            workload.check_harness(uid or "(new)", named)
-        if created := uid is None:
-            meta = SessionMeta(
-                uid=new_uid(),
-                project=project,
-                name=name,
-                harness=harness or DEFAULT_HARNESS,
-                model=model or self.default_model,
-                labels=dict(labels or {}),
-                create_time_ns=time.time_ns(),
-            )
-            self.controller().check_exec(  # all checked before the session exists
-                messages,
-                harness=meta.harness,
-                config=config,
-                tools=workload is not None,
-                project=project,
-            )
-            with self._lock:
-                uid = self.store.create(meta).uid
-        lock = self._hold(uid, wait)
-        session_uid = uid
-        if workload is not None:
-            self._record_workload(uid, workload)
-
-        def work(controller: Controller) -> tuple[Turn | None, bool]:
-            woke = False
-            if not created and not fresh_start:  # a fresh start brings compute back, empty
-                woke = self._wake(controller, session_uid, wait)
-            result = controller.exec(
-                session_uid,
-                messages,
-                harness=harness or "",
-                config=config,
-                wait_seconds=wait,
-                model=model or "",
-                fresh_start=fresh_start,
-            )
-            return turn_view(result, created), woke
-
-        return session_uid, lock, work, created
-
-    def _record_workload(self, uid: str, workload: Workload) -> None:
-        """Keep the session's tools with it (a store without a place for them refuses)."""
-        WORKLOADS.need(self.store, "--tools", session=uid).set_workload(uid, workload.source)
+        return self.turns.run(TurnRequest.of(uid, inputs, **options))
 
     def resume(self, uid: str, *, harness: str | None = None, wait: float = 0.0) -> Iterator[Frame]:
         """Wake suspended compute and complete an open turn, if any; frames as for exec.
 
         The last frame's ``turn`` is None when no turn was open."""
-        check_uid(uid)
-        checks.check_wait(wait)
-        self.store.get(uid)
-        self.runtime()  # an unknown runtime fails before the session is touched
-        lock = self._hold(uid, wait)
+        return self.turns.resume(uid, harness, wait)
 
-        def work(controller: Controller) -> tuple[Turn | None, bool]:
-            woke = self._wake(controller, uid, wait)
-            result = controller.resume(uid, harness=harness or "", wait_seconds=wait)
-            return (turn_view(result) if result is not None else None), woke
-
-        return self._stream(uid, lock, work, False)
-
-    @staticmethod
-    def _wake(controller: Controller, uid: str, wait: float) -> bool:
-        """Bring a suspended session's compute back (LIFECYCLE_RESUME); True if it was COLD.
-
-        A busy session is retried until ``wait`` seconds have passed, as the turn itself is.
-        """
-        from agentsessions.controller.lifecycle import resume_compute
-
-        if controller.info(uid).compute_state != "COMPUTE_COLD":
-            return False
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                resume_compute(controller, uid)
-                return True
-            except LockHeldError:
-                if time.monotonic() >= deadline:
-                    raise
-                time.sleep(_RETRY_SECONDS)
-
-    def _stream(
-        self,
-        uid: str,
-        lock: threading.Lock,
-        work: Callable[[Controller], tuple[Turn | None, bool]],
-        created: bool,
-    ) -> Iterator[Frame]:
-        """Start ``work`` on a worker thread holding ``lock``; the frames it produces."""
-        try:
-            controller = self.controller(uid)
-            first = SessionFrame(view(self._state(uid)), created=created)
-        except BaseException:
-            lock.release()
-            raise
-        return self._turns.start(uid, lock, controller, first, work)
+    def _record_workload(self, uid: str, workload: Workload) -> None:
+        """Keep the session's tools with it (a store without a place for them refuses)."""
+        WORKLOADS.need(self.store, "--tools", session=uid).set_workload(uid, workload.source)
 
     # -- warm compute -----------------------------------------------------------------------
     def _known_dir(self, uid: str | None) -> None:
@@ -607,12 +424,65 @@ class LocalSessions:
         self._known_dir(uid)
         return stop_compute(self.home, uid)
 
-    # -- lifecycle (see :mod:`.lifecycle`) -------------------------------------------------
-    suspend = lifecycle.suspend
-    cancel = lifecycle.cancel
-    fork = lifecycle.fork
-    approve = approvals.approve
-    resolve = resolving.resolve
+    # -- lifecycle (see :mod:`.lifecycle`, :mod:`.approvals`, :mod:`.resolving`) -------
+    def suspend(self, uid: str) -> Session:
+        """Snapshot and free ``uid``'s compute (COLD) (:meth:`.Lifecycle.suspend`)."""
+        return self.lifecycle.suspend(uid)
+
+    def cancel(
+        self,
+        uid: str,
+        *,
+        wait: float = lifecycle.DEFAULT_CANCEL_WAIT,
+        reason: str = "",
+        execution_id: str = "",
+    ) -> Session:
+        """End ``uid``'s open execution as CANCELED (:meth:`.Lifecycle.cancel`)."""
+        return self.lifecycle.cancel(uid, wait=wait, reason=reason, execution_id=execution_id)
+
+    def fork(
+        self,
+        uid: str,
+        *,
+        at: int = 0,
+        count: int = 1,
+        names: Sequence[str] = (),
+        labels: Mapping[str, str] | None = None,
+    ) -> builtins.list[Session]:
+        """Branch ``uid`` after seq ``at`` into ``count`` children (:meth:`.Lifecycle.fork`)."""
+        return self.lifecycle.fork(uid, at=at, count=count, names=names, labels=labels)
+
+    def approve(
+        self,
+        uid: str,
+        *,
+        approved: bool,
+        reason: str = "",
+        actor: str = "",
+        execution_id: str | None = None,
+        tool_call_id: str | None = None,
+        request_seq: int | None = None,
+    ) -> Approval:
+        """Commit a decision on ``uid``'s approval request (:meth:`.Approvals.approve`)."""
+        return self.approvals.approve(
+            uid, approved=approved, reason=reason, actor=actor, execution_id=execution_id,
+            tool_call_id=tool_call_id, request_seq=request_seq,
+        )  # fmt: skip
+
+    def resolve(
+        self,
+        uid: str,
+        *,
+        call_id: str,
+        result: Mapping[str, Any] | None = None,
+        failed: str | None = None,
+        actor: str = "",
+        resume: bool = True,
+    ) -> Resolution:
+        """Keep a person's answer for an unresolved call, then resume (:class:`.Resolver`)."""
+        return self.resolver.resolve(
+            uid, call_id=call_id, result=result, failed=failed, actor=actor, resume=resume
+        )
 
     def compact(self, uid: str, *, keep_turns: int = 2, model: str | None = None) -> SessionFrame:
         """Summarise the turns before the last ``keep_turns`` (see :mod:`.compact`)."""

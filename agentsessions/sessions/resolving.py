@@ -13,14 +13,14 @@ from that receipt: the journal changes only through the ordinary resume path.
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from agentsessions.errors import AgentSessionsError, InvalidArgumentError, ToolNotUnresolvedError
 from agentsessions.journal.stores.store import SessionInfo, Store, check_uid
 
-from .api import Frame, Resolution, Session, SessionFrame
+from .api import Frame, Resolution, SessionFrame, Sessions
+from .core import EngineCore
 
 if TYPE_CHECKING:
     from agentsessions.controller.controller import Controller
@@ -28,29 +28,6 @@ if TYPE_CHECKING:
     from agentsessions.v1.results import UnresolvedCall
 
 _OPEN = ("EXEC_RUNNING", "EXEC_AWAITING")
-
-
-class Engine(Protocol):
-    """What :func:`resolve` uses of the local engine (named so, not imported: the engine
-    imports this module)."""
-
-    store: Store
-
-    def controller(self, uid: str = "") -> Controller:
-        """The controller of session ``uid``."""
-        ...
-
-    def _hold(self, uid: str, wait: float) -> threading.Lock:
-        """Take ``uid``'s engine lock (LockHeldError if busy)."""
-        ...
-
-    def get(self, uid: str) -> Session:
-        """The session's view."""
-        ...
-
-    def resume(self, uid: str, *, harness: str | None = None, wait: float = 0.0) -> Iterator[Frame]:
-        """Resume the session's open turn."""
-        ...
 
 
 def unresolved_of(store: Store, info: SessionInfo) -> UnresolvedCall | None:
@@ -122,42 +99,50 @@ def parse_result(text: str) -> dict[str, Any]:
     return value
 
 
-def resolve(
-    engine: Engine,
-    uid: str,
-    *,
-    call_id: str,
-    result: Mapping[str, Any] | None = None,
-    failed: str | None = None,
-    actor: str = "",
-    resume: bool = True,
-) -> Resolution:
-    """Keep a person's answer for ``uid``'s unresolved call, then resume (see
-    :meth:`Sessions.resolve`)."""
-    check_uid(uid)
-    check_answer(result, failed)
-    engine.store.get(uid)  # NotFoundError first
-    controller = engine.controller(uid)
-    lock = engine._hold(uid, 0.0)
-    try:
-        receipt = _record(engine.store, controller, uid, call_id, result, failed, actor)
-    finally:
-        lock.release()
-    call, body = receipt
-    session = engine.get(uid)
-    if not resume:
-        return Resolution(session, call, body)
-    last: Frame | None = None
-    try:
-        for frame in engine.resume(uid):
-            last = frame
-    except AgentSessionsError as exc:
-        exc.hint = exc.hint or f"agentsessions resume {uid}"
-        exc.message = f"the resolution of call {call_id} was kept, but the resume failed: {exc}"
-        exc.args = (exc.message,)
-        raise
-    turn = last.turn if isinstance(last, SessionFrame) else None
-    return Resolution(engine.get(uid), call, body, turn)
+class Resolver:
+    """``Sessions.resolve`` over an engine's :class:`~.core.EngineCore`; ``sessions`` (the
+    engine itself) views the session and resumes its turn, as any caller would."""
+
+    def __init__(self, core: EngineCore, sessions: Sessions) -> None:
+        self.core = core
+        self.sessions = sessions
+
+    def resolve(
+        self,
+        uid: str,
+        *,
+        call_id: str,
+        result: Mapping[str, Any] | None = None,
+        failed: str | None = None,
+        actor: str = "",
+        resume: bool = True,
+    ) -> Resolution:
+        """Keep a person's answer for ``uid``'s unresolved call, then resume (see
+        :meth:`Sessions.resolve`)."""
+        check_uid(uid)
+        check_answer(result, failed)
+        self.core.store.get(uid)  # NotFoundError first
+        controller = self.core.controller(uid)
+        lock = self.core.hold(uid, 0.0)
+        try:
+            receipt = _record(self.core.store, controller, uid, call_id, result, failed, actor)
+        finally:
+            lock.release()
+        call, body = receipt
+        session = self.sessions.get(uid)
+        if not resume:
+            return Resolution(session, call, body)
+        last: Frame | None = None
+        try:
+            for frame in self.sessions.resume(uid):
+                last = frame
+        except AgentSessionsError as exc:
+            exc.hint = exc.hint or f"agentsessions resume {uid}"
+            exc.message = f"the resolution of call {call_id} was kept, but the resume failed: {exc}"
+            exc.args = (exc.message,)
+            raise
+        turn = last.turn if isinstance(last, SessionFrame) else None
+        return Resolution(self.sessions.get(uid), call, body, turn)
 
 
 def _record(

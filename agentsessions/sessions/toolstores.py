@@ -10,7 +10,7 @@ that has not committed yet has an empty store.
 from __future__ import annotations
 
 import builtins
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from agentsessions.errors import InvalidArgumentError, NotFoundError
 from agentsessions.journal.stores.capabilities import WORKLOADS
@@ -20,20 +20,14 @@ if TYPE_CHECKING:
     from agentsessions.v1.results import ToolStoreEntry
 
 
-class _Engine(Protocol):
-    @property
-    def store(self) -> Store: ...
-
-
 def tool_store(
-    engine: _Engine, uid: str, tool: str, *, from_seq: int = 1
+    store: Store, uid: str, tool: str, *, from_seq: int = 1
 ) -> builtins.list[ToolStoreEntry]:
     """The entries of tool ``tool``'s own store in session ``uid`` from ``from_seq``, in
     order: seq, the author and time the host stamped, and the entry object."""
     from agentsessions.tools.toolstore import ToolStore
     from agentsessions.tools.workload import parse_workload
 
-    store = engine.store
     check_uid(uid)
     if type(from_seq) is not int or from_seq < 1:
         raise InvalidArgumentError(f"from_seq must be an integer >= 1, got {from_seq!r}")

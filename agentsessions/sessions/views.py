@@ -3,12 +3,11 @@ and the controller's own records, and turn inputs made into ``agentsessions.v1``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentsessions.journal.stores.store import SessionInfo
-from agentsessions.v1.model import text_message
 
-from .api import Input, Memory, Session, Turn
+from .api import Memory, Session, Turn
 
 if TYPE_CHECKING:
     from agentsessions.controller.controller import TurnResult
@@ -67,10 +66,3 @@ def turn_view(result: TurnResult, created: bool = False) -> Turn:
         resumed=result.resumed,
         canceled=result.canceled,
     )
-
-
-def as_message(item: Input) -> dict[str, Any]:
-    """A turn input as an ``agentsessions.v1`` Message: a text becomes a user message."""
-    if isinstance(item, str):
-        return dict(text_message("user", item))
-    return dict(item)

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 from agentsessions.controller.registry import Registry
 
+from .defaults import DEFAULT_RUNTIME
+
 if TYPE_CHECKING:
     # The controller (and through it the journal's schema) loads when a controller is first
     # built, not when the engine is: ``list`` and ``get`` never drive a harness.
@@ -23,8 +25,6 @@ if TYPE_CHECKING:
 
 HARNESSES: Registry[Harness] = Registry("harness", "agentsessions.harnesses", "harnesses")
 """Harnesses by name: entry points ``agentsessions.harnesses``, else ``harnesses.<name>``."""
-
-DEFAULT_RUNTIME = "auto"
 
 
 def build_controller(

@@ -23,6 +23,7 @@ from needs import need
 
 import agentsessions
 from agentsessions.errors import (
+    ConflictError,
     HarnessError,
     InvalidArgumentError,
     LockHeldError,
@@ -37,6 +38,7 @@ from agentsessions.sessions.api import (
     SessionFrame,
     Sessions,
 )
+from agentsessions.v1.turn import TurnRequest
 
 UNKNOWN = "sess-" + "0" * 24
 GATES: dict[str, threading.Event] = {}
@@ -249,6 +251,32 @@ def test_exec_on_an_existing_session_appends_a_turn(sessions: Sessions) -> None:
     last = _last(_run(sessions.exec(uid, ["two"])))
     assert last.turn is not None and not last.turn.created and last.turn.first_seq == 6
     assert last.turn.outputs == ("echo:two",)
+
+
+def test_expected_last_seq_is_a_compare_and_swap(sessions: Sessions) -> None:
+    with pytest.raises(ConflictError):  # a new session's head is 0
+        sessions.exec(None, ["one"], expected_last_seq=3)
+    frame = sessions.run(None, ["one"], expected_last_seq=0)
+    uid, head = frame.session.uid, frame.session.last_seq
+    with pytest.raises(ConflictError) as lost:
+        _run(sessions.exec(uid, ["two"], expected_last_seq=head - 1))
+    assert lost.value.head_seq == head
+    assert sessions.get(uid).last_seq == head  # nothing was written
+    sessions.suspend(uid)  # the wake's own records move the head, not the caller's view
+    cold = sessions.get(uid).last_seq
+    last = sessions.run(uid, ["two"], expected_last_seq=cold)
+    assert last.turn is not None and last.turn.outputs == ("echo:two",)
+    assert last.compute_resumed
+
+
+def test_a_turn_request_is_the_keyword_call_as_one_value(sessions: Sessions) -> None:
+    request = TurnRequest.of(None, ["one"], project="default", labels={"k": "v"})
+    frame = sessions.run(request)
+    assert frame.session.labels == {"k": "v"} and frame.turn is not None
+    with pytest.raises(InvalidArgumentError):  # a request comes alone
+        sessions.run(request, ["two"])
+    with pytest.raises(TypeError):  # a misspelt option is refused, as by a signature
+        sessions.run(None, ["one"], harnes="echo")  # type: ignore[call-arg]
 
 
 def test_bad_requests_are_refused_before_anything_is_written(sessions: Sessions) -> None:

@@ -40,11 +40,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agentsessions.errors import InvalidArgumentError, MetadataCorruptError, SessionDeletedError
 from agentsessions.journal.format.records import Record
+from agentsessions.v1.turn import DEFAULT_PROJECT as DEFAULT_PROJECT  # (re-exported)
 
 if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey
-
-DEFAULT_PROJECT = "default"
 DEFAULT_MAX_COMMIT_BYTES = 4 * 1024 * 1024
 COMMIT_IDS_REMEMBERED = 1024
 MAX_COMMIT_ID_LEN = 128

@@ -1,0 +1,197 @@
+"""The engine's turns: ``Sessions.exec``, ``run`` and ``resume`` (:class:`TurnRunner`).
+
+A turn is a :class:`~agentsessions.v1.turn.TurnRequest`, checked in the caller's thread
+before anything is written (:mod:`.checks`, then the session's state under its lock), its
+session made when it has none (by the controller, with the defaults resolved here), then run
+on a worker thread (``exec``) or the caller's (``run``) with the session's lock held to its
+end. A suspended session's compute is woken first; the request's ``expected_last_seq`` is
+checked against the head before that, and moves with the wake's own records.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from agentsessions.controller.rules import DEFAULT_HARNESS  # the harness default: its home
+from agentsessions.errors import LockHeldError
+from agentsessions.journal.stores.store import SessionMeta, check_uid, new_uid
+from agentsessions.v1.turn import TurnRequest
+
+from . import approvals, checks, resolving
+from .api import Frame, SessionFrame, Turn
+from .core import EngineCore
+from .views import turn_view, view
+
+if TYPE_CHECKING:
+    from agentsessions.controller.controller import Controller
+    from agentsessions.tools.workload import Workload
+
+_RETRY_SECONDS = 0.05
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A checked turn holding its session's lock: the request (addressed to its session)."""
+
+    request: TurnRequest
+    lock: threading.Lock
+    created: bool
+
+    @property
+    def uid(self) -> str:
+        return self.request.uid or ""
+
+
+class TurnRunner:
+    """Checks and runs an engine's turns over its :class:`~.core.EngineCore`."""
+
+    def __init__(self, core: EngineCore, record_workload: Callable[[str, Workload], None]) -> None:
+        self.core = core
+        self._record_workload = record_workload  # the engine's: the store keeps the tools
+
+    def check_turn(self, harness: str, model: str, chosen: str = "", project: str = "") -> None:
+        """Fail before anything is written on an unknown or unplaceable harness (``project``'s
+        view), a bad model spec, or a model the request ``chosen`` for a harness calling none."""
+        descriptor = self.core.controller().check_placement(harness, project)  # its home
+        self.core.model_checks.check(model)  # once per engine and spec (:class:`.ModelChecks`)
+        checks.check_model_use(harness, descriptor, chosen)
+
+    def exec(self, request: TurnRequest) -> Iterator[Frame]:
+        """Run one turn on a worker thread; its frames (see :meth:`Sessions.exec`)."""
+        claim = self.claim(request)
+        return self._stream(claim, functools.partial(self._work, claim))
+
+    def run(self, request: TurnRequest) -> SessionFrame:
+        """Run one turn on the caller's thread; its last frame (see :meth:`Sessions.run`)."""
+        claim = self.claim(request)
+        try:
+            controller = self.core.controller(claim.uid)
+        except BaseException:
+            claim.lock.release()
+            raise
+        work = functools.partial(self._work, claim)
+        return self.core.turns.run_here(claim.uid, claim.lock, controller, work)
+
+    def resume(self, uid: str, harness: str | None, wait: float) -> Iterator[Frame]:
+        """Wake suspended compute and complete an open turn, if any; frames as for exec."""
+        check_uid(uid)
+        checks.check_wait(wait)
+        self.core.store.get(uid)
+        self.core.runtime()  # an unknown runtime fails before the session is touched
+        lock = self.core.hold(uid, wait)
+        claim = Claim(TurnRequest(uid, harness=harness or "", wait=wait), lock, False)
+
+        def work(controller: Controller) -> tuple[Turn | None, bool]:
+            woke = self._wake(controller, uid, wait)
+            result = controller.resume(uid, harness=harness or "", wait_seconds=wait)
+            return (turn_view(result) if result is not None else None), woke
+
+        return self._stream(claim, work)
+
+    # -- before the turn ------------------------------------------------------------------
+    def claim(self, request: TurnRequest) -> Claim:
+        """Check ``request``, make its session if it has none, and take the session's lock."""
+        checks.check_request(request)
+        workload = checks.workload(request.tools)  # refused before anything is written
+        if request.uid is None:
+            request.check_head(0)  # a new session's head is 0
+            uid = self._create_for(request, workload)
+            lock = self.core.hold(uid, request.wait)
+        else:
+            uid = request.uid  # checked (check_request)
+            lock = self.core.hold(uid, request.wait)  # the state read next is then current
+            try:
+                self._check_existing(request, workload)
+            except BaseException:
+                lock.release()
+                raise
+        if workload is not None:
+            self._record_workload(uid, workload)
+        if request.uid is not None:
+            return Claim(request, lock, False)
+        return Claim(replace(request, uid=uid), lock, True)  # addressed to its new session
+
+    def _check_existing(self, request: TurnRequest, workload: Workload | None) -> None:
+        """The checks of a turn of an existing session, made holding its lock."""
+        uid = request.uid or ""
+        info = self.core.state(uid)
+        request.check_head(info.last_seq, info.last_hash)
+        if request.inputs:  # new input waits for an open approval's receipt
+            approvals.check_no_open_approval(self.core.store, info)
+            resolving.check_not_unresolved(self.core.store, info)
+        named = request.harness or info.meta.harness or DEFAULT_HARNESS
+        # its project's registered harnesses are the ones it may run on
+        self.check_turn(named, request.model or info.meta.model, request.model, info.meta.project)
+        if workload is not None:  # a harness it keeps out of the conversation: nothing written
+            workload.check_harness(uid, named)
+
+    def _create_for(self, request: TurnRequest, workload: Workload | None) -> str:
+        """Check a new session's turn, then have its session made; its uid."""
+        named = request.harness or DEFAULT_HARNESS
+        self.check_turn(named, request.model, request.model, request.project)
+        if workload is not None:  # a harness it keeps out of the conversation: nothing written
+            workload.check_harness("(new)", named)
+        meta = SessionMeta(  # the new session's defaults: the engine's, and only here
+            uid=new_uid(),
+            project=request.project,
+            name=request.name,
+            harness=named,
+            model=request.model or self.core.default_model,
+            labels=dict(request.labels),
+            create_time_ns=time.time_ns(),
+        )
+        controller = self.core.controller()  # its checks, its harness, then the session
+        made = controller.create_session(
+            meta, request, tools=workload is not None, guard=self.core.catalog_lock
+        )
+        return made[0]
+
+    # -- the turn ---------------------------------------------------------------------------
+    def _work(self, claim: Claim, controller: Controller) -> tuple[Turn | None, bool]:
+        """The turn itself, on ``controller``: the turn and whether compute was woken."""
+        request, uid = claim.request, claim.uid
+        if claim.created or request.fresh_start:  # a fresh start brings compute back itself
+            return turn_view(controller.turn(request), claim.created), False
+        cas = request.expected_last_seq is not None
+        before = controller.info(uid).last_seq if cas else 0
+        woke = self._wake(controller, uid, request.wait)
+        if woke and cas:  # the wake's own records moved the head the request expects
+            request = request.moved(controller.info(uid).last_seq - before)
+        return turn_view(controller.turn(request)), woke
+
+    @staticmethod
+    def _wake(controller: Controller, uid: str, wait: float) -> bool:
+        """Bring a suspended session's compute back (LIFECYCLE_RESUME); True if it was COLD.
+
+        A busy session is retried until ``wait`` seconds have passed, as the turn itself is.
+        """
+        from agentsessions.controller.lifecycle import resume_compute
+
+        if controller.info(uid).compute_state != "COMPUTE_COLD":
+            return False
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                resume_compute(controller, uid)
+                return True
+            except LockHeldError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(_RETRY_SECONDS)
+
+    def _stream(
+        self, claim: Claim, work: Callable[[Controller], tuple[Turn | None, bool]]
+    ) -> Iterator[Frame]:
+        """Start ``work`` on a worker thread holding the claim's lock; its frames."""
+        try:
+            controller = self.core.controller(claim.uid)
+            first = SessionFrame(view(self.core.state(claim.uid)), created=claim.created)
+        except BaseException:
+            claim.lock.release()
+            raise
+        return self.core.turns.start(claim.uid, claim.lock, controller, first, work)

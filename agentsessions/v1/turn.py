@@ -1,0 +1,138 @@
+"""A turn request as one value: what a caller asks of one exec or run.
+
+A :class:`TurnRequest` is built once where the request enters (a keyword call of
+``Sessions.exec``/``run``, the CLI's flags, an ``ExecRequest`` off the wire) and passed
+whole to the engine and on to the controller, as httpx passes a ``Request``: a new turn
+option is a field here, its parsing at each front end, and the code that uses it.
+
+It lives in ``v1``, the vocabulary every layer speaks (this package imports nothing of
+agentsessions but the errors), so that the controller, which sits below the ``Sessions``
+API, takes the very value the front end built. :data:`DEFAULT_PROJECT` is defined here for
+the same reason: the journal's session metadata, the engine and the server all default to it.
+
+Invariants: a request is frozen; its inputs are ``agentsessions.v1`` Messages (a text input
+became a user message when the request was built); "" means "not chosen" for ``harness``,
+``model`` and ``tools`` (the session's or the engine's default applies); it checks nothing
+about the store: the engine does (``agentsessions.sessions.checks``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from os import PathLike
+from typing import Any, TypedDict, Unpack
+
+from agentsessions.errors import ConflictError, InvalidArgumentError
+
+from .model import text_message
+
+DEFAULT_PROJECT = "default"
+"""The project of a session whose creator named none."""
+
+Input = str | Mapping[str, Any]
+"""A turn input: a user text, or an ``agentsessions.v1`` Message dict (``role``, ``parts``)."""
+
+
+class TurnOptions(TypedDict, total=False):
+    """The keyword options of ``Sessions.exec``/``run`` (see :class:`TurnRequest`)."""
+
+    harness: str | None
+    model: str | None
+    config: bytes
+    wait: float
+    project: str
+    name: str
+    labels: Mapping[str, str] | None
+    fresh_start: bool
+    tools: str | PathLike[str] | None
+    expected_last_seq: int | None
+
+
+_OPTIONS = TurnOptions.__optional_keys__
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    """One turn of session ``uid`` (None: a new session, described by ``project``,
+    ``name`` and ``labels``).
+
+    ``inputs``: the turn's Messages; ``harness``/``model``: this turn's choice ("" = the
+    session's, else the default); ``config``: bytes handed to the harness; ``wait``: seconds
+    to wait for a busy session; ``fresh_start``: restart a memory harness whose memory is
+    gone, empty; ``tools``: a workload TOML file recorded with the session;
+    ``expected_last_seq``: compare-and-swap, the turn runs only if the session's head is
+    this seq (0 for a new session), else ConflictError and nothing is written.
+    """
+
+    uid: str | None = None
+    inputs: tuple[dict[str, Any], ...] = ()
+    harness: str = ""
+    model: str = ""
+    config: bytes = b""
+    wait: float = 0.0
+    project: str = DEFAULT_PROJECT
+    name: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    fresh_start: bool = False
+    tools: str | PathLike[str] = ""  # a path (the server's WireWorkload is one)
+    expected_last_seq: int | None = None
+
+    @classmethod
+    def of(
+        cls,
+        uid: str | TurnRequest | None = None,
+        inputs: Sequence[Input] = (),
+        **options: Unpack[TurnOptions],
+    ) -> TurnRequest:
+        """The request a keyword call describes (``exec(uid, inputs, harness=...)``), or
+        ``uid`` itself when the caller built the request already (then alone)."""
+        if isinstance(uid, TurnRequest):
+            if inputs or options:
+                raise InvalidArgumentError("pass a TurnRequest alone, without inputs or options")
+            return uid
+        if not options.keys() <= _OPTIONS:  # as a signature would: a misspelt option is none
+            unknown = ", ".join(sorted(options.keys() - _OPTIONS))
+            raise TypeError(f"unexpected turn option(s): {unknown}")
+        return cls(
+            uid=uid,
+            inputs=tuple(as_message(item) for item in inputs),
+            harness=options.get("harness") or "",
+            model=options.get("model") or "",
+            config=options.get("config", b""),
+            wait=options.get("wait", 0.0),
+            project=options.get("project", DEFAULT_PROJECT),
+            name=options.get("name", ""),
+            labels=dict(options.get("labels") or {}),
+            fresh_start=options.get("fresh_start", False),
+            tools=options.get("tools") or "",
+            expected_last_seq=options.get("expected_last_seq"),
+        )
+
+    def check_head(self, head_seq: int, head_hash: str = "") -> None:
+        """ConflictError unless the session's head is the ``expected_last_seq`` asked for
+        (none asked: anything goes); made before the turn writes anything."""
+        expected = self.expected_last_seq
+        if expected is None or expected == head_seq:
+            return
+        raise ConflictError(
+            f"session {self.uid or '(new)'} is at seq {head_seq}, not the expected {expected}; "
+            "nothing was written",
+            head_seq=head_seq,
+            head_hash=head_hash,
+            session=self.uid or "",
+        )
+
+    def moved(self, by: int) -> TurnRequest:
+        """This request after the turn's own records moved the head ``by`` (a wake, a fresh
+        start): its expected head moves with them, so a writer elsewhere still loses."""
+        if self.expected_last_seq is None or not by:
+            return self
+        return replace(self, expected_last_seq=self.expected_last_seq + by)
+
+
+def as_message(item: Input) -> dict[str, Any]:
+    """A turn input as an ``agentsessions.v1`` Message: a text becomes a user message."""
+    if isinstance(item, str):
+        return dict(text_message("user", item))
+    return dict(item)
