@@ -338,7 +338,7 @@ def test_the_journal_grows_with_what_changed(tmp_path: Path) -> None:
         ours = sum(len(r.to_wire_json()) for r in engine.read(uid))
     ratio = sizes[-1] / ours
     print(f"langgraph journal / chat journal: {ratio:.2f}x ({sizes[-1]} / {ours} bytes)")
-    assert ratio < 6, ratio
+    assert ratio < 3, ratio  # 2.3x here: short messages, where the per-turn framing weighs most
 
 
 def test_the_base_install_imports_no_framework() -> None:
