@@ -142,11 +142,13 @@ SESSION_ID = "s"
 
 @dataclass(frozen=True)
 class Run:
-    """One conversation on one store: seconds per turn, bytes at rest, seconds to load."""
+    """One conversation on one store: seconds per turn, bytes at rest (on disk, and with
+    every journal segment uncompressed), seconds to load."""
 
     times: list[float]
     bytes: int | None  # None: the store keeps nothing on disk
     load_s: float | None  # None: a new instance cannot read it back (in memory)
+    raw: int | None = None  # None: nothing on disk
 
 
 Driver = Callable[[Path, int], Run]
@@ -156,6 +158,26 @@ Driver = Callable[[Path, int], Run]
 def footprint(where: Path) -> int:
     """Bytes of every regular file under ``where`` (its size, not its blocks)."""
     return sum((Path(d) / f).lstat().st_size for d, _, files in os.walk(where) for f in files)
+
+
+def uncompressed(where: Path) -> int:
+    """Bytes of every regular file under ``where``, each journal segment counted as the
+    journal holds it: a sealed ``.seg.zst`` decompressed, the open ``.seg`` without the zeros
+    preallocated past its last frame. Our stores and the chat journal are measured alike,
+    so a segment sealed and compressed on one side only does not decide a ratio."""
+    from agentsessions.journal.format import segment, zstdcodec
+
+    total = 0
+    for d, _, files in os.walk(where):
+        for name in files:
+            path = Path(d) / name
+            if name.endswith(".seg.zst"):
+                total += len(zstdcodec.decompress(path.read_bytes(), 1 << 30))
+            elif name.endswith(".seg"):
+                total += segment.data_end(path.read_bytes(), 0)
+            else:
+                total += path.lstat().st_size
+    return total
 
 
 def _timed(fn: Callable[[], int]) -> tuple[float, int]:
@@ -184,10 +206,10 @@ def _sdk_run(open_session: Callable[[], Any], where: Path, turns: int, name: str
             session.close()
 
     times = asyncio.run(drive())
-    size = footprint(where)
+    size, raw = footprint(where), uncompressed(where)
     load_s, items = _timed(lambda: asyncio.run(load()))
     _expect(name, items, 2 * turns)
-    return Run(times, size, load_s)
+    return Run(times, size, load_s, raw)
 
 
 def drive_sdk_sqlite(where: Path, turns: int) -> Run:
@@ -233,7 +255,7 @@ def _graph_run(open_saver: Callable[[], Any], where: Path, turns: int, name: str
     """Turns through a graph on one saver, closed; bytes at rest; a new saver's state."""
     with open_saver() as saver:
         times = graph_turns(messages_graph().compile(checkpointer=saver), turns)
-    size = footprint(where)
+    size, raw = footprint(where), uncompressed(where)
 
     def load() -> int:
         with open_saver() as saver:
@@ -242,7 +264,7 @@ def _graph_run(open_saver: Callable[[], Any], where: Path, turns: int, name: str
 
     load_s, items = _timed(load)
     _expect(name, items, 2 * turns)
-    return Run(times, size, load_s)
+    return Run(times, size, load_s, raw)
 
 
 def drive_sqlitesaver(where: Path, turns: int) -> Run:
@@ -318,10 +340,10 @@ def _adk_run(open_service: Callable[[], Any], where: Path, turns: int, name: str
             return len((await service.get_session(**key)).events)
 
     times = asyncio.run(drive())
-    size = footprint(where)
+    size, raw = footprint(where), uncompressed(where)
     load_s, items = _timed(lambda: asyncio.run(load()))
     _expect(name, items, 2 * turns)
-    return Run(times, size, load_s)
+    return Run(times, size, load_s, raw)
 
 
 @asynccontextmanager
@@ -458,6 +480,7 @@ class Figures:
         flat = [sum(r.times[:n]) / sum(r.times[-n:]) for r, n in pairs]
         p50 = [_median_ratio(r.times[:n], r.times[-n:]) for r, n in pairs]
         sizes = [r.bytes for r in self.runs if r.bytes is not None]
+        raws = [r.raw for r in self.runs if r.raw is not None]
         loads = [r.load_s for r in self.runs if r.load_s is not None]
         return {
             "side": self.side,
@@ -465,6 +488,7 @@ class Figures:
             "flat": statistics.median(flat),
             "flat_p50": statistics.median(p50),
             "bytes": int(statistics.median(sizes)) if sizes else None,
+            "raw_bytes": int(statistics.median(raws)) if raws else None,
             "load_ms": statistics.median(loads) * 1e3 if loads else None,
         }
 
@@ -493,7 +517,9 @@ def _versions(distributions: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-def measure_pair(pair: Pair, tmp: Path, turns: int, rounds: int, chat_bytes: int) -> dict[str, Any]:
+def measure_pair(
+    pair: Pair, tmp: Path, turns: int, rounds: int, chat: tuple[int, int]
+) -> dict[str, Any]:
     """The pair's figures (``status``: ran / not built yet / not installed)."""
     if not _installed(pair.framework):
         return {"status": "framework not installed", "framework": pair.framework}
@@ -521,7 +547,8 @@ def measure_pair(pair: Pair, tmp: Path, turns: int, rounds: int, chat_bytes: int
             "speed": s["turns_per_s"] / baseline["turns_per_s"],
             "flat": s["flat"],
             "disk_vs_theirs": _ratio(s["bytes"], baseline["bytes"]),
-            "disk_vs_chat_journal": _ratio(s["bytes"], chat_bytes),
+            "disk_vs_chat_journal": _ratio(s["bytes"], chat[0]),
+            "raw_vs_chat_journal": _ratio(s["raw_bytes"], chat[1]),
             "load": _ratio(s["load_ms"], baseline["load_ms"]),
         }
     return {
@@ -531,7 +558,7 @@ def measure_pair(pair: Pair, tmp: Path, turns: int, rounds: int, chat_bytes: int
         "baseline": next(iter(pair.theirs())),
         "stores": stores,
         "ratios": ratios,
-        "theirs_disk_vs_chat_journal": _ratio(baseline["bytes"], chat_bytes),
+        "theirs_disk_vs_chat_journal": _ratio(baseline["bytes"], chat[0]),
     }
 
 
@@ -539,9 +566,10 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
 
 
-def chat_journal_bytes(tmp: Path, turns: int) -> int:
+def chat_journal_bytes(tmp: Path, turns: int) -> tuple[int, int]:
     """Bytes at rest of our own ``chat`` journal of the conversation (the disk bound's
-    unit): ``turns`` turns through one engine, as ``bench/turns.py`` runs them."""
+    unit), on disk and uncompressed (:func:`uncompressed`): ``turns`` turns through one
+    engine, as ``bench/turns.py`` runs them."""
     home = tmp / "chat"
     engine = open_engine(home, _answers(tmp / "chat-answers.json", turns + 1))
     uid: str | None = None
@@ -550,9 +578,9 @@ def chat_journal_bytes(tmp: Path, turns: int) -> int:
             uid = engine.turn(uid, _text(i, "user"))
     finally:
         engine.close()
-    size = footprint(home)
+    size, raw = footprint(home), uncompressed(home)
     shutil.rmtree(home, ignore_errors=True)
-    return size
+    return size, raw
 
 
 # -- reporting ----------------------------------------------------------------------------
@@ -568,13 +596,14 @@ def print_pair(name: str, out: dict[str, Any], turns: int, rounds: int) -> None:
     print(f"{name} ({versions}): {turns:,} turns, median of {rounds} interleaved rounds")
     print(
         f"  {'store':32s} {'turns/s':>9s} {'last/first':>10s} {'(p50)':>6s} {'bytes':>14s} "
-        f"{'load ms':>9s}"
+        f"{'uncompressed':>14s} {'load ms':>9s}"
     )
     for store, s in out["stores"].items():
         label = f"{store} [{s['side']}]"
         print(
             f"  {label:32s} {s['turns_per_s']:9,.0f} {s['flat']:10.2f} {s['flat_p50']:6.2f} "
-            f"{_fmt(s['bytes'], ',d'):>14s} {_fmt(s['load_ms'], '.1f'):>9s}"
+            f"{_fmt(s['bytes'], ',d'):>14s} {_fmt(s['raw_bytes'], ',d'):>14s} "
+            f"{_fmt(s['load_ms'], '.1f'):>9s}"
         )
     print(
         f"  {out['baseline']} bytes / our chat journal: "
@@ -587,8 +616,9 @@ def print_pair(name: str, out: dict[str, Any], turns: int, rounds: int) -> None:
             f"  {store} / {out['baseline']}: speed {r['speed']:.2f}x (target >= "
             f"{SPEED_TARGET:.1f}x), flat {r['flat']:.2f} (target >= {FLAT_TARGET}), "
             f"bytes {_fmt(r['disk_vs_theirs'], '.3f', 'x')} theirs and "
-            f"{_fmt(r['disk_vs_chat_journal'], '.2f', 'x')} our chat journal "
-            f"(target <= {DISK_BOUND:.0f}x), load {_fmt(r['load'], '.2f', 'x')}"
+            f"{_fmt(r['raw_vs_chat_journal'], '.2f', 'x')} our chat journal, both "
+            f"uncompressed (target <= {DISK_BOUND:.0f}x; on disk "
+            f"{_fmt(r['disk_vs_chat_journal'], '.2f', 'x')}), load {_fmt(r['load'], '.2f', 'x')}"
         )
 
 
@@ -609,11 +639,15 @@ def main() -> None:
             "turns": turns,
             "rounds": rounds,
             "targets": {"speed": SPEED_TARGET, "flat": FLAT_TARGET, "disk_bound": DISK_BOUND},
-            "chat_journal_bytes": chat,
+            "chat_journal_bytes": chat[0],
+            "chat_journal_uncompressed_bytes": chat[1],
             "pairs": {},
         }
         if not args.json:
-            print(f"our own chat journal of {turns:,} turns: {chat:,} bytes")
+            print(
+                f"our own chat journal of {turns:,} turns: {chat[0]:,} bytes on disk, "
+                f"{chat[1]:,} uncompressed"
+            )
         for name, pair in PAIRS.items():
             if args.only in (None, name):
                 out["pairs"][name] = measure_pair(pair, tmp, turns, rounds, chat)
