@@ -296,7 +296,7 @@ class AgentSessionsSaver(
                     continue
                 value = values[ch]
                 base = base_versions.get(ch)
-                blobs[ch] = [version, *self._blob(thread, ns, ch, value, base, version)]
+                blobs[ch] = [version, *self._blob(thread, ns, parent, ch, value, base, version)]
                 if type(value) is list:
                     lists[ns, ch] = (version, list(value))
             cp: Any = cp_form.stored(known)
@@ -308,7 +308,9 @@ class AgentSessionsSaver(
                 meta = _patched(meta_base, meta_form, meta)
             ref = thread.reference(ns, parent) if thread is not None else parent
             put = {"id": checkpoint["id"], "parent": ref, "cp": cp, "meta": meta}
-            put["blobs"] = blobs
+            if meta == {}:
+                del put["meta"]  # an empty patch: the parent's, next step
+            put.update(_shared_version(blobs))
             if ns:
                 put["ns"] = ns
             return {"put": put}
@@ -519,7 +521,14 @@ class AgentSessionsSaver(
         return decode(self.serde, entry.cp).get("channel_versions", {}) if entry else {}
 
     def _blob(
-        self, thread: Thread | None, ns: str, ch: str, value: Any, base: Any, version: Any
+        self,
+        thread: Thread | None,
+        ns: str,
+        parent: str | None,
+        ch: str,
+        value: Any,
+        base: Any,
+        version: Any,
     ) -> builtins.list[Any]:
         """A channel value as stored: the tail after the parent's list at version ``base``
         when it extends that list (``[tail, base]``), else the whole value (``[value]``)."""
@@ -527,7 +536,8 @@ class AgentSessionsSaver(
             stored = thread.base_list(self.serde, ns, ch, base)
             if stored and len(value) >= len(stored) and value[: len(stored)] == stored:
                 tail = encode(self.serde, value[len(stored) :], pieces=self._plain)
-                return [tail.stored(thread.pieces), base]
+                implied = thread.has_plain_versions(ns, parent)  # base: the parent's
+                return [tail.stored(thread.pieces), None if implied else base]
         known = thread.pieces if thread is not None else None
         return [encode(self.serde, value, pieces=self._plain).stored(known)]
 
@@ -559,6 +569,19 @@ def _ids(config: RunnableConfig) -> tuple[Any, str, str | None]:
     if thread_id is None or thread_id == "":
         raise InvalidArgumentError("the config names no thread_id (configurable.thread_id)")
     return thread_id, configurable.get("checkpoint_ns") or "", configurable.get("checkpoint_id")
+
+
+def _shared_version(blobs: dict[str, builtins.list[Any]]) -> dict[str, Any]:
+    """``{"v": version, "blobs": ...}``: the version most blobs have, left out of theirs
+    (LangGraph gives every channel a step writes the same one)."""
+    counts: dict[Any, int] = {}
+    for blob in blobs.values():
+        counts[blob[0]] = counts.get(blob[0], 0) + 1
+    shared = max(counts, key=lambda v: counts[v]) if counts else None
+    if shared is None or not isinstance(shared, str):
+        return {"blobs": blobs}
+    trimmed = {ch: blob[1:] if blob[0] == shared else blob for ch, blob in blobs.items()}
+    return {"v": shared, "blobs": trimmed}
 
 
 def _patched(base: Any, form: Encoded, stored: Any) -> Any:

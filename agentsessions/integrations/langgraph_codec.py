@@ -43,8 +43,8 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 MIN_TEXT = 32
 """Bytes from which a msgpack string is a text piece."""
-MIN_PIECE = 12
-"""Bytes from which a piece is numbered (stored once per thread; a number costs ~4)."""
+MIN_PIECE = 8
+"""Bytes from which a piece is numbered (stored once per thread; a number costs ~5)."""
 _MAX_INT = 2**53 - 1
 _HEADERS = re.compile(rb"[\xc7-\xc9\xd9-\xdb]")  # msgpack ext8-32, str8-32
 _WIDTH = {0xC7: 1, 0xC8: 2, 0xC9: 4, 0xD9: 1, 0xDA: 2, 0xDB: 4}

@@ -6,15 +6,16 @@ or ``{"langgraph": [BODY, ...]}``, folded in order), and what folding them does.
 one of :mod:`.langgraph_codec`'s forms; a checkpoint is named by its id, or by its number
 (``n``: the n-th checkpoint first put in the thread, from 0, in journal order) once put:
 
-- ``{"put": {"ns"?, "id", "parent", "cp", "meta", "blobs"}}``: checkpoint ``id`` of
+- ``{"put": {"ns"?, "id", "parent", "cp", "meta"?, "v"?, "blobs"}}``: checkpoint ``id`` of
   namespace ``ns`` (absent: ``""``) with its parent (or null), the checkpoint without
-  ``channel_values`` and its metadata, each whole or as a patch (a JSON object) on its
-  parent's: the parent's checkpoint with this ``id`` and its ``channel_versions`` updated by
-  the blobs' versions, the parent's metadata with the next ``step``; ``blobs`` holds only
-  the channels of ``new_versions``, each ``[version, value]``,
-  ``[version, suffix, base_version]`` (a list that extends the list stored at
-  ``base_version`` of the same channel: only the new tail is stored) or ``[version]`` (the
-  channel is empty at that version).
+  ``channel_values`` and its metadata, each whole or as a patch (a JSON object; ``meta``
+  absent: an empty one) on its parent's: the parent's checkpoint with this ``id`` and its
+  ``channel_versions`` updated by the blobs' versions, the parent's metadata with the next
+  ``step``; ``blobs`` holds only the channels of ``new_versions``, each ``[version,
+  value]``, ``[version, suffix, base_version]`` (a list that extends the list stored at
+  ``base_version`` of the same channel: only the new tail is stored; null: the parent's
+  version of the channel) or ``[version]`` (the channel is empty at that version), the
+  version left out where it is the put's ``v``.
 - ``{"writes": {"ns"?, "id", "task", "path", "w": [[idx, channel, value], ...]}}``: a
   task's writes for checkpoint ``id``; a regular write (idx >= 0) already folded is kept
   (the first one wins: put_writes is idempotent per task and index), a special one (idx <
@@ -137,18 +138,32 @@ class Thread:
                 ids.append(cid)
             else:
                 bisect.insort(ids, cid)
-        versions = {channel: blob[0] for channel, blob in put["blobs"].items()}
+        blobs = {ch: _blob_parts(blob, put.get("v")) for ch, blob in put["blobs"].items()}
+        versions = {channel: blob[0] for channel, blob in blobs.items()}
         cp_base, meta_base = self.bases(ns, parent, cid, versions)
-        cp, meta = self._whole(put["cp"], cp_base), self._whole(put["meta"], meta_base)
+        cp = self._whole(put["cp"], cp_base)
+        meta = self._whole(put.get("meta", {}), meta_base)  # absent: the base as it is
         self.entries[ns, cid] = Entry(ns, cid, parent, cp, meta)
-        for channel in sorted(put["blobs"]):  # the order pieces are numbered in
-            blob = put["blobs"][channel]
-            version = blob[0]
-            if len(blob) == 1:
+        for channel in sorted(blobs):  # the order pieces are numbered in
+            version, rest = blobs[channel]
+            if not rest:
                 self.blobs[ns, channel, version] = Blob(None)
-            else:
-                value = resolve(blob[1], self.pieces)
-                self.blobs[ns, channel, version] = Blob(value, blob[2] if len(blob) > 2 else None)
+                continue
+            base = rest[1] if len(rest) > 1 else None
+            if len(rest) > 1 and base is None:  # a tail on the parent's version
+                base = self._parent_version(ns, parent, channel)
+            self.blobs[ns, channel, version] = Blob(resolve(rest[0], self.pieces), base)
+
+    def _parent_version(self, ns: str, parent: str | None, channel: str) -> Any:
+        if not self.has_plain_versions(ns, parent):
+            raise LookupError(f"a tail of {channel!r} names a parent that has no versions")
+        return self.entries[ns, parent].cp[0]["channel_versions"][channel]  # type: ignore[index]
+
+    def has_plain_versions(self, ns: str, parent: str | None) -> bool:
+        """Whether checkpoint ``parent`` is stored with its channel versions as plain JSON
+        (a tail on its version of a channel can then leave that version out)."""
+        entry = self.entries.get((ns, parent)) if parent else None
+        return entry is not None and _plain(entry.cp) and isinstance(entry.cp[0], dict)
 
     def bases(
         self, ns: str, parent: str | None, cid: str, versions: Mapping[str, Any]
@@ -298,6 +313,14 @@ class Thread:
 def _descending(ns: str, ids: list[str]) -> Iterator[tuple[str, str]]:
     for cid in reversed(ids):
         yield cid, ns
+
+
+def _blob_parts(blob: list[Any], shared: Any) -> tuple[Any, list[Any]]:
+    """(version, [value, base?]) of a put's blob: its own version first (a scalar), else
+    the put's shared ``v``."""
+    if blob and not isinstance(blob[0], (list, dict)):
+        return blob[0], blob[1:]
+    return shared, blob
 
 
 def _plain(stored: Stored) -> bool:

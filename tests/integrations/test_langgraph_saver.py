@@ -162,15 +162,14 @@ def test_a_list_extending_its_parent_is_stored_as_its_tail(tmp_path: Path) -> No
         second = saver.put(first, _checkpoint({"m": ["a", "b", "c"]}, {"m": "2"}), {}, {"m": "2"})
         third = saver.put(second, _checkpoint({"m": ["x"]}, {"m": "3"}), {}, {"m": "3"})
         records = [r.event for r in saver._engine.read(saver.uid("t"))]
-        blobs = [
-            json.loads(json.dumps(e))["message"]["parts"][0]["data"]["data"]["langgraph"]["put"][
-                "blobs"
-            ]["m"]
+        puts = [
+            json.loads(json.dumps(e))["message"]["parts"][0]["data"]["data"]["langgraph"]["put"]
             for e in records
             if e.get("kind") == "EVENT_INPUT"
         ]
-        assert [len(b) for b in blobs] == [2, 3, 2]  # whole, tail on version 1, whole
-        assert blobs[1][2] == "1"
+        assert [p["v"] for p in puts] == ["1", "2", "3"]  # each put's one version, shared
+        assert [len(p["blobs"]["m"]) for p in puts] == [1, 2, 1]  # whole, tail, whole
+        assert puts[1]["blobs"]["m"][1] is None  # the tail is on the parent's version
         fresh = AgentSessionsSaver(saver._engine)  # decodes from the journal alone
         for config, want in ((first, ["a", "b"]), (second, ["a", "b", "c"]), (third, ["x"])):
             got = fresh.get_tuple(config)
