@@ -68,7 +68,6 @@ import asyncio
 import builtins
 import copy
 import os
-import random
 from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
@@ -98,7 +97,7 @@ from agentsessions.sessions.wiring import HARNESSES
 
 from . import recording
 from .common import engine_of, settled
-from .langgraph_codec import Encoded, decode, delta, encode
+from .langgraph_codec import decode, encode, patched, shared_version, version_after
 from .langgraph_index import MISSING, Entry, Thread
 from .langgraph_threads import Body, Threads
 
@@ -304,13 +303,13 @@ class AgentSessionsSaver(
             if thread is not None:
                 thread.live.update(lists)
                 cp_base, meta_base = thread.bases(ns, parent, checkpoint["id"], new_versions)
-                cp = _patched(cp_base, cp_form, cp)
-                meta = _patched(meta_base, meta_form, meta)
+                cp = patched(cp_base, cp_form, cp)
+                meta = patched(meta_base, meta_form, meta)
             ref = thread.reference(ns, parent) if thread is not None else parent
             put = {"id": checkpoint["id"], "parent": ref, "cp": cp, "meta": meta}
             if meta == {}:
                 del put["meta"]  # an empty patch: the parent's, next step
-            put.update(_shared_version(blobs))
+            put.update(shared_version(blobs))
             if ns:
                 put["ns"] = ns
             return {"put": put}
@@ -435,7 +434,7 @@ class AgentSessionsSaver(
         its digits (``b1``, ``c10``, ...: they sort as the counter does, and after the
         16-digit decimal versions of earlier releases), a dot and 7 random base-36 digits
         (two branches from one checkpoint never give one channel the same version)."""
-        return f"{_counter_text(_counter(current) + 1)}.{_base36(random.getrandbits(36), 7)}"
+        return version_after(current)
 
     # --- async: the same work in a worker thread ------------------------------------------
 
@@ -569,53 +568,6 @@ def _ids(config: RunnableConfig) -> tuple[Any, str, str | None]:
     if thread_id is None or thread_id == "":
         raise InvalidArgumentError("the config names no thread_id (configurable.thread_id)")
     return thread_id, configurable.get("checkpoint_ns") or "", configurable.get("checkpoint_id")
-
-
-def _shared_version(blobs: dict[str, builtins.list[Any]]) -> dict[str, Any]:
-    """``{"v": version, "blobs": ...}``: the version most blobs have, left out of theirs
-    (LangGraph gives every channel a step writes the same one)."""
-    counts: dict[Any, int] = {}
-    for blob in blobs.values():
-        counts[blob[0]] = counts.get(blob[0], 0) + 1
-    shared = max(counts, key=lambda v: counts[v]) if counts else None
-    if shared is None or not isinstance(shared, str):
-        return {"blobs": blobs}
-    trimmed = {ch: blob[1:] if blob[0] == shared else blob for ch, blob in blobs.items()}
-    return {"v": shared, "blobs": trimmed}
-
-
-def _patched(base: Any, form: Encoded, stored: Any) -> Any:
-    """A plain checkpoint or metadata as a patch on ``base`` when it can be one, else as
-    ``stored``."""
-    if base is None or len(form.form) != 1 or form.pieces:
-        return stored
-    patch = delta(base, form.form[0])
-    return stored if patch is None else patch
-
-
-def _counter(version: str | int | float | None) -> int:
-    """The counter of a version (0 for None): ``b1``-style, or a decimal before a dot."""
-    if version is None:
-        return 0
-    if isinstance(version, (int, float)):
-        return int(version)
-    text = str(version)
-    if "b" <= text[:1] <= "z":
-        return int(text[1 : 1 + ord(text[0]) - ord("a")], 36)
-    return int(text.split(".", 1)[0])
-
-
-def _counter_text(counter: int) -> str:
-    digits = _base36(counter, 1)
-    return chr(ord("a") + len(digits)) + digits
-
-
-def _base36(number: int, width: int) -> str:
-    out = ""
-    while number or len(out) < width:
-        number, digit = divmod(number, 36)
-        out = "0123456789abcdefghijklmnopqrstuvwxyz"[digit] + out
-    return out
 
 
 def _config(thread_id: Any, ns: str, cid: str) -> RunnableConfig:

@@ -1,5 +1,6 @@
 """How the LangGraph saver's records hold a value: plain JSON, a patch on the parent's, the
-serializer's bytes, or those bytes cut into pieces that are each stored once per thread.
+serializer's bytes, or those bytes cut into pieces that are each stored once per thread;
+and the saver's channel versions (:func:`version_after`), which records hold too.
 
 Forms (:func:`encode` makes them, :func:`resolve` and :func:`decode` read them back):
 
@@ -33,6 +34,7 @@ knows mean the same pieces to every reader, however many records other writers a
 from __future__ import annotations
 
 import base64
+import random
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -266,3 +268,58 @@ def _utf8(text: str) -> bool:
     except UnicodeEncodeError:  # a lone surrogate
         return False
     return True
+
+
+def shared_version(blobs: dict[str, list[Any]]) -> dict[str, Any]:
+    """``{"v": version, "blobs": ...}``: the version most blobs have, left out of theirs
+    (LangGraph gives every channel a step writes the same one)."""
+    counts: dict[Any, int] = {}
+    for blob in blobs.values():
+        counts[blob[0]] = counts.get(blob[0], 0) + 1
+    shared = max(counts, key=lambda v: counts[v]) if counts else None
+    if shared is None or not isinstance(shared, str):
+        return {"blobs": blobs}
+    trimmed = {ch: blob[1:] if blob[0] == shared else blob for ch, blob in blobs.items()}
+    return {"v": shared, "blobs": trimmed}
+
+
+def patched(base: Any, form: Encoded, stored: Any) -> Any:
+    """A plain checkpoint or metadata as a patch on ``base`` when it can be one, else as
+    ``stored``."""
+    if base is None or len(form.form) != 1 or form.pieces:
+        return stored
+    patch = delta(base, form.form[0])
+    return stored if patch is None else patch
+
+
+def counter(version: str | int | float | None) -> int:
+    """The counter of a version (0 for None): ``b1``-style, or a decimal before a dot."""
+    if version is None:
+        return 0
+    if isinstance(version, (int, float)):
+        return int(version)
+    text = str(version)
+    if "b" <= text[:1] <= "z":
+        return int(text[1 : 1 + ord(text[0]) - ord("a")], 36)
+    return int(text.split(".", 1)[0])
+
+
+def _counter_text(number: int) -> str:
+    digits = _base36(number, 1)
+    return chr(ord("a") + len(digits)) + digits
+
+
+def _base36(number: int, width: int) -> str:
+    out = ""
+    while number or len(out) < width:
+        number, digit = divmod(number, 36)
+        out = "0123456789abcdefghijklmnopqrstuvwxyz"[digit] + out
+    return out
+
+
+def version_after(current: str | int | float | None) -> str:
+    """The saver's next version (``get_next_version``): the counter + 1 in base 36 after a
+    letter giving its digits (``b1``, ``c10``, ...: they sort as the counter does, and after
+    the 16-digit decimal versions of earlier releases), a dot and 7 random base-36 digits
+    (two branches from one checkpoint never give one channel the same version)."""
+    return f"{_counter_text(counter(current) + 1)}.{_base36(random.getrandbits(36), 7)}"

@@ -16,10 +16,11 @@ need("langgraph.checkpoint.base", "langgraph")
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from agentsessions.integrations.langgraph import AgentSessionsSaver, _counter
+from agentsessions.integrations.langgraph import AgentSessionsSaver
 from agentsessions.integrations.langgraph_codec import (
     MIN_PIECE,
     Table,
+    counter,
     decode,
     delta,
     encode,
@@ -108,7 +109,7 @@ def test_versions_sort_as_their_counters_after_the_earlier_format() -> None:
         current = saver.get_next_version(current, None)
         versions.append(current)
     assert versions == sorted(versions) and versions[0] > "0000000000000017.52535300ca"
-    assert [_counter(v) for v in versions] == list(range(18, 3018))
+    assert [counter(v) for v in versions] == list(range(18, 3018))
     assert len(versions[-1]) <= 12 and len(set(versions)) == len(versions)
     assert saver.get_next_version(None, None).startswith("b1.")
-    assert _counter(saver.get_next_version(7, None)) == 8
+    assert counter(saver.get_next_version(7, None)) == 8
