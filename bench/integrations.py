@@ -79,14 +79,16 @@ at 2,000 turns: openai-agents 392 turns/s, last/first 1.06; langgraph 162.5, 0.8
 ``python bench/integrations.py --only langgraph --turns 2000 --rounds 1`` (the dev venv plus
 langgraph-checkpoint-sqlite; SqliteSaver writes 9.6 GB, ~4 minutes a round on a quiet
 machine), after the saver's group commit, pieces and patches, on a machine loaded by other
-work (load average ~15 on 2 cores: both sides' speeds are low and the flatness is noise);
-our chat journal 5,260,907 bytes on disk, 5,186,092 uncompressed:
+work (load average ~11 on 2 cores: both sides' speeds are low and noisy); our chat journal
+5,260,907 bytes on disk, 5,186,092 uncompressed:
 
-    SqliteSaver      4 turns/s  last/first 0.04  9,570,258,944 bytes  load   93.0 ms
-    ours (file)     20          1.34 (p50 1.05)     10,233,404          1831.9
-                                       uncompressed 10,080,189
-    ours / SqliteSaver: speed 4.79x, bytes 0.001x theirs and 1.94x our chat journal, both
-      uncompressed (<= 2x; 1.95x on disk), load 19.7x
+    SqliteSaver      4 turns/s  last/first 0.08  9,570,254,848 bytes  load  125.0 ms
+    ours (file)     34          0.85 (p50 0.83)      9,963,066          1199.7
+                                       uncompressed  9,888,659
+    ours / SqliteSaver: speed 8.71x, flat 0.85, bytes 0.001x theirs and 1.91x our chat
+      journal, both uncompressed (<= 2x; 1.89x on disk), load 9.6x
+    (an earlier round of the same code at load ~15: 20 vs 4 turns/s, 1.94x uncompressed,
+    load 1,832 vs 93 ms)
 
     Before (the same conversation): each LangGraph step was five engine turns and each
     message was stored three times (the input, the task's writes, the checkpoint's tail),

@@ -6,8 +6,10 @@ returns, and LangGraph makes several at once: with its default ``async`` durabil
 checkpoint is saved in a background thread while the next task's writes are saved in
 another. Each write waits for its record's commit; records of one thread that arrive while
 a commit of that thread is in flight are committed together by the next one, as one turn
-(one INPUT holding one DataPart per record, in arrival order). So a graph step costs one
-turn, not one per call, and no call returns before its own record is durable.
+(one INPUT holding the records, puts first, else in arrival order), and task writes
+alone wait up to :data:`LINGER` for the checkpoint LangGraph saves next (a caller writing
+one record at a time pays that wait). So a graph step costs about three turns, not five,
+and no call returns before its own record is durable.
 
 Invariants kept here:
 
