@@ -41,9 +41,13 @@ rotated every round), each run in a fresh directory, removed after it:
   shared machine do not move);
 - bytes at rest: the size of every file under the run's directory once the store is
   closed (SQLite's database, and its WAL and shared memory if left; our home, the zeros
-  preallocated at the end of a segment included; JetStream's store directory); target: ours
-  <= 2x the bytes of our own ``chat`` journal of the same conversation (one run of the
-  ``chat`` harness through ``agentsessions.open()``, as ``bench/turns.py`` runs it);
+  preallocated at the end of a segment included; JetStream's store directory), and beside
+  it the same with every journal segment uncompressed (a sealed ``.seg.zst`` decompressed,
+  the open ``.seg`` without its preallocated zeros; SQLite and JetStream compress nothing,
+  so theirs is the same); target: ours uncompressed <= 2x our own ``chat`` journal of the
+  same conversation uncompressed (one run of the ``chat`` harness through
+  ``agentsessions.open()``, as ``bench/turns.py`` runs it), so a 16 MiB segment sealed and
+  compressed on one side only does not decide the ratio;
 - load: a new instance on the same files reading the whole conversation back (the SDK:
   ``get_items()``; LangGraph: ``get_state``; ADK: ``get_session``), its opening included.
 Every run checks that the store holds the whole conversation (2 items a turn) and stops
@@ -72,19 +76,37 @@ at 2,000 turns: openai-agents 392 turns/s, last/first 1.06; langgraph 162.5, 0.8
     ours (jetstream) / SQLiteSession: speed 0.98x, flat 1.01, bytes 2.14x our chat journal,
       load 5.18x theirs
 
-``python bench/integrations.py --only langgraph --turns 1000 --rounds 1`` (the dev venv plus
-langgraph-checkpoint-sqlite; at 2,000 turns SqliteSaver writes 9.6 GB, ~4 minutes a round):
+``python bench/integrations.py --only langgraph --turns 2000 --rounds 1`` (the dev venv plus
+langgraph-checkpoint-sqlite; SqliteSaver writes 9.6 GB, ~4 minutes a round on a quiet
+machine), after the saver's group commit, pieces and patches, on a machine loaded by other
+work (load average ~11 on 2 cores: both sides' speeds are low and noisy); our chat journal
+5,260,907 bytes on disk, 5,186,092 uncompressed:
 
-    SqliteSaver     39 turns/s  last/first 0.08  2,396,303,360 bytes  load  14.7 ms
-    ours (file)    215          0.92 (p50 0.81)     11,552,316        207.6
-    ours / SqliteSaver: speed 5.48x, flat 0.92, bytes 0.005x theirs and 4.38x our chat
-      journal (over the <= 2x bound: each LangGraph step is five engine turns, and the
-      new message is stored in a task's writes and again in the checkpoint), load 14x
+    SqliteSaver      4 turns/s  last/first 0.08  9,570,254,848 bytes  load  125.0 ms
+    ours (file)     34          0.85 (p50 0.83)      9,963,066          1199.7
+                                       uncompressed  9,888,659
+    ours / SqliteSaver: speed 8.71x, flat 0.85, bytes 0.001x theirs and 1.91x our chat
+      journal, both uncompressed (<= 2x; 1.89x on disk), load 9.6x
+    (an earlier round of the same code at load ~15: 20 vs 4 turns/s, 1.94x uncompressed,
+    load 1,832 vs 93 ms)
 
-    (ours at 2,000 turns, the same driver alone: 178.6 turns/s, last/first 0.90, 8,036,430
-    bytes on disk = 1.53x our chat journal, because its first 16 MiB segment is sealed and
-    compressed while the chat journal's one segment is not; at equal compression 3.9x;
-    SqliteSaver at 2,000 turns: 9 turns/s, last/first 0.02, 9,570,258,944 bytes)
+    Before (the same conversation): each LangGraph step was five engine turns and each
+    message was stored three times (the input, the task's writes, the checkpoint's tail),
+    4.38x our chat journal at 1,000 turns and 3.9x uncompressed at 2,000 (1.53x on disk
+    only because one side's first segment was sealed and compressed). Now a step is ~3.05
+    turns (what LangGraph saves at once shares a turn; LangGraph calls a step's puts one
+    after another, so three is the floor), a message's text and each message class's
+    framing are stored once per thread, checkpoints are patches on their parent's.
+
+    Flatness: the saver's own work is flat from turn 100 to turn 2,000 (thread CPU a turn,
+    same loaded machine: put 2.71 -> 2.68 ms, put_writes 1.53 -> 1.47, get_tuple 1.88 ->
+    1.75). What grows is LangGraph's MessagesState reducer (``add_messages`` walks every
+    message each step): with a checkpointer that does nothing, LangGraph's main-thread CPU
+    a turn goes 0.67 -> 1.83 ms by turn 2,000. On a quiet machine, where one of our turns
+    takes ~5 ms, that alone gives last/first ~0.85-0.9 (0.90 and 0.83 measured before);
+    the faster the saver, the larger LangGraph's share. Load: a new saver folds the
+    thread's whole journal (~6,200 turns at 2,000 chat turns) before its first read, where
+    SqliteSaver reads one row; a snapshot of the folded index would make it O(recent).
 
 ``python bench/integrations.py --only adk --turns 1000 --rounds 1`` (every turn of ADK's own
 services reads the whole session, so 2,000 turns take ~13 minutes a round):
@@ -142,11 +164,13 @@ SESSION_ID = "s"
 
 @dataclass(frozen=True)
 class Run:
-    """One conversation on one store: seconds per turn, bytes at rest, seconds to load."""
+    """One conversation on one store: seconds per turn, bytes at rest (on disk, and with
+    every journal segment uncompressed), seconds to load."""
 
     times: list[float]
     bytes: int | None  # None: the store keeps nothing on disk
     load_s: float | None  # None: a new instance cannot read it back (in memory)
+    raw: int | None = None  # None: nothing on disk
 
 
 Driver = Callable[[Path, int], Run]
@@ -156,6 +180,26 @@ Driver = Callable[[Path, int], Run]
 def footprint(where: Path) -> int:
     """Bytes of every regular file under ``where`` (its size, not its blocks)."""
     return sum((Path(d) / f).lstat().st_size for d, _, files in os.walk(where) for f in files)
+
+
+def uncompressed(where: Path) -> int:
+    """Bytes of every regular file under ``where``, each journal segment counted as the
+    journal holds it: a sealed ``.seg.zst`` decompressed, the open ``.seg`` without the zeros
+    preallocated past its last frame. Our stores and the chat journal are measured alike,
+    so a segment sealed and compressed on one side only does not decide a ratio."""
+    from agentsessions.journal.format import segment, zstdcodec
+
+    total = 0
+    for d, _, files in os.walk(where):
+        for name in files:
+            path = Path(d) / name
+            if name.endswith(".seg.zst"):
+                total += len(zstdcodec.decompress(path.read_bytes(), 1 << 30))
+            elif name.endswith(".seg"):
+                total += segment.data_end(path.read_bytes(), 0)
+            else:
+                total += path.lstat().st_size
+    return total
 
 
 def _timed(fn: Callable[[], int]) -> tuple[float, int]:
@@ -184,10 +228,10 @@ def _sdk_run(open_session: Callable[[], Any], where: Path, turns: int, name: str
             session.close()
 
     times = asyncio.run(drive())
-    size = footprint(where)
+    size, raw = footprint(where), uncompressed(where)
     load_s, items = _timed(lambda: asyncio.run(load()))
     _expect(name, items, 2 * turns)
-    return Run(times, size, load_s)
+    return Run(times, size, load_s, raw)
 
 
 def drive_sdk_sqlite(where: Path, turns: int) -> Run:
@@ -233,7 +277,7 @@ def _graph_run(open_saver: Callable[[], Any], where: Path, turns: int, name: str
     """Turns through a graph on one saver, closed; bytes at rest; a new saver's state."""
     with open_saver() as saver:
         times = graph_turns(messages_graph().compile(checkpointer=saver), turns)
-    size = footprint(where)
+    size, raw = footprint(where), uncompressed(where)
 
     def load() -> int:
         with open_saver() as saver:
@@ -242,7 +286,7 @@ def _graph_run(open_saver: Callable[[], Any], where: Path, turns: int, name: str
 
     load_s, items = _timed(load)
     _expect(name, items, 2 * turns)
-    return Run(times, size, load_s)
+    return Run(times, size, load_s, raw)
 
 
 def drive_sqlitesaver(where: Path, turns: int) -> Run:
@@ -318,10 +362,10 @@ def _adk_run(open_service: Callable[[], Any], where: Path, turns: int, name: str
             return len((await service.get_session(**key)).events)
 
     times = asyncio.run(drive())
-    size = footprint(where)
+    size, raw = footprint(where), uncompressed(where)
     load_s, items = _timed(lambda: asyncio.run(load()))
     _expect(name, items, 2 * turns)
-    return Run(times, size, load_s)
+    return Run(times, size, load_s, raw)
 
 
 @asynccontextmanager
@@ -458,6 +502,7 @@ class Figures:
         flat = [sum(r.times[:n]) / sum(r.times[-n:]) for r, n in pairs]
         p50 = [_median_ratio(r.times[:n], r.times[-n:]) for r, n in pairs]
         sizes = [r.bytes for r in self.runs if r.bytes is not None]
+        raws = [r.raw for r in self.runs if r.raw is not None]
         loads = [r.load_s for r in self.runs if r.load_s is not None]
         return {
             "side": self.side,
@@ -465,6 +510,7 @@ class Figures:
             "flat": statistics.median(flat),
             "flat_p50": statistics.median(p50),
             "bytes": int(statistics.median(sizes)) if sizes else None,
+            "raw_bytes": int(statistics.median(raws)) if raws else None,
             "load_ms": statistics.median(loads) * 1e3 if loads else None,
         }
 
@@ -493,7 +539,9 @@ def _versions(distributions: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-def measure_pair(pair: Pair, tmp: Path, turns: int, rounds: int, chat_bytes: int) -> dict[str, Any]:
+def measure_pair(
+    pair: Pair, tmp: Path, turns: int, rounds: int, chat: tuple[int, int]
+) -> dict[str, Any]:
     """The pair's figures (``status``: ran / not built yet / not installed)."""
     if not _installed(pair.framework):
         return {"status": "framework not installed", "framework": pair.framework}
@@ -521,7 +569,8 @@ def measure_pair(pair: Pair, tmp: Path, turns: int, rounds: int, chat_bytes: int
             "speed": s["turns_per_s"] / baseline["turns_per_s"],
             "flat": s["flat"],
             "disk_vs_theirs": _ratio(s["bytes"], baseline["bytes"]),
-            "disk_vs_chat_journal": _ratio(s["bytes"], chat_bytes),
+            "disk_vs_chat_journal": _ratio(s["bytes"], chat[0]),
+            "raw_vs_chat_journal": _ratio(s["raw_bytes"], chat[1]),
             "load": _ratio(s["load_ms"], baseline["load_ms"]),
         }
     return {
@@ -531,7 +580,7 @@ def measure_pair(pair: Pair, tmp: Path, turns: int, rounds: int, chat_bytes: int
         "baseline": next(iter(pair.theirs())),
         "stores": stores,
         "ratios": ratios,
-        "theirs_disk_vs_chat_journal": _ratio(baseline["bytes"], chat_bytes),
+        "theirs_disk_vs_chat_journal": _ratio(baseline["bytes"], chat[0]),
     }
 
 
@@ -539,9 +588,10 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
 
 
-def chat_journal_bytes(tmp: Path, turns: int) -> int:
+def chat_journal_bytes(tmp: Path, turns: int) -> tuple[int, int]:
     """Bytes at rest of our own ``chat`` journal of the conversation (the disk bound's
-    unit): ``turns`` turns through one engine, as ``bench/turns.py`` runs them."""
+    unit), on disk and uncompressed (:func:`uncompressed`): ``turns`` turns through one
+    engine, as ``bench/turns.py`` runs them."""
     home = tmp / "chat"
     engine = open_engine(home, _answers(tmp / "chat-answers.json", turns + 1))
     uid: str | None = None
@@ -550,9 +600,9 @@ def chat_journal_bytes(tmp: Path, turns: int) -> int:
             uid = engine.turn(uid, _text(i, "user"))
     finally:
         engine.close()
-    size = footprint(home)
+    size, raw = footprint(home), uncompressed(home)
     shutil.rmtree(home, ignore_errors=True)
-    return size
+    return size, raw
 
 
 # -- reporting ----------------------------------------------------------------------------
@@ -568,13 +618,14 @@ def print_pair(name: str, out: dict[str, Any], turns: int, rounds: int) -> None:
     print(f"{name} ({versions}): {turns:,} turns, median of {rounds} interleaved rounds")
     print(
         f"  {'store':32s} {'turns/s':>9s} {'last/first':>10s} {'(p50)':>6s} {'bytes':>14s} "
-        f"{'load ms':>9s}"
+        f"{'uncompressed':>14s} {'load ms':>9s}"
     )
     for store, s in out["stores"].items():
         label = f"{store} [{s['side']}]"
         print(
             f"  {label:32s} {s['turns_per_s']:9,.0f} {s['flat']:10.2f} {s['flat_p50']:6.2f} "
-            f"{_fmt(s['bytes'], ',d'):>14s} {_fmt(s['load_ms'], '.1f'):>9s}"
+            f"{_fmt(s['bytes'], ',d'):>14s} {_fmt(s['raw_bytes'], ',d'):>14s} "
+            f"{_fmt(s['load_ms'], '.1f'):>9s}"
         )
     print(
         f"  {out['baseline']} bytes / our chat journal: "
@@ -587,8 +638,9 @@ def print_pair(name: str, out: dict[str, Any], turns: int, rounds: int) -> None:
             f"  {store} / {out['baseline']}: speed {r['speed']:.2f}x (target >= "
             f"{SPEED_TARGET:.1f}x), flat {r['flat']:.2f} (target >= {FLAT_TARGET}), "
             f"bytes {_fmt(r['disk_vs_theirs'], '.3f', 'x')} theirs and "
-            f"{_fmt(r['disk_vs_chat_journal'], '.2f', 'x')} our chat journal "
-            f"(target <= {DISK_BOUND:.0f}x), load {_fmt(r['load'], '.2f', 'x')}"
+            f"{_fmt(r['raw_vs_chat_journal'], '.2f', 'x')} our chat journal, both "
+            f"uncompressed (target <= {DISK_BOUND:.0f}x; on disk "
+            f"{_fmt(r['disk_vs_chat_journal'], '.2f', 'x')}), load {_fmt(r['load'], '.2f', 'x')}"
         )
 
 
@@ -609,11 +661,15 @@ def main() -> None:
             "turns": turns,
             "rounds": rounds,
             "targets": {"speed": SPEED_TARGET, "flat": FLAT_TARGET, "disk_bound": DISK_BOUND},
-            "chat_journal_bytes": chat,
+            "chat_journal_bytes": chat[0],
+            "chat_journal_uncompressed_bytes": chat[1],
             "pairs": {},
         }
         if not args.json:
-            print(f"our own chat journal of {turns:,} turns: {chat:,} bytes")
+            print(
+                f"our own chat journal of {turns:,} turns: {chat[0]:,} bytes on disk, "
+                f"{chat[1]:,} uncompressed"
+            )
         for name, pair in PAIRS.items():
             if args.only in (None, name):
                 out["pairs"][name] = measure_pair(pair, tmp, turns, rounds, chat)

@@ -13,17 +13,27 @@ How LangGraph's model maps onto the journal (and why):
   sessions of their own: LangGraph lists, deletes, copies and prunes a thread with all its
   namespaces, and a run writes the parent's and the subgraphs' checkpoints together, so one
   session keeps one thread one hash chain (``verify``, ``export`` and ``fork`` cover it all).
-- Every ``put``, every ``put_writes`` and every deletion is one turn of the ``langgraph``
-  recording harness whose one INPUT holds the record (:mod:`.langgraph_index` lists them):
-  a turn is the engine's unit of atomic, serialised, durable writing, so a checkpoint is
-  all or nothing, durable when ``put`` returns, and two processes on one thread never
-  interleave (the engine's fencing makes the second wait, then LockHeldError). Everything
-  is serialised before anything is written: an unserialisable value writes nothing.
+- Every ``put``, every ``put_writes`` and every deletion is a record in a turn of the
+  ``langgraph`` recording harness, whose one INPUT holds it (:mod:`.langgraph_index` lists
+  them): a turn is the engine's unit of atomic, serialised, durable writing, so a
+  checkpoint is all or nothing, durable when ``put`` returns, and two processes on one
+  thread never interleave (the engine's fencing makes the second wait, then
+  LockHeldError). Records of one thread that LangGraph makes at once (its default
+  ``async`` durability saves a checkpoint while the next task's writes are saved) share
+  one turn (:mod:`.langgraph_threads`): a graph step costs one turn, not one per call.
+  Everything is serialised before anything is written: an unserialisable value writes
+  nothing.
 - Channel values are stored by version, only those in ``new_versions``; a read rebuilds
   ``channel_values`` from the stored version of each channel the checkpoint names. A list
   value that extends the list of its parent checkpoint's version (a ``MessagesState``'s
   messages) is stored as the new tail only, so the journal grows with what changed, not
   with the whole state at every step. A read decodes only what it has not decoded before.
+  Under LangGraph's default serializer a value's long strings (a message's text) and the
+  framing of each message class are stored once per thread (:mod:`.langgraph_codec`),
+  though LangGraph hands the saver each message three times (as input, as a task's
+  write, in the checkpoint), and a checkpoint and its metadata are a JSON merge patch on
+  their parent's: a ``MessagesState`` chat takes about 1.9x the bytes of the ``chat``
+  harness's journal of the same conversation.
 - Time travel and forks: ``checkpoint_id`` in the config selects a checkpoint; a ``put``
   whose parent is not the latest starts a branch *within the thread*, as LangGraph's own
   savers keep it (``list`` shows every branch, ``get_tuple`` without an id reads the newest
@@ -35,11 +45,12 @@ How LangGraph's model maps onto the journal (and why):
   reads then reflect (``delete_thread`` also soft-deletes the session, hidden from
   ``agentsessions list``, still verifiable); the hash chain verifies offline.
 - Checkpoints (without their values) and metadata that are plain JSON are stored as JSON
-  under LangGraph's default serializer (``agentsessions log`` shows them); everything else,
-  and everything under a serializer of the user's own (``EncryptedSerializer``), is the
-  serializer's bytes (base64).
-- Versions (``get_next_version``) are ``"<16-digit counter>.<10 hex random>"``: they sort
-  as the counter does, and two branches from one checkpoint never give one channel the same
+  under LangGraph's default serializer (``agentsessions log`` shows them, and a message's
+  text); everything else, and everything under a serializer of the user's own
+  (``EncryptedSerializer``), is the serializer's bytes (base64).
+- Versions (``get_next_version``) are ``"<counter>.<7 random base-36 digits>"``, the
+  counter in base 36 after a letter that gives its length (``b1``, ``c10``): they sort as
+  the counter does, and two branches from one checkpoint never give one channel the same
   version (values are stored by version).
 
 Errors: LangGraph's own where it raises them (its serializer's TypeError for an
@@ -47,8 +58,8 @@ unserialisable value, before anything is written); ours otherwise (InvalidArgume
 a config without ``thread_id``, NotFoundError for ``copy_thread`` of an unknown thread,
 UnavailableError when the store is down, LockHeldError when another writer keeps the
 thread busy beyond the wait). A closed saver raises RuntimeError, as the OpenAI Agents SDK
-adapter does. LangGraph stays optional: nothing outside this module and
-:mod:`.langgraph_index` imports it.
+adapter does. LangGraph stays optional: nothing outside this module and its
+``langgraph_*`` helpers imports it.
 """
 
 from __future__ import annotations
@@ -57,10 +68,8 @@ import asyncio
 import builtins
 import copy
 import os
-import random
-import threading
-from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from agentsessions.integrations import missing_framework
@@ -83,16 +92,14 @@ try:
 except ImportError as exc:  # the extra is not installed
     raise missing_framework(__name__, exc) from exc
 
-from agentsessions.errors import (
-    InvalidArgumentError,
-    NotFoundError,
-    SessionDeletedError,
-)
+from agentsessions.errors import InvalidArgumentError, NotFoundError
 from agentsessions.sessions.wiring import HARNESSES
 
 from . import recording
-from .common import claim_named, engine_of, find_named, message, named, run_named, settled
-from .langgraph_index import MISSING, Entry, Thread, decode, encode
+from .common import claim_named, engine_of, settled
+from .langgraph_codec import decode, encode, patched, shared_version, version_after
+from .langgraph_index import MISSING, Entry, Thread
+from .langgraph_threads import Body, Threads
 
 if TYPE_CHECKING:
     from agentsessions.sessions.api import Sessions
@@ -103,12 +110,9 @@ HARNESS = recording.LANGGRAPH
 """The recording harness of the saver's turns: it records the inputs and calls nothing."""
 PROJECT = "langgraph"
 """The default project of the saver's sessions (one per thread)."""
-_KEY = "langgraph"
 _STRATEGIES = ("keep_latest", "delete")
 
 HARNESSES.register(HARNESS, recording.create_langgraph)  # also before an install adds it
-
-Body = dict[str, Any]
 
 
 class AgentSessionsSaver(
@@ -135,9 +139,7 @@ class AgentSessionsSaver(
         self.project = project
         self._engine, self._own = engine_of(where, key_file)
         self._closed = False
-        self._threads: dict[str, Thread] = {}
-        self._lock = threading.RLock()  # the index: folds and reads
-        self._write_locks: dict[str, threading.Lock] = {}
+        self._threads = Threads(self._engine, project, self.serde)
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -169,16 +171,14 @@ class AgentSessionsSaver(
             return self
         assert isinstance(clone, AgentSessionsSaver)
         clone._own = False
-        clone._threads = {}
-        clone._lock = threading.RLock()
-        clone._write_locks = {}
+        clone._threads = Threads(clone._engine, clone.project, clone.serde)
         return clone
 
     def uid(self, thread_id: str) -> str:
         """The agentsessions uid of the thread's session (``agentsessions log/verify UID``);
         "" if nothing has been written to it."""
-        thread = self._thread(str(thread_id))
-        return thread.uid if thread is not None else ""
+        with self._reading(str(thread_id)) as thread:
+            return thread.uid if thread is not None else ""
 
     # --- reads ---------------------------------------------------------------------------
 
@@ -186,12 +186,11 @@ class AgentSessionsSaver(
         """Checkpoint ``checkpoint_id`` of the config's thread and namespace, else the
         newest one; None when there is none."""
         thread_id, ns, cid = _ids(config)
-        thread = self._thread(str(thread_id))
-        if thread is None:
-            return None
-        with self._lock:
-            entry = thread.get(ns, cid)
-            return None if entry is None else self._tuple(thread_id, thread, entry)
+        with self._reading(str(thread_id)) as thread:
+            entry = thread.get(ns, cid) if thread is not None else None
+            if thread is None or entry is None:
+                return None
+            return self._tuple(thread_id, thread, entry)
 
     def list(
         self,
@@ -206,16 +205,15 @@ class AgentSessionsSaver(
         than ``before``'s checkpoint, at most ``limit``."""
         self._check_open()
         configurable = (config or {}).get("configurable", {})
-        names = [configurable["thread_id"]] if config else self._thread_names()
+        names = [configurable["thread_id"]] if config else self._threads.names()
         ns = configurable.get("checkpoint_ns")
         only = configurable.get("checkpoint_id")
         below = (before or {}).get("configurable", {}).get("checkpoint_id")
         out: builtins.list[CheckpointTuple] = []
         for thread_id in names:
-            thread = self._thread(str(thread_id))
-            if thread is None:
-                continue
-            with self._lock:
+            with self._reading(str(thread_id)) as thread:
+                if thread is None:
+                    continue
                 for entry in thread.newest(None if ns is None else (ns,)):
                     if limit is not None and len(out) >= limit:
                         return iter(out)
@@ -237,10 +235,9 @@ class AgentSessionsSaver(
         if not channels:
             return {}
         thread_id, ns, cid = _ids(config)
-        thread = self._thread(str(thread_id))
         found: dict[str, builtins.list[PendingWrite]] = {c: [] for c in channels}
         seeds: dict[str, Any] = {}
-        with self._lock:
+        with self._reading(str(thread_id)) as thread:
             target = thread.get(ns, cid) if thread is not None else None
             at = target.parent if target is not None else None
             remaining = set(channels)
@@ -284,10 +281,13 @@ class AgentSessionsSaver(
         values = checkpoint["channel_values"]
         bare = {k: v for k, v in checkpoint.items() if k != "channel_values"}
         meta = get_checkpoint_metadata(config, metadata)
-        lists: dict[tuple[str, str], tuple[Any, builtins.list[Any]]] = {}
+        cp_form = encode(self.serde, bare, plain=self._plain, pieces=self._plain)
+        meta_form = encode(self.serde, meta, plain=self._plain, pieces=self._plain)
 
         def body(thread: Thread | None) -> Body:
+            known = thread.pieces if thread is not None else None
             blobs: dict[str, builtins.list[Any]] = {}
+            lists = {}
             base_versions = self._parent_versions(thread, ns, parent)
             for ch, version in new_versions.items():
                 if ch not in values:
@@ -295,23 +295,27 @@ class AgentSessionsSaver(
                     continue
                 value = values[ch]
                 base = base_versions.get(ch)
-                blobs[ch] = [version, *self._blob(thread, ns, ch, value, base, version)]
+                blobs[ch] = [version, *self._blob(thread, ns, parent, ch, value, base, version)]
                 if type(value) is list:
                     lists[ns, ch] = (version, list(value))
-            put = {
-                "ns": ns,
-                "id": checkpoint["id"],
-                "parent": parent,
-                "cp": encode(self.serde, bare, plain=self._plain),
-                "meta": encode(self.serde, meta, plain=self._plain),
-                "blobs": blobs,
-            }
+            cp: Any = cp_form.stored(known)
+            meta: Any = meta_form.stored(known)
+            if thread is not None:
+                thread.live.update(lists)
+                cp_base, meta_base = thread.bases(ns, parent, checkpoint["id"], new_versions)
+                cp = patched(cp_base, cp_form, cp)
+                meta = patched(meta_base, meta_form, meta)
+            ref = thread.reference(ns, parent) if thread is not None else parent
+            put = {"id": checkpoint["id"], "parent": ref, "cp": cp, "meta": meta}
+            if meta == {}:
+                del put["meta"]  # an empty patch: the parent's, next step
+            put.update(shared_version(blobs))
+            if ns:
+                put["ns"] = ns
             return {"put": put}
 
-        thread = self._commit(str(thread_id), body)
-        if thread is not None:
-            with self._lock:
-                thread.live.update(lists)
+        self._check_open()
+        self._threads.commit(str(thread_id), body, kind="put")
         return {
             "configurable": {
                 "thread_id": thread_id,
@@ -327,50 +331,62 @@ class AgentSessionsSaver(
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """Store a task's writes for the config's checkpoint in one durable turn: a regular
-        write already stored for (task, index) is kept, a special one (error, interrupt,
-        resume, scheduled) replaces it."""
+        """Store a task's writes for the config's checkpoint, durably: a regular write
+        already stored for (task, index) is kept, a special one (error, interrupt, resume,
+        scheduled) replaces it."""
         thread_id, ns, cid = _ids(config)
         if cid is None:
             raise InvalidArgumentError("put_writes needs a checkpoint_id in the config")
         keyed = [(WRITES_IDX_MAP.get(ch, idx), ch, v) for idx, (ch, v) in enumerate(writes)]
-        encoded = [(idx, ch, encode(self.serde, v)) for idx, ch, v in keyed]  # before any write
+        pieces = self._plain
+        encoded = [(i, ch, encode(self.serde, v, pieces=pieces)) for i, ch, v in keyed]
 
         def body(thread: Thread | None) -> Body | None:
             stored = thread.writes.get((ns, cid), {}) if thread is not None else {}
-            new = [[i, c, v] for i, c, v in encoded if i < 0 or (task_id, i) not in stored]
+            known = thread.pieces if thread is not None else None
+            new = [
+                [i, c, v.stored(known)]
+                for i, c, v in encoded
+                if i < 0 or (task_id, i) not in stored
+            ]
             if not new:
                 return None  # a retry of writes already stored
-            return {"writes": {"ns": ns, "id": cid, "task": task_id, "path": task_path, "w": new}}
+            ref = thread.reference(ns, cid) if thread is not None else cid
+            record = {"id": ref, "task": task_id, "path": task_path, "w": new}
+            if ns:
+                record["ns"] = ns
+            return {"writes": record}
 
-        self._commit(str(thread_id), body)
+        self._check_open()
+        self._threads.commit(str(thread_id), body, kind="writes")
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete the thread's checkpoints and writes: a record, then the session is
         soft-deleted (hidden from list, still verifiable). An unknown thread: nothing."""
         name = str(thread_id)
-        thread = self._thread(name)
-        if thread is None:
-            return
-        self._commit(name, lambda t: {"delete": 1} if t is not None else None)
-        self._engine.delete(thread.uid)
-        with self._lock:
-            self._threads.pop(name, None)
+
+        def deleted(thread: Thread) -> None:
+            self._engine.delete(thread.uid)
+            self._threads.forget(name)
+
+        if self.uid(name):
+            build = lambda t: {"delete": 1} if t is not None else None  # noqa: E731
+            self._threads.commit(name, build, kind="solo", after=deleted)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Make thread ``target`` a copy of thread ``source`` (every checkpoint, namespace
         and write): the engine's O(1) fork, whose new session shares the source's journal.
         NotFoundError for an unknown source; InvalidArgumentError when the target exists."""
         source, target = str(source_thread_id), str(target_thread_id)
-        thread = self._thread(source)
-        if thread is None:
+        uid = self.uid(source)
+        if not uid:
             raise NotFoundError(f"thread {source!r} has no checkpoints to copy")
-        with self._write_lock(target):
-            if self._thread(target) is not None:
+        with self._threads.writing(target):
+            if self.uid(target):
                 raise InvalidArgumentError(f"thread {target!r} exists; copy to a new thread")
-            [child] = self._engine.fork(thread.uid, names=[target])
+            [child] = self._engine.fork(uid, names=[target])
             claim_named(self._engine, self.project, target, child.uid)  # exists: refused
-        self._thread(target)
+        self.uid(target)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Keep only the newest checkpoint of each namespace (``keep_latest``) or none
@@ -392,8 +408,8 @@ class AgentSessionsSaver(
                     return None  # nothing to hide
                 return {"prune": keep}
 
-            if self._thread(str(thread_id)) is not None:
-                self._commit(str(thread_id), body)
+            if self.uid(str(thread_id)):
+                self._threads.commit(str(thread_id), body, kind="solo")
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) whose metadata ``run_id`` is one of
@@ -401,7 +417,8 @@ class AgentSessionsSaver(
         runs = set(run_ids)
         if not runs:
             return
-        for name in self._thread_names():
+        self._check_open()
+        for name in self._threads.names():
 
             def body(thread: Thread | None) -> Body | None:
                 if thread is None:
@@ -410,18 +427,15 @@ class AgentSessionsSaver(
                 present = sorted(r for r in runs & hit if isinstance(r, str))
                 return {"drop_runs": present} if present else None
 
-            if self._thread(name) is not None:
-                self._commit(name, body)
+            if self.uid(name):
+                self._threads.commit(name, body, kind="solo")
 
     def get_next_version(self, current: str | int | float | None, channel: None) -> str:
-        """The version after ``current``: ``"<counter + 1, 16 digits>.<10 hex random>"``."""
-        if current is None:
-            counter = 0
-        elif isinstance(current, (int, float)):
-            counter = int(current)
-        else:
-            counter = int(str(current).split(".", 1)[0])
-        return f"{counter + 1:016d}.{random.getrandbits(40):010x}"
+        """The version after ``current``: the counter + 1 in base 36 after a letter giving
+        its digits (``b1``, ``c10``, ...: they sort as the counter does, and after the
+        16-digit decimal versions of earlier releases), a dot and 7 random base-36 digits
+        (two branches from one checkpoint never give one channel the same version)."""
+        return version_after(current)
 
     # --- async: the same work in a worker thread ------------------------------------------
 
@@ -494,79 +508,12 @@ class AgentSessionsSaver(
         if self._closed:
             raise RuntimeError(f"{type(self).__name__} is closed")
 
-    def _thread_names(self) -> builtins.list[str]:
-        """Every live thread of the project (its sessions' names), once each."""
-        names = dict.fromkeys(name for name, _, _ in named(self._engine, self.project) if name)
-        return list(names)
-
-    def _thread(self, name: str, *, fresh: bool = True) -> Thread | None:
-        """The thread's index, caught up with its journal (``fresh``), or None when it has
-        no live session."""
+    @contextmanager
+    def _reading(self, name: str) -> Iterator[Thread | None]:
+        """The thread's index, caught up with its journal and held still (None: none)."""
         self._check_open()
-        with self._lock:
-            thread = self._threads.get(name)
-            if thread is not None and not fresh and not thread.deleted:
-                return thread
-            for _ in range(2):  # a thread found deleted may have a new session already
-                if thread is None or thread.deleted:
-                    uid = find_named(self._engine, self.project, name)
-                    if not uid:
-                        self._threads.pop(name, None)
-                        return None
-                    thread = self._threads[name] = Thread(uid)
-                self._catch_up(thread)
-                if not thread.deleted:
-                    return thread
-            return None
-
-    def _catch_up(self, thread: Thread) -> None:
-        for record in self._engine.read(thread.uid, from_seq=thread.seq + 1):
-            body = _body(record.event)
-            if body is not None:
-                thread.fold(record.seq, body, self.serde)
-            thread.seq = record.seq
-
-    def _commit(self, name: str, build: Callable[[Thread | None], Body | None]) -> Thread | None:
-        """Write ``build(thread)``'s record as one turn (creating the thread's session on
-        its first write) and fold it; the thread. A session deleted meanwhile by another
-        process is looked up again once (the record is built again for the new one)."""
-        with self._write_lock(name):
-            for attempt in range(2):
-                thread = self._thread(name, fresh=False)
-                with self._lock:
-                    body = build(thread)
-                if body is None:
-                    return thread
-                uid = thread.uid if thread is not None else ""
-                try:
-                    frame = run_named(
-                        self._engine, self.project, name, uid, [message(_KEY, body)], HARNESS
-                    )
-                except SessionDeletedError:
-                    if attempt:
-                        raise
-                    with self._lock:
-                        self._threads.pop(name, None)
-                    continue
-                return self._folded(name, thread, frame.session.uid, frame.turn, body)
-        raise AssertionError("unreachable")
-
-    def _folded(self, name: str, thread: Thread | None, uid: str, turn: Any, body: Body) -> Thread:
-        """The thread with the turn just written folded in: directly when it follows what
-        was folded (no read), else by reading the journal up to it."""
-        with self._lock:
-            if thread is None or thread.uid != uid or self._threads.get(name) is not thread:
-                thread = self._threads[name] = Thread(uid)
-            if turn is not None and thread.seq == turn.first_seq - 1:
-                thread.fold(turn.first_seq + 1, body, self.serde)  # START, our INPUT, END
-                thread.seq = turn.last_seq
-            else:
-                self._catch_up(thread)
-            return thread
-
-    def _write_lock(self, name: str) -> threading.Lock:
-        with self._lock:
-            return self._write_locks.setdefault(name, threading.Lock())
+        with self._threads.reading(name) as thread:
+            yield thread
 
     def _parent_versions(self, thread: Thread | None, ns: str, parent: str | None) -> Any:
         """The channel versions of the parent checkpoint, where a list may continue."""
@@ -574,15 +521,25 @@ class AgentSessionsSaver(
         return decode(self.serde, entry.cp).get("channel_versions", {}) if entry else {}
 
     def _blob(
-        self, thread: Thread | None, ns: str, ch: str, value: Any, base: Any, version: Any
+        self,
+        thread: Thread | None,
+        ns: str,
+        parent: str | None,
+        ch: str,
+        value: Any,
+        base: Any,
+        version: Any,
     ) -> builtins.list[Any]:
         """A channel value as stored: the tail after the parent's list at version ``base``
         when it extends that list (``[tail, base]``), else the whole value (``[value]``)."""
         if type(value) is list and thread is not None and base is not None and base != version:
             stored = thread.base_list(self.serde, ns, ch, base)
             if stored and len(value) >= len(stored) and value[: len(stored)] == stored:
-                return [encode(self.serde, value[len(stored) :]), base]
-        return [encode(self.serde, value)]
+                tail = encode(self.serde, value[len(stored) :], pieces=self._plain)
+                implied = thread.has_plain_versions(ns, parent)  # base: the parent's
+                return [tail.stored(thread.pieces), None if implied else base]
+        known = thread.pieces if thread is not None else None
+        return [encode(self.serde, value, pieces=self._plain).stored(known)]
 
     def _tuple(self, thread_id: Any, thread: Thread, entry: Entry) -> CheckpointTuple:
         checkpoint = decode(self.serde, entry.cp)
@@ -616,14 +573,3 @@ def _ids(config: RunnableConfig) -> tuple[Any, str, str | None]:
 
 def _config(thread_id: Any, ns: str, cid: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cid}}
-
-
-def _body(event: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The saver's record in a journal event, or None (another kind of event)."""
-    if event.get("kind") != "EVENT_INPUT":
-        return None
-    for part in (event.get("message") or {}).get("parts", ()):
-        body = (part.get("data") or {}).get("data", {}).get(_KEY)
-        if isinstance(body, dict):
-            return body
-    return None
