@@ -88,8 +88,26 @@ class HostFiles:
         text = self._read_workload(uid, path, _CURRENT)
         if text is None:
             return None
+        self._check_kept(path, text)
         self._workloads[uid] = (key, text)
         return text
+
+    @staticmethod
+    def _check_kept(path: str, text: str) -> None:
+        """The current workload is always kept by its digest too (:meth:`set_workload`), so
+        a text whose kept copy is missing was damaged (a session from before kept copies
+        existed has none at all and is taken as it is): JournalCorruptError."""
+        folder = os.path.dirname(path)
+        kept = receipts.kept_workload_name(workloadref.digest_of(text))
+        if os.path.exists(os.path.join(folder, kept)):
+            return
+        prefix = receipts.WORKLOAD_NAME + "."  # WORKLOAD.<digest>; not a write's WORKLOAD.tmp
+        if any(n.startswith(prefix) and not n.endswith(".tmp") for n in os.listdir(folder)):
+            raise JournalCorruptError(
+                f"{path}: the session's workload matches none of its kept copies (damaged)",
+                hint="run agentsessions verify; set the tools again with --tools FILE",
+                path=path,
+            )
 
     def set_workload(self, uid: str, text: str) -> None:
         """Record ``text`` as the session's workload (atomic and durable; replaces any),
