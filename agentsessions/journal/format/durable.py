@@ -157,15 +157,23 @@ class FileSystem:
         finally:
             self.close(fd)
 
-    def write_file_atomic(self, path: str | os.PathLike[str], data: bytes) -> None:
+    def write_file_atomic(
+        self, path: str | os.PathLike[str], data: bytes, *, shared: bool = False
+    ) -> None:
         """Replace ``path`` with ``data`` atomically and durably.
 
         Tmp file ``<path>.tmp`` in the same directory (``O_EXCL``; a stale one is removed
         first), write, fsync, replace, directory fsync. On failure the tmp file is removed.
+        ``shared``: processes may write ``path`` at once, holding no lock in common, so each
+        writes its own ``<path>.<pid>.<random>.tmp`` (removing another's "stale" tmp file
+        would pull it from under its rename); the last rename wins, whole.
         """
         target = Path(path)
-        tmp = target.with_name(target.name + ".tmp")
-        self.unlink(tmp)
+        if shared:
+            tmp = target.with_name(f"{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+        else:
+            tmp = target.with_name(target.name + ".tmp")
+            self.unlink(tmp)
         try:
             self.create_file(tmp, data)
             self.replace(tmp, target)

@@ -116,7 +116,9 @@ class HostFiles:
         self.keep_workload(uid, text)
         sdir = self._dir(uid)
         data = self._sealed_workload(sdir, text, _CURRENT)
-        self.fs.write_file_atomic(sdir.path / receipts.WORKLOAD_NAME, data)
+        # recorded before the turn takes the session's writer lock: another process's turn
+        # may record it at the same moment (shared: each its own tmp file)
+        self.fs.write_file_atomic(sdir.path / receipts.WORKLOAD_NAME, data, shared=True)
         # forget the kept text: a same-size replacement within the file system's timestamp
         # granularity, on a reused inode, would otherwise look unchanged to workload()
         self._workloads.pop(uid, None)
@@ -131,7 +133,7 @@ class HostFiles:
         if not path.exists():
             self._check_writable("keep the session's tools")
             data = self._sealed_workload(sdir, text, digest.encode())
-            self.fs.write_file_atomic(path, data)
+            self.fs.write_file_atomic(path, data, shared=True)
         return digest
 
     def workload_at(self, uid: str, digest: str) -> str | None:
