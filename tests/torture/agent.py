@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from agentsessions.controller.spi import Completion, ModelRequest
-from agentsessions.errors import ApprovalParkedError, NothingToCompactError
+from agentsessions.errors import ApprovalParkedError, LockHeldError, NothingToCompactError
 from agentsessions.models import MODELS
 from agentsessions.sessions.api import RecordFrame, Sessions
 
@@ -110,6 +110,8 @@ class Workload:
     chats: list[str] = field(default_factory=list)
     memories: list[str] = field(default_factory=list)
     turns: int = 0
+    ops: tuple[str, ...] = OPS
+    wait: float = 0.0  # how long a turn waits for a session another writer holds
 
     @property
     def tools(self) -> Path:
@@ -130,12 +132,17 @@ class Workload:
         self.emit.session(uid, kind)
 
     def step(self) -> str:
-        """Run one random turn; its kind."""
-        op = self.rng.choice(OPS)
+        """Run one random turn; its kind ("busy" if another writer held the session longer
+        than ``wait``: refused before anything was written)."""
+        op = self.rng.choice(self.ops)
         uid = self.rng.choice(self.memories if op == "state" else self.chats)
         self.emit.phase(uid, op)
         self.turns += 1
-        getattr(self, f"_{op}")(uid, f"{uid[-6:]}.{self.turns}.{self.rng.randrange(1 << 30)}")
+        tag = f"{uid[-6:]}.{self.turns}.{self.rng.randrange(1 << 30)}"
+        try:
+            getattr(self, f"_{op}")(uid, tag)
+        except LockHeldError:
+            return "busy"
         return op
 
     def _frames(self, frames: Iterable[Any]) -> None:
@@ -144,10 +151,10 @@ class Workload:
                 self.emit.ack(frame.uid, frame.record.seq, frame.record.content_hash)
 
     def _model(self, uid: str, tag: str) -> None:
-        self._frames(self.engine.exec(uid, [f"hello {tag}"], tools=self.tools))
+        self._frames(self.engine.exec(uid, [f"hello {tag}"], tools=self.tools, wait=self.wait))
 
     def _tool(self, uid: str, tag: str) -> None:
-        self._frames(self.engine.exec(uid, [f"tool {tag}"], tools=self.tools))
+        self._frames(self.engine.exec(uid, [f"tool {tag}"], tools=self.tools, wait=self.wait))
 
     def _approval(self, uid: str, tag: str) -> None:
         with contextlib.suppress(ApprovalParkedError):
@@ -157,7 +164,7 @@ class Workload:
         self._frames(self.engine.resume(uid))
 
     def _state(self, uid: str, tag: str) -> None:
-        self._frames(self.engine.exec(uid, [f"remember {tag}"]))
+        self._frames(self.engine.exec(uid, [f"remember {tag}"], wait=self.wait))
 
     def _fork(self, uid: str, tag: str) -> None:
         for child in self.engine.fork(uid):

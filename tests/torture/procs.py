@@ -71,6 +71,7 @@ def start_writer(home: Path, effects: Path, seed: int, *args: str) -> Writer:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-u", "-m", "tests.torture.agent_proc", str(home), str(effects),
            str(seed), *args]  # fmt: skip
+    home.parent.mkdir(parents=True, exist_ok=True)
     err = home.parent / f"writer-{seed}.err"
     with open(err, "w") as stderr:
         proc = subprocess.Popen(
