@@ -60,7 +60,7 @@ def _round(tmp_path: Path, ledger: Ledger, rng: random.Random) -> None:
 @pytest.mark.timeout(300 + 300 * ROUNDS)
 def test_concurrent_writer_processes_one_killed(tmp_path: Path) -> None:
     rng = tally.rng("concurrent")
-    ledger = Ledger()
-    for index in range(ROUNDS):
+    for index in range(ROUNDS):  # each round its own home or stream, so its own ledger
+        ledger = Ledger()
         _round(tmp_path / f"r{index}", ledger, rng)
-    count_acked(ledger)
+        count_acked(ledger)

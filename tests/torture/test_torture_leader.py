@@ -53,7 +53,7 @@ def _round(tmp_path: Path, cluster: Any, ledger: Ledger, rng: Any) -> None:
 @pytest.mark.timeout(300 + 300 * ROUNDS)
 def test_leader_killed_during_commits_of_turns(tmp_path: Path, nats_cluster: Any) -> None:
     rng = tally.rng("leader-kill")
-    ledger = Ledger()
-    for index in range(ROUNDS):
+    for index in range(ROUNDS):  # each round its own home or stream, so its own ledger
+        ledger = Ledger()
         _round(tmp_path / f"r{index}", nats_cluster, ledger, rng)
-    count_acked(ledger)
+        count_acked(ledger)
