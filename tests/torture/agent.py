@@ -119,12 +119,13 @@ class Workload:
         return self.effects.with_suffix(".toml")
 
     def start(self) -> None:
-        """One chat and one memory session to begin with."""
+        """A chat and a memory session to begin with, unless adopted ones are there."""
         self.tools.write_text(workload_toml(self.effects))
-        chat = self.engine.create(harness="chat", model=MODEL, tools=self.tools).uid
-        memory = self.engine.create(harness="memory").uid
-        self.adopt(chat, "chat")
-        self.adopt(memory, "memory")
+        if not self.chats:
+            self.adopt(self.engine.create(harness="chat", model=MODEL, tools=self.tools).uid,
+                       "chat")  # fmt: skip
+        if not self.memories:
+            self.adopt(self.engine.create(harness="memory").uid, "memory")
 
     def adopt(self, uid: str, kind: str) -> None:
         """Work on ``uid`` (an existing session of ``kind``: chat or memory) from now on."""

@@ -83,8 +83,7 @@ def main(argv: list[str]) -> None:
     for item in args.adopt:
         uid, kind = item.split(":")
         work.adopt(uid, kind)
-    if not args.adopt:
-        work.start()
+    work.start()
     for _ in range(args.turns):
         if work.step() == "busy":
             _say("BUSY")
