@@ -105,7 +105,6 @@ class HostFiles:
         if any(n.startswith(prefix) and not n.endswith(".tmp") for n in os.listdir(folder)):
             raise JournalCorruptError(
                 f"{path}: the session's workload matches none of its kept copies (damaged)",
-                hint="run agentsessions verify; set the tools again with --tools FILE",
                 path=path,
             )
 
