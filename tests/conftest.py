@@ -23,6 +23,10 @@ from typing import Any
 import pytest
 from needs import need_nats_server
 
+# the torture suite's seed in the header and its summary line at the end, printed by the
+# process that owns the terminal (tests/torture/tally.py)
+pytest_plugins = ("tests.torture.tally",)
+
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:

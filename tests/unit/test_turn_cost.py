@@ -48,9 +48,11 @@ class CountingFileSystem(FileSystem):
         self.ops.append(("replace", Path(dst).name))
         super().replace(src, dst)
 
-    def write_file_atomic(self, path: str | os.PathLike[str], data: bytes) -> None:
+    def write_file_atomic(
+        self, path: str | os.PathLike[str], data: bytes, *, shared: bool = False
+    ) -> None:
         self.ops.append(("write_file_atomic", Path(path).name))
-        super().write_file_atomic(path, data)
+        super().write_file_atomic(path, data, shared=shared)
 
 
 def _controller(store: FileStore, keep: int = KEEP_LONG_LIVED) -> Controller:

@@ -24,6 +24,7 @@ from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format import staterecord
 from agentsessions.journal.format.durable import CrashFileSystem, FileSystem, SimulatedCrash
 from agentsessions.journal.format.segmentlog import SegmentLog
+from agentsessions.journal.stores.file.sessiondir import HINT_SUM, hint_sum
 from agentsessions.journal.stores.file.store import FileStore, StoreOptions
 from agentsessions.journal.stores.store import SessionMeta, StateUpdate, new_uid
 from agentsessions.journal.stores.tail import Tail
@@ -216,6 +217,7 @@ def test_a_hint_naming_a_newer_state_than_the_journal_holds_is_refused(tmp_path:
     hint = store.session_dir(uid) / "TAIL"
     obj = json.loads(hint.read_text())
     obj["tail"]["state"]["version"] = 2  # as if a later state commit had been lost
+    obj[HINT_SUM] = hint_sum(obj)  # a whole hint a writer wrote, not a damaged one
     hint.write_text(json.dumps(obj))
     with pytest.raises(JournalCorruptError, match="version 1, not 2"):
         store.writer(uid)

@@ -171,15 +171,23 @@ class FileSystem:
         finally:
             self.close(fd)
 
-    def write_file_atomic(self, path: str | os.PathLike[str], data: bytes) -> None:
+    def write_file_atomic(
+        self, path: str | os.PathLike[str], data: bytes, *, shared: bool = False
+    ) -> None:
         """Replace ``path`` with ``data`` atomically and durably.
 
         Tmp file ``<path>.tmp`` in the same directory (``O_EXCL``; a stale one is removed
         first), write, fsync, replace, directory fsync. On failure the tmp file is removed.
+        ``shared``: processes may write ``path`` at once, holding no lock in common, so each
+        writes its own ``<path>.<pid>.<random>.tmp`` (removing another's "stale" tmp file
+        would pull it from under its rename); the last rename wins, whole.
         """
         target = Path(path)
-        tmp = target.with_name(target.name + ".tmp")
-        self.unlink(tmp)
+        if shared:
+            tmp = target.with_name(f"{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+        else:
+            tmp = target.with_name(target.name + ".tmp")
+            self.unlink(tmp)
         try:
             self.create_file(tmp, data)
             self.replace(tmp, target)
@@ -317,6 +325,7 @@ class CrashFileSystem(FileSystem):
         self.synced: dict[str, int] = {}
         self.overwritten: dict[str, list[tuple[int, bytes]]] = {}  # (offset, old bytes)
         self.unsynced_creates: set[str] = set()
+        self._appending: set[int] = set()  # O_APPEND descriptors: each write lands at the end
 
     def _op(self, name: str, path: str | os.PathLike[str]) -> None:
         if self.crash_at_op is not None and len(self.ops) + 1 >= self.crash_at_op:
@@ -332,6 +341,8 @@ class CrashFileSystem(FileSystem):
             self._op("create", key)
         fd = super().open(path, flags, mode)
         self._fd_paths[fd] = key
+        if flags & os.O_APPEND:
+            self._appending.add(fd)
         if creating:
             self.unsynced_creates.add(key)
             self.synced[key] = 0
@@ -344,7 +355,9 @@ class CrashFileSystem(FileSystem):
         key = self.path_of(fd)
         self._op("write", key)
         self.writes += 1
-        at = os.lseek(fd, 0, os.SEEK_CUR)
+        # an O_APPEND write lands at the end whatever the offset says (a write-only
+        # descriptor's offset is 0 at open: it would look like an overwrite it cannot read)
+        at = os.fstat(fd).st_size if fd in self._appending else os.lseek(fd, 0, os.SEEK_CUR)
         durable = self.synced.get(key, 0)
         if at < durable:
             old = os.pread(fd, min(len(data), durable - at), at)
@@ -354,6 +367,11 @@ class CrashFileSystem(FileSystem):
             err = OSError(errno_mod.ENOSPC, os.strerror(errno_mod.ENOSPC))
             raise storage_error("write", self.path_of(fd), err)
         super().write_all(fd, data)
+
+    def close(self, fd: int) -> None:
+        """Close ``fd`` (and forget whether it appends: the number is reused)."""
+        self._appending.discard(fd)
+        super().close(fd)
 
     def sync(self, fd: int, *, full: bool = False) -> None:
         """Sync and remember the file's length as durable."""
@@ -434,6 +452,7 @@ class CrashFileSystem(FileSystem):
             with contextlib.suppress(OSError):
                 os.close(fd)
         self._fd_paths.clear()
+        self._appending.clear()
         return touched
 
 

@@ -182,6 +182,7 @@ def _session_items(
     parent_uid, fork_seq = meta.parent_uid, meta.fork_seq
     if parent_uid:
         SessionDir(sdir).check_parent(meta)  # as writers and readers refuse it (exit 8)
+    if parent_uid and fork_seq:  # a fork of an empty session has no prefix (upto 0 = all)
         parent = sdir.parent / parent_uid
         base = _base_claim(sdir, fork_seq)
         yield from _session_items(parent, fork_seq, logs, report, fast, base)

@@ -88,8 +88,25 @@ class HostFiles:
         text = self._read_workload(uid, path, _CURRENT)
         if text is None:
             return None
+        self._check_kept(path, text)
         self._workloads[uid] = (key, text)
         return text
+
+    @staticmethod
+    def _check_kept(path: str, text: str) -> None:
+        """The current workload is always kept by its digest too (:meth:`set_workload`), so
+        a text whose kept copy is missing was damaged (a session from before kept copies
+        existed has none at all and is taken as it is): JournalCorruptError."""
+        folder = os.path.dirname(path)
+        kept = receipts.kept_workload_name(workloadref.digest_of(text))
+        if os.path.exists(os.path.join(folder, kept)):
+            return
+        prefix = receipts.WORKLOAD_NAME + "."  # WORKLOAD.<digest>; not a write's WORKLOAD.tmp
+        if any(n.startswith(prefix) and not n.endswith(".tmp") for n in os.listdir(folder)):
+            raise JournalCorruptError(
+                f"{path}: the session's workload matches none of its kept copies (damaged)",
+                path=path,
+            )
 
     def set_workload(self, uid: str, text: str) -> None:
         """Record ``text`` as the session's workload (atomic and durable; replaces any),
@@ -98,7 +115,9 @@ class HostFiles:
         self.keep_workload(uid, text)
         sdir = self._dir(uid)
         data = self._sealed_workload(sdir, text, _CURRENT)
-        self.fs.write_file_atomic(sdir.path / receipts.WORKLOAD_NAME, data)
+        # recorded before the turn takes the session's writer lock: another process's turn
+        # may record it at the same moment (shared: each its own tmp file)
+        self.fs.write_file_atomic(sdir.path / receipts.WORKLOAD_NAME, data, shared=True)
         # forget the kept text: a same-size replacement within the file system's timestamp
         # granularity, on a reused inode, would otherwise look unchanged to workload()
         self._workloads.pop(uid, None)
@@ -113,7 +132,7 @@ class HostFiles:
         if not path.exists():
             self._check_writable("keep the session's tools")
             data = self._sealed_workload(sdir, text, digest.encode())
-            self.fs.write_file_atomic(path, data)
+            self.fs.write_file_atomic(path, data, shared=True)
         return digest
 
     def workload_at(self, uid: str, digest: str) -> str | None:

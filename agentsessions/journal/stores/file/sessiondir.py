@@ -21,6 +21,7 @@ builds it aside and renames it into place).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -75,6 +76,7 @@ class _ParsedHints:
                 self._parsed.move_to_end(path)
                 return hit[1]
         obj = json.loads(f.read())
+        check_hint_sum(obj)
         with self._lock:
             self._parsed[path] = (key, obj)
             self._parsed.move_to_end(path)
@@ -230,9 +232,10 @@ class SessionDir:
 
     def write_hint(self, fs: FileSystem, position: Position, tail: Tail) -> None:
         """Replace the TAIL hint atomically; no fsync, since a hint is validated before use."""
-        body = {"position": position_json(position), "tail": tail.to_json()}
+        body: dict[str, Any] = {"position": position_json(position), "tail": tail.to_json()}
         if position.links is not None:
             body["sealed"] = position.links.to_json()
+        body[HINT_SUM] = hint_sum(body)
         path = self.tail_file
         tmp = path.with_name(path.name + ".tmp")
         try:
@@ -326,6 +329,25 @@ def position_json(p: Position) -> dict[str, Any]:
         "last_hash": p.last_hash,
         "last_frame": p.last_frame,
     }
+
+
+HINT_SUM = "sum"
+"""The TAIL hint's checksum field: the first 16 hex digits of the SHA-256 of the rest."""
+
+
+def hint_sum(body: dict[str, Any]) -> str:
+    """The checksum of a TAIL hint's fields (every one but :data:`HINT_SUM`)."""
+    rest = {k: v for k, v in body.items() if k != HINT_SUM}
+    return hashlib.sha256(json_bytes(rest)).hexdigest()[:16]
+
+
+def check_hint_sum(obj: Any) -> None:
+    """ValueError unless the hint's checksum matches (a hint from before checksums has
+    none and is taken as it is). The position is checked against the segment anyway, but
+    the tail state it carries (the working state's place, the projection, the commit
+    ids) is used as it is: a damaged one would be served silently."""
+    if isinstance(obj, dict) and HINT_SUM in obj and obj[HINT_SUM] != hint_sum(obj):
+        raise ValueError("the TAIL hint's checksum does not match: damaged")
 
 
 def json_bytes(obj: Any) -> bytes:
