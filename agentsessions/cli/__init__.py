@@ -1,30 +1,34 @@
-"""The ``agentsessions`` command line: a thin veneer over the library.
+"""The ``agentsessions`` command line: a thin veneer over :mod:`agentsessions.sessions`.
 
-``app`` parses and dispatches the journal commands, ``turns`` adds the controller's (exec,
-replay, resume, fork, suspend) and ``stream`` shows a running turn; ``render`` draws tables,
-progress and JSON, ``home`` resolves where sessions live, ``wiring`` assembles a controller,
-``demo`` narrates the main job, ``helpview`` draws ``--help`` on rich's core. Nothing here
-is imported by the library.
+One module per command (or command group), each registering itself on the root command of
+:mod:`.app`; the root's global options and the engine a command opens live in
+:mod:`.context`, the options several commands share in :mod:`.options`. What is drawn:
+:mod:`.render` (JSON, consoles, progress, error lines), :mod:`.sessionview` (``list`` and
+``get``), :mod:`.recordview` (records and events on one line), :mod:`.turnview` and
+:mod:`.stream` (a running turn), :mod:`.helpview` (``--help`` on rich's core). Only the
+subcommand that runs is built (:mod:`.lazygroup`). No module here imports the journal or
+the controller (tests/unit/test_import_graph.py); nothing in the library imports the CLI.
 """
 
-# The root command lives in ``app``; the controller's commands (exec, replay, resume, suspend,
-# fork) and the ``compute`` group register themselves on it when imported. They import
-# ``app``, so the package (not ``app``) imports them: no module imports its importer.
-from agentsessions.cli import app as _app
-from agentsessions.cli import approve as _approve  # noqa: F401
-from agentsessions.cli import cancel as _cancel  # noqa: F401
-from agentsessions.cli import compact as _compact  # noqa: F401
-from agentsessions.cli import compute as _compute  # noqa: F401
-from agentsessions.cli import follow as _follow  # noqa: F401
-from agentsessions.cli import harness as _harness  # noqa: F401
-from agentsessions.cli import keys as _keys  # noqa: F401
-from agentsessions.cli import reindex as _reindex  # noqa: F401
-from agentsessions.cli import resolve as _resolve  # noqa: F401
-from agentsessions.cli import serve as _serve  # noqa: F401
-from agentsessions.cli import shred as _shred  # noqa: F401
-from agentsessions.cli import store as _store  # noqa: F401
-from agentsessions.cli import token as _token  # noqa: F401
-from agentsessions.cli import turns as _turns  # noqa: F401
+from importlib import import_module
+
+from agentsessions.cli import app
 from agentsessions.cli.helpview import reflow_help
 
-reflow_help(_app.app)
+COMMAND_MODULES = (
+    *("create", "list", "get", "log", "verify", "export", "import_", "demo", "approve"),
+    *("cancel", "compact", "follow", "reindex", "resolve", "serve", "shred", "store"),
+    *("exec", "replay", "resume", "suspend", "fork"),
+    *("compute", "harness", "keys", "token"),  # command groups: listed after the commands
+)
+"""The modules that register a command (or group) on ``app.app``, in the order ``--help``
+lists them: a command module imports ``app``, so the package, not ``app``, imports them."""
+
+
+def _register() -> None:
+    for module in COMMAND_MODULES:
+        import_module(f"{__name__}.{module}")
+    reflow_help(app.app)
+
+
+_register()

@@ -13,9 +13,8 @@ from typing import Any
 
 import typer
 
+from agentsessions.cli.context import PROG
 from agentsessions.errors import StorageError
-
-PROG = "agentsessions"
 
 
 def report(message: str, hint: str, as_json: bool, payload: dict[str, Any]) -> None:

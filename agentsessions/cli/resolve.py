@@ -15,7 +15,9 @@ from typing import Annotated
 
 import typer
 
-from agentsessions.cli.app import JsonOpt, SessionArg, _state, _uid, app, open_engine
+from agentsessions.cli.app import app
+from agentsessions.cli.context import command_state, open_engine
+from agentsessions.cli.options import JsonOpt, SessionArg, session_uid
 from agentsessions.errors import InvalidArgumentError
 
 CallIdOpt = Annotated[
@@ -60,12 +62,12 @@ def resolve(
     is not unresolved is refused (exit 22), a missing or malformed answer too (exit 2);
     nothing is changed then.
     """
-    from agentsessions.cli.approve import _login
-    from agentsessions.cli.turns import continue_turn
+    from agentsessions.cli.approve import login_name
+    from agentsessions.cli.turnview import continue_turn
     from agentsessions.sessions.resolving import check_answer, parse_result
 
-    state = _state(ctx, as_json)
-    uid = _uid(session)
+    state = command_state(ctx, as_json)
+    uid = session_uid(session)
     if not call:
         raise InvalidArgumentError(
             "resolve needs --call ID (the unresolved tool call); nothing was changed",
@@ -79,7 +81,7 @@ def resolve(
             call_id=call,
             result=output,
             failed=failed,
-            actor=actor or _login(),
+            actor=actor or login_name(),
             resume=False,
         )
         if not state.json:
