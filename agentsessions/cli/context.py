@@ -85,6 +85,6 @@ def open_local_engine(
 def name_process(state: CliState) -> None:
     """Name this process in the LOCK files it takes after the verb the callback parsed."""
     if state.program:
-        from agentsessions.sessions.support import set_program
+        from agentsessions.sessions.home import name_process as name
 
-        set_program(state.program)
+        name(state.program)

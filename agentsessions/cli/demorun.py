@@ -392,7 +392,7 @@ def _check_resumed(records: list[Record], call_seq: int) -> None:
 
 def _replay(demo: Demo, uid: str, harness: str) -> tuple[dict[str, Any], str]:
     """Replay every turn of ``uid``; fail unless identical with zero model calls."""
-    result = demo.engine.replay(uid, rerun=True, harness=harness or None)
+    result = demo.engine.rerun(uid, harness=harness or None)
     if not result.identical:
         raise ReplayError(
             f"replay of {uid} is not identical: {result.divergence or result.model_calls}"

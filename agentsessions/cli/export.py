@@ -37,12 +37,11 @@ def export(
     encrypted session needs a choice: --decrypt or --ciphertext (else exit 2).
     """
     from agentsessions.cli import render
-    from agentsessions.sessions.support import is_stream
 
     state = command_state(ctx, as_json)
     uid = session_uid(session)
     choice = export_choice(state.server, decrypt, ciphertext)
-    if output.exists() and not force and not is_stream(output):  # /dev/stdout: written in place
+    if output.exists() and not force and not in_place(output):  # /dev/stdout: written in place
         raise InvalidArgumentError(f"{output} already exists", hint="pass --force to overwrite it")
     try:
         with open_engine(state, read=True) as engine, render.ProgressBar("exporting") as progress:
@@ -55,11 +54,17 @@ def export(
             return  # `export -o /dev/stdout | head`: the reader hung up; end quietly
         raise
     # exporting to /dev/stdout: the file is the output, so the summary goes to stderr
-    with contextlib.redirect_stdout(sys.stderr) if is_stream(output) else contextlib.nullcontext():
+    with contextlib.redirect_stdout(sys.stderr) if in_place(output) else contextlib.nullcontext():
         if state.json:
             render.write_json(summary)
         else:
             print_export(summary)
+
+
+def in_place(path: Path) -> bool:
+    """True if ``path`` is a device, pipe or socket (``-o /dev/stdout``): the export writes
+    it in place, so that it exists is no reason to refuse, and the summary goes to stderr."""
+    return path.is_char_device() or path.is_block_device() or path.is_fifo() or path.is_socket()
 
 
 def print_export(summary: Mapping[str, Any]) -> None:

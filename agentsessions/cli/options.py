@@ -60,14 +60,14 @@ WaitOpt = Annotated[
 
 def session_uid(value: str) -> str:
     """A validated session uid (before any file is touched)."""
-    from agentsessions.sessions.support import check_uid
+    from agentsessions.v1.ids import check_uid
 
     return check_uid(value)
 
 
 def project_name(project: str) -> str:
     """A validated project name (before any file is touched)."""
-    from agentsessions.sessions.support import check_project
+    from agentsessions.v1.ids import check_project
 
     return check_project(project)
 

@@ -66,7 +66,7 @@ def replay(
     if from_seq != 1:
         raise InvalidArgumentError("--from applies to streaming; --rerun replays every turn")
     with open_engine(state) as engine:
-        result = engine.replay(uid, rerun=True, harness=harness or None)
+        result = engine.rerun(uid, harness=harness or None)
     finish_replay(state, result)
 
 

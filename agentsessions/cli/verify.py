@@ -43,13 +43,13 @@ def _run_verify(
     state: CliState, target: str | None, path: Path | None, all_: bool, strict: bool
 ) -> list[tuple[str, VerifyReport]]:
     from agentsessions.cli.render import ProgressBar
-    from agentsessions.sessions.support import verify_path
+    from agentsessions.sessions.offline import verify_file
 
     kf = state.key_file or None  # a sealed export's or a copied directory's records opened
     with ProgressBar("verifying") as progress:
         if path is not None:
             so.require_local(state.server, "verify --path")
-            return [(str(path), verify_path(path, strict=strict, progress=progress, key_file=kf))]
+            return [(str(path), verify_file(path, strict=strict, progress=progress, key_file=kf))]
         if all_:  # one report per session, deleted ones too, whatever fails
             with open_local_engine(state, "verify --all", read=True) as engine:
                 return engine.verify_all(strict=strict, progress=progress)
@@ -62,7 +62,7 @@ def _run_verify(
                     hint=f"{PROG} list",
                 )
             path = Path(target)
-            return [(target, verify_path(path, strict=strict, progress=progress, key_file=kf))]
+            return [(target, verify_file(path, strict=strict, progress=progress, key_file=kf))]
         uid = session_uid(target)
         with open_engine(state, read=True) as engine:
             return [(uid, engine.verify(uid, strict=strict, progress=progress))]

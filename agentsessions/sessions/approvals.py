@@ -13,7 +13,8 @@ import threading
 from typing import TYPE_CHECKING, Protocol
 
 from agentsessions.errors import ApprovalBlockedError
-from agentsessions.journal.stores.store import SessionInfo, Store, check_uid
+from agentsessions.journal.stores.store import SessionInfo, Store
+from agentsessions.v1.ids import check_uid
 
 from .api import Approval
 from .views import view

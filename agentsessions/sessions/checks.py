@@ -17,7 +17,7 @@ from os import PathLike
 from typing import TYPE_CHECKING
 
 from agentsessions.errors import InvalidArgumentError, PlacementError
-from agentsessions.journal.stores.store import check_project, check_uid
+from agentsessions.v1.ids import check_project, check_uid
 
 from .api import Input
 from .wiring import HARNESSES

@@ -8,6 +8,8 @@ The per-user data directory follows each platform's convention:
 - Windows: ``%LOCALAPPDATA%\\agentsessions``, else ``~\\AppData\\Local\\agentsessions``.
 
 Resolution is pure (environment and platform are parameters) so tests never touch a real home.
+A process that opens sessions in a home names itself in the LOCK files it takes there
+(:func:`name_process`), so that whoever finds a session busy is told who holds it.
 """
 
 from __future__ import annotations
@@ -88,3 +90,11 @@ def require_home(home: Path) -> Path:
             "makes the home",
         )
     return home
+
+
+def name_process(program: str) -> None:
+    """Name this process in the LOCK files it takes (a registered verb such as
+    ``agentsessions exec``, never user content; else its argv[0] names it)."""
+    from agentsessions.journal.format.lock import set_program
+
+    set_program(program)

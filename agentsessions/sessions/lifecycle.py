@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from agentsessions.errors import LockHeldError
-from agentsessions.journal.stores.store import Store, check_uid
+from agentsessions.journal.stores.store import Store
+from agentsessions.v1.ids import check_uid
 
 from .api import Session
 from .views import view

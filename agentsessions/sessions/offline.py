@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentsessions.errors import InvalidArgumentError
-from agentsessions.journal.stores.store import Store, check_uid
+from agentsessions.journal.stores.store import Store
+from agentsessions.v1.ids import check_uid
 
 if TYPE_CHECKING:
     from agentsessions.journal.tools.verify import Item, VerifyReport
@@ -87,6 +88,18 @@ _STORE_KEYLESS_NOTE = (
     "encrypted records: every stored message's structure and every chain link checked "
     "without the key; content hashes not recomputed"
 )
+
+
+def verify_file(
+    path: Path, *, strict: bool = False, progress: Any = None, key_file: str | None = None
+) -> VerifyReport:
+    """Verify a session directory or an export file anywhere on disk (no home, no store);
+    with a master key (``key_file``, else the environment's) encrypted records are opened."""
+    from agentsessions.journal.crypto.cipher import resolve_master
+    from agentsessions.journal.tools.verifyfile import verify_path
+
+    master = resolve_master(key_file)
+    return verify_path(Path(path), strict=strict, progress=progress, master=master)
 
 
 def verify_all(

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from agentsessions.errors import NotFoundError
-from agentsessions.journal.stores.store import ProjectIndex, check_uid
+from agentsessions.journal.stores.store import ProjectIndex
+from agentsessions.v1.ids import check_uid
 
 from .api import Sessions
 

@@ -18,7 +18,8 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentsessions.errors import AgentSessionsError, InvalidArgumentError, ToolNotUnresolvedError
-from agentsessions.journal.stores.store import SessionInfo, Store, check_uid
+from agentsessions.journal.stores.store import SessionInfo, Store
+from agentsessions.v1.ids import check_uid
 
 from .api import Frame, Resolution, Session, SessionFrame
 

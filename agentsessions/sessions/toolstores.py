@@ -13,7 +13,8 @@ import builtins
 from typing import TYPE_CHECKING, Protocol
 
 from agentsessions.errors import InvalidArgumentError, NotFoundError
-from agentsessions.journal.stores.store import Store, check_component, check_uid
+from agentsessions.journal.stores.store import Store, check_component
+from agentsessions.v1.ids import check_uid
 
 if TYPE_CHECKING:
     from agentsessions.controller.spi import ToolStoreEntry

@@ -21,9 +21,8 @@ from agentsessions.journal.stores.store import (
     Page,
     SessionInfo,
     SessionMeta,
-    check_project,
-    check_uid,
 )
+from agentsessions.v1.ids import check_project, check_uid
 
 T = TypeVar("T")
 

@@ -24,16 +24,11 @@ from agentsessions.errors import (
 )
 from agentsessions.journal.format import zstdcodec
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
-from agentsessions.journal.stores.store import (
-    DEFAULT_PROJECT,
-    SessionInfo,
-    SessionMeta,
-    check_project,
-    new_uid,
-)
+from agentsessions.journal.stores.store import DEFAULT_PROJECT, SessionInfo, SessionMeta, new_uid
 from agentsessions.journal.tools import exportfile
 from agentsessions.journal.tools.verify import Progress
 from agentsessions.journal.tools.verifyfile import sealed_cipher, verify_file
+from agentsessions.v1.ids import check_project
 
 
 def export_session(
