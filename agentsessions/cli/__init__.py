@@ -6,8 +6,9 @@ One module per command (or command group), each registering itself on the root c
 :mod:`.render` (JSON, consoles, progress, error lines), :mod:`.sessionview` (``list`` and
 ``get``), :mod:`.recordview` (records and events on one line), :mod:`.turnview` and
 :mod:`.stream` (a running turn), :mod:`.helpview` (``--help`` on rich's core). Only the
-subcommand that runs is built (:mod:`.lazygroup`). No module here imports the journal or
-the controller (tests/unit/test_import_graph.py); nothing in the library imports the CLI.
+subcommand that runs is built (:mod:`.lazygroup`). A front end on the top line of the
+layer map (:mod:`agentsessions`): no module here imports the journal or the controller
+(tests/unit/test_import_graph.py); nothing in the library imports the CLI.
 """
 
 from importlib import import_module

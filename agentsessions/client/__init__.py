@@ -3,7 +3,8 @@
 ``dial(address)`` returns a :class:`~agentsessions.client.remote.RemoteSessions`, which
 implements the :class:`~agentsessions.sessions.api.Sessions` Protocol with the same values
 and the same exception classes as the local engine (the one contract suite runs against
-both). With :mod:`agentsessions.server`, the only package that imports grpc.
+both). With :mod:`agentsessions.server`, the only packages that import grpc and protobuf;
+a front end on the top line of the layer map (:mod:`agentsessions`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""agentsessions.server: the wire. The only package that imports grpc and protobuf.
+"""agentsessions.server: the ``Sessions`` API served over gRPC, and the wire it speaks.
 
 :mod:`.gen` holds the code generated from ``proto/agentsessions/v1`` (``proto/generate.py``),
 :mod:`.convert` the conversions between engine values and its messages, :mod:`.status` our
@@ -7,5 +7,7 @@ engine, :mod:`.breaking` the additive-only gate on the descriptors. docs/WIRE.md
 is the reference's and what is ours. An operator's view (docs/OPERATIONS.md): :mod:`.observe`
 (request ids, the per-call log line, the RPC span), :mod:`.logs` (``--log-format``),
 :mod:`.telemetryenv` (the OTEL_* rule) and :mod:`.otel`, the one module that imports
-OpenTelemetry. Importing this package imports nothing else.
+OpenTelemetry. Importing this package imports nothing else. With
+:mod:`agentsessions.client`, the only packages that import grpc and protobuf; a front end on
+the top line of the layer map (:mod:`agentsessions`).
 """

@@ -2,5 +2,6 @@
 schema and the proto3-JSON rules.
 
 What harnesses, models and front ends speak. Imports nothing of agentsessions but
-``agentsessions.errors``; the journal stores this vocabulary, it does not define it.
+``agentsessions.errors`` (the layer map's second line, :mod:`agentsessions`); the journal
+stores this vocabulary, it does not define it.
 """
