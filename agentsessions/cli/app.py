@@ -21,17 +21,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from typer._click.core import ParameterSource
 
 from agentsessions.cli import completion, failures
 from agentsessions.cli import serveropts as so
+from agentsessions.cli.clickapi import ParameterSource
 from agentsessions.cli.context import EXIT_INTERRUPTED, PROG, CliState
 from agentsessions.cli.lazygroup import LazyGroup, lazy_group
 from agentsessions.cli.storeopts import AllowUnsyncedOpt, KeyFileOpt, StoreOpt
-from agentsessions.errors import AgentSessionsError, LockHeldError
+from agentsessions.errors import AgentSessionsError
 
 if TYPE_CHECKING:
-    from typer._click.core import Context as BaseContext
+    from agentsessions.cli.clickapi import Context as BaseContext
 
 
 class AgentSessionsGroup(LazyGroup):
@@ -70,8 +70,7 @@ class AgentSessionsGroup(LazyGroup):
         try:
             rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
         except AgentSessionsError as exc:
-            if isinstance(exc, LockHeldError):
-                exc.hint = failures.busy_hint(exc.hint, state.program)
+            exc.hint = failures.advice(exc, state.program)
             failures.report(exc.message, exc.hint, state.json, exc.to_dict())
             return exc.exit_code
         except typer.TyperException as exc:  # click usage errors: bad flag, missing argument

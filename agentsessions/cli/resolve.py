@@ -10,8 +10,9 @@ continues) and exits with the resume's code. The protocol lives in
 
 from __future__ import annotations
 
+import json
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -64,7 +65,7 @@ def resolve(
     """
     from agentsessions.cli.approve import login_name
     from agentsessions.cli.turnview import continue_turn
-    from agentsessions.sessions.resolving import check_answer, parse_result
+    from agentsessions.sessions.resolving import check_answer
 
     state = command_state(ctx, as_json)
     uid = session_uid(session)
@@ -97,3 +98,21 @@ def resolve(
             committed=f"the resolution of call {done.call.tool_call_id} was kept",
             document=done.to_json(),
         )
+
+
+def parse_result(text: str) -> dict[str, Any]:
+    """``--result`` text as a JSON object, or InvalidArgumentError."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise InvalidArgumentError(
+            f"resolve --result is not valid JSON: {exc}; nothing was changed",
+            hint="for example: --result '{\"ok\": true}'",
+        ) from None
+    if not isinstance(value, dict):
+        raise InvalidArgumentError(
+            f"resolve --result must be a JSON object (the tool's output), not "
+            f"{type(value).__name__}; nothing was changed",
+            hint="for example: --result '{\"ok\": true}'",
+        )
+    return value

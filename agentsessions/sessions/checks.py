@@ -49,18 +49,19 @@ def check_request(
         check_project(project)
         if not inputs:
             raise InvalidArgumentError(
-                "a new session needs an input: pass --input TEXT or pipe it on stdin",
-                hint=f"{PROG} exec --input hello",
+                "a new session needs an input: exec without a session creates one from it",
+                param="inputs",
             )
         if fresh_start:
             raise InvalidArgumentError(
-                "--fresh-start applies to an existing session: a new one starts empty anyway",
-                hint=f"{PROG} exec SESSION --fresh-start --input TEXT",
+                "fresh_start applies to an existing session: a new one starts empty anyway",
+                param="fresh_start",
             )
     elif creating:
         raise InvalidArgumentError(
-            "--project, --name and --label apply only when exec creates a session",
-            hint=f"leave out SESSION to create one, or use {PROG} fork to branch this one",
+            "a project, name or labels apply only when exec creates a session",
+            hint="leave out the session to create one, or fork this one to branch it",
+            param="new_session",
         )
 
 
@@ -75,7 +76,7 @@ def check_wait(wait: float) -> float:
     if not (math.isfinite(wait) and 0 <= wait <= MAX_WAIT_SECONDS):
         raise InvalidArgumentError(
             f"wait must be a finite number of seconds from 0 to {MAX_WAIT_SECONDS:.0f}, got {wait}",
-            hint="pass --wait SECONDS, e.g. --wait 30",
+            param="wait",
         )
     return wait
 
@@ -100,7 +101,8 @@ def check_placement(runtime: Runtime, harness: str, project: str = "") -> Harnes
         raise PlacementError(
             f"harness {harness!r} needs memory snapshots, which runtime "
             f"{runtime.name!r} cannot take; nothing was run",
-            hint="use --runtime warm",
+            hint="run it on the warm runtime (or auto, which places it there)",
+            param="runtime",
         )
     return descriptor
 

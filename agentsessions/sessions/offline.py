@@ -170,9 +170,10 @@ def export(
     encrypted = store.get(uid).meta.encrypted
     if encrypted and not encryption:
         raise InvalidArgumentError(
-            f"session {uid} is encrypted: choose --decrypt (a plaintext export; needs the "
-            "master key) or --ciphertext (sealed records and the wrapped key)",
-            hint="an import of a --ciphertext export needs the same master key",
+            f"session {uid} is encrypted: choose its encryption, 'decrypt' (a plaintext "
+            "export; needs the master key) or 'ciphertext' (sealed records and the wrapped key)",
+            hint="an import of a ciphertext export needs the same master key",
+            param="encryption",
             session=uid,
         )
     if encryption == "ciphertext" and not encrypted:
@@ -183,6 +184,8 @@ def export(
         )
     path = Path(path)
     if path.exists() and not overwrite and not is_stream(path):
-        raise InvalidArgumentError(f"{path} already exists", hint="pass --force to overwrite it")
+        raise InvalidArgumentError(
+            f"{path} already exists", hint="overwrite=True replaces it", param="overwrite"
+        )
     sealed = encryption == "ciphertext"
     return export_session(store, uid, path, compress=compress, progress=progress, ciphertext=sealed)

@@ -56,7 +56,8 @@ def export_session(
         if exporter is None:
             raise InvalidArgumentError(
                 f"{type(store).__name__} cannot export ciphertext",
-                hint=f"agentsessions export {uid} --decrypt writes a plaintext export",
+                hint="a decrypted export (encryption='decrypt') is plaintext",
+                param="encryption_decrypt",
                 session=uid,
             )
         sealed, records = exporter(uid)
@@ -228,7 +229,8 @@ def _check_sealed_importable(path: Path, opened: exportfile.Stream, master: Any)
         raise MasterKeyError(
             f"{path} is a ciphertext export: importing it needs the master key that "
             "wrapped its key",
-            hint="give it: --key-file FILE, AGENTSESSIONS_KEY_FILE or AGENTSESSIONS_MASTER_KEY",
+            hint="give it: key_file, AGENTSESSIONS_KEY_FILE or AGENTSESSIONS_MASTER_KEY",
+            param="key_file",
         )
 
 
