@@ -11,25 +11,24 @@ layer map (:mod:`agentsessions`): no module here imports the journal or the cont
 (tests/unit/test_import_graph.py); nothing in the library imports the CLI.
 """
 
-from importlib import import_module
-
 from agentsessions.cli import app
 from agentsessions.cli.helpview import reflow_help
 
+# Each command module registers its command (or group) on ``app.app`` when imported, so the
+# order of these imports is the order ``--help`` lists them: isort must leave it alone. A
+# command module imports ``app``, so the package, not ``app``, imports them.
+# isort: off
+from agentsessions.cli import create, list, get, log, verify, export, import_, demo, approve
+from agentsessions.cli import cancel, compact, follow, reindex, resolve, serve, shred, store
+from agentsessions.cli import exec, replay, resume, suspend, fork
+from agentsessions.cli import compute, harness, keys, token  # groups: after the commands
+# isort: on
+
 COMMAND_MODULES = (
-    *("create", "list", "get", "log", "verify", "export", "import_", "demo", "approve"),
-    *("cancel", "compact", "follow", "reindex", "resolve", "serve", "shred", "store"),
-    *("exec", "replay", "resume", "suspend", "fork"),
-    *("compute", "harness", "keys", "token"),  # command groups: listed after the commands
+    *(create, list, get, log, verify, export, import_, demo, approve, cancel, compact),
+    *(follow, reindex, resolve, serve, shred, store, exec, replay, resume, suspend, fork),
+    *(compute, harness, keys, token),
 )
-"""The modules that register a command (or group) on ``app.app``, in the order ``--help``
-lists them: a command module imports ``app``, so the package, not ``app``, imports them."""
+"""The modules that register a command or group, in the order ``--help`` lists them."""
 
-
-def _register() -> None:
-    for module in COMMAND_MODULES:
-        import_module(f"{__name__}.{module}")
-    reflow_help(app.app)
-
-
-_register()
+reflow_help(app.app)
