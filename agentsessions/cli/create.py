@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from agentsessions.cli import render
 from agentsessions.cli.app import app
 from agentsessions.cli.context import command_state, open_engine
 from agentsessions.cli.options import (
@@ -60,4 +59,6 @@ def create(
             annotations=annotations,
             tools=tools or None,
         )
-    render.print_uid_or_json(state.json, info.uid, info.to_json())
+    from agentsessions.cli.render import print_uid_or_json
+
+    print_uid_or_json(state.json, info.uid, info.to_json())

@@ -13,7 +13,6 @@ import typer
 from agentsessions.cli.app import app
 from agentsessions.cli.context import command_state, open_engine
 from agentsessions.cli.options import JsonOpt, SessionArg, session_uid
-from agentsessions.cli.render import one_line, stdout_console
 from agentsessions.cli.storeopts import CiphertextOpt, DecryptOpt, export_choice
 from agentsessions.errors import InvalidArgumentError, StorageError
 
@@ -70,6 +69,8 @@ def in_place(path: Path) -> bool:
 def print_export(summary: Mapping[str, Any]) -> None:
     """Print ``export``'s one-line summary: records, head, file and whether it is compressed."""
     from rich.text import Text
+
+    from agentsessions.cli.render import one_line, stdout_console
 
     kind = "zstd" if summary.get("compressed") else "uncompressed"
     head = str(summary.get("last_hash", ""))[:16] or "-"

@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from agentsessions.cli import render
 from agentsessions.cli.app import app
 from agentsessions.cli.context import command_state, open_engine
 from agentsessions.cli.options import JsonOpt, project_name
@@ -39,6 +38,8 @@ def import_(
     The format is detected from the content. Any record whose hash or link does not verify
     is refused and nothing is created.
     """
+    from agentsessions.cli import render
+
     state = command_state(ctx, as_json)
     if project is not None:
         project_name(project)

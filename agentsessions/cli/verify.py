@@ -24,7 +24,6 @@ from agentsessions.cli.context import (
     open_local_engine,
 )
 from agentsessions.cli.options import JsonOpt, session_uid
-from agentsessions.cli.render import one_line, stdout_console
 from agentsessions.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -138,6 +137,8 @@ def verify_line(report: VerifyReport, label: str) -> Text:
     """One line per verified chain: a check mark and the head, or a cross and the first bad seq."""
     from rich.text import Text
 
+    from agentsessions.cli.render import one_line
+
     if report.ok:
         head = report.last_hash[:16] or "-"
         line = Text.assemble(("✓ ", "green"))
@@ -159,6 +160,8 @@ def verify_line(report: VerifyReport, label: str) -> Text:
 def print_verify(reports: Sequence[tuple[str, VerifyReport]]) -> None:
     """Print one verify line per (label, report)."""
     from rich.text import Text
+
+    from agentsessions.cli.render import stdout_console
 
     console = stdout_console()
     if not reports:
