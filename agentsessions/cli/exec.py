@@ -18,7 +18,6 @@ import typer
 
 from agentsessions.cli.app import app
 from agentsessions.cli.context import command_state, open_engine
-from agentsessions.cli.interrupt import TurnInterrupt
 from agentsessions.cli.options import (
     DEFAULT_RUNTIME,
     MODEL_SPEC_HELP,
@@ -31,8 +30,7 @@ from agentsessions.cli.options import (
     session_uid,
 )
 from agentsessions.cli.stream import TurnPrinter
-from agentsessions.cli.turnview import finish_turn, print_parked, show_turn
-from agentsessions.errors import ApprovalParkedError, InvalidArgumentError
+from agentsessions.errors import InvalidArgumentError
 
 
 def read_inputs(values: Sequence[str]) -> list[str]:
@@ -172,6 +170,7 @@ def exec_(
     END CANCELED is journaled; a second Ctrl-C exits 130 at once, leaving the turn open for
     cancel (or resume) to close.
     """
+    from agentsessions.cli.turnview import finish_turn, watch_turn  # when a turn runs
     from agentsessions.sessions.local import LocalSessions
 
     state = command_state(ctx, as_json)
@@ -196,10 +195,6 @@ def exec_(
             fresh_start=fresh_start,
             tools=tools or None,
         )
-        with TurnInterrupt(engine, uid) as interrupt:
-            try:
-                last = show_turn(printer, frames, waking=not fresh_start, interrupt=interrupt)
-            except ApprovalParkedError as parked:
-                print_parked(state, parked.fields.get("session") or uid or "", parked)
+        last, interrupted = watch_turn(state, printer, engine, uid, frames, waking=not fresh_start)
     assert last.turn is not None
-    finish_turn(state, printer, last.turn, interrupted=bool(interrupt.fired))
+    finish_turn(state, printer, last.turn, interrupted=interrupted)

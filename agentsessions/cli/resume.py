@@ -10,7 +10,6 @@ import typer
 
 from agentsessions.cli.app import app
 from agentsessions.cli.context import command_state, open_engine
-from agentsessions.cli.interrupt import TurnInterrupt
 from agentsessions.cli.options import (
     DEFAULT_RUNTIME,
     HarnessOpt,
@@ -21,8 +20,6 @@ from agentsessions.cli.options import (
     session_uid,
 )
 from agentsessions.cli.stream import TurnPrinter, note_done
-from agentsessions.cli.turnview import exit_if_canceled, finish_turn, print_parked, show_turn
-from agentsessions.errors import ApprovalParkedError
 
 if TYPE_CHECKING:
     from agentsessions.sessions.api import Frame, Session, Turn
@@ -51,6 +48,7 @@ def resume(
 
     Ctrl-C cancels the resumed turn as it does an exec's (exit 130).
     """
+    from agentsessions.cli.turnview import exit_if_canceled, finish_turn, watch_turn
     from agentsessions.sessions.api import SessionFrame
 
     state = command_state(ctx, as_json)
@@ -60,13 +58,8 @@ def resume(
         frames = engine.resume(uid, harness=harness or None, wait=wait)
         first = next(frames)  # the session as it was: a failed turn, suspended compute
         failed = isinstance(first, SessionFrame) and first.session.exec_state == "EXEC_FAILED"
-        with TurnInterrupt(engine, uid) as interrupt:
-            try:
-                last = show_turn(printer, _again(first, frames), interrupt=interrupt)
-            except ApprovalParkedError as parked:  # no decision yet: it parks again
-                print_parked(state, uid, parked)
+        last, interrupted = watch_turn(state, printer, engine, uid, _again(first, frames))
     turn, woke, info = last.turn, last.compute_resumed, last.session
-    interrupted = bool(interrupt.fired)
     if turn is not None and not interrupted:
         note_done(f"the turn completed and is journaled (seq {turn.last_seq})")
     if state.json:

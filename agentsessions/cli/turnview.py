@@ -24,6 +24,27 @@ if TYPE_CHECKING:
     from agentsessions.sessions.api import Frame, SessionFrame, Sessions, Turn
 
 
+def watch_turn(
+    state: CliState,
+    printer: TurnPrinter,
+    engine: Sessions,
+    uid: str | None,
+    frames: Iterator[Frame],
+    *,
+    waking: bool = True,
+) -> tuple[SessionFrame, bool]:
+    """Render a turn's frames with Ctrl-C cancelling it (:mod:`.interrupt`): its last frame,
+    and whether Ctrl-C was pressed. A turn that parks on an approval exits 20 here."""
+    from agentsessions.cli.interrupt import TurnInterrupt  # loaded when a turn runs
+
+    with TurnInterrupt(engine, uid) as interrupt:
+        try:
+            last = show_turn(printer, frames, waking=waking, interrupt=interrupt)
+        except ApprovalParkedError as parked:  # no decision yet
+            print_parked(state, parked.fields.get("session") or uid or "", parked)
+    return last, bool(interrupt.fired)
+
+
 def print_parked(state: CliState, uid: str, parked: ApprovalParkedError) -> None:
     """Say what a parked turn waits for (stderr; ``--json``: one object on stdout), then
     exit with the park's code (20)."""
