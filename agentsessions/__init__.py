@@ -1,7 +1,20 @@
 """agentsessions: durable AI-agent sessions on an append-only, hash-chained event journal.
 
-Layers import one way only:
-``journal`` <- ``controller`` <- ``runtimes``/``models`` <- ``sessions`` <- ``cli``/``server``.
+The layers, lowest first. A package imports only the packages on the lines above its own
+(tests/unit/test_import_graph.py reads this map and holds every import to it; every package
+docstring states its place by this map, not another)::
+
+    errors  telemetry                       the exception tree, the tracing seam; import nothing
+    v1                                      the vocabulary: messages, events, ids
+    journal                                 storage: format <- crypto <- stores <- tools
+    controller                              the single writer: exec, replay, resume, fork
+    models  tools  runtimes                 what a turn calls: models, tool executors, compute
+    sessions                                the Sessions API, the one way in for front ends
+    wire                                    the gRPC wire (runtimes dial harnesses through it)
+    cli  server  client  integrations       the front ends (cli may import server and client)
+
+``harnesses/`` (outside the package) speak ``v1`` and are found by name; the package never
+imports them.
 
 The library's way in is :func:`open`, which returns a :class:`~agentsessions.sessions.Sessions`
 engine (see the guide's docs/howto/library.md). Nothing heavy is imported here.

@@ -1,31 +1,35 @@
-"""The ``agentsessions`` command line: a thin veneer over the library.
+"""The ``agentsessions`` command line: a thin veneer over :mod:`agentsessions.sessions`.
 
-``app`` parses and dispatches the journal commands, ``turns`` adds the controller's (exec,
-replay, resume, fork, suspend) and ``stream`` shows a running turn; ``render`` draws tables,
-progress and JSON, ``home`` resolves where sessions live, ``wiring`` assembles a controller,
-``demo`` narrates the main job, ``helpview`` draws ``--help`` on rich's core. Nothing here
-is imported by the library.
+One module per command (or command group), each registering itself on the root command of
+:mod:`.app`; the root's global options and the engine a command opens live in
+:mod:`.context`, the options several commands share in :mod:`.options`. What is drawn:
+:mod:`.render` (JSON, consoles, progress, error lines), :mod:`.sessionview` (``list`` and
+``get``), :mod:`.recordview` (records and events on one line), :mod:`.turnview` and
+:mod:`.stream` (a running turn), :mod:`.helpview` (``--help`` on rich's core). Only the
+subcommand that runs is built (:mod:`.lazygroup`). A front end on the top line of the
+layer map (:mod:`agentsessions`): no module here imports the journal or the controller
+(tests/unit/test_import_graph.py); nothing in the library imports the CLI.
 """
 
-# The root command lives in ``app``; the controller's commands (exec, replay, resume, suspend,
-# fork) and the ``compute`` group register themselves on it when imported. They import
-# ``app``, so the package (not ``app``) imports them: no module imports its importer.
-from agentsessions.cli import app as _app
-from agentsessions.cli import approve as _approve  # noqa: F401
-from agentsessions.cli import cancel as _cancel  # noqa: F401
-from agentsessions.cli import compact as _compact  # noqa: F401
-from agentsessions.cli import compute as _compute  # noqa: F401
-from agentsessions.cli import follow as _follow  # noqa: F401
-from agentsessions.cli import harness as _harness  # noqa: F401
-from agentsessions.cli import keys as _keys  # noqa: F401
-from agentsessions.cli import reindex as _reindex  # noqa: F401
-from agentsessions.cli import resolve as _resolve  # noqa: F401
-from agentsessions.cli import serve as _serve  # noqa: F401
-from agentsessions.cli import shred as _shred  # noqa: F401
-from agentsessions.cli import store as _store  # noqa: F401
-from agentsessions.cli import token as _token  # noqa: F401
-from agentsessions.cli import turns as _turns  # noqa: F401
-from agentsessions.cli import view as _view  # noqa: F401
+from agentsessions.cli import app
 from agentsessions.cli.helpview import reflow_help
 
-reflow_help(_app.app)
+# Each command module registers its command (or group) on ``app.app`` when imported, so the
+# order of these imports is the order ``--help`` lists them: isort must leave it alone. A
+# command module imports ``app``, so the package, not ``app``, imports them.
+# isort: off
+from agentsessions.cli import create, list, get, log, verify, export, import_, demo, approve
+from agentsessions.cli import cancel, compact, follow, reindex, resolve, serve, shred, store
+from agentsessions.cli import exec, replay, resume, suspend, fork, view
+from agentsessions.cli import compute, harness, keys, token  # groups: after the commands
+# isort: on
+
+COMMAND_MODULES = (
+    *(create, list, get, log, verify, export, import_, demo, approve, cancel, compact),
+    *(follow, reindex, resolve, serve, shred, store, exec, replay, resume, suspend, fork),
+    view,
+    *(compute, harness, keys, token),
+)
+"""The modules that register a command or group, in the order ``--help`` lists them."""
+
+reflow_help(app.app)

@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agentsessions.cli.app import JsonOpt, SessionArg, _state, _uid, app, open_engine
+from agentsessions.cli.app import app
+from agentsessions.cli.context import command_state, open_engine
+from agentsessions.cli.options import JsonOpt, SessionArg, session_uid
 
 if TYPE_CHECKING:
-    from agentsessions.cli.app import CliState
+    from agentsessions.cli.context import CliState
     from agentsessions.sessions.api import Approval
 
 ReasonOpt = Annotated[
@@ -61,11 +63,11 @@ def _decide(
     request_seq: int | None,
     as_json: bool,
 ) -> None:
-    from agentsessions.cli.turns import continue_turn
+    from agentsessions.cli.turnview import continue_turn
 
-    state = _state(ctx, as_json)
-    uid = _uid(session)
-    who = actor or _login()
+    state = command_state(ctx, as_json)
+    uid = session_uid(session)
+    who = actor or login_name()
     with open_engine(state) as engine:
         decided = engine.approve(
             uid,
@@ -97,7 +99,8 @@ def _say_decided(state: CliState, decided: Approval) -> None:
     )
 
 
-def _login() -> str:
+def login_name() -> str:
+    """This user's login name, who answers when ``--actor`` is not given ("" if unknown)."""
     try:
         return getpass.getuser()
     except Exception:  # no login name (a container without a passwd entry)

@@ -12,7 +12,9 @@ from typing import Annotated
 
 import typer
 
-from agentsessions.cli.app import JsonOpt, SessionArg, _state, _uid, app, open_engine
+from agentsessions.cli.app import app
+from agentsessions.cli.context import command_state, open_engine
+from agentsessions.cli.options import JsonOpt, SessionArg, session_uid
 
 
 @app.command(epilog="Example: agentsessions cancel sess-0123456789abcdef01234567")
@@ -33,8 +35,8 @@ def cancel(
     again. Cancelling an already canceled execution changes nothing; a session with no
     open execution is an error (exit 17).
     """
-    state = _state(ctx, as_json)
-    uid = _uid(session)
+    state = command_state(ctx, as_json)
+    uid = session_uid(session)
     with open_engine(state) as engine:
         info = engine.cancel(uid, wait=wait)
     if state.json:

@@ -12,7 +12,9 @@ from typing import Annotated
 
 import typer
 
-from agentsessions.cli.app import JsonOpt, SessionArg, _state, _uid, app, open_engine
+from agentsessions.cli.app import app
+from agentsessions.cli.context import command_state, open_engine
+from agentsessions.cli.options import JsonOpt, SessionArg, session_uid
 from agentsessions.errors import InvalidExecutionLogError
 
 
@@ -38,8 +40,8 @@ def compact(
     """
     from agentsessions.v1 import compaction
 
-    state = _state(ctx, as_json)
-    uid = _uid(session)
+    state = command_state(ctx, as_json)
+    uid = session_uid(session)
     with open_engine(state) as engine:
         frame = engine.compact(uid, keep_turns=keep_turns, model=model)
         turn = frame.turn

@@ -12,15 +12,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import typer._completion_shared as _shared
-import typer.completion as _completion
+# typer's private completion helpers: this module exists to patch their shell detection
+import typer._completion_shared as completion_shared
+import typer.completion as typer_completion
 
-_detect = _shared._get_shell_name
+detect_shell = completion_shared._get_shell_name
+"""typer's own detection (shellingham), which :func:`shell_name` tries first."""
 
 
 def shell_name() -> str | None:
     """The running shell's name (lowercase), else ``$SHELL``'s, else None."""
-    name = _detect()
+    name = detect_shell()
     if name is None:
         name = Path(os.environ.get("SHELL", "")).name.lower() or None
     return name
@@ -28,5 +30,5 @@ def shell_name() -> str | None:
 
 def install() -> None:
     """Route typer's shell detection through :func:`shell_name` (both modules that use it)."""
-    _shared._get_shell_name = shell_name
-    setattr(_completion, "_get_shell_name", shell_name)  # noqa: B010  (imported by name there)
+    completion_shared._get_shell_name = shell_name
+    setattr(typer_completion, "_get_shell_name", shell_name)  # noqa: B010  (imported by name there)

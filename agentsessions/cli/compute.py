@@ -14,15 +14,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agentsessions.cli.app import (
-    PROG,
-    JsonOpt,
-    _state,
-    _uid,
-    app,
-    open_local_engine,
-)
+from agentsessions.cli.app import app
+from agentsessions.cli.context import PROG, command_state, open_local_engine
 from agentsessions.cli.helpview import HelpGroup, reflow
+from agentsessions.cli.options import JsonOpt, session_uid
 from agentsessions.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -58,8 +53,8 @@ def list_(
     One row each: session, harness, pid, kind (live host or snapshot), when it started and
     when it exits unless used (its idle timeout; "busy" while it serves a run).
     """
-    state = _state(ctx, as_json)
-    uid = _uid(session) if session is not None else None
+    state = command_state(ctx, as_json)
+    uid = session_uid(session) if session is not None else None
     with open_local_engine(state, "compute list") as engine:
         hosts = engine.compute(uid)
     if state.json:
@@ -119,13 +114,13 @@ def stop(
     """
     from agentsessions.runtimes.compute import KIND_NAMES
 
-    state = _state(ctx, as_json)
+    state = command_state(ctx, as_json)
     if (session is None) == (not all_):
         raise InvalidArgumentError(
             "compute stop needs exactly one of SESSION or --all",
             hint=f"{PROG} compute stop --help",
         )
-    uid = _uid(session) if session is not None else None
+    uid = session_uid(session) if session is not None else None
     with open_local_engine(state, "compute stop") as engine:
         stopped = engine.stop_compute(uid)
     if state.json:

@@ -2,8 +2,10 @@
 optional ``  hint: ...`` line), the JSON error object with ``--json``, a stable exit code.
 
 :class:`~agentsessions.cli.app.AgentSessionsGroup` catches every failure and hands it here;
-an error's hint is sharpened where the CLI knows better than the library (a busy session:
-the flag that waits for its holder).
+an error's hint is sharpened where the CLI knows better than the library. The library says
+what is wrong in its own terms and names the parameter at fault in the error's ``param``
+field (``overwrite``, ``wait``, ``key_file``...); the CLI knows which flag sets it and says
+so (:data:`FLAG_ADVICE`, :func:`advice`). A busy session's hint names ``--wait``.
 """
 
 from __future__ import annotations
@@ -13,9 +15,53 @@ from typing import Any
 
 import typer
 
-from agentsessions.errors import StorageError, UnavailableError
+from agentsessions.cli.context import PROG
+from agentsessions.errors import AgentSessionsError, LockHeldError, StorageError, UnavailableError
 
-PROG = "agentsessions"
+KEY_ADVICE = (
+    "give the master key: --key-file FILE, AGENTSESSIONS_KEY_FILE or AGENTSESSIONS_MASTER_KEY"
+)
+
+FLAG_ADVICE: dict[str, str] = {
+    "overwrite": "pass --force to overwrite it",
+    "encryption": "choose --decrypt (a plaintext export; needs the master key) or --ciphertext "
+    "(sealed records and the wrapped key; an import needs the same master key)",
+    "key_file": KEY_ADVICE,
+    "inputs": f"pass --input TEXT or pipe it on stdin: {PROG} exec --input hello",
+    "fresh_start": f"--fresh-start is for an existing session whose memory is gone ({PROG} "
+    "exec SESSION --fresh-start --input TEXT); otherwise leave it out",
+    "fresh_start_live": "leave out --fresh-start, or discard the memory first: "
+    f"{PROG} compute stop {{session}}",
+    "cancel_wait": f"{PROG} cancel {{session}} --wait 60",
+    "encryption_decrypt": f"{PROG} export {{session}} --decrypt writes a plaintext export",
+    "resolve_answer": f"{PROG} resolve {{session}} --call ID --result '{{...}}'  (or --failed "
+    "REASON)",
+    "keyring": "give a key file (--key-file FILE), or install a keyring backend",
+    "new_session": f"--project, --name and --label describe a new session: leave out SESSION "
+    f"to create one, or use {PROG} fork to branch this one",
+    "wait": "pass --wait SECONDS, e.g. --wait 30",
+    "runtime": "use --runtime warm (or the default, auto)",
+    "home": "pass a directory, for example --home ./sessions-home",
+    "home_missing": "check --home or $AGENTSESSIONS_HOME; a command that writes (create, exec) "
+    "makes the home",
+    "store_url": "--store nats://127.0.0.1:4222?monitor=http://127.0.0.1:8222, or leave "
+    "--store unset for the file store under --home",
+    "rerun_harness": f"choose one with --harness: {PROG} replay {{session}} --rerun --harness echo",
+    "keep_turns": "run more turns first, or keep fewer with --keep-turns N",
+}
+"""For an error about a library parameter (its ``param`` field): the flag that sets it
+(``{session}``: the error's session field, ``SESSION`` when it names none)."""
+
+
+def advice(exc: AgentSessionsError, program: str) -> str:
+    """The hint the CLI shows for ``exc``: the flag that sets the parameter at fault, the
+    flag that waits for a busy session's holder, else the library's own hint."""
+    if isinstance(exc, LockHeldError):
+        return busy_hint(exc.hint, program)
+    advised = FLAG_ADVICE.get(str(exc.fields.get("param", "")))
+    if advised is None:
+        return exc.hint
+    return advised.replace("{session}", str(exc.fields.get("session") or "SESSION"))
 
 
 def report(message: str, hint: str, as_json: bool, payload: dict[str, Any]) -> None:

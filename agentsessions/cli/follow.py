@@ -27,15 +27,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentsessions.cli.app import (
-    EXIT_INTERRUPTED,
-    JsonOpt,
-    SessionArg,
-    _state,
-    _uid,
-    app,
-    open_engine,
-)
+from agentsessions.cli.app import app
+from agentsessions.cli.context import EXIT_INTERRUPTED, command_state, open_engine
+from agentsessions.cli.options import JsonOpt, SessionArg, session_uid
 
 if TYPE_CHECKING:
     from agentsessions.sessions.api import LogRecord
@@ -43,7 +37,7 @@ if TYPE_CHECKING:
 
 def follow_line(record: LogRecord) -> str:
     """One record as ``log`` shows it, on one line: seq, kind, execution, hash, summary."""
-    from agentsessions.cli.render import log_line
+    from agentsessions.cli.recordview import log_line
 
     return log_line(record)
 
@@ -147,8 +141,8 @@ def follow(
     that long (exit 0). With --json, prints one agentsessions.v1.LogRecord
     in proto3-JSON per line, as log --json does. Resume after seq N with --from N+1.
     """
-    state = _state(ctx, as_json)
-    uid = _uid(session)
+    state = command_state(ctx, as_json)
+    uid = session_uid(session)
     try:
         with ReaderWatch(), open_engine(state, read=True) as engine:
             records = engine.follow(uid, from_seq=from_seq, idle_timeout=idle_exit)

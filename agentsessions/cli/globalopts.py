@@ -21,7 +21,7 @@ from typer.core import TyperGroup, TyperOption
 from agentsessions.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
-    from typer._click.core import Command, Context
+    from agentsessions.cli.clickapi import Command, Context
 
 LOCAL_ONLY = frozenset({"--json", "--version", "--help", "-h"})
 """Root options that stay where they are: every command has its own ``--json``."""

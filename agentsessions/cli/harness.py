@@ -19,8 +19,10 @@ from typing import Annotated, Any
 
 import typer
 
-from agentsessions.cli.app import CliState, JsonOpt, _state, app, open_engine
+from agentsessions.cli.app import app
+from agentsessions.cli.context import CliState, command_state, open_engine
 from agentsessions.cli.helpview import HelpGroup
+from agentsessions.cli.options import JsonOpt
 
 harness_app = typer.Typer(
     name="harness",
@@ -95,7 +97,7 @@ def register(
     or one `serve --harness` gives cannot be registered. Over --server, an ADDRESS off the
     server's machine (not loopback, not unix://) needs a token made with --admin.
     """
-    state = _state(ctx, as_json)
+    state = command_state(ctx, as_json)
     caps = {"resumability": "RESUMABILITY_STATELESS_REPLAY"}
     spec: dict[str, Any] = {"remote": {"address": address}, "capabilities": caps}
     if descriptor_id:
@@ -115,7 +117,7 @@ def list_(
 ) -> None:
     """List the harnesses a project may use: static (built in) and its registered ones, in
     name order."""
-    state = _state(ctx, as_json)
+    state = command_state(ctx, as_json)
     with open_engine(state) as engine:
         book, regs, token = _book(state, engine), [], "start"
         while token:
@@ -137,7 +139,7 @@ def retire(
     as_json: JsonOpt = False,
 ) -> None:
     """Retire the registered harness NAME of the project: new turns can no longer run on it."""
-    state = _state(ctx, as_json)
+    state = command_state(ctx, as_json)
     with open_engine(state) as engine:
         reg = _book(state, engine).retire(name, reason, project)
     _show(state.json, {"harness": reg}, f"retired: {name}")

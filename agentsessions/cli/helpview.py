@@ -25,9 +25,9 @@ from os import getenv
 from typing import TYPE_CHECKING, Any
 
 import typer
-from typer import _click
-from typer._click import types
 from typer.core import HAS_RICH, TyperArgument, TyperCommand, TyperGroup, TyperOption
+
+from agentsessions.cli.clickapi import NumberRangeBase, click
 
 if TYPE_CHECKING:
     from rich.columns import Columns
@@ -146,7 +146,7 @@ def _rich_text(text: str, style: str = "") -> Text:
     return highlighters().option(made)
 
 
-def _help_text(obj: _click.Command) -> list[Text]:
+def _help_text(obj: click.Command) -> list[Text]:
     """The prose of a command: its first paragraph, then the rest dimmed."""
     from rich.text import Text
 
@@ -164,7 +164,7 @@ def _help_text(obj: _click.Command) -> list[Text]:
     return out
 
 
-def _envvar(param: _click.Parameter, ctx: _click.Context) -> tuple[Any, str]:
+def _envvar(param: click.Parameter, ctx: click.Context) -> tuple[Any, str]:
     envvar = getattr(param, "envvar", None)
     if envvar is None and (
         getattr(param, "allow_from_autoenv", None)
@@ -177,7 +177,7 @@ def _envvar(param: _click.Parameter, ctx: _click.Context) -> tuple[Any, str]:
     return envvar, envvar if isinstance(envvar, str) else ", ".join(str(d) for d in envvar)
 
 
-def _parameter_help(param: _click.Parameter, ctx: _click.Context) -> Columns:
+def _parameter_help(param: click.Parameter, ctx: click.Context) -> Columns:
     """An option's or argument's help, env var, default and ``[required]``, on one line."""
     from rich.columns import Columns
     from rich.text import Text
@@ -211,7 +211,7 @@ def _parameter_help(param: _click.Parameter, ctx: _click.Context) -> Columns:
     return Columns(items)
 
 
-def _option_row(param: _click.Parameter, ctx: _click.Context) -> list[RenderableType]:
+def _option_row(param: click.Parameter, ctx: click.Context) -> list[RenderableType]:
     """One row of an options or arguments panel: names, metavar and range, help."""
     from rich.text import Text
 
@@ -240,7 +240,7 @@ def _option_row(param: _click.Parameter, ctx: _click.Context) -> list[Renderable
     if metavar_type and "bool" not in metavar_type.lower():
         types_data.append(metavar_type)
     if (
-        isinstance(param.type, types._NumberRangeBase)
+        isinstance(param.type, NumberRangeBase)
         and isinstance(param, TyperOption)
         and not (param.count and param.type.min == 0 and param.type.max is None)
     ):
@@ -258,7 +258,7 @@ def _option_row(param: _click.Parameter, ctx: _click.Context) -> list[Renderable
 
 
 def _options_panel(
-    name: str, params: list[_click.Parameter], ctx: _click.Context, console: Console
+    name: str, params: list[click.Parameter], ctx: click.Context, console: Console
 ) -> None:
     from rich.panel import Panel
     from rich.table import Table
@@ -331,10 +331,10 @@ def _commands_panel(name: str, commands: list[Any], console: Console, cmd_len: i
         console.print(Panel(table, border_style=STYLE_PANEL_BORDER, title=name, title_align="left"))
 
 
-def _panels(obj: _click.Command, ctx: _click.Context, console: Console) -> None:
+def _panels(obj: click.Command, ctx: click.Context, console: Console) -> None:
     """The arguments and options panels (default panel first, then named ones)."""
-    arguments: defaultdict[str, list[_click.Parameter]] = defaultdict(list)
-    options: defaultdict[str, list[_click.Parameter]] = defaultdict(list)
+    arguments: defaultdict[str, list[click.Parameter]] = defaultdict(list)
+    options: defaultdict[str, list[click.Parameter]] = defaultdict(list)
     for param in obj.get_params(ctx):
         if getattr(param, "hidden", False):
             continue
@@ -366,7 +366,7 @@ class Summary:
         object.__setattr__(self, "short_help", escape_markup(self.short_help))
 
 
-def _command_panels(obj: TyperGroup, ctx: _click.Context, console: Console) -> None:
+def _command_panels(obj: TyperGroup, ctx: click.Context, console: Console) -> None:
     panels: defaultdict[str, list[Any]] = defaultdict(list)
     # a group that builds subcommands on demand offers their summaries: the panel needs
     # only names and help, not every command's parameters
@@ -382,7 +382,7 @@ def _command_panels(obj: TyperGroup, ctx: _click.Context, console: Console) -> N
             _commands_panel(name, commands, console, cmd_len)
 
 
-def print_help(obj: _click.Command, ctx: _click.Context) -> None:
+def print_help(obj: click.Command, ctx: click.Context) -> None:
     """Print ``obj``'s help page on stdout exactly as ``typer.rich_utils.rich_format_help``
     does in the ``"rich"`` markup mode."""
     from rich.align import Align
@@ -436,7 +436,7 @@ class HelpCommand(TyperCommand):
         super().__init__(*args, **kwargs)
         escape_help(self)
 
-    def format_help(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """Draw the help page (typer's own path for any markup mode but rich)."""
         if not _ours(self.rich_markup_mode):
             return super().format_help(ctx, formatter)
@@ -451,7 +451,7 @@ class HelpGroup(TyperGroup):
         super().__init__(*args, **kwargs)
         escape_help(self)
 
-    def format_help(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """Draw the help page (typer's own path for any markup mode but rich)."""
         if not _ours(self.rich_markup_mode):
             return super().format_help(ctx, formatter)

@@ -4,7 +4,7 @@ The first SIGINT asks the turn to stop at its next effect boundary through the e
 ``cancel`` (the durable cancel request of :mod:`agentsessions.controller.cancel` locally, the
 Cancel RPC over ``--server``), says so on stderr at once, and lets the command go on
 rendering the turn: it ends with LIFECYCLE CANCEL + END CANCELED, and the command exits 130
-once that END is durable (:data:`~agentsessions.cli.app.EXIT_INTERRUPTED`). A second SIGINT
+once that END is durable (:data:`~agentsessions.cli.context.EXIT_INTERRUPTED`). A second SIGINT
 exits 130 at once, leaving the turn open for ``cancel`` or ``resume`` to close: its cancel
 request stands, so a turn still running (over ``--server``) stops at its next boundary, and
 one whose process this exit ended (a local ``exec``) is closed as CANCELED by either.
@@ -26,13 +26,12 @@ import threading
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any
 
+from agentsessions.cli.context import EXIT_INTERRUPTED, PROG
 from agentsessions.errors import InvalidExecutionLogError, UnavailableError
 
 if TYPE_CHECKING:
     from agentsessions.sessions.api import Sessions
 
-PROG = "agentsessions"
-EXIT_INTERRUPTED = 130
 _RETRY_SECONDS = 0.05
 
 

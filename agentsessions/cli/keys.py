@@ -16,8 +16,10 @@ from typing import Annotated
 
 import typer
 
-from agentsessions.cli.app import JsonOpt, _state, app, open_local_engine
+from agentsessions.cli.app import app
+from agentsessions.cli.context import command_state, open_local_engine
 from agentsessions.cli.helpview import HelpGroup
+from agentsessions.cli.options import JsonOpt
 
 keys_app = typer.Typer(
     name="keys",
@@ -42,7 +44,7 @@ def new(
     existing FILE or entry. Keep a copy somewhere safe: without the key, the sessions it
     encrypts are unreadable. Use it with --key-file FILE or AGENTSESSIONS_KEY_FILE=FILE.
     """
-    state = _state(ctx, as_json)
+    state = command_state(ctx, as_json)
     from agentsessions.sessions.keys import new_key_file
 
     key = new_key_file(path)
@@ -79,7 +81,7 @@ def rotate(
     JetStream store's key stream); no journal byte moves. Then destroy every copy of the
     old key file to make backups unreadable.
     """
-    state = _state(ctx, as_json)
+    state = command_state(ctx, as_json)
     from agentsessions.sessions.keys import load_key_file, rotate_master_key
 
     old, new = load_key_file(old_key_file), load_key_file(new_key_file)

@@ -26,7 +26,7 @@ import typer.main
 from agentsessions.cli.helpview import HelpGroup, Summary
 
 if TYPE_CHECKING:
-    from typer._click.core import Context
+    from agentsessions.cli.clickapi import Context
 
 G = TypeVar("G", bound="LazyGroup")
 

@@ -7,7 +7,9 @@ import sys
 
 import typer
 
-from agentsessions.cli.app import PROG, JsonOpt, _state, app, open_local_engine
+from agentsessions.cli.app import app
+from agentsessions.cli.context import PROG, command_state, open_local_engine
+from agentsessions.cli.options import JsonOpt
 
 
 @app.command(epilog="Example: agentsessions reindex")
@@ -19,7 +21,7 @@ def reindex(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     (get, log and verify still find it); reindex puts every session back and drops rows
     whose directory is gone. Safe to run at any time, also while sessions are created.
     """
-    state = _state(ctx, as_json)
+    state = command_state(ctx, as_json)
     with open_local_engine(state, "reindex") as engine:
         count = engine.reindex()
         catalog = engine.catalog_path

@@ -10,12 +10,15 @@ continues) and exits with the resume's code. The protocol lives in
 
 from __future__ import annotations
 
+import json
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from agentsessions.cli.app import JsonOpt, SessionArg, _state, _uid, app, open_engine
+from agentsessions.cli.app import app
+from agentsessions.cli.context import command_state, open_engine
+from agentsessions.cli.options import JsonOpt, SessionArg, session_uid
 from agentsessions.errors import InvalidArgumentError
 
 CallIdOpt = Annotated[
@@ -60,12 +63,12 @@ def resolve(
     is not unresolved is refused (exit 22), a missing or malformed answer too (exit 2);
     nothing is changed then.
     """
-    from agentsessions.cli.approve import _login
-    from agentsessions.cli.turns import continue_turn
-    from agentsessions.sessions.resolving import check_answer, parse_result
+    from agentsessions.cli.approve import login_name
+    from agentsessions.cli.turnview import continue_turn
+    from agentsessions.sessions.resolving import check_answer
 
-    state = _state(ctx, as_json)
-    uid = _uid(session)
+    state = command_state(ctx, as_json)
+    uid = session_uid(session)
     if not call:
         raise InvalidArgumentError(
             "resolve needs --call ID (the unresolved tool call); nothing was changed",
@@ -79,7 +82,7 @@ def resolve(
             call_id=call,
             result=output,
             failed=failed,
-            actor=actor or _login(),
+            actor=actor or login_name(),
             resume=False,
         )
         if not state.json:
@@ -95,3 +98,21 @@ def resolve(
             committed=f"the resolution of call {done.call.tool_call_id} was kept",
             document=done.to_json(),
         )
+
+
+def parse_result(text: str) -> dict[str, Any]:
+    """``--result`` text as a JSON object, or InvalidArgumentError."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise InvalidArgumentError(
+            f"resolve --result is not valid JSON: {exc}; nothing was changed",
+            hint="for example: --result '{\"ok\": true}'",
+        ) from None
+    if not isinstance(value, dict):
+        raise InvalidArgumentError(
+            f"resolve --result must be a JSON object (the tool's output), not "
+            f"{type(value).__name__}; nothing was changed",
+            hint="for example: --result '{\"ok\": true}'",
+        )
+    return value

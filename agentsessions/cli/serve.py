@@ -22,15 +22,9 @@ from typing import Annotated, Any
 
 import typer
 
-from agentsessions.cli.app import (
-    MODEL_SPEC_HELP,
-    PROG,
-    CliState,
-    _state,
-    app,
-    name_process,
-    parse_pairs,
-)
+from agentsessions.cli.app import app
+from agentsessions.cli.context import PROG, CliState, command_state, name_process
+from agentsessions.cli.options import MODEL_SPEC_HELP, parse_pairs
 from agentsessions.cli.serveauth import (
     DEFAULT_MAX_MESSAGE,
     DEFAULT_MAX_RPS_PER_TOKEN,
@@ -219,7 +213,7 @@ def serve(
     turn on OpenTelemetry traces and metrics (the otel extra; docs/OPERATIONS.md).
     """
     _restart_with_tuned_malloc()  # first: before anything starts a thread
-    state = _state(ctx, as_json)
+    state = command_state(ctx, as_json)
     quiet_grpc()  # before anything imports grpc
     opts = serve_options(listen, store, model or [], runtime, grace, harness or [])
     if log_format not in LOG_FORMATS:

@@ -11,15 +11,9 @@ from typing import Annotated
 
 import typer
 
-from agentsessions.cli.app import (
-    JsonOpt,
-    SessionArg,
-    _state,
-    _uid,
-    app,
-    open_engine,
-    open_local_engine,
-)
+from agentsessions.cli.app import app
+from agentsessions.cli.context import command_state, open_engine, open_local_engine
+from agentsessions.cli.options import JsonOpt, SessionArg, session_uid
 
 ShredOpt = Annotated[
     bool,
@@ -40,8 +34,8 @@ def delete(
     Nothing is erased: get, log, verify and export still work on it. With --shred (an
     encrypted session) its data key is destroyed too, as the shred command does.
     """
-    state = _state(ctx, as_json)
-    uid = _uid(session)
+    state = command_state(ctx, as_json)
+    uid = session_uid(session)
     if shred:
         with open_local_engine(state, "delete --shred") as engine:
             engine.check_shreddable(uid)  # a plaintext session is refused before the delete
@@ -69,8 +63,8 @@ def shred_command(ctx: typer.Context, session: SessionArg, as_json: JsonOpt = Fa
     Running it again is harmless (and finishes a shred cut by a crash). A plaintext
     session has no key to destroy (exit 2).
     """
-    state = _state(ctx, as_json)
-    uid = _uid(session)
+    state = command_state(ctx, as_json)
+    uid = session_uid(session)
     with open_local_engine(state, "shred") as engine:
         destroyed = engine.shred(uid)
     if state.json:

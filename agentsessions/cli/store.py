@@ -15,7 +15,9 @@ from typing import Annotated
 
 import typer
 
-from agentsessions.cli.app import JsonOpt, SessionArg, _state, _uid, app, open_engine
+from agentsessions.cli.app import app
+from agentsessions.cli.context import command_state, open_engine
+from agentsessions.cli.options import JsonOpt, SessionArg, session_uid
 
 
 @app.command(
@@ -36,8 +38,8 @@ def store(
     the conversation; the host stamps each entry with its author and time. With --json,
     prints one object per line: seq, author, time_ns, data.
     """
-    state = _state(ctx, as_json)
-    uid = _uid(session)
+    state = command_state(ctx, as_json)
+    uid = session_uid(session)
     from agentsessions.cli import render
 
     with open_engine(state) as engine:

@@ -211,7 +211,8 @@ def output_text(event: dict[str, Any]) -> str:
 
 def record_line(record: Record) -> str:
     """One journaled record as a readable line: seq, kind and a short summary."""
-    from agentsessions.cli.render import event_kind, one_line, summarize_event
+    from agentsessions.cli.recordview import event_kind, summarize_event
+    from agentsessions.cli.render import one_line
 
     event = record.event
     kind = event_kind(event)

@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agentsessions.cli.app import JsonOpt, _state, app
+from agentsessions.cli.app import app
+from agentsessions.cli.context import command_state
 from agentsessions.cli.helpview import HelpGroup
+from agentsessions.cli.options import JsonOpt
 
 if TYPE_CHECKING:
-    from agentsessions.cli.app import CliState
+    from agentsessions.cli.context import CliState
     from agentsessions.sessions.tokens import TokenStore
 
 token_app = typer.Typer(
@@ -86,7 +88,7 @@ def create(
     """
     from agentsessions.sessions.tokens import parse_duration
 
-    state = _state(ctx, as_json)
+    state = command_state(ctx, as_json)
     seconds = parse_duration(expires) if expires else None
     text, info = _store(state).create(projects=project, name=name, expires_in=seconds, admin=admin)
     if state.json:
@@ -112,7 +114,7 @@ def list_(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
     from agentsessions.cli import render
 
-    state = _state(ctx, as_json)
+    state = command_state(ctx, as_json)
     tokens = _store(state).list()
     now = time.time_ns()
     if state.json:
@@ -152,7 +154,7 @@ def revoke(
     """
     import time
 
-    state = _state(ctx, as_json)
+    state = command_state(ctx, as_json)
     info = _store(state).revoke(token_id)
     if state.json:
         from agentsessions.cli.render import write_json

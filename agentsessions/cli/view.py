@@ -14,15 +14,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agentsessions.cli.app import (
-    PROG,
-    JsonOpt,
-    _check_project,
-    _state,
-    _uid,
-    app,
-    open_engine,
-)
+from agentsessions.cli.app import app
+from agentsessions.cli.context import PROG, command_state, open_engine
+from agentsessions.cli.options import JsonOpt, project_name, session_uid
 from agentsessions.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -75,14 +69,14 @@ def view(
     inline: no network request, it works from file://. --all writes index.html and one
     page per session of --project into a directory.
     """
-    state = _state(ctx, as_json)
+    state = command_state(ctx, as_json)
     if (session is None) == (not all_):
         raise InvalidArgumentError(
             "view needs exactly one of SESSION or --all", hint=f"{PROG} view --help"
         )
     if project is not None and not all_:
         raise InvalidArgumentError("--project applies only with --all (a uid names its session)")
-    project = _check_project(project or "default")
+    project = project_name(project or "default")
     from agentsessions.cli import viewpage
 
     if all_:
@@ -93,7 +87,7 @@ def view(
         opened = index
     else:
         assert session is not None
-        uid = _uid(session)
+        uid = session_uid(session)
         path = output or Path(f"{uid}.html")
         with open_engine(state, read=True) as engine:
             page = viewpage.write_session_page(engine, uid, path)

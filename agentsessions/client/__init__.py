@@ -4,7 +4,7 @@
 implements the :class:`~agentsessions.sessions.api.Sessions` Protocol with the same values
 and the same exception classes as the local engine (the one contract suite runs against
 both). It stands on :mod:`agentsessions.wire`, as the server does; it never imports the
-server.
+server. A front end on the top line of the layer map (:mod:`agentsessions`).
 """
 
 from __future__ import annotations

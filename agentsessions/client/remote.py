@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
-from typing import Any, Literal, TypeVar, Unpack, overload
+from typing import Any, TypeVar, Unpack
 
 import grpc
 
@@ -413,32 +413,12 @@ class RemoteSessions(ByKey):
         return convert.session_from_proto(self._call(self._stub.Cancel, request))
 
     # -- reading ----------------------------------------------------------------------------
-    @overload
-    def replay(
-        self,
-        uid: str,
-        *,
-        rerun: Literal[False] = False,
-        from_seq: int = 1,
-        harness: str | None = None,
-    ) -> Iterator[LogRecord]: ...
+    def replay(self, uid: str, *, from_seq: int = 1) -> Iterator[LogRecord]:
+        """Stored records from ``from_seq`` (Replay)."""
+        return self.read(uid, from_seq=from_seq)
 
-    @overload
-    def replay(
-        self, uid: str, *, rerun: Literal[True], from_seq: int = 1, harness: str | None = None
-    ) -> ReplayReport: ...
-
-    def replay(
-        self, uid: str, *, rerun: bool = False, from_seq: int = 1, harness: str | None = None
-    ) -> Iterator[LogRecord] | ReplayReport:
-        """Stored records from ``from_seq`` (Replay); with ``rerun``, re-drive every turn
-        from the journal and report it (Rerun)."""
-        if not rerun:
-            if harness:
-                raise InvalidArgumentError("--harness applies only with --rerun")
-            return self.read(uid, from_seq=from_seq)
-        if from_seq != 1:
-            raise InvalidArgumentError("--from applies to streaming; --rerun replays every turn")
+    def rerun(self, uid: str, *, harness: str | None = None) -> ReplayReport:
+        """Re-drive every turn from the journal and report it (Rerun)."""
         request = session_pb2.RerunRequest(session=uid, harness=harness or "")
         return frames.replay_report_from_proto(self._call(self._stub.Rerun, request))
 

@@ -170,7 +170,8 @@ def request_and_wait(
             raise UnavailableError(
                 f"session {uid}: execution {exec_id} did not stop within {wait_seconds:g}s; "
                 "the cancel request stays and the turn stops at its next effect boundary",
-                hint=f"agentsessions cancel {uid} --wait 60",
+                hint="cancel it again with a longer wait",
+                param="cancel_wait",
                 session=uid,
             )
         time.sleep(delay)

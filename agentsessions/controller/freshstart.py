@@ -121,8 +121,8 @@ def fresh_start(
     if not needs_memory(descriptor):
         raise InvalidArgumentError(
             f"harness {name!r} keeps no memory between turns (the journal is its state); "
-            "--fresh-start applies only to a harness whose memory is its state",
-            hint="leave out --fresh-start",
+            "a fresh start applies only to a harness whose memory is its state",
+            param="fresh_start",
         )
     if info.exec_state in ("EXEC_RUNNING", "EXEC_AWAITING"):
         raise InvalidExecutionLogError(
@@ -155,9 +155,10 @@ def _refuse_if_memory_exists(controller: ControllerPort, uid: str, info: Session
     if compute is not None:
         raise InvalidArgumentError(
             f"session {uid} still holds its harness memory (a live compute"
-            f"{_pid(compute)}{restored}); --fresh-start would throw it away",
-            hint=f"leave out --fresh-start, or discard the memory first: "
-            f"agentsessions compute stop {uid}",
+            f"{_pid(compute)}{restored}); a fresh start would throw it away",
+            hint="start it without a fresh start, or stop its compute first",
+            param="fresh_start_live",
+            session=uid,
         )
 
 

@@ -167,8 +167,9 @@ def replay(
     name = harness or info.meta.harness or _recorded_name(runs)
     if not name:
         raise InvalidArgumentError(
-            f"session {uid} names no harness; choose one with --harness",
-            hint=f"agentsessions replay {uid} --rerun --harness echo",
+            f"session {uid} names no harness: rerun it with one",
+            param="rerun_harness",
+            session=uid,
         )
     descriptor = harnesses.create(name, project=info.meta.project).describe()
     for run in runs:
@@ -236,8 +237,9 @@ def _replay_streaming(
             checked.add(run.harness)
     if not name:
         raise InvalidArgumentError(
-            f"session {uid} names no harness; choose one with --harness",
-            hint=f"agentsessions replay {uid} --rerun --harness echo",
+            f"session {uid} names no harness: rerun it with one",
+            param="rerun_harness",
+            session=uid,
         )
     descriptor = descriptor or harnesses.create(name, project=info.meta.project).describe()
     result = ReplayResult(uid, name, executions=count, head_before=(last, info.last_hash))

@@ -36,7 +36,7 @@ def check_harness(run: executions.Execution, name: str, descriptor: HarnessDescr
     if recorded_name and recorded_name not in (name, descriptor.id):
         raise HarnessMismatchError(
             f"execution {run.id} was recorded by harness {recorded_name!r}, not {name!r}",
-            hint=f"pass --harness {recorded_name}",
+            hint=f"drive it with the harness that recorded it, {recorded_name!r}",
         )
     if recorded_version and descriptor.version and recorded_version != descriptor.version:
         raise HarnessMismatchError(

@@ -3,7 +3,8 @@
 Each adapter is a thin layer over the :class:`~agentsessions.sessions.Sessions` API and
 lives in its own module, importing its framework only there: importing this package (or
 ``agentsessions``) imports no framework; importing an adapter without its framework is an
-ImportError naming the extra that installs it.
+ImportError naming the extra that installs it. A front end on the top line of the layer
+map (:mod:`agentsessions`).
 """
 
 from __future__ import annotations

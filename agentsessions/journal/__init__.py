@@ -4,6 +4,7 @@ records) <- ``stores`` (the store contract and what every backend shares, then o
 subpackage per backend: ``file``, ``jetstream``, ``memory``) <- ``tools`` (verify, export
 and import).
 
-Imports nothing above it (no controller, CLI, server, harness or runtime); the vocabulary it
-stores is :mod:`agentsessions.v1`.
+On the layer map (:mod:`agentsessions`) it stands on ``v1`` and ``errors`` and imports nothing
+above it (no controller, CLI, server, harness or runtime); the vocabulary it stores is
+:mod:`agentsessions.v1`.
 """

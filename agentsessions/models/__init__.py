@@ -1,5 +1,8 @@
 """Model providers by name, and the model spec that the CLI's ``--model`` flag takes.
 
+On the layer map (:mod:`agentsessions`) beside ``tools`` and ``runtimes``: over the
+controller (whose ModelProvider seam they implement), under ``sessions``.
+
 Spec grammar (surrounding whitespace ignored)::
 
     spec    = "" | "echo" | "scripted" [":" options] | "openai:" model ["," options] | plugin

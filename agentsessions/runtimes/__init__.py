@@ -7,7 +7,8 @@ STATELESS_REPLAY harness, ``warm`` for a REQUIRES_MEMORY_SNAPSHOT one.
 be snapshotted and forked (see :mod:`agentsessions.runtimes.warm`); ``remote`` attaches to
 harnesses served at an address (:mod:`agentsessions.runtimes.remote`). Other runtimes register
 under the ``agentsessions.runtimes`` entry-point group; a factory that takes a keyword
-``home`` receives the store's home from :func:`create_runtime`.
+``home`` receives the store's home from :func:`create_runtime`. On the layer map
+(:mod:`agentsessions`) beside ``models`` and ``tools``: over the controller, under ``sessions``.
 """
 
 from __future__ import annotations

@@ -10,4 +10,6 @@ built and run. An operator's view (docs/OPERATIONS.md): :mod:`.observe` (request
 log line, the RPC span), :mod:`.logs` (``--log-format``), :mod:`.telemetryenv` (the OTEL_* rule)
 and :mod:`.otel`, the one module that imports OpenTelemetry. Importing this package imports
 nothing else.
+With :mod:`agentsessions.client`, the only packages that import grpc and protobuf (through
+:mod:`agentsessions.wire`); a front end on the top line of the layer map (:mod:`agentsessions`).
 """

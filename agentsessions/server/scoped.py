@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar, Unpack, overload
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, Unpack
 
 from agentsessions.errors import (
     MetadataCorruptError,
@@ -477,29 +477,13 @@ class ScopedSessions:
         )
         return [self._seen(child) for child in children]
 
-    @overload
-    def replay(
-        self,
-        uid: str,
-        *,
-        rerun: Literal[False] = False,
-        from_seq: int = 1,
-        harness: str | None = None,
-    ) -> Iterator[LogRecord]: ...
-
-    @overload
-    def replay(
-        self, uid: str, *, rerun: Literal[True], from_seq: int = 1, harness: str | None = None
-    ) -> ReplayReport: ...
-
-    def replay(
-        self, uid: str, *, rerun: bool = False, from_seq: int = 1, harness: str | None = None
-    ) -> Iterator[LogRecord] | ReplayReport:
+    def replay(self, uid: str, *, from_seq: int = 1) -> Iterator[LogRecord]:
         """Replay a session of the principal's projects."""
-        self._check(uid)
-        if rerun:
-            return self._engine.replay(uid, rerun=True, from_seq=from_seq, harness=harness)
-        return self._engine.replay(uid, rerun=False, from_seq=from_seq, harness=harness)
+        return self._engine.replay(self._check(uid), from_seq=from_seq)
+
+    def rerun(self, uid: str, *, harness: str | None = None) -> ReplayReport:
+        """Re-drive a session of the principal's projects from its journal."""
+        return self._engine.rerun(self._check(uid), harness=harness)
 
     def cancel(
         self, uid: str, *, wait: float = 10.0, reason: str = "", execution_id: str = ""

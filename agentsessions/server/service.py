@@ -294,8 +294,8 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
         self, request: session_pb2.RerunRequest, context: grpc.ServicerContext
     ) -> session_pb2.ReplayReport:
         """Re-drive every turn from the journal (zero model calls) and report it."""
-        report = self.sessions(context).replay(
-            _uid(request.session), rerun=True, harness=request.harness or None
+        report = self.sessions(context).rerun(
+            _uid(request.session), harness=request.harness or None
         )
         return frames.replay_report_to_proto(report)
 

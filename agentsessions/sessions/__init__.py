@@ -3,7 +3,8 @@
 :mod:`.api` holds the Protocol and its typed results, :mod:`.local` the engine over a store
 in this process, :mod:`.wiring` the harness registry and how a controller is assembled,
 :mod:`.home` where sessions live. Importing this package is cheap: the engine, the
-controller and the store load when first used.
+controller and the store load when first used. On the layer map (:mod:`agentsessions`) it
+stands under the front ends and over everything else.
 """
 
 from __future__ import annotations

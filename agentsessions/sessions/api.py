@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
-from typing import Any, Literal, Protocol, Unpack, overload
+from typing import Any, Protocol, Unpack
 
 from agentsessions.v1.results import (
     ApprovalRef,
@@ -507,25 +507,14 @@ class Sessions(Protocol):
         """Branch ``uid`` after seq ``at`` (0 = head) into ``count`` children, all or nothing."""
         ...
 
-    @overload
-    def replay(
-        self,
-        uid: str,
-        *,
-        rerun: Literal[False] = False,
-        from_seq: int = 1,
-        harness: str | None = None,
-    ) -> Iterator[LogRecord]: ...
+    def replay(self, uid: str, *, from_seq: int = 1) -> Iterator[LogRecord]:
+        """The stored records from ``from_seq`` on, as they were journaled."""
+        ...
 
-    @overload
-    def replay(
-        self, uid: str, *, rerun: Literal[True], from_seq: int = 1, harness: str | None = None
-    ) -> ReplayReport: ...
-
-    def replay(
-        self, uid: str, *, rerun: bool = False, from_seq: int = 1, harness: str | None = None
-    ) -> Iterator[LogRecord] | ReplayReport:
-        """The stored records from ``from_seq``; with ``rerun`` re-drive every turn instead."""
+    def rerun(self, uid: str, *, harness: str | None = None) -> ReplayReport:
+        """Re-drive every completed turn of ``uid`` with effects served from the journal
+        (zero model calls, nothing written) and report whether it was identical; ``harness``
+        drives a session that names none (an imported journal)."""
         ...
 
     def cancel(

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agentsessions.errors import ApprovalBlockedError
-from agentsessions.journal.stores.store import SessionInfo, Store, check_uid
+from agentsessions.journal.stores.store import SessionInfo, Store
+from agentsessions.v1.ids import check_uid
 
 from .api import Approval
 from .core import EngineCore

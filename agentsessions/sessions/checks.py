@@ -17,7 +17,7 @@ from os import PathLike
 from typing import TYPE_CHECKING
 
 from agentsessions.errors import InvalidArgumentError
-from agentsessions.journal.stores.store import check_project, check_uid
+from agentsessions.v1.ids import check_project, check_uid
 from agentsessions.v1.turn import DEFAULT_PROJECT, TurnRequest
 
 from .wiring import HARNESSES
@@ -41,18 +41,19 @@ def check_request(request: TurnRequest) -> None:
         check_project(request.project)
         if not request.inputs:
             raise InvalidArgumentError(
-                "a new session needs an input: pass --input TEXT or pipe it on stdin",
-                hint=f"{PROG} exec --input hello",
+                "a new session needs an input: exec without a session creates one from it",
+                param="inputs",
             )
         if request.fresh_start:
             raise InvalidArgumentError(
-                "--fresh-start applies to an existing session: a new one starts empty anyway",
-                hint=f"{PROG} exec SESSION --fresh-start --input TEXT",
+                "fresh_start applies to an existing session: a new one starts empty anyway",
+                param="fresh_start",
             )
     elif creating:
         raise InvalidArgumentError(
-            "--project, --name and --label apply only when exec creates a session",
-            hint=f"leave out SESSION to create one, or use {PROG} fork to branch this one",
+            "a project, name or labels apply only when exec creates a session",
+            hint="leave out the session to create one, or fork this one to branch it",
+            param="new_session",
         )
 
 
@@ -67,7 +68,7 @@ def check_wait(wait: float) -> float:
     if not (math.isfinite(wait) and 0 <= wait <= MAX_WAIT_SECONDS):
         raise InvalidArgumentError(
             f"wait must be a finite number of seconds from 0 to {MAX_WAIT_SECONDS:.0f}, got {wait}",
-            hint="pass --wait SECONDS, e.g. --wait 30",
+            param="wait",
         )
     return wait
 

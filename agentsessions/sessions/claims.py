@@ -43,11 +43,10 @@ from agentsessions.journal.stores.store import (
     SessionInfo,
     SessionMeta,
     Store,
-    check_project,
-    check_uid,
     deleted_error,
     new_uid,
 )
+from agentsessions.v1.ids import check_project, check_uid
 
 from . import checks
 from .api import Session

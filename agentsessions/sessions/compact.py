@@ -37,7 +37,7 @@ def compact(
     if session.harness and session.harness != HARNESS:
         raise InvalidArgumentError(
             f"session {uid} runs the {session.harness!r} harness; only chat sessions compact",
-            hint="create the session with --harness chat",
+            hint="create a chat session (harness 'chat') to compact it",
         )
     events = [(r.seq, r.event) for r in engine.read(uid)]
     if compaction.plan(events, keep_turns) is None:
@@ -51,6 +51,7 @@ def compact(
             "and no older turn since the last compaction"
             if turns
             else f"session {uid} has nothing to compact: it has no turns",
-            hint="run more turns first, or keep fewer with --keep-turns N",
+            hint="run more turns first, or keep fewer turns",
+            param="keep_turns",
         )
     return engine.run(uid, (), harness=HARNESS, model=model, config=compaction_config(keep_turns))

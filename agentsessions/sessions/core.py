@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentsessions.journal.stores.store import SessionInfo, Store, check_uid
+from agentsessions.journal.stores.store import SessionInfo, Store
+from agentsessions.v1.ids import check_uid
 
 from . import checks
 from .defaults import DEFAULT_MODEL, DEFAULT_RUNTIME

@@ -51,7 +51,8 @@ from agentsessions.errors import (
     StorageError,
 )
 from agentsessions.journal.format import canonical
-from agentsessions.journal.stores.store import DEFAULT_PROJECT, Store, check_project
+from agentsessions.journal.stores.store import DEFAULT_PROJECT, Store
+from agentsessions.v1.ids import check_project
 
 from .wiring import HARNESSES
 

@@ -8,6 +8,8 @@ The per-user data directory follows each platform's convention:
 - Windows: ``%LOCALAPPDATA%\\agentsessions``, else ``~\\AppData\\Local\\agentsessions``.
 
 Resolution is pure (environment and platform are parameters) so tests never touch a real home.
+A process that opens sessions in a home names itself in the LOCK files it takes there
+(:func:`name_process`), so that whoever finds a session busy is told who holds it.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def default_home(
     return PurePosixPath(user_home, ".local", "share", APP_DIR)
 
 
-def check_home(value: str, source: str = "--home") -> Path:
+def check_home(value: str, source: str = "home") -> Path:
     """``value`` (as given to ``source``) as a home path; an empty one is refused.
 
     An empty path would mean the current directory (``Path("")`` is ``.``): the store would
@@ -56,7 +58,8 @@ def check_home(value: str, source: str = "--home") -> Path:
             f"{source} is empty: it must name the directory that holds the sessions",
             hint=f"set it to a directory, or unset {HOME_ENV} to use the default"
             if source == HOME_ENV
-            else "pass a directory, for example --home ./sessions-home",
+            else "name a directory",
+            param=None if source == HOME_ENV else "home",
         )
     return Path(value).expanduser()
 
@@ -72,7 +75,7 @@ def resolve_home(
     """
     env = os.environ if env is None else env
     if explicit is not None:
-        return check_home(os.fspath(explicit), "--home")
+        return check_home(os.fspath(explicit), "home")
     if HOME_ENV in env:
         return check_home(env[HOME_ENV], HOME_ENV)
     return Path(default_home(env))
@@ -84,7 +87,15 @@ def require_home(home: Path) -> Path:
     if not home.is_dir():
         raise NotFoundError(
             f"no sessions home at {home}: the directory does not exist (nothing was created)",
-            hint="check --home or $AGENTSESSIONS_HOME; a command that writes (create, exec) "
-            "makes the home",
+            hint=f"check the home given (else ${HOME_ENV}); a write (create, exec) makes it",
+            param="home_missing",
         )
     return home
+
+
+def name_process(program: str) -> None:
+    """Name this process in the LOCK files it takes (a registered verb such as
+    ``agentsessions exec``, never user content; else its argv[0] names it)."""
+    from agentsessions.journal.format.lock import set_program
+
+    set_program(program)

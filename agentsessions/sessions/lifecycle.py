@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from agentsessions.errors import LockHeldError
 from agentsessions.journal.stores.capabilities import REMOTE_WRITERS
-from agentsessions.journal.stores.store import check_uid
+from agentsessions.v1.ids import check_uid
 
 from .api import Session
 from .checks import check_fork

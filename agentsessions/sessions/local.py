@@ -41,7 +41,7 @@ import builtins
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Unpack, overload
+from typing import TYPE_CHECKING, Any, Unpack
 
 from agentsessions.errors import (
     AgentSessionsError,
@@ -53,12 +53,8 @@ from agentsessions.journal.stores.capabilities import (
     SESSION_FILES,
     WORKLOADS,
 )
-from agentsessions.journal.stores.store import (
-    SessionInfo,
-    Store,
-    check_project,
-    check_uid,
-)
+from agentsessions.journal.stores.store import SessionInfo, Store
+from agentsessions.v1.ids import check_project, check_uid
 from agentsessions.v1.turn import TurnOptions, TurnRequest
 
 from . import approvals, checks, claims, lifecycle, offline, resolving, toolstores
@@ -254,33 +250,14 @@ class LocalSessions:
         self._info(uid)
         return self.store.follow(uid, from_seq, idle_timeout=idle_timeout)
 
-    @overload
-    def replay(
-        self,
-        uid: str,
-        *,
-        rerun: Literal[False] = False,
-        from_seq: int = 1,
-        harness: str | None = None,
-    ) -> Iterator[Record]: ...
+    def replay(self, uid: str, *, from_seq: int = 1) -> Iterator[Record]:
+        """Stored records from ``from_seq`` on (``read`` to the head)."""
+        return self.read(uid, from_seq=from_seq)
 
-    @overload
-    def replay(
-        self, uid: str, *, rerun: Literal[True], from_seq: int = 1, harness: str | None = None
-    ) -> ReplayReport: ...
-
-    def replay(
-        self, uid: str, *, rerun: bool = False, from_seq: int = 1, harness: str | None = None
-    ) -> Iterator[Record] | ReplayReport:
-        """Stored records from ``from_seq``; or with ``rerun`` re-drive every completed turn
-        with effects served from the journal (zero model calls) and report it."""
+    def rerun(self, uid: str, *, harness: str | None = None) -> ReplayReport:
+        """Re-drive every completed turn with effects served from the journal (zero model
+        calls) and report it."""
         check_uid(uid)
-        if not rerun:
-            if harness:
-                raise InvalidArgumentError("--harness applies only with --rerun")
-            return self.read(uid, from_seq=from_seq)
-        if from_seq != 1:
-            raise InvalidArgumentError("--from applies to streaming; --rerun replays every turn")
         from agentsessions.controller.replay import replay as replay_session
 
         # a controller of its own: its model-call counter sees only this replay

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,8 @@ from agentsessions.journal.stores.capabilities import (
     STORED_RECORDS,
     Reindexed,
 )
-from agentsessions.journal.stores.store import Store, check_uid
+from agentsessions.journal.stores.store import Store
+from agentsessions.v1.ids import check_uid
 
 if TYPE_CHECKING:
     from agentsessions.journal.tools.verify import Item
@@ -99,6 +101,18 @@ _STORE_KEYLESS_NOTE = (
 )
 
 
+def verify_file(
+    path: Path, *, strict: bool = False, progress: Any = None, key_file: str | None = None
+) -> VerifyReport:
+    """Verify a session directory or an export file anywhere on disk (no home, no store);
+    with a master key (``key_file``, else the environment's) encrypted records are opened."""
+    from agentsessions.journal.crypto.cipher import resolve_master
+    from agentsessions.journal.tools.verifyfile import verify_path
+
+    master = resolve_master(key_file)
+    return verify_path(Path(path), strict=strict, progress=progress, master=master)
+
+
 def verify_all(
     store: Store, *, strict: bool = False, progress: Any = None
 ) -> builtins.list[tuple[str, VerifyReport]]:
@@ -160,9 +174,10 @@ def export(
     encrypted = store.get(uid).meta.encrypted
     if encrypted and not encryption:
         raise InvalidArgumentError(
-            f"session {uid} is encrypted: choose --decrypt (a plaintext export; needs the "
-            "master key) or --ciphertext (sealed records and the wrapped key)",
-            hint="an import of a --ciphertext export needs the same master key",
+            f"session {uid} is encrypted: choose its encryption, 'decrypt' (a plaintext "
+            "export; needs the master key) or 'ciphertext' (sealed records and the wrapped key)",
+            hint="an import of a ciphertext export needs the same master key",
+            param="encryption",
             session=uid,
         )
     if encryption == "ciphertext" and not encrypted:
@@ -173,6 +188,17 @@ def export(
         )
     path = Path(path)
     if path.exists() and not overwrite and not is_stream(path):
-        raise InvalidArgumentError(f"{path} already exists", hint="pass --force to overwrite it")
+        raise InvalidArgumentError(
+            f"{path} already exists", hint="overwrite=True replaces it", param="overwrite"
+        )
     sealed = encryption == "ciphertext"
     return export_session(store, uid, path, compress=compress, progress=progress, ciphertext=sealed)
+
+
+def replace_atomically(path: Path) -> AbstractContextManager[Callable[[bytes], None]]:
+    """``with replace_atomically(path) as write: write(piece)...``: ``path`` replaced, once
+    the block ends cleanly, by the pieces written, atomically and durably; untouched if it
+    raises (a generated file such as ``view``'s page; StorageError on failure)."""
+    from agentsessions.journal.format.durable import FileSystem
+
+    return FileSystem().atomic_stream(path)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from agentsessions.errors import NotFoundError
 from agentsessions.journal.stores.capabilities import PROJECT_INDEX
-from agentsessions.journal.stores.store import check_uid
+from agentsessions.v1.ids import check_uid
 
 from .api import Sessions
 

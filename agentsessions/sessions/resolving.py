@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentsessions.errors import AgentSessionsError, InvalidArgumentError, ToolNotUnresolvedError
-from agentsessions.journal.stores.store import SessionInfo, Store, check_uid
+from agentsessions.journal.stores.store import SessionInfo, Store
+from agentsessions.v1.ids import check_uid
 
 from .api import Frame, Resolution, SessionFrame, Sessions
 from .core import EngineCore
@@ -63,40 +64,22 @@ def check_answer(result: Any, failed: str | None) -> None:
         raise InvalidArgumentError(
             "resolve needs exactly one of a result (what the tool returned) or a failure "
             "reason; nothing was changed",
-            hint="agentsessions resolve SESSION --call ID --result '{...}'  (or --failed REASON)",
+            param="resolve_answer",
         )
     if failed is not None and not str(failed).strip():
-        raise InvalidArgumentError("resolve --failed needs a reason; nothing was changed")
+        raise InvalidArgumentError("a failure needs a reason; nothing was changed")
     if result is not None:
         if not isinstance(result, Mapping):
             raise InvalidArgumentError(
-                f"resolve --result must be a JSON object (the tool's output), not "
+                f"a result must be a JSON object (the tool's output), not "
                 f"{type(result).__name__}; nothing was changed"
             )
         try:
             json.dumps(dict(result), allow_nan=False)
         except (TypeError, ValueError) as exc:
             raise InvalidArgumentError(
-                f"resolve --result is not JSON: {exc}; nothing was changed"
+                f"the result is not JSON: {exc}; nothing was changed"
             ) from None
-
-
-def parse_result(text: str) -> dict[str, Any]:
-    """``--result`` text as a JSON object, or InvalidArgumentError."""
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise InvalidArgumentError(
-            f"resolve --result is not valid JSON: {exc}; nothing was changed",
-            hint="for example: --result '{\"ok\": true}'",
-        ) from None
-    if not isinstance(value, dict):
-        raise InvalidArgumentError(
-            f"resolve --result must be a JSON object (the tool's output), not "
-            f"{type(value).__name__}; nothing was changed",
-            hint="for example: --result '{\"ok\": true}'",
-        )
-    return value
 
 
 class Resolver:

@@ -35,9 +35,10 @@ def open_store(url: str, *, allow_unsynced: bool = False, master: MasterKey | No
     ``master`` (a ``MasterKey``): new sessions are encrypted, encrypted ones read."""
     if not url.startswith(_SCHEMES):
         raise InvalidArgumentError(
-            f"invalid store {url!r}: expected nats://HOST:PORT (or leave it unset for the "
-            "file store under --home)",
-            hint="--store nats://127.0.0.1:4222?monitor=http://127.0.0.1:8222",
+            f"invalid store {url!r}: expected nats://HOST:PORT (or none, for the file store "
+            "under the home)",
+            hint="for example nats://127.0.0.1:4222?monitor=http://127.0.0.1:8222",
+            param="store_url",
         )
     try:
         from agentsessions.journal.stores.jetstream.conn import JetStreamOptions

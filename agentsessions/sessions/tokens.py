@@ -49,7 +49,7 @@ from agentsessions.errors import (
     UnauthenticatedError,
 )
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
-from agentsessions.journal.stores.store import check_project
+from agentsessions.v1.ids import check_project
 
 try:
     import fcntl

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 from agentsessions.errors import InvalidArgumentError, NotFoundError
 from agentsessions.journal.stores.capabilities import WORKLOADS
-from agentsessions.journal.stores.store import Store, check_component, check_uid
+from agentsessions.journal.stores.store import Store, check_component
+from agentsessions.v1.ids import check_uid
 
 if TYPE_CHECKING:
     from agentsessions.v1.results import ToolStoreEntry

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 from agentsessions.controller.rules import DEFAULT_HARNESS  # the harness default: its home
 from agentsessions.errors import LockHeldError
-from agentsessions.journal.stores.store import SessionMeta, check_uid, new_uid
+from agentsessions.journal.stores.store import SessionMeta, new_uid
+from agentsessions.v1.ids import check_uid
 from agentsessions.v1.turn import TurnRequest
 
 from . import approvals, checks, resolving

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 from agentsessions.errors import InvalidArgumentError, LockHeldError
 
 from .api import DeltaFrame, Frame, RecordFrame, SessionFrame, Turn
-from .checks import PROG
 from .views import view
 
 if TYPE_CHECKING:
@@ -213,7 +212,7 @@ class Turns:
         if not (lock.acquire(timeout=wait) if wait > 0 else lock.acquire(blocking=False)):
             raise LockHeldError(
                 f"session {uid} is busy: another call of this engine is writing it",
-                hint=f"wait for it, or pass --wait SECONDS ({PROG} exec ... --wait 30)",
+                hint="wait for it, or give the call a wait in seconds",
                 session=uid,
             )
         return lock

@@ -1,5 +1,8 @@
 """Tool executors by spec: how the host finds what runs a session's mediated tool calls.
 
+On the layer map (:mod:`agentsessions`) beside ``models`` and ``runtimes``: over the
+controller (whose ToolExecutor seam they implement), under ``sessions``.
+
 Spec grammar (the ``executor`` key of a workload's ``[tools.NAME]`` table)::
 
     spec = "python:" module ":" function | "unix://" abspath | "mcp:" command args | builtin

@@ -186,7 +186,7 @@ def test_unknown_and_malformed_uids_are_refused(sessions: Sessions) -> None:
     for call in (
         lambda: _run(sessions.exec(UNKNOWN, ["hi"])),
         lambda: list(sessions.replay(UNKNOWN)),
-        lambda: sessions.replay(UNKNOWN, rerun=True),
+        lambda: sessions.rerun(UNKNOWN),
         lambda: sessions.suspend(UNKNOWN),
         lambda: list(sessions.follow(UNKNOWN)),
         lambda: sessions.fork(UNKNOWN),
@@ -469,20 +469,16 @@ def test_threads_create_sessions_at_once(sessions: Sessions) -> None:
 # --- replay / follow ------------------------------------------------------------------------
 
 
-def test_replay_streams_records_or_reruns_with_zero_model_calls(sessions: Sessions) -> None:
+def test_replay_streams_records_and_rerun_makes_zero_model_calls(sessions: Sessions) -> None:
     uid = _last(_run(sessions.exec(None, ["one"]))).uid
     _run(sessions.exec(uid, ["two"]))
     assert [r.seq for r in sessions.replay(uid, from_seq=7)] == [7, 8, 9, 10]
-    report = sessions.replay(uid, rerun=True)
+    report = sessions.rerun(uid)
     assert report.uid == uid and report.identical and report.model_calls == 0
     assert (report.executions, report.replayed) == (2, 2)
     assert report.outputs == ("echo:one", "echo:two") and report.divergence == ""
     with pytest.raises(InvalidArgumentError):
-        sessions.replay(uid, rerun=True, from_seq=3)
-    with pytest.raises(InvalidArgumentError):
-        sessions.replay(uid, harness="echo")
-    with pytest.raises(InvalidArgumentError):
-        sessions.replay(uid, rerun=True, harness="no-such-harness")
+        sessions.rerun(uid, harness="no-such-harness")
 
 
 def test_follow_yields_from_a_seq_then_each_new_record(sessions: Sessions) -> None:

@@ -125,7 +125,7 @@ def main() -> int:
                 print(json.dumps({"compute": engine.suspend(uid).compute_state}), flush=True)
                 return 0
             if mode == "replay":
-                report = engine.replay(uid, rerun=True, harness="gated")
+                report = engine.rerun(uid, harness="gated")
                 print(json.dumps({**report.to_json(), "made_calls": model.calls}), flush=True)
                 return 0 if report.identical else 16
             if mode == "exec":

@@ -172,7 +172,8 @@ def test_an_encrypted_export_is_chosen_decrypted_or_sealed(cli: Cli, tmp_path: P
     out = tmp_path / "out"
     out.mkdir()
     run = cli.fast(*kf, "export", uid, "-o", str(out / "bare.agx")).fails(2)
-    assert "is encrypted: choose --decrypt" in run.err and "--ciphertext" in run.err
+    assert "is encrypted: choose its encryption" in run.err  # the library's terms
+    assert "hint: choose --decrypt" in run.err and "--ciphertext" in run.err  # the CLI's flags
     assert "no master key" in cli.fast("export", uid, "-o", str(out / "p.agx"), "--decrypt").fails(26).err  # fmt: skip # noqa: E501
     both = cli.fast(*kf, "export", uid, "-o", str(out / "b.agx"), "--decrypt", "--ciphertext")
     assert "exclude each other" in both.fails(2).err
@@ -238,7 +239,8 @@ def test_serve_with_a_key_file_encrypts_what_its_clients_write(cli: Cli, tmp_pat
         assert SECRET in remote(daemon.address, tmp_path, "log", uid).ok().out
         out = str(tmp_path / "remote.agx")
         run = remote(daemon.address, tmp_path, "export", uid, "-o", out).fails(2)
-        assert "is encrypted: choose --decrypt" in run.err  # the server refuses to choose
+        assert "is encrypted: choose its encryption" in run.err  # the server refuses to choose
+        assert "hint: choose --decrypt" in run.err  # the flags, by the client's CLI
         run = remote(daemon.address, tmp_path, "export", uid, "-o", out, "--decrypt").fails(2)
         assert "needs a local home" in run.err
         assert not (tmp_path / "remote.agx").exists()

@@ -45,7 +45,7 @@ LIST_NEVER = (
     "agentsessions.models",
     "harnesses",
     "agentsessions.v1.schema",  # the validators build at import: only a commit needs them
-    "rich",  # a page to a pipe is padded columns (render.plain_page)
+    "rich",  # a page to a pipe is padded columns (sessionview.plain_page)
     "typer.rich_utils",
     "grpc",
     "google.protobuf",
@@ -59,7 +59,7 @@ GET_NEVER = (
     "agentsessions.v1.schema", "rich", "typer.rich_utils", "grpc", "google.protobuf",
     "cryptography",
 )  # fmt: skip
-"""get reads one session: no schema and, to a pipe, no rich (render.plain_details)."""
+"""get reads one session: no schema and, to a pipe, no rich (sessionview.plain_details)."""
 
 
 def imported(args: list[str], cwd: Path, *, pipe: bool = False) -> set[str]:

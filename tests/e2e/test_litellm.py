@@ -168,7 +168,7 @@ def test_non_streamed_tool_calls_run_and_replay(
         ]  # fmt: skip
         assert log.read_text() == "from litellm\n"
         sent = litellm.requests()
-        report = engine.replay(uid, rerun=True)
+        report = engine.rerun(uid)
         assert report.identical and report.model_calls == 0
         assert litellm.requests() == sent
         # streamed, LiteLLM drops its mocked tool calls (only the text comes): no tool runs

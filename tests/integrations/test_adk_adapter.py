@@ -95,7 +95,7 @@ def test_the_state_is_the_working_state_and_the_session_verifies_with_the_cli(
     assert "temp:t" not in out["log"]  # temp keys are never written
     assert out["follow"].count("\n") == 12 == out["log"].count("\n") - 1  # log has a header
     with agentsessions.open(home) as engine:
-        report = engine.replay(uid, rerun=True)  # the adk harness re-driven
+        report = engine.rerun(uid)  # the adk harness re-driven
         assert report.identical and report.model_calls == 0
         assert [s.name for s in engine.list(project="adk").sessions] == [
             "branch",  # the CLI's fork: an ordinary child session

@@ -89,7 +89,7 @@ def test_a_chat_round_trips_time_travels_and_a_new_saver_sees_it(where: dict[str
             assert len(_chat(again).get_state(config).values["messages"]) == 4
             uid = again.uid("chat")
             assert uid == saver.uid("chat") and saver._engine.verify(uid).ok
-            report = again._engine.replay(uid, rerun=True)  # the recording harness re-driven
+            report = again._engine.rerun(uid)  # the recording harness re-driven
             assert report.identical and report.model_calls == 0
         finally:
             again.close()

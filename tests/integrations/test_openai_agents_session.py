@@ -120,7 +120,7 @@ def test_pop_and_clear_are_recorded_and_only_touch_their_id(where: dict[str, Any
         kinds = [json.dumps(r.event.get("message", {})) for r in records]
         assert sum('"pop"' in k for k in kinds) == 1 and sum('"clear"' in k for k in kinds) == 1
         assert engine.verify(session.uid).ok
-        report = engine.replay(session.uid, rerun=True)  # the recording harness re-driven
+        report = engine.rerun(session.uid)  # the recording harness re-driven
         assert report.identical and report.model_calls == 0
     finally:
         session.close()

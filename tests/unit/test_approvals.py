@@ -116,7 +116,7 @@ def test_approved_the_executor_runs_once_and_replay_runs_nothing(tmp_path: Path)
     assert result["approval_request_seq"] == "4" and result["approval_decision_seq"] == "5"
     assert not result.get("is_error") and "code" not in result
     assert verify_session(engine.store, uid).ok  # type: ignore[attr-defined]
-    report = engine.replay(uid, rerun=True)
+    report = engine.rerun(uid)
     assert report.identical and report.model_calls == 0 and _lines(effects) == 1
 
 
@@ -137,7 +137,7 @@ def test_denied_the_executor_never_runs_and_the_model_reads_the_denial(tmp_path:
         "approval_decision_seq": "5",
     }
     assert _lines(effects) == 0 and _kinds(engine, uid)[-1] == "END"
-    assert engine.replay(uid, rerun=True).identical and _lines(effects) == 0
+    assert engine.rerun(uid).identical and _lines(effects) == 0
 
 
 def test_an_executor_failure_is_a_durable_error_receipt(tmp_path: Path) -> None:
@@ -148,7 +148,7 @@ def test_an_executor_failure_is_a_durable_error_receipt(tmp_path: Path) -> None:
     result = next(r for r in engine.read(uid) if r.seq == 6).event["result"]
     assert result["is_error"] and result["code"] == "EXECUTOR_ERROR"
     assert result["approval_request_seq"] == "4" and result["approval_decision_seq"] == "5"
-    assert engine.replay(uid, rerun=True).identical
+    assert engine.rerun(uid).identical
 
 
 def test_an_identical_retry_returns_the_decision_and_a_different_one_is_refused(

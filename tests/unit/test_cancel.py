@@ -47,7 +47,7 @@ def test_cancel_closes_an_interrupted_turn_and_exec_runs_again(tmp_path: Path) -
         frames = list(engine.exec(uid, ["again"]))
         assert frames and engine.get(uid).exec_state == "EXEC_COMPLETED"
         assert _kinds(engine, uid)[-1] == "EVENT_END"
-        report = engine.replay(uid, rerun=True)  # the canceled run stops at its MODEL_CALL
+        report = engine.rerun(uid)  # the canceled run stops at its MODEL_CALL
         assert report.identical, report.divergence
         assert (report.executions, report.replayed, report.model_calls) == (2, 2, 0)
 

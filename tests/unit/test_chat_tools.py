@@ -110,7 +110,7 @@ def test_a_tool_call_runs_once_its_result_goes_back_and_replay_calls_nothing(
         result = next(e["result"] for e in events if e["kind"] == "EVENT_TOOL_RESULT")
         assert result["id"] == "call-0-0" and not result.get("is_error")
 
-        report = engine.replay(uid, rerun=True)
+        report = engine.rerun(uid)
         assert report.identical, report.divergence
         assert report.model_calls == 0
         assert _lines(effects) == ["hello"]  # the executor did not run again
@@ -165,7 +165,7 @@ def test_later_turns_see_earlier_calls_and_results_and_keys_stay_unique(tmp_path
         assert _lines(effects) == ["one", "two"]
         keys = [e["tool"]["idempotency_key"] for e in _events(engine, uid) if "tool" in e]
         assert len(set(keys)) == 2
-        report = engine.replay(uid, rerun=True)
+        report = engine.rerun(uid)
         assert report.identical, report.divergence
         assert (report.replayed, report.model_calls) == (3, 0)
     assert _lines(effects) == ["one", "two"]
@@ -205,7 +205,7 @@ def test_a_call_to_a_tool_not_offered_gets_an_error_result_and_the_turn_goes_on(
         assert "TOOL_CALL" not in kinds  # nothing for the host to run
         result = next(e["result"] for e in _events(engine, uid) if "result" in e)
         assert result["is_error"] and "not offered (offered: append_line)" in result["error"]
-        assert engine.replay(uid, rerun=True).identical
+        assert engine.rerun(uid).identical
     assert _lines(effects) == []
 
 
@@ -244,7 +244,7 @@ def test_a_failed_model_call_mid_loop_resumes_without_running_the_tool_again(
         # the completion lands after the recorded MODEL_CALL (never a second one)
         assert _kinds(engine, uid)[-4:] == ["MODEL_CALL", "ERROR", "OUTPUT", "END"]
         assert _kinds(engine, uid).count("TOOL_CALL") == 1
-        report = engine.replay(uid, rerun=True)
+        report = engine.rerun(uid)
         assert report.identical and report.model_calls == 0
     assert _lines(effects) == ["once"]
 

@@ -93,7 +93,7 @@ def test_a_compacted_30_turn_session_sends_summary_last_two_turns_and_input(
             ("user", "new question"),
         ]
         calls = len(Recorder.requests)
-        report = engine.replay(uid, rerun=True)
+        report = engine.rerun(uid)
         assert report.identical and report.model_calls == 0
         assert len(Recorder.requests) == calls
         assert not engine.verify(uid).first_bad_seq
@@ -121,7 +121,7 @@ def test_a_second_compaction_covers_the_first_summary_and_stays_bounded(tmp_path
         engine.run(uid, ["next"])
         roles = [r for r, _t in _texts(Recorder.requests[-1])]
         assert roles == ["system", "assistant", "user", "assistant", "user"]
-        assert engine.replay(uid, rerun=True).model_calls == 0
+        assert engine.rerun(uid).model_calls == 0
 
 
 def test_request_size_after_compaction_does_not_grow_with_the_session(tmp_path: Path) -> None:
@@ -233,7 +233,7 @@ def test_a_turn_over_compact_over_bytes_compacts_itself_first(tmp_path: Path) ->
             ("user", "after"),
         ]
         calls = len(Recorder.requests)
-        report = engine.replay(uid, rerun=True)
+        report = engine.rerun(uid)
         assert report.identical and report.model_calls == 0 and len(Recorder.requests) == calls
 
 

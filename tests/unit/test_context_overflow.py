@@ -105,7 +105,7 @@ def test_an_overflowing_request_compacts_and_retries_and_replay_calls_nothing(
         assert engine.get(uid).exec_state == "EXEC_COMPLETED"
 
         seen = len(endpoint.seen)
-        report = engine.replay(uid, rerun=True)
+        report = engine.rerun(uid)
         assert report.identical, report.divergence
         assert report.model_calls == 0 and len(endpoint.seen) == seen
         assert verify_session(engine.store, uid).ok
@@ -153,7 +153,7 @@ def test_a_second_overflow_after_compacting_fails_the_turn_clearly(tmp_path: Pat
         ]  # fmt: skip
         assert "still over" in events[-1]["error"]["description"]
         assert engine.get(uid).exec_state == "EXEC_FAILED"
-        assert engine.replay(uid, rerun=True).identical  # the failed turn is audit
+        assert engine.rerun(uid).identical  # the failed turn is audit
 
 
 def test_an_overflow_with_nothing_to_compact_fails_the_turn_clearly(tmp_path: Path) -> None:
@@ -183,7 +183,7 @@ def test_resume_serves_the_refusal_and_makes_only_the_missing_call(tmp_path: Pat
         assert turn is not None and turn.model_calls == 1
         assert turn.outputs[-1] == "after compaction"
         assert engine.get(uid).exec_state == "EXEC_COMPLETED"
-        assert engine.replay(uid, rerun=True).identical
+        assert engine.rerun(uid).identical
 
 
 @pytest.mark.parametrize(
@@ -240,4 +240,4 @@ def test_the_refusal_is_never_the_journals_last_word(
             "EXECUTION_START", "INPUT", "MODEL_CALL", "ERROR", "MODEL_CALL", "OUTPUT", "OUTPUT",
             "MODEL_CALL", "OUTPUT", "END",
         ]  # fmt: skip
-        assert engine.replay(uid, rerun=True).identical
+        assert engine.rerun(uid).identical

@@ -93,7 +93,7 @@ def test_a_mediated_tool_call_over_the_wire_runs_once_and_replays_without_effect
         assert turn is not None and turn.outputs[0].startswith("c1: ok ")
         assert _kinds(engine, uid) == ["EXECUTION_START", "INPUT", "TOOL_CALL", "TOOL_RESULT",
                                        "OUTPUT", "END"]  # fmt: skip
-        report = engine.replay(uid, rerun=True)
+        report = engine.rerun(uid)
         assert report.identical and report.model_calls == 0
         assert _lines(effects) == 1  # the executor ran once, live; replay served its result
         assert verify_session(engine.store, uid).ok  # type: ignore[attr-defined]
@@ -130,7 +130,7 @@ def test_the_approval_cases_over_the_wire(tmp_path: Path, tool_line: str, case: 
             assert _lines(effects) == 0
         else:
             assert receipt["code"] == "EXECUTOR_ERROR" and receipt["is_error"]
-        report = engine.replay(uid, rerun=True)
+        report = engine.rerun(uid)
         assert report.identical and report.model_calls == 0
         assert _lines(effects) == (1 if case == "approved" else 0)
         assert _kinds(engine, uid)[-2:] == ["OUTPUT", "END"]
@@ -227,7 +227,7 @@ def test_park_then_approval_before_tool_on_the_decided_resume(tmp_path: Path, pe
         assert last.turn is not None and last.turn.outputs == ("got ok",)
         assert peer.seen[-1] == ["start", "approval", "tool"]
         assert _lines(effects) == 1
-        assert engine.replay(uid, rerun=True).identical
+        assert engine.rerun(uid).identical
         assert peer.seen[-1] == ["start", "approval", "tool"]  # replay re-sends the pair
         assert _lines(effects) == 1
 
@@ -485,7 +485,7 @@ def test_a_cancel_lands_on_a_remote_turn_at_its_next_effect(tmp_path: Path) -> N
             assert outcome and outcome[0].turn.canceled
             assert _kinds(engine, uid)[-3:] == ["OUTPUT", "LIFECYCLE", "END"]
             assert "late" not in str(list(engine.read(uid)))
-            report = engine.replay(uid, rerun=True)  # stopped again at that output, remotely
+            report = engine.rerun(uid)  # stopped again at that output, remotely
             assert report.identical, report.divergence
             assert (report.replayed, report.model_calls) == (1, 0)
     finally:

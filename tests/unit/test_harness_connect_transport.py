@@ -66,7 +66,7 @@ def test_a_remote_harness_streams_its_deltas_as_an_in_process_one(
         assert isinstance(frames[0], SessionFrame) and isinstance(frames[-1], SessionFrame)
         uid = frames[0].session.uid
         assert "DELTA" not in _kinds(engine, uid)  # transport only: never journaled
-        report = engine.replay(uid, rerun=True)
+        report = engine.rerun(uid)
         assert report.identical and report.model_calls == 0
 
 
@@ -85,7 +85,7 @@ def test_a_remote_memory_harness_commits_its_state_and_a_fresh_one_continues(
     with agentsessions.open(home, runtime="remote") as engine:  # a fresh engine
         third = engine.run(uid, ["what now"]).turn
         assert third is not None and third.outputs == ("turn 3: I remember blue",)
-        report = engine.replay(uid, rerun=True)
+        report = engine.rerun(uid)
         assert report.identical and report.model_calls == 0
 
 

@@ -1,5 +1,7 @@
-"""The package's import graph: the CLI is a veneer over ``agentsessions.sessions``, and no
-two modules import each other, directly or round a longer loop.
+"""The package's import graph: every import follows the layer map drawn once in
+``agentsessions/__init__.py``'s docstring, the CLI is a veneer over
+``agentsessions.sessions``, and no two modules import each other, directly or round a
+longer loop.
 
 Read with ``ast`` (nothing is imported), counting top-level, function-level (lazy) and
 ``if TYPE_CHECKING:`` imports alike: a lazy import is still a dependency, and a cycle
@@ -273,3 +275,86 @@ def test_the_backend_check_sees_a_crossing() -> None:
     ) == [f"{STORES}.file.store imports {STORES}.jetstream.wire"]
     assert backend_violations(f"{STORES}.tail", {f"{STORES}.memory.store"})
     assert backend_violations(f"{STORES}.capabilities", {f"{STORES}.memory.store"})
+
+
+# --- the layer map: one statement of the order, in the package's docstring ------------------
+
+SIBLINGS = {("cli", "server"), ("cli", "client"), ("runtimes", "wire")}
+"""Crossings the map allows: within the top line (``cli serve``, ``cli --server``), and the
+remote runtime dialling harnesses through the wire's Harness.Connect half (``harnessclient``,
+``harnesswire``: they stand on ``controller.spi`` and ``v1`` only; the cycle test above keeps
+that so)."""
+BEING_REMOVED: set[tuple[str, str]] = set()
+"""Crossings the wire package (agentsessions/wire/) removes; listed so that no new one hides."""
+
+
+def layer_map(doc: str) -> dict[str, int]:
+    """Package -> its line in the map of ``agentsessions``'s docstring (0 = lowest)."""
+    block = doc.split("::\n\n", 1)[1].split("\n\n", 1)[0]
+    out: dict[str, int] = {}
+    for line_no, line in enumerate(block.splitlines()):
+        names = line.strip().split("  ")
+        for name in names[: names.index("") if "" in names else len(names)]:
+            out[name.strip()] = line_no
+    return out
+
+
+def _package_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def layer_violations(layers: dict[str, int], sources: dict[str, tuple[str, bool]]) -> list[str]:
+    """Every package-level import of a package on the same line or a line below."""
+    out = set()
+    for module, (source, is_package) in sources.items():
+        mine = _package_of(module)
+        if mine.startswith("__") or not mine:
+            continue
+        if mine not in layers:
+            out.add(f"{mine} is not on the layer map")
+            continue
+        for name in imports(source, module, is_package):
+            theirs = _package_of(name) if within(name, "agentsessions") else ""
+            if not theirs or theirs.startswith("__") or theirs == mine:
+                continue
+            if theirs not in layers:
+                out.add(f"{theirs} is not on the layer map")
+            elif layers[theirs] >= layers[mine] and (mine, theirs) not in SIBLINGS | BEING_REMOVED:
+                out.add(f"{mine} imports {theirs} ({module} -> {name})")
+    return sorted(out)
+
+
+def _map() -> dict[str, int]:
+    init = PACKAGE / "__init__.py"
+    return layer_map(ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or "")
+
+
+def test_the_layer_map_names_every_package_once() -> None:
+    layers = _map()
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    modules = {p.stem for p in PACKAGE.glob("*.py") if not p.name.startswith("__")}
+    assert set(layers) == packages | modules
+    assert layers["errors"] < layers["v1"] < layers["journal"] < layers["controller"]
+    assert layers["controller"] < layers["runtimes"] < layers["sessions"] < layers["cli"]
+
+
+def test_every_import_follows_the_layer_map() -> None:
+    assert layer_violations(_map(), _package_sources()) == []
+
+
+def test_the_layer_check_sees_an_upward_import() -> None:
+    layers = {"v1": 0, "journal": 1, "cli": 2, "server": 2}
+    assert layer_violations(
+        layers, {"agentsessions.journal.x": ("import agentsessions.cli\n", False)}
+    )
+    assert layer_violations(
+        layers, {"agentsessions.server.x": ("from agentsessions import cli\n", False)}
+    )
+    assert not layer_violations(
+        layers, {"agentsessions.cli.x": ("import agentsessions.server\n", False)}
+    )
+    assert not layer_violations(
+        layers, {"agentsessions.cli.x": ("import agentsessions.v1.ids\n", False)}
+    )
+    assert layer_violations(layers, {"agentsessions.wire.x": ("import agentsessions.v1\n", False)})

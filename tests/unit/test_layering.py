@@ -1,5 +1,7 @@
-"""Layers import one way only: v1 <- journal.format <- journal.crypto <- journal.stores <-
-journal.tools <- controller <- runtimes/models <- cli/server.
+"""The rules inside the layers of the map in ``agentsessions/__init__.py`` (which
+tests/unit/test_import_graph.py holds every import to): the journal's rooms, lowest first
+(``format`` <- ``crypto`` <- ``stores`` <- ``tools``), a controller that imports no
+upper layer, grpc and protobuf only in the server and the client.
 
 The ``agentsessions.v1`` vocabulary imports nothing of the package but ``errors``; harnesses
 and model providers speak it and never reach into the storage room.

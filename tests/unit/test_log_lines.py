@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agentsessions.cli import render
+from agentsessions.cli import recordview
 from agentsessions.journal.format.records import Record
 
 
@@ -28,9 +28,9 @@ def test_each_row_is_written_before_the_next_is_read(monkeypatch: pytest.MonkeyP
             seen.append(out.getvalue())  # what was printed before this record was read
             yield _record(seq, "INPUT", {"input": {"message": {"role": "user", "text": "hi"}}})
 
-    assert render.print_log(records()) == 3
+    assert recordview.print_log(records()) == 3
     assert seen[0] == ""
-    assert seen[1].splitlines()[0] == render.LOG_HEADER
+    assert seen[1].splitlines()[0] == recordview.LOG_HEADER
     assert [line.split()[0] for line in seen[1].splitlines()[1:]] == ["1"]
     assert len(seen[2].splitlines()) == 3  # the header and two rows, before the third is read
     lines = out.getvalue().splitlines()
@@ -39,9 +39,9 @@ def test_each_row_is_written_before_the_next_is_read(monkeypatch: pytest.MonkeyP
 
 
 def test_columns_line_up_whatever_the_execution_id() -> None:
-    short = render.log_line(_record(7, "END", {}, execution=""))
-    long = render.log_line(_record(12345, "APPROVAL_REQUEST", {}))
-    header = render.LOG_HEADER
+    short = recordview.log_line(_record(7, "END", {}, execution=""))
+    long = recordview.log_line(_record(12345, "APPROVAL_REQUEST", {}))
+    header = recordview.LOG_HEADER
     for line in (short, long):  # the hash starts under the header's "hash"
         assert line.index(line.split()[3]) == header.index("hash")
     assert short.split()[:3] == ["7", "END", "-"]
@@ -50,5 +50,5 @@ def test_columns_line_up_whatever_the_execution_id() -> None:
 def test_an_empty_range_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     out = io.StringIO()
     monkeypatch.setattr("sys.stdout", out)
-    assert render.print_log(iter(())) == 0
+    assert recordview.print_log(iter(())) == 0
     assert out.getvalue() == "no records in that range\n"

@@ -103,7 +103,7 @@ def test_the_server_listing_is_offered_recorded_and_replayed_without_the_server(
     server.unlink()  # replay starts no server: one that cannot start would show
     Probe.offered = []
     with open_local(tmp_path / "home") as engine:
-        report = engine.replay(uid, rerun=True)
+        report = engine.rerun(uid)
     assert report.identical and report.model_calls == 0 and report.replayed == 2
     assert Probe.offered == []
     assert (tmp_path / "effects.txt").read_text() == "x\nx\n"

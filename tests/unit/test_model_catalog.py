@@ -197,7 +197,7 @@ def test_sessions_record_the_name_and_turns_replay_and_go_on_through_the_catalog
         assert engine.get(uid).model == "fast"
         calls = [r.event for r in engine.read(uid) if r.event["kind"] == "EVENT_MODEL_CALL"]
         assert calls and all("seed" not in str(c) for c in calls)
-        report = engine.replay(uid, rerun=True)
+        report = engine.rerun(uid)
         assert report.identical and report.model_calls == 0
     with open_local(tmp_path, runtime="local", models=catalog) as engine:  # another engine
         engine.run(uid, ["two"])

@@ -210,7 +210,7 @@ def test_usage_is_journaled_per_model_call_and_replayed(
         totals = usage_totals(engine.read(uid))
         assert (totals.input_tokens, totals.output_tokens, totals.records) == (24, 6, 2)
         seen = len(endpoint.seen)
-        report = engine.replay(uid, rerun=True)
+        report = engine.rerun(uid)
         assert report.identical, report.divergence
         assert report.model_calls == 0 and len(endpoint.seen) == seen
 
@@ -242,7 +242,7 @@ def test_the_turns_model_is_recorded_and_resume_uses_it(endpoint: Endpoint, tmp_
         assert last is not None and last.outputs == ("fake:on the server",)
         assert len(endpoint.seen) == sent + 1  # resumed on the server, not on echo
         assert endpoint.seen[-1].body["messages"][0] == {"role": "system", "content": "be brief"}
-        report = engine.replay(uid, rerun=True)
+        report = engine.rerun(uid)
         assert report.identical, report.divergence
 
 

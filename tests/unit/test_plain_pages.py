@@ -1,6 +1,7 @@
 """``list`` and ``get`` to a pipe write rich's bytes without rich.
 
-:func:`agentsessions.cli.render.print_page` and :func:`~agentsessions.cli.render.print_session`
+:func:`agentsessions.cli.sessionview.print_page` and
+:func:`~agentsessions.cli.sessionview.print_session`
 write a table that rich would only pad straight to stdout (so ``list`` or ``get`` in a shell
 loop never imports rich). Each case draws the same page
 both ways (the plain path, and rich with the plain path turned off) and requires equal
@@ -15,7 +16,7 @@ from contextlib import redirect_stdout
 
 import pytest
 
-from agentsessions.cli import render
+from agentsessions.cli import render, sessionview
 from agentsessions.sessions.api import Session, SessionPage
 
 ASCII = "abcxyz-_.:/ []()'\"=~"
@@ -46,9 +47,9 @@ def printed(page: SessionPage, project: str, plain: bool, monkeypatch: pytest.Mo
     out = io.StringIO()
     with monkeypatch.context() as patch:
         if not plain:
-            patch.setattr(render, "_print_plain_page", lambda page, project: False)
+            patch.setattr(sessionview, "print_plain_page", lambda page, project: False)
         with redirect_stdout(out):
-            render.print_page(page, project)
+            sessionview.print_page(page, project)
     return out.getvalue()
 
 
@@ -59,7 +60,7 @@ def test_an_ordinary_page_is_written_without_rich(monkeypatch: pytest.MonkeyPatc
         next_cursor="MTc5NjEyNTQy",
     )
     with redirect_stdout(io.StringIO()):
-        assert render._print_plain_page(page, "acme")
+        assert sessionview.print_plain_page(page, "acme")
     assert printed(page, "acme", True, monkeypatch) == printed(page, "acme", False, monkeypatch)
 
 
@@ -85,7 +86,7 @@ def test_the_cases_above_mostly_take_the_plain_path(monkeypatch: pytest.MonkeyPa
         sessions = tuple(session(rng, i) for i in range(rng.randrange(0, 12)))
         page = SessionPage(sessions, next_cursor=rng.choice(("", "MTc5NjEyNTQyNjk2NTE0NjYzOABz")))
         with redirect_stdout(io.StringIO()):
-            plain += render._print_plain_page(page, rng.choice(("default", "acme", "p" * 60)))
+            plain += sessionview.print_plain_page(page, rng.choice(("default", "acme", "p" * 60)))
     assert 15 <= plain < 40  # both paths are exercised
 
 
@@ -93,16 +94,16 @@ def test_a_terminal_width_always_goes_through_rich(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("COLUMNS", "80")
     page = SessionPage((Session(uid=f"sess-{1:024x}", name="one"),))
     with redirect_stdout(io.StringIO()):
-        assert not render._print_plain_page(page, "default")
+        assert not sessionview.print_plain_page(page, "default")
 
 
 def details(session: Session, memory: str, plain: bool, monkeypatch: pytest.MonkeyPatch) -> str:
     out = io.StringIO()
     with monkeypatch.context() as patch:
         if not plain:
-            patch.setattr(render, "plain_details", lambda rows, width: None)
+            patch.setattr(sessionview, "plain_details", lambda rows, width: None)
         with redirect_stdout(out):
-            render.print_session(session, memory)
+            sessionview.print_session(session, memory)
     return out.getvalue()
 
 
@@ -137,6 +138,6 @@ def test_get_without_rich_is_riches_grid_byte_for_byte(
 def test_an_ordinary_get_is_written_without_rich(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("COLUMNS", raising=False)
     info = Session(uid=f"sess-{3:024x}", name="triage", last_hash="d5" * 32)
-    rows = render.session_rows(info, "none")
-    assert render.plain_details(rows, render.PIPE_WIDTH) is not None
+    rows = sessionview.session_rows(info, "none")
+    assert sessionview.plain_details(rows, render.PIPE_WIDTH) is not None
     assert details(info, "none", True, monkeypatch) == details(info, "none", False, monkeypatch)

@@ -169,7 +169,7 @@ def _kinds_of_turn(engine: LocalSessions, uid: str, exec_id: str) -> list[str]:
 
 def _replayed(engine: LocalSessions, uid: str) -> ReplayReport:
     calls = Hooks.calls
-    report = engine.replay(uid, rerun=True)
+    report = engine.rerun(uid)
     assert isinstance(report, ReplayReport)
     assert Hooks.calls == calls  # not one model call
     return report

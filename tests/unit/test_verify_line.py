@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentsessions.cli.render import verify_line
+from agentsessions.cli.verify import verify_line
 from agentsessions.v1.results import VerifyReport
 
 

@@ -97,7 +97,7 @@ def test_a_warm_hosted_chat_is_offered_the_tools_and_the_host_mediates_its_calls
         assert result["output"] == {"last_kind": "EVENT_TOOL_CALL", "pid": os.getpid()}
         call = next(r.event["tool"] for r in engine.store.read(uid) if "tool" in r.event)
         assert call["mediation"] == "MEDIATION_CONTROLLER_MEDIATED"
-        report = engine.replay(uid, rerun=True)
+        report = engine.rerun(uid)
         assert report.identical and report.model_calls == 0, report.divergence
         assert effects.read_text() == "hello\n"
 

@@ -122,7 +122,7 @@ def test_a_turn_running_at_its_deadline_is_canceled_and_the_caller_sees_deadline
     assert "TIMEOUT" in cancel["lifecycle"]["detail"]
     assert end["end"]["state"] == "CANCELED"
     assert "late" not in str(list(engine.read(uid)))
-    report = engine.replay(uid, rerun=True)  # "first" served, stopped again before "late"
+    report = engine.rerun(uid)  # "first" served, stopped again before "late"
     assert report.identical, report.divergence
     assert (report.replayed, report.model_calls, report.outputs) == (1, 0, ("first",))
 

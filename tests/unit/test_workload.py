@@ -80,7 +80,7 @@ def test_the_workload_is_recorded_with_the_session_and_used_by_its_turns(tmp_pat
         tools=_workload(tmp_path, other, "w2.toml"),
     )
     assert other.read_text() == "third\n" and effects.read_text() == "first\nsecond\n"
-    report = again.replay(session.uid, rerun=True)
+    report = again.rerun(session.uid)
     assert report.identical
 
 

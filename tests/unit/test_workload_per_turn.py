@@ -69,7 +69,7 @@ def test_replay_after_a_later_tools_uses_each_turns_own_workload(tmp_path: Path)
         assert second.workload == workloadref.digest_of(tools_b.read_text())
         assert first.config == b""  # the harness's config, without the envelope
 
-        report = engine.replay(uid, rerun=True)
+        report = engine.rerun(uid)
         assert report.identical, report.divergence
         assert report.model_calls == 0 and report.replayed == 2
         assert _lines(a_file) == ["first"] and _lines(b_file) == ["second"]
@@ -88,7 +88,7 @@ def test_a_fork_child_replays_its_parents_turns_with_their_workloads(tmp_path: P
         engine.run(
             uid, ["two"], model=_script(tmp_path, "2.json", _append("second"), "ok"), tools=tools_b
         )
-        report = engine.replay(child.uid, rerun=True)
+        report = engine.rerun(child.uid)
         assert report.identical and report.replayed == 1, report.divergence
         assert report.model_calls == 0 and _lines(a_file) == ["first"]
 
@@ -111,7 +111,7 @@ def test_an_approval_parked_under_a_resumes_with_a_after_b_was_set(tmp_path: Pat
         assert frames[-1].turn is not None and frames[-1].turn.outputs[-1] == "done"
         # A's executor ran (its file), and the call kept A's tier: B was never offered
         assert _lines(a_file) == ["gated"] and _lines(b_file) == []
-        report = engine.replay(uid, rerun=True)
+        report = engine.rerun(uid)
         assert report.identical, report.divergence
         assert report.model_calls == 0
 

@@ -95,7 +95,7 @@ def _head(css: str, js: str) -> bytes:
 
 def _write_page(path: Path, meta: dict[str, Any], spool: IO[bytes] | None, first: bytes) -> int:
     """Write the page's bytes to ``path`` atomically; its size."""
-    from agentsessions.sessions.support import replace_atomically
+    from agentsessions.sessions.offline import replace_atomically
 
     css, js = _asset("view.css"), _asset("view.js")
     size = 0

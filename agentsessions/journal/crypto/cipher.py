@@ -51,9 +51,7 @@ MASTER_KEY_ENV = "AGENTSESSIONS_MASTER_KEY"
 BLOB_OVERHEAD = 36  # journal.crypto.blobs.BLOB_OVERHEAD: a sealed blob's head and tag
 
 
-KEY_HINT = (
-    "give the master key: --key-file FILE, AGENTSESSIONS_KEY_FILE or AGENTSESSIONS_MASTER_KEY"
-)
+KEY_HINT = "give the master key: key_file, AGENTSESSIONS_KEY_FILE or AGENTSESSIONS_MASTER_KEY"
 
 
 class SessionCipher:
@@ -153,6 +151,7 @@ def keyless_refusal(frame: segment.Frame) -> MasterKeyError:
     return MasterKeyError(
         f"the record at seq {frame.seq} is encrypted and no data key is loaded for it",
         hint=KEY_HINT,
+        param="key_file",
         seq=frame.seq,
     )
 
@@ -185,7 +184,8 @@ def check_sealed_exportable(meta: _Lineage, shredded: bool) -> None:
         raise InvalidArgumentError(
             f"session {uid} is a fork child: its first {meta.fork_seq} records are sealed "
             f"under its parent's key, which a ciphertext export does not carry",
-            hint=f"agentsessions export {uid} --decrypt writes a plaintext export",
+            hint="a decrypted export (encryption='decrypt') is plaintext",
+            param="encryption_decrypt",
             session=uid,
         )
     if shredded:

@@ -53,7 +53,7 @@ WRAP_FORMAT = 1
 WRAP_ALG = "A256GCM"
 _WRAP_AAD = b"agentsessions.datakey.v1\x00"
 _KEY_ID_LABEL = b"agentsessions.master-key-id.v1\x00"
-_HINT = "give the master key: --key-file FILE, AGENTSESSIONS_KEY_FILE or AGENTSESSIONS_MASTER_KEY"
+_HINT = "give the master key: key_file, AGENTSESSIONS_KEY_FILE or AGENTSESSIONS_MASTER_KEY"
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,9 @@ class MasterKey:
         try:
             st = os.stat(path)
             if not stat.S_ISREG(st.st_mode):
-                raise MasterKeyError(f"{source} is not a regular file", hint=_HINT)
+                raise MasterKeyError(
+                    f"{source} is not a regular file", hint=_HINT, param="key_file"
+                )
             if st.st_mode & 0o077:
                 raise MasterKeyError(
                     f"{source} may be read or written by others "
@@ -109,7 +111,9 @@ class MasterKey:
                 )
             data = Path(path).read_bytes()
         except OSError as exc:
-            raise MasterKeyError(f"cannot read {source}: {exc.strerror}", hint=_HINT) from None
+            raise MasterKeyError(
+                f"cannot read {source}: {exc.strerror}", hint=_HINT, param="key_file"
+            ) from None
         try:
             text = data.decode("ascii")
         except UnicodeDecodeError:
@@ -177,7 +181,8 @@ def from_keyring(name: str = "") -> MasterKey:
     except NoKeyringError:
         raise MasterKeyError(
             f"{source}: no OS keyring backend is available on this machine",
-            hint="give a key file (--key-file FILE), or install a keyring backend",
+            hint="give a key file (key_file), or install a keyring backend",
+            param="keyring",
         ) from None
     except KeyringError as exc:
         raise MasterKeyError(f"{source} cannot be read: {exc}") from None
@@ -262,6 +267,7 @@ def unwrap(content: bytes, master: MasterKey, scope: str, *, where: str = KEY_NA
             f"{scope}: the data key is wrapped by master key {doc['master_key_id']}, "
             f"not by the one given ({master.key_id}, from {master.source})",
             hint=_HINT,
+            param="key_file",
             session=scope,
         )
     try:
@@ -343,6 +349,7 @@ class KeyDir:
             raise MasterKeyError(
                 f"{self.scope} is encrypted and no master key was given",
                 hint=_HINT,
+                param="key_file",
                 session=self.scope,
             )
         return unwrap(content, master, self.scope, where=str(self.key_path))

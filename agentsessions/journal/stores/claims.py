@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from agentsessions.errors import InvalidArgumentError
-from agentsessions.journal.stores.store import check_project
+from agentsessions.v1.ids import check_project
 
 MAX_KEY_BYTES = 4096
 _DIGEST = re.compile(r"[0-9a-f]{64}")

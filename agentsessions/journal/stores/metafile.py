@@ -39,7 +39,8 @@ from typing import Any
 
 from agentsessions.errors import AgentSessionsError, MetadataCorruptError
 from agentsessions.journal.format import canonical
-from agentsessions.journal.stores.store import SessionMeta, check_project, check_uid
+from agentsessions.journal.stores.store import SessionMeta
+from agentsessions.v1.ids import check_project, check_uid
 
 META_NAME = "session.json"
 SUMS_KEY = "sums"

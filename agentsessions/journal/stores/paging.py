@@ -19,9 +19,8 @@ from agentsessions.journal.stores.store import (
     Page,
     SessionInfo,
     SessionMeta,
-    check_project,
-    check_uid,
 )
+from agentsessions.v1.ids import check_project, check_uid
 from agentsessions.v1.limits import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 
 T = TypeVar("T")

@@ -48,33 +48,10 @@ DEFAULT_MAX_COMMIT_BYTES = 4 * 1024 * 1024
 COMMIT_IDS_REMEMBERED = 1024
 MAX_COMMIT_ID_LEN = 128
 
-_UID = re.compile(r"sess-[0-9a-f]{24}")
-_PROJECT_BAD = re.compile(r"[/\\\x00-\x1f\x7f]")
-
 
 def new_uid() -> str:
     """A fresh session uid: ``sess-`` and 24 hex digits (12 random bytes), as the reference."""
     return "sess-" + secrets.token_hex(12)
-
-
-def check_uid(uid: str) -> str:
-    """Return ``uid`` if it is a well-formed session id, else raise InvalidArgumentError."""
-    if not isinstance(uid, str) or not _UID.fullmatch(uid):
-        raise InvalidArgumentError(
-            f"invalid session id {uid!r}: expected 'sess-' followed by 24 lowercase hex digits",
-            hint="agentsessions list",
-        )
-    return uid
-
-
-def check_project(project: str) -> str:
-    """Return ``project`` if it is a usable project name, else raise InvalidArgumentError."""
-    if not project or len(project) > 128 or project in (".", "..") or _PROJECT_BAD.search(project):
-        raise InvalidArgumentError(
-            f"invalid project name {project!r}: 1-128 characters, "
-            "no path separators or control characters"
-        )
-    return project
 
 
 @dataclass(frozen=True)

@@ -29,12 +29,12 @@ from agentsessions.journal.stores.store import (
     SessionInfo,
     SessionMeta,
     Store,
-    check_project,
     new_uid,
 )
 from agentsessions.journal.tools import exportfile
 from agentsessions.journal.tools.verify import Progress
 from agentsessions.journal.tools.verifyfile import sealed_cipher, verify_file
+from agentsessions.v1.ids import check_project
 
 
 def export_session(
@@ -60,8 +60,9 @@ def export_session(
     if ciphertext:  # a store capability: the file and JetStream stores declare it
         exporter = SEALED_EXPORT.need(
             store,
-            "export --ciphertext",
-            hint=f"agentsessions export {uid} --decrypt writes a plaintext export",
+            "a ciphertext export",
+            hint="a decrypted export (encryption='decrypt') is plaintext",
+            param="encryption_decrypt",
             session=uid,
         )
         sealed, records = exporter.sealed_export(uid)
@@ -233,7 +234,8 @@ def _check_sealed_importable(path: Path, opened: exportfile.Stream, master: Any)
         raise MasterKeyError(
             f"{path} is a ciphertext export: importing it needs the master key that "
             "wrapped its key",
-            hint="give it: --key-file FILE, AGENTSESSIONS_KEY_FILE or AGENTSESSIONS_MASTER_KEY",
+            hint="give it: key_file, AGENTSESSIONS_KEY_FILE or AGENTSESSIONS_MASTER_KEY",
+            param="key_file",
         )
 
 

@@ -48,8 +48,8 @@ from agentsessions.errors import (
 )
 from agentsessions.journal.format import canonical, sealedhead, zstdcodec
 from agentsessions.journal.format.records import Record
-from agentsessions.journal.stores.store import check_project
 from agentsessions.journal.tools import interchange
+from agentsessions.v1.ids import check_project
 
 MAGIC_KEY = b'{"agentsessions_export":'
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"

@@ -103,16 +103,6 @@ def _declare(report: VerifyReport, parsed: Any) -> None:
         report.expected_last_hash = str(parsed.declared.get("last_hash", ""))
 
 
-def verify_parsed(
-    parsed: Any, source: str, *, strict: bool = False, progress: Progress | None = None
-) -> VerifyReport:
-    """Verify records read from a journal file, including the head its end marker declares."""
-    report = VerifyReport(source=source)
-    _declare(report, parsed)
-    total = len(parsed.records)
-    return check_chain(parsed.records, report, strict=strict, progress=progress, total=total)
-
-
 def verify_path(
     path: Path,
     *,

@@ -39,7 +39,7 @@ from agentsessions.errors import (
 from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.stores.claims import ClaimKey
-from agentsessions.journal.stores.store import check_uid
+from agentsessions.v1.ids import check_uid
 
 CLAIMS_DIR = "claims"
 RELEASE_LOCK = "release.lock"  # not a session's LOCK: the flock of releases

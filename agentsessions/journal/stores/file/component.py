@@ -261,8 +261,9 @@ class FileComponentStore:
             if master is None:
                 raise MasterKeyError(
                     f"{self._scope} is encrypted and no master key was given",
-                    hint="give the master key: --key-file FILE, AGENTSESSIONS_KEY_FILE or "
+                    hint="give the master key: key_file, AGENTSESSIONS_KEY_FILE or "
                     "AGENTSESSIONS_MASTER_KEY",
+                    param="key_file",
                     session=self.uid,
                 )
         parent = components_dir(self._session)

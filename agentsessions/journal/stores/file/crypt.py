@@ -79,7 +79,10 @@ def cipher_for(
                 session=meta.uid,
             )
         raise MasterKeyError(
-            f"{scope} is encrypted and no master key was given", hint=KEY_HINT, session=meta.uid
+            f"{scope} is encrypted and no master key was given",
+            hint=KEY_HINT,
+            param="key_file",
+            session=meta.uid,
         )
     from agentsessions.journal.crypto.keys import KeyDir
 

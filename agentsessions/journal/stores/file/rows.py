@@ -23,8 +23,9 @@ from agentsessions.errors import (
 from agentsessions.journal.format import fencefile
 from agentsessions.journal.stores.file.catalog import Catalog
 from agentsessions.journal.stores.file.sessiondir import DELETED_NAME, FENCE_NAME, SessionDir
-from agentsessions.journal.stores.store import SessionInfo, SessionMeta, check_uid
+from agentsessions.journal.stores.store import SessionInfo, SessionMeta
 from agentsessions.journal.stores.tail import Tail
+from agentsessions.v1.ids import check_uid
 
 
 def session_row(

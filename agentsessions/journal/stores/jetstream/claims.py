@@ -28,7 +28,7 @@ from agentsessions.errors import InvalidArgumentError, JournalCorruptError, Lock
 from agentsessions.journal.stores.claims import ClaimKey
 from agentsessions.journal.stores.jetstream.client import Client
 from agentsessions.journal.stores.jetstream.wire import Message
-from agentsessions.journal.stores.store import check_uid
+from agentsessions.v1.ids import check_uid
 
 _TRIES = 16  # CAS rounds before a subject that keeps moving is reported
 

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from agentsessions.journal.crypto.cipher import SessionCipher
     from agentsessions.journal.crypto.keys import MasterKey, RewrapCount
 
-_HINT = "give the master key: --key-file FILE, AGENTSESSIONS_KEY_FILE or AGENTSESSIONS_MASTER_KEY"
+_HINT = "give the master key: key_file, AGENTSESSIONS_KEY_FILE or AGENTSESSIONS_MASTER_KEY"
 _STATE_BINDING = struct.Struct("<QQQ")  # version, covers_from, covers_to
 
 
@@ -165,6 +165,7 @@ class Opener:
                 raise MasterKeyError(
                     f"{self.scope}: a record is encrypted and no data key is loaded for it",
                     hint=_HINT,
+                    param="key_file",
                     session=self.scope,
                 )
             self._cipher = self._load()
@@ -179,6 +180,7 @@ class Opener:
                     f"{self.scope}: JetStream message {msg.stream_seq} is encrypted but the "
                     "session is not marked encrypted",
                     hint=_HINT,
+                    param="key_file",
                     session=self.scope,
                 )
             return self.cipher.open(msg, state=state)
@@ -365,7 +367,10 @@ class Keyring:
             )
         if self.master is None:
             raise MasterKeyError(
-                f"{scope} is encrypted and no master key was given", hint=_HINT, session=uid
+                f"{scope} is encrypted and no master key was given",
+                hint=_HINT,
+                param="key_file",
+                session=uid,
             )
 
 

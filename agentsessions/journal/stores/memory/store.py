@@ -53,12 +53,11 @@ from agentsessions.journal.stores.store import (
     Store,
     WorkingState,
     check_component,
-    check_project,
-    check_uid,
     deleted_error,
 )
 from agentsessions.journal.stores.tail import Tail
 from agentsessions.v1 import workloadref
+from agentsessions.v1.ids import check_project, check_uid
 
 if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey

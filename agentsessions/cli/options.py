@@ -1,0 +1,88 @@
+"""The options and arguments several commands share, and the parsing of their values.
+
+Each is an ``Annotated`` type a command's signature names (the help text is written once);
+the checks run before anything is opened: a session id or project name is validated before
+the file system is touched, a ``KEY=VALUE`` list before any engine starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated
+
+import typer
+
+from agentsessions.errors import InvalidArgumentError
+from agentsessions.sessions.defaults import DEFAULT_RUNTIME as DEFAULT_RUNTIME  # re-exported
+
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print JSON on stdout (a stable, documented contract).")
+]
+SessionArg = Annotated[str, typer.Argument(metavar="SESSION", help="Session uid (sess-...).")]
+ProjectOpt = Annotated[str, typer.Option("--project", "-p", help="Project the session belongs to.")]
+MODEL_SPEC_HELP = (
+    "SPEC names the provider: echo, scripted[:seed=N|:file=PATH], "
+    "openai:MODEL[,base_url=URL], a plugin's name, or a NAME of the operator's model "
+    "catalog (serve --model NAME=SPEC, [models.NAME] in the config file); any other spec "
+    "is refused (exit 2) before anything is written or sent."
+)
+"""The ``--model`` syntax, in the help of every command that takes the flag (models/)."""
+
+
+HarnessOpt = Annotated[
+    str,
+    typer.Option(
+        metavar="NAME",
+        help="Harness to drive the turn (echo, chat, counter, memory or a plugin; default: the "
+        "session's harness, else echo).",
+    ),
+]
+RuntimeOpt = Annotated[
+    str,
+    typer.Option(
+        metavar="NAME",
+        help="Runtime hosting the harness: auto (default: warm for a harness whose memory is "
+        "its state, such as counter; local otherwise), local (in-process, no memory "
+        "snapshots) or warm (detached host processes whose memory survives suspend/resume).",
+    ),
+]
+WaitOpt = Annotated[
+    float,
+    typer.Option(
+        "--wait",
+        min=0.0,
+        metavar="SECONDS",
+        help="Wait up to SECONDS for a busy session instead of failing at once (exit 6).",
+    ),
+]
+
+
+def session_uid(value: str) -> str:
+    """A validated session uid (before any file is touched)."""
+    from agentsessions.v1.ids import check_uid
+
+    return check_uid(value)
+
+
+def project_name(project: str) -> str:
+    """A validated project name (before any file is touched)."""
+    from agentsessions.v1.ids import check_project
+
+    return check_project(project)
+
+
+def parse_pairs(values: Sequence[str], flag: str) -> dict[str, str]:
+    """``["k=v", ...]`` as a dict; a missing ``=``, an empty key or a repeated key is an error."""
+    out: dict[str, str] = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InvalidArgumentError(
+                f"invalid {flag} {item!r}: expected KEY=VALUE", hint=f"for example {flag} team=ml"
+            )
+        if key in out:
+            raise InvalidArgumentError(f"{flag} {key!r} given twice")
+        if not key.isprintable() or not value.isprintable():
+            raise InvalidArgumentError(f"invalid {flag} {item!r}: control characters")
+        out[key] = value
+    return out
