@@ -25,6 +25,7 @@ CHECKED = {  # block id -> the test that runs it and checks its output
     "docs/howto/openai-agents.md#0": "test_the_openai_agents_example_runs_as_written",
     "docs/howto/langgraph.md#0": "test_the_langgraph_example_runs_as_written",
     "docs/howto/adk.md#0": "test_the_adk_example_runs_as_written",
+    "docs/benchmarks/torture.md#0": "the long torture run (minutes): tests/torture runs it bounded",
     "docs/concepts/tools.md#0": "test_guide_mcp.py::test_the_mcp_example_runs_as_written",
 }
 CWD = {"docs/howto/zipapp.md": ROOT}  # `python3 zipapp.py` is run in a checkout

@@ -402,7 +402,11 @@ def test_processes_creating_one_new_id_at_once_make_one_session(
         for r in range(rounds):
             deadline = time.monotonic() + 120
             while not all(os.path.exists(f"{flags}{r}-{n}") for n in names):
-                assert time.monotonic() < deadline and all(p.poll() is None for p in procs)
+                gone = [p for p in procs if p.poll() is not None]
+                for p in gone:  # a creator that died says why
+                    _, err = p.communicate()
+                    raise AssertionError(f"round {r}: a creator exited {p.returncode}: {err!r}")
+                assert time.monotonic() < deadline, f"round {r}: the creators never got ready"
                 time.sleep(0.005)
             Path(f"{flags}{r}-go").touch()
         outs = [proc.communicate(timeout=180) for proc in procs]
