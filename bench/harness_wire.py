@@ -47,10 +47,10 @@ def main() -> None:
             local_uid, local = _turns(engine, "chat", n)
             remote_uid, remote = _turns(engine, "remote-chat", n)
             began = time.perf_counter()
-            engine.replay(local_uid, rerun=True)
+            engine.rerun(local_uid)
             replay_local = time.perf_counter() - began
             began = time.perf_counter()
-            report = engine.replay(remote_uid, rerun=True)
+            report = engine.rerun(remote_uid)
             replay_remote = time.perf_counter() - began
     finally:
         server.stop(0)

@@ -158,7 +158,7 @@ class VerifyReport:
 
 @dataclass(frozen=True)
 class ReplayReport:
-    """What ``replay(rerun=True)`` reproduced (``identical`` is the proof)."""
+    """What ``rerun`` reproduced (``identical`` is the proof)."""
 
     uid: str
     harness: str

@@ -131,7 +131,7 @@ def check(engine: Sessions, ledger: Ledger, effects: Path, *, replay: bool = Tru
             out.violations.append(f"{uid}: the chain does not verify: {report.to_json()}")
         if replay and report.ok:
             out.replayed += 1
-            rerun = engine.replay(uid, rerun=True)
+            rerun = engine.rerun(uid)
             if not rerun.identical or rerun.model_calls:
                 out.violations.append(f"{uid}: replay differs or called the model: {rerun}")
     for (uid, seq), digest in ledger.acked.items():

@@ -23,13 +23,16 @@ from agentsessions.errors import (
 PACKAGE = Path(__file__).resolve().parents[2] / "agentsessions"
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z-]+")
 NOT_CONVERTED = {
-    # the daemon's own configuration errors (its flags are serve's) and the wire's client
+    # the daemon's own configuration errors (its flags are serve's) and the wire's client;
+    # the token book (the operator's `token` commands) moved from server/ to sessions/
     "server",
     "client",
+    "sessions/tokens.py",
     # operator-facing specs: a tool workload, a model catalog entry, a remote harness
     "tools",
     "models",
     "runtimes/remote.py",
+    "wire/harnessclient.py",  # moved from server/: a hint naming the command to start one
     # the turn's checks, being moved into one layer by the TurnRequest work
     "controller/controller.py",
     "controller/toolcalls.py",

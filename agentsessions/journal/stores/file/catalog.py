@@ -13,6 +13,7 @@ serves every thread of its process, and it serialises its calls into the store's
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -30,6 +31,25 @@ CREATE INDEX IF NOT EXISTS sessions_listing
 """
 
 
+_SETUP_TRIES = 300  # x 0.1 s: as long as the connection's own busy timeout
+
+
+def _setup(db: sqlite3.Connection) -> None:
+    """WAL, full sync, the schema. Switching a new file to WAL takes an exclusive lock that
+    SQLite refuses at once ("database is locked", no busy wait) while another process opens
+    the same new home; that process is done in moments, so the switch is retried."""
+    for attempt in range(_SETUP_TRIES):
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            db.executescript(_SCHEMA)
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == _SETUP_TRIES - 1:
+                raise
+            time.sleep(0.1)
+
+
 class Catalog:
     """SQLite index of sessions by project and creation time."""
 
@@ -42,9 +62,7 @@ class Catalog:
             self._db = sqlite3.connect(
                 path, timeout=30.0, isolation_level=None, check_same_thread=False
             )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(_SCHEMA)
+            _setup(self._db)
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open the session catalog {path}: {exc}") from exc
 
