@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from agentsessions.controller.rules import DEFAULT_HARNESS  # the harness default: its home
 from agentsessions.errors import LockHeldError
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.v1.ids import check_uid
@@ -125,7 +124,7 @@ class TurnRunner:
         if request.inputs:  # new input waits for an open approval's receipt
             approvals.check_no_open_approval(self.core.store, info)
             resolving.check_not_unresolved(self.core.store, info)
-        named = request.harness or info.meta.harness or DEFAULT_HARNESS
+        named = request.harness or info.meta.harness or _default_harness()
         # its project's registered harnesses are the ones it may run on
         self.check_turn(named, request.model or info.meta.model, request.model, info.meta.project)
         if workload is not None:  # a harness it keeps out of the conversation: nothing written
@@ -133,7 +132,7 @@ class TurnRunner:
 
     def _create_for(self, request: TurnRequest, workload: Workload | None) -> str:
         """Check a new session's turn, then have its session made; its uid."""
-        named = request.harness or DEFAULT_HARNESS
+        named = request.harness or _default_harness()
         self.check_turn(named, request.model, request.model, request.project)
         if workload is not None:  # a harness it keeps out of the conversation: nothing written
             workload.check_harness("(new)", named)
@@ -196,3 +195,11 @@ class TurnRunner:
             claim.lock.release()
             raise
         return self.core.turns.start(claim.uid, claim.lock, controller, first, work)
+
+
+def _default_harness() -> str:
+    """The controller's harness default (its home), imported when a turn needs it: the
+    controller's rules load its SPI (~6 ms), which ``list``, ``get`` and ``--help`` never use."""
+    from agentsessions.controller.rules import DEFAULT_HARNESS
+
+    return DEFAULT_HARNESS

@@ -41,6 +41,8 @@ page is drawn on rich's core (no markdown parser, no syntax highlighter)."""
 LIST_NEVER = (
     "importlib.metadata",  # the harness registry scans entry points only to resolve a harness
     "agentsessions.controller.controller",
+    "agentsessions.controller.rules",  # its SPI costs ~6 ms: a turn's defaults, not a list's
+    "agentsessions.controller.spi",
     "agentsessions.runtimes",
     "agentsessions.models",
     "harnesses",
