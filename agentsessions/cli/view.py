@@ -121,7 +121,8 @@ def _report(as_json: bool, pages: list[PageSummary], index: dict[str, str] | Non
     for page in pages:
         sys.stdout.write(f"{page.path}  {page.records} records, {page.bytes} bytes\n")
     if index is not None:
-        sys.stdout.write(f"{index['index']}  index of {len(pages)} sessions\n")
+        count = len(pages)
+        sys.stdout.write(f"{index['index']}  index of {count} session{'' if count == 1 else 's'}\n")
 
 
 def _open(path: Path) -> None:

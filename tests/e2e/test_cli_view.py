@@ -132,6 +132,8 @@ def test_view_all_writes_an_index_and_one_page_per_session(cli: Cli, tmp_path: P
     other = cli.import_fixture("--name", "from-go")
     out = cli.fast("view", "--all", "-o", "site", "--json").ok().json()
     site = cli.cwd / "site"
+    text = cli.fast("view", "--all", "-o", "again").ok().out
+    assert text.endswith("index of 3 sessions\n")
     assert out["index"] == str(Path("site") / "index.html")
     assert sorted(p["uid"] for p in out["pages"]) == sorted([uid, child, other])
     index = meta(site / "index.html")

@@ -221,7 +221,9 @@ def test_a_refusal_runs_at_once_on_the_serving_thread(
                 assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
             assert len(refused_on) == 20
             assert set(refused_on) == set(threads.seen) and len(set(threads.seen)) == 1
-            assert threading.active_count() == before  # no pool was started for them
+            assert (
+                threading.active_count() <= before
+            )  # no pool was started for them (grpc may retire one)
             for call in held:
                 call.cancel()
             _wait_until(lambda: r.ledger.open_long_calls() == 0)
