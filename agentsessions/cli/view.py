@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from agentsessions.cli.app import app
-from agentsessions.cli.context import PROG, command_state, open_engine
+from agentsessions.cli.context import PROG, CliState, command_state, open_engine
 from agentsessions.cli.options import JsonOpt, project_name, session_uid
 from agentsessions.errors import InvalidArgumentError
 
@@ -76,25 +76,28 @@ def view(
         )
     if project is not None and not all_:
         raise InvalidArgumentError("--project applies only with --all (a uid names its session)")
-    project = project_name(project or "default")
+    opened = _write(state, session, project_name(project or "default"), output)
+    if open_:
+        _open(opened)
+
+
+def _write(state: CliState, session: str | None, project: str, output: Path | None) -> Path:
+    """Write the page of ``session`` (None: the index and pages of ``project``), report
+    what was written; the file to open."""
     from agentsessions.cli import viewpage
 
-    if all_:
+    if session is None:
         target = output or Path(DEFAULT_DIR)
         with open_engine(state, read=True) as engine:
             index, pages = viewpage.write_index(engine, project, target)
         _report(state.json, pages, {"index": str(index)})
-        opened = index
-    else:
-        assert session is not None
-        uid = session_uid(session)
-        path = output or Path(f"{uid}.html")
-        with open_engine(state, read=True) as engine:
-            page = viewpage.write_session_page(engine, uid, path)
-        _report(state.json, [page], None)
-        opened = path
-    if open_:
-        _open(opened)
+        return index
+    uid = session_uid(session)
+    path = output or Path(f"{uid}.html")
+    with open_engine(state, read=True) as engine:
+        page = viewpage.write_session_page(engine, uid, path)
+    _report(state.json, [page], None)
+    return path
 
 
 def _report(as_json: bool, pages: list[PageSummary], index: dict[str, str] | None) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agentsessions.cli.serve import serve_options
+from agentsessions.cli.serveflags import serve_options
 from agentsessions.controller.spi import ModelRequest
 from agentsessions.errors import InvalidArgumentError, PermissionDeniedError
 from agentsessions.models import create_model, parse_spec
