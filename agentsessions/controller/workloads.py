@@ -48,7 +48,8 @@ class StaticWorkloads:
             return self.base.bind(uid, digest, name)
         raise UnknownToolError(
             f"session {uid} has no tools; tool {name!r} cannot run",
-            hint="give the session a workload with --tools FILE",
+            hint="give the session a workload (its tools)",
+            param="tools",
         )
 
     def check_harness(self, uid: str, harness: str) -> None:

@@ -135,12 +135,12 @@ def check_name(name: str) -> str:
         raise InvalidArgumentError(
             f"model name {clip(name)!r}: expected a plain name (letters, digits, '.', '_', '-';"
             f" at most {NAME_LIMIT} bytes)",
-            hint="for example --model fast=openai:gpt-4o-mini",
+            hint="for example fast=openai:gpt-4o-mini, or [models.fast] in the config file",
         )
     if name in RESERVED or name in MODELS.names():
         raise InvalidArgumentError(
             f"model name {name!r} is a provider's name: a catalog name must not shadow it",
-            hint="choose another name, for example --model fast=SPEC",
+            hint="choose another name, for example fast",
         )
     return name
 

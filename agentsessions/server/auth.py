@@ -179,17 +179,18 @@ def server_security(
     if no_auth:
         if not local:
             raise InvalidArgumentError(
-                f"--no-auth on {listen}: only a unix socket or a loopback address "
-                "(127.0.0.0/8, ::1, localhost) may be served without tokens",
-                hint="listen on 127.0.0.1:PORT, or drop --no-auth and use "
-                "agentsessions token create",
+                f"serving without tokens on {listen}: only a unix socket or a loopback "
+                "address (127.0.0.0/8, ::1, localhost) may be served without tokens",
+                hint="listen on 127.0.0.1:PORT, or serve with tokens: agentsessions token create",
+                param="no_auth",
             )
         first = LocalOperator()
     else:
         if credentials is None and not local:
             raise InvalidArgumentError(
                 f"bearer tokens on {listen} without TLS would cross the network in plaintext",
-                hint="pass --tls-cert and --tls-key, or listen on a loopback address",
+                hint="give a TLS certificate and key, or listen on a loopback address",
+                param="plaintext_tokens",
             )
         first = TokenAuth(TokenStore(Path(home)))
     interceptors: list[grpc.ServerInterceptor] = [

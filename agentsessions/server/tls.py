@@ -38,7 +38,8 @@ def listen_host(listen: str) -> str | None:
     if not sep or not port.isdigit():
         raise InvalidArgumentError(
             f"invalid listen address {listen!r}: expected HOST:PORT or unix:///PATH",
-            hint="for example --listen 127.0.0.1:8080",
+            hint="for example 127.0.0.1:8080",
+            param="listen",
         )
     return host
 
@@ -83,7 +84,7 @@ def check_files(
         context.load_cert_chain(os.fspath(tls_cert), os.fspath(tls_key))
     except (ssl.SSLError, ValueError) as exc:
         raise InvalidArgumentError(
-            f"--tls-cert/--tls-key cannot be used: {exc}",
+            f"the TLS certificate or key cannot be used: {exc}",
             hint="both PEM; the key must be the certificate's (and not encrypted)",
         ) from exc
     if client_ca is not None:
@@ -91,7 +92,7 @@ def check_files(
             context.load_verify_locations(cafile=os.fspath(client_ca))
         except (ssl.SSLError, ValueError) as exc:
             raise InvalidArgumentError(
-                f"--client-ca {os.fspath(client_ca)} cannot be used: {exc}",
+                f"the client CA bundle {os.fspath(client_ca)} cannot be used: {exc}",
                 hint="a PEM bundle of the CA certificates that sign client certificates",
             ) from exc
 
@@ -109,12 +110,14 @@ def server_credentials(
     if tls_cert is None and tls_key is None:
         if client_ca is not None:
             raise InvalidArgumentError(
-                "--client-ca needs TLS", hint="pass --tls-cert and --tls-key too"
+                "requiring client certificates needs TLS",
+                hint="give a TLS certificate and key too",
+                param="client_ca",
             )
         return None
     if tls_cert is None or tls_key is None:
         raise InvalidArgumentError(
-            "--tls-cert and --tls-key go together", hint="pass both, or neither"
+            "a TLS certificate and its key go together", hint="give both, or neither", param="tls"
         )
     check_files(tls_cert, tls_key, client_ca)
     ca = _read(client_ca, "--client-ca") if client_ca is not None else None

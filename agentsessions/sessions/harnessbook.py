@@ -157,7 +157,9 @@ def parse_pair(pair: str) -> tuple[str, str]:
     """``NAME=ADDRESS`` (``serve --harness``) as its two parts; InvalidArgumentError."""
     name, sep, address = pair.partition("=")
     if not sep or not address:
-        raise InvalidArgumentError(f"--harness {pair!r}: use NAME=ADDRESS")
+        raise InvalidArgumentError(
+            f"remote harness {pair!r}: expected NAME=ADDRESS", param="remote_harness"
+        )
     check_name(name)
     check_address(address)
     return name, address
@@ -171,7 +173,10 @@ def static_remotes(pairs: Sequence[str]) -> dict[str, str]:
     parsed = dict(parse_pair(p) for p in pairs)
     for name, address in parsed.items():
         if name in BUILT_IN:
-            raise InvalidArgumentError(f"--harness {name}: a built-in harness has that name")
+            raise InvalidArgumentError(
+                f"remote harness {name!r}: a built-in harness has that name",
+                hint="give it another name",
+            )
         HARNESSES.register(name, remote_harness(address, name))
         _STATIC_REMOTES[name] = address
     return parsed

@@ -158,7 +158,8 @@ def parse_duration(text: str) -> int:
     if seconds <= 0:
         raise InvalidArgumentError(
             f"invalid duration {text!r}: expected a positive number and a unit (s, m, h, d, w)",
-            hint="for example --expires 30d",
+            hint="for example 30d",
+            param="expires",
         )
     return seconds
 
@@ -168,7 +169,8 @@ def _check_name(name: str) -> str:
         raise InvalidArgumentError(
             f"invalid token name {name!r}: printable, no surrounding spaces, at most "
             f"{_NAME_CHARS} characters",
-            hint="for example --name alice",
+            hint="for example alice",
+            param="token_name",
         )
     return name
 
@@ -208,9 +210,7 @@ class TokenStore:
         record, durable before this returns."""
         chosen = list(dict.fromkeys(check_project(p) for p in projects))
         if not chosen:
-            raise InvalidArgumentError(
-                "a token needs at least one project", hint="pass --project PROJECT"
-            )
+            raise InvalidArgumentError("a token needs at least one project", param="projects")
         if expires_in is not None and expires_in <= 0:
             raise InvalidArgumentError(f"expiry must be positive, got {expires_in} s")
         _check_name(name)

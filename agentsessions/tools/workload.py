@@ -146,7 +146,7 @@ class Workload:
         raise WorkloadError(
             f"session {uid}: its workload does not let harness {harness!r} work in the "
             f"conversation ([session] components: {named}); nothing was written",
-            hint=f"add {harness!r} to [session] components and pass --tools FILE again",
+            hint=f"add {harness!r} to [session] components and give the session the workload again",
             path=self.path,
             table="session",
             key="components",

@@ -411,9 +411,9 @@ def test_tls_files_are_checked_before_anything_listens(
         ({"tls_cert": one.cert_path, "tls_key": two.key_path}, "cannot be used"),
         ({"tls_cert": one.cert_path, "tls_key": tmp_path / "missing.key"}, "--tls-key"),
         ({"tls_cert": one.cert_path}, "go together"),
-        ({"client_ca": ca.pem.cert_path}, "--client-ca needs TLS"),
+        ({"client_ca": ca.pem.cert_path}, "client certificates needs TLS"),
         ({"tls_cert": one.cert_path, "tls_key": one.key_path, "client_ca": one.key_path},
-         "--client-ca"),
+         "client CA bundle"),
     ]  # fmt: skip
     for security, message in cases:
         with pytest.raises(InvalidArgumentError, match=message):

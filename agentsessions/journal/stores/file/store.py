@@ -187,7 +187,8 @@ class FileStore(
         if self.read_only:
             raise StorageError(
                 f"cannot {what}: the store at {self.home} is read-only",
-                hint="use a writable --home, or remount it read-write",
+                hint="use a writable home, or remount it read-write",
+                param="home_read_only",
                 path=str(self.home),
             )
 

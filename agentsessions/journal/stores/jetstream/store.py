@@ -461,7 +461,7 @@ class JetStreamStore(
         if heard.state == live.BUSY:
             raise LockHeldError(
                 f"session {uid} is busy: a turn is running on another host ({heard.holder})",
-                hint=f"wait for it (exec --wait SECONDS), or stop it: agentsessions cancel {uid}",
+                hint=f"wait for it, or stop it: agentsessions cancel {uid}",
                 session=uid, holder=heard.holder,
             )  # fmt: skip
         return owner
