@@ -48,20 +48,17 @@ Invariants:
 
 from __future__ import annotations
 
-import base64
 import http.client
-import json
 import math
 import os
 import re
 import socket
 import ssl
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
-from agentsessions.controller.spi import Completion, Message, ModelRequest
+from agentsessions.controller.spi import Completion, ModelRequest
 from agentsessions.errors import (
     AgentSessionsError,
     ContextOverflowError,
@@ -69,16 +66,18 @@ from agentsessions.errors import (
     UnavailableError,
 )
 from agentsessions.models.catalog import clip
-from agentsessions.models.openai_tools import (
-    Malformed,
-    ToolCallAssembler,
-    assistant_message,
-    tool_choice_body,
-    tool_messages,
-    tools_body,
+from agentsessions.models.openai_body import (
+    CallbackError,
+    completion,
+    deliver,
+    error_detail,
+    json_value,
+    parse_reply,
+    parse_stream,
+    request_body,
 )
+from agentsessions.models.openai_tools import Malformed, ToolCallAssembler
 from agentsessions.models.overflow import is_overflow
-from agentsessions.v1.model import Part, message, text_part
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 PUBLIC_HOST = "api.openai.com"
@@ -89,38 +88,13 @@ DEFAULT_READ_TIMEOUT = 120.0
 BASE_URL_VARIABLE = "MODEL_BASE_URL"
 KEY_VARIABLES = ("MODEL_API_KEY", "OPENAI_API_KEY")
 OPTIONS = ("base_url", "path", "auth_header", "connect_timeout", "read_timeout")
-PARAMS: dict[str, type[int] | type[float]] = {
-    "temperature": float,
-    "top_p": float,
-    "max_tokens": int,
-    "seed": int,
-}
 MAX_RESPONSE = 32 << 20  # a completion is small; a runaway endpoint must not exhaust memory
-MAX_DETAIL = 200
 _PLACEHOLDER_MODELS = ("", "echo")
 _SPEC_PREFIX = "openai:"
 _UNREACHABLE = "check the model's base_url (or MODEL_BASE_URL) and that the server is up"
 _NOT_COMPATIBLE = "check that base_url and path name an OpenAI-compatible chat endpoint"
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-_Malformed = Malformed  # the server answered 2xx with something that is not a chat completion
-
-
-class _CallbackError(Exception):
-    """``on_delta`` raised: carried past the transport handlers, then re-raised unchanged."""
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-def _deliver(on_delta: Callable[[str], None], text: str) -> None:
-    try:
-        on_delta(text)
-    except Exception as exc:
-        raise _CallbackError(exc) from exc
 
 
 @dataclass(frozen=True)
@@ -258,9 +232,9 @@ class OpenAIModel:
         connection, response = self._post(body)
         try:
             return self._answer(model, response, on_delta)
-        except _CallbackError as exc:
+        except CallbackError as exc:
             raise exc.error from None
-        except _Malformed as exc:
+        except Malformed as exc:
             raise self._failure(f"sent a malformed answer: {exc}", _NOT_COMPATIBLE) from exc
         except (OSError, http.client.HTTPException) as exc:
             raise self._failure(_reason(exc, self.read_timeout, "read")) from exc
@@ -279,9 +253,9 @@ class OpenAIModel:
         content_type = response.getheader("Content-Type", "").lower()
         calls = ToolCallAssembler(self.endpoint.display)
         if on_delta is None or content_type.startswith("application/json"):
-            text, reasoning, usage = parse_reply(_json(_read_all(response)), calls)
+            text, reasoning, usage = parse_reply(json_value(_read_all(response)), calls)
             if on_delta is not None and text:
-                _deliver(on_delta, text)
+                deliver(on_delta, text)
         else:
             text, reasoning, usage = parse_stream(_sse_data(response), on_delta, calls)
         parts = calls.parts()
@@ -355,200 +329,13 @@ _STATUS_HINTS = {
 }
 
 
-# --------------------------------------------------------------------------- request
-
-
-def request_body(model: str, request: ModelRequest, *, stream: bool) -> bytes:
-    """The JSON body for ``request``, or InvalidArgumentError if it cannot be sent whole."""
-    body: dict[str, Any] = {"model": model, "messages": chat_messages(request.messages)}
-    if request.tools:
-        body["tools"] = tools_body(request.tools)
-    offered = [tool["function"]["name"] for tool in body.get("tools", ())]
-    choice = tool_choice_body(request.tool_choice, offered)
-    if choice is not None:
-        body["tool_choice"] = choice
-    body.update(sampling_params(request.params or {}))
-    if stream:
-        body["stream"] = True
-        body["stream_options"] = {"include_usage": True}
-    return json.dumps(body, ensure_ascii=False).encode("utf-8")
-
-
-def chat_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """``{"role", "content"}`` per message: text parts joined, reasoning parts dropped.
-
-    An assistant message's tool calls become its ``tool_calls``; a ``tool`` message becomes
-    one ``tool`` message per result it holds (see :mod:`.openai_tools`)."""
-    out: list[dict[str, Any]] = []
-    for index, msg in enumerate(messages):
-        role = str(msg.get("role") or "user")
-        parts = msg.get("parts") or ()
-        if role == "tool":
-            out.extend(tool_messages(index, parts))
-            continue
-        pieces: list[str] = []
-        calls: list[Any] = []
-        for part in parts:
-            kind = next(iter(part), "")
-            if kind == "text":
-                pieces.append(str(part["text"].get("text", "")))
-            elif kind == "tool_call" and role == "assistant":
-                calls.append(part["tool_call"])
-            elif kind not in ("", "reasoning"):
-                raise InvalidArgumentError(
-                    f"openai model: message {index} ({role}) has a {kind} part; only text"
-                    " (and tool calls on an assistant message) is supported"
-                )
-        if calls:
-            out.append(assistant_message(index, "".join(pieces), calls))
-        else:
-            out.append({"role": role, "content": "".join(pieces)})
-    return out
-
-
-def sampling_params(params: Mapping[str, str]) -> dict[str, int | float]:
-    """The request's params as JSON numbers; only the keys in ``PARAMS`` are accepted."""
-    out: dict[str, int | float] = {}
-    for key, value in params.items():
-        kind = PARAMS.get(key)
-        if kind is None:
-            known = ", ".join(PARAMS)
-            raise InvalidArgumentError(f"openai model: unsupported param {key!r} ({known})")
-        try:
-            number = kind(value)
-        except ValueError:
-            number = math.nan
-        if not math.isfinite(number):
-            raise InvalidArgumentError(f"openai model: param {key} must be a number: {value!r}")
-        out[key] = number
-    return out
-
-
-# --------------------------------------------------------------------------- response
-
-
-def parse_reply(reply: Any, calls: ToolCallAssembler) -> tuple[str, str, Any]:
-    """(text, reasoning, raw usage) of a non-streamed chat completion; its tool calls go to
-    ``calls``."""
-    choices = reply.get("choices") if isinstance(reply, dict) else None
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise _Malformed("no choices")
-    msg = choices[0].get("message")
-    if not isinstance(msg, dict):
-        raise _Malformed("choices[0].message is not an object")
-    usage = reply.get("usage")
-    calls.add_reply(msg.get("tool_calls"))
-    return _text(msg, "content"), _text(msg, "reasoning_content"), usage
-
-
-def parse_stream(
-    payloads: Iterator[str], on_delta: Callable[[str], None], calls: ToolCallAssembler
-) -> tuple[str, str, Any]:
-    """(text, reasoning, raw usage) from the ``data:`` payloads of a streamed completion;
-    the tool-call fragments are assembled in ``calls``."""
-    text: list[str] = []
-    reasoning: list[str] = []
-    usage: Any = None
-    finished = False
-    for payload in payloads:
-        if payload == "[DONE]":
-            finished = True
-            break
-        chunk = _json(payload.encode("utf-8"))
-        if not isinstance(chunk, dict):
-            raise _Malformed("a stream chunk is not an object")
-        if chunk.get("error"):
-            raise _Malformed(f"error in stream: {error_detail(payload.encode('utf-8'))}")
-        usage = chunk.get("usage") or usage
-        content, thought, done = _delta(chunk, calls)
-        finished = finished or done
-        reasoning.append(thought)
-        if content:
-            text.append(content)
-            _deliver(on_delta, content)
-    if not finished:
-        raise _Malformed("the stream ended before data: [DONE]")
-    return "".join(text), "".join(reasoning), usage
-
-
-def _delta(chunk: dict[str, Any], calls: ToolCallAssembler) -> tuple[str, str, bool]:
-    """(content, reasoning, finished) of one stream chunk; usage-only chunks have no choice."""
-    choices = chunk.get("choices")
-    if not choices:
-        return "", "", False
-    if not isinstance(choices, list) or not isinstance(choices[0], dict):
-        raise _Malformed("choices is not a list of objects")
-    delta = choices[0].get("delta") or {}
-    if not isinstance(delta, dict):
-        raise _Malformed("choices[0].delta is not an object")
-    done = choices[0].get("finish_reason") is not None
-    calls.add_deltas(delta.get("tool_calls"))
-    return _text(delta, "content"), _text(delta, "reasoning_content"), done
-
-
-def usage_body(model: str, raw: Any) -> dict[str, Any] | None:
-    """The ``agentsessions.v1.Usage`` dict for the server's usage object (None if absent)."""
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
-        raise _Malformed("usage is not an object")
-    details = raw.get("completion_tokens_details") or {}
-    counts = {
-        "input_tokens": raw.get("prompt_tokens"),
-        "output_tokens": raw.get("completion_tokens"),
-        "reasoning_tokens": details.get("reasoning_tokens") if isinstance(details, dict) else None,
-    }
-    out: dict[str, Any] = {"model": model}
-    for name, value in counts.items():
-        if value is None:
-            continue
-        if type(value) is not int or not 0 <= value < 2**63:
-            raise _Malformed(f"usage {name} is not a token count: {value!r}")
-        if value:
-            out[name] = str(value)
-    return out
-
-
-def completion(
-    model: str, text: str, reasoning: str, usage: Any, calls: Sequence[Part] = ()
-) -> Completion:
-    """The assistant message: a reasoning part if any, a text part if any, then the calls."""
-    parts: list[Part] = []
-    if reasoning:
-        opaque = base64.b64encode(reasoning.encode("utf-8")).decode("ascii")
-        parts.append(
-            {"reasoning": {"provider": "openai", "model_id": model, "opaque_bytes": opaque}}
-        )
-    if text:
-        parts.append(text_part(text))
-    parts.extend(calls)
-    answer: Message = dict(message("assistant", *parts))
-    return Completion(message=answer, usage=usage_body(model, usage))
-
-
-def error_detail(raw: bytes) -> str:
-    """The server's error message (``error.message`` if JSON), one line, at most 200 chars."""
-    text = raw.decode("utf-8", errors="replace")
-    try:
-        decoded = json.loads(text)
-    except ValueError:
-        decoded = None
-    if isinstance(decoded, dict):
-        error = decoded.get("error", decoded)
-        found = error.get("message") if isinstance(error, dict) else error
-        if isinstance(found, str) and found.strip():
-            text = found
-    text = " ".join(text.split())
-    return text if len(text) <= MAX_DETAIL else text[:MAX_DETAIL] + "..."
-
-
 # --------------------------------------------------------------------------- wire helpers
 
 
 def _read_all(response: http.client.HTTPResponse) -> bytes:
     raw = response.read(MAX_RESPONSE + 1)
     if len(raw) > MAX_RESPONSE:
-        raise _Malformed(f"the answer is over {MAX_RESPONSE >> 20} MiB")
+        raise Malformed(f"the answer is over {MAX_RESPONSE >> 20} MiB")
     return raw
 
 
@@ -558,27 +345,13 @@ def _sse_data(response: http.client.HTTPResponse) -> Iterator[str]:
     while line := response.readline(MAX_RESPONSE + 1):
         total += len(line)
         if total > MAX_RESPONSE:
-            raise _Malformed(f"the stream is over {MAX_RESPONSE >> 20} MiB")
+            raise Malformed(f"the stream is over {MAX_RESPONSE >> 20} MiB")
         try:
             text = line.decode("utf-8").strip()
         except UnicodeDecodeError as exc:
-            raise _Malformed(f"the stream is not UTF-8 ({exc.reason})") from exc
+            raise Malformed(f"the stream is not UTF-8 ({exc.reason})") from exc
         if text.startswith("data:"):
             yield text[len("data:") :].strip()
-
-
-def _json(raw: bytes) -> Any:
-    try:
-        return json.loads(raw)
-    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
-        raise _Malformed(f"invalid JSON ({exc})") from exc
-
-
-def _text(obj: dict[str, Any], key: str) -> str:
-    value = obj.get(key)
-    if value is None or isinstance(value, str):
-        return value or ""
-    raise _Malformed(f"{key} is not a string")
 
 
 def _reason(exc: BaseException, timeout: float, phase: str) -> str:
