@@ -29,8 +29,8 @@ from agentsessions.journal.stores.store import SessionInfo
 from agentsessions.runtimes import warm_dir
 from agentsessions.runtimes import warm_wire as wire
 from agentsessions.runtimes.refs import WARM_PREFIX
-from agentsessions.runtimes.warm import end_host, shutdown_all
 from agentsessions.runtimes.warm_dir import RunDir
+from agentsessions.runtimes.warm_launch import end_host, shutdown_all
 
 PROBE_SECONDS = 1.0
 LIVE = "live"

@@ -38,15 +38,15 @@ What survives what (``capabilities()`` says the same)
   only be resumed cold (replay), and a REQUIRES_MEMORY_SNAPSHOT harness's memory is gone.
   ``create`` cannot tell a lost live host from a new session: it starts a fresh harness,
   so a controller that needs the memory should ``find`` first.
-- Real checkpoint to disk (CRIU) is probed by :func:`criu_available` and reported by
-  :func:`probe`; it is not used (it fails on this project's kernels).
+- Real checkpoint to disk (CRIU) is probed by :func:`.warm_probe.criu_available` and reported by
+  :func:`.warm_probe.probe`; it is not used (it fails on this project's kernels).
 
 A snapshot is a process fork, so only the thread that serves the socket exists in the
 copy: a harness that runs background threads must not rely on them across a snapshot, and
 file descriptors it holds are shared with the copy.
 
 Hygiene: hosts exit by themselves after the idle timeout (counted from the last caller; a
-``ping`` does not count); :func:`shutdown_all` ends every host of a home and
+``ping`` does not count); :func:`.warm_launch.shutdown_all` ends every host of a home and
 :mod:`agentsessions.runtimes.compute` lists and stops them per session; every wait is
 bounded; nothing listens on the network.
 """
@@ -59,11 +59,7 @@ import itertools
 import json
 import math
 import os
-import platform
-import shutil
-import signal
 import socket
-import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -84,7 +80,6 @@ from agentsessions.errors import (
     HarnessError,
     InvalidArgumentError,
     PlacementError,
-    StorageError,
     UnavailableError,
 )
 from agentsessions.runtimes import warm_dir
@@ -97,21 +92,19 @@ from agentsessions.runtimes.refs import (
     warm_ref,
 )
 from agentsessions.runtimes.warm_dir import Endpoint, RunDir
+from agentsessions.runtimes.warm_launch import (
+    COLD_HINT,
+    end_host,
+    host_gone,
+    launch_error,
+    start_host,
+)
 
-__all__ = [
-    "FactoryRef",
-    "RemoteHarness",
-    "WarmCompute",
-    "WarmRuntime",
-    "criu_available",
-    "probe",
-    "shutdown_all",
-]
+__all__ = ["FactoryRef", "RemoteHarness", "WarmCompute", "WarmRuntime"]
 
 IDLE_ENV = "AGENTSESSIONS_WARM_IDLE_SECONDS"
 DEFAULT_IDLE_SECONDS = 3600.0
 HISTORY_PAGE = 256
-_COLD_HINT = "resume the session cold: the journal replays; in-memory harness state is lost"
 
 
 class RemoteHarness:
@@ -138,7 +131,7 @@ class RemoteHarness:
         try:
             conn = wire.connect(self._socket, self._runtime.control_seconds)
         except OSError:
-            raise _host_gone(self._session) from None
+            raise host_gone(self._session) from None
         with conn:
             failed = self._exchange(conn, start, served)
         if failed is not None:
@@ -429,7 +422,7 @@ class WarmRuntime:
                 session=session or None,
             ) from None
         except OSError:
-            raise _host_gone(session) from None
+            raise host_gone(session) from None
 
     def _ping(self, endpoint: Endpoint) -> wire.Frame | None:
         try:
@@ -467,13 +460,13 @@ class WarmRuntime:
             "start_seconds": self.start_seconds,
         }
         command = [sys.executable, "-m", warm_dir.HOST_MODULE, "launch", json.dumps(spec)]
-        status = _start_host(command, self.start_seconds)
+        status = start_host(command, self.start_seconds)
         live = self._ping(endpoint)  # ours, or one a concurrent caller started first
         if live is not None and live.get("factory") == ref:
             return WarmCompute(session, live, self)
         if status.get("ok"):
             status = {"kind": "start", "error": "the host started but does not answer"}
-        raise _launch_error(status, session, self.run_dir.log)
+        raise launch_error(status, session, self.run_dir.log)
 
     def _restore_cold(self, session: str, snapshot: SnapshotRef) -> WarmCompute:
         if snapshot.memory:
@@ -501,7 +494,7 @@ class WarmRuntime:
             f"resumed cold by replay, and a REQUIRES_MEMORY_SNAPSHOT harness has lost its memory",
             session=session,
             snapshot=snapshot.local,
-            hint=_COLD_HINT,
+            hint=COLD_HINT,
         )
 
 
@@ -520,153 +513,3 @@ def _idle_seconds(value: float | None) -> float:
     if not (value > 0 and math.isfinite(value)):
         raise InvalidArgumentError(f"the warm idle timeout must be positive seconds, not {value}")
     return value
-
-
-def _host_env() -> dict[str, str]:
-    """This process's environment, with its ``sys.path`` so the host imports the same code."""
-    env = dict(os.environ)
-    paths = [entry or os.getcwd() for entry in sys.path]
-    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    return env
-
-
-def _start_host(command: list[str], start_seconds: float) -> dict[str, Any]:
-    try:
-        done = subprocess.run(
-            command,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=start_seconds + 10,
-            env=_host_env(),
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return {"kind": "start", "error": f"the host did not start within {start_seconds:g} s"}
-    except OSError as exc:
-        return {"kind": "start", "error": f"cannot run {command[0]}: {exc}"}
-    lines = done.stdout.decode("utf-8", "replace").strip().splitlines()
-    try:
-        status = json.loads(lines[-1]) if lines else None
-    except json.JSONDecodeError:
-        status = None
-    if not isinstance(status, dict):
-        detail = done.stderr.decode("utf-8", "replace").strip()[-500:]
-        return {"kind": "start", "error": f"the host launcher failed: {detail or done.returncode}"}
-    return status
-
-
-def _launch_error(status: dict[str, Any], session: str, log: Path) -> Exception:
-    kind, error = status.get("kind"), str(status.get("error"))
-    if kind == "factory":
-        return PlacementError(error, session=session)
-    if kind == "harness":
-        return HarnessError(f"the harness factory failed: {error}", session=session)
-    if kind == "storage":
-        return StorageError(f"the warm host cannot listen: {error}", session=session)
-    return UnavailableError(
-        f"cannot start a warm host for session {session}: {error}",
-        session=session,
-        hint=f"see {log}",
-    )
-
-
-def _host_gone(session: str) -> UnavailableError:
-    return UnavailableError(
-        f"no live warm host serves session {session or '?'} (stopped, idle timeout, killed "
-        f"or rebooted)",
-        session=session or None,
-        hint=_COLD_HINT,
-    )
-
-
-def end_host(socket_path: str, state_path: str, pid: int, timeout: float = 10.0) -> None:
-    """End host ``pid``: ask it to stop, then SIGTERM, then SIGKILL; each wait bounded.
-
-    Signals go only to a pid whose command line is the warm host module; the socket and
-    state files are removed if the host could not remove them itself.
-    """
-    if warm_dir.alive(pid):
-        with contextlib.suppress(OSError, wire.ProtocolError):
-            wire.request(socket_path, {"op": "stop"}, min(timeout, 5.0))
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            if warm_dir.wait_gone(pid, timeout) or not warm_dir.is_host(pid):
-                break
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sig)
-        warm_dir.wait_gone(pid, timeout)
-    warm_dir.reap(pid)
-    state = warm_dir.read_state(state_path)
-    if state is None or state.get("pid") == pid:
-        warm_dir.remove(state_path)
-        _remove_dead_socket(socket_path)
-
-
-def _remove_dead_socket(path: str) -> None:
-    if not os.path.exists(path):
-        return
-    try:
-        wire.connect(path, 1.0).close()
-    except OSError:
-        warm_dir.remove(path)
-
-
-def shutdown_all(home: Path, timeout: float = 10.0) -> list[int]:
-    """End every warm host and frozen snapshot of ``home``; the pids that were ended."""
-    ended: list[int] = []
-    for path, state in RunDir(home).states():
-        pid = state.get("pid")
-        if isinstance(pid, int) and pid > 0:
-            end_host(str(state.get("socket", "")), str(path), pid, timeout)
-            ended.append(pid)
-        else:
-            warm_dir.remove(path)
-    return ended
-
-
-# --------------------------------------------------------------------------- probing
-
-
-def criu_check(binary: str = "criu", timeout: float = 10.0) -> tuple[bool, str]:
-    """Run ``criu check``: whether it passes, and its last line of output or the reason."""
-    path = shutil.which(binary)
-    if path is None:
-        return False, f"{binary} is not installed (not on PATH)"
-    try:
-        done = subprocess.run(
-            [path, "check"],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return False, f"{binary} check did not finish within {timeout:g} s"
-    except OSError as exc:
-        return False, f"cannot run {path}: {exc}"
-    output = (done.stdout + done.stderr).decode("utf-8", "replace").strip().splitlines()
-    detail = output[-1] if output else f"exit status {done.returncode}"
-    return done.returncode == 0, detail
-
-
-def criu_available(binary: str = "criu", timeout: float = 10.0) -> bool:
-    """True only if ``criu check`` passes here (an absent binary or a failure is False)."""
-    return criu_check(binary, timeout)[0]
-
-
-def probe() -> dict[str, Any]:
-    """What this machine supports for keeping harness memory, checked now."""
-    criu_ok, criu_detail = criu_check()
-    forks = hasattr(os, "fork") and hasattr(socket, "AF_UNIX")
-    return {
-        "platform": sys.platform,
-        "kernel": platform.release(),
-        "fork": hasattr(os, "fork"),
-        "unix_sockets": hasattr(socket, "AF_UNIX"),
-        "warm_snapshots": forks,
-        "warm_snapshot_survives_process_exit": forks,
-        "warm_snapshot_survives_reboot": False,
-        "criu": criu_ok,
-        "criu_detail": criu_detail,
-        "checkpoint_to_disk": criu_ok,
-        "checkpoint_to_disk_used": False,
-    }

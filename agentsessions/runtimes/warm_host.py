@@ -26,7 +26,6 @@ and it never removes the files of the host it was forked from.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import errno
 import json
@@ -37,15 +36,21 @@ import socket
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, NoReturn
 
-from agentsessions.controller.spi import Completion, Event, Harness, Message, ModelRequest
+from agentsessions.controller.spi import Harness
 from agentsessions.errors import PlacementError
 from agentsessions.runtimes import warm_dir
 from agentsessions.runtimes import warm_wire as wire
 from agentsessions.runtimes.refs import load_factory
+from agentsessions.runtimes.warm_calls import (
+    Channel,
+    RemoteHistory,
+    RemoteSink,
+    SinkFailed,
+)
 
 CONTROL_SECONDS = 30.0
 HISTORY_PAGE = 256
@@ -103,18 +108,6 @@ class _Reincarnate(BaseException):
         super().__init__(host.name)
         self.host = host
         self.ready_fd = ready_fd
-
-
-class _SinkFailed(Exception):
-    """The caller's sink raised; the caller keeps the original exception for call ``call``."""
-
-    def __init__(self, message: str, call: int) -> None:
-        super().__init__(message)
-        self.call = call
-
-
-class _CallerGone(ConnectionError):
-    """The controller side of a run went away; the harness must unwind."""
 
 
 # --------------------------------------------------------------------------- launch
@@ -491,121 +484,23 @@ def _become_copy(host: Host, copy: Host, read_fd: int, write_fd: int) -> NoRetur
 
 
 def _run(host: Host, conn: socket.socket, frame: wire.Frame) -> str | Host:
-    channel = _Channel(conn, host.io_seconds)
-    start = wire.start_from_wire(frame["start"], _RemoteHistory(channel))
+    channel = Channel(conn, host.io_seconds)
+    start = wire.start_from_wire(frame["start"], RemoteHistory(channel))
     try:
-        host.harness.run(start, _RemoteSink(channel))
+        host.harness.run(start, RemoteSink(channel))
     except Exception as exc:
         if channel.broken:
             _log(host, f"caller went away during a run: {_describe_error(exc)}")
             return _STAY
         _log(host, f"harness run failed:\n{traceback.format_exc()}")
         reply = {"done": False, **_failure(exc)}
-        if isinstance(exc, _SinkFailed):
+        if isinstance(exc, SinkFailed):
             reply["sink_call"] = exc.call
         wire.send(conn, reply)
         return _STAY
     if not channel.broken:
         wire.send(conn, {"done": True})
     return _STAY
-
-
-class _Channel:
-    """The run's connection seen from the harness: calls answered by the caller."""
-
-    def __init__(self, conn: socket.socket, timeout: float) -> None:
-        self.conn = conn
-        self.timeout = timeout
-        self.calls = 0
-        self.broken = False
-
-    def call(self, frame: wire.Frame) -> Any:
-        """Send a call and wait for its answer (the caller records effects first)."""
-        self.calls += 1
-        frame["n"] = self.calls
-        self._send(frame)
-        try:
-            reply = wire.recv(self.conn, self.timeout)
-        except OSError as exc:
-            self.broken = True
-            raise _CallerGone(f"lost the controller during a run: {exc}") from None
-        if reply.get("ok"):
-            return reply.get("result")
-        raise _SinkFailed(str(reply.get("error")), self.calls)
-
-    def tell(self, frame: wire.Frame) -> None:
-        """Send a one-way notice (no answer awaited)."""
-        self._send(frame)
-
-    def _send(self, frame: wire.Frame) -> None:
-        if self.broken:
-            raise _CallerGone("the controller connection is closed")
-        try:
-            wire.send(self.conn, frame)
-        except OSError as exc:
-            self.broken = True
-            raise _CallerGone(f"lost the controller during a run: {exc}") from None
-
-
-class _RemoteSink:
-    """The Sink a hosted harness sees: each call is answered by the caller's real sink."""
-
-    def __init__(self, channel: _Channel) -> None:
-        self._channel = channel
-
-    def model(self, request: ModelRequest) -> Completion:
-        result = self._channel.call({"call": "model", "request": wire.request_to_wire(request)})
-        return wire.completion_from_wire(result)
-
-    def output(self, message: Message) -> None:
-        self._channel.call({"call": "output", "message": message})
-
-    def report(self, result: dict[str, Any]) -> None:
-        self._channel.call({"call": "report", "result": result})
-
-    def usage(self, usage: dict[str, Any]) -> None:
-        self._channel.call({"call": "usage", "usage": usage})
-
-    def tool(self, call: Mapping[str, Any]) -> dict[str, Any]:
-        result: dict[str, Any] = self._channel.call({"call": "tool", "tool_call": dict(call)})
-        return result
-
-    def delta(self, text: str) -> None:
-        self._channel.tell({"call": "delta", "text": text})
-
-    def state(self, data: bytes, *, covers_to: int = 0, expected_version: int | None = None) -> int:
-        frame = {
-            "call": "state",
-            "data": base64.b64encode(data).decode("ascii"),
-            "covers_to": covers_to,
-            "expected_version": expected_version,
-        }
-        return int(self._channel.call(frame))
-
-
-class _RemoteHistory:
-    """The History a hosted harness sees: read from the caller on demand, in pages."""
-
-    def __init__(self, channel: _Channel) -> None:
-        self._channel = channel
-        self._length: int | None = None
-
-    def __len__(self) -> int:
-        if self._length is None:
-            self._length = int(self._channel.call({"call": "history_len"}))
-        return self._length
-
-    def __iter__(self) -> Iterator[Event]:
-        cursor = int(self._channel.call({"call": "history_open"}))
-        while True:
-            page = self._channel.call({"call": "history_next", "cursor": cursor})
-            if not page:
-                return
-            yield from page
-
-    def tail(self, count: int) -> list[Event]:
-        events: list[Event] = self._channel.call({"call": "history_tail", "count": count})
-        return events
 
 
 # --------------------------------------------------------------------------- helpers

@@ -19,7 +19,7 @@ from agentsessions.controller.controller import Controller
 from agentsessions.controller.lifecycle import ForkRequest, fork, resume_compute, suspend
 from agentsessions.errors import PlacementError
 from agentsessions.journal.stores.store import SessionMeta, new_uid
-from agentsessions.runtimes.warm import shutdown_all
+from agentsessions.runtimes.warm_launch import shutdown_all
 from agentsessions.v1 import model
 
 

@@ -48,7 +48,7 @@ from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.models import create_model
 from agentsessions.runtimes import create_runtime
 from agentsessions.runtimes.local import LocalRuntime
-from agentsessions.runtimes.warm import shutdown_all
+from agentsessions.runtimes.warm_launch import shutdown_all
 from agentsessions.v1 import model
 
 pytestmark = [

@@ -47,7 +47,7 @@ def _json(home: Path, *args: str) -> Any:
 
 @pytest.mark.timeout(240)
 def test_a_fresh_process_continues_from_the_committed_state(tmp_path: Path) -> None:
-    from agentsessions.runtimes.warm import shutdown_all
+    from agentsessions.runtimes.warm_launch import shutdown_all
 
     home = tmp_path / "home"
     uid = FileStore(home).create(SessionMeta(uid=new_uid(), harness="memory")).uid

@@ -80,7 +80,7 @@ def run_block(
             argv, cwd=cwd or tmp_path, env=base, capture_output=True, text=True, timeout=300
         )
     finally:
-        from agentsessions.runtimes.warm import shutdown_all
+        from agentsessions.runtimes.warm_launch import shutdown_all
 
         for home in [*scratch.glob("tmp.*"), tmp_path / "home"]:
             shutdown_all(home)

@@ -22,7 +22,7 @@ ENV = {"AGENTSESSIONS_WARM_IDLE_SECONDS": "120"}
 
 @pytest.fixture
 def warm(cli: Cli) -> Iterator[Cli]:
-    from agentsessions.runtimes.warm import shutdown_all
+    from agentsessions.runtimes.warm_launch import shutdown_all
 
     try:
         yield cli

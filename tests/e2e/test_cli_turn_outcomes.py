@@ -54,7 +54,7 @@ def raw_run(cli: Cli, *args: str | bytes, stdin: bytes = b"") -> Run:
 
 @pytest.fixture
 def warm_home(cli: Cli) -> Any:
-    from agentsessions.runtimes.warm import shutdown_all
+    from agentsessions.runtimes.warm_launch import shutdown_all
 
     yield cli
     shutdown_all(cli.home)

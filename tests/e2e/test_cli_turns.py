@@ -328,7 +328,7 @@ def test_a_memory_harness_is_refused_on_local_before_anything_is_written(cli: Cl
 def test_the_counter_keeps_counting_across_processes_and_suspend_on_warm(
     cli: Cli, warm: tuple[str, ...]
 ) -> None:
-    from agentsessions.runtimes.warm import shutdown_all
+    from agentsessions.runtimes.warm_launch import shutdown_all
 
     env = {"AGENTSESSIONS_WARM_IDLE_SECONDS": "120"}
     try:

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from agentsessions.runtimes.warm import shutdown_all
+from agentsessions.runtimes.warm_launch import shutdown_all
 
 
 @pytest.fixture(autouse=True)
-def _end_warm_hosts(tmp_path: Path) -> Iterator[None]:
+def _end_warm_launch(tmp_path: Path) -> Iterator[None]:
     yield
     for sessions in tmp_path.rglob("sessions"):  # each home under the test's directory
         if (sessions.parent / "run").is_dir():

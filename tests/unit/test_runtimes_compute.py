@@ -35,7 +35,8 @@ from agentsessions.runtimes.compute import (
     stop_compute,
 )
 from agentsessions.runtimes.refs import FactoryRef
-from agentsessions.runtimes.warm import WarmRuntime, shutdown_all
+from agentsessions.runtimes.warm import WarmRuntime
+from agentsessions.runtimes.warm_launch import shutdown_all
 from agentsessions.v1 import model
 
 warm_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="warm hosts need Linux")

@@ -35,13 +35,9 @@ from agentsessions.errors import (
 from agentsessions.runtimes import warm_dir
 from agentsessions.runtimes import warm_wire as wire
 from agentsessions.runtimes.refs import FactoryRef, factory_ref, snapshot_id
-from agentsessions.runtimes.warm import (
-    WarmCompute,
-    WarmRuntime,
-    criu_available,
-    probe,
-    shutdown_all,
-)
+from agentsessions.runtimes.warm import WarmCompute, WarmRuntime
+from agentsessions.runtimes.warm_launch import shutdown_all
+from agentsessions.runtimes.warm_probe import criu_available, probe
 
 pytestmark = [
     pytest.mark.timeout(120),

@@ -21,7 +21,7 @@ import pytest
 import warm_chat
 
 from agentsessions.errors import ApprovalUnavailableError
-from agentsessions.runtimes.warm import shutdown_all
+from agentsessions.runtimes.warm_launch import shutdown_all
 from agentsessions.sessions.local import LocalSessions, open_local
 from agentsessions.sessions.wiring import HARNESSES
 
