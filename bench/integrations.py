@@ -521,7 +521,8 @@ def _median_ratio(first: list[float], last: list[float]) -> float:
     return statistics.median(first) / statistics.median(last)
 
 
-def _installed(module: str) -> bool:
+def installed(module: str) -> bool:
+    """Whether ``module`` imports here (a framework or store the bench may compare)."""
     try:
         importlib.import_module(module)
     except ImportError:
@@ -543,7 +544,7 @@ def measure_pair(
     pair: Pair, tmp: Path, turns: int, rounds: int, chat: tuple[int, int]
 ) -> dict[str, Any]:
     """The pair's figures (``status``: ran / not built yet / not installed)."""
-    if not _installed(pair.framework):
+    if not installed(pair.framework):
         return {"status": "framework not installed", "framework": pair.framework}
     built = importlib.util.find_spec(pair.adapter) is not None
     drivers = {name: ("theirs", d) for name, d in pair.theirs().items()}

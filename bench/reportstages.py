@@ -17,15 +17,11 @@ from typing import Any
 
 import integrations
 import peers
-from integrations import Driver, Run
+from integrations import Driver, Run, installed
 
 CURVE_WINDOW = 100  # turns per point of the growth curve: turns/s over a sliding window
 CLI_TURNS = 100  # a process a turn: enough for a rate, not a growth curve
 SLOW = {"LangGraph SqliteSaver", "SqliteSaver", "DatabaseSessionService"}  # slow peers: 1 round
-
-
-def _installed(module: str) -> bool:
-    return integrations._installed(module)
 
 
 def _curve(times: list[float]) -> list[tuple[int, float]]:
@@ -80,11 +76,11 @@ def conversation(where: Path, *, turns: int, rounds: int, quick: bool) -> dict[s
         "agentsessions over gRPC": (peers.drive_ours_grpc, turns),
         "agentsessions CLI": (peers.drive_ours_cli, min(turns, CLI_TURNS)),
     }
-    if _installed("agents"):
+    if installed("agents"):
         drivers["Agents SDK SQLiteSession"] = (integrations.drive_sdk_sqlite, turns)
-    if _installed("langgraph.checkpoint.sqlite"):
+    if installed("langgraph.checkpoint.sqlite"):
         drivers["LangGraph SqliteSaver"] = (integrations.drive_sqlitesaver, turns)
-    if _installed("eventsourcing"):
+    if installed("eventsourcing"):
         drivers["eventsourcing (SQLite)"] = (peers.drive_eventsourcing, turns)
     return {"baseline": "SQLite WAL FULL", "sides": _measure(where, drivers, rounds)}
 
@@ -94,7 +90,7 @@ def adapters(where: Path, *, turns: int, rounds: int, quick: bool) -> dict[str, 
     where.mkdir(parents=True)
     out: dict[str, Any] = {}
     for pair in integrations.PAIRS.values():
-        if not (_installed(pair.framework) and _installed(pair.adapter)):
+        if not (installed(pair.framework) and installed(pair.adapter)):
             continue
         theirs = {n: (d, turns) for n, d in pair.theirs().items() if "Memory" not in n}
         ours = {n: (d, turns) for n, d in pair.ours().items() if "jetstream" not in n}
@@ -184,7 +180,7 @@ def jetstream(where: Path, *, turns: int, rounds: int, quick: bool) -> dict[str,
     from natsserver import NatsCluster, NatsServer, wheel_binary
 
     binary = wheel_binary()
-    if binary is None or not _installed("nats"):
+    if binary is None or not installed("nats"):
         return {"skipped": "the nats extra is not installed"}
     where.mkdir(parents=True)
     with ExitStack() as stack:
