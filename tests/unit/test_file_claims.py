@@ -82,3 +82,14 @@ def test_a_uid_renamed_into_place_by_another_process_first_is_session_exists(
     with pytest.raises(SessionExistsError, match=meta.uid):
         store._rename_new(late, store.sessions_dir / meta.uid, meta.uid)
     assert store.get(meta.uid).meta.project == "p"
+
+
+def test_a_claims_dir_left_by_a_maker_that_died_before_its_sync_is_synced(
+    tmp_path: Path,
+) -> None:
+    """The maker of ``claims/`` may die between its mkdir and the home's fsync: the next
+    claimer syncs the home too, so the claim it returns cannot vanish with the directory."""
+    (tmp_path / "claims").mkdir()  # made, never synced
+    fs = CrashFileSystem()
+    FileClaims(tmp_path, fs).claim(KEY, new_uid())
+    assert ("sync_dir", str(tmp_path)) in fs.ops

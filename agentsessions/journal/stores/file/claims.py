@@ -56,6 +56,7 @@ class FileClaims:
         self.home = home
         self.fs = fs
         self.read_only = read_only
+        self._dir_durable = False  # claims/'s entry in the home fsync'd by this instance
 
     def claim(self, key: ClaimKey, uid: str) -> str:
         """Bind ``key`` to ``uid`` unless bound; the uid bound, durably (the module)."""
@@ -97,19 +98,22 @@ class FileClaims:
             lock.release()
 
     def _make_dir(self) -> None:
-        """Create ``claims/`` on the first claim (durably: the home is fsync'd after)."""
+        """Create ``claims/`` on the first claim, durably: the home is fsync'd once per
+        instance even when the directory exists, since the process that made it may have
+        died between its mkdir and its fsync."""
         if self.read_only:
             raise StorageError(
                 f"cannot claim a key: the store at {self.home} is read-only",
                 path=str(self.home),
             )
-        if self.dir.is_dir():
+        if self._dir_durable:
             return
         try:
             self.dir.mkdir(exist_ok=True)
         except OSError as exc:
             raise StorageError(f"cannot create {self.dir}: {exc.strerror}") from exc
         self.fs.sync_dir(self.home)
+        self._dir_durable = True
 
     def _lock(self) -> SessionLock:
         """``claims/release.lock``, held: a release is short, so another releaser is waited for."""
