@@ -93,3 +93,16 @@ def test_a_claims_dir_left_by_a_maker_that_died_before_its_sync_is_synced(
     fs = CrashFileSystem()
     FileClaims(tmp_path, fs).claim(KEY, new_uid())
     assert ("sync_dir", str(tmp_path)) in fs.ops
+
+
+def test_a_first_create_syncs_the_home_and_its_parent_before_the_rename(tmp_path: Path) -> None:
+    """Opening a store makes ``home/sessions/`` unsynced (reads cost no fsync); the first
+    create syncs the entries of both before it acknowledges a session."""
+    fs = CrashFileSystem()
+    home = tmp_path / "new-home"
+    store = FileStore(home, fs=fs)
+    store.create(SessionMeta(uid=new_uid(), project="p"))
+    syncs = [path for op, path in fs.ops if op == "sync_dir"]
+    assert str(home) in syncs and str(tmp_path) in syncs
+    store.create(SessionMeta(uid=new_uid(), project="p"))
+    assert [p for op, p in fs.ops if op == "sync_dir"].count(str(home)) == 1  # once per store

@@ -270,10 +270,8 @@ class FileComponentStore:
         fs = self._owner.fs
         tmp = SessionDir(parent / f".tmp-{self._name}-{secrets.token_hex(4)}")
         try:
-            fresh_parent = not parent.is_dir()
             parent.mkdir(exist_ok=True)
-            if fresh_parent:
-                fs.sync_dir(self._session.path)
+            fs.sync_dir(self._session.path)  # even if it existed: its maker may have died unsynced
             tmp.journal.mkdir(parents=True)
             if self._meta.encrypted and master is not None:  # the key before the rename
                 create_key(fs, tmp.path, self._scope, master)

@@ -151,6 +151,7 @@ class FileStore(
         self.last_watcher: watch.Watcher | None = None  # the newest follow's (tests count)
         self.read_only = self._decide_read_only() if read_only is None else read_only
         self.claims = FileClaims(self.home, fs, read_only=self.read_only)
+        self._parents_synced = False  # see _sync_parents_once
         if self.read_only:
             self.catalog = Catalog.read_only(catalog_path) or self._scanned(catalog_path)
             return
@@ -237,6 +238,7 @@ class FileStore(
             raise SessionExistsError(f"session {meta.uid} already exists")
         tmp = SessionDir(self.sessions_dir / f".tmp-{meta.uid}-{secrets.token_hex(4)}")
         try:
+            self._sync_parents_once()
             tmp.journal.mkdir(parents=True)
             if self.master is not None:  # the key first: session.json's marker promises it
                 create_key(self.fs, tmp.path, meta.uid, self.master)
@@ -261,6 +263,17 @@ class FileStore(
             shutil.rmtree(tmp.path, ignore_errors=True)
             raise
         return meta
+
+    def _sync_parents_once(self) -> None:
+        """Before this instance's first create: fsync the home (``sessions/``'s entry) and
+        its parent (the home's), whoever made them. Opening a store makes the directories
+        without a sync (a read costs none); a session's durability needs their entries,
+        and their maker may have died between mkdir and fsync."""
+        if self._parents_synced:
+            return
+        self.fs.sync_dir(self.home)
+        self.fs.sync_dir(self.home.parent)
+        self._parents_synced = True
 
     def _rename_new(self, tmp: Path, final: Path, uid: str) -> None:
         """Rename a built session directory into place, exclusively: rename(2) refuses to
