@@ -162,6 +162,20 @@ def replay(
         return _replay_streaming(store, uid, info, harnesses, harness, model_calls, tools)
     except executions.LegacyLogError:
         pass  # a v0.1.2 journal: its rules need the whole log
+    return _replay_whole(store, uid, info, harnesses, harness, model_calls, tools)
+
+
+def _replay_whole(
+    store: Store,
+    uid: str,
+    info: SessionInfo,
+    harnesses: Registry[Harness],
+    harness: str,
+    model_calls: Callable[[], int],
+    tools: Workloads,
+) -> ReplayResult:
+    """:func:`replay` with the whole log read first: a v0.1.2 journal's runs are grouped
+    by rules that need all of it (a modern journal streams, :func:`_replay_streaming`)."""
     events = [(r.seq, r.event) for r in store.read(uid, 1, info.last_seq)]
     runs = executions.replayable(executions.group(events))
     name = harness or info.meta.harness or _recorded_name(runs)
