@@ -63,7 +63,7 @@ over the store's commit limit, CommitTooLargeError). An unknown session
 is ADK's ``SessionNotFoundError`` (``append_event``) or None (``get_session``), a duplicate
 id ADK's ``AlreadyExistsError``; a closed service raises RuntimeError; a store that is down
 raises the engine's own errors (UnavailableError). ADK stays optional: nothing outside this
-module imports it.
+module and its :mod:`.adk_fold` (imported by it only) imports it.
 """
 
 from __future__ import annotations
@@ -74,8 +74,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
@@ -107,6 +106,7 @@ from agentsessions.errors import (
 from agentsessions.sessions.wiring import HARNESSES
 
 from . import adk_harness
+from .adk_fold import MARK, Fold, scope_keys
 from .common import WAIT, engine_of, ensure_named, find_named, message, named, settled
 
 if TYPE_CHECKING:
@@ -118,31 +118,9 @@ HARNESS = adk_harness.NAME
 """The harness of the adapter's turns: records the writes, commits the folded state."""
 PROJECT = "adk"
 """The default project of the adapter's sessions."""
-_MARK = "agentsessions:"
 _FENCED_TRIES = 5  # turns a write takes when other processes keep superseding its writer
 
 HARNESSES.register(HARNESS, adk_harness.create)  # also before an install adds the entry point
-
-
-@dataclass
-class _Fold:
-    """One scope as read so far: the journal up to ``seq`` folded onto ``state``."""
-
-    uid: str
-    seq: int = 0
-    state: dict[str, Any] = field(default_factory=adk_harness.empty)
-    events: list[dict[str, Any]] = field(default_factory=list)  # an ADK session's, as JSON
-    models: list[Event] = field(default_factory=list)  # events[:len(models)], validated once
-    updated: float = 0.0  # ADK's last_update_time: the last event's timestamp
-    pending: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # by execution
-    shared: tuple[int, dict[str, Any]] | None = None  # an ADK session's last app/user delta
-    applied: dict[str, int] = field(default_factory=dict)  # a scope's: source uid -> its n
-    lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
-    """Held while the fold is read or changed, and around a write to its session."""
-
-    @property
-    def marker(self) -> str:
-        return f"{_MARK}{self.uid}:{self.state['n']}"
 
 
 def _name(*parts: str) -> str:
@@ -180,7 +158,7 @@ class AgentSessionsService(BaseSessionService):
         self._closed = False
         self._lock = threading.RLock()  # the two maps below (each fold has its own lock)
         self._uids: dict[str, str] = {}  # name -> uid of the live session so named
-        self._folds: dict[str, _Fold] = {}  # uid -> its fold
+        self._folds: dict[str, Fold] = {}  # uid -> its fold
 
     # --- ADK's BaseSessionService ---------------------------------------------------------
 
@@ -291,42 +269,13 @@ class AgentSessionsService(BaseSessionService):
                 self._uids.setdefault(name, uid)
         return uid
 
-    def _fold(self, uid: str) -> _Fold:
+    def _fold(self, uid: str) -> Fold:
         """The scope's fold, brought up to the journal's head (only the new records)."""
         with self._lock:
-            fold = self._folds.setdefault(uid, _Fold(uid))
+            fold = self._folds.setdefault(uid, Fold(uid))
         with fold.lock:
-            self._read(fold)
+            fold.read(self._engine)
         return fold
-
-    def _read(self, fold: _Fold) -> None:
-        for record in self._engine.read(fold.uid, from_seq=fold.seq + 1):
-            event, fold.seq = record.event, record.seq
-            kind, execution = event.get("kind"), str(event.get("execution_id", ""))
-            if kind == "EVENT_INPUT":
-                found = adk_harness.bodies(event.get("message") or {})
-                fold.pending.setdefault(execution, []).extend(found)
-            elif kind == "EVENT_END":
-                done = fold.pending.pop(execution, [])
-                if (event.get("end") or {}).get("state") == "COMPLETED":
-                    for body in done:
-                        self._take(fold, body)
-
-    @staticmethod
-    def _take(fold: _Fold, body: dict[str, Any]) -> None:
-        adk_harness.apply(fold.state, body)
-        if "event" in body:
-            fold.events.append(body["event"])
-            fold.updated = float(body["event"].get("timestamp", fold.updated))
-            if _scoped(_delta(body["event"])):
-                fold.shared = (fold.state["n"], _delta(body["event"]))
-        elif "create" in body:
-            fold.updated = float(body.get("time", 0.0))
-            if body.get("shared"):
-                fold.shared = (0, dict(body["shared"]))
-        elif "delta" in body and "from" in body:
-            source, n = str(body["from"]), int(body.get("n", 0))
-            fold.applied[source] = max(fold.applied.get(source, -1), n)
 
     def _scope_state(self, name: str) -> dict[str, Any]:
         self._check_open()
@@ -337,7 +286,7 @@ class AgentSessionsService(BaseSessionService):
         with fold.lock:
             return dict(fold.state["state"])
 
-    def _merged(self, app_name: str, user_id: str, fold: _Fold) -> dict[str, Any]:
+    def _merged(self, app_name: str, user_id: str, fold: Fold) -> dict[str, Any]:
         """The session's state with its app's and user's (prefixed), as ADK merges them
         (the caller holds ``fold.lock``; a scope's lock is taken after a session's)."""
         state = dict(fold.state["state"])
@@ -357,7 +306,7 @@ class AgentSessionsService(BaseSessionService):
         app_name: str,
         user_id: str,
         session_id: str,
-        fold: _Fold,
+        fold: Fold,
         first: int | None = None,
     ) -> Session:
         """The ADK session as folded, with its events from index ``first`` (None: none).
@@ -393,7 +342,7 @@ class AgentSessionsService(BaseSessionService):
         self._scope(_name("app", app_name))
         self._scope(_name("user", app_name, user_id))
         shared = {k: v for k, v in state.items() if k not in scoped}
-        body = {"create": scoped, "time": time.time(), "shared": _scoped(shared)}
+        body = {"create": scoped, "time": time.time(), "shared": scope_keys(shared)}
         mine, created = ensure_named(self._engine, self.project, name, HARNESS)
         if not created:  # another process (or thread) created the id meanwhile
             raise AlreadyExistsError(f"Session with id {session_id} already exists.")
@@ -405,7 +354,7 @@ class AgentSessionsService(BaseSessionService):
             self._repair(app_name, user_id, fold, check=False)
             return self._session(app_name, user_id, session_id, fold)  # new: no events yet
 
-    def _live(self, app_name: str, user_id: str, session_id: str) -> _Fold | None:
+    def _live(self, app_name: str, user_id: str, session_id: str) -> Fold | None:
         """The fold of the live session so named, or None (asking the engine whether another
         process deleted it; a write need not ask: the engine refuses it)."""
         name = _name("session", app_name, user_id, session_id.strip())
@@ -480,13 +429,13 @@ class AgentSessionsService(BaseSessionService):
             except SessionDeletedError:
                 raise SessionNotFoundError(f"Session {session.id} not found.") from None
             except HarnessError:
-                self._read(fold)
+                fold.read(self._engine)
                 if fold.state["n"] != expect:  # another writer came first
                     raise StaleSessionError(_STALE) from None
                 raise
             # The turn ran at count `expect`: no other event took effect since the fold, so
             # ours is the next (records between were failed turns): fold it without a read.
-            self._take(fold, body)
+            fold.take(body)
             fold.seq, fold.pending = frame.session.last_seq, {}
             self._repair(session.app_name, session.user_id, fold, check=False)
             session.last_update_time = fold.updated
@@ -508,16 +457,16 @@ class AgentSessionsService(BaseSessionService):
                     raise
                 tries += 1
 
-    def _of(self, session: Session) -> _Fold:
+    def _of(self, session: Session) -> Fold:
         """The fold of the session ``session`` names (SessionNotFoundError if none)."""
         name = _name("session", session.app_name, session.user_id, session.id.strip())
         uid = self._find(name)
         if not uid:
             raise SessionNotFoundError(f"Session {session.id} not found.")
         with self._lock:
-            return self._folds.setdefault(uid, _Fold(uid))
+            return self._folds.setdefault(uid, Fold(uid))
 
-    def _check_fresh(self, session: Session, fold: _Fold) -> None:
+    def _check_fresh(self, session: Session, fold: Fold) -> None:
         """StaleSessionError if ``session`` is behind ``fold`` (whose lock the caller holds).
 
         An object this service read carries our marker: it is compared with the cached fold,
@@ -525,15 +474,15 @@ class AgentSessionsService(BaseSessionService):
         object is compared by its update time, as ADK's services do, with a fresh fold.
         """
         marker = session._storage_update_marker
-        if fold.seq == 0 or not (marker and marker.startswith(_MARK)) or marker != fold.marker:
-            self._read(fold)  # never read, behind another instance's object, or not ours
-        if marker is not None and marker.startswith(_MARK):
+        if fold.seq == 0 or not (marker and marker.startswith(MARK)) or marker != fold.marker:
+            fold.read(self._engine)  # never read, behind another instance's object, or not ours
+        if marker is not None and marker.startswith(MARK):
             if marker != fold.marker:
                 raise StaleSessionError(_STALE)
         elif fold.updated > session.last_update_time:
             raise StaleSessionError(_STALE)
 
-    def _repair(self, app_name: str, user_id: str, fold: _Fold, *, check: bool = True) -> None:
+    def _repair(self, app_name: str, user_id: str, fold: Fold, *, check: bool = True) -> None:
         """Write the ADK session's last app and user delta to its scopes if they lack it.
 
         The delta is in the session's own journal first (its event's turn, or its create
@@ -597,12 +546,3 @@ def _waiting(work: Callable[[], object]) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
-
-
-def _delta(record: Mapping[str, Any]) -> dict[str, Any]:
-    return dict((record.get("actions") or {}).get("state_delta") or {})
-
-
-def _scoped(state: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``app:`` and ``user:`` keys of ``state``."""
-    return {k: v for k, v in state.items() if k.startswith((State.APP_PREFIX, State.USER_PREFIX))}
