@@ -28,7 +28,7 @@ from agentsessions.journal.stores.store import (
     StateUpdate,
     WorkingState,
 )
-from agentsessions.v1 import model
+from agentsessions.v1 import model, timestamps
 from agentsessions.v1.results import ToolStoreEntry
 
 ROLE = "tool"
@@ -70,7 +70,7 @@ class ToolStore:
             raise InvalidArgumentError(f"tool store {self.name}: entries must be a list of objects")
         if not entries and state is None:
             raise InvalidArgumentError(f"tool store {self.name}: a commit needs an entry")
-        ts = model.format_timestamp_ns(self._clock())
+        ts = timestamps.format_timestamp_ns(self._clock())
         events = [self._event(entry, ts) for entry in entries]
         update = None if state is None else StateUpdate(data=bytes(state), author=self.name)
         with self._component.writer() as writer:
@@ -114,7 +114,7 @@ def entry_of(record: Record) -> ToolStoreEntry:
     ts = event.get("ts")
     time_ns = 0
     if isinstance(ts, str) and ts:
-        seconds, nanos = model.parse_timestamp(ts)
+        seconds, nanos = timestamps.parse_timestamp(ts)
         time_ns = seconds * 1_000_000_000 + nanos
     parts = (event.get("message") or {}).get("parts") or [{}]
     data = (parts[0].get("data") or {}).get("data") or {}

@@ -15,7 +15,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from agentsessions.errors import InvalidArgumentError
-from agentsessions.v1 import model
+from agentsessions.v1 import timestamps
 from agentsessions.v1.numbers import json_number
 from agentsessions.v1.schema import (
     BOOL,
@@ -172,7 +172,7 @@ def _norm_single(f: Field, v: Any) -> Any:
         return _parse_enum(v, ENUMS[f.ref])
     if t == TIMESTAMP:
         try:
-            return model.normalize_timestamp(v)
+            return timestamps.normalize_timestamp(v)
         except InvalidArgumentError as exc:
             raise Invalid(str(exc)) from None
     return _norm_struct(v)

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from agentsessions.errors import FormatError, InvalidArgumentError
 from agentsessions.journal.format import canonical
-from agentsessions.v1 import model, numbers, schema
+from agentsessions.v1 import numbers, schema, timestamps
 
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -59,8 +59,8 @@ def _timestamps() -> st.SearchStrategy[str]:
         st.integers(0, 999_999).map(lambda n: n * 1000),
         st.integers(0, 10**9 - 1),
     )
-    secs = st.integers(model.MIN_TIMESTAMP_SECONDS, model.MAX_TIMESTAMP_SECONDS)
-    return st.builds(model.timestamp_from_parts, secs, nanos)
+    secs = st.integers(timestamps.MIN_TIMESTAMP_SECONDS, timestamps.MAX_TIMESTAMP_SECONDS)
+    return st.builds(timestamps.timestamp_from_parts, secs, nanos)
 
 
 def _scalar(f: schema.Field) -> st.SearchStrategy[Any]:

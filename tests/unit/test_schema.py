@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from agentsessions.errors import FormatError, InvalidArgumentError
 from agentsessions.journal.format import canonical
-from agentsessions.v1 import model, normalize, schema
+from agentsessions.v1 import model, normalize, schema, timestamps
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_canonical import SETTINGS, canonical_events, typed
@@ -225,11 +225,11 @@ def _parser_value(f: schema.Field, value: Any, data: st.DataObject) -> Any:
 
 
 def _with_offset(ts: str, minutes: int) -> str:
-    seconds, nanos = model.parse_timestamp(ts)
+    seconds, nanos = timestamps.parse_timestamp(ts)
     local = seconds + minutes * 60
-    if not model.MIN_TIMESTAMP_SECONDS <= local <= model.MAX_TIMESTAMP_SECONDS:
+    if not timestamps.MIN_TIMESTAMP_SECONDS <= local <= timestamps.MAX_TIMESTAMP_SECONDS:
         return ts
-    text = model.timestamp_from_parts(local, 0)[:-1] + f".{nanos:09d}"
+    text = timestamps.timestamp_from_parts(local, 0)[:-1] + f".{nanos:09d}"
     sign = "+" if minutes >= 0 else "-"
     return text + f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
@@ -393,22 +393,27 @@ def test_helpers_build_canonical_events() -> None:
 def test_timestamps() -> None:
     from datetime import UTC, datetime
 
-    assert model.format_timestamp(datetime(2024, 1, 1, tzinfo=UTC)) == "2024-01-01T00:00:00Z"
+    assert timestamps.format_timestamp(datetime(2024, 1, 1, tzinfo=UTC)) == "2024-01-01T00:00:00Z"
     assert (
-        model.format_timestamp(datetime(2024, 1, 1, 0, 0, 0, 5, tzinfo=UTC))
+        timestamps.format_timestamp(datetime(2024, 1, 1, 0, 0, 0, 5, tzinfo=UTC))
         == "2024-01-01T00:00:00.000005Z"
     )
-    assert model.format_timestamp_ns(1) == "1970-01-01T00:00:00.000000001Z"
-    assert model.format_timestamp_ns(-1) == "1969-12-31T23:59:59.999999999Z"
-    assert model.normalize_timestamp("2024-01-01T00:00:00.1-00:30") == "2024-01-01T00:30:00.100Z"
-    assert model.parse_timestamp("0001-01-01T00:00:00Z") == (model.MIN_TIMESTAMP_SECONDS, 0)
+    assert timestamps.format_timestamp_ns(1) == "1970-01-01T00:00:00.000000001Z"
+    assert timestamps.format_timestamp_ns(-1) == "1969-12-31T23:59:59.999999999Z"
+    assert (
+        timestamps.normalize_timestamp("2024-01-01T00:00:00.1-00:30") == "2024-01-01T00:30:00.100Z"
+    )
+    assert timestamps.parse_timestamp("0001-01-01T00:00:00Z") == (
+        timestamps.MIN_TIMESTAMP_SECONDS,
+        0,
+    )
     for bad in ("2024-01-01", "2024-01-01T00:00:60Z", "9999-12-31T23:59:59-01:00", 5):
         with pytest.raises(InvalidArgumentError):
-            model.parse_timestamp(bad)  # type: ignore[arg-type]
+            timestamps.parse_timestamp(bad)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="aware datetime"):
-        model.format_timestamp(datetime(2024, 1, 1))
+        timestamps.format_timestamp(datetime(2024, 1, 1))
     with pytest.raises(InvalidArgumentError):
-        model.timestamp_from_parts(model.MAX_TIMESTAMP_SECONDS + 1)
+        timestamps.timestamp_from_parts(timestamps.MAX_TIMESTAMP_SECONDS + 1)
 
 
 @pytest.mark.parametrize(

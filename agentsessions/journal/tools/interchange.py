@@ -27,7 +27,7 @@ from typing import Any
 
 from agentsessions.errors import FormatError, InvalidArgumentError
 from agentsessions.journal.format import canonical
-from agentsessions.v1 import model, normalize, numbers, schema
+from agentsessions.v1 import model, normalize, numbers, schema, timestamps
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +50,7 @@ GoRecord = ForeignRecord
 
 _INT64 = (-(2**63), 2**63 - 1)
 _INT32 = (-(2**31), 2**31 - 1)
-_GO_ZERO_TIME = (model.MIN_TIMESTAMP_SECONDS, 0)
+_GO_ZERO_TIME = (timestamps.MIN_TIMESTAMP_SECONDS, 0)
 
 _KINDS = {k.removeprefix("EVENT_"): k for k in model.EVENT_KINDS[1:] if k != "EVENT_PARKED"}
 _MEDIATIONS = {m.removeprefix("MEDIATION_"): m for m in model.MEDIATIONS[1:]}
@@ -406,10 +406,10 @@ def _go_time(g: _Go) -> str | None:
     if not isinstance(text, str):
         raise FormatError(f"{g.where('Timestamp')}: expected an RFC 3339 string, got {_kind(text)}")
     try:
-        parts = model.parse_timestamp(text)
+        parts = timestamps.parse_timestamp(text)
     except InvalidArgumentError as exc:
         raise FormatError(f"{g.where('Timestamp')}: {exc}") from None
-    return None if parts == _GO_ZERO_TIME else model.timestamp_from_parts(*parts)
+    return None if parts == _GO_ZERO_TIME else timestamps.timestamp_from_parts(*parts)
 
 
 # --------------------------------------------------------------------------- records
