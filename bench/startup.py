@@ -2,6 +2,8 @@
 
     python bench/startup.py            # 7 interleaved rounds, a home with 50 sessions
     python bench/startup.py --rounds 3
+    VENV/bin/python bench/startup.py --installed   # VENV's own agentsessions script, as pip
+                                                   # installed it (not editable), no checkout
 
 Each round runs every command once, in turn (so a drift in the machine's speed hits all of
 them alike), as a fresh process; the CPU time of a run is its user+sys time as the kernel
@@ -78,6 +80,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--sessions", type=int, default=50)
+    parser.add_argument(
+        "--installed",
+        action="store_true",
+        help="run the agentsessions script beside this python (a non-editable install, its "
+        "bytecode as pip compiled it) instead of this checkout",
+    )
     args = parser.parse_args()
     pycache = tempfile.mkdtemp(prefix="agentsessions-startup-pyc-")
     env = {
@@ -85,12 +93,17 @@ def main() -> None:
         for k, v in os.environ.items()
         if not k.startswith("AGENTSESSIONS_") and k not in ("PYTHONDONTWRITEBYTECODE", "COLUMNS")
     }
-    env["PYTHONPATH"] = str(ROOT)
-    env["PYTHONPYCACHEPREFIX"] = pycache  # bytecode, as an installed package has (docstring)
-    home, uid = make_home(env, args.sessions)
-    cli = [sys.executable, "-m", "agentsessions", "--home", str(home)]
     # the installed console script itself, not a shim in front of it (pyenv's is bash)
     script = Path(sys.executable).with_name("agentsessions")
+    if args.installed and not script.is_file():
+        raise SystemExit(f"--installed: no {script}: pip install the package into that venv")
+    if not args.installed:
+        env["PYTHONPATH"] = str(ROOT)
+        env["PYTHONPYCACHEPREFIX"] = pycache  # bytecode, as an installed package has (docstring)
+    home, uid = make_home(env, args.sessions)
+    cli = [sys.executable, "-m", "agentsessions", "--home", str(home)]
+    if args.installed:
+        cli = [str(script), "--home", str(home)]
     commands: dict[str, list[str]] = {
         "python -c pass": [sys.executable, "-c", "pass"],
         "--help": [*cli, "--help"],
@@ -99,7 +112,7 @@ def main() -> None:
         "get UID": [*cli, "get", uid],
         "exec UID --input x": [*cli, "exec", uid, "--input", "x"],
     }
-    if script.is_file():  # pip's script imports cli.app:main directly: no importlib.metadata
+    if script.is_file() and not args.installed:  # pip's script imports cli.app:main directly
         commands["script --help"] = [sys.executable, str(script), "--help"]
     cpu: dict[str, list[float]] = {name: [] for name in commands}
     ratio: dict[str, list[float]] = {name: [] for name in commands}

@@ -332,6 +332,7 @@ def bench_conversation(tmp: Path, turns: int, rounds: int) -> None:
         print(f"  {name:14s} {rate:9,.0f} turns/s   {rate / med['sqlite']:.3f}x sqlite")
     ours = med["agentsessions"]
     print(f"agentsessions / sqlite WAL FULL: {ours / med['sqlite']:.3f}x   (target >= 0.25x)")
+    print(f"as-streamed / agentsessions: {med['as-streamed'] / ours:.3f}x   (target >= 0.8x)")
     if "agents-sdk" in med:
         print(f"agentsessions / Agents SDK: {ours / med['agents-sdk']:.1f}x   (target >= 10x)")
     print(f"flatness last-100 / first-100 turns/s: {statistics.median(flat):.2f}  (target >= 0.9)")

@@ -36,14 +36,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from agentsessions.controller.registry import Registry
 from agentsessions.controller.spi import ModelProvider
 from agentsessions.errors import InvalidArgumentError
 from agentsessions.models.catalog import CatalogModel, ModelCatalog, clip
 from agentsessions.models.echo import EchoModel
-from agentsessions.models.openai import OpenAIModel
 from agentsessions.models.scripted import ScriptedModel
+
+if TYPE_CHECKING:
+    from agentsessions.models.openai import OpenAIModel
 
 __all__ = [
     "MODELS",
@@ -134,11 +137,22 @@ def create_model(
     if spec.kind == "scripted":
         return ScriptedModel.from_options(merged)
     if spec.kind == "openai":
+        from agentsessions.models.openai import OpenAIModel
+
         return OpenAIModel.from_options(spec.model, merged)
     if merged:
         keys = clip(", ".join(sorted(merged)))
         raise InvalidArgumentError(f"model {spec.kind!r} takes no options, got [{keys}]")
     return MODELS.create(spec.kind)
+
+
+def __getattr__(name: str) -> Any:
+    # the OpenAI provider loads http.client, ssl and email (~10 ms): only a spec naming it
+    if name == "OpenAIModel":
+        from agentsessions.models.openai import OpenAIModel
+
+        return OpenAIModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _options(items: list[str], spec: str) -> dict[str, str]:

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agentsessions.controller.controller import DEFAULT_HARNESS
+from agentsessions.controller.rules import DEFAULT_HARNESS
 from agentsessions.controller.registry import Registry
 from agentsessions.controller.spi import REQUIRES_MEMORY_SNAPSHOT, Harness
 from agentsessions.journal.stores.store import SessionInfo
@@ -95,6 +95,8 @@ def stop_compute(home: Path, session: str | None = None) -> list[HostInfo]:
     session's journal is untouched: a memory harness whose compute was stopped has lost its
     memory and continues only with ``exec --fresh-start``.
     """
+    from agentsessions.runtimes.warm import end_host, shutdown_all  # not for get's probe
+
     hosts = list_compute(home, session)
     for host in hosts:
         end_host(host.socket, host.state, host.pid)

@@ -1,6 +1,8 @@
 """How a turn's frames reach its consumer: reused daemon worker threads run the turns, and
 an unbounded queue carries each turn's frames, so a consumer that stops, raises or is slow
 never blocks, fails or truncates the turn; closing the frame iterator waits for its end.
+Frames cross threads in batches (:class:`TurnFrames`): a turn's first :data:`QUICK` seconds
+in one hand-over, then a batch per wake of the consumer, never a frame later than it asks.
 
 :class:`Turns` is an engine's side of it: one lock per session (a busy session is waited
 for, then LockHeldError), the running turns' done signals (closing the engine waits for
@@ -35,6 +37,10 @@ class Failed:
 DONE = object()
 """The last item a turn puts on its queue."""
 
+QUICK = 0.02
+"""Seconds of a turn whose frames reach its consumer together (:class:`TurnFrames`): past
+a local turn on a busy disk, below what a person watching a live display can tell."""
+
 SLICE = 0.2
 """Seconds a consumer blocks at a time while it waits for a turn. A process-directed signal
 (Ctrl-C) may be handed by the kernel to any thread; CPython then only flags it for the main
@@ -64,50 +70,97 @@ def _nothing() -> None:
 
 
 class _Batch:
-    """Deltas queued as one item: the consumer takes them all at once."""
+    """Items handed over as one: the consumer takes them all at once, in order.
 
-    __slots__ = ("parts",)
+    Each item is a frame, a delta's text (a ``str``), :class:`Failed` or :data:`DONE`."""
 
-    def __init__(self, text: str) -> None:
-        self.parts = [text]
+    __slots__ = ("items", "queued")
+
+    def __init__(self, item: object) -> None:
+        self.items = [item]
+        self.queued = False  # on the queue (its consumer was woken for it)
 
 
 class TurnFrames:
     """The producer's side of a turn's frames, over the queue its consumer reads.
 
-    Streamed text that arrives while the consumer has not yet taken the previous delta joins
-    it: the consumer gets every delta's text, in order and never later than it asks for it,
-    in fewer frames (an offline model streams a hundred deltas in a millisecond, and a frame
-    each made the consumer's thread wake a hundred times a turn). A record or the session
-    frame closes the batch, so text never moves across a record.
+    Whatever the turn produces while the consumer has not yet taken what came before joins
+    that batch, so the consumer wakes once per batch, not once per frame; consecutive deltas
+    of a batch become one :class:`DeltaFrame` (text never moves across a record).
+
+    A turn's first :data:`QUICK` seconds are handed over at once: the producer wakes the
+    consumer for them only when the turn ends, or when the consumer, tired of waiting, takes
+    them itself (:meth:`next_batch`); from then on each batch wakes it. A local turn thus
+    costs one hand-over between threads instead of one per sync, model stream and session
+    frame (each a context switch and a trip of the GIL, measured at about a third of a
+    turn), while a frame of a longer turn waits at most :data:`QUICK` for its consumer.
     """
 
     def __init__(self, uid: str, queue_: queue.SimpleQueue[object]) -> None:
         self.uid = uid
         self.queue = queue_
         self._lock = threading.Lock()
-        self._open: _Batch | None = None  # queued, not yet taken: later deltas join it
+        self._open: _Batch | None = None  # not yet taken: what comes next joins it
+        self._eager = False  # past the turn's first QUICK seconds: each batch wakes
 
     def delta(self, text: str) -> None:
-        with self._lock:
-            if self._open is not None:
-                self._open.parts.append(text)
+        """Hand over streamed text (it joins the text handed over right before it)."""
+        with self._lock:  # put's common case inline: a model streams a delta per word
+            batch = self._open
+            if batch is not None and (batch.queued or not self._eager):
+                batch.items.append(text)
                 return
-            batch = self._open = _Batch(text)
-        self.queue.put(batch)
+        self.put(text)
 
     def put(self, item: object) -> None:
-        """Queue a frame (or DONE, Failed) after every delta so far."""
+        """Hand over a frame (or DONE, Failed) after everything handed over so far."""
         with self._lock:
-            self._open = None
-        self.queue.put(item)
+            batch = self._open
+            if batch is None:
+                batch = self._open = _Batch(item)
+            else:
+                batch.items.append(item)
+            if batch.queued or not (self._eager or item is DONE):
+                return
+            batch.queued = True
+        self.queue.put(batch)
 
-    def take(self, batch: _Batch) -> DeltaFrame:
-        """The consumer's frame for ``batch``: its text so far; later deltas start anew."""
+    def next_batch(self) -> list[object]:
+        """The consumer's next items (deltas joined): waits for them, :data:`QUICK` seconds
+        at first, then takes what the turn made so far itself and has each batch wake it."""
+        if not self._eager:
+            try:
+                return self._take(self.queue.get(timeout=QUICK))
+            except queue.Empty:
+                with self._lock:
+                    self._eager = True
+                    batch = self._open
+                    if batch is not None and not batch.queued:
+                        self._open = None
+                        return self._joined(batch.items)
+        return self._take(_take(self.queue))
+
+    def _take(self, batch: object) -> list[object]:
+        assert type(batch) is _Batch
         with self._lock:
             if self._open is batch:
                 self._open = None
-            return DeltaFrame(self.uid, "".join(batch.parts))
+        return self._joined(batch.items)
+
+    def _joined(self, items: list[object]) -> list[object]:
+        out: list[object] = []
+        text: list[str] = []
+        for item in items:
+            if type(item) is str:
+                text.append(item)
+                continue
+            if text:
+                out.append(DeltaFrame(self.uid, "".join(text)))
+                text = []
+            out.append(item)
+        if text:
+            out.append(DeltaFrame(self.uid, "".join(text)))
+        return out
 
 
 class Workers:
@@ -160,16 +213,13 @@ def frames_of(first: SessionFrame, frames: TurnFrames, done: threading.Event) ->
     try:
         yield first
         while True:
-            item = _take(frames.queue)
-            if item is DONE:
-                return
-            if type(item) is _Batch:
-                yield frames.take(item)
-                continue
-            if isinstance(item, Failed):
-                raise item.error
-            assert isinstance(item, SessionFrame | RecordFrame)
-            yield item
+            for item in frames.next_batch():
+                if item is DONE:
+                    return
+                if isinstance(item, Failed):
+                    raise item.error
+                assert isinstance(item, SessionFrame | RecordFrame | DeltaFrame)
+                yield item
     finally:
         wait_for(done)
 
@@ -247,8 +297,8 @@ class Turns:
                 lock.release()
                 with self._lock:
                     self._running.discard(done)
+                done.set()  # before DONE: a consumer that reads it never waits for the end
                 frames.put(DONE)
-                done.set()
                 ended()
 
         with self._lock:

@@ -34,6 +34,7 @@ from typing import Any
 from agentsessions.errors import FormatError
 from agentsessions.v1 import model
 from agentsessions.v1.numbers import MAX_SAFE_INT, format_number
+from agentsessions.v1.schemafast import checkers
 
 STRING, BYTES, BOOL, INT32, INT64 = "string", "bytes", "bool", "int32", "int64"
 ENUM, MESSAGE, TIMESTAMP, STRUCT = "enum", "message", "timestamp", "struct"
@@ -500,108 +501,13 @@ def _compile() -> None:
 _compile()
 
 
-# Fast path: one generated function per message, inlining the scalar checks. It only ever
-# *accepts* (returning the same "not plain" flag as _check_msg) or raises; on any exception
-# the caller re-runs the generic checker above, which alone decides the error and its path.
+# Fast path: one function per message, inlining the scalar checks, generated from the table
+# above by :mod:`.schemagen` into :mod:`.schemafast` (compiling them here at import cost ~18 ms
+# of every command that commits; a module has cached bytecode). It only ever *accepts*
+# (returning the same "not plain" flag as _check_msg) or raises; on any exception the caller
+# re-runs the generic checker above, which alone decides the error and its path.
 class _Doubt(Exception):
     """Internal: the fast path declines; the generic checker decides."""
-
-
-def _msg_src(stack: tuple[str, ...], x: str, out: list[str], ind: str) -> None:
-    """Append lines accepting only a valid message ``stack[-1]`` held in ``x``; the stack
-    holds the messages inlined so far (a recursive reference becomes a call)."""
-    name, d = stack[-1], len(stack) - 1
-    fields = MESSAGES[name]
-    k, v, c, member = f"k{d}", f"v{d}", f"c{d}", f"member{d}"
-    out.append(f"{ind}if type({x}) is not dict: raise _Doubt")
-    if any(f.oneof for f in fields):
-        out.append(f"{ind}{member} = 0")
-    out.append(f"{ind}for {k}, {v} in {x}.items():")
-    out.append(f"{ind}    {c} = _IDX_{name.replace('.', '_')}[{k}]")
-    _tree_src(fields, 0, len(fields), stack, out, ind + "    ")
-
-
-def _scalar_src(f: Field, x: str, stack: tuple[str, ...], out: list[str], ind: str) -> None:
-    """Append lines accepting only valid ``x`` for a non-map, non-repeated field ``f``."""
-    presence = f.has_presence
-    t = f.type
-    if t == MESSAGE:
-        if f.ref in stack:
-            out.append(f"{ind}slow |= _fast_{f.ref.replace('.', '_')}({x})")
-        else:
-            _msg_src((*stack, f.ref), x, out, ind)
-    elif t == STRING:
-        empty = "" if presence else f" or not {x}"
-        out.append(
-            f"{ind}if type({x}) is not str{empty}"
-            f" or (not {x}.isascii() and _SURROGATE.search({x})): raise _Doubt"
-        )
-    elif t == ENUM:
-        names = ENUMS[f.ref]
-        ok = sorted(set(names[1:]) | ({names[0]} if presence else set()))
-        lit = "{" + ", ".join(map(repr, ok)) + "}"
-        out.append(f"{ind}if type({x}) is not str or {x} not in {lit}: raise _Doubt")
-    elif t == INT64:
-        zero = f" or {x} == '0'" if presence else ""
-        out.append(f"{ind}if type({x}) is not str: raise _Doubt")
-        out.append(
-            f"{ind}if not (({x}.isascii() and {x}.isdigit() and {x}[0] != '0'"
-            f" and len({x}) < 19){zero}): _chk_int64({x})"
-        )
-    elif t == INT32:
-        nz = "" if presence else f" or {x} == 0"
-        out.append(
-            f"{ind}if type({x}) is not int or not {INT32_MIN} <= {x} <= {INT32_MAX}{nz}:"
-            " raise _Doubt"
-        )
-    elif t == BOOL:
-        cond = f"type({x}) is not bool" if presence else f"{x} is not True"
-        out.append(f"{ind}if {cond}: raise _Doubt")
-    elif t == BYTES:
-        empty = "" if presence else f" or not {x}"
-        out.append(f"{ind}if type({x}) is not str{empty}: raise _Doubt")
-        out.append(f"{ind}if {x} and not _is_b64({x}): raise _Doubt")
-    elif t == TIMESTAMP:
-        out.append(f"{ind}_chk_timestamp({x})")
-    else:
-        assert t == STRUCT, t
-        out.append(f"{ind}slow |= _chk_struct({x})")
-
-
-def _field_src(f: Field, stack: tuple[str, ...], out: list[str], ind: str) -> None:
-    d = len(stack) - 1
-    v = f"v{d}"
-    if f.oneof:
-        out.append(f"{ind}if member{d}: raise _Doubt")
-        out.append(f"{ind}member{d} = 1")
-    if f.label == MAP:
-        # ASCII string pairs are plain and need no surrogate search; the rest goes to _map
-        out.append(f"{ind}if type({v}) is not dict or not {v}: raise _Doubt")
-        out.append(f"{ind}for mk{d}, mv{d} in {v}.items():")
-        out.append(
-            f"{ind}    if type(mv{d}) is not str or not (mk{d}.isascii() and mv{d}.isascii()):"
-        )
-        out.append(f"{ind}        slow |= _map({v})")
-        out.append(f"{ind}        break")
-    elif f.label == REPEATED:
-        out.append(f"{ind}if type({v}) is not list or not {v}: raise _Doubt")
-        out.append(f"{ind}for x{d} in {v}:")
-        _scalar_src(f, f"x{d}", stack, out, ind + "    ")
-    else:
-        _scalar_src(f, v, stack, out, ind)
-
-
-def _tree_src(
-    fields: tuple[Field, ...], lo: int, hi: int, stack: tuple[str, ...], out: list[str], ind: str
-) -> None:
-    if hi - lo == 1:
-        _field_src(fields[lo], stack, out, ind)
-        return
-    mid = (lo + hi) // 2
-    out.append(f"{ind}if c{len(stack) - 1} < {mid}:")
-    _tree_src(fields, lo, mid, stack, out, ind + "    ")
-    out.append(f"{ind}else:")
-    _tree_src(fields, mid, hi, stack, out, ind + "    ")
 
 
 def _chk_int64(v: str) -> None:
@@ -609,23 +515,14 @@ def _chk_int64(v: str) -> None:
         raise _Doubt
 
 
-def _compile_fast() -> dict[str, Checker]:
-    ns: dict[str, Any] = {
-        "_Doubt": _Doubt, "_SURROGATE": _SURROGATE, "_is_b64": is_canonical_base64,
-        "_chk_int64": _chk_int64,
-        "_chk_timestamp": _chk_timestamp, "_chk_struct": _chk_struct, "_map": _map,
-    }  # fmt: skip
-    for name, fields in MESSAGES.items():
-        ident = name.replace(".", "_")
-        ns["_IDX_" + ident] = {f.name: i for i, f in enumerate(fields)}
-        out = [f"def _fast_{ident}(obj):", "    slow = 0"]
-        _msg_src((name,), "obj", out, "    ")
-        out.append("    return slow")
-        exec("\n".join(out), ns)  # source built from the MESSAGES table above
-    return {name: ns["_fast_" + name.replace(".", "_")] for name in MESSAGES}
+FAST_HELPERS: dict[str, Any] = {
+    "_Doubt": _Doubt, "_SURROGATE": _SURROGATE, "_is_b64": is_canonical_base64,
+    "_chk_int64": _chk_int64,
+    "_chk_timestamp": _chk_timestamp, "_chk_struct": _chk_struct, "_map": _map,
+}  # fmt: skip
+"""The names the generated checkers call, handed to :func:`.schemafast.checkers`."""
 
-
-_FAST = _compile_fast()
+_FAST: dict[str, Checker] = checkers(**FAST_HELPERS)
 _FAST_EVENT = _FAST["Event"]
 
 

@@ -1,5 +1,6 @@
 """The frames of a turn (sessions/turnstream.py): deltas the consumer has not yet taken ride
-in one frame, with exactly their text, in order, never across a record."""
+in one frame, with exactly their text, in order, never across a record; a quick turn wakes
+its consumer once, a long one hands each frame over without waiting for the turn."""
 
 from __future__ import annotations
 
@@ -37,11 +38,56 @@ def test_a_delta_after_the_consumer_took_the_batch_starts_a_new_one() -> None:
     frames = TurnFrames("s", queue.SimpleQueue())
     frames.delta("x")
     frames.delta("y")
-    batch = frames.queue.get()
-    assert frames.take(batch) == DeltaFrame("s", "xy")  # type: ignore[arg-type]
+    assert frames.next_batch() == [DeltaFrame("s", "xy")]  # taken by the consumer itself
     frames.delta("z")  # not lost into the batch already taken
     frames.put(DONE)
     assert _drain(frames) == [DeltaFrame("s", "z")]
+
+
+def test_a_quick_turn_wakes_its_consumer_once_at_its_end() -> None:
+    frames = TurnFrames("s", queue.SimpleQueue())
+    frames.put(RecordFrame.__new__(RecordFrame))
+    frames.delta("a")
+    frames.put(RecordFrame.__new__(RecordFrame))
+    frames.put(SessionFrame.__new__(SessionFrame))
+    assert frames.queue.qsize() == 0  # nothing woke the consumer yet
+    frames.put(DONE)
+    assert frames.queue.qsize() == 1  # one batch: the whole turn
+    assert len(_drain(frames)) == 4
+
+
+def test_past_its_first_moments_each_batch_of_a_turn_wakes_the_consumer() -> None:
+    frames = TurnFrames("s", queue.SimpleQueue())
+    frames.delta("a")
+    assert frames.next_batch() == [DeltaFrame("s", "a")]  # waited QUICK, then took it
+    record = RecordFrame.__new__(RecordFrame)
+    frames.put(record)
+    assert frames.queue.qsize() == 1  # woken at once now
+    frames.delta("b")  # joins the batch the consumer has not taken yet
+    assert frames.queue.qsize() == 1
+    assert frames.next_batch() == [record, DeltaFrame("s", "b")]
+
+
+def test_a_frame_of_a_long_turn_reaches_the_consumer_before_the_turn_goes_on() -> None:
+    frames = TurnFrames("s", queue.SimpleQueue())
+    took = threading.Event()
+    record = RecordFrame.__new__(RecordFrame)
+    seen: list[bool] = []
+
+    def produce() -> None:
+        frames.put(record)
+        seen.append(took.wait(60.0))  # a long model call: nothing more comes until then
+        frames.put(DONE)
+
+    thread = threading.Thread(target=produce)
+    thread.start()
+    done = threading.Event()
+    done.set()
+    for frame in frames_of(SessionFrame.__new__(SessionFrame), frames, done):
+        if frame is record:
+            took.set()
+    thread.join()
+    assert seen == [True]
 
 
 def test_a_consumer_on_another_thread_gets_every_delta_in_order() -> None:
