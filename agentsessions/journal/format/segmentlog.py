@@ -80,6 +80,12 @@ __all__ = [
     "RecoveryReport", "SegmentLog",
 ]  # fmt: skip
 
+SEGMENT_MAX_BYTES = 1 << 20
+"""A tail is sealed (and then compressed) once a group would take it past 1 MiB: sealed
+segments compress about 8x on chat journals, so the bytes on disk are about the tail's size
+plus an eighth of the rest (16 MiB left up to 16 MiB of a conversation uncompressed, ~2.3x
+SQLite's bytes for 2,000 turns). A rotation costs one SEAL sync, one file create and a
+compression on a thread, every ~2,000 events of ~500 bytes."""
 PREALLOC_MIN = 4096
 """Free space is written in whole 4 KiB pages; a small tail about doubles its size."""
 PREALLOC_MAX = 256 << 10
@@ -143,7 +149,8 @@ class SegmentLog(SegmentFiles):
     @classmethod
     def open(
         cls, journal_dir: Path, *, session_id: str, writable: bool, fs: FileSystem = DEFAULT_FS,
-        segment_max_bytes: int = 16 << 20, max_record_bytes: int = sg.DEFAULT_MAX_RECORD_BYTES,
+        segment_max_bytes: int = SEGMENT_MAX_BYTES,
+        max_record_bytes: int = sg.DEFAULT_MAX_RECORD_BYTES,
         resume: Position | None = None, compress_in_background: bool = False,
         acked: Sequence[Acked] = (), check_links: bool | None = None,
     ) -> tuple[SegmentLog, OpenScan]:  # fmt: skip
