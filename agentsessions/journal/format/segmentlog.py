@@ -33,6 +33,7 @@ Invariants:
 from __future__ import annotations
 
 import bisect
+import itertools
 import os
 import threading
 from collections.abc import Callable, Generator, Iterator, Sequence
@@ -50,6 +51,8 @@ from agentsessions.journal.format import evidence, staterecord, zstdcodec
 from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem, storage_error
 from agentsessions.journal.format.evidence import Acked
+from agentsessions.journal.format.records import Record
+from agentsessions.journal.format.recordscan import Convert, RecordScan
 from agentsessions.journal.format.segment import (
     RTYPE_COMMIT,
     RTYPE_EVENT,
@@ -61,9 +64,9 @@ from agentsessions.journal.format.segmentread import (
     CORRUPT_HINT,
     CheckedLinks,
     Link,
-    SegmentFiles,
     listing,
 )
+from agentsessions.journal.format.segmentrecords import RecordReads
 from agentsessions.journal.format.segmenttail import (
     OpenScan,
     Position,
@@ -99,7 +102,7 @@ def _now_ms() -> int:
     return now_ms()
 
 
-class SegmentLog(SegmentFiles):
+class SegmentLog(RecordReads):
     """One session's journal directory of segments. Build with :meth:`create` / :meth:`open`.
 
     The read side (headers, SEALs, strict frames, batch checks) is :class:`SegmentFiles`.
@@ -585,6 +588,50 @@ class SegmentLog(SegmentFiles):
                     if frame.seq > hi:
                         return
                     yield frame
+
+    def records(
+        self, convert: Convert, from_seq: int = 1, to_seq: int = 0, *, close: bool = False
+    ) -> Iterator[Record]:
+        """The EVENT frames :meth:`read` returns, as Records decoded in bulk and checked as
+        :meth:`read` checks them, plus the chain (:mod:`.recordscan`); ``convert`` builds
+        the Record of a frame the bulk loop does not take (a sealed record, say). With
+        ``close`` the log is closed after the last one (or when the iterator is dropped)."""
+        t = self._require_tail()
+        hi = t.next_seq - 1 if to_seq <= 0 else min(to_seq, t.next_seq - 1)
+        lo = max(from_seq, self.base_seq + 1)
+        # batches flattened in C: no Python frame per record between the loop and the caller
+        return itertools.chain.from_iterable(
+            self._record_batches(lo, hi, sorted(self._segs), convert, close)
+        )
+
+    def _record_batches(
+        self, lo: int, hi: int, firsts: list[int], convert: Convert, close: bool
+    ) -> Iterator[list[Record]]:
+        try:
+            for first in firsts[max(bisect.bisect_right(firsts, lo) - 1, 0) :]:
+                if first > hi or lo > hi:
+                    return
+                yield from self._segment_batches(first, lo, hi, convert)
+        finally:
+            if close:
+                self.close()
+
+    def _segment_batches(
+        self, first: int, lo: int, hi: int, convert: Convert
+    ) -> Iterator[list[Record]]:
+        t = self._require_tail()
+        if first != t.first or t.fd is None:
+            index = self._indexes.setdefault(first, sg.SparseIndex([(first, sg.HEADER_SIZE)]))
+            yield from self._sealed_records(first, lo, hi, convert, index.floor(lo))
+            return
+        seq, pos = t.index.floor(lo)
+        prev = t.header.prev_hash if pos == sg.HEADER_SIZE else None
+        scan = RecordScan(first, seq, prev, lo, hi, convert, derive=False)
+        dup = os.dup(t.fd)  # a rotation may close the tail's descriptor meanwhile
+        try:
+            yield from self._plain_records(dup, pos, t.commit_end, scan)
+        finally:
+            os.close(dup)
 
     def _segment_frames(self, first: int, from_seq: int, tail_end: int) -> Iterator[Frame]:
         """Every frame of segment ``first`` from the index point for ``from_seq``, strictly."""

@@ -78,7 +78,7 @@ from agentsessions.journal.stores.file.sessiondir import (
 from agentsessions.journal.stores.file.writer import (
     FileWriter,
     follow_records,
-    frame_records,
+    frame_record,
 )
 from agentsessions.journal.stores.paging import page_ask, page_of
 from agentsessions.journal.stores.store import (
@@ -361,7 +361,8 @@ class FileStore(
             acked=acked(hint),
         )  # fmt: skip
         cipher = cipher_for(sdir.path, meta, self.master)
-        own = frame_records(log, log.read(from_seq, to_seq), close=True, cipher=cipher)
+        # read in bulk (a sealed record is opened by cipher); the log closes after them
+        own = log.records(lambda f: frame_record(f, "", cipher), from_seq, to_seq, close=True)
         if not meta.parent_uid or from_seq > meta.fork_seq:
             return own
         upto = meta.fork_seq if to_seq <= 0 else min(to_seq, meta.fork_seq)
