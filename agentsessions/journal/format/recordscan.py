@@ -30,7 +30,10 @@ from __future__ import annotations
 import hashlib
 import struct
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from itertools import repeat
+from operator import eq, getitem, methodcaller
+from typing import Any, cast
 
 from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format.records import Record
@@ -47,7 +50,12 @@ _EVENT_NEXT = {0x601: 0, 0x201: _IN, 0x001 | _IN: _IN, 0x401 | _IN: 0}
 _PREFIX = b'{"event":{'
 _PREV_KEY = b'},"prev_hash":"'
 _HEX = b"0123456789abcdef"
+_TAIL = b'","seq":"%d"}'  # the envelope's end after the link (canonical.envelope)
+_HEXDIGEST = methodcaller("hexdigest")
+_CUT = cast(Callable[[bytes, slice], bytes], getitem)  # payload[a:b], called from C by map
 _PADS = tuple(bytes(n) for n in range(sg.FRAME_ALIGN))
+_NEW: Callable[[type[Record], Iterable[Any]], Record] = tuple.__new__
+"""Builds a Record from a tuple of its fields without the NamedTuple's Python ``__new__``."""
 
 
 class RecordScan:
@@ -99,7 +107,8 @@ def take(
     reason in :data:`.segment.INCOMPLETE` only means the buffer cuts the frame there.
     """
     while pos < end and not st.done() and not st.rules.sealed:
-        pos = _events(buf, pos, end, st, max_record, crc)
+        pos = _bulk_events(buf, pos, end, st, max_record, crc)
+        pos = _events(buf, pos, end, st, max_record, crc)  # what the bulk pass left, exactly
         if pos >= end or st.done():
             break
         why = _step(buf, pos, end, base, st, max_record, crc)
@@ -109,14 +118,98 @@ def take(
     return pos, ""
 
 
+def _walk(
+    buf: bytes, pos: int, end: int, st: RecordScan, max_record: int, crc: bool
+) -> tuple[list[Any], int, int, int]:
+    """The run of intact plain EVENT frames in their place from ``pos`` (up to seq ``hi``):
+    ``[seq, fence, payload, ...]`` flat, where it ends, the next seq and group state."""
+    unpack, crc32, mv, startswith = _HEAD.unpack_from, zlib.crc32, memoryview(buf), buf.startswith
+    nexts, pads, magic_ok = _EVENT_NEXT, _PADS, sg.FRAME_MAGIC
+    expected, hi = st.rules.expected, st.hi
+    group = _IN if st.rules.in_group else 0
+    rows: list[Any] = []
+    put = rows.extend
+    limit = end - sg.FRAME_HEADER_SIZE
+    while pos <= limit and expected <= hi:
+        magic, plen, seq, fence, kind, stored = unpack(buf, pos)
+        body = pos + sg.FRAME_HEADER_SIZE
+        stop = body + plen
+        fend = stop + (-plen & 7)
+        after = nexts.get(kind | group)
+        if after is None or magic != magic_ok or seq != expected or fend > end or plen > max_record:
+            break
+        if crc and crc32(mv[body:stop], crc32(mv[pos + 4 : pos + 28])) != stored:
+            break
+        if fend != stop and not startswith(pads[fend - stop], stop):
+            break
+        put((seq, fence, buf[body:stop]))
+        expected, group, pos = seq + 1, after, fend
+    return rows, pos, expected, group
+
+
+def _links(seqs: list[int], payloads: list[bytes]) -> list[bytes] | None:
+    """Each payload's ``prev_hash`` if every one is an envelope ending with its own seq and a
+    64-hex-digit link (checked in C over the whole run), else None."""
+    digits = len(str(seqs[0]))
+    if len(str(seqs[-1])) != digits:
+        return None  # the tail's length changes inside the run: the exact loop takes it
+    size = 11 + digits  # len(b'","seq":"%d"}' % seq)
+    if min(map(len, payloads)) < size + 79 + len(_PREFIX):
+        return None
+    if not all(map(bytes.endswith, payloads, map(_TAIL.__mod__, seqs))):
+        return None
+    if not all(map(bytes.startswith, payloads, repeat(_PREFIX))):
+        return None
+    keys = map(_CUT, payloads, repeat(slice(-(size + 79), -(size + 64))))
+    if not all(map(eq, keys, repeat(_PREV_KEY))):
+        return None
+    links = list(map(_CUT, payloads, repeat(slice(-(size + 64), -size))))
+    return None if b"".join(links).translate(None, _HEX) else links
+
+
+def _bulk_events(buf: bytes, pos: int, end: int, st: RecordScan, max_record: int, crc: bool) -> int:
+    """Take a run of EVENT frames with its envelope and chain checks done in C; where it
+    ends, or ``pos`` (nothing taken) if any check fails: the exact loop then names it."""
+    rows, stop, expected, group = _walk(buf, pos, end, st, max_record, crc)
+    if not rows:
+        return pos
+    seqs, fences, payloads = rows[0::3], rows[1::3], rows[2::3]
+    raw = _links(seqs, payloads)
+    if raw is None or (st.prev is not None and raw[0] != st.prev):
+        return pos
+    links = list(map(bytes.decode, raw))
+    if st.derive:
+        hashes = links[1:]
+        if seqs[-1] == st.hi:
+            hashes.append(hashlib.sha256(payloads[-1]).hexdigest())
+    else:
+        hashes = list(map(_HEXDIGEST, map(hashlib.sha256, payloads)))
+        if links[1:] != hashes[:-1]:
+            return pos  # a link that does not continue the chain
+    st.rules.expected, st.rules.in_group = expected, bool(group)
+    if st.derive:
+        st.settle(links[0])
+        if len(hashes) < len(seqs):
+            st.pending = (seqs[-1], links[-1], fences[-1], payloads[-1])
+    st.prev = hashes[-1].encode() if len(hashes) == len(seqs) else None
+    skip = max(st.lo - seqs[0], 0)
+    columns = (seqs[skip:], links[skip:], hashes[skip:], fences[skip:], payloads[skip:])
+    # a pending last event has no hash yet: zip stops before it
+    st.out.extend(map(_NEW, repeat(Record), zip(*columns, strict=False)))
+    return stop
+
+
 def _events(buf: bytes, pos: int, end: int, st: RecordScan, max_record: int, crc: bool) -> int:
     """The hot loop: intact plain EVENT frames in their place; stops at anything else."""
     rules = st.rules
     unpack, crc32, sha256, mv = _HEAD.unpack_from, zlib.crc32, hashlib.sha256, memoryview(buf)
-    nexts, pads, out, magic_ok = _EVENT_NEXT, _PADS, st.out, sg.FRAME_MAGIC
-    expected, prev, lo, hi, derive = rules.expected, st.prev, st.lo, st.hi, st.derive
+    nexts, pads, magic_ok = _EVENT_NEXT, _PADS, sg.FRAME_MAGIC
+    expected, prev, hi, derive = rules.expected, st.prev, st.hi, st.derive
     group = _IN if rules.in_group else 0
     limit = end - sg.FRAME_HEADER_SIZE
+    rows: list[Any] = []  # seq, prev_hash, fence, payload of each event, flat
+    put = rows.extend
+    digests: list[str] = []  # the hashes computed (derive: only the one of seq hi)
     while pos <= limit and expected <= hi:
         magic, plen, seq, fence, kind, stored = unpack(buf, pos)
         body = pos + sg.FRAME_HEADER_SIZE
@@ -141,27 +234,34 @@ def _events(buf: bytes, pos: int, end: int, st: RecordScan, max_record: int, crc
             and (link == prev if prev is not None else not link.translate(None, _HEX))
         ):
             break
-        link_hex = link.decode()
-        if derive:
-            pending = st.pending
-            if pending is not None and pending[0] >= lo:
-                out.append(Record(pending[0], pending[1], link_hex, pending[2], pending[3]))
-            if seq == hi:
-                st.pending = None
-                digest = sha256(payload).hexdigest()
-                if seq >= lo:
-                    out.append(Record(seq, link_hex, digest, fence, payload))
-                prev = digest.encode()
-            else:
-                st.pending, prev = (seq, link_hex, fence, payload), None
+        put((seq, link.decode(), fence, payload))
+        if derive and seq != hi:
+            prev = None  # this event's hash is the next one's link
         else:
             digest = sha256(payload).hexdigest()
-            if seq >= lo:
-                out.append(Record(seq, link_hex, digest, fence, payload))
+            digests.append(digest)
             prev = digest.encode()
         expected, group, pos = seq + 1, after, fend
-    rules.expected, rules.in_group, st.prev = expected, bool(group), prev
+    rules.expected, rules.in_group = expected, bool(group)
+    if rows:
+        _emit(st, rows, digests)
+    st.prev = prev
     return pos
+
+
+def _emit(st: RecordScan, rows: list[Any], digests: list[str]) -> None:
+    """Build the Records of ``rows`` in C (columns zipped into tuples), after any pending one."""
+    seqs, links, fences, payloads = rows[0::4], rows[1::4], rows[2::4], rows[3::4]
+    hashes = digests
+    if st.derive:
+        st.settle(links[0])
+        hashes = links[1:] + digests  # the last one, unless hashed, waits for the next link
+        if not digests:
+            st.pending = (seqs[-1], links[-1], fences[-1], payloads[-1])
+    skip = max(st.lo - seqs[0], 0)
+    columns = (seqs[skip:], links[skip:], hashes[skip:], fences[skip:], payloads[skip:])
+    # a pending last event has no hash yet: zip stops before it
+    st.out.extend(map(_NEW, repeat(Record), zip(*columns, strict=False)))
 
 
 def _step(
