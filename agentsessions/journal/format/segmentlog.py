@@ -33,7 +33,6 @@ Invariants:
 from __future__ import annotations
 
 import bisect
-import itertools
 import os
 import threading
 from collections.abc import Callable, Generator, Iterator, Sequence
@@ -51,8 +50,6 @@ from agentsessions.journal.format import evidence, staterecord, zstdcodec
 from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem, storage_error
 from agentsessions.journal.format.evidence import Acked
-from agentsessions.journal.format.records import Record
-from agentsessions.journal.format.recordscan import Convert, RecordScan
 from agentsessions.journal.format.segment import (
     RTYPE_COMMIT,
     RTYPE_EVENT,
@@ -83,12 +80,6 @@ __all__ = [
     "RecoveryReport", "SegmentLog",
 ]  # fmt: skip
 
-SEGMENT_MAX_BYTES = 1 << 20
-"""A tail is sealed (and then compressed) once a group would take it past 1 MiB: sealed
-segments compress about 8x on chat journals, so the bytes on disk are about the tail's size
-plus an eighth of the rest (16 MiB left up to 16 MiB of a conversation uncompressed, ~2.3x
-SQLite's bytes for 2,000 turns). A rotation costs one SEAL sync, one file create and a
-compression on a thread, every ~2,000 events of ~500 bytes."""
 PREALLOC_MIN = 4096
 """Free space is written in whole 4 KiB pages; a small tail about doubles its size."""
 PREALLOC_MAX = 256 << 10
@@ -152,9 +143,8 @@ class SegmentLog(RecordReads):
     @classmethod
     def open(
         cls, journal_dir: Path, *, session_id: str, writable: bool, fs: FileSystem = DEFAULT_FS,
-        segment_max_bytes: int = SEGMENT_MAX_BYTES,
-        max_record_bytes: int = sg.DEFAULT_MAX_RECORD_BYTES,
-        resume: Position | None = None, compress_in_background: bool = False,
+        segment_max_bytes: int = sg.SEGMENT_MAX, resume: Position | None = None,
+        max_record_bytes: int = sg.DEFAULT_MAX_RECORD_BYTES, compress_in_background: bool = False,
         acked: Sequence[Acked] = (), check_links: bool | None = None,
     ) -> tuple[SegmentLog, OpenScan]:  # fmt: skip
         """Open the log; a writable open recovers (see the module docstring and FORMAT.md).
@@ -588,50 +578,6 @@ class SegmentLog(RecordReads):
                     if frame.seq > hi:
                         return
                     yield frame
-
-    def records(
-        self, convert: Convert, from_seq: int = 1, to_seq: int = 0, *, close: bool = False
-    ) -> Iterator[Record]:
-        """The EVENT frames :meth:`read` returns, as Records decoded in bulk and checked as
-        :meth:`read` checks them, plus the chain (:mod:`.recordscan`); ``convert`` builds
-        the Record of a frame the bulk loop does not take (a sealed record, say). With
-        ``close`` the log is closed after the last one (or when the iterator is dropped)."""
-        t = self._require_tail()
-        hi = t.next_seq - 1 if to_seq <= 0 else min(to_seq, t.next_seq - 1)
-        lo = max(from_seq, self.base_seq + 1)
-        # batches flattened in C: no Python frame per record between the loop and the caller
-        return itertools.chain.from_iterable(
-            self._record_batches(lo, hi, sorted(self._segs), convert, close)
-        )
-
-    def _record_batches(
-        self, lo: int, hi: int, firsts: list[int], convert: Convert, close: bool
-    ) -> Iterator[list[Record]]:
-        try:
-            for first in firsts[max(bisect.bisect_right(firsts, lo) - 1, 0) :]:
-                if first > hi or lo > hi:
-                    return
-                yield from self._segment_batches(first, lo, hi, convert)
-        finally:
-            if close:
-                self.close()
-
-    def _segment_batches(
-        self, first: int, lo: int, hi: int, convert: Convert
-    ) -> Iterator[list[Record]]:
-        t = self._require_tail()
-        if first != t.first or t.fd is None:
-            index = self._indexes.setdefault(first, sg.SparseIndex([(first, sg.HEADER_SIZE)]))
-            yield from self._sealed_records(first, lo, hi, convert, index.floor(lo))
-            return
-        seq, pos = t.index.floor(lo)
-        prev = t.header.prev_hash if pos == sg.HEADER_SIZE else None
-        scan = RecordScan(first, seq, prev, lo, hi, convert, derive=False)
-        dup = os.dup(t.fd)  # a rotation may close the tail's descriptor meanwhile
-        try:
-            yield from self._plain_records(dup, pos, t.commit_end, scan)
-        finally:
-            os.close(dup)
 
     def _segment_frames(self, first: int, from_seq: int, tail_end: int) -> Iterator[Frame]:
         """Every frame of segment ``first`` from the index point for ``from_seq``, strictly."""

@@ -10,19 +10,74 @@ continue (see :mod:`.recordscan`).
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.recordscan import Convert, RecordScan, take
 from agentsessions.journal.format.segmentread import BLOCK, SegmentFiles
+from agentsessions.journal.format.segmenttail import Tail
 
 _ZST_LIMIT = 1 << 62  # a compressed chunk's frames: their length was checked when written
 
 
 class RecordReads(SegmentFiles):
-    """The bulk record readers of one segment (the log picks the segment and the range)."""
+    """The bulk record reader of a log (:class:`.segmentlog.SegmentLog` is one)."""
+
+    _indexes: dict[int, sg.SparseIndex]  # the log's sparse indexes of its sealed .seg files
+
+    def _require_tail(self) -> Tail:
+        raise NotImplementedError  # the log's
+
+    def close(self) -> None:
+        raise NotImplementedError  # the log's
+
+    def records(
+        self, convert: Convert, from_seq: int = 1, to_seq: int = 0, *, close: bool = False
+    ) -> Iterator[Record]:
+        """The EVENT frames ``read`` returns, as Records read in bulk (see the module);
+        ``convert``: for a frame the bulk loop leaves; ``close``: close the log after them."""
+        t = self._require_tail()
+        hi = t.next_seq - 1 if to_seq <= 0 else min(to_seq, t.next_seq - 1)
+        lo = max(from_seq, min(self._segs))  # a forked child's log starts after its base
+        done = self.close if close else None
+        batches = self._record_batches(self._require_tail, self._indexes, lo, hi, convert, done)
+        return itertools.chain.from_iterable(batches)  # flattened in C: no frame per record
+
+    def _record_batches(
+        self, tail: Callable[[], Tail], indexes: dict[int, sg.SparseIndex], lo: int, hi: int,
+        convert: Convert, done: Callable[[], None] | None,
+    ) -> Iterator[list[Record]]:  # fmt: skip
+        """Batches of records ``lo..hi``, segment by segment; ``done`` runs after them."""
+        firsts = sorted(self._segs)
+        try:
+            for first in firsts[max(bisect.bisect_right(firsts, lo) - 1, 0) :]:
+                if first > hi or lo > hi:
+                    return
+                t = tail()  # the tail may have rotated since the last segment
+                if first == t.first and t.fd is not None:
+                    yield from self._tail_records(t, lo, hi, convert)
+                    continue
+                index = indexes.setdefault(first, sg.SparseIndex([(first, sg.HEADER_SIZE)]))
+                yield from self._sealed_records(first, lo, hi, convert, index.floor(lo))
+        finally:
+            if done is not None:
+                done()
+
+    def _tail_records(self, t: Tail, lo: int, hi: int, convert: Convert) -> Iterator[list[Record]]:
+        """Batches of the records ``lo..hi`` in the tail, up to its last commit."""
+        assert t.fd is not None
+        seq, pos = t.index.floor(lo)
+        prev = t.header.prev_hash if pos == sg.HEADER_SIZE else None
+        scan = RecordScan(t.first, seq, prev, lo, hi, convert, derive=False)
+        dup = os.dup(t.fd)  # a rotation may close the tail's descriptor meanwhile
+        try:
+            yield from self._plain_records(dup, pos, t.commit_end, scan)
+        finally:
+            os.close(dup)
 
     def _sealed_records(
         self, first: int, lo: int, hi: int, convert: Convert, floor: tuple[int, int]

@@ -44,7 +44,8 @@ from agentsessions.journal.format import fencefile
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
-from agentsessions.journal.format.segmentlog import SEGMENT_MAX_BYTES, SegmentLog
+from agentsessions.journal.format.segment import SEGMENT_MAX
+from agentsessions.journal.format.segmentlog import SegmentLog
 from agentsessions.journal.stores import forking, metafile
 from agentsessions.journal.stores.capabilities import (
     CancelRequests,
@@ -102,7 +103,7 @@ class StoreOptions:
     """Tunables of a file store; tests shrink them to exercise rotation and limits."""
 
     max_commit_bytes: int = DEFAULT_MAX_COMMIT_BYTES
-    segment_max_bytes: int = SEGMENT_MAX_BYTES  # sealed segments are compressed
+    segment_max_bytes: int = SEGMENT_MAX  # sealed segments are compressed
     follow_poll_seconds: float = 0.5  # the polling fallback's longest sleep (no inotify)
 
 
