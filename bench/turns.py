@@ -338,6 +338,82 @@ def bench_conversation(tmp: Path, turns: int, rounds: int) -> None:
     print(f"flatness last-100 / first-100 turns/s: {statistics.median(flat):.2f}  (target >= 0.9)")
 
 
+# -- bytes on disk and loading the conversation back ---------------------------------------
+_IO_KINDS = ("EVENT_INPUT", "EVENT_OUTPUT")
+
+
+def tree_bytes(root: Path, prefix: str = "") -> int:
+    """Bytes of every file under ``root`` whose name starts with ``prefix`` (apparent sizes:
+    the tail's free space counts, as it is written)."""
+    return sum(p.stat().st_size for p in root.rglob(prefix + "*") if p.is_file())
+
+
+def load_agentsessions(home: Path, uid: str) -> list[Any]:
+    """A new engine reads the conversation back: every input and output message, decoded."""
+    import agentsessions
+
+    engine = agentsessions.open(home, runtime="local")
+    try:
+        out = []
+        for record in engine.read(uid):
+            event = record.event
+            if event["kind"] in _IO_KINDS:
+                out.append(event["message"])
+        return out
+    finally:
+        engine.close()
+
+
+def load_sqlite(db_path: Path) -> list[Any]:
+    """A new connection ``SELECT``s the conversation's rows and decodes each one."""
+    db = sqlite3.connect(db_path)
+    try:
+        rows = db.execute("SELECT body FROM events WHERE session=? ORDER BY seq", ("s",))
+        return [json.loads(body) for (body,) in rows.fetchall()]
+    finally:
+        db.close()
+
+
+def bench_storage(tmp: Path, turns: int, rounds: int) -> None:
+    """Bytes on disk of the conversation, and the time to load it back, against SQLite.
+
+    The conversation is written once each way (as :func:`bench_conversation` writes it);
+    bytes are every file of the agentsessions home (catalog, metadata, hint, journal with
+    its tail's free space) against the SQLite database's files. Loads are interleaved,
+    ``rounds * 5`` times each, median reported: a new engine (or connection) each time,
+    with the page cache warm for both."""
+    home = tmp / "as-storage"
+    engine = open_engine(home, _answers(tmp / "answers-storage.json", turns + 1))
+    uid: str | None = None
+    try:
+        for i in range(turns):
+            uid = engine.turn(uid, _text(i, "user"))
+    finally:
+        engine.close()
+    assert uid is not None
+    run_sqlite(tmp, turns, "storage")
+    db = tmp / "sqlite-storage.db"
+    ours, theirs = tree_bytes(home), tree_bytes(tmp, db.name)
+    journal = tree_bytes(home / "sessions" / uid / "journal")
+    print(
+        f"{turns}-turn conversation on disk: {ours / 1e6:.2f} MB (journal {journal / 1e6:.2f} MB,"
+        f" {journal / (5 * turns):.0f} B/event) vs sqlite {theirs / 1e6:.2f} MB -> "
+        f"{ours / theirs:.2f}x  (target <= 1.0x)"
+    )
+    _expect("agentsessions load", len(load_agentsessions(home, uid)), 2 * turns)
+    _expect("sqlite load", len(load_sqlite(db)), 2 * turns)
+    loads: dict[str, list[float]] = {"agentsessions": [], "sqlite": []}
+    for _ in range(rounds * 5):
+        loads["agentsessions"].append(_timed(lambda: load_agentsessions(home, uid)))
+        loads["sqlite"].append(_timed(lambda: load_sqlite(db)))
+    med = {name: statistics.median(v) for name, v in loads.items()}
+    print(
+        f"load it back (inputs and outputs, decoded): {med['agentsessions'] * 1e3:.1f} ms vs "
+        f"sqlite SELECT {med['sqlite'] * 1e3:.1f} ms -> "
+        f"{med['agentsessions'] / med['sqlite']:.2f}x  (target <= 1.5x)"
+    )
+
+
 # -- a turn on a big session --------------------------------------------------------------
 def _echo_hash(msg: dict[str, Any]) -> str:
     from agentsessions.controller.inputhash import model_input_hash
@@ -467,13 +543,17 @@ def bench_memory(tmp: Path, big: int, which: tuple[str, ...]) -> dict[str, tuple
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
-    parser.add_argument("--only", choices=("conversation", "big", "replay", "follow"), default=None)
+    parser.add_argument(
+        "--only", choices=("conversation", "storage", "big", "replay", "follow"), default=None
+    )
     args = parser.parse_args()
     turns, rounds, big, big_turns = (300, 3, 50_000, 20) if args.quick else (2000, 3, 1_000_000, 50)
     with tempfile.TemporaryDirectory() as scratch:
         tmp = Path(scratch)
         if args.only in (None, "conversation"):
             bench_conversation(tmp, turns, rounds)
+        if args.only in (None, "storage"):
+            bench_storage(tmp, turns, rounds)
         if args.only in (None, "big"):
             bench_big_turn(tmp, big, big_turns)
         memory = tuple(w for w in ("replay", "follow") if args.only in (None, w))

@@ -65,6 +65,9 @@ KNOWN_FLAGS = FLAG_GROUP_START | FLAG_GROUP_END | FLAG_ENCRYPTED
 SEAL_FLAGS = FLAG_GROUP_START | FLAG_GROUP_END
 
 DEFAULT_MAX_RECORD_BYTES = 16 << 20
+SEGMENT_MAX = 1 << 20
+"""Seal the tail at 1 MiB: sealed segments are compressed (~8x on chat journals), so only
+the tail stays raw; a rotation (a SEAL sync, a file create) comes every ~2,000 events."""
 INDEX_STRIDE = 256
 """The in-memory sparse index keeps one group-start offset per ~256 events."""
 

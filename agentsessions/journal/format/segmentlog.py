@@ -61,9 +61,9 @@ from agentsessions.journal.format.segmentread import (
     CORRUPT_HINT,
     CheckedLinks,
     Link,
-    SegmentFiles,
     listing,
 )
+from agentsessions.journal.format.segmentrecords import RecordReads
 from agentsessions.journal.format.segmenttail import (
     OpenScan,
     Position,
@@ -93,7 +93,7 @@ def _now_ms() -> int:
     return now_ms()
 
 
-class SegmentLog(SegmentFiles):
+class SegmentLog(RecordReads):
     """One session's journal directory of segments. Build with :meth:`create` / :meth:`open`.
 
     The read side (headers, SEALs, strict frames, batch checks) is :class:`SegmentFiles`.
@@ -143,8 +143,8 @@ class SegmentLog(SegmentFiles):
     @classmethod
     def open(
         cls, journal_dir: Path, *, session_id: str, writable: bool, fs: FileSystem = DEFAULT_FS,
-        segment_max_bytes: int = 16 << 20, max_record_bytes: int = sg.DEFAULT_MAX_RECORD_BYTES,
-        resume: Position | None = None, compress_in_background: bool = False,
+        segment_max_bytes: int = sg.SEGMENT_MAX, resume: Position | None = None,
+        max_record_bytes: int = sg.DEFAULT_MAX_RECORD_BYTES, compress_in_background: bool = False,
         acked: Sequence[Acked] = (), check_links: bool | None = None,
     ) -> tuple[SegmentLog, OpenScan]:  # fmt: skip
         """Open the log; a writable open recovers (see the module docstring and FORMAT.md).

@@ -44,6 +44,7 @@ from agentsessions.journal.format import fencefile
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
 from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
+from agentsessions.journal.format.segment import SEGMENT_MAX
 from agentsessions.journal.format.segmentlog import SegmentLog
 from agentsessions.journal.stores import forking, metafile
 from agentsessions.journal.stores.capabilities import (
@@ -78,7 +79,7 @@ from agentsessions.journal.stores.file.sessiondir import (
 from agentsessions.journal.stores.file.writer import (
     FileWriter,
     follow_records,
-    frame_records,
+    frame_record,
 )
 from agentsessions.journal.stores.paging import page_ask, page_of
 from agentsessions.journal.stores.store import (
@@ -102,7 +103,7 @@ class StoreOptions:
     """Tunables of a file store; tests shrink them to exercise rotation and limits."""
 
     max_commit_bytes: int = DEFAULT_MAX_COMMIT_BYTES
-    segment_max_bytes: int = 16 << 20
+    segment_max_bytes: int = SEGMENT_MAX  # sealed segments are compressed
     follow_poll_seconds: float = 0.5  # the polling fallback's longest sleep (no inotify)
 
 
@@ -375,7 +376,8 @@ class FileStore(
             acked=acked(hint),
         )  # fmt: skip
         cipher = cipher_for(sdir.path, meta, self.master)
-        own = frame_records(log, log.read(from_seq, to_seq), close=True, cipher=cipher)
+        # read in bulk (a sealed record is opened by cipher); the log closes after them
+        own = log.records(lambda f: frame_record(f, "", cipher), from_seq, to_seq, close=True)
         if not meta.parent_uid or from_seq > meta.fork_seq:
             return own
         upto = meta.fork_seq if to_seq <= 0 else min(to_seq, meta.fork_seq)

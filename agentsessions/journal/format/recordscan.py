@@ -1,0 +1,295 @@
+"""Bulk reading: the EVENT frames of a buffer as Records, in one tight loop.
+
+:meth:`SegmentLog.records` reads a segment's bytes (a tail's in one read, a compressed one
+chunk by chunk) and hands each buffer to :func:`take`, which turns the intact EVENT frames
+into :class:`~agentsessions.journal.format.records.Record` values without building a
+:class:`~.segment.Frame` for each, and steps through anything else (COMMIT, STATE and SEAL
+frames, sealed records, damage) one frame at a time with the strict reader's checks.
+
+Invariants:
+- every frame is checked as :func:`.segment.parse_frames` checks it: magic, seq, group flag
+  order, reserved bits, length, zero padding, and the CRC unless the bytes come from a
+  compressed segment, whose zstd content checksum the decoder verified (FORMAT.md 7);
+- every EVENT payload is an envelope ending with its own seq, and its ``prev_hash`` is the
+  hash of the event before it (the chain is checked on read) wherever that hash is known:
+  computed from the previous payload, or the segment header's ``prev_hash``;
+- in a compressed segment (``derive``) an event's ``content_hash`` is the next event's
+  ``prev_hash`` (checked to be 64 lowercase hex digits) instead of a SHA-256 of the payload
+  on every read. It is the same value: the writer computed that ``prev_hash`` from these
+  very bytes (``Record.seal``), it checked every frame before compressing them, and the
+  zstd content checksum (XXH64 of every restored byte) proves the bytes unchanged since.
+  Damage is found exactly as before (the checksum, as for the frame CRCs it stands for);
+  the chain itself is what ``verify`` proves, as before (reads never re-proved it), and
+  neither a CRC, a checksum nor an unkeyed hash stops a forger. The last event of the
+  segment, and the last one a read returns, are hashed, and the segment's last hash must
+  equal its SEAL's ``last_hash``: a read that ends a segment checks the chain's end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+import zlib
+from collections.abc import Callable, Iterable
+from itertools import repeat
+from operator import eq, getitem, methodcaller
+from typing import Any, cast
+
+from agentsessions.journal.format import segment as sg
+from agentsessions.journal.format.records import Record
+from agentsessions.journal.format.segment import RTYPE_EVENT, RTYPE_SEAL, Frame
+
+Convert = Callable[[Frame], Record]
+"""Turns an EVENT frame the loop does not take (a sealed record, say) into its Record."""
+
+_HEAD = struct.Struct("<IIQQII")  # magic, payload_len, seq, fence, kind word, frame_crc
+_IN = 1 << 32  # "a group is open", above every 32-bit kind word
+_EVENT_NEXT = {0x601: 0, 0x201: _IN, 0x001 | _IN: _IN, 0x401 | _IN: 0}
+"""kind | group state -> group state after a plain EVENT frame that keeps the group rules
+(the kind word is header bytes [24, 28): ``rtype | rflags << 8 | reserved << 16``)."""
+_PREFIX = b'{"event":{'
+_PREV_KEY = b'},"prev_hash":"'
+_HEX = b"0123456789abcdef"
+_TAIL = b'","seq":"%d"}'  # the envelope's end after the link (canonical.envelope)
+_HEXDIGEST = methodcaller("hexdigest")
+_CUT = cast(Callable[[bytes, slice], bytes], getitem)  # payload[a:b], called from C by map
+_PADS = tuple(bytes(n) for n in range(sg.FRAME_ALIGN))
+_NEW: Callable[[type[Record], Iterable[Any]], Record] = tuple.__new__
+"""Builds a Record from a tuple of its fields without the NamedTuple's Python ``__new__``."""
+
+
+class RecordScan:
+    """Running state of a bulk read of one segment from a group boundary."""
+
+    __slots__ = ("convert", "derive", "first", "hi", "lo", "out", "pending", "prev", "rules")
+
+    def __init__(
+        self, first: int, expected: int, prev: str | None, lo: int, hi: int,
+        convert: Convert, derive: bool,
+    ) -> None:  # fmt: skip
+        self.first = first  # the segment's first seq (its name)
+        self.rules = sg.FrameRules(expected)
+        # hex of the last EVENT's hash, when known: the next event must name it
+        self.prev = prev.encode() if prev is not None else None
+        self.lo, self.hi = lo, hi
+        self.convert = convert
+        self.derive = derive
+        self.out: list[Record] = []
+        self.pending: tuple[int, str, int, bytes] | None = None  # derive: awaits its hash
+
+    def settle(self, content_hash: str | None) -> None:
+        """Emit the pending event with ``content_hash`` (None: hash its payload)."""
+        if self.pending is None:
+            return
+        seq, prev, fence, payload = self.pending
+        self.pending = None
+        digest = content_hash or hashlib.sha256(payload).hexdigest()
+        self.prev = digest.encode()
+        if seq >= self.lo:
+            self.out.append(Record(seq, prev, digest, fence, payload))
+
+    def batch(self) -> list[Record]:
+        """The records taken since the last batch (the caller keeps the list)."""
+        out, self.out = self.out, []
+        return out
+
+    def done(self) -> bool:
+        """Whether every event up to ``hi`` has been taken."""
+        return self.rules.expected > self.hi
+
+
+def take(
+    buf: bytes, pos: int, end: int, base: int, st: RecordScan, max_record: int, crc: bool
+) -> tuple[int, str]:
+    """Take the frames of ``buf[pos:end]`` (``buf[0]`` is file offset ``base``) into ``st``.
+
+    Returns (where it stopped, "" or why): "" at ``end`` or once ``st.hi`` is reached; a
+    reason in :data:`.segment.INCOMPLETE` only means the buffer cuts the frame there.
+    """
+    while pos < end and not st.done() and not st.rules.sealed:
+        pos = _bulk_events(buf, pos, end, st, max_record, crc)
+        pos = _events(buf, pos, end, st, max_record, crc)  # what the bulk pass left, exactly
+        if pos >= end or st.done():
+            break
+        why = _step(buf, pos, end, base, st, max_record, crc)
+        if isinstance(why, str):
+            return pos, why
+        pos = why
+    return pos, ""
+
+
+def _walk(
+    buf: bytes, pos: int, end: int, st: RecordScan, max_record: int, crc: bool
+) -> tuple[list[Any], int, int, int]:
+    """The run of intact plain EVENT frames in their place from ``pos`` (up to seq ``hi``):
+    ``[seq, fence, payload, ...]`` flat, where it ends, the next seq and group state."""
+    unpack, crc32, mv, startswith = _HEAD.unpack_from, zlib.crc32, memoryview(buf), buf.startswith
+    nexts, pads, magic_ok = _EVENT_NEXT, _PADS, sg.FRAME_MAGIC
+    expected, hi = st.rules.expected, st.hi
+    group = _IN if st.rules.in_group else 0
+    rows: list[Any] = []
+    put = rows.extend
+    limit = end - sg.FRAME_HEADER_SIZE
+    while pos <= limit and expected <= hi:
+        magic, plen, seq, fence, kind, stored = unpack(buf, pos)
+        body = pos + sg.FRAME_HEADER_SIZE
+        stop = body + plen
+        fend = stop + (-plen & 7)
+        after = nexts.get(kind | group)
+        if after is None or magic != magic_ok or seq != expected or fend > end or plen > max_record:
+            break
+        if crc and crc32(mv[body:stop], crc32(mv[pos + 4 : pos + 28])) != stored:
+            break
+        if fend != stop and not startswith(pads[fend - stop], stop):
+            break
+        put((seq, fence, buf[body:stop]))
+        expected, group, pos = seq + 1, after, fend
+    return rows, pos, expected, group
+
+
+def _links(seqs: list[int], payloads: list[bytes]) -> list[bytes] | None:
+    """Each payload's ``prev_hash`` if every one is an envelope ending with its own seq and a
+    64-hex-digit link (checked in C over the whole run), else None."""
+    digits = len(str(seqs[0]))
+    if len(str(seqs[-1])) != digits:
+        return None  # the tail's length changes inside the run: the exact loop takes it
+    size = 11 + digits  # len(b'","seq":"%d"}' % seq)
+    if min(map(len, payloads)) < size + 79 + len(_PREFIX):
+        return None
+    if not all(map(bytes.endswith, payloads, map(_TAIL.__mod__, seqs))):
+        return None
+    if not all(map(bytes.startswith, payloads, repeat(_PREFIX))):
+        return None
+    keys = map(_CUT, payloads, repeat(slice(-(size + 79), -(size + 64))))
+    if not all(map(eq, keys, repeat(_PREV_KEY))):
+        return None
+    links = list(map(_CUT, payloads, repeat(slice(-(size + 64), -size))))
+    return None if b"".join(links).translate(None, _HEX) else links
+
+
+def _bulk_events(buf: bytes, pos: int, end: int, st: RecordScan, max_record: int, crc: bool) -> int:
+    """Take a run of EVENT frames with its envelope and chain checks done in C; where it
+    ends, or ``pos`` (nothing taken) if any check fails: the exact loop then names it."""
+    rows, stop, expected, group = _walk(buf, pos, end, st, max_record, crc)
+    if not rows:
+        return pos
+    seqs, fences, payloads = rows[0::3], rows[1::3], rows[2::3]
+    raw = _links(seqs, payloads)
+    if raw is None or (st.prev is not None and raw[0] != st.prev):
+        return pos
+    links = list(map(bytes.decode, raw))
+    if st.derive:
+        hashes = links[1:]
+        if seqs[-1] == st.hi:
+            hashes.append(hashlib.sha256(payloads[-1]).hexdigest())
+    else:
+        hashes = list(map(_HEXDIGEST, map(hashlib.sha256, payloads)))
+        if links[1:] != hashes[:-1]:
+            return pos  # a link that does not continue the chain
+    st.rules.expected, st.rules.in_group = expected, bool(group)
+    if st.derive:
+        st.settle(links[0])
+        if len(hashes) < len(seqs):
+            st.pending = (seqs[-1], links[-1], fences[-1], payloads[-1])
+    st.prev = hashes[-1].encode() if len(hashes) == len(seqs) else None
+    skip = max(st.lo - seqs[0], 0)
+    columns = (seqs[skip:], links[skip:], hashes[skip:], fences[skip:], payloads[skip:])
+    # a pending last event has no hash yet: zip stops before it
+    st.out.extend(map(_NEW, repeat(Record), zip(*columns, strict=False)))
+    return stop
+
+
+def _events(buf: bytes, pos: int, end: int, st: RecordScan, max_record: int, crc: bool) -> int:
+    """The hot loop: intact plain EVENT frames in their place; stops at anything else."""
+    rules = st.rules
+    unpack, crc32, sha256, mv = _HEAD.unpack_from, zlib.crc32, hashlib.sha256, memoryview(buf)
+    nexts, pads, magic_ok = _EVENT_NEXT, _PADS, sg.FRAME_MAGIC
+    expected, prev, hi, derive = rules.expected, st.prev, st.hi, st.derive
+    group = _IN if rules.in_group else 0
+    limit = end - sg.FRAME_HEADER_SIZE
+    rows: list[Any] = []  # seq, prev_hash, fence, payload of each event, flat
+    put = rows.extend
+    digests: list[str] = []  # the hashes computed (derive: only the one of seq hi)
+    while pos <= limit and expected <= hi:
+        magic, plen, seq, fence, kind, stored = unpack(buf, pos)
+        body = pos + sg.FRAME_HEADER_SIZE
+        stop = body + plen
+        fend = stop + (-plen & 7)
+        after = nexts.get(kind | group)
+        if after is None or magic != magic_ok or seq != expected or fend > end or plen > max_record:
+            break
+        if crc and crc32(mv[body:stop], crc32(mv[pos + 4 : pos + 28])) != stored:
+            break
+        if fend != stop and not buf.startswith(pads[fend - stop], stop):
+            break
+        payload = buf[body:stop]
+        tail = b'","seq":"%d"}' % seq
+        cut = plen - len(tail) - 79  # where '},"prev_hash":"' starts
+        link = payload[cut + 15 : cut + 79]
+        if not (
+            cut >= len(_PREFIX)
+            and payload.endswith(tail)
+            and payload.startswith(_PREFIX)
+            and payload.startswith(_PREV_KEY, cut)
+            and (link == prev if prev is not None else not link.translate(None, _HEX))
+        ):
+            break
+        put((seq, link.decode(), fence, payload))
+        if derive and seq != hi:
+            prev = None  # this event's hash is the next one's link
+        else:
+            digest = sha256(payload).hexdigest()
+            digests.append(digest)
+            prev = digest.encode()
+        expected, group, pos = seq + 1, after, fend
+    rules.expected, rules.in_group = expected, bool(group)
+    if rows:
+        _emit(st, rows, digests)
+    st.prev = prev
+    return pos
+
+
+def _emit(st: RecordScan, rows: list[Any], digests: list[str]) -> None:
+    """Build the Records of ``rows`` in C (columns zipped into tuples), after any pending one."""
+    seqs, links, fences, payloads = rows[0::4], rows[1::4], rows[2::4], rows[3::4]
+    hashes = digests
+    if st.derive:
+        st.settle(links[0])
+        hashes = links[1:] + digests  # the last one, unless hashed, waits for the next link
+        if not digests:
+            st.pending = (seqs[-1], links[-1], fences[-1], payloads[-1])
+    skip = max(st.lo - seqs[0], 0)
+    columns = (seqs[skip:], links[skip:], hashes[skip:], fences[skip:], payloads[skip:])
+    # a pending last event has no hash yet: zip stops before it
+    st.out.extend(map(_NEW, repeat(Record), zip(*columns, strict=False)))
+
+
+def _step(
+    buf: bytes, pos: int, end: int, base: int, st: RecordScan, max_record: int, crc: bool
+) -> int | str:
+    """Take the one frame at ``buf[pos]`` as the strict reader would; its end, or why not."""
+    parsed = sg.check_frame(memoryview(buf)[:end], pos, base, max_record, crc)
+    if isinstance(parsed, str):
+        return parsed
+    plen, seq, fence, rtype, flags, fend = parsed
+    body = pos + sg.FRAME_HEADER_SIZE
+    payload = buf[body : body + plen]
+    why = st.rules.check(rtype, seq, flags, payload)
+    if why:
+        return why
+    frame = Frame(rtype, seq, fence, flags, payload, st.first, base + pos)
+    if rtype == RTYPE_EVENT:
+        record = st.convert(frame)
+        if st.prev is not None and record.prev_hash.encode() != st.prev:
+            return f"seq {seq} does not continue the chain"
+        st.settle(record.prev_hash)
+        if seq >= st.lo:
+            st.out.append(record)
+        st.prev = record.content_hash.encode()
+    elif rtype == RTYPE_SEAL:
+        st.settle(None)
+        if st.prev is not None:  # the chain was followed to here: it must end as sealed
+            why = sg.seal_problem(st.first, frame, st.prev.decode())
+            if why:
+                return why
+    return fend - base

@@ -1,0 +1,154 @@
+"""The bulk record reader (SegmentLog.records, the file store's read): the same records as the
+frame reader, true hashes (derived ones included), and damage refused as before."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import zlib
+from pathlib import Path
+
+import pytest
+from needs import need_zstd
+
+from agentsessions.errors import JournalCorruptError
+from agentsessions.journal.format import segment as sg
+from agentsessions.journal.format.records import Record
+from agentsessions.journal.format.segmentlog import SegmentLog
+from agentsessions.journal.stores.file.store import FileStore, StoreOptions
+from agentsessions.journal.stores.file.writer import frame_record, frame_records
+from agentsessions.journal.stores.store import SessionMeta, new_uid
+from agentsessions.v1 import model
+
+
+@pytest.fixture(autouse=True)
+def _zstd() -> None:
+    need_zstd()
+
+
+def _event(i: int) -> dict[str, object]:
+    text = f"turn {i}: " + "lorem ipsum dolor sit amet " * (i % 7 + 1)
+    return model.input_event(model.text_message("user", text), execution_id=f"{i:016x}")
+
+
+def _store(home: Path, segment_max: int) -> FileStore:
+    return FileStore(home, options=StoreOptions(segment_max_bytes=segment_max))
+
+
+def _session(store: FileStore, groups: int = 120) -> str:
+    uid = store.create(SessionMeta(uid=new_uid())).uid
+    with store.writer(uid) as w:
+        for g in range(groups):  # groups of 1..3 events, one commit id every few
+            size = g % 3 + 1
+            commit_id = f"c{g}" if g % 4 == 0 else None
+            w.append([_event(3 * g + k) for k in range(size)], commit_id=commit_id)
+    return uid
+
+
+def _journal(store: FileStore, uid: str) -> Path:
+    return store.home / "sessions" / uid / "journal"
+
+
+def _frame_read(store: FileStore, uid: str, lo: int = 1, hi: int = 0) -> list[Record]:
+    log, _ = SegmentLog.open(_journal(store, uid), session_id=uid, writable=False)
+    return list(frame_records(log, log.read(lo, hi), close=True))
+
+
+def test_bulk_read_equals_the_frame_reader_on_every_range(tmp_path: Path) -> None:
+    store = _store(tmp_path / "home", 4096)
+    uid = _session(store)
+    names = sorted(os.listdir(_journal(store, uid)))
+    assert sum(n.endswith(".seg.zst") for n in names) >= 5 and names[-1].endswith(".seg")
+    everything = _frame_read(store, uid)
+    head = everything[-1].seq
+    tail_first = int(names[-1].split(".")[0], 16)
+    ranges = [(1, 0), (1, 1), (2, 5), (head, head), (tail_first, 0), (tail_first - 1, 0)]
+    ranges += [(s, s + k) for s in (3, 40, head // 2) for k in (0, 1, 17)]
+    for lo, hi in ranges:
+        assert list(store.read(uid, lo, hi)) == _frame_read(store, uid, lo, hi), (lo, hi)
+    records = list(store.read(uid))
+    assert records == everything and [r.seq for r in records] == list(range(1, head + 1))
+    for before, record in zip([None, *records], records, strict=False):
+        assert record.content_hash == hashlib.sha256(record.payload).hexdigest()
+        assert record.prev_hash == (before.content_hash if before else "")
+
+
+def test_a_journal_of_one_big_uncompressed_segment_still_reads(tmp_path: Path) -> None:
+    """Journals written before the 1 MiB default hold a tail of up to 16 MiB."""
+    store = _store(tmp_path / "home", 16 << 20)
+    uid = _session(store)
+    assert sorted(os.listdir(_journal(store, uid)))[-1] == "0000000000000001.seg"
+    assert list(store.read(uid)) == _frame_read(store, uid)
+    assert list(_store(tmp_path / "home", 4096).read(uid, 7, 30)) == _frame_read(store, uid, 7, 30)
+
+
+def _flip(path: Path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def test_a_flipped_byte_in_a_compressed_segment_is_refused(tmp_path: Path) -> None:
+    store = _store(tmp_path / "home", 4096)
+    uid = _session(store)
+    zst = sorted(_journal(store, uid).glob("*.seg.zst"))[1]
+    _flip(zst, 40)
+    with pytest.raises(JournalCorruptError):
+        list(store.read(uid))
+
+
+def _tail_frames(path: Path) -> list[tuple[int, int]]:
+    """(offset, payload length) of each EVENT frame in a .seg."""
+    raw, out, pos = path.read_bytes(), [], sg.HEADER_SIZE
+    while pos + sg.FRAME_HEADER_SIZE <= len(raw):
+        magic, plen, _seq, _fence, rtype, *_ = sg.FRAME_STRUCT.unpack_from(raw, pos)
+        if magic != sg.FRAME_MAGIC:
+            break
+        if rtype == sg.RTYPE_EVENT:
+            out.append((pos, plen))
+        pos += sg.FRAME_HEADER_SIZE + plen + (-plen % sg.FRAME_ALIGN)
+    return out
+
+
+def test_a_flipped_byte_in_the_tail_is_refused(tmp_path: Path) -> None:
+    store = _store(tmp_path / "home", 16 << 20)
+    uid = _session(store, groups=20)
+    tail = _journal(store, uid) / "0000000000000001.seg"
+    offset, _ = _tail_frames(tail)[5]
+    _flip(tail, offset + sg.FRAME_HEADER_SIZE + 30)
+    with pytest.raises(JournalCorruptError, match="CRC"):
+        list(store.read(uid))
+
+
+def test_a_link_rewritten_with_a_valid_crc_is_refused_on_read(tmp_path: Path) -> None:
+    """The bulk reader checks each prev_hash against the hash it just computed."""
+    store = _store(tmp_path / "home", 16 << 20)
+    uid = _session(store, groups=20)
+    tail = _journal(store, uid) / "0000000000000001.seg"
+    offset, plen = _tail_frames(tail)[6]
+    raw = bytearray(tail.read_bytes())
+    body = offset + sg.FRAME_HEADER_SIZE
+    payload = bytes(raw[body : body + plen])
+    cut = payload.rindex(b'"prev_hash":"') + len(b'"prev_hash":"')
+    forged = payload[:cut] + (b"0" if payload[cut : cut + 1] != b"0" else b"1") + payload[cut + 1 :]
+    raw[body : body + plen] = forged
+    crc = zlib.crc32(forged, zlib.crc32(bytes(raw[offset + 4 : offset + 28])))
+    raw[offset + 28 : offset + 32] = crc.to_bytes(4, "little")
+    tail.write_bytes(bytes(raw))
+    with pytest.raises(JournalCorruptError, match="does not continue the chain"):
+        list(store.read(uid))
+
+
+def test_records_converts_what_the_loop_does_not_take(tmp_path: Path) -> None:
+    """The first event (prev_hash "") goes through ``convert``, as any unusual frame does."""
+    store = _store(tmp_path / "home", 16 << 20)
+    uid = _session(store, groups=3)
+    log, _ = SegmentLog.open(_journal(store, uid), session_id=uid, writable=False)
+    taken: list[int] = []
+
+    def convert(frame: sg.Frame) -> Record:
+        taken.append(frame.seq)
+        return frame_record(frame, "", None)
+
+    records = list(log.records(convert, close=True))
+    assert taken == [1] and [r.seq for r in records] == list(range(1, len(records) + 1))
