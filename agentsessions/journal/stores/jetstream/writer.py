@@ -5,10 +5,12 @@ which moves the subject's last sequence; any older writer's next CAS append then
 even if its view of the journal end is current. On every lost CAS the writer reads the
 subject's last message and explains it: a newer fence (or a commit by a newer writer) is
 FencedError, a delete is SessionDeletedError, anything else a ConflictError with the head.
-It never re-reads and retries on its own, which would walk past a fence. Before the fence,
-the store asks the writer another host may hold (jetstream/live.py): a busy one (a turn is
-running) refuses the open with LockHeldError, as the file store's lock does; this writer
-then says busy or idle itself (``set_busy``) while it lives.
+It never re-reads and retries on its own, which would walk past a fence. Between reading
+the head and the fence, the open asks the writer another host may hold and starts answering
+busy itself (``live.Claim``): a busy one (a turn is running) refuses the open with
+LockHeldError, as the file store's lock does; a lost fence CAS withdraws the answer and
+starts again from the read, so two opens at once never fence a writer already in use
+(jetstream/live.py). This writer then says busy or idle (``set_busy``) while it lives.
 
 Elections and unknown outcomes are the client's (``Client.publish``: the same Msg-Id and
 CAS until answered or ``commit_timeout``). If even that gives up, the commit may have
@@ -37,7 +39,7 @@ from agentsessions.journal.stores.capabilities import WriterTakeover
 from agentsessions.journal.stores.jetstream import checkpoint, identity, wire
 from agentsessions.journal.stores.jetstream.client import Client
 from agentsessions.journal.stores.jetstream.crypt import Opener, SubjectCipher
-from agentsessions.journal.stores.jetstream.live import Presence
+from agentsessions.journal.stores.jetstream.live import Claim
 from agentsessions.journal.stores.store import (
     CommitResult,
     WorkingState,
@@ -73,10 +75,10 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
         base: Tail | None = None,
         checkpoint_every: int = checkpoint.CHECKPOINT_EVERY,
         cipher: SubjectCipher | None = None,
-        presence: Presence | None = None,
+        claim: Claim | None = None,
     ) -> None:
         self._client, self._uid, self._subject = client, uid, subject
-        self._presence = presence  # what this writer's probe responder answers (busy/idle)
+        self._claim = claim  # its probe responder (a tool store's writer has none)
         self._max_bytes, self._on_close = max_bytes, on_close
         self._closed = False
         self._held = NOTHING_HELD
@@ -89,8 +91,12 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
             if folded.deleted:
                 raise deleted_error(uid)
             self._tail, self._fence = folded.tail, folded.fence + 1
+            if claim is not None:  # after the read: the CAS covers whoever opened since
+                claim.take()
             body = wire.fence_body(self._fence, self._tail)
             seq = client.publish(subject, body, expect=folded.stream_seq, token=_token())
+            if seq is None and claim is not None:
+                claim.withdraw()  # another open came between: ask again before a fence
             if seq is not None:
                 self._stream_seq = seq
                 # what the next checkpoint needs: messages since the last, where the state is
@@ -125,7 +131,7 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
         while it is idle (jetstream/live.py). False when claiming it busy comes too late:
         another host was told it is idle and is taking over (open a new writer). A tool
         store's writer has no probe: always True."""
-        return self._presence is None or self._presence.set_busy(busy)
+        return self._claim is None or self._claim.presence.set_busy(busy)
 
     def superseded(self) -> bool:
         """True if the journal moved since this writer's last message (a writer on another
@@ -133,7 +139,7 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
         idle between turns asks before the next turn, and opens a new one (taking the
         session back) instead of failing that turn on a lost CAS. Also True, without a
         read, once this writer yielded to a host that probed it idle."""
-        if self._closed or (self._presence is not None and self._presence.yielded):
+        if self._closed or (self._claim is not None and self._claim.presence.yielded):
             return True
         last = self._client.last(self._subject)
         return last is None or last.stream_seq != self._stream_seq
