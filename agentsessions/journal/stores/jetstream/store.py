@@ -215,7 +215,7 @@ class JetStreamStore(
         with self._lock:
             if any(s in self._held for s in subjects):
                 raise LockHeldError(f"session {uid} is busy: a writer holds it", session=uid)
-        self._refuse_busy(uid)  # a turn running on another host, as the file store's lock
+        self._refuse_busy(uid, take=True)  # a busy writer refuses; an idle one yields
         for subject in subjects:
             self._fence(subject)
         now = time.time_ns()
@@ -343,7 +343,7 @@ class JetStreamStore(
         with self._lock:
             if any(s in self._held for s in subjects):
                 raise LockHeldError(f"session {uid} is busy: a writer holds it", session=uid)
-        self._refuse_busy(uid)  # a turn running on another host, as the file store's lock
+        self._refuse_busy(uid, take=True)  # a busy writer refuses; an idle one yields
         self._keys.mark_shredded(uid)
         self._ring.forget(uid)
         for subject in subjects:
@@ -444,10 +444,11 @@ class JetStreamStore(
             self._release(subject)
             raise
 
-    def _refuse_busy(self, uid: str) -> None:
+    def _refuse_busy(self, uid: str, *, take: bool) -> None:
         """LockHeldError if another host's writer of ``uid`` says a turn is running (the
-        file store's lock refuses the same)."""
-        live.refuse_busy(self._client, live.owner_subject(self._opts.stream, uid), uid)
+        file store's lock refuses the same); ``take``: one parked idle yields, so it knows
+        at once that its session was fenced (jetstream/live.py)."""
+        live.refuse_busy(self._client, live.owner_subject(self._opts.stream, uid), uid, take=take)
 
     def _release(self, subject: str) -> None:
         with self._lock:

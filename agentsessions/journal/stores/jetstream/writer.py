@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import secrets
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -37,7 +38,7 @@ from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.appending import NOTHING_HELD, ChainWriter
 from agentsessions.journal.stores.capabilities import WriterTakeover
 from agentsessions.journal.stores.jetstream import checkpoint, identity, wire
-from agentsessions.journal.stores.jetstream.client import Client
+from agentsessions.journal.stores.jetstream.client import Client, reconnects
 from agentsessions.journal.stores.jetstream.crypt import Opener, SubjectCipher
 from agentsessions.journal.stores.jetstream.live import Claim
 from agentsessions.journal.stores.store import (
@@ -48,6 +49,9 @@ from agentsessions.journal.stores.store import (
 from agentsessions.journal.stores.tail import Tail
 
 _TAKEOVER_TRIES = 3
+FRESH_SECONDS = 0.5
+"""How long a read that found the journal where this writer left it answers
+:meth:`JetStreamWriter.superseded` again (an engine asks several times a turn)."""
 
 
 def shadow(tail: Tail) -> Tail:
@@ -84,6 +88,8 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
         self._held = NOTHING_HELD
         self._doubt = False  # a publish gave up unanswered: it may have landed
         self._every = checkpoint_every
+        self._current_at = 0.0  # when the journal was last seen where this writer left it
+        self._reconnects = reconnects(client)  # a probe missed across one is not yielded
         self._cipher = cipher  # an encrypted session's: commits are sealed (jetstream/crypt.py)
         opener = Opener(uid, False) if cipher is None else Opener.loaded(cipher)
         for _ in range(_TAKEOVER_TRIES):
@@ -135,14 +141,26 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
 
     def superseded(self) -> bool:
         """True if the journal moved since this writer's last message (a writer on another
-        host took it over, or a delete fenced it): one read. A holder that keeps the writer
-        idle between turns asks before the next turn, and opens a new one (taking the
-        session back) instead of failing that turn on a lost CAS. Also True, without a
-        read, once this writer yielded to a host that probed it idle."""
+        host took it over, or a delete fenced it). A holder that keeps the writer idle
+        between turns asks before the next turn, and opens a new one (taking the session
+        back) instead of failing that turn on a lost CAS.
+
+        A takeover through a probe is known without a read: this writer yielded (the
+        probe and the yield are atomic, jetstream/live.py). Anything else (a delete or a
+        shred, a host that found this one silent) takes a read, made at most once per
+        FRESH_SECONDS, or at once after a reconnect (a probe may have missed this
+        writer then); an acknowledged commit counts as one. Only a convenience: whatever
+        this says, the next commit's CAS decides."""
         if self._closed or (self._claim is not None and self._claim.presence.yielded):
             return True
+        now, seen = time.monotonic(), reconnects(self._client)
+        if now - self._current_at < FRESH_SECONDS and seen == self._reconnects:
+            return False
         last = self._client.last(self._subject)
-        return last is None or last.stream_seq != self._stream_seq
+        if last is None or last.stream_seq != self._stream_seq:
+            return True
+        self._current_at, self._reconnects = now, seen
+        return False
 
     def close(self) -> None:
         if not self._closed:
@@ -212,6 +230,7 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
                 state_version=result.state_version,
             ))  # fmt: skip
         self._stream_seq = seq
+        self._current_at = time.monotonic()  # acknowledged at the head: current as of now
         self._since += 1
         if stateful:
             tail.state_at, self._state_seq = None, seq  # as advance(state=...) leaves them
