@@ -12,6 +12,14 @@ LockHeldError, as the file store's lock does; a lost fence CAS withdraws the ans
 starts again from the read, so two opens at once never fence a writer already in use
 (jetstream/live.py). This writer then says busy or idle (``set_busy``) while it lives.
 
+A plain commit landed with ``sync=False`` (no commit id, no state, this writer's fence) is
+not published at once: it waits for the next commit, and both ride in ONE message (its
+records first), acknowledged together once JetStream has it durably; ``sync`` publishes
+what waits alone. So a turn's unsynced output and its synced END cost one round trip,
+not two. Until then no reader sees it and it is not acknowledged (the Writer contract
+allows both); if the message carrying it fails, this writer closes (its tail went past
+the journal: the next open folds what did land).
+
 Elections and unknown outcomes are the client's (``Client.publish``: the same Msg-Id and
 CAS until answered or ``commit_timeout``). If even that gives up, the commit may have
 landed: the writer then doubts its tail, and before its next append folds in the messages
@@ -21,6 +29,7 @@ retry with the same commit id is answered as the duplicate it is, never appended
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import secrets
 import time
@@ -28,6 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agentsessions.errors import (
+    AgentSessionsError,
     ConflictError,
     FencedError,
     InvalidArgumentError,
@@ -49,6 +59,9 @@ from agentsessions.journal.stores.store import (
 from agentsessions.journal.stores.tail import Tail
 
 _TAKEOVER_TRIES = 3
+MERGE_RECORDS = 64
+"""Records one message carries at most when waiting commits ride with the next (its header
+grows by a row per record)."""
 FRESH_SECONDS = 0.5
 """How long a read that found the journal where this writer left it answers
 :meth:`JetStreamWriter.superseded` again (an engine asks several times a turn)."""
@@ -87,6 +100,8 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
         self._closed = False
         self._held = NOTHING_HELD
         self._doubt = False  # a publish gave up unanswered: it may have landed
+        self._waiting: list[Record] = []  # landed with sync=False, in no message yet
+        self._waiting_bytes = 0
         self._every = checkpoint_every
         self._current_at = 0.0  # when the journal was last seen where this writer left it
         self._reconnects = reconnects(client)  # a probe missed across one is not yielded
@@ -104,7 +119,7 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
             if seq is None and claim is not None:
                 claim.withdraw()  # another open came between: ask again before a fence
             if seq is not None:
-                self._stream_seq = seq
+                self._stream_seq, self._acked_seq = seq, self._tail.last_seq
                 # what the next checkpoint needs: messages since the last, where the state is
                 self._since, self._ckpt = folded.messages + 1, folded.checkpoint_seq
                 self._state_seq = folded.state_stream_seq
@@ -129,7 +144,11 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
         return self._tail.state
 
     def sync(self) -> None:
-        """Nothing to do: the server fsyncs every commit before acknowledging it."""
+        """Publish the commits landed with ``sync=False`` that still wait, as one message
+        (the server fsyncs it before acknowledging it); nothing to do when none waits."""
+        if self._waiting:
+            self._check_open()
+            self._publish([], None, None, None, self._fence)
 
     def set_busy(self, busy: bool) -> bool:
         """Say whether a turn uses this writer (busy, as from open) or it is parked idle
@@ -163,7 +182,12 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
         return False
 
     def close(self) -> None:
-        if not self._closed:
+        if self._closed:
+            return
+        try:  # what waits for a sync goes out first: best effort, it was not acknowledged
+            with contextlib.suppress(AgentSessionsError):
+                self.sync()
+        finally:
             self._closed = True
             self._on_close(self._subject)
 
@@ -196,21 +220,55 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
         fence: int,
         sync: bool,
     ) -> CommitResult:
-        """Publish one commit as one message with CAS; every commit is synced before the
-        server acknowledges it, so ``sync=False`` is the same as ``sync=True``."""
-        del sync
+        """Publish one commit as one message with CAS, carrying the commits that wait
+        before it; a plain one with ``sync=False`` waits for the next (module docstring)."""
+        plain = cid is None and state is None and fence == self._fence
+        if self._waiting and not (plain and self._joins(records)):
+            self._publish([], None, None, None, self._fence)  # what waits, alone
+        if sync or not plain:
+            return self._publish(records, events, cid, state, fence)
+        result = self._tail.advance(records, events, None, fence=fence)
+        self._waiting.extend(records)
+        self._waiting_bytes += sum(len(r.payload) for r in records)
+        return result
+
+    def _joins(self, records: list[Record]) -> bool:
+        """Whether ``records`` fit in one message with the commits that wait."""
+        size = self._waiting_bytes + sum(len(r.payload) for r in records)
+        return len(self._waiting) + len(records) <= MERGE_RECORDS and size <= self._max_bytes
+
+    def _publish(
+        self,
+        records: list[Record],
+        events: Sequence[Mapping[str, Any]] | None,
+        cid: str | None,
+        state: WorkingState | None,
+        fence: int,
+    ) -> CommitResult:
+        """One message: the waiting commits' records, then this commit's; acknowledged
+        only once the server has it durably. On a failure with commits waiting, the tail
+        is past the journal: the writer closes (the next open folds what landed)."""
+        waiting, self._waiting, self._waiting_bytes = self._waiting, [], 0
         after = shadow(self._tail)
         result = after.advance(records, events, None, state, fence=fence)
         body = wire.commit_body(
-            records, fence=fence, commit_id=cid, state=state, after=after, sealer=self._cipher
-        )
+            [*waiting, *records], fence=fence, commit_id=cid, state=state, after=after,
+            sealer=self._cipher,
+        )  # fmt: skip
         try:
-            seq = self._client.publish(self._subject, body, expect=self._stream_seq, token=_token())
-        except UnavailableError:
-            self._doubt = True  # it may have landed: the next append looks first
+            try:
+                seq = self._client.publish(
+                    self._subject, body, expect=self._stream_seq, token=_token()
+                )
+            except UnavailableError:
+                self._doubt = True  # it may have landed: the next append looks first
+                raise
+            if seq is None:
+                raise self._lost()
+        except BaseException:
+            if waiting:
+                self.close()
             raise
-        if seq is None:
-            raise self._lost()
         self._adopt(seq, after, result, cid, state is not None)
         self._checkpoint()
         return result
@@ -229,7 +287,7 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
                 result.first_seq, result.last_seq, result.last_hash, result.fence,
                 state_version=result.state_version,
             ))  # fmt: skip
-        self._stream_seq = seq
+        self._stream_seq, self._acked_seq = seq, tail.last_seq
         self._current_at = time.monotonic()  # acknowledged at the head: current as of now
         self._since += 1
         if stateful:
@@ -247,6 +305,7 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
         """Fold a commit of this writer's, stored at stream sequence ``seq``."""
         self._stream_seq = seq
         result = self._tail.advance(records, events, cid, state, fence=fence)
+        self._acked_seq = self._tail.last_seq
         self._since += 1
         if state is not None:
             self._state_seq = seq
@@ -286,10 +345,10 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
     def _lost(self) -> Exception:
         """Why the subject moved under this writer (see the module docstring)."""
         last = self._client.last(self._subject)
-        if identity.below(last, self._stream_seq, self._tail.last_seq):  # never append over
+        if identity.below(last, self._stream_seq, self._acked_seq):  # never append over
             return identity.missing(  # lost messages: a new head there would reuse numbers
                 self._client, self._subject, "this writer's acknowledged head",
-                self._tail.last_seq, self._stream_seq,
+                self._acked_seq, self._stream_seq,
             )  # fmt: skip
         if last is not None and last.head.get("del"):
             return deleted_error(self._uid)
