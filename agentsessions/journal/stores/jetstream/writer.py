@@ -188,8 +188,9 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
             with contextlib.suppress(AgentSessionsError):
                 self.sync()
         finally:
-            self._closed = True
-            self._on_close(self._subject)
+            if not self._closed:  # a failed publish of what waited closed it already
+                self._closed = True
+                self._on_close(self._subject)
 
     def __enter__(self) -> JetStreamWriter:
         return self
