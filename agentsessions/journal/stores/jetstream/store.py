@@ -34,7 +34,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentsessions.errors import (
     AgentSessionsError,
@@ -158,7 +158,7 @@ class JetStreamStore(
         self._ring = Keyring(self._keys, master)
         self._encrypted: dict[str, bool] = {}  # uid -> its marker (set at create, never changes)
         Extras.__init__(self, self._client, options.prefix, self._meta, self._host_cipher)
-        self._live: dict[str, Any] = {}  # journal subject -> its writer's probe responder
+        self._live: dict[str, live.Claim] = {}  # journal subject -> its writer's claim
         self._claims = StreamClaims(self._client, options.prefix)
 
     # -- sessions -----------------------------------------------------------------------
@@ -215,7 +215,7 @@ class JetStreamStore(
         with self._lock:
             if any(s in self._held for s in subjects):
                 raise LockHeldError(f"session {uid} is busy: a writer holds it", session=uid)
-        self._refuse_busy(uid)  # a turn running on another host, as the file store's lock
+        self._refuse_busy(uid, take=True)  # a busy writer refuses; an idle one yields
         for subject in subjects:
             self._fence(subject)
         now = time.time_ns()
@@ -343,7 +343,7 @@ class JetStreamStore(
         with self._lock:
             if any(s in self._held for s in subjects):
                 raise LockHeldError(f"session {uid} is busy: a writer holds it", session=uid)
-        self._refuse_busy(uid)  # a turn running on another host, as the file store's lock
+        self._refuse_busy(uid, take=True)  # a busy writer refuses; an idle one yields
         self._keys.mark_shredded(uid)
         self._ring.forget(uid)
         for subject in subjects:
@@ -432,46 +432,30 @@ class JetStreamStore(
             self._held.add(subject)
         try:
             identity.check(self._client, self._opts.prefix)  # never write a replaced stream
-            presence = None
+            claim = None
             if subject == self._journal(uid):  # other hosts can tell it is live, and busy
-                presence = self._claim(uid, subject)
+                claim = live.Claim(self._client, live.owner_subject(self._opts.stream, uid), uid)
+                self._live[subject] = claim
             return JetStreamWriter(
                 self._client, uid, subject, self.max_commit_bytes, self._release, base,
-                self.checkpoint_every, cipher_of(), presence,
+                self.checkpoint_every, cipher_of(), claim,
             )  # fmt: skip
         except BaseException:
             self._release(subject)
             raise
 
-    def _claim(self, uid: str, subject: str) -> live.Presence:
-        """Ask the writer another host may hold (jetstream/live.py): busy is LockHeldError,
-        as the file store's lock; idle, gone or silent (a stalled host must not block the
-        session forever) goes on to take over with a fence. Answering probes starts before
-        that fence, so a host asking meanwhile hears this writer busy."""
-        owner = self._refuse_busy(uid, take=True)
-        presence = live.Presence()
-        self._live[subject] = live.serve(self._client, owner, presence)
-        return presence
-
-    def _refuse_busy(self, uid: str, *, take: bool = False) -> str:
+    def _refuse_busy(self, uid: str, *, take: bool) -> None:
         """LockHeldError if another host's writer of ``uid`` says a turn is running (the
-        file store's lock refuses the same); its probe subject otherwise."""
-        owner = live.owner_subject(self._opts.stream, uid)
-        heard = live.probe(self._client, owner, take=take)
-        if heard.state == live.BUSY:
-            raise LockHeldError(
-                f"session {uid} is busy: a turn is running on another host ({heard.holder})",
-                hint=f"wait for it, or stop it: agentsessions cancel {uid}",
-                session=uid, holder=heard.holder,
-            )  # fmt: skip
-        return owner
+        file store's lock refuses the same); ``take``: one parked idle yields, so it knows
+        at once that its session was fenced (jetstream/live.py)."""
+        live.refuse_busy(self._client, live.owner_subject(self._opts.stream, uid), uid, take=take)
 
     def _release(self, subject: str) -> None:
         with self._lock:
             self._held.discard(subject)
-            sub = self._live.pop(subject, None)
-        if sub is not None:
-            live.stop(self._client, sub)
+            claim = self._live.pop(subject, None)
+        if claim is not None:
+            claim.withdraw()
 
     def _meta(self, uid: str) -> tuple[SessionMeta, bool, int]:
         check_uid(uid)

@@ -5,10 +5,20 @@ which moves the subject's last sequence; any older writer's next CAS append then
 even if its view of the journal end is current. On every lost CAS the writer reads the
 subject's last message and explains it: a newer fence (or a commit by a newer writer) is
 FencedError, a delete is SessionDeletedError, anything else a ConflictError with the head.
-It never re-reads and retries on its own, which would walk past a fence. Before the fence,
-the store asks the writer another host may hold (jetstream/live.py): a busy one (a turn is
-running) refuses the open with LockHeldError, as the file store's lock does; this writer
-then says busy or idle itself (``set_busy``) while it lives.
+It never re-reads and retries on its own, which would walk past a fence. Between reading
+the head and the fence, the open asks the writer another host may hold and starts answering
+busy itself (``live.Claim``): a busy one (a turn is running) refuses the open with
+LockHeldError, as the file store's lock does; a lost fence CAS withdraws the answer and
+starts again from the read, so two opens at once never fence a writer already in use
+(jetstream/live.py). This writer then says busy or idle (``set_busy``) while it lives.
+
+A plain commit landed with ``sync=False`` (no commit id, no state, this writer's fence) is
+not published at once: it waits for the next commit, and both ride in ONE message (its
+records first), acknowledged together once JetStream has it durably; ``sync`` publishes
+what waits alone. So a turn's unsynced output and its synced END cost one round trip,
+not two. Until then no reader sees it and it is not acknowledged (the Writer contract
+allows both); if the message carrying it fails, this writer closes (its tail went past
+the journal: the next open folds what did land).
 
 Elections and unknown outcomes are the client's (``Client.publish``: the same Msg-Id and
 CAS until answered or ``commit_timeout``). If even that gives up, the commit may have
@@ -19,12 +29,15 @@ retry with the same commit id is answered as the duplicate it is, never appended
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import secrets
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agentsessions.errors import (
+    AgentSessionsError,
     ConflictError,
     FencedError,
     InvalidArgumentError,
@@ -35,9 +48,9 @@ from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.appending import NOTHING_HELD, ChainWriter
 from agentsessions.journal.stores.capabilities import WriterTakeover
 from agentsessions.journal.stores.jetstream import checkpoint, identity, wire
-from agentsessions.journal.stores.jetstream.client import Client
+from agentsessions.journal.stores.jetstream.client import Client, reconnects
 from agentsessions.journal.stores.jetstream.crypt import Opener, SubjectCipher
-from agentsessions.journal.stores.jetstream.live import Presence
+from agentsessions.journal.stores.jetstream.live import Claim
 from agentsessions.journal.stores.store import (
     CommitResult,
     WorkingState,
@@ -46,6 +59,12 @@ from agentsessions.journal.stores.store import (
 from agentsessions.journal.stores.tail import Tail
 
 _TAKEOVER_TRIES = 3
+MERGE_RECORDS = 64
+"""Records one message carries at most when waiting commits ride with the next (its header
+grows by a row per record)."""
+FRESH_SECONDS = 0.5
+"""How long a read that found the journal where this writer left it answers
+:meth:`JetStreamWriter.superseded` again (an engine asks several times a turn)."""
 
 
 def shadow(tail: Tail) -> Tail:
@@ -73,15 +92,19 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
         base: Tail | None = None,
         checkpoint_every: int = checkpoint.CHECKPOINT_EVERY,
         cipher: SubjectCipher | None = None,
-        presence: Presence | None = None,
+        claim: Claim | None = None,
     ) -> None:
         self._client, self._uid, self._subject = client, uid, subject
-        self._presence = presence  # what this writer's probe responder answers (busy/idle)
+        self._claim = claim  # its probe responder (a tool store's writer has none)
         self._max_bytes, self._on_close = max_bytes, on_close
         self._closed = False
         self._held = NOTHING_HELD
         self._doubt = False  # a publish gave up unanswered: it may have landed
+        self._waiting: list[Record] = []  # landed with sync=False, in no message yet
+        self._waiting_bytes = 0
         self._every = checkpoint_every
+        self._current_at = 0.0  # when the journal was last seen where this writer left it
+        self._reconnects = reconnects(client)  # a probe missed across one is not yielded
         self._cipher = cipher  # an encrypted session's: commits are sealed (jetstream/crypt.py)
         opener = Opener(uid, False) if cipher is None else Opener.loaded(cipher)
         for _ in range(_TAKEOVER_TRIES):
@@ -89,10 +112,14 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
             if folded.deleted:
                 raise deleted_error(uid)
             self._tail, self._fence = folded.tail, folded.fence + 1
+            if claim is not None:  # after the read: the CAS covers whoever opened since
+                claim.take()
             body = wire.fence_body(self._fence, self._tail)
             seq = client.publish(subject, body, expect=folded.stream_seq, token=_token())
+            if seq is None and claim is not None:
+                claim.withdraw()  # another open came between: ask again before a fence
             if seq is not None:
-                self._stream_seq = seq
+                self._stream_seq, self._acked_seq = seq, self._tail.last_seq
                 # what the next checkpoint needs: messages since the last, where the state is
                 self._since, self._ckpt = folded.messages + 1, folded.checkpoint_seq
                 self._state_seq = folded.state_stream_seq
@@ -117,7 +144,11 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
         return self._tail.state
 
     def sync(self) -> None:
-        """Nothing to do: the server fsyncs every commit before acknowledging it."""
+        """Publish the commits landed with ``sync=False`` that still wait, as one message
+        (the server fsyncs it before acknowledging it); nothing to do when none waits."""
+        if self._waiting:
+            self._check_open()
+            self._publish([], None, None, None, self._fence)
 
     def set_busy(self, busy: bool) -> bool:
         """Say whether a turn uses this writer (busy, as from open) or it is parked idle
@@ -125,23 +156,41 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
         while it is idle (jetstream/live.py). False when claiming it busy comes too late:
         another host was told it is idle and is taking over (open a new writer). A tool
         store's writer has no probe: always True."""
-        return self._presence is None or self._presence.set_busy(busy)
+        return self._claim is None or self._claim.presence.set_busy(busy)
 
     def superseded(self) -> bool:
         """True if the journal moved since this writer's last message (a writer on another
-        host took it over, or a delete fenced it): one read. A holder that keeps the writer
-        idle between turns asks before the next turn, and opens a new one (taking the
-        session back) instead of failing that turn on a lost CAS. Also True, without a
-        read, once this writer yielded to a host that probed it idle."""
-        if self._closed or (self._presence is not None and self._presence.yielded):
+        host took it over, or a delete fenced it). A holder that keeps the writer idle
+        between turns asks before the next turn, and opens a new one (taking the session
+        back) instead of failing that turn on a lost CAS.
+
+        A takeover through a probe is known without a read: this writer yielded (the
+        probe and the yield are atomic, jetstream/live.py). Anything else (a delete or a
+        shred, a host that found this one silent) takes a read, made at most once per
+        FRESH_SECONDS, or at once after a reconnect (a probe may have missed this
+        writer then); an acknowledged commit counts as one. Only a convenience: whatever
+        this says, the next commit's CAS decides."""
+        if self._closed or (self._claim is not None and self._claim.presence.yielded):
             return True
+        now, seen = time.monotonic(), reconnects(self._client)
+        if now - self._current_at < FRESH_SECONDS and seen == self._reconnects:
+            return False
         last = self._client.last(self._subject)
-        return last is None or last.stream_seq != self._stream_seq
+        if last is None or last.stream_seq != self._stream_seq:
+            return True
+        self._current_at, self._reconnects = now, seen
+        return False
 
     def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self._on_close(self._subject)
+        if self._closed:
+            return
+        try:  # what waits for a sync goes out first: best effort, it was not acknowledged
+            with contextlib.suppress(AgentSessionsError):
+                self.sync()
+        finally:
+            if not self._closed:  # a failed publish of what waited closed it already
+                self._closed = True
+                self._on_close(self._subject)
 
     def __enter__(self) -> JetStreamWriter:
         return self
@@ -172,21 +221,55 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
         fence: int,
         sync: bool,
     ) -> CommitResult:
-        """Publish one commit as one message with CAS; every commit is synced before the
-        server acknowledges it, so ``sync=False`` is the same as ``sync=True``."""
-        del sync
+        """Publish one commit as one message with CAS, carrying the commits that wait
+        before it; a plain one with ``sync=False`` waits for the next (module docstring)."""
+        plain = cid is None and state is None and fence == self._fence
+        if self._waiting and not (plain and self._joins(records)):
+            self._publish([], None, None, None, self._fence)  # what waits, alone
+        if sync or not plain:
+            return self._publish(records, events, cid, state, fence)
+        result = self._tail.advance(records, events, None, fence=fence)
+        self._waiting.extend(records)
+        self._waiting_bytes += sum(len(r.payload) for r in records)
+        return result
+
+    def _joins(self, records: list[Record]) -> bool:
+        """Whether ``records`` fit in one message with the commits that wait."""
+        size = self._waiting_bytes + sum(len(r.payload) for r in records)
+        return len(self._waiting) + len(records) <= MERGE_RECORDS and size <= self._max_bytes
+
+    def _publish(
+        self,
+        records: list[Record],
+        events: Sequence[Mapping[str, Any]] | None,
+        cid: str | None,
+        state: WorkingState | None,
+        fence: int,
+    ) -> CommitResult:
+        """One message: the waiting commits' records, then this commit's; acknowledged
+        only once the server has it durably. On a failure with commits waiting, the tail
+        is past the journal: the writer closes (the next open folds what landed)."""
+        waiting, self._waiting, self._waiting_bytes = self._waiting, [], 0
         after = shadow(self._tail)
         result = after.advance(records, events, None, state, fence=fence)
         body = wire.commit_body(
-            records, fence=fence, commit_id=cid, state=state, after=after, sealer=self._cipher
-        )
+            [*waiting, *records], fence=fence, commit_id=cid, state=state, after=after,
+            sealer=self._cipher,
+        )  # fmt: skip
         try:
-            seq = self._client.publish(self._subject, body, expect=self._stream_seq, token=_token())
-        except UnavailableError:
-            self._doubt = True  # it may have landed: the next append looks first
+            try:
+                seq = self._client.publish(
+                    self._subject, body, expect=self._stream_seq, token=_token()
+                )
+            except UnavailableError:
+                self._doubt = True  # it may have landed: the next append looks first
+                raise
+            if seq is None:
+                raise self._lost()
+        except BaseException:
+            if waiting:
+                self.close()
             raise
-        if seq is None:
-            raise self._lost()
         self._adopt(seq, after, result, cid, state is not None)
         self._checkpoint()
         return result
@@ -205,7 +288,8 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
                 result.first_seq, result.last_seq, result.last_hash, result.fence,
                 state_version=result.state_version,
             ))  # fmt: skip
-        self._stream_seq = seq
+        self._stream_seq, self._acked_seq = seq, tail.last_seq
+        self._current_at = time.monotonic()  # acknowledged at the head: current as of now
         self._since += 1
         if stateful:
             tail.state_at, self._state_seq = None, seq  # as advance(state=...) leaves them
@@ -222,6 +306,7 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
         """Fold a commit of this writer's, stored at stream sequence ``seq``."""
         self._stream_seq = seq
         result = self._tail.advance(records, events, cid, state, fence=fence)
+        self._acked_seq = self._tail.last_seq
         self._since += 1
         if state is not None:
             self._state_seq = seq
@@ -261,10 +346,10 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
     def _lost(self) -> Exception:
         """Why the subject moved under this writer (see the module docstring)."""
         last = self._client.last(self._subject)
-        if identity.below(last, self._stream_seq, self._tail.last_seq):  # never append over
+        if identity.below(last, self._stream_seq, self._acked_seq):  # never append over
             return identity.missing(  # lost messages: a new head there would reuse numbers
                 self._client, self._subject, "this writer's acknowledged head",
-                self._tail.last_seq, self._stream_seq,
+                self._acked_seq, self._stream_seq,
             )  # fmt: skip
         if last is not None and last.head.get("del"):
             return deleted_error(self._uid)
