@@ -147,6 +147,16 @@ CommitIdOpt = Annotated[
         "whose turn was cut off finishes it. The newest 1,024 ids of a session are known.",
     ),
 ]
+DurabilityOpt = Annotated[
+    str,
+    typer.Option(
+        "--durability",
+        metavar="MODE",
+        help="step (the default): the input is durable at once, each effect before the next "
+        "leaves the process; turn: a turn that calls no tool is durable in one sync at its "
+        "end, and a crash before then loses only that turn (retry it with --commit-id).",
+    ),
+]
 
 
 @app.command(
@@ -170,6 +180,7 @@ def exec_(
     label: NewLabelOpt = None,
     tools: ToolsOpt = "",
     commit_id: CommitIdOpt = "",
+    durability: DurabilityOpt = "",
     as_json: JsonOpt = False,
 ) -> None:
     """Run one turn: record the inputs, drive the harness, stream the answer.
@@ -207,6 +218,7 @@ def exec_(
         fresh_start=fresh_start,
         tools=tools or None,
         commit_id=commit_id or None,
+        durability=durability or None,
     )
     LocalSessions.check_request(request)
     with open_engine(state, runtime) as engine:

@@ -260,6 +260,7 @@ class RemoteSessions(ByKey):
             fresh_start=turn.fresh_start,
             tools=tools_text(turn.tools),
             commit_id=turn.commit_id,
+            durability=turn.durability,
         )
         if turn.expected_last_seq is not None:
             request.expected_last_seq = turn.expected_last_seq

@@ -29,6 +29,7 @@ check_placement`: every turn passes it, resume included) and the making of a tur
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -87,7 +88,7 @@ from .spi import (
 from .toolcalls import ToolHost, receipts_of
 from .traced import turn_span
 from .turnjournal import WriterJournal as _WriterJournal  # (moved out: the name stays)
-from .turnjournal import as_user, first_commit
+from .turnjournal import as_user, durability_of, first_commit
 from .workloads import StaticWorkloads, resolver_for
 
 _TURN_ERRORS = (
@@ -274,10 +275,11 @@ class Controller:
     ) -> TurnResult:
         """The turn on ``writer``: a new execution, or the open one continued."""
         uid, inputs = writer.uid, request.inputs
+        turn_model = request.model or info.meta.model or self.default_model
         run = landed.find(writer, request)
         if run is not None:  # its commit id landed: answered by that turn (:mod:`.landed`)
-            return landed.answer(self, writer, run, (info, name))
-        turn_model = request.model or info.meta.model or self.default_model
+            finish = functools.partial(self._resume_with, writer, uid, name, *harness, turn_model)
+            return landed.answer(uid, run, self._pending(writer), finish)
         if self._interrupted(writer):
             if inputs:
                 raise InvalidExecutionLogError(
@@ -373,16 +375,16 @@ class Controller:
         expected_last_seq = request.expected_last_seq
         check_config(config)
         turn_model, recorded_model = models
-        journal = _WriterJournal(writer, self.on_record)
+        mode = durability_of(request.durability, descriptor)  # :mod:`.turnjournal` decides
+        journal = _WriterJournal(writer, self.on_record, mode)
         exec_id = os.urandom(8).hex()  # secrets.token_hex(8), less its three calls
         head = writer.head[0]
         digest = self.workloads.current(uid)  # the workload this turn runs with, for good
         events = first_commit(
             exec_id, name, descriptor, inputs, wrap(config, digest, recorded_model)
         )
-        # durable at once: the turn has begun, for its caller and for resume (its id with it)
         at = head if expected_last_seq is None else expected_last_seq
-        journal.record(events, at, commit_id=request.store_commit_id)
+        journal.begin(events, at, request.store_commit_id)  # synced at once in step mode
         history = WriterHistory(writer, head)
         tools = self.workloads.offers(uid, digest)
         inputs_ = tuple(as_user(m) for m in inputs)

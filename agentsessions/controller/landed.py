@@ -26,18 +26,14 @@ redelivered after a thousand newer turns of the same session is not.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from agentsessions.errors import HarnessError
-from agentsessions.journal.stores.store import SessionInfo
 from agentsessions.v1.turn import TurnRequest
 
 from . import executions
 from .driving import TurnResult
 from .held import HeldWriter
-
-if TYPE_CHECKING:
-    from .controller import Controller
 
 
 def find(writer: HeldWriter, request: TurnRequest) -> executions.Execution | None:
@@ -68,25 +64,21 @@ def _execution_at(writer: HeldWriter, first_seq: int) -> executions.Execution:
 
 
 def answer(
-    controller: Controller,
-    writer: HeldWriter,
+    uid: str,
     run: executions.Execution,
-    session: tuple[SessionInfo, str],  # the session, and the harness the request names
+    pending: executions.Execution | None,
+    finish: Callable[[executions.Execution], TurnResult],
 ) -> TurnResult:
     """The answer to a request whose id landed as ``run``: the ended turn (nothing written,
-    no model called), or the open one finished now, as resume finishes it."""
-    info, name = session
+    no model called), or, if ``run`` is the session's ``pending`` open turn, what ``finish``
+    (the controller's resume of it) makes of it."""
     if run.completed:
         outputs = [_text(e) for _seq, e in run.effects if e.get("kind") == "EVENT_OUTPUT"]
-        result = TurnResult(info.uid, run.id, run.first_seq, run.last_seq, outputs, 0)
+        result = TurnResult(uid, run.id, run.first_seq, run.last_seq, outputs, 0)
         result.canceled = executions.canceled(run)
     else:
-        _check_open(info.uid, run, controller._pending(writer))
-        turn_model = info.meta.model or controller.default_model
-        instance, descriptor = controller._instance(info, name)
-        result = controller._resume_with(
-            writer, info.uid, name, instance, descriptor, turn_model, run
-        )
+        _check_open(uid, run, pending)
+        result = finish(run)
     result.duplicate = True
     return result
 
@@ -98,7 +90,7 @@ def _check_open(uid: str, run: executions.Execution, pending: executions.Executi
     raise HarnessError(
         f"session {uid}: the turn of this commit id (execution {run.id}, seq {run.first_seq}) "
         "failed and later turns followed it; nothing was written",
-        hint=f"agentsessions log {uid} --from {run.first_seq}",
+        hint=f"agentsessions log {uid}",
         session=uid,
     )
 

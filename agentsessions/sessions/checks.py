@@ -18,7 +18,12 @@ from typing import TYPE_CHECKING
 
 from agentsessions.errors import InvalidArgumentError
 from agentsessions.v1.ids import check_project, check_uid
-from agentsessions.v1.turn import DEFAULT_PROJECT, TurnRequest, check_commit_id
+from agentsessions.v1.turn import (
+    DEFAULT_PROJECT,
+    TurnRequest,
+    check_commit_id,
+    check_durability,
+)
 
 from .wiring import HARNESSES
 
@@ -35,6 +40,7 @@ def check_request(request: TurnRequest) -> None:
     only describe a new session, ``fresh_start`` and ``commit_id`` only on an existing one."""
     check_wait(request.wait)
     check_commit_id(request.commit_id)
+    check_durability(request.durability)
     if request.uid is not None:
         check_uid(request.uid)
     creating = request.project != DEFAULT_PROJECT or bool(request.name or request.labels)

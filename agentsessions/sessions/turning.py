@@ -98,6 +98,8 @@ class TurnRunner:
     def claim(self, request: TurnRequest) -> Claim:
         """Check ``request``, make its session if it has none, and take the session's lock."""
         checks.check_request(request)
+        if not request.durability and self.core.durability:  # the engine's mode, if chosen
+            request = replace(request, durability=self.core.durability)
         workload = checks.workload(request.tools)  # refused before anything is written
         if request.uid is None:
             request.check_head(0)  # a new session's head is 0

@@ -35,6 +35,26 @@ TURN_COMMIT_PREFIX = "turn:"
 MAX_TURN_COMMIT_ID_LEN = 128 - len(TURN_COMMIT_PREFIX)
 """The longest commit id a turn may carry (a GitHub delivery id is 36)."""
 
+DURABILITY_STEP = "step"
+"""The default: a turn's input is durable at once, each effect before the next leaves the
+process (a model call, a tool), END before the turn returns: two syncs for a chat turn."""
+DURABILITY_TURN = "turn"
+"""Opt-in: a turn that calls no tool is durable in one sync, at its END (its input, model
+call and answer with it); a crash before END loses only that unacknowledged turn. A tool
+call's intent is still durable before its executor runs."""
+DURABILITY_MODES = (DURABILITY_STEP, DURABILITY_TURN)
+
+
+def check_durability(durability: str) -> str:
+    """``durability`` if it names a mode ("" = the default); else InvalidArgumentError."""
+    if not durability or durability in DURABILITY_MODES:
+        return durability
+    raise InvalidArgumentError(
+        f"unknown durability {durability[:40]!r}: one of {', '.join(DURABILITY_MODES)}",
+        param="durability",
+    )
+
+
 Input = str | Mapping[str, Any]
 """A turn input: a user text, or an ``agentsessions.v1`` Message dict (``role``, ``parts``)."""
 
@@ -53,6 +73,7 @@ class TurnOptions(TypedDict, total=False):
     tools: str | PathLike[str] | None
     expected_last_seq: int | None
     commit_id: str | None
+    durability: str | None
 
 
 _OPTIONS = TurnOptions.__optional_keys__
@@ -72,7 +93,9 @@ class TurnRequest:
     ``commit_id``: the turn's idempotency key ("" = none; 1-:data:`MAX_TURN_COMMIT_ID_LEN`
     printable characters, an existing session only): a request carrying an id that landed
     in the session already writes nothing and answers with that turn
-    (:mod:`agentsessions.controller.landed` has the rules and the window).
+    (:mod:`agentsessions.controller.landed` has the rules and the window);
+    ``durability``: when the turn's records become durable, one of :data:`DURABILITY_MODES`
+    ("" = the engine's choice, else ``step``; docs/concepts/durability.md).
     """
 
     uid: str | None = None
@@ -88,6 +111,7 @@ class TurnRequest:
     tools: str | PathLike[str] = ""  # a path (the server's WireWorkload is one)
     expected_last_seq: int | None = None
     commit_id: str = ""
+    durability: str = ""
 
     @classmethod
     def of(
@@ -119,6 +143,7 @@ class TurnRequest:
             tools=options.get("tools") or "",
             expected_last_seq=options.get("expected_last_seq"),
             commit_id=options.get("commit_id") or "",
+            durability=options.get("durability") or "",
         )
 
     @property
