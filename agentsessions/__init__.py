@@ -44,6 +44,7 @@ def open(  # the library's entry point: ``agentsessions.open``
     model: str | None = None,
     key_file: str | None = None,
     models: Mapping[str, str] | None = None,
+    durability: str = "",
 ) -> Sessions:
     """A ready :class:`Sessions` engine: on ``store``, else the file store under ``home``.
 
@@ -54,12 +55,21 @@ def open(  # the library's entry point: ``agentsessions.open``
     ``key_file``: the master key of encryption at rest (else ``AGENTSESSIONS_KEY_FILE``,
     else ``AGENTSESSIONS_MASTER_KEY``): new sessions are encrypted, encrypted ones read.
     ``models``: a model catalog, NAME -> SPEC (``--model NAME`` then means SPEC; the config
-    file's ``[models.NAME]`` tables too): sessions record the NAME.
+    file's ``[models.NAME]`` tables too): sessions record the NAME. ``durability``: the
+    turns' durability mode unless a turn names its own, ``step`` (the default: a turn's
+    input is durable at once) or ``turn`` (one sync per turn that calls no tool, at its
+    END; docs/concepts/durability.md says what each promises after a crash).
     """
     from agentsessions.sessions.local import open_local
 
     return open_local(
-        home, store=store, runtime=runtime, model=model, key_file=key_file, models=models
+        home,
+        store=store,
+        runtime=runtime,
+        model=model,
+        key_file=key_file,
+        models=models,
+        durability=durability,
     )
 
 

@@ -137,6 +137,27 @@ ToolsOpt = Annotated[
     ),
 ]
 
+CommitIdOpt = Annotated[
+    str,
+    typer.Option(
+        "--commit-id",
+        metavar="ID",
+        help="The turn's idempotency key (for example a webhook's delivery id): a retry "
+        "with an id that landed in SESSION already writes nothing and prints that turn; one "
+        "whose turn was cut off finishes it. The newest 1,024 ids of a session are known.",
+    ),
+]
+DurabilityOpt = Annotated[
+    str,
+    typer.Option(
+        "--durability",
+        metavar="MODE",
+        help="step (the default): the input is durable at once, each effect before the next "
+        "leaves the process; turn: a turn that calls no tool is durable in one sync at its "
+        "end, and a crash before then loses only that turn (retry it with --commit-id).",
+    ),
+]
+
 
 @app.command(
     name="exec",
@@ -158,6 +179,8 @@ def exec_(
     name: Annotated[str, typer.Option(help="Name of a new session.")] = "",
     label: NewLabelOpt = None,
     tools: ToolsOpt = "",
+    commit_id: CommitIdOpt = "",
+    durability: DurabilityOpt = "",
     as_json: JsonOpt = False,
 ) -> None:
     """Run one turn: record the inputs, drive the harness, stream the answer.
@@ -194,6 +217,8 @@ def exec_(
         labels=labels,
         fresh_start=fresh_start,
         tools=tools or None,
+        commit_id=commit_id or None,
+        durability=durability or None,
     )
     LocalSessions.check_request(request)
     with open_engine(state, runtime) as engine:

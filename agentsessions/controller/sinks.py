@@ -86,8 +86,18 @@ class Journal(Protocol):
         """Commit ``events``; with ``sync=False`` the next sync (or :meth:`flush`) covers it."""
         ...
 
+    def defer(self, events: Sequence[Mapping[str, Any]]) -> None:
+        """Commit ``events`` with the next sync (landed now unsynced, or, in ``turn`` mode,
+        held and landed with the next synced commit as one)."""
+        ...
+
     def flush(self) -> None:
         """Make every commit recorded with ``sync=False`` durable."""
+        ...
+
+    def before_call(self) -> None:
+        """Before a model call: make what it is sent durable if the turn's durability mode
+        asks (``step``: yes; ``turn``: no, END's sync covers it)."""
         ...
 
     def commit_state(
@@ -128,6 +138,15 @@ class Observer:
         except Exception as exc:
             self.broken = True
             self.errors.append(exc)
+
+
+def isolated(
+    callback: Callable[[Any], None] | None, errors: list[Exception]
+) -> Callable[[Any], None] | None:
+    """``callback`` behind an :class:`Observer` (once: an Observer is not wrapped again)."""
+    if callback is None or isinstance(callback, Observer):
+        return callback
+    return Observer(callback, errors)
 
 
 @dataclass
@@ -224,7 +243,7 @@ class TurnSink:
         if recorded is None:
             event = model.output_event(cast(model.Message, message), execution_id=self.execution_id)
             self._boundary()
-            self._append([event], sync=False)
+            self._defer([event])
         elif not _same(recorded.get("message"), message):
             raise self._diverged("output differs from the recorded OUTPUT")
         self.outputs.append(_text(message))
@@ -234,7 +253,7 @@ class TurnSink:
         if recorded is None:
             self._boundary()
             event = {**_event("EVENT_TOOL_RESULT", self.execution_id), "result": result}
-            self._append([event], sync=False)
+            self._defer([event])
         elif not _same(recorded.get("result"), result):
             raise self._diverged("reported tool result differs from the recorded TOOL_RESULT")
 
@@ -244,7 +263,7 @@ class TurnSink:
         recorded = self._next("EVENT_USAGE", "usage")
         if recorded is None:
             self._boundary()
-            self._append([{**_event("EVENT_USAGE", self.execution_id), "usage": usage}], sync=False)
+            self._defer([{**_event("EVENT_USAGE", self.execution_id), "usage": usage}])
         elif not _same(recorded.get("usage"), usage):
             raise self._diverged("usage differs from the recorded USAGE")
 
@@ -275,7 +294,7 @@ class TurnSink:
         # an intent without its result (a crash in between): its outcome, at most once
         live = self._require_live(f"re-drive tool call {checked['id']}")
         body = self._host(live).redrive(checked)
-        self._append([self._result_event(body)], sync=False)
+        self._defer([self._result_event(body)])
         return body
 
     # -- approval-gated calls (the protocol is in .approvals) ------------------------------
@@ -297,7 +316,7 @@ class TurnSink:
             {**_event("EVENT_TOOL_CALL", self.execution_id), "tool": call},
             model.approval_request_event(str(call["id"]), execution_id=self.execution_id),
         ]
-        request = self._append(events, sync=True)
+        request = self._append(events)
         raise self._parked(call, request.seq)
 
     def _gated(self, gate: Gate) -> dict[str, Any]:
@@ -307,7 +326,7 @@ class TurnSink:
         if not self.replaying:  # a cut between the intent and its request
             live = self._require_live(f"ask approval for tool call {call_id}")
             event = model.approval_request_event(call_id, execution_id=self.execution_id)
-            raise self._parked(gate.call, self._append([event], sync=True).seq)
+            raise self._parked(gate.call, self._append([event]).seq)
         request = self._next("EVENT_APPROVAL_REQUEST", f"the approval request of {call_id}")
         assert request is not None
         if str(request.get("approval", {}).get("tool_call_id", "")) != call_id:
@@ -331,7 +350,7 @@ class TurnSink:
             return dict(receipt.get("result", {}))
         live = self._require_live(f"write the receipt of tool call {call_id}")
         result = self._receipt(live, gate)
-        self._append([self._result_event(result)], sync=False)
+        self._defer([self._result_event(result)])
         return result
 
     def _receipt(self, live: Live, gate: Gate) -> dict[str, Any]:
@@ -374,9 +393,9 @@ class TurnSink:
         kept = host.receipt(call)  # the key already ran in this session: no second effect
         live.boundary()  # no executor starts after a recorded cancel
         event = {**_event("EVENT_TOOL_CALL", self.execution_id), "tool": call}
-        self._append([event], sync=True)  # the intent is durable before any effect
+        self._append([event])  # the intent is durable before any effect
         body = kept if kept is not None else host.execute(bound, call)
-        self._append([self._result_event(body)], sync=False)
+        self._defer([self._result_event(body)])
         return body
 
     def _host(self, live: Live) -> ToolHost:
@@ -471,7 +490,7 @@ class TurnSink:
         """Call the model; commit ``intent`` (its MODEL_CALL, unless already recorded) and
         the OUTPUT as one durable commit before the harness sees the answer."""
         live.boundary()  # no model call starts after a recorded cancel
-        live.journal.flush()  # what the call is sent is durable before it leaves the process
+        live.journal.before_call()  # what the call is sent is durable first (step mode)
         provider = live.models(request.model)
         live.calls.append(request.model)
         try:
@@ -493,16 +512,22 @@ class TurnSink:
             raise
         message = {**completion.message, "role": completion.message.get("role") or "assistant"}
         output = model.output_event(cast(model.Message, message), execution_id=self.execution_id)
-        self._append([intent, output] if intent is not None else [output], sync=False)
+        self._defer([intent, output] if intent is not None else [output])
         return self._served(Completion(message, completion.usage))
 
     def _boundary(self) -> None:
         if self.live is not None:
             self.live.boundary()
 
-    def _append(self, events: Sequence[Mapping[str, Any]], *, sync: bool = True) -> Record:
+    def _append(self, events: Sequence[Mapping[str, Any]]) -> Record:
+        """Commit ``events`` now, synced: durable before the turn goes on."""
         journal = self._require_live("record a new effect").journal
-        return journal.record([*self.take_deferred(), *events], sync=sync)
+        return journal.record([*self.take_deferred(), *events])
+
+    def _defer(self, events: Sequence[Mapping[str, Any]]) -> None:
+        """Commit ``events`` with the turn's next sync (see :meth:`Journal.defer`)."""
+        journal = self._require_live("record a new effect").journal
+        journal.defer([*self.take_deferred(), *events])
 
     def take_deferred(self) -> list[Event]:
         """The refused model calls not yet committed (for the turn's last commit), cleared."""

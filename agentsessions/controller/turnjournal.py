@@ -4,6 +4,14 @@ Each effect is its own commit at the head the turn last saw (CAS); commits made 
 ``sync=False`` wait for the next sync, and a caller (``on_record``) hears of a record only
 once it is durable. The harness's working state is a state-only commit after what is
 pending, covered by the same next sync (spec decision 11 and issue 9 item 6).
+
+The turn's durability mode (:data:`~agentsessions.v1.turn.DURABILITY_MODES`) is decided
+here, in the two places it differs: whether the turn's first commit (START and its INPUTs)
+is synced at once (:meth:`WriterJournal.begin`), and whether what a model call is sent is
+synced before the call (:meth:`WriterJournal.before_call`). In ``step`` mode both are; in
+``turn`` mode neither is, so a turn that calls no tool makes one sync, with its END. Every
+other sync is the same in both modes: a tool call's intent is synced before its executor
+runs, an approval request before the turn parks, END and ERROR before the turn returns.
 """
 
 from __future__ import annotations
@@ -12,11 +20,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 import agentsessions.telemetry as telemetry
-from agentsessions.errors import InvalidArgumentError
+from agentsessions.errors import CommitTooLargeError, InvalidArgumentError
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.store import StateUpdate, Writer
 from agentsessions.v1 import model
+from agentsessions.v1.turn import DURABILITY_STEP, DURABILITY_TURN
 
+from .spi import REQUIRES_MEMORY_SNAPSHOT as REQUIRES_MEMORY
 from .spi import HarnessDescriptor, Message
 
 
@@ -26,20 +36,97 @@ class WriterJournal:
     A commit made with ``sync=False`` waits for the next sync (spec decision 11: the sink
     flushes before anything leaves the process, and END is synced): ``on_record`` hears of
     it only then, so a caller is told of a record only once it is durable, in order.
+
+    In ``turn`` mode (``per_turn``) what would be such a commit is *held* instead (the
+    turn's first commit, its model calls and answers, its usage): nothing reaches the store
+    until the next synced commit (a tool call's intent, END, ERROR, a cancel), which lands
+    the held events and its own as ONE commit (split back into the commits they were made
+    as only if together they exceed the store's commit limit, which refuses a commit whole),
+    at the head the turn began at, with the turn's commit id. A crash before it leaves
+    nothing of the turn.
     """
 
-    def __init__(self, writer: Writer, on_record: Callable[[Record], None] | None) -> None:
+    def __init__(
+        self,
+        writer: Writer,
+        on_record: Callable[[Record], None] | None,
+        durability: str = DURABILITY_STEP,
+    ) -> None:
         self.writer = writer
         self.on_record = on_record
+        self.per_turn = durability == DURABILITY_TURN  # one sync, at the turn's end
         self._unsynced: list[Record] = []
         self._dirty = False  # a commit (with or without records) waits for a sync
+        self._held: list[list[Mapping[str, Any]]] = []  # turn mode: commits not yet made
+        self._held_at: int | None = None  # the head the held first commit expects
+        self._held_id: str | None = None  # and the commit id it carries
+
+    def begin(
+        self, events: Sequence[Mapping[str, Any]], expected: int, commit_id: str | None
+    ) -> None:
+        """The turn's first commit (the CAS point, with the turn's commit id): durable at
+        once in ``step`` mode (the turn has begun, for its caller and for resume); held for
+        the turn's one sync in ``turn`` mode."""
+        if not self.per_turn:
+            self.record(events, expected, commit_id=commit_id)
+            return
+        self._held.append(list(events))
+        self._held_at, self._held_id = expected, commit_id
+
+    def defer(self, events: Sequence[Mapping[str, Any]]) -> None:
+        """Commit ``events`` with the turn's next sync: landed now unsynced (``step``), or
+        held and landed with it (``turn``)."""
+        if self.per_turn:
+            self._held.append(list(events))
+        else:
+            self.record(events, sync=False)
+
+    def before_call(self) -> None:
+        """Before a model call: in ``step`` mode what the call is sent becomes durable
+        before it leaves the process; in ``turn`` mode it waits for the turn's END (a crash
+        loses the unacknowledged turn, which its caller retries)."""
+        if not self.per_turn:
+            self.flush()
 
     def record(
-        self, events: Sequence[Mapping[str, Any]], expected: int | None = None, *, sync: bool = True
+        self,
+        events: Sequence[Mapping[str, Any]],
+        expected: int | None = None,
+        *,
+        sync: bool = True,
+        commit_id: str | None = None,
+    ) -> Record:
+        """Commit ``events`` (after whatever is held, in the same commit) at ``expected``
+        (None: the head), synced unless ``sync`` is False; the last record."""
+        if not self._held:
+            return self._append(events, expected, sync, commit_id)
+        groups, at, cid = self._take_held()
+        try:
+            return self._append([e for g in groups for e in g] + list(events), at, sync, cid)
+        except CommitTooLargeError:  # refused whole, nothing written: as the commits they were
+            for group in groups:
+                self._append(group, at, False, cid)
+                at, cid = None, None
+            return self._append(events, expected, sync, commit_id)
+
+    def _take_held(self) -> tuple[list[list[Mapping[str, Any]]], int | None, str | None]:
+        """The held commits, the head the first expects and the commit id it carries."""
+        held = (self._held, self._held_at, self._held_id)
+        self._held, self._held_at, self._held_id = [], None, None
+        return held
+
+    def _append(
+        self,
+        events: Sequence[Mapping[str, Any]],
+        expected: int | None,
+        sync: bool,
+        commit_id: str | None,
     ) -> Record:
         head = self.writer.head[0] if expected is None else expected
         with telemetry.current().commit(self.writer.uid, len(events)) as span:
-            result = self.writer.append(events, expected_last_seq=head, sync=sync)
+            result = self.writer.append(
+                events, expected_last_seq=head, sync=sync, commit_id=commit_id
+            )
             span.set("agentsessions.seq", result.records[-1].seq)
         self._unsynced.extend(result.records)
         self._dirty = not sync
@@ -56,8 +143,11 @@ class WriterJournal:
         commit_id: str,
         author: str,
     ) -> int:
-        """A state-only commit after what is pending; the next sync covers both, and
-        recovery keeps a prefix of commits, so the state never outlives entries before it."""
+        """A state-only commit after what is pending (what is held lands first, unsynced);
+        the next sync covers both, and recovery keeps a prefix of commits, so the state
+        never outlives entries before it."""
+        if self._held:
+            self.record((), sync=False)
         update = StateUpdate(data, covers_from=1, covers_to=covers_to, author=author)
         result = self.writer.append(
             (),
@@ -71,8 +161,10 @@ class WriterJournal:
         return result.state_version
 
     def flush(self) -> None:
-        """Make the commits made with ``sync=False`` durable (one sync), then report them."""
-        if self._unsynced or self._dirty:
+        """Make what waits for a sync durable (one sync), then report it."""
+        if self._held:
+            self.record(())
+        elif self._unsynced or self._dirty:
             self.writer.sync()
             self._acknowledged()
 
@@ -82,6 +174,16 @@ class WriterJournal:
         if self.on_record is not None:
             for record in records:
                 self.on_record(record)
+
+
+def durability_of(chosen: str, descriptor: HarnessDescriptor) -> str:
+    """The durability mode a turn runs in: the one ``chosen`` (``step`` if none), except
+    that a harness whose memory is its state (REQUIRES_MEMORY_SNAPSHOT) always runs in
+    ``step`` mode: its live memory takes each input as it is sent, so an input lost from
+    the journal by a crash would leave memory and journal apart for good."""
+    if chosen != DURABILITY_TURN or descriptor.capabilities.resumability == REQUIRES_MEMORY:
+        return DURABILITY_STEP
+    return DURABILITY_TURN
 
 
 def first_commit(

@@ -53,6 +53,7 @@ class EngineCore:
         self.catalog_lock = threading.Lock()  # guards the fields below and the store's catalog
         self.turns = Turns()  # the session locks, the running turns and their workers
         self.model_checks = checks.ModelChecks(self.models)
+        self.durability = ""  # the turns' durability mode unless a turn names one ("": step)
         self._controllers: dict[str, Controller] = {}
         self._runtime: Runtime | None = None
 

@@ -55,7 +55,7 @@ from agentsessions.journal.stores.capabilities import (
 )
 from agentsessions.journal.stores.store import SessionInfo, Store
 from agentsessions.v1.ids import check_project, check_uid
-from agentsessions.v1.turn import TurnOptions, TurnRequest
+from agentsessions.v1.turn import TurnOptions, TurnRequest, check_durability
 
 from . import approvals, checks, claims, lifecycle, offline, resolving, toolstores
 from . import compact as compaction
@@ -109,8 +109,10 @@ class LocalSessions:
         model: str | None = None,
         owns_store: bool = True,
         models: Mapping[str, str] | None = None,
+        durability: str = "",
     ) -> None:
         self.core = EngineCore(home, store, runtime=runtime, model=model, models=models)
+        self.core.durability = check_durability(durability)
         self.home, self.store, self.models = home, store, self.core.models
         self.runtime_name, self.default_model = self.core.runtime_name, self.core.default_model
         self._owns_store = owns_store
@@ -477,6 +479,7 @@ def open_local(
     key_file: str | None = None,
     must_exist: bool = False,
     models: Mapping[str, str] | None = None,
+    durability: str = "",
 ) -> LocalSessions:
     """A ready engine: on ``store``, else the store ``store_url`` names (``--store``, else
     ``AGENTSESSIONS_STORE``: see :mod:`.storeurl`), else the file store under ``home``
@@ -487,12 +490,16 @@ def open_local(
     sessions are encrypted and encrypted ones readable. Each choice not given falls back to
     the configuration file (``$AGENTSESSIONS_CONFIG``, else ``<home>/config.toml``: :mod:`.config`).
     ``must_exist``: the file store's home must exist (:func:`.home.require_home`). ``models``:
-    the model catalog (NAME -> SPEC) over the config file's ``[models.NAME]`` (:mod:`.config`)."""
+    the model catalog (NAME -> SPEC) over the config file's ``[models.NAME]`` (:mod:`.config`).
+    ``durability``: the turns' durability mode unless a turn names its own (see
+    :data:`~agentsessions.v1.turn.DURABILITY_MODES`)."""
+    check_durability(durability)  # before a store is opened
     resolved = resolve_home(home)
     if store is not None:
         return LocalSessions(
-            resolved, store, runtime=runtime, model=model, owns_store=False, models=models
-        )
+            resolved, store, runtime=runtime, model=model, owns_store=False, models=models,
+            durability=durability,
+        )  # fmt: skip
     from agentsessions.sessions.config import resolve_choices
     from agentsessions.sessions.storeurl import open_store
 
@@ -501,8 +508,12 @@ def open_local(
     )
     if url:
         chosen = open_store(url, allow_unsynced=unsynced, master=master)
-        return LocalSessions(resolved, chosen, runtime=runtime, model=model, models=catalog)
+        return LocalSessions(
+            resolved, chosen, runtime=runtime, model=model, models=catalog, durability=durability
+        )
     from agentsessions.journal.stores.file.store import FileStore
 
     chosen = FileStore(require_home(resolved) if must_exist else resolved, master=master)
-    return LocalSessions(resolved, chosen, runtime=runtime, model=model, models=catalog)
+    return LocalSessions(
+        resolved, chosen, runtime=runtime, model=model, models=catalog, durability=durability
+    )

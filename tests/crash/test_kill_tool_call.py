@@ -35,12 +35,12 @@ PROC = Path(__file__).with_name("tool_proc.py")
 HARNESSES.register("tool-line", ToolLineHarness)
 
 
-def _kill_at(tmp_path: Path, where: str) -> tuple[FileStore, str, Path]:
+def _kill_at(tmp_path: Path, where: str, durability: str = "") -> tuple[FileStore, str, Path]:
     home, effects = tmp_path / "home", tmp_path / "effects.txt"
     uid = FileStore(home).create(SessionMeta(uid=new_uid(), harness="tool-line")).uid
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-u", str(PROC), str(home), uid, str(effects), where],
+        [sys.executable, "-u", str(PROC), str(home), uid, str(effects), where, durability],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
     )  # fmt: skip
     try:
@@ -72,6 +72,25 @@ def test_killed_after_the_receipt_resume_records_the_result_and_the_effect_stays
     kinds = [str(r.event["kind"]) for r in store.read(uid)]
     assert kinds.count("EVENT_TOOL_CALL") == 1 and kinds.count("EVENT_TOOL_RESULT") == 1
     assert kinds[-1] == "EVENT_END" and ctl.resume(uid) is None
+    assert verify_session(store, uid).ok
+
+
+def test_in_turn_mode_the_intent_is_durable_before_the_executor_runs_too(
+    tmp_path: Path,
+) -> None:
+    """durability=turn holds a turn's commits for its one sync, but not past a tool call:
+    the TOOL_CALL (with the turn's START and INPUT before it) is synced before the effect,
+    and resume goes on from the receipt exactly as in step mode."""
+    store, uid, effects = _kill_at(tmp_path, "receipt", "turn")
+    kinds = [str(r.event["kind"]) for r in store.read(uid)]
+    assert kinds[:2] == ["EVENT_EXECUTION_START", "EVENT_INPUT"]
+    ctl = build_controller(store, store.home)
+    ctl.tools = static_resolver(
+        {"append": BoundTool("append", AppendLine(), {"path": str(effects)})}
+    )
+    result = ctl.resume(uid)
+    assert result is not None and result.tool_calls == 0
+    assert effects.read_text() == "the line\n"  # exactly one effect
     assert verify_session(store, uid).ok
 
 

@@ -1,6 +1,6 @@
 """A process that runs one mediated-tool turn and stops dead at a chosen point, to be killed.
 
-Usage: python tool_proc.py HOME UID EFFECTS WHERE
+Usage: python tool_proc.py HOME UID EFFECTS WHERE [DURABILITY]
 WHERE = ``receipt``: the host's receipt is durable, TOOL_RESULT not yet written; ``effect``:
 the executor's line is written, the receipt not yet kept. At that point the process prints
 ``STOPPED`` and sleeps; the parent kills it with SIGKILL (a real crash, nothing cleaned up).
@@ -23,6 +23,7 @@ from agentsessions.runtimes import create_runtime
 from agentsessions.sessions.wiring import HARNESSES
 from agentsessions.tools import AppendLine, static_resolver
 from agentsessions.v1 import model
+from agentsessions.v1.turn import TurnRequest
 from tests.tool_harness import ToolLineHarness, line_call, plan
 
 
@@ -62,8 +63,10 @@ def main() -> None:
         runtime=create_runtime("local", home=store.home),
         tools=static_resolver({"append": BoundTool("append", executor, {"path": effects})}),
     )
-    inputs = [dict(model.text_message("user", "go"))]
-    ctl.exec(uid, inputs, harness="tool-line", config=plan(line_call("c1", "the line")))
+    inputs = (dict(model.text_message("user", "go")),)
+    config = plan(line_call("c1", "the line"))
+    durability = sys.argv[5] if len(sys.argv) > 5 else ""  # the turn's mode ("": step)
+    ctl.turn(TurnRequest(uid, inputs, harness="tool-line", config=config, durability=durability))
     print("FINISHED", flush=True)  # never reached: the parent kills it first
 
 
