@@ -137,6 +137,17 @@ ToolsOpt = Annotated[
     ),
 ]
 
+CommitIdOpt = Annotated[
+    str,
+    typer.Option(
+        "--commit-id",
+        metavar="ID",
+        help="The turn's idempotency key (for example a webhook's delivery id): a retry "
+        "with an id that landed in SESSION already writes nothing and prints that turn; one "
+        "whose turn was cut off finishes it. The newest 1,024 ids of a session are known.",
+    ),
+]
+
 
 @app.command(
     name="exec",
@@ -158,6 +169,7 @@ def exec_(
     name: Annotated[str, typer.Option(help="Name of a new session.")] = "",
     label: NewLabelOpt = None,
     tools: ToolsOpt = "",
+    commit_id: CommitIdOpt = "",
     as_json: JsonOpt = False,
 ) -> None:
     """Run one turn: record the inputs, drive the harness, stream the answer.
@@ -194,6 +206,7 @@ def exec_(
         labels=labels,
         fresh_start=fresh_start,
         tools=tools or None,
+        commit_id=commit_id or None,
     )
     LocalSessions.check_request(request)
     with open_engine(state, runtime) as engine:

@@ -143,6 +143,10 @@ def finish_turn(
         write_json(result.to_json())
         exit_if_canceled(result, interrupted)
         return
+    if result.duplicate and not result.resumed:  # nothing streamed: the landed answer
+        for text in result.outputs:
+            printer.delta(text + "\n")
+        printer.note(f"this commit id landed already: turn {result.execution_id}, nothing written")
     how = "resumed and completed" if result.resumed else "completed"
     how = "canceled" if result.canceled else how
     calls = "model call" if result.model_calls == 1 else "model calls"

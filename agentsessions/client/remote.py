@@ -259,6 +259,7 @@ class RemoteSessions(ByKey):
             labels=dict(turn.labels),
             fresh_start=turn.fresh_start,
             tools=tools_text(turn.tools),
+            commit_id=turn.commit_id,
         )
         if turn.expected_last_seq is not None:
             request.expected_last_seq = turn.expected_last_seq

@@ -33,7 +33,6 @@ import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any
 
 from agentsessions.errors import (
     AgentSessionsError,
@@ -58,7 +57,7 @@ from agentsessions.journal.stores.store import (
 from agentsessions.v1.turn import TurnRequest
 from agentsessions.v1.workloadref import wrap
 
-from . import executions
+from . import executions, landed
 from .cancel import request_check, requests_of
 from .counting import CountingModels
 from .driving import TurnDriver
@@ -70,7 +69,7 @@ from .rules import DEFAULT_HARNESS as DEFAULT_HARNESS  # re-exported: callers im
 from .rules import check_config, check_inherited_intent
 from .rules import check_harness as check_harness
 from .rules import fresh_start_hint as fresh_start_hint
-from .sinks import Live, Observer, TurnSink
+from .sinks import Live, TurnSink, isolated
 from .spi import (
     REQUIRES_MEMORY_SNAPSHOT,
     STATELESS_REPLAY,
@@ -163,7 +162,7 @@ class Controller:
 
     @on_record.setter
     def on_record(self, callback: Callable[[Record], None] | None) -> None:
-        self._on_record = _isolated(callback, self.observer_errors)
+        self._on_record = isolated(callback, self.observer_errors)
 
     @property
     def on_delta(self) -> Callable[[str], None] | None:
@@ -172,7 +171,7 @@ class Controller:
 
     @on_delta.setter
     def on_delta(self, callback: Callable[[str], None] | None) -> None:
-        self._on_delta = _isolated(callback, self.observer_errors)
+        self._on_delta = isolated(callback, self.observer_errors)
 
     # -- held writers --------------------------------------------------------------------
     def release(self, uid: str) -> None:
@@ -258,6 +257,13 @@ class Controller:
         result.created = early is not None
         return result
 
+    def commit_landed(self, request: TurnRequest) -> bool:
+        """True if ``request``'s commit id landed in its session (:mod:`.landed`)."""
+        if not request.commit_id or request.uid is None:
+            return False
+        with self._writer(request.uid, request.wait) as writer:
+            return landed.find(writer, request) is not None
+
     def _exec_on(
         self,
         writer: HeldWriter,
@@ -268,6 +274,9 @@ class Controller:
     ) -> TurnResult:
         """The turn on ``writer``: a new execution, or the open one continued."""
         uid, inputs = writer.uid, request.inputs
+        run = landed.find(writer, request)
+        if run is not None:  # its commit id landed: answered by that turn (:mod:`.landed`)
+            return landed.answer(self, writer, run, (info, name))
         turn_model = request.model or info.meta.model or self.default_model
         if self._interrupted(writer):
             if inputs:
@@ -371,8 +380,9 @@ class Controller:
         events = first_commit(
             exec_id, name, descriptor, inputs, wrap(config, digest, recorded_model)
         )
-        # durable at once: the turn has begun, for its caller and for resume
-        journal.record(events, head if expected_last_seq is None else expected_last_seq)
+        # durable at once: the turn has begun, for its caller and for resume (its id with it)
+        at = head if expected_last_seq is None else expected_last_seq
+        journal.record(events, at, commit_id=request.store_commit_id)
         history = WriterHistory(writer, head)
         tools = self.workloads.offers(uid, digest)
         inputs_ = tuple(as_user(m) for m in inputs)
@@ -584,12 +594,3 @@ class Controller:
                     raise
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
-
-
-def _isolated(
-    callback: Callable[[Any], None] | None, errors: list[Exception]
-) -> Callable[[Any], None] | None:
-    """``callback`` behind an :class:`Observer` (once: an Observer is not wrapped again)."""
-    if callback is None or isinstance(callback, Observer):
-        return callback
-    return Observer(callback, errors)

@@ -48,6 +48,7 @@ class TurnResult:
     resumed: bool = False
     canceled: bool = False  # a cancel request stopped it (it ended END CANCELED)
     tool_calls: int = 0  # executor calls made (0 when every tool result was served)
+    duplicate: bool = False  # its commit id had landed: the landed turn (:mod:`.landed`)
 
 
 FAILS_THE_TURN = (HarnessError, InvalidArgumentError, StateConflictError, ToolServerError)

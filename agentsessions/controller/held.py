@@ -125,6 +125,10 @@ class HeldWriter:
         """Make the commits appended with ``sync=False`` durable."""
         self.inner.sync()
 
+    def landed(self, commit_id: str) -> CommitResult | None:
+        """The first result of ``commit_id`` if it landed (see Writer.landed)."""
+        return self.inner.landed(commit_id)
+
     @property
     def state(self) -> WorkingState:
         """The working state the inner writer holds."""

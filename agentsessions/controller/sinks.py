@@ -130,6 +130,15 @@ class Observer:
             self.errors.append(exc)
 
 
+def isolated(
+    callback: Callable[[Any], None] | None, errors: list[Exception]
+) -> Callable[[Any], None] | None:
+    """``callback`` behind an :class:`Observer` (once: an Observer is not wrapped again)."""
+    if callback is None or isinstance(callback, Observer):
+        return callback
+    return Observer(callback, errors)
+
+
 @dataclass
 class Live:
     """The live side of a sink: the journal to append to and the models to call."""

@@ -35,11 +35,18 @@ class WriterJournal:
         self._dirty = False  # a commit (with or without records) waits for a sync
 
     def record(
-        self, events: Sequence[Mapping[str, Any]], expected: int | None = None, *, sync: bool = True
+        self,
+        events: Sequence[Mapping[str, Any]],
+        expected: int | None = None,
+        *,
+        sync: bool = True,
+        commit_id: str | None = None,
     ) -> Record:
         head = self.writer.head[0] if expected is None else expected
         with telemetry.current().commit(self.writer.uid, len(events)) as span:
-            result = self.writer.append(events, expected_last_seq=head, sync=sync)
+            result = self.writer.append(
+                events, expected_last_seq=head, sync=sync, commit_id=commit_id
+            )
             span.set("agentsessions.seq", result.records[-1].seq)
         self._unsynced.extend(result.records)
         self._dirty = not sync

@@ -541,4 +541,5 @@ def _turn_request(request: session_pb2.ExecRequest, tools: WireWorkload | None) 
         expected_last_seq=(
             request.expected_last_seq if request.HasField("expected_last_seq") else None
         ),
+        commit_id=request.commit_id,
     )

@@ -269,7 +269,12 @@ class SessionPage:
 
 @dataclass(frozen=True)
 class Turn:
-    """What one exec or resume did: its execution, its seqs, its outputs, its model calls."""
+    """What one exec or resume did: its execution, its seqs, its outputs, its model calls.
+
+    ``duplicate``: the request's commit id had landed already, so this is that turn (its
+    execution, seqs and outputs; finished now if it had been cut off, else nothing written
+    and ``model_calls`` 0).
+    """
 
     uid: str
     execution_id: str
@@ -280,6 +285,7 @@ class Turn:
     created: bool = False
     resumed: bool = False
     canceled: bool = False
+    duplicate: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The ``exec --json`` object."""
@@ -293,6 +299,7 @@ class Turn:
             "created": self.created,
             "resumed": self.resumed,
             "canceled": self.canceled,
+            "duplicate": self.duplicate,
         }
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from agentsessions.errors import InvalidArgumentError
 from agentsessions.v1.ids import check_project, check_uid
-from agentsessions.v1.turn import DEFAULT_PROJECT, TurnRequest
+from agentsessions.v1.turn import DEFAULT_PROJECT, TurnRequest, check_commit_id
 
 from .wiring import HARNESSES
 
@@ -32,8 +32,9 @@ PROG = "agentsessions"
 def check_request(request: TurnRequest) -> None:
     """The checks of an exec that need no store (a front end may make them before it
     opens one): a well-formed uid, a new session's input and project, the flags that
-    only describe a new session, ``fresh_start`` only on an existing one."""
+    only describe a new session, ``fresh_start`` and ``commit_id`` only on an existing one."""
     check_wait(request.wait)
+    check_commit_id(request.commit_id)
     if request.uid is not None:
         check_uid(request.uid)
     creating = request.project != DEFAULT_PROJECT or bool(request.name or request.labels)
@@ -49,6 +50,20 @@ def check_request(request: TurnRequest) -> None:
                 "fresh_start applies to an existing session: a new one starts empty anyway",
                 param="fresh_start",
             )
+        if request.commit_id:  # its ids are the session's: a retry would make a second one
+            raise InvalidArgumentError(
+                "a commit id applies to a turn of an existing session: a retry of a turn "
+                "that creates one would create another",
+                hint="create the session first (create, or ensure by key), then exec with the id",
+                param="commit_id",
+            )
+    elif request.commit_id and request.fresh_start:  # a fresh start is recorded each time
+        raise InvalidArgumentError(
+            "a commit id cannot ride with fresh_start: the fresh start would be recorded again "
+            "on every retry",
+            hint="make the fresh start its own turn, without a commit id",
+            param="commit_id",
+        )
     elif creating:
         raise InvalidArgumentError(
             "a project, name or labels apply only when exec creates a session",

@@ -41,6 +41,7 @@ class Claim:
     request: TurnRequest
     lock: threading.Lock
     created: bool
+    landed: bool = False  # its commit id landed: the controller answers with that turn
 
     @property
     def uid(self) -> str:
@@ -106,6 +107,8 @@ class TurnRunner:
             uid = request.uid  # checked (check_request)
             lock = self.core.hold(uid, request.wait)  # the state read next is then current
             try:
+                if self._landed(request):  # nothing new: no head, approval or tools check
+                    return Claim(request, lock, False, landed=True)
                 self._check_existing(request, workload)
             except BaseException:
                 lock.release()
@@ -115,6 +118,12 @@ class TurnRunner:
         if request.uid is not None:
             return Claim(request, lock, False)
         return Claim(replace(request, uid=uid), lock, True)  # addressed to its new session
+
+    def _landed(self, request: TurnRequest) -> bool:
+        """True if ``request`` carries a commit id that landed in its session already."""
+        return bool(request.commit_id) and self.core.controller(request.uid or "").commit_landed(
+            request
+        )
 
     def _check_existing(self, request: TurnRequest, workload: Workload | None) -> None:
         """The checks of a turn of an existing session, made holding its lock."""
@@ -155,8 +164,8 @@ class TurnRunner:
     def _work(self, claim: Claim, controller: Controller) -> tuple[Turn | None, bool]:
         """The turn itself, on ``controller``: the turn and whether compute was woken."""
         request, uid = claim.request, claim.uid
-        if claim.created or request.fresh_start:  # a fresh start brings compute back itself
-            return turn_view(controller.turn(request), claim.created), False
+        if claim.created or request.fresh_start or claim.landed:  # a fresh start wakes
+            return turn_view(controller.turn(request), claim.created), False  # compute itself
         cas = request.expected_last_seq is not None
         before = controller.info(uid).last_seq if cas else 0
         woke = self._wake(controller, uid, request.wait)

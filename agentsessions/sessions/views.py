@@ -65,4 +65,5 @@ def turn_view(result: TurnResult, created: bool = False) -> Turn:
         created=created or result.created,
         resumed=result.resumed,
         canceled=result.canceled,
+        duplicate=result.duplicate,
     )

@@ -30,6 +30,11 @@ from .model import text_message
 DEFAULT_PROJECT = "default"
 """The project of a session whose creator named none."""
 
+TURN_COMMIT_PREFIX = "turn:"
+"""What a turn's commit id is prefixed with in the store (whose ids are at most 128 chars)."""
+MAX_TURN_COMMIT_ID_LEN = 128 - len(TURN_COMMIT_PREFIX)
+"""The longest commit id a turn may carry (a GitHub delivery id is 36)."""
+
 Input = str | Mapping[str, Any]
 """A turn input: a user text, or an ``agentsessions.v1`` Message dict (``role``, ``parts``)."""
 
@@ -47,6 +52,7 @@ class TurnOptions(TypedDict, total=False):
     fresh_start: bool
     tools: str | PathLike[str] | None
     expected_last_seq: int | None
+    commit_id: str | None
 
 
 _OPTIONS = TurnOptions.__optional_keys__
@@ -62,7 +68,11 @@ class TurnRequest:
     to wait for a busy session; ``fresh_start``: restart a memory harness whose memory is
     gone, empty; ``tools``: a workload TOML file recorded with the session;
     ``expected_last_seq``: compare-and-swap, the turn runs only if the session's head is
-    this seq (0 for a new session), else ConflictError and nothing is written.
+    this seq (0 for a new session), else ConflictError and nothing is written;
+    ``commit_id``: the turn's idempotency key ("" = none; 1-:data:`MAX_TURN_COMMIT_ID_LEN`
+    printable characters, an existing session only): a request carrying an id that landed
+    in the session already writes nothing and answers with that turn
+    (:mod:`agentsessions.controller.landed` has the rules and the window).
     """
 
     uid: str | None = None
@@ -77,6 +87,7 @@ class TurnRequest:
     fresh_start: bool = False
     tools: str | PathLike[str] = ""  # a path (the server's WireWorkload is one)
     expected_last_seq: int | None = None
+    commit_id: str = ""
 
     @classmethod
     def of(
@@ -107,7 +118,14 @@ class TurnRequest:
             fresh_start=options.get("fresh_start", False),
             tools=options.get("tools") or "",
             expected_last_seq=options.get("expected_last_seq"),
+            commit_id=options.get("commit_id") or "",
         )
+
+    @property
+    def store_commit_id(self) -> str | None:
+        """The commit id the turn's first commit carries in the store (None: the request
+        has none); prefixed so that a turn's id never meets a working-state commit's."""
+        return TURN_COMMIT_PREFIX + self.commit_id if self.commit_id else None
 
     def check_head(self, head_seq: int, head_hash: str = "") -> None:
         """ConflictError unless the session's head is the ``expected_last_seq`` asked for
@@ -129,6 +147,19 @@ class TurnRequest:
         if self.expected_last_seq is None or not by:
             return self
         return replace(self, expected_last_seq=self.expected_last_seq + by)
+
+
+def check_commit_id(commit_id: str) -> str:
+    """``commit_id`` if a turn may carry it ("" = none): 1-:data:`MAX_TURN_COMMIT_ID_LEN`
+    printable characters; else InvalidArgumentError, before anything is written."""
+    if commit_id and len(commit_id) <= MAX_TURN_COMMIT_ID_LEN and commit_id.isprintable():
+        return commit_id
+    if not commit_id:
+        return ""
+    raise InvalidArgumentError(
+        f"invalid commit id {commit_id[:40]!r}: 1-{MAX_TURN_COMMIT_ID_LEN} printable characters",
+        param="commit_id",
+    )
 
 
 def as_message(item: Input) -> dict[str, Any]:

@@ -64,6 +64,7 @@ def turn_to_proto(t: Turn) -> session_pb2.Turn:
         created=t.created,
         resumed=t.resumed,
         canceled=t.canceled,
+        duplicate=t.duplicate,
     )
 
 
@@ -79,6 +80,7 @@ def turn_from_proto(m: session_pb2.Turn) -> Turn:
         created=m.created,
         resumed=m.resumed,
         canceled=m.canceled,
+        duplicate=m.duplicate,
     )
 
 

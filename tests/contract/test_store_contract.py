@@ -262,6 +262,24 @@ def test_at_least_1024_commit_ids_are_remembered(store: Store) -> None:
         )
 
 
+def test_the_window_is_the_newest_1024_ids_and_landed_writes_nothing(store: Store) -> None:
+    uid = _new(store)
+    with store.writer(uid) as w:
+        first = w.append([_say("0")], commit_id="id-0")
+        w.append([_say("plain")])  # a commit without an id takes no room in the window
+        for i in range(1, COMMIT_IDS_REMEMBERED):
+            w.append([_say(str(i))], commit_id=f"id-{i}")
+    with store.writer(uid) as w:
+        head = w.head
+        found = w.landed("id-0")
+        assert found is not None and found.duplicate and found.last_hash == first.last_hash
+        assert w.landed("never") is None and w.head == head
+        w.append([_say("newer")], commit_id="id-new")  # the 1,025th id pushes id-0 out
+        assert w.landed("id-0") is None and w.landed("id-1") is not None
+    with store.writer(uid) as w:  # and a writer opened afresh agrees
+        assert w.landed("id-0") is None and w.landed("id-new") is not None
+
+
 def test_commit_over_the_limit_is_refused_whole(store: Store) -> None:
     uid = _new(store)
     big = "x" * (MAX_COMMIT // 4)

@@ -120,6 +120,12 @@ class ChainWriter(ABC):
             )  # fmt: skip
             return self._land(records, events, commit_id, new, use, sync)
 
+    def landed(self, commit_id: str) -> CommitResult | None:
+        """The first result of ``commit_id`` if it landed (see Writer.landed)."""
+        check_commit_id(commit_id)
+        with self._held:
+            return self._open_tail().duplicate(commit_id)
+
     def append_records(self, records: Sequence[Record]) -> CommitResult:
         """Append already-hashed records verbatim (import); each must link and verify."""
         with self._held:

@@ -7,7 +7,13 @@ The five duties (``spec/README.md`` decision 4), as the methods below keep them:
    :class:`~agentsessions.errors.ConflictError` carries the current head;
 2. idempotent commits: a commit may carry ``commit_id``; a retry with the same id returns the
    first :class:`CommitResult` (``duplicate=True``) and appends nothing; the latest
-   :data:`COMMIT_IDS_REMEMBERED` ids per session are remembered across restarts;
+   :data:`COMMIT_IDS_REMEMBERED` ids per session are remembered across restarts. The window
+   is a count, never a time: an id stays known however long ago it landed, until that many
+   newer commits *carrying an id* were made in its session (commits without one do not
+   count). Every store keeps it the same way: the ids travel with the records (a file
+   segment's COMMIT frame, a JetStream message's head) and in the tail a writer persists
+   (a sealed segment's carry, the TAIL hint, the JetStream checkpoint), so a writer opened
+   after a crash or on another host knows them all;
 3. numbers never reused: sequence numbers grow by one per event from 1 and are never reused
    (there is no operation that removes acknowledged entries);
 4. followers: :meth:`Store.follow` yields records from a cursor and then each new record as
@@ -46,6 +52,7 @@ if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey
 DEFAULT_MAX_COMMIT_BYTES = 4 * 1024 * 1024
 COMMIT_IDS_REMEMBERED = 1024
+"""Commit ids remembered per session (the newest; across restarts; no time limit)."""
 MAX_COMMIT_ID_LEN = 128
 
 
@@ -277,6 +284,12 @@ class Writer(Protocol):
 
     def sync(self) -> None:
         """Make every commit landed with ``sync=False`` durable (a no-op when none is)."""
+        ...
+
+    def landed(self, commit_id: str) -> CommitResult | None:
+        """The first result of ``commit_id`` if it landed in this journal and is still
+        remembered (:data:`COMMIT_IDS_REMEMBERED`), marked duplicate; None otherwise.
+        Nothing is written: a caller asks before it builds a commit it may not need."""
         ...
 
     @property

@@ -227,7 +227,7 @@ class DeleteSessionRequest(_message.Message):
     def __init__(self, uid: _Optional[str] = ...) -> None: ...
 
 class ExecRequest(_message.Message):
-    __slots__ = ("session", "inputs", "resume_from_seq", "harness", "config", "expected_last_seq", "deadline_unix", "model", "wait_ms", "project", "name", "labels", "fresh_start", "tools")
+    __slots__ = ("session", "inputs", "resume_from_seq", "harness", "config", "expected_last_seq", "deadline_unix", "model", "wait_ms", "project", "name", "labels", "fresh_start", "tools", "commit_id")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -249,6 +249,7 @@ class ExecRequest(_message.Message):
     LABELS_FIELD_NUMBER: _ClassVar[int]
     FRESH_START_FIELD_NUMBER: _ClassVar[int]
     TOOLS_FIELD_NUMBER: _ClassVar[int]
+    COMMIT_ID_FIELD_NUMBER: _ClassVar[int]
     session: str
     inputs: _containers.RepeatedCompositeFieldContainer[_common_pb2.Message]
     resume_from_seq: int
@@ -263,7 +264,8 @@ class ExecRequest(_message.Message):
     labels: _containers.ScalarMap[str, str]
     fresh_start: bool
     tools: str
-    def __init__(self, session: _Optional[str] = ..., inputs: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., resume_from_seq: _Optional[int] = ..., harness: _Optional[str] = ..., config: _Optional[bytes] = ..., expected_last_seq: _Optional[int] = ..., deadline_unix: _Optional[int] = ..., model: _Optional[str] = ..., wait_ms: _Optional[int] = ..., project: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., fresh_start: _Optional[bool] = ..., tools: _Optional[str] = ...) -> None: ...
+    commit_id: str
+    def __init__(self, session: _Optional[str] = ..., inputs: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., resume_from_seq: _Optional[int] = ..., harness: _Optional[str] = ..., config: _Optional[bytes] = ..., expected_last_seq: _Optional[int] = ..., deadline_unix: _Optional[int] = ..., model: _Optional[str] = ..., wait_ms: _Optional[int] = ..., project: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., fresh_start: _Optional[bool] = ..., tools: _Optional[str] = ..., commit_id: _Optional[str] = ...) -> None: ...
 
 class ReplayRequest(_message.Message):
     __slots__ = ("session", "from_seq", "to_seq")
@@ -391,7 +393,7 @@ class FrameInfo(_message.Message):
     def __init__(self, created: _Optional[bool] = ..., last: _Optional[bool] = ..., compute_resumed: _Optional[bool] = ..., turn: _Optional[_Union[Turn, _Mapping]] = ..., parked: _Optional[bool] = ...) -> None: ...
 
 class Turn(_message.Message):
-    __slots__ = ("uid", "execution_id", "first_seq", "last_seq", "outputs", "model_calls", "created", "resumed", "canceled")
+    __slots__ = ("uid", "execution_id", "first_seq", "last_seq", "outputs", "model_calls", "created", "resumed", "canceled", "duplicate")
     UID_FIELD_NUMBER: _ClassVar[int]
     EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
     FIRST_SEQ_FIELD_NUMBER: _ClassVar[int]
@@ -401,6 +403,7 @@ class Turn(_message.Message):
     CREATED_FIELD_NUMBER: _ClassVar[int]
     RESUMED_FIELD_NUMBER: _ClassVar[int]
     CANCELED_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
     uid: str
     execution_id: str
     first_seq: int
@@ -410,7 +413,8 @@ class Turn(_message.Message):
     created: bool
     resumed: bool
     canceled: bool
-    def __init__(self, uid: _Optional[str] = ..., execution_id: _Optional[str] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., outputs: _Optional[_Iterable[str]] = ..., model_calls: _Optional[int] = ..., created: _Optional[bool] = ..., resumed: _Optional[bool] = ..., canceled: _Optional[bool] = ...) -> None: ...
+    duplicate: bool
+    def __init__(self, uid: _Optional[str] = ..., execution_id: _Optional[str] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., outputs: _Optional[_Iterable[str]] = ..., model_calls: _Optional[int] = ..., created: _Optional[bool] = ..., resumed: _Optional[bool] = ..., canceled: _Optional[bool] = ..., duplicate: _Optional[bool] = ...) -> None: ...
 
 class Delta(_message.Message):
     __slots__ = ("execution_id", "part_index", "chunk", "done")
