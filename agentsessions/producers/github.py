@@ -77,10 +77,11 @@ def _field(payload: Mapping[str, Any], path: str, kind: type, event: str) -> Any
     return value
 
 
-def _author(user: Mapping[str, Any], event: str, path: str) -> Author:
-    login = _field(user, "login", str, f"{event} {path}")
+def _author(payload: Mapping[str, Any], path: str, event: str) -> Author:
+    """The account at ``path`` of ``payload`` (``sender``, ``comment.user``)."""
+    user = _field(payload, path, dict, event)
     return Author(
-        login=login,
+        login=_field(payload, f"{path}.login", str, event),
         issuer=ISSUER,
         user_id=str(user.get("id", "")),
         bot=user.get("type") == "Bot",
@@ -111,7 +112,7 @@ def parse(
     if kind is None:
         return Skip(f"{event} {action} is not a turn")
     thread = _thread(payload, event)
-    actor = _author(_field(payload, "sender", dict, event), event, "sender")
+    actor = _author(payload, "sender", event)
     if actor.bot or actor.login.lower() in {b.lower() for b in bots}:
         return Skip(f"{event} {action} by the bot {actor.login}")
     text, details = (_comment if event == "issue_comment" else _issue)(payload, thread, kind)
@@ -158,7 +159,7 @@ def _comment(payload: Mapping[str, Any], thread: Thread, kind: Kind) -> tuple[st
     """What the model reads of an ``issue_comment`` event, and its details."""
     sender = payload["sender"]["login"]
     comment_id = _field(payload, "comment.id", int, "issue_comment")
-    author = _author(_field(payload, "comment.user", dict, "issue_comment"), "", "comment.user")
+    author = _author(payload, "comment.user", "issue_comment")
     body = _field(payload, "comment.body", str, "issue_comment")
     details: dict[str, Any] = {
         "comment_id": str(comment_id),  # a string: ids may outgrow a JSON number

@@ -200,17 +200,41 @@ class Producer:
             model=self.settings.model or None,
             config=self.settings.config,
             wait=self.settings.wait,
+            commit_id=delivery.delivery_id,  # a redelivery is answered by the journal
         )
-        ack = _until_input(frames, session.uid, delivery.delivery_id)
+        ack, turn = self._until_input(frames, session.uid, delivery.delivery_id)
         job.accept(ack)
-        self.log(
-            f"delivery {delivery.delivery_id}: {delivery.kind} by {delivery.author.login} on "
-            f"{delivery.thread.subject} recorded in {ack.uid} at seq {ack.seq}"
-        )
-        turn = self._finish(frames, session.uid)
+        if ack.duplicate:
+            self.log(f"delivery {delivery.delivery_id}: a redelivery, recorded already")
+            if turn is None or not turn.resumed:  # its answer went out with the first one
+                return
+        else:
+            self.log(
+                f"delivery {delivery.delivery_id}: {delivery.kind} by {delivery.author.login} "
+                f"on {delivery.thread.subject} recorded in {ack.uid} at seq {ack.seq}"
+            )
+            turn = self._finish(frames, session.uid)
         quiet = delivery.kind != "message" and self.settings.on_edit == "quiet"
         if turn is not None and not quiet:
             self._reply(delivery.thread, turn)
+
+    def _until_input(
+        self, frames: Iterator[Frame], uid: str, delivery_id: str
+    ) -> tuple[Ack, Turn | None]:
+        """Read ``frames`` up to the durable INPUT record: its ack. A redelivery writes no
+        INPUT (its turn landed already): its ack names that turn's, and the turn is
+        returned too (the stream has ended; ``resumed`` if it was cut off and finished now)."""
+        turn = None
+        for frame in frames:
+            if isinstance(frame, RecordFrame) and _kind(frame.record.event) == "EVENT_INPUT":
+                return Ack(delivery_id, uid, frame.record.seq), None
+            if isinstance(frame, SessionFrame) and frame.last:
+                turn = frame.turn
+        if turn is None or not turn.duplicate:
+            raise UnavailableError(f"the turn of {uid} recorded no input; nothing to acknowledge")
+        inputs = self.sessions.read(uid, from_seq=turn.first_seq, to_seq=turn.last_seq)
+        seq = next((r.seq for r in inputs if _kind(r.event) == "EVENT_INPUT"), turn.first_seq)
+        return Ack(delivery_id, uid, seq, duplicate=True), turn
 
     def _session(self, thread: Thread) -> Session:
         session, _ = self.sessions.ensure(
@@ -254,14 +278,6 @@ class Producer:
             self.sink.send(Reply(thread, turn.uid, turn.execution_id, text))
         except AgentSessionsError as exc:
             self.log(f"{thread.subject}: {exc.message}")
-
-
-def _until_input(frames: Iterator[Frame], uid: str, delivery_id: str) -> Ack:
-    """Read ``frames`` up to the durable INPUT record; its ack."""
-    for frame in frames:
-        if isinstance(frame, RecordFrame) and _kind(frame.record.event) == "EVENT_INPUT":
-            return Ack(delivery_id, uid, frame.record.seq)
-    raise UnavailableError(f"the turn of {uid} recorded no input; nothing to acknowledge")
 
 
 def _kind(event: Mapping[str, Any]) -> str:

@@ -106,10 +106,12 @@ class Ack:
     delivery_id: str
     uid: str
     seq: int
+    duplicate: bool = False  # a redelivery: recorded by the first delivery, nothing now
 
     def to_json(self) -> dict[str, Any]:
         """The ack as the receiver's answer."""
-        return {"delivery": self.delivery_id, "session": self.uid, "seq": self.seq}
+        out = {"delivery": self.delivery_id, "session": self.uid, "seq": self.seq}
+        return {**out, "duplicate": self.duplicate}
 
 
 @dataclass(frozen=True)

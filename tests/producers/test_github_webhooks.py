@@ -107,7 +107,9 @@ def test_a_deletion_is_an_input_saying_who_deleted_what() -> None:
 
 
 def test_a_bot_account_and_the_configured_bot_login_are_never_turns() -> None:
-    assert isinstance(github.parse("issue_comment", "d", recorded("issue_comment.created.bot")), Skip)
+    assert isinstance(
+        github.parse("issue_comment", "d", recorded("issue_comment.created.bot")), Skip
+    )
     mine = github.parse("issue_comment", "d", recorded("issue_comment.created"), bots=("HuBot",))
     assert mine == Skip("issue_comment created by the bot hubot")
 

@@ -290,3 +290,31 @@ def test_the_receiver_speaks_plain_http_and_a_unix_socket(
         assert sent.status == 202
     assert not sock.exists()
     rig.stop()
+
+
+def test_a_redelivered_webhook_lands_once_and_is_answered_once(
+    rig_of: Any, github_api: ReplyServer
+) -> None:
+    rig = rig_of(PostSink(github_api.url))
+    payload = recorded("issue_comment.created")
+    first = rig.send("issue_comment", payload, delivery_id="72d3162e-cc78-11e3-81ab-4c9367dc0958")
+    github_api.wait_for(1)
+    again = rig.send("issue_comment", payload, delivery_id="72d3162e-cc78-11e3-81ab-4c9367dc0958")
+    assert first.status == again.status == 202
+    assert not first.body["duplicate"] and again.body["duplicate"]
+    assert again.body["seq"] == first.body["seq"] and again.body["session"] == first.body["session"]
+    # GitHub redelivers with the same id and body, and so does someone replaying it at once
+    storm = [
+        threading.Thread(
+            target=rig.send, args=("issue_comment", payload), kwargs={"delivery_id": "x"}
+        )
+        for _ in range(4)
+    ]
+    for t in storm:
+        t.start()
+    for t in storm:
+        t.join()
+    rig.stop()
+    assert len(rig.events(first.body["session"], "EVENT_INPUT")) == 2  # the first, and "x"
+    assert len(github_api.posts) == 2  # one answer each
+    assert sum("a redelivery" in line for line in rig.lines) == 4  # 1 + the storm's 3
