@@ -11,7 +11,7 @@ docstring states its place by this map, not another)::
     models  tools  runtimes                 what a turn calls: models, tool executors, compute
     sessions                                the Sessions API, the one way in for front ends
     wire                                    the gRPC wire (runtimes dial harnesses through it)
-    cli  server  client  integrations       the front ends (cli may import server and client)
+    cli  server  client  integrations  producers    the front ends (cli may import the others)
 
 ``harnesses/`` (outside the package) speak ``v1`` and are found by name; the package never
 imports them.

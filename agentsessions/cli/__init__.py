@@ -21,14 +21,14 @@ from agentsessions.cli.helpview import reflow_help
 from agentsessions.cli import create, list, get, log, verify, export, import_, demo, approve
 from agentsessions.cli import cancel, compact, follow, reindex, resolve, serve, shred, store
 from agentsessions.cli import exec, replay, resume, suspend, fork, view
-from agentsessions.cli import compute, harness, keys, token  # groups: after the commands
+from agentsessions.cli import compute, harness, keys, token, produce  # groups: after commands
 # isort: on
 
 COMMAND_MODULES = (
     *(create, list, get, log, verify, export, import_, demo, approve, cancel, compact),
     *(follow, reindex, resolve, serve, shred, store, exec, replay, resume, suspend, fork),
     view,
-    *(compute, harness, keys, token),
+    *(compute, harness, keys, token, produce),
 )
 """The modules that register a command or group, in the order ``--help`` lists them."""
 

@@ -77,20 +77,34 @@ def create(
             "register is PERMISSION_DENIED.",
         ),
     ] = False,
+    name_authors: Annotated[
+        bool,
+        typer.Option(
+            "--name-authors",
+            help="Let the token name who wrote each input and who made a session (a "
+            "producer relaying others' words, such as a webhook): their identities are "
+            "recorded. Without it the token's own identity is recorded instead.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Create a token and print it once; only its hash is kept.
 
     stdout carries the token alone (with --json: an object with "token", "id", "name",
-    "projects", "admin", "created_ns", "expires_ns"). It cannot be shown again: keep it
-    now, or revoke it and create another. Every token sees, registers and retires only
-    its projects' harnesses; --admin adds the right to register one at a remote address.
+    "projects", "admin", "name_authors", "created_ns", "expires_ns"). It cannot be shown
+    again: keep it now, or revoke it and create another. Every token sees, registers and
+    retires only its projects' harnesses; --admin adds the right to register one at a
+    remote address. A token's inputs and the sessions it makes are recorded as its own
+    identity (principal NAME, issuer agentsessions-token, subject ID) unless
+    --name-authors lets it name their authors.
     """
     from agentsessions.sessions.tokens import parse_duration
 
     state = command_state(ctx, as_json)
     seconds = parse_duration(expires) if expires else None
-    text, info = _store(state).create(projects=project, name=name, expires_in=seconds, admin=admin)
+    text, info = _store(state).create(
+        projects=project, name=name, expires_in=seconds, admin=admin, name_authors=name_authors
+    )
     if state.json:
         from agentsessions.cli.render import write_json
 
@@ -98,7 +112,10 @@ def create(
     else:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
-        where = ", ".join(info.projects) + (" (admin)" if info.admin else "")
+        flags = [
+            flag for flag, on in (("admin", info.admin), ("names authors", info.name_authors)) if on
+        ]
+        where = ", ".join(info.projects) + (f" ({', '.join(flags)})" if flags else "")
         sys.stderr.write(
             f"created token {info.id} ({info.principal}) for {where}; it is shown only once\n"
         )

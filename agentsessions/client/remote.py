@@ -24,7 +24,7 @@ from typing import Any, TypeVar, Unpack
 
 import grpc
 
-from agentsessions.client.bykey import ByKey
+from agentsessions.client.bykey import ByKey, provenance, template
 from agentsessions.client.workloads import tools_text
 from agentsessions.errors import (
     AgentSessionsError,
@@ -204,13 +204,14 @@ class RemoteSessions(ByKey):
         labels: Mapping[str, str] | None = None,
         annotations: Mapping[str, str] | None = None,
         tools: str | PathLike[str] | None = None,
+        origin: Mapping[str, Any] | None = None,
+        identity: Mapping[str, str] | None = None,
     ) -> Session:
         """Create an empty session (CreateSession)."""
-        msg = session_pb2.Session(
-            harness=harness, model=model, labels=dict(labels or {}),
-            annotations=dict(annotations or {}),
+        msg = template(
+            project=project, name=name, harness=harness, model=model, labels=labels,
+            annotations=annotations, origin=origin, identity=identity,
         )  # fmt: skip
-        msg.metadata.project, msg.metadata.name = project, name
         request = session_pb2.CreateSessionRequest(session=msg, tools=tools_text(tools))
         return convert.session_from_proto(self._call(self._stub.CreateSession, request))
 
@@ -264,6 +265,7 @@ class RemoteSessions(ByKey):
         )
         if turn.expected_last_seq is not None:
             request.expected_last_seq = turn.expected_last_seq
+        provenance(request, turn)
         return self._turn(self._stub.Exec, request)
 
     def run(

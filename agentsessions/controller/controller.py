@@ -32,7 +32,7 @@ import contextlib
 import functools
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 
 from agentsessions.errors import (
@@ -312,8 +312,9 @@ class Controller:
         store's create is made under (the engine's, over the shared catalog)."""
         name = request.harness or meta.harness or DEFAULT_HARNESS
         self.check_exec(
-            request.inputs, harness=name, config=request.config, tools=tools, project=meta.project
-        )
+            request.inputs, harness=name, config=request.config, tools=tools,
+            project=meta.project, actors=request.actors,
+        )  # fmt: skip
         early = self._instance(SessionInfo(meta), name)
         try:
             with guard or contextlib.nullcontext():
@@ -333,6 +334,7 @@ class Controller:
         config: bytes = b"",
         tools: bool = False,
         project: str = "",
+        actors: Sequence[Mapping[str, str]] = (),
     ) -> None:
         """Refuse, before anything is written or created, a turn whose first commit the store
         would refuse: an unknown harness (for a session of ``project``), inputs that are not
@@ -348,7 +350,7 @@ class Controller:
         name = harness or DEFAULT_HARNESS
         descriptor = self._describe(name, project)[1]
         recorded = wrap(config, "0" * 64) if tools else config
-        events = first_commit("0" * 16, name, descriptor, inputs, recorded)
+        events = first_commit("0" * 16, name, descriptor, inputs, recorded, actors)
         limit = self.store.max_commit_bytes
         try:
             Tail().seal_events("(new)", events, fence=0, max_bytes=limit)
@@ -381,8 +383,9 @@ class Controller:
         head = writer.head[0]
         digest = self.workloads.current(uid)  # the workload this turn runs with, for good
         events = first_commit(
-            exec_id, name, descriptor, inputs, wrap(config, digest, recorded_model)
-        )
+            exec_id, name, descriptor, inputs, wrap(config, digest, recorded_model),
+            request.actors,
+        )  # fmt: skip
         at = head if expected_last_seq is None else expected_last_seq
         journal.begin(events, at, request.store_commit_id)  # synced at once in step mode
         history = WriterHistory(writer, head)

@@ -192,8 +192,12 @@ def first_commit(
     descriptor: HarnessDescriptor,
     inputs: Sequence[Message],
     config: bytes,
+    actors: Sequence[Mapping[str, str]] = (),
 ) -> list[model.Event]:
-    """A turn's first commit (the CAS point): EXECUTION_START and one INPUT per message."""
+    """A turn's first commit (the CAS point): EXECUTION_START and one INPUT per message,
+    each with its author as the event's ``actor`` (``actors``: one per input, ``{}`` for
+    none, or empty when no input has one; an INPUT without one has no ``actor`` field, so
+    its bytes and hash are what they were before authors existed)."""
     start_event = model.execution_start(
         input_count=len(inputs),
         config=config,
@@ -201,8 +205,10 @@ def first_commit(
         harness_version=descriptor.version,
         execution_id=exec_id,
     )
+    authors = actors or ({},) * len(inputs)
     return [start_event] + [
-        model.input_event(cast(model.Message, as_user(m)), execution_id=exec_id) for m in inputs
+        model.input_event(cast(model.Message, as_user(m)), execution_id=exec_id, actor=who)
+        for m, who in zip(inputs, authors, strict=True)
     ]
 
 

@@ -251,6 +251,21 @@ class ScopedSessions:
         """The actor to record: the token's identity (a client's claim is ignored)."""
         return actor if self.principal.projects is None else self.principal.name
 
+    def _identity(self, identity: Mapping[str, str] | None) -> Mapping[str, str] | None:
+        """A new session's creator to record: the token's identity for a token holder that
+        may not name authors (a client's claim is ignored, as for the actor), else the
+        caller's."""
+        if self.principal.projects is None or self.principal.names_authors:
+            return identity
+        return self.principal.identity
+
+    def _actors(self, request: TurnRequest) -> tuple[Mapping[str, str], ...]:
+        """The authors to record on a turn's inputs: for a token holder that may not name
+        authors, the token's identity on every input (whatever the client sent)."""
+        if self.principal.projects is None or self.principal.names_authors:
+            return request.actors
+        return (self.principal.identity,) * len(request.inputs)
+
     def _tools(self, tools: str | PathLike[str] | None) -> str | PathLike[str] | None:
         return caller_tools(self.principal, self._scope.offered, tools)
 
@@ -288,6 +303,8 @@ class ScopedSessions:
         labels: Mapping[str, str] | None = None,
         annotations: Mapping[str, str] | None = None,
         tools: str | PathLike[str] | None = None,
+        origin: Mapping[str, Any] | None = None,
+        identity: Mapping[str, str] | None = None,
     ) -> Session:
         """Create in one of the principal's projects."""
         return self._seen(
@@ -299,13 +316,17 @@ class ScopedSessions:
                 labels=labels,
                 annotations=annotations,
                 tools=self._tools(tools),
+                origin=origin,
+                identity=self._identity(identity),
             )
         )
 
     def ensure(
         self,
-        key: str,
+        key: str | None = None,
         *,
+        origin: Mapping[str, Any] | None = None,
+        identity: Mapping[str, str] | None = None,
         project: str = DEFAULT_PROJECT,
         name: str = "",
         harness: str = "",
@@ -318,6 +339,8 @@ class ScopedSessions:
         so another project's session of the same key is never reached)."""
         session, created = self._engine.ensure(
             key,
+            origin=origin,
+            identity=self._identity(identity),
             project=self._project(project),
             name=name,
             harness=harness,
@@ -328,9 +351,15 @@ class ScopedSessions:
         )
         return self._seen(session), created
 
-    def find(self, key: str, *, project: str = DEFAULT_PROJECT) -> Session | None:
-        """Find by key in one of the principal's projects."""
-        found = self._engine.find(key, project=self._project(project))
+    def find(
+        self,
+        key: str | None = None,
+        *,
+        origin: Mapping[str, Any] | None = None,
+        project: str = DEFAULT_PROJECT,
+    ) -> Session | None:
+        """Find by key (or origin) in one of the principal's projects."""
+        found = self._engine.find(key, origin=origin, project=self._project(project))
         return self._seen(found) if found is not None else None
 
     def claim(self, key: str, uid: str, *, project: str = DEFAULT_PROJECT) -> str:
@@ -378,7 +407,10 @@ class ScopedSessions:
             uid = self._check(uid)
         model = self._model(request.model or None) or ""
         tools = self._tools(request.tools or None) or ""
-        return replace(request, uid=uid, project=project, model=model, tools=tools)
+        return replace(
+            request, uid=uid, project=project, model=model, tools=tools,
+            identity=self._identity(request.identity), actors=self._actors(request),
+        )  # fmt: skip
 
     def exec(
         self,

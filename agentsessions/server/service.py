@@ -37,6 +37,7 @@ from agentsessions.server import deadline
 from agentsessions.server.toolpolicy import WireWorkload
 from agentsessions.server.toolpolicy import workload_file as _workload_file
 from agentsessions.sessions.api import Frame, RecordFrame, SessionFrame, Sessions
+from agentsessions.v1.provenance import check_identity, check_origin
 from agentsessions.v1.turn import DEFAULT_PROJECT, TurnRequest
 from agentsessions.wire import convert, frames, status
 from agentsessions.wire.gen import common_pb2, session_pb2, session_pb2_grpc
@@ -123,6 +124,8 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
                 labels=dict(s.labels),
                 annotations=dict(s.annotations),
                 tools=tools,
+                origin=_field(s, "origin", "Origin"),
+                identity=_field(s, "identity", "IdentityRef"),
             )
         return convert.session_to_proto(created)
 
@@ -135,7 +138,9 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
         s = _new_session(request.session, "EnsureSession")
         with _workload_file(request.tools) as tools:
             session, created = self.sessions(context).ensure(
-                request.key,
+                request.key or None,
+                origin=_field(s, "origin", "Origin"),
+                identity=_field(s, "identity", "IdentityRef"),
                 project=s.metadata.project or DEFAULT_PROJECT,
                 name=s.metadata.name,
                 harness=s.harness,
@@ -152,9 +157,14 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
     def FindSession(
         self, request: session_pb2.FindSessionRequest, context: grpc.ServicerContext
     ) -> session_pb2.FindSessionResponse:
-        """The live session ``key`` names in the project; no session when none does."""
+        """The live session ``key`` (or ``origin``) names in the project; no session when
+        none does."""
         engine = self.sessions(context)
-        found = engine.find(request.key, project=request.project or DEFAULT_PROJECT)
+        found = engine.find(
+            request.key or None,
+            origin=_field(request, "origin", "Origin"),
+            project=request.project or DEFAULT_PROJECT,
+        )
         if found is None:
             return session_pb2.FindSessionResponse()
         return session_pb2.FindSessionResponse(session=convert.session_to_proto(found))
@@ -513,15 +523,25 @@ def add_to_server(
 
 def _new_session(s: session_pb2.Session, rpc: str) -> session_pb2.Session:
     """``s``, the template of a session to create: INVALID_ARGUMENT when it sets what the
-    server assigns (the uid) or what a create may not set (identity, origin, compute)."""
+    server assigns (the uid) or what a create may not set (compute)."""
     if s.metadata.uid:
         raise InvalidArgumentError(
             "session.metadata.uid is assigned by the server", hint="leave it empty"
         )
-    for name in ("identity", "origin", "compute"):
-        if s.HasField(name):
-            raise InvalidArgumentError(f"session.{name} cannot be set by {rpc}")
+    if s.HasField("compute"):
+        raise InvalidArgumentError(f"session.compute cannot be set by {rpc}")
     return s
+
+
+def _field(msg: Any, name: str, message: str) -> dict[str, Any] | None:
+    """Message field ``name`` of ``msg`` (a ``message``) as proto3 JSON, None when unset."""
+    return convert.from_proto(getattr(msg, name), message, name) if msg.HasField(name) else None
+
+
+def _actors(request: session_pb2.ExecRequest) -> tuple[dict[str, Any], ...]:
+    """The authors of an ExecRequest's inputs (``{}`` for none; empty when none has one)."""
+    actors = tuple(convert.from_proto(a, "IdentityRef", "actor") for a in request.input_actors)
+    return actors if any(actors) else ()
 
 
 def _turn_request(request: session_pb2.ExecRequest, tools: WireWorkload | None) -> TurnRequest:
@@ -543,4 +563,7 @@ def _turn_request(request: session_pb2.ExecRequest, tools: WireWorkload | None) 
         ),
         commit_id=request.commit_id,
         durability=request.durability,
+        actors=_actors(request),
+        origin=check_origin(origin) if (origin := _field(request, "origin", "Origin")) else None,
+        identity=check_identity(_field(request, "identity", "IdentityRef")),
     )

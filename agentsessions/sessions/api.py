@@ -29,6 +29,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Protocol, Unpack
 
+from agentsessions.v1.model import IdentityRef, Origin
+from agentsessions.v1.provenance import Authored
 from agentsessions.v1.results import (
     ApprovalRef,
     ReplayReport,
@@ -42,11 +44,14 @@ from agentsessions.v1.turn import TurnOptions, TurnRequest
 __all__ = [
     "Approval",
     "ApprovalRef",
+    "Authored",
     "DeltaFrame",
     "Frame",
+    "IdentityRef",
     "Input",
     "LogRecord",
     "Memory",
+    "Origin",
     "RecordFrame",
     "ReplayReport",
     "Resolution",
@@ -361,15 +366,22 @@ class Sessions(Protocol):
         labels: Mapping[str, str] | None = None,
         annotations: Mapping[str, str] | None = None,
         tools: str | PathLike[str] | None = None,
+        origin: Mapping[str, Any] | None = None,
+        identity: Mapping[str, str] | None = None,
     ) -> Session:
         """Create an empty session (metadata only, no event); ``tools`` names a workload
-        TOML file (validated first) recorded with the session for its turns."""
+        TOML file (validated first) recorded with the session for its turns. ``origin``
+        (an :class:`Origin`) ties it to something outside whose ``source`` and ``subject``
+        then name it (:meth:`find`; SessionExistsError if they name a live session);
+        ``identity`` (an :class:`IdentityRef`) is who made it. Neither ever changes."""
         ...
 
     def ensure(
         self,
-        key: str,
+        key: str | None = None,
         *,
+        origin: Mapping[str, Any] | None = None,
+        identity: Mapping[str, str] | None = None,
         project: str = "default",
         name: str = "",
         harness: str = "",
@@ -384,12 +396,16 @@ class Sessions(Protocol):
         one new key gets one session, and exactly one of them ``created``; a caller killed
         midway leaves nothing the next call does not complete. The store keeps only the
         key's SHA-256 (with the project); the created session's annotation
-        ``agentsessions.claim`` names it, and :meth:`delete` releases the key."""
+        ``agentsessions.claim`` names it, and :meth:`delete` releases the key. An
+        ``origin`` may name the session instead (its source and subject, apart from keys)."""
         ...
 
-    def find(self, key: str, *, project: str = "default") -> Session | None:
-        """The live session ``key`` names in ``project`` (by :meth:`ensure` or
-        :meth:`claim`), or None: one indexed lookup, never a listing."""
+    def find(
+        self, key: str | None = None, *, origin: Mapping[str, Any] | None = None,
+        project: str = "default",
+    ) -> Session | None:  # fmt: skip
+        """The live session ``key`` (or ``origin``'s ``source`` and ``subject``: one of
+        them) names in ``project``, or None: one indexed lookup, never a listing."""
         ...
 
     def claim(self, key: str, uid: str, *, project: str = "default") -> str:
@@ -428,8 +444,10 @@ class Sessions(Protocol):
         ``expected_last_seq``: the turn runs only if the session's head is that seq (0: a
         new session), else ConflictError (exit 4, ABORTED) and nothing is written.
 
-        Without ``uid`` a session is created (``project``, ``name``, ``labels`` describe
-        it). A request that cannot run is refused before anything is written. A failed
+        Without ``uid`` a session is created (as ``project``, ``name``, ``labels``,
+        ``identity`` say), or the one an ``origin`` names (made if none, as :meth:`ensure`).
+        An :class:`Authored` input's INPUT records its author as ``actor``. A request
+        that cannot run is refused before anything is written. A failed
         turn yields its frames up to the ERROR record, then raises (HarnessError, exit 14).
         A record is yielded once it is durable. Streamed text comes as DeltaFrames, in
         order and between the records it came between; text streamed while the consumer

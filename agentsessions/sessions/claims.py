@@ -16,6 +16,12 @@ SessionExistsError to the loser, which then returns the winner's). A claim bound
 deleted session (a delete cut before its release) is released and claimed anew. So every
 caller of ``ensure`` of one key gets the same uid, and exactly one of them ``created``.
 
+An origin (:mod:`agentsessions.v1.provenance`) is a key too: its ``source`` and
+``subject`` as a JSON array, claimed in a key space of its own (``ClaimKey.of(...,
+space="origin")``), so no key of a caller's names an origin's session. ``create`` with an
+origin claims it as ``ensure`` does, and refuses (SessionExistsError) when it names a live
+session already: an origin names one session.
+
 A session ``ensure`` creates carries its key's digest in the annotation
 :data:`CLAIM_ANNOTATION`, so deleting it releases the key at once; a session bound by
 :func:`claim` (made otherwise, e.g. by a fork) has its key released lazily: the next
@@ -26,10 +32,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from os import PathLike
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentsessions.errors import (
     InvalidArgumentError,
@@ -38,7 +44,7 @@ from agentsessions.errors import (
     SessionExistsError,
 )
 from agentsessions.journal.stores.capabilities import KEY_CLAIMS
-from agentsessions.journal.stores.claims import ClaimKey
+from agentsessions.journal.stores.claims import ClaimKey, KeyClaims
 from agentsessions.journal.stores.store import (
     SessionInfo,
     SessionMeta,
@@ -47,6 +53,14 @@ from agentsessions.journal.stores.store import (
     new_uid,
 )
 from agentsessions.v1.ids import check_project, check_uid
+from agentsessions.v1.model import Origin
+from agentsessions.v1.provenance import (
+    ORIGIN_SPACE,
+    check_identity,
+    describe,
+    named_by,
+    origin_key,
+)
 
 from . import checks
 from .api import Session
@@ -82,9 +96,12 @@ def prepare(
     labels: Mapping[str, str] | None,
     annotations: Mapping[str, str] | None,
     tools: str | PathLike[str] | None,
+    origin: Origin | None = None,
+    identity: Mapping[str, str] | None = None,
 ) -> tuple[SessionMeta, Workload | None]:
     """A new session's metadata (a fresh uid) and workload, every option checked first: an
-    unknown model provider, a model for a harness calling none, a bad workload file."""
+    unknown model provider, a model for a harness calling none, a bad workload file, a
+    malformed identity (``origin`` is checked already: :func:`claim_key`)."""
     self.core.model_checks.check(model)  # an unknown provider: refused before the session
     checks.check_model_of(harness, model, project)
     workload = checks.workload(tools)
@@ -96,6 +113,8 @@ def prepare(
         model=model,
         labels=dict(labels or {}),
         annotations=dict(annotations or {}),
+        origin=origin,
+        identity=check_identity(identity),
         create_time_ns=time.time_ns(),
     )
     return meta, workload
@@ -120,20 +139,39 @@ def create(
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
     tools: str | PathLike[str] | None = None,
+    origin: Mapping[str, Any] | None = None,
+    identity: Mapping[str, str] | None = None,
 ) -> Session:
     """Create an empty session; an unknown model provider or a bad workload is refused
-    first; ``tools`` (a workload file) is recorded with the session."""
+    first; ``tools`` (a workload file) is recorded with the session. With an ``origin``
+    the session is the one it names (claimed as :func:`ensure` claims), SessionExistsError
+    if it names a live session already."""
+    if origin is not None:
+        made, created = ensure(
+            self, origin=origin, identity=identity, project=project, name=name,
+            harness=harness, model=model, labels=labels, annotations=annotations, tools=tools,
+        )  # fmt: skip
+        if not created:
+            raise SessionExistsError(
+                f"origin {describe(origin)} names session {made.uid} already; nothing was created",
+                hint="find it by its origin, or run a turn on it by its origin (exec with "
+                "an origin and no session)",
+                session=made.uid,
+            )
+        return made
     meta, workload = prepare(
         self, project=project, name=name, harness=harness, model=model, labels=labels,
-        annotations=annotations, tools=tools,
+        annotations=annotations, tools=tools, identity=identity,
     )  # fmt: skip
     return store_new(self, meta, workload)
 
 
 def ensure(
     self: Engine,
-    key: str,
+    key: str | None = None,
     *,
+    origin: Mapping[str, Any] | None = None,
+    identity: Mapping[str, str] | None = None,
     project: str = "default",
     name: str = "",
     harness: str = "",
@@ -142,38 +180,68 @@ def ensure(
     annotations: Mapping[str, str] | None = None,
     tools: str | PathLike[str] | None = None,
 ) -> tuple[Session, bool]:
-    """The live session ``key`` names in ``project``, created (with these options, as
-    :func:`create`) if there is none: ``(session, created)``. Atomic across processes and
-    hosts; see the module docstring."""
-    ck = ClaimKey.of(project, key)
+    """The live session ``key`` (or ``origin``: one of them) names in ``project``, created
+    (with these options, as :func:`create`) if there is none: ``(session, created)``.
+    Atomic across processes and hosts; see the module docstring."""
+    ck, checked = claim_key(key, origin, project)
     claims = KEY_CLAIMS.need(self.store, "a session by key", hint=_HINT)
     meta, workload = prepare(
         self, project=project, name=name, harness=harness, model=model, labels=labels,
         annotations={**(annotations or {}), CLAIM_ANNOTATION: ck.digest}, tools=tools,
+        origin=checked, identity=identity,
     )  # fmt: skip
+    return settle(self.store, claims, ck, meta, lambda made: store_new(self, made, workload))
+
+
+def settle(
+    store: Store,
+    claims: KeyClaims,
+    ck: ClaimKey,
+    meta: SessionMeta,
+    make: Callable[[SessionMeta], Session],
+) -> tuple[Session, bool]:
+    """The live session ``ck`` names, made by ``make`` (a create of the metadata it is
+    given, SessionExistsError when its uid has a session) from ``meta`` if there is none:
+    ``(session, created)``. The claim is durable before anything is made (module)."""
     for _ in range(_TRIES):
         bound = claims.lookup(ck)
-        info = _existing(self.store, bound)
+        info = _existing(store, bound)
         if info is None:  # unbound, or claimed by a process that has not created it yet
             bound = claims.claim(ck, bound or meta.uid)  # durable before anything is made
-            info = _existing(self.store, bound)
+            info = _existing(store, bound)
         if info is None:
             try:
-                return store_new(self, replace(meta, uid=bound), workload), True
+                return make(replace(meta, uid=bound)), True
             except SessionExistsError:  # another process completed the claim first
-                info = self.store.get(bound)
+                info = store.get(bound)
         if not info.deleted:
             return view(info), False
         claims.release(ck, bound)  # its delete was cut before it released the key
         meta = replace(meta, uid=new_uid())
-    raise LockHeldError(f"the key's session in project {project!r} kept being deleted")
+    raise LockHeldError(f"the key's session in project {meta.project!r} kept being deleted")
 
 
-def find(self: Engine, key: str, *, project: str = "default") -> Session | None:
-    """The live session ``key`` names in ``project``, or None: one claim lookup and one
-    session read, never a listing. A key claimed whose session is not made yet (or was
-    deleted) is None; nothing is written."""
-    ck = ClaimKey.of(project, key)
+def claim_key(
+    key: str | None, origin: Mapping[str, Any] | None, project: str
+) -> tuple[ClaimKey, Origin | None]:
+    """The claim key of ``key`` or of ``origin`` (exactly one), and the origin checked."""
+    checked = named_by(key, origin)
+    if checked is not None:
+        return ClaimKey.of(project, origin_key(checked), space=ORIGIN_SPACE), checked
+    return ClaimKey.of(project, key or ""), None
+
+
+def find(
+    self: Engine,
+    key: str | None = None,
+    *,
+    origin: Mapping[str, Any] | None = None,
+    project: str = "default",
+) -> Session | None:
+    """The live session ``key`` (or ``origin``: one of them) names in ``project``, or None:
+    one claim lookup and one session read, never a listing. A key claimed whose session is
+    not made yet (or was deleted) is None; nothing is written."""
+    ck = claim_key(key, origin, project)[0]
     info = _existing(
         self.store, KEY_CLAIMS.need(self.store, "a session by key", hint=_HINT).lookup(ck)
     )

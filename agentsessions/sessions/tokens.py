@@ -65,6 +65,8 @@ _ID_RE = re.compile(r"^[0-9a-f]{12}$")
 _SECRET_BYTES = 32
 _NAME_CHARS = 128
 _CREATE_HINT = "create one with: agentsessions token create --project PROJECT"
+TOKEN_ISSUER = "agentsessions-token"
+"""The ``issuer`` of the IdentityRef a token holder acts as (:attr:`Principal.identity`)."""
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
@@ -80,6 +82,7 @@ class TokenInfo:
     expires_ns: int = 0  # 0: never
     revoked_ns: int = 0  # 0: not revoked
     admin: bool = False  # may register a harness address off loopback (token create --admin)
+    name_authors: bool = False  # its inputs' authors are the client's (token create --name-authors)
 
     @property
     def principal(self) -> str:
@@ -102,6 +105,7 @@ class TokenInfo:
             "principal": self.principal,
             "projects": list(self.projects),
             "admin": self.admin,
+            "name_authors": self.name_authors,
             "created_ns": self.created_ns,
             "expires_ns": self.expires_ns,
             "revoked_ns": self.revoked_ns,
@@ -124,6 +128,7 @@ class Principal:
     token_id: str = ""
     primary: str = ""  # the project a request naming none lands in
     admin: bool = False  # the token's admin flag (token create --admin)
+    names_authors: bool = False  # the token's name_authors flag (token create --name-authors)
 
     @classmethod
     def of(cls, info: TokenInfo) -> Principal:
@@ -134,7 +139,14 @@ class Principal:
             token_id=info.id,
             primary=info.projects[0],
             admin=info.admin,
+            names_authors=info.name_authors,
         )
+
+    @property
+    def identity(self) -> dict[str, str]:
+        """The IdentityRef a token holder's sessions and inputs are recorded with (unless
+        its token may name authors): its name, issued by this server's tokens, its id."""
+        return {"principal": self.name, "issuer": TOKEN_ISSUER, "subject": self.token_id}
 
     def allows(self, project: str) -> bool:
         """True if this principal may act in ``project``."""
@@ -204,10 +216,13 @@ class TokenStore:
         name: str = "",
         expires_in: int | None = None,
         admin: bool = False,
+        name_authors: bool = False,
     ) -> tuple[str, TokenInfo]:
         """A new token for ``projects`` (the first is where a request naming none lands),
-        with the admin flag if ``admin``: its text (shown once, kept nowhere) and its
-        record, durable before this returns."""
+        with the admin flag if ``admin`` and the name-authors flag if ``name_authors`` (a
+        producer relaying others' words: the authors it names are recorded, not the
+        token's identity): its text (shown once, kept nowhere) and its record, durable
+        before this returns."""
         chosen = list(dict.fromkeys(check_project(p) for p in projects))
         if not chosen:
             raise InvalidArgumentError("a token needs at least one project", param="projects")
@@ -229,6 +244,7 @@ class TokenStore:
                 created_ns=now,
                 expires_ns=now + expires_in * 1_000_000_000 if expires_in else 0,
                 admin=admin,
+                name_authors=name_authors,
             )
             tokens[token_id] = info
             self._write(tokens)
@@ -373,6 +389,7 @@ def _parse(data: bytes, path: Path) -> dict[str, TokenInfo]:
                 expires_ns=_int(item.get("expires_ns", 0)),
                 revoked_ns=_int(item.get("revoked_ns", 0)),
                 admin=_bool(item.get("admin", False)),
+                name_authors=_bool(item.get("name_authors", False)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise bad(f"a token record is malformed ({exc})") from None

@@ -6,6 +6,12 @@ session made when it has none (by the controller, with the defaults resolved her
 on a worker thread (``exec``) or the caller's (``run``) with the session's lock held to its
 end. A suspended session's compute is woken first; the request's ``expected_last_seq`` is
 checked against the head before that, and moves with the wake's own records.
+
+A request naming its session by origin (no uid) runs on the session that origin names, made
+first if there is none, atomically across processes (:func:`.claims.settle`): the new
+session's metadata is created as ``ensure`` creates it, after the checks a new session's
+turn gets, and its harness starts with its first turn. A session's origin never changes: a
+turn of one naming another origin is refused.
 """
 
 from __future__ import annotations
@@ -17,13 +23,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from agentsessions.errors import LockHeldError
+from agentsessions.errors import InvalidArgumentError, LockHeldError
+from agentsessions.journal.stores.capabilities import KEY_CLAIMS
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.v1.ids import check_uid
+from agentsessions.v1.provenance import describe, same_origin
 from agentsessions.v1.turn import TurnRequest
 
 from . import approvals, checks, resolving
-from .api import Frame, SessionFrame, Turn
+from .api import Frame, Session, SessionFrame, Turn
+from .claims import CLAIM_ANNOTATION, claim_key, settle
 from .core import EngineCore
 from .views import turn_view, view
 
@@ -101,6 +110,8 @@ class TurnRunner:
         if not request.durability and self.core.durability:  # the engine's mode, if chosen
             request = replace(request, durability=self.core.durability)
         workload = checks.workload(request.tools)  # refused before anything is written
+        if request.uid is None and request.origin is not None:
+            return self._claim_origin(request, workload)
         if request.uid is None:
             request.check_head(0)  # a new session's head is 0
             uid = self._create_for(request, workload)
@@ -127,10 +138,50 @@ class TurnRunner:
             request
         )
 
+    def _claim_origin(self, request: TurnRequest, workload: Workload | None) -> Claim:
+        """:meth:`claim` of a turn naming its session by origin: the session that origin
+        names, made (as ``Sessions.ensure`` makes one, atomically) if there is none, after
+        every check a new session's turn gets; then the turn is one of that session."""
+        named = request.harness or _default_harness()
+        self._check_new(request, workload, named)
+        claims = KEY_CLAIMS.need(self.core.store, "exec --origin", hint="use the file, "
+                                 "memory or JetStream store")  # fmt: skip
+        ck, origin = claim_key(None, request.origin, request.project)
+        meta = replace(
+            self._new_meta(request, named),
+            origin=origin,
+            annotations={CLAIM_ANNOTATION: ck.digest},
+        )
+        session, created = settle(self.core.store, claims, ck, meta, self._store_new)
+        if created:
+            request.check_head(0)
+        request = replace(request, uid=session.uid)
+        lock = self.core.hold(session.uid, request.wait)
+        try:
+            if not created:
+                self._check_existing(request, workload)
+            if workload is not None:
+                self._record_workload(session.uid, workload)
+        except BaseException:
+            lock.release()
+            raise
+        return Claim(request, lock, created)
+
+    def _store_new(self, meta: SessionMeta) -> Session:
+        """Create the session ``meta`` describes (SessionExistsError if its uid has one)."""
+        with self.core.catalog_lock:
+            return view(self.core.store.create(meta))
+
     def _check_existing(self, request: TurnRequest, workload: Workload | None) -> None:
         """The checks of a turn of an existing session, made holding its lock."""
         uid = request.uid or ""
         info = self.core.state(uid)
+        if request.origin is not None and not same_origin(request.origin, info.meta.origin):
+            raise InvalidArgumentError(
+                f"session {uid} has origin {describe(info.meta.origin)}, not "
+                f"{describe(request.origin)}: a session's origin never changes",
+                session=uid,
+            )
         request.check_head(info.last_seq, info.last_hash)
         if request.inputs:  # new input waits for an open approval's receipt
             approvals.check_no_open_approval(self.core.store, info)
@@ -147,20 +198,36 @@ class TurnRunner:
         self.check_turn(named, request.model, request.model, request.project)
         if workload is not None:  # a harness it keeps out of the conversation: nothing written
             workload.check_harness("(new)", named)
-        meta = SessionMeta(  # the new session's defaults: the engine's, and only here
+        meta = self._new_meta(request, named)
+        controller = self.core.controller()  # its checks, its harness, then the session
+        made = controller.create_session(
+            meta, request, tools=workload is not None, guard=self.core.catalog_lock
+        )
+        return made[0]
+
+    def _check_new(self, request: TurnRequest, workload: Workload | None, named: str) -> None:
+        """Every check of a new session's turn, its first commit's included (nothing is
+        written): what :meth:`_create_for` has the controller check before it creates."""
+        self.check_turn(named, request.model, request.model, request.project)
+        if workload is not None:  # a harness it keeps out of the conversation: nothing written
+            workload.check_harness("(new)", named)
+        self.core.controller().check_exec(
+            request.inputs, harness=named, config=request.config, tools=workload is not None,
+            project=request.project, actors=request.actors,
+        )  # fmt: skip
+
+    def _new_meta(self, request: TurnRequest, named: str) -> SessionMeta:
+        """A new session's metadata: the request's, and the engine's defaults (only here)."""
+        return SessionMeta(
             uid=new_uid(),
             project=request.project,
             name=request.name,
             harness=named,
             model=request.model or self.core.default_model,
             labels=dict(request.labels),
+            identity=request.identity,
             create_time_ns=time.time_ns(),
         )
-        controller = self.core.controller()  # its checks, its harness, then the session
-        made = controller.create_session(
-            meta, request, tools=workload is not None, guard=self.core.catalog_lock
-        )
-        return made[0]
 
     # -- the turn ---------------------------------------------------------------------------
     def _work(self, claim: Claim, controller: Controller) -> tuple[Turn | None, bool]:

@@ -25,7 +25,8 @@ from typing import Any, TypedDict, Unpack
 
 from agentsessions.errors import ConflictError, InvalidArgumentError
 
-from .model import text_message
+from .model import Origin, text_message
+from .provenance import Authored, check_identity, check_origin
 
 DEFAULT_PROJECT = "default"
 """The project of a session whose creator named none."""
@@ -55,8 +56,9 @@ def check_durability(durability: str) -> str:
     )
 
 
-Input = str | Mapping[str, Any]
-"""A turn input: a user text, or an ``agentsessions.v1`` Message dict (``role``, ``parts``)."""
+Input = str | Mapping[str, Any] | Authored
+"""A turn input: a user text, an ``agentsessions.v1`` Message dict (``role``, ``parts``), or
+either of them :class:`~.provenance.Authored` (with the IdentityRef of its author)."""
 
 
 class TurnOptions(TypedDict, total=False):
@@ -74,6 +76,8 @@ class TurnOptions(TypedDict, total=False):
     expected_last_seq: int | None
     commit_id: str | None
     durability: str | None
+    origin: Mapping[str, Any] | None
+    identity: Mapping[str, str] | None
 
 
 _OPTIONS = TurnOptions.__optional_keys__
@@ -96,6 +100,11 @@ class TurnRequest:
     (:mod:`agentsessions.controller.landed` has the rules and the window);
     ``durability``: when the turn's records become durable, one of :data:`DURABILITY_MODES`
     ("" = the engine's choice, else ``step``; docs/concepts/durability.md).
+
+    ``actors``: the author of each input (an IdentityRef, ``{}`` for none), as many as
+    ``inputs``, or empty when no input has one; recorded as each INPUT event's ``actor``.
+    ``origin``/``identity``: a new session's (see :mod:`.provenance`); with an origin and no
+    ``uid``, the turn runs on the session that origin names, made if there is none.
     """
 
     uid: str | None = None
@@ -112,6 +121,19 @@ class TurnRequest:
     expected_last_seq: int | None = None
     commit_id: str = ""
     durability: str = ""
+    actors: tuple[Mapping[str, str], ...] = ()
+    origin: Origin | None = None
+    identity: Mapping[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.actors and len(self.actors) != len(self.inputs):
+            raise InvalidArgumentError(
+                f"{len(self.actors)} input actors for {len(self.inputs)} inputs"
+            )
+
+    def actor_of(self, index: int) -> Mapping[str, str] | None:
+        """The author of input ``index``, None when it has none."""
+        return (self.actors[index] or None) if self.actors else None
 
     @classmethod
     def of(
@@ -129,9 +151,14 @@ class TurnRequest:
         if not options.keys() <= _OPTIONS:  # as a signature would: a misspelt option is none
             unknown = ", ".join(sorted(options.keys() - _OPTIONS))
             raise TypeError(f"unexpected turn option(s): {unknown}")
+        messages, actors = authored(inputs)
+        origin, identity = options.get("origin"), options.get("identity")
         return cls(
             uid=uid,
-            inputs=tuple(as_message(item) for item in inputs),
+            inputs=messages,
+            actors=actors,
+            origin=check_origin(origin) if origin is not None else None,
+            identity=check_identity(identity),
             harness=options.get("harness") or "",
             model=options.get("model") or "",
             config=options.get("config", b""),
@@ -187,8 +214,25 @@ def check_commit_id(commit_id: str) -> str:
     )
 
 
-def as_message(item: Input) -> dict[str, Any]:
+def as_message(item: str | Mapping[str, Any]) -> dict[str, Any]:
     """A turn input as an ``agentsessions.v1`` Message: a text becomes a user message."""
     if isinstance(item, str):
         return dict(text_message("user", item))
     return dict(item)
+
+
+def authored(
+    inputs: Sequence[Input],
+) -> tuple[tuple[dict[str, Any], ...], tuple[Mapping[str, str], ...]]:
+    """The Messages of ``inputs`` and their authors (``{}`` for none; an empty tuple when
+    none has one), each author checked (InvalidArgumentError for a malformed one)."""
+    messages: list[dict[str, Any]] = []
+    actors: list[Mapping[str, str]] = []
+    for item in inputs:
+        if isinstance(item, Authored):
+            messages.append(as_message(item.input))
+            actors.append(dict(check_identity(item.actor, "actor") or {}))
+        else:
+            messages.append(as_message(item))
+            actors.append({})
+    return tuple(messages), (tuple(actors) if any(actors) else ())

@@ -3,6 +3,8 @@
 - A race: N processes (``multiprocessing`` spawn, released together by a barrier) each call
   ``ensure`` on one new key, several rounds: every round makes exactly one session, every
   process gets its uid, exactly one of them ``created`` it.
+- The same race through ``exec`` by origin (no uid): every round makes one session, in
+  which every process's input landed once, and exactly one turn ``created`` it.
 - A crash: a process killed (SIGKILL) after its claim and before its create leaves a
   claim without a session; ``find`` says None (nothing to read yet) and the next ``ensure``
   creates the session under the claimed uid, once.
@@ -72,6 +74,45 @@ def test_processes_racing_on_one_new_key_make_one_session(where: tuple[str, str]
             found = engine.find(f"key-{r}", project=claims_proc.PROJECT)
             assert found is not None and {uid for uid, _ in mine} == {found.uid}
             assert sum(created for _, created in mine) == 1  # exactly one process made it
+
+
+def test_processes_racing_exec_on_one_new_origin_make_one_session(
+    where: tuple[str, str],
+) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    barrier, out = ctx.Barrier(PROCESSES), ctx.Queue()
+    procs = [
+        ctx.Process(target=claims_proc.exec_racer, args=(where, ROUNDS, barrier, out))
+        for _ in range(PROCESSES)
+    ]
+    for proc in procs:
+        proc.start()
+    try:
+        got = [out.get(timeout=180) for _ in range(PROCESSES * ROUNDS)]
+    finally:
+        for proc in procs:
+            proc.join(timeout=60)
+            if proc.is_alive():
+                proc.kill()
+    assert all(proc.exitcode == 0 for proc in procs)
+    with _open(where) as engine:
+        listed = engine.list(project=claims_proc.PROJECT, page_size=100).sessions
+        assert len(listed) == ROUNDS  # one session a round
+        for r in range(ROUNDS):
+            mine = [(uid, created, pid) for rr, uid, created, pid in got if rr == r]
+            origin = {"source": "github", "subject": f"o/r#{r}"}
+            found = engine.find(origin=origin, project=claims_proc.PROJECT)
+            assert found is not None and {uid for uid, _, _ in mine} == {found.uid}
+            assert found.origin == origin
+            made = sum(created for _, created, _ in mine)  # exactly one turn made it; on
+            assert made == 1 or (where[1] and made == 0)  # JetStream its turn may be fenced
+            inputs = [
+                rec.event["message"]["parts"][0]["text"]["text"]
+                for rec in engine.read(found.uid)
+                if rec.event.get("kind") == "EVENT_INPUT"
+            ]
+            assert sorted(inputs) == sorted(f"from {pid}" for _, _, pid in mine)  # each once
+            assert engine.verify(found.uid).ok
 
 
 def test_a_process_killed_between_claim_and_create_is_completed(

@@ -17,6 +17,7 @@ CHECKED = {  # block id -> the test that runs it and checks its output
     "README.md#1": "the test command: .ci/run (test_readme.py checks they are the same)",
     "README.md#2": "test_readme.py::test_the_ten_line_tour_runs_as_written",
     "README.md#3": "test_readme.py::test_the_library_example_runs_as_written",
+    "README.md#4": "test_readme.py::test_the_github_producer_example_runs_as_written",
     "docs/index.md#0": "the same command as README.md#0",
     "docs/index.md#1": "the same command as README.md#1",
     "docs/tutorial.md#0": "test_the_tutorials_tour_runs_as_written",

@@ -40,3 +40,16 @@ def test_the_library_example_runs_as_written(tmp_path: Path) -> None:
     result = run_block(block, tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.splitlines() == ["('echo:hello',)", "True 0"]
+
+
+def test_the_github_producer_example_runs_as_written(tmp_path: Path) -> None:
+    block = blocks(README)[4]
+    assert block.lang == "bash" and "produce github" in block.code
+    result = run_block(block, tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    replies = re.findall(
+        r"^reply to octo/hello#1 \((sess-\w+)\):\nscripted-1-", result.stdout, re.M
+    )
+    assert len(replies) == 2 and len(set(replies)) == 1  # one issue, one session, two answers
+    assert re.search(r"INPUT .* user: mona opened issue octo/hello#1: It exits 1", result.stdout)
+    assert re.search(r"INPUT .* user: hubot commented on octo/hello#1: Which Python", result.stdout)

@@ -23,6 +23,8 @@ package on its left:
 - ``integrations`` never import the journal or the controller, but for the harness SPI
   (``controller.spi``: the Protocols their recording harnesses implement, as any harness
   does);
+- ``producers`` (issue-tracker and chat webhooks turned into turns) never import the
+  journal or the controller: they stand on ``Sessions`` and the ``v1`` vocabulary alone;
 - ``cli`` never imports the journal or the controller, and neither does what every CLI
   module runs first, ``agentsessions/__init__.py`` (counted as it runs: the annotation-only
   name of the ``Store`` that :func:`agentsessions.open` takes is the library's, never
@@ -69,6 +71,7 @@ RULES = (
     Rule("agentsessions.runtimes", ("agentsessions.server",)),
     Rule("agentsessions.wire", ("agentsessions.server", "agentsessions.client")),
     Rule("agentsessions.integrations", FORBIDDEN_IN_CLI, allowed=(HARNESS_SPI,)),
+    Rule("agentsessions.producers", FORBIDDEN_IN_CLI),
     Rule("agentsessions.cli", FORBIDDEN_IN_CLI),
 )
 
@@ -231,6 +234,10 @@ def test_the_rules_see_a_server_reaching_the_journal_and_a_client_the_server() -
     spi = {HARNESS_SPI, "agentsessions.controller.spi.Sink"}
     assert integrations.broken_by("agentsessions.integrations.recording", spi) == []
     assert integrations.broken_by("agentsessions.integrations.x", {"agentsessions.controller"})
+    producers = next(r for r in RULES if r.importer == "agentsessions.producers")
+    assert producers.broken_by("agentsessions.producers.lanes", lazy)
+    assert producers.broken_by("agentsessions.producers.x", {HARNESS_SPI})  # no SPI either
+    assert not producers.broken_by("agentsessions.producers.x", {"agentsessions.sessions.api"})
 
 
 def test_runtime_imports_leave_out_annotation_only_ones() -> None:
@@ -279,8 +286,9 @@ def test_the_backend_check_sees_a_crossing() -> None:
 
 # --- the layer map: one statement of the order, in the package's docstring ------------------
 
-SIBLINGS = {("cli", "server"), ("cli", "client"), ("runtimes", "wire")}
-"""Crossings the map allows: within the top line (``cli serve``, ``cli --server``), and the
+SIBLINGS = {("cli", "server"), ("cli", "client"), ("cli", "producers"), ("runtimes", "wire")}
+"""Crossings the map allows: within the top line (``cli serve``, ``cli --server``,
+``cli produce``), and the
 remote runtime dialling harnesses through the wire's Harness.Connect half (``harnessclient``,
 ``harnesswire``: they stand on ``controller.spi`` and ``v1`` only; the cycle test above keeps
 that so)."""

@@ -111,22 +111,42 @@ def test_bad_requests_get_the_digests_status_and_our_error(
         assert isinstance(back, NotFoundError)
 
 
-@pytest.mark.parametrize("field", ["uid", "identity", "origin"])
+@pytest.mark.parametrize("field", ["uid", "compute", "origin"])
 def test_create_refuses_what_it_cannot_honour(
     stub: session_pb2_grpc.SessionsStub, engine: Sessions, field: str
 ) -> None:
     req = session_pb2.Session()
     if field == "uid":
         req.metadata.uid = "sess-000000000000000000000001"
-    elif field == "identity":
-        req.identity.CopyFrom(common_pb2.IdentityRef(principal="someone"))
+    elif field == "compute":
+        req.compute.CopyFrom(session_pb2.ComputeRef(runtime="local"))
     else:
-        req.origin.CopyFrom(common_pb2.Origin(source="s"))
+        req.origin.CopyFrom(common_pb2.Origin(source="s"))  # no subject: not an origin
     with pytest.raises(grpc.RpcError) as info:
         stub.CreateSession(session_pb2.CreateSessionRequest(session=req))
     _fails(info.value, grpc.StatusCode.INVALID_ARGUMENT)
     assert isinstance(status.from_rpc_error(info.value), InvalidArgumentError)
     assert engine.list().sessions == ()  # nothing was created
+
+
+def test_create_honours_origin_and_identity_and_get_returns_them(
+    stub: session_pb2_grpc.SessionsStub, engine: Sessions
+) -> None:
+    req = session_pb2.Session()
+    req.origin.CopyFrom(common_pb2.Origin(source="github", subject="o/r#1", attributes={"a": "b"}))
+    req.identity.CopyFrom(common_pb2.IdentityRef(principal="someone", issuer="github"))
+    made = stub.CreateSession(session_pb2.CreateSessionRequest(session=req))
+    assert (made.origin, made.identity) == (req.origin, req.identity)
+    got = stub.GetSession(session_pb2.GetSessionRequest(uid=made.metadata.uid))
+    assert (got.origin, got.identity) == (req.origin, req.identity)
+    listed = stub.ListSessions(session_pb2.ListSessionsRequest()).sessions
+    assert [(s.origin, s.identity) for s in listed] == [(req.origin, req.identity)]
+    found = stub.FindSession(
+        session_pb2.FindSessionRequest(origin=common_pb2.Origin(source="github", subject="o/r#1"))
+    )
+    assert found.session.metadata.uid == made.metadata.uid
+    local = engine.find(origin={"source": "github", "subject": "o/r#1"})
+    assert local is not None and local.uid == made.metadata.uid
 
 
 def test_every_rpc_of_the_service_is_mapped() -> None:

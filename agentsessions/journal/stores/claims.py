@@ -51,9 +51,13 @@ class ClaimKey:
     digest: str
 
     @classmethod
-    def of(cls, project: str, key: str) -> ClaimKey:
+    def of(cls, project: str, key: str, *, space: str = "") -> ClaimKey:
         """The claim key of ``key`` in ``project`` (InvalidArgumentError for an empty key,
-        one over 4 KiB, or a bad project)."""
+        one over 4 KiB, or a bad project).
+
+        ``space`` names a key space apart from callers' own keys (the engine's origins):
+        its digest's input begins with a NUL, which a project name (the start of a caller's
+        key's input) never does, so no caller's key can name a session of another space."""
         check_project(project)
         if not isinstance(key, str) or not key:
             raise InvalidArgumentError("a session key must be a non-empty string")
@@ -63,7 +67,8 @@ class ClaimKey:
                 f"a session key has at most {MAX_KEY_BYTES} bytes, this one {len(raw)}"
             )
         # the project is hashed in, and kept beside: one key names a session per project
-        digest = hashlib.sha256(project.encode() + b"\0" + raw).hexdigest()
+        prefix = b"\0" + space.encode() + b"\0" if space else b""
+        digest = hashlib.sha256(prefix + project.encode() + b"\0" + raw).hexdigest()
         return cls(project, digest)
 
     @classmethod

@@ -227,7 +227,7 @@ class DeleteSessionRequest(_message.Message):
     def __init__(self, uid: _Optional[str] = ...) -> None: ...
 
 class ExecRequest(_message.Message):
-    __slots__ = ("session", "inputs", "resume_from_seq", "harness", "config", "expected_last_seq", "deadline_unix", "model", "wait_ms", "project", "name", "labels", "fresh_start", "tools", "commit_id", "durability")
+    __slots__ = ("session", "inputs", "resume_from_seq", "harness", "config", "expected_last_seq", "deadline_unix", "model", "wait_ms", "project", "name", "labels", "fresh_start", "tools", "commit_id", "origin", "identity", "input_actors", "durability")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -250,6 +250,9 @@ class ExecRequest(_message.Message):
     FRESH_START_FIELD_NUMBER: _ClassVar[int]
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     COMMIT_ID_FIELD_NUMBER: _ClassVar[int]
+    ORIGIN_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    INPUT_ACTORS_FIELD_NUMBER: _ClassVar[int]
     DURABILITY_FIELD_NUMBER: _ClassVar[int]
     session: str
     inputs: _containers.RepeatedCompositeFieldContainer[_common_pb2.Message]
@@ -266,8 +269,11 @@ class ExecRequest(_message.Message):
     fresh_start: bool
     tools: str
     commit_id: str
+    origin: _common_pb2.Origin
+    identity: _common_pb2.IdentityRef
+    input_actors: _containers.RepeatedCompositeFieldContainer[_common_pb2.IdentityRef]
     durability: str
-    def __init__(self, session: _Optional[str] = ..., inputs: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., resume_from_seq: _Optional[int] = ..., harness: _Optional[str] = ..., config: _Optional[bytes] = ..., expected_last_seq: _Optional[int] = ..., deadline_unix: _Optional[int] = ..., model: _Optional[str] = ..., wait_ms: _Optional[int] = ..., project: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., fresh_start: _Optional[bool] = ..., tools: _Optional[str] = ..., commit_id: _Optional[str] = ..., durability: _Optional[str] = ...) -> None: ...
+    def __init__(self, session: _Optional[str] = ..., inputs: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., resume_from_seq: _Optional[int] = ..., harness: _Optional[str] = ..., config: _Optional[bytes] = ..., expected_last_seq: _Optional[int] = ..., deadline_unix: _Optional[int] = ..., model: _Optional[str] = ..., wait_ms: _Optional[int] = ..., project: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., fresh_start: _Optional[bool] = ..., tools: _Optional[str] = ..., commit_id: _Optional[str] = ..., origin: _Optional[_Union[_common_pb2.Origin, _Mapping]] = ..., identity: _Optional[_Union[_common_pb2.IdentityRef, _Mapping]] = ..., input_actors: _Optional[_Iterable[_Union[_common_pb2.IdentityRef, _Mapping]]] = ..., durability: _Optional[str] = ...) -> None: ...
 
 class ReplayRequest(_message.Message):
     __slots__ = ("session", "from_seq", "to_seq")
@@ -529,12 +535,14 @@ class EnsureSessionResponse(_message.Message):
     def __init__(self, session: _Optional[_Union[Session, _Mapping]] = ..., created: _Optional[bool] = ...) -> None: ...
 
 class FindSessionRequest(_message.Message):
-    __slots__ = ("key", "project")
+    __slots__ = ("key", "project", "origin")
     KEY_FIELD_NUMBER: _ClassVar[int]
     PROJECT_FIELD_NUMBER: _ClassVar[int]
+    ORIGIN_FIELD_NUMBER: _ClassVar[int]
     key: str
     project: str
-    def __init__(self, key: _Optional[str] = ..., project: _Optional[str] = ...) -> None: ...
+    origin: _common_pb2.Origin
+    def __init__(self, key: _Optional[str] = ..., project: _Optional[str] = ..., origin: _Optional[_Union[_common_pb2.Origin, _Mapping]] = ...) -> None: ...
 
 class FindSessionResponse(_message.Message):
     __slots__ = ("session",)
