@@ -157,12 +157,13 @@ def open_sink(
     if spec == "github":
         if not token:
             raise InvalidArgumentError(
-                "--reply github needs a token with write access to issues",
-                hint="--reply-token-file FILE, or $AGENTSESSIONS_GITHUB_TOKEN",
+                "replying on GitHub needs a token with write access to issues",
+                hint="give the sink a token (or set $AGENTSESSIONS_GITHUB_TOKEN)",
+                param="reply_token",
             )
         return PostSink(GITHUB_COMMENTS_URL, token=token)
     if spec.startswith(("http://", "https://")):
         return PostSink(spec, token=token)
     raise InvalidArgumentError(
-        f"invalid --reply {spec!r}: expected print, file:PATH, github or an http(s):// URL"
+        f"invalid reply sink {spec!r}: expected print, file:PATH, github or an http(s):// URL"
     )
