@@ -155,23 +155,80 @@ class Workers:
             self._jobs.put(None)
 
 
-def frames_of(first: SessionFrame, frames: TurnFrames, done: threading.Event) -> Iterator[Frame]:
+def frames_of(first: SessionFrame, frames: TurnFrames, done: threading.Event) -> TurnStream:
     """The consumer's side of a turn: closing it early waits for the turn to end."""
-    try:
-        yield first
-        while True:
-            item = _take(frames.queue)
-            if item is DONE:
-                return
-            if type(item) is _Batch:
-                yield frames.take(item)
-                continue
-            if isinstance(item, Failed):
-                raise item.error
-            assert isinstance(item, SessionFrame | RecordFrame)
-            yield item
-    finally:
-        wait_for(done)
+    return TurnStream(first, frames, done)
+
+
+class TurnStream(Iterator[Frame]):
+    """A turn's frames as its consumer reads them: ``first``, then each frame the turn
+    queues, then the turn's error if it failed; closing it (or dropping it once read from)
+    waits for the turn to end.
+
+    :meth:`ready` hands over, without waiting, the frames the turn has queued already: a
+    server sends them as one message (records that committed together, then the session)
+    instead of one message a frame."""
+
+    def __init__(self, first: SessionFrame, frames: TurnFrames, done: threading.Event) -> None:
+        self._first: SessionFrame | None = first
+        self._frames = frames
+        self._done = done
+        self._end: object = None  # DONE or Failed, taken early by ready()
+        self._started = False  # a frame was read: dropping it waits for the turn
+        self._closed = False
+
+    def __iter__(self) -> TurnStream:
+        return self
+
+    def __next__(self) -> Frame:
+        self._started = True
+        if self._first is not None:
+            first, self._first = self._first, None
+            return first
+        if self._closed:
+            raise StopIteration
+        item, self._end = self._end or _take(self._frames.queue), None
+        return self._frame(item)
+
+    def ready(self) -> list[Frame]:
+        """The frames queued now, in order, without waiting ([] when none is); the turn's
+        end (or error) is left for the next ``next``."""
+        out: list[Frame] = []
+        if self._first is not None:
+            out.append(next(self))
+        while self._end is None and not self._closed:
+            try:
+                item = self._frames.queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is DONE or isinstance(item, Failed):
+                self._end = item
+                break
+            out.append(self._frame(item))
+        return out
+
+    def _frame(self, item: object) -> Frame:
+        if item is DONE:
+            self.close()
+            raise StopIteration
+        if type(item) is _Batch:
+            return self._frames.take(item)
+        if isinstance(item, Failed):
+            self.close()
+            raise item.error
+        assert isinstance(item, SessionFrame | RecordFrame)
+        return item
+
+    def close(self) -> None:
+        """Wait for the turn to end (its END is durable then); the rest is dropped."""
+        if not self._closed:
+            self._closed = True
+            wait_for(self._done)
+
+    def __del__(self) -> None:
+        # as a generator's ``finally``: one dropped mid-turn waits for the turn's end
+        if self._started:
+            self.close()
 
 
 def _take(items: queue.SimpleQueue[object]) -> object:
