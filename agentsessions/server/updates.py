@@ -3,12 +3,13 @@
 Invariants:
 
 - every frame reaches the caller once, in the engine's order, and no later than it would
-  one message a frame: nothing waits to fill a batch. A caller that set ``batched`` on its
-  request gets, in each message, the frame the stream was waiting for plus every frame the
-  turn had queued meanwhile (:meth:`~agentsessions.sessions.turnstream.TurnStream.ready`),
-  so records that committed together cost one message; its records travel as their
-  committed bytes (``CommittedRecord``), not parsed into an ``Event`` message. A caller that
-  did not (a reference client) gets one ``ExecUpdate`` a frame, records as ``LogRecord``;
+  one message a frame, but for the first (:data:`FIRST_WAIT`): nothing else waits to fill a
+  batch. A caller that set ``batched`` on its request gets, in each message, the frame the
+  stream was waiting for plus every frame the turn had queued meanwhile
+  (:meth:`~agentsessions.sessions.turnstream.TurnStream.ready`), so records that committed
+  together cost one message; its records travel as their committed bytes
+  (``CommittedRecord``), not parsed into an ``Event`` message. A caller that did not (a
+  reference client) gets one ``ExecUpdate`` a frame, records as ``LogRecord``;
 - a record reaches the stream only once the engine hands it over, which it does once the
   record is durable;
 - a turn that parks on an approval ends with a final session frame (AWAITING, its pending
@@ -33,6 +34,12 @@ from agentsessions.wire import frames, status
 from agentsessions.wire.gen import session_pb2
 from agentsessions.wire.intercept import note
 
+FIRST_WAIT = 0.005
+"""Seconds the first session frame of a batched stream waits for the turn's first records
+(its inputs, committed at once) to travel with it: one message fewer a turn, and the
+caller's ``exec`` returns once the inputs are durable. A turn whose first commit takes
+longer sends its first frame alone, as before."""
+
 
 @dataclasses.dataclass
 class _Seen:
@@ -55,9 +62,11 @@ def updates(
     DEADLINE_EXCEEDED after the last frame."""
     seen = _Seen()
     ready = stream.ready if batched and isinstance(stream, TurnStream) else None
+    wait = FIRST_WAIT  # the first frame waits a little for the turn's first records
     try:
         for frame in stream:
-            group = [frame, *ready()] if ready is not None else [frame]
+            group = [frame, *ready(wait)] if ready is not None else [frame]
+            wait = 0.0
             out = [_update(engine, f, seen, timer, batched) for f in group]
             head = out[0]
             head.batch.extend(out[1:])

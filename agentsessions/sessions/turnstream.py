@@ -190,15 +190,19 @@ class TurnStream(Iterator[Frame]):
         item, self._end = self._end or _take(self._frames.queue), None
         return self._frame(item)
 
-    def ready(self) -> list[Frame]:
-        """The frames queued now, in order, without waiting ([] when none is); the turn's
-        end (or error) is left for the next ``next``."""
+    def ready(self, wait: float = 0.0) -> list[Frame]:
+        """The frames queued now, in order ([] when none is), waiting up to ``wait``
+        seconds for the first of them when none is queued yet; the turn's end (or error)
+        is left for the next ``next``."""
         out: list[Frame] = []
         if self._first is not None:
             out.append(next(self))
         while self._end is None and not self._closed:
             try:
-                item = self._frames.queue.get_nowait()
+                if wait > 0 and not out:
+                    item = self._frames.queue.get(timeout=wait)
+                else:
+                    item = self._frames.queue.get_nowait()
             except queue.Empty:
                 break
             if item is DONE or isinstance(item, Failed):
