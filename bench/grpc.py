@@ -1,6 +1,7 @@
-"""gRPC benchmarks (issue 10): the daemon's cost over the engine it serves.
+"""gRPC benchmarks (issues 10, 21): the daemon's cost over the engine it serves.
 
-    python bench/grpc.py            # 200 turns for the round trip, 32 clients x 10 turns
+    python bench/grpc.py            # 200 turns for the round trip, 32 clients x 10 turns,
+                                    # then 256 clients x 5 turns
     python bench/grpc.py --quick    # small sizes, for a smoke check
     python bench/grpc.py --json     # the figures as one JSON object
 
@@ -12,6 +13,12 @@ Two measurements, each against the same work in process, rounds interleaved, med
 - load: 32 clients, each on its own channel and thread (in this process), running turns on
   32 sessions of that server, against 32 threads running the same turns on the in-process
   engine: turns/s.
+
+And one of the daemon alone: many clients (256), each on its own channel, thread and
+session, all running turns at once: every turn must complete and every record each client
+was sent must be the session's stored one (nothing lost, nothing doubled); the p99 of their
+turn latencies is printed. The daemon runs with ``--max-streams`` above the client count
+(the operator's bound on turns at once; its default, 64, would refuse the rest).
 
 Each side has its own home on the file store (fsync'd appends). Nothing is asserted:
 machines are shared and noisy; the ratios are the point.
@@ -42,7 +49,10 @@ sys.path.insert(0, str(ROOT))
 
 import agentsessions  # noqa: E402
 from agentsessions.client import dial  # noqa: E402
-from agentsessions.sessions.api import Sessions  # noqa: E402
+from agentsessions.sessions.api import RecordFrame, Sessions  # noqa: E402
+
+MANY = 256
+MAX_STREAMS = 320  # the daemon's bound on turns at once: above MANY
 
 
 @contextmanager
@@ -55,7 +65,8 @@ def engines() -> Iterator[tuple[Sessions, Sessions]]:
     ):
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         argv = [sys.executable, "-m", "agentsessions", "--home", str(Path(tmp) / "served"),
-                "serve", "--listen", "127.0.0.1:0", "--no-auth"]  # fmt: skip
+                "serve", "--listen", "127.0.0.1:0", "--no-auth",
+                "--max-streams", str(MAX_STREAMS)]  # fmt: skip
         daemon = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
         )
@@ -119,6 +130,56 @@ def load(make: Callable[[], Sessions], close: bool, clients: int, turns: int) ->
     return clients * turns / elapsed
 
 
+def many(address: str, clients: int, turns: int) -> dict[str, Any]:
+    """``clients`` clients at once, each its own channel, thread and session, ``turns``
+    turns each: every turn must complete, and the records each client was sent must be
+    exactly its session's stored records after the warm-up (nothing lost or doubled)."""
+    ready = [dial(address) for _ in range(clients)]
+    uids = [_turn(s, None, "warm up") for s in ready]
+    heads = [s.get(uid).last_seq for s, uid in zip(ready, uids, strict=True)]
+    seen: list[list[int]] = [[] for _ in range(clients)]
+    latencies: list[float] = []
+    errors: list[BaseException] = []
+    start_line = threading.Barrier(clients)
+
+    def work(i: int) -> None:
+        try:
+            start_line.wait()
+            for n in range(turns):
+                began = time.perf_counter()
+                for frame in ready[i].exec(uids[i], [f"c{i} t{n}"]):
+                    if isinstance(frame, RecordFrame):
+                        seen[i].append(frame.record.seq)
+                latencies.append(time.perf_counter() - began)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(clients)]
+    began = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - began
+    lost = 0
+    for i, s in enumerate(ready):
+        stored = [r.seq for r in s.read(uids[i], from_seq=heads[i] + 1)]
+        lost += len(set(stored) ^ set(seen[i])) + len(seen[i]) - len(set(seen[i]))
+        s.close()
+    if errors:
+        raise errors[0]
+    ordered = sorted(latencies)
+    return {
+        "clients": clients,
+        "turns": len(latencies),
+        "expected_turns": clients * turns,
+        "records_lost_or_doubled": lost,
+        "turns_per_s": len(latencies) / elapsed,
+        "p50_ms": ordered[len(ordered) // 2] * 1e3,
+        "p99_ms": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1e3,
+    }
+
+
 def run(quick: bool) -> dict[str, Any]:
     """Every figure, rounds interleaved, medians."""
     turns, clients, load_turns, rounds = (20, 8, 3, 1) if quick else (200, 32, 10, 3)
@@ -130,6 +191,7 @@ def run(quick: bool) -> dict[str, Any]:
             remote_rt.append(round_trip(client, turns))
             local_load.append(load(lambda: local, False, clients, load_turns))
             remote_load.append(load(lambda: dial(address), True, clients, load_turns))
+        crowd = many(address, 16 if quick else MANY, 2 if quick else 5)
     in_process, over_grpc = statistics.median(local_rt), statistics.median(remote_rt)
     local_tps, remote_tps = statistics.median(local_load), statistics.median(remote_load)
     return {
@@ -139,6 +201,7 @@ def run(quick: bool) -> dict[str, Any]:
         "load_ratio": remote_tps / local_tps,  # < 1: what the wire costs under load
         "clients": clients,
         "turns": {"round_trip": turns, "load_per_client": load_turns, "rounds": rounds},
+        "many": crowd,
     }
 
 
@@ -157,6 +220,11 @@ def main() -> None:
     print(f"{out['clients']} clients on {out['clients']} sessions: in-process "
           f"{ld['in_process']:.0f} turns/s, over gRPC {ld['grpc']:.0f} turns/s "
           f"({out['load_ratio']:.2f}x)")  # fmt: skip
+    m = out["many"]
+    print(f"{m['clients']} clients at once on {m['clients']} sessions: {m['turns']} of "
+          f"{m['expected_turns']} turns completed, {m['records_lost_or_doubled']} records "
+          f"lost or doubled, {m['turns_per_s']:.0f} turns/s, p50 {m['p50_ms']:.1f} ms, "
+          f"p99 {m['p99_ms']:.1f} ms")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -48,6 +48,9 @@ from agentsessions.wire import convert, frames, status
 from agentsessions.wire.gen import session_pb2, session_pb2_grpc
 
 T = TypeVar("T")
+SINGLE_THREADED_STREAMS = "SingleThreadedUnaryStream"
+"""grpc's channel option (``grpc.experimental.ChannelOptions``) that reads a unary-stream
+call's messages on the thread that iterates it."""
 CHUNK = 1 << 20
 DEFAULT_CANCEL_WAIT = 10.0
 
@@ -90,10 +93,14 @@ def dial(
     a plaintext channel. Nothing is sent until the first call."""
     if not address:
         raise InvalidArgumentError("the server address must not be empty")
+    # a server stream (a turn's frames, a replay) read on the caller's own thread: grpc's
+    # default hands every message over from a spin thread it starts per call, two thread
+    # switches a message (measured: an 8-message stream 1.15 ms, 0.67 ms read this way)
+    opts = [(SINGLE_THREADED_STREAMS, 1), *options]
     if tls is None:
-        channel = grpc.insecure_channel(address, options=list(options))
+        channel = grpc.insecure_channel(address, options=opts)
     else:
-        channel = grpc.secure_channel(address, tls.credentials(), options=list(options))
+        channel = grpc.secure_channel(address, tls.credentials(), options=opts)
     return RemoteSessions(channel, address, token=token, secure=tls is not None)
 
 
@@ -262,6 +269,7 @@ class RemoteSessions(ByKey):
             tools=tools_text(turn.tools),
             commit_id=turn.commit_id,
             durability=turn.durability,
+            batched=True,
         )
         if turn.expected_last_seq is not None:
             request.expected_last_seq = turn.expected_last_seq
@@ -283,12 +291,14 @@ class RemoteSessions(ByKey):
 
     def resume(self, uid: str, *, harness: str | None = None, wait: float = 0.0) -> Iterator[Frame]:
         """Wake suspended compute and complete an open turn (ResumeStream); frames."""
-        request = session_pb2.ResumeRequest(session=uid, harness=harness or "", wait_ms=_ms(wait))
+        request = session_pb2.ResumeRequest(
+            session=uid, harness=harness or "", wait_ms=_ms(wait), batched=True
+        )
         return self._turn(self._stub.ResumeStream, request)
 
     def _turn(self, rpc: Any, request: Any) -> Iterator[Frame]:
         call = rpc(request, metadata=self._metadata)
-        items = self._parking(call, self._items(call))
+        items = self._parking(call, _unbatched(self._items(call)))
         try:
             first = frames.update_to_frame(next(items), "")
         except StopIteration:
@@ -566,6 +576,14 @@ class _Turn(Iterator[Frame]):
         # the stream is drained so a caller that reads next sees the END
         with contextlib.suppress(Exception):
             self.close()
+
+
+def _unbatched(updates: Iterator[Any]) -> Iterator[Any]:
+    """A turn's updates one by one: each message, then the ones it carries in ``batch``
+    (what the server had ready with it; none from a server that does not batch)."""
+    for update in updates:
+        yield update
+        yield from update.batch
 
 
 def _ms(seconds: float) -> int:

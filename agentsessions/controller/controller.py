@@ -64,6 +64,7 @@ from .counting import CountingModels
 from .driving import TurnDriver
 from .driving import TurnResult as TurnResult  # re-exported: callers import it here
 from .held import DEFAULT_IDLE_SECONDS, DEFAULT_KEEP, HeldWriter, WriterPool
+from .heldlimit import HeldLimit
 from .history import WriterHistory
 from .registry import Registry
 from .rules import DEFAULT_HARNESS as DEFAULT_HARNESS  # re-exported: callers import it here
@@ -121,10 +122,12 @@ class Controller:
         offers: ToolOffer | None = None,
         workloads: Workloads | None = None,
         model_guard: Callable[[str], None] | None = None,
+        held_limit: HeldLimit | None = None,
     ) -> None:
         """``keep_writers``: how many sessions' writers stay open between turns (0: close
         each after its turn, as a short-lived caller wants); ``idle_seconds``: how long an
-        unused one stays open (checked whenever the controller opens or reuses a writer).
+        unused one stays open (checked whenever the controller opens or reuses a writer);
+        ``held_limit``: the engine's bound on writers held over all its controllers.
         ``tools`` finds a session's tools by name (its workload), as ``models`` finds model
         providers; None: no session has mediated tools. ``offers`` lists a session's tools
         for its harness (``Start.tools``); None: harnesses are offered none. ``workloads``
@@ -133,7 +136,7 @@ class Controller:
         ``model_guard`` runs on every model name before the model is made or called (an
         engine's check of what its current caller may use)."""
         self.store = store
-        self.writers = WriterPool(store, keep_writers, idle_seconds)
+        self.writers = WriterPool(store, keep_writers, idle_seconds, held_limit)
         self.harnesses = harnesses
         self.models = CountingModels(models, model_guard)
         self.runtime = runtime

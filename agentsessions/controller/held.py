@@ -45,8 +45,15 @@ from agentsessions.journal.stores.store import (
     Writer,
 )
 
+from .heldlimit import HeldLimit
+
 RECENT_RECORDS = 512
 """Records a held writer keeps in memory: enough for a chat harness's tail window (50)."""
+RECENT_BYTES = 96 * 1024
+"""Payload bytes a parked writer keeps in memory at most (beside :data:`RECENT_RECORDS`): a
+daemon holds many writers (up to its :class:`~.heldlimit.HeldLimit`), so what each keeps
+between turns must be bounded by size too. A chat harness's 50-event window of ~1.3 KB
+events fits; a turn that reads deeper fills the window from the store once."""
 DEFAULT_KEEP = 0
 """A plain Controller closes each writer after its turn: a held writer holds the session's
 lock, which would refuse other processes (a CLI command) until it is released. A long-lived
@@ -75,6 +82,7 @@ class HeldWriter:
         # each recent record's event, decoded once on first read (None until then): a chat
         # turn reads the same 50-event window every turn, shifted by the 5 events it adds
         self._events: deque[dict[str, Any] | None] = deque(maxlen=RECENT_RECORDS)
+        self._recent_bytes = 0  # payload bytes in the window (RECENT_BYTES at most)
         self.last_used = time.monotonic()
 
     # -- the Writer protocol ------------------------------------------------------------
@@ -241,6 +249,7 @@ class HeldWriter:
         room = older[-(RECENT_RECORDS - len(self._recent)) :]
         self._recent.extendleft(reversed(room))
         self._events.extendleft([None] * len(room))
+        self._recent_bytes += sum(len(r.payload) for r in room)
 
     def _fold(self, records: Sequence[Record], events: Sequence[Mapping[str, Any]] | None) -> None:
         self._kept = None  # the head and projections move: info() is built again
@@ -249,9 +258,20 @@ class HeldWriter:
             if self._recent and self._recent[-1].seq + 1 != record.seq:
                 self._recent.clear()  # keep the window contiguous
                 self._events.clear()
+                self._recent_bytes = 0
+            if len(self._recent) == RECENT_RECORDS:  # the deque drops its oldest
+                self._recent_bytes -= len(self._recent[0].payload)
             self._recent.append(record)
             self._events.append(None)
+            self._recent_bytes += len(record.payload)
         self._update_ns = time.time_ns()
+
+    def trim(self) -> None:
+        """Drop the oldest records of the window past :data:`RECENT_BYTES` (a parked
+        writer's memory is bounded; a turn that reads deeper fills it again, once)."""
+        while self._recent_bytes > RECENT_BYTES and len(self._recent) > 1:
+            self._recent_bytes -= len(self._recent.popleft().payload)
+            self._events.popleft()
 
 
 class WriterPool:
@@ -265,11 +285,16 @@ class WriterPool:
     """
 
     def __init__(
-        self, store: Store, keep: int = DEFAULT_KEEP, idle_seconds: float = DEFAULT_IDLE_SECONDS
+        self,
+        store: Store,
+        keep: int = DEFAULT_KEEP,
+        idle_seconds: float = DEFAULT_IDLE_SECONDS,
+        limit: HeldLimit | None = None,
     ) -> None:
         self.store = store
         self.keep = keep
         self.idle_seconds = idle_seconds
+        self.limit = limit  # the engine's bound over all its pools (None: this pool's keep)
         self.opened = 0  # writers opened so far (each one lock and one fence)
         self._lock = threading.Lock()  # guards the maps below (never held across I/O)
         self._held: OrderedDict[str, HeldWriter] = OrderedDict()
@@ -355,6 +380,7 @@ class WriterPool:
             parked = self._busy.get(held.uid, 0) <= 1  # no other turn uses it
         if parked:  # parked: another host may take it over until claimed
             held.set_busy(False)
+            held.trim()
         evicted = []
         with self._lock:
             self._held[held.uid] = held
@@ -365,6 +391,8 @@ class WriterPool:
                 evicted = [self._held.pop(u) for u in idle[:over]]
         for oldest in evicted:
             oldest.close()
+        if self.limit is not None:
+            self.limit.parked(self, held.uid)
 
     def release(self, uid: str) -> None:
         """Close ``uid``'s held writer (its lock is free afterwards); no-op if none."""

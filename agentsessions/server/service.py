@@ -21,7 +21,6 @@ FindSession and ClaimSession. Invariants:
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 import tempfile
@@ -32,16 +31,16 @@ from typing import Any, TypeVar
 
 import grpc
 
-from agentsessions.errors import ApprovalParkedError, InvalidArgumentError
+from agentsessions.errors import InvalidArgumentError
 from agentsessions.server import deadline
 from agentsessions.server.toolpolicy import WireWorkload
 from agentsessions.server.toolpolicy import workload_file as _workload_file
-from agentsessions.sessions.api import Frame, RecordFrame, SessionFrame, Sessions
+from agentsessions.server.updates import updates
+from agentsessions.sessions.api import SessionFrame, Sessions
 from agentsessions.v1.provenance import check_identity, check_origin
 from agentsessions.v1.turn import DEFAULT_PROJECT, TurnRequest
 from agentsessions.wire import convert, frames, status
 from agentsessions.wire.gen import common_pb2, session_pb2, session_pb2_grpc
-from agentsessions.wire.intercept import note
 
 LOG = logging.getLogger("agentsessions.server")
 CHUNK = 1 << 20  # export/import chunk: well under gRPC's 4 MiB default message size
@@ -227,7 +226,7 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
             stream = engine.exec(_turn_request(request, tools))
         timer = deadline.Deadline(engine, left) if left is not None else None
         try:
-            yield from _updates(engine, stream, context, timer)
+            yield from updates(engine, stream, context, timer, batched=request.batched)
         finally:
             if timer is not None:
                 timer.close()
@@ -241,7 +240,7 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
         stream = engine.resume(
             _uid(request.session), harness=request.harness or None, wait=_wait(request.wait_ms)
         )
-        yield from _updates(engine, stream, context)
+        yield from updates(engine, stream, context, batched=request.batched)
 
     @_rpc
     def Resume(
@@ -253,7 +252,7 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
             _uid(request.session), harness=request.harness or None, wait=_wait(request.wait_ms)
         )
         last = None
-        for update in _updates(engine, stream, context):
+        for update in updates(engine, stream, context):
             last = update
         assert last is not None and last.HasField("session")  # a turn ends with its session
         return last.session
@@ -452,53 +451,6 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
                         name = chunk.name if chunk.HasField("name") else None
                     f.write(chunk.data)
             return convert.session_to_proto(engine.import_(path, project=project, name=name))
-
-
-def _updates(
-    engine: Sessions,
-    stream: Iterator[Frame],
-    context: grpc.ServicerContext,
-    timer: deadline.Deadline | None = None,
-) -> Iterator[session_pb2.ExecUpdate]:
-    """A turn's frames as ExecUpdates; a last frame AWAITING carries its pending approval.
-
-    A turn that parks on an approval ends with a final session frame (AWAITING, its pending
-    approval) and status OK, as the reference answers it; the trailers name the
-    ApprovalParkedError the local engine raises, so our client raises it too.
-    If the caller goes away, grpc stops taking from this generator; the turn goes on on the
-    engine's thread and commits its END (closing the frames waits for it)."""
-    uid = execution = ""
-    try:
-        for frame in stream:
-            if frame.uid and not uid:
-                note(session=frame.uid)  # a session the turn created (.observe)
-            uid = frame.uid or uid
-            if isinstance(frame, RecordFrame):
-                execution = str(frame.record.event.get("execution_id", "")) or execution
-            if timer is not None:
-                timer.saw(uid, execution)
-            if isinstance(frame, SessionFrame) and frame.last:
-                frame = _with_pending(engine, frame)
-            yield frames.frame_to_update(frame, execution)
-            if timer is not None and isinstance(frame, SessionFrame) and frame.last:
-                exceeded = timer.exceeded(frame.turn is not None and frame.turn.canceled)
-                if exceeded is not None:  # the records and the last frame went first
-                    raise exceeded
-    except ApprovalParkedError as parked:
-        final = _with_pending(engine, SessionFrame(engine.get(uid), last=True))
-        update = frames.frame_to_update(final)
-        update.frame.parked = True
-        context.set_trailing_metadata(status.ok_trailers(parked))
-        yield update
-
-
-def _with_pending(engine: Sessions, frame: SessionFrame) -> SessionFrame:
-    """The frame, its session carrying the approval request an awaiting turn parked on."""
-    s = frame.session
-    if s.exec_state != "EXEC_AWAITING" or s.pending_approval is not None:
-        return frame
-    pending = engine.get(s.uid).pending_approval
-    return dataclasses.replace(frame, session=dataclasses.replace(s, pending_approval=pending))
 
 
 def _jsonable(value: Any) -> Any:

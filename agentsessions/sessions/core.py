@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agentsessions.controller.heldlimit import HeldLimit
 from agentsessions.journal.stores.store import SessionInfo, Store
 from agentsessions.v1.ids import check_uid
 
@@ -55,6 +56,8 @@ class EngineCore:
         self.model_checks = checks.ModelChecks(self.models)
         self.durability = ""  # the turns' durability mode unless a turn names one ("": step)
         self._controllers: dict[str, Controller] = {}
+        # the writers held across turns, bounded over all sessions (descriptors, memory)
+        self.held = HeldLimit()
         self._runtime: Runtime | None = None
 
     def runtime(self) -> Runtime:
@@ -83,6 +86,7 @@ class EngineCore:
                     default_model=self.default_model,
                     keep_writers=1,
                     catalog=self.models,
+                    held_limit=self.held,
                 )
                 self._controllers[uid] = found
             return found

@@ -10,6 +10,7 @@ them), and the workers."""
 
 from __future__ import annotations
 
+import collections
 import contextvars
 import functools
 import queue
@@ -140,6 +141,21 @@ class TurnFrames:
                         return self._joined(batch.items)
         return self._take(_take(self.queue))
 
+    def poll(self, wait: float) -> list[object]:
+        """What the turn has handed over (deltas joined), waiting at most ``wait`` seconds
+        for it ([] when there is nothing yet); from then on each batch wakes the consumer."""
+        try:
+            batch = self.queue.get(timeout=wait) if wait > 0 else self.queue.get_nowait()
+        except queue.Empty:
+            with self._lock:
+                self._eager = True
+                batch = self._open
+                if batch is None or batch.queued:
+                    return []  # nothing yet, or queued meanwhile: the next take has it
+                self._open = None
+                return self._joined(batch.items)
+        return self._take(batch)
+
     def _take(self, batch: object) -> list[object]:
         assert type(batch) is _Batch
         with self._lock:
@@ -208,20 +224,78 @@ class Workers:
             self._jobs.put(None)
 
 
-def frames_of(first: SessionFrame, frames: TurnFrames, done: threading.Event) -> Iterator[Frame]:
+def frames_of(first: SessionFrame, frames: TurnFrames, done: threading.Event) -> TurnStream:
     """The consumer's side of a turn: closing it early waits for the turn to end."""
-    try:
-        yield first
-        while True:
-            for item in frames.next_batch():
-                if item is DONE:
-                    return
-                if isinstance(item, Failed):
-                    raise item.error
-                assert isinstance(item, SessionFrame | RecordFrame | DeltaFrame)
-                yield item
-    finally:
-        wait_for(done)
+    return TurnStream(first, frames, done)
+
+
+class TurnStream(Iterator[Frame]):
+    """A turn's frames as its consumer reads them: ``first``, then each frame the turn
+    hands over (in batches, :class:`TurnFrames`), then the turn's error if it failed;
+    closing it (or dropping it once read from) waits for the turn to end.
+
+    :meth:`ready` hands over, without waiting for more, the frames the turn has made
+    already: a server sends them as one message (records that committed together, then the
+    session) instead of one message a frame."""
+
+    def __init__(self, first: SessionFrame, frames: TurnFrames, done: threading.Event) -> None:
+        self._first: SessionFrame | None = first
+        self._frames = frames
+        self._done = done
+        self._buffer: collections.deque[object] = collections.deque()  # taken, not yet read
+        self._started = False  # a frame was read: dropping it waits for the turn
+        self._closed = False
+
+    def __iter__(self) -> TurnStream:
+        return self
+
+    def __next__(self) -> Frame:
+        self._started = True
+        if self._first is not None:
+            first, self._first = self._first, None
+            return first
+        if self._closed:
+            raise StopIteration
+        if not self._buffer:
+            self._buffer.extend(self._frames.next_batch())
+        return self._frame(self._buffer.popleft())
+
+    def ready(self, wait: float = 0.0) -> list[Frame]:
+        """The frames made now, in order ([] when none is), waiting up to ``wait`` seconds
+        for the first of them when none is made yet; the turn's end (or error) is left for
+        the next ``next``."""
+        out: list[Frame] = []
+        if self._first is not None:
+            out.append(next(self))
+        if not self._buffer and not self._closed:
+            self._buffer.extend(self._frames.poll(wait if not out else 0.0))
+        while self._buffer and not self._closed:
+            item = self._buffer[0]
+            if item is DONE or isinstance(item, Failed):
+                break
+            out.append(self._frame(self._buffer.popleft()))
+        return out
+
+    def _frame(self, item: object) -> Frame:
+        if item is DONE:
+            self.close()
+            raise StopIteration
+        if isinstance(item, Failed):
+            self.close()
+            raise item.error
+        assert isinstance(item, SessionFrame | RecordFrame | DeltaFrame)
+        return item
+
+    def close(self) -> None:
+        """Wait for the turn to end (its END is durable then); the rest is dropped."""
+        if not self._closed:
+            self._closed = True
+            wait_for(self._done)
+
+    def __del__(self) -> None:
+        # as a generator's ``finally``: one dropped mid-turn waits for the turn's end
+        if self._started:
+            self.close()
 
 
 def _take(items: queue.SimpleQueue[object]) -> object:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     # The controller (and through it the journal's schema) loads when a controller is first
     # built, not when the engine is: ``list`` and ``get`` never drive a harness.
     from agentsessions.controller.controller import Controller
+    from agentsessions.controller.heldlimit import HeldLimit
     from agentsessions.controller.spi import Harness, ModelProvider, Runtime
     from agentsessions.journal.format.records import Record
     from agentsessions.journal.stores.store import Store
@@ -37,10 +38,12 @@ def build_controller(
     on_delta: Callable[[str], None] | None = None,
     keep_writers: int = 0,
     catalog: Mapping[str, str] | None = None,
+    held_limit: HeldLimit | None = None,
 ) -> Controller:
     """A controller over ``store`` with the runtime (by name, or one already made, so that
     the controllers of one engine share it) and the model registry. ``keep_writers``: how
-    many sessions' writers stay open between turns (a long-lived engine keeps them).
+    many sessions' writers stay open between turns (a long-lived engine keeps them), and
+    ``held_limit`` how many at most over all the engine's controllers.
     ``catalog``: the operator's model names (NAME -> SPEC, :mod:`agentsessions.models.catalog`);
     the current call's model guard runs before every model is made or called."""
     from agentsessions.controller.controller import Controller
@@ -63,6 +66,7 @@ def build_controller(
         keep_writers=keep_writers,
         workloads=RecordedWorkloads(store),
         model_guard=guard_model,
+        held_limit=held_limit,
     )
 
 

@@ -128,6 +128,40 @@ def record_from_proto(msg: common_pb2.LogRecord) -> Record:
     return record
 
 
+def committed_to_proto(record: LogRecord) -> session_pb2.CommittedRecord:
+    """The ``CommittedRecord`` of a committed record: its event's canonical bytes as hashed,
+    sliced out of the payload (no conversion: a ``LogRecord`` parses the event into its
+    message field by field)."""
+    return session_pb2.CommittedRecord(
+        seq=record.seq,
+        prev_hash=record.prev_hash,
+        content_hash=record.content_hash,
+        fence=record.fence,
+        event_json=record.event_json,
+    )
+
+
+def record_from_committed(msg: session_pb2.CommittedRecord) -> Record:
+    """The committed record a ``CommittedRecord`` carries: its payload rebuilt from the
+    event's bytes, which must be a JSON object whose content hash is the one received
+    (ChainBrokenError naming the seq otherwise), as :func:`record_from_proto` checks."""
+    if msg.seq < 0 or msg.fence < 0:
+        raise FormatError(f"record {msg.seq}: seq and fence must not be negative")
+    try:
+        record = Record.seal(msg.event_json, seq=msg.seq, prev_hash=msg.prev_hash, fence=msg.fence)
+        event = canonical.loads(msg.event_json)
+    except (InvalidArgumentError, FormatError) as exc:
+        raise FormatError(f"record {msg.seq}: its event is not canonical JSON: {exc}") from None
+    if record.content_hash != msg.content_hash:
+        raise ChainBrokenError(
+            f"record {msg.seq}: content_hash does not match its event as received",
+            seq=msg.seq,
+        )
+    if type(event) is not dict:
+        raise FormatError(f"record {msg.seq}: its event is not a JSON object")
+    return record
+
+
 # --------------------------------------------------------------------------- sessions
 
 

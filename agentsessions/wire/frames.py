@@ -84,10 +84,16 @@ def turn_from_proto(m: session_pb2.Turn) -> Turn:
     )
 
 
-def frame_to_update(frame: Frame, execution_id: str = "") -> session_pb2.ExecUpdate:
+def frame_to_update(
+    frame: Frame, execution_id: str = "", *, committed: bool = False
+) -> session_pb2.ExecUpdate:
     """One frame of a turn's stream as an ``ExecUpdate``; a delta names ``execution_id``
-    (the execution whose records the stream carried last)."""
+    (the execution whose records the stream carried last). ``committed``: a record as its
+    committed bytes (``CommittedRecord``, for a caller that asked for batches), else as a
+    ``LogRecord``."""
     if isinstance(frame, RecordFrame):
+        if committed:
+            return session_pb2.ExecUpdate(committed=convert.committed_to_proto(frame.record))
         return session_pb2.ExecUpdate(record=convert.record_to_proto(frame.record))
     if isinstance(frame, DeltaFrame):
         delta = session_pb2.Delta(execution_id=execution_id, chunk=frame.text)
@@ -104,6 +110,8 @@ def update_to_frame(msg: session_pb2.ExecUpdate, uid: str) -> Frame:
     """The frame an ``ExecUpdate`` carries; ``uid`` is the stream's session (from its first
     frame), which records and deltas do not repeat."""
     which = msg.WhichOneof("update")
+    if which == "committed":
+        return RecordFrame(uid, convert.record_from_committed(msg.committed))
     if which == "record":
         return RecordFrame(uid, convert.record_from_proto(msg.record))
     if which == "delta":

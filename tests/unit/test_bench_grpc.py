@@ -27,3 +27,18 @@ def test_the_quick_bench_runs_both_sides_of_both_measurements() -> None:
         assert out["round_trip_ms"][side] > 0 and out["load_turns_per_s"][side] > 0
     assert out["round_trip_ratio"] > 0 and out["load_ratio"] > 0
     assert out["clients"] > 1
+    crowd = out["many"]  # every turn of the clients at once completed, nothing lost
+    assert crowd["turns"] == crowd["expected_turns"] > 0
+    assert crowd["records_lost_or_doubled"] == 0 and crowd["p99_ms"] > 0
+
+
+def test_the_many_sessions_bench_fills_a_daemon_and_reads_its_memory() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "grpc_sessions.py"), "--sessions", "12",
+         "--window", "3", "--clients", "2", "--json"],
+        capture_output=True, text=True, timeout=600, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["sessions"] == 12 and out["rss_mib"]["after"] > 0 and out["descriptors"] > 0
+    assert out["first_turn_ratio"] > 0 and out["second_turn_ratio"] > 0

@@ -8,7 +8,7 @@ import queue
 import threading
 
 from agentsessions.sessions.api import DeltaFrame, RecordFrame, SessionFrame
-from agentsessions.sessions.turnstream import DONE, TurnFrames, frames_of
+from agentsessions.sessions.turnstream import DONE, Failed, TurnFrames, frames_of
 
 
 def _drain(frames: TurnFrames) -> list[object]:
@@ -114,3 +114,42 @@ def test_a_consumer_on_another_thread_gets_every_delta_in_order() -> None:
         else:
             records += 1
     assert texts == "".join(pieces) and records == 5
+
+
+def test_ready_hands_over_what_is_queued_without_waiting_and_leaves_the_end() -> None:
+    frames = TurnFrames("s", queue.SimpleQueue())
+    done = threading.Event()
+    first = SessionFrame.__new__(SessionFrame)
+    stream = frames_of(first, frames, done)
+    record = RecordFrame.__new__(RecordFrame)
+    frames.put(record)
+    frames.delta("a")
+    assert stream.ready() == [first, record, DeltaFrame("s", "a")]
+    assert stream.ready() == []  # nothing more queued: no wait
+    last = RecordFrame.__new__(RecordFrame)
+    frames.put(last)
+    frames.put(DONE)
+    done.set()
+    assert stream.ready() == [last]  # the end is left for next()
+    assert stream.ready() == []
+    assert list(stream) == []
+
+
+def test_an_error_taken_by_ready_is_raised_by_the_next_next() -> None:
+    frames = TurnFrames("s", queue.SimpleQueue())
+    done = threading.Event()
+    stream = frames_of(SessionFrame.__new__(SessionFrame), frames, done)
+    next(stream)
+    record = RecordFrame.__new__(RecordFrame)
+    frames.put(record)
+    frames.put(Failed(ValueError("the turn failed")))
+    frames.put(DONE)
+    done.set()
+    assert stream.ready() == [record]
+    try:
+        next(stream)
+    except ValueError as exc:
+        assert str(exc) == "the turn failed"
+    else:  # pragma: no cover - the test fails here
+        raise AssertionError("the turn's error was not raised")
+    assert list(stream) == []

@@ -268,6 +268,7 @@ ADDED_MESSAGES = {
         "FindSessionResponse",
         "ClaimSessionRequest",
         "ClaimSessionResponse",
+        "CommittedRecord",
     },
     "harness.proto": {"WorkingState", "StateResult"},
     "common.proto": {"StateCommit", "TextDelta"},
@@ -279,13 +280,14 @@ ADDED_FIELDS = {
     "ExecRequest": "model=1000:string wait_ms=1001:int64 project=1002:string name=1003:string "
     "labels=1004:map<string,string> fresh_start=1005:bool tools=1006:string "
     "commit_id=1007:string origin=1008:Origin identity=1009:IdentityRef "
-    "input_actors=1010:[]IdentityRef durability=1011:string",
+    "input_actors=1010:[]IdentityRef durability=1011:string batched=1012:bool",
     "CreateSessionRequest": "tools=1000:string",
     "ListSessionsResponse": "not_listed=1000:[]string",
     "ApproveResponse": "request=1000:ApprovalRef existing=1001:bool",
-    "ResumeRequest": "harness=1000:string wait_ms=1001:int64",
+    "ResumeRequest": "harness=1000:string wait_ms=1001:int64 batched=1002:bool",
     "CancelRequest": "wait_ms=1000:?int64",
-    "ExecUpdate": "frame=1000:FrameInfo",
+    "ExecUpdate": "frame=1000:FrameInfo committed=1001:CommittedRecord@update "
+    "batch=1002:[]ExecUpdate",
     "Start": "tools=1000:[]ToolSpec state=1001:WorkingState memory_restored=1002:bool",
     "ToolSpec": "input_schema=1000:Struct",
     "Capabilities": "uses_session_model=1000:?bool",

@@ -227,7 +227,7 @@ class DeleteSessionRequest(_message.Message):
     def __init__(self, uid: _Optional[str] = ...) -> None: ...
 
 class ExecRequest(_message.Message):
-    __slots__ = ("session", "inputs", "resume_from_seq", "harness", "config", "expected_last_seq", "deadline_unix", "model", "wait_ms", "project", "name", "labels", "fresh_start", "tools", "commit_id", "origin", "identity", "input_actors", "durability")
+    __slots__ = ("session", "inputs", "resume_from_seq", "harness", "config", "expected_last_seq", "deadline_unix", "model", "wait_ms", "project", "name", "labels", "fresh_start", "tools", "commit_id", "origin", "identity", "input_actors", "durability", "batched")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -254,6 +254,7 @@ class ExecRequest(_message.Message):
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
     INPUT_ACTORS_FIELD_NUMBER: _ClassVar[int]
     DURABILITY_FIELD_NUMBER: _ClassVar[int]
+    BATCHED_FIELD_NUMBER: _ClassVar[int]
     session: str
     inputs: _containers.RepeatedCompositeFieldContainer[_common_pb2.Message]
     resume_from_seq: int
@@ -273,7 +274,8 @@ class ExecRequest(_message.Message):
     identity: _common_pb2.IdentityRef
     input_actors: _containers.RepeatedCompositeFieldContainer[_common_pb2.IdentityRef]
     durability: str
-    def __init__(self, session: _Optional[str] = ..., inputs: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., resume_from_seq: _Optional[int] = ..., harness: _Optional[str] = ..., config: _Optional[bytes] = ..., expected_last_seq: _Optional[int] = ..., deadline_unix: _Optional[int] = ..., model: _Optional[str] = ..., wait_ms: _Optional[int] = ..., project: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., fresh_start: _Optional[bool] = ..., tools: _Optional[str] = ..., commit_id: _Optional[str] = ..., origin: _Optional[_Union[_common_pb2.Origin, _Mapping]] = ..., identity: _Optional[_Union[_common_pb2.IdentityRef, _Mapping]] = ..., input_actors: _Optional[_Iterable[_Union[_common_pb2.IdentityRef, _Mapping]]] = ..., durability: _Optional[str] = ...) -> None: ...
+    batched: bool
+    def __init__(self, session: _Optional[str] = ..., inputs: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., resume_from_seq: _Optional[int] = ..., harness: _Optional[str] = ..., config: _Optional[bytes] = ..., expected_last_seq: _Optional[int] = ..., deadline_unix: _Optional[int] = ..., model: _Optional[str] = ..., wait_ms: _Optional[int] = ..., project: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., fresh_start: _Optional[bool] = ..., tools: _Optional[str] = ..., commit_id: _Optional[str] = ..., origin: _Optional[_Union[_common_pb2.Origin, _Mapping]] = ..., identity: _Optional[_Union[_common_pb2.IdentityRef, _Mapping]] = ..., input_actors: _Optional[_Iterable[_Union[_common_pb2.IdentityRef, _Mapping]]] = ..., durability: _Optional[str] = ..., batched: _Optional[bool] = ...) -> None: ...
 
 class ReplayRequest(_message.Message):
     __slots__ = ("session", "from_seq", "to_seq")
@@ -322,16 +324,18 @@ class SuspendRequest(_message.Message):
     def __init__(self, session: _Optional[str] = ...) -> None: ...
 
 class ResumeRequest(_message.Message):
-    __slots__ = ("session", "boot", "harness", "wait_ms")
+    __slots__ = ("session", "boot", "harness", "wait_ms", "batched")
     SESSION_FIELD_NUMBER: _ClassVar[int]
     BOOT_FIELD_NUMBER: _ClassVar[int]
     HARNESS_FIELD_NUMBER: _ClassVar[int]
     WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    BATCHED_FIELD_NUMBER: _ClassVar[int]
     session: str
     boot: bool
     harness: str
     wait_ms: int
-    def __init__(self, session: _Optional[str] = ..., boot: _Optional[bool] = ..., harness: _Optional[str] = ..., wait_ms: _Optional[int] = ...) -> None: ...
+    batched: bool
+    def __init__(self, session: _Optional[str] = ..., boot: _Optional[bool] = ..., harness: _Optional[str] = ..., wait_ms: _Optional[int] = ..., batched: _Optional[bool] = ...) -> None: ...
 
 class ForkRequest(_message.Message):
     __slots__ = ("session", "at_seq", "count", "identity", "labels", "child_names")
@@ -375,16 +379,34 @@ class CancelRequest(_message.Message):
     def __init__(self, session: _Optional[str] = ..., execution_id: _Optional[str] = ..., reason: _Optional[str] = ..., wait_ms: _Optional[int] = ...) -> None: ...
 
 class ExecUpdate(_message.Message):
-    __slots__ = ("record", "delta", "session", "frame")
+    __slots__ = ("record", "delta", "session", "committed", "frame", "batch")
     RECORD_FIELD_NUMBER: _ClassVar[int]
     DELTA_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_FIELD_NUMBER: _ClassVar[int]
     FRAME_FIELD_NUMBER: _ClassVar[int]
+    BATCH_FIELD_NUMBER: _ClassVar[int]
     record: _common_pb2.LogRecord
     delta: Delta
     session: Session
+    committed: CommittedRecord
     frame: FrameInfo
-    def __init__(self, record: _Optional[_Union[_common_pb2.LogRecord, _Mapping]] = ..., delta: _Optional[_Union[Delta, _Mapping]] = ..., session: _Optional[_Union[Session, _Mapping]] = ..., frame: _Optional[_Union[FrameInfo, _Mapping]] = ...) -> None: ...
+    batch: _containers.RepeatedCompositeFieldContainer[ExecUpdate]
+    def __init__(self, record: _Optional[_Union[_common_pb2.LogRecord, _Mapping]] = ..., delta: _Optional[_Union[Delta, _Mapping]] = ..., session: _Optional[_Union[Session, _Mapping]] = ..., committed: _Optional[_Union[CommittedRecord, _Mapping]] = ..., frame: _Optional[_Union[FrameInfo, _Mapping]] = ..., batch: _Optional[_Iterable[_Union[ExecUpdate, _Mapping]]] = ...) -> None: ...
+
+class CommittedRecord(_message.Message):
+    __slots__ = ("seq", "prev_hash", "content_hash", "fence", "event_json")
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    PREV_HASH_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_HASH_FIELD_NUMBER: _ClassVar[int]
+    FENCE_FIELD_NUMBER: _ClassVar[int]
+    EVENT_JSON_FIELD_NUMBER: _ClassVar[int]
+    seq: int
+    prev_hash: str
+    content_hash: str
+    fence: int
+    event_json: bytes
+    def __init__(self, seq: _Optional[int] = ..., prev_hash: _Optional[str] = ..., content_hash: _Optional[str] = ..., fence: _Optional[int] = ..., event_json: _Optional[bytes] = ...) -> None: ...
 
 class FrameInfo(_message.Message):
     __slots__ = ("created", "last", "compute_resumed", "turn", "parked")

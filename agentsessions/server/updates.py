@@ -1,0 +1,113 @@
+"""A turn's frames as the ``ExecUpdate`` messages of its stream (Exec, ResumeStream, Resume).
+
+Invariants:
+
+- every frame reaches the caller once, in the engine's order, and no later than it would
+  one message a frame, but for the first (:data:`FIRST_WAIT`): nothing else waits to fill a
+  batch. A caller that set ``batched`` on its request gets, in each message, the frame the
+  stream was waiting for plus every frame the turn had queued meanwhile
+  (:meth:`~agentsessions.sessions.turnstream.TurnStream.ready`), so records that committed
+  together cost one message; its records travel as their committed bytes
+  (``CommittedRecord``), not parsed into an ``Event`` message. A caller that did not (a
+  reference client) gets one ``ExecUpdate`` a frame, records as ``LogRecord``;
+- a record reaches the stream only once the engine hands it over, which it does once the
+  record is durable;
+- a turn that parks on an approval ends with a final session frame (AWAITING, its pending
+  approval) and status OK, as the reference answers it; the trailers name the
+  ApprovalParkedError the local engine raises, so our client raises it too;
+- if the caller goes away, grpc stops taking from this generator; the turn goes on on the
+  engine's thread and commits its END (closing the frames waits for it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import grpc
+
+from agentsessions.errors import ApprovalParkedError
+from agentsessions.server import deadline
+from agentsessions.sessions.api import Frame, RecordFrame, SessionFrame, Sessions
+from agentsessions.sessions.turnstream import TurnStream
+from agentsessions.wire import frames, status
+from agentsessions.wire.gen import session_pb2
+from agentsessions.wire.intercept import note
+
+FIRST_WAIT = 0.005
+"""Seconds the first session frame of a batched stream waits for the turn's first records
+(its inputs, committed at once) to travel with it: one message fewer a turn, and the
+caller's ``exec`` returns once the inputs are durable. A turn whose first commit takes
+longer sends its first frame alone, as before."""
+
+
+@dataclasses.dataclass
+class _Seen:
+    """What the stream has carried so far: its session and its latest execution."""
+
+    uid: str = ""
+    execution: str = ""
+
+
+def updates(
+    engine: Sessions,
+    stream: Iterator[Frame],
+    context: grpc.ServicerContext,
+    timer: deadline.Deadline | None = None,
+    *,
+    batched: bool = False,
+) -> Iterator[session_pb2.ExecUpdate]:
+    """The turn's frames as ExecUpdates (batched when the caller asked); a last frame
+    AWAITING carries its pending approval; past ``timer``'s deadline the stream ends
+    DEADLINE_EXCEEDED after the last frame."""
+    seen = _Seen()
+    ready = stream.ready if batched and isinstance(stream, TurnStream) else None
+    wait = FIRST_WAIT  # the first frame waits a little for the turn's first records
+    try:
+        for frame in stream:
+            group = [frame, *ready(wait)] if ready is not None else [frame]
+            wait = 0.0
+            out = [_update(engine, f, seen, timer, batched) for f in group]
+            head = out[0]
+            head.batch.extend(out[1:])
+            yield head
+            last = group[-1]
+            if timer is not None and isinstance(last, SessionFrame) and last.last:
+                exceeded = timer.exceeded(last.turn is not None and last.turn.canceled)
+                if exceeded is not None:  # the records and the last frame went first
+                    raise exceeded
+    except ApprovalParkedError as parked:
+        final = with_pending(engine, SessionFrame(engine.get(seen.uid), last=True))
+        update = frames.frame_to_update(final)
+        update.frame.parked = True
+        context.set_trailing_metadata(status.ok_trailers(parked))
+        yield update
+
+
+def _update(
+    engine: Sessions,
+    frame: Frame,
+    seen: _Seen,
+    timer: deadline.Deadline | None,
+    committed: bool,
+) -> session_pb2.ExecUpdate:
+    """One frame's ExecUpdate, noting what it says of the turn first."""
+    if frame.uid and not seen.uid:
+        note(session=frame.uid)  # a session the turn created (.observe)
+    seen.uid = frame.uid or seen.uid
+    if isinstance(frame, RecordFrame):
+        seen.execution = str(frame.record.event.get("execution_id", "")) or seen.execution
+    if timer is not None:
+        timer.saw(seen.uid, seen.execution)
+    if isinstance(frame, SessionFrame) and frame.last:
+        frame = with_pending(engine, frame)
+    return frames.frame_to_update(frame, seen.execution, committed=committed)
+
+
+def with_pending(engine: Sessions, frame: SessionFrame) -> SessionFrame:
+    """The frame, its session carrying the approval request an awaiting turn parked on."""
+    s = frame.session
+    if s.exec_state != "EXEC_AWAITING" or s.pending_approval is not None:
+        return frame
+    pending = engine.get(s.uid).pending_approval
+    return dataclasses.replace(frame, session=dataclasses.replace(s, pending_approval=pending))
