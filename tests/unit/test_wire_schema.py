@@ -269,7 +269,7 @@ ADDED_MESSAGES = {
         "ClaimSessionRequest",
         "ClaimSessionResponse",
     },
-    "harness.proto": {"WorkingState", "StateResult"},
+    "harness.proto": {"WorkingState", "StateResult", "HistoryMark"},
     "common.proto": {"StateCommit", "TextDelta"},
 }
 ADDED_FIELDS = {
@@ -284,7 +284,9 @@ ADDED_FIELDS = {
     "ResumeRequest": "harness=1000:string wait_ms=1001:int64",
     "CancelRequest": "wait_ms=1000:?int64",
     "ExecUpdate": "frame=1000:FrameInfo",
-    "Start": "tools=1000:[]ToolSpec state=1001:WorkingState memory_restored=1002:bool",
+    "Start": "tools=1000:[]ToolSpec state=1001:WorkingState memory_restored=1002:bool "
+    "history_base=1003:HistoryMark history_head=1004:HistoryMark",
+    "HarnessDescriptor": "history_node=1000:string",
     "ToolSpec": "input_schema=1000:Struct",
     "Capabilities": "uses_session_model=1000:?bool",
     "Event": "state_commit=1000:StateCommit@body delta=1001:TextDelta@body",
