@@ -43,6 +43,7 @@ from agentsessions.errors import (
     UnavailableError,
 )
 from agentsessions.wire import harnesswire as wire
+from agentsessions.wire.described import described, forget
 from agentsessions.wire.gen import common_pb2, harness_pb2, harness_pb2_grpc
 from agentsessions.wire.historysync import (
     MISS,
@@ -104,9 +105,11 @@ class RemoteHarness:
         self.node = ""  # the node's history_node as it last described itself
 
     def describe(self) -> HarnessDescriptor:
-        """Asked of the harness (once per instance)."""
+        """Asked of the harness once per instance, and not again while the connection that
+        answered stays up (:mod:`.described`)."""
         if self._descriptor is None:
-            reply = _describe(self.address)
+            address = self.address
+            reply = described(address, channel(address), lambda: _describe(address))
             self.node = reply.history_node
             self._descriptor = wire.descriptor_from_proto(reply)
         return self._descriptor
@@ -128,6 +131,7 @@ class RemoteHarness:
         try:
             Connection(self.address, start, sink, plan).run()
         except HistoryMiss:  # evicted, restarted, or fed by another controller meanwhile
+            forget(self.address)  # a restarted node: its new id, for the next turn
             Connection(self.address, start, sink, replace(plan, base=None)).run()
 
 
