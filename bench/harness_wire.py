@@ -8,9 +8,10 @@ The chat harness with the echo model, on one session of a file store in a tempor
 each: a turn in process (``chat``) and a turn on the same harness behind ``HarnessServer``
 on a unix socket in this process (``remote-chat``: every effect crosses the wire and back),
 interleaved turn by turn (the order swapped each time) so both see the same machine. The
-median per-turn time of each is printed for the whole run and for its first and last tenth:
-a node keeps each session's history and a Start carries only what is new, so the last tenth
-should cost what the first does. Then ``replay --rerun`` of each session (replay sends whole
+median per-turn wall time of each is printed for the whole run and its first and last tenth
+(a node keeps each session's history and a Start carries only what is new, so the last
+tenth should cost what the first does), then the median CPU time of this process per turn,
+both ends of the wire included (a figure the machine's load disturbs less). Then ``replay --rerun`` of each session (replay sends whole
 histories). The turns are short (one model call), so the ratio is the protocol's overhead at
 its largest. No number here is asserted by a test.
 """
@@ -36,19 +37,22 @@ from agentsessions.sessions.harnessbook import static_remotes  # noqa: E402
 from agentsessions.sessions.wiring import HARNESSES  # noqa: E402
 from agentsessions.wire.harnessnode import HarnessServer  # noqa: E402
 
+Times = list[tuple[float, float]]
 
-def _turn(engine: Sessions, uid: str, i: int) -> float:
-    began = time.perf_counter()
+
+def _turn(engine: Sessions, uid: str, i: int) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this whole process: host and node) of one turn."""
+    began, cpu = time.perf_counter(), time.process_time()
     engine.run(uid, [f"turn {i}"])
-    return time.perf_counter() - began
+    return time.perf_counter() - began, time.process_time() - cpu
 
 
-def _interleaved(engine: Sessions, n: int) -> tuple[list[float], list[float], str, str]:
-    """Per-turn seconds of ``n`` turns in process and ``n`` remote, alternating."""
+def _interleaved(engine: Sessions, n: int) -> tuple[Times, Times, str, str]:
+    """Per-turn times of ``n`` turns in process and ``n`` remote, alternating."""
     local_uid = engine.run(harness="chat", inputs=["warm up"]).uid
     remote_uid = engine.run(harness="remote-chat", inputs=["warm up"]).uid
-    local: list[float] = []
-    remote: list[float] = []
+    local: Times = []
+    remote: Times = []
     for i in range(n):
         if i % 2:
             local.append(_turn(engine, local_uid, i))
@@ -59,8 +63,9 @@ def _interleaved(engine: Sessions, n: int) -> tuple[list[float], list[float], st
     return local, remote, local_uid, remote_uid
 
 
-def _line(what: str, local: list[float], remote: list[float]) -> str:
-    a, b = statistics.median(local), statistics.median(remote)
+def _line(what: str, local: Times, remote: Times, which: int = 0) -> str:
+    a = statistics.median(t[which] for t in local)
+    b = statistics.median(t[which] for t in remote)
     return (
         f"{what}: in process {a * 1e3:.2f} ms, over the wire {b * 1e3:.2f} ms (ratio {b / a:.2f}x)"
     )
@@ -70,6 +75,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="20 turns")
     parser.add_argument("--turns", type=int, default=200, help="turns each way (default 200)")
+    parser.add_argument(
+        "--no-replay", action="store_true", help="skip the reruns (a long session's replay "
+        "over the wire sends every execution its whole history: quadratic in the turns)"
+    )  # fmt: skip
     args = parser.parse_args()
     n = 20 if args.quick else max(10, args.turns)
     sock = f"unix://{tempfile.mkdtemp(prefix='ash-bench-')}/chat.sock"
@@ -78,21 +87,29 @@ def main() -> None:
     try:
         with agentsessions.open(tempfile.mkdtemp(), runtime="local") as engine:
             local, remote, local_uid, remote_uid = _interleaved(engine, n)
-            began = time.perf_counter()
-            engine.rerun(local_uid)
-            replay_local = time.perf_counter() - began
-            began = time.perf_counter()
-            report = engine.rerun(remote_uid)
-            replay_remote = time.perf_counter() - began
+            replays = None if args.no_replay else _reruns(engine, local_uid, remote_uid)
     finally:
         server.stop(0)
     tenth = max(1, n // 10)
     print(_line(f"exec per turn, median of {n}", local, remote))
     print(_line(f"  turns 1-{tenth}", local[:tenth], remote[:tenth]))
     print(_line(f"  turns {n - tenth + 1}-{n}", local[-tenth:], remote[-tenth:]))
-    print(f"replay --rerun of {n + 1} turns: in process {replay_local * 1e3:.0f} ms, over the "
-          f"wire {replay_remote * 1e3:.0f} ms (ratio {replay_remote / replay_local:.2f}x, "
-          f"{report.model_calls} model calls)")  # fmt: skip
+    print(_line("CPU per turn (host and node), median", local, remote, 1))
+    if replays is not None:
+        replay_local, replay_remote, calls = replays
+        print(f"replay --rerun of {n + 1} turns: in process {replay_local * 1e3:.0f} ms, over "
+              f"the wire {replay_remote * 1e3:.0f} ms (ratio {replay_remote / replay_local:.2f}x, "
+              f"{calls} model calls)")  # fmt: skip
+
+
+def _reruns(engine: Sessions, local_uid: str, remote_uid: str) -> tuple[float, float, int]:
+    """Seconds of ``replay --rerun`` of each session, and the remote one's model calls."""
+    began = time.perf_counter()
+    engine.rerun(local_uid)
+    replay_local = time.perf_counter() - began
+    began = time.perf_counter()
+    report = engine.rerun(remote_uid)
+    return replay_local, time.perf_counter() - began, report.model_calls
 
 
 if __name__ == "__main__":
