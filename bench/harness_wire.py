@@ -11,9 +11,10 @@ interleaved turn by turn (the order swapped each time) so both see the same mach
 median per-turn wall time of each is printed for the whole run and its first and last tenth
 (a node keeps each session's history and a Start carries only what is new, so the last
 tenth should cost what the first does), then the median CPU time of this process per turn,
-both ends of the wire included (a figure the machine's load disturbs less). Then ``replay --rerun`` of each session (replay sends whole
-histories). The turns are short (one model call), so the ratio is the protocol's overhead at
-its largest. No number here is asserted by a test.
+both ends of the wire included (a figure the machine's load disturbs less). Then
+``replay --rerun`` of each session (replay sends whole histories). The turns are short (one
+model call), so the ratio is the protocol's overhead at its largest. No number here is
+asserted by a test.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from agentsessions.controller.spi import (
 from agentsessions.errors import HarnessProtocolError
 from agentsessions.journal.stores.store import WorkingState
 from agentsessions.v1.normalize import normalize_message
+from agentsessions.wire import fastconv
 from agentsessions.wire.gen import common_pb2, harness_pb2
 from agentsessions.wire.historysync import HistoryMiss, Mark, NodeHistories
 
@@ -42,6 +43,9 @@ RESUMABILITY = harness_pb2.Resumability
 def to_dict(msg: ProtoMessage, schema: str, what: str) -> dict[str, Any]:
     """The canonical proto3-JSON dict of ``msg`` (schema ``schema`` of agentsessions.v1);
     HarnessProtocolError if it cannot be one (a peer sent garbage)."""
+    fast = fastconv.to_dict(msg)  # the same dict, for the plain messages most are
+    if fast is not None:
+        return fast
     try:
         loose = json_format.MessageToDict(msg, preserving_proto_field_name=True)
         return normalize_message(loose, schema, what)
@@ -53,6 +57,9 @@ def to_dict(msg: ProtoMessage, schema: str, what: str) -> dict[str, Any]:
 
 def parse(obj: Mapping[str, Any], cls: type[Any], what: str) -> Any:
     """``obj`` (proto3-JSON) as a new ``cls``; HarnessProtocolError if it does not fit."""
+    fast = fastconv.to_proto(cls, obj)  # the same message, for the plain dicts most are
+    if fast is not None:
+        return fast
     try:
         return json_format.ParseDict(dict(obj), cls())
     except (json_format.ParseError, ValueError, TypeError) as exc:
