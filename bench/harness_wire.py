@@ -1,64 +1,116 @@
 """What running a harness over Harness.Connect costs: ratios against the same harness in process.
 
-    python bench/harness_wire.py            # 200 turns each way
-    python bench/harness_wire.py --quick    # 20 turns, a smoke check
+    python bench/harness_wire.py                # 200 turns each way
+    python bench/harness_wire.py --turns 2000   # a long session: is the cost flat?
+    python bench/harness_wire.py --quick        # 20 turns, a smoke check
 
-The chat harness with the echo model, on one session of a file store in a temporary home:
-per-turn time of ``exec`` when the harness runs in process (``chat``) and when it runs
-behind ``HarnessServer`` on a unix socket in this process (``remote-chat``: every effect
-crosses the wire and back), then ``replay --rerun`` of each session. The turns are short
-(one model call), so the ratio is the protocol's overhead at its largest. No number here is
+The chat harness with the echo model, on one session of a file store in a temporary home
+each: a turn in process (``chat``) and a turn on the same harness behind ``HarnessServer``
+on a unix socket in this process (``remote-chat``: every effect crosses the wire and back),
+interleaved turn by turn (the order swapped each time) so both see the same machine. The
+median per-turn wall time of each is printed for the whole run and its first and last tenth
+(a node keeps each session's history and a Start carries only what is new, so the last
+tenth should cost what the first does), then the median CPU time of this process per turn,
+both ends of the wire included (a figure the machine's load disturbs less). Then
+``replay --rerun`` of each session (replay sends whole histories). The turns are short (one
+model call), so the ratio is the protocol's overhead at its largest. No number here is
 asserted by a test.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+# bench/ holds a grpc.py: its own directory must not shadow the grpc package
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+sys.path.insert(0, str(ROOT))
 
-import agentsessions
-from agentsessions.sessions.harnessbook import static_remotes
-from agentsessions.sessions.wiring import HARNESSES
-from agentsessions.wire.harnessnode import HarnessServer
+import agentsessions  # noqa: E402
+from agentsessions.sessions.api import Sessions  # noqa: E402
+from agentsessions.sessions.harnessbook import static_remotes  # noqa: E402
+from agentsessions.sessions.wiring import HARNESSES  # noqa: E402
+from agentsessions.wire.harnessnode import HarnessServer  # noqa: E402
+
+Times = list[tuple[float, float]]
 
 
-def _turns(engine: agentsessions.Sessions, harness: str, n: int) -> tuple[str, float]:
-    uid = engine.run(harness=harness, inputs=["warm up"]).uid
-    began = time.perf_counter()
+def _turn(engine: Sessions, uid: str, i: int) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this whole process: host and node) of one turn."""
+    began, cpu = time.perf_counter(), time.process_time()
+    engine.run(uid, [f"turn {i}"])
+    return time.perf_counter() - began, time.process_time() - cpu
+
+
+def _interleaved(engine: Sessions, n: int) -> tuple[Times, Times, str, str]:
+    """Per-turn times of ``n`` turns in process and ``n`` remote, alternating."""
+    local_uid = engine.run(harness="chat", inputs=["warm up"]).uid
+    remote_uid = engine.run(harness="remote-chat", inputs=["warm up"]).uid
+    local: Times = []
+    remote: Times = []
     for i in range(n):
-        engine.run(uid, [f"turn {i}"])
-    return uid, (time.perf_counter() - began) / n
+        if i % 2:
+            local.append(_turn(engine, local_uid, i))
+            remote.append(_turn(engine, remote_uid, i))
+        else:
+            remote.append(_turn(engine, remote_uid, i))
+            local.append(_turn(engine, local_uid, i))
+    return local, remote, local_uid, remote_uid
+
+
+def _line(what: str, local: Times, remote: Times, which: int = 0) -> str:
+    a = statistics.median(t[which] for t in local)
+    b = statistics.median(t[which] for t in remote)
+    return (
+        f"{what}: in process {a * 1e3:.2f} ms, over the wire {b * 1e3:.2f} ms (ratio {b / a:.2f}x)"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    n = 20 if parser.parse_args().quick else 200
+    parser.add_argument("--quick", action="store_true", help="20 turns")
+    parser.add_argument("--turns", type=int, default=200, help="turns each way (default 200)")
+    parser.add_argument(
+        "--no-replay", action="store_true", help="skip the reruns (a long session's replay "
+        "over the wire sends every execution its whole history: quadratic in the turns)"
+    )  # fmt: skip
+    args = parser.parse_args()
+    n = 20 if args.quick else max(10, args.turns)
     sock = f"unix://{tempfile.mkdtemp(prefix='ash-bench-')}/chat.sock"
     server = HarnessServer(HARNESSES.factory("chat"), sock)
     static_remotes([f"remote-chat={server.address}"])
     try:
         with agentsessions.open(tempfile.mkdtemp(), runtime="local") as engine:
-            local_uid, local = _turns(engine, "chat", n)
-            remote_uid, remote = _turns(engine, "remote-chat", n)
-            began = time.perf_counter()
-            engine.rerun(local_uid)
-            replay_local = time.perf_counter() - began
-            began = time.perf_counter()
-            report = engine.rerun(remote_uid)
-            replay_remote = time.perf_counter() - began
+            local, remote, local_uid, remote_uid = _interleaved(engine, n)
+            replays = None if args.no_replay else _reruns(engine, local_uid, remote_uid)
     finally:
         server.stop(0)
-    print(f"exec per turn: in process {local * 1e3:.2f} ms, over the wire {remote * 1e3:.2f} ms "
-          f"(ratio {remote / local:.2f}x)")  # fmt: skip
-    print(f"replay --rerun of {n + 1} turns: in process {replay_local * 1e3:.0f} ms, over the "
-          f"wire {replay_remote * 1e3:.0f} ms (ratio {replay_remote / replay_local:.2f}x, "
-          f"{report.model_calls} model calls)")  # fmt: skip
+    tenth = max(1, n // 10)
+    print(_line(f"exec per turn, median of {n}", local, remote))
+    print(_line(f"  turns 1-{tenth}", local[:tenth], remote[:tenth]))
+    print(_line(f"  turns {n - tenth + 1}-{n}", local[-tenth:], remote[-tenth:]))
+    print(_line("CPU per turn (host and node), median", local, remote, 1))
+    if replays is not None:
+        replay_local, replay_remote, calls = replays
+        print(f"replay --rerun of {n + 1} turns: in process {replay_local * 1e3:.0f} ms, over "
+              f"the wire {replay_remote * 1e3:.0f} ms (ratio {replay_remote / replay_local:.2f}x, "
+              f"{calls} model calls)")  # fmt: skip
+
+
+def _reruns(engine: Sessions, local_uid: str, remote_uid: str) -> tuple[float, float, int]:
+    """Seconds of ``replay --rerun`` of each session, and the remote one's model calls."""
+    began = time.perf_counter()
+    engine.rerun(local_uid)
+    replay_local = time.perf_counter() - began
+    began = time.perf_counter()
+    report = engine.rerun(remote_uid)
+    return replay_local, time.perf_counter() - began, report.model_calls
 
 
 if __name__ == "__main__":

@@ -394,7 +394,8 @@ class Controller:
         history = WriterHistory(writer, head)
         tools = self.workloads.offers(uid, digest)
         inputs_ = tuple(as_user(m) for m in inputs)
-        start = Start(exec_id, config, inputs_, history, tools=tools, state=writer.state)
+        start = Start(exec_id, config, inputs_, history, tools=tools, state=writer.state,
+                      lineage=writer)  # fmt: skip
         sink = TurnSink(exec_id, [], self._live(journal, turn_model, exec_id, descriptor, digest))
         sink.state_version = start.state.version
         return self._driver().drive(uid, instance, start, sink, journal, head + 1, legacy=False)
@@ -449,6 +450,7 @@ class Controller:
             run.resume_from_seq,
             tools=self.workloads.offers(uid, run.workload),  # the tools it ran with
             state=self._state_at(writer, run.first_seq),
+            lineage=writer,
         )
         sink = TurnSink(
             run.id,

@@ -98,6 +98,12 @@ class HeldWriter:
     def head(self) -> tuple[int, str]:
         return self.inner.head
 
+    def hash_at(self, seq: int) -> str:
+        """The chain hash of record ``seq`` ("" for none): from memory when recent."""
+        if seq <= 0 or seq > self.inner.head[0]:
+            return ""
+        return next((r.content_hash for r in self.read(seq, seq)), "")
+
     def append(
         self,
         events: Sequence[Mapping[str, Any]],

@@ -117,6 +117,23 @@ class History(Protocol):
         ...
 
 
+class Lineage(Protocol):
+    """Where a live execution's history sits in its session's journal: the session, the
+    writer's fence and the chain hash of a record. A remote harness's node keeps the history
+    it was sent under these, so the next Start sends only what is new
+    (:mod:`agentsessions.wire.historysync`); a held writer is one."""
+
+    @property
+    def uid(self) -> str: ...
+
+    @property
+    def fence(self) -> int: ...
+
+    def hash_at(self, seq: int) -> str:
+        """The chain hash of record ``seq`` ("" when the journal has none there)."""
+        ...
+
+
 @dataclass(frozen=True)
 class Start:
     """Everything one execution gets (``agentsessions.v1.Start``)."""
@@ -134,6 +151,9 @@ class Start:
     """The tools of the workload (``--tools FILE``) this execution runs with, bound by the
     host: live, resumed and replayed runs of one execution get the same ones, whatever
     ``--tools`` came later (its EXECUTION_START names the workload; see :class:`Workloads`)."""
+    lineage: Lineage | None = None
+    """Where ``history`` sits in the journal (its records ``1..len(history)``): set on live
+    and resumed runs, None on replay. Only a remote harness's proxy reads it."""
 
 
 @dataclass(frozen=True)

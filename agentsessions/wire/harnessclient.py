@@ -28,6 +28,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 import grpc
@@ -42,9 +43,20 @@ from agentsessions.errors import (
     UnavailableError,
 )
 from agentsessions.wire import harnesswire as wire
+from agentsessions.wire.described import described, forget
 from agentsessions.wire.gen import common_pb2, harness_pb2, harness_pb2_grpc
+from agentsessions.wire.historysync import (
+    MISS,
+    TRAILER,
+    HistoryMiss,
+    Mark,
+    SentHistories,
+    head_of,
+)
 
 DESCRIBE_TIMEOUT = 10.0  # seconds: a harness that does not describe itself is unreachable
+SENT = SentHistories()
+"""What each node accepted of each session's history, as this process sent it."""
 _CHANNELS: dict[str, grpc.Channel] = {}
 _LOCK = threading.Lock()
 
@@ -59,12 +71,18 @@ def channel(address: str) -> grpc.Channel:
 
 def describe(address: str, timeout: float = DESCRIBE_TIMEOUT) -> HarnessDescriptor:
     """The descriptor of the harness at ``address``; UnavailableError if it cannot say."""
+    return wire.descriptor_from_proto(_describe(address, timeout))
+
+
+def _describe(address: str, timeout: float = DESCRIBE_TIMEOUT) -> harness_pb2.HarnessDescriptor:
     stub = harness_pb2_grpc.HarnessStub(channel(address))  # type: ignore[no-untyped-call]
     try:
-        reply = stub.Describe(harness_pb2.DescribeRequest(), timeout=timeout)
+        reply: harness_pb2.HarnessDescriptor = stub.Describe(
+            harness_pb2.DescribeRequest(), timeout=timeout
+        )
     except grpc.RpcError as exc:
         raise _unreachable(address, exc) from None
-    return wire.descriptor_from_proto(reply)
+    return reply
 
 
 def _unreachable(address: str, exc: grpc.RpcError) -> UnavailableError:
@@ -84,26 +102,71 @@ class RemoteHarness:
         self.address = address
         self.name = name
         self._descriptor: HarnessDescriptor | None = None
+        self.node = ""  # the node's history_node as it last described itself
 
     def describe(self) -> HarnessDescriptor:
-        """Asked of the harness (once per instance)."""
+        """Asked of the harness once per instance, and not again while the connection that
+        answered stays up (:mod:`.described`)."""
         if self._descriptor is None:
-            self._descriptor = describe(self.address)
+            address = self.address
+            reply = described(address, channel(address), lambda: _describe(address))
+            self.node = reply.history_node
+            self._descriptor = wire.descriptor_from_proto(reply)
         return self._descriptor
 
     def run(self, start: Start, sink: Sink) -> None:
-        """One execution over one Connect stream (see the module docstring)."""
-        Connection(self.address, start, sink).run()
+        """One execution over one Connect stream (see the module docstring); to a node
+        that keeps histories, only what it lacks of this one (:mod:`.historysync`)."""
+        lineage = start.lineage
+        if lineage is None:  # a replay: the history crosses whole
+            Connection(self.address, start, sink).run()
+            return
+        self.describe()
+        head = head_of(lineage, len(start.history))
+        if not self.node or head is None:
+            Connection(self.address, start, sink, Plan(lineage.uid)).run()
+            return
+        key = (self.address, self.node, lineage.uid)
+        plan = Plan(lineage.uid, key, SENT.base(key, lineage, head), head)
+        try:
+            Connection(self.address, start, sink, plan).run()
+        except HistoryMiss:  # evicted, restarted, or fed by another controller meanwhile
+            forget(self.address)  # a restarted node: its new id, for the next turn
+            Connection(self.address, start, sink, replace(plan, base=None)).run()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one Start's history crosses: the session (the envelope's), and for a node that
+    keeps histories the key of what it holds, the base sent from (None: whole) and the
+    head where the history ends."""
+
+    session: str
+    key: tuple[str, str, str] | None = None
+    base: Mark | None = None
+    head: Mark | None = None
+
+    def accepted(self) -> None:
+        """The node took the Start (it sent an event): it holds ``head`` now."""
+        if self.key is not None and self.head is not None:
+            SENT.accepted(self.key, self.head)
+
+    def unknown(self) -> None:
+        """The stream failed before the node took the Start: what it holds is unknown."""
+        if self.key is not None:
+            SENT.forget(self.key)
 
 
 class Connection:
     """One Connect stream: the frames we send, the events we check and relay."""
 
-    def __init__(self, address: str, start: Start, sink: Sink) -> None:
+    def __init__(self, address: str, start: Start, sink: Sink, plan: Plan | None = None) -> None:
         self.address = address
         self.start = start
         self.sink = sink
-        self.session = _session_of(sink)
+        self.plan = plan or Plan(_session_of(sink))
+        self.session = self.plan.session
+        self.accepted = False
         self.frames: queue.Queue[harness_pb2.ControllerFrame | None] = queue.Queue()
         self.stream: Any = None
 
@@ -121,11 +184,14 @@ class Connection:
 
     def run(self) -> None:
         stub = harness_pb2_grpc.HarnessStub(channel(self.address))  # type: ignore[no-untyped-call]
-        self.send(start=wire.start_to_proto(self.start, self.session))
+        plan = self.plan
+        self.send(start=wire.start_to_proto(self.start, self.session, plan.base, plan.head))
         self.stream = stub.Connect(self._requests())
         try:
             self._relay(iter(self.stream))
         except BaseException as exc:  # the harness is told why, best effort, then cut off
+            if not self.accepted:
+                plan.unknown()
             self.send(cancel=harness_pb2.Cancel(reason=f"{type(exc).__name__}: {exc}"[:1000]))
             raise
         finally:
@@ -146,6 +212,9 @@ class Connection:
                 return None
             except grpc.RpcError as exc:
                 raise self._broken(exc) from None
+            if not self.accepted:
+                self.accepted = True
+                self.plan.accepted()
             body = msg.WhichOneof("body")
             if body not in ("delta", "state_commit"):
                 break
@@ -167,6 +236,8 @@ class Connection:
 
     def _broken(self, exc: grpc.RpcError) -> Exception:
         code = exc.code() if hasattr(exc, "code") else None
+        if not self.accepted and self.plan.base is not None and _missed(exc):
+            return HistoryMiss(f"the harness at {self.address} does not hold {self.plan.base}")
         if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, None):
             return _unreachable(self.address, exc)
         return HarnessProtocolError(
@@ -309,6 +380,12 @@ class Connection:
         if state in ("FAILED", "CANCELED"):
             raise HarnessError(f"the harness at {self.address} ended the turn {state}: {why}")
         raise self._violation(f"ended with END state {state!r}")
+
+
+def _missed(exc: grpc.RpcError) -> bool:
+    """The node refused a Start's base (its trailer says so)."""
+    trailers = exc.trailing_metadata() if hasattr(exc, "trailing_metadata") else None
+    return any(m.key == TRAILER and m.value in (MISS, MISS.encode()) for m in trailers or ())
 
 
 def _session_of(sink: Sink) -> str:

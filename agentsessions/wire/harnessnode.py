@@ -58,6 +58,7 @@ from agentsessions.errors import (
 from agentsessions.journal.stores.store import Snapshot, WorkingState
 from agentsessions.wire import harnesswire as wire
 from agentsessions.wire.gen import common_pb2, harness_pb2, harness_pb2_grpc
+from agentsessions.wire.historysync import MISS, TRAILER, HistoryMiss, NodeHistories
 
 ERROR_CODE_INTERNAL = 13  # gRPC INTERNAL, as the reference records a failed harness
 ERROR_CODE_CANCELLED = 1
@@ -246,10 +247,12 @@ def _what(frame: harness_pb2.ControllerFrame) -> str:
 
 
 class HarnessServicer(harness_pb2_grpc.HarnessServicer):
-    """Serves one harness (built fresh for each execution by ``factory``)."""
+    """Serves one harness (built fresh for each execution by ``factory``), keeping the
+    history each session was sent in ``kept`` (None: keep nothing; every Start is whole)."""
 
-    def __init__(self, factory: Callable[[], Harness]) -> None:
+    def __init__(self, factory: Callable[[], Harness], kept: NodeHistories | None = None) -> None:
         self.factory = factory
+        self.kept = kept
         self._descriptor: HarnessDescriptor | None = None
 
     def descriptor(self) -> HarnessDescriptor:
@@ -267,7 +270,10 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
     def Describe(
         self, request: harness_pb2.DescribeRequest, context: grpc.ServicerContext
     ) -> harness_pb2.HarnessDescriptor:
-        return wire.descriptor_to_proto(self.descriptor())
+        msg = wire.descriptor_to_proto(self.descriptor())
+        if self.kept is not None:
+            msg.history_node = self.kept.node
+        return msg
 
     def Connect(
         self, request_iterator: Iterator[harness_pb2.ControllerFrame], context: grpc.ServicerContext
@@ -284,7 +290,10 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "start names no execution_id")
         x = Exchange(first.session, first.execution_id)
         try:
-            start = wire.start_from_proto(first.execution_id, first.start, first.session)
+            start = wire.start_from_proto(first.execution_id, first.start, first.session, self.kept)
+        except HistoryMiss as exc:  # before the harness runs: the host resends it whole
+            context.set_trailing_metadata(((TRAILER, MISS),))
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         except HarnessError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         context.add_callback(lambda: x.frames.put(None))
@@ -371,10 +380,13 @@ def _read(x: Exchange, frames: Iterator[harness_pb2.ControllerFrame]) -> None:
     x.frames.put(None)
 
 
-def add_to_server(server: grpc.Server, factory: Callable[[], Harness]) -> HarnessServicer:
+def add_to_server(
+    server: grpc.Server, factory: Callable[[], Harness], kept: NodeHistories | None = None
+) -> HarnessServicer:
     """Register a Harness service serving ``factory``'s harness on ``server`` (the
-    ``extra_services`` seam of :func:`agentsessions.server.app.build_server`)."""
-    servicer = HarnessServicer(factory)
+    ``extra_services`` seam of :func:`agentsessions.server.app.build_server`), keeping
+    sessions' histories in ``kept`` (None: none kept)."""
+    servicer = HarnessServicer(factory, kept)
     harness_pb2_grpc.add_HarnessServicer_to_server(servicer, server)  # type: ignore[no-untyped-call]
     return servicer
 
@@ -382,9 +394,18 @@ def add_to_server(server: grpc.Server, factory: Callable[[], Harness]) -> Harnes
 class HarnessServer:
     """A gRPC server serving one harness at ``listen`` (``HOST:PORT`` or ``unix:///path``).
 
-    ``address`` is where it listens (a TCP port 0 is replaced by the one it got)."""
+    ``address`` is where it listens (a TCP port 0 is replaced by the one it got). It keeps
+    the history each session was sent (``kept``; a default-sized one unless given), so a
+    session's next Start carries only what is new (:mod:`.historysync`)."""
 
-    def __init__(self, factory: Callable[[], Harness], listen: str, *, workers: int = 16) -> None:
+    def __init__(
+        self,
+        factory: Callable[[], Harness],
+        listen: str,
+        *,
+        workers: int = 16,
+        kept: NodeHistories | None = None,
+    ) -> None:
         from concurrent import futures
 
         check_listen(listen)
@@ -393,7 +414,8 @@ class HarnessServer:
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=workers), interceptors=[WireChecks()]
         )
-        self.servicer = add_to_server(self.server, factory)
+        self.kept = kept if kept is not None else NodeHistories()
+        self.servicer = add_to_server(self.server, factory, self.kept)
         try:
             port = self.server.add_insecure_port(listen)
         except RuntimeError as exc:  # grpc raises it for an address it cannot bind

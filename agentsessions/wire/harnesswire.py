@@ -7,8 +7,9 @@ in-process harness would have produced (Struct numbers are normalised as the jou
 
 The reference's ``Start`` carries config, history, inputs and resume_from_seq; our additions
 (docs/WIRE.md) carry the workload's tools, the working state and ``memory_restored``.
-``Start.history`` crosses whole; each side keeps the last history per session
-(:class:`HistoryCache`) so that a turn converts only the events added since.
+``Start.history`` crosses whole to a node that keeps nothing (each side then keeps the last
+history per session, :class:`HistoryCache`, so that a turn converts only the events added
+since); to a node that keeps histories it carries only what is new (:mod:`.historysync`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ from agentsessions.controller.spi import (
 from agentsessions.errors import HarnessProtocolError
 from agentsessions.journal.stores.store import WorkingState
 from agentsessions.v1.normalize import normalize_message
+from agentsessions.wire import fastconv
 from agentsessions.wire.gen import common_pb2, harness_pb2
+from agentsessions.wire.historysync import HistoryMiss, Mark, NodeHistories
 
 MEDIATION = common_pb2.Mediation
 RESUMABILITY = harness_pb2.Resumability
@@ -40,6 +43,9 @@ RESUMABILITY = harness_pb2.Resumability
 def to_dict(msg: ProtoMessage, schema: str, what: str) -> dict[str, Any]:
     """The canonical proto3-JSON dict of ``msg`` (schema ``schema`` of agentsessions.v1);
     HarnessProtocolError if it cannot be one (a peer sent garbage)."""
+    fast = fastconv.to_dict(msg)  # the same dict, for the plain messages most are
+    if fast is not None:
+        return fast
     try:
         loose = json_format.MessageToDict(msg, preserving_proto_field_name=True)
         return normalize_message(loose, schema, what)
@@ -51,6 +57,9 @@ def to_dict(msg: ProtoMessage, schema: str, what: str) -> dict[str, Any]:
 
 def parse(obj: Mapping[str, Any], cls: type[Any], what: str) -> Any:
     """``obj`` (proto3-JSON) as a new ``cls``; HarnessProtocolError if it does not fit."""
+    fast = fastconv.to_proto(cls, obj)  # the same message, for the plain dicts most are
+    if fast is not None:
+        return fast
     try:
         return json_format.ParseDict(dict(obj), cls())
     except (json_format.ParseError, ValueError, TypeError) as exc:
@@ -182,13 +191,20 @@ HOST_HISTORY = HistoryCache()
 NODE_HISTORY = HistoryCache()
 
 
-def start_to_proto(start: Start, session: str = "") -> harness_pb2.Start:
-    """The ``Start`` of one execution (its history whole)."""
+def start_to_proto(
+    start: Start, session: str = "", base: Mark | None = None, head: Mark | None = None
+) -> harness_pb2.Start:
+    """The ``Start`` of one execution: its history whole, or with ``base`` only the events
+    after it (:mod:`.historysync`); ``head`` is where the history ends, for a node to keep."""
     state = start.state
-    # tail(len): bounded by the execution's start however the history iterates
-    events = start.history.tail(len(start.history))
-    history = HOST_HISTORY.convert(session, events, lambda e: e, event_to_proto)
-    return harness_pb2.Start(
+    if base is not None and head is not None:
+        # only what the node lacks: the journal is read from base on, not from seq 1
+        history = [event_to_proto(e) for e in start.history.tail(head.seq - base.seq)]
+    else:
+        # tail(len): bounded by the execution's start however the history iterates
+        events = start.history.tail(len(start.history))
+        history = HOST_HISTORY.convert(session, events, lambda e: e, event_to_proto)
+    msg = harness_pb2.Start(
         config=start.config,
         history=history,
         inputs=[parse(m, common_pb2.Message, "input") for m in start.inputs],
@@ -204,36 +220,47 @@ def start_to_proto(start: Start, session: str = "") -> harness_pb2.Start:
         ),
         memory_restored=start.memory_restored,
     )
+    if base is not None and head is not None:
+        msg.history_base.CopyFrom(base.to_proto())
+    if head is not None:
+        msg.history_head.CopyFrom(head.to_proto())
+    return msg
 
 
 class ListHistory:
-    """A history handed over whole (what crossed the wire), read as the SPI's History."""
+    """The first ``end`` events of a list (what crossed the wire, or what a node holds of a
+    session: that list may grow past ``end`` for later runs), read as the SPI's History."""
 
-    def __init__(self, events: list[Event]) -> None:
+    def __init__(self, events: list[Event], end: int | None = None) -> None:
         self._events = events
+        self._end = len(events) if end is None else end
 
     def __len__(self) -> int:
-        return len(self._events)
+        return self._end
 
     def __iter__(self) -> Iterator[Event]:
-        return iter(self._events)
+        return iter(self._events[: self._end])
 
     def tail(self, count: int) -> list[Event]:
         """The last ``count`` events, oldest first."""
-        return self._events[-count:] if count > 0 else []
+        return self._events[max(0, self._end - count) : self._end] if count > 0 else []
 
 
-def start_from_proto(execution_id: str, msg: harness_pb2.Start, session: str = "") -> Start:
-    """Our ``Start`` of a received one (the envelope's execution id)."""
+def start_from_proto(
+    execution_id: str,
+    msg: harness_pb2.Start,
+    session: str = "",
+    kept: NodeHistories | None = None,
+) -> Start:
+    """Our ``Start`` of a received one (the envelope's execution id). With ``kept`` (a node
+    that keeps histories) a Start with a head is kept, one with a base is completed from
+    what is kept (HistoryMiss when the node does not hold that base)."""
     s = msg.state
-    history = NODE_HISTORY.convert(
-        session, list(msg.history), lambda e: e.SerializeToString(), event_dict
-    )
     return Start(
         execution_id=execution_id,
         config=msg.config,
         inputs=tuple(to_dict(m, "Message", "input") for m in msg.inputs),
-        history=ListHistory(history),
+        history=_history(msg, session, kept),
         resume_from_seq=msg.resume_from_seq,
         memory_restored=msg.memory_restored,
         state=WorkingState(
@@ -246,3 +273,27 @@ def start_from_proto(execution_id: str, msg: harness_pb2.Start, session: str = "
         ),
         tools=tuple(tool_from_proto(t) for t in msg.tools),
     )
+
+
+def _history(msg: harness_pb2.Start, session: str, kept: NodeHistories | None) -> ListHistory:
+    """The received history: completed from, or kept in, ``kept`` (see start_from_proto)."""
+    head = Mark.of(msg.history_head) if msg.HasField("history_head") else None
+    if msg.HasField("history_base"):
+        base = Mark.of(msg.history_base)
+        if kept is None or not session or head is None:
+            raise HistoryMiss(f"session {session!r}: this node keeps no history to extend")
+        if base.seq + len(msg.history) != head.seq or base.fence != head.fence:
+            raise HarnessProtocolError(
+                f"a Start from {base} with {len(msg.history)} events cannot end at {head}"
+            )
+        new = [event_dict(e) for e in msg.history]
+        size = sum(e.ByteSize() for e in msg.history)
+        return ListHistory(kept.extend(session, base, head, new, size), head.seq)
+    if kept is not None and session and head is not None and head.seq == len(msg.history):
+        events = [event_dict(e) for e in msg.history]
+        kept.put(session, head, events, sum(e.ByteSize() for e in msg.history))
+        return ListHistory(events)
+    history = NODE_HISTORY.convert(
+        session, list(msg.history), lambda e: e.SerializeToString(), event_dict
+    )
+    return ListHistory(history)

@@ -270,7 +270,7 @@ ADDED_MESSAGES = {
         "ClaimSessionResponse",
         "CommittedRecord",
     },
-    "harness.proto": {"WorkingState", "StateResult"},
+    "harness.proto": {"WorkingState", "StateResult", "HistoryMark"},
     "common.proto": {"StateCommit", "TextDelta"},
 }
 ADDED_FIELDS = {
@@ -288,7 +288,9 @@ ADDED_FIELDS = {
     "CancelRequest": "wait_ms=1000:?int64",
     "ExecUpdate": "frame=1000:FrameInfo committed=1001:CommittedRecord@update "
     "batch=1002:[]ExecUpdate",
-    "Start": "tools=1000:[]ToolSpec state=1001:WorkingState memory_restored=1002:bool",
+    "Start": "tools=1000:[]ToolSpec state=1001:WorkingState memory_restored=1002:bool "
+    "history_base=1003:HistoryMark history_head=1004:HistoryMark",
+    "HarnessDescriptor": "history_node=1000:string",
     "ToolSpec": "input_schema=1000:Struct",
     "Capabilities": "uses_session_model=1000:?bool",
     "Event": "state_commit=1000:StateCommit@body delta=1001:TextDelta@body",

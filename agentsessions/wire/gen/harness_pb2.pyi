@@ -47,18 +47,20 @@ class ToolSpec(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., mediation: _Optional[_Union[_common_pb2.Mediation, str]] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class HarnessDescriptor(_message.Message):
-    __slots__ = ("id", "models", "tools", "capabilities", "version")
+    __slots__ = ("id", "models", "tools", "capabilities", "version", "history_node")
     ID_FIELD_NUMBER: _ClassVar[int]
     MODELS_FIELD_NUMBER: _ClassVar[int]
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_NODE_FIELD_NUMBER: _ClassVar[int]
     id: str
     models: _containers.RepeatedScalarFieldContainer[str]
     tools: _containers.RepeatedCompositeFieldContainer[ToolSpec]
     capabilities: Capabilities
     version: str
-    def __init__(self, id: _Optional[str] = ..., models: _Optional[_Iterable[str]] = ..., tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ..., capabilities: _Optional[_Union[Capabilities, _Mapping]] = ..., version: _Optional[str] = ...) -> None: ...
+    history_node: str
+    def __init__(self, id: _Optional[str] = ..., models: _Optional[_Iterable[str]] = ..., tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ..., capabilities: _Optional[_Union[Capabilities, _Mapping]] = ..., version: _Optional[str] = ..., history_node: _Optional[str] = ...) -> None: ...
 
 class DescribeRequest(_message.Message):
     __slots__ = ()
@@ -73,7 +75,7 @@ class IdentityContext(_message.Message):
     def __init__(self, principal: _Optional[_Union[_common_pb2.IdentityRef, _Mapping]] = ..., can_mint_tokens: _Optional[bool] = ...) -> None: ...
 
 class Start(_message.Message):
-    __slots__ = ("config", "history", "inputs", "identity", "resume_from_seq", "tools", "state", "memory_restored")
+    __slots__ = ("config", "history", "inputs", "identity", "resume_from_seq", "tools", "state", "memory_restored", "history_base", "history_head")
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     HISTORY_FIELD_NUMBER: _ClassVar[int]
     INPUTS_FIELD_NUMBER: _ClassVar[int]
@@ -82,6 +84,8 @@ class Start(_message.Message):
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     MEMORY_RESTORED_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_BASE_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_HEAD_FIELD_NUMBER: _ClassVar[int]
     config: bytes
     history: _containers.RepeatedCompositeFieldContainer[_common_pb2.Event]
     inputs: _containers.RepeatedCompositeFieldContainer[_common_pb2.Message]
@@ -90,7 +94,19 @@ class Start(_message.Message):
     tools: _containers.RepeatedCompositeFieldContainer[ToolSpec]
     state: WorkingState
     memory_restored: bool
-    def __init__(self, config: _Optional[bytes] = ..., history: _Optional[_Iterable[_Union[_common_pb2.Event, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., identity: _Optional[_Union[IdentityContext, _Mapping]] = ..., resume_from_seq: _Optional[int] = ..., tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ..., state: _Optional[_Union[WorkingState, _Mapping]] = ..., memory_restored: _Optional[bool] = ...) -> None: ...
+    history_base: HistoryMark
+    history_head: HistoryMark
+    def __init__(self, config: _Optional[bytes] = ..., history: _Optional[_Iterable[_Union[_common_pb2.Event, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., identity: _Optional[_Union[IdentityContext, _Mapping]] = ..., resume_from_seq: _Optional[int] = ..., tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ..., state: _Optional[_Union[WorkingState, _Mapping]] = ..., memory_restored: _Optional[bool] = ..., history_base: _Optional[_Union[HistoryMark, _Mapping]] = ..., history_head: _Optional[_Union[HistoryMark, _Mapping]] = ...) -> None: ...
+
+class HistoryMark(_message.Message):
+    __slots__ = ("fence", "seq", "hash")
+    FENCE_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    HASH_FIELD_NUMBER: _ClassVar[int]
+    fence: int
+    seq: int
+    hash: str
+    def __init__(self, fence: _Optional[int] = ..., seq: _Optional[int] = ..., hash: _Optional[str] = ...) -> None: ...
 
 class WorkingState(_message.Message):
     __slots__ = ("version", "data", "covers_from", "covers_to", "author", "time_ns")
