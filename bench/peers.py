@@ -21,6 +21,7 @@ adds the rest:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
@@ -180,6 +181,7 @@ def drive_eventsourcing(where: Path, turns: int) -> Run:
     return Run(times, size, _timed(load))
 
 
+@functools.cache  # eventsourcing registers each aggregate class by topic: define it once
 def _eventsourcing_app() -> Any:
     from eventsourcing.application import Application  # type: ignore[import-not-found]
     from eventsourcing.domain import Aggregate, event  # type: ignore[import-not-found]
