@@ -24,6 +24,11 @@ the same run, rounds interleaved, medians reported:
   the user item, add the reply) and LangGraph ``MessagesState`` on ``SqliteSaver``, when
   installed (a bench-only extra; skipped with a note otherwise).
 
+``--only storage``: the same conversation's bytes on disk (every file of the home) against
+the SQLite database's (target <= 1.0x), and loading it back (a new engine reads every
+record and decodes each input and output) against a new connection's ``SELECT`` and
+``json.loads`` of each row (target <= 1.5x).
+
 Also: flatness (turns/s of the last 100 turns / the first 100; target >= 0.9); a turn on a
 1,000,000-event session vs a 100-event one (target within 1.2x; the big session is built
 through the store's append path directly); ``replay --rerun`` and ``follow`` peak memory
