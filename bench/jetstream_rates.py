@@ -13,7 +13,9 @@ directories; without the wheel it says so and exits 0.
 - **rates**: commits/s and events/s of the same commits (1 and 16 events of ~1 KB, as
   one commit) from 1 session and from 8 sessions at once (threads; each JetStream session
   its own connection, as separate hosts would be), on: a raw file append + fdatasync loop
-  (the floor of a durable append here), the file store, JetStream R1, JetStream R3. Ratios
+  (the floor of a durable append here), the file store, JetStream R1, JetStream R3, and
+  R1 with each session in a stream of its own ("R1 streams": JetStream fsyncs one stream's
+  messages one at a time, so this is what spreading sessions over streams would reach). Ratios
   against the file loop and the file store.
 - **turns**: an ``exec`` turn (the chat harness, an offline scripted model) through one
   long-lived engine, median milliseconds, on the file store, JetStream R1 and R3; rounds
@@ -64,6 +66,7 @@ from agentsessions.journal.stores.store import SessionMeta, new_uid  # noqa: E40
 from agentsessions.v1 import model  # noqa: E402
 
 SECTIONS = ("rates", "turns", "follow", "failover", "crypto")
+SPREAD = "R1 streams"  # each session in a stream of its own: what sharding sessions would give
 EVENT_TEXT = "lorem ipsum dolor sit amet " * 38  # ~1 KB per event, as FACTS.md measured
 Commit = Callable[[int], None]
 
@@ -132,12 +135,15 @@ class FileStoreSide(Side):
 class JetStreamSide(Side):
     """Each session its own store (its own connection), as a separate host would have."""
 
-    def __init__(self, name: str, url: str, per_commit: int, master: Any = None) -> None:
+    def __init__(
+        self, name: str, url: str | Callable[[], str], per_commit: int, master: Any = None
+    ) -> None:
         self.name, self.url, self.per_commit, self.master = name, url, per_commit, master
 
     @contextmanager
     def session(self) -> Iterator[Commit]:
-        store = _jetstream(self.url, self.master)
+        url = self.url if isinstance(self.url, str) else self.url()  # a callable: its own stream
+        store = _jetstream(url, self.master)
         try:
             uid = new_uid()
             store.create(SessionMeta(uid=uid))
@@ -208,6 +214,7 @@ def rates(tmp: Path, r1: NatsServer, r3: NatsCluster, quick: bool) -> list[dict[
                 FileStoreSide(root / "home", per_commit),
                 JetStreamSide("jetstream R1", _fresh(r1), per_commit),
                 JetStreamSide("jetstream R3", _fresh(r3), per_commit),
+                JetStreamSide(SPREAD, lambda: _fresh(r1), per_commit),
             ]
             got = {side.name: commit_rate(side, sessions, commits) for side in sides}
             loop, fstore = got["file loop"], got["file store"]
@@ -269,6 +276,11 @@ def targets(result: dict[str, Any]) -> list[tuple[str, float, str]]:
         if fs and r1 and r3:
             out.append((f"1-event commits, {n} session(s): R1 / file store", r1 / fs, goal))
             out.append((f"1-event commits, {n} session(s): R3 / R1", r3 / r1, ""))
+        spread = rate.get((SPREAD, 1, n))
+        if fs and spread and n > 1:
+            out.append(
+                (f"1-event commits, {n} sessions, a stream each / file store", spread / fs, "")
+            )
     turn = {r["side"]: r["turn_ms"] for r in result.get("turns", ())}
     if len(turn) == len(_STORES):
         fs, r1, r3 = (turn[side] for side in _STORES)

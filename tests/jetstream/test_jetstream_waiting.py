@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from agentsessions.errors import FencedError, InvalidArgumentError
+from agentsessions.journal.crypto.keys import MasterKey
 from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
 from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.jetstream.writer import MERGE_RECORDS
@@ -122,3 +123,24 @@ def test_a_fenced_message_with_waiting_commits_closes_the_writer(
     with b.writer(uid) as again:  # neither the waiting commit nor the covering one landed
         assert again.head[0] == 1
     assert [r.seq for r in b.read(uid)] == [1]
+
+
+def test_waiting_commits_of_an_encrypted_session_ride_sealed(nats_server: Any) -> None:
+    """Sealed records ride together as plaintext ones do, and open with the key."""
+    token = new_uid()[5:17]
+    url = nats_server.store_url(stream=f"WE{token}", prefix=f"we{token}")
+    store = JetStreamStore(JetStreamOptions.parse(url), master=MasterKey.generate())
+    try:
+        uid = new_uid()
+        store.create(SessionMeta(uid=uid))
+        with store.writer(uid) as w:
+            before = _messages(store, uid)
+            w.append([_say("secret one")], sync=False)
+            w.append([_say("secret two")])
+            assert _messages(store, uid) == before + 1
+        texts = [r.event["message"]["parts"][0]["text"]["text"] for r in store.read(uid)]
+        assert texts == ["secret one", "secret two"]
+        raw = store._client.messages(store._journal(uid))[-1]
+        assert raw.sealed and b"secret" not in b"".join(r.payload for r in raw.records)
+    finally:
+        store.close()
