@@ -28,7 +28,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -131,8 +131,10 @@ class RemoteHarness:
         try:
             Connection(self.address, start, sink, plan).run()
         except HistoryMiss:  # evicted, restarted, or fed by another controller meanwhile
-            forget(self.address)  # a restarted node: its new id, for the next turn
-            Connection(self.address, start, sink, replace(plan, base=None)).run()
+            forget(self.address)  # ask again: a restarted node has a new id
+            self.node = _describe(self.address).history_node
+            again = (self.address, self.node, lineage.uid) if self.node else None
+            Connection(self.address, start, sink, Plan(lineage.uid, again, None, head)).run()
 
 
 @dataclass(frozen=True)
