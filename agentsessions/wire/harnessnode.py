@@ -59,6 +59,7 @@ from agentsessions.journal.stores.store import Snapshot, WorkingState
 from agentsessions.wire import harnesswire as wire
 from agentsessions.wire.gen import common_pb2, harness_pb2, harness_pb2_grpc
 from agentsessions.wire.historysync import MISS, TRAILER, HistoryMiss, NodeHistories
+from agentsessions.wire.workers import Workers
 
 ERROR_CODE_INTERNAL = 13  # gRPC INTERNAL, as the reference records a failed harness
 ERROR_CODE_CANCELLED = 1
@@ -253,6 +254,7 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
     def __init__(self, factory: Callable[[], Harness], kept: NodeHistories | None = None) -> None:
         self.factory = factory
         self.kept = kept
+        self.workers = Workers()  # each stream's reader and harness, on reused threads
         self._descriptor: HarnessDescriptor | None = None
 
     def descriptor(self) -> HarnessDescriptor:
@@ -297,8 +299,8 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
         except HarnessError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         context.add_callback(lambda: x.frames.put(None))
-        threading.Thread(target=_read, args=(x, request_iterator), daemon=True).start()
-        threading.Thread(target=self._run, args=(x, start), daemon=True).start()
+        self.workers.run(_read, x, request_iterator)
+        self.workers.run(self._run, x, start)
         while True:
             item = x.out.get()
             if item is None:
