@@ -21,6 +21,11 @@ APPROVAL_REQUEST stays the last record: nothing may follow an open approval inte
 harness that cannot be reached, or dies mid-turn, raises UnavailableError: nothing is
 journaled for it, and the turn is left for resume. A failure of the host's own sink (a
 cancel, a replay divergence, a refused tool call) cancels the stream and propagates as is.
+
+A live run's Start to a node that keeps histories carries only the events that node lacks
+(:mod:`.historysync`: its base is checked against this host's journal; a node's miss is
+answered with the whole history on a new stream). The node's descriptor is asked once per
+connection (:mod:`.described`).
 """
 
 from __future__ import annotations

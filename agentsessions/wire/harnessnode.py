@@ -23,7 +23,10 @@ process killed at any point loses nothing the host acknowledged. ``sink.state`` 
 ``sink.delta`` cross as transport-only events (``Event.state_commit``, answered by
 ``ControllerFrame.state``; ``Event.delta``): the host commits the state beside its journal.
 Each execution runs on a fresh harness, so a harness whose memory is all in its working state
-is described as STATELESS_REPLAY (it starts every run from ``Start.state``).
+is described as STATELESS_REPLAY (it starts every run from ``Start.state``). The node keeps
+each session's history it was sent (:class:`~.historysync.NodeHistories`, bounded), so a
+Start with a base carries only what is new; a base it does not hold is refused before the
+harness runs (FAILED_PRECONDITION with the ``agentsessions-history: miss`` trailer).
 """
 
 from __future__ import annotations
