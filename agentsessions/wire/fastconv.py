@@ -19,7 +19,7 @@ journal sees.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message as ProtoMessage
@@ -34,6 +34,52 @@ _INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
 
 class _Slow(Exception):
     """This value needs the exact path."""
+
+
+# What each field is, worked out once per field (a descriptor's attributes are slow to read)
+_MSG, _STR, _ENUM, _BOOL, _I32, _I64, _SLOW = range(7)
+
+
+class _Field(NamedTuple):
+    name: str
+    kind: int
+    repeated: bool
+    oneof: str  # "" when the field is in none
+    sub: Descriptor | None  # a message field's type
+    enum: dict[int, str]  # an enum field's names by number
+
+
+_BY_NAME: dict[Descriptor, dict[str, _Field]] = {}
+_BY_FIELD: dict[FieldDescriptor, _Field] = {}
+
+
+def _field(f: FieldDescriptor) -> _Field:
+    spec = _BY_FIELD.get(f)
+    if spec is None:
+        t, sub, enum = f.type, None, {}
+        if t == _F.TYPE_MESSAGE:
+            sub = f.message_type
+            plain = sub is not None and not sub.full_name.startswith("google.protobuf.")
+            kind = _MSG if plain and sub is not None and not sub.GetOptions().map_entry else _SLOW
+        elif t == _F.TYPE_ENUM and f.enum_type is not None:
+            kind, enum = _ENUM, {v.number: v.name for v in f.enum_type.values}
+        else:
+            kind = _KINDS.get(t, _SLOW)  # bytes and floats: the exact path
+        oneof = f.containing_oneof.name if f.containing_oneof is not None else ""
+        spec = _BY_FIELD[f] = _Field(f.name, kind, f.is_repeated, oneof, sub, enum)
+    return spec
+
+
+def _fields(desc: Descriptor) -> dict[str, _Field]:
+    table = _BY_NAME.get(desc)
+    if table is None:
+        table = _BY_NAME[desc] = {f.name: _field(f) for f in desc.fields}
+    return table
+
+
+_KINDS = {_F.TYPE_STRING: _STR, _F.TYPE_BOOL: _BOOL}
+_KINDS.update(dict.fromkeys(_INT32, _I32))
+_KINDS.update(dict.fromkeys(_INT64, _I64))
 
 
 def to_proto(cls: type[Any], obj: Any) -> Any | None:
@@ -56,19 +102,19 @@ def to_dict(msg: ProtoMessage) -> dict[str, Any] | None:
 def _kwargs(desc: Descriptor, obj: Any) -> dict[str, Any]:
     if type(obj) is not dict:
         raise _Slow
-    fields = desc.fields_by_name
+    fields = _fields(desc)
     out: dict[str, Any] = {}
     oneofs: set[str] = set()
     for key, value in obj.items():
         f = fields.get(key) if type(key) is str else None
         if f is None or value is None:
             raise _Slow
-        if f.containing_oneof is not None:
-            if f.containing_oneof.name in oneofs:
+        if f.oneof:
+            if f.oneof in oneofs:
                 raise _Slow  # the exact path refuses two members
-            oneofs.add(f.containing_oneof.name)
-        if f.is_repeated:
-            if type(value) is not list or _is_map(f):
+            oneofs.add(f.oneof)
+        if f.repeated:
+            if type(value) is not list:
                 raise _Slow
             out[key] = [_in(f, v) for v in value]
         else:
@@ -76,62 +122,40 @@ def _kwargs(desc: Descriptor, obj: Any) -> dict[str, Any]:
     return out
 
 
-def _in(f: FieldDescriptor, v: Any) -> Any:
-    t = f.type
-    kind = type(v)
-    if t == _F.TYPE_MESSAGE:
-        if f.message_type is None or _well_known(f):
-            raise _Slow
-        return _kwargs(f.message_type, v)
-    if t == _F.TYPE_STRING and kind is str:
-        return v
-    if t == _F.TYPE_ENUM and kind is str:
+def _in(f: _Field, v: Any) -> Any:
+    kind, t = f.kind, type(v)
+    if kind == _MSG and f.sub is not None:
+        return _kwargs(f.sub, v)
+    if kind in (_STR, _ENUM) and t is str:
         return v  # the constructor refuses a name the enum lacks (ValueError)
-    if t == _F.TYPE_BOOL and kind is bool:
+    if (kind == _BOOL and t is bool) or (kind == _I32 and t is int):
         return v
-    if t in _INT32 and kind is int:
-        return v
-    if t in _INT64:
-        if kind is int:
+    if kind == _I64:
+        if t is int:
             return v
-        if kind is str and _INTEGER.fullmatch(v):
+        if t is str and _INTEGER.fullmatch(v):
             return int(v)
     raise _Slow
 
 
 def _dict(msg: ProtoMessage) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for f, value in msg.ListFields():
-        if f.is_repeated:
-            if _is_map(f):
-                raise _Slow
-            out[f.name] = [_out(f, v) for v in value]
-        else:
-            out[f.name] = _out(f, value)
+    for fd, value in msg.ListFields():
+        f = _field(fd)
+        out[f.name] = [_out(f, v) for v in value] if f.repeated else _out(f, value)
     return out
 
 
-def _out(f: FieldDescriptor, v: Any) -> Any:
-    t = f.type
-    if t == _F.TYPE_MESSAGE:
-        if _well_known(f):
-            raise _Slow
+def _out(f: _Field, v: Any) -> Any:
+    kind = f.kind
+    if kind == _MSG:
         return _dict(v)
-    if t == _F.TYPE_STRING or t == _F.TYPE_BOOL or t in _INT32:
+    if kind in (_STR, _BOOL, _I32):
         return v
-    if t in _INT64:
+    if kind == _I64:
         return str(v)
-    if t == _F.TYPE_ENUM and f.enum_type is not None:
-        named = f.enum_type.values_by_number.get(v)
-        if named is None:
-            raise _Slow
-        return named.name
-    raise _Slow  # bytes, floats
-
-
-def _well_known(f: FieldDescriptor) -> bool:
-    return f.message_type is not None and f.message_type.full_name.startswith("google.protobuf.")
-
-
-def _is_map(f: FieldDescriptor) -> bool:
-    return f.message_type is not None and f.message_type.GetOptions().map_entry
+    if kind == _ENUM:
+        name = f.enum.get(v)
+        if name is not None:
+            return name
+    raise _Slow  # bytes, floats, maps, well-known types, an enum number without a name

@@ -21,6 +21,11 @@ APPROVAL_REQUEST stays the last record: nothing may follow an open approval inte
 harness that cannot be reached, or dies mid-turn, raises UnavailableError: nothing is
 journaled for it, and the turn is left for resume. A failure of the host's own sink (a
 cancel, a replay divergence, a refused tool call) cancels the stream and propagates as is.
+
+A live run's Start to a node that keeps histories carries only the events that node lacks
+(:mod:`.historysync`: its base is checked against this host's journal; a node's miss is
+answered with the whole history on a new stream). The node's descriptor is asked once per
+connection (:mod:`.described`).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -131,8 +136,10 @@ class RemoteHarness:
         try:
             Connection(self.address, start, sink, plan).run()
         except HistoryMiss:  # evicted, restarted, or fed by another controller meanwhile
-            forget(self.address)  # a restarted node: its new id, for the next turn
-            Connection(self.address, start, sink, replace(plan, base=None)).run()
+            forget(self.address)  # ask again: a restarted node has a new id
+            self.node = _describe(self.address).history_node
+            again = (self.address, self.node, lineage.uid) if self.node else None
+            Connection(self.address, start, sink, Plan(lineage.uid, again, None, head)).run()
 
 
 @dataclass(frozen=True)

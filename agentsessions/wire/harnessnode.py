@@ -23,7 +23,10 @@ process killed at any point loses nothing the host acknowledged. ``sink.state`` 
 ``sink.delta`` cross as transport-only events (``Event.state_commit``, answered by
 ``ControllerFrame.state``; ``Event.delta``): the host commits the state beside its journal.
 Each execution runs on a fresh harness, so a harness whose memory is all in its working state
-is described as STATELESS_REPLAY (it starts every run from ``Start.state``).
+is described as STATELESS_REPLAY (it starts every run from ``Start.state``). The node keeps
+each session's history it was sent (:class:`~.historysync.NodeHistories`, bounded), so a
+Start with a base carries only what is new; a base it does not hold is refused before the
+harness runs (FAILED_PRECONDITION with the ``agentsessions-history: miss`` trailer).
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ from agentsessions.journal.stores.store import Snapshot, WorkingState
 from agentsessions.wire import harnesswire as wire
 from agentsessions.wire.gen import common_pb2, harness_pb2, harness_pb2_grpc
 from agentsessions.wire.historysync import MISS, TRAILER, HistoryMiss, NodeHistories
+from agentsessions.wire.workers import Workers
 
 ERROR_CODE_INTERNAL = 13  # gRPC INTERNAL, as the reference records a failed harness
 ERROR_CODE_CANCELLED = 1
@@ -253,6 +257,7 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
     def __init__(self, factory: Callable[[], Harness], kept: NodeHistories | None = None) -> None:
         self.factory = factory
         self.kept = kept
+        self.workers = Workers()  # each stream's reader and harness, on reused threads
         self._descriptor: HarnessDescriptor | None = None
 
     def descriptor(self) -> HarnessDescriptor:
@@ -297,8 +302,8 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
         except HarnessError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         context.add_callback(lambda: x.frames.put(None))
-        threading.Thread(target=_read, args=(x, request_iterator), daemon=True).start()
-        threading.Thread(target=self._run, args=(x, start), daemon=True).start()
+        self.workers.run(_read, x, request_iterator)
+        self.workers.run(self._run, x, start)
         while True:
             item = x.out.get()
             if item is None:
