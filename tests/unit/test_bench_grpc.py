@@ -41,4 +41,5 @@ def test_the_many_sessions_bench_fills_a_daemon_and_reads_its_memory() -> None:
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["sessions"] == 12 and out["rss_mib"]["after"] > 0 and out["descriptors"] > 0
-    assert out["first_turn_ratio"] > 0 and out["second_turn_ratio"] > 0
+    assert out["creating_turn"]["ratio"] > 0 and out["second_turn"]["ratio"] > 0
+    assert out["held_vs_reopened_ms"]["held"] > 0
