@@ -139,3 +139,24 @@ def test_bad_commit_ids_are_refused_before_anything_is_written(sessions: Session
         sessions.run(uid, ["hi"], commit_id="d-2", fresh_start=True)
     assert sessions.get(uid).last_seq == 0
     assert sessions.run(uid, ["hi"], commit_id="x" * 123).turn is not None
+
+
+def test_a_turn_mode_turn_lands_once_with_its_records_after_its_sync(sessions: Sessions) -> None:
+    """durability="turn" on every engine (over the wire it rides in ExecRequest): the turn
+    and its retry behave as in step mode, and its records are the same kinds."""
+    uid = sessions.create(harness="echo").uid
+    frames = _run(sessions.exec(uid, ["hi"], commit_id="t-1", durability="turn"))
+    kinds = [f.record.event["kind"] for f in frames if isinstance(f, RecordFrame)]
+    assert kinds == [
+        "EVENT_EXECUTION_START",
+        "EVENT_INPUT",
+        "EVENT_MODEL_CALL",
+        "EVENT_OUTPUT",
+        "EVENT_END",
+    ]
+    again = sessions.run(uid, ["hi"], commit_id="t-1", durability="turn")
+    assert again.turn is not None and again.turn.duplicate and again.turn.model_calls == 0
+    assert [r.event["kind"] for r in sessions.replay(uid)] == kinds
+    assert sessions.verify(uid).ok
+    with pytest.raises(InvalidArgumentError, match="durability"):
+        sessions.run(uid, ["hi"], durability="exit")
