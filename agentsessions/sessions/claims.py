@@ -179,7 +179,7 @@ def ensure(
     (with these options, as :func:`create`) if there is none: ``(session, created)``.
     Atomic across processes and hosts; see the module docstring."""
     ck, checked = claim_key(key, origin, project)
-    claims = KEY_CLAIMS.need(self.store, "a session by key", hint=_HINT)
+    claims = KEY_CLAIMS.need(self.store, "a session by key", hint=CLAIMS_HINT)
     meta, workload = prepare(
         self, project=project, name=name, harness=harness, model=model, labels=labels,
         annotations={**(annotations or {}), CLAIM_ANNOTATION: ck.digest}, tools=tools,
@@ -238,7 +238,7 @@ def find(
     not made yet (or was deleted) is None; nothing is written."""
     ck = claim_key(key, origin, project)[0]
     info = _existing(
-        self.store, KEY_CLAIMS.need(self.store, "a session by key", hint=_HINT).lookup(ck)
+        self.store, KEY_CLAIMS.need(self.store, "a session by key", hint=CLAIMS_HINT).lookup(ck)
     )
     return view(info) if info is not None and not info.deleted else None
 
@@ -256,7 +256,7 @@ def claim(self: Engine, key: str, uid: str, *, project: str = "default") -> str:
         )
     if info.deleted:
         raise deleted_error(uid)
-    claims = KEY_CLAIMS.need(self.store, "a session by key", hint=_HINT)
+    claims = KEY_CLAIMS.need(self.store, "a session by key", hint=CLAIMS_HINT)
     return _bind(self.store, claims, ck, uid)
 
 
@@ -320,7 +320,8 @@ def _origin_taken(origin: Mapping[str, Any] | None, uid: str) -> SessionExistsEr
     )
 
 
-_HINT = "use the file, memory or JetStream store"
+CLAIMS_HINT = "use the file, memory or JetStream store"
+"""What a refusal says when the store keeps no key claims."""
 
 
 def release_claim(store: Store, info: SessionInfo) -> None:
