@@ -17,7 +17,10 @@ Protocol so that a new method cannot be left unscoped):
   a fork's children are made by the engine in the parent's project, so they stay in it;
 - ``approve``/``resolve`` record the principal's identity as the actor. A client-sent actor
   is ignored, not refused: clients fill one in by default (our CLI sends the login name), and
-  the recorded decision, which the reply carries, shows whom it was recorded as;
+  the recorded decision, which the reply carries, shows whom it was recorded as. So with a
+  turn's inputs (each INPUT's actor) and a new session's identity: the token's identity is
+  recorded, unless the operator minted the token with ``name_authors`` (a producer relaying
+  others' words), whose authors are recorded as it names them;
 - ``tools`` (a workload as its text crossed the wire) is, for a token, made into the
   effective workload by the operator's offered tools (``serve --tools``,
   :func:`~.toolpolicy.caller_tools`): a caller selects, the operator defines; a path that is

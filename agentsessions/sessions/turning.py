@@ -32,7 +32,7 @@ from agentsessions.v1.turn import TurnRequest
 
 from . import approvals, checks, resolving
 from .api import Frame, Session, SessionFrame, Turn
-from .claims import CLAIM_ANNOTATION, claim_key, settle
+from .claims import CLAIM_ANNOTATION, CLAIMS_HINT, claim_key, settle
 from .core import EngineCore
 from .views import turn_view, view
 
@@ -144,8 +144,7 @@ class TurnRunner:
         every check a new session's turn gets; then the turn is one of that session."""
         named = request.harness or _default_harness()
         self._check_new(request, workload, named)
-        claims = KEY_CLAIMS.need(self.core.store, "exec --origin", hint="use the file, "
-                                 "memory or JetStream store")  # fmt: skip
+        claims = KEY_CLAIMS.need(self.core.store, "a turn by origin", hint=CLAIMS_HINT)
         ck, origin = claim_key(None, request.origin, request.project)
         meta = replace(
             self._new_meta(request, named),

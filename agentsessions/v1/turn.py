@@ -131,10 +131,6 @@ class TurnRequest:
                 f"{len(self.actors)} input actors for {len(self.inputs)} inputs"
             )
 
-    def actor_of(self, index: int) -> Mapping[str, str] | None:
-        """The author of input ``index``, None when it has none."""
-        return (self.actors[index] or None) if self.actors else None
-
     @classmethod
     def of(
         cls,

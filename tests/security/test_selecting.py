@@ -277,8 +277,9 @@ def test_another_projects_harness_is_never_dialed(daemon: Any) -> None:
 
 
 def test_server_set_fields_of_a_new_session_are_refused(daemon: Any) -> None:
-    """A snapshot path or URI, an origin URI, a compute worker, an identity: the server sets
-    them, so CreateSession refuses each (INVALID_ARGUMENT) and writes nothing."""
+    """A snapshot path or URI, a compute worker, a uid: the server sets them, so
+    CreateSession refuses each (INVALID_ARGUMENT) and writes nothing; so is an origin that
+    names nothing (a URI alone: an origin's source and subject name its session)."""
     a = daemon.tenants["a"]
     before = daemon.fingerprint()
     snapshot = pb.SnapshotRef(local="/etc", external_uri="http://169.254.169.254/latest")
@@ -286,12 +287,22 @@ def test_server_set_fields_of_a_new_session_are_refused(daemon: Any) -> None:
         pb.Session(compute=pb.ComputeRef(snapshot=snapshot)),
         pb.Session(compute=pb.ComputeRef(runtime="local", worker="/bin/sh")),
         pb.Session(origin=common_pb2.Origin(uri="file:///etc/passwd")),
-        pb.Session(identity=common_pb2.IdentityRef(principal="tenant-b")),
         pb.Session(metadata=common_pb2.ResourceMetadata(uid="sess-" + "0" * 24)),
     ):
         got = daemon.send(SESSIONS["CreateSession"], pb.CreateSessionRequest(session=session), a)
         assert got.code == grpc.StatusCode.INVALID_ARGUMENT, (session, got)
     assert daemon.fingerprint() == before
+
+
+def test_a_tokens_claimed_identity_is_replaced_by_its_own(daemon: Any) -> None:
+    """A token (not minted to name authors) that says it is another principal is recorded
+    as itself: the identity it sends for a new session is not kept."""
+    a = daemon.tenants["a"]
+    claimed = pb.Session(identity=common_pb2.IdentityRef(principal="tenant-b", issuer="x"))
+    got = daemon.send(SESSIONS["CreateSession"], pb.CreateSessionRequest(session=claimed), a)
+    assert got.code == grpc.StatusCode.OK, got
+    made = pb.Session.FromString(got.replies[0])
+    assert made.identity.principal == a.name and made.identity.issuer == "agentsessions-token"
 
 
 def test_a_callers_config_cannot_rename_the_operators_model(tmp_path: Path) -> None:
