@@ -44,7 +44,7 @@ class Rig:
         return self.send("issue_comment", comment_event(issue, author=author, body=body))
 
     def session(self, issue: str = SUBJECT) -> Any:
-        return self.engine.find(json.dumps(["github", issue], separators=(",", ":")))
+        return self.engine.find(origin={"source": "github", "subject": issue})
 
     def events(self, uid: str, kind: str) -> list[dict[str, Any]]:
         return [r.event for r in self.engine.read(uid) if r.event["kind"] == kind]
@@ -110,7 +110,17 @@ def test_githubs_recorded_payloads_become_turns_and_comments(
     assert posts[0].headers["X-Agentsessions-Session"] == uid
     session = rig.engine.get(uid)
     assert session.labels == {"agentsessions.producer": "github"}
-    assert session.annotations["agentsessions.origin.subject"] == SUBJECT
+    assert session.origin == {
+        "source": "github",
+        "subject": SUBJECT,
+        "uri": "https://github.com/octo-org/hello-world/issues/7",
+        "attributes": {"owner": "octo-org", "repo": "hello-world", "number": "7"},
+    }
+    authors = [i["actor"] for i in rig.events(uid, "EVENT_INPUT")]
+    assert authors == [
+        {"principal": "mona", "issuer": "https://github.com", "subject": "583231"},
+        {"principal": "hubot", "issuer": "https://github.com", "subject": "7402213"},
+    ]
 
 
 @pytest.mark.parametrize("signature", [None, "sha256=" + "0" * 64, "forged"])
