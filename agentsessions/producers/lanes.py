@@ -32,7 +32,7 @@ from typing import Any, Literal
 from agentsessions.errors import AgentSessionsError, UnavailableError
 from agentsessions.sessions.api import Frame, RecordFrame, Session, SessionFrame, Sessions, Turn
 
-from .mapping import Ack, Delivery, Thread
+from .mapping import Ack, Delivery, Thread, kind_of
 from .sinks import Reply, ReplySink
 
 EditPolicy = Literal["reply", "quiet", "ignore"]
@@ -252,7 +252,17 @@ class Producer:
         turn = self._finish(frames, uid)
         if turn is not None:
             self.log(f"{thread.subject}: resumed the turn cut off in {uid}")
-            self._reply(thread, turn)
+            if not self._quiet(uid, turn):
+                self._reply(thread, turn)
+
+    def _quiet(self, uid: str, turn: Turn) -> bool:
+        """Whether ``turn`` answers an edit or a deletion whose answer stays unsent."""
+        if self.settings.on_edit != "quiet":
+            return False
+        for record in self.sessions.read(uid, from_seq=turn.first_seq, to_seq=turn.last_seq):
+            if _kind(record.event) == "EVENT_INPUT":
+                return kind_of(record.event) != "message"
+        return False
 
     def _finish(self, frames: Iterator[Frame], uid: str) -> Turn | None:
         """Drain a turn's frames: the turn, or None if none ran or it failed (logged)."""

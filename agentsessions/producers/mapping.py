@@ -98,10 +98,10 @@ class Delivery:
     details: Mapping[str, Any] = field(default_factory=dict)  # the platform's, as data
 
     def message(self) -> Message:
-        """The INPUT's Message: the text, then the details (when any) as a data part."""
-        if not self.details:
-            return message("user", text_part(self.text))
-        return message("user", text_part(self.text), data_part(self.details))
+        """The INPUT's Message: the text, then the kind and the details as a data part (so
+        a producer that resumes the turn later knows what it answers)."""
+        details = {"kind": self.kind, **self.details}
+        return message("user", text_part(self.text), data_part(details))
 
     def input(self) -> Authored:
         """The turn's input: :meth:`message`, its author recorded as the INPUT's actor."""
@@ -128,3 +128,13 @@ class Skip:
     """An authenticated event that is not a turn (the bot's own comment, a label change)."""
 
     reason: str
+
+
+def kind_of(event: Mapping[str, Any]) -> str:
+    """The delivery kind an INPUT event records (:meth:`Delivery.message`; "message" when
+    it records none: an input of another front end)."""
+    for part in (event.get("message") or {}).get("parts") or ():
+        kind = ((part.get("data") or {}).get("data") or {}).get("kind")
+        if isinstance(kind, str):
+            return kind
+    return "message"

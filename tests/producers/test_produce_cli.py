@@ -108,13 +108,19 @@ def test_no_secret_is_refused_before_anything_is_opened(tmp_path: Path) -> None:
     assert not (tmp_path / "home").exists()
 
 
+@pytest.mark.parametrize(("action", "answers"), [("created", 1), ("edited", 0)])
 def test_a_receiver_killed_mid_turn_resumes_it_and_answers_once(
-    tmp_path: Path, github_api: ReplyServer
+    tmp_path: Path, github_api: ReplyServer, action: str, answers: int
 ) -> None:
+    """A new comment's cut turn is answered once after the restart; an edit's (quiet, the
+    default --on-edit) is completed and not answered, as it would not have been."""
     home = tmp_path / "home"
     model = "scripted:seed=3,delay=3"  # the model is still answering when the kill comes
     first = ReceiverProcess(home, "--model", model, "--reply", github_api.url)
-    payload = comment_event(SUBJECT, author="mona", body="Is this fixed?")
+    previous = "Is it fixed?" if action == "edited" else None
+    payload = comment_event(
+        SUBJECT, author="mona", body="Is this fixed?", action=action, previous=previous
+    )
     sent = deliver(first.address, "issue_comment", payload, SECRET.encode(), delivery_id="d-1")
     assert sent.status == 202 and sent.body["status"] == "recorded"  # the INPUT is durable
     first.kill()
@@ -122,11 +128,12 @@ def test_a_receiver_killed_mid_turn_resumes_it_and_answers_once(
     with agentsessions.open(home, runtime="local") as engine:
         assert engine.get(uid).busy  # cut off mid-turn
     second = ReceiverProcess(home, "--reply", github_api.url)
-    posts = github_api.wait_for(1)
+    if answers:
+        github_api.wait_for(answers)
     again = deliver(second.address, "issue_comment", payload, SECRET.encode(), delivery_id="d-1")
     assert again.status == 202 and again.body["duplicate"]  # GitHub's redelivery of it
     _, err = second.stop()
-    assert "completing 1 turn(s)" in err
+    assert "completing 1 turn(s)" in err and f"resumed the turn cut off in {uid}" in err
     with agentsessions.open(home, runtime="local") as engine:
         records = list(engine.read(uid))
         assert not engine.get(uid).busy
@@ -137,8 +144,8 @@ def test_a_receiver_killed_mid_turn_resumes_it_and_answers_once(
         for r in records
         if r.event["kind"] == "EVENT_OUTPUT"
     ]
-    assert [p.body for p in github_api.posts] == [{"body": outputs[0]}]  # once
-    assert posts[0].path == "/repos/octo-org/hello-world/issues/7/comments"
+    assert [p.body for p in github_api.posts] == [{"body": outputs[0]}] * answers  # once
+    assert {p.path for p in github_api.posts} <= {"/repos/octo-org/hello-world/issues/7/comments"}
 
 
 def test_the_print_sink_prints_each_answer_with_its_issue(tmp_path: Path) -> None:
