@@ -15,6 +15,7 @@ from agentsessions.cli.options import (
     parse_pairs,
     project_name,
 )
+from agentsessions.cli.provenance import IdentityOpt, OriginOpt, parse_identity, parse_origin
 
 
 @app.command(epilog="Example: agentsessions create --project acme --name triage --label team=ml")
@@ -39,16 +40,22 @@ def create(
             metavar="FILE", help="A workload TOML file ([tools.NAME] tables): the session's tools."
         ),
     ] = "",
+    origin: OriginOpt = "",
+    identity: IdentityOpt = "",
     as_json: JsonOpt = False,
 ) -> None:
     """Create an empty session and print its uid.
 
-    The metadata row is written at once, before any event.
+    The metadata row is written at once, before any event. With --origin the session is
+    the one that origin's source and subject name from then on (list --origin finds it);
+    an origin that names a live session already is refused (exit 2). Origin and identity
+    never change.
     """
     state = command_state(ctx, as_json)
     project_name(project)
     labels = parse_pairs(label or [], "--label")
     annotations = parse_pairs(annotation or [], "--annotation")
+    origin_value, identity_value = parse_origin(origin), parse_identity(identity)
     with open_engine(state) as engine:
         info = engine.create(
             project=project,
@@ -58,6 +65,8 @@ def create(
             labels=labels,
             annotations=annotations,
             tools=tools or None,
+            origin=origin_value,
+            identity=identity_value,
         )
     from agentsessions.cli.render import print_uid_or_json
 

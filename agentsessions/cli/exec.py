@@ -29,6 +29,7 @@ from agentsessions.cli.options import (
     parse_pairs,
     session_uid,
 )
+from agentsessions.cli.provenance import IdentityOpt, OriginOpt, parse_identity, parse_origin
 from agentsessions.cli.stream import TurnPrinter
 from agentsessions.errors import InvalidArgumentError
 
@@ -128,6 +129,15 @@ NewLabelOpt = Annotated[
     list[str] | None,
     typer.Option(metavar="KEY=VALUE", help="A label of a new session; repeatable."),
 ]
+ActorOpt = Annotated[
+    str,
+    typer.Option(
+        metavar="FIELDS",
+        help="Who wrote this command's inputs, recorded as each INPUT's actor: "
+        "principal=NAME[,issuer=ISSUER][,subject=ID]. Over --server a token's inputs are "
+        "recorded as the token's identity unless it was created with --name-authors.",
+    ),
+]
 ToolsOpt = Annotated[
     str,
     typer.Option(
@@ -153,7 +163,8 @@ CommitIdOpt = Annotated[
     name="exec",
     epilog="Examples: agentsessions exec --input hello | "
     "agentsessions exec sess-0123456789abcdef01234567 --input 'and then?' | "
-    "echo hello | agentsessions exec --harness chat --model scripted:seed=7",
+    "echo hello | agentsessions exec --harness chat --model scripted:seed=7 | "
+    "agentsessions exec --origin source=github,subject=owner/repo#12 --input 'a comment'",
 )
 def exec_(
     ctx: typer.Context,
@@ -170,11 +181,16 @@ def exec_(
     label: NewLabelOpt = None,
     tools: ToolsOpt = "",
     commit_id: CommitIdOpt = "",
+    origin: OriginOpt = "",
+    identity: IdentityOpt = "",
+    actor: ActorOpt = "",
     as_json: JsonOpt = False,
 ) -> None:
     """Run one turn: record the inputs, drive the harness, stream the answer.
 
-    Without SESSION a session is created (its uid goes to stderr first). stdout gets only
+    Without SESSION a session is created (its uid goes to stderr first); with --origin
+    and no SESSION, the turn runs on the session that origin names, created first if
+    there is none (producers racing on one new origin make one session). stdout gets only
     the assistant's text as it streams; each journaled record is a line on stderr. With
     --json, one object (the turn's result) is printed at the end instead.
 
@@ -188,6 +204,10 @@ def exec_(
     state = command_state(ctx, as_json)
     uid = session_uid(session) if session is not None else None
     texts = read_inputs(inputs or [])
+    author = parse_identity(actor, "--actor")
+    from agentsessions.v1.provenance import Authored
+
+    turn_inputs = [Authored(t, author) for t in texts] if author else texts
     config_bytes = read_config(config)
     printer = TurnPrinter(state.json)
     labels = parse_pairs(label or [], "--label")
@@ -196,7 +216,7 @@ def exec_(
 
     request = TurnRequest.of(
         uid,
-        texts,
+        turn_inputs,
         harness=harness or None,
         model=model or None,
         config=config_bytes,
@@ -207,6 +227,8 @@ def exec_(
         fresh_start=fresh_start,
         tools=tools or None,
         commit_id=commit_id or None,
+        origin=parse_origin(origin),
+        identity=parse_identity(identity),
     )
     LocalSessions.check_request(request)
     with open_engine(state, runtime) as engine:

@@ -139,11 +139,20 @@ def event_kind(event: Mapping[str, Any]) -> str:
 
 def summarize_event(event: Mapping[str, Any], width: int = SUMMARY_WIDTH) -> str:
     """A one-line reading of an event's body: ``user: hello``, ``model call echo``, ``END ...``."""
+    actor = event.get("actor")
+    by = f"[{_who(actor)}] " if isinstance(actor, Mapping) else ""  # an input's author
     for key, summarize in _SUMMARIES.items():
         body = event.get(key)
         if isinstance(body, Mapping):
-            return clip(summarize(body), width)
-    return ""
+            return clip(by + summarize(body), width)
+    return clip(by.rstrip(), width)
+
+
+def _who(actor: Mapping[str, Any]) -> str:
+    """An event's actor as ``log`` names it: its principal (else its subject), and issuer."""
+    name = str(actor.get("principal") or actor.get("subject") or "?")
+    issuer = actor.get("issuer")
+    return f"{name}@{issuer}" if issuer else name
 
 
 def log_table(records: Iterable[LogRecord]) -> Table:

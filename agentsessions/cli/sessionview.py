@@ -13,6 +13,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from agentsessions.cli.provenance import describe_identity, describe_origin
 from agentsessions.cli.render import (
     emit,
     format_time_ns,
@@ -201,6 +202,8 @@ def session_rows(info: Session, memory: str = "", usage: str = "") -> list[tuple
         ("model", meta.model or "-"),
         ("labels", format_pairs(meta.labels)),
         ("annotations", format_pairs(meta.annotations)),
+        *([("origin", describe_origin(meta.origin))] if meta.origin else []),
+        *([("identity", describe_identity(meta.identity))] if meta.identity else []),
         ("last_seq", str(info.last_seq)),
         ("last_hash", info.last_hash or "-"),
         ("compute", short_state(info.compute_state, "COMPUTE_")),

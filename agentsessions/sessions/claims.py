@@ -152,12 +152,7 @@ def create(
             harness=harness, model=model, labels=labels, annotations=annotations, tools=tools,
         )  # fmt: skip
         if not created:
-            raise SessionExistsError(
-                f"origin {describe(origin)} names session {made.uid} already; nothing was created",
-                hint="find it by its origin, or run a turn on it by its origin (exec with "
-                "an origin and no session)",
-                session=made.uid,
-            )
+            raise _origin_taken(origin, made.uid)
         return made
     meta, workload = prepare(
         self, project=project, name=name, harness=harness, model=model, labels=labels,
@@ -262,13 +257,67 @@ def claim(self: Engine, key: str, uid: str, *, project: str = "default") -> str:
     if info.deleted:
         raise deleted_error(uid)
     claims = KEY_CLAIMS.need(self.store, "a session by key", hint=_HINT)
+    return _bind(self.store, claims, ck, uid)
+
+
+def _bind(store: Store, claims: KeyClaims, ck: ClaimKey, uid: str) -> str:
+    """Bind ``ck`` to existing session ``uid`` unless it names a live session: the uid it
+    names then (``uid``, or the live one's; a claim to a deleted one is released)."""
     for _ in range(_TRIES):
         bound = claims.claim(ck, uid)
-        other = _existing(self.store, bound) if bound != uid else None
+        other = _existing(store, bound) if bound != uid else None
         if other is None or not other.deleted:
             return bound  # ours, another live one, or one its claimer is about to create
         claims.release(ck, bound)
-    raise LockHeldError(f"the key's session in project {project!r} kept being deleted")
+    raise LockHeldError(f"the key's session in project {ck.project!r} kept being deleted")
+
+
+def import_meta(self: Engine, meta: SessionMeta) -> SessionMeta:
+    """An imported session's metadata as this engine keeps it, before it is created: the
+    exporting store's key claim dropped (its key is unknown here), and with an origin,
+    that origin's claim (in the session's project here) named instead; SessionExistsError
+    when the origin names a live session here already, so nothing is imported."""
+    annotations = {k: v for k, v in meta.annotations.items() if k != CLAIM_ANNOTATION}
+    ck = _origin_claim(self.store, meta)
+    if ck is not None:
+        other = _existing(self.store, KEY_CLAIMS.need(self.store, "import").lookup(ck))
+        if other is not None and not other.deleted:
+            raise _origin_taken(meta.origin, other.uid)
+        annotations[CLAIM_ANNOTATION] = ck.digest
+    return replace(meta, annotations=annotations)
+
+
+def claim_imported(self: Engine, info: SessionInfo) -> None:
+    """Make an imported session the one its origin names (see :func:`import_meta`); if
+    another live session took the origin meanwhile, the import is deleted and
+    SessionExistsError raised."""
+    ck = _origin_claim(self.store, info.meta)
+    if ck is None:
+        return
+    bound = _bind(self.store, KEY_CLAIMS.need(self.store, "import"), ck, info.uid)
+    if bound != info.uid:
+        self.store.delete(info.uid)
+        raise _origin_taken(info.meta.origin, bound)
+
+
+def _origin_claim(store: Store, meta: SessionMeta) -> ClaimKey | None:
+    """The claim key of ``meta``'s origin, None without one (or one that is not an origin
+    by our rules, from another writer, or a store that keeps no claims)."""
+    if meta.origin is None or KEY_CLAIMS.of(store) is None:
+        return None
+    try:
+        return claim_key(None, meta.origin, meta.project)[0]
+    except InvalidArgumentError:
+        return None
+
+
+def _origin_taken(origin: Mapping[str, Any] | None, uid: str) -> SessionExistsError:
+    return SessionExistsError(
+        f"origin {describe(origin)} names session {uid} already; nothing was created",
+        hint="find it by its origin, or run a turn on it by its origin (exec with an "
+        "origin and no session)",
+        session=uid,
+    )
 
 
 _HINT = "use the file, memory or JetStream store"

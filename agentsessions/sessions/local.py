@@ -38,6 +38,7 @@ Invariants:
 from __future__ import annotations
 
 import builtins
+import functools
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -327,8 +328,10 @@ class LocalSessions:
             check_project(project)
         with self._lock:
             info = import_file(
-                self.store, Path(path), project=project, name=name, progress=progress
-            )
+                self.store, Path(path), project=project, name=name, progress=progress,
+                adjust=functools.partial(claims.import_meta, self),
+            )  # fmt: skip
+        claims.claim_imported(self, info)  # its origin names it here from now on
         return view(info)
 
     # -- turns (see :mod:`.turning`) ------------------------------------------------------

@@ -23,6 +23,7 @@ CHECKED = {  # block id -> the test that runs it and checks its output
     "docs/tutorial.md#0": "test_the_tutorials_tour_runs_as_written",
     "docs/howto/library.md#0": "test_the_library_howto_runs_as_written",
     "docs/howto/library.md#1": "test_the_sessions_by_key_example_runs_as_written",
+    "docs/howto/library.md#2": "test_the_origins_example_runs_as_written",
     "docs/howto/openai-agents.md#0": "test_the_openai_agents_example_runs_as_written",
     "docs/howto/langgraph.md#0": "test_the_langgraph_example_runs_as_written",
     "docs/howto/adk.md#0": "test_the_adk_example_runs_as_written",
@@ -105,6 +106,16 @@ def test_the_sessions_by_key_example_runs_as_written(tmp_path: Path) -> None:
     result = run_block(_block("docs/howto/library.md", 1), tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.splitlines() == ["True False True", "5", "None"]
+
+
+def test_the_origins_example_runs_as_written(tmp_path: Path) -> None:
+    result = run_block(_block("docs/howto/library.md", 2), tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.splitlines() == [
+        "True True",
+        "https://github.com/owner/repo/issues/12 github-app",
+        "['octocat', None]",
+    ]
 
 
 def test_the_openai_agents_example_runs_as_written(tmp_path: Path) -> None:

@@ -225,3 +225,42 @@ def test_claims_of_origins_are_the_stores_own(engine: Any) -> None:
     made, _ = engine.ensure(origin=ISSUE, project="p")
     ck = ClaimKey.of("p", origin_key(ISSUE), space=ORIGIN_SPACE)
     assert KEY_CLAIMS.need(engine.store, "test").lookup(ck) == made.uid
+
+
+def test_export_and_import_keep_the_origin_and_its_claim(tmp_path: Path) -> None:
+    with agentsessions.open(tmp_path / "a") as a:
+        done = a.run(
+            inputs=[Authored("hi", OCTOCAT)], project="p", harness="echo", origin=ISSUE,
+            identity=BOT,
+        )  # fmt: skip
+        a.export(done.session.uid, tmp_path / "s.jsonl")
+        with pytest.raises(SessionExistsError, match=done.session.uid):  # the origin's own
+            a.import_(tmp_path / "s.jsonl")
+        assert [s.uid for s in a.list(project="p").sessions] == [done.session.uid]
+    with agentsessions.open(tmp_path / "b") as b:
+        moved = b.import_(tmp_path / "s.jsonl")
+        assert (moved.origin, moved.identity, moved.project) == (ISSUE, BOT, "p")
+        found = b.find(origin=ISSUE, project="p")
+        assert found is not None and found.uid == moved.uid
+        [record] = [r for r in b.read(moved.uid) if r.event.get("kind") == "EVENT_INPUT"]
+        assert record.event["actor"] == OCTOCAT
+        other = b.import_(tmp_path / "s.jsonl", project="q")  # another project: its own claim
+        assert other.annotations[CLAIM_ANNOTATION] == (
+            ClaimKey.of("q", origin_key(ISSUE), space=ORIGIN_SPACE).digest
+        )
+        found = b.find(origin=ISSUE, project="q")
+        assert found is not None and found.uid == other.uid
+        b.delete(other.uid)  # its claim is released with it
+        assert b.find(origin=ISSUE, project="q") is None
+        again = b.run(inputs=["next"], project="p", origin=ISSUE)  # exec by origin reuses it
+        assert again.session.uid == moved.uid
+
+
+def test_an_imported_key_claim_is_not_carried_over(tmp_path: Path) -> None:
+    with agentsessions.open(tmp_path / "a") as a:
+        made, _ = a.ensure("thread-1", project="p")
+        a.export(made.uid, tmp_path / "s.jsonl")
+    with agentsessions.open(tmp_path / "b") as b:
+        moved = b.import_(tmp_path / "s.jsonl")
+        assert CLAIM_ANNOTATION not in moved.annotations  # the key is unknown here
+        assert b.find("thread-1", project="p") is None

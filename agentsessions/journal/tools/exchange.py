@@ -180,8 +180,13 @@ def import_file(
     project: str | None = None,
     name: str | None = None,
     progress: Progress | None = None,
+    adjust: Callable[[SessionMeta], SessionMeta] | None = None,
 ) -> SessionInfo:
     """Create a new session from a journal file, keeping its seqs, hashes and fences.
+
+    ``adjust``: the engine's say on the new session's metadata (what of the exporting
+    store's it keeps), called once the file has verified and before anything is created;
+    it may refuse the import by raising.
 
     Two passes in bounded memory: the first verifies every record (nothing is created if
     one fails), the second reads the file again and appends; the writer re-checks each
@@ -203,6 +208,8 @@ def import_file(
     opened = exportfile.stream(path)
     _check_sealed_importable(path, opened, master)  # its header is read: no extra pass
     meta = _meta_for(opened, project, name)
+    if adjust is not None:
+        meta = adjust(meta)
     records: Iterable[Any] = opened.records
     if opened.sealed is not None:
         cipher = sealed_cipher(opened.sealed, master, path)
