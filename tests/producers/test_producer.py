@@ -328,3 +328,28 @@ def test_a_redelivered_webhook_lands_once_and_is_answered_once(
     assert len(rig.events(first.body["session"], "EVENT_INPUT")) == 2  # the first, and "x"
     assert len(github_api.posts) == 2  # one answer each
     assert sum("a redelivery" in line for line in rig.lines) == 4  # 1 + the storm's 3
+
+
+def test_stopping_waits_for_deliveries_in_flight_not_for_idle_connections(
+    rig_of: Any, github_api: ReplyServer
+) -> None:
+    import http.client
+
+    from agentsessions.producers.github import sign
+
+    rig = rig_of(PostSink(github_api.url))
+    body = json.dumps(recorded("issues.opened")).encode()
+    host, port = rig.receiver.address.split(":")
+    idle = http.client.HTTPConnection(host, int(port))  # HTTP/1.1: kept alive after
+    headers = {
+        "X-GitHub-Event": "issues",
+        "X-GitHub-Delivery": "d-idle",
+        "X-Hub-Signature-256": sign(body, SECRET),
+    }
+    idle.request("POST", "/", body=body, headers=headers)
+    answer = idle.getresponse()
+    assert answer.status == 202 and answer.getheader("Connection") != "close"
+    answer.read()
+    rig.stop()  # returns although the connection is still open, idle
+    idle.close()
+    assert len(github_api.posts) == 1  # the turn in flight finished and was answered
