@@ -87,12 +87,11 @@ def github(
     state = command_state(ctx, as_json)
     po.check_on_edit(on_edit)
     from agentsessions.producers.receiver import parse_listen
-    from agentsessions.producers.sinks import open_sink
 
     parse_listen(listen)  # a bad address is refused before the home is opened
     secret = po.webhook_secret(secret_file)
     token = po.read_secret(reply_token_file, po.TOKEN_ENV, "reply token")
-    sink = open_sink(reply, token=token, as_json=state.json)
+    sink = po.reply_sink(reply, token=token, as_json=state.json)
     settings = _settings(project, harness, model, wait, on_edit)
     with open_engine(state, runtime) as engine:
         _receive(engine, listen, secret, sink, settings, bot or [], state.json)

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import IO, TYPE_CHECKING, Annotated
 
 import typer
 
 from agentsessions.cli.options import MODEL_SPEC_HELP
 from agentsessions.errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from agentsessions.producers.sinks import ReplySink
 
 SECRET_ENV = "AGENTSESSIONS_GITHUB_SECRET"
 TOKEN_ENV = "AGENTSESSIONS_GITHUB_TOKEN"
@@ -145,3 +148,28 @@ def check_on_edit(value: str) -> str:
     if value not in EDIT_POLICIES:
         raise InvalidArgumentError(f"invalid --on-edit {value!r}: expected reply, quiet or ignore")
     return value
+
+
+def reply_sink(
+    spec: str, *, token: str = "", stream: IO[str] | None = None, as_json: bool = False
+) -> ReplySink:
+    """The sink ``--reply`` names: ``print``, ``file:PATH``, ``github`` (the REST API, with
+    ``token``), or an ``http(s)://`` URL template."""
+    from agentsessions.producers import sinks
+
+    if spec == "print":
+        return sinks.PrintSink(stream, as_json=as_json)
+    if spec.startswith("file:") and len(spec) > 5:
+        return sinks.FileSink(Path(spec[5:]).expanduser())
+    if spec == "github":
+        if not token:
+            raise InvalidArgumentError(
+                "--reply github needs a token with write access to issues",
+                hint=f"--reply-token-file FILE, or ${TOKEN_ENV}",
+            )
+        return sinks.PostSink(sinks.GITHUB_COMMENTS_URL, token=token)
+    if spec.startswith(("http://", "https://")):
+        return sinks.PostSink(spec, token=token)
+    raise InvalidArgumentError(
+        f"invalid --reply {spec!r}: expected print, file:PATH, github or an http(s):// URL"
+    )

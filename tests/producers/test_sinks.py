@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from replyserver import ReplyServer
 
+from agentsessions.cli.produceopts import reply_sink
 from agentsessions.errors import InvalidArgumentError, UnavailableError
 from agentsessions.producers.mapping import Thread
-from agentsessions.producers.sinks import FileSink, PostSink, PrintSink, Reply, open_sink
+from agentsessions.producers.sinks import FileSink, PostSink, PrintSink, Reply
 
 THREAD = Thread(
     "github", "o/r#3", "https://github.com/o/r/issues/3", {"owner": "o", "repo": "r", "number": "3"}
@@ -30,7 +31,7 @@ def test_print_writes_the_issue_and_the_answer_or_one_json_line() -> None:
 
 
 def test_file_appends_one_json_line_per_answer(tmp_path: Path) -> None:
-    sink = open_sink(f"file:{tmp_path / 'replies.jsonl'}")
+    sink = reply_sink(f"file:{tmp_path / 'replies.jsonl'}")
     assert isinstance(sink, FileSink)
     sink.send(REPLY)
     sink.send(REPLY)
@@ -65,12 +66,12 @@ def test_a_refused_or_unreachable_post_is_one_clear_error() -> None:
 @pytest.mark.parametrize("spec", ["", "file:", "ftp://x", "printer"])
 def test_an_unknown_reply_spec_is_refused(spec: str) -> None:
     with pytest.raises(InvalidArgumentError, match="invalid --reply"):
-        open_sink(spec)
+        reply_sink(spec)
 
 
 def test_the_github_sink_needs_a_token() -> None:
     with pytest.raises(InvalidArgumentError, match="needs a token"):
-        open_sink("github")
-    sink = open_sink("github", token="t")
+        reply_sink("github")
+    sink = reply_sink("github", token="t")
     assert isinstance(sink, PostSink)
     assert sink.target(THREAD) == "https://api.github.com/repos/o/r/issues/3/comments"
