@@ -30,6 +30,8 @@ from agentsessions.errors import InvalidArgumentError, StorageError
 
 MAX_BODY = 25 * 1024 * 1024
 """The largest body accepted: GitHub caps a webhook payload at 25 MB."""
+IDLE_TIMEOUT = 60.0
+"""Seconds a connection may stall mid-request or sit idle between requests."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,7 @@ def parse_listen(listen: str) -> tuple[str, int] | str:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "agentsessions-producer"
+    timeout = IDLE_TIMEOUT  # a client that stalls mid-request or idles is let go
 
     @property
     def context(self) -> _Context:
@@ -91,7 +94,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # the body is never read
             self._answer(Response(413, {"error": f"the body is over {MAX_BODY} bytes"}))
             return
-        body = self.rfile.read(int(length))
+        try:
+            body = self.rfile.read(int(length))
+        except OSError:  # the client stalled past the timeout, or reset
+            body = b""
         if len(body) < int(length):
             self.close_connection = True  # the client went away mid-body: nothing to answer
             return
