@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from needs import need
 from replyserver import ReplyServer
 
 import agentsessions
@@ -34,8 +35,10 @@ class ReceiverProcess:
 
     started: ClassVar[list[subprocess.Popen[str]]] = []
 
-    def __init__(self, home: Path, *args: str) -> None:
-        argv = [sys.executable, "-m", "agentsessions", "produce", "github", "--runtime", "local"]
+    def __init__(self, home: Path, *args: str, server: Path | None = None) -> None:
+        remote = ["--server", f"unix://{server}"] if server else []
+        argv = [sys.executable, "-m", "agentsessions", *remote, "produce", "github"]
+        argv += ["--runtime", "local"]
         self.proc = subprocess.Popen(
             [*argv, "--listen", "127.0.0.1:0", *args],
             env=_env(home),
@@ -157,3 +160,33 @@ def test_the_print_sink_prints_each_answer_with_its_issue(tmp_path: Path) -> Non
     replies = [json.loads(line) for line in out.splitlines()]
     assert [r["subject"] for r in replies] == [SUBJECT, SUBJECT]
     assert all(r["text"].startswith("scripted-1-") for r in replies)
+
+
+def test_the_receiver_works_on_a_served_daemon_too(tmp_path: Path) -> None:
+    """With --server the producer's sessions live in the daemon's store: the origin, the
+    commit id and each input's author cross the wire (a --no-auth daemon keeps authors)."""
+    need("grpc", "grpc")
+    home, sock = tmp_path / "home", tmp_path / "d.sock"
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "agentsessions", "serve", "--runtime", "local", "--no-auth",
+         "--listen", f"unix://{sock}"],
+        env=_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    ReceiverProcess.started.append(daemon)
+    assert daemon.stdout is not None and daemon.stdout.readline().startswith("listening on")
+    receiver = ReceiverProcess(tmp_path / "unused", "--model", "scripted:seed=2", server=sock)
+    payload = comment_event(SUBJECT, author="mona", body="Over the wire?")
+    for _ in range(2):  # a delivery and GitHub's redelivery of it
+        sent = deliver(receiver.address, "issue_comment", payload, SECRET.encode(), delivery_id="w")
+        assert sent.status == 202
+    assert sent.body["duplicate"]
+    out, _ = receiver.stop()
+    assert out.count(f"reply to {SUBJECT}") == 1
+    daemon.send_signal(signal.SIGTERM)
+    daemon.communicate(timeout=60)
+    with agentsessions.open(home, runtime="local") as engine:
+        session = engine.find(origin={"source": "github", "subject": SUBJECT})
+        assert session is not None
+        inputs = [r.event for r in engine.read(session.uid) if r.event["kind"] == "EVENT_INPUT"]
+    assert [i["actor"]["principal"] for i in inputs] == ["mona"]
+    assert not (tmp_path / "unused").exists()  # nothing local was opened
