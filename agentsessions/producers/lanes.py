@@ -16,7 +16,9 @@ Invariants:
   source;
 - a turn cut off earlier (the producer was killed mid-turn) is completed before the thread's
   next delivery runs, and its answer sent then: :meth:`Producer.recover` does it at start
-  for every such session, so each reply is sent once;
+  for every such session. A reply is sent at most once: nothing records that it was sent,
+  so a producer killed after a turn's END but before its sink returned does not send that
+  answer again (it stays in the journal; ``log`` shows it);
 - a turn that fails leaves its session resumable (``agentsessions resume``) and its next
   delivery starts a new turn; a sink that fails is logged, the turn stays journaled.
 """
