@@ -21,7 +21,6 @@ from agentsessions.cli.context import PROG, command_state, open_engine
 from agentsessions.cli.helpview import HelpGroup
 from agentsessions.cli.options import (
     DEFAULT_RUNTIME,
-    HarnessOpt,
     JsonOpt,
     ProjectOpt,
     RuntimeOpt,
@@ -58,7 +57,7 @@ def github(
     ctx: typer.Context,
     listen: po.ListenOpt = po.DEFAULT_LISTEN,
     secret_file: po.SecretFileOpt = "",
-    harness: HarnessOpt = "chat",
+    harness: po.HarnessOpt = "chat",
     model: po.ModelOpt = "",
     project: ProjectOpt = "default",
     reply: po.ReplyOpt = "print",

@@ -40,6 +40,14 @@ ListenOpt = Annotated[
         help="Where to receive webhooks (port 0: any free port; the first line says which).",
     ),
 ]
+HarnessOpt = Annotated[
+    str,
+    typer.Option(
+        metavar="NAME",
+        help="Harness of the turns: chat (calls --model with the issue's conversation) or "
+        "any registered harness.",
+    ),
+]
 ModelOpt = Annotated[
     str, typer.Option(metavar="SPEC", help=f"Model of new sessions. {MODEL_SPEC_HELP}")
 ]
