@@ -353,3 +353,28 @@ def test_stopping_waits_for_deliveries_in_flight_not_for_idle_connections(
     rig.stop()  # returns although the connection is still open, idle
     idle.close()
     assert len(github_api.posts) == 1  # the turn in flight finished and was answered
+
+
+def test_a_signed_but_malformed_delivery_is_400_and_writes_nothing(
+    rig_of: Any, github_api: ReplyServer
+) -> None:
+    import http.client
+
+    from agentsessions.producers.github import sign
+
+    rig = rig_of(PostSink(github_api.url))
+    assert rig.send("issue_comment", b"{not json").status == 400
+    broken = recorded("issue_comment.created")
+    del broken["comment"]["user"]
+    refused = rig.send("issue_comment", broken)
+    assert refused.status == 400 and "comment.user" in refused.body["error"]
+    body = json.dumps(recorded("issues.opened")).encode()
+    host, port = rig.receiver.address.split(":")
+    conn = http.client.HTTPConnection(host, int(port))  # no X-GitHub-Delivery: no commit id
+    conn.request(
+        "POST", "/", body, {"X-GitHub-Event": "issues", "X-Hub-Signature-256": sign(body, SECRET)}
+    )
+    assert conn.getresponse().status == 400
+    conn.close()
+    rig.stop()
+    assert rig.engine.list().sessions == ()
