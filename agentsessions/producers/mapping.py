@@ -4,7 +4,8 @@ Invariants: the values are frozen and platform-neutral (a platform module fills 
 lanes run them); a thread's :meth:`Thread.key` is injective (the JSON of ``[source,
 subject]``, so ``"a:b" + "c"`` and ``"a" + "b:c"`` never share one); a delivery's input is an
 ``agentsessions.v1`` user Message whose first part is the text the model reads (it names the
-author, since a model sees no actor) and whose second part is the platform's details as data.
+author, since a model sees no actor) and whose second part is the platform's details as
+data, and its author is recorded as the INPUT's ``actor`` (:meth:`Delivery.input`).
 """
 
 from __future__ import annotations
@@ -14,17 +15,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agentsessions.v1.model import IdentityRef, Message, data_part, identity, message, text_part
+from agentsessions.v1.model import (
+    Message,
+    Origin,
+    data_part,
+    message,
+    text_part,
+)
+from agentsessions.v1.provenance import Authored
+from agentsessions.v1.provenance import origin as make_origin
 
 Kind = Literal["message", "edit", "delete"]
 """What a delivery is: a new message, or an edit or a deletion of an earlier one."""
 
 PRODUCER_LABEL = "agentsessions.producer"
 """The label a producer's sessions carry (its value: the thread's source), so that a
-restarted producer finds the turns it was running in one listing."""
-SUBJECT_ANNOTATION = "agentsessions.origin.subject"
-URI_ANNOTATION = "agentsessions.origin.uri"
-ADDRESS_PREFIX = "agentsessions.origin.address."
+listing tells them apart at a glance."""
 
 
 @dataclass(frozen=True)
@@ -37,30 +43,28 @@ class Thread:
     address: Mapping[str, str] = field(default_factory=dict)  # what a reply sink needs
 
     def key(self) -> str:
-        """The session key of this thread: the same for every delivery of it, and no other's."""
+        """The thread's key: the same for every delivery of it, and no other thread's (its
+        lane's key; its session is found by the same pair, its origin's source and subject)."""
         return json.dumps([self.source, self.subject], ensure_ascii=False, separators=(",", ":"))
 
     def labels(self) -> dict[str, str]:
         """The labels of the thread's session."""
         return {PRODUCER_LABEL: self.source}
 
-    def annotations(self) -> dict[str, str]:
-        """The annotations of the thread's session: where it came from (``get`` shows
-        them), and its address, so a restarted producer can still answer it."""
-        out = {SUBJECT_ANNOTATION: self.subject, URI_ANNOTATION: self.uri}
-        out.update({ADDRESS_PREFIX + k: v for k, v in self.address.items()})
-        return out
+    def origin(self) -> Origin:
+        """The thread as its session's ``Origin`` (its address in the attributes, so a
+        restarted producer can still answer it)."""
+        return make_origin(self.source, self.subject, self.uri, self.address)
 
     @classmethod
-    def of_session(cls, source: str, annotations: Mapping[str, str]) -> Thread:
-        """The thread whose :meth:`annotations` a session of ``source`` carries."""
-        address = {
-            k.removeprefix(ADDRESS_PREFIX): v
-            for k, v in annotations.items()
-            if k.startswith(ADDRESS_PREFIX)
-        }
-        subject, uri = annotations.get(SUBJECT_ANNOTATION, ""), annotations.get(URI_ANNOTATION, "")
-        return cls(source, subject, uri, address)
+    def of_origin(cls, value: Mapping[str, Any]) -> Thread:
+        """The thread a session's origin describes."""
+        return cls(
+            str(value.get("source", "")),
+            str(value.get("subject", "")),
+            str(value.get("uri", "")),
+            dict(value.get("attributes") or {}),
+        )
 
 
 @dataclass(frozen=True)
@@ -72,9 +76,10 @@ class Author:
     user_id: str = ""  # the platform's stable id (a login can be renamed)
     bot: bool = False  # the platform says this account is a bot
 
-    def identity(self) -> IdentityRef:
-        """The author as an ``agentsessions.v1.IdentityRef``."""
-        return identity(principal=self.login, issuer=self.issuer, subject=self.user_id)
+    def identity(self) -> dict[str, str]:
+        """The author as an ``agentsessions.v1.IdentityRef`` (empty fields left out)."""
+        fields = {"principal": self.login, "issuer": self.issuer, "subject": self.user_id}
+        return {name: value for name, value in fields.items() if value}
 
 
 @dataclass(frozen=True)
@@ -93,10 +98,14 @@ class Delivery:
     details: Mapping[str, Any] = field(default_factory=dict)  # the platform's, as data
 
     def message(self) -> Message:
-        """The INPUT's Message: the text, then the details (when any) as a data part."""
-        if not self.details:
-            return message("user", text_part(self.text))
-        return message("user", text_part(self.text), data_part(self.details))
+        """The INPUT's Message: the text, then the kind and the details as a data part (so
+        a producer that resumes the turn later knows what it answers)."""
+        details = {"kind": self.kind, **self.details}
+        return message("user", text_part(self.text), data_part(details))
+
+    def input(self) -> Authored:
+        """The turn's input: :meth:`message`, its author recorded as the INPUT's actor."""
+        return Authored(self.message(), self.author.identity())
 
 
 @dataclass(frozen=True)
@@ -119,3 +128,13 @@ class Skip:
     """An authenticated event that is not a turn (the bot's own comment, a label change)."""
 
     reason: str
+
+
+def kind_of(event: Mapping[str, Any]) -> str:
+    """The delivery kind an INPUT event records (:meth:`Delivery.message`; "message" when
+    it records none: an input of another front end)."""
+    for part in (event.get("message") or {}).get("parts") or ():
+        kind = ((part.get("data") or {}).get("data") or {}).get("kind")
+        if isinstance(kind, str):
+            return kind
+    return "message"

@@ -30,6 +30,8 @@ from agentsessions.errors import InvalidArgumentError, StorageError
 
 MAX_BODY = 25 * 1024 * 1024
 """The largest body accepted: GitHub caps a webhook payload at 25 MB."""
+IDLE_TIMEOUT = 60.0
+"""Seconds a connection may stall mid-request or sit idle between requests."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,7 @@ def parse_listen(listen: str) -> tuple[str, int] | str:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "agentsessions-producer"
+    timeout = IDLE_TIMEOUT  # a client that stalls mid-request or idles is let go
 
     @property
     def context(self) -> _Context:
@@ -91,17 +94,21 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # the body is never read
             self._answer(Response(413, {"error": f"the body is over {MAX_BODY} bytes"}))
             return
-        body = self.rfile.read(int(length))
+        try:
+            body = self.rfile.read(int(length))
+        except OSError:  # the client stalled past the timeout, or reset
+            body = b""
         if len(body) < int(length):
             self.close_connection = True  # the client went away mid-body: nothing to answer
             return
         headers = {name.lower(): value for name, value in self.headers.items()}
-        try:
-            response = self.context.endpoint.handle(Request(self.path, headers, body))
-        except Exception as exc:  # an endpoint bug must not take the receiver down
-            self.context.log(f"internal error on {self.path}: {type(exc).__name__}: {exc}")
-            response = Response(500, {"error": "internal error"})
-        self._answer(response)
+        with self.context.busy:
+            try:
+                response = self.context.endpoint.handle(Request(self.path, headers, body))
+            except Exception as exc:  # an endpoint bug must not take the receiver down
+                self.context.log(f"internal error on {self.path}: {type(exc).__name__}: {exc}")
+                response = Response(500, {"error": "internal error"})
+            self._answer(response)
 
     def do_GET(self) -> None:
         self._answer(Response(405, {"error": "webhooks are POSTed"}))
@@ -126,16 +133,40 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _Context:
-    """What a handler reads off its server: set once, before it serves."""
+    """What a handler reads off its server: set once, before it serves; and the count of
+    requests in flight (a connection idle between keep-alive requests is not one)."""
 
     endpoint: Endpoint
     log: Callable[[str], None]
     name: str
+    busy: InFlight
+
+
+class InFlight:
+    """Counts the requests being answered; :meth:`wait_idle` until there are none."""
+
+    def __init__(self) -> None:
+        self._count, self._idle = 0, threading.Condition()
+
+    def __enter__(self) -> None:
+        with self._idle:
+            self._count += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._idle:
+            self._count -= 1
+            self._idle.notify_all()
+
+    def wait_idle(self) -> None:
+        with self._idle:
+            self._idle.wait_for(lambda: self._count == 0)
 
 
 class _TcpServer(_Context, ThreadingHTTPServer):
-    daemon_threads = False  # close() waits for the requests in flight
-    block_on_close = True
+    # a connection's thread may sit idle between keep-alive requests for as long as its
+    # client likes: close() waits for the requests in flight (InFlight), not for those
+    daemon_threads = True
+    block_on_close = False
 
 
 class _Tcp6Server(_TcpServer):
@@ -143,8 +174,8 @@ class _Tcp6Server(_TcpServer):
 
 
 class _UnixServer(_Context, socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = False
-    block_on_close = True
+    daemon_threads = True
+    block_on_close = False
 
 
 class Receiver:
@@ -167,6 +198,7 @@ class Receiver:
         except OSError as exc:
             raise StorageError(f"cannot listen on {listen}: {exc.strerror or exc}") from None
         server.endpoint, server.log, server.name = endpoint, log, self.address
+        server.busy = InFlight()
         self._server = server
         self._unix = where if isinstance(where, str) else ""
         self._thread: threading.Thread | None = None
@@ -184,6 +216,7 @@ class Receiver:
     def close(self) -> None:
         """Stop accepting, wait for the requests in flight, release the address."""
         self._server.shutdown()
+        self._server.busy.wait_idle()
         self._server.server_close()
         if self._thread is not None:
             self._thread.join()

@@ -1,10 +1,10 @@
 """Where an agent's answer goes: printed, appended to a file, or POSTed to a URL.
 
-A :class:`ReplySink` is one small Protocol (``send``); :func:`open_sink` makes one from the
-CLI's ``--reply`` spec. The POST sink speaks GitHub's create-comment API (``{"body": ...}``
-to ``/repos/{owner}/{repo}/issues/{number}/comments`` with a bearer token); any URL may
-name the thread's address fields (``{owner}``, ``{repo}``, ``{number}``), so a local
-receiver stands in for GitHub in tests.
+A :class:`ReplySink` is one small Protocol (``send``); the CLI's ``--reply`` spec names one
+(``agentsessions.cli.produceopts.reply_sink``). The POST sink speaks GitHub's
+create-comment API (``{"body": ...}`` to ``/repos/{owner}/{repo}/issues/{number}/comments``
+with a bearer token); any URL may name the thread's address fields (``{owner}``,
+``{repo}``, ``{number}``), so a local receiver stands in for GitHub in tests.
 
 Invariants: ``send`` either delivered the reply or raises UnavailableError with one line
 naming the session and execution (the turn is journaled either way: the answer can be read
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from agentsessions.errors import InvalidArgumentError, UnavailableError
+from agentsessions.errors import UnavailableError
 
 from .mapping import Thread
 
@@ -143,27 +143,3 @@ class PostSink:
             raise UnavailableError(
                 f"the reply URL {self.url!r} names a field {thread.source} threads lack: {exc}"
             ) from None
-
-
-def open_sink(
-    spec: str, *, token: str = "", stream: IO[str] | None = None, as_json: bool = False
-) -> ReplySink:
-    """The sink ``spec`` names: ``print``, ``file:PATH``, ``github`` (the REST API, with
-    ``token``), or an ``http(s)://`` URL template."""
-    if spec == "print":
-        return PrintSink(stream, as_json=as_json)
-    if spec.startswith("file:") and len(spec) > 5:
-        return FileSink(Path(spec[5:]).expanduser())
-    if spec == "github":
-        if not token:
-            raise InvalidArgumentError(
-                "replying on GitHub needs a token with write access to issues",
-                hint="give the sink a token (or set $AGENTSESSIONS_GITHUB_TOKEN)",
-                param="reply_token",
-            )
-        return PostSink(GITHUB_COMMENTS_URL, token=token)
-    if spec.startswith(("http://", "https://")):
-        return PostSink(spec, token=token)
-    raise InvalidArgumentError(
-        f"invalid reply sink {spec!r}: expected print, file:PATH, github or an http(s):// URL"
-    )

@@ -51,5 +51,6 @@ def test_the_github_producer_example_runs_as_written(tmp_path: Path) -> None:
         r"^reply to octo/hello#1 \((sess-\w+)\):\nscripted-1-", result.stdout, re.M
     )
     assert len(replies) == 2 and len(set(replies)) == 1  # one issue, one session, two answers
-    assert re.search(r"INPUT .* user: mona opened issue octo/hello#1: It exits 1", result.stdout)
-    assert re.search(r"INPUT .* user: hubot commented on octo/hello#1: Which Python", result.stdout)
+    # log shows each input's author (its actor) before the text, which names it too
+    assert re.search(r"INPUT .* \[mona@https://github\.com\] user: mona opened", result.stdout)
+    assert re.search(r"INPUT .* \[hubot@https://github\.com\] user: hubot commented", result.stdout)

@@ -13,7 +13,7 @@ import pytest
 
 from agentsessions.errors import InvalidArgumentError
 from agentsessions.producers import github
-from agentsessions.producers.mapping import Delivery, Skip, Thread
+from agentsessions.producers.mapping import Delivery, Skip, Thread, kind_of
 from agentsessions.producers.send import comment_event, issue_event
 
 PAYLOADS = Path(__file__).parent / "payloads"
@@ -93,6 +93,8 @@ def test_a_new_comment_is_a_message_of_the_commenter() -> None:
 def test_an_edit_is_an_input_of_its_own_that_keeps_what_it_was() -> None:
     comment = delivery("issue_comment.edited")
     assert comment.kind == "edit" and comment.details["previous_body"] == "Which Python version?"
+    assert kind_of({"message": comment.message()}) == "edit"
+    assert kind_of({"message": {"role": "user", "parts": [{"text": {"text": "hi"}}]}}) == "message"
     assert "edited comment 492700400 by hubot" in comment.text and "It now reads" in comment.text
     issue = delivery("issues.edited")
     assert issue.kind == "edit" and issue.details["previous_body"] == "hello exits 1"

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from needs import need
 from replyserver import ReplyServer
 
 import agentsessions
@@ -34,8 +35,10 @@ class ReceiverProcess:
 
     started: ClassVar[list[subprocess.Popen[str]]] = []
 
-    def __init__(self, home: Path, *args: str) -> None:
-        argv = [sys.executable, "-m", "agentsessions", "produce", "github", "--runtime", "local"]
+    def __init__(self, home: Path, *args: str, server: Path | None = None) -> None:
+        remote = ["--server", f"unix://{server}"] if server else []
+        argv = [sys.executable, "-m", "agentsessions", *remote, "produce", "github"]
+        argv += ["--runtime", "local"]
         self.proc = subprocess.Popen(
             [*argv, "--listen", "127.0.0.1:0", *args],
             env=_env(home),
@@ -108,13 +111,19 @@ def test_no_secret_is_refused_before_anything_is_opened(tmp_path: Path) -> None:
     assert not (tmp_path / "home").exists()
 
 
+@pytest.mark.parametrize(("action", "answers"), [("created", 1), ("edited", 0)])
 def test_a_receiver_killed_mid_turn_resumes_it_and_answers_once(
-    tmp_path: Path, github_api: ReplyServer
+    tmp_path: Path, github_api: ReplyServer, action: str, answers: int
 ) -> None:
+    """A new comment's cut turn is answered once after the restart; an edit's (quiet, the
+    default --on-edit) is completed and not answered, as it would not have been."""
     home = tmp_path / "home"
     model = "scripted:seed=3,delay=3"  # the model is still answering when the kill comes
     first = ReceiverProcess(home, "--model", model, "--reply", github_api.url)
-    payload = comment_event(SUBJECT, author="mona", body="Is this fixed?")
+    previous = "Is it fixed?" if action == "edited" else None
+    payload = comment_event(
+        SUBJECT, author="mona", body="Is this fixed?", action=action, previous=previous
+    )
     sent = deliver(first.address, "issue_comment", payload, SECRET.encode(), delivery_id="d-1")
     assert sent.status == 202 and sent.body["status"] == "recorded"  # the INPUT is durable
     first.kill()
@@ -122,11 +131,12 @@ def test_a_receiver_killed_mid_turn_resumes_it_and_answers_once(
     with agentsessions.open(home, runtime="local") as engine:
         assert engine.get(uid).busy  # cut off mid-turn
     second = ReceiverProcess(home, "--reply", github_api.url)
-    posts = github_api.wait_for(1)
+    if answers:
+        github_api.wait_for(answers)
     again = deliver(second.address, "issue_comment", payload, SECRET.encode(), delivery_id="d-1")
     assert again.status == 202 and again.body["duplicate"]  # GitHub's redelivery of it
     _, err = second.stop()
-    assert "completing 1 turn(s)" in err
+    assert "completing 1 turn(s)" in err and f"resumed the turn cut off in {uid}" in err
     with agentsessions.open(home, runtime="local") as engine:
         records = list(engine.read(uid))
         assert not engine.get(uid).busy
@@ -137,8 +147,8 @@ def test_a_receiver_killed_mid_turn_resumes_it_and_answers_once(
         for r in records
         if r.event["kind"] == "EVENT_OUTPUT"
     ]
-    assert [p.body for p in github_api.posts] == [{"body": outputs[0]}]  # once
-    assert posts[0].path == "/repos/octo-org/hello-world/issues/7/comments"
+    assert [p.body for p in github_api.posts] == [{"body": outputs[0]}] * answers  # once
+    assert {p.path for p in github_api.posts} <= {"/repos/octo-org/hello-world/issues/7/comments"}
 
 
 def test_the_print_sink_prints_each_answer_with_its_issue(tmp_path: Path) -> None:
@@ -150,3 +160,33 @@ def test_the_print_sink_prints_each_answer_with_its_issue(tmp_path: Path) -> Non
     replies = [json.loads(line) for line in out.splitlines()]
     assert [r["subject"] for r in replies] == [SUBJECT, SUBJECT]
     assert all(r["text"].startswith("scripted-1-") for r in replies)
+
+
+def test_the_receiver_works_on_a_served_daemon_too(tmp_path: Path) -> None:
+    """With --server the producer's sessions live in the daemon's store: the origin, the
+    commit id and each input's author cross the wire (a --no-auth daemon keeps authors)."""
+    need("grpc", "grpc")
+    home, sock = tmp_path / "home", tmp_path / "d.sock"
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "agentsessions", "serve", "--runtime", "local", "--no-auth",
+         "--listen", f"unix://{sock}"],
+        env=_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    ReceiverProcess.started.append(daemon)
+    assert daemon.stdout is not None and daemon.stdout.readline().startswith("listening on")
+    receiver = ReceiverProcess(tmp_path / "unused", "--model", "scripted:seed=2", server=sock)
+    payload = comment_event(SUBJECT, author="mona", body="Over the wire?")
+    for _ in range(2):  # a delivery and GitHub's redelivery of it
+        sent = deliver(receiver.address, "issue_comment", payload, SECRET.encode(), delivery_id="w")
+        assert sent.status == 202
+    assert sent.body["duplicate"]
+    out, _ = receiver.stop()
+    assert out.count(f"reply to {SUBJECT}") == 1
+    daemon.send_signal(signal.SIGTERM)
+    daemon.communicate(timeout=60)
+    with agentsessions.open(home, runtime="local") as engine:
+        session = engine.find(origin={"source": "github", "subject": SUBJECT})
+        assert session is not None
+        inputs = [r.event for r in engine.read(session.uid) if r.event["kind"] == "EVENT_INPUT"]
+    assert [i["actor"]["principal"] for i in inputs] == ["mona"]
+    assert not (tmp_path / "unused").exists()  # nothing local was opened

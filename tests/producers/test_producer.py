@@ -44,7 +44,7 @@ class Rig:
         return self.send("issue_comment", comment_event(issue, author=author, body=body))
 
     def session(self, issue: str = SUBJECT) -> Any:
-        return self.engine.find(json.dumps(["github", issue], separators=(",", ":")))
+        return self.engine.find(origin={"source": "github", "subject": issue})
 
     def events(self, uid: str, kind: str) -> list[dict[str, Any]]:
         return [r.event for r in self.engine.read(uid) if r.event["kind"] == kind]
@@ -110,7 +110,17 @@ def test_githubs_recorded_payloads_become_turns_and_comments(
     assert posts[0].headers["X-Agentsessions-Session"] == uid
     session = rig.engine.get(uid)
     assert session.labels == {"agentsessions.producer": "github"}
-    assert session.annotations["agentsessions.origin.subject"] == SUBJECT
+    assert session.origin == {
+        "source": "github",
+        "subject": SUBJECT,
+        "uri": "https://github.com/octo-org/hello-world/issues/7",
+        "attributes": {"owner": "octo-org", "repo": "hello-world", "number": "7"},
+    }
+    authors = [i["actor"] for i in rig.events(uid, "EVENT_INPUT")]
+    assert authors == [
+        {"principal": "mona", "issuer": "https://github.com", "subject": "583231"},
+        {"principal": "hubot", "issuer": "https://github.com", "subject": "7402213"},
+    ]
 
 
 @pytest.mark.parametrize("signature", [None, "sha256=" + "0" * 64, "forged"])
@@ -318,3 +328,53 @@ def test_a_redelivered_webhook_lands_once_and_is_answered_once(
     assert len(rig.events(first.body["session"], "EVENT_INPUT")) == 2  # the first, and "x"
     assert len(github_api.posts) == 2  # one answer each
     assert sum("a redelivery" in line for line in rig.lines) == 4  # 1 + the storm's 3
+
+
+def test_stopping_waits_for_deliveries_in_flight_not_for_idle_connections(
+    rig_of: Any, github_api: ReplyServer
+) -> None:
+    import http.client
+
+    from agentsessions.producers.github import sign
+
+    rig = rig_of(PostSink(github_api.url))
+    body = json.dumps(recorded("issues.opened")).encode()
+    host, port = rig.receiver.address.split(":")
+    idle = http.client.HTTPConnection(host, int(port))  # HTTP/1.1: kept alive after
+    headers = {
+        "X-GitHub-Event": "issues",
+        "X-GitHub-Delivery": "d-idle",
+        "X-Hub-Signature-256": sign(body, SECRET),
+    }
+    idle.request("POST", "/", body=body, headers=headers)
+    answer = idle.getresponse()
+    assert answer.status == 202 and answer.getheader("Connection") != "close"
+    answer.read()
+    rig.stop()  # returns although the connection is still open, idle
+    idle.close()
+    assert len(github_api.posts) == 1  # the turn in flight finished and was answered
+
+
+def test_a_signed_but_malformed_delivery_is_400_and_writes_nothing(
+    rig_of: Any, github_api: ReplyServer
+) -> None:
+    import http.client
+
+    from agentsessions.producers.github import sign
+
+    rig = rig_of(PostSink(github_api.url))
+    assert rig.send("issue_comment", b"{not json").status == 400
+    broken = recorded("issue_comment.created")
+    del broken["comment"]["user"]
+    refused = rig.send("issue_comment", broken)
+    assert refused.status == 400 and "comment.user" in refused.body["error"]
+    body = json.dumps(recorded("issues.opened")).encode()
+    host, port = rig.receiver.address.split(":")
+    conn = http.client.HTTPConnection(host, int(port))  # no X-GitHub-Delivery: no commit id
+    conn.request(
+        "POST", "/", body, {"X-GitHub-Event": "issues", "X-Hub-Signature-256": sign(body, SECRET)}
+    )
+    assert conn.getresponse().status == 400
+    conn.close()
+    rig.stop()
+    assert rig.engine.list().sessions == ()
