@@ -12,7 +12,7 @@ import io
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -213,38 +213,31 @@ def exec_(
     from agentsessions.sessions.local import LocalSessions
 
     state = command_state(ctx, as_json)
-    uid = session_uid(session) if session is not None else None
-    texts = read_inputs(inputs or [])
-    author = parse_identity(actor, "--actor")
-    from agentsessions.v1.provenance import Authored
-
-    turn_inputs = [Authored(t, author) for t in texts] if author else texts
-    config_bytes = read_config(config)
-    printer = TurnPrinter(state.json)
-    labels = parse_pairs(label or [], "--label")
     # the checks that need no store come first: a refused exec never opens the home
     from agentsessions.v1.turn import TurnRequest
 
     request = TurnRequest.of(
-        uid,
-        turn_inputs,
-        harness=harness or None,
-        model=model or None,
-        config=config_bytes,
-        wait=wait,
-        project=project,
-        name=name,
-        labels=labels,
-        fresh_start=fresh_start,
-        tools=tools or None,
-        commit_id=commit_id or None,
-        durability=durability or None,
-        origin=parse_origin(origin),
+        session_uid(session) if session is not None else None, _inputs(inputs, actor),
+        harness=harness or None, model=model or None, config=read_config(config), wait=wait,
+        project=project, name=name, labels=parse_pairs(label or [], "--label"),
+        fresh_start=fresh_start, tools=tools or None, commit_id=commit_id or None,
+        durability=durability or None, origin=parse_origin(origin),
         identity=parse_identity(identity),
-    )
+    )  # fmt: skip
+    uid = request.uid
+    printer = TurnPrinter(state.json)
     LocalSessions.check_request(request)
     with open_engine(state, runtime) as engine:
         frames = engine.exec(request)
         last, interrupted = watch_turn(state, printer, engine, uid, frames, waking=not fresh_start)
     assert last.turn is not None
     finish_turn(state, printer, last.turn, interrupted=interrupted)
+
+
+def _inputs(inputs: list[str] | None, actor: str) -> list[Any]:
+    """The turn's inputs (``--input`` texts, else stdin), each authored by ``--actor``."""
+    from agentsessions.v1.provenance import Authored
+
+    texts = read_inputs(inputs or [])
+    author = parse_identity(actor, "--actor")
+    return [Authored(t, author) for t in texts] if author else list(texts)
