@@ -1,10 +1,12 @@
-"""Bulk reading: the EVENT frames of a buffer as Records, in one tight loop.
+"""Bulk reading: the EVENT frames of a buffer as Records, without a Frame for each.
 
-:meth:`SegmentLog.records` reads a segment's bytes (a tail's in one read, a compressed one
-chunk by chunk) and hands each buffer to :func:`take`, which turns the intact EVENT frames
-into :class:`~agentsessions.journal.format.records.Record` values without building a
-:class:`~.segment.Frame` for each, and steps through anything else (COMMIT, STATE and SEAL
-frames, sealed records, damage) one frame at a time with the strict reader's checks.
+``records()`` (:mod:`.segmentrecords`) reads a segment's bytes (a tail's in one read, a
+compressed one chunk by chunk) and hands each buffer to :func:`take`. A run of EVENT frames
+is walked with the header checks in Python, then its envelopes and chain are checked, and
+its Records built, over the whole run in C (``map``, list comparisons, ``tuple.__new__``).
+A run that fails any of those checks is taken again by an exact loop that stops at the
+frame at fault; anything else (COMMIT, STATE and SEAL frames, sealed records, damage) takes
+one strict step (:func:`.segment.check_frame`, :class:`.segment.FrameRules`), which names it.
 
 Invariants:
 - every frame is checked as :func:`.segment.parse_frames` checks it: magic, seq, group flag
