@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agentsessions.controller.rules import DEFAULT_HARNESS
 from agentsessions.controller.registry import Registry
+from agentsessions.controller.rules import DEFAULT_HARNESS
 from agentsessions.controller.spi import REQUIRES_MEMORY_SNAPSHOT, Harness
 from agentsessions.journal.stores.store import SessionInfo
 from agentsessions.runtimes import warm_dir
