@@ -56,19 +56,36 @@ def serve(
         str,
         typer.Option("--listen", metavar="ADDRESS", help="HOST:PORT or unix:///path."),
     ],
+    history_sessions: Annotated[
+        int,
+        typer.Option(
+            "--history-sessions",
+            min=0,
+            help="Sessions whose history the node keeps (least recently used out; 0: keep "
+            "none, every Start carries the whole history).",
+        ),
+    ] = 256,
+    history_mb: Annotated[
+        int,
+        typer.Option("--history-mb", min=1, help="MiB of kept history events, at most."),
+    ] = 64,
 ) -> None:
     """Serve the harness NAME over the Harness service until SIGINT or SIGTERM.
 
     Each Connect stream is one execution: the host sends Start, the harness's model calls
-    and host tools come back to the host, which records them. Prints the address it
-    listens on (a port 0 is replaced by the one it got).
+    and host tools come back to the host, which records them. The node keeps the history
+    each session was sent, so a session's next Start carries only what is new (bounded by
+    --history-sessions and --history-mb; an evicted session's next Start is whole). Prints
+    the address it listens on (a port 0 is replaced by the one it got).
     """
     from agentsessions.sessions.wiring import HARNESSES
     from agentsessions.wire.harnessnode import HarnessServer
+    from agentsessions.wire.historysync import NodeHistories
 
     factory = HARNESSES.factory(name)  # an unknown name: exit 2, listing the known ones
     factory().describe()  # a harness that cannot describe itself fails here, not per stream
-    server = HarnessServer(factory, listen)
+    kept = NodeHistories(history_sessions, history_mb << 20) if history_sessions else None
+    server = HarnessServer(factory, listen, kept=kept, keep_history=kept is not None)
     print(f"harness {name} listening on {server.address}", flush=True)
     server.serve_forever()
 

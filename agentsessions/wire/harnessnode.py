@@ -400,8 +400,9 @@ class HarnessServer:
     """A gRPC server serving one harness at ``listen`` (``HOST:PORT`` or ``unix:///path``).
 
     ``address`` is where it listens (a TCP port 0 is replaced by the one it got). It keeps
-    the history each session was sent (``kept``; a default-sized one unless given), so a
-    session's next Start carries only what is new (:mod:`.historysync`)."""
+    the history each session was sent (``kept``; a default-sized one unless given, none
+    with ``keep_history=False``), so a session's next Start carries only what is new
+    (:mod:`.historysync`)."""
 
     def __init__(
         self,
@@ -410,6 +411,7 @@ class HarnessServer:
         *,
         workers: int = 16,
         kept: NodeHistories | None = None,
+        keep_history: bool = True,
     ) -> None:
         from concurrent import futures
 
@@ -419,7 +421,8 @@ class HarnessServer:
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=workers), interceptors=[WireChecks()]
         )
-        self.kept = kept if kept is not None else NodeHistories()
+        default = NodeHistories() if keep_history else None
+        self.kept = kept if kept is not None else default
         self.servicer = add_to_server(self.server, factory, self.kept)
         try:
             port = self.server.add_insecure_port(listen)

@@ -322,3 +322,17 @@ def _until(ok: Callable[[], object], seconds: float = 10.0) -> None:
     while not ok():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.01)
+
+
+def test_a_node_that_keeps_nothing_gets_whole_histories(tmp_path: Path) -> None:
+    server = HarnessServer(HARNESSES.factory("history-probe"), _socket("none"), keep_history=False)
+    static_remotes([f"probe-none={server.address}"])
+    try:
+        stub = harness_pb2_grpc.HarnessStub(channel(server.address))  # type: ignore[no-untyped-call]
+        assert stub.Describe(harness_pb2.DescribeRequest()).history_node == ""
+        with agentsessions.open(tmp_path, runtime="local") as engine:
+            uid = engine.run(harness="probe-none", inputs=["hello"]).uid
+            _turns(engine, uid, 3)  # each Start whole, as an old node (or the Go one) is sent
+            assert len(SEEN[-1]) == 15
+    finally:
+        server.stop(0)
