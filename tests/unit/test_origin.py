@@ -264,3 +264,12 @@ def test_an_imported_key_claim_is_not_carried_over(tmp_path: Path) -> None:
         moved = b.import_(tmp_path / "s.jsonl")
         assert CLAIM_ANNOTATION not in moved.annotations  # the key is unknown here
         assert b.find("thread-1", project="p") is None
+
+
+def test_exec_by_origin_completes_a_claim_whose_creator_died(engine: Any) -> None:
+    ck, uid = ClaimKey.of("p", origin_key(ISSUE), space=ORIGIN_SPACE), new_uid()
+    KEY_CLAIMS.need(engine.store, "test").claim(ck, uid)  # its process died before creating
+    assert engine.find(origin=ISSUE, project="p") is None
+    done = engine.run(inputs=["hi"], project="p", harness="echo", origin=ISSUE)
+    assert done.session.uid == uid and done.turn is not None and done.turn.created
+    assert done.session.origin == ISSUE and engine.verify(uid).ok
