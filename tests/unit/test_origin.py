@@ -101,6 +101,16 @@ def test_an_origin_key_space_is_apart_from_callers_keys() -> None:
     assert ClaimKey.of("p", key, space=ORIGIN_SPACE).digest == hashlib.sha256(spaced).hexdigest()
 
 
+def test_an_origins_claim_digest_is_what_format_md_says() -> None:
+    # the digest names claim files on disk and CAS subjects on JetStream: pinned, so that a
+    # change to how it is derived cannot silently orphan every existing origin's claim
+    key = origin_key({"source": "github", "subject": "owner/repo#12 é", "uri": "ignored"})
+    assert key == '["github", "owner/repo#12 é"]'
+    expected = hashlib.sha256(b"\0origin\0default\0" + key.encode()).hexdigest()
+    assert expected == "4ef434c13310f0a464b18e8dc901912ee44774a8f70a67d47f496f19bb9148bf"
+    assert ClaimKey.of("default", key, space=ORIGIN_SPACE).digest == expected
+
+
 def test_create_with_an_origin_and_identity_then_find_it(
     engine: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
