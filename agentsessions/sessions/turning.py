@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from agentsessions.errors import InvalidArgumentError, LockHeldError
+from agentsessions.errors import InvalidArgumentError, LockHeldError, NotFoundError
 from agentsessions.journal.stores.capabilities import KEY_CLAIMS
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.v1.ids import check_uid
@@ -142,29 +142,42 @@ class TurnRunner:
         """:meth:`claim` of a turn naming its session by origin: the session that origin
         names, made (as ``Sessions.ensure`` makes one, atomically) if there is none, after
         every check a new session's turn gets; then the turn is one of that session."""
-        named = request.harness or _default_harness()
-        self._check_new(request, workload, named)
         claims = KEY_CLAIMS.need(self.core.store, "a turn by origin", hint=CLAIMS_HINT)
         ck, origin = claim_key(None, request.origin, request.project)
-        meta = replace(
-            self._new_meta(request, named),
-            origin=origin,
-            annotations={CLAIM_ANNOTATION: ck.digest},
-        )
-        session, created = settle(self.core.store, claims, ck, meta, self._store_new)
+        uid, created = self._live(claims.lookup(ck)), False  # the common case: it exists
+        if not uid:
+            named = request.harness or _default_harness()
+            self._check_new(request, workload, named)
+            meta = replace(
+                self._new_meta(request, named),
+                origin=origin,
+                annotations={CLAIM_ANNOTATION: ck.digest},
+            )
+            session, created = settle(self.core.store, claims, ck, meta, self._store_new)
+            uid = session.uid
         if created:
             request.check_head(0)
-        request = replace(request, uid=session.uid)
-        lock = self.core.hold(session.uid, request.wait)
+        request = replace(request, uid=uid)
+        lock = self.core.hold(uid, request.wait)
         try:
             if not created:
                 self._check_existing(request, workload)
             if workload is not None:
-                self._record_workload(session.uid, workload)
+                self._record_workload(uid, workload)
         except BaseException:
             lock.release()
             raise
         return Claim(request, lock, created)
+
+    def _live(self, uid: str) -> str:
+        """``uid`` if it names a live session, else "" (none yet, or deleted): read from
+        the writer the engine holds when it holds one, so a reused origin costs no read."""
+        if not uid:
+            return ""
+        try:
+            return "" if self.core.state(uid).deleted else uid
+        except NotFoundError:
+            return ""
 
     def _store_new(self, meta: SessionMeta) -> Session:
         """Create the session ``meta`` describes (SessionExistsError if its uid has one)."""

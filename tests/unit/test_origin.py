@@ -101,6 +101,16 @@ def test_an_origin_key_space_is_apart_from_callers_keys() -> None:
     assert ClaimKey.of("p", key, space=ORIGIN_SPACE).digest == hashlib.sha256(spaced).hexdigest()
 
 
+def test_an_origins_claim_digest_is_what_format_md_says() -> None:
+    # the digest names claim files on disk and CAS subjects on JetStream: pinned, so that a
+    # change to how it is derived cannot silently orphan every existing origin's claim
+    key = origin_key({"source": "github", "subject": "owner/repo#12 é", "uri": "ignored"})
+    assert key == '["github", "owner/repo#12 é"]'
+    expected = hashlib.sha256(b"\0origin\0default\0" + key.encode()).hexdigest()
+    assert expected == "4ef434c13310f0a464b18e8dc901912ee44774a8f70a67d47f496f19bb9148bf"
+    assert ClaimKey.of("default", key, space=ORIGIN_SPACE).digest == expected
+
+
 def test_create_with_an_origin_and_identity_then_find_it(
     engine: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -264,3 +274,12 @@ def test_an_imported_key_claim_is_not_carried_over(tmp_path: Path) -> None:
         moved = b.import_(tmp_path / "s.jsonl")
         assert CLAIM_ANNOTATION not in moved.annotations  # the key is unknown here
         assert b.find("thread-1", project="p") is None
+
+
+def test_exec_by_origin_completes_a_claim_whose_creator_died(engine: Any) -> None:
+    ck, uid = ClaimKey.of("p", origin_key(ISSUE), space=ORIGIN_SPACE), new_uid()
+    KEY_CLAIMS.need(engine.store, "test").claim(ck, uid)  # its process died before creating
+    assert engine.find(origin=ISSUE, project="p") is None
+    done = engine.run(inputs=["hi"], project="p", harness="echo", origin=ISSUE)
+    assert done.session.uid == uid and done.turn is not None and done.turn.created
+    assert done.session.origin == ISSUE and engine.verify(uid).ok
