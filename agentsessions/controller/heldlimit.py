@@ -19,7 +19,6 @@ state). Invariants:
 
 from __future__ import annotations
 
-import resource
 import threading
 import weakref
 from collections import OrderedDict
@@ -44,6 +43,10 @@ class Releasing(Protocol):
 def default_cap(cap: int = DEFAULT_CAP) -> int:
     """``cap``, or fewer when the process's descriptor limit could not hold that many
     writers beside everything else (a quarter of ``RLIMIT_NOFILE`` at most)."""
+    try:
+        import resource
+    except ImportError:  # not a Unix: no descriptor limit to read
+        return cap
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         return cap
