@@ -37,7 +37,7 @@ medians of 9 interleaved rounds; main and this change paired, the same home):
     list        6.59x   6.54x                                       0.968
     get UID     8.43x   7.90x  no controller for the memory probe   0.935
     exec        10.57x  9.66x  no OpenAI provider (http, ssl, email); 0.892
-                               the schema's checkers load as bytecode (v1/schemafast.py)
+                               the schema's checkers load as bytecode (v1/gen/schemafast.py)
 
 An editable install's finder costs every interpreter ~9 ms, ``python -c pass`` included;
 ``--installed`` in a non-editable venv measured ``python -c pass`` at ~10 ms and --help

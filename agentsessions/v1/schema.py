@@ -33,8 +33,8 @@ from typing import Any
 
 from agentsessions.errors import FormatError
 from agentsessions.v1 import model
+from agentsessions.v1.gen.schemafast import checkers
 from agentsessions.v1.numbers import MAX_SAFE_INT, format_number
-from agentsessions.v1.schemafast import checkers
 
 STRING, BYTES, BOOL, INT32, INT64 = "string", "bytes", "bool", "int32", "int64"
 ENUM, MESSAGE, TIMESTAMP, STRUCT = "enum", "message", "timestamp", "struct"
@@ -502,7 +502,7 @@ _compile()
 
 
 # Fast path: one function per message, inlining the scalar checks, generated from the table
-# above by :mod:`.schemagen` into :mod:`.schemafast` (compiling them here at import cost ~18 ms
+# above by :mod:`.schemagen` into :mod:`.gen.schemafast` (compiling them here at import cost ~18 ms
 # of every command that commits; a module has cached bytecode). It only ever *accepts*
 # (returning the same "not plain" flag as _check_msg) or raises; on any exception the caller
 # re-runs the generic checker above, which alone decides the error and its path.
@@ -520,7 +520,7 @@ FAST_HELPERS: dict[str, Any] = {
     "_chk_int64": _chk_int64,
     "_chk_timestamp": _chk_timestamp, "_chk_struct": _chk_struct, "_map": _map,
 }  # fmt: skip
-"""The names the generated checkers call, handed to :func:`.schemafast.checkers`."""
+"""The names the generated checkers call, handed to :func:`.gen.schemafast.checkers`."""
 
 _FAST: dict[str, Checker] = checkers(**FAST_HELPERS)
 _FAST_EVENT = _FAST["Event"]

@@ -87,7 +87,7 @@ EXEC_NEVER = (
     "agentsessions.models.openai",  # an echo turn opens no socket: no http.client, ssl, email
     "http.client",
     "ssl",
-    "agentsessions.v1.schemagen",  # the checkers load from the generated v1.schemafast
+    "agentsessions.v1.schemagen",  # the checkers load from the generated v1.gen.schemafast
     "rich",  # to a pipe, records are plain lines
     "typer.rich_utils",
     "grpc",

@@ -4,7 +4,8 @@ a stale copy of it."""
 
 from __future__ import annotations
 
-from agentsessions.v1 import schema, schemafast, schemagen
+from agentsessions.v1 import schema, schemagen
+from agentsessions.v1.gen import schemafast
 
 
 def test_the_generated_module_is_current() -> None:
