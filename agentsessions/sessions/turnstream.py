@@ -74,11 +74,12 @@ class _Batch:
 
     Each item is a frame, a delta's text (a ``str``), :class:`Failed` or :data:`DONE`."""
 
-    __slots__ = ("items", "queued")
+    __slots__ = ("items", "queued", "taken")
 
     def __init__(self, item: object) -> None:
         self.items = [item]
         self.queued = False  # on the queue (its consumer was woken for it)
+        self.taken = False  # the consumer has it: its entry on the queue, if any, is stale
 
 
 class TurnFrames:
@@ -128,21 +129,41 @@ class TurnFrames:
     def next_batch(self) -> list[object]:
         """The consumer's next items (deltas joined): waits for them, :data:`QUICK` seconds
         at first, then takes what the turn made so far itself and has each batch wake it."""
-        if not self._eager:
-            try:
-                return self._take(self.queue.get(timeout=QUICK))
-            except queue.Empty:
-                with self._lock:
-                    self._eager = True
-                    batch = self._open
-                    if batch is not None and not batch.queued:
-                        self._open = None
-                        return self._joined(batch.items)
-        return self._take(_take(self.queue))
+        while True:
+            if self._eager:
+                batch = _take(self.queue)
+            else:
+                try:
+                    batch = self.queue.get(timeout=QUICK)
+                except queue.Empty:
+                    with self._lock:
+                        self._eager = True
+                    found = self.poll()
+                    if found:
+                        return found
+                    continue
+            taken = self._take(batch)
+            if taken is not None:
+                return taken
 
-    def _take(self, batch: object) -> list[object]:
+    def poll(self) -> list[object]:
+        """Everything handed over and not yet taken, without waiting ([] when nothing is):
+        for a consumer that sends what is ready together (a server's one message)."""
+        with self._lock:
+            batch = self._open
+            if batch is None:
+                return []
+            self._open = None
+            batch.taken = True
+        return self._joined(batch.items)
+
+    def _take(self, batch: object) -> list[object] | None:
+        """``batch``'s items, or None when :meth:`poll` took it already."""
         assert type(batch) is _Batch
         with self._lock:
+            if batch.taken:
+                return None
+            batch.taken = True
             if self._open is batch:
                 self._open = None
         return self._joined(batch.items)

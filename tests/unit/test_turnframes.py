@@ -114,3 +114,18 @@ def test_a_consumer_on_another_thread_gets_every_delta_in_order() -> None:
         else:
             records += 1
     assert texts == "".join(pieces) and records == 5
+
+
+def test_poll_takes_what_was_handed_over_without_waiting_and_its_wake_is_skipped() -> None:
+    frames = TurnFrames("s", queue.SimpleQueue())
+    assert frames.poll() == []  # nothing yet: no wait
+    record = RecordFrame.__new__(RecordFrame)
+    frames.put(record)
+    frames.delta("a")
+    assert frames.poll() == [record, DeltaFrame("s", "a")]
+    assert frames.poll() == []
+    frames.delta("b")
+    frames.put(DONE)  # queues the batch (the turn's end wakes the consumer) ...
+    assert frames.poll() == [DeltaFrame("s", "b"), DONE]  # ... which a poll takes first
+    frames.put(DONE)  # a later batch: the stale wake above is skipped, this one is read
+    assert frames.next_batch() == [DONE]
