@@ -15,6 +15,7 @@ import contextvars
 import functools
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -75,11 +76,12 @@ class _Batch:
 
     Each item is a frame, a delta's text (a ``str``), :class:`Failed` or :data:`DONE`."""
 
-    __slots__ = ("items", "queued")
+    __slots__ = ("items", "queued", "taken")
 
     def __init__(self, item: object) -> None:
         self.items = [item]
         self.queued = False  # on the queue (its consumer was woken for it)
+        self.taken = False  # the consumer has it: its entry on the queue, if any, is stale
 
 
 class TurnFrames:
@@ -129,36 +131,55 @@ class TurnFrames:
     def next_batch(self) -> list[object]:
         """The consumer's next items (deltas joined): waits for them, :data:`QUICK` seconds
         at first, then takes what the turn made so far itself and has each batch wake it."""
-        if not self._eager:
+        while True:
+            if self._eager:
+                batch = _take(self.queue)
+            else:
+                try:
+                    batch = self.queue.get(timeout=QUICK)
+                except queue.Empty:
+                    with self._lock:
+                        self._eager = True
+                    found = self.poll()
+                    if found:
+                        return found
+                    continue
+            taken = self._take(batch)
+            if taken is not None:
+                return taken
+
+    def within(self, timeout: float) -> list[object]:
+        """The next batch the turn hands over within ``timeout`` seconds ([] if none): a
+        quick turn's whole batch when it ends in time (its end wakes the consumer)."""
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
             try:
-                return self._take(self.queue.get(timeout=QUICK))
+                batch = self.queue.get(timeout=left)
             except queue.Empty:
-                with self._lock:
-                    self._eager = True
-                    batch = self._open
-                    if batch is not None and not batch.queued:
-                        self._open = None
-                        return self._joined(batch.items)
-        return self._take(_take(self.queue))
+                break
+            taken = self._take(batch)
+            if taken is not None:
+                return taken
+        return self.poll()
 
-    def poll(self, wait: float) -> list[object]:
-        """What the turn has handed over (deltas joined), waiting at most ``wait`` seconds
-        for it ([] when there is nothing yet); from then on each batch wakes the consumer."""
-        try:
-            batch = self.queue.get(timeout=wait) if wait > 0 else self.queue.get_nowait()
-        except queue.Empty:
-            with self._lock:
-                self._eager = True
-                batch = self._open
-                if batch is None or batch.queued:
-                    return []  # nothing yet, or queued meanwhile: the next take has it
-                self._open = None
-                return self._joined(batch.items)
-        return self._take(batch)
+    def poll(self) -> list[object]:
+        """Everything handed over and not yet taken, without waiting ([] when nothing is):
+        for a consumer that sends what is ready together (a server's one message)."""
+        with self._lock:
+            batch = self._open
+            if batch is None:
+                return []
+            self._open = None
+            batch.taken = True
+        return self._joined(batch.items)
 
-    def _take(self, batch: object) -> list[object]:
+    def _take(self, batch: object) -> list[object] | None:
+        """``batch``'s items, or None when :meth:`poll` took it already."""
         assert type(batch) is _Batch
         with self._lock:
+            if batch.taken:
+                return None
+            batch.taken = True
             if self._open is batch:
                 self._open = None
         return self._joined(batch.items)
@@ -268,7 +289,9 @@ class TurnStream(Iterator[Frame]):
         if self._first is not None:
             out.append(next(self))
         if not self._buffer and not self._closed:
-            self._buffer.extend(self._frames.poll(wait if not out else 0.0))
+            self._buffer.extend(self._frames.poll())
+            if not self._buffer and not out and wait > 0:
+                self._buffer.extend(self._frames.within(wait))
         while self._buffer and not self._closed:
             item = self._buffer[0]
             if item is DONE or isinstance(item, Failed):

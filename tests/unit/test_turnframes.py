@@ -153,3 +153,18 @@ def test_an_error_taken_by_ready_is_raised_by_the_next_next() -> None:
     else:  # pragma: no cover - the test fails here
         raise AssertionError("the turn's error was not raised")
     assert list(stream) == []
+
+
+def test_poll_takes_what_was_handed_over_without_waiting_and_its_wake_is_skipped() -> None:
+    frames = TurnFrames("s", queue.SimpleQueue())
+    assert frames.poll() == []  # nothing yet: no wait
+    record = RecordFrame.__new__(RecordFrame)
+    frames.put(record)
+    frames.delta("a")
+    assert frames.poll() == [record, DeltaFrame("s", "a")]
+    assert frames.poll() == []
+    frames.delta("b")
+    frames.put(DONE)  # queues the batch (the turn's end wakes the consumer) ...
+    assert frames.poll() == [DeltaFrame("s", "b"), DONE]  # ... which a poll takes first
+    frames.put(DONE)  # a later batch: the stale wake above is skipped, this one is read
+    assert frames.next_batch() == [DONE]
