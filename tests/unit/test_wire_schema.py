@@ -278,7 +278,7 @@ ADDED_FIELDS = {
     "working_state=1006:WorkingStateSummary",
     "ExecRequest": "model=1000:string wait_ms=1001:int64 project=1002:string name=1003:string "
     "labels=1004:map<string,string> fresh_start=1005:bool tools=1006:string "
-    "origin=1007:Origin identity=1008:IdentityRef input_actors=1009:[]IdentityRef",
+    "origin=1008:Origin identity=1009:IdentityRef input_actors=1010:[]IdentityRef",
     "CreateSessionRequest": "tools=1000:string",
     "ListSessionsResponse": "not_listed=1000:[]string",
     "ApproveResponse": "request=1000:ApprovalRef existing=1001:bool",
