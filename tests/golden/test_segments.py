@@ -13,7 +13,7 @@ import pytest
 
 from agentsessions.errors import JournalCorruptError
 from agentsessions.journal.format import segment as sg
-from agentsessions.journal.format import segmentlog, zstdcodec
+from agentsessions.journal.format import segmentlog, zstdcodec, zstdseek
 from agentsessions.journal.format.segmentlog import SegmentLog
 
 ROOT = Path(__file__).parent / "segments"
@@ -62,7 +62,7 @@ def test_encoder_reproduces_the_fixture_bytes(case: str) -> None:
         assert zstdcodec.decompress(stored, 1 << 20) == raw  # `zstd -d` gives the .seg back
         fresh = mk.compress_segment(raw)  # compressed bytes may differ by zstd version
         t_stored, t_fresh = (
-            zstdcodec.read_seek_table(lambda n, o, b=b: b[o : o + n], len(b))
+            zstdseek.read_seek_table(lambda n, o, b=b: b[o : o + n], len(b))
             for b in (stored, fresh)
         )
         assert t_stored.meta == t_fresh.meta and t_stored.raw_size == len(raw)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentsessions.journal.crypto import sealed
-from agentsessions.journal.format import fencefile, segmentlog, staterecord, zstdcodec
+from agentsessions.journal.format import fencefile, segmentlog, staterecord, zstdcodec, zstdseek
 from agentsessions.journal.format import segment as sg
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "FORMAT.md"
@@ -54,8 +54,8 @@ def _layout(marker: str) -> tuple[str, list[str], list[int]]:
     [
         ("segment-header", sg.HEADER_STRUCT),
         ("frame-header", sg.FRAME_STRUCT),
-        ("seek-entry", zstdcodec.SEEK_ENTRY_STRUCT),
-        ("seek-footer", zstdcodec.SEEK_FOOTER_STRUCT),
+        ("seek-entry", zstdseek.SEEK_ENTRY_STRUCT),
+        ("seek-footer", zstdseek.SEEK_FOOTER_STRUCT),
         ("state-head", staterecord.STATE_HEAD),
         ("sealed-head", sealed.HEAD),
         ("fence-slot", fencefile.FENCE_SLOT),
@@ -81,8 +81,8 @@ def test_named_offsets_match_the_code() -> None:
     assert raw[frame["rtype"]] == sg.RTYPE_COMMIT and raw[frame["rflags"]] == 2
     _, names, offs = _layout("seek-footer")
     footer = dict(zip(names, offs, strict=True))
-    assert footer["footer_crc"] == zstdcodec.SEEK_FOOTER_CRC_OFFSET
-    assert zstdcodec.SEEK_FOOTER_STRUCT.size == zstdcodec.SEEK_FOOTER_SIZE
+    assert footer["footer_crc"] == zstdseek.SEEK_FOOTER_CRC_OFFSET
+    assert zstdseek.SEEK_FOOTER_STRUCT.size == zstdseek.SEEK_FOOTER_SIZE
 
 
 @pytest.mark.parametrize("marker", ["values: rtype", "values: rflags"])
@@ -97,7 +97,8 @@ def test_value_tables_match_constants(marker: str) -> None:
 
 def test_constants_table() -> None:
     for name, value in _table("values: constants"):
-        code = getattr(sg, name, getattr(zstdcodec, name, getattr(segmentlog, name, None)))
+        owner = next((m for m in (sg, zstdcodec, zstdseek, segmentlog) if hasattr(m, name)), None)
+        code = getattr(owner, name, None)
         if isinstance(code, bytes):
             assert code == value.encode().decode("unicode_escape").encode("latin-1"), name
         else:

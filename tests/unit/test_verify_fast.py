@@ -24,7 +24,7 @@ import pytest
 from needs import missing, need_zstd
 
 from agentsessions.errors import FormatError, JournalCorruptError
-from agentsessions.journal.format import canonical, zstdcodec
+from agentsessions.journal.format import canonical, zstdcodec, zstdseek
 from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import SegmentLog
@@ -474,12 +474,12 @@ def _recompress(zst: Path, compress: Callable[[bytes], bytes]) -> None:
     """Rewrite a .seg.zst with the same chunks, each compressed by ``compress``."""
     raw = zstdcodec.decompress(zst.read_bytes(), 1 << 30)
     seal, cuts = sg.chunk_plan(raw, sg.decode_header(raw).first_seq)
-    saved = zstdcodec.compress
-    zstdcodec.compress = lambda data, level=3: compress(data)  # type: ignore[assignment]
+    saved = zstdseek.compress
+    zstdseek.compress = lambda data, level=3: compress(data)  # type: ignore[assignment]
     try:
-        zst.write_bytes(zstdcodec.encode_seekable(raw, cuts, sg.encode_zst_meta(raw, seal)))
+        zst.write_bytes(zstdseek.encode_seekable(raw, cuts, sg.encode_zst_meta(raw, seal)))
     finally:
-        zstdcodec.compress = saved  # type: ignore[assignment]
+        zstdseek.compress = saved  # type: ignore[assignment]
 
 
 def test_compressed_chunks_must_carry_a_content_checksum(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 from needs import missing
 
 from agentsessions.errors import FormatError, UnavailableError
-from agentsessions.journal.format import zstdcodec
+from agentsessions.journal.format import zstdcodec, zstdseek
 
 
 def _available() -> list[str]:
@@ -107,7 +107,7 @@ def test_detection_falls_back_to_cli(monkeypatch: pytest.MonkeyPatch) -> None:
 # -- seekable container ---------------------------------------------------------------------
 def _seekable(tmp_path: Path) -> tuple[bytes, bytes, Path]:
     cuts = [(1, 0), (100, 30000), (200, 90000), (300, 120000)]
-    blob = zstdcodec.encode_seekable(DATA, cuts, b"META")
+    blob = zstdseek.encode_seekable(DATA, cuts, b"META")
     path = tmp_path / "x.zst"
     path.write_bytes(blob)
     return DATA, blob, path
@@ -116,21 +116,21 @@ def _seekable(tmp_path: Path) -> tuple[bytes, bytes, Path]:
 def test_seekable_layout_and_random_access(backend: str, tmp_path: Path) -> None:
     raw, blob, _ = _seekable(tmp_path)
     assert zstdcodec.decompress(blob, len(raw)) == raw
-    assert blob[-8:] == zstdcodec.SEEK_FOOTER_MAGIC
+    assert blob[-8:] == zstdseek.SEEK_FOOTER_MAGIC
     calls: list[tuple[int, int]] = []
 
     def read_at(n: int, off: int) -> bytes:
         calls.append((n, off))
         return blob[off : off + n]
 
-    table = zstdcodec.read_seek_table(read_at, len(blob))
+    table = zstdseek.read_seek_table(read_at, len(blob))
     assert len(calls) == 1 and table.meta == b"META" and table.raw_size == len(raw)
     assert [e.key for e in table.entries] == [1, 100, 200, 300]
     assert table.chunk_for(0) == 0 and table.chunk_for(150) == 1 and table.chunk_for(10**9) == 3
-    chunks = list(zstdcodec.read_chunks(read_at, table, 2))
+    chunks = list(zstdseek.read_chunks(read_at, table, 2))
     assert b"".join(chunks) == raw[90000:]
     calls.clear()
-    zstdcodec.read_seek_table(read_at, len(blob), guess=64)
+    zstdseek.read_seek_table(read_at, len(blob), guess=64)
     assert len(calls) == 2  # the table did not fit the first read
 
 
@@ -148,19 +148,19 @@ def test_seekable_damage_is_a_format_error(tmp_path: Path) -> None:
         bad = bytearray(blob)
         bad[pos] ^= 0x01
         with pytest.raises(FormatError):
-            zstdcodec.read_seek_table(lambda n, o, b=bytes(bad): b[o : o + n], size)
+            zstdseek.read_seek_table(lambda n, o, b=bytes(bad): b[o : o + n], size)
     with pytest.raises(FormatError):
-        zstdcodec.read_seek_table(lambda n, o: blob[o : o + n], size + 1)
+        zstdseek.read_seek_table(lambda n, o: blob[o : o + n], size + 1)
     with pytest.raises(ValueError):
-        zstdcodec.encode_seekable(DATA, [(1, 5)], b"")
+        zstdseek.encode_seekable(DATA, [(1, 5)], b"")
 
 
 def test_hostile_chunk_sizes_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    blob = zstdcodec.encode_seekable(bytes(4096), [(1, 0), (2, 2048)], b"")
-    table = zstdcodec.read_seek_table(lambda n, o: blob[o : o + n], len(blob))
-    monkeypatch.setattr(zstdcodec, "MAX_CHUNK", 1000)
+    blob = zstdseek.encode_seekable(bytes(4096), [(1, 0), (2, 2048)], b"")
+    table = zstdseek.read_seek_table(lambda n, o: blob[o : o + n], len(blob))
+    monkeypatch.setattr(zstdseek, "MAX_CHUNK", 1000)
     with pytest.raises(FormatError, match="limit"):
-        list(zstdcodec.read_chunks(lambda n, o: blob[o : o + n], table))
+        list(zstdseek.read_chunks(lambda n, o: blob[o : o + n], table))
 
 
 def test_one_checksummed_frame_is_recognised(backend: str) -> None:
@@ -185,25 +185,25 @@ def test_frames_without_a_checksum_are_refused_by_checked_reads(
     if not modules:
         missing("a zstd module (pyzstd, backports.zstd)", "")
     mod = importlib.import_module(modules[0])
-    monkeypatch.setattr(zstdcodec, "compress", lambda data, level=3: bytes(mod.compress(data)))
-    blob = zstdcodec.encode_seekable(DATA, [(1, 0), (2, 40000)], b"")  # module default: no checksum
-    table = zstdcodec.read_seek_table(lambda n, o: blob[o : o + n], len(blob))
-    assert b"".join(zstdcodec.read_chunks(lambda n, o: blob[o : o + n], table)) == DATA
+    monkeypatch.setattr(zstdseek, "compress", lambda data, level=3: bytes(mod.compress(data)))
+    blob = zstdseek.encode_seekable(DATA, [(1, 0), (2, 40000)], b"")  # module default: no checksum
+    table = zstdseek.read_seek_table(lambda n, o: blob[o : o + n], len(blob))
+    assert b"".join(zstdseek.read_chunks(lambda n, o: blob[o : o + n], table)) == DATA
     with pytest.raises(FormatError, match="content checksum"):
-        list(zstdcodec.read_chunks(lambda n, o: blob[o : o + n], table, checksummed=True))
+        list(zstdseek.read_chunks(lambda n, o: blob[o : o + n], table, checksummed=True))
 
 
 def test_a_seek_table_claiming_a_huge_chunk_is_refused_before_any_read() -> None:
     # a damaged or hostile .seg.zst must not make a reader allocate anywhere near 1 GiB
-    assert zstdcodec.MAX_CHUNK <= 32 << 20
-    entry = zstdcodec.SeekEntry(key=1, raw_offset=0, comp_offset=0, comp_len=64)
-    table = zstdcodec.SeekTable((entry,), b"", raw_size=1 << 30, skip_offset=64)
+    assert zstdseek.MAX_CHUNK <= 32 << 20
+    entry = zstdseek.SeekEntry(key=1, raw_offset=0, comp_offset=0, comp_len=64)
+    table = zstdseek.SeekTable((entry,), b"", raw_size=1 << 30, skip_offset=64)
 
     def read_at(n: int, offset: int) -> bytes:
         raise AssertionError("read before the claimed size was checked")
 
     with pytest.raises(FormatError, match="over the"):
-        list(zstdcodec.read_chunks(read_at, table))
+        list(zstdseek.read_chunks(read_at, table))
 
 
 def test_decompress_stream_refuses_a_bomb_by_ratio_in_pieces() -> None:

@@ -46,7 +46,7 @@ from agentsessions.errors import (
     StorageError,
     UnavailableError,
 )
-from agentsessions.journal.format import evidence, staterecord, zstdcodec
+from agentsessions.journal.format import evidence, staterecord, zstdcodec, zstdseek
 from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem, storage_error
 from agentsessions.journal.format.evidence import Acked
@@ -544,7 +544,7 @@ class SegmentLog(RecordReads):
         except OSError as exc:
             raise storage_error("read", path, exc) from exc
         seal, cuts = sg.chunk_plan(raw, first)
-        blob = zstdcodec.encode_seekable(raw, cuts, sg.encode_zst_meta(raw, seal))
+        blob = zstdseek.encode_seekable(raw, cuts, sg.encode_zst_meta(raw, seal))
         if zstdcodec.decompress(blob, len(raw)) != raw:
             raise FormatError(f"{path}: compressed copy does not round-trip")
         self.fs.write_file_atomic(self._path(first, "zst"), blob)

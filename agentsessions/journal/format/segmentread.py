@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from agentsessions.errors import AgentSessionsError, FormatError, JournalCorruptError
-from agentsessions.journal.format import sealedhead, staterecord, zstdcodec
+from agentsessions.journal.format import sealedhead, staterecord, zstdseek
 from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem, storage_error
 from agentsessions.journal.format.segment import RTYPE_EVENT, RTYPE_SEAL, Frame, SegmentHeader
@@ -119,7 +119,7 @@ def listing(fs: FileSystem, journal_dir: Path) -> tuple[dict[int, set[str]], lis
 class _Zst:
     """A compressed segment's seek table with its decoded metadata."""
 
-    table: zstdcodec.SeekTable
+    table: zstdseek.SeekTable
     header: SegmentHeader
     header_raw: bytes
     seal: bytes
@@ -599,7 +599,7 @@ class SegmentFiles:
             fd = self.fs.open(path, os.O_RDONLY)
             try:
                 size = os.fstat(fd).st_size
-                table = zstdcodec.read_seek_table(lambda n, o: self.fs.read_at(fd, n, o), size)
+                table = zstdseek.read_seek_table(lambda n, o: self.fs.read_at(fd, n, o), size)
                 header, header_raw, seal = sg.decode_zst_meta(table.meta)
             except FormatError as exc:
                 raise self._corrupt(path, 0, first, str(exc)) from exc
@@ -611,14 +611,14 @@ class SegmentFiles:
             self._zst[first] = _Zst(table, header, header_raw, seal)
         return self._zst[first]
 
-    def _zst_chunks(self, first: int, table: zstdcodec.SeekTable, start: int) -> Iterator[bytes]:
+    def _zst_chunks(self, first: int, table: zstdseek.SeekTable, start: int) -> Iterator[bytes]:
         """Decompressed chunks ``start..`` of compressed segment ``first``; each must be one
         zstd frame with a content checksum, which the decoder verified (FORMAT.md 7)."""
         path = self._path(first, "zst")
         fd = self.fs.open(path, os.O_RDONLY)
         try:
             read_at = lambda n, o: self.fs.read_at(fd, n, o)  # noqa: E731
-            yield from zstdcodec.read_chunks(read_at, table, start, checksummed=True)
+            yield from zstdseek.read_chunks(read_at, table, start, checksummed=True)
         except FormatError as exc:
             raise self._corrupt(path, 0, table.entries[start].key, str(exc)) from exc
         finally:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agentsessions.journal.format import segment as sg
-from agentsessions.journal.format import zstdcodec
+from agentsessions.journal.format import zstdseek
 
 SID = "sess-00112233445566778899aabb"
 T_MS = 1_700_000_000_000
@@ -172,7 +172,7 @@ def free_commit_end() -> int:
 def compress_segment(raw: bytes) -> bytes:
     """A sealed segment as .seg.zst, with the fixtures' small chunk size."""
     seal, cuts = sg.chunk_plan(raw, sg.decode_header(raw).first_seq, target=CHUNK)
-    return zstdcodec.encode_seekable(raw, cuts, sg.encode_zst_meta(raw, seal))
+    return zstdseek.encode_seekable(raw, cuts, sg.encode_zst_meta(raw, seal))
 
 
 def main(root: Path) -> None:
