@@ -10,6 +10,7 @@ import pytest
 
 from agentsessions.errors import FormatError, InvalidArgumentError
 from agentsessions.journal.format import segment as sg
+from agentsessions.journal.format import segmentframes as sf
 
 SID = "sess-00112233445566778899aabb"
 
@@ -264,7 +265,7 @@ def test_resume_style_scan_reports_from_a_boundary() -> None:
 
 # -- helpers for reading ----------------------------------------------------------------------
 def test_sparse_index_floor_and_note() -> None:
-    idx = sg.SparseIndex([(1, 128)])
+    idx = sf.SparseIndex([(1, 128)])
     for seq in range(1, 2000, 7):
         idx.note(seq, 128 + seq * 10)
     gaps = [b - a for a, b in zip(idx.seqs, idx.seqs[1:], strict=False)]
@@ -279,9 +280,9 @@ def test_parse_frames_stops_at_incomplete_and_at_rule_breaks() -> None:
     raw = _segment([[1, 2], [3]])
 
     def run(
-        buf: bytes, base: int, rules: sg.FrameRules, skip: int = 0
+        buf: bytes, base: int, rules: sf.FrameRules, skip: int = 0
     ) -> tuple[list[int], int, str]:
-        gen = sg.parse_frames(buf, base, 1, rules, None, 1 << 20, skip)
+        gen = sf.parse_frames(buf, base, 1, rules, None, 1 << 20, skip)
         seen: list[int] = []
         while True:
             try:
@@ -289,14 +290,14 @@ def test_parse_frames_stops_at_incomplete_and_at_rule_breaks() -> None:
             except StopIteration as stop:
                 return seen, *stop.value
 
-    rules = sg.FrameRules(1)
+    rules = sf.FrameRules(1)
     seen, used, why = run(raw[128:-5], 128, rules)
-    assert why in sg.INCOMPLETE and seen == [1, 2]
+    assert why in sf.INCOMPLETE and seen == [1, 2]
     seen, _, why = run(raw[128 + used :], 128 + used, rules)
     assert why == "" and seen == [3]
-    seen, used, why = run(raw[128:], 128, sg.FrameRules(5))
+    seen, used, why = run(raw[128:], 128, sf.FrameRules(5))
     assert seen == [] and used == 0 and "expected 5" in why
-    assert run(raw[128:], 128, sg.FrameRules(1), skip=3)[0] == [3]  # 1 and 2 passed over
+    assert run(raw[128:], 128, sf.FrameRules(1), skip=3)[0] == [3]  # 1 and 2 passed over
 
 
 def test_chunk_plan_cuts_at_group_starts() -> None:

@@ -6,10 +6,10 @@ is walked with the header checks in Python, then its envelopes and chain are che
 its Records built, over the whole run in C (``map``, list comparisons, ``tuple.__new__``).
 A run that fails any of those checks is taken again by an exact loop that stops at the
 frame at fault; anything else (COMMIT, STATE and SEAL frames, sealed records, damage) takes
-one strict step (:func:`.segment.check_frame`, :class:`.segment.FrameRules`), which names it.
+one strict step (:func:`.segment.check_frame`, :class:`.sf.FrameRules`), which names it.
 
 Invariants:
-- every frame is checked as :func:`.segment.parse_frames` checks it: magic, seq, group flag
+- every frame is checked as :func:`.sf.parse_frames` checks it: magic, seq, group flag
   order, reserved bits, length, zero padding, and the CRC unless the bytes come from a
   compressed segment, whose zstd content checksum the decoder verified (FORMAT.md 7);
 - every EVENT payload is an envelope ending with its own seq, and its ``prev_hash`` is the
@@ -38,6 +38,7 @@ from operator import eq, getitem, methodcaller
 from typing import Any, cast
 
 from agentsessions.journal.format import segment as sg
+from agentsessions.journal.format import segmentframes as sf
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segment import RTYPE_EVENT, RTYPE_SEAL, Frame
 
@@ -70,7 +71,7 @@ class RecordScan:
         convert: Convert, derive: bool,
     ) -> None:  # fmt: skip
         self.first = first  # the segment's first seq (its name)
-        self.rules = sg.FrameRules(expected)
+        self.rules = sf.FrameRules(expected)
         # hex of the last EVENT's hash, when known: the next event must name it
         self.prev = prev.encode() if prev is not None else None
         self.lo, self.hi = lo, hi
@@ -106,7 +107,7 @@ def take(
     """Take the frames of ``buf[pos:end]`` (``buf[0]`` is file offset ``base``) into ``st``.
 
     Returns (where it stopped, "" or why): "" at ``end`` or once ``st.hi`` is reached; a
-    reason in :data:`.segment.INCOMPLETE` only means the buffer cuts the frame there.
+    reason in :data:`.sf.INCOMPLETE` only means the buffer cuts the frame there.
     """
     while pos < end and not st.done() and not st.rules.sealed:
         pos = _bulk_events(buf, pos, end, st, max_record, crc)
@@ -291,7 +292,7 @@ def _step(
     elif rtype == RTYPE_SEAL:
         st.settle(None)
         if st.prev is not None:  # the chain was followed to here: it must end as sealed
-            why = sg.seal_problem(st.first, frame, st.prev.decode())
+            why = sf.seal_problem(st.first, frame, st.prev.decode())
             if why:
                 return why
     return fend - base

@@ -22,12 +22,11 @@ Invariants:
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import json
 import struct
 import zlib
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -568,129 +567,3 @@ def decode_zst_meta(meta: bytes) -> tuple[SegmentHeader, bytes, bytes]:
 
 
 # -- strict reading helpers ---------------------------------------------------------------
-INCOMPLETE = frozenset({"short frame header", "frame past end of file"})
-FREE_SPACE = frozenset({"short frame header", "bad frame magic"})
-"""Why a frame check fails on zero bytes (free space, when every byte after it is zero)."""
-"""Reasons :func:`check_frame` gives when the buffer merely ends inside a frame."""
-
-
-class SparseIndex:
-    """In-memory sparse index of an uncompressed segment: (seq, offset) of group starts."""
-
-    def __init__(self, entries: list[tuple[int, int]]) -> None:
-        self.seqs = [s for s, _ in entries]
-        self.offs = [o for _, o in entries]
-
-    def floor(self, seq: int) -> tuple[int, int]:
-        """The last entry whose seq <= ``seq``: reading EVENT ``seq`` may start there."""
-        i = max(bisect.bisect_right(self.seqs, seq) - 1, 0)
-        return self.seqs[i], self.offs[i]
-
-    def note(self, seq: int, off: int) -> None:
-        """Record a group start, keeping entries ~INDEX_STRIDE events apart."""
-        i = bisect.bisect_right(self.offs, off)
-        if i == 0 or self.offs[i - 1] == off or seq - self.seqs[i - 1] < INDEX_STRIDE:
-            return
-        if i < len(self.offs) and self.seqs[i] - seq < INDEX_STRIDE:
-            return
-        self.seqs.insert(i, seq)
-        self.offs.insert(i, off)
-
-
-class FrameRules:
-    """Running :func:`frame_rule` state for a strict read from a group boundary."""
-
-    def __init__(self, expected: int) -> None:
-        self.expected, self.in_group, self.sealed = expected, False, False
-
-    def check(self, rtype: int, seq: int, flags: int, payload: bytes) -> str:
-        """ "" if this frame may come next (and advance), else the broken rule."""
-        reason = frame_rule(rtype, seq, flags, payload, self.in_group, self.expected, self.sealed)
-        if not reason:
-            self.expected += rtype == RTYPE_EVENT
-            self.in_group = not flags & FLAG_GROUP_END
-            self.sealed = rtype == RTYPE_SEAL
-        return reason
-
-
-def parse_frames(
-    buf: bytes, base: int, segment: int, rules: FrameRules, index: SparseIndex | None,
-    max_record: int, skip_below: int = 0, crc: bool = True,
-) -> Generator[Frame, None, tuple[int, str]]:  # fmt: skip
-    """Yield the valid frames of ``buf`` (file bytes from ``base``), checked strictly.
-
-    Returns (bytes consumed, "" or why it stopped); a reason in :data:`INCOMPLETE` only
-    means the buffer ended inside a frame. EVENT and COMMIT frames with a seq below
-    ``skip_below`` are passed over by their headers (the rules still apply, no CRC check,
-    nothing yielded). Group starts are noted in ``index``. ``crc``: as in :func:`check_frame`.
-    """
-    mv, p, n = memoryview(buf), 0, len(buf)
-    unpack, crc32, check_crc = FRAME_STRUCT.unpack_from, zlib.crc32, crc
-    while p < n:
-        if skip_below and n - p >= FRAME_HEADER_SIZE:
-            magic, plen, seq, _, rtype, flags, _, _ = FRAME_STRUCT.unpack_from(mv, p)
-            end = p + FRAME_HEADER_SIZE + plen + (-plen % FRAME_ALIGN)
-            if magic == FRAME_MAGIC and seq < skip_below and rtype != RTYPE_SEAL and end <= n:
-                reason = rules.check(rtype, seq, flags, b"")
-                if reason:
-                    return p, reason
-                if index is not None and flags & FLAG_GROUP_START:
-                    index.note(seq, base + p)
-                p = end
-                continue
-        # Fast path for an intact EVENT frame in its place; anything else (or any doubt)
-        # goes through check_frame and FrameRules, which also name what is wrong.
-        if n - p >= FRAME_HEADER_SIZE:
-            magic, plen, seq, fence, rtype, flags, reserved, stored = unpack(mv, p)
-            body = p + FRAME_HEADER_SIZE
-            end = body + plen + (-plen % FRAME_ALIGN)
-            if (
-                magic == FRAME_MAGIC
-                and rtype == RTYPE_EVENT
-                and (not flags & FLAG_GROUP_START) == rules.in_group
-                and seq == rules.expected
-                and not reserved
-                and not flags & ~_FAST_FLAGS
-                and plen <= max_record
-                and end <= n
-                and (
-                    not check_crc
-                    or crc32(mv[body : body + plen], crc32(mv[p + 4 : p + 28])) == stored
-                )
-                and mv[body + plen : end] == _ZERO_PAD[: end - body - plen]
-            ):
-                rules.expected = seq + 1
-                rules.in_group = not flags & FLAG_GROUP_END
-                if index is not None and flags & FLAG_GROUP_START:
-                    index.note(seq, base + p)
-                yield Frame(
-                    rtype, seq, fence, flags, bytes(mv[body : body + plen]), segment, base + p
-                )
-                p = end
-                continue
-        parsed = check_frame(mv, p, base, max_record, check_crc)
-        if isinstance(parsed, str):
-            return p, parsed
-        plen, seq, fence, rtype, flags, fend = parsed
-        body = p + FRAME_HEADER_SIZE
-        payload = bytes(mv[body : body + plen])
-        reason = rules.check(rtype, seq, flags, payload)
-        if reason:
-            return p, reason
-        if index is not None and flags & FLAG_GROUP_START and rtype != RTYPE_SEAL:
-            index.note(seq, base + p)
-        yield Frame(rtype, seq, fence, flags, payload, segment, base + p)
-        p = fend - base
-    return p, ""
-
-
-def seal_problem(first_seq: int, seal: Frame | None, last_hash: str) -> str:
-    """Why ``seal`` (the last frame of a sealed segment) does not fit the segment, or ""."""
-    if seal is None or seal.rtype != RTYPE_SEAL:
-        return "sealed segment does not end with SEAL"
-    info = decode_seal(seal.payload)
-    if info.last_hash != last_hash:
-        return "SEAL last_hash differs from the last event's hash"
-    if info.event_count != info.last_seq - first_seq + 1 or info.data_bytes != seal.offset:
-        return "SEAL event_count or data_bytes does not match the segment"
-    return ""

@@ -48,6 +48,7 @@ from agentsessions.errors import (
 )
 from agentsessions.journal.format import evidence, staterecord, zstdcodec, zstdseek
 from agentsessions.journal.format import segment as sg
+from agentsessions.journal.format import segmentframes as sf
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem, storage_error
 from agentsessions.journal.format.evidence import Acked
 from agentsessions.journal.format.segment import (
@@ -108,7 +109,7 @@ class SegmentLog(RecordReads):
         self.writable = writable
         self.segment_max_bytes = segment_max_bytes
         self._tail: Tail | None = None
-        self._indexes: dict[int, sg.SparseIndex] = {}
+        self._indexes: dict[int, sf.SparseIndex] = {}
         self._base_hash: str | None = None
         self._broken: StorageError | None = None
         # offset of the first group written since the tail's last sync (None: all synced)
@@ -312,9 +313,9 @@ class SegmentLog(RecordReads):
         finally:
             chunks.close()  # type: ignore[attr-defined]
         skip = sg.HEADER_SIZE if n == 0 else 0
-        rules = sg.FrameRules(entries[n].key)
+        rules = sf.FrameRules(entries[n].key)
         base = entries[n].raw_offset + skip
-        for frame in sg.parse_frames(raw[skip:], base, first, rules, None, 1 << 62, crc=False):
+        for frame in sf.parse_frames(raw[skip:], base, first, rules, None, 1 << 62, crc=False):
             if frame.offset >= offset:
                 hit = (frame.offset, frame.rtype, frame.seq) == (offset, rtype, seq)
                 return frame if hit else None
@@ -592,7 +593,7 @@ class SegmentLog(RecordReads):
         fd = self._open_plain(first)
         if fd is not None:
             try:
-                index = self._indexes.setdefault(first, sg.SparseIndex([(first, sg.HEADER_SIZE)]))
+                index = self._indexes.setdefault(first, sf.SparseIndex([(first, sg.HEADER_SIZE)]))
                 yield from self._plain_frames(fd, first, from_seq, os.fstat(fd).st_size, index)
             finally:
                 os.close(fd)

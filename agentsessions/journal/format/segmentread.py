@@ -7,7 +7,7 @@
 Invariants:
 - nothing here writes; a ``.seg`` that disappears while being opened was compressed by the
   writer meanwhile, and the reader switches to its ``.seg.zst``;
-- every frame the strict readers return has passed :func:`segment.parse_frames` (structure,
+- every frame the strict readers return has passed :func:`sf.parse_frames` (structure,
   CRC, sequence and group rules; in a ``.seg.zst`` the chunk's zstd content checksum stands
   in for the frame CRCs, and a chunk without one is refused); damage raises
   ``JournalCorruptError(path, offset, seq, reason)``;
@@ -38,6 +38,7 @@ from typing import Any
 from agentsessions.errors import AgentSessionsError, FormatError, JournalCorruptError
 from agentsessions.journal.format import sealedhead, staterecord, zstdseek
 from agentsessions.journal.format import segment as sg
+from agentsessions.journal.format import segmentframes as sf
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem, storage_error
 from agentsessions.journal.format.segment import RTYPE_EVENT, RTYPE_SEAL, Frame, SegmentHeader
 from agentsessions.journal.format.segmentgap import find_gap, gap_error
@@ -164,7 +165,7 @@ class ChainScan:
     __slots__ = ("check", "events", "keep", "last_frame", "prev", "rules", "seal", "sealed")
 
     def __init__(self, first_seq: int, prev_hash: str, check: PayloadCheck | None) -> None:
-        self.rules = sg.FrameRules(first_seq)
+        self.rules = sf.FrameRules(first_seq)
         self.prev = prev_hash.encode()  # hex of the last EVENT's hash
         self.events = 0
         self.last_frame = -1
@@ -188,7 +189,7 @@ def scan_events(
 ) -> int:  # fmt: skip
     """Pass over intact EVENT frames of ``buf[pos:end]`` that continue the log and the chain.
 
-    ``buf[0]`` is file offset ``base``. Checks what :func:`segment.parse_frames` checks on
+    ``buf[0]`` is file offset ``base``. Checks what :func:`sf.parse_frames` checks on
     its fast path (magic, seq, group flag order, reserved bits, length, CRC, zero padding)
     and what ``verify.walk`` checks (the envelope prefix, its ``prev_hash``/``seq`` tail) and
     hashes each payload. Returns where it stopped: ``end``, or a frame that is anything else
@@ -240,8 +241,8 @@ def step_frame(
 ) -> Frame | str:  # fmt: skip
     """Take the frame at ``buf[pos]`` exactly as the strict path would, or say why not.
 
-    :func:`segment.check_frame`, then :class:`segment.FrameRules`, then (for an EVENT) the
-    chain link; a reason in :data:`segment.INCOMPLETE` only means ``buf[:end]`` cuts the frame.
+    :func:`segment.check_frame`, then :class:`sf.FrameRules`, then (for an EVENT) the
+    chain link; a reason in :data:`sf.INCOMPLETE` only means ``buf[:end]`` cuts the frame.
     """
     mv = memoryview(buf)[:end]
     parsed = sg.check_frame(mv, pos, base, max_record, crc)
@@ -282,7 +283,7 @@ def scan_buffer(
 ) -> tuple[int, str]:  # fmt: skip
     """Batch-scan ``buf[pos:end]``; returns (where it stopped, "" or why).
 
-    "" means the buffer was consumed to ``end``; a reason in :data:`segment.INCOMPLETE`
+    "" means the buffer was consumed to ``end``; a reason in :data:`sf.INCOMPLETE`
     means the frame at the returned offset continues past ``end``. ``crc``: as in
     :func:`scan_events` (other frames are always CRC-checked).
     """
@@ -530,7 +531,7 @@ class SegmentFiles:
         self, first: int, header: SegmentHeader, path: Path, last: Frame | None, last_hash: str
     ) -> Link:
         """Check that ``last`` is a SEAL fitting segment ``first``; returns its link."""
-        why = sg.seal_problem(first, last, last_hash)
+        why = sf.seal_problem(first, last, last_hash)
         if not why and "seg" not in self._segs[first] and last is not None:
             why = "" if self._zst_of(first).seal == last.payload else "SEAL copy differs"
         if why or last is None:
@@ -553,18 +554,18 @@ class SegmentFiles:
             raise storage_error("open", path, exc) from exc
 
     def _plain_frames(
-        self, fd: int, first: int, from_seq: int, end: int, index: sg.SparseIndex
+        self, fd: int, first: int, from_seq: int, end: int, index: sf.SparseIndex
     ) -> Iterator[Frame]:
         path = self._path(first)
         seq, pos = index.floor(from_seq)
-        rules, want = sg.FrameRules(seq), BLOCK
+        rules, want = sf.FrameRules(seq), BLOCK
         while pos < end:
             n = min(want, end - pos)
             buf = self.fs.read_at(fd, n, pos)
-            used, why = yield from sg.parse_frames(
+            used, why = yield from sf.parse_frames(
                 buf, pos, first, rules, index, self.max_record_bytes, from_seq
             )
-            if why and not (why in sg.INCOMPLETE and pos + n < end):
+            if why and not (why in sf.INCOMPLETE and pos + n < end):
                 raise self._corrupt(path, pos + used, rules.expected, why)
             want = BLOCK if used else 2 * n
             pos += used
@@ -575,7 +576,7 @@ class SegmentFiles:
         z = self._zst_of(first)
         path, entries = self._path(first, "zst"), z.table.entries
         start = z.table.chunk_for(from_seq)
-        rules = sg.FrameRules(entries[start].key)
+        rules = sf.FrameRules(entries[start].key)
         for n, raw in enumerate(self._zst_chunks(first, z.table, start), start=start):
             e = entries[n]
             if rules.expected != e.key or rules.in_group:
@@ -584,7 +585,7 @@ class SegmentFiles:
             if raw[:skip] != z.header_raw[:skip]:
                 raise self._corrupt(path, 0, first, "header copy differs from chunk 0")
             base = e.raw_offset + skip
-            used, why = yield from sg.parse_frames(  # the zstd checksum stands for the CRCs
+            used, why = yield from sf.parse_frames(  # the zstd checksum stands for the CRCs
                 raw[skip:], base, first, rules, None, 1 << 62, from_seq, crc=False
             )
             if why:
@@ -670,8 +671,8 @@ class SegmentFiles:
         while pos < size:
             n = _pread_into(fd, buf, min(len(buf), size - pos), pos)
             used, why = scan_buffer(buf, 0, n, pos, st, self.max_record_bytes, first)
-            if why and not (why in sg.INCOMPLETE and pos + n < size):
-                free = why in sg.FREE_SPACE and not (st.rules.in_group or st.rules.sealed)
+            if why and not (why in sf.INCOMPLETE and pos + n < size):
+                free = why in sf.FREE_SPACE and not (st.rules.in_group or st.rules.sealed)
                 return pos + used if free and zero_until(fd, pos + used, size, buf) else -1
             if why and used == 0:
                 buf = bytearray(2 * len(buf))  # one frame larger than the buffer

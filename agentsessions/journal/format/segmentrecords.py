@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable, Iterator
 
 from agentsessions.journal.format import segment as sg
+from agentsessions.journal.format import segmentframes as sf
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.recordscan import Convert, RecordScan, take
 from agentsessions.journal.format.segmentread import BLOCK, SegmentFiles
@@ -27,7 +28,7 @@ _ZST_LIMIT = 1 << 62  # a compressed chunk's frames: their length was checked wh
 class RecordReads(SegmentFiles):
     """The bulk record reader of a log (:class:`.segmentlog.SegmentLog` is one)."""
 
-    _indexes: dict[int, sg.SparseIndex]  # the log's sparse indexes of its sealed .seg files
+    _indexes: dict[int, sf.SparseIndex]  # the log's sparse indexes of its sealed .seg files
 
     def _require_tail(self) -> Tail:
         raise NotImplementedError  # the log's
@@ -48,7 +49,7 @@ class RecordReads(SegmentFiles):
         return itertools.chain.from_iterable(batches)  # flattened in C: no frame per record
 
     def _record_batches(
-        self, tail: Callable[[], Tail], indexes: dict[int, sg.SparseIndex], lo: int, hi: int,
+        self, tail: Callable[[], Tail], indexes: dict[int, sf.SparseIndex], lo: int, hi: int,
         convert: Convert, done: Callable[[], None] | None,
     ) -> Iterator[list[Record]]:  # fmt: skip
         """Batches of records ``lo..hi``, segment by segment; ``done`` runs after them."""
@@ -61,7 +62,7 @@ class RecordReads(SegmentFiles):
                 if first == t.first and t.fd is not None:
                     yield from self._tail_records(t, lo, hi, convert)
                     continue
-                index = indexes.setdefault(first, sg.SparseIndex([(first, sg.HEADER_SIZE)]))
+                index = indexes.setdefault(first, sf.SparseIndex([(first, sg.HEADER_SIZE)]))
                 yield from self._sealed_records(first, lo, hi, convert, index.floor(lo))
         finally:
             if done is not None:
@@ -105,7 +106,7 @@ class RecordReads(SegmentFiles):
             buf = self.fs.read_at(fd, n, pos)
             used, why = take(buf, 0, len(buf), pos, st, self.max_record_bytes, True)
             yield st.batch()
-            if why and not (why in sg.INCOMPLETE and pos + n < end):
+            if why and not (why in sf.INCOMPLETE and pos + n < end):
                 raise self._corrupt(path, pos + used, st.rules.expected, why)
             if st.rules.sealed and pos + used != end:
                 raise self._corrupt(path, pos + used, st.rules.expected, "bytes after SEAL")

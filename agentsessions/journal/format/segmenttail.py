@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from agentsessions.journal.format import segment as sg
+from agentsessions.journal.format import segmentframes as sf
 from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.format.segment import RTYPE_EVENT, Frame, SegmentHeader
 from agentsessions.journal.format.segmentread import CheckedLinks, zero_until
@@ -94,14 +95,14 @@ class Tail:
     last_hash: str
     last_frame: int
     sealed: bool
-    index: sg.SparseIndex
+    index: sf.SparseIndex
     size: int = 0  # file size: commit_end plus free space (writable tails only)
 
     @classmethod
     def start(cls, header: SegmentHeader, fd: int | None, size: int = 0) -> Tail:
         """The state of a segment with nothing committed after ``header`` (yet)."""
         first = header.first_seq
-        index = sg.SparseIndex([(first, sg.HEADER_SIZE)])
+        index = sf.SparseIndex([(first, sg.HEADER_SIZE)])
         return cls(header, fd, sg.HEADER_SIZE, first, header.prev_hash, -1, False, index, size)
 
     @property
