@@ -22,7 +22,7 @@ from agentsessions.cli.options import JsonOpt
 
 if TYPE_CHECKING:
     from agentsessions.cli.context import CliState
-    from agentsessions.sessions.tokens import TokenStore
+    from agentsessions.sessions.tokens import TokenInfo, TokenStore
 
 token_app = typer.Typer(
     name="token",
@@ -42,50 +42,57 @@ def _store(state: CliState) -> TokenStore:
     return TokenStore(resolve_home(state.home))
 
 
+ProjectsOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--project",
+        "-p",
+        help="A project the token acts in; repeatable (the first is "
+        "where a request naming no project lands).",
+    ),
+]
+TokenNameOpt = Annotated[
+    str,
+    typer.Option(
+        help="Who the token stands for: recorded as the actor on approvals (default: token-ID)."
+    ),
+]
+ExpiresOpt = Annotated[
+    str,
+    typer.Option(
+        metavar="DURATION", help="Lifetime: 90s, 15m, 12h, 30d or 2w (default: until revoked)."
+    ),
+]
+AdminOpt = Annotated[
+    bool,
+    typer.Option(
+        "--admin",
+        help="Let the token register a harness at an address off this machine (not "
+        "loopback, not a unix socket): the server will dial it. Without it such a "
+        "register is PERMISSION_DENIED.",
+    ),
+]
+NameAuthorsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--name-authors",
+        help="Let the token name who wrote each input and who made a session (a "
+        "producer relaying others' words, such as a webhook): their identities are "
+        "recorded. Without it the token's own identity is recorded instead.",
+    ),
+]
+
+
 @token_app.command(
     epilog="Example: TOKEN=$(agentsessions token create --project acme --name ci --expires 30d)"
 )
 def create(
     ctx: typer.Context,
-    project: Annotated[
-        list[str],
-        typer.Option(
-            "--project",
-            "-p",
-            help="A project the token acts in; repeatable (the first is "
-            "where a request naming no project lands).",
-        ),
-    ],
-    name: Annotated[
-        str,
-        typer.Option(
-            help="Who the token stands for: recorded as the actor on approvals (default: token-ID)."
-        ),
-    ] = "",
-    expires: Annotated[
-        str,
-        typer.Option(
-            metavar="DURATION", help="Lifetime: 90s, 15m, 12h, 30d or 2w (default: until revoked)."
-        ),
-    ] = "",
-    admin: Annotated[
-        bool,
-        typer.Option(
-            "--admin",
-            help="Let the token register a harness at an address off this machine (not "
-            "loopback, not a unix socket): the server will dial it. Without it such a "
-            "register is PERMISSION_DENIED.",
-        ),
-    ] = False,
-    name_authors: Annotated[
-        bool,
-        typer.Option(
-            "--name-authors",
-            help="Let the token name who wrote each input and who made a session (a "
-            "producer relaying others' words, such as a webhook): their identities are "
-            "recorded. Without it the token's own identity is recorded instead.",
-        ),
-    ] = False,
+    project: ProjectsOpt,
+    name: TokenNameOpt = "",
+    expires: ExpiresOpt = "",
+    admin: AdminOpt = False,
+    name_authors: NameAuthorsOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Create a token and print it once; only its hash is kept.
@@ -105,20 +112,25 @@ def create(
     text, info = _store(state).create(
         projects=project, name=name, expires_in=seconds, admin=admin, name_authors=name_authors
     )
-    if state.json:
+    _report_created(state.json, text, info)
+
+
+def _report_created(as_json: bool, text: str, info: TokenInfo) -> None:
+    """The new token on stdout (alone, or in its JSON object); what it is on stderr."""
+    if as_json:
         from agentsessions.cli.render import write_json
 
         write_json({"token": text, **info.to_json()})
-    else:
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
-        flags = [
-            flag for flag, on in (("admin", info.admin), ("names authors", info.name_authors)) if on
-        ]
-        where = ", ".join(info.projects) + (f" ({', '.join(flags)})" if flags else "")
-        sys.stderr.write(
-            f"created token {info.id} ({info.principal}) for {where}; it is shown only once\n"
-        )
+        return
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+    flags = [
+        flag for flag, on in (("admin", info.admin), ("names authors", info.name_authors)) if on
+    ]
+    where = ", ".join(info.projects) + (f" ({', '.join(flags)})" if flags else "")
+    sys.stderr.write(
+        f"created token {info.id} ({info.principal}) for {where}; it is shown only once\n"
+    )
 
 
 @token_app.command(name="list", epilog="Example: agentsessions token list --json")
