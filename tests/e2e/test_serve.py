@@ -254,6 +254,18 @@ def _slow_exec(address: str, tmp_path: Path, seconds: int) -> tuple[subprocess.P
     return proc, uid[0]
 
 
+def _rest_of_stderr(proc: subprocess.Popen[str]) -> str:
+    """What ``proc`` writes to stderr after :func:`_slow_exec`'s first line, read through
+    the same buffer: ``communicate`` reads the raw pipe and would miss lines that readline
+    had already buffered (a batched turn's first records arrive with the session line)."""
+    assert proc.stdout is not None and proc.stderr is not None
+    with proc.stdout, proc.stderr:
+        rest = proc.stderr.read()
+        proc.stdout.read()
+    proc.wait(timeout=WAIT)
+    return rest
+
+
 def test_cancel_over_server_stops_a_running_turn(daemon: Daemon, tmp_path: Path) -> None:
     proc, uid = _slow_exec(daemon.address, tmp_path, 60)
     remote_fast(daemon.address, tmp_path, "cancel", uid, "--wait", "60").ok()
@@ -271,7 +283,7 @@ def test_sigterm_mid_turn_exits_clean_and_loses_nothing_acknowledged(
     with served(cli.home, "--grace", grace) as d:
         proc, uid = _slow_exec(d.address, tmp_path, 4)
         code, err = d.stop(signal.SIGTERM)
-        _, exec_err = proc.communicate(timeout=WAIT)
+        exec_err = _rest_of_stderr(proc)
     assert code == 0, err
     assert "Traceback" not in err + exec_err
     # the turn ran to its END before the daemon exited, whatever became of its stream

@@ -290,7 +290,6 @@ _WRITER = textwrap.dedent(
     import sys
     from langgraph.checkpoint.base import empty_checkpoint
     from agentsessions.integrations.langgraph import AgentSessionsSaver
-from agentsessions.integrations.langgraph_threads import bodies
     s = AgentSessionsSaver(sys.argv[1], key_file=sys.argv[3] or None)
     for i in range(12):
         cp = empty_checkpoint()
