@@ -29,7 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from agentsessions.controller.spi import Completion, ModelRequest
-from agentsessions.errors import ApprovalParkedError, LockHeldError, NothingToCompactError
+from agentsessions.errors import (
+    ApprovalParkedError,
+    InvalidExecutionLogError,
+    LockHeldError,
+    NothingToCompactError,
+    ToolOutcomeUnknownError,
+)
 from agentsessions.models import MODELS
 from agentsessions.sessions.api import RecordFrame, Sessions
 
@@ -144,7 +150,21 @@ class Workload:
             getattr(self, f"_{op}")(uid, tag)
         except LockHeldError:
             return "busy"
+        except InvalidExecutionLogError as exc:
+            if "interrupted turn" not in exc.message:
+                raise
+            return self._finish_interrupted(uid)
         return op
+
+    def _finish_interrupted(self, uid: str) -> str:
+        """Another writer was killed mid-turn on ``uid``: finish its turn, as the engine's
+        refusal asks (``resume``), and go on; a turn left unresolved or busy is left for
+        the checks' recovery."""
+        try:
+            self._frames(self.engine.resume(uid, wait=self.wait))
+        except (LockHeldError, ToolOutcomeUnknownError, ApprovalParkedError):
+            return "busy"
+        return "resumed"
 
     def _frames(self, frames: Iterable[Any]) -> None:
         for frame in frames:
