@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from agentsessions.journal.stores.store import Store
-    from agentsessions.sessions.api import Session, Sessions
+    from agentsessions.sessions.api import Sessions
+    from agentsessions.sessions.values import Session
 
 __version__ = "0.1.0"
 
@@ -74,8 +75,12 @@ def open(  # the library's entry point: ``agentsessions.open``
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("Session", "Sessions"):
+    if name == "Sessions":
         from agentsessions.sessions import api
 
-        return getattr(api, name)
+        return api.Sessions
+    if name == "Session":
+        from agentsessions.sessions import values
+
+        return values.Session
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

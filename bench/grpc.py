@@ -49,7 +49,8 @@ sys.path.insert(0, str(ROOT))
 
 import agentsessions  # noqa: E402
 from agentsessions.client import dial  # noqa: E402
-from agentsessions.sessions.api import RecordFrame, Sessions  # noqa: E402
+from agentsessions.sessions.api import Sessions  # noqa: E402
+from agentsessions.sessions.values import RecordFrame  # noqa: E402
 
 MANY = 256
 MAX_STREAMS = 320  # the daemon's bound on turns at once: above MANY

@@ -21,7 +21,7 @@ from agentsessions.cli.options import JsonOpt, SessionArg, session_uid
 
 if TYPE_CHECKING:
     from agentsessions.cli.context import CliState
-    from agentsessions.sessions.api import Approval
+    from agentsessions.sessions.values import Approval
 
 ReasonOpt = Annotated[
     str, typer.Option("--reason", metavar="TEXT", help="Why (journaled with the decision).")

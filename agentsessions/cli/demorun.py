@@ -46,9 +46,9 @@ from agentsessions.errors import (
 )
 
 if TYPE_CHECKING:
-    from agentsessions.sessions.api import Frame, SessionFrame, Turn
-    from agentsessions.sessions.api import LogRecord as Record
     from agentsessions.sessions.local import LocalSessions
+    from agentsessions.sessions.values import Frame, SessionFrame, Turn
+    from agentsessions.sessions.values import LogRecord as Record
 
 FIXTURE = "go-v0.1.2-completed.json"
 DEMO_PROJECT = "demo"
@@ -148,7 +148,7 @@ class Demo:
 
 def last_frame(frames: Iterator[Frame]) -> SessionFrame:
     """The last frame of a turn's stream (the session as the turn left it)."""
-    from agentsessions.sessions.api import SessionFrame
+    from agentsessions.sessions.values import SessionFrame
 
     last = [frame for frame in frames if isinstance(frame, SessionFrame) and frame.last]
     return last[-1]

@@ -32,7 +32,7 @@ from agentsessions.cli.context import EXIT_INTERRUPTED, command_state, open_engi
 from agentsessions.cli.options import JsonOpt, SessionArg, session_uid
 
 if TYPE_CHECKING:
-    from agentsessions.sessions.api import LogRecord
+    from agentsessions.sessions.values import LogRecord
 
 
 def follow_line(record: LogRecord) -> str:

@@ -47,7 +47,7 @@ def list_(
     named = parse_origin(origin)
     with open_engine(state, read=True) as engine:
         if named is not None:
-            from agentsessions.sessions.api import SessionPage
+            from agentsessions.sessions.values import SessionPage
 
             found = engine.find(origin=named, project=project)
             page = SessionPage((found,) if found is not None else (), "")

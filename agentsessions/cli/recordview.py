@@ -18,7 +18,7 @@ from agentsessions.cli.render import SUMMARY_WIDTH, clip, one_line, plain_table
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from agentsessions.sessions.api import LogRecord
+    from agentsessions.sessions.values import LogRecord
 
 
 def _compact(value: Any) -> str:

@@ -14,7 +14,7 @@ from agentsessions.cli.stream import record_line
 from agentsessions.errors import InvalidArgumentError, ReplayError
 
 if TYPE_CHECKING:
-    from agentsessions.sessions.api import ReplayReport
+    from agentsessions.sessions.values import ReplayReport
 
 
 @app.command(

@@ -22,7 +22,7 @@ from agentsessions.cli.options import (
 from agentsessions.cli.stream import TurnPrinter, note_done
 
 if TYPE_CHECKING:
-    from agentsessions.sessions.api import Frame, Session, Turn
+    from agentsessions.sessions.values import Frame, Session, Turn
 
 
 @app.command(epilog="Example: agentsessions resume sess-0123456789abcdef01234567")
@@ -49,7 +49,7 @@ def resume(
     Ctrl-C cancels the resumed turn as it does an exec's (exit 130).
     """
     from agentsessions.cli.turnview import exit_if_canceled, finish_turn, watch_turn
-    from agentsessions.sessions.api import SessionFrame
+    from agentsessions.sessions.values import SessionFrame
 
     state = command_state(ctx, as_json)
     uid = session_uid(session)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
 
-    from agentsessions.sessions.api import Session, SessionPage
+    from agentsessions.sessions.values import Session, SessionPage
 
 WIDE = 100
 """Terminals at least this wide get every column of ``list``."""

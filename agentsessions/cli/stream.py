@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agentsessions.sessions.api import LogRecord as Record
+    from agentsessions.sessions.values import LogRecord as Record
 
 EXIT_OUTPUT_FAILED = 13  # StorageError's code: the OS refused the write (ENOSPC, EIO)
 

@@ -21,7 +21,8 @@ from agentsessions.errors import ApprovalParkedError
 
 if TYPE_CHECKING:
     from agentsessions.cli.interrupt import TurnInterrupt
-    from agentsessions.sessions.api import Frame, SessionFrame, Sessions, Turn
+    from agentsessions.sessions.api import Sessions
+    from agentsessions.sessions.values import Frame, SessionFrame, Turn
 
 
 def watch_turn(
@@ -100,7 +101,7 @@ def show_turn(
     The note that a suspended session is woken waits for the turn's next frame: a turn
     refused before it does anything (a busy or damaged session) says so in one line.
     ``interrupt`` (Ctrl-C's handler) learns the session's uid from the first frame."""
-    from agentsessions.sessions.api import DeltaFrame, RecordFrame
+    from agentsessions.sessions.values import DeltaFrame, RecordFrame
 
     last: SessionFrame | None = None
     waking_note = ""

@@ -29,7 +29,7 @@ from agentsessions.errors import InvalidArgumentError
 if TYPE_CHECKING:
     from rich.text import Text
 
-    from agentsessions.sessions.api import VerifyReport
+    from agentsessions.sessions.values import VerifyReport
 
 
 def looks_like_path(target: str) -> bool:

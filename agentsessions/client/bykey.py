@@ -11,7 +11,7 @@ from os import PathLike
 from typing import Any, Protocol, TypeVar
 
 from agentsessions.client.workloads import tools_text
-from agentsessions.sessions.api import Session
+from agentsessions.sessions.values import Session
 from agentsessions.v1.provenance import check_identity, check_origin, named_by
 from agentsessions.v1.turn import TurnRequest
 from agentsessions.wire import convert

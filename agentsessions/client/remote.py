@@ -32,7 +32,7 @@ from agentsessions.errors import (
     MetadataCorruptError,
     UnavailableError,
 )
-from agentsessions.sessions.api import (
+from agentsessions.sessions.values import (
     Approval,
     Frame,
     Input,

@@ -110,7 +110,8 @@ from .adk_fold import MARK, Fold, scope_keys
 from .common import WAIT, engine_of, ensure_named, find_named, message, named, settled
 
 if TYPE_CHECKING:
-    from agentsessions.sessions.api import SessionFrame, Sessions
+    from agentsessions.sessions.api import Sessions
+    from agentsessions.sessions.values import SessionFrame
 
 __all__ = ["HARNESS", "PROJECT", "AgentSessionsService"]
 

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from agentsessions.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
-    from agentsessions.sessions.api import SessionFrame, Sessions
+    from agentsessions.sessions.api import Sessions
+    from agentsessions.sessions.values import SessionFrame
 
 T = TypeVar("T")
 WAIT = 60.0

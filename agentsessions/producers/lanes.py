@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agentsessions.errors import AgentSessionsError, UnavailableError
-from agentsessions.sessions.api import Frame, RecordFrame, Session, SessionFrame, Sessions, Turn
+from agentsessions.sessions.api import Sessions
+from agentsessions.sessions.values import Frame, RecordFrame, Session, SessionFrame, Turn
 
 from .mapping import Ack, Delivery, Thread, kind_of
 from .sinks import Reply, ReplySink

@@ -67,7 +67,8 @@ from agentsessions.wire.intercept import note
 if TYPE_CHECKING:
     import grpc
 
-    from agentsessions.sessions.api import (
+    from agentsessions.sessions.api import Sessions
+    from agentsessions.sessions.values import (
         Approval,
         Frame,
         Input,
@@ -76,7 +77,6 @@ if TYPE_CHECKING:
         Session,
         SessionFrame,
         SessionPage,
-        Sessions,
         VerifyReport,
     )
     from agentsessions.tools.offered import OfferedTools

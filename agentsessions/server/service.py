@@ -36,7 +36,8 @@ from agentsessions.server import deadline
 from agentsessions.server.toolpolicy import WireWorkload
 from agentsessions.server.toolpolicy import workload_file as _workload_file
 from agentsessions.server.updates import updates
-from agentsessions.sessions.api import SessionFrame, Sessions
+from agentsessions.sessions.api import Sessions
+from agentsessions.sessions.values import SessionFrame
 from agentsessions.v1.provenance import check_identity, check_origin
 from agentsessions.v1.turn import DEFAULT_PROJECT, TurnRequest
 from agentsessions.wire import convert, frames, status

@@ -28,8 +28,9 @@ import grpc
 
 from agentsessions.errors import ApprovalParkedError
 from agentsessions.server import deadline
-from agentsessions.sessions.api import Frame, RecordFrame, SessionFrame, Sessions
+from agentsessions.sessions.api import Sessions
 from agentsessions.sessions.turnstream import TurnStream
+from agentsessions.sessions.values import Frame, RecordFrame, SessionFrame
 from agentsessions.wire import frames, status
 from agentsessions.wire.gen import session_pb2
 from agentsessions.wire.intercept import note

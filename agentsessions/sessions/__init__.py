@@ -1,10 +1,11 @@
 """The ``Sessions`` API: the one way in to sessions for every front end.
 
-:mod:`.api` holds the Protocol and its typed results, :mod:`.local` the engine over a store
-in this process, :mod:`.wiring` the harness registry and how a controller is assembled,
-:mod:`.home` where sessions live. Importing this package is cheap: the engine, the
-controller and the store load when first used. On the layer map (:mod:`agentsessions`) it
-stands under the front ends and over everything else.
+:mod:`.api` holds the Protocol, :mod:`.values` the typed values it takes, returns and
+streams, :mod:`.local` the engine over a store in this process, :mod:`.wiring` the harness
+registry and how a controller is assembled, :mod:`.home` where sessions live. Importing
+this package is cheap: the engine, the controller and the store load when first used. On
+the layer map (:mod:`agentsessions`) it stands under the front ends and over everything
+else.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .api import (
+    from .api import Sessions
+    from .local import LocalSessions, open_local
+    from .values import (
         DeltaFrame,
         Frame,
         Memory,
@@ -21,10 +24,8 @@ if TYPE_CHECKING:
         Session,
         SessionFrame,
         SessionPage,
-        Sessions,
         Turn,
     )
-    from .local import LocalSessions, open_local
 
 __all__ = [
     "DeltaFrame",
@@ -50,8 +51,12 @@ def __getattr__(name: str) -> Any:
         from . import local
 
         return getattr(local, name)
-    if name in __all__:
+    if name == "Sessions":
         from . import api
 
-        return getattr(api, name)
+        return api.Sessions
+    if name in __all__:
+        from . import values
+
+        return getattr(values, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

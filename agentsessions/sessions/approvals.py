@@ -15,8 +15,8 @@ from agentsessions.errors import ApprovalBlockedError
 from agentsessions.journal.stores.store import SessionInfo, Store
 from agentsessions.v1.ids import check_uid
 
-from .api import Approval
 from .core import EngineCore
+from .values import Approval
 from .views import view
 
 if TYPE_CHECKING:

@@ -63,7 +63,7 @@ from agentsessions.v1.provenance import (
 )
 
 from . import checks
-from .api import Session
+from .values import Session
 from .views import view
 
 if TYPE_CHECKING:

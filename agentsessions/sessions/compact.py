@@ -16,7 +16,8 @@ import json
 from agentsessions.errors import InvalidArgumentError, NothingToCompactError
 from agentsessions.v1 import compaction
 
-from .api import SessionFrame, Sessions
+from .api import Sessions
+from .values import SessionFrame
 
 DEFAULT_KEEP_TURNS = 2
 HARNESS = "chat"

@@ -14,9 +14,9 @@ from agentsessions.errors import LockHeldError
 from agentsessions.journal.stores.capabilities import REMOTE_WRITERS
 from agentsessions.v1.ids import check_uid
 
-from .api import Session
 from .checks import check_fork
 from .core import EngineCore
+from .values import Session
 from .views import view
 
 DEFAULT_CANCEL_WAIT = 10.0

@@ -60,7 +60,14 @@ from agentsessions.v1.turn import TurnOptions, TurnRequest, check_durability
 
 from . import approvals, checks, claims, lifecycle, offline, resolving, toolstores
 from . import compact as compaction
-from .api import (
+from .approvals import Approvals
+from .core import EngineCore
+from .defaults import DEFAULT_RUNTIME
+from .home import require_home, resolve_home
+from .lifecycle import Lifecycle
+from .resolving import Resolver
+from .turning import TurnRunner
+from .values import (
     Approval,
     Frame,
     Input,
@@ -71,13 +78,6 @@ from .api import (
     SessionFrame,
     SessionPage,
 )
-from .approvals import Approvals
-from .core import EngineCore
-from .defaults import DEFAULT_RUNTIME
-from .home import require_home, resolve_home
-from .lifecycle import Lifecycle
-from .resolving import Resolver
-from .turning import TurnRunner
 from .views import view
 from .wiring import HARNESSES, build_controller
 

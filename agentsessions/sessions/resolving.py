@@ -20,8 +20,9 @@ from agentsessions.errors import AgentSessionsError, InvalidArgumentError, ToolN
 from agentsessions.journal.stores.store import SessionInfo, Store
 from agentsessions.v1.ids import check_uid
 
-from .api import Frame, Resolution, SessionFrame, Sessions
+from .api import Sessions
 from .core import EngineCore
+from .values import Frame, Resolution, SessionFrame
 
 if TYPE_CHECKING:
     from agentsessions.controller.controller import Controller

@@ -31,9 +31,9 @@ from agentsessions.v1.provenance import describe, same_origin
 from agentsessions.v1.turn import TurnRequest
 
 from . import approvals, checks, resolving
-from .api import Frame, Session, SessionFrame, Turn
 from .claims import CLAIM_ANNOTATION, CLAIMS_HINT, claim_key, settle
 from .core import EngineCore
+from .values import Frame, Session, SessionFrame, Turn
 from .views import turn_view, view
 
 if TYPE_CHECKING:

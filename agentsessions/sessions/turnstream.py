@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from agentsessions.errors import InvalidArgumentError, LockHeldError
 
-from .api import DeltaFrame, Frame, RecordFrame, SessionFrame, Turn
+from .values import DeltaFrame, Frame, RecordFrame, SessionFrame, Turn
 from .views import view
 
 if TYPE_CHECKING:

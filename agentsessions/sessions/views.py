@@ -1,4 +1,4 @@
-"""Views of the engine's results: the typed values of :mod:`.api` made from the store's
+"""Views of the engine's results: the typed values of :mod:`.values` made from the store's
 and the controller's own records, and turn inputs made into ``agentsessions.v1`` Messages."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from agentsessions.journal.stores.store import SessionInfo
 
-from .api import Memory, Session, Turn
+from .values import Memory, Session, Turn
 
 if TYPE_CHECKING:
     from agentsessions.controller.controller import TurnResult

@@ -3,7 +3,7 @@
 The server (:mod:`agentsessions.server`) and the client (:mod:`agentsessions.client`) are
 siblings on this package, and the remote runtime dials harnesses through it; none of them
 imports another. It stands on :mod:`agentsessions.v1`, the :mod:`agentsessions.errors` tree
-and the ``Sessions`` vocabulary (:mod:`agentsessions.sessions.api`), with two exceptions
+and the ``Sessions`` vocabulary (:mod:`agentsessions.sessions.values`), with two exceptions
 that are the protocol's own: Harness.Connect speaks the harness SPI
 (:mod:`agentsessions.controller.spi` and the working state its ``Start`` carries), which a
 harness speaks either way, and :mod:`.convert` rebuilds each received record with the

@@ -1,7 +1,7 @@
 """Conversions between the engine's values and the generated ``agentsessions.v1`` messages.
 
 The engine speaks proto3-JSON dicts (:mod:`agentsessions.v1.model`: an Event in memory *is*
-its canonical proto3-JSON) and the typed values of :mod:`agentsessions.sessions.api`; the
+its canonical proto3-JSON) and the typed values of :mod:`agentsessions.sessions.values`; the
 wire speaks protobuf. Invariants:
 
 - ``event_from_proto(event_to_proto(e)) == e`` for every canonical event ``e``, so its
@@ -27,7 +27,7 @@ from google.protobuf.message import Message as ProtoMessage
 from agentsessions.errors import ChainBrokenError, FormatError, InvalidArgumentError
 from agentsessions.journal.format import canonical
 from agentsessions.journal.format.records import Record
-from agentsessions.sessions.api import LogRecord, Memory, Session
+from agentsessions.sessions.values import LogRecord, Memory, Session
 from agentsessions.v1.normalize import normalize_message
 from agentsessions.v1.numbers import json_number
 from agentsessions.v1.results import ApprovalRef, UnresolvedCall

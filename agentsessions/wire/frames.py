@@ -14,7 +14,7 @@ from typing import Any
 from google.protobuf import json_format, struct_pb2
 
 from agentsessions.errors import FormatError
-from agentsessions.sessions.api import DeltaFrame, Frame, RecordFrame, SessionFrame, Turn
+from agentsessions.sessions.values import DeltaFrame, Frame, RecordFrame, SessionFrame, Turn
 from agentsessions.v1.numbers import json_number
 from agentsessions.v1.results import (
     ApprovalRef,

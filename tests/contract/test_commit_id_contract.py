@@ -14,7 +14,8 @@ import pytest
 import test_sessions_contract as suite
 
 from agentsessions.errors import ConflictError, HarnessError, InvalidArgumentError
-from agentsessions.sessions.api import RecordFrame, Sessions
+from agentsessions.sessions.api import Sessions
+from agentsessions.sessions.values import RecordFrame
 
 sessions = suite.sessions  # the contract suite's fixture: every engine it runs
 _last, _run = suite._last, suite._run

@@ -30,14 +30,8 @@ from agentsessions.errors import (
     NotFoundError,
     SessionDeletedError,
 )
-from agentsessions.sessions.api import (
-    DeltaFrame,
-    Frame,
-    RecordFrame,
-    Session,
-    SessionFrame,
-    Sessions,
-)
+from agentsessions.sessions.api import Sessions
+from agentsessions.sessions.values import DeltaFrame, Frame, RecordFrame, Session, SessionFrame
 from agentsessions.v1.turn import TurnRequest
 
 UNKNOWN = "sess-" + "0" * 24

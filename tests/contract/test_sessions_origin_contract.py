@@ -9,7 +9,8 @@ import pytest
 from test_sessions_contract import sessions  # noqa: F401  (the fixture: every implementation)
 
 from agentsessions.errors import InvalidArgumentError, SessionExistsError
-from agentsessions.sessions.api import Authored, IdentityRef, Origin, Sessions
+from agentsessions.sessions.api import Sessions
+from agentsessions.sessions.values import Authored, IdentityRef, Origin
 
 ISSUE = Origin(source="github", subject="owner/repo#7", uri="https://x/7", attributes={"n": "7"})
 NAMED = Origin(source="github", subject="owner/repo#7")

@@ -35,8 +35,8 @@ from fake_openai import free_port
 from litellmproxy import MASTER_KEY, Proxy, find_litellm, start
 from needs import missing
 
-from agentsessions.sessions.api import DeltaFrame
 from agentsessions.sessions.local import open_local
+from agentsessions.sessions.values import DeltaFrame
 
 pytestmark = [pytest.mark.litellm, pytest.mark.timeout(1200)]
 KEY = {"MODEL_API_KEY": MASTER_KEY}

@@ -23,8 +23,8 @@ from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
 from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import new_uid
 from agentsessions.models import MODELS
-from agentsessions.sessions.api import SessionFrame
 from agentsessions.sessions.local import LocalSessions, open_local
+from agentsessions.sessions.values import SessionFrame
 from agentsessions.v1.model import input_event, text_message
 
 MODEL = "scripted:seed=7"

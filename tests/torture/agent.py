@@ -37,7 +37,8 @@ from agentsessions.errors import (
     ToolOutcomeUnknownError,
 )
 from agentsessions.models import MODELS
-from agentsessions.sessions.api import RecordFrame, Sessions
+from agentsessions.sessions.api import Sessions
+from agentsessions.sessions.values import RecordFrame
 
 OPS = ("model", "tool", "approval", "state", "fork", "compact")
 """The kinds of turn the workload runs; a kill is tallied by the kind it interrupted."""

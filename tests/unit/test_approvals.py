@@ -27,7 +27,8 @@ from agentsessions.errors import (
     InvalidExecutionLogError,
 )
 from agentsessions.journal.tools.verify import verify_session
-from agentsessions.sessions.api import SessionFrame, Sessions
+from agentsessions.sessions.api import Sessions
+from agentsessions.sessions.values import SessionFrame
 from agentsessions.sessions.wiring import HARNESSES
 from tests.tool_harness import ToolLineHarness, plan
 

@@ -19,7 +19,8 @@ from agentsessions.controller.turnjournal import durability_of
 from agentsessions.errors import InvalidArgumentError
 from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.stores.file.store import FileStore
-from agentsessions.sessions.api import RecordFrame, Sessions
+from agentsessions.sessions.api import Sessions
+from agentsessions.sessions.values import RecordFrame
 
 
 class CountingFS(FileSystem):

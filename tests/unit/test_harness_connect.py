@@ -33,8 +33,9 @@ from agentsessions.errors import (
     HarnessProtocolError,
 )
 from agentsessions.journal.tools.verify import verify_session
-from agentsessions.sessions.api import SessionFrame, Sessions
+from agentsessions.sessions.api import Sessions
 from agentsessions.sessions.harnessbook import static_remotes
+from agentsessions.sessions.values import SessionFrame
 from agentsessions.sessions.wiring import HARNESSES
 from agentsessions.wire import harnesswire as wire
 from agentsessions.wire.gen import common_pb2, harness_pb2, harness_pb2_grpc

@@ -21,8 +21,8 @@ import pytest
 import agentsessions
 from agentsessions.controller.spi import HarnessDescriptor, Sink, Start
 from agentsessions.errors import StateConflictError
-from agentsessions.sessions.api import DeltaFrame, SessionFrame
 from agentsessions.sessions.harnessbook import static_remotes
+from agentsessions.sessions.values import DeltaFrame, SessionFrame
 from agentsessions.sessions.wiring import HARNESSES
 from agentsessions.v1.model import text_message
 from agentsessions.wire.harnessnode import HarnessServer

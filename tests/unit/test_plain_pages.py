@@ -17,7 +17,7 @@ from contextlib import redirect_stdout
 import pytest
 
 from agentsessions.cli import render, sessionview
-from agentsessions.sessions.api import Session, SessionPage
+from agentsessions.sessions.values import Session, SessionPage
 
 ASCII = "abcxyz-_.:/ []()'\"=~"
 ALPHABET = ASCII + "é漢🙂\t\x1b"  # wide, escaped and control characters: rich draws those

@@ -36,8 +36,8 @@ from agentsessions.errors import ApprovalParkedError, HarnessError
 from agentsessions.journal.stores.memory.store import MemoryStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.models import MODELS
-from agentsessions.sessions.api import DeltaFrame
 from agentsessions.sessions.local import LocalSessions, open_local
+from agentsessions.sessions.values import DeltaFrame
 from agentsessions.sessions.wiring import HARNESSES
 from agentsessions.v1 import model
 from agentsessions.v1.results import ReplayReport

@@ -7,8 +7,8 @@ from __future__ import annotations
 import queue
 import threading
 
-from agentsessions.sessions.api import DeltaFrame, RecordFrame, SessionFrame
 from agentsessions.sessions.turnstream import DONE, Failed, TurnFrames, frames_of
+from agentsessions.sessions.values import DeltaFrame, RecordFrame, SessionFrame
 
 
 def _drain(frames: TurnFrames) -> list[object]:

@@ -14,8 +14,8 @@ import threading
 import time
 from types import FrameType
 
-from agentsessions.sessions.api import RecordFrame, SessionFrame
 from agentsessions.sessions.turnstream import DONE, TurnFrames, frames_of, wait_for
+from agentsessions.sessions.values import RecordFrame, SessionFrame
 
 PATIENCE = 60.0  # how long the producer waits for the handler before it gives up (the failure)
 

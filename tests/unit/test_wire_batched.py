@@ -17,8 +17,9 @@ import agentsessions
 from agentsessions.errors import ChainBrokenError, FormatError
 from agentsessions.server.app import build_server
 from agentsessions.server.updates import updates
-from agentsessions.sessions.api import DeltaFrame, Frame, RecordFrame, SessionFrame, Sessions
+from agentsessions.sessions.api import Sessions
 from agentsessions.sessions.turnstream import DONE, TurnFrames, frames_of
+from agentsessions.sessions.values import DeltaFrame, Frame, RecordFrame, SessionFrame
 from agentsessions.wire import convert, frames
 from agentsessions.wire.gen import common_pb2, session_pb2, session_pb2_grpc
 

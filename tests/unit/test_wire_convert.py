@@ -21,7 +21,7 @@ from agentsessions.errors import ChainBrokenError, FormatError, InvalidArgumentE
 from agentsessions.journal.format import canonical
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.tools import interchange
-from agentsessions.sessions.api import Memory, Session
+from agentsessions.sessions.values import Memory, Session
 from agentsessions.v1 import model, normalize
 from agentsessions.v1.results import ApprovalRef, UnresolvedCall
 from agentsessions.wire import convert

@@ -17,7 +17,8 @@ import agentsessions
 from agentsessions.client import dial
 from agentsessions.errors import ApprovalParkedError, InvalidArgumentError
 from agentsessions.server.app import build_server
-from agentsessions.sessions.api import RecordFrame, Sessions
+from agentsessions.sessions.api import Sessions
+from agentsessions.sessions.values import RecordFrame
 from agentsessions.sessions.wiring import HARNESSES
 from agentsessions.wire.gen import common_pb2, session_pb2, session_pb2_grpc
 from tests.tool_harness import ToolLineHarness

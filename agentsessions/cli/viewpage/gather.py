@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 from agentsessions.errors import AgentSessionsError
 
 if TYPE_CHECKING:
-    from agentsessions.sessions.api import Session, Sessions
+    from agentsessions.sessions.api import Sessions
+    from agentsessions.sessions.values import Session
 
 STORE_ENTRIES = 2000
 """Entries of one tool store shown on the page (the rest are counted, not embedded)."""

@@ -29,7 +29,8 @@ from agentsessions.cli.viewpage.records import Packer
 from agentsessions.errors import AgentSessionsError
 
 if TYPE_CHECKING:
-    from agentsessions.sessions.api import Session, Sessions
+    from agentsessions.sessions.api import Sessions
+    from agentsessions.sessions.values import Session
 
 PAGE_NAME = "{uid}.html"
 INDEX_NAME = "index.html"
