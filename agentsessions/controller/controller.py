@@ -3,12 +3,12 @@
 Invariants (digest 5.1): one writer per session (the store's lock plus a fresh fence, and
 CAS on every append); record before effect (a model's completion is durable before the
 harness sees it); a harness never calls a provider itself; a turn is closed only by END
-(success) or ERROR (failure). A turn killed part-way leaves an open execution, which
-:meth:`Controller.resume` completes: recorded effects are served, a trailing MODEL_CALL
-without its OUTPUT is re-invoked once, nothing recorded is ever repeated. A failed turn
-(ERROR, no END) is open in the same sense (digest 5.4: earlier ERRORs are audit only), so
-resume retries it the same way; new inputs are not blocked by it. Observers (``on_record``,
-``on_delta``) are isolated: whatever they raise is kept, never journaled as the turn's.
+(success) or ERROR (failure). A turn killed part-way, or one that failed (ERROR, no END),
+leaves an open execution (:mod:`.openturn`: which one is open, and how a new turn meets it),
+which :meth:`Controller.resume` completes: recorded effects are served, a trailing
+MODEL_CALL without its OUTPUT is re-invoked once, nothing recorded is ever repeated.
+Observers (``on_record``, ``on_delta``) are isolated: whatever they raise is kept, never
+journaled as the turn's.
 
 The cost of a turn does not grow with the session, nor with the turns before it: the
 controller keeps each session's writer open across turns (:mod:`.held`: one lock and one
@@ -52,13 +52,12 @@ from agentsessions.journal.stores.store import (
     SessionInfo,
     SessionMeta,
     Store,
-    WorkingState,
     new_uid,
 )
 from agentsessions.v1.turn import TurnRequest
 from agentsessions.v1.workloadref import wrap
 
-from . import executions, landed
+from . import executions, landed, openturn
 from .cancel import request_check, requests_of
 from .counting import CountingModels
 from .driving import TurnDriver
@@ -282,17 +281,10 @@ class Controller:
         run = landed.find(writer, request)
         if run is not None:  # its commit id landed: answered by that turn (:mod:`.landed`)
             finish = functools.partial(self._resume_with, writer, uid, name, *harness, turn_model)
-            return landed.answer(uid, run, self._pending(writer), finish)
-        if self._interrupted(writer):
-            if inputs:
-                raise InvalidExecutionLogError(
-                    f"session {uid} has an interrupted turn; finish it first",
-                    hint=f"agentsessions resume {uid}",
-                )
-            return self._resume_with(writer, uid, name, *harness, turn_model)
-        failed = None if inputs else self._failed(writer)
-        if failed is not None:  # "inputless Exec means continue", a failed turn included
-            return self._resume_with(writer, uid, name, *harness, turn_model, failed)
+            return landed.answer(uid, run, openturn.pending(writer), finish)
+        open_run = openturn.to_continue(writer, inputs)  # the rules: :mod:`.openturn`
+        if open_run is not None:
+            return self._resume_with(writer, uid, name, *harness, turn_model, open_run)
         # a turn on another model than the session's records it (resume uses it)
         own = "" if turn_model == (info.meta.model or self.default_model) else turn_model
         return self._run_new(writer, name, *harness, request, (turn_model, own))
@@ -417,7 +409,7 @@ class Controller:
         info = self._info(uid)
         turn_model = info.meta.model or self.default_model
         with self._writer(uid, wait_seconds) as writer:
-            run = self._pending(writer)
+            run = openturn.pending(writer)
             if run is None:
                 return None
             name = harness or info.meta.harness or run.harness[0] or DEFAULT_HARNESS
@@ -435,9 +427,7 @@ class Controller:
         turn_model: str,
         run: executions.Execution | None = None,
     ) -> TurnResult:
-        run = run or self._pending(writer)
-        if run is None:
-            raise InvalidExecutionLogError(f"session {uid}: no interrupted turn found")
+        run = run or openturn.required(writer)
         run.check_complete_invocation()
         check_harness(run, name, descriptor)
         check_inherited_intent(self._info(uid), run)
@@ -449,7 +439,7 @@ class Controller:
             WriterHistory(writer, run.first_seq - 1),
             run.resume_from_seq,
             tools=self.workloads.offers(uid, run.workload),  # the tools it ran with
-            state=self._state_at(writer, run.first_seq),
+            state=openturn.state_at(self.store, writer, run.first_seq),
             lineage=writer,
         )
         sink = TurnSink(
@@ -463,19 +453,6 @@ class Controller:
         result = driver.drive(uid, instance, start, sink, journal, run.first_seq, legacy=run.legacy)
         result.resumed = True
         return result
-
-    def _state_at(self, writer: HeldWriter, first_seq: int) -> WorkingState:
-        """The working state an execution beginning at ``first_seq`` started with: what the
-        writer holds unless a state was committed since (then found in the store)."""
-        if not writer.state.version:
-            return writer.state
-        return self.store.state(writer.uid, first_seq)
-
-    def _pending(self, writer: HeldWriter) -> executions.Execution | None:
-        """The open trailing execution, reading the journal only from where it began."""
-        since = max(1, writer.info().exec_seq)
-        runs = executions.group((r.seq, r.event) for r in writer.read(since))
-        return executions.pending(runs)
 
     # -- helpers ---------------------------------------------------------------------------
     def _driver(self) -> TurnDriver:
@@ -563,17 +540,6 @@ class Controller:
         if requests is not None:
             live.before_effect = request_check(requests, uid, exec_id)
         return live
-
-    def _failed(self, writer: HeldWriter) -> executions.Execution | None:
-        """The trailing execution if it failed (ERROR recorded, no END), else None."""
-        if writer.info().exec_state != "EXEC_FAILED":
-            return None
-        run = self._pending(writer)
-        return run if run is not None and run.errors else None
-
-    def _interrupted(self, writer: HeldWriter) -> bool:
-        """A turn was cut off (no END and no ERROR): new inputs must wait for resume."""
-        return writer.info().exec_state in ("EXEC_RUNNING", "EXEC_AWAITING")
 
     @contextmanager
     def _writer(self, uid: str, wait_seconds: float) -> Iterator[HeldWriter]:

@@ -35,9 +35,9 @@ _FAST_FLAGS = FLAG_GROUP_START | FLAG_GROUP_END
 
 
 INCOMPLETE = frozenset({"short frame header", "frame past end of file"})
+"""Reasons :func:`check_frame` gives when the buffer merely ends inside a frame."""
 FREE_SPACE = frozenset({"short frame header", "bad frame magic"})
 """Why a frame check fails on zero bytes (free space, when every byte after it is zero)."""
-"""Reasons :func:`check_frame` gives when the buffer merely ends inside a frame."""
 
 
 class SparseIndex:
@@ -94,14 +94,10 @@ def parse_frames(
     unpack, crc32, check_crc = FRAME_STRUCT.unpack_from, zlib.crc32, crc
     while p < n:
         if skip_below and n - p >= FRAME_HEADER_SIZE:
-            magic, plen, seq, _, rtype, flags, _, _ = FRAME_STRUCT.unpack_from(mv, p)
-            end = p + FRAME_HEADER_SIZE + plen + (-plen % FRAME_ALIGN)
-            if magic == FRAME_MAGIC and seq < skip_below and rtype != RTYPE_SEAL and end <= n:
-                reason = rules.check(rtype, seq, flags, b"")
-                if reason:
-                    return p, reason
-                if index is not None and flags & FLAG_GROUP_START:
-                    index.note(seq, base + p)
+            end, reason = _passed_over(mv, p, base, rules, index, skip_below)
+            if reason:
+                return p, reason
+            if end:
                 p = end
                 continue
         # Fast path for an intact EVENT frame in its place; anything else (or any doubt)
@@ -134,20 +130,53 @@ def parse_frames(
                 )
                 p = end
                 continue
-        parsed = check_frame(mv, p, base, max_record, check_crc)
-        if isinstance(parsed, str):
-            return p, parsed
-        plen, seq, fence, rtype, flags, fend = parsed
-        body = p + FRAME_HEADER_SIZE
-        payload = bytes(mv[body : body + plen])
-        reason = rules.check(rtype, seq, flags, payload)
-        if reason:
-            return p, reason
-        if index is not None and flags & FLAG_GROUP_START and rtype != RTYPE_SEAL:
-            index.note(seq, base + p)
-        yield Frame(rtype, seq, fence, flags, payload, segment, base + p)
-        p = fend - base
+        checked = _checked(mv, p, base, segment, rules, index, max_record, check_crc)
+        if isinstance(checked, str):
+            return p, checked
+        frame, p = checked
+        yield frame
     return p, ""
+
+
+def _passed_over(
+    mv: memoryview, p: int, base: int, rules: FrameRules, index: SparseIndex | None,
+    skip_below: int,
+) -> tuple[int, str]:  # fmt: skip
+    """Pass over the frame at ``p`` by its header if it is an EVENT or COMMIT below
+    ``skip_below`` and whole in ``mv``: (where the next frame starts, ""), or (0, why a rule
+    broke); (0, "") when the frame is not one to pass over (the full check reads it).
+
+    The rules still see it (no payload, no CRC check); a group start is noted in ``index``."""
+    magic, plen, seq, _, rtype, flags, _, _ = FRAME_STRUCT.unpack_from(mv, p)
+    end = p + FRAME_HEADER_SIZE + plen + (-plen % FRAME_ALIGN)
+    if magic != FRAME_MAGIC or seq >= skip_below or rtype == RTYPE_SEAL or end > len(mv):
+        return 0, ""
+    reason = rules.check(rtype, seq, flags, b"")
+    if reason:
+        return 0, reason
+    if index is not None and flags & FLAG_GROUP_START:
+        index.note(seq, base + p)
+    return end, ""
+
+
+def _checked(
+    mv: memoryview, p: int, base: int, segment: int, rules: FrameRules,
+    index: SparseIndex | None, max_record: int, crc: bool,
+) -> tuple[Frame, int] | str:  # fmt: skip
+    """The frame at ``p`` fully checked (:func:`check_frame`, then ``rules``) and where the
+    next one starts, or why it is not valid. A group start is noted in ``index``."""
+    parsed = check_frame(mv, p, base, max_record, crc)
+    if isinstance(parsed, str):
+        return parsed
+    plen, seq, fence, rtype, flags, fend = parsed
+    body = p + FRAME_HEADER_SIZE
+    payload = bytes(mv[body : body + plen])
+    reason = rules.check(rtype, seq, flags, payload)
+    if reason:
+        return reason
+    if index is not None and flags & FLAG_GROUP_START and rtype != RTYPE_SEAL:
+        index.note(seq, base + p)
+    return Frame(rtype, seq, fence, flags, payload, segment, base + p), fend - base
 
 
 def seal_problem(first_seq: int, seal: Frame | None, last_hash: str) -> str:
