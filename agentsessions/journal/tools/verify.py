@@ -44,7 +44,8 @@ from agentsessions.errors import (
     StorageError,
 )
 from agentsessions.journal.format import evidence, fencefile, segment
-from agentsessions.journal.format.segmentlog import OpenScan, Position, SegmentFrames, SegmentLog
+from agentsessions.journal.format.segmentlog import OpenScan, Position, SegmentLog
+from agentsessions.journal.format.segmentlogread import SegmentFrames
 from agentsessions.journal.format.segmentread import Link, SegmentCheck, SegmentFiles
 from agentsessions.journal.format.segmentscan import PayloadCheck
 from agentsessions.journal.stores import metafile
