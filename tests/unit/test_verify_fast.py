@@ -28,12 +28,8 @@ from agentsessions.journal.format import canonical, zstdcodec, zstdseek
 from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import SegmentLog
-from agentsessions.journal.format.segmentread import (
-    ChainScan,
-    SegmentCheck,
-    SegmentFiles,
-    scan_events,
-)
+from agentsessions.journal.format.segmentread import SegmentCheck, SegmentFiles
+from agentsessions.journal.format.segmentscan import ChainScan, scan_events
 from agentsessions.journal.stores.file.store import FileStore, StoreOptions
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools import verifypool, verifywalk

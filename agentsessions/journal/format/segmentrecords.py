@@ -19,7 +19,8 @@ from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format import segmentframes as sf
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.recordscan import Convert, RecordScan, take
-from agentsessions.journal.format.segmentread import BLOCK, SegmentFiles
+from agentsessions.journal.format.segmentread import SegmentFiles
+from agentsessions.journal.format.segmentscan import BLOCK
 from agentsessions.journal.format.segmenttail import Tail
 
 _ZST_LIMIT = 1 << 62  # a compressed chunk's frames: their length was checked when written

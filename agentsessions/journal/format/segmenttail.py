@@ -30,7 +30,8 @@ from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format import segmentframes as sf
 from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.format.segment import RTYPE_EVENT, Frame, SegmentHeader
-from agentsessions.journal.format.segmentread import CheckedLinks, zero_until
+from agentsessions.journal.format.segmentread import CheckedLinks
+from agentsessions.journal.format.segmentscan import zero_until
 
 RECOVERY_LOG = "RECOVERY.log"
 _RESUME_WINDOW = 64 << 10

@@ -44,8 +44,10 @@ from agentsessions.errors import (
     StorageError,
 )
 from agentsessions.journal.format import evidence, fencefile, segment
-from agentsessions.journal.format.segmentlog import OpenScan, Position, SegmentFrames, SegmentLog
-from agentsessions.journal.format.segmentread import Link, PayloadCheck, SegmentCheck, SegmentFiles
+from agentsessions.journal.format.segmentlog import OpenScan, Position, SegmentLog
+from agentsessions.journal.format.segmentlogread import SegmentFrames
+from agentsessions.journal.format.segmentread import Link, SegmentCheck, SegmentFiles
+from agentsessions.journal.format.segmentscan import PayloadCheck
 from agentsessions.journal.stores import metafile
 from agentsessions.journal.stores.file.sessiondir import SessionDir
 from agentsessions.journal.tools.verifypool import Pool

@@ -18,7 +18,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from agentsessions.journal.format.segmentread import PayloadCheck, SegmentCheck, SegmentFiles
+from agentsessions.journal.format.segmentread import SegmentCheck, SegmentFiles
+from agentsessions.journal.format.segmentscan import PayloadCheck
 
 _FORK_MIN_BYTES = 8 << 20
 """Sealed segments must hold this much (and be at least two) before workers are forked."""
