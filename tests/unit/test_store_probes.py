@@ -26,7 +26,7 @@ from test_layering import PACKAGE, module_name
 STORE_NAMES = {"store", "_store"}
 STORE_TYPES = {
     "Store", "Writer", "ComponentStore", "ChainWriter",
-    "FileStore", "FileWriter", "FileComponentStore", "HostFiles",
+    "FileStore", "FileWriter", "FileComponentStore", "HostFiles", "SessionMaking", "SessionListing",
     "MemoryStore", "MemoryWriter", "MemoryComponentStore",
     "JetStreamStore", "JetStreamWriter", "JetStreamComponentStore", "Extras",
     "CancelRequests", "ToolReceipts", "Workloads", "ProjectIndex", "Reindexable",
