@@ -27,7 +27,7 @@ STORE_NAMES = {"store", "_store"}
 STORE_TYPES = {
     "Store", "Writer", "ComponentStore", "ChainWriter",
     "FileStore", "FileWriter", "FileComponentStore", "HostFiles", "SessionMaking", "SessionListing",
-    "MemoryStore", "MemoryWriter", "MemoryComponentStore",
+    "MemoryStore", "MemoryWriter", "MemoryComponentStore", "MemoryHost",
     "JetStreamStore", "JetStreamWriter", "JetStreamComponentStore", "Extras",
     "CancelRequests", "ToolReceipts", "Workloads", "ProjectIndex", "Reindexable",
     "SealedExport", "KeyManagement", "SessionFiles", "StoredRecords", "RemoteWriters",
