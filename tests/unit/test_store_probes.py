@@ -26,8 +26,8 @@ from test_layering import PACKAGE, module_name
 STORE_NAMES = {"store", "_store"}
 STORE_TYPES = {
     "Store", "Writer", "ComponentStore", "ChainWriter",
-    "FileStore", "FileWriter", "FileComponentStore", "HostFiles",
-    "MemoryStore", "MemoryWriter", "MemoryComponentStore",
+    "FileStore", "FileWriter", "FileComponentStore", "HostFiles", "SessionMaking", "SessionListing",
+    "MemoryStore", "MemoryWriter", "MemoryComponentStore", "MemoryHost",
     "JetStreamStore", "JetStreamWriter", "JetStreamComponentStore", "Extras",
     "CancelRequests", "ToolReceipts", "Workloads", "ProjectIndex", "Reindexable",
     "SealedExport", "KeyManagement", "SessionFiles", "StoredRecords", "RemoteWriters",

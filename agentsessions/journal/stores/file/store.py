@@ -12,32 +12,29 @@ Layout under the store's home (``docs/FORMAT.md`` has the byte-level details)::
     sessions/<uid>/journal/      segment files (see :mod:`agentsessions.journal.format.segmentlog`)
     sessions/<uid>/components/   the session's component (tool) stores (:mod:`.filecomponent`)
 
+Its jobs apart from reading and writing sessions are mixins of their own: making session
+directories (:mod:`.making`), listing them (:mod:`.listing`), the host's files beside a
+journal (:mod:`.host`).
+
 Invariants: a session directory appears atomically (built under ``sessions/.tmp-*`` and
-renamed, then ``sessions/`` fsync'd); a commit is acknowledged only after its group is
-fdatasync'd; the TAIL hint is never trusted, only validated against the segment it names,
-so it needs no fsync; the catalog changes only on create and delete.
+renamed, then ``sessions/`` fsync'd: :mod:`.making`); a commit is acknowledged only after
+its group is fdatasync'd; the TAIL hint is never trusted, only validated against the
+segment it names, so it needs no fsync; the catalog changes only on create and delete.
 """
 
 from __future__ import annotations
 
-import builtins
-import contextlib
-import errno
 import itertools
 import os
-import secrets
-import shutil
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentsessions.errors import (
-    InvalidArgumentError,
     MetadataCorruptError,
     NotFoundError,
-    SessionExistsError,
     StorageError,
 )
 from agentsessions.journal.format import fencefile
@@ -46,13 +43,12 @@ from agentsessions.journal.format.lock import SessionLock
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segment import SEGMENT_MAX
 from agentsessions.journal.format.segmentlog import SegmentLog
-from agentsessions.journal.stores import forking, metafile
+from agentsessions.journal.stores import metafile
 from agentsessions.journal.stores.capabilities import (
     CancelRequests,
     KeyManagement,
     ProjectIndex,
     Reindexable,
-    Reindexed,
     SealedExport,
     SessionFiles,
     ToolReceipts,
@@ -65,10 +61,12 @@ from agentsessions.journal.stores.file import statefile, watch
 from agentsessions.journal.stores.file.catalog import Catalog
 from agentsessions.journal.stores.file.claims import FileClaims
 from agentsessions.journal.stores.file.component import FileComponentStore
-from agentsessions.journal.stores.file.crypt import LazyCipher, cipher_for, create_key
+from agentsessions.journal.stores.file.crypt import LazyCipher, cipher_for
 from agentsessions.journal.stores.file.host import HostFiles
+from agentsessions.journal.stores.file.listing import SessionListing
+from agentsessions.journal.stores.file.making import SessionMaking
 from agentsessions.journal.stores.file.opening import Opening, open_tail
-from agentsessions.journal.stores.file.rows import listed_row, session_row
+from agentsessions.journal.stores.file.rows import session_row
 from agentsessions.journal.stores.file.sessiondir import (
     SessionDir,
     acked,
@@ -81,18 +79,15 @@ from agentsessions.journal.stores.file.writer import (
     follow_records,
     frame_record,
 )
-from agentsessions.journal.stores.paging import page_ask, page_of
 from agentsessions.journal.stores.store import (
     DEFAULT_MAX_COMMIT_BYTES,
-    Page,
     SessionInfo,
     SessionMeta,
     WorkingState,
     check_component,
     deleted_error,
 )
-from agentsessions.journal.stores.tail import Tail
-from agentsessions.v1.ids import check_project, check_uid
+from agentsessions.v1.ids import check_uid
 
 if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey, RewrapCount
@@ -108,7 +103,10 @@ class StoreOptions:
 
 
 class FileStore(
-    HostFiles,  # first: its methods, not the Protocols' stubs, implement ToolReceipts, Workloads
+    # the mixins first: their methods, not the Protocols' stubs, implement the capabilities
+    HostFiles,
+    SessionMaking,
+    SessionListing,
     SessionFiles,
     CancelRequests,
     ToolReceipts,
@@ -177,13 +175,6 @@ class FileStore(
                 return not self.fs.writable(where)
         return False
 
-    def _scanned(self, path: Path) -> Catalog:
-        """An in-memory index built from the session directories (read-only homes only)."""
-        catalog = Catalog.in_memory(path)
-        rows, _damaged = self._scan_rows()
-        catalog.rebuild(rows)
-        return catalog
-
     def _check_writable(self, what: str) -> None:
         """Refuse a write to a read-only store before anything is attempted."""
         if self.read_only:
@@ -194,118 +185,12 @@ class FileStore(
                 path=str(self.home),
             )
 
-    # -- sessions -------------------------------------------------------------------------
-    def create(self, meta: SessionMeta) -> SessionInfo:
-        self._check_writable(f"create session {meta.uid}")
-        meta = self._make_dir(meta, None)
-        self.catalog.add(meta.uid, meta.project, meta.create_time_ns)
-        return SessionInfo(meta=meta, update_time_ns=meta.create_time_ns)
-
-    def fork(
-        self, parent: str, at_seq: int, children: Sequence[SessionMeta]
-    ) -> builtins.list[SessionInfo]:
-        self._check_writable(f"fork session {parent}")
-        source = self.get(parent)
-        forking.check_fork(parent, at_seq, source.last_seq, len(children))
-        sdir = self._dir(parent)
-        sdir.check_parent(source.meta)  # a child of a journal whose start is gone is one too
-        head, _position, log = open_tail(sdir, source.meta, self.opening, check_links=True)
-        log.close()
-        base = forking.base_tail(lambda a, b: self.read(parent, a, b), at_seq, head)
-        made: list[SessionMeta] = []
-        try:
-            for meta in children:
-                made.append(self._make_dir(replace(meta, parent_uid=parent, fork_seq=at_seq), base))
-            for meta in made:
-                with self.writer(meta.uid) as w:
-                    w.append([forking.fork_marker(parent, at_seq)], expected_last_seq=at_seq)
-        except BaseException:
-            for meta in made:  # all or nothing: no child was listed yet
-                shutil.rmtree(self.sessions_dir / meta.uid, ignore_errors=True)
-            raise
-        for meta in made:
-            self.catalog.add(meta.uid, meta.project, meta.create_time_ns)
-        return [self.get(meta.uid) for meta in made]
-
-    def _make_dir(self, meta: SessionMeta, base: Tail | None) -> SessionMeta:
-        """Build a session directory under a temporary name and rename it into place."""
-        check_uid(meta.uid)
-        check_project(meta.project)
-        if not meta.create_time_ns:
-            meta = replace(meta, create_time_ns=time.time_ns())
-        meta = replace(meta, encrypted=self.master is not None)
-        final = self.sessions_dir / meta.uid
-        if final.exists():
-            raise SessionExistsError(f"session {meta.uid} already exists")
-        tmp = SessionDir(self.sessions_dir / f".tmp-{meta.uid}-{secrets.token_hex(4)}")
-        try:
-            self._sync_parents_once()
-            tmp.journal.mkdir(parents=True)
-            if self.master is not None:  # the key first: session.json's marker promises it
-                create_key(self.fs, tmp.path, meta.uid, self.master)
-            self.fs.write_file_atomic(tmp.meta_file, metafile.meta_bytes(meta))
-            base_seq, base_hash = (base.last_seq, base.last_hash) if base else (0, "")
-            if base is not None:
-                self.fs.write_file_atomic(tmp.base_file, json_bytes(base.to_json()))
-            SegmentLog.create(
-                tmp.journal,
-                session_id=meta.uid,
-                base_seq=base_seq,
-                base_hash=base_hash,
-                fs=self.fs,
-            )
-            self.fs.sync_dir(tmp.path)
-            self._rename_new(tmp.path, final, meta.uid)
-            self.fs.sync_dir(self.sessions_dir)
-        except OSError as exc:
-            shutil.rmtree(tmp.path, ignore_errors=True)
-            raise StorageError(f"cannot create session {meta.uid}: {exc.strerror}") from exc
-        except BaseException:
-            shutil.rmtree(tmp.path, ignore_errors=True)
-            raise
-        return meta
-
-    def _sync_parents_once(self) -> None:
-        """Before this instance's first create: fsync the home (``sessions/``'s entry) and
-        its parent (the home's), whoever made them. Opening a store makes the directories
-        without a sync (a read costs none); a session's durability needs their entries,
-        and their maker may have died between mkdir and fsync."""
-        if self._parents_synced:
-            return
-        self.fs.sync_dir(self.home)
-        self.fs.sync_dir(self.home.parent)
-        self._parents_synced = True
-
-    def _rename_new(self, tmp: Path, final: Path, uid: str) -> None:
-        """Rename a built session directory into place, exclusively: rename(2) refuses to
-        replace a non-empty directory, so of two processes creating one uid at once (two
-        completing one claimed key) exactly one lands; the other gets SessionExistsError."""
-        try:
-            self.fs.replace(tmp, final)
-        except StorageError as exc:
-            if exc.fields.get("errno") in (errno.ENOTEMPTY, errno.EEXIST):
-                raise SessionExistsError(f"session {uid} already exists") from None
-            raise
-
     def get(self, uid: str) -> SessionInfo:
         sdir = self._dir(uid)
         meta = sdir.read_meta()
         tail, _position, _log = open_tail(sdir, meta, self.opening)
         _log.close()
         return session_row(sdir, meta, tail)
-
-    def project_of(self, uid: str) -> str | None:
-        """``uid``'s project from its catalog row (one indexed read; SQLite's serialized
-        mode lets any thread make it), None without a row (:class:`~.store.ProjectIndex`)."""
-        entry = self.catalog.entry(uid)
-        return None if entry is None else entry[0]
-
-    def list(self, project: str, page_size: int = 0, cursor: str = "") -> Page:
-        ask = page_ask(project, page_size, cursor)
-        uids = self.catalog.page(project, ask.limit, ask.after)
-        infos = [self._listed(uid) for uid in uids[: ask.size]]
-        # the damaged sessions the last rebuild met: the catalog has no row to list them by
-        return page_of(infos, ask, more=len(uids) > ask.size, unindexed=self._unindexed)
 
     def delete(self, uid: str) -> SessionInfo:
         sdir = self._dir(uid)
@@ -455,61 +340,6 @@ class FileStore(
         self.last_watcher = watcher  # lets a test count an idle follower's wakeups
         yield from follow_records(log, watcher, next_seq, idle_timeout, cipher)
 
-    def uids(self) -> tuple[str, ...]:
-        """Every session uid here, deleted ones included, sorted; strays are skipped."""
-        found = []
-        for sdir in self._session_dirs():
-            with contextlib.suppress(InvalidArgumentError):
-                found.append(check_uid(sdir.uid))
-        return tuple(sorted(found))
-
-    @property
-    def unindexed(self) -> tuple[MetadataCorruptError, ...]:
-        """The sessions the last rebuild (on open, or :meth:`reindex`) could not index."""
-        return self._unindexed
-
-    @property
-    def index_path(self) -> str:
-        """Where the listing catalog lives (``catalog.sqlite3``)."""
-        return str(self.catalog.path)
-
-    def reindex(self) -> Reindexed:
-        """Rebuild the listing catalog from the session directories: the row count, and the
-        sessions whose metadata is damaged (no row can hold them: their project is unknown).
-
-        Every readable session directory gets its row back (a crash between creating a
-        session and indexing it leaves it out of ``list``); rows whose directory is gone
-        are dropped. Safe while other processes create sessions: no row they add is lost.
-        """
-        self._check_writable("rebuild the session catalog")
-        rows, damaged = self._scan_rows()
-        self._unindexed = tuple(damaged)
-        seen = {row[0] for row in rows}
-        stale = [
-            uid
-            for uid in self.catalog.uids()
-            if uid not in seen and not (self.sessions_dir / uid).is_dir()
-        ]
-        # a damaged session keeps the row it has (its directory exists, whatever became of
-        # its session.json), so list still shows it as damaged; one without a row cannot
-        # get one (its project is unknown)
-        return Reindexed(self.catalog.rebuild(rows, stale), self._unindexed)
-
-    def _scan_rows(
-        self,
-    ) -> tuple[builtins.list[tuple[str, str, int, bool]], builtins.list[MetadataCorruptError]]:
-        """Catalog rows of every session directory, and the errors of those whose metadata is
-        damaged (they cannot have a row: the project and creation time are unknown)."""
-        rows, damaged = [], []
-        for sdir in self._session_dirs():
-            try:
-                meta = sdir.read_meta()
-            except MetadataCorruptError as exc:
-                damaged.append(exc)
-                continue
-            rows.append((meta.uid, meta.project, meta.create_time_ns, sdir.is_deleted()))
-        return rows, damaged
-
     # -- encryption at rest (file/crypt.py) ---------------------------------------------
     def sealed_export(self, uid: str) -> tuple[dict[str, object], Iterator[Record]]:
         """What ``export --ciphertext`` ships of encrypted session ``uid``: its wrapped
@@ -614,15 +444,3 @@ class FileStore(
             # without its metadata is damaged store data (exit 8 naming the file), not absent
             sdir.read_meta()
         return sdir
-
-    def _session_dirs(self) -> Iterator[SessionDir]:
-        if self.read_only and not self.sessions_dir.is_dir():
-            return  # a read-only home that never held a session
-        with os.scandir(self.sessions_dir) as entries:  # closed even when a caller stops early
-            for entry in entries:
-                if entry.is_dir() and not entry.name.startswith("."):
-                    yield SessionDir(Path(entry.path))
-
-    def _listed(self, uid: str) -> SessionInfo:
-        """The row ``list`` shows (:func:`.rows.listed_row`)."""
-        return listed_row(self.sessions_dir, self.catalog, uid, self.get)
