@@ -1,4 +1,4 @@
-"""No module of the package (or the shipped harnesses) is over 700 lines.
+"""No module of the package (or the shipped harnesses) is over 600 lines.
 
 A module that big does more than one job; split it along a real seam (issue 8, item 6).
 The modules in ``NOT_YET_SPLIT`` are the known exceptions, each held at the size it has
@@ -12,8 +12,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LIMIT = 700
-NOT_YET_SPLIT: dict[str, int] = {}
+LIMIT = 600
+NOT_YET_SPLIT: dict[str, int] = {
+    # the event constructors' move out of model.py touches their 91 importers: a stop of
+    # its own, with no branch open
+    "agentsessions/v1/model.py": 620,
+    # the one exception tree, kept in one file on purpose (its docstring maps every class
+    # to its exit code and gRPC status)
+    "agentsessions/errors.py": 607,
+}
 
 
 def _modules() -> list[Path]:

@@ -7,8 +7,9 @@ under the session's data key as a blob bound to its place (a receipt to its key,
 workload to its digest, the current one to ``current``), so none of their bytes is in the
 clear; reading them needs the master key (exit 26 without), and a failed tag is exit 8.
 
-A mixin of :class:`~agentsessions.journal.stores.file.store.FileStore` (a module of its
-own so the store stays under its size); it keeps no state but the workload cache.
+A mixin of :class:`~agentsessions.journal.stores.file.store.FileStore`, as
+:mod:`.making` and :mod:`.listing` are: the host's files are a job of their own, beside
+the journal's; it keeps no state but the workload cache.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ Layout under the store's home (``docs/FORMAT.md`` has the byte-level details)::
     sessions/<uid>/TAIL          hint: the tail position and state, so opens read only the tail
     sessions/<uid>/DELETED       marker of a soft delete; present = no more writes
     sessions/<uid>/journal/      segment files (see :mod:`agentsessions.journal.format.segmentlog`)
-    sessions/<uid>/components/   the session's component (tool) stores (:mod:`.filecomponent`)
+    sessions/<uid>/components/   the session's component (tool) stores (:mod:`.component`)
 
 Its jobs apart from reading and writing sessions are mixins of their own: making session
 directories (:mod:`.making`), listing them (:mod:`.listing`), the host's files beside a
@@ -424,7 +424,7 @@ class FileStore(
         self._check_writable("release a key")
         self.claims.release(key, uid)
 
-    # -- component stores (a tool's own journal: :mod:`.filecomponent`) -------------------
+    # -- component stores (a tool's own journal: :mod:`.component`) -------------------
     def component(self, uid: str, name: str) -> FileComponentStore:
         """The store of component ``name`` in session ``uid`` (made on its first writer)."""
         poll = self.options.follow_poll_seconds
