@@ -55,6 +55,8 @@ FLAG_ADVICE: dict[str, str] = {
     "projects": "pass --project PROJECT (repeatable)",
     "home_read_only": "use a writable --home, or remount it read-write",
     "listen": "for example --listen 127.0.0.1:8080",
+    "listen_taken": "choose another --listen address (port 0: any free port)",
+    "client_tls": "a client certificate needs both --tls-cert and --tls-key",
     "client_ca": "--client-ca needs TLS: pass --tls-cert and --tls-key too",
     "tls": "pass both --tls-cert and --tls-key, or neither",
     "no_auth": "listen on 127.0.0.1:PORT, or drop --no-auth and use agentsessions token create",

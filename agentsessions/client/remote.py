@@ -67,7 +67,10 @@ class TLS:
     def credentials(self) -> grpc.ChannelCredentials:
         """The channel credentials these files make (a file that cannot be read: exit 2)."""
         if (self.cert is None) != (self.key is None):
-            raise InvalidArgumentError("a client certificate needs both --tls-cert and --tls-key")
+            raise InvalidArgumentError(
+                "a client certificate needs both its certificate and its key file",
+                param="client_tls",
+            )
 
         def read(p: Path | None) -> bytes | None:
             if p is None:
@@ -493,7 +496,7 @@ class RemoteSessions(ByKey):
         path = Path(path)
         if path.exists() and not overwrite and not is_stream(path):
             raise InvalidArgumentError(
-                f"{path} already exists", hint="pass --force to overwrite it"
+                f"{path} already exists", hint="overwrite=True replaces it", param="overwrite"
             )
         request = session_pb2.ExportRequest(session=uid, uncompressed=not compress)
         chunks = self._eager(self._stub.Export(request, metadata=self._metadata))

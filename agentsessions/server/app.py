@@ -222,7 +222,8 @@ def build_server(
     if port == 0:  # grpc's answer for an address it could not bind (a Unix socket gives 1)
         raise UnavailableError(
             f"cannot listen on {listen}: the address is in use or not available here",
-            hint="choose another --listen address (port 0: any free port)",
+            hint="choose another address (port 0: any free port)",
+            param="listen_taken",
         )
     server.start()
     if is_unix:

@@ -122,6 +122,7 @@ def test_serve_on_a_port_in_use_is_one_line_and_exit_12(cli: Cli) -> None:
         port = taken.getsockname()[1]
         run = cli.run("serve", "--listen", f"127.0.0.1:{port}").fails(12)
     assert "address is in use or not available" in run.err
+    assert "choose another --listen address" in run.err  # the library's param, the CLI's flag
 
 
 def _normal(text: str, *paths: Path) -> str:
