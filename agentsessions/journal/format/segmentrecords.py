@@ -14,6 +14,7 @@ import bisect
 import itertools
 import os
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format import segmentframes as sf
@@ -31,11 +32,11 @@ class RecordReads(SegmentFiles):
 
     _indexes: dict[int, sf.SparseIndex]  # the log's sparse indexes of its sealed .seg files
 
-    def _require_tail(self) -> Tail:
-        raise NotImplementedError  # the log's
+    if TYPE_CHECKING:  # the log's, which this is a base of
 
-    def close(self) -> None:
-        raise NotImplementedError  # the log's
+        def _require_tail(self) -> Tail: ...
+
+        def close(self) -> None: ...
 
     def records(
         self, convert: Convert, from_seq: int = 1, to_seq: int = 0, *, close: bool = False
