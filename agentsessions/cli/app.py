@@ -1,14 +1,17 @@
 """The root command: the global options, and every failure as one line and an exit code.
 
-Each command registers itself on :data:`app` from its own module (the package imports them
-in the order ``--help`` lists them). The command line's invariants:
+Each command registers itself on :data:`typer_app` from its own module, imported when that
+command runs (:mod:`.commands` names the module of each); ``app`` is the same root with every
+command registered, for typer's eager build and its test runner. The command line's
+invariants:
 - every command accepts ``--json``; JSON goes to stdout, diagnostics to stderr;
 - every expected failure is an :class:`~agentsessions.errors.AgentSessionsError` (or a usage
   error from the parser) and ends as ONE line ``agentsessions: error: ...`` on stderr (plus an
   optional ``  hint: ...`` line) and the error class's stable exit code, never a traceback;
 - session ids and project names are validated before the file system is touched;
 - startup stays fast: rich, the store and the journal modules are imported inside commands,
-  only the subcommand that runs is built (:func:`root_command`) and ``--help`` is drawn
+  only the module of the subcommand that runs is imported and only that subcommand built
+  (:func:`root_command`), and ``--help`` is drawn
   without typer's markdown-and-pygments renderer (:mod:`.helpview`);
 - a veneer: each command parses, calls one :class:`~agentsessions.sessions.api.Sessions`
   method and renders; no module of ``cli/`` imports the journal or the controller.
@@ -112,7 +115,7 @@ class AgentSessionsGroup(LazyGroup):
             raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
-app = typer.Typer(
+typer_app = typer.Typer(
     name=PROG,
     cls=AgentSessionsGroup,
     help=(
@@ -128,7 +131,7 @@ app = typer.Typer(
 completion.install()  # $SHELL where no shell is above the process
 
 
-@app.callback(invoke_without_command=True)
+@typer_app.callback(invoke_without_command=True)
 def root(
     ctx: typer.Context,
     home: Annotated[
@@ -190,9 +193,30 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def root_command() -> AgentSessionsGroup:
     """``app`` as typer would build it (same group, same commands in the same order), but
-    with each subcommand built on first use (:func:`.lazygroup.lazy_group`).
+    with each subcommand's module imported and the subcommand built on first use
+    (:func:`.lazygroup.lazy_group`).
 
     typer's own entry (``app(...)``) only adds an exception hook, a no-op with pretty
     exceptions off; tests that hand ``app`` to typer's CliRunner get the eager build.
     """
-    return lazy_group(app, AgentSessionsGroup)
+    return lazy_group(typer_app, AgentSessionsGroup)
+
+
+def load_all() -> typer.Typer:
+    """The root app with every command registered: each command module imported (in the
+    order ``--help`` lists them), then their help reflowed (:func:`.helpview.reflow_help`)."""
+    from agentsessions.cli.commands import load, modules
+    from agentsessions.cli.helpview import reflow_help
+
+    for module in modules():
+        load(module)
+    reflow_help(typer_app)
+    return typer_app
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """``app``: the root app with every command registered (:func:`load_all`), loaded on
+    first use so that the entry point, which imports this module, imports no command."""
+    if name == "app":
+        return load_all()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

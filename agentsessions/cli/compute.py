@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agentsessions.cli.app import app
+from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import PROG, command_state, open_local_engine
 from agentsessions.cli.helpview import HelpGroup, reflow
 from agentsessions.cli.options import JsonOpt, session_uid

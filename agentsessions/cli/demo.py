@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from agentsessions.cli import serveropts as so
-from agentsessions.cli.app import app
+from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import command_state, name_process
 from agentsessions.cli.options import JsonOpt
 

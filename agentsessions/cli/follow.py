@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentsessions.cli.app import app
+from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import EXIT_INTERRUPTED, command_state, open_engine
 from agentsessions.cli.options import JsonOpt, SessionArg, session_uid
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from agentsessions.cli.app import app
+from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import command_state, open_engine
 from agentsessions.cli.options import JsonOpt, SessionArg, session_uid
 

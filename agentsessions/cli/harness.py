@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentsessions.cli.app import app
+from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import CliState, command_state, open_engine
 from agentsessions.cli.helpview import HelpGroup
 from agentsessions.cli.options import JsonOpt

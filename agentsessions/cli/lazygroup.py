@@ -4,9 +4,11 @@ typer turns each registered command's signature into click parameters (evaluatin
 string annotation) before it parses anything: about 0.4x ``python -c pass`` for twenty
 commands when one runs. :func:`lazy_group` builds the root group of a ``typer.Typer``
 with its subcommands deferred; each is built by typer's own functions when looked up, so
-the command is the one typer would have built. The root's help page shows each unbuilt
-subcommand from a :class:`~agentsessions.cli.helpview.Summary` (name and help), so
-``--help`` builds none either.
+the command is the one typer would have built. Nor is a subcommand's module imported
+before it is looked up: :data:`.commands.COMMANDS` names the module and the summary of each.
+The root's help page shows each unbuilt subcommand from a
+:class:`~agentsessions.cli.helpview.Summary` (name and help), so ``--help`` imports and
+builds none either.
 
 Invariants: the same commands in the same order as typer's eager build; an unknown name
 builds them all before typer suggests a close one (an error path).
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -74,48 +75,42 @@ class LazyGroup(HelpGroup):
 
 def lazy_group(app: typer.Typer, cls: type[G]) -> G:
     """``app``'s root group as typer builds it (its class must be ``cls``), with every
-    subcommand and sub-group deferred."""
-    from typer.main import (
-        get_command_from_info,
-        get_command_name,
-        get_group_from_info,
-        solve_typer_info_defaults,
-    )
+    command of :data:`.commands.COMMANDS` deferred: its module is imported, and the command
+    built, when it is first looked up; until then the table's summary stands for it."""
+    from agentsessions.cli.commands import COMMANDS
 
     bare = copy.copy(app)  # the root callback and settings, no subcommand to build
     bare.registered_commands, bare.registered_groups = [], []
     root = typer.main.get_command(bare)  # get_group, plus the completion options
     assert isinstance(root, cls)
+    for name, module, summary in COMMANDS:
+        root.defer(name, functools.partial(build, app, name, module), Summary(name, summary))
+    return root
+
+
+def build(app: typer.Typer, name: str, module: str) -> Any:
+    """The subcommand or group ``name`` that ``module`` registers on ``app``, as typer's
+    eager build makes it (the module imported now, its help reflowed)."""
+    from typer.main import get_command_from_info, get_command_name, get_group_from_info
+
+    from agentsessions.cli.commands import load
+    from agentsessions.cli.helpview import reflow_help
+
+    load(module)
+    reflow_help(app)
     short, markup = app.pretty_exceptions_short, app.rich_markup_mode
     for info in app.registered_commands:
         assert info.callback is not None
-        name = info.name or get_command_name(info.callback.__name__)
-        build = functools.partial(
-            get_command_from_info, info, pretty_exceptions_short=short, rich_markup_mode=markup
-        )
-        # the help typer gives the command it builds (get_command_from_info)
-        text = inspect.getdoc(info.callback) if info.help is None else inspect.cleandoc(info.help)
-        summary = Summary(
-            name, text, info.short_help, info.deprecated, info.hidden, info.rich_help_panel
-        )
-        root.defer(name, build, summary)
+        if (info.name or get_command_name(info.callback.__name__)) == name:
+            return get_command_from_info(
+                info, pretty_exceptions_short=short, rich_markup_mode=markup
+            )
     for group in app.registered_groups:
-        assert isinstance(group.name, str), "every group is added with its name"
-        build_group = functools.partial(
-            get_group_from_info,
-            group,
-            pretty_exceptions_short=short,
-            rich_markup_mode=markup,
-            suggest_commands=app.suggest_commands,
-        )
-        solved = solve_typer_info_defaults(group)  # what get_group_from_info reads
-        summary = Summary(
-            group.name,
-            solved.help,
-            solved.short_help,
-            bool(solved.deprecated),
-            bool(solved.hidden),
-            solved.rich_help_panel,
-        )
-        root.defer(group.name, build_group, summary)
-    return root
+        if group.name == name:
+            return get_group_from_info(
+                group,
+                pretty_exceptions_short=short,
+                rich_markup_mode=markup,
+                suggest_commands=app.suggest_commands,
+            )
+    raise LookupError(f"agentsessions.cli.{module} registers no command {name!r}")

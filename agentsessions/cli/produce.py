@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, cast
 import typer
 
 from agentsessions.cli import produceopts as po
-from agentsessions.cli.app import app
+from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import PROG, command_state, open_engine
 from agentsessions.cli.helpview import HelpGroup
 from agentsessions.cli.options import (

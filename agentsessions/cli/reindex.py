@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from agentsessions.cli.app import app
+from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import PROG, command_state, open_local_engine
 from agentsessions.cli.options import JsonOpt
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agentsessions.cli.app import app
+from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import CliState, command_state, open_engine
 from agentsessions.cli.options import JsonOpt, SessionArg, session_uid
 from agentsessions.cli.stream import record_line

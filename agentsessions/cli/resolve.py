@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentsessions.cli.app import app
+from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import command_state, open_engine
 from agentsessions.cli.options import JsonOpt, SessionArg, session_uid
 from agentsessions.errors import InvalidArgumentError

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from agentsessions.cli.app import app
+from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import command_state, open_engine
 from agentsessions.cli.options import (
     DEFAULT_RUNTIME,

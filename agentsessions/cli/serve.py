@@ -21,7 +21,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentsessions.cli.app import app
+from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import PROG, CliState, command_state, name_process
 from agentsessions.cli.helpview import reflow
 from agentsessions.cli.serveauth import (

@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from agentsessions.cli.app import app
+from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import command_state, open_engine
 from agentsessions.cli.options import DEFAULT_RUNTIME, JsonOpt, RuntimeOpt, SessionArg, session_uid
 

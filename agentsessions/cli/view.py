@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agentsessions.cli.app import app
+from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import PROG, CliState, command_state, open_engine
 from agentsessions.cli.options import JsonOpt, project_name, session_uid
 from agentsessions.errors import InvalidArgumentError

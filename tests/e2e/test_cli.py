@@ -38,7 +38,6 @@ def test_help_paragraphs_fill_an_80_column_terminal() -> None:
     """Help text wraps to the terminal, not to the line breaks of the source docstrings."""
     from typer.testing import CliRunner
 
-    import agentsessions.cli  # noqa: F401  (registers every command, then reflows their help)
     from agentsessions.cli.app import app
 
     turns = ["exec", "replay", "resume", "suspend", "fork", "follow", "cancel"]

@@ -8,13 +8,13 @@ that ``list`` builds ``list`` alone, while a typo still gets typer's suggestion.
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
 import typer.main
 from typer.core import TyperGroup
 
-import agentsessions.cli  # noqa: F401  (registers every command)
 from agentsessions.cli.app import app, root_command
 
 
@@ -77,3 +77,43 @@ def test_the_root_help_is_drawn_from_summaries_and_is_typers(
     assert eager.main(["--help"], standalone_mode=False) == 0
     assert lazy == capsys.readouterr().out
     assert "compute" in lazy and "Start here" in lazy
+
+
+def test_the_command_table_is_what_the_modules_register() -> None:
+    """commands.COMMANDS names each command's module and its summary, in typer's order."""
+    from agentsessions.cli.commands import COMMANDS
+
+    eager = typer.main.get_command(app)
+    assert isinstance(eager, TyperGroup)
+    ctx = eager.make_context("agentsessions", [], resilient_parsing=True)
+    names = eager.list_commands(ctx)
+    assert [name for name, _, _ in COMMANDS] == names
+    for name, module, summary in COMMANDS:
+        command = eager.get_command(ctx, name)
+        assert command is not None
+        assert (command.help or "").split("\n\n")[0] == summary, name
+        callback = command.callback
+        if isinstance(command, TyperGroup):  # a group: the module of its commands
+            sub = next(iter(command.commands.values()))
+            callback = sub.callback
+        assert callback is not None
+        assert callback.__module__ == f"agentsessions.cli.{module}", name
+
+
+def test_a_command_imports_its_own_module_only() -> None:
+    """Running a command imports the module of that command and no other command module."""
+    code = (
+        "import sys\n"
+        "from agentsessions.cli.app import root_command\n"
+        "root_command().main(['--home', sys.argv[1], 'list', '--json'], standalone_mode=False)\n"
+        "from agentsessions.cli.commands import modules\n"
+        "print(' '.join(m for m in modules() if 'agentsessions.cli.' + m in sys.modules))\n"
+    )
+    import subprocess
+    import sys
+
+    with tempfile.TemporaryDirectory() as home:
+        out = subprocess.run(
+            [sys.executable, "-c", code, home], capture_output=True, text=True, check=True
+        ).stdout
+    assert out.splitlines()[-1].split() == ["list"]

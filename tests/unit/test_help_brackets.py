@@ -14,7 +14,6 @@ import typer.main
 from typer import _click
 from typer.core import TyperGroup
 
-import agentsessions.cli  # noqa: F401  (registers every command)
 from agentsessions.cli.app import app, root_command
 from agentsessions.cli.helpview import escape_markup, print_help
 

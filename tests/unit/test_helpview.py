@@ -18,7 +18,6 @@ import typer.rich_utils
 from typer import _click
 from typer.core import TyperGroup
 
-import agentsessions.cli  # noqa: F401  (registers every command, then sets their help class)
 from agentsessions.cli.app import app
 from agentsessions.cli.helpview import HelpCommand, HelpGroup, print_help
 
