@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import PROG, command_state, open_local_engine
 from agentsessions.cli.helpview import HelpGroup, reflow
 from agentsessions.cli.options import JsonOpt, session_uid
+from agentsessions.cli.root import typer_app as app
 from agentsessions.errors import InvalidArgumentError
 
 if TYPE_CHECKING:

@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import command_state, open_engine
 from agentsessions.cli.options import (
     MODEL_SPEC_HELP,
@@ -16,6 +15,7 @@ from agentsessions.cli.options import (
     project_name,
 )
 from agentsessions.cli.provenance import IdentityOpt, OriginOpt, parse_identity, parse_origin
+from agentsessions.cli.root import typer_app as app
 
 
 @app.command(epilog="Example: agentsessions create --project acme --name triage --label team=ml")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import typer
 
 from agentsessions.cli import serveropts as so
-from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import command_state, name_process
 from agentsessions.cli.options import JsonOpt
+from agentsessions.cli.root import typer_app as app
 
 
 @app.command(epilog="Example: agentsessions demo   (or: agentsessions --home ./demo-home demo)")

@@ -16,7 +16,6 @@ from typing import Annotated, Any
 
 import typer
 
-from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import command_state, open_engine
 from agentsessions.cli.options import (
     DEFAULT_RUNTIME,
@@ -30,6 +29,7 @@ from agentsessions.cli.options import (
     session_uid,
 )
 from agentsessions.cli.provenance import IdentityOpt, OriginOpt, parse_identity, parse_origin
+from agentsessions.cli.root import typer_app as app
 from agentsessions.cli.stream import TurnPrinter
 from agentsessions.errors import InvalidArgumentError
 

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import EXIT_INTERRUPTED, command_state, open_engine
 from agentsessions.cli.options import JsonOpt, SessionArg, session_uid
+from agentsessions.cli.root import typer_app as app
 
 if TYPE_CHECKING:
     from agentsessions.sessions.values import LogRecord

@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import command_state, open_engine
 from agentsessions.cli.options import (
     DEFAULT_RUNTIME,
@@ -17,6 +16,7 @@ from agentsessions.cli.options import (
     parse_pairs,
     session_uid,
 )
+from agentsessions.cli.root import typer_app as app
 
 
 @app.command(

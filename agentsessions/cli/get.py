@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import typer
 
-from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import command_state, open_engine
 from agentsessions.cli.options import JsonOpt, SessionArg, session_uid
+from agentsessions.cli.root import typer_app as app
 
 
 @app.command(epilog="Example: agentsessions get sess-0123456789abcdef01234567")

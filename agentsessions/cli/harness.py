@@ -19,10 +19,10 @@ from typing import Annotated, Any
 
 import typer
 
-from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import CliState, command_state, open_engine
 from agentsessions.cli.helpview import HelpGroup
 from agentsessions.cli.options import JsonOpt
+from agentsessions.cli.root import typer_app as app
 
 harness_app = typer.Typer(
     name="harness",

@@ -281,3 +281,23 @@ def escape_markup(text: str | None) -> str | None:
     """``text`` with every bracketed word rich would take for markup escaped, so that
     ``[store] url`` and ``[tools.NAME]`` are shown, not swallowed. Idempotent."""
     return None if text is None else MARKUP_TAG.sub(r"\\[", text)
+
+
+def page(
+    usage: str,
+    help_: str | None,
+    deprecated: bool,
+    option_panels: Sequence[tuple[str, Sequence[Row]]],
+    command_panels: Sequence[tuple[str, Sequence[Entry]]],
+    epilog: str | None,
+) -> None:
+    """Print a whole help page on stdout: usage and prose, the arguments and options
+    panels, the commands panels (a group's; their name columns line up), the epilog."""
+    out = console()
+    head(out, usage, help_, deprecated)
+    for name, rows in option_panels:
+        options_panel(name, rows, out)
+    cmd_len = max((len(entry[0]) for _, entries in command_panels for entry in entries), default=0)
+    for name, entries in command_panels:
+        commands_panel(name, entries, out, cmd_len)
+    tail(out, epilog)

@@ -177,16 +177,9 @@ def command_panels(obj: TyperGroup, ctx: click.Context) -> list[tuple[str, list[
 def print_help(obj: click.Command, ctx: click.Context) -> None:
     """Print ``obj``'s help page on stdout exactly as ``typer.rich_utils.rich_format_help``
     does in the ``"rich"`` markup mode."""
-    console = draw.console()
-    draw.head(console, obj.get_usage(ctx), obj.help, bool(obj.deprecated))
-    for name, rows in option_panels(obj, ctx):
-        draw.options_panel(name, rows, console)
-    if isinstance(obj, TyperGroup):
-        panels = command_panels(obj, ctx)
-        cmd_len = max((len(c[0]) for _, cs in panels for c in cs), default=0)
-        for name, entries in panels:
-            draw.commands_panel(name, entries, console, cmd_len)
-    draw.tail(console, obj.epilog)
+    panels = command_panels(obj, ctx) if isinstance(obj, TyperGroup) else []
+    usage = obj.get_usage(ctx)
+    draw.page(usage, obj.help, bool(obj.deprecated), option_panels(obj, ctx), panels, obj.epilog)
 
 
 def _ours(markup_mode: Any) -> bool:

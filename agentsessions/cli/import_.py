@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import command_state, open_engine
 from agentsessions.cli.options import JsonOpt, project_name
+from agentsessions.cli.root import typer_app as app
 
 
 @app.command(

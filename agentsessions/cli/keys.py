@@ -16,10 +16,10 @@ from typing import Annotated
 
 import typer
 
-from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import command_state, open_local_engine
 from agentsessions.cli.helpview import HelpGroup
 from agentsessions.cli.options import JsonOpt
+from agentsessions.cli.root import typer_app as app
 
 keys_app = typer.Typer(
     name="keys",

@@ -7,10 +7,10 @@ from typing import Annotated
 
 import typer
 
-from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import PROG, command_state, open_engine
 from agentsessions.cli.options import JsonOpt, ProjectOpt, project_name
 from agentsessions.cli.provenance import parse_origin
+from agentsessions.cli.root import typer_app as app
 
 
 @app.command(

@@ -6,9 +6,9 @@ from typing import Annotated
 
 import typer
 
-from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import command_state, open_engine
 from agentsessions.cli.options import JsonOpt, SessionArg, session_uid
+from agentsessions.cli.root import typer_app as app
 
 
 @app.command(epilog="Example: agentsessions log sess-0123456789abcdef01234567 --from 5 --json")

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, cast
 import typer
 
 from agentsessions.cli import produceopts as po
-from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import PROG, command_state, open_engine
 from agentsessions.cli.helpview import HelpGroup
 from agentsessions.cli.options import (
@@ -26,6 +25,7 @@ from agentsessions.cli.options import (
     RuntimeOpt,
     project_name,
 )
+from agentsessions.cli.root import typer_app as app
 from agentsessions.errors import InvalidArgumentError
 
 if TYPE_CHECKING:

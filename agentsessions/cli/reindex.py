@@ -7,9 +7,9 @@ import sys
 
 import typer
 
-from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import PROG, command_state, open_local_engine
 from agentsessions.cli.options import JsonOpt
+from agentsessions.cli.root import typer_app as app
 
 
 @app.command(epilog="Example: agentsessions reindex")

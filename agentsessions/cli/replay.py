@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import CliState, command_state, open_engine
 from agentsessions.cli.options import JsonOpt, SessionArg, session_uid
+from agentsessions.cli.root import typer_app as app
 from agentsessions.cli.stream import record_line
 from agentsessions.errors import InvalidArgumentError, ReplayError
 

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import command_state, open_engine
 from agentsessions.cli.options import (
     DEFAULT_RUNTIME,
@@ -19,6 +18,7 @@ from agentsessions.cli.options import (
     WaitOpt,
     session_uid,
 )
+from agentsessions.cli.root import typer_app as app
 from agentsessions.cli.stream import TurnPrinter, note_done
 
 if TYPE_CHECKING:

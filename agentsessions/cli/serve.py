@@ -21,9 +21,9 @@ from typing import Annotated, Any
 
 import typer
 
-from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import PROG, CliState, command_state, name_process
 from agentsessions.cli.helpview import reflow
+from agentsessions.cli.root import typer_app as app
 from agentsessions.cli.serveauth import (
     DEFAULT_MAX_MESSAGE,
     DEFAULT_MAX_RPS_PER_TOKEN,

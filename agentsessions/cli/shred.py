@@ -11,9 +11,9 @@ from typing import Annotated
 
 import typer
 
-from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import command_state, open_engine, open_local_engine
 from agentsessions.cli.options import JsonOpt, SessionArg, session_uid
+from agentsessions.cli.root import typer_app as app
 
 ShredOpt = Annotated[
     bool,

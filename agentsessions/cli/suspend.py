@@ -6,9 +6,9 @@ import sys
 
 import typer
 
-from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import command_state, open_engine
 from agentsessions.cli.options import DEFAULT_RUNTIME, JsonOpt, RuntimeOpt, SessionArg, session_uid
+from agentsessions.cli.root import typer_app as app
 
 
 @app.command(epilog="Example: agentsessions suspend sess-0123456789abcdef01234567")

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import command_state
 from agentsessions.cli.helpview import HelpGroup
 from agentsessions.cli.options import JsonOpt
+from agentsessions.cli.root import typer_app as app
 
 if TYPE_CHECKING:
     from agentsessions.cli.context import CliState

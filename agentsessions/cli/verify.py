@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from agentsessions.cli import serveropts as so
-from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import (
     PROG,
     CliState,
@@ -24,6 +23,7 @@ from agentsessions.cli.context import (
     open_local_engine,
 )
 from agentsessions.cli.options import JsonOpt, session_uid
+from agentsessions.cli.root import typer_app as app
 from agentsessions.errors import InvalidArgumentError
 
 if TYPE_CHECKING:

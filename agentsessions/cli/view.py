@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agentsessions.cli.app import typer_app as app
 from agentsessions.cli.context import PROG, CliState, command_state, open_engine
 from agentsessions.cli.options import JsonOpt, project_name, session_uid
+from agentsessions.cli.root import typer_app as app
 from agentsessions.errors import InvalidArgumentError
 
 if TYPE_CHECKING:

@@ -6,8 +6,9 @@ reads the names of the modules it imported from stderr. Two checks, so that the 
 regression fails here instead of in a later measurement:
 
 - a heavy module on a path that does not need it fails (the ``*_NEVER`` lists: the controller
-  for ``list``, the journal for ``--help``, the package-metadata scan for either, typer's
-  markdown-and-pygments help renderer for any help page, rich or the schema's validators for
+  for ``list``, the journal for ``--help``, typer for the root ``--help`` page, the
+  package-metadata scan for either, typer's markdown-and-pygments help renderer for any help
+  page, rich or the schema's validators for
   a ``list`` or ``get`` written to a pipe, the OpenAI provider's http/ssl/email for an echo
   turn, gRPC for anything local);
 - every module of the project a command imports must be one that ``startup_modules.json``
@@ -144,11 +145,29 @@ def unpinned(names: set[str], command: str) -> list[str]:
     return sorted(ours - set(PINNED[command]))
 
 
-@pytest.mark.parametrize("args", [["--help"], ["list", "--help"], ["exec", "--help"], []])
+ROOT_HELP_NEVER = (
+    *HELP_NEVER,
+    "typer",  # the page is drawn from generated values (cli.fast, cli.gen.roothelp)
+    "agentsessions.cli.root",
+    "agentsessions.cli.helpview",
+    "agentsessions.cli.context",
+    "agentsessions.sessions",
+)
+"""The root --help page: nothing but rich's core and the page's values."""
+
+
+@pytest.mark.parametrize("args", [["list", "--help"], ["exec", "--help"], []])
 def test_help_imports_no_store_schema_or_controller(cli: Cli, args: list[str]) -> None:
     names = imported(["--home", str(cli.home), *args], cli.cwd)
     assert heavy(names, HELP_NEVER) == []
     assert unpinned(names, "--help") == []
+
+
+@pytest.mark.parametrize("args", [["--help"], ["-h"]])
+def test_the_root_help_page_imports_no_typer(cli: Cli, args: list[str]) -> None:
+    names = imported(["--home", str(cli.home), *args], cli.cwd)
+    assert heavy(names, ROOT_HELP_NEVER) == []
+    assert unpinned(names, "root --help") == []
 
 
 def test_list_imports_no_controller_and_scans_no_entry_points(cli: Cli) -> None:

@@ -1,0 +1,1 @@
+"""Generated modules of the command line (:mod:`..helpgen`); do not edit them by hand."""
