@@ -147,7 +147,7 @@ def rich_text(text: str, style: str = "") -> Text:
     return highlighters().option(made)
 
 
-def _help_text(help_: str, deprecated: bool) -> list[Text]:
+def prose(help_: str, deprecated: bool) -> list[Text]:
     """The prose of a command: its first paragraph, then the rest dimmed."""
     from rich.text import Text
 
@@ -222,6 +222,14 @@ def options_panel(name: str, rows: Sequence[Row], out: Console) -> None:
     out.print(Panel(table, border_style=STYLE_PANEL_BORDER, title=name, title_align="left"))
 
 
+def first_paragraph(help_: str) -> str:
+    """What a commands panel shows of a command's help: its first paragraph."""
+    paragraphs = inspect.cleandoc(help_).split("\n\n")
+    if paragraphs[0].startswith("\b"):
+        paragraphs[0] = paragraphs[0].replace("\b\n", "")
+    return paragraphs[0].strip()
+
+
 def commands_panel(name: str, commands: Sequence[Entry], out: Console, cmd_len: int) -> None:
     """A commands panel titled ``name``: each command's name and first paragraph."""
     from rich.panel import Panel
@@ -234,16 +242,13 @@ def commands_panel(name: str, commands: Sequence[Entry], out: Console, cmd_len: 
     rows: list[list[RenderableType | None]] = []
     marks: list[RenderableType | None] = []
     for command, help_, deprecated in commands:
-        paragraphs = inspect.cleandoc(help_).split("\n\n")
-        if paragraphs[0].startswith("\b"):
-            paragraphs[0] = paragraphs[0].replace("\b\n", "")
         if deprecated:
             label = Text(command, style=STYLE_DEPRECATED_COMMAND)
             marks.append(Text(DEPRECATED_STRING, style=STYLE_DEPRECATED))
         else:
             label = Text(command)
             marks.append(None)
-        rows.append([label, rich_text(paragraphs[0].strip())])
+        rows.append([label, rich_text(first_paragraph(help_))])
     if any(marks):
         rows = [[*row, mark] for row, mark in zip(rows, marks, strict=True)]
     for row in rows:
@@ -260,7 +265,7 @@ def head(out: Console, usage: str, help_: str | None, deprecated: bool) -> None:
 
     out.print(Padding(highlighters().option(usage), 1), style=STYLE_USAGE_COMMAND)
     if help_:
-        out.print(Padding(Align(Group(*_help_text(help_, deprecated)), pad=False), (0, 1, 1, 1)))
+        out.print(Padding(Align(Group(*prose(help_, deprecated)), pad=False), (0, 1, 1, 1)))
 
 
 def tail(out: Console, epilog: str | None) -> None:

@@ -15,12 +15,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 from pprint import pformat
+from typing import Any
 
 TARGET = Path(__file__).with_name("gen") / "roothelp.py"
 """The generated module."""
 
 
-def root_values() -> dict[str, object]:
+def root_values() -> dict[str, Any]:
     """What the root page shows, as :func:`.helpview.print_help` reads it."""
     from agentsessions.cli.context import PROG
     from agentsessions.cli.helpview import command_panels, option_panels
@@ -39,6 +40,34 @@ def root_values() -> dict[str, object]:
     }
 
 
+def plain_values(values: dict[str, Any]) -> tuple[Any, ...] | None:
+    """The root page's texts as rich shows them (markup applied) for :mod:`.plainhelp`, or
+    None when the page holds what that module does not lay out."""
+    from agentsessions.cli import helpdraw as draw
+
+    help_ = values["HELP"]
+    prose = [t.plain for t in draw.prose(help_, values["DEPRECATED"])] if help_ else []
+    options = []
+    for title, rows in values["OPTION_PANELS"]:
+        plain: list[tuple[str, ...]] = []
+        for required, longs, shorts, neg_longs, neg_shorts, types, items in rows:
+            if required or len(items) != 1:
+                return None
+            text, style = items[0]
+            shown = draw.rich_text(text).plain if style == draw.MARKUP else text
+            plain.append((longs, shorts, neg_longs, neg_shorts, types, shown))
+        options.append((title, tuple(plain)))
+    commands = []
+    for title, entries in values["COMMAND_PANELS"]:
+        if any(deprecated for _, _, deprecated in entries):
+            return None
+        shown = tuple((n, draw.rich_text(draw.first_paragraph(h)).plain) for n, h, _ in entries)
+        commands.append((title, shown))
+    epilog = draw.rich_text(values["EPILOG"]).plain if values["EPILOG"] else ""
+    laid = (values["USAGE"], tuple(prose), tuple(options), tuple(commands), epilog)
+    return laid if repr(laid).isascii() else None
+
+
 def source() -> str:
     """The text of :data:`TARGET`."""
     out = [
@@ -49,7 +78,9 @@ def source() -> str:
         "# ruff: noqa",
         "",
     ]
-    for name, value in root_values().items():
+    values = root_values()
+    values["PLAIN"] = plain_values(values)
+    for name, value in values.items():
         out.append(f"{name} = {pformat(value, width=100)}")
     return "\n".join(out) + "\n"
 

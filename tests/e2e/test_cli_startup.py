@@ -152,8 +152,9 @@ ROOT_HELP_NEVER = (
     "agentsessions.cli.helpview",
     "agentsessions.cli.context",
     "agentsessions.sessions",
+    "rich",  # to a pipe the page is laid out as rich would (cli.plainhelp)
 )
-"""The root --help page: nothing but rich's core and the page's values."""
+"""The root --help page to a pipe: nothing but the page's values and their layout."""
 
 
 @pytest.mark.parametrize("args", [["list", "--help"], ["exec", "--help"], []])
