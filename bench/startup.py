@@ -47,6 +47,24 @@ help page ~1x more; ``list`` imports ~54 dataclasses (45 frozen), ``exec`` ~86, 
 generated methods are compiled at import (~20% of importing the engine: 156 functions);
 ``exec`` and ``get`` still scan package entry points for the harness (the registry prefers
 a plugin's name, and the project's own harnesses are entry points).
+
+Measured (issue 21, second stop; a shared 2-core machine at load 9-12; medians of three
+runs of 5 interleaved rounds each, x python -c pass of the same round):
+
+    command        editable   installed
+    --help           1.19x      2.00x   no typer (cli.fast), no rich to a pipe (cli.plainhelp)
+    list             6.63x     12.80x   only list's module imported (cli.commands)
+    get UID          7.55x     15.64x
+    exec             9.03x     18.59x
+    floor: typer     2.59x      5.00x   python -c "import typer.main"
+    floor: list's    5.13x     10.56x   the engine on the file store, imported, nothing run
+    floor: exec's    5.96x     11.79x   the same, the controller and the echo harness
+
+The floors show ``list`` <= 3x and ``exec`` <= 5x out of reach from the CLI: importing the
+library modules they run on costs more than the target before a word is parsed (the run
+itself, open and list, is ~4 ms). Of that import, dataclass creation is about a third (52
+dataclasses on list's path, 72 on exec's, each method compiled by ``exec`` at import:
+~20 ms and ~27 ms under that load); the rest is ~130 modules' bytecode and their stdlib.
 """
 
 from __future__ import annotations
@@ -61,6 +79,16 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+ENGINE = "agentsessions.sessions.local, agentsessions.journal.stores.file.store"
+FLOORS = {
+    "floor: typer": "typer.main",
+    "floor: list's engine": ENGINE,
+    "floor: exec's engine": f"{ENGINE}, agentsessions.controller.controller, harnesses.echo",
+}
+"""Bare imports, no command: what any command parsed by typer pays (typer), and the
+library modules ``list`` and a one-turn ``exec`` cannot run without (the engine on the file
+store; the controller and the echo harness besides). A target below its floor is out of
+reach for the CLI alone."""
 
 
 def cpu_seconds(argv: list[str], env: dict[str, str]) -> float:
@@ -129,6 +157,9 @@ def main() -> None:
     }
     if script.is_file() and not args.installed:  # pip's script imports cli.app:main directly
         commands["script --help"] = [sys.executable, str(script), "--help"]
+    # floors: what a command pays before its own work, whatever the CLI does (docstring)
+    for name, modules in FLOORS.items():
+        commands[name] = [sys.executable, "-c", f"import {modules}"]
     cpu: dict[str, list[float]] = {name: [] for name in commands}
     ratio: dict[str, list[float]] = {name: [] for name in commands}
     for argv in commands.values():  # warm-up: page cache, .pyc files
