@@ -153,9 +153,22 @@ def _walk(
 def _links(seqs: list[int], payloads: list[bytes]) -> list[bytes] | None:
     """Each payload's ``prev_hash`` if every one is an envelope ending with its own seq and a
     64-hex-digit link (checked in C over the whole run), else None."""
-    digits = len(str(seqs[0]))
-    if len(str(seqs[-1])) != digits:
-        return None  # the tail's length changes inside the run: the exact loop takes it
+    links: list[bytes] = []
+    start = 0
+    while start < len(seqs):  # one stretch per width of the seq (1..9, 10..99, ...)
+        width = len(str(seqs[start]))
+        stop = min(len(seqs), 10**width - seqs[start] + start)  # seqs are consecutive
+        part = _same_width_links(seqs[start:stop], payloads[start:stop], width)
+        if part is None:
+            return None
+        links += part
+        start = stop
+    return None if b"".join(links).translate(None, _HEX) else links
+
+
+def _same_width_links(seqs: list[int], payloads: list[bytes], digits: int) -> list[bytes] | None:
+    """:func:`_links` over a stretch whose seqs all have ``digits`` digits, so that the
+    envelope's tail, and the link before it, sit at the same distance from every end."""
     size = 11 + digits  # len(b'","seq":"%d"}' % seq)
     if min(map(len, payloads)) < size + 79 + len(_PREFIX):
         return None
@@ -166,13 +179,14 @@ def _links(seqs: list[int], payloads: list[bytes]) -> list[bytes] | None:
     keys = map(_CUT, payloads, repeat(slice(-(size + 79), -(size + 64))))
     if not all(map(eq, keys, repeat(_PREV_KEY))):
         return None
-    links = list(map(_CUT, payloads, repeat(slice(-(size + 64), -size))))
-    return None if b"".join(links).translate(None, _HEX) else links
+    return list(map(_CUT, payloads, repeat(slice(-(size + 64), -size))))
 
 
 def _bulk_events(buf: bytes, pos: int, end: int, st: RecordScan, max_record: int, crc: bool) -> int:
     """Take a run of EVENT frames with its envelope and chain checks done in C; where it
     ends, or ``pos`` (nothing taken) if any check fails: the exact loop then names it."""
+    if st.prev == b"":
+        return pos  # the session's first event links to nothing: the exact step takes it
     rows, stop, expected, group = _walk(buf, pos, end, st, max_record, crc)
     if not rows:
         return pos
