@@ -36,8 +36,7 @@ class Record(NamedTuple):
     @property
     def event(self) -> dict[str, Any]:
         """The ``agentsessions.v1.Event`` in proto3-JSON form (decoded on each access)."""
-        envelope = canonical.loads_bytes(self.payload)
-        event = envelope["event"]
+        event = canonical.loads_event(self.payload)
         assert isinstance(event, dict)
         return event
 
