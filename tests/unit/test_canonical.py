@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from agentsessions.errors import FormatError, InvalidArgumentError
 from agentsessions.journal.format import canonical
+from agentsessions.journal.format.records import Record
 from agentsessions.v1 import numbers, schema, timestamps
 
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -134,7 +135,7 @@ def pure(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(canonical, name, None)
 
 
-_ACCELERATORS = ("msgspec", "_SORTED_ENCODER", "_DECODER", "_EVENT_DECODER")
+_ACCELERATORS = ("msgspec", "_SORTED_ENCODER", "_DECODER", "EVENT_DECODER")
 
 
 def _pure_call(fn: Any, *args: Any) -> Any:
@@ -223,12 +224,22 @@ def test_loads_pure_equals_msgspec(data: bytes) -> None:
 def _event_outcome(fn: Any, payload: bytes) -> Any:
     try:
         return typed(fn(payload))
-    except (FormatError, KeyError, TypeError) as exc:
+    except (FormatError, KeyError, TypeError, AssertionError) as exc:
         return ("error", type(exc).__name__)
 
 
 def _whole_envelope_event(payload: bytes) -> Any:
     return canonical.loads_bytes(payload)["event"]
+
+
+def _whole_envelope_record_event(payload: bytes) -> Any:
+    event = _whole_envelope_event(payload)
+    assert isinstance(event, dict)
+    return event
+
+
+def _record_event(payload: bytes) -> Any:
+    return Record(1, "", "", 0, payload).event
 
 
 @SETTINGS
@@ -251,6 +262,9 @@ def test_loads_event_equals_the_whole_envelope_decoded(
     want = _event_outcome(_whole_envelope_event, payload)
     assert _event_outcome(canonical.loads_event, payload) == want
     assert _event_outcome(lambda p: _pure_call(canonical.loads_event, p), payload) == want
+    want = _event_outcome(_whole_envelope_record_event, payload)  # Record.event: a dict
+    assert _event_outcome(_record_event, payload) == want
+    assert _event_outcome(lambda p: _pure_call(_record_event, p), payload) == want
 
 
 @pytest.mark.parametrize(
@@ -267,6 +281,8 @@ def test_loads_event_equals_the_whole_envelope_decoded(
 def test_loads_event_on_odd_envelopes_gives_what_the_whole_envelope_gives(payload: bytes) -> None:
     want = _event_outcome(_whole_envelope_event, payload)
     assert _event_outcome(canonical.loads_event, payload) == want
+    want = _event_outcome(_whole_envelope_record_event, payload)
+    assert _event_outcome(_record_event, payload) == want
 
 
 def test_loads_event_takes_the_last_of_repeated_keys_as_the_whole_envelope_does() -> None:

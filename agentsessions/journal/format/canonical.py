@@ -467,15 +467,18 @@ def _event_decoder() -> Any:
     return msgspec.json.Decoder(Envelope)
 
 
-_EVENT_DECODER = _event_decoder() if msgspec is not None else None
+EVENT_DECODER: Any = _event_decoder() if msgspec is not None else None
+"""Decodes a stored envelope into a value whose ``event`` is the event (None without
+msgspec); any failure: :func:`loads_event` names it. Public for :attr:`.Record.event`,
+which calls it without a function of its own between (one per record read)."""
 
 
 def loads_event(payload: bytes) -> Any:
     """The event of a stored envelope, decoded; on ANY failure the whole envelope is decoded
     by :func:`loads_bytes`, which names what is wrong (the same verdict as before)."""
-    if _EVENT_DECODER is not None:
+    if EVENT_DECODER is not None:
         try:
-            return _EVENT_DECODER.decode(payload).event
+            return EVENT_DECODER.decode(payload).event
         except (ValueError, UnicodeError, RecursionError):
             pass
     return loads_bytes(payload)["event"]
@@ -502,6 +505,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 __all__ = [
+    "EVENT_DECODER",
     "HAVE_MSGSPEC",
     "canonical_json",
     "content_hash",
