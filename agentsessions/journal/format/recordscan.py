@@ -123,31 +123,37 @@ def take(
 
 def _walk(
     buf: bytes, pos: int, end: int, st: RecordScan, max_record: int, crc: bool
-) -> tuple[list[Any], int, int, int]:
+) -> tuple[list[int], list[bytes], int, int, int]:
     """The run of intact plain EVENT frames in their place from ``pos`` (up to seq ``hi``):
-    ``[seq, fence, payload, ...]`` flat, where it ends, the next seq and group state."""
+    their fences and payloads, where it ends, the next seq and group state (the run's seqs
+    are the ones from ``st.rules.expected`` to that next seq: each was checked)."""
     unpack, crc32, mv, startswith = _HEAD.unpack_from, zlib.crc32, memoryview(buf), buf.startswith
     nexts, pads, magic_ok = _EVENT_NEXT, _PADS, sg.FRAME_MAGIC
     expected, hi = st.rules.expected, st.hi
     group = _IN if st.rules.in_group else 0
-    rows: list[Any] = []
-    put = rows.extend
+    fences: list[int] = []
+    payloads: list[bytes] = []
+    put_fence, put = fences.append, payloads.append
     limit = end - sg.FRAME_HEADER_SIZE
     while pos <= limit and expected <= hi:
         magic, plen, seq, fence, kind, stored = unpack(buf, pos)
         body = pos + sg.FRAME_HEADER_SIZE
         stop = body + plen
         fend = stop + (-plen & 7)
-        after = nexts.get(kind | group)
-        if after is None or magic != magic_ok or seq != expected or fend > end or plen > max_record:
+        try:  # a subscript, not .get: no method call on the hot path
+            after = nexts[kind | group]
+        except KeyError:
+            break  # not a plain EVENT frame keeping the group rules
+        if magic != magic_ok or seq != expected or fend > end or plen > max_record:
             break
         if crc and crc32(mv[body:stop], crc32(mv[pos + 4 : pos + 28])) != stored:
             break
         if fend != stop and not startswith(pads[fend - stop], stop):
             break
-        put((seq, fence, buf[body:stop]))
+        put_fence(fence)
+        put(buf[body:stop])
         expected, group, pos = seq + 1, after, fend
-    return rows, pos, expected, group
+    return fences, payloads, pos, expected, group
 
 
 def _links(seqs: list[int], payloads: list[bytes]) -> list[bytes] | None:
@@ -187,10 +193,11 @@ def _bulk_events(buf: bytes, pos: int, end: int, st: RecordScan, max_record: int
     ends, or ``pos`` (nothing taken) if any check fails: the exact loop then names it."""
     if st.prev == b"":
         return pos  # the session's first event links to nothing: the exact step takes it
-    rows, stop, expected, group = _walk(buf, pos, end, st, max_record, crc)
-    if not rows:
+    first = st.rules.expected
+    fences, payloads, stop, expected, group = _walk(buf, pos, end, st, max_record, crc)
+    if not payloads:
         return pos
-    seqs, fences, payloads = rows[0::3], rows[1::3], rows[2::3]
+    seqs = list(range(first, expected))
     raw = _links(seqs, payloads)
     if raw is None or (st.prev is not None and raw[0] != st.prev):
         return pos
