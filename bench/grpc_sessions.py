@@ -17,7 +17,14 @@ ran a turn within that pass, whose duration is printed). Then, with nothing else
   within 1.2x);
 - a turn on the last ``--window`` sessions (their writers still held) against one on the
   first (closed for the daemon's bound on held writers, ``HeldLimit``: opened again),
-  one at a time.
+  one at a time;
+- the same comparison with the machine's drift taken out (the row to quote): one client
+  alternates a turn on session ``i`` and on session ``N - window + i``, after a pass over
+  the sessions between them has closed both windows' writers (both open theirs again), then
+  once more (both held); and a new session's first turn on this daemon alternated with one
+  on a second, empty daemon started beside it. A pass of 8 clients lasts minutes on a shared
+  machine whose load changes meanwhile, so its first and last windows also compare two
+  moments; the alternated rows compare the sessions alone.
 
 Nothing is asserted: the machine is shared and noisy; the ratios, within one run, are the
 point.
@@ -49,6 +56,7 @@ sys.path.insert(0, str(ROOT))
 
 from agentsessions.client import dial  # noqa: E402
 from agentsessions.client.remote import RemoteSessions  # noqa: E402
+from agentsessions.controller.heldlimit import default_cap  # noqa: E402
 
 
 @contextmanager
@@ -144,6 +152,9 @@ def run(sessions: int, clients: int, window: int) -> dict[str, Any]:
         with dial(address) as client:  # one at a time: the first closed, the last held
             reopened = [_timed(client, u, "third")[1] for u in uids[:window]]
             held = [_timed(client, u, "third")[1] for u in uids[-window:]]
+        alternated = alternate(address, uids, clients, window)
+        with daemon() as (empty, _pid):
+            alternated["creating"] = _pair(address, empty, window)
     return {
         "sessions": sessions,
         "clients": clients,
@@ -157,7 +168,44 @@ def run(sessions: int, clients: int, window: int) -> dict[str, Any]:
             "held": statistics.median(held) * 1e3,
             "reopened": statistics.median(reopened) * 1e3,
         },
+        "alternated": alternated,
     }
+
+
+def alternate(address: str, uids: list[str], clients: int, window: int) -> dict[str, Any]:
+    """Turns on session ``i`` and ``N - window + i`` alternated by one client: both writers
+    closed for the bound first (a pass over the sessions between them, when there are
+    enough), then both held. Medians (ms) and last / first."""
+    cap = default_cap()
+    between = uids[window : len(uids) - window]
+    closed = len(between) >= cap + 2 * window  # enough turns between to close both windows
+    if closed:
+        turns(address, list(between[: cap + 2 * window]), clients, "between")
+    out: dict[str, Any] = {"writers_closed_first": closed}
+    for name in ("reopened", "held"):
+        first, last = [], []
+        with dial(address) as client:
+            for a, b in zip(uids[:window], uids[-window:], strict=True):
+                first.append(_timed(client, a, name)[1])
+                last.append(_timed(client, b, name)[1])
+        out[name] = _medians(first, last)
+    return out
+
+
+def _pair(full: str, empty: str, window: int) -> dict[str, float]:
+    """A new session's first turn on the daemon at ``full`` alternated with one on the
+    daemon at ``empty``: medians (ms), and full / empty as ``ratio``."""
+    on_full, on_empty = [], []
+    with dial(full) as big, dial(empty) as small:
+        for n in range(window):
+            on_full.append(_timed(big, None, f"new {n}")[1])
+            on_empty.append(_timed(small, None, f"new {n}")[1])
+    return _medians(on_empty, on_full)
+
+
+def _medians(first: list[float], last: list[float]) -> dict[str, float]:
+    a, b = statistics.median(first), statistics.median(last)
+    return {"first_ms": a * 1e3, "last_ms": b * 1e3, "ratio": b / a}
 
 
 def main() -> None:
@@ -184,6 +232,17 @@ def main() -> None:
               f"{m['last_ms']:.2f} ms vs {m['first_ms']:.2f} ms ({m['ratio']:.2f}x)")  # fmt: skip
     print(f"a turn on a held writer vs one whose writer was closed for the bound: "
           f"{h['held']:.2f} ms vs {h['reopened']:.2f} ms")  # fmt: skip
+    alt = out["alternated"]
+    n = out["sessions"]
+    note = "" if alt["writers_closed_first"] else " (too few sessions to close their writers)"
+    print(f"alternated, one client, session {n - w + 1}.. vs 1.. (target <= 1.2x):")
+    for name, label in (("reopened", f"writer opened again{note}"), ("held", "writer held")):
+        m = alt[name]
+        print(f"  {label}: {m['last_ms']:.2f} ms vs {m['first_ms']:.2f} ms "
+              f"({m['ratio']:.2f}x)")  # fmt: skip
+    m = alt["creating"]
+    print(f"  a new session's first turn, on this daemon vs an empty one: "
+          f"{m['last_ms']:.2f} ms vs {m['first_ms']:.2f} ms ({m['ratio']:.2f}x)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -239,8 +239,9 @@ class LocalSessions:
     # -- reading ----------------------------------------------------------------------------
     def read(self, uid: str, *, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
         """The stored records ``from_seq..to_seq`` (0 = head); NotFoundError first."""
-        self._info(uid)  # the store's, never the held writer's: no turn's lock is held here
-        return self.store.read(uid, from_seq=from_seq, to_seq=to_seq)
+        # the store's read, never the held writer's (no turn's lock is held here); it looks
+        # the session up before it returns, as every store must (the store contract)
+        return self.store.read(check_uid(uid), from_seq=from_seq, to_seq=to_seq)
 
     def follow(
         self, uid: str, *, from_seq: int = 1, idle_timeout: float | None = None

@@ -174,12 +174,14 @@ def test_unknown_and_malformed_uids_are_refused(sessions: Sessions) -> None:
         lambda: sessions.delete("nope"),
         lambda: _run(sessions.exec("nope", ["hi"])),
         lambda: sessions.fork("nope"),
+        lambda: list(sessions.read("nope")),
     ):
         with pytest.raises(InvalidArgumentError):
             call()
     for call in (
         lambda: _run(sessions.exec(UNKNOWN, ["hi"])),
         lambda: list(sessions.replay(UNKNOWN)),
+        lambda: list(sessions.read(UNKNOWN)),
         lambda: sessions.rerun(UNKNOWN),
         lambda: sessions.suspend(UNKNOWN),
         lambda: list(sessions.follow(UNKNOWN)),

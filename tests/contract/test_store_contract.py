@@ -372,6 +372,8 @@ def test_delete_hides_refuses_writes_keeps_reads(store: Store) -> None:
 def test_unknown_and_malformed_ids(store: Store) -> None:
     with pytest.raises(NotFoundError):
         store.get(new_uid())
+    with pytest.raises(NotFoundError):  # when called, not when iterated: engines rely on it
+        store.read(new_uid())
     for bad in ["../etc", "/abs/path", "sess-XYZ", "", "sess-" + "a" * 25]:
         with pytest.raises(InvalidArgumentError):
             store.get(bad)

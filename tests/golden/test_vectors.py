@@ -36,7 +36,7 @@ EXTRA = _load("extra_vectors.json")
 def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run each golden test with msgspec and again as the pure-Python build."""
     if request.param == "pure":
-        for name in ("msgspec", "_SORTED_ENCODER", "_DECODER"):
+        for name in ("msgspec", "_SORTED_ENCODER", "_DECODER", "EVENT_DECODER"):
             monkeypatch.setattr(canonical, name, None)
     return str(request.param)
 

@@ -43,3 +43,7 @@ def test_the_many_sessions_bench_fills_a_daemon_and_reads_its_memory() -> None:
     assert out["sessions"] == 12 and out["rss_mib"]["after"] > 0 and out["descriptors"] > 0
     assert out["creating_turn"]["ratio"] > 0 and out["second_turn"]["ratio"] > 0
     assert out["held_vs_reopened_ms"]["held"] > 0
+    alternated = out["alternated"]  # 12 sessions: too few to close a writer between them
+    assert alternated["writers_closed_first"] is False
+    for name in ("reopened", "held", "creating"):
+        assert alternated[name]["first_ms"] > 0 and alternated[name]["ratio"] > 0

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from agentsessions.errors import FormatError, InvalidArgumentError
 from agentsessions.journal.format import canonical
+from agentsessions.journal.format.records import Record
 from agentsessions.v1 import numbers, schema, timestamps
 
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -134,7 +135,7 @@ def pure(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(canonical, name, None)
 
 
-_ACCELERATORS = ("msgspec", "_SORTED_ENCODER", "_DECODER")
+_ACCELERATORS = ("msgspec", "_SORTED_ENCODER", "_DECODER", "EVENT_DECODER")
 
 
 def _pure_call(fn: Any, *args: Any) -> Any:
@@ -218,6 +219,75 @@ def _json_texts() -> st.SearchStrategy[bytes]:
 @given(st.one_of(_json_texts(), st.binary(max_size=20)))
 def test_loads_pure_equals_msgspec(data: bytes) -> None:
     assert _outcome(canonical.loads, data) == _outcome(_pure_call, canonical.loads, data)
+
+
+def _event_outcome(fn: Any, payload: bytes) -> Any:
+    try:
+        return typed(fn(payload))
+    except (FormatError, KeyError, TypeError, AssertionError) as exc:
+        return ("error", type(exc).__name__)
+
+
+def _whole_envelope_event(payload: bytes) -> Any:
+    return canonical.loads_bytes(payload)["event"]
+
+
+def _whole_envelope_record_event(payload: bytes) -> Any:
+    event = _whole_envelope_event(payload)
+    assert isinstance(event, dict)
+    return event
+
+
+def _record_event(payload: bytes) -> Any:
+    return Record(1, "", "", 0, payload).event
+
+
+@SETTINGS
+@given(
+    st.dictionaries(keys, json_values, max_size=4),
+    st.sampled_from(["", "ab" * 32]),
+    st.integers(1, 10**12),
+    st.one_of(st.just(b""), st.binary(max_size=3)),
+    st.integers(0, 200),
+)
+def test_loads_event_equals_the_whole_envelope_decoded(
+    event: dict[str, Any], prev: str, seq: int, junk: bytes, at: int
+) -> None:
+    """The event-only decoder gives what decoding the whole envelope gives, on either path,
+    for intact envelopes and damaged bytes alike."""
+    payload = canonical.envelope(canonical.canonical_json(event), prev, seq)
+    if junk:
+        at = min(at, len(payload))
+        payload = payload[:at] + junk + payload[at + len(junk) :]
+    want = _event_outcome(_whole_envelope_event, payload)
+    assert _event_outcome(canonical.loads_event, payload) == want
+    assert _event_outcome(lambda p: _pure_call(canonical.loads_event, p), payload) == want
+    want = _event_outcome(_whole_envelope_record_event, payload)  # Record.event: a dict
+    assert _event_outcome(_record_event, payload) == want
+    assert _event_outcome(lambda p: _pure_call(_record_event, p), payload) == want
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"[1,2]",
+        b'{"prev_hash":"","seq":"1"}',
+        b'{"event":[1]}',
+        b'{"event":{"a":1}',
+        b'{"event":{},"prev_hash":"","seq":"1","x":"\x80"}',
+        b'{"event":{},"prev_hash":"\xff","seq":"1"}',
+    ],
+)
+def test_loads_event_on_odd_envelopes_gives_what_the_whole_envelope_gives(payload: bytes) -> None:
+    want = _event_outcome(_whole_envelope_event, payload)
+    assert _event_outcome(canonical.loads_event, payload) == want
+    want = _event_outcome(_whole_envelope_record_event, payload)
+    assert _event_outcome(_record_event, payload) == want
+
+
+def test_loads_event_takes_the_last_of_repeated_keys_as_the_whole_envelope_does() -> None:
+    payload = b'{"event":{"a":1},"event":{"b":2},"prev_hash":"","seq":"1"}'
+    assert canonical.loads_event(payload) == _whole_envelope_event(payload)
 
 
 @SETTINGS

@@ -12,6 +12,7 @@ import pytest
 from needs import need_zstd
 
 from agentsessions.errors import JournalCorruptError
+from agentsessions.journal.format import recordscan
 from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import SegmentLog
@@ -152,3 +153,46 @@ def test_records_converts_what_the_loop_does_not_take(tmp_path: Path) -> None:
 
     records = list(log.records(convert, close=True))
     assert taken == [1] and [r.seq for r in records] == list(range(1, len(records) + 1))
+
+
+def test_a_forged_link_past_a_seq_width_change_is_refused(tmp_path: Path) -> None:
+    """A run crossing seq 99 -> 100 is taken in bulk; a link there must still continue."""
+    store = _store(tmp_path / "home", 16 << 20)
+    uid = _session(store, groups=60)
+    tail = _journal(store, uid) / "0000000000000001.seg"
+    frames = _tail_frames(tail)
+    assert len(frames) > 110
+    assert list(store.read(uid)) == _frame_read(store, uid)
+    offset, plen = frames[101]  # seq 102
+    raw = bytearray(tail.read_bytes())
+    body = offset + sg.FRAME_HEADER_SIZE
+    payload = bytes(raw[body : body + plen])
+    cut = payload.rindex(b'"prev_hash":"') + len(b'"prev_hash":"')
+    forged = payload[:cut] + (b"0" if payload[cut : cut + 1] != b"0" else b"1") + payload[cut + 1 :]
+    raw[body : body + plen] = forged
+    crc = zlib.crc32(forged, zlib.crc32(bytes(raw[offset + 4 : offset + 28])))
+    raw[offset + 28 : offset + 32] = crc.to_bytes(4, "little")
+    tail.write_bytes(bytes(raw))
+    with pytest.raises(JournalCorruptError, match="seq 102 does not continue the chain"):
+        list(store.read(uid))
+
+
+def test_links_are_checked_in_bulk_across_seq_widths() -> None:
+    def payload(seq: int, link: bytes) -> bytes:
+        return b'{"event":{"kind":"EVENT_INPUT"},"prev_hash":"%s","seq":"%d"}' % (link, seq)
+
+    links = [hashlib.sha256(b"%d" % seq).hexdigest().encode() for seq in range(95, 1005)]
+    payloads = [payload(seq, link) for seq, link in zip(range(95, 1005), links, strict=True)]
+    assert recordscan._links(list(range(95, 1005)), payloads) == links
+    for bad in (3, 500, 909):  # before, between and after the width changes
+        damaged = list(payloads)
+        damaged[bad] = damaged[bad].replace(b'"seq":"', b'"seq":"0')
+        assert recordscan._links(list(range(95, 1005)), damaged) is None
+        for old, new in (
+            (links[bad], links[bad].upper()),  # not lowercase hex
+            (b'{"event":{', b'{"event" :{'),  # not the envelope's start
+            (b'},"prev_hash":"', b'},"prev_hash" :"'),  # not its link's key
+        ):
+            damaged = list(payloads)
+            damaged[bad] = damaged[bad].replace(old, new)
+            assert recordscan._links(list(range(95, 1005)), damaged) is None, (bad, new)

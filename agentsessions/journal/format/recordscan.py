@@ -123,39 +123,58 @@ def take(
 
 def _walk(
     buf: bytes, pos: int, end: int, st: RecordScan, max_record: int, crc: bool
-) -> tuple[list[Any], int, int, int]:
+) -> tuple[list[int], list[bytes], int, int, int]:
     """The run of intact plain EVENT frames in their place from ``pos`` (up to seq ``hi``):
-    ``[seq, fence, payload, ...]`` flat, where it ends, the next seq and group state."""
+    their fences and payloads, where it ends, the next seq and group state (the run's seqs
+    are the ones from ``st.rules.expected`` to that next seq: each was checked)."""
     unpack, crc32, mv, startswith = _HEAD.unpack_from, zlib.crc32, memoryview(buf), buf.startswith
     nexts, pads, magic_ok = _EVENT_NEXT, _PADS, sg.FRAME_MAGIC
     expected, hi = st.rules.expected, st.hi
     group = _IN if st.rules.in_group else 0
-    rows: list[Any] = []
-    put = rows.extend
+    fences: list[int] = []
+    payloads: list[bytes] = []
+    put_fence, put = fences.append, payloads.append
     limit = end - sg.FRAME_HEADER_SIZE
     while pos <= limit and expected <= hi:
         magic, plen, seq, fence, kind, stored = unpack(buf, pos)
         body = pos + sg.FRAME_HEADER_SIZE
         stop = body + plen
         fend = stop + (-plen & 7)
-        after = nexts.get(kind | group)
-        if after is None or magic != magic_ok or seq != expected or fend > end or plen > max_record:
+        try:  # a subscript, not .get: no method call on the hot path
+            after = nexts[kind | group]
+        except KeyError:
+            break  # not a plain EVENT frame keeping the group rules
+        if magic != magic_ok or seq != expected or fend > end or plen > max_record:
             break
         if crc and crc32(mv[body:stop], crc32(mv[pos + 4 : pos + 28])) != stored:
             break
         if fend != stop and not startswith(pads[fend - stop], stop):
             break
-        put((seq, fence, buf[body:stop]))
+        put_fence(fence)
+        put(buf[body:stop])
         expected, group, pos = seq + 1, after, fend
-    return rows, pos, expected, group
+    return fences, payloads, pos, expected, group
 
 
 def _links(seqs: list[int], payloads: list[bytes]) -> list[bytes] | None:
     """Each payload's ``prev_hash`` if every one is an envelope ending with its own seq and a
     64-hex-digit link (checked in C over the whole run), else None."""
-    digits = len(str(seqs[0]))
-    if len(str(seqs[-1])) != digits:
-        return None  # the tail's length changes inside the run: the exact loop takes it
+    links: list[bytes] = []
+    start = 0
+    while start < len(seqs):  # one stretch per width of the seq (1..9, 10..99, ...)
+        width = len(str(seqs[start]))
+        stop = min(len(seqs), 10**width - seqs[start] + start)  # seqs are consecutive
+        part = _same_width_links(seqs[start:stop], payloads[start:stop], width)
+        if part is None:
+            return None
+        links += part
+        start = stop
+    return None if b"".join(links).translate(None, _HEX) else links
+
+
+def _same_width_links(seqs: list[int], payloads: list[bytes], digits: int) -> list[bytes] | None:
+    """:func:`_links` over a stretch whose seqs all have ``digits`` digits, so that the
+    envelope's tail, and the link before it, sit at the same distance from every end."""
     size = 11 + digits  # len(b'","seq":"%d"}' % seq)
     if min(map(len, payloads)) < size + 79 + len(_PREFIX):
         return None
@@ -166,17 +185,19 @@ def _links(seqs: list[int], payloads: list[bytes]) -> list[bytes] | None:
     keys = map(_CUT, payloads, repeat(slice(-(size + 79), -(size + 64))))
     if not all(map(eq, keys, repeat(_PREV_KEY))):
         return None
-    links = list(map(_CUT, payloads, repeat(slice(-(size + 64), -size))))
-    return None if b"".join(links).translate(None, _HEX) else links
+    return list(map(_CUT, payloads, repeat(slice(-(size + 64), -size))))
 
 
 def _bulk_events(buf: bytes, pos: int, end: int, st: RecordScan, max_record: int, crc: bool) -> int:
     """Take a run of EVENT frames with its envelope and chain checks done in C; where it
     ends, or ``pos`` (nothing taken) if any check fails: the exact loop then names it."""
-    rows, stop, expected, group = _walk(buf, pos, end, st, max_record, crc)
-    if not rows:
+    if st.prev == b"":
+        return pos  # the session's first event links to nothing: the exact step takes it
+    first = st.rules.expected
+    fences, payloads, stop, expected, group = _walk(buf, pos, end, st, max_record, crc)
+    if not payloads:
         return pos
-    seqs, fences, payloads = rows[0::3], rows[1::3], rows[2::3]
+    seqs = list(range(first, expected))
     raw = _links(seqs, payloads)
     if raw is None or (st.prev is not None and raw[0] != st.prev):
         return pos
