@@ -30,6 +30,7 @@ from nats.js import api
 
 from agentsessions.errors import UnavailableError
 from agentsessions.journal.stores.jetstream import wire
+from agentsessions.journal.stores.jetstream.acks import Acks
 from agentsessions.journal.stores.jetstream.conn import (
     JetStreamOptions,
     check_server_synced,
@@ -73,6 +74,8 @@ class Client:
             self._nc = self._loop.call(self._connect(), options.timeout + 1)
             check_server_synced(options)
             self._js = self._nc.jetstream(timeout=options.timeout)
+            self._acks = Acks(self._nc)
+            self._loop.call(self._acks.start(), options.timeout + 1)
             self._loop.call(self._ensure_stream(), options.timeout + 1)
         except OutcomeUnknown:
             self.close()
@@ -224,9 +227,7 @@ class Client:
         delay = _RETRY_FIRST
         while True:
             try:
-                got: int | _Try = self._loop.call(
-                    self._publish(subject, body, headers), self._try + 1
-                )
+                got: int | _Try = self._loop.call(self._publish(subject, body, headers), self._try)
             except OutcomeUnknown:
                 got, sent = _UNKNOWN, True
             if isinstance(got, int):
@@ -248,24 +249,30 @@ class Client:
             delay = min(delay * 2, _RETRY_MAX)
 
     async def _publish(self, subject: str, body: bytes, headers: dict[str, str]) -> int | _Try:
-        """One try: a sequence, or _CAS_LOST, _NO_LEADER (nothing stored), _UNKNOWN."""
+        """One try: a sequence, or _CAS_LOST, _NO_LEADER (nothing stored), _UNKNOWN (the
+        caller's deadline, ``_try``, bounds it: jetstream/acks.py)."""
         try:
-            ack = await self._js.publish(subject, body, timeout=self._try, headers=dict(headers))
-        except nats.js.errors.NoStreamResponseError:
-            return _NO_LEADER  # no node took the message: a leader election
-        except nats.js.errors.APIError as exc:
-            if exc.err_code == WRONG_LAST_SEQUENCE:
-                return _CAS_LOST
-            if exc.err_code == WRONG_LAST_SEQUENCE_R3:  # seen on R3 with no other writer
-                return _UNKNOWN
-            if exc.code == 503:  # JetStream is not ready (no quorum yet): nothing stored
-                return _NO_LEADER
-            raise UnavailableError(f"JetStream refused a commit on {subject}: {exc}") from None
+            ack = await self._acks.publish(subject, body, headers)
         except (nats.errors.ConnectionClosedError, nats.errors.OutboundBufferLimitError) as exc:
             raise UnavailableError(
                 f"lost the NATS connection to {self.options.url}: {exc}"
             ) from exc
-        return int(ack.seq)
+        except ValueError as exc:
+            raise UnavailableError(f"JetStream answered a commit on {subject}: {exc}") from None
+        if ack.no_responders:
+            return _NO_LEADER  # no node took the message: a leader election
+        if ack.err_code == WRONG_LAST_SEQUENCE:
+            return _CAS_LOST
+        if ack.err_code == WRONG_LAST_SEQUENCE_R3:  # seen on R3 with no other writer
+            return _UNKNOWN
+        if ack.code == 503:  # JetStream is not ready (no quorum yet): nothing stored
+            return _NO_LEADER
+        if ack.code or ack.err_code:
+            raise UnavailableError(
+                f"JetStream refused a commit on {subject}: code={ack.code} "
+                f"err_code={ack.err_code} description={ack.description!r}"
+            )
+        return ack.seq
 
     def run_js(self, fn: Callable[[Any], Coroutine[Any, Any, T]]) -> T:
         """Run ``fn(jetstream/context.py)`` on the loop, its errors mapped as every call's (the
