@@ -515,6 +515,24 @@ def last_and_prior(client: Client, subject: str) -> tuple[wire.Message | None, i
     return client._call(get)
 
 
+async def flush(nc: NatsClient, timeout: int) -> None:
+    """``nc.flush(timeout)`` (what was sent has reached the server), except that a PONG
+    coming after the deadline is harmless. nats-py cancels a timed-out flush's PONG future
+    but leaves it queued, and the late PONG's ``set_result`` on it raises InvalidStateError
+    in the connection's read loop, which logs it and stops reading for good (seen after a
+    server stalled: every later call then timed out). Here that future is never cancelled
+    (shielded), so a late PONG resolves it and the read loop goes on."""
+    if nc._reading_task is None or nc._reading_task.done():
+        await nc.flush(timeout=timeout)  # nats-py's own fallback: no PING without a reader
+        return
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    await nc._send_ping(future)
+    try:
+        await asyncio.wait_for(asyncio.shield(future), timeout)
+    except TimeoutError:
+        raise nats.errors.FlushTimeoutError from None
+
+
 def watch(client: Client, pattern: str, on_subject: Callable[[str], None]) -> Any:
     """A core subscription calling ``on_subject(subject)`` (on the client's loop thread) for
     each message published on ``pattern``; in place on the server when this returns."""
@@ -526,7 +544,7 @@ def watch(client: Client, pattern: str, on_subject: Callable[[str], None]) -> An
 
     async def subscribe() -> Any:
         sub = await nc.subscribe(pattern, cb=woke)
-        await nc.flush(timeout=max(1, int(client.options.timeout)))  # in place before a read
+        await flush(nc, max(1, int(client.options.timeout)))  # in place before a read
         return sub
 
     return client._call(subscribe)
