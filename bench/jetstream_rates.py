@@ -17,9 +17,11 @@ directories; without the wheel it says so and exits 0.
   R1 with each session in a stream of its own ("R1 streams": JetStream fsyncs one stream's
   messages one at a time, so this is what spreading sessions over streams would reach), R1
   with every session in one store ("R1 one store": one connection, as a daemon holds its
-  sessions), and the server's own ceiling: bare nats-py publishes of the same bytes with the
-  same CAS header, each awaiting its ack, as tasks on one connection ("bare R1"; "bare R1
-  streams": a stream per session; ``bench/jetstream_bare.py``). Ratios against the file loop
+  sessions), R1 with the deployment spread over 8 streams ("R1 8 shards", each session on
+  its own connection; ``jetstream/shards.py``), and the server's own ceiling: bare nats-py
+  publishes of the same bytes with the same CAS header, each awaiting its ack, as tasks on
+  one connection ("bare R1"; "bare R1 streams": a stream per session;
+  ``bench/jetstream_bare.py``). Ratios against the file loop
   and the file store; the targets add each bare row against the file store (what the server
   allows) and the store against it (what the store keeps of that).
 - **turns**: an ``exec`` turn (the chat harness, an offline scripted model) through one
@@ -73,6 +75,7 @@ from agentsessions.v1 import model  # noqa: E402
 
 SECTIONS = ("rates", "turns", "follow", "failover", "crypto")
 SPREAD = "R1 streams"  # each session in a stream of its own: what sharding sessions would give
+SHARDED = "R1 8 shards"  # one deployment spread over 8 streams (jetstream/shards.py)
 SHARED = "R1 one store"  # the sessions in one store (one connection), as a daemon holds them
 BARE, BARE_SPREAD = "bare R1", "bare R1 streams"  # the server's ceiling (jetstream_bare.py)
 EVENT_TEXT = "lorem ipsum dolor sit amet " * 38  # ~1 KB per event, as FACTS.md measured
@@ -267,6 +270,7 @@ def rates(tmp: Path, r1: NatsServer, r3: NatsCluster, quick: bool) -> list[dict[
                 JetStreamSide("jetstream R1", _fresh(r1), per_commit),
                 JetStreamSide("jetstream R3", _fresh(r3), per_commit),
                 JetStreamSide(SPREAD, lambda: _fresh(r1), per_commit),
+                JetStreamSide(SHARDED, _fresh(r1, shards="8"), per_commit),
                 SharedJetStreamSide(SHARED, _fresh(r1), per_commit),
                 BareSide(BARE, r1.url, per_commit, spread=False),
                 BareSide(BARE_SPREAD, r1.url, per_commit, spread=True),
@@ -336,6 +340,9 @@ def targets(result: dict[str, Any]) -> list[tuple[str, float, str]]:
             out.append(
                 (f"1-event commits, {n} sessions, a stream each / file store", spread / fs, "")
             )
+        sharded = rate.get((SHARDED, 1, n))
+        if fs and sharded and n > 1:
+            out.append((f"1-event commits, {n} sessions, 8 shards / file store", sharded / fs, ""))
         if fs and shared and n > 1:
             what = f"1-event commits, {n} sessions in one store / file store"
             out.append((what, shared / fs, ""))
