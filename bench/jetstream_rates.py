@@ -18,11 +18,11 @@ directories; without the wheel it says so and exits 0.
   messages one at a time, so this is what spreading sessions over streams would reach), R1
   with every session in one store ("R1 one store": one connection, as a daemon holds its
   sessions), R1 with the deployment spread over 8 streams ("R1 8 shards", each session on
-  its own connection; ``jetstream/shards.py``), and the server's own ceiling: bare nats-py
-  publishes of the same bytes with the same CAS header, each awaiting its ack, as tasks on
-  one connection ("bare R1"; "bare R1 streams": a stream per session;
-  ``bench/jetstream_bare.py``). Ratios against the file loop
-  and the file store; the targets add each bare row against the file store (what the server
+  its own connection; ``jetstream/shards.py``; "one store 8 sh": both together), and the
+  server's own ceiling: bare nats-py publishes of the same bytes with the same CAS header,
+  each awaiting its ack, as tasks on one connection ("bare R1"; "bare R1 streams": a
+  stream per session; ``bench/jetstream_bare.py``). Ratios against the file loop and the
+  file store; the targets add each bare row against the file store (what the server
   allows) and the store against it (what the store keeps of that).
 - **turns**: an ``exec`` turn (the chat harness, an offline scripted model) through one
   long-lived engine, median milliseconds, on the file store, JetStream R1 and R3; rounds
@@ -77,6 +77,7 @@ SECTIONS = ("rates", "turns", "follow", "failover", "crypto")
 SPREAD = "R1 streams"  # each session in a stream of its own: what sharding sessions would give
 SHARDED = "R1 8 shards"  # one deployment spread over 8 streams (jetstream/shards.py)
 SHARED = "R1 one store"  # the sessions in one store (one connection), as a daemon holds them
+SHARED_SHARDED = "one store 8 sh"  # the two together: one connection, 8 streams
 BARE, BARE_SPREAD = "bare R1", "bare R1 streams"  # the server's ceiling (jetstream_bare.py)
 EVENT_TEXT = "lorem ipsum dolor sit amet " * 38  # ~1 KB per event, as FACTS.md measured
 Commit = Callable[[int], None]
@@ -272,6 +273,7 @@ def rates(tmp: Path, r1: NatsServer, r3: NatsCluster, quick: bool) -> list[dict[
                 JetStreamSide(SPREAD, lambda: _fresh(r1), per_commit),
                 JetStreamSide(SHARDED, _fresh(r1, shards="8"), per_commit),
                 SharedJetStreamSide(SHARED, _fresh(r1), per_commit),
+                SharedJetStreamSide(SHARED_SHARDED, _fresh(r1, shards="8"), per_commit),
                 BareSide(BARE, r1.url, per_commit, spread=False),
                 BareSide(BARE_SPREAD, r1.url, per_commit, spread=True),
             ]
@@ -336,6 +338,10 @@ def targets(result: dict[str, Any]) -> list[tuple[str, float, str]]:
             out.append((f"1-event commits, {n} session(s): R1 / file store", r1 / fs, goal))
             out.append((f"1-event commits, {n} session(s): R3 / R1", r3 / r1, ""))
         spread, shared = rate.get((SPREAD, 1, n)), rate.get((SHARED, 1, n))
+        both = rate.get((SHARED_SHARDED, 1, n))
+        if fs and both and n > 1:
+            what = f"1-event commits, {n} sessions in one store, 8 shards / file store"
+            out.append((what, both / fs, ""))
         if fs and spread and n > 1:
             out.append(
                 (f"1-event commits, {n} sessions, a stream each / file store", spread / fs, "")
