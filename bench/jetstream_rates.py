@@ -352,11 +352,14 @@ def targets(result: dict[str, Any]) -> list[tuple[str, float, str]]:
         if fs and shared and n > 1:
             what = f"1-event commits, {n} sessions in one store / file store"
             out.append((what, shared / fs, ""))
-        for side in (BARE, BARE_SPREAD) if n > 1 else (BARE,):
-            bare = rate.get((side, 1, n))
-            if fs and bare and r1:
+        pairs = (
+            ((BARE, "jetstream R1"), (BARE_SPREAD, SHARDED)) if n > 1 else ((BARE, "jetstream R1"),)
+        )
+        for side, store in pairs:  # each ceiling, and the store row it bounds
+            bare, got = rate.get((side, 1, n)), rate.get((store, 1, n))
+            if fs and bare and got:
                 out.append((f"  ceiling: {side}, {n} session(s) / file store", bare / fs, ""))
-                out.append((f"  the store's share: jetstream R1 / {side}", r1 / bare, ""))
+                out.append((f"  the store's share: {store} / {side}", got / bare, ""))
     turn = {r["side"]: r["turn_ms"] for r in result.get("turns", ())}
     if len(turn) == len(_STORES):
         fs, r1, r3 = (turn[side] for side in _STORES)
