@@ -111,26 +111,29 @@ class Client:
             raise UnavailableError(f"the NATS server at {self.options.url} has no JetStream")
         return nc
 
-    def ensure_shard(self, k: int) -> None:
-        """Find (or create) the stream of shard ``k``, held to the home stream's rules."""
+    def ensure_shard(self, k: int) -> Any:
+        """Find (or create) the stream of shard ``k``, held to the home stream's rules; its
+        state (first and last sequence, deleted count)."""
         stream = shards.shard_stream(self.options.stream, k)
         prefix = shards.shard_prefix(self.options.prefix, k)
-        self._call(lambda: self._ensure_stream(replace(self.options, stream=stream, prefix=prefix)))
+        opts = replace(self.options, stream=stream, prefix=prefix)
+        return self._call(lambda: self._ensure_stream(opts))
 
     def stream_for(self, subject: str) -> str:
         """The stream holding ``subject`` (or a pattern): its shard's (jetstream/shards.py)."""
         k = shards.shard_index(self.options.prefix, subject)
         return shards.shard_stream(self.options.stream, k)
 
-    async def _ensure_stream(self, opts: JetStreamOptions) -> None:
+    async def _ensure_stream(self, opts: JetStreamOptions) -> Any:
+        """Find (or create) ``opts.stream`` held to a journal's rules; its state."""
         try:
             info = await self._js.stream_info(opts.stream)
         except nats.js.errors.NotFoundError:
             config = stream_config(opts)
             config["storage"] = api.StorageType(config["storage"])
             try:
-                made = (await self._js.add_stream(api.StreamConfig(**config))).config
-                self.stream_config = self.stream_config or made
+                made = await self._js.add_stream(api.StreamConfig(**config))
+                self.stream_config = self.stream_config or made.config
             except nats.js.errors.APIError as exc:  # e.g. another stream holds P.>
                 raise UnavailableError(
                     f"cannot create the JetStream stream {opts.stream!r} for {opts.prefix}.> "
@@ -138,7 +141,7 @@ class Client:
                     hint="another stream may hold these subjects: name it (?stream=NAME) or "
                     "use another prefix (?prefix=NAME)",
                 ) from None
-            return
+            return made.state
         self.stream_config = self.stream_config or info.config  # the home stream's
         problems = stream_problems(info.config, opts)
         if problems:
@@ -147,6 +150,7 @@ class Client:
                 + "; ".join(problems),
                 hint="use another stream (?stream=NAME) or fix its settings",
             )
+        return info.state
 
     @property
     def server_info(self) -> dict[str, Any]:

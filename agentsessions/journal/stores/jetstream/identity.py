@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from typing import Any
 
 from agentsessions.errors import InvalidArgumentError, StreamReplacedError
 from agentsessions.journal.stores.jetstream import shards, wire
@@ -77,9 +78,10 @@ def establish(client: Client, prefix: str) -> str:
     return client.genesis
 
 
-def _check_front(client: Client, stream: str) -> None:
-    """Refuse a stream whose front was purged or that has a message deleted."""
-    state = stream_state(client, stream)
+def _check_front(client: Client, stream: str, state: Any = None) -> None:
+    """Refuse a stream whose front was purged or that has a message deleted (``state``:
+    the stream's, if already read)."""
+    state = state if state is not None else stream_state(client, stream)
     if int(state.first_seq or 0) > 1 or int(state.num_deleted or 0) > 0:
         raise StreamReplacedError(
             f"the JetStream stream {stream!r} at {client.options.url} has lost messages "
@@ -98,8 +100,7 @@ def _shard_genesis(client: Client, prefix: str, k: int, *, create: bool) -> str:
     """Shard ``k``'s stream found (``create``: made, with a genesis of its own, as a new
     deployment begins) and checked: its front, and its genesis against the home genesis's
     record of it. Its id."""
-    client.ensure_shard(k)
-    _check_front(client, shards.shard_stream(client.options.stream, k))
+    _check_front(client, shards.shard_stream(client.options.stream, k), client.ensure_shard(k))
     shard = shards.shard_prefix(prefix, k)
     if create:
         _genesis(client, genesis_subject(shard), {"k": "g", "id": secrets.token_hex(16)})
