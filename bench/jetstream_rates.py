@@ -15,8 +15,15 @@ directories; without the wheel it says so and exits 0.
   its own connection, as separate hosts would be), on: a raw file append + fdatasync loop
   (the floor of a durable append here), the file store, JetStream R1, JetStream R3, and
   R1 with each session in a stream of its own ("R1 streams": JetStream fsyncs one stream's
-  messages one at a time, so this is what spreading sessions over streams would reach). Ratios
-  against the file loop and the file store.
+  messages one at a time, so this is what spreading sessions over streams would reach), R1
+  with every session in one store ("R1 one store": one connection, as a daemon holds its
+  sessions), R1 with the deployment spread over 8 streams ("R1 8 shards", each session on
+  its own connection; ``jetstream/shards.py``; "one store 8 sh": both together), and the
+  server's own ceiling: bare nats-py publishes of the same bytes with the same CAS header,
+  each awaiting its ack, as tasks on one connection ("bare R1"; "bare R1 streams": a
+  stream per session; ``bench/jetstream_bare.py``). Ratios against the file loop and the
+  file store; the targets add each bare row against the file store (what the server
+  allows) and the store against it (what the store keeps of that).
 - **turns**: an ``exec`` turn (the chat harness, an offline scripted model) through one
   long-lived engine, median milliseconds, on the file store, JetStream R1 and R3; rounds
   interleaved. The **targets** printed last are the ratios issue 21 asks of JetStream:
@@ -60,6 +67,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from jetstream_bare import bare_rate  # noqa: E402
 from natsserver import NatsCluster, NatsServer, wheel_binary  # noqa: E402
 
 from agentsessions.journal.stores.store import SessionMeta, new_uid  # noqa: E402
@@ -67,6 +75,10 @@ from agentsessions.v1 import model  # noqa: E402
 
 SECTIONS = ("rates", "turns", "follow", "failover", "crypto")
 SPREAD = "R1 streams"  # each session in a stream of its own: what sharding sessions would give
+SHARDED = "R1 8 shards"  # one deployment spread over 8 streams (jetstream/shards.py)
+SHARED = "R1 one store"  # the sessions in one store (one connection), as a daemon holds them
+SHARED_SHARDED = "one store 8 sh"  # the two together: one connection, 8 streams
+BARE, BARE_SPREAD = "bare R1", "bare R1 streams"  # the server's ceiling (jetstream_bare.py)
 EVENT_TEXT = "lorem ipsum dolor sit amet " * 38  # ~1 KB per event, as FACTS.md measured
 Commit = Callable[[int], None]
 
@@ -153,6 +165,47 @@ class JetStreamSide(Side):
             store.close()
 
 
+class SharedJetStreamSide(Side):
+    """Every session in ONE store (one connection, one event loop), as a daemon or an
+    engine holding many sessions has them: their commits are in flight together."""
+
+    def __init__(self, name: str, url: str, per_commit: int) -> None:
+        self.name, self.url, self.per_commit = name, url, per_commit
+        self.store: Any = None
+        self.users = 0
+
+    @contextmanager
+    def session(self) -> Iterator[Commit]:
+        if self.store is None:
+            self.store = _jetstream(self.url)
+        self.users += 1
+        try:
+            uid = new_uid()
+            self.store.create(SessionMeta(uid=uid))
+            with self.store.writer(uid) as w:
+                yield lambda i: _append(w, i, self.per_commit)
+        finally:
+            self.users -= 1
+            if not self.users:
+                self.store.close()
+                self.store = None
+
+
+class BareSide(Side):
+    """Bare nats-py publishes of the commit's bytes, no store (``bench/jetstream_bare.py``):
+    the server's own ceiling; ``spread``: the sessions over a stream each."""
+
+    def __init__(self, name: str, url: str, per_commit: int, spread: bool) -> None:
+        self.name, self.url, self.spread = name, url, spread
+        self.blob = _payload(per_commit)
+
+    def session(self) -> Any:
+        raise NotImplementedError("a bare side is measured whole, by rate()")
+
+    def rate(self, sessions: int, commits: int) -> float:
+        return bare_rate(self.url, self.blob, sessions, commits, sessions if self.spread else 1)
+
+
 def _append(writer: Any, i: int, per_commit: int) -> None:
     writer.append(_events(i, per_commit), commit_id=f"c{i}")
 
@@ -172,7 +225,10 @@ def _fresh(target: NatsServer | NatsCluster, **query: str) -> str:
 
 # -- rates -----------------------------------------------------------------------------------
 def commit_rate(side: Side, sessions: int, commits: int) -> float:
-    """Commits/s of ``sessions`` sessions committing ``commits`` each at once (threads)."""
+    """Commits/s of ``sessions`` sessions committing ``commits`` each at once (threads; a
+    bare side runs its publishers as tasks on one loop)."""
+    if isinstance(side, BareSide):
+        return side.rate(sessions, commits)
     with ExitStack() as stack:
         fns = [stack.enter_context(side.session()) for _ in range(sessions)]
         for fn in fns:
@@ -215,6 +271,11 @@ def rates(tmp: Path, r1: NatsServer, r3: NatsCluster, quick: bool) -> list[dict[
                 JetStreamSide("jetstream R1", _fresh(r1), per_commit),
                 JetStreamSide("jetstream R3", _fresh(r3), per_commit),
                 JetStreamSide(SPREAD, lambda: _fresh(r1), per_commit),
+                JetStreamSide(SHARDED, _fresh(r1, shards="8"), per_commit),
+                SharedJetStreamSide(SHARED, _fresh(r1), per_commit),
+                SharedJetStreamSide(SHARED_SHARDED, _fresh(r1, shards="8"), per_commit),
+                BareSide(BARE, r1.url, per_commit, spread=False),
+                BareSide(BARE_SPREAD, r1.url, per_commit, spread=True),
             ]
             got = {side.name: commit_rate(side, sessions, commits) for side in sides}
             loop, fstore = got["file loop"], got["file store"]
@@ -276,11 +337,29 @@ def targets(result: dict[str, Any]) -> list[tuple[str, float, str]]:
         if fs and r1 and r3:
             out.append((f"1-event commits, {n} session(s): R1 / file store", r1 / fs, goal))
             out.append((f"1-event commits, {n} session(s): R3 / R1", r3 / r1, ""))
-        spread = rate.get((SPREAD, 1, n))
+        spread, shared = rate.get((SPREAD, 1, n)), rate.get((SHARED, 1, n))
+        both = rate.get((SHARED_SHARDED, 1, n))
+        if fs and both and n > 1:
+            what = f"1-event commits, {n} sessions in one store, 8 shards / file store"
+            out.append((what, both / fs, ""))
         if fs and spread and n > 1:
             out.append(
                 (f"1-event commits, {n} sessions, a stream each / file store", spread / fs, "")
             )
+        sharded = rate.get((SHARDED, 1, n))
+        if fs and sharded and n > 1:
+            out.append((f"1-event commits, {n} sessions, 8 shards / file store", sharded / fs, ""))
+        if fs and shared and n > 1:
+            what = f"1-event commits, {n} sessions in one store / file store"
+            out.append((what, shared / fs, ""))
+        pairs = (
+            ((BARE, "jetstream R1"), (BARE_SPREAD, SHARDED)) if n > 1 else ((BARE, "jetstream R1"),)
+        )
+        for side, store in pairs:  # each ceiling, and the store row it bounds
+            bare, got = rate.get((side, 1, n)), rate.get((store, 1, n))
+            if fs and bare and got:
+                out.append((f"  ceiling: {side}, {n} session(s) / file store", bare / fs, ""))
+                out.append((f"  the store's share: {store} / {side}", got / bare, ""))
     turn = {r["side"]: r["turn_ms"] for r in result.get("turns", ())}
     if len(turn) == len(_STORES):
         fs, r1, r3 = (turn[side] for side in _STORES)
@@ -463,11 +542,11 @@ def crypto(tmp: Path, r1: NatsServer, quick: bool) -> list[dict[str, Any]]:
 # -- report ----------------------------------------------------------------------------------
 def report(result: dict[str, Any]) -> None:
     if "rates" in result:
-        print(f"{'side':<14}{'ev/c':>5}{'sess':>5}{'commits/s':>11}{'events/s':>10}"
+        print(f"{'side':<16}{'ev/c':>5}{'sess':>5}{'commits/s':>11}{'events/s':>10}"
               f"{'x loop':>8}{'x store':>8}")  # fmt: skip
         for r in result["rates"]:
             print(
-                f"{r['side']:<14}{r['events_per_commit']:>5}{r['sessions']:>5}"
+                f"{r['side']:<16}{r['events_per_commit']:>5}{r['sessions']:>5}"
                 f"{r['commits_per_s']:>11.0f}{r['events_per_s']:>10.0f}"
                 f"{r['vs_file_loop']:>8.2f}{r['vs_file_store']:>8.2f}"
             )
@@ -501,7 +580,7 @@ def report(result: dict[str, Any]) -> None:
     if goals:
         print("\ntargets (issue 21)")
         for what, ratio, goal in goals:
-            print(f"  {what:<50}{ratio:>7.2f}x  {('target ' + goal) if goal else ''}")
+            print(f"  {what:<58}{ratio:>7.2f}x  {('target ' + goal) if goal else ''}")
 
 
 def main() -> int:

@@ -33,7 +33,17 @@ from typing import Any
 
 _START_TRIES = 400  # polls of /healthz (each waits up to 50 ms): a bound, not a timing
 _PORTS_TRIES = 2000  # polls of the ports file (5 ms each): a bound, not a timing
+_STOP_TRIES = 2000  # polls (5 ms each) for every thread of a SIGSTOPped server to stop
 _NO_ROUTE = "nats-route://127.0.0.1:1"  # the first node's seed route: nothing listens there
+
+
+def _stopped(task: Path) -> bool:
+    """Whether one thread (``/proc/PID/task/TID``) is stopped (state T), or gone."""
+    try:
+        stat = (task / "stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("T", "t")
 
 
 def wheel_binary() -> Path | None:
@@ -192,8 +202,18 @@ class NatsServer:
         self.proc = None
 
     def pause(self) -> None:
+        """SIGSTOP the server, and return only once every one of its threads is stopped:
+        the signal is delivered asynchronously, and a thread finishing a syscall (an fsync
+        on a loaded disk) runs on until it returns, so a test acting at once could race a
+        server that still answers."""
         assert self.proc is not None
         os.kill(self.proc.pid, signal.SIGSTOP)
+        tasks = Path(f"/proc/{self.proc.pid}/task")
+        for _ in range(_STOP_TRIES):
+            if all(_stopped(t) for t in tasks.iterdir()):
+                return
+            time.sleep(0.005)
+        raise RuntimeError(f"nats-server {self.proc.pid} did not stop on SIGSTOP")
 
     def resume(self) -> None:
         assert self.proc is not None

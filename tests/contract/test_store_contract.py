@@ -61,13 +61,15 @@ def _memory_store(tmp: Path, master: MasterKey | None = None) -> MemoryStore:
     return MemoryStore(max_commit_bytes=MAX_COMMIT, master=master)
 
 
-def _jetstream_store(server: Any, **kw: Any) -> Any:
-    """A fresh stream (its own name and subject prefix) on the shared durable server."""
+def _jetstream_store(server: Any, shards: int = 0, **kw: Any) -> Any:
+    """A fresh stream (its own name and subject prefix) on the shared durable server;
+    ``shards``: a new deployment spread over that many streams."""
     from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
     from agentsessions.journal.stores.jetstream.store import JetStreamStore
 
     token = new_uid()[5:17]
-    url = server.store_url(stream=f"T{token}", prefix=f"t{token}")
+    query = {"shards": str(shards)} if shards else {}
+    url = server.store_url(stream=f"T{token}", prefix=f"t{token}", **query)
     return JetStreamStore(JetStreamOptions.parse(url), max_commit_bytes=MAX_COMMIT, **kw)
 
 
@@ -129,8 +131,11 @@ ENCRYPTED: dict[str, Encrypted] = {
 
 
 @pytest.fixture(
-    params=[*sorted(STORES), "jetstream", "jetstream-checkpoints", "jetstream-encrypted"]
-)
+    params=[
+        *sorted(STORES), "jetstream", "jetstream-checkpoints", "jetstream-encrypted",
+        "jetstream-sharded",
+    ]
+)  # fmt: skip
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param == "jetstream":  # a real durable nats-server, started once per run
         s = _jetstream_store(request.getfixturevalue("nats_server"))
@@ -141,6 +146,8 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         s = _jetstream_store(
             request.getfixturevalue("nats_server"), master=MasterKey.generate(), checkpoint_every=3
         )
+    elif request.param == "jetstream-sharded":  # sessions spread over three streams
+        s = _jetstream_store(request.getfixturevalue("nats_server"), shards=3)
     elif request.param == "jetstream-checkpoints":  # a checkpoint every 2 messages: every
         # open, read and state goes through one, as in a long session
         s = _jetstream_store(request.getfixturevalue("nats_server"), checkpoint_every=2)

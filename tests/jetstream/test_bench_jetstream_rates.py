@@ -27,7 +27,9 @@ def test_the_quick_bench_measures_every_side() -> None:
     out = json.loads(proc.stdout)
     sides = {"file loop", "file store", "jetstream R1", "jetstream R3"}
     cells = {(r["side"], r["events_per_commit"], r["sessions"]) for r in out["rates"]}
-    assert cells == {(s, e, n) for s in {*sides, "R1 streams"} for e in (1, 16) for n in (1, 8)}
+    more = {"R1 streams", "R1 8 shards", "R1 one store", "one store 8 sh", "bare R1",
+            "bare R1 streams"}  # fmt: skip
+    assert cells == {(s, e, n) for s in {*sides, *more} for e in (1, 16) for n in (1, 8)}
     assert all(r["commits_per_s"] > 0 and r["vs_file_loop"] > 0 for r in out["rates"])
     assert {r["side"] for r in out["turns"]} == sides - {"file loop"}
     assert all(r["turn_ms"] > 0 and r["vs_file_store"] > 0 for r in out["turns"])

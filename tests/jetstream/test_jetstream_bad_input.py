@@ -253,3 +253,29 @@ def test_a_server_stopped_mid_turn_makes_exec_say_the_outcome_is_unknown(
         f"commit on stop.j.{uid} within 3s (commit_timeout=); it may or may not have landed "
         "(retrying with the same commit id resolves it)"
     )
+
+
+def test_a_flush_answered_after_its_deadline_leaves_the_connection_reading(
+    own_server: Any,
+) -> None:
+    # nats-py cancels a timed-out flush's PONG future but keeps it queued: the late PONG
+    # then raised InvalidStateError in the read loop, which stopped reading for good
+    from agentsessions.journal.stores.jetstream.client import flush
+    from agentsessions.journal.stores.jetstream.loop import OutcomeUnknown
+
+    store = JetStreamStore(JetStreamOptions.parse(
+        own_server.store_url(stream="FL", prefix="fl", timeout="1", commit_timeout="3")
+    ))  # fmt: skip
+    try:
+        client = store._client
+        assert client._nc is not None
+        own_server.pause()
+        try:
+            with pytest.raises(OutcomeUnknown):
+                client._loop.call(flush(client._nc, 1), 5)
+        finally:
+            own_server.resume()
+        assert client.last("fl.nothing") is None  # read after the late PONG: it answers
+        assert not client._nc._reading_task.done()
+    finally:
+        store.close()

@@ -147,7 +147,7 @@ def test_a_batched_read_nobody_answers_is_an_election_to_wait_out(store: JetStre
     client.options = replace(client.options, stream="NOSUCHSTREAM")
     for read in (
         lambda: jetstream_client._batch(client, "r.j.x", 1, 8, 1 << 20),
-        lambda: jetstream_client._batched_last(client, ["r.m.*"]),
+        lambda: jetstream_client._batched_last(client, "NOSUCHSTREAM", ["r.m.*"]),
     ):
         with pytest.raises(nats.errors.NoRespondersError):
             client._loop.call(read(), client.options.timeout + 1)

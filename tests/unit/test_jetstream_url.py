@@ -35,6 +35,7 @@ def test_a_cluster_is_a_comma_separated_server_list() -> None:
         ("nats://a:x", "expected nats://HOST:PORT"),
         ("redis://a:1", "expected nats://HOST:PORT"),
         ("nats://a:1?replicas=6", "replicas=6 is not 1..5"),
+        ("nats://a:1?shards=65", "shards=65 is not 1..64"),
         ("nats://a:1?commit_timeout=0", "a timeout must be positive"),
         ("nats://a:1?servers=b:2", "unknown ['servers']"),
     ],

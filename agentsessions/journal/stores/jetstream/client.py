@@ -20,6 +20,7 @@ import enum
 import json
 import time
 from collections.abc import Callable, Coroutine
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import nats
@@ -29,7 +30,8 @@ from nats.aio.client import Client as NatsClient
 from nats.js import api
 
 from agentsessions.errors import UnavailableError
-from agentsessions.journal.stores.jetstream import wire
+from agentsessions.journal.stores.jetstream import shards, wire
+from agentsessions.journal.stores.jetstream.acks import Acks
 from agentsessions.journal.stores.jetstream.conn import (
     JetStreamOptions,
     check_server_synced,
@@ -66,6 +68,8 @@ class Client:
         self.fetched = 0  # messages read from the stream so far (tests bound the cost)
         self.round_trips = 0  # read requests made so far (tests bound the cost)
         self.genesis = ""  # the stream identity this connection found (jetstream/identity.py)
+        self.shards = 1  # streams the deployment's sessions are spread over (jetstream/shards.py)
+        self.shard_ids: list[str] = []  # shard k's genesis id at [k - 1], as the genesis says
         self.stream_config: Any = None  # the stream's settings, as found or created
         self._try = min(options.timeout, _TRY_SECONDS)
         try:
@@ -73,7 +77,9 @@ class Client:
             self._nc = self._loop.call(self._connect(), options.timeout + 1)
             check_server_synced(options)
             self._js = self._nc.jetstream(timeout=options.timeout)
-            self._loop.call(self._ensure_stream(), options.timeout + 1)
+            self._acks = Acks(self._nc)
+            self._loop.call(self._acks.start(), options.timeout + 1)
+            self._loop.call(self._ensure_stream(options), options.timeout + 1)
         except OutcomeUnknown:
             self.close()
             raise UnavailableError(
@@ -105,15 +111,29 @@ class Client:
             raise UnavailableError(f"the NATS server at {self.options.url} has no JetStream")
         return nc
 
-    async def _ensure_stream(self) -> None:
-        opts = self.options
+    def ensure_shard(self, k: int) -> Any:
+        """Find (or create) the stream of shard ``k``, held to the home stream's rules; its
+        state (first and last sequence, deleted count)."""
+        stream = shards.shard_stream(self.options.stream, k)
+        prefix = shards.shard_prefix(self.options.prefix, k)
+        opts = replace(self.options, stream=stream, prefix=prefix)
+        return self._call(lambda: self._ensure_stream(opts))
+
+    def stream_for(self, subject: str) -> str:
+        """The stream holding ``subject`` (or a pattern): its shard's (jetstream/shards.py)."""
+        k = shards.shard_index(self.options.prefix, subject)
+        return shards.shard_stream(self.options.stream, k)
+
+    async def _ensure_stream(self, opts: JetStreamOptions) -> Any:
+        """Find (or create) ``opts.stream`` held to a journal's rules; its state."""
         try:
             info = await self._js.stream_info(opts.stream)
         except nats.js.errors.NotFoundError:
             config = stream_config(opts)
             config["storage"] = api.StorageType(config["storage"])
             try:
-                self.stream_config = (await self._js.add_stream(api.StreamConfig(**config))).config
+                made = await self._js.add_stream(api.StreamConfig(**config))
+                self.stream_config = self.stream_config or made.config
             except nats.js.errors.APIError as exc:  # e.g. another stream holds P.>
                 raise UnavailableError(
                     f"cannot create the JetStream stream {opts.stream!r} for {opts.prefix}.> "
@@ -121,8 +141,8 @@ class Client:
                     hint="another stream may hold these subjects: name it (?stream=NAME) or "
                     "use another prefix (?prefix=NAME)",
                 ) from None
-            return
-        self.stream_config = info.config
+            return made.state
+        self.stream_config = self.stream_config or info.config  # the home stream's
         problems = stream_problems(info.config, opts)
         if problems:
             raise UnavailableError(
@@ -130,6 +150,7 @@ class Client:
                 + "; ".join(problems),
                 hint="use another stream (?stream=NAME) or fix its settings",
             )
+        return info.state
 
     @property
     def server_info(self) -> dict[str, Any]:
@@ -152,7 +173,7 @@ class Client:
     async def _last(self, subject: str) -> wire.Message | None:
         try:
             self.round_trips += 1
-            raw = await self._js.get_msg(self.options.stream, subject=subject)
+            raw = await self._js.get_msg(self.stream_for(subject), subject=subject)
         except nats.js.errors.NotFoundError:
             return None
         self.fetched += 1
@@ -165,7 +186,8 @@ class Client:
     async def _at(self, subject: str, seq: int) -> wire.Message | None:
         try:  # through the leader (STREAM.MSG.GET): it has every acknowledged message
             self.round_trips += 1
-            raw = await self._js.get_msg(self.options.stream, seq=seq, subject=subject, next=True)
+            stream = self.stream_for(subject)
+            raw = await self._js.get_msg(stream, seq=seq, subject=subject, next=True)
         except nats.js.errors.NotFoundError:
             return None
         self.fetched += 1
@@ -187,7 +209,7 @@ class Client:
         return self._call(lambda: self._subjects(pattern))
 
     async def _subjects(self, pattern: str) -> dict[str, int]:
-        info = await self._js.stream_info(self.options.stream, subjects_filter=pattern)
+        info = await self._js.stream_info(self.stream_for(pattern), subjects_filter=pattern)
         return dict(info.state.subjects or {})
 
     def subscribe(self, subject: str) -> Any:
@@ -224,9 +246,7 @@ class Client:
         delay = _RETRY_FIRST
         while True:
             try:
-                got: int | _Try = self._loop.call(
-                    self._publish(subject, body, headers), self._try + 1
-                )
+                got: int | _Try = self._loop.call(self._publish(subject, body, headers), self._try)
             except OutcomeUnknown:
                 got, sent = _UNKNOWN, True
             if isinstance(got, int):
@@ -248,24 +268,30 @@ class Client:
             delay = min(delay * 2, _RETRY_MAX)
 
     async def _publish(self, subject: str, body: bytes, headers: dict[str, str]) -> int | _Try:
-        """One try: a sequence, or _CAS_LOST, _NO_LEADER (nothing stored), _UNKNOWN."""
+        """One try: a sequence, or _CAS_LOST, _NO_LEADER (nothing stored), _UNKNOWN (the
+        caller's deadline, ``_try``, bounds it: jetstream/acks.py)."""
         try:
-            ack = await self._js.publish(subject, body, timeout=self._try, headers=dict(headers))
-        except nats.js.errors.NoStreamResponseError:
-            return _NO_LEADER  # no node took the message: a leader election
-        except nats.js.errors.APIError as exc:
-            if exc.err_code == WRONG_LAST_SEQUENCE:
-                return _CAS_LOST
-            if exc.err_code == WRONG_LAST_SEQUENCE_R3:  # seen on R3 with no other writer
-                return _UNKNOWN
-            if exc.code == 503:  # JetStream is not ready (no quorum yet): nothing stored
-                return _NO_LEADER
-            raise UnavailableError(f"JetStream refused a commit on {subject}: {exc}") from None
+            ack = await self._acks.publish(subject, body, headers)
         except (nats.errors.ConnectionClosedError, nats.errors.OutboundBufferLimitError) as exc:
             raise UnavailableError(
                 f"lost the NATS connection to {self.options.url}: {exc}"
             ) from exc
-        return int(ack.seq)
+        except ValueError as exc:
+            raise UnavailableError(f"JetStream answered a commit on {subject}: {exc}") from None
+        if ack.no_responders:
+            return _NO_LEADER  # no node took the message: a leader election
+        if ack.err_code == WRONG_LAST_SEQUENCE:
+            return _CAS_LOST
+        if ack.err_code == WRONG_LAST_SEQUENCE_R3:  # seen on R3 with no other writer
+            return _UNKNOWN
+        if ack.code == 503:  # JetStream is not ready (no quorum yet): nothing stored
+            return _NO_LEADER
+        if ack.code or ack.err_code:
+            raise UnavailableError(
+                f"JetStream refused a commit on {subject}: code={ack.code} "
+                f"err_code={ack.err_code} description={ack.description!r}"
+            )
+        return ack.seq
 
     def run_js(self, fn: Callable[[Any], Coroutine[Any, Any, T]]) -> T:
         """Run ``fn(jetstream/context.py)`` on the loop, its errors mapped as every call's (the
@@ -278,7 +304,7 @@ class Client:
         (the subject has not moved, so a retry cannot land twice)."""
         try:
             raw = await self._js.get_msg(
-                self.options.stream, seq=expect + 1, subject=subject, next=True
+                self.stream_for(subject), seq=expect + 1, subject=subject, next=True
             )
         except nats.js.errors.NotFoundError:
             return _UNKNOWN
@@ -351,9 +377,11 @@ def _batch_ended(headers: dict[str, str], what: str) -> bool:
     )
 
 
-async def _batched_last(client: Client, filters: list[str]) -> dict[str, tuple[int, bytes]]:
-    """One ``$JS.API.DIRECT.GET`` with ``multi_last``: the last message of every subject
-    matching ``filters`` as (stream sequence, body), streamed back on one inbox."""
+async def _batched_last(
+    client: Client, stream: str, filters: list[str]
+) -> dict[str, tuple[int, bytes]]:
+    """One ``$JS.API.DIRECT.GET`` with ``multi_last`` to ``stream``: the last message of
+    every subject matching ``filters`` as (stream sequence, body), on one inbox."""
     assert client._nc is not None
     nc, opts = client._nc, client.options
     inbox = nc.new_inbox()
@@ -361,13 +389,13 @@ async def _batched_last(client: Client, filters: list[str]) -> dict[str, tuple[i
     out: dict[str, tuple[int, bytes]] = {}
     try:
         request = json.dumps({"multi_last": filters}).encode()
-        await nc.publish(f"$JS.API.DIRECT.GET.{opts.stream}", request, reply=inbox)
+        await nc.publish(f"$JS.API.DIRECT.GET.{stream}", request, reply=inbox)
         while True:
             msg = await sub.next_msg(timeout=opts.timeout)
             headers = msg.headers or {}
             if headers.get("Status") == "413":
                 raise TooManyResults(filters)
-            if _batch_ended(headers, opts.stream):  # no subject matched, or all were sent
+            if _batch_ended(headers, stream):  # no subject matched, or all were sent
                 return out
             out[headers["Nats-Subject"]] = (int(headers["Nats-Sequence"]), msg.data or b"")
     finally:
@@ -378,9 +406,15 @@ async def _batched_last(client: Client, filters: list[str]) -> dict[str, tuple[i
 def last_many(client: Client, filters: list[str]) -> dict[str, tuple[int, bytes]]:
     """The last message of every subject matching ``filters`` (wildcards allowed), in one
     round trip: (stream sequence, body) by subject. :class:`TooManyResults` past the
-    server's batch limit (1,024 subjects on 2.15): the caller splits the request."""
-    client.round_trips += 1
-    got = client._call(lambda: _batched_last(client, filters))
+    server's batch limit (1,024 subjects on 2.15): the caller splits the request. Filters
+    in several shards' streams take a request per stream."""
+    by_stream: dict[str, list[str]] = {}
+    for name in filters:
+        by_stream.setdefault(client.stream_for(name), []).append(name)
+    got: dict[str, tuple[int, bytes]] = {}
+    for stream, names in by_stream.items():
+        client.round_trips += 1
+        got.update(client._call(lambda s=stream, n=names: _batched_last(client, s, n)))  # type: ignore[misc]
     client.fetched += len(got)
     return got
 
@@ -404,7 +438,8 @@ async def _batch(
     try:
         request = {"seq": seq, "next_by_subj": subject, "batch": limit, "max_bytes": max_bytes}
         client.round_trips += 1
-        await nc.publish(f"$JS.API.DIRECT.GET.{opts.stream}", json.dumps(request).encode(), inbox)
+        stream = client.stream_for(subject)
+        await nc.publish(f"$JS.API.DIRECT.GET.{stream}", json.dumps(request).encode(), inbox)
         while True:
             msg = await sub.next_msg(timeout=opts.timeout)
             headers = msg.headers or {}
@@ -497,7 +532,7 @@ def last_and_prior(client: Client, subject: str) -> tuple[wire.Message | None, i
     async def get() -> tuple[wire.Message | None, int]:
         try:
             client.round_trips += 1
-            raw = await client._js.get_msg(client.options.stream, subject=subject)
+            raw = await client._js.get_msg(client.stream_for(subject), subject=subject)
         except nats.js.errors.NotFoundError:
             return None, 0
         client.fetched += 1
@@ -506,6 +541,24 @@ def last_and_prior(client: Client, subject: str) -> tuple[wire.Message | None, i
         return msg, int(prior) if prior.isdigit() else 0
 
     return client._call(get)
+
+
+async def flush(nc: NatsClient, timeout: int) -> None:
+    """``nc.flush(timeout)`` (what was sent has reached the server), except that a PONG
+    coming after the deadline is harmless. nats-py cancels a timed-out flush's PONG future
+    but leaves it queued, and the late PONG's ``set_result`` on it raises InvalidStateError
+    in the connection's read loop, which logs it and stops reading for good (seen after a
+    server stalled: every later call then timed out). Here that future is never cancelled
+    (shielded), so a late PONG resolves it and the read loop goes on."""
+    if nc._reading_task is None or nc._reading_task.done():
+        await nc.flush(timeout=timeout)  # nats-py's own fallback: no PING without a reader
+        return
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    await nc._send_ping(future)
+    try:
+        await asyncio.wait_for(asyncio.shield(future), timeout)
+    except TimeoutError:
+        raise nats.errors.FlushTimeoutError from None
 
 
 def watch(client: Client, pattern: str, on_subject: Callable[[str], None]) -> Any:
@@ -519,7 +572,7 @@ def watch(client: Client, pattern: str, on_subject: Callable[[str], None]) -> An
 
     async def subscribe() -> Any:
         sub = await nc.subscribe(pattern, cb=woke)
-        await nc.flush(timeout=max(1, int(client.options.timeout)))  # in place before a read
+        await flush(nc, max(1, int(client.options.timeout)))  # in place before a read
         return sub
 
     return client._call(subscribe)
@@ -531,10 +584,11 @@ def reconnects(client: Client) -> int:
     return int(client._nc.stats["reconnects"]) if client._nc is not None else 0
 
 
-def stream_state(client: Client) -> Any:
-    """The stream's state (first and last sequence, deleted count), as the server says."""
+def stream_state(client: Client, stream: str = "") -> Any:
+    """A stream's state (first and last sequence, deleted count), as the server says (the
+    home stream's unless ``stream`` names a shard's)."""
 
     async def info() -> Any:
-        return (await client._js.stream_info(client.options.stream)).state
+        return (await client._js.stream_info(stream or client.options.stream)).state
 
     return client._call(info)

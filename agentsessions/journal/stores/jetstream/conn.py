@@ -34,8 +34,9 @@ DEFAULT_COMMIT_TIMEOUT = 30.0  # how long one publish keeps retrying through an 
 MAX_REPLICAS = 5  # JetStream's own limit
 _QUERY = (
     "stream", "prefix", "monitor", "replicas", "timeout", "commit_timeout", "max_commit_bytes",
-    "connect_timeout",
+    "connect_timeout", "shards",
 )  # fmt: skip
+MAX_SHARDS = 64  # streams a deployment's sessions may be spread over (jetstream/shards.py)
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class JetStreamOptions:
     commit_timeout: float = DEFAULT_COMMIT_TIMEOUT
     max_commit_bytes: int = 0  # the largest commit; 0: the store's default, fitted to the server
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT  # the first connection, every server tried
+    shards: int = 0  # streams a NEW deployment spreads sessions over; 0: not asked (1)
 
     @property
     def servers(self) -> list[str]:
@@ -68,7 +70,7 @@ class JetStreamOptions:
     def parse(cls, url: str, *, allow_unsynced: bool = False) -> JetStreamOptions:
         """``nats://HOST:PORT[,HOST:PORT...][?stream=S&prefix=P&monitor=URL[,URL...]&
         replicas=N&timeout=SECONDS&commit_timeout=SECONDS&max_commit_bytes=N&
-        connect_timeout=SECONDS]``."""
+        connect_timeout=SECONDS&shards=N]``."""
         scheme, _, rest = url.partition("://")
         netloc, _, query_text = rest.partition("?")
         hosts = netloc.split(",")
@@ -94,12 +96,17 @@ class JetStreamOptions:
                 commit_timeout=float(query.get("commit_timeout", str(DEFAULT_COMMIT_TIMEOUT))),
                 max_commit_bytes=int(query.get("max_commit_bytes", "0")),
                 connect_timeout=float(query.get("connect_timeout", str(DEFAULT_CONNECT_TIMEOUT))),
+                shards=int(query.get("shards", "0")),
             )
         except ValueError as exc:
             raise InvalidArgumentError(f"invalid store URL {url!r}: {exc}") from None
         if not 0 <= options.replicas <= MAX_REPLICAS:
             raise InvalidArgumentError(
                 f"invalid store URL {url!r}: replicas={options.replicas} is not 1..{MAX_REPLICAS}"
+            )
+        if not 0 <= options.shards <= MAX_SHARDS:
+            raise InvalidArgumentError(
+                f"invalid store URL {url!r}: shards={options.shards} is not 1..{MAX_SHARDS}"
             )
         if options.max_commit_bytes < 0:
             raise InvalidArgumentError(

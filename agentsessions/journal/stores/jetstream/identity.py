@@ -22,9 +22,10 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from typing import Any
 
-from agentsessions.errors import StreamReplacedError
-from agentsessions.journal.stores.jetstream import wire
+from agentsessions.errors import InvalidArgumentError, StreamReplacedError
+from agentsessions.journal.stores.jetstream import shards, wire
 from agentsessions.journal.stores.jetstream.client import Client, stream_state
 
 HINT = (
@@ -46,9 +47,41 @@ def prefix_of(subject: str) -> str:
 
 def establish(client: Client, prefix: str) -> str:
     """Check the stream's front and find (or, on its first use, write) its genesis; the id
-    is kept on ``client.genesis`` for the checks below, and returned."""
-    stream = client.options.stream
-    state = stream_state(client)
+    is kept on ``client.genesis`` for the checks below, and returned. A deployment spread
+    over shards (jetstream/shards.py) has each shard stream checked the same way, its
+    genesis id recorded in the home genesis (written after them: whoever wins the home
+    genesis names the shard geneses that won), and ``client.shards`` set from it."""
+    _check_front(client, client.options.stream)
+    subject = genesis_subject(prefix)
+    msg = client.last(subject)
+    if msg is None:
+        asked = client.options.shards or 1
+        ids = [_shard_genesis(client, prefix, k, create=True) for k in range(1, asked)]
+        body = {"k": "g", "id": secrets.token_hex(16), "time_ns": time.time_ns()}
+        if asked > 1:
+            body.update(shards=asked, shard_ids=ids)
+        _genesis(client, subject, body)
+        msg = client.last(subject)
+    client.genesis = str(msg.head.get("id", "")) if msg is not None else ""
+    head = msg.head if msg is not None else {}
+    client.shards = int(head.get("shards", 1))
+    client.shard_ids = [str(i) for i in head.get("shard_ids", ())]
+    if client.options.shards and client.options.shards != client.shards:
+        raise InvalidArgumentError(
+            f"the JetStream stream {client.options.stream!r} at {client.options.url} holds a "
+            f"deployment of {client.shards} shard(s), fixed when it began; shards="
+            f"{client.options.shards} cannot change it",
+            hint=f"leave shards= out, or ask for shards={client.shards}", param="store_url",
+        )  # fmt: skip
+    for k in range(1, client.shards):
+        _shard_genesis(client, prefix, k, create=False)
+    return client.genesis
+
+
+def _check_front(client: Client, stream: str, state: Any = None) -> None:
+    """Refuse a stream whose front was purged or that has a message deleted (``state``:
+    the stream's, if already read)."""
+    state = state if state is not None else stream_state(client, stream)
     if int(state.first_seq or 0) > 1 or int(state.num_deleted or 0) > 0:
         raise StreamReplacedError(
             f"the JetStream stream {stream!r} at {client.options.url} has lost messages "
@@ -56,15 +89,25 @@ def establish(client: Client, prefix: str) -> str:
             "acknowledged commits may be missing; refusing to use it",
             hint=HINT, stream=stream,
         )  # fmt: skip
-    subject = genesis_subject(prefix)
-    msg = client.last(subject)
-    if msg is None:
-        body = {"k": "g", "id": secrets.token_hex(16), "time_ns": time.time_ns()}
-        line = json.dumps(body, separators=(",", ":")).encode() + b"\n"
-        client.publish(subject, line, expect=0, token=str(body["id"]))  # None: another won
-        msg = client.last(subject)
-    client.genesis = str(msg.head.get("id", "")) if msg is not None else ""
-    return client.genesis
+
+
+def _genesis(client: Client, subject: str, body: dict[str, object]) -> None:
+    line = json.dumps(body, separators=(",", ":")).encode() + b"\n"
+    client.publish(subject, line, expect=0, token=str(body["id"]))  # None: another won
+
+
+def _shard_genesis(client: Client, prefix: str, k: int, *, create: bool) -> str:
+    """Shard ``k``'s stream found (``create``: made, with a genesis of its own, as a new
+    deployment begins) and checked: its front, and its genesis against the home genesis's
+    record of it. Its id."""
+    _check_front(client, shards.shard_stream(client.options.stream, k), client.ensure_shard(k))
+    shard = shards.shard_prefix(prefix, k)
+    if create:
+        _genesis(client, genesis_subject(shard), {"k": "g", "id": secrets.token_hex(16)})
+    found = current(client, shard)
+    if not create and found != expected(client, shard):
+        raise replaced(client, found, shard)
+    return found
 
 
 def current(client: Client, prefix: str) -> str:
@@ -73,22 +116,33 @@ def current(client: Client, prefix: str) -> str:
     return str(msg.head.get("id", "")) if msg is not None else ""
 
 
+def expected(client: Client, prefix: str) -> str:
+    """The genesis id the stream of ``prefix`` (the home prefix or a shard's) must have."""
+    k = shards.shard_index(client.options.prefix, prefix)
+    if k == 0:
+        return client.genesis
+    return client.shard_ids[k - 1] if k <= len(client.shard_ids) else ""
+
+
 def check(client: Client, prefix: str) -> None:
-    """Refuse a stream whose genesis is not the one this connection found (one read)."""
+    """Refuse a stream whose genesis is not the one this connection found (one read);
+    ``prefix`` a shard's: its stream (jetstream/shards.py)."""
     found = current(client, prefix)
-    if found != client.genesis:
-        raise replaced(client, found)
+    if found != expected(client, prefix):
+        raise replaced(client, found, prefix)
 
 
-def replaced(client: Client, found: str) -> StreamReplacedError:
-    """The error for a stream whose genesis is now ``found``."""
-    stream = client.options.stream
+def replaced(client: Client, found: str, prefix: str = "") -> StreamReplacedError:
+    """The error for a stream (the home stream, or ``prefix``'s shard) whose genesis is
+    now ``found``."""
+    stream = client.stream_for(prefix) if prefix else client.options.stream
+    was = expected(client, prefix) if prefix else client.genesis
     now = f"now {found[:12]}" if found else "it has none now"
     return StreamReplacedError(
         f"the JetStream stream {stream!r} at {client.options.url} was replaced: its "
-        f"identity was {client.genesis[:12]} when this process connected, {now}; refusing "
+        f"identity was {was[:12]} when this process connected, {now}; refusing "
         "to read or write what it holds as this store's sessions",
-        hint=HINT, stream=stream, expected=client.genesis, found=found,
+        hint=HINT, stream=stream, expected=was, found=found,
     )  # fmt: skip
 
 
@@ -118,9 +172,10 @@ def below(last: wire.Message | None, stream_seq: int, seq: int) -> bool:
 def missing(client: Client, subject: str, what: str, seq: int, stream_seq: int) -> Exception:
     """The error for ``subject`` ending before ``what`` (journal seq ``seq``, stream
     sequence ``stream_seq``) that this process holds as acknowledged."""
-    found = current(client, prefix_of(subject))
-    if found != client.genesis:
-        return replaced(client, found)
+    prefix = prefix_of(subject)
+    found = current(client, prefix)
+    if found != expected(client, prefix):
+        return replaced(client, found, prefix)
     return StreamReplacedError(
         f"{subject} in the JetStream stream {client.options.stream!r} ends before {what} "
         f"(seq {seq}, stream sequence {stream_seq}): acknowledged messages are missing; "

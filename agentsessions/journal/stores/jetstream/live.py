@@ -49,7 +49,7 @@ import nats.errors
 
 from agentsessions.errors import LockHeldError, UnavailableError
 from agentsessions.journal.format.lock import program
-from agentsessions.journal.stores.jetstream.client import Client
+from agentsessions.journal.stores.jetstream.client import Client, flush
 
 PROBE_SECONDS = 2.0  # how long a probe waits for a live writer's answer
 TAKE = b"take"  # a probe that takes the session over when the writer is idle
@@ -178,7 +178,7 @@ def serve(client: Client, subject: str, presence: Presence) -> Any:
     async def subscribe() -> Any:
         sub = await nc.subscribe(subject, cb=answer)
         subs.append(sub)
-        await nc.flush(timeout=max(1, int(client.options.timeout)))  # seen once open returns
+        await flush(nc, max(1, int(client.options.timeout)))  # seen once open returns
         return sub
 
     return client._call(subscribe)
@@ -192,7 +192,7 @@ def stop(client: Client, sub: Any) -> None:
     async def unsubscribe() -> None:
         with contextlib.suppress(nats.errors.Error):  # the connection (or a yield) took it
             await sub.unsubscribe()
-            await nc.flush(timeout=max(1, int(client.options.timeout)))
+            await flush(nc, max(1, int(client.options.timeout)))
 
     with contextlib.suppress(UnavailableError):
         client._call(unsubscribe)

@@ -85,11 +85,15 @@ class Loop:
         if asyncio._get_running_loop() is not None:  # a thread inside a loop cannot drive
             with self._state:
                 self._guests += 1
-            return self._visit(coro, timeout)
+                unowned = self._owner == 0
+            return self._visit(coro, timeout, unowned)
         me, asked = threading.get_ident(), False
         with self._state:
-            while self._owner == _BG and not self._closing:
-                if not asked:  # the loop sat idle: take it back from the background thread
+            # the loop sat idle: take it back from the background thread, unless it serves
+            # other threads' calls (it gives the loop back only once they have all ended:
+            # waiting for that stalled a thread of a busy shared store up to 50 ms a commit)
+            while self._owner == _BG and not self._closing and not self._guests:
+                if not asked:
                     self._loop.call_soon_threadsafe(self._give_back)
                     asked = True
                 elif not self._released.wait(_TAKE_BACK_SECONDS):
@@ -101,7 +105,7 @@ class Loop:
                 self._guests += 1
         if drive:
             return self._drive(coro, timeout)
-        return self._visit(coro, timeout)
+        return self._visit(coro, timeout, self._closing)
 
     def _drive(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
         """Run the loop in this thread until ``coro`` ends (this thread owns it)."""
@@ -131,12 +135,16 @@ class Loop:
             if stranded:
                 self._kick.set()
 
-    def _visit(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
+    def _visit(self, coro: Coroutine[Any, Any, T], timeout: float, wake: bool) -> T:
         """Hand ``coro`` to the thread running the loop and wait for it (``_guests`` counts
-        it already)."""
+        it already). ``wake``: kick the background thread, for a guest registered while
+        no thread owned the loop. Otherwise the owner serves it, or kicks the background
+        thread when it stops driving with guests left (``_drive``): a kick per guest woke
+        a napping thread for nothing on every commit of a store shared by threads."""
         guest = _Guest(coro)
         self._loop.call_soon_threadsafe(self._start, guest)
-        self._kick.set()  # if nobody runs the loop right now, the background thread will
+        if wake:  # nobody may run the loop: the background thread will
+            self._kick.set()
         if not guest.done.acquire(timeout=timeout):
             guest.expired = True
             self._loop.call_soon_threadsafe(self._cancel, guest)

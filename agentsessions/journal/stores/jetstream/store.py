@@ -60,7 +60,7 @@ from agentsessions.journal.stores.capabilities import (
     Workloads,
 )
 from agentsessions.journal.stores.claims import ClaimKey, KeyClaims
-from agentsessions.journal.stores.jetstream import checkpoint, identity, listing, live, wire
+from agentsessions.journal.stores.jetstream import checkpoint, identity, listing, live, shards, wire
 from agentsessions.journal.stores.jetstream.claims import StreamClaims
 from agentsessions.journal.stores.jetstream.client import Client
 from agentsessions.journal.stores.jetstream.component import JetStreamComponentStore
@@ -298,7 +298,7 @@ class JetStreamStore(
     def component(self, uid: str, name: str) -> JetStreamComponentStore:
         """The store of component ``name`` (a tool) in session ``uid``."""
         meta, _deleted, _ut = self._meta(uid)
-        return JetStreamComponentStore(self, meta, check_component(name), self._opts.prefix)
+        return JetStreamComponentStore(self, meta, check_component(name), self._shard(uid))
 
     def components(self, uid: str) -> tuple[str, ...]:
         """The names of the tool stores session ``uid`` has, sorted."""
@@ -373,7 +373,7 @@ class JetStreamStore(
         ``notes`` gets a line when a sealed journal's key was shredded."""
         meta, _deleted, _ut = self._meta(uid)
         if component:
-            subject = wire.component_subject(self._opts.prefix, uid, check_component(component))
+            subject = wire.component_subject(self._shard(uid), uid, check_component(component))
         else:
             subject = self._journal(uid)
             if meta.parent_uid:  # the prefix is the parent's, under the parent's key
@@ -407,14 +407,19 @@ class JetStreamStore(
         return heard.state in (live.BUSY, live.SILENT, live.UNKNOWN)
 
     # -- internals ----------------------------------------------------------------------
+    def _shard(self, uid: str) -> str:
+        """The subject prefix of ``uid``'s journals: its shard's (jetstream/shards.py)."""
+        k = shards.shard_of(uid, self._client.shards)
+        return shards.shard_prefix(self._opts.prefix, k)
+
     def _journal(self, uid: str) -> str:
-        return wire.journal_subject(self._opts.prefix, uid)
+        return wire.journal_subject(self._shard(uid), uid)
 
     def _meta_subject(self, uid: str) -> str:
         return wire.meta_subject(self._opts.prefix, uid)
 
     def _component_subjects(self, uid: str) -> builtins.list[str]:
-        return sorted(self._client.subjects(f"{self._opts.prefix}.c.{uid}.*"))
+        return sorted(self._client.subjects(f"{self._shard(uid)}.c.{uid}.*"))
 
     def _open(
         self,
@@ -432,6 +437,8 @@ class JetStreamStore(
             self._held.add(subject)
         try:
             identity.check(self._client, self._opts.prefix)  # never write a replaced stream
+            if self._shard(uid) != self._opts.prefix:  # nor a replaced shard
+                identity.check(self._client, self._shard(uid))
             claim = None
             if subject == self._journal(uid):  # other hosts can tell it is live, and busy
                 claim = live.Claim(self._client, live.owner_subject(self._opts.stream, uid), uid)

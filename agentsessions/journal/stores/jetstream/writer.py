@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -106,6 +107,9 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
         self._current_at = 0.0  # when the journal was last seen where this writer left it
         self._reconnects = reconnects(client)  # a probe missed across one is not yielded
         self._cipher = cipher  # an encrypted session's: commits are sealed (jetstream/crypt.py)
+        # each publish's Msg-Id token: this writer's random salt and a count, unique without
+        # a getrandom call per commit (one that released the GIL to 8 committing threads)
+        self._salt, self._minted = secrets.token_hex(12), itertools.count()
         opener = Opener(uid, False) if cipher is None else Opener.loaded(cipher)
         for _ in range(_TAKEOVER_TRIES):
             folded = checkpoint.load(client, subject, base, opener)
@@ -115,7 +119,7 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
             if claim is not None:  # after the read: the CAS covers whoever opened since
                 claim.take()
             body = wire.fence_body(self._fence, self._tail)
-            seq = client.publish(subject, body, expect=folded.stream_seq, token=_token())
+            seq = client.publish(subject, body, expect=folded.stream_seq, token=self._token())
             if seq is None and claim is not None:
                 claim.withdraw()  # another open came between: ask again before a fence
             if seq is not None:
@@ -259,7 +263,7 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
         try:
             try:
                 seq = self._client.publish(
-                    self._subject, body, expect=self._stream_seq, token=_token()
+                    self._subject, body, expect=self._stream_seq, token=self._token()
                 )
             except UnavailableError:
                 self._doubt = True  # it may have landed: the next append looks first
@@ -343,6 +347,11 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
             return
         self._ckpt = 0 if last is None else last.stream_seq
 
+    def _token(self) -> str:
+        """A publish's Msg-Id token: new for every message this writer sends (a retry of
+        one message reuses its token inside ``Client.publish``)."""
+        return f"{self._salt}{next(self._minted):x}"
+
     def _lost(self) -> Exception:
         """Why the subject moved under this writer (see the module docstring)."""
         last = self._client.last(self._subject)
@@ -366,7 +375,3 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
             f"{head.last_seq}); nothing was written",
             head_seq=head.last_seq, head_hash=head.last_hash, session=self._uid,
         )  # fmt: skip
-
-
-def _token() -> str:
-    return secrets.token_hex(12)
