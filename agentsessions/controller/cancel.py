@@ -46,7 +46,7 @@ from agentsessions.errors import InvalidExecutionLogError, TurnCanceledError, Un
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.capabilities import CANCEL_REQUESTS, CancelRequests
 from agentsessions.journal.stores.store import SessionInfo, Store
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 DEFAULT_DETAIL = "canceled by request"
 REASONS = ("USER", "TIMEOUT", "INTERNAL")
@@ -90,8 +90,8 @@ def check_execution(uid: str, open_id: str, named: str) -> None:
 def cancel_events(execution_id: str, detail: str = DEFAULT_DETAIL) -> list[Mapping[str, Any]]:
     """The one commit that ends ``execution_id`` as canceled."""
     return [
-        model.lifecycle_event("LIFECYCLE_CANCEL", detail=detail, execution_id=execution_id),
-        model.end_event("CANCELED", execution_id=execution_id),
+        construct.lifecycle_event("LIFECYCLE_CANCEL", detail=detail, execution_id=execution_id),
+        construct.end_event("CANCELED", execution_id=execution_id),
     ]
 
 

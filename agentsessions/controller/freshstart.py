@@ -30,7 +30,7 @@ from agentsessions.errors import (
     UnavailableError,
 )
 from agentsessions.journal.stores.store import SessionInfo
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 from .lifecycle import resume_compute
 from .port import ControllerPort
@@ -133,7 +133,7 @@ def fresh_start(
     _refuse_if_memory_exists(controller, uid, info)
     with controller._writer(uid, wait_seconds) as writer:
         head = writer.head[0]
-        marker = model.lifecycle_event("LIFECYCLE_RESUME", detail=detail(head + 1))
+        marker = construct.lifecycle_event("LIFECYCLE_RESUME", detail=detail(head + 1))
         result = writer.append([marker], expected_last_seq=head)
     if controller.on_record is not None:
         for record in result.records:

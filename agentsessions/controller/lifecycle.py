@@ -22,7 +22,7 @@ from typing import Any
 
 from agentsessions.errors import InvalidArgumentError, PlacementError, UnavailableError
 from agentsessions.journal.stores.store import SessionInfo, SessionMeta, new_uid
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 from agentsessions.v1.limits import MAX_FORK_CHILDREN
 
 from .port import ControllerPort
@@ -58,7 +58,7 @@ def suspend(controller: ControllerPort, uid: str) -> SessionInfo:
     if info.compute_state == "COMPUTE_COLD":
         return info
     ref = _snapshot(controller, uid, info)
-    _append(controller, uid, model.lifecycle_event("LIFECYCLE_SUSPEND", **_fields(ref)))
+    _append(controller, uid, construct.lifecycle_event("LIFECYCLE_SUSPEND", **_fields(ref)))
     return controller.store.get(uid)
 
 
@@ -77,7 +77,7 @@ def resume_compute(controller: ControllerPort, uid: str) -> SessionInfo:
             raise UnavailableError(
                 exc.message, hint=fresh_start_hint(uid), **{**exc.fields, "session": uid}
             ) from None
-    _append(controller, uid, model.lifecycle_event("LIFECYCLE_RESUME"))
+    _append(controller, uid, construct.lifecycle_event("LIFECYCLE_RESUME"))
     return controller.store.get(uid)
 
 
@@ -126,7 +126,9 @@ def _fork_memory(
     refs = controller.runtime.clone(_ref(suspended.snapshot), [m.uid for m in metas])
     children = controller.store.fork(parent.uid, suspended.last_seq, metas)
     for child, ref in zip(children, refs, strict=True):
-        _append(controller, child.uid, model.lifecycle_event("LIFECYCLE_SUSPEND", **_fields(ref)))
+        _append(
+            controller, child.uid, construct.lifecycle_event("LIFECYCLE_SUSPEND", **_fields(ref))
+        )
     return [controller.store.get(c.uid) for c in children]
 
 

@@ -25,7 +25,8 @@ from typing import Any, TypedDict, Unpack
 
 from agentsessions.errors import ConflictError, InvalidArgumentError
 
-from .model import Origin, text_message
+from .construct import text_message
+from .model import Origin
 from .provenance import Authored, check_identity, check_origin
 
 DEFAULT_PROJECT = "default"
