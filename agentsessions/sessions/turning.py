@@ -60,9 +60,8 @@ class Claim:
 class TurnRunner:
     """Checks and runs an engine's turns over its :class:`~.core.EngineCore`."""
 
-    def __init__(self, core: EngineCore, record_workload: Callable[[str, Workload], None]) -> None:
+    def __init__(self, core: EngineCore) -> None:
         self.core = core
-        self._record_workload = record_workload  # the engine's: the store keeps the tools
 
     def check_turn(self, harness: str, model: str, chosen: str = "", project: str = "") -> None:
         """Fail before anything is written on an unknown or unplaceable harness (``project``'s
@@ -127,7 +126,7 @@ class TurnRunner:
                 lock.release()
                 raise
         if workload is not None:
-            self._record_workload(uid, workload)
+            self.core.record_workload(uid, workload)
         if request.uid is not None:
             return Claim(request, lock, False)
         return Claim(replace(request, uid=uid), lock, True)  # addressed to its new session
@@ -163,7 +162,7 @@ class TurnRunner:
             if not created:
                 self._check_existing(request, workload)
             if workload is not None:
-                self._record_workload(uid, workload)
+                self.core.record_workload(uid, workload)
         except BaseException:
             lock.release()
             raise
