@@ -258,7 +258,7 @@ def approve(controller: ControllerPort, uid: str, decision: Decision) -> Decided
     gate = _find(uid, info, latest_run(records), decision)
     if gate.decision is not None:
         return _existing(uid, gate, decision, records)
-    with controller._writer(uid, 0.0) as writer:
+    with controller.session_writer(uid, 0.0) as writer:
         # again as the writer: another process may have decided or moved on since
         info = writer.info()
         records = list(writer.read(max(info.exec_seq, 1))) if info.exec_seq else []

@@ -225,7 +225,7 @@ def cancel(
     # answered without the lock when it can be: an idle or already canceled session
     if not _cancelable(uid, info, controller.store.read(uid, max(info.exec_seq, 1))):
         return info
-    with controller._writer(uid, 0.0) as writer:
+    with controller.session_writer(uid, 0.0) as writer:
         # again under the lock: another process may have ended the turn since (resume)
         held = writer.info()
         check_execution(uid, held.exec_id, execution_id)

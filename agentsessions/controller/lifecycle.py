@@ -70,7 +70,7 @@ def resume_compute(controller: ControllerPort, uid: str) -> SessionInfo:
     ref = _ref(info.snapshot)
     if ref.memory:
         name = info.meta.harness or DEFAULT_HARNESS
-        controller._place(controller.harnesses.create(name, project=info.meta.project).describe())
+        controller.place(controller.harnesses.create(name, project=info.meta.project).describe())
         try:
             controller.runtime.restore(uid, ref)
         except UnavailableError as exc:  # the snapshot's memory is gone: name the way on
@@ -150,7 +150,7 @@ def _snapshot(controller: ControllerPort, uid: str, info: SessionInfo) -> Snapsh
 
 
 def _append(controller: ControllerPort, uid: str, event: Mapping[str, Any]) -> None:
-    with controller._writer(uid, 0.0) as writer:
+    with controller.session_writer(uid, 0.0) as writer:
         result = writer.append([event], expected_last_seq=writer.head[0])
     if controller.on_record is not None:
         for record in result.records:
