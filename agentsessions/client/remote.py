@@ -42,7 +42,7 @@ from agentsessions.sessions.values import (
     SessionPage,
 )
 from agentsessions.v1.results import ReplayReport, ToolStoreEntry, VerifyReport
-from agentsessions.v1.turn import TurnOptions, TurnRequest
+from agentsessions.v1.turn import SessionOptions, TurnOptions, TurnRequest
 from agentsessions.wire import convert, frames, status
 from agentsessions.wire.gen import session_pb2, session_pb2_grpc
 
@@ -194,16 +194,10 @@ class RemoteSessions:
 
     # -- sessions by key (:class:`~.bykey.ByKey`) ----------------------------------------
     def ensure(
-        self, key: str | None = None, *, origin: Mapping[str, Any] | None = None,
-        identity: Mapping[str, str] | None = None, project: str = "default", name: str = "",
-        harness: str = "", model: str = "", labels: Mapping[str, str] | None = None,
-        annotations: Mapping[str, str] | None = None, tools: str | PathLike[str] | None = None,
-    ) -> tuple[Session, bool]:  # fmt: skip
+        self, key: str | None = None, **options: Unpack[SessionOptions]
+    ) -> tuple[Session, bool]:
         """The session ``key`` (or ``origin``) names, created if there is none."""
-        return self.by_key.ensure(
-            key, origin=origin, identity=identity, project=project, name=name, harness=harness,
-            model=model, labels=labels, annotations=annotations, tools=tools,
-        )  # fmt: skip
+        return self.by_key.ensure(key, **options)
 
     def find(
         self, key: str | None = None, *, origin: Mapping[str, Any] | None = None,

@@ -56,7 +56,7 @@ from agentsessions.journal.stores.capabilities import (
 )
 from agentsessions.journal.stores.store import SessionInfo, Store
 from agentsessions.v1.ids import check_project, check_uid
-from agentsessions.v1.turn import TurnOptions, TurnRequest, check_durability
+from agentsessions.v1.turn import SessionOptions, TurnOptions, TurnRequest, check_durability
 
 from . import approvals, checks, lifecycle, offline, resolving, toolstores
 from . import compact as compaction
@@ -159,30 +159,16 @@ class LocalSessions:
         return self.store.get(check_uid(uid))
 
     # -- metadata (creation and sessions by key: :class:`.SessionClaims`) -----------------
-    def create(
-        self, *, project: str = "default", name: str = "", harness: str = "", model: str = "",
-        labels: Mapping[str, str] | None = None, annotations: Mapping[str, str] | None = None,
-        tools: str | os.PathLike[str] | None = None, origin: Mapping[str, Any] | None = None,
-        identity: Mapping[str, str] | None = None,
-    ) -> Session:  # fmt: skip
+    def create(self, **options: Unpack[SessionOptions]) -> Session:
         """Create an empty session (:meth:`.SessionClaims.create`)."""
-        return self.claims.create(
-            project=project, name=name, harness=harness, model=model, labels=labels,
-            annotations=annotations, tools=tools, origin=origin, identity=identity,
-        )  # fmt: skip
+        return self.claims.create(**options)
 
     def ensure(
-        self, key: str | None = None, *, origin: Mapping[str, Any] | None = None,
-        identity: Mapping[str, str] | None = None, project: str = "default", name: str = "",
-        harness: str = "", model: str = "", labels: Mapping[str, str] | None = None,
-        annotations: Mapping[str, str] | None = None, tools: str | os.PathLike[str] | None = None,
-    ) -> tuple[Session, bool]:  # fmt: skip
+        self, key: str | None = None, **options: Unpack[SessionOptions]
+    ) -> tuple[Session, bool]:
         """The live session ``key`` (or ``origin``) names, created if there is none
         (:meth:`.SessionClaims.ensure`)."""
-        return self.claims.ensure(
-            key, origin=origin, identity=identity, project=project, name=name, harness=harness,
-            model=model, labels=labels, annotations=annotations, tools=tools,
-        )  # fmt: skip
+        return self.claims.ensure(key, **options)
 
     def find(
         self, key: str | None = None, *, origin: Mapping[str, Any] | None = None,

@@ -84,6 +84,22 @@ class TurnOptions(TypedDict, total=False):
 _OPTIONS = TurnOptions.__optional_keys__
 
 
+class SessionOptions(TypedDict, total=False):
+    """The keyword options that describe a new session: ``Sessions.create``'s, and
+    ``ensure``'s besides its key (the engine and the client take them as one value and hand
+    them on whole, so a new option is added here and where it is used)."""
+
+    project: str
+    name: str
+    harness: str
+    model: str
+    labels: Mapping[str, str] | None
+    annotations: Mapping[str, str] | None
+    tools: str | PathLike[str] | None
+    origin: Mapping[str, Any] | None
+    identity: Mapping[str, str] | None
+
+
 @dataclass(frozen=True)
 class TurnRequest:
     """One turn of session ``uid`` (None: a new session, described by ``project``,
