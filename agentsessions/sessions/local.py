@@ -117,11 +117,11 @@ class LocalSessions:
         self.runtime_name, self.default_model = self.core.runtime_name, self.core.default_model
         self._owns_store = owns_store
         self._lock = self.core.catalog_lock  # the store's catalog (create, list, delete ...)
-        self.turns = TurnRunner(self.core)
+        self.claims = SessionClaims(self.core)
+        self.turns = TurnRunner(self.core, self.claims)
         self.lifecycle = Lifecycle(self.core)
         self.approvals = Approvals(self.core)
         self.resolver = Resolver(self.core, self)
-        self.claims = SessionClaims(self.core)
         self.master_keys = MasterKeys(self.core)
 
     # -- plumbing ---------------------------------------------------------------------------
