@@ -25,6 +25,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from agentsessions.sessions.defaults import DEFAULT_RUNTIME  # a constant: nothing heavy
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -41,7 +43,7 @@ def open(  # the library's entry point: ``agentsessions.open``
     home: str | os.PathLike[str] | None = None,
     *,
     store: Store | None = None,
-    runtime: str = "auto",
+    runtime: str = DEFAULT_RUNTIME,
     model: str | None = None,
     key_file: str | None = None,
     models: Mapping[str, str] | None = None,

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agentsessions.controller.spi import Completion, ModelRequest
 from agentsessions.models import MODELS
 from agentsessions.sessions.local import LocalSessions, open_local
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 REPEATS = 5
 WIDE = json.dumps({"history_events": 10**9}).encode()
@@ -45,7 +45,7 @@ class SizingModel:
         SizingModel.last_bytes = len(json.dumps(request.messages, separators=(",", ":")))
         SizingModel.last_messages = len(request.messages)
         text = f"ok:{SizingModel.last_messages}"
-        return Completion(dict(model.text_message("assistant", text)))
+        return Completion(dict(construct.text_message("assistant", text)))
 
 
 def build(engine: LocalSessions, turns: int) -> str:

@@ -29,7 +29,7 @@ from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.sessions.wiring import HARNESSES, build_controller
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 
 class NoSyncFileSystem(FileSystem):
@@ -43,7 +43,7 @@ class NoSyncFileSystem(FileSystem):
 
 
 def _say(text: str) -> list[dict[str, Any]]:
-    return [dict(model.text_message("user", text))]
+    return [dict(construct.text_message("user", text))]
 
 
 def bench_replay(tmp: Path, turns: int) -> None:
@@ -75,7 +75,7 @@ def bench_fork(tmp: Path, big: int) -> None:
         with store.writer(uid) as writer:
             for start in range(0, n, 4096):
                 batch = [
-                    model.lifecycle_event("LIFECYCLE_BASELINE", detail=f"{i}")
+                    construct.lifecycle_event("LIFECYCLE_BASELINE", detail=f"{i}")
                     for i in range(start, min(n, start + 4096))
                 ]
                 writer.append(batch)

@@ -28,7 +28,7 @@ from agentsessions.journal.crypto.keys import MasterKey
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
 from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, StateUpdate, new_uid
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 
 class NoSyncFileSystem(FileSystem):
@@ -43,7 +43,9 @@ class NoSyncFileSystem(FileSystem):
 
 def _event(i: int, size: int = 400) -> dict[str, Any]:
     text = f"message {i} " + "lorem ipsum dolor sit amet " * (size // 27)
-    return model.output_event(model.text_message("assistant", text), execution_id=f"{i:016x}")
+    return construct.output_event(
+        construct.text_message("assistant", text), execution_id=f"{i:016x}"
+    )
 
 
 def _round(store: FileStore, commits: int, per_commit: int, state: bool) -> float:

@@ -31,13 +31,15 @@ from natsserver import NatsServer, wheel_binary  # noqa: E402
 from agentsessions.journal.stores.jetstream.conn import JetStreamOptions  # noqa: E402
 from agentsessions.journal.stores.jetstream.store import JetStreamStore  # noqa: E402
 from agentsessions.journal.stores.store import SessionMeta, new_uid  # noqa: E402
-from agentsessions.v1 import model  # noqa: E402
+from agentsessions.v1 import construct  # noqa: E402
 
 TEXT = "lorem ipsum dolor sit amet " * 38  # ~1 KB per event, as bench/jetstream_rates.py
 
 
 def _event(i: int) -> dict[str, Any]:
-    return model.output_event(model.text_message("assistant", f"{i} {TEXT}"), execution_id="e1")
+    return construct.output_event(
+        construct.text_message("assistant", f"{i} {TEXT}"), execution_id="e1"
+    )
 
 
 def measure(url: str, rounds: int, block: int) -> dict[str, Any]:

@@ -34,14 +34,14 @@ sys.path.insert(0, str(ROOT / "tests"))
 from natsserver import NatsServer, wheel_binary  # noqa: E402
 
 from agentsessions.journal.stores.store import SessionMeta, new_uid  # noqa: E402
-from agentsessions.v1 import model  # noqa: E402
+from agentsessions.v1 import construct  # noqa: E402
 
 ROUNDS = 8
 
 
 def _event(i: int) -> dict[str, Any]:
-    return model.input_event(
-        model.text_message("user", f"turn {i} " + "x" * 200), execution_id="e1"
+    return construct.input_event(
+        construct.text_message("user", f"turn {i} " + "x" * 200), execution_id="e1"
     )
 
 

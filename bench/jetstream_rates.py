@@ -71,7 +71,7 @@ from jetstream_bare import bare_rate  # noqa: E402
 from natsserver import NatsCluster, NatsServer, wheel_binary  # noqa: E402
 
 from agentsessions.journal.stores.store import SessionMeta, new_uid  # noqa: E402
-from agentsessions.v1 import model  # noqa: E402
+from agentsessions.v1 import construct  # noqa: E402
 
 SECTIONS = ("rates", "turns", "follow", "failover", "crypto")
 SPREAD = "R1 streams"  # each session in a stream of its own: what sharding sessions would give
@@ -85,8 +85,8 @@ Commit = Callable[[int], None]
 
 def _events(i: int, n: int) -> list[dict[str, Any]]:
     return [
-        model.output_event(
-            model.text_message("assistant", f"{i}.{k} {EVENT_TEXT}"), execution_id="e1"
+        construct.output_event(
+            construct.text_message("assistant", f"{i}.{k} {EVENT_TEXT}"), execution_id="e1"
         )
         for k in range(n)
     ]

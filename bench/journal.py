@@ -35,7 +35,7 @@ from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.verify import verify_dir
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 
 class NoSyncFileSystem(FileSystem):
@@ -50,7 +50,9 @@ class NoSyncFileSystem(FileSystem):
 
 def _event(i: int, size: int = 400) -> dict[str, Any]:
     text = f"message {i} " + "lorem ipsum dolor sit amet " * (size // 27)
-    return model.output_event(model.text_message("assistant", text), execution_id=f"{i:016x}")
+    return construct.output_event(
+        construct.text_message("assistant", text), execution_id=f"{i:016x}"
+    )
 
 
 def _seconds(fn: Callable[[], None]) -> float:

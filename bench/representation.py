@@ -20,7 +20,7 @@ import msgspec
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agentsessions.journal.format import canonical
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 
 class TextPart(msgspec.Struct, omit_defaults=True):
@@ -78,7 +78,7 @@ def main() -> None:
         for i in range(n)
     ]
     dicts = [
-        model.output_event(model.text_message("assistant", text), execution_id=f"{i:016x}")
+        construct.output_event(construct.text_message("assistant", text), execution_id=f"{i:016x}")
         for i in range(n)
     ]
     assert canonical.canonical_json(struct_to_wire(structs[0])) == canonical.canonical_json(

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.stores.file.store import FileStore, StoreOptions
 from agentsessions.journal.stores.store import SessionMeta, StateUpdate, new_uid
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 REPEATS = 5
 OPTIONS = StoreOptions(segment_max_bytes=64 << 10)
@@ -46,8 +46,8 @@ class CountingFS(FileSystem):
 
 
 def _event(i: int) -> dict[str, Any]:
-    message = model.text_message("user", f"message {i} " + "x" * 200)
-    return model.input_event(message, execution_id="e1")
+    message = construct.text_message("user", f"message {i} " + "x" * 200)
+    return construct.input_event(message, execution_id="e1")
 
 
 def commit_rates(home: Path, count: int) -> dict[str, float]:

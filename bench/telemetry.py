@@ -27,7 +27,7 @@ import agentsessions.telemetry as telemetry
 from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.sessions.wiring import build_controller
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 
 class Calls(telemetry.Telemetry):
@@ -62,7 +62,7 @@ def per_turn(ctl: Any, uid: str, turns: int, installed: telemetry.Telemetry) -> 
     try:
         began = time.perf_counter()
         for i in range(turns):
-            ctl.exec(uid, [dict(model.text_message("user", f"t{i}"))])
+            ctl.exec(uid, [dict(construct.text_message("user", f"t{i}"))])
         return (time.perf_counter() - began) / turns
     finally:
         telemetry.install(previous)

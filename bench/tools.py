@@ -35,7 +35,7 @@ from agentsessions.sessions.local import open_local
 from agentsessions.sessions.wiring import HARNESSES, build_controller
 from agentsessions.tools import AppendLine, static_resolver
 from agentsessions.tools.workload import parse_workload
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 REPEATS = 3
 
@@ -56,7 +56,7 @@ class CallsHarness:
                 "idempotency_key": f"{start.execution_id}:{n}",
             }
             sink.tool(call)
-        sink.output(dict(model.text_message("assistant", "done")))
+        sink.output(dict(construct.text_message("assistant", "done")))
 
 
 HARNESSES.register("bench-tools", CallsHarness)
@@ -94,7 +94,7 @@ def bench_mediated(tmp: Path, calls: int) -> float:
             uid = store.create(SessionMeta(uid=new_uid(), harness="bench-tools")).uid
             start = time.perf_counter()
             controller.exec(
-                uid, [dict(model.text_message("user", "go"))], config=str(count).encode()
+                uid, [dict(construct.text_message("user", "go"))], config=str(count).encode()
             )
             times[count] = time.perf_counter() - start
             controller.close()

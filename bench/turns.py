@@ -60,7 +60,7 @@ sys.path.insert(0, str(ROOT))
 from agentsessions.journal.format.durable import FileSystem  # noqa: E402
 from agentsessions.journal.stores.file.store import FileStore  # noqa: E402
 from agentsessions.journal.stores.store import SessionMeta, new_uid  # noqa: E402
-from agentsessions.v1 import model  # noqa: E402
+from agentsessions.v1 import construct  # noqa: E402
 
 TEXT_BYTES = 600
 
@@ -138,7 +138,7 @@ def open_engine(
     )
 
     def controller_turn(uid: str | None, text: str) -> str:
-        inputs = [dict(model.text_message("user", text))]
+        inputs = [dict(construct.text_message("user", text))]
         return ctl.exec(uid, inputs, harness="chat").uid
 
     def close() -> None:
@@ -468,17 +468,17 @@ def _echo_hash(msg: dict[str, Any]) -> str:
 
 def _executions(count: int) -> Iterator[dict[str, Any]]:
     """``count`` completed echo executions, 5 events each (replayable by the echo harness)."""
-    msg = dict(model.text_message("user", _text(0, "user")))
+    msg = dict(construct.text_message("user", _text(0, "user")))
     digest = _echo_hash(msg)
-    answer = model.text_message("assistant", _text(0, "user"))
+    answer = construct.text_message("assistant", _text(0, "user"))
     for n in range(count):
         xid = f"{n:016x}"
-        yield model.execution_start(input_count=1, harness="echo", harness_version="1",
+        yield construct.execution_start(input_count=1, harness="echo", harness_version="1",
                                     execution_id=xid)  # fmt: skip
-        yield model.input_event(msg, execution_id=xid)  # type: ignore[arg-type]
-        yield model.model_call_event("echo", input_hash=digest, call_id=xid, execution_id=xid)
-        yield model.output_event(answer, execution_id=xid)
-        yield model.end_event("COMPLETED", execution_id=xid)
+        yield construct.input_event(msg, execution_id=xid)  # type: ignore[arg-type]
+        yield construct.model_call_event("echo", input_hash=digest, call_id=xid, execution_id=xid)
+        yield construct.output_event(answer, execution_id=xid)
+        yield construct.end_event("COMPLETED", execution_id=xid)
 
 
 def build_session(home: Path, events: int) -> str:

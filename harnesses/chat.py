@@ -85,7 +85,7 @@ from agentsessions.controller.spi import (
     ToolSpec,
 )
 from agentsessions.errors import ContextOverflowError, HarnessError
-from agentsessions.v1.model import text_message, tool_result_event
+from agentsessions.v1.construct import text_message, tool_result_event
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 DEFAULT_HISTORY_EVENTS = 50

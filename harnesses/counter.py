@@ -17,7 +17,7 @@ from agentsessions.controller.spi import (
     Sink,
     Start,
 )
-from agentsessions.v1.model import text_message
+from agentsessions.v1.construct import text_message
 
 DESCRIPTOR = HarnessDescriptor(
     id="counter",

@@ -18,7 +18,7 @@ from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.sessions.wiring import HARNESSES, build_controller
 from agentsessions.tools import AppendLine, static_resolver
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 from tests.tool_harness import ToolLineHarness, line_call, plan
 
 HARNESSES.register("tool-line", ToolLineHarness)
@@ -50,7 +50,7 @@ def cut_session(home: Path, effects: Path) -> str:
     ctl.tools = static_resolver(
         {"append": BoundTool("append", _CutAfterEffect(), {"path": str(effects)})}
     )
-    inputs = [dict(model.text_message("user", "go"))]
+    inputs = [dict(construct.text_message("user", "go"))]
     try:
         ctl.exec(uid, inputs, harness="tool-line", config=plan(line_call("c1", "the line")))
     except KeyboardInterrupt:

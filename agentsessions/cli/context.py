@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from agentsessions.cli import serveropts as so
 from agentsessions.cli.storeopts import open_chosen
+from agentsessions.sessions.defaults import DEFAULT_RUNTIME
 
 if TYPE_CHECKING:
     import typer
@@ -53,7 +54,7 @@ def command_state(ctx: typer.Context, as_json: bool) -> CliState:
 
 @contextmanager
 def open_engine(
-    state: CliState, runtime: str = "auto", *, read: bool = False
+    state: CliState, runtime: str = DEFAULT_RUNTIME, *, read: bool = False
 ) -> Iterator[Sessions]:
     """The Sessions a command acts on, closed when the command ends: the client of
     ``--server`` when one is given, else the engine on the file store under the home.
@@ -71,7 +72,7 @@ def open_engine(
 
 @contextmanager
 def open_local_engine(
-    state: CliState, command: str, runtime: str = "auto", *, read: bool = False
+    state: CliState, command: str, runtime: str = DEFAULT_RUNTIME, *, read: bool = False
 ) -> Iterator[LocalSessions]:
     """The local engine, for a command that is local by nature (``command`` names it:
     refused with one line, exit 2, when ``--server`` is given); ``read`` as for

@@ -82,11 +82,11 @@ def rotate(
     old key file to make backups unreadable.
     """
     state = command_state(ctx, as_json)
-    from agentsessions.sessions.keys import load_key_file, rotate_master_key
+    from agentsessions.sessions.keys import load_key_file
 
     old, new = load_key_file(old_key_file), load_key_file(new_key_file)
     with open_local_engine(state, "keys rotate") as engine:
-        done = rotate_master_key(engine, old, new)
+        done = engine.rotate_master_key(old, new)
     if state.json:
         from agentsessions.cli.render import write_json
 

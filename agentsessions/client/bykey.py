@@ -2,6 +2,10 @@
 ``EnsureSession``, ``FindSession`` and ``ClaimSession`` RPCs (docs/WIRE.md). The server's
 engine makes them atomic; the client only carries them, so a key means the same session to
 every client and local caller of one store.
+
+:class:`ByKey` is the client's collaborator for them: it is given the client's stub and
+its call wrapper (which sends the token and maps a failed call to our exception tree), so
+it needs nothing else of :class:`~.remote.RemoteSessions`.
 """
 
 from __future__ import annotations
@@ -20,20 +24,22 @@ from agentsessions.wire.gen import common_pb2, session_pb2
 T = TypeVar("T")
 
 
-class _Client(Protocol):
-    """What these methods use of :class:`~.remote.RemoteSessions`: its stub, and its call
-    wrapper (which maps a failed call to our exception tree)."""
+class Call(Protocol):
+    """A client's unary call: ``rpc`` (a stub's method) with ``request``, the token sent,
+    a failure raised as our exception (:meth:`.RemoteSessions.unary`)."""
 
-    _stub: Any
-
-    def _call(self, rpc: Callable[..., T], request: Any) -> T: ...
+    def __call__(self, rpc: Callable[..., T], request: Any) -> T: ...
 
 
 class ByKey:
-    """The three methods over the wire, mixed into :class:`~.remote.RemoteSessions`."""
+    """EnsureSession, FindSession and ClaimSession over one client's stub and call."""
+
+    def __init__(self, stub: Any, call: Call) -> None:
+        self.stub = stub
+        self.call = call
 
     def ensure(
-        self: _Client,
+        self,
         key: str | None = None,
         *,
         origin: Mapping[str, Any] | None = None,
@@ -56,11 +62,11 @@ class ByKey:
         request = session_pb2.EnsureSessionRequest(
             key=key or "", session=msg, tools=tools_text(tools)
         )
-        done = self._call(self._stub.EnsureSession, request)
+        done = self.call(self.stub.EnsureSession, request)
         return convert.session_from_proto(done.session), done.created
 
     def find(
-        self: _Client,
+        self,
         key: str | None = None,
         *,
         origin: Mapping[str, Any] | None = None,
@@ -71,13 +77,13 @@ class ByKey:
         request = session_pb2.FindSessionRequest(key=key or "", project=project)
         if checked is not None:
             request.origin.CopyFrom(convert.to_proto(checked, common_pb2.Origin, "origin"))
-        done = self._call(self._stub.FindSession, request)
+        done = self.call(self.stub.FindSession, request)
         return convert.session_from_proto(done.session) if done.HasField("session") else None
 
-    def claim(self: _Client, key: str, uid: str, *, project: str = "default") -> str:
+    def claim(self, key: str, uid: str, *, project: str = "default") -> str:
         """Make ``key`` name session ``uid`` unless it names a live one (ClaimSession)."""
         request = session_pb2.ClaimSessionRequest(key=key, uid=uid, project=project)
-        return str(self._call(self._stub.ClaimSession, request).uid)
+        return str(self.call(self.stub.ClaimSession, request).uid)
 
 
 def template(

@@ -17,7 +17,6 @@ from __future__ import annotations
 import builtins
 import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 from typing import Any, TypeVar, Unpack
@@ -43,68 +42,13 @@ from agentsessions.sessions.values import (
     SessionPage,
 )
 from agentsessions.v1.results import ReplayReport, ToolStoreEntry, VerifyReport
-from agentsessions.v1.turn import TurnOptions, TurnRequest
+from agentsessions.v1.turn import SessionOptions, TurnOptions, TurnRequest
 from agentsessions.wire import convert, frames, status
 from agentsessions.wire.gen import session_pb2, session_pb2_grpc
 
 T = TypeVar("T")
-SINGLE_THREADED_STREAMS = "SingleThreadedUnaryStream"
-"""grpc's channel option (``grpc.experimental.ChannelOptions``) that reads a unary-stream
-call's messages on the thread that iterates it."""
 CHUNK = 1 << 20
 DEFAULT_CANCEL_WAIT = 10.0
-
-
-@dataclass(frozen=True)
-class TLS:
-    """How to reach a TLS server: the CA that signed its certificate (None: the system's),
-    and a client certificate and key for a server that asks for one."""
-
-    ca: Path | None = None
-    cert: Path | None = None
-    key: Path | None = None
-
-    def credentials(self) -> grpc.ChannelCredentials:
-        """The channel credentials these files make (a file that cannot be read: exit 2)."""
-        if (self.cert is None) != (self.key is None):
-            raise InvalidArgumentError(
-                "a client certificate needs both its certificate and its key file",
-                param="client_tls",
-            )
-
-        def read(p: Path | None) -> bytes | None:
-            if p is None:
-                return None
-            try:
-                return Path(p).read_bytes()
-            except OSError as exc:
-                raise InvalidArgumentError(f"cannot read {p}: {exc.strerror}") from None
-
-        return grpc.ssl_channel_credentials(read(self.ca), read(self.key), read(self.cert))
-
-
-def dial(
-    address: str,
-    *,
-    token: str | None = None,
-    tls: TLS | None = None,
-    options: Sequence[tuple[str, Any]] = (),
-) -> RemoteSessions:
-    """A client of the server at ``address`` (``HOST:PORT`` or ``unix:///path``).
-
-    ``token`` is sent as ``authorization: Bearer <token>`` on every call; ``tls`` None is
-    a plaintext channel. Nothing is sent until the first call."""
-    if not address:
-        raise InvalidArgumentError("the server address must not be empty")
-    # a server stream (a turn's frames, a replay) read on the caller's own thread: grpc's
-    # default hands every message over from a spin thread it starts per call, two thread
-    # switches a message (measured: an 8-message stream 1.15 ms, 0.67 ms read this way)
-    opts = [(SINGLE_THREADED_STREAMS, 1), *options]
-    if tls is None:
-        channel = grpc.insecure_channel(address, options=opts)
-    else:
-        channel = grpc.secure_channel(address, tls.credentials(), options=opts)
-    return RemoteSessions(channel, address, token=token, secure=tls is not None)
 
 
 def _unreachable_hint(message: str, secure: bool) -> str:
@@ -120,7 +64,7 @@ def _unreachable_hint(message: str, secure: bool) -> str:
     )
 
 
-class RemoteSessions(ByKey):
+class RemoteSessions:
     """The :class:`~agentsessions.sessions.api.Sessions` Protocol over one gRPC channel."""
 
     def __init__(
@@ -131,6 +75,7 @@ class RemoteSessions(ByKey):
         self.secure = secure  # a TLS channel (a plain one to a TLS port is told --tls-ca)
         self._stub = session_pb2_grpc.SessionsStub(channel)  # type: ignore[no-untyped-call]
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        self.by_key = ByKey(self._stub, self.unary)  # ensure, find and claim
         self.unindexed: list[AgentSessionsError] = []
         """What the server's last ListSessions said it could not index (``list`` warns)."""
 
@@ -246,6 +191,24 @@ class RemoteSessions(ByKey):
         """Soft-delete (DeleteSession)."""
         request = session_pb2.DeleteSessionRequest(uid=uid)
         return convert.session_from_proto(self._call(self._stub.DeleteSession, request))
+
+    # -- sessions by key (:class:`~.bykey.ByKey`) ----------------------------------------
+    def ensure(
+        self, key: str | None = None, **options: Unpack[SessionOptions]
+    ) -> tuple[Session, bool]:
+        """The session ``key`` (or ``origin``) names, created if there is none."""
+        return self.by_key.ensure(key, **options)
+
+    def find(
+        self, key: str | None = None, *, origin: Mapping[str, Any] | None = None,
+        project: str = "default",
+    ) -> Session | None:  # fmt: skip
+        """The live session ``key`` (or ``origin``) names, or None."""
+        return self.by_key.find(key, origin=origin, project=project)
+
+    def claim(self, key: str, uid: str, *, project: str = "default") -> str:
+        """Make ``key`` name session ``uid`` unless it names a live one."""
+        return self.by_key.claim(key, uid, project=project)
 
     # -- turns ------------------------------------------------------------------------------
     def exec(

@@ -43,7 +43,7 @@ from agentsessions.errors import (
 )
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.store import SessionInfo
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 from agentsessions.v1.results import ApprovalRef
 
 from . import executions
@@ -199,7 +199,7 @@ def _inherited(info: SessionInfo, seq: int) -> bool:
 
 def denial_body(gate: Gate) -> dict[str, Any]:
     """The receipt TOOL_RESULT of a denied call: an error the model reads."""
-    event = model.tool_result_event(
+    event = construct.tool_result_event(
         gate.call_id,
         is_error=True,
         error=DENIED_MESSAGE,
@@ -258,14 +258,14 @@ def approve(controller: ControllerPort, uid: str, decision: Decision) -> Decided
     gate = _find(uid, info, latest_run(records), decision)
     if gate.decision is not None:
         return _existing(uid, gate, decision, records)
-    with controller._writer(uid, 0.0) as writer:
+    with controller.session_writer(uid, 0.0) as writer:
         # again as the writer: another process may have decided or moved on since
         info = writer.info()
         records = list(writer.read(max(info.exec_seq, 1))) if info.exec_seq else []
         gate = _find(uid, info, latest_run(records), decision)
         if gate.decision is not None:
             return _existing(uid, gate, decision, records)
-        event = model.approval_result_event(
+        event = construct.approval_result_event(
             gate.call_id,
             decision.approved,
             decision.reason,
@@ -341,7 +341,7 @@ def _existing(uid: str, gate: Gate, decision: Decision, records: list[Record]) -
     same = (
         bool(body.get("approved", False)) == decision.approved
         and str(body.get("reason", "")) == decision.reason
-        and actor == (model.identity(**decision.identity) if decision.identity else {})
+        and actor == (construct.identity(**decision.identity) if decision.identity else {})
     )
     verdict = "approved" if body.get("approved") else "denied"
     if not same:

@@ -46,7 +46,7 @@ from agentsessions.errors import InvalidExecutionLogError, TurnCanceledError, Un
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.capabilities import CANCEL_REQUESTS, CancelRequests
 from agentsessions.journal.stores.store import SessionInfo, Store
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 DEFAULT_DETAIL = "canceled by request"
 REASONS = ("USER", "TIMEOUT", "INTERNAL")
@@ -90,8 +90,8 @@ def check_execution(uid: str, open_id: str, named: str) -> None:
 def cancel_events(execution_id: str, detail: str = DEFAULT_DETAIL) -> list[Mapping[str, Any]]:
     """The one commit that ends ``execution_id`` as canceled."""
     return [
-        model.lifecycle_event("LIFECYCLE_CANCEL", detail=detail, execution_id=execution_id),
-        model.end_event("CANCELED", execution_id=execution_id),
+        construct.lifecycle_event("LIFECYCLE_CANCEL", detail=detail, execution_id=execution_id),
+        construct.end_event("CANCELED", execution_id=execution_id),
     ]
 
 
@@ -225,7 +225,7 @@ def cancel(
     # answered without the lock when it can be: an idle or already canceled session
     if not _cancelable(uid, info, controller.store.read(uid, max(info.exec_seq, 1))):
         return info
-    with controller._writer(uid, 0.0) as writer:
+    with controller.session_writer(uid, 0.0) as writer:
         # again under the lock: another process may have ended the turn since (resume)
         held = writer.info()
         check_execution(uid, held.exec_id, execution_id)

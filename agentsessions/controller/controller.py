@@ -255,7 +255,7 @@ class Controller:
             info = start_fresh(self, uid, name, request.wait)
             request = request.moved(info.last_seq - before)
         instance, descriptor = early or self._instance(info, name)
-        with self._writer(uid, request.wait) as writer:
+        with self.session_writer(uid, request.wait) as writer:
             result = self._exec_on(writer, request, info, name, (instance, descriptor))
         result.created = early is not None
         return result
@@ -264,7 +264,7 @@ class Controller:
         """True if ``request``'s commit id landed in its session (:mod:`.landed`)."""
         if not request.commit_id or request.uid is None:
             return False
-        with self._writer(request.uid, request.wait) as writer:
+        with self.session_writer(request.uid, request.wait) as writer:
             return landed.find(writer, request) is not None
 
     def _exec_on(
@@ -343,7 +343,7 @@ class Controller:
 
         check_config(config)
         name = harness or DEFAULT_HARNESS
-        descriptor = self._describe(name, project)[1]
+        descriptor = self.describe_harness(name, project)[1]
         recorded = wrap(config, "0" * 64) if tools else config
         events = first_commit("0" * 16, name, descriptor, inputs, recorded, actors)
         limit = self.store.max_commit_bytes
@@ -408,7 +408,7 @@ class Controller:
         """
         info = self._info(uid)
         turn_model = info.meta.model or self.default_model
-        with self._writer(uid, wait_seconds) as writer:
+        with self.session_writer(uid, wait_seconds) as writer:
             run = openturn.pending(writer)
             if run is None:
                 return None
@@ -460,7 +460,7 @@ class Controller:
         controller's (replay's evidence)."""
         return TurnDriver(self.store, self.models, self.executor_calls)
 
-    def _describe(self, name: str, project: str = "") -> tuple[Harness, HarnessDescriptor]:
+    def describe_harness(self, name: str, project: str = "") -> tuple[Harness, HarnessDescriptor]:
         """A new instance of ``name`` as a session of ``project`` resolves it, described."""
         try:
             instance = self.harnesses.create(name, project=project)
@@ -473,8 +473,8 @@ class Controller:
     def _instance(self, info: SessionInfo, name: str) -> tuple[Harness, HarnessDescriptor]:
         """The harness to run: a fresh one, or the runtime's live compute for a harness
         whose state is its memory (REQUIRES_MEMORY_SNAPSHOT)."""
-        probe, descriptor = self._describe(name, info.meta.project)
-        self._place(descriptor)
+        probe, descriptor = self.describe_harness(name, info.meta.project)
+        self.place(descriptor)
         if descriptor.capabilities.resumability != REQUIRES_MEMORY_SNAPSHOT:
             return probe, descriptor
         uid = info.uid
@@ -506,11 +506,13 @@ class Controller:
 
         The one home of the placement policy: every turn passes here (:meth:`_instance`),
         and the engine asks it before anything is written."""
-        descriptor = self._describe(name, project)[1]
-        self._place(descriptor)
+        descriptor = self.describe_harness(name, project)[1]
+        self.place(descriptor)
         return descriptor
 
-    def _place(self, descriptor: HarnessDescriptor) -> None:
+    def place(self, descriptor: HarnessDescriptor) -> None:
+        """Refuse (PlacementError) a harness this runtime cannot host: the one home of the
+        placement check (:meth:`check_placement` is it for a harness by name)."""
         if not can_place(descriptor, self.runtime.capabilities()):
             raise PlacementError(
                 f"harness {descriptor.id!r} needs memory snapshots, which runtime "
@@ -542,7 +544,7 @@ class Controller:
         return live
 
     @contextmanager
-    def _writer(self, uid: str, wait_seconds: float) -> Iterator[HeldWriter]:
+    def session_writer(self, uid: str, wait_seconds: float) -> Iterator[HeldWriter]:
         """The session's writer: the held one, else a new one (waiting up to
         ``wait_seconds`` for a busy lock). It stays held after a turn that ended in order
         (END, or a failure the turn itself recorded); any other error closes it, so the

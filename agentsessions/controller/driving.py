@@ -23,7 +23,7 @@ from agentsessions.errors import (
     TurnCanceledError,
 )
 from agentsessions.journal.stores.store import Store
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 from .cancel import cancel_events, requested_detail, requests_of
 from .counting import CountingModels
@@ -105,7 +105,7 @@ class TurnDriver:
             why = f"{type(exc).__name__}: {exc}"
             self._record_error(journal, exec_id, why, sink.take_deferred())
             raise HarnessError(f"harness failed: {type(exc).__name__}: {exc}") from exc
-        end = model.end_event("COMPLETED", execution_id=exec_id)
+        end = construct.end_event("COMPLETED", execution_id=exec_id)
         last = journal.record([*sink.take_deferred(), end])  # refusals ride with it
         result = TurnResult(
             uid,
@@ -152,5 +152,5 @@ class TurnDriver:
         """Best effort, as the reference: if even this fails the turn stays open to resume.
         ``before``: the turn's refused model calls not yet committed (they come first)."""
         with contextlib.suppress(AgentSessionsError):
-            event = model.error_event(ERROR_CODE_INTERNAL, why[:4000], execution_id=exec_id)
+            event = construct.error_event(ERROR_CODE_INTERNAL, why[:4000], execution_id=exec_id)
             journal.record([*before, event])

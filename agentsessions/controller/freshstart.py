@@ -30,7 +30,7 @@ from agentsessions.errors import (
     UnavailableError,
 )
 from agentsessions.journal.stores.store import SessionInfo
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 from .lifecycle import resume_compute
 from .port import ControllerPort
@@ -116,8 +116,8 @@ def fresh_start(
     memory and cannot be finished without it).
     """
     info = controller.store.get(uid)
-    _, descriptor = controller._describe(name, info.meta.project)
-    controller._place(descriptor)
+    _, descriptor = controller.describe_harness(name, info.meta.project)
+    controller.place(descriptor)
     if not needs_memory(descriptor):
         raise InvalidArgumentError(
             f"harness {name!r} keeps no memory between turns (the journal is its state); "
@@ -131,9 +131,9 @@ def fresh_start(
             hint="start a new session for this harness",
         )
     _refuse_if_memory_exists(controller, uid, info)
-    with controller._writer(uid, wait_seconds) as writer:
+    with controller.session_writer(uid, wait_seconds) as writer:
         head = writer.head[0]
-        marker = model.lifecycle_event("LIFECYCLE_RESUME", detail=detail(head + 1))
+        marker = construct.lifecycle_event("LIFECYCLE_RESUME", detail=detail(head + 1))
         result = writer.append([marker], expected_last_seq=head)
     if controller.on_record is not None:
         for record in result.records:

@@ -22,7 +22,7 @@ from typing import Any
 
 from agentsessions.errors import InvalidArgumentError, PlacementError, UnavailableError
 from agentsessions.journal.stores.store import SessionInfo, SessionMeta, new_uid
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 from agentsessions.v1.limits import MAX_FORK_CHILDREN
 
 from .port import ControllerPort
@@ -58,7 +58,7 @@ def suspend(controller: ControllerPort, uid: str) -> SessionInfo:
     if info.compute_state == "COMPUTE_COLD":
         return info
     ref = _snapshot(controller, uid, info)
-    _append(controller, uid, model.lifecycle_event("LIFECYCLE_SUSPEND", **_fields(ref)))
+    _append(controller, uid, construct.lifecycle_event("LIFECYCLE_SUSPEND", **_fields(ref)))
     return controller.store.get(uid)
 
 
@@ -70,14 +70,14 @@ def resume_compute(controller: ControllerPort, uid: str) -> SessionInfo:
     ref = _ref(info.snapshot)
     if ref.memory:
         name = info.meta.harness or DEFAULT_HARNESS
-        controller._place(controller.harnesses.create(name, project=info.meta.project).describe())
+        controller.place(controller.harnesses.create(name, project=info.meta.project).describe())
         try:
             controller.runtime.restore(uid, ref)
         except UnavailableError as exc:  # the snapshot's memory is gone: name the way on
             raise UnavailableError(
                 exc.message, hint=fresh_start_hint(uid), **{**exc.fields, "session": uid}
             ) from None
-    _append(controller, uid, model.lifecycle_event("LIFECYCLE_RESUME"))
+    _append(controller, uid, construct.lifecycle_event("LIFECYCLE_RESUME"))
     return controller.store.get(uid)
 
 
@@ -126,7 +126,9 @@ def _fork_memory(
     refs = controller.runtime.clone(_ref(suspended.snapshot), [m.uid for m in metas])
     children = controller.store.fork(parent.uid, suspended.last_seq, metas)
     for child, ref in zip(children, refs, strict=True):
-        _append(controller, child.uid, model.lifecycle_event("LIFECYCLE_SUSPEND", **_fields(ref)))
+        _append(
+            controller, child.uid, construct.lifecycle_event("LIFECYCLE_SUSPEND", **_fields(ref))
+        )
     return [controller.store.get(c.uid) for c in children]
 
 
@@ -148,7 +150,7 @@ def _snapshot(controller: ControllerPort, uid: str, info: SessionInfo) -> Snapsh
 
 
 def _append(controller: ControllerPort, uid: str, event: Mapping[str, Any]) -> None:
-    with controller._writer(uid, 0.0) as writer:
+    with controller.session_writer(uid, 0.0) as writer:
         result = writer.append([event], expected_last_seq=writer.head[0])
     if controller.on_record is not None:
         for record in result.records:

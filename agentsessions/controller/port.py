@@ -29,8 +29,9 @@ from .spi import Harness, HarnessDescriptor, Runtime
 class ControllerPort(Protocol):
     """The part of a controller that cancel, suspend, resume, fork and fresh start use.
 
-    The three underscored members are the controller's own single-writer machinery: the
-    operations are the controller's, kept in modules of their own, not its callers'.
+    The last three members are the controller's own single-writer machinery, public
+    because these operations (the controller's, kept in modules of their own) use them;
+    the engine uses :meth:`session_writer` too, to commit a resolution as the writer.
     """
 
     @property
@@ -53,15 +54,15 @@ class ControllerPort(Protocol):
         """Told of each record committed, once it is durable (isolated observer)."""
         ...
 
-    def _writer(self, uid: str, wait_seconds: float) -> AbstractContextManager[HeldWriter]:
+    def session_writer(self, uid: str, wait_seconds: float) -> AbstractContextManager[HeldWriter]:
         """The session's single writer, held or opened (waiting for a busy lock)."""
         ...
 
-    def _place(self, descriptor: HarnessDescriptor) -> None:
+    def place(self, descriptor: HarnessDescriptor) -> None:
         """Refuse (PlacementError) a harness this runtime cannot host."""
         ...
 
-    def _describe(self, name: str, project: str = "") -> tuple[Harness, HarnessDescriptor]:
+    def describe_harness(self, name: str, project: str = "") -> tuple[Harness, HarnessDescriptor]:
         """A new instance of harness ``name`` as ``project`` resolves it, and its descriptor
         (HarnessError if not)."""
         ...

@@ -69,7 +69,7 @@ from agentsessions.errors import (
 )
 from agentsessions.journal.format import canonical
 from agentsessions.journal.format.records import Record
-from agentsessions.v1 import model, refusals
+from agentsessions.v1 import construct, model, refusals
 
 from .approvals import Gate, denial_body, is_gated, with_seqs
 from .inputhash import model_input_hash
@@ -241,7 +241,9 @@ class TurnSink:
     def output(self, message: Message) -> None:
         recorded = self._next("EVENT_OUTPUT", "an output")
         if recorded is None:
-            event = model.output_event(cast(model.Message, message), execution_id=self.execution_id)
+            event = construct.output_event(
+                cast(model.Message, message), execution_id=self.execution_id
+            )
             self._boundary()
             self._defer([event])
         elif not _same(recorded.get("message"), message):
@@ -314,7 +316,7 @@ class TurnSink:
         live.boundary()
         events = [
             {**_event("EVENT_TOOL_CALL", self.execution_id), "tool": call},
-            model.approval_request_event(str(call["id"]), execution_id=self.execution_id),
+            construct.approval_request_event(str(call["id"]), execution_id=self.execution_id),
         ]
         request = self._append(events)
         raise self._parked(call, request.seq)
@@ -325,7 +327,7 @@ class TurnSink:
         call_id = gate.call_id
         if not self.replaying:  # a cut between the intent and its request
             live = self._require_live(f"ask approval for tool call {call_id}")
-            event = model.approval_request_event(call_id, execution_id=self.execution_id)
+            event = construct.approval_request_event(call_id, execution_id=self.execution_id)
             raise self._parked(gate.call, self._append([event]).seq)
         request = self._next("EVENT_APPROVAL_REQUEST", f"the approval request of {call_id}")
         assert request is not None
@@ -465,7 +467,7 @@ class TurnSink:
     def _live_model(self, request: ModelRequest) -> Completion:
         live = self._require_live("call a model")
         resolved = replace(request, model=request.model or live.default_model)
-        call_event = model.model_call_event(
+        call_event = construct.model_call_event(
             resolved.model,
             input_hash=model_input_hash(resolved),
             call_id=os.urandom(8).hex(),
@@ -511,7 +513,9 @@ class TurnSink:
                 self._append([intent])
             raise
         message = {**completion.message, "role": completion.message.get("role") or "assistant"}
-        output = model.output_event(cast(model.Message, message), execution_id=self.execution_id)
+        output = construct.output_event(
+            cast(model.Message, message), execution_id=self.execution_id
+        )
         self._defer([intent, output] if intent is not None else [output])
         return self._served(Completion(message, completion.usage))
 

@@ -71,7 +71,7 @@ from agentsessions.errors import (
 from agentsessions.journal.format import canonical
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.capabilities import TOOL_RECEIPTS, ToolReceipts
-from agentsessions.v1 import model
+from agentsessions.v1 import construct, model
 from agentsessions.v1.results import UnresolvedCall
 
 from .approvals import REQUIRES_APPROVAL, latest_run
@@ -111,7 +111,7 @@ def check_call(call: Mapping[str, Any]) -> dict[str, Any]:
             hint="the harness sets idempotency_key, unique within the session",
         )
     args = call.get("args")
-    event = model.tool_call_event(
+    event = construct.tool_call_event(
         call_id,
         tool,
         {} if args is None else args,
@@ -143,11 +143,11 @@ def result_body(call_id: str, outcome: ToolOutcome) -> dict[str, Any]:
     """The TOOL_RESULT body for an executor's outcome (a malformed outcome is an error)."""
     try:
         if outcome.error:
-            event = model.tool_result_event(
+            event = construct.tool_result_event(
                 call_id, is_error=True, error=outcome.error, code=EXECUTOR_ERROR
             )
         else:
-            event = model.tool_result_event(
+            event = construct.tool_result_event(
                 call_id,
                 output=None if outcome.output is None else dict(outcome.output),
                 content=[cast(model.Part, dict(p)) for p in outcome.content],
@@ -159,7 +159,7 @@ def result_body(call_id: str, outcome: ToolOutcome) -> dict[str, Any]:
 
 def error_body(call_id: str, why: str) -> dict[str, Any]:
     """An is_error TOOL_RESULT body with code EXECUTOR_ERROR."""
-    event = model.tool_result_event(call_id, is_error=True, error=why, code=EXECUTOR_ERROR)
+    event = construct.tool_result_event(call_id, is_error=True, error=why, code=EXECUTOR_ERROR)
     return dict(event["result"])
 
 
@@ -339,7 +339,7 @@ def resolution_receipt(
     if failed is not None:
         body = error_body(call.tool_call_id, f"{failed} (resolved by {actor or 'a person'})")
     else:
-        event = model.tool_result_event(call.tool_call_id, output=dict(result or {}))
+        event = construct.tool_result_event(call.tool_call_id, output=dict(result or {}))
         body = dict(event["result"])
     return {
         "call_id": call.tool_call_id,

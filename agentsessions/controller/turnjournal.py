@@ -23,7 +23,7 @@ import agentsessions.telemetry as telemetry
 from agentsessions.errors import CommitTooLargeError, InvalidArgumentError
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.store import StateUpdate, Writer
-from agentsessions.v1 import model
+from agentsessions.v1 import construct, model
 from agentsessions.v1.turn import DURABILITY_STEP, DURABILITY_TURN
 
 from .spi import REQUIRES_MEMORY_SNAPSHOT as REQUIRES_MEMORY
@@ -198,7 +198,7 @@ def first_commit(
     each with its author as the event's ``actor`` (``actors``: one per input, ``{}`` for
     none, or empty when no input has one; an INPUT without one has no ``actor`` field, so
     its bytes and hash are what they were before authors existed)."""
-    start_event = model.execution_start(
+    start_event = construct.execution_start(
         input_count=len(inputs),
         config=config,
         harness=name,
@@ -207,7 +207,7 @@ def first_commit(
     )
     authors = actors or ({},) * len(inputs)
     return [start_event] + [
-        model.input_event(cast(model.Message, as_user(m)), execution_id=exec_id, actor=who)
+        construct.input_event(cast(model.Message, as_user(m)), execution_id=exec_id, actor=who)
         for m, who in zip(inputs, authors, strict=True)
     ]
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agentsessions.controller.spi import Completion, ModelRequest
-from agentsessions.v1.model import text_message
+from agentsessions.v1.construct import text_message
 
 PREFIX = "echo:"
 

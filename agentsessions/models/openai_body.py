@@ -25,7 +25,8 @@ from agentsessions.models.openai_tools import (
     tool_messages,
     tools_body,
 )
-from agentsessions.v1.model import Part, message, text_part
+from agentsessions.v1.construct import message, text_part
+from agentsessions.v1.model import Part
 
 PARAMS: dict[str, type[int] | type[float]] = {
     "temperature": float,

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentsessions.errors import HarnessError, InvalidArgumentError
-from agentsessions.v1.model import TOOL_CHOICE_MODES, Part, struct_value
+from agentsessions.v1.construct import struct_value
+from agentsessions.v1.model import TOOL_CHOICE_MODES, Part
 
 __all__ = [
     "Malformed",

@@ -47,7 +47,8 @@ from typing import Any
 from agentsessions.controller.spi import Completion, ModelRequest
 from agentsessions.errors import ContextOverflowError, InvalidArgumentError, UnavailableError
 from agentsessions.models.catalog import clip
-from agentsessions.v1.model import Part, message, struct_value, text_message, text_part
+from agentsessions.v1.construct import message, struct_value, text_message, text_part
+from agentsessions.v1.model import Part
 
 OPTIONS = ("file", "seed", "nondeterministic", "delay")
 MAX_DELAY_SECONDS = 600.0

@@ -15,13 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agentsessions.v1.model import (
-    Message,
-    Origin,
-    data_part,
-    message,
-    text_part,
-)
+from agentsessions.v1.construct import data_part, message, text_part
+from agentsessions.v1.model import Message, Origin
 from agentsessions.v1.provenance import Authored
 from agentsessions.v1.provenance import origin as make_origin
 

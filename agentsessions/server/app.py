@@ -45,6 +45,7 @@ from agentsessions.server import service
 from agentsessions.server.admission import Admission
 from agentsessions.server.observe import RequestObserver
 from agentsessions.sessions.api import Sessions
+from agentsessions.sessions.defaults import DEFAULT_RUNTIME
 from agentsessions.wire.bounds import DEFAULT_MAX_STREAMS
 from agentsessions.wire.wirecheck import WireChecks
 
@@ -129,7 +130,7 @@ def open_engine(
     home: str | os.PathLike[str] | None,
     *,
     store: str = "file",
-    runtime: str = "auto",
+    runtime: str = DEFAULT_RUNTIME,
     model: str | None = None,
     store_url: str | None = None,
     allow_unsynced: bool = False,

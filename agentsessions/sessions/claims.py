@@ -8,10 +8,10 @@ and ``"a" + "b:c"`` would if joined by a colon). The store
 binds it atomically (:mod:`agentsessions.journal.stores.claims`), so one lookup finds the
 session (no listing) and processes racing on a new key create one session.
 
-How :func:`ensure` stays correct when a process dies anywhere in it: it claims the key for
-a fresh uid *first* (durably), then creates that uid if no session has it. A crash between
-the two leaves a claim without a session; the next ``ensure`` of the key finds the claim,
-sees no session and creates it (every store's create of one uid is exclusive:
+How :meth:`SessionClaims.ensure` stays correct when a process dies anywhere in it: it claims
+the key for a fresh uid *first* (durably), then creates that uid if no session has it. A
+crash between the two leaves a claim without a session; the next ``ensure`` of the key finds
+the claim, sees no session and creates it (every store's create of one uid is exclusive:
 SessionExistsError to the loser, which then returns the winner's). A claim bound to a
 deleted session (a delete cut before its release) is released and claimed anew. So every
 caller of ``ensure`` of one key gets the same uid, and exactly one of them ``created``.
@@ -24,18 +24,22 @@ session already: an origin names one session.
 
 A session ``ensure`` creates carries its key's digest in the annotation
 :data:`CLAIM_ANNOTATION`, so deleting it releases the key at once; a session bound by
-:func:`claim` (made otherwise, e.g. by a fork) has its key released lazily: the next
-``ensure`` finds it deleted and releases it.
+:meth:`SessionClaims.claim` (made otherwise, e.g. by a fork) has its key released lazily:
+the next ``ensure`` finds it deleted and releases it.
+
+:class:`SessionClaims` is the engine's collaborator for these (over its
+:class:`~.core.EngineCore`, as the turns, lifecycle and approvals are); what needs no engine
+(:func:`settle`, :func:`claim_key`, :func:`release_claim`) is plain functions the turns use
+too.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from os import PathLike
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from agentsessions.errors import (
     InvalidArgumentError,
@@ -76,116 +80,171 @@ CLAIM_ANNOTATION = "agentsessions.claim"
 _TRIES = 8  # rounds of "bound to a deleted session: release, claim again"
 
 
-class Engine(Protocol):
-    """What these operations use of the local engine (named so, not imported)."""
+class SessionClaims:
+    """Creating sessions and finding them by key, over an engine's :class:`~.core.EngineCore`:
+    the engine's ``create``, ``ensure``, ``find`` and ``claim``, and what an import of a
+    session with an origin needs (see the module docstring)."""
 
-    store: Store
-    _lock: threading.Lock
-    core: EngineCore
+    def __init__(self, core: EngineCore) -> None:
+        self.core = core
 
-    def _record_workload(self, uid: str, workload: Workload) -> None: ...
+    def prepare(
+        self,
+        *,
+        project: str,
+        name: str,
+        harness: str,
+        model: str,
+        labels: Mapping[str, str] | None,
+        annotations: Mapping[str, str] | None,
+        tools: str | PathLike[str] | None,
+        origin: Origin | None = None,
+        identity: Mapping[str, str] | None = None,
+    ) -> tuple[SessionMeta, Workload | None]:
+        """A new session's metadata (a fresh uid) and workload, every option checked first: an
+        unknown model provider, a model for a harness calling none, a bad workload file, a
+        malformed identity (``origin`` is checked already: :func:`claim_key`)."""
+        self.core.model_checks.check(model)  # an unknown provider: refused before the session
+        checks.check_model_of(harness, model, project)
+        workload = checks.workload(tools)
+        meta = SessionMeta(
+            uid=new_uid(),
+            project=check_project(project),
+            name=name,
+            harness=harness,
+            model=model,
+            labels=dict(labels or {}),
+            annotations=dict(annotations or {}),
+            origin=origin,
+            identity=check_identity(identity),
+            create_time_ns=time.time_ns(),
+        )
+        return meta, workload
 
+    def store_new(self, meta: SessionMeta, workload: Workload | None) -> Session:
+        """Create the prepared session (SessionExistsError if its uid has one already)."""
+        with self.core.catalog_lock:
+            info = self.core.store.create(meta)
+            if workload is not None:
+                self.core.record_workload(info.uid, workload)
+            return view(info)
 
-def prepare(
-    self: Engine,
-    *,
-    project: str,
-    name: str,
-    harness: str,
-    model: str,
-    labels: Mapping[str, str] | None,
-    annotations: Mapping[str, str] | None,
-    tools: str | PathLike[str] | None,
-    origin: Origin | None = None,
-    identity: Mapping[str, str] | None = None,
-) -> tuple[SessionMeta, Workload | None]:
-    """A new session's metadata (a fresh uid) and workload, every option checked first: an
-    unknown model provider, a model for a harness calling none, a bad workload file, a
-    malformed identity (``origin`` is checked already: :func:`claim_key`)."""
-    self.core.model_checks.check(model)  # an unknown provider: refused before the session
-    checks.check_model_of(harness, model, project)
-    workload = checks.workload(tools)
-    meta = SessionMeta(
-        uid=new_uid(),
-        project=check_project(project),
-        name=name,
-        harness=harness,
-        model=model,
-        labels=dict(labels or {}),
-        annotations=dict(annotations or {}),
-        origin=origin,
-        identity=check_identity(identity),
-        create_time_ns=time.time_ns(),
-    )
-    return meta, workload
-
-
-def store_new(self: Engine, meta: SessionMeta, workload: Workload | None) -> Session:
-    """Create the prepared session (SessionExistsError if its uid has one already)."""
-    with self._lock:
-        info = self.store.create(meta)
-        if workload is not None:
-            self._record_workload(info.uid, workload)
-        return view(info)
-
-
-def create(
-    self: Engine,
-    *,
-    project: str = "default",
-    name: str = "",
-    harness: str = "",
-    model: str = "",
-    labels: Mapping[str, str] | None = None,
-    annotations: Mapping[str, str] | None = None,
-    tools: str | PathLike[str] | None = None,
-    origin: Mapping[str, Any] | None = None,
-    identity: Mapping[str, str] | None = None,
-) -> Session:
-    """Create an empty session; an unknown model provider or a bad workload is refused
-    first; ``tools`` (a workload file) is recorded with the session. With an ``origin``
-    the session is the one it names (claimed as :func:`ensure` claims), SessionExistsError
-    if it names a live session already."""
-    if origin is not None:
-        made, created = ensure(
-            self, origin=origin, identity=identity, project=project, name=name,
-            harness=harness, model=model, labels=labels, annotations=annotations, tools=tools,
+    def create(
+        self,
+        *,
+        project: str = "default",
+        name: str = "",
+        harness: str = "",
+        model: str = "",
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+        tools: str | PathLike[str] | None = None,
+        origin: Mapping[str, Any] | None = None,
+        identity: Mapping[str, str] | None = None,
+    ) -> Session:
+        """Create an empty session; an unknown model provider or a bad workload is refused
+        first; ``tools`` (a workload file) is recorded with the session. With an ``origin``
+        the session is the one it names (claimed as :meth:`ensure` claims), SessionExistsError
+        if it names a live session already."""
+        if origin is not None:
+            made, created = self.ensure(
+                origin=origin, identity=identity, project=project, name=name,
+                harness=harness, model=model, labels=labels, annotations=annotations, tools=tools,
+            )  # fmt: skip
+            if not created:
+                raise _origin_taken(origin, made.uid)
+            return made
+        meta, workload = self.prepare(
+            project=project, name=name, harness=harness, model=model, labels=labels,
+            annotations=annotations, tools=tools, identity=identity,
         )  # fmt: skip
-        if not created:
-            raise _origin_taken(origin, made.uid)
-        return made
-    meta, workload = prepare(
-        self, project=project, name=name, harness=harness, model=model, labels=labels,
-        annotations=annotations, tools=tools, identity=identity,
-    )  # fmt: skip
-    return store_new(self, meta, workload)
+        return self.store_new(meta, workload)
 
+    def ensure(
+        self,
+        key: str | None = None,
+        *,
+        origin: Mapping[str, Any] | None = None,
+        identity: Mapping[str, str] | None = None,
+        project: str = "default",
+        name: str = "",
+        harness: str = "",
+        model: str = "",
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+        tools: str | PathLike[str] | None = None,
+    ) -> tuple[Session, bool]:
+        """The live session ``key`` (or ``origin``: one of them) names in ``project``, created
+        (with these options, as :meth:`create`) if there is none: ``(session, created)``.
+        Atomic across processes and hosts; see the module docstring."""
+        ck, checked = claim_key(key, origin, project)
+        claims = KEY_CLAIMS.need(self.core.store, "a session by key", hint=CLAIMS_HINT)
+        meta, workload = self.prepare(
+            project=project, name=name, harness=harness, model=model, labels=labels,
+            annotations={**(annotations or {}), CLAIM_ANNOTATION: ck.digest}, tools=tools,
+            origin=checked, identity=identity,
+        )  # fmt: skip
+        return settle(
+            self.core.store, claims, ck, meta, lambda made: self.store_new(made, workload)
+        )
 
-def ensure(
-    self: Engine,
-    key: str | None = None,
-    *,
-    origin: Mapping[str, Any] | None = None,
-    identity: Mapping[str, str] | None = None,
-    project: str = "default",
-    name: str = "",
-    harness: str = "",
-    model: str = "",
-    labels: Mapping[str, str] | None = None,
-    annotations: Mapping[str, str] | None = None,
-    tools: str | PathLike[str] | None = None,
-) -> tuple[Session, bool]:
-    """The live session ``key`` (or ``origin``: one of them) names in ``project``, created
-    (with these options, as :func:`create`) if there is none: ``(session, created)``.
-    Atomic across processes and hosts; see the module docstring."""
-    ck, checked = claim_key(key, origin, project)
-    claims = KEY_CLAIMS.need(self.store, "a session by key", hint=CLAIMS_HINT)
-    meta, workload = prepare(
-        self, project=project, name=name, harness=harness, model=model, labels=labels,
-        annotations={**(annotations or {}), CLAIM_ANNOTATION: ck.digest}, tools=tools,
-        origin=checked, identity=identity,
-    )  # fmt: skip
-    return settle(self.store, claims, ck, meta, lambda made: store_new(self, made, workload))
+    def find(
+        self,
+        key: str | None = None,
+        *,
+        origin: Mapping[str, Any] | None = None,
+        project: str = "default",
+    ) -> Session | None:
+        """The live session ``key`` (or ``origin``: one of them) names in ``project``, or None:
+        one claim lookup and one session read, never a listing. A key claimed whose session is
+        not made yet (or was deleted) is None; nothing is written."""
+        ck = claim_key(key, origin, project)[0]
+        claims = KEY_CLAIMS.need(self.core.store, "a session by key", hint=CLAIMS_HINT)
+        info = _existing(self.core.store, claims.lookup(ck))
+        return view(info) if info is not None and not info.deleted else None
+
+    def claim(self, key: str, uid: str, *, project: str = "default") -> str:
+        """Bind ``key`` in ``project`` to existing session ``uid`` (a fork's child, say) if the
+        key names no live session; the uid it names then: ``uid``, or the session's that had
+        it. NotFoundError for an unknown ``uid``, SessionDeletedError for a deleted one,
+        InvalidArgumentError for one of another project."""
+        ck = ClaimKey.of(project, key)
+        info = self.core.store.get(check_uid(uid))
+        if info.meta.project != project:
+            raise InvalidArgumentError(
+                f"session {uid} is in project {info.meta.project!r}, not {project!r}", session=uid
+            )
+        if info.deleted:
+            raise deleted_error(uid)
+        claims = KEY_CLAIMS.need(self.core.store, "a session by key", hint=CLAIMS_HINT)
+        return _bind(self.core.store, claims, ck, uid)
+
+    def import_meta(self, meta: SessionMeta) -> SessionMeta:
+        """An imported session's metadata as this engine keeps it, before it is created: the
+        exporting store's key claim dropped (its key is unknown here), and with an origin,
+        that origin's claim (in the session's project here) named instead; SessionExistsError
+        when the origin names a live session here already, so nothing is imported."""
+        annotations = {k: v for k, v in meta.annotations.items() if k != CLAIM_ANNOTATION}
+        ck = _origin_claim(self.core.store, meta)
+        if ck is not None:
+            claims = KEY_CLAIMS.need(self.core.store, "import")
+            other = _existing(self.core.store, claims.lookup(ck))
+            if other is not None and not other.deleted:
+                raise _origin_taken(meta.origin, other.uid)
+            annotations[CLAIM_ANNOTATION] = ck.digest
+        return replace(meta, annotations=annotations)
+
+    def claim_imported(self, info: SessionInfo) -> None:
+        """Make an imported session the one its origin names (see :meth:`import_meta`); if
+        another live session took the origin meanwhile, the import is deleted and
+        SessionExistsError raised."""
+        ck = _origin_claim(self.core.store, info.meta)
+        if ck is None:
+            return
+        bound = _bind(self.core.store, KEY_CLAIMS.need(self.core.store, "import"), ck, info.uid)
+        if bound != info.uid:
+            self.core.store.delete(info.uid)
+            raise _origin_taken(info.meta.origin, bound)
 
 
 def settle(
@@ -226,40 +285,6 @@ def claim_key(
     return ClaimKey.of(project, key or ""), None
 
 
-def find(
-    self: Engine,
-    key: str | None = None,
-    *,
-    origin: Mapping[str, Any] | None = None,
-    project: str = "default",
-) -> Session | None:
-    """The live session ``key`` (or ``origin``: one of them) names in ``project``, or None:
-    one claim lookup and one session read, never a listing. A key claimed whose session is
-    not made yet (or was deleted) is None; nothing is written."""
-    ck = claim_key(key, origin, project)[0]
-    info = _existing(
-        self.store, KEY_CLAIMS.need(self.store, "a session by key", hint=CLAIMS_HINT).lookup(ck)
-    )
-    return view(info) if info is not None and not info.deleted else None
-
-
-def claim(self: Engine, key: str, uid: str, *, project: str = "default") -> str:
-    """Bind ``key`` in ``project`` to existing session ``uid`` (a fork's child, say) if the
-    key names no live session; the uid it names then: ``uid``, or the session's that had
-    it. NotFoundError for an unknown ``uid``, SessionDeletedError for a deleted one,
-    InvalidArgumentError for one of another project."""
-    ck = ClaimKey.of(project, key)
-    info = self.store.get(check_uid(uid))
-    if info.meta.project != project:
-        raise InvalidArgumentError(
-            f"session {uid} is in project {info.meta.project!r}, not {project!r}", session=uid
-        )
-    if info.deleted:
-        raise deleted_error(uid)
-    claims = KEY_CLAIMS.need(self.store, "a session by key", hint=CLAIMS_HINT)
-    return _bind(self.store, claims, ck, uid)
-
-
 def _bind(store: Store, claims: KeyClaims, ck: ClaimKey, uid: str) -> str:
     """Bind ``ck`` to existing session ``uid`` unless it names a live session: the uid it
     names then (``uid``, or the live one's; a claim to a deleted one is released)."""
@@ -270,34 +295,6 @@ def _bind(store: Store, claims: KeyClaims, ck: ClaimKey, uid: str) -> str:
             return bound  # ours, another live one, or one its claimer is about to create
         claims.release(ck, bound)
     raise LockHeldError(f"the key's session in project {ck.project!r} kept being deleted")
-
-
-def import_meta(self: Engine, meta: SessionMeta) -> SessionMeta:
-    """An imported session's metadata as this engine keeps it, before it is created: the
-    exporting store's key claim dropped (its key is unknown here), and with an origin,
-    that origin's claim (in the session's project here) named instead; SessionExistsError
-    when the origin names a live session here already, so nothing is imported."""
-    annotations = {k: v for k, v in meta.annotations.items() if k != CLAIM_ANNOTATION}
-    ck = _origin_claim(self.store, meta)
-    if ck is not None:
-        other = _existing(self.store, KEY_CLAIMS.need(self.store, "import").lookup(ck))
-        if other is not None and not other.deleted:
-            raise _origin_taken(meta.origin, other.uid)
-        annotations[CLAIM_ANNOTATION] = ck.digest
-    return replace(meta, annotations=annotations)
-
-
-def claim_imported(self: Engine, info: SessionInfo) -> None:
-    """Make an imported session the one its origin names (see :func:`import_meta`); if
-    another live session took the origin meanwhile, the import is deleted and
-    SessionExistsError raised."""
-    ck = _origin_claim(self.store, info.meta)
-    if ck is None:
-        return
-    bound = _bind(self.store, KEY_CLAIMS.need(self.store, "import"), ck, info.uid)
-    if bound != info.uid:
-        self.store.delete(info.uid)
-        raise _origin_taken(info.meta.origin, bound)
 
 
 def _origin_claim(store: Store, meta: SessionMeta) -> ClaimKey | None:

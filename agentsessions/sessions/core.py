@@ -2,10 +2,12 @@
 
 The engine (:class:`~.local.LocalSessions`) owns one core and hands it to each collaborator
 (:class:`~.turning.TurnRunner`, :class:`~.lifecycle.Lifecycle`, :class:`~.approvals.Approvals`,
-:class:`~.resolving.Resolver`): the store and home, the runtime (made on first use), one
-controller per session (holding that session's writer across turns), the session locks and
-the engine's catalog lock. Each collaborator uses these public methods only, so what one of
-them needs of the engine is this class, read in one place.
+:class:`~.resolving.Resolver`, :class:`~.claims.SessionClaims`, :class:`~.keys.MasterKeys`):
+the store and home, the runtime (made on first use), one controller per session (holding
+that session's writer across turns), the session locks, the engine's catalog lock, and
+where a session's tools are kept (:meth:`record_workload`). Each collaborator uses these
+public methods only, so what one of them needs of the engine is this class, read in one
+place.
 
 Invariants: one controller per session, so per-turn observers and model-call counts never
 mix between threads; ``catalog_lock`` serialises the store calls that touch the shared
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentsessions.controller.heldlimit import HeldLimit
+from agentsessions.journal.stores.capabilities import WORKLOADS
 from agentsessions.journal.stores.store import SessionInfo, Store
 from agentsessions.v1.ids import check_uid
 
@@ -32,6 +35,7 @@ from .wiring import build_controller, close_tools
 if TYPE_CHECKING:
     from agentsessions.controller.controller import Controller
     from agentsessions.controller.spi import Runtime
+    from agentsessions.tools.workload import Workload
 
 
 class EngineCore:
@@ -94,6 +98,10 @@ class EngineCore:
     def hold(self, uid: str, wait: float) -> threading.Lock:
         """Take ``uid``'s engine lock, waiting up to ``wait`` seconds; LockHeldError if busy."""
         return self.turns.hold(uid, wait)
+
+    def record_workload(self, uid: str, workload: Workload) -> None:
+        """Keep the session's tools with it (a store without a place for them refuses)."""
+        WORKLOADS.need(self.store, "--tools", session=uid).set_workload(uid, workload.source)
 
     def release_writer(self, uid: str) -> None:
         """Close the writer held for ``uid`` between turns, so a store operation that takes

@@ -14,12 +14,13 @@ import os
 from collections.abc import Mapping
 
 from agentsessions.sessions.api import Sessions
+from agentsessions.sessions.defaults import DEFAULT_RUNTIME
 
 
 def open_in_memory(
     home: str | os.PathLike[str] | None = None,
     *,
-    runtime: str = "auto",
+    runtime: str = DEFAULT_RUNTIME,
     model: str | None = None,
     key_file: str | None = None,
     models: Mapping[str, str] | None = None,

@@ -1,13 +1,15 @@
 """Master-key operations of a local engine: rotation, and making a new key file.
 
-``rotate_master_key`` rewraps the data key of every encrypted session and tool store under
-a new master key (``journal.crypto.keys.rewrap_all``): every key is unwrapped with the old
-master key before any changes, so a wrong old key changes nothing; keys already wrapped by
-the new one are skipped, so a rotation a crash cut is finished by running it again; no
-journal byte moves (only ``KEY`` files are replaced, atomically and durably). Shredded
-stores have no key and are counted apart. ``new_key_file`` writes a random master key,
-base64, to a new file of mode 0600 (durably: losing it loses every session it wraps), or
-into the OS keyring (``keyring:NAME``, the optional ``keyring`` package).
+:class:`MasterKeys` is the engine's collaborator for rotation (over its
+:class:`~.core.EngineCore`); loading and making a key file need no engine. A rotation
+rewraps the data key of every encrypted session and tool store under a new master key
+(``journal.crypto.keys.rewrap_all``): every key is unwrapped with the old master key before
+any changes, so a wrong old key changes nothing; keys already wrapped by the new one are
+skipped, so a rotation a crash cut is finished by running it again; no journal byte moves
+(only ``KEY`` files are replaced, atomically and durably). Shredded stores have no key and
+are counted apart. ``new_key_file`` writes a random master key, base64, to a new file of
+mode 0600 (durably: losing it loses every session it wraps), or into the OS keyring
+(``keyring:NAME``, the optional ``keyring`` package).
 """
 
 from __future__ import annotations
@@ -15,18 +17,14 @@ from __future__ import annotations
 import base64
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from agentsessions.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey
-    from agentsessions.journal.stores.store import Store
 
-
-class _Engine(Protocol):
-    @property
-    def store(self) -> Store: ...
+    from .core import EngineCore
 
 
 @dataclass(frozen=True)
@@ -48,15 +46,21 @@ class Rotation:
         }
 
 
-def rotate_master_key(engine: _Engine, old: MasterKey, new: MasterKey) -> Rotation:
-    """Rewrap every data key of the engine's store (the file store's ``KEY`` files, the
-    JetStream store's key stream: each store's ``rewrap_keys``) from ``old`` to ``new``
-    (see the module). MasterKeyError (exit 26), with nothing changed, when a key is not
-    ``old``'s; StoreCapabilityError (exit 2) for a store that keeps no data keys."""
-    from agentsessions.journal.stores.capabilities import KEY_MANAGEMENT
+class MasterKeys:
+    """Master-key rotation of an engine's store, over its :class:`~.core.EngineCore`."""
 
-    done = KEY_MANAGEMENT.need(engine.store, "keys rotate").rewrap_keys(old, new)
-    return Rotation(done.rewrapped, done.already, done.shredded, new.key_id)
+    def __init__(self, core: EngineCore) -> None:
+        self.core = core
+
+    def rotate(self, old: MasterKey, new: MasterKey) -> Rotation:
+        """Rewrap every data key of the engine's store (the file store's ``KEY`` files, the
+        JetStream store's key stream: each store's ``rewrap_keys``) from ``old`` to ``new``
+        (see the module). MasterKeyError (exit 26), with nothing changed, when a key is not
+        ``old``'s; StoreCapabilityError (exit 2) for a store that keeps no data keys."""
+        from agentsessions.journal.stores.capabilities import KEY_MANAGEMENT
+
+        done = KEY_MANAGEMENT.need(self.core.store, "keys rotate").rewrap_keys(old, new)
+        return Rotation(done.rewrapped, done.already, done.shredded, new.key_id)
 
 
 def load_key_file(path: str) -> MasterKey:

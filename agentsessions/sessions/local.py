@@ -9,9 +9,11 @@ none of them reaches the controller or the journal itself.
 :class:`LocalSessions` is split by job into collaborators it owns, each over one shared
 :class:`~.core.EngineCore` (store, runtime, a controller per session, the locks): turns
 (:class:`~.turning.TurnRunner`), suspend/cancel/fork (:class:`~.lifecycle.Lifecycle`),
-approvals (:class:`~.approvals.Approvals`), resolutions (:class:`~.resolving.Resolver`) and
-tool stores (:func:`~.toolstores.tool_store`); what is left here is metadata, reading and
-the offline tools (:mod:`.offline`). The store-free checks live in :mod:`.checks`.
+approvals (:class:`~.approvals.Approvals`), resolutions (:class:`~.resolving.Resolver`),
+creation and sessions by key (:class:`~.claims.SessionClaims`), master-key rotation
+(:class:`~.keys.MasterKeys`) and tool stores (:func:`~.toolstores.tool_store`); what is
+left here is reading, listing and deleting, and the offline tools (:mod:`.offline`). The
+store-free checks live in :mod:`.checks`.
 
 One home per policy: the engine is the home of a request's checks (:mod:`.checks`: fresh
 start only on an existing session, the flags that only describe a new one), of a new
@@ -38,7 +40,6 @@ Invariants:
 from __future__ import annotations
 
 import builtins
-import functools
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -52,18 +53,19 @@ from agentsessions.journal.stores.capabilities import (
     KEY_MANAGEMENT,
     REINDEXABLE,
     SESSION_FILES,
-    WORKLOADS,
 )
 from agentsessions.journal.stores.store import SessionInfo, Store
 from agentsessions.v1.ids import check_project, check_uid
-from agentsessions.v1.turn import TurnOptions, TurnRequest, check_durability
+from agentsessions.v1.turn import SessionOptions, TurnOptions, TurnRequest, check_durability
 
-from . import approvals, checks, claims, lifecycle, offline, resolving, toolstores
+from . import approvals, checks, lifecycle, offline, resolving, toolstores
 from . import compact as compaction
 from .approvals import Approvals
+from .claims import SessionClaims, release_claim
 from .core import EngineCore
 from .defaults import DEFAULT_RUNTIME
 from .home import require_home, resolve_home
+from .keys import MasterKeys, Rotation
 from .lifecycle import Lifecycle
 from .resolving import Resolver
 from .turning import TurnRunner
@@ -87,10 +89,7 @@ if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey
     from agentsessions.journal.format.records import Record
     from agentsessions.runtimes.compute import HostInfo
-    from agentsessions.tools.workload import Workload
     from agentsessions.v1.results import ToolStoreEntry, VerifyReport
-
-    from .keys import Rotation
 
 DEFAULT_CANCEL_WAIT = lifecycle.DEFAULT_CANCEL_WAIT
 _RELEASE_WAIT_SECONDS = 3600.0  # release waits for a running turn: turns end by themselves
@@ -118,10 +117,12 @@ class LocalSessions:
         self.runtime_name, self.default_model = self.core.runtime_name, self.core.default_model
         self._owns_store = owns_store
         self._lock = self.core.catalog_lock  # the store's catalog (create, list, delete ...)
-        self.turns = TurnRunner(self.core, self._record_workload)
+        self.claims = SessionClaims(self.core)
+        self.turns = TurnRunner(self.core, self.claims)
         self.lifecycle = Lifecycle(self.core)
         self.approvals = Approvals(self.core)
         self.resolver = Resolver(self.core, self)
+        self.master_keys = MasterKeys(self.core)
 
     # -- plumbing ---------------------------------------------------------------------------
     def __enter__(self) -> LocalSessions:
@@ -157,11 +158,29 @@ class LocalSessions:
     def _info(self, uid: str) -> SessionInfo:
         return self.store.get(check_uid(uid))
 
-    # -- metadata (creation and sessions by key: :mod:`.claims`) --------------------------
-    create = claims.create
-    ensure = claims.ensure
-    find = claims.find
-    claim = claims.claim
+    # -- metadata (creation and sessions by key: :class:`.SessionClaims`) -----------------
+    def create(self, **options: Unpack[SessionOptions]) -> Session:
+        """Create an empty session (:meth:`.SessionClaims.create`)."""
+        return self.claims.create(**options)
+
+    def ensure(
+        self, key: str | None = None, **options: Unpack[SessionOptions]
+    ) -> tuple[Session, bool]:
+        """The live session ``key`` (or ``origin``) names, created if there is none
+        (:meth:`.SessionClaims.ensure`)."""
+        return self.claims.ensure(key, **options)
+
+    def find(
+        self, key: str | None = None, *, origin: Mapping[str, Any] | None = None,
+        project: str = "default",
+    ) -> Session | None:  # fmt: skip
+        """The live session ``key`` (or ``origin``) names, or None (:meth:`.SessionClaims.find`)."""
+        return self.claims.find(key, origin=origin, project=project)
+
+    def claim(self, key: str, uid: str, *, project: str = "default") -> str:
+        """Make ``key`` name session ``uid`` unless it names a live one
+        (:meth:`.SessionClaims.claim`)."""
+        return self.claims.claim(key, uid, project=project)
 
     def get(self, uid: str) -> Session:
         """The session, with where its harness memory lives (a bounded probe)."""
@@ -203,7 +222,7 @@ class LocalSessions:
             self.core.release_writer(uid)  # delete takes the session's lock itself
             with self._lock:
                 info = self.store.delete(uid)
-            claims.release_claim(self.store, info)  # after: a cut here is released lazily
+            release_claim(self.store, info)  # after: a cut here is released lazily
             return view(info)
         finally:
             lock.release()
@@ -292,10 +311,8 @@ class LocalSessions:
         return toolstores.tool_store(self.store, uid, tool, from_seq=from_seq)
 
     def rotate_master_key(self, old: MasterKey, new: MasterKey) -> Rotation:
-        """Rewrap every data key from ``old`` to ``new`` (:mod:`.keys`, imported only here)."""
-        from .keys import rotate_master_key
-
-        return rotate_master_key(self, old, new)
+        """Rewrap every data key from ``old`` to ``new`` (:meth:`.MasterKeys.rotate`)."""
+        return self.master_keys.rotate(old, new)
 
     # -- exchange ---------------------------------------------------------------------------
     def export(
@@ -332,9 +349,9 @@ class LocalSessions:
         with self._lock:
             info = import_file(
                 self.store, Path(path), project=project, name=name, progress=progress,
-                adjust=functools.partial(claims.import_meta, self),
+                adjust=self.claims.import_meta,
             )  # fmt: skip
-        claims.claim_imported(self, info)  # its origin names it here from now on
+        self.claims.claim_imported(info)  # its origin names it here from now on
         return view(info)
 
     # -- turns (see :mod:`.turning`) ------------------------------------------------------
@@ -374,10 +391,6 @@ class LocalSessions:
 
         The last frame's ``turn`` is None when no turn was open."""
         return self.turns.resume(uid, harness, wait)
-
-    def _record_workload(self, uid: str, workload: Workload) -> None:
-        """Keep the session's tools with it (a store without a place for them refuses)."""
-        WORKLOADS.need(self.store, "--tools", session=uid).set_workload(uid, workload.source)
 
     # -- warm compute -----------------------------------------------------------------------
     def _known_dir(self, uid: str | None) -> None:

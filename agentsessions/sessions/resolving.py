@@ -147,7 +147,7 @@ def _record(
     call = unresolved_of(store, store.get(uid))
     if call is None or call.tool_call_id != call_id or receipts is None:
         raise _not_unresolved(uid, call_id, call)
-    with controller._writer(uid, 0.0) as writer:
+    with controller.session_writer(uid, 0.0) as writer:
         info = writer.info()
         records = list(writer.read(max(info.exec_seq, 1))) if info.exec_seq else []
         call = _unresolved(uid, info, records, receipts)

@@ -31,9 +31,9 @@ from agentsessions.v1.provenance import describe, same_origin
 from agentsessions.v1.turn import TurnRequest
 
 from . import approvals, checks, resolving
-from .claims import CLAIM_ANNOTATION, CLAIMS_HINT, claim_key, settle
+from .claims import CLAIM_ANNOTATION, CLAIMS_HINT, SessionClaims, claim_key, settle
 from .core import EngineCore
-from .values import Frame, Session, SessionFrame, Turn
+from .values import Frame, SessionFrame, Turn
 from .views import turn_view, view
 
 if TYPE_CHECKING:
@@ -60,9 +60,9 @@ class Claim:
 class TurnRunner:
     """Checks and runs an engine's turns over its :class:`~.core.EngineCore`."""
 
-    def __init__(self, core: EngineCore, record_workload: Callable[[str, Workload], None]) -> None:
+    def __init__(self, core: EngineCore, claims: SessionClaims) -> None:
         self.core = core
-        self._record_workload = record_workload  # the engine's: the store keeps the tools
+        self.claims = claims  # the engine's: a session named by origin is made as ensure makes it
 
     def check_turn(self, harness: str, model: str, chosen: str = "", project: str = "") -> None:
         """Fail before anything is written on an unknown or unplaceable harness (``project``'s
@@ -127,7 +127,7 @@ class TurnRunner:
                 lock.release()
                 raise
         if workload is not None:
-            self._record_workload(uid, workload)
+            self.core.record_workload(uid, workload)
         if request.uid is not None:
             return Claim(request, lock, False)
         return Claim(replace(request, uid=uid), lock, True)  # addressed to its new session
@@ -153,7 +153,8 @@ class TurnRunner:
                 origin=origin,
                 annotations={CLAIM_ANNOTATION: ck.digest},
             )
-            session, created = settle(self.core.store, claims, ck, meta, self._store_new)
+            made = functools.partial(self.claims.store_new, workload=None)
+            session, created = settle(self.core.store, claims, ck, meta, made)
             uid = session.uid
         if created:
             request.check_head(0)
@@ -163,7 +164,7 @@ class TurnRunner:
             if not created:
                 self._check_existing(request, workload)
             if workload is not None:
-                self._record_workload(uid, workload)
+                self.core.record_workload(uid, workload)
         except BaseException:
             lock.release()
             raise
@@ -178,11 +179,6 @@ class TurnRunner:
             return "" if self.core.state(uid).deleted else uid
         except NotFoundError:
             return ""
-
-    def _store_new(self, meta: SessionMeta) -> Session:
-        """Create the session ``meta`` describes (SessionExistsError if its uid has one)."""
-        with self.core.catalog_lock:
-            return view(self.core.store.create(meta))
 
     def _check_existing(self, request: TurnRequest, workload: Workload | None) -> None:
         """The checks of a turn of an existing session, made holding its lock."""

@@ -6,11 +6,11 @@ A :class:`Session` (with its :class:`Memory`) and a :class:`SessionPage` of them
 ``resolve`` did (:class:`Approval`, :class:`Resolution`). The rest are defined in
 :mod:`agentsessions.v1` (the values the layers below build, each an ``agentsessions.v1``
 message: ApprovalRef, UnresolvedCall, ToolStoreEntry, VerifyReport, ReplayReport; a turn's
-Input, TurnOptions and TurnRequest; Origin, IdentityRef and Authored) and named here, so a
-front end (the server, the client, the CLI) needs no import from the controller or the
-journal. A :class:`LogRecord` is what any record the API hands out is: the engine's are the
-journal's own, never copied (:class:`agentsessions.v1.model.LogRecord` is its proto3-JSON
-form, as ``to_wire`` gives).
+Input, TurnOptions and TurnRequest; a new session's SessionOptions; Origin, IdentityRef and
+Authored) and named here, so a front end (the server, the client, the CLI) needs no import
+from the controller or the journal. A :class:`LogRecord` is what any record the API hands
+out is: the engine's are the journal's own, never copied
+(:class:`agentsessions.v1.model.LogRecord` is its proto3-JSON form, as ``to_wire`` gives).
 
 These are plain frozen values that carry the session ``uid``; none of them holds a file, a
 lock or a controller, so they can cross threads and the wire. The ``to_json`` of each is
@@ -33,7 +33,7 @@ from agentsessions.v1.results import (
     VerifyReport,
 )
 from agentsessions.v1.turn import Input as _Input
-from agentsessions.v1.turn import TurnOptions, TurnRequest
+from agentsessions.v1.turn import SessionOptions, TurnOptions, TurnRequest
 
 __all__ = [
     "Approval",
@@ -51,6 +51,7 @@ __all__ = [
     "Resolution",
     "Session",
     "SessionFrame",
+    "SessionOptions",
     "SessionPage",
     "ToolStoreEntry",
     "Turn",

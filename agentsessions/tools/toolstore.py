@@ -28,7 +28,7 @@ from agentsessions.journal.stores.store import (
     StateUpdate,
     WorkingState,
 )
-from agentsessions.v1 import model, timestamps
+from agentsessions.v1 import construct, timestamps
 from agentsessions.v1.results import ToolStoreEntry
 
 ROLE = "tool"
@@ -103,8 +103,8 @@ class ToolStore:
             raise InvalidArgumentError(
                 f"tool store {self.name}: an entry is a JSON object, not {type(entry).__name__}"
             )
-        message = model.message(ROLE, model.data_part(entry))
-        return dict(model.output_event(message, ts=ts, actor={"principal": self.name}))
+        message = construct.message(ROLE, construct.data_part(entry))
+        return dict(construct.output_event(message, ts=ts, actor={"principal": self.name}))
 
 
 def entry_of(record: Record) -> ToolStoreEntry:

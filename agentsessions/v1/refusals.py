@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .model import Event, error_event
+from .construct import error_event
+from .model import Event
 
 CODE = 8
 """``google.rpc.Code.RESOURCE_EXHAUSTED``."""

@@ -25,7 +25,8 @@ from typing import Any, TypedDict, Unpack
 
 from agentsessions.errors import ConflictError, InvalidArgumentError
 
-from .model import Origin, text_message
+from .construct import text_message
+from .model import Origin
 from .provenance import Authored, check_identity, check_origin
 
 DEFAULT_PROJECT = "default"
@@ -81,6 +82,22 @@ class TurnOptions(TypedDict, total=False):
 
 
 _OPTIONS = TurnOptions.__optional_keys__
+
+
+class SessionOptions(TypedDict, total=False):
+    """The keyword options that describe a new session: ``Sessions.create``'s, and
+    ``ensure``'s besides its key (the engine and the client take them as one value and hand
+    them on whole, so a new option is added here and where it is used)."""
+
+    project: str
+    name: str
+    harness: str
+    model: str
+    labels: Mapping[str, str] | None
+    annotations: Mapping[str, str] | None
+    tools: str | PathLike[str] | None
+    origin: Mapping[str, Any] | None
+    identity: Mapping[str, str] | None
 
 
 @dataclass(frozen=True)

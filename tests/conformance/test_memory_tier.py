@@ -20,7 +20,7 @@ from agentsessions.controller.lifecycle import ForkRequest, fork, resume_compute
 from agentsessions.errors import PlacementError
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.runtimes.warm_launch import shutdown_all
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 
 @pytest.fixture
@@ -35,7 +35,7 @@ def _ctl(home: Backend, runtime: str = "warm") -> Controller:
 
 
 def _say(text: str) -> list[dict[str, Any]]:
-    return [dict(model.text_message("user", text))]
+    return [dict(construct.text_message("user", text))]
 
 
 def test_local_runtime_refuses_the_memory_tier_before_any_write(home: Backend) -> None:

@@ -28,7 +28,7 @@ from agentsessions.errors import (
 from agentsessions.journal.stores.store import SessionMeta, Store, new_uid
 from agentsessions.journal.tools.exchange import import_file
 from agentsessions.sessions.wiring import HARNESSES
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 FIXTURE = (
     Path(__file__).resolve().parents[2] / "agentsessions" / "data" / "go-v0.1.2-completed.json"
@@ -40,7 +40,7 @@ def _kinds(store: Store, uid: str) -> list[str]:
 
 
 def _say(text: str) -> list[dict[str, Any]]:
-    return [dict(model.text_message("user", text))]
+    return [dict(construct.text_message("user", text))]
 
 
 def test_replay_reconstructs_nondeterministic_output_with_zero_model_calls(
@@ -179,11 +179,14 @@ def test_legacy_crash_after_model_call_refuses_to_redrive(backend: Backend, tmp_
 def test_incomplete_invocation_is_refused(backend: Backend) -> None:
     store = backend.open()
     uid = store.create(SessionMeta(uid=new_uid(), harness="echo")).uid
-    start = model.execution_start(input_count=2, harness="echo", execution_id="e0")
+    start = construct.execution_start(input_count=2, harness="echo", execution_id="e0")
     _journal(
         store,
         uid,
-        [start, model.input_event(model.text_message("user", "only one"), execution_id="e0")],
+        [
+            start,
+            construct.input_event(construct.text_message("user", "only one"), execution_id="e0"),
+        ],
     )
     with pytest.raises(InvalidExecutionLogError, match="incomplete invocation"):
         backend.controller().resume(uid)
@@ -193,9 +196,9 @@ def test_incomplete_invocation_is_refused(backend: Backend) -> None:
 def test_harness_version_mismatch_fails_before_any_run(backend: Backend) -> None:
     store = backend.open()
     uid = store.create(SessionMeta(uid=new_uid(), harness="echo")).uid
-    start = model.execution_start(
+    start = construct.execution_start(
         input_count=0, harness="echo", harness_version="0.9", execution_id="e0"
     )
-    _journal(store, uid, [start, model.end_event(execution_id="e0")])
+    _journal(store, uid, [start, construct.end_event(execution_id="e0")])
     with pytest.raises(HarnessMismatchError, match="version"):
         replay(store, uid, HARNESSES)

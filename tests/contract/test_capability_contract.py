@@ -31,7 +31,7 @@ from agentsessions.journal.stores.capabilities import Capability
 from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.memory.store import MemoryStore
 from agentsessions.journal.stores.store import SessionMeta, Store, new_uid
-from agentsessions.v1 import model, workloadref
+from agentsessions.v1 import construct, workloadref
 
 DECLARED = {
     "file": {
@@ -118,7 +118,9 @@ def _with_events(store: Store, n: int = 3) -> str:
     uid = _new(store)
     with store.writer(uid) as w:
         for i in range(n):
-            w.append([model.input_event(model.text_message("user", f"m{i}"), execution_id="e")])
+            w.append(
+                [construct.input_event(construct.text_message("user", f"m{i}"), execution_id="e")]
+            )
     return uid
 
 

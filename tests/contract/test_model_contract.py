@@ -37,7 +37,7 @@ from agentsessions.controller.spi import Completion, ModelProvider, ModelRequest
 from agentsessions.errors import AgentSessionsError, UnavailableError
 from agentsessions.models import create_model
 from agentsessions.models.echo import message_text
-from agentsessions.v1.model import text_message
+from agentsessions.v1.construct import text_message
 from agentsessions.v1.schema import validate_message
 
 

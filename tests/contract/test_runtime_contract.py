@@ -49,7 +49,7 @@ from agentsessions.models import create_model
 from agentsessions.runtimes import create_runtime
 from agentsessions.runtimes.local import LocalRuntime
 from agentsessions.runtimes.warm_launch import shutdown_all
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -271,12 +271,12 @@ def test_through_the_controller_a_harness_failure_is_harness_error(runtime: Runt
     store = MemoryStore()
     ctl = Controller(store, harnesses=harnesses, models=create_model, runtime=runtime)
     uid = store.create(SessionMeta(uid=new_uid(), harness="memprobe")).uid
-    assert ctl.exec(uid, [dict(model.text_message("user", "a"))]).outputs == [
+    assert ctl.exec(uid, [dict(construct.text_message("user", "a"))]).outputs == [
         "probe:a",
         "count:1",
     ]
     with pytest.raises(HarnessError, match=FAILURE):
-        ctl.exec(uid, [dict(model.text_message("user", "fail"))])
+        ctl.exec(uid, [dict(construct.text_message("user", "fail"))])
     kinds = [r.event["kind"] for r in store.read(uid)]
     assert kinds[-1] == "EVENT_ERROR"
     compute = runtime.find(uid)
@@ -295,7 +295,7 @@ def test_a_memory_harness_is_refused_by_the_controller_where_it_cannot_live(
     ctl = Controller(store, harnesses=harnesses, models=create_model, runtime=runtime)
     uid = store.create(SessionMeta(uid=new_uid(), harness="memprobe")).uid
     with pytest.raises(PlacementError):
-        ctl.exec(uid, [dict(model.text_message("user", "a"))])
+        ctl.exec(uid, [dict(construct.text_message("user", "a"))])
     assert store.get(uid).last_seq == 0  # refused before any write
 
 

@@ -43,7 +43,7 @@ from agentsessions.journal.stores.store import (
     new_uid,
 )
 from agentsessions.journal.tools.verify import check_chain
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 from agentsessions.v1.results import VerifyReport
 
 MAX_COMMIT = 64 * 1024
@@ -164,7 +164,7 @@ def _new(store: Store, **kw: Any) -> str:
 
 
 def _say(text: str) -> dict[str, Any]:
-    return model.input_event(model.text_message("user", text), execution_id="e1")
+    return construct.input_event(construct.text_message("user", text), execution_id="e1")
 
 
 def test_create_writes_metadata_before_any_event(store: Store) -> None:
@@ -320,15 +320,15 @@ def test_read_ranges(store: Store) -> None:
 def test_projections_follow_the_log(store: Store) -> None:
     uid = _new(store)
     with store.writer(uid) as w:
-        w.append([model.execution_start(input_count=1, execution_id="e1"), _say("hi")])
+        w.append([construct.execution_start(input_count=1, execution_id="e1"), _say("hi")])
         assert store.get(uid).exec_state == "EXEC_RUNNING"
         assert store.get(uid).compute_state == "COMPUTE_LIVE"
-        w.append([model.end_event(execution_id="e1")])
+        w.append([construct.end_event(execution_id="e1")])
         assert store.get(uid).exec_state == "EXEC_COMPLETED"
-        w.append([model.lifecycle_event("LIFECYCLE_SUSPEND")])
+        w.append([construct.lifecycle_event("LIFECYCLE_SUSPEND")])
         assert store.get(uid).compute_state == "COMPUTE_COLD"
         assert store.get(uid).exec_state == "EXEC_COMPLETED"
-        w.append([model.lifecycle_event("LIFECYCLE_RESUME")])
+        w.append([construct.lifecycle_event("LIFECYCLE_RESUME")])
         assert store.get(uid).compute_state == "COMPUTE_LIVE"
 
 
@@ -659,8 +659,8 @@ def test_forked_child_verifies_from_genesis_on_disk(tmp_path: Path) -> None:
 
 
 def _note(text: str) -> dict[str, Any]:
-    msg = model.message("tool", model.data_part({"text": text}))
-    return model.output_event(msg, actor={"principal": "notes"})
+    msg = construct.message("tool", construct.data_part({"text": text}))
+    return construct.output_event(msg, actor={"principal": "notes"})
 
 
 def test_component_store_keeps_the_journal_contract(store: Store) -> None:

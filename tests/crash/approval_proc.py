@@ -27,7 +27,7 @@ from agentsessions.models import create_model
 from agentsessions.runtimes import create_runtime
 from agentsessions.sessions.wiring import HARNESSES
 from agentsessions.tools import AppendLine, static_resolver
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 from tests.tool_harness import ToolLineHarness, plan
 
 GATED = {"id": "c1", "tool": "append", "key": "k-c1", "args": {"line": "the line"},
@@ -93,7 +93,7 @@ def main() -> None:
     ctl = controller(home, effects, where)
     if where == "request":
         ctl.on_record = _stop_at("EVENT_APPROVAL_REQUEST")
-        inputs = [dict(model.text_message("user", "go"))]
+        inputs = [dict(construct.text_message("user", "go"))]
         ctl.exec(uid, inputs, harness="tool-line", config=plan(GATED))
     elif where == "decision":
         ctl.on_record = _stop_at("EVENT_APPROVAL_RESULT")

@@ -98,12 +98,12 @@ def _landed(engine: Any, origin: dict[str, str], text: str) -> str:
 def claim_then_hang(where: tuple[str, str], key: str, out: Any) -> None:
     """Call ``ensure`` on ``key``, stopped after its claim and before its create: put the
     uid claimed, then wait to be killed (SIGKILL, as a machine loses a process)."""
-    from agentsessions.sessions import claims
+    from agentsessions.sessions.claims import SessionClaims
 
-    def hang(_engine: Any, meta: Any, _workload: Any) -> Any:
+    def hang(_claims: Any, meta: Any, _workload: Any) -> Any:
         out.put(meta.uid)
         while True:
             time.sleep(1)
 
-    claims.store_new = hang  # ensure calls the module's store_new after its claim
+    SessionClaims.store_new = hang  # ensure creates through it, after its claim
     _engine(where).ensure(key, project=PROJECT)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.sessions.wiring import build_controller
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 
 def main() -> None:
@@ -24,7 +24,7 @@ def main() -> None:
     i = 0
     while True:
         i += 1
-        controller.exec(uid, [dict(model.text_message("user", f"remember fact-{i}"))])
+        controller.exec(uid, [dict(construct.text_message("user", f"remember fact-{i}"))])
         writer = controller.writers.get(uid)
         version = writer.state.version if writer is not None else store.state(uid).version
         print(f"ACK {i} {version}", flush=True)

@@ -22,7 +22,7 @@ from agentsessions.models import create_model
 from agentsessions.runtimes import create_runtime
 from agentsessions.sessions.wiring import HARNESSES
 from agentsessions.tools import AppendLine, static_resolver
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 from agentsessions.v1.turn import TurnRequest
 from tests.tool_harness import ToolLineHarness, line_call, plan
 
@@ -63,7 +63,7 @@ def main() -> None:
         runtime=create_runtime("local", home=store.home),
         tools=static_resolver({"append": BoundTool("append", executor, {"path": effects})}),
     )
-    inputs = (dict(model.text_message("user", "go")),)
+    inputs = (dict(construct.text_message("user", "go")),)
     config = plan(line_call("c1", "the line"))
     durability = sys.argv[5] if len(sys.argv) > 5 else ""  # the turn's mode ("": step)
     ctl.turn(TurnRequest(uid, inputs, harness="tool-line", config=config, durability=durability))

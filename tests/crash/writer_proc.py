@@ -12,7 +12,7 @@ import random
 import sys
 
 from agentsessions.journal.stores.file.store import FileStore, StoreOptions
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 
 def main() -> None:
@@ -24,8 +24,10 @@ def main() -> None:
         while True:
             n += 1
             events = [
-                model.input_event(
-                    model.text_message("user", f"{seed}-{n}-{i}-" + "x" * rng.randrange(0, 600)),
+                construct.input_event(
+                    construct.text_message(
+                        "user", f"{seed}-{n}-{i}-" + "x" * rng.randrange(0, 600)
+                    ),
                     execution_id=f"{seed:08x}{n:08x}",
                 )
                 for i in range(rng.randrange(1, 9))

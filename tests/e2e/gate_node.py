@@ -19,7 +19,7 @@ from pathlib import Path
 from agentsessions.cli.app import main
 from agentsessions.controller.spi import HarnessDescriptor, ModelRequest, Sink, Start
 from agentsessions.sessions.wiring import HARNESSES
-from agentsessions.v1.model import text_message
+from agentsessions.v1.construct import text_message
 
 GATE_SECONDS = 120.0  # a bound, not a timing: a test that never opens the gate fails
 

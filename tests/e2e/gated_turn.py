@@ -42,7 +42,7 @@ from agentsessions.controller.spi import (
 from agentsessions.errors import AgentSessionsError, TurnCanceledError
 from agentsessions.models import MODELS
 from agentsessions.sessions.wiring import HARNESSES
-from agentsessions.v1.model import text_message
+from agentsessions.v1.construct import text_message
 
 GATE_SECONDS = 120.0  # a bound, not a timing: a test that never opens a gate fails, not hangs
 DESCRIPTOR = HarnessDescriptor(

@@ -33,7 +33,7 @@ from clirun import Cli
 from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.verify import verify_session
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "gated_turn.py"
@@ -100,14 +100,14 @@ def _seed_interrupted(store: FileStore, uid: str, steps: tuple[str, ...]) -> Non
     """START and INPUT of a turn whose process died before its first effect."""
     exec_id = "00000000000000aa"
     events = [
-        model.execution_start(
+        construct.execution_start(
             input_count=1,
             config=json.dumps(steps).encode(),
             harness="gated",
             harness_version="1",
             execution_id=exec_id,
         ),
-        model.input_event(model.text_message("user", "hello"), execution_id=exec_id),
+        construct.input_event(construct.text_message("user", "hello"), execution_id=exec_id),
     ]
     with store.writer(uid) as writer:
         writer.append(events)

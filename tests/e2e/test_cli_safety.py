@@ -248,13 +248,13 @@ def test_import_refuses_a_record_over_the_commit_limit_before_creating_anything(
     written') and left a soft-deleted session behind."""
     from agentsessions.journal.stores.file.store import StoreOptions
     from agentsessions.journal.tools.exchange import export_session
-    from agentsessions.v1 import model
+    from agentsessions.v1 import construct
 
     big = FileStore(tmp_path / "big", options=StoreOptions(max_commit_bytes=8 << 20))
     uid = big.create(SessionMeta(uid=new_uid())).uid
     with big.writer(uid) as writer:
         text = "x" * (5 << 20)
-        writer.append([model.output_event(model.text_message("assistant", text))])
+        writer.append([construct.output_event(construct.text_message("assistant", text))])
     export_session(big, uid, tmp_path / "big.agx")
     big.close()
     cli.fast("verify", str(tmp_path / "big.agx")).ok()  # a valid journal ...

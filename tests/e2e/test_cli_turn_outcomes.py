@@ -125,11 +125,11 @@ def test_the_library_checks_a_new_sessions_inputs_before_creating_it(tmp_path: P
     from agentsessions.errors import CommitTooLargeError
     from agentsessions.journal.stores.file.store import FileStore
     from agentsessions.sessions.wiring import build_controller
-    from agentsessions.v1 import model
+    from agentsessions.v1 import construct
 
     store = FileStore(tmp_path)
     ctl = build_controller(store, tmp_path, runtime="local")
-    big = [dict(model.text_message("user", "a" * (5 << 20)))]
+    big = [dict(construct.text_message("user", "a" * (5 << 20)))]
     with pytest.raises(CommitTooLargeError):
         ctl.exec(None, big)
     assert list(store.uids()) == []

@@ -205,17 +205,17 @@ def interrupt(home: Path, uid: str, text: str) -> int:
     """Journal a turn cut off after its MODEL_CALL, as a killed ``exec`` leaves it."""
     from agentsessions.controller.inputhash import model_input_hash
     from agentsessions.controller.spi import ModelRequest
-    from agentsessions.v1 import model
+    from agentsessions.v1 import construct
 
-    message = dict(model.text_message("user", text))
+    message = dict(construct.text_message("user", text))
     request = ModelRequest(model="echo", messages=(message,), params=None)
     exec_id = "0123456789abcdef"
     events = [
-        model.execution_start(
+        construct.execution_start(
             input_count=1, harness="echo", harness_version="1", execution_id=exec_id
         ),
-        model.input_event(model.text_message("user", text), execution_id=exec_id),
-        model.model_call_event(
+        construct.input_event(construct.text_message("user", text), execution_id=exec_id),
+        construct.model_call_event(
             "echo", input_hash=model_input_hash(request), call_id="c1", execution_id=exec_id
         ),
     ]

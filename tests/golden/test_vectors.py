@@ -18,7 +18,7 @@ import pytest
 import agentsessions
 from agentsessions.journal.format import canonical
 from agentsessions.journal.tools import interchange
-from agentsessions.v1 import model, normalize, schema
+from agentsessions.v1 import construct, normalize, schema
 
 HERE = Path(__file__).parent / "canonical"
 FIXTURE = Path(agentsessions.__file__).parent / "data" / "go-v0.1.2-completed.json"
@@ -67,15 +67,15 @@ def test_reference_canonical_bytes(
     event = canonical.loads(body)
     schema.validate_event(event)
     assert canonical.canonical_json(canonical.loads(expected)) == expected
-    built = model.execution_start(input_count=input_count)
+    built = construct.execution_start(input_count=input_count)
     assert canonical.envelope(canonical.canonical_json(built), "", 1) == expected
 
 
 def test_reference_golden_event_from_helpers(path: str) -> None:
     from datetime import UTC, datetime
 
-    event = model.output_event(
-        model.text_message("assistant", "hello"),
+    event = construct.output_event(
+        construct.text_message("assistant", "hello"),
         execution_id="exec-1",
         schema_version=1,
         ts=datetime.fromtimestamp(1700000000, UTC),
@@ -83,7 +83,7 @@ def test_reference_golden_event_from_helpers(path: str) -> None:
     )
     vector = REFERENCE["content_hash_vectors"][0]
     assert event == vector["event_proto3_json"]
-    start = model.execution_start(input_count=0, execution_id="exec-default")
+    start = construct.execution_start(input_count=0, execution_id="exec-default")
     assert _hash(start, "", "1")[1] == REFERENCE["content_hash_vectors"][1]["content_hash"]
 
 

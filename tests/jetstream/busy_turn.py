@@ -20,7 +20,7 @@ from agentsessions.controller.spi import Completion
 from agentsessions.errors import AgentSessionsError
 from agentsessions.models import MODELS
 from agentsessions.sessions.local import open_local
-from agentsessions.v1.model import text_message
+from agentsessions.v1.construct import text_message
 
 
 class Gate:

@@ -22,7 +22,7 @@ from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
 from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.sessions.storeurl import STORE_ENV
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,7 +39,7 @@ def _cli(home: Path, *args: str, url: str = "") -> subprocess.CompletedProcess[s
 
 
 def _say(text: str) -> dict[str, Any]:
-    return model.input_event(model.text_message("user", text), execution_id="e1")
+    return construct.input_event(construct.text_message("user", text), execution_id="e1")
 
 
 def test_a_server_that_is_down_is_named_even_with_a_monitor_url(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
 from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import SessionMeta, StateUpdate, new_uid
 from agentsessions.journal.tools.verify import check_chain
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 from agentsessions.v1.results import VerifyReport
 
 COMMITS = 5 * CHECKPOINT_EVERY + 7  # several checkpoints, and a few commits after the last
@@ -19,7 +19,7 @@ OPEN_BOUND = CHECKPOINT_EVERY + 6  # the suffix after a checkpoint, its fence, m
 
 
 def _say(text: str) -> dict[str, Any]:
-    return model.input_event(model.text_message("user", text), execution_id="e1")
+    return construct.input_event(construct.text_message("user", text), execution_id="e1")
 
 
 def _long_session(url: str) -> str:

@@ -14,7 +14,7 @@ from agentsessions.errors import UnavailableError
 from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
 from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 WAIT = 30.0  # the bound on waiting for one followed record (not a timing)
 COMMITS = 20
@@ -26,7 +26,7 @@ def _url(cluster: Any) -> str:
 
 
 def _say(i: int) -> dict[str, Any]:
-    return model.input_event(model.text_message("user", f"commit {i}"), execution_id="e1")
+    return construct.input_event(construct.text_message("user", f"commit {i}"), execution_id="e1")
 
 
 def test_the_store_creates_its_stream_with_the_replicas_asked(nats_cluster: Any) -> None:

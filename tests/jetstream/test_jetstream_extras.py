@@ -25,7 +25,7 @@ from agentsessions.sessions.harnessbook import records_for
 from agentsessions.sessions.storeurl import STORE_ENV
 from agentsessions.sessions.wiring import HARNESSES
 from agentsessions.tools import AppendLine, static_resolver
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 from tests.e2e.clirun import Cli
 from tests.tool_harness import ToolLineHarness, line_call, plan
 
@@ -178,7 +178,9 @@ def test_a_receipt_kept_on_one_host_answers_the_resume_on_another(
     try:
         with pytest.raises(_Die):
             _controller(first, AppendLine(), effects, tmp_path).exec(
-                uid, [dict(model.text_message("user", "go"))], config=plan(line_call("c1", "once"))
+                uid,
+                [dict(construct.text_message("user", "go"))],
+                config=plan(line_call("c1", "once")),
             )
     finally:
         first.close()

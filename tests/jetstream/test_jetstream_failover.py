@@ -25,7 +25,7 @@ from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
 from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.sessions.offline import verify
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 COMMITS = 300
 KILL_AFTER = COMMITS // 3
@@ -41,7 +41,7 @@ def _url(cluster: Any) -> str:
 
 
 def _say(i: int) -> dict[str, Any]:
-    return model.input_event(model.text_message("user", f"commit {i}"), execution_id="e1")
+    return construct.input_event(construct.text_message("user", f"commit {i}"), execution_id="e1")
 
 
 class _Writer(threading.Thread):

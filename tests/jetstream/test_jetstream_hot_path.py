@@ -14,7 +14,7 @@ from agentsessions.journal.stores import projection
 from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
 from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 
 def _store(server: Any) -> JetStreamStore:
@@ -24,7 +24,7 @@ def _store(server: Any) -> JetStreamStore:
 
 
 def _say(text: str) -> dict[str, Any]:
-    return model.output_event(model.text_message("assistant", text), execution_id="e1")
+    return construct.output_event(construct.text_message("assistant", text), execution_id="e1")
 
 
 def test_a_commit_folds_its_events_once(nats_server: Any, monkeypatch: Any) -> None:
@@ -42,7 +42,7 @@ def test_a_commit_folds_its_events_once(nats_server: Any, monkeypatch: Any) -> N
                 real(self, event, seq)
 
             monkeypatch.setattr(projection.Projection, "apply", counting)
-            result = w.append([_say("a"), _say("b"), model.end_event()], commit_id="c1")
+            result = w.append([_say("a"), _say("b"), construct.end_event()], commit_id="c1")
             assert applied == [2, 3, 4]  # once each (the old path folded them twice)
             assert w.append([_say("a")], commit_id="c1").duplicate  # the id is remembered
             assert w.head == (result.last_seq, result.last_hash)
@@ -66,7 +66,7 @@ def test_a_refused_commit_leaves_the_writer_as_it_was(nats_server: Any) -> None:
         other = JetStreamStore(store._opts)
         new = other.writer(uid)  # fences the old writer
         with pytest.raises(FencedError):
-            old.append([model.end_event()], commit_id="z")
+            old.append([construct.end_event()], commit_id="z")
         assert (old.head, old._tail.projection.to_json(), old._stream_seq) == before
         assert old._tail.duplicate("z") is None
         assert before[1]["exec_state"] == "EXEC_RUNNING"

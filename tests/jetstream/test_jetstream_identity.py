@@ -23,13 +23,13 @@ from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.stores.tail import Tail
 from agentsessions.sessions.offline import verify
 from agentsessions.sessions.storeurl import STORE_ENV
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _say(text: str) -> dict[str, Any]:
-    return model.input_event(model.text_message("user", text), execution_id="e1")
+    return construct.input_event(construct.text_message("user", text), execution_id="e1")
 
 
 def _names(server: Any) -> tuple[str, str, str]:

@@ -13,7 +13,7 @@ from needs import need, need_nats_server
 
 from agentsessions.errors import CommitTooLargeError, InvalidArgumentError, UnavailableError
 from agentsessions.journal.stores.store import DEFAULT_MAX_COMMIT_BYTES, SessionMeta, new_uid
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 need("nats", "nats")
 
@@ -54,7 +54,7 @@ def default_server() -> Iterator[Any]:
 
 
 def _say(text: str) -> dict[str, Any]:
-    return model.input_event(model.text_message("user", text), execution_id="e1")
+    return construct.input_event(construct.text_message("user", text), execution_id="e1")
 
 
 def test_a_server_on_its_default_payload_takes_commits_up_to_what_fits(

@@ -18,7 +18,7 @@ from agentsessions.journal.stores.jetstream import wire
 from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
 from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 Try = jetstream_client._Try
 Publish = Callable[[str, bytes, dict[str, str]], Coroutine[Any, Any, "int | Try"]]
@@ -113,7 +113,7 @@ def test_an_election_longer_than_the_commit_timeout_is_unavailable(
 
 
 def _say(text: str) -> dict[str, Any]:
-    return model.input_event(model.text_message("user", text), execution_id="e1")
+    return construct.input_event(construct.text_message("user", text), execution_id="e1")
 
 
 def test_a_writer_that_gave_up_finds_its_landed_commit_on_retry(store: JetStreamStore) -> None:

@@ -241,7 +241,7 @@ def test_exec_with_tools_on_an_encrypted_jetstream_session_seals_and_replays(
 
 def test_keyed_verify_opens_every_receipt_and_workload(nats_server: Any) -> None:
     from agentsessions.sessions.offline import verify
-    from agentsessions.v1 import model
+    from agentsessions.v1 import construct
 
     url, master = _url(nats_server), MasterKey.generate()
     store, keyless = _open(url, master), _open(url)
@@ -249,7 +249,9 @@ def test_keyed_verify_opens_every_receipt_and_workload(nats_server: Any) -> None
         uid = new_uid()
         store.create(SessionMeta(uid=uid))
         with store.writer(uid) as w:
-            w.append([model.input_event(model.text_message("user", "hi"), execution_id="e1")])
+            w.append(
+                [construct.input_event(construct.text_message("user", "hi"), execution_id="e1")]
+            )
         _keep_all(store, uid)
         assert verify(store, uid).ok and verify(keyless, uid).ok
         cipher = store._host_cipher(uid)

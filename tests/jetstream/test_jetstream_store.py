@@ -23,14 +23,14 @@ from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
 from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.verify import check_chain
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 from agentsessions.v1.results import VerifyReport
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _say(text: str) -> dict[str, Any]:
-    return model.input_event(model.text_message("user", text), execution_id="e1")
+    return construct.input_event(construct.text_message("user", text), execution_id="e1")
 
 
 def _url(server: Any) -> str:

@@ -25,7 +25,7 @@ from agentsessions.journal.stores.store import new_uid
 from agentsessions.models import MODELS
 from agentsessions.sessions.local import LocalSessions, open_local
 from agentsessions.sessions.values import SessionFrame
-from agentsessions.v1.model import input_event, text_message
+from agentsessions.v1.construct import input_event, text_message
 
 MODEL = "scripted:seed=7"
 BOUND = 120.0  # the bound on waiting for the other thread (not a timing)

@@ -17,11 +17,11 @@ from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
 from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.jetstream.writer import MERGE_RECORDS
 from agentsessions.journal.stores.store import SessionMeta, StateUpdate, new_uid
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 
 def _say(text: str) -> dict[str, Any]:
-    return model.input_event(model.text_message("user", text), execution_id="e1")
+    return construct.input_event(construct.text_message("user", text), execution_id="e1")
 
 
 @pytest.fixture

@@ -12,13 +12,13 @@ import sys
 from agentsessions.errors import FencedError
 from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
 from agentsessions.journal.stores.jetstream.store import JetStreamStore
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 
 def main() -> None:
     url, uid = sys.argv[1], sys.argv[2]
     store = JetStreamStore(JetStreamOptions.parse(url))
-    say = model.input_event(model.text_message("user", "zombie"), execution_id="e1")
+    say = construct.input_event(construct.text_message("user", "zombie"), execution_id="e1")
     with store.writer(uid) as w:
         r = w.append([say])
         print(f"ready {r.last_seq}", flush=True)

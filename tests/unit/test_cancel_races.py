@@ -19,7 +19,7 @@ from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.verify import verify_session
 from agentsessions.sessions.local import open_local
-from agentsessions.v1 import model
+from agentsessions.v1 import construct, model
 
 EXEC_ID = "00000000000000bb"
 
@@ -34,10 +34,10 @@ def _open_turn(store: FileStore) -> str:
 
 def _start() -> list[model.Event]:
     return [
-        model.execution_start(
+        construct.execution_start(
             input_count=1, config=b"", harness="echo", harness_version="1", execution_id=EXEC_ID
         ),
-        model.input_event(model.text_message("user", "hi"), execution_id=EXEC_ID),
+        construct.input_event(construct.text_message("user", "hi"), execution_id=EXEC_ID),
     ]
 
 
@@ -55,7 +55,7 @@ class EndsAfterFirstRead(FileStore):
         if self.armed:
             self.armed = False
             with self.writer(uid) as writer:
-                writer.append([model.end_event("COMPLETED", execution_id=EXEC_ID)])
+                writer.append([construct.end_event("COMPLETED", execution_id=EXEC_ID)])
         return iter(records)
 
 
@@ -82,7 +82,7 @@ class EndsBeforeTheRequest(FileStore):
 
     def request_cancel(self, uid: str, execution_id: str) -> None:
         assert self.turn is not None
-        self.turn.append([model.end_event("COMPLETED", execution_id=execution_id)])
+        self.turn.append([construct.end_event("COMPLETED", execution_id=execution_id)])
         super().request_cancel(uid, execution_id)
 
 

@@ -489,14 +489,14 @@ import sys
 sys.modules["msgspec"] = None  # makes `import msgspec` raise ImportError
 from agentsessions.journal.format import canonical
 from agentsessions.journal.tools import interchange
-from agentsessions.v1 import model, normalize, schema
+from agentsessions.v1 import construct, normalize, schema
 assert not canonical.HAVE_MSGSPEC
-ev = model.execution_start(input_count=0, execution_id="exec-default")
+ev = construct.execution_start(input_count=0, execution_id="exec-default")
 schema.validate_event(normalize.normalize_event(ev))
 print(canonical.content_hash(canonical.envelope(canonical.canonical_json(ev), "", 1)))
 print(canonical.canonical_json({"f": [0.1, 1e21], "\\U0001f600": 1, "\\uffff": 2}).decode())
 """
-    root = Path(canonical.__file__).resolve().parents[2]
+    root = Path(canonical.__file__).resolve().parents[3]  # the checkout (journal/format/..)
     proc = subprocess.run(
         [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=False
     )

@@ -18,7 +18,7 @@ from agentsessions.controller.spi import Completion, ModelRequest
 from agentsessions.errors import HarnessError
 from agentsessions.models import MODELS
 from agentsessions.sessions.local import LocalSessions, open_local
-from agentsessions.v1.model import text_message
+from agentsessions.v1.construct import text_message
 from harnesses import chat
 
 

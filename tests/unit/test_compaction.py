@@ -19,7 +19,7 @@ from agentsessions.models import MODELS
 from agentsessions.models.echo import message_text
 from agentsessions.sessions.local import LocalSessions, open_local
 from agentsessions.v1 import compaction
-from agentsessions.v1.model import text_message
+from agentsessions.v1.construct import text_message
 
 SUMMARY = "SUMMARY: the user counted from 0 upwards."
 

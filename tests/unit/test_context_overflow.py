@@ -23,7 +23,7 @@ from agentsessions.models import create_model
 from agentsessions.models.scripted import ScriptedModel
 from agentsessions.sessions.local import LocalSessions, open_local
 from agentsessions.v1 import refusals
-from agentsessions.v1.model import text_message
+from agentsessions.v1.construct import text_message
 
 
 @pytest.fixture(autouse=True)

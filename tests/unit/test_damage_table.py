@@ -26,7 +26,7 @@ from agentsessions.journal.format.segmentread import SEGMENT_NAME
 from agentsessions.journal.stores.file.store import FileStore, StoreOptions
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.verify import verify_dir, verify_session
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "FORMAT.md"
 SMALL = 8 * 1024
@@ -36,7 +36,9 @@ COMMITS = 30
 def event(i: int) -> dict[str, Any]:
     """An OUTPUT event of about 500 bytes."""
     text = f"message {i} " + "lorem ipsum dolor sit amet " * 15
-    return model.output_event(model.text_message("assistant", text), execution_id=f"{i:016x}")
+    return construct.output_event(
+        construct.text_message("assistant", text), execution_id=f"{i:016x}"
+    )
 
 
 def open_store(home: Path) -> FileStore:

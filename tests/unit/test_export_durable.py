@@ -13,7 +13,7 @@ from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.exchange import export_session
 from agentsessions.journal.tools.verifyfile import verify_file
-from agentsessions.v1.model import text_message
+from agentsessions.v1.construct import text_message
 
 OLD = b"an earlier export\n"
 
@@ -77,14 +77,14 @@ GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "export" / "small.expo
 
 
 def _golden_session(tmp_path: Path) -> tuple[FileStore, str]:
-    from agentsessions.v1 import model
+    from agentsessions.v1 import construct
 
     store = FileStore(tmp_path / "home")
     uid = "sess-0123456789abcdef01234567"
     store.create(SessionMeta(uid=uid, name="golden", create_time_ns=1_700_000_000_000_000_000))
     with store.writer(uid) as w:
         for i in range(5):
-            text = model.text_message("user", f'm{i} \u00e9 "q"')
+            text = construct.text_message("user", f'm{i} \u00e9 "q"')
             ts = f"2026-01-01T00:00:0{i}Z"
             w.append([{"kind": "EVENT_INPUT", "execution_id": "e1", "ts": ts, "message": text}])
     return store, uid
@@ -192,13 +192,13 @@ def test_a_failing_read_midway_keeps_the_old_file_and_leaves_no_tmp(tmp_path: Pa
 _BUILD = """
 import sys
 from pathlib import Path
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 store = FileStore(Path(sys.argv[1]))
 uid = store.create(SessionMeta(uid=new_uid())).uid
 n = int(sys.argv[2])
-event = {"kind": "EVENT_INPUT", "message": model.text_message("user", "x" * 100)}
+event = {"kind": "EVENT_INPUT", "message": construct.text_message("user", "x" * 100)}
 with store.writer(uid) as w:
     for at in range(0, n, 2000):
         w.append([event] * min(2000, n - at))

@@ -15,7 +15,7 @@ from agentsessions.journal.format.durable import CrashFileSystem, FileSystem, Si
 from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.verify import verify_component_dir, verify_dir
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 
 def test_mints_increase_and_alternate_slots(tmp_path: Path) -> None:
@@ -130,7 +130,9 @@ def test_verify_reports_a_damaged_fence_of_a_session_and_of_a_tool_store(
     store = FileStore(tmp_path / "home")
     uid = store.create(SessionMeta(uid=new_uid())).uid
     with store.writer(uid) as w:
-        w.append([model.output_event(model.text_message("assistant", "m"), execution_id="e")])
+        w.append(
+            [construct.output_event(construct.text_message("assistant", "m"), execution_id="e")]
+        )
     sdir = store.session_dir(uid)
     assert verify_dir(sdir).ok
     (sdir / "FENCE").write_bytes(b"AGSF" + bytes(12))
@@ -141,7 +143,7 @@ def test_verify_reports_a_damaged_fence_of_a_session_and_of_a_tool_store(
         store.writer(uid)
     part = store.component(uid, "notes")
     with part.writer() as w:
-        w.append([model.output_event(model.text_message("tool", "n"), execution_id="e")])
+        w.append([construct.output_event(construct.text_message("tool", "n"), execution_id="e")])
     assert verify_component_dir(part.path, uid).ok
     (part.path / "FENCE").write_bytes(bytes(16))
     assert verify_component_dir(part.path, uid).kind == "corrupt"
@@ -149,7 +151,7 @@ def test_verify_reports_a_damaged_fence_of_a_session_and_of_a_tool_store(
 
 
 def say(i: int) -> dict[str, object]:
-    return model.output_event(model.text_message("assistant", f"m{i}"), execution_id="e")
+    return construct.output_event(construct.text_message("assistant", f"m{i}"), execution_id="e")
 
 
 def test_a_writer_records_the_head_its_open_proved_not_the_scanned_end(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from agentsessions.journal.format.segmentlog import SegmentLog
 from agentsessions.journal.stores.file.store import FileStore, StoreOptions
 from agentsessions.journal.stores.store import SessionMeta
 from agentsessions.journal.tools.verify import KEYLESS_NOTE, verify_dir, verify_session
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 UID = "sess-0123456789abcdef01234567"
 SECRET = "the launch code is swordfish-4711"
@@ -30,7 +30,9 @@ SECRET = "the launch code is swordfish-4711"
 
 # built once: the plaintext and the encrypted session get the very same events
 EVENTS = [
-    model.output_event(model.text_message("assistant", f"{SECRET} #{i}"), execution_id=f"{i:016x}")
+    construct.output_event(
+        construct.text_message("assistant", f"{SECRET} #{i}"), execution_id=f"{i:016x}"
+    )
     for i in range(19)
 ]
 

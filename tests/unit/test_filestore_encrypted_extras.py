@@ -26,7 +26,7 @@ from agentsessions.journal.stores.file import crypt as filecrypt
 from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, StateUpdate
 from agentsessions.journal.tools.verify import KEYLESS_NOTE, verify_session
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 UID = "sess-0123456789abcdef01234567"
 SECRET = "swordfish-4711"
@@ -34,8 +34,8 @@ WORKLOAD = f'# {SECRET}\n[session]\ntool_components = ["notes"]\n'
 
 
 def _note(text: str) -> dict[str, object]:
-    return model.output_event(
-        model.message("tool", model.data_part({"text": text})), actor={"principal": "notes"}
+    return construct.output_event(
+        construct.message("tool", construct.data_part({"text": text})), actor={"principal": "notes"}
     )
 
 

@@ -13,11 +13,11 @@ from agentsessions.errors import MasterKeyError
 from agentsessions.journal.crypto.keys import KeyDir, MasterKey
 from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 
 def _say(text: str) -> dict[str, Any]:
-    return model.input_event(model.text_message("user", text), execution_id="e1")
+    return construct.input_event(construct.text_message("user", text), execution_id="e1")
 
 
 def test_rewrap_keys_rotates_every_key_of_the_file_store(tmp_path: Path) -> None:

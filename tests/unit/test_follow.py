@@ -21,7 +21,7 @@ from agentsessions.journal.format.segmentlog import SegmentLog
 from agentsessions.journal.stores.file import watch
 from agentsessions.journal.stores.file.store import FileStore, StoreOptions
 from agentsessions.journal.stores.store import SessionMeta, new_uid
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = StoreOptions(segment_max_bytes=16 * 1024)
@@ -29,7 +29,7 @@ SMALL = StoreOptions(segment_max_bytes=16 * 1024)
 WRITER = textwrap.dedent(
     """
     import sys
-    from agentsessions.v1 import model
+    from agentsessions.v1 import construct
     from agentsessions.journal.stores.file.store import FileStore, StoreOptions
 
     home, uid, total = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -38,7 +38,7 @@ WRITER = textwrap.dedent(
     with store.writer(uid) as w:
         while done < total:
             n = min(1 + done % 7, total - done)  # groups of 1..7 events
-            w.append([model.input_event(model.text_message("user", f"m{done + i}"),
+            w.append([construct.input_event(construct.text_message("user", f"m{done + i}"),
                                         execution_id="e1") for i in range(n)])
             done += n
     store.close()
@@ -47,7 +47,7 @@ WRITER = textwrap.dedent(
 
 
 def _say(text: str) -> dict[str, Any]:
-    return model.input_event(model.text_message("user", text), execution_id="e1")
+    return construct.input_event(construct.text_message("user", text), execution_id="e1")
 
 
 def _session(store: FileStore) -> str:

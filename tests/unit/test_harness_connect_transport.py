@@ -24,7 +24,7 @@ from agentsessions.errors import StateConflictError
 from agentsessions.sessions.harnessbook import static_remotes
 from agentsessions.sessions.values import DeltaFrame, SessionFrame
 from agentsessions.sessions.wiring import HARNESSES
-from agentsessions.v1.model import text_message
+from agentsessions.v1.construct import text_message
 from agentsessions.wire.harnessnode import HarnessServer
 from tests.probe_harness import ProbeHarness
 

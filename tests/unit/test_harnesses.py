@@ -29,7 +29,7 @@ from agentsessions.controller.spi import (
     Start,
 )
 from agentsessions.errors import AgentSessionsError, HarnessError
-from agentsessions.v1.model import (
+from agentsessions.v1.construct import (
     end_event,
     input_event,
     model_call_event,
@@ -367,6 +367,7 @@ def test_registry_finds_each_harness_by_name(name: str) -> None:
 
 ALLOWED = {
     "agentsessions.controller.spi",
+    "agentsessions.v1.construct",
     "agentsessions.v1.model",
     "agentsessions.errors",
     "agentsessions.v1.compaction",  # vocabulary: the compaction marker's format (issue 9 item 5)

@@ -14,15 +14,15 @@ from agentsessions.controller.held import WriterPool
 from agentsessions.controller.heldlimit import HeldLimit, default_cap
 from agentsessions.journal.stores.memory.store import MemoryStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 
 def _turn(pool: WriterPool, uid: str, events: int = 1, text: str = "") -> None:
     """One turn's use of the pool, as the controller makes it."""
     with pool.using(uid):
         writer = pool.get(uid, claim=True) or pool.open(uid)
-        batch = [model.input_event(model.text_message("user", text))] * events
-        writer.append(batch or [model.end_event("COMPLETED")], expected_last_seq=writer.head[0])
+        batch = [construct.input_event(construct.text_message("user", text))] * events
+        writer.append(batch or [construct.end_event("COMPLETED")], expected_last_seq=writer.head[0])
         pool.keep_open(writer)
 
 
@@ -52,7 +52,7 @@ def test_a_writer_a_turn_uses_is_never_closed_for_the_limit() -> None:
         writer = pools[0].get(uids[0], claim=True)
         assert writer is not None
         _turn(pools[1], uids[1])  # parks one more: session 0's turn keeps its writer
-        writer.append([model.end_event("COMPLETED")], expected_last_seq=writer.head[0])
+        writer.append([construct.end_event("COMPLETED")], expected_last_seq=writer.head[0])
         pools[0].keep_open(writer)
     assert pools[0].get(uids[0]) is not None and pools[1].get(uids[1]) is None
 

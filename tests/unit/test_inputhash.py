@@ -29,7 +29,7 @@ from agentsessions.controller.spi import ModelRequest
 from agentsessions.errors import InvalidArgumentError
 from agentsessions.models import create_model
 from agentsessions.v1 import numbers
-from agentsessions.v1.model import data_part, message, text_message, text_part
+from agentsessions.v1.construct import data_part, message, text_message, text_part
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "canonical" / "vectors.json"
 FIXTURE = Path(agentsessions.__file__).parent / "data" / "go-v0.1.2-completed.json"

@@ -22,12 +22,14 @@ from agentsessions.journal.format.segmentlog import SegmentLog
 from agentsessions.journal.stores.file.sessiondir import SessionDir
 from agentsessions.journal.stores.file.store import FileStore, StoreOptions
 from agentsessions.journal.stores.store import SessionMeta, new_uid
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 
 def _event(i: int) -> dict[str, Any]:
     text = f"message {i} " + "lorem ipsum " * 20
-    return model.output_event(model.text_message("assistant", text), execution_id=f"{i:016x}")
+    return construct.output_event(
+        construct.text_message("assistant", text), execution_id=f"{i:016x}"
+    )
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from agentsessions.runtimes import create_runtime
 from agentsessions.sessions.wiring import HARNESSES
 from agentsessions.tools import create_executor
 from agentsessions.tools.workload import Workload, parse_workload
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 from tests.tool_harness import ToolLineHarness, line_call, plan
 from tests.toolservers import MCP_SERVER
 
@@ -59,7 +59,7 @@ def _run(workload: Workload, tmp_path: Path) -> tuple[MemoryStore, str, Any]:
     try:
         result = ctl.exec(
             uid,
-            [dict(model.text_message("user", "go"))],
+            [dict(construct.text_message("user", "go"))],
             config=plan(line_call("c1", "via mcp")),
         )
     finally:
@@ -112,7 +112,9 @@ def test_no_such_command_is_refused_with_nothing_recorded(tmp_path: Path) -> Non
     )
     uid = str(store.create(SessionMeta(uid=new_uid(), harness="tool-line")).uid)
     with pytest.raises(ToolServerError, match="no such command"):
-        ctl.exec(uid, [dict(model.text_message("user", "go"))], config=plan(line_call("c", "x")))
+        ctl.exec(
+            uid, [dict(construct.text_message("user", "go"))], config=plan(line_call("c", "x"))
+        )
     assert "EVENT_TOOL_CALL" not in _kinds(store, uid)
 
 

@@ -24,7 +24,7 @@ from agentsessions.models import MODELS
 from agentsessions.sessions.local import open_local
 from agentsessions.tools.listing import with_listing
 from agentsessions.tools.workload import parse_workload
-from agentsessions.v1 import model, workloadref
+from agentsessions.v1 import construct, workloadref
 from tests.toolservers import MCP_SERVER
 
 need("mcp", "mcp")
@@ -43,8 +43,8 @@ class Probe:
         if request.messages[-1]["role"] == "user":
             call = {"id": f"c{len(Probe.offered)}", "tool": "append", "args": {"line": "x"}}
             part: Any = {"tool_call": call}
-            return Completion(message=dict(model.message("assistant", part)))
-        return Completion(message=dict(model.text_message("assistant", "done")))
+            return Completion(message=dict(construct.message("assistant", part)))
+        return Completion(message=dict(construct.text_message("assistant", "done")))
 
 
 @pytest.fixture(autouse=True, scope="module")

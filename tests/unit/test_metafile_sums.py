@@ -16,7 +16,7 @@ from agentsessions.journal.stores import metafile
 from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.verify import verify_dir, verify_session
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 
 def _meta(**fields: object) -> SessionMeta:
@@ -46,7 +46,9 @@ def _forked(store: FileStore) -> tuple[str, Path]:
     """A fork child (so parent_uid and fork_seq are set) with every field filled."""
     parent = store.create(_meta()).uid
     with store.writer(parent) as w:
-        w.append([model.output_event(model.text_message("assistant", "hi"), execution_id="e1")])
+        w.append(
+            [construct.output_event(construct.text_message("assistant", "hi"), execution_id="e1")]
+        )
     child = store.fork(parent, 1, [_meta()])[0].uid
     return child, store.session_dir(child) / metafile.META_NAME
 

@@ -19,7 +19,7 @@ from agentsessions.models import (
     parse_spec,
 )
 from agentsessions.models.scripted import Answer
-from agentsessions.v1.model import data_part, message, text_message, text_part
+from agentsessions.v1.construct import data_part, message, text_message, text_part
 from agentsessions.v1.schema import validate_message
 
 
@@ -246,7 +246,7 @@ def test_scripted_delay_keeps_the_answer_and_refuses_bad_values() -> None:
     from agentsessions.controller.spi import ModelRequest
     from agentsessions.errors import InvalidArgumentError
     from agentsessions.models import create_model
-    from agentsessions.v1.model import text_message
+    from agentsessions.v1.construct import text_message
 
     request = ModelRequest("m", (dict(text_message("user", "hi")),))
     slow = create_model("scripted:seed=3,delay=0.05").complete(request)

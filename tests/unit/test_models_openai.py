@@ -28,7 +28,7 @@ from fake_openai import (
 from agentsessions.controller.spi import Completion, ModelRequest
 from agentsessions.errors import InvalidArgumentError, UnavailableError
 from agentsessions.models import OpenAIModel, create_model
-from agentsessions.v1.model import data_part, message, text_message, text_part
+from agentsessions.v1.construct import data_part, message, text_message, text_part
 from agentsessions.v1.schema import validate_message
 
 

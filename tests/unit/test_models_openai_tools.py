@@ -29,7 +29,7 @@ from fake_openai import (
 from agentsessions.controller.spi import ModelRequest
 from agentsessions.errors import HarnessError, InvalidArgumentError, UnavailableError
 from agentsessions.models import OpenAIModel, create_model
-from agentsessions.v1.model import message, text_message, text_part
+from agentsessions.v1.construct import message, text_message, text_part
 from agentsessions.v1.schema import validate_message
 
 LOOKUP = {

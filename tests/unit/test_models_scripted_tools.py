@@ -17,7 +17,7 @@ from agentsessions.controller.spi import ModelRequest
 from agentsessions.errors import InvalidArgumentError, UnavailableError
 from agentsessions.models import ScriptedModel, create_model
 from agentsessions.models.scripted import Answer, ScriptedCall
-from agentsessions.v1.model import text_message
+from agentsessions.v1.construct import text_message
 from agentsessions.v1.schema import validate_message
 
 ASK = ModelRequest(model="", messages=(dict(text_message("user", "q")),))

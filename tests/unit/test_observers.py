@@ -16,7 +16,7 @@ from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.sessions.wiring import build_controller
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 
 def broken_pipe(_: object) -> None:
@@ -36,7 +36,7 @@ def kinds(ctl: Controller, uid: str) -> list[str]:
 def test_a_failing_observer_does_not_fail_the_turn(tmp_path: Path, which: str) -> None:
     ctl = controller(tmp_path, **{which: broken_pipe})
     uid = ctl.store.create(SessionMeta(uid=new_uid(), harness="echo")).uid
-    result = ctl.exec(uid, [dict(model.text_message("user", "hello"))])
+    result = ctl.exec(uid, [dict(construct.text_message("user", "hello"))])
     assert result.outputs == ["echo:hello"]
     assert kinds(ctl, uid)[-2:] == ["EVENT_OUTPUT", "EVENT_END"]
     assert "EVENT_ERROR" not in kinds(ctl, uid)
@@ -57,8 +57,8 @@ def test_a_broken_observer_is_not_called_again_and_others_still_are(tmp_path: Pa
 
     ctl = controller(tmp_path, on_record=record, on_delta=flaky)
     uid = ctl.store.create(SessionMeta(uid=new_uid(), harness="echo")).uid
-    ctl.exec(uid, [dict(model.text_message("user", "a"))])
-    ctl.exec(uid, [dict(model.text_message("user", "b"))])
+    ctl.exec(uid, [dict(construct.text_message("user", "a"))])
+    ctl.exec(uid, [dict(construct.text_message("user", "b"))])
     assert len(calls) == 1  # the first failure retired it
     assert seen == list(range(1, 11))  # the healthy observer saw every record of both turns
     assert ctl.store.get(uid).exec_state == "EXEC_COMPLETED"
@@ -76,6 +76,6 @@ def test_an_observer_set_after_construction_is_isolated_too(tmp_path: Path) -> N
     ctl = controller(tmp_path)
     ctl.on_record = broken_pipe
     uid = ctl.store.create(SessionMeta(uid=new_uid(), harness="echo")).uid
-    ctl.exec(uid, [dict(model.text_message("user", "x"))])
+    ctl.exec(uid, [dict(construct.text_message("user", "x"))])
     assert kinds(ctl, uid)[-1] == "EVENT_END"
     assert len(ctl.observer_errors) == 1

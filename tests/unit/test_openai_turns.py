@@ -36,7 +36,7 @@ from agentsessions.models import OpenAIModel, create_model
 from agentsessions.sessions.local import LocalSessions, open_local
 from agentsessions.sessions.usage import usage_totals
 from agentsessions.v1 import workloadref
-from agentsessions.v1.model import text_message
+from agentsessions.v1.construct import text_message
 
 
 @pytest.fixture(autouse=True)

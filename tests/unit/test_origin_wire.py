@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import agentsessions
-from agentsessions.client.remote import RemoteSessions, dial
+from agentsessions.client import RemoteSessions, dial
 from agentsessions.errors import InvalidArgumentError, SessionExistsError
 from agentsessions.server import auth
 from agentsessions.server.app import build_server

@@ -37,7 +37,7 @@ from agentsessions.server.otel import OtelTelemetry
 from agentsessions.server.telemetryenv import from_environment, wanted
 from agentsessions.sessions.wiring import HARNESSES
 from agentsessions.tools import AppendLine, static_resolver
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 from tests.tool_harness import ToolLineHarness, line_call, plan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,7 +85,7 @@ def otel() -> Iterator[Otel]:
 
 
 def _say(text: str) -> list[dict[str, Any]]:
-    return [dict(model.text_message("user", text))]
+    return [dict(construct.text_message("user", text))]
 
 
 def _models(name: str) -> Any:
@@ -140,7 +140,7 @@ class Answering:
     def complete(
         self, request: ModelRequest, on_delta: Callable[[str], None] | None = None
     ) -> Completion:
-        message = dict(model.text_message("assistant", "ok"))
+        message = dict(construct.text_message("assistant", "ok"))
         return Completion(message, {"input_tokens": "12", "output_tokens": 3})
 
 
@@ -188,7 +188,7 @@ def test_an_rpc_span_continues_the_callers_trace_and_parents_the_turn(
                 stub: Any = session_pb2_grpc.SessionsStub(channel)  # type: ignore[no-untyped-call]
                 request = session_pb2.ExecRequest()
                 request.inputs.add().CopyFrom(
-                    convert.message_to_proto(model.text_message("user", "hi"))
+                    convert.message_to_proto(construct.text_message("user", "hi"))
                 )
                 parent = f"00-{trace_id}-b7ad6b7169203331-01"
                 list(stub.Exec(request, metadata=[("traceparent", parent)]))

@@ -19,7 +19,7 @@ from agentsessions.errors import StorageError
 from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 
 class ReadOnlyFileSystem(FileSystem):
@@ -45,7 +45,7 @@ def _home_with_sessions(tmp_path: Path) -> tuple[Path, list[str]]:
         for n in range(3):
             uid = store.create(SessionMeta(uid=new_uid(), project="acme", name=f"s{n}")).uid
             with store.writer(uid) as w:
-                w.append([model.input_event(model.text_message("user", f"hi {n}"))])
+                w.append([construct.input_event(construct.text_message("user", f"hi {n}"))])
             uids.append(uid)
     return home, uids
 

@@ -39,7 +39,7 @@ from agentsessions.models import MODELS
 from agentsessions.sessions.local import LocalSessions, open_local
 from agentsessions.sessions.values import DeltaFrame
 from agentsessions.sessions.wiring import HARNESSES
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 from agentsessions.v1.results import ReplayReport
 from harnesses import counter
 from tests.tool_harness import ToolLineHarness, line_call, plan
@@ -79,10 +79,10 @@ class Steps:
                 Hooks.request(start.execution_id)
             elif step.startswith("model"):
                 prompt = step + (" (skewed)" if skewed == "prompt" else "")
-                say = model.text_message("user", prompt)
+                say = construct.text_message("user", prompt)
                 sink.model(ModelRequest(model="", messages=(*start.inputs, dict(say))))
             elif step == "output":
-                sink.output(dict(model.text_message("assistant", "harness output")))
+                sink.output(dict(construct.text_message("assistant", "harness output")))
             elif step == "usage":
                 sink.usage({"input_tokens": "3", "output_tokens": "1"})
             elif step == "report":
@@ -112,7 +112,7 @@ class StepModel:
                 on_delta(word)
             if n == 0 and asked == "model:abandon":
                 Hooks.request(_running())
-        return Completion(message=dict(model.text_message("assistant", "the answer")))
+        return Completion(message=dict(construct.text_message("assistant", "the answer")))
 
 
 RUNNING: dict[str, str] = {}
@@ -340,17 +340,18 @@ def test_a_memory_harness_replays_a_canceled_turn_on_its_one_instance() -> None:
              (["d"], ["count:3"], "COMPLETED")]  # fmt: skip
     for n, (inputs, outputs, state) in enumerate(turns, start=1):
         exec_id = f"{n:016x}"
-        events: list[dict[str, Any]] = [model.execution_start(
+        events: list[dict[str, Any]] = [construct.execution_start(
             input_count=len(inputs), harness="counter", harness_version="1",
             execution_id=exec_id)]  # fmt: skip
-        events += [model.input_event(model.text_message("user", t), execution_id=exec_id)
+        events += [construct.input_event(construct.text_message("user", t), execution_id=exec_id)
                    for t in inputs]  # fmt: skip
-        events += [model.output_event(model.text_message("assistant", t), execution_id=exec_id)
+        events += [construct.output_event(construct.text_message("assistant", t),
+                                          execution_id=exec_id)
                    for t in outputs]  # fmt: skip
         if state == "CANCELED":
             events += cancel_module.cancel_events(exec_id)
         else:
-            events.append(model.end_event(state, execution_id=exec_id))
+            events.append(construct.end_event(state, execution_id=exec_id))
         for event in events:
             writer.append([event], expected_last_seq=writer.head[0])
     writer.close()

@@ -17,7 +17,7 @@ from agentsessions.controller.replay import replay
 from agentsessions.controller.spi import Harness, Start
 from agentsessions.journal.stores.memory.store import MemoryStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 from harnesses import counter, echo
 
 
@@ -55,16 +55,16 @@ def counter_session(store: MemoryStore, turns: int) -> str:
     try:
         for n in range(1, turns + 1):
             exec_id = f"{n:016x}"
-            start = model.execution_start(
+            start = construct.execution_start(
                 input_count=1, harness="counter", harness_version="1", execution_id=exec_id
             )
-            say = model.text_message("user", f"turn {n}")
-            answer = model.text_message("assistant", f"count:{n}")
+            say = construct.text_message("user", f"turn {n}")
+            answer = construct.text_message("assistant", f"count:{n}")
             for event in (
                 start,
-                model.input_event(say, execution_id=exec_id),
-                model.output_event(answer, execution_id=exec_id),
-                model.end_event("COMPLETED", execution_id=exec_id),
+                construct.input_event(say, execution_id=exec_id),
+                construct.output_event(answer, execution_id=exec_id),
+                construct.end_event("COMPLETED", execution_id=exec_id),
             ):
                 writer.append([event], expected_last_seq=writer.head[0])
     finally:
@@ -100,7 +100,7 @@ def test_a_stateless_harness_still_gets_a_fresh_instance_per_execution(tmp_path:
     ctl = build_controller(store, tmp_path, runtime="local")
     uid = store.create(SessionMeta(uid=new_uid(), harness="echo")).uid
     for text in ("a", "b", "c"):
-        ctl.exec(uid, [dict(model.text_message("user", text))])
+        ctl.exec(uid, [dict(construct.text_message("user", text))])
     made = Made()
     result = replay(store, uid, made.registry, model_calls=lambda: ctl.models.calls)
     assert result.identical and result.outputs == ["echo:a", "echo:b", "echo:c"]

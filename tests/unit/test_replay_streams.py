@@ -17,16 +17,16 @@ from agentsessions.controller import replay as replay_module
 from agentsessions.controller.replay import replay
 from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.sessions.wiring import HARNESSES, build_controller
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 
 def _session(home: Path, turns: int) -> tuple[FileStore, str]:
     store = FileStore(home)
     ctl = build_controller(store, home, runtime="local")
-    say = [dict(model.text_message("user", "turn 0"))]
+    say = [dict(construct.text_message("user", "turn 0"))]
     uid = ctl.exec(None, say, harness="echo").uid
     for i in range(1, turns):
-        ctl.exec(uid, [dict(model.text_message("user", f"turn {i}"))])
+        ctl.exec(uid, [dict(construct.text_message("user", f"turn {i}"))])
     return store, uid
 
 

@@ -37,7 +37,7 @@ from agentsessions.runtimes.compute import (
 from agentsessions.runtimes.refs import FactoryRef
 from agentsessions.runtimes.warm import WarmRuntime
 from agentsessions.runtimes.warm_launch import shutdown_all
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 warm_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="warm hosts need Linux")
 pytestmark = [pytest.mark.timeout(120)]
@@ -160,12 +160,12 @@ def test_memory_status_says_where_the_memory_lives(home: Path, runtime: WarmRunt
 
 
 def test_the_marker_is_an_ordinary_lifecycle_resume_with_a_detail() -> None:
-    marker = model.lifecycle_event("LIFECYCLE_RESUME", detail=detail(9))
+    marker = construct.lifecycle_event("LIFECYCLE_RESUME", detail=detail(9))
     assert is_marker(marker)
     assert marker["lifecycle"]["detail"].endswith("restarts empty at seq 9")
-    assert not is_marker(model.lifecycle_event("LIFECYCLE_RESUME"))
-    assert not is_marker(model.lifecycle_event("LIFECYCLE_SUSPEND", detail=detail(9)))
-    events = [(3, model.lifecycle_event("LIFECYCLE_RESUME")), (9, marker), (12, marker)]
+    assert not is_marker(construct.lifecycle_event("LIFECYCLE_RESUME"))
+    assert not is_marker(construct.lifecycle_event("LIFECYCLE_SUSPEND", detail=detail(9)))
+    events = [(3, construct.lifecycle_event("LIFECYCLE_RESUME")), (9, marker), (12, marker)]
     assert marker_seqs(events) == [9, 12]
     assert reset_between([9], 8, 10) and not reset_between([9], 9, 12)
     assert not reset_between([9], 1, 9)
@@ -175,7 +175,7 @@ def test_replay_keeps_one_memory_instance_and_starts_over_at_a_fresh_start() -> 
     harnesses: Registry[Harness] = Registry("harness", "no.such.group")
     harnesses.register("counting", counting_harness.create)
     descriptor = counting_harness.create().describe()
-    marker = model.lifecycle_event("LIFECYCLE_RESUME", detail=detail(9))
+    marker = construct.lifecycle_event("LIFECYCLE_RESUME", detail=detail(9))
     instances = ReplayInstances(harnesses, "counting", descriptor, [(9, marker)])
     first = instances.for_run(1, 4)
     assert instances.for_run(5, 8) is first  # memory carries from turn to turn

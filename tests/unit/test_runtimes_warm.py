@@ -442,13 +442,13 @@ def test_a_sessionless_exec_whose_host_cannot_start_creates_no_session(
     from agentsessions.controller.spi import Harness
     from agentsessions.journal.stores.memory.store import MemoryStore
     from agentsessions.models import create_model
-    from agentsessions.v1 import model
+    from agentsessions.v1 import construct
 
     store = MemoryStore()
     harnesses: Registry[Harness] = Registry("harness", "agentsessions.harnesses")
     harnesses.register("counting", lambda: counting_harness.create())  # no 'module:attr'
     ctl = Controller(store, harnesses=harnesses, models=create_model, runtime=runtime)
-    hello = [model.text_message("user", "hello")]
+    hello = [construct.text_message("user", "hello")]
     with pytest.raises(PlacementError, match="importable"):
         ctl.exec(None, hello, harness="counting")
     assert store.list("default").sessions == []

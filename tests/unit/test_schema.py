@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from agentsessions.errors import FormatError, InvalidArgumentError
 from agentsessions.journal.format import canonical
-from agentsessions.v1 import model, normalize, schema, timestamps
+from agentsessions.v1 import construct, model, normalize, schema, timestamps
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_canonical import SETTINGS, canonical_events, typed
@@ -65,7 +65,7 @@ def test_generated_events_validate(event: dict[str, Any]) -> None:
 
 
 def _good() -> dict[str, Any]:
-    return model.output_event(model.text_message("assistant", "hi"), execution_id="e1")
+    return construct.output_event(construct.text_message("assistant", "hi"), execution_id="e1")
 
 
 BAD: list[tuple[Any, str]] = [
@@ -323,7 +323,7 @@ def test_normalize_rejects_what_a_parser_refuses(event: Any, message: str) -> No
 def _helper_events() -> list[dict[str, Any]]:
     from datetime import UTC, datetime, timedelta, timezone
 
-    m = model
+    m = construct
     when = datetime(2024, 5, 1, 12, 0, 0, 120000, tzinfo=timezone(timedelta(hours=2)))
     kw: dict[str, Any] = {"execution_id": "e", "ts": when, "actor": {"principal": "p"}}
     return [
@@ -419,22 +419,22 @@ def test_timestamps() -> None:
 @pytest.mark.parametrize(
     "build",
     [
-        lambda: model.event("INPUT"),
-        lambda: model.event("EVENT_INPUT", message={}, end={}),
-        lambda: model.event("EVENT_INPUT", body={}),
-        lambda: model.event("EVENT_INPUT", message="hi"),
-        lambda: model.event("EVENT_INPUT", schema_version=2**31),
-        lambda: model.event("EVENT_INPUT", execution_id=5),
-        lambda: model.event("EVENT_INPUT", actor={"role": "x"}),
-        lambda: model.usage_event("m", input_tokens=2**63),
-        lambda: model.usage_event("m", input_tokens=True),
-        lambda: model.tool_call_event("c", "t", {"x": float("nan")}),
-        lambda: model.tool_call_event("c", "t", mediation="CONTROLLER_MEDIATED"),
-        lambda: model.lifecycle_event("FORK"),
-        lambda: model.execution_start(input_count=-(2**63) - 1),
-        lambda: model.execution_start(input_count=None, config="text"),
-        lambda: model.model_call_event("m", params={"a": 1}),
-        lambda: model.input_event(model.text_message("u", "x"), ts="yesterday"),
+        lambda: construct.event("INPUT"),
+        lambda: construct.event("EVENT_INPUT", message={}, end={}),
+        lambda: construct.event("EVENT_INPUT", body={}),
+        lambda: construct.event("EVENT_INPUT", message="hi"),
+        lambda: construct.event("EVENT_INPUT", schema_version=2**31),
+        lambda: construct.event("EVENT_INPUT", execution_id=5),
+        lambda: construct.event("EVENT_INPUT", actor={"role": "x"}),
+        lambda: construct.usage_event("m", input_tokens=2**63),
+        lambda: construct.usage_event("m", input_tokens=True),
+        lambda: construct.tool_call_event("c", "t", {"x": float("nan")}),
+        lambda: construct.tool_call_event("c", "t", mediation="CONTROLLER_MEDIATED"),
+        lambda: construct.lifecycle_event("FORK"),
+        lambda: construct.execution_start(input_count=-(2**63) - 1),
+        lambda: construct.execution_start(input_count=None, config="text"),
+        lambda: construct.model_call_event("m", params={"a": 1}),
+        lambda: construct.input_event(construct.text_message("u", "x"), ts="yesterday"),
     ],
 )
 def test_helpers_refuse_bad_arguments(build: Any) -> None:
@@ -469,20 +469,20 @@ def test_fast_path_agrees_with_the_generic_checker_on_mutated_events() -> None:
 
     eid = "0123456789abcdef"
     seeds: list[Any] = [
-        model.output_event(model.text_message("assistant", "lorem"), execution_id=eid),
-        model.input_event(model.text_message("user", "h\u00e9llo"), execution_id=eid),
-        model.model_call_event("m", input_hash="h", call_id="c", params={"t": "0.2"}),
-        model.end_event(state="FAILED", error=model.rpc_error(3, "x"), execution_id=eid),
-        model.execution_start(input_count=0, config=b"abc", resume_from_seq=5, harness="h"),
-        model.tool_call_event("t1", "search", {"q": "x", "n": 3, "f": 1.5, "\U0001f600": 1}),
-        model.tool_result_event(
+        construct.output_event(construct.text_message("assistant", "lorem"), execution_id=eid),
+        construct.input_event(construct.text_message("user", "h\u00e9llo"), execution_id=eid),
+        construct.model_call_event("m", input_hash="h", call_id="c", params={"t": "0.2"}),
+        construct.end_event(state="FAILED", error=construct.rpc_error(3, "x"), execution_id=eid),
+        construct.execution_start(input_count=0, config=b"abc", resume_from_seq=5, harness="h"),
+        construct.tool_call_event("t1", "search", {"q": "x", "n": 3, "f": 1.5, "\U0001f600": 1}),
+        construct.tool_result_event(
             "t1", output={"a": [1, 2.5, {"b": None}]}, is_error=True, error="e",
-            content=[model.text_part("c")], approval_request_seq=3, execution_id=eid,
+            content=[construct.text_part("c")], approval_request_seq=3, execution_id=eid,
             actor={"principal": "p"}, schema_version=1,
         ),
-        model.approval_result_event("t1", True, "r", 7, execution_id=eid),
-        model.usage_event("m", 1, 2, 3, ts="2024-01-02T03:04:05.123Z"),
-        model.lifecycle_event(model.LIFECYCLE_KINDS[1], "d", snapshot_memory=True),
+        construct.approval_result_event("t1", True, "r", 7, execution_id=eid),
+        construct.usage_event("m", 1, 2, 3, ts="2024-01-02T03:04:05.123Z"),
+        construct.lifecycle_event(model.LIFECYCLE_KINDS[1], "d", snapshot_memory=True),
         {"kind": "EVENT_PARKED", "parked": {"tool_call_id": "x", "request_seq": "-12"}},
     ]  # fmt: skip
     pool: list[Any] = [

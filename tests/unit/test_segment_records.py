@@ -19,7 +19,7 @@ from agentsessions.journal.format.segmentlog import SegmentLog
 from agentsessions.journal.stores.file.store import FileStore, StoreOptions
 from agentsessions.journal.stores.file.writer import frame_record, frame_records
 from agentsessions.journal.stores.store import SessionMeta, new_uid
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 
 @pytest.fixture(autouse=True)
@@ -29,7 +29,7 @@ def _zstd() -> None:
 
 def _event(i: int) -> dict[str, object]:
     text = f"turn {i}: " + "lorem ipsum dolor sit amet " * (i % 7 + 1)
-    return model.input_event(model.text_message("user", text), execution_id=f"{i:016x}")
+    return construct.input_event(construct.text_message("user", text), execution_id=f"{i:016x}")
 
 
 def _store(home: Path, segment_max: int) -> FileStore:

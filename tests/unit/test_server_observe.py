@@ -27,7 +27,7 @@ from agentsessions.server.auth import server_security
 from agentsessions.server.observe import request_id_from
 from agentsessions.sessions.api import Sessions
 from agentsessions.sessions.tokens import TokenStore
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 from agentsessions.wire import status
 from agentsessions.wire.gen import session_pb2, session_pb2_grpc
 
@@ -200,7 +200,7 @@ def test_the_request_id_follows_the_turn_into_the_engine_and_the_store(rig: Rig)
 def _message(text: str) -> Any:
     from agentsessions.wire import convert
 
-    return convert.message_to_proto(model.text_message("user", text))
+    return convert.message_to_proto(construct.text_message("user", text))
 
 
 def test_a_log_line_written_for_a_request_names_it(rig: Rig) -> None:

@@ -20,7 +20,7 @@ from agentsessions.journal.stores.file.sessiondir import SessionDir
 from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.verify import verify_dir
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = ("session.json", "TAIL", "LOCK", "FENCE", "DELETED", "BASE", "journal")
@@ -32,7 +32,9 @@ OWNERS = {
 
 
 def _event(i: int) -> dict[str, object]:
-    return model.output_event(model.text_message("assistant", f"m{i}"), execution_id=f"{i:016x}")
+    return construct.output_event(
+        construct.text_message("assistant", f"m{i}"), execution_id=f"{i:016x}"
+    )
 
 
 def _session(tmp_path: Path, commits: int = 2) -> tuple[FileStore, str, SessionDir]:

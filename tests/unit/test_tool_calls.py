@@ -35,7 +35,7 @@ from agentsessions.journal.tools.verify import check_chain, verify_session
 from agentsessions.runtimes import create_runtime
 from agentsessions.sessions.wiring import HARNESSES
 from agentsessions.tools import AppendLine, static_resolver
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 from agentsessions.v1.results import VerifyReport
 from tests.tool_harness import ToolLineHarness, line_call, plan
 
@@ -105,7 +105,7 @@ def _chain_ok(store: Any, uid: str) -> bool:
 
 
 def _say(text: str) -> list[dict[str, Any]]:
-    return [dict(model.text_message("user", text))]
+    return [dict(construct.text_message("user", text))]
 
 
 @pytest.fixture(params=["file", "memory", "jetstream"])

@@ -26,7 +26,7 @@ from agentsessions.journal.tools.verify import verify_session
 from agentsessions.models import create_model
 from agentsessions.runtimes import create_runtime
 from agentsessions.sessions.wiring import HARNESSES
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 
 class CountingFileSystem(FileSystem):
@@ -67,7 +67,7 @@ def _controller(store: FileStore, keep: int = KEEP_LONG_LIVED) -> Controller:
 
 
 def _say(text: str) -> list[dict[str, Any]]:
-    return [dict(model.text_message("user", text))]
+    return [dict(construct.text_message("user", text))]
 
 
 def _kinds(store: FileStore, uid: str) -> list[str]:
@@ -123,10 +123,14 @@ def test_a_long_session_reopened_reads_its_recent_history_once(
             xid = f"{i:016x}"
             w.append(
                 [
-                    model.execution_start(input_count=1, harness="chat", execution_id=xid),
-                    model.input_event(model.text_message("user", f"old {i}"), execution_id=xid),
-                    model.output_event(model.text_message("assistant", "ok"), execution_id=xid),
-                    model.end_event("COMPLETED", execution_id=xid),
+                    construct.execution_start(input_count=1, harness="chat", execution_id=xid),
+                    construct.input_event(
+                        construct.text_message("user", f"old {i}"), execution_id=xid
+                    ),
+                    construct.output_event(
+                        construct.text_message("assistant", "ok"), execution_id=xid
+                    ),
+                    construct.end_event("COMPLETED", execution_id=xid),
                 ]
             )
     ctl = _controller(store)

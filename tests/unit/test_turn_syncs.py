@@ -27,7 +27,7 @@ from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools.verify import verify_session
 from agentsessions.runtimes import create_runtime
 from agentsessions.sessions.wiring import HARNESSES
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 
 class SyncCountingFileSystem(FileSystem):
@@ -50,7 +50,7 @@ class Model:
     def complete(self, request: ModelRequest, on_delta: Any = None) -> Completion:
         if self.fs is not None:
             self.seen_syncs.append(self.fs.syncs)
-        return Completion(dict(model.text_message("assistant", "answer")))
+        return Completion(dict(construct.text_message("assistant", "answer")))
 
 
 def _controller(store: FileStore, provider: Any) -> Controller:
@@ -65,7 +65,7 @@ def _controller(store: FileStore, provider: Any) -> Controller:
 
 
 def _say(text: str) -> list[dict[str, Any]]:
-    return [dict(model.text_message("user", text))]
+    return [dict(construct.text_message("user", text))]
 
 
 def test_the_input_is_durable_before_the_model_call_and_records_are_told_when_durable(
@@ -104,8 +104,8 @@ class Outputs:
         return HarnessDescriptor(id="outputs", version="1")
 
     def run(self, start: Start, sink: Any) -> None:
-        sink.output(dict(model.text_message("assistant", "one")))
-        sink.output(dict(model.text_message("assistant", "two")))
+        sink.output(dict(construct.text_message("assistant", "one")))
+        sink.output(dict(construct.text_message("assistant", "two")))
 
 
 def test_a_turn_without_a_model_call_syncs_at_its_start_and_its_end(tmp_path: Path) -> None:
@@ -134,7 +134,7 @@ def test_a_power_loss_takes_only_unsynced_commits_and_the_turn_resumes(tmp_path:
     class TwoCallHarnessModel:
         def complete(self, request: ModelRequest, on_delta: Any = None) -> Completion:
             calls.append(len(request.messages))
-            return Completion(dict(model.text_message("assistant", f"answer {len(calls)}")))
+            return Completion(dict(construct.text_message("assistant", f"answer {len(calls)}")))
 
     ctl = _controller(store, TwoCallHarnessModel())
     uid = ctl.exec(None, _say("kept"), harness="chat").uid
@@ -186,8 +186,8 @@ def test_a_writer_closed_with_unsynced_commits_syncs_them_before_its_hint(tmp_pa
     uid = store.create(SessionMeta(uid=new_uid())).uid
     with store.writer(uid) as w:
         xid = "0" * 16
-        w.append([model.execution_start(input_count=0, harness="echo", execution_id=xid)])
-        w.append([model.end_event("COMPLETED", execution_id=xid)], sync=False)
+        w.append([construct.execution_start(input_count=0, harness="echo", execution_id=xid)])
+        w.append([construct.end_event("COMPLETED", execution_id=xid)], sync=False)
     fs.crash()
     after = FileStore(tmp_path)
     assert verify_session(after, uid).ok

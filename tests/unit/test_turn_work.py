@@ -18,7 +18,7 @@ from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.models import create_model
 from agentsessions.runtimes import create_runtime
 from agentsessions.sessions.wiring import HARNESSES
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 
 def _controller(store: FileStore) -> Controller:
@@ -33,7 +33,7 @@ def _controller(store: FileStore) -> Controller:
 
 
 def _say(text: str) -> list[dict[str, Any]]:
-    return [dict(model.text_message("user", text))]
+    return [dict(construct.text_message("user", text))]
 
 
 def test_a_held_history_decodes_each_record_once(tmp_path: Path, monkeypatch: Any) -> None:
@@ -88,10 +88,14 @@ def test_a_chat_session_reads_with_events_from_the_start(tmp_path: Path) -> None
             xid = f"{i:016x}"
             w.append(
                 [
-                    model.execution_start(input_count=1, harness="chat", execution_id=xid),
-                    model.input_event(model.text_message("user", f"old {i}"), execution_id=xid),
-                    model.output_event(model.text_message("assistant", "ok"), execution_id=xid),
-                    model.end_event("COMPLETED", execution_id=xid),
+                    construct.execution_start(input_count=1, harness="chat", execution_id=xid),
+                    construct.input_event(
+                        construct.text_message("user", f"old {i}"), execution_id=xid
+                    ),
+                    construct.output_event(
+                        construct.text_message("assistant", "ok"), execution_id=xid
+                    ),
+                    construct.end_event("COMPLETED", execution_id=xid),
                 ]
             )
     ctl = _controller(store)

@@ -24,7 +24,7 @@ from agentsessions.runtimes import create_runtime
 from agentsessions.sessions.wiring import HARNESSES
 from agentsessions.tools import UnixExecutor, create_executor
 from agentsessions.tools.workload import Workload, parse_workload
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 from tests.tool_harness import ToolLineHarness, line_call, plan
 from tests.toolservers import fake_server, unix_server
 
@@ -60,7 +60,7 @@ def _kinds(store: Any, uid: str) -> list[str]:
 
 
 def _say(text: str) -> list[dict[str, Any]]:
-    return [dict(model.text_message("user", text))]
+    return [dict(construct.text_message("user", text))]
 
 
 @pytest.mark.parametrize(

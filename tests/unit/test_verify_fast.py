@@ -34,14 +34,16 @@ from agentsessions.journal.stores.file.store import FileStore, StoreOptions
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools import verifypool, verifywalk
 from agentsessions.journal.tools.verify import VerifyReport, verify_dir, walk
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 SMALL = 16 * 1024
 
 
 def _event(i: int, size: int = 400) -> dict[str, Any]:
     text = f"message {i} " + "lorem ipsum dolor sit amet " * (size // 27)
-    return model.output_event(model.text_message("assistant", text), execution_id=f"{i:016x}")
+    return construct.output_event(
+        construct.text_message("assistant", text), execution_id=f"{i:016x}"
+    )
 
 
 def build(root: Path, groups: int = 40, per: int = 3, *, compress: bool = True) -> Path:

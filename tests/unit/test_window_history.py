@@ -8,7 +8,7 @@ from agentsessions.controller.history import StoreHistory
 from agentsessions.controller.replay import WindowHistory
 from agentsessions.journal.stores.memory.store import MemoryStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 
 def _session(events: int) -> tuple[MemoryStore, str]:
@@ -16,7 +16,15 @@ def _session(events: int) -> tuple[MemoryStore, str]:
     uid = store.create(SessionMeta(uid=new_uid())).uid
     with store.writer(uid) as writer:
         for i in range(events):
-            writer.append([dict(model.input_event(model.message("user", model.text_part(str(i)))))])
+            writer.append(
+                [
+                    dict(
+                        construct.input_event(
+                            construct.message("user", construct.text_part(str(i)))
+                        )
+                    )
+                ]
+            )
     return store, uid
 
 

@@ -24,7 +24,7 @@ from agentsessions.errors import DeadlineExceededError
 from agentsessions.server.app import build_server
 from agentsessions.sessions.api import Sessions
 from agentsessions.sessions.wiring import HARNESSES
-from agentsessions.v1.model import text_message
+from agentsessions.v1.construct import text_message
 from agentsessions.wire.gen import common_pb2, session_pb2, session_pb2_grpc
 from agentsessions.wire.status import from_rpc_error
 

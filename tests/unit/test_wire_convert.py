@@ -22,7 +22,7 @@ from agentsessions.journal.format import canonical
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.tools import interchange
 from agentsessions.sessions.values import Memory, Session
-from agentsessions.v1 import model, normalize
+from agentsessions.v1 import construct, normalize
 from agentsessions.v1.results import ApprovalRef, UnresolvedCall
 from agentsessions.wire import convert
 from agentsessions.wire.gen import common_pb2, session_pb2
@@ -95,7 +95,7 @@ def test_any_record_survives_the_wire(event: dict[str, Any], seq: int, fence: in
 
 
 def test_a_record_whose_hash_does_not_match_its_event_is_refused() -> None:
-    event = model.output_event(model.text_message("assistant", "hello"))
+    event = construct.output_event(construct.text_message("assistant", "hello"))
     record = Record.seal(canonical.canonical_json(event), seq=3, prev_hash="", fence=1)
     wire = convert.record_to_proto(record)
     wire.event.message.parts[0].text.text = "hellO"
@@ -115,7 +115,7 @@ def _with_unknown_field(data: bytes) -> bytes:
 
 
 def test_an_event_with_fields_this_schema_does_not_know_is_refused() -> None:
-    event = model.output_event(model.text_message("assistant", "hi"))
+    event = construct.output_event(construct.text_message("assistant", "hi"))
     data = convert.event_to_proto(event).SerializeToString()
     with pytest.raises(FormatError, match=r"fields this agentsessions\.v1 schema does not know"):
         convert.event_from_proto(common_pb2.Event.FromString(_with_unknown_field(data)))
@@ -146,7 +146,7 @@ def test_a_dict_that_is_not_proto3_json_is_invalid_argument(bad: dict[str, Any])
 
 
 def test_a_message_survives_the_wire() -> None:
-    msg = model.text_message("user", "héllo \U0001f600")
+    msg = construct.text_message("user", "héllo \U0001f600")
     assert convert.message_from_proto(convert.message_to_proto(msg)) == msg
 
 

@@ -29,13 +29,13 @@ from agentsessions.journal.stores.file.store import FileStore, StoreOptions
 from agentsessions.journal.stores.store import SessionMeta, StateUpdate, new_uid
 from agentsessions.journal.stores.tail import Tail
 from agentsessions.journal.tools.verify import verify_session
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 SMALL = 8 * 1024
 
 
 def _say(text: str) -> dict[str, Any]:
-    return model.input_event(model.text_message("user", text), execution_id="e1")
+    return construct.input_event(construct.text_message("user", text), execution_id="e1")
 
 
 def _store(home: Path, fs: FileSystem | None = None) -> FileStore:

@@ -32,7 +32,7 @@ from agentsessions.journal.stores.store import Store, WorkingState
 from agentsessions.journal.tools.verify import verify_session
 from agentsessions.runtimes import warm_wire
 from agentsessions.runtimes.local import LocalRuntime
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 from harnesses import counter, memory
 
 
@@ -67,7 +67,7 @@ def _controller(store: Store, registry: Registry[Harness] | None = None) -> Cont
 
 
 def _say(text: str) -> list[dict[str, Any]]:
-    return [dict(model.text_message("user", text))]
+    return [dict(construct.text_message("user", text))]
 
 
 def test_a_fresh_instance_continues_from_the_committed_state(tmp_path: Path) -> None:
@@ -126,7 +126,7 @@ class CommitsThenFails:
 
     def run(self, start: Start, sink: Any) -> None:
         CommitsThenFails.runs.append(start)
-        sink.output(dict(model.text_message("assistant", "working")))
+        sink.output(dict(construct.text_message("assistant", "working")))
         CommitsThenFails.versions.append(
             sink.state(b"progress", expected_version=start.state.version)
         )

@@ -13,7 +13,7 @@ from agentsessions.controller.held import WriterPool
 from agentsessions.errors import LockHeldError
 from agentsessions.journal.stores.memory.store import MemoryStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 THREADS = 8
 ROUNDS = 200
@@ -29,7 +29,7 @@ def _turn(pool: WriterPool, uid: str) -> bool:
             except LockHeldError:
                 return False
         try:
-            held.append([model.end_event("COMPLETED")], expected_last_seq=held.head[0])
+            held.append([construct.end_event("COMPLETED")], expected_last_seq=held.head[0])
         except BaseException:
             pool.discard(held)
             raise

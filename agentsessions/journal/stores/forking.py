@@ -17,7 +17,7 @@ from agentsessions.errors import InvalidArgumentError
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.projection import Projection
 from agentsessions.journal.stores.tail import Tail
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 Reader = Callable[[int, int], Iterator[Record]]
 _WINDOW = 64
@@ -60,4 +60,4 @@ def base_tail(read: Reader, at_seq: int, head: Tail | None = None) -> Tail:
 def fork_marker(parent: str, at_seq: int) -> dict[str, Any]:
     """The LIFECYCLE_FORK event that ends a child's inherited prefix (``parent@N``)."""
     del parent  # the reference records only the seq; the parent is in the metadata
-    return dict(model.lifecycle_event("LIFECYCLE_FORK", detail=f"parent@{at_seq}"))
+    return dict(construct.lifecycle_event("LIFECYCLE_FORK", detail=f"parent@{at_seq}"))

@@ -74,16 +74,20 @@ class ComponentOwner(WriterOwner, Protocol):
         """The store's master key (None: none given)."""
         ...
 
-    def _check_writable(self, what: str) -> None: ...
+    def check_writable(self, what: str) -> None:
+        """Refuse (StorageError) ``what`` on a read-only store, before anything is tried."""
+        ...
 
     @property
     def opening(self) -> Opening:
         """What opening a journal uses of the store (:func:`.opening.open_tail`)."""
         ...
 
-    def _state_of(
+    def state_in(
         self, sdir: SessionDir, meta: SessionMeta, before_seq: int = 0, scope: str = ""
-    ) -> WorkingState: ...
+    ) -> WorkingState:
+        """The working state of the journal in ``sdir`` (key ``scope``), read-only."""
+        ...
 
 
 def components_dir(session: SessionDir) -> Path:
@@ -168,7 +172,7 @@ class FileComponentStore:
         """Become the store's single writer (made on the first one); SessionDeletedError
         once the session is deleted, LockHeldError while another writer holds it."""
         what = f"write tool store {self._name!r} of session {self.uid}"
-        self._owner._check_writable(what)
+        self._owner.check_writable(what)
         self._check_live()
         self._ensure()
         lock = SessionLock(self._dir.lock_file, session=self.uid)
@@ -222,7 +226,7 @@ class FileComponentStore:
         if not self._dir.is_session():
             return WorkingState()
         self._cipher()  # a shred cut before this store's key went: still unreadable
-        return self._owner._state_of(self._dir, self._meta, scope=self._scope)
+        return self._owner.state_in(self._dir, self._meta, scope=self._scope)
 
     def _cipher(self) -> SessionCipher | None:
         """This store's cipher (None in a plaintext session); exit 26 errors without a key,

@@ -45,7 +45,7 @@ class HostFiles:
 
         def _dir(self, uid: str) -> SessionDir: ...
 
-        def _check_writable(self, what: str) -> None: ...
+        def check_writable(self, what: str) -> None: ...
 
     def _host_cipher(self, sdir: SessionDir) -> SessionCipher | None:
         """The session's cipher for its host files (None: a plaintext session)."""
@@ -62,7 +62,7 @@ class HostFiles:
 
     def record_tool_receipt(self, uid: str, key: str, receipt: Mapping[str, Any]) -> None:
         """Keep ``receipt`` for ``(uid, key)`` durably before returning."""
-        self._check_writable("keep a tool receipt")
+        self.check_writable("keep a tool receipt")
         sdir = self._dir(uid)
         path = sdir.path / receipts.RECEIPTS_NAME
         receipts.append_receipt(self.fs, path, key, receipt, self._host_cipher(sdir))
@@ -112,7 +112,7 @@ class HostFiles:
     def set_workload(self, uid: str, text: str) -> None:
         """Record ``text`` as the session's workload (atomic and durable; replaces any),
         kept by its digest first (:meth:`keep_workload`)."""
-        self._check_writable("record the session's tools")
+        self.check_writable("record the session's tools")
         self.keep_workload(uid, text)
         sdir = self._dir(uid)
         data = self._sealed_workload(sdir, text, _CURRENT)
@@ -131,7 +131,7 @@ class HostFiles:
         sdir = self._dir(uid)
         path = sdir.path / receipts.kept_workload_name(digest)
         if not path.exists():
-            self._check_writable("keep the session's tools")
+            self.check_writable("keep the session's tools")
             data = self._sealed_workload(sdir, text, digest.encode())
             self.fs.write_file_atomic(path, data, shared=True)
         return digest

@@ -39,7 +39,7 @@ class SessionListing:
 
     if TYPE_CHECKING:  # FileStore's, which this is mixed into
 
-        def _check_writable(self, what: str) -> None: ...
+        def check_writable(self, what: str) -> None: ...
 
         def get(self, uid: str) -> SessionInfo: ...
 
@@ -82,7 +82,7 @@ class SessionListing:
         session and indexing it leaves it out of ``list``); rows whose directory is gone
         are dropped. Safe while other processes create sessions: no row they add is lost.
         """
-        self._check_writable("rebuild the session catalog")
+        self.check_writable("rebuild the session catalog")
         rows, damaged = self._scan_rows()
         self._unindexed = tuple(damaged)
         seen = {row[0] for row in rows}

@@ -53,7 +53,7 @@ class SessionMaking:
 
     if TYPE_CHECKING:  # FileStore's, which this is mixed into
 
-        def _check_writable(self, what: str) -> None: ...
+        def check_writable(self, what: str) -> None: ...
 
         def _dir(self, uid: str) -> SessionDir: ...
 
@@ -64,7 +64,7 @@ class SessionMaking:
         def writer(self, uid: str) -> Writer: ...
 
     def create(self, meta: SessionMeta) -> SessionInfo:
-        self._check_writable(f"create session {meta.uid}")
+        self.check_writable(f"create session {meta.uid}")
         meta = self._make_dir(meta, None)
         self.catalog.add(meta.uid, meta.project, meta.create_time_ns)
         return SessionInfo(meta=meta, update_time_ns=meta.create_time_ns)
@@ -72,7 +72,7 @@ class SessionMaking:
     def fork(
         self, parent: str, at_seq: int, children: Sequence[SessionMeta]
     ) -> builtins.list[SessionInfo]:
-        self._check_writable(f"fork session {parent}")
+        self.check_writable(f"fork session {parent}")
         source = self.get(parent)
         forking.check_fork(parent, at_seq, source.last_seq, len(children))
         sdir = self._dir(parent)

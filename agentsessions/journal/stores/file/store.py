@@ -175,7 +175,7 @@ class FileStore(
                 return not self.fs.writable(where)
         return False
 
-    def _check_writable(self, what: str) -> None:
+    def check_writable(self, what: str) -> None:
         """Refuse a write to a read-only store before anything is attempted."""
         if self.read_only:
             raise StorageError(
@@ -194,7 +194,7 @@ class FileStore(
 
     def delete(self, uid: str) -> SessionInfo:
         sdir = self._dir(uid)
-        self._check_writable(f"delete session {uid}")
+        self.check_writable(f"delete session {uid}")
         lock = SessionLock(sdir.lock_file, session=uid)
         lock.acquire()
         try:
@@ -216,7 +216,7 @@ class FileStore(
         found = metafile.read(sdir.path)
         meta = found.meta
         sdir.check_parent(meta)
-        self._check_writable(f"write session {uid}")
+        self.check_writable(f"write session {uid}")
         lock = SessionLock(sdir.lock_file, session=uid)
         lock.acquire()
         try:
@@ -274,7 +274,7 @@ class FileStore(
     def state(self, uid: str, before_seq: int = 0) -> WorkingState:
         """The working state (as of before seq ``before_seq``, when given), read-only."""
         sdir = self._dir(uid)
-        return self._state_of(sdir, sdir.read_meta(), before_seq)
+        return self.state_in(sdir, sdir.read_meta(), before_seq)
 
     def states(self, uid: str) -> Iterator[tuple[int, WorkingState]]:
         """Every working-state version in commit order: the STATE frames of one strict
@@ -288,7 +288,7 @@ class FileStore(
         )  # fmt: skip
         return statefile.states(log, LazyCipher(sdir.path, meta, self.master).state_data)
 
-    def _state_of(
+    def state_in(
         self, sdir: SessionDir, meta: SessionMeta, before_seq: int = 0, scope: str = ""
     ) -> WorkingState:
         """The working state of the journal in ``sdir`` (a session's or a component
@@ -386,7 +386,7 @@ class FileStore(
         """Durably ask the running turn of ``execution_id`` to stop at its next effect
         boundary: a ``CANCEL`` file beside the journal naming it, and why if ``reason``
         (the canceller cannot append while the running writer holds the lock)."""
-        self._check_writable("cancel")
+        self.check_writable("cancel")
         request = {"execution_id": execution_id, **({"reason": reason} if reason else {})}
         self.fs.write_file_atomic(self._dir(uid).cancel_file, json_bytes(request))
 
@@ -421,7 +421,7 @@ class FileStore(
 
     def release(self, key: ClaimKey, uid: str) -> None:
         """Unbind ``key`` if it is still bound to ``uid``."""
-        self._check_writable("release a key")
+        self.check_writable("release a key")
         self.claims.release(key, uid)
 
     # -- component stores (a tool's own journal: :mod:`.component`) -------------------

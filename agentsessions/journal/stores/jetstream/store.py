@@ -63,7 +63,10 @@ from agentsessions.journal.stores.claims import ClaimKey, KeyClaims
 from agentsessions.journal.stores.jetstream import checkpoint, identity, listing, live, shards, wire
 from agentsessions.journal.stores.jetstream.claims import StreamClaims
 from agentsessions.journal.stores.jetstream.client import Client
-from agentsessions.journal.stores.jetstream.component import JetStreamComponentStore
+from agentsessions.journal.stores.jetstream.component import (
+    ComponentHost,
+    JetStreamComponentStore,
+)
 from agentsessions.journal.stores.jetstream.conn import (
     HEADROOM,
     JetStreamOptions,
@@ -298,7 +301,8 @@ class JetStreamStore(
     def component(self, uid: str, name: str) -> JetStreamComponentStore:
         """The store of component ``name`` (a tool) in session ``uid``."""
         meta, _deleted, _ut = self._meta(uid)
-        return JetStreamComponentStore(self, meta, check_component(name), self._shard(uid))
+        host = ComponentHost(self._client, self._ring, self._meta, self._open)
+        return JetStreamComponentStore(host, meta, check_component(name), self._shard(uid))
 
     def components(self, uid: str) -> tuple[str, ...]:
         """The names of the tool stores session ``uid`` has, sorted."""

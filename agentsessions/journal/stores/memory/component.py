@@ -43,8 +43,8 @@ class MemoryComponentStore:
 
     def writer(self) -> MemoryWriter:
         """Become the store's single writer; refused once the session is deleted."""
-        with self._store._cond:
-            session = self._store._session(self._uid)
+        with self._store.cond:
+            session = self._store.session_of(self._uid)
             if session.deleted:
                 raise deleted_error(self._uid, self._name)
             part = session.components.get(self._name)
@@ -54,9 +54,9 @@ class MemoryComponentStore:
                 if session.key is not None:  # a tool store of its own key, made with it
                     if self._store.master is None:
                         session.key.cipher(None)  # the exit 26 error
-                    key = self._store._new_key(f"{self._uid}/{self._name}")
+                    key = self._store.new_key(f"{self._uid}/{self._name}")
                 part = session.components[self._name] = MemorySession(meta, key=key)
-            self._store._cipher(part)
+            self._store.cipher_of(part)
             check_free(part, self._uid)
             part.fence = max(part.fence, part.tail.max_fence) + 1
             part.writer = MemoryWriter(self._store, part)
@@ -64,9 +64,9 @@ class MemoryComponentStore:
 
     def state(self) -> WorkingState:
         """The component's working state (version 0 before its first writer)."""
-        with self._store._cond:
-            part = self._store._session(self._uid).components.get(self._name)
-            return WorkingState() if part is None else state_of(part, self._store._cipher(part))
+        with self._store.cond:
+            part = self._store.session_of(self._uid).components.get(self._name)
+            return WorkingState() if part is None else state_of(part, self._store.cipher_of(part))
 
     def read(self, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
         records = self._records()
@@ -76,8 +76,8 @@ class MemoryComponentStore:
     def follow(self, from_seq: int = 1, *, idle_timeout: float | None = None) -> Iterator[Record]:
         next_seq = max(from_seq, 1)
         while True:
-            with self._store._cond:
-                if not self._store._cond.wait_for(
+            with self._store.cond:
+                if not self._store.cond.wait_for(
                     functools.partial(self._has, next_seq), timeout=idle_timeout
                 ):
                     return
@@ -89,8 +89,8 @@ class MemoryComponentStore:
         return len(self._records()) >= seq
 
     def _records(self) -> builtins.list[Record]:
-        with self._store._cond:
-            part = self._store._session(self._uid).components.get(self._name)
+        with self._store.cond:
+            part = self._store.session_of(self._uid).components.get(self._name)
             if part is None:
                 return []
-            return open_records(self._store._cipher(part), part.records)
+            return open_records(self._store.cipher_of(part), part.records)

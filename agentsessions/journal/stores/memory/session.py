@@ -3,7 +3,7 @@
 The memory store (:mod:`.store`), its writer (:mod:`.writer`) and its component stores
 (:mod:`.component`) share these; the store is named by a Protocol (:class:`MemoryHost`) so
 that the imports run one way. Invariants: every :class:`MemorySession` field is read and
-changed only under the store's lock (``_cond``); an encrypted session holds only
+changed only under the store's lock (``cond``); an encrypted session holds only
 ciphertext (its records, its state's data, its blobs), opened by its own key.
 """
 
@@ -52,7 +52,7 @@ class MemorySession:
 class MemoryHost(Protocol):
     """What a memory writer and a memory component store use of the store that made them."""
 
-    _cond: threading.Condition  # the one lock of every session, notified on each commit
+    cond: threading.Condition  # the one lock of every session, notified on each commit
 
     @property
     def max_commit_bytes(self) -> int:
@@ -64,13 +64,21 @@ class MemoryHost(Protocol):
         """The store's master key (None: none given)."""
         ...
 
-    def _session(self, uid: str) -> MemorySession: ...
+    def session_of(self, uid: str) -> MemorySession:
+        """Session ``uid``'s journal (NotFoundError if none); call it under ``cond``."""
+        ...
 
-    def _new_key(self, scope: str) -> MemoryKey | None: ...
+    def new_key(self, scope: str) -> MemoryKey | None:
+        """A new data key for ``scope`` wrapped by the master key (None: no master key)."""
+        ...
 
-    def _cipher(self, session: MemorySession) -> SessionCipher | None: ...
+    def cipher_of(self, session: MemorySession) -> SessionCipher | None:
+        """The session's cipher (None: plaintext); exit 26 without or with another key."""
+        ...
 
-    def _info(self, s: MemorySession) -> SessionInfo: ...
+    def info_of(self, s: MemorySession) -> SessionInfo:
+        """The session's metadata and head, as ``Store.get`` returns them."""
+        ...
 
 
 def state_of(

@@ -78,92 +78,93 @@ class MemoryStore(Store, CancelRequests, ToolReceipts, Workloads, ProjectIndex, 
         self.master = master
         self._sessions: dict[str, MemorySession] = {}
         self._claims: dict[ClaimKey, str] = {}  # key claims (only digests, as every store)
-        self._cond = threading.Condition()
+        self.cond = threading.Condition()  # every session's lock, its writers' and tool stores' too
 
     def with_master(self, master: MasterKey | None) -> MemoryStore:
         """The same sessions seen with another master key (None: none), as a file store's
         home reopened with another ``--key-file``."""
         twin = MemoryStore(max_commit_bytes=self.max_commit_bytes, master=master)
-        twin._sessions, twin._cond, twin._claims = self._sessions, self._cond, self._claims
+        twin._sessions, twin.cond, twin._claims = self._sessions, self.cond, self._claims
         return twin
 
-    def _new_key(self, scope: str) -> MemoryKey | None:
+    def new_key(self, scope: str) -> MemoryKey | None:
+        """A new data key for ``scope`` wrapped by the master key (None: no master key)."""
         return None if self.master is None else MemoryKey.create(self.master, scope)
 
-    def _cipher(self, session: MemorySession) -> SessionCipher | None:
+    def cipher_of(self, session: MemorySession) -> SessionCipher | None:
         """The session's cipher (None: plaintext); exit 26 without or with another key."""
         return None if session.key is None else session.key.cipher(self.master)
 
     def create(self, meta: SessionMeta) -> SessionInfo:
         check_uid(meta.uid)
         check_project(meta.project)
-        with self._cond:
+        with self.cond:
             if meta.uid in self._sessions:
                 raise SessionExistsError(f"session {meta.uid} already exists")
             if not meta.create_time_ns:
                 meta = _with_time(meta)
             meta = replace(meta, encrypted=self.master is not None)
             self._sessions[meta.uid] = MemorySession(
-                meta, update_time_ns=meta.create_time_ns, key=self._new_key(meta.uid)
+                meta, update_time_ns=meta.create_time_ns, key=self.new_key(meta.uid)
             )
-            return self._info(self._sessions[meta.uid])
+            return self.info_of(self._sessions[meta.uid])
 
     def get(self, uid: str) -> SessionInfo:
-        with self._cond:
-            return self._info(self._session(uid))
+        with self.cond:
+            return self.info_of(self.session_of(uid))
 
     def claim(self, key: ClaimKey, uid: str) -> str:
         """Bind ``key`` to ``uid`` unless bound; the uid bound (:mod:`..claims`)."""
         check_uid(uid)
-        with self._cond:
+        with self.cond:
             return self._claims.setdefault(key, uid)
 
     def lookup(self, key: ClaimKey) -> str:
         """The uid ``key`` is bound to, "" if none."""
-        with self._cond:
+        with self.cond:
             return self._claims.get(key, "")
 
     def release(self, key: ClaimKey, uid: str) -> None:
         """Unbind ``key`` if it is still bound to ``uid``."""
-        with self._cond:
+        with self.cond:
             if self._claims.get(key) == uid:
                 del self._claims[key]
 
     def project_of(self, uid: str) -> str | None:
         """``uid``'s project from the table, None for an unknown uid (.store.ProjectIndex)."""
-        with self._cond:
+        with self.cond:
             found = self._sessions.get(uid)
         return None if found is None else found.meta.project
 
     def list(self, project: str, page_size: int = 0, cursor: str = "") -> Page:
         ask = page_ask(project, page_size, cursor)
-        with self._cond:
+        with self.cond:
             live = (
                 s for s in self._sessions.values() if s.meta.project == project and not s.deleted
             )
-            infos = [self._info(s) for s in newest_first(live, _meta_of, ask)]
+            infos = [self.info_of(s) for s in newest_first(live, _meta_of, ask)]
         return page_of(infos, ask, more=len(infos) > ask.size)
 
     def uids(self) -> tuple[str, ...]:
-        with self._cond:
+        with self.cond:
             return tuple(sorted(self._sessions))
 
     def delete(self, uid: str) -> SessionInfo:
-        with self._cond:
-            session = self._session(uid)
+        with self.cond:
+            session = self.session_of(uid)
             check_free(session, uid)
             for part in session.components.values():  # its tool stores go with it
                 check_free(part, uid)
             session.deleted = True
-            return self._info(session)
+            return self.info_of(session)
 
     def fork(
         self, parent: str, at_seq: int, children: Sequence[SessionMeta]
     ) -> builtins.list[SessionInfo]:
-        with self._cond:
-            source = self._session(parent)
+        with self.cond:
+            source = self.session_of(parent)
             forking.check_fork(parent, at_seq, source.tail.last_seq, len(children))
-            prefix = open_records(self._cipher(source), source.records[:at_seq])
+            prefix = open_records(self.cipher_of(source), source.records[:at_seq])
             tail = forking.base_tail(lambda a, b: iter(prefix[a - 1 : b]), at_seq, source.tail)
             for meta in children:
                 check_uid(meta.uid)
@@ -176,7 +177,7 @@ class MemoryStore(Store, CancelRequests, ToolReceipts, Workloads, ProjectIndex, 
                 meta = _with_time(meta) if not meta.create_time_ns else meta
                 meta = replace(meta, encrypted=self.master is not None)
                 # the prefix is copied, so under the child's own key (no shred reaches it)
-                key = self._new_key(meta.uid)
+                key = self.new_key(meta.uid)
                 cipher = None if key is None else key.cipher(self.master)
                 child = MemorySession(
                     meta, seal_records(cipher, prefix), Tail.from_json(tail.to_json())
@@ -193,37 +194,37 @@ class MemoryStore(Store, CancelRequests, ToolReceipts, Workloads, ProjectIndex, 
                 )
                 child.tail.advance(records, None, None)
                 child.records.extend(seal_records(cipher, records))
-                made.append(self._info(child))
+                made.append(self.info_of(child))
             return made
 
     def writer(self, uid: str) -> MemoryWriter:
-        with self._cond:
-            session = self._session(uid)
+        with self.cond:
+            session = self.session_of(uid)
             check_free(session, uid)
             if session.deleted:
                 raise deleted_error(uid)
-            self._cipher(session)  # exit 26 now, not at the first commit
+            self.cipher_of(session)  # exit 26 now, not at the first commit
             session.fence = max(session.fence, session.tail.max_fence) + 1
             session.writer = MemoryWriter(self, session)
             return session.writer
 
     def read(self, uid: str, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
-        with self._cond:
-            session = self._session(uid)
-            cipher = self._cipher(session)
+        with self.cond:
+            session = self.session_of(uid)
+            cipher = self.cipher_of(session)
             records = list(session.records)
         end = to_seq if to_seq > 0 else len(records)
         return iter(open_records(cipher, records[max(from_seq, 1) - 1 : end]))
 
     def state(self, uid: str, before_seq: int = 0) -> WorkingState:
-        with self._cond:
-            session = self._session(uid)
-            return state_of(session, self._cipher(session), before_seq)
+        with self.cond:
+            session = self.session_of(uid)
+            return state_of(session, self.cipher_of(session), before_seq)
 
     def states(self, uid: str) -> Iterator[tuple[int, WorkingState]]:
-        with self._cond:
-            session = self._session(uid)
-            cipher = self._cipher(session)
+        with self.cond:
+            session = self.session_of(uid)
+            cipher = self.cipher_of(session)
             kept = list(session.states)
         return iter([(at, open_state(cipher, state, blob)) for at, state, blob in kept])
 
@@ -232,11 +233,11 @@ class MemoryStore(Store, CancelRequests, ToolReceipts, Workloads, ProjectIndex, 
     ) -> Iterator[Record]:
         next_seq = max(from_seq, 1)
         while True:
-            with self._cond:
-                session = self._session(uid)
-                cipher = self._cipher(session)
+            with self.cond:
+                session = self.session_of(uid)
+                cipher = self.cipher_of(session)
                 records = session.records
-                if len(records) < next_seq and not self._cond.wait_for(
+                if len(records) < next_seq and not self.cond.wait_for(
                     functools.partial(_has, records, next_seq), timeout=idle_timeout
                 ):
                     return
@@ -247,14 +248,14 @@ class MemoryStore(Store, CancelRequests, ToolReceipts, Workloads, ProjectIndex, 
     def component(self, uid: str, name: str) -> MemoryComponentStore:
         """The store of component ``name`` in session ``uid`` (see :class:`ComponentStore
         <agentsessions.journal.stores.store.ComponentStore>`)."""
-        with self._cond:
-            self._session(uid)
+        with self.cond:
+            self.session_of(uid)
         return MemoryComponentStore(self, uid, check_component(name))
 
     def components(self, uid: str) -> tuple[str, ...]:
         """The component stores session ``uid`` has (made by a first writer), sorted."""
-        with self._cond:
-            return tuple(sorted(self._session(uid).components))
+        with self.cond:
+            return tuple(sorted(self.session_of(uid).components))
 
     def close(self) -> None:
         """Nothing to release: memory goes with the process."""
@@ -263,31 +264,31 @@ class MemoryStore(Store, CancelRequests, ToolReceipts, Workloads, ProjectIndex, 
     # -- cancel requests (the same contract as FileStore's CANCEL file) --------------------
     def request_cancel(self, uid: str, execution_id: str, reason: str = "") -> None:
         """Ask the running turn of ``execution_id`` to stop at its next effect boundary."""
-        with self._cond:
-            session = self._session(uid)
+        with self.cond:
+            session = self.session_of(uid)
             session.cancel, session.cancel_reason = execution_id, reason
 
     def cancel_reason(self, uid: str) -> str:
         """The reason the pending cancel request gives ("" when none or not said)."""
-        with self._cond:
-            session = self._session(uid)
+        with self.cond:
+            session = self.session_of(uid)
             return session.cancel_reason if session.cancel else ""
 
     def cancel_requested(self, uid: str) -> str | None:
         """The execution id a pending cancel request names, or None."""
-        return self._session(uid).cancel
+        return self.session_of(uid).cancel
 
     def clear_cancel(self, uid: str) -> None:
         """Remove the pending cancel request, if any (idempotent)."""
-        with self._cond:
-            self._session(uid).cancel = None
+        with self.cond:
+            self.session_of(uid).cancel = None
 
     # -- tool receipts (the same contract as FileStore's TOOLRECEIPTS) ---------------------
     def tool_receipt(self, uid: str, key: str) -> dict[str, Any] | None:
         """The outcome kept for ``(uid, key)``, or None."""
-        with self._cond:
-            session = self._session(uid)
-            cipher = self._cipher(session)
+        with self.cond:
+            session = self.session_of(uid)
+            cipher = self.cipher_of(session)
             if cipher is None:
                 kept = session.receipts.get(key)
                 return None if kept is None else copy.deepcopy(kept)
@@ -303,9 +304,9 @@ class MemoryStore(Store, CancelRequests, ToolReceipts, Workloads, ProjectIndex, 
 
     def record_tool_receipt(self, uid: str, key: str, receipt: Mapping[str, Any]) -> None:
         """Keep ``receipt`` for ``(uid, key)`` (sealed, bound to its key, when encrypted)."""
-        with self._cond:
-            session = self._session(uid)
-            cipher = self._cipher(session)
+        with self.cond:
+            session = self.session_of(uid)
+            cipher = self.cipher_of(session)
             if cipher is None:
                 session.receipts[key] = copy.deepcopy(dict(receipt))
                 return
@@ -315,33 +316,33 @@ class MemoryStore(Store, CancelRequests, ToolReceipts, Workloads, ProjectIndex, 
 
     def workload(self, uid: str) -> str | None:
         """The workload TOML recorded for ``uid``, or None."""
-        with self._cond:
-            session = self._session(uid)
+        with self.cond:
+            session = self.session_of(uid)
             return self._open_workload(session, session.workload, _CURRENT)
 
     def set_workload(self, uid: str, text: str) -> None:
         """Record ``text`` as the session's workload (replaces any), kept by its digest."""
-        with self._cond:
+        with self.cond:
             self.keep_workload(uid, text)
-            session = self._session(uid)
+            session = self.session_of(uid)
             session.workload = self._seal_workload(session, text, _CURRENT)
 
     def keep_workload(self, uid: str, text: str) -> str:
         """Keep ``text`` by its digest (as FileStore's ``WORKLOAD.<digest>``); the digest."""
         digest = workloadref.digest_of(text)
-        with self._cond:
-            session = self._session(uid)
+        with self.cond:
+            session = self.session_of(uid)
             session.workloads[digest] = self._seal_workload(session, text, digest.encode())
         return digest
 
     def workload_at(self, uid: str, digest: str) -> str | None:
         """The workload kept for ``uid`` under ``digest``, or None."""
-        with self._cond:
-            session = self._session(uid)
+        with self.cond:
+            session = self.session_of(uid)
             return self._open_workload(session, session.workloads.get(digest), digest.encode())
 
     def _seal_workload(self, session: MemorySession, text: str, binding: bytes) -> bytes:
-        cipher = self._cipher(session)
+        cipher = self.cipher_of(session)
         data = text.encode("utf-8")
         return data if cipher is None else cipher.seal_blob("workload", data, binding)
 
@@ -350,18 +351,20 @@ class MemoryStore(Store, CancelRequests, ToolReceipts, Workloads, ProjectIndex, 
     ) -> str | None:
         if kept is None:
             return None
-        cipher = self._cipher(session)
+        cipher = self.cipher_of(session)
         data = kept if cipher is None else cipher.open_blob("workload", kept, binding)
         return data.decode("utf-8")
 
-    def _session(self, uid: str) -> MemorySession:
+    def session_of(self, uid: str) -> MemorySession:
+        """Session ``uid``'s journal (NotFoundError if none); call it under ``cond``."""
         check_uid(uid)
         try:
             return self._sessions[uid]
         except KeyError:
             raise NotFoundError(f"session {uid} not found", session=uid) from None
 
-    def _info(self, s: MemorySession) -> SessionInfo:
+    def info_of(self, s: MemorySession) -> SessionInfo:
+        """The session's metadata and head, as :meth:`get` returns them."""
         return SessionInfo(
             meta=s.meta,
             last_seq=s.tail.last_seq,

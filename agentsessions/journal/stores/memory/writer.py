@@ -45,16 +45,16 @@ class MemoryWriter(ChainWriter):
     @property
     def state(self) -> WorkingState:
         """The working state as of the last commit."""
-        with self._store._cond:
-            return state_of(self._session, self._store._cipher(self._session))
+        with self._store.cond:
+            return state_of(self._session, self._store.cipher_of(self._session))
 
     def info(self) -> SessionInfo:
         """The session as the store's ``get`` returns it."""
-        with self._store._cond:
-            return self._store._info(self._session)
+        with self._store.cond:
+            return self._store.info_of(self._session)
 
     def close(self) -> None:
-        with self._store._cond:
+        with self._store.cond:
             if self._session.writer is self:
                 self._session.writer = None
 
@@ -91,7 +91,7 @@ class MemoryWriter(ChainWriter):
         result = self._session.tail.advance(records, events, cid, state, fence=fence)
         self._session.records.extend(seal_records(cipher, records))
         self._session.update_time_ns = time.time_ns()
-        self._store._cond.notify_all()
+        self._store.cond.notify_all()
         return result
 
 
@@ -103,14 +103,14 @@ class _Commit:
     __slots__ = ("_cond", "_session", "_store", "cipher")
 
     def __init__(self, store: MemoryHost, session: MemorySession) -> None:
-        self._store, self._session, self._cond = store, session, store._cond
+        self._store, self._session, self._cond = store, session, store.cond
         self.cipher: SessionCipher | None = None  # the session's, while a commit is made
 
     def __enter__(self) -> None:
         self._cond.acquire()
         try:
             session = self._session
-            cipher = self.cipher = self._store._cipher(session)
+            cipher = self.cipher = self._store.cipher_of(session)
             if cipher is not None and session.state_blob:
                 session.tail.state = open_state(cipher, session.tail.state, session.state_blob)
         except BaseException:
