@@ -12,7 +12,7 @@ median per-turn wall time of each is printed for the whole run and its first and
 (a node keeps each session's history and a Start carries only what is new, so the last
 tenth should cost what the first does), then the median CPU time of this process per turn,
 both ends of the wire included (a figure the machine's load disturbs less). Then
-``replay --rerun`` of each session (replay sends whole histories). The turns are short (one
+``replay --rerun`` of each session (a node keeps a rerun's history too). The turns are short (one
 model call), so the ratio is the protocol's overhead at its largest. No number here is
 asserted by a test.
 """
@@ -77,8 +77,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="20 turns")
     parser.add_argument("--turns", type=int, default=200, help="turns each way (default 200)")
     parser.add_argument(
-        "--no-replay", action="store_true", help="skip the reruns (a long session's replay "
-        "over the wire sends every execution its whole history: quadratic in the turns)"
+        "--no-replay", action="store_true", help="skip the reruns"
     )  # fmt: skip
     args = parser.parse_args()
     n = 20 if args.quick else max(10, args.turns)

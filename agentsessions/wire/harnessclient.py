@@ -126,7 +126,7 @@ class RemoteHarness:
         lineage = start.lineage
         self.describe()
         lanes = self.lanes
-        if lineage is None:  # a replay: the history crosses whole
+        if lineage is None:  # a v0.1.2 journal's replay: the history crosses whole
             Connection(self.address, start, sink, lanes=lanes).run()
             return
         head = head_of(lineage, len(start.history))
