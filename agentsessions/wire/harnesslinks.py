@@ -194,4 +194,10 @@ class Lanes:
 
 
 LANES = Lanes()
+# Before the interpreter joins non-daemon threads: a node served in this process (its
+# handler waits on one of our idle lanes in a worker of a ThreadPoolExecutor, which
+# concurrent.futures joins at that point) would otherwise hold the exit forever. The
+# stdlib's own hook for this (concurrent.futures registers its join with it, earlier, so
+# ours runs first); atexit runs too late for it, and stays as a fallback.
+threading._register_atexit(LANES.close)  # type: ignore[attr-defined]
 atexit.register(LANES.close)

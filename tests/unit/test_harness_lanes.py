@@ -10,6 +10,8 @@ journal records is what a Connect per execution records (the session reruns iden
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -194,3 +196,28 @@ def test_the_pool_keeps_at_most_its_idle_bound() -> None:
     finally:
         chan.close()
         server.stop(0)
+
+
+EXITS = """
+import sys, tempfile
+import agentsessions
+from agentsessions.sessions.harnessbook import static_remotes
+from agentsessions.sessions.wiring import HARNESSES
+from agentsessions.wire.harnessnode import HarnessServer
+server = HarnessServer(HARNESSES.factory("echo"), sys.argv[1])  # never stopped
+static_remotes([f"r-exit={server.address}"])
+with agentsessions.open(sys.argv[2], runtime="local") as engine:
+    print(engine.run(harness="r-exit", inputs=["bye"]).turn.outputs[0])
+"""
+
+
+def test_a_process_serving_a_node_it_keeps_a_stream_to_still_exits(tmp_path: Path) -> None:
+    # the node's handler waits on the kept stream in a pool thread the interpreter joins at
+    # exit: the host ends its idle streams first, so the process exits
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", EXITS, _socket("exit"), str(tmp_path / "home")],
+        capture_output=True, text=True, timeout=120, cwd=root,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "echo:bye"
