@@ -221,3 +221,27 @@ def test_a_process_serving_a_node_it_keeps_a_stream_to_still_exits(tmp_path: Pat
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "echo:bye"
+
+
+def test_sessions_at_once_each_take_a_stream_and_every_turn_lands_once(
+    tmp_path: Path, node: HarnessServer
+) -> None:
+    with agentsessions.open(tmp_path / "home", runtime="local") as engine:
+        uids = [engine.run(harness="r-lanes", inputs=["one"]).session.uid for _ in range(6)]
+
+        def turns(uid: str) -> None:
+            for i in range(4):
+                engine.run(uid, [f"{uid} {i}"])
+
+        with futures.ThreadPoolExecutor(max_workers=6) as pool:
+            list(pool.map(turns, uids))
+        assert len(LANES.waiting(node.address)) <= harnesslinks.IDLE_PER_ADDRESS
+        for uid in uids:
+            inputs = [
+                r.event["message"]["parts"][0]["text"]["text"]
+                for r in engine.read(uid)
+                if r.event["kind"] == "EVENT_INPUT"
+            ]
+            assert inputs == ["one"] + [f"{uid} {i}" for i in range(4)]  # each once, in order
+            assert _kinds(engine, uid).count("END") == 5
+            assert engine.rerun(uid).identical
