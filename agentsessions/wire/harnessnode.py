@@ -284,6 +284,12 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
         self._lock = threading.Lock()
         self._lanes = 0  # Executions streams open that are kept between executions
 
+    @property
+    def lanes_open(self) -> int:
+        """Executions streams open that are kept between executions (at most ``lanes``)."""
+        with self._lock:
+            return self._lanes
+
     def descriptor(self) -> HarnessDescriptor:
         """The harness's descriptor as served (asked once): a harness that keeps all its
         memory in its working state is STATELESS_REPLAY here, since each execution runs on

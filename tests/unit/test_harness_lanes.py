@@ -59,7 +59,7 @@ def test_successive_turns_share_one_kept_stream(tmp_path: Path, node: HarnessSer
             turn = engine.run(uid, [text]).turn
             assert turn is not None and turn.outputs == (f"echo:{text}",)
             assert LANES.waiting(node.address) == (lane,)  # the same stream, back each time
-        assert node.servicer._lanes == 1
+        assert node.servicer.lanes_open == 1
         assert _kinds(engine, uid).count("END") == 4
         assert verify_session(engine.store, uid).ok  # type: ignore[attr-defined]
         report = engine.rerun(uid)  # replay's executions take the kept stream too
@@ -91,7 +91,7 @@ def test_past_its_lane_cap_a_node_serves_one_execution_per_stream(tmp_path: Path
         stub = harness_pb2_grpc.HarnessStub(chan)  # type: ignore[no-untyped-call]
         done = threading.Event()
         blocker = stub.Executions(_until(done))  # holds the node's one lane, idle
-        while server.servicer._lanes < 1:  # the node has taken it
+        while server.servicer.lanes_open < 1:  # the node has taken it
             time.sleep(0.01)
         with agentsessions.open(tmp_path / "home", runtime="local") as engine:
             uid = engine.run(harness="r-cap", inputs=["one"]).session.uid
@@ -99,7 +99,7 @@ def test_past_its_lane_cap_a_node_serves_one_execution_per_stream(tmp_path: Path
                 turn = engine.run(uid, [text]).turn
                 assert turn is not None and turn.outputs == (f"echo:{text}",)
             assert engine.rerun(uid).identical
-            assert server.servicer._lanes == 1  # the host's streams were not kept
+            assert server.servicer.lanes_open == 1  # the host's streams were not kept
         done.set()
         blocker.cancel()
     finally:
