@@ -7,12 +7,16 @@
 The chat harness with the echo model, on one session of a file store in a temporary home
 each: a turn in process (``chat``) and a turn on the same harness behind ``HarnessServer``
 on a unix socket in this process (``remote-chat``: every effect crosses the wire and back),
-interleaved turn by turn (the order swapped each time) so both see the same machine. The
+interleaved turn by turn (the order rotated each time) so both see the same machine. The
 median per-turn wall time of each is printed for the whole run and its first and last tenth
 (a node keeps each session's history and a Start carries only what is new, so the last
 tenth should cost what the first does), then the median CPU time of this process per turn,
-both ends of the wire included (a figure the machine's load disturbs less). Then
-``replay --rerun`` of each session (replay sends whole histories). The turns are short (one
+both ends of the wire included (a figure the machine's load disturbs less). The floor row
+interleaves a third kind of turn: the same messages over a kept stream to a node that answers
+at once (``harness_floor.py``: no harness, no journal), and prints what a remote turn would
+cost if the wire added only that to the turn in process: the best ratio this transport
+allows on this machine. Then
+``replay --rerun`` of each session (a node keeps a rerun's history too). The turns are short (one
 model call), so the ratio is the protocol's overhead at its largest. No number here is
 asserted by a test.
 """
@@ -36,7 +40,9 @@ import agentsessions  # noqa: E402
 from agentsessions.sessions.api import Sessions  # noqa: E402
 from agentsessions.sessions.harnessbook import static_remotes  # noqa: E402
 from agentsessions.sessions.wiring import HARNESSES  # noqa: E402
+from agentsessions.wire.harnesslinks import LANES  # noqa: E402
 from agentsessions.wire.harnessnode import HarnessServer  # noqa: E402
+from bench.harness_floor import Floor  # noqa: E402
 
 Times = list[tuple[float, float]]
 
@@ -48,20 +54,23 @@ def _turn(engine: Sessions, uid: str, i: int) -> tuple[float, float]:
     return time.perf_counter() - began, time.process_time() - cpu
 
 
-def _interleaved(engine: Sessions, n: int) -> tuple[Times, Times, str, str]:
-    """Per-turn times of ``n`` turns in process and ``n`` remote, alternating."""
+def _interleaved(engine: Sessions, n: int, floor: Floor) -> tuple[Times, Times, Times, str, str]:
+    """Per-turn times of ``n`` turns in process, ``n`` remote and ``n`` bare exchanges
+    (the floor), in turn, the order rotated each time."""
     local_uid = engine.run(harness="chat", inputs=["warm up"]).uid
     remote_uid = engine.run(harness="remote-chat", inputs=["warm up"]).uid
     local: Times = []
     remote: Times = []
+    bare: Times = []
+    kinds = [
+        lambda i: local.append(_turn(engine, local_uid, i)),
+        lambda i: remote.append(_turn(engine, remote_uid, i)),
+        lambda i: bare.append(floor.turn()),
+    ]
     for i in range(n):
-        if i % 2:
-            local.append(_turn(engine, local_uid, i))
-            remote.append(_turn(engine, remote_uid, i))
-        else:
-            remote.append(_turn(engine, remote_uid, i))
-            local.append(_turn(engine, local_uid, i))
-    return local, remote, local_uid, remote_uid
+        for k in range(3):
+            kinds[(i + k) % 3](i)
+    return local, remote, bare, local_uid, remote_uid
 
 
 def _line(what: str, local: Times, remote: Times, which: int = 0) -> str:
@@ -77,30 +86,44 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="20 turns")
     parser.add_argument("--turns", type=int, default=200, help="turns each way (default 200)")
     parser.add_argument(
-        "--no-replay", action="store_true", help="skip the reruns (a long session's replay "
-        "over the wire sends every execution its whole history: quadratic in the turns)"
+        "--no-replay", action="store_true", help="skip the reruns"
     )  # fmt: skip
     args = parser.parse_args()
     n = 20 if args.quick else max(10, args.turns)
-    sock = f"unix://{tempfile.mkdtemp(prefix='ash-bench-')}/chat.sock"
-    server = HarnessServer(HARNESSES.factory("chat"), sock)
+    home = tempfile.mkdtemp(prefix="ash-bench-")
+    server = HarnessServer(HARNESSES.factory("chat"), f"unix://{home}/chat.sock")
     static_remotes([f"remote-chat={server.address}"])
+    floor = Floor(f"unix://{home}/bare.sock")
     try:
         with agentsessions.open(tempfile.mkdtemp(), runtime="local") as engine:
-            local, remote, local_uid, remote_uid = _interleaved(engine, n)
+            local, remote, bare, local_uid, remote_uid = _interleaved(engine, n, floor)
             replays = None if args.no_replay else _reruns(engine, local_uid, remote_uid)
     finally:
+        floor.close()
+        LANES.close()  # the kept streams end before their node does
         server.stop(0)
     tenth = max(1, n // 10)
     print(_line(f"exec per turn, median of {n}", local, remote))
     print(_line(f"  turns 1-{tenth}", local[:tenth], remote[:tenth]))
     print(_line(f"  turns {n - tenth + 1}-{n}", local[-tenth:], remote[-tenth:]))
     print(_line("CPU per turn (host and node), median", local, remote, 1))
+    print(_floor(local, bare))
     if replays is not None:
         replay_local, replay_remote, calls = replays
         print(f"replay --rerun of {n + 1} turns: in process {replay_local * 1e3:.0f} ms, over "
               f"the wire {replay_remote * 1e3:.0f} ms (ratio {replay_remote / replay_local:.2f}x, "
               f"{calls} model calls)")  # fmt: skip
+
+
+def _floor(local: Times, bare: Times) -> str:
+    """The floor row: a turn in process plus the bare exchange, against the turn alone."""
+    a, b = (statistics.median(t[0] for t in x) for x in (local, bare))
+    c, d = (statistics.median(t[1] for t in x) for x in (local, bare))
+    return (
+        f"floor: the bare exchange of a turn's messages {b * 1e3:.2f} ms ({d * 1e3:.2f} ms "
+        f"CPU); in process plus it {(a + b) / a:.2f}x the turn in process ({(c + d) / c:.2f}x "
+        "CPU)"
+    )
 
 
 def _reruns(engine: Sessions, local_uid: str, remote_uid: str) -> tuple[float, float, int]:

@@ -65,7 +65,7 @@ from .history import ListHistory, StoreHistory
 from .registry import Registry
 from .rules import check_harness
 from .sinks import TurnSink
-from .spi import Harness, Start, ToolOffer, ToolSpec, Workloads
+from .spi import Harness, HarnessDescriptor, Start, ToolOffer, ToolSpec, Workloads
 from .workloads import StaticWorkloads
 
 
@@ -234,11 +234,53 @@ def _replay_streaming(
     """Replay a journal of contiguous executions holding one at a time (see the module
     docstring); LegacyLogError when it is not one (nothing has run yet then)."""
     last = info.last_seq
+    markers: list[tuple[int, dict[str, Any]]] = []
+    name, count, descriptor = _checked(store, uid, info, harnesses, harness, markers)
+    result = ReplayResult(uid, name, executions=count, head_before=(last, info.last_hash))
+    calls_before = model_calls()
+    cursor = StateCursor(store, uid)
+    instances = ReplayInstances(harnesses, name, descriptor, markers, info.meta.project)
+    lineage = ReplayLineage(store, uid)  # its window: the recent events and their hashes
+    window = lineage.window
+    for run in executions.stream(_pairs(store, uid, last, None, window, lineage.hashes)):
+        if not run.completed:
+            continue
+        history = WindowHistory(window, run.first_seq - 1, StoreHistory(store, uid, last))
+        try:
+            instance = instances.for_run(run.first_seq, run.last_seq)
+            offered = tools.offers(uid, run.workload)
+            states = cursor.around(run)
+            result.add_outputs(_replay_one(instance, run, history, offered, states, lineage))
+        except ReplayError as exc:
+            result.divergence, result.diverged_execution = str(exc), run.id
+            break
+        except AgentSessionsError as exc:
+            result.divergence, result.diverged_execution = f"harness failed: {exc}", run.id
+            break
+        result.replayed += 1
+    cursor.close()
+    result.model_calls = model_calls() - calls_before
+    result.trim()
+    after = store.get(uid)
+    result.head_after = (after.last_seq, after.last_hash)
+    return result
+
+
+def _checked(
+    store: Store,
+    uid: str,
+    info: SessionInfo,
+    harnesses: Registry[Harness],
+    harness: str,
+    markers: list[tuple[int, dict[str, Any]]],
+) -> tuple[str, int, HarnessDescriptor]:
+    """A streamed replay's first pass: the harness's name, the completed executions and
+    the harness's descriptor, each execution checked against it (``markers``: the
+    fresh-start markers seen); LegacyLogError on a journal that does not stream."""
     name = harness or info.meta.harness
     checked: set[tuple[str, str]] = set()
     count, descriptor = 0, None
-    markers: list[tuple[int, dict[str, Any]]] = []
-    for run in executions.stream(_pairs(store, uid, last, markers)):  # pass 1: check
+    for run in executions.stream(_pairs(store, uid, info.last_seq, markers)):
         name = name or run.harness[0]
         if not run.completed:
             continue
@@ -256,32 +298,7 @@ def _replay_streaming(
             session=uid,
         )
     descriptor = descriptor or harnesses.create(name, project=info.meta.project).describe()
-    result = ReplayResult(uid, name, executions=count, head_before=(last, info.last_hash))
-    calls_before = model_calls()
-    cursor = StateCursor(store, uid)
-    instances = ReplayInstances(harnesses, name, descriptor, markers, info.meta.project)
-    window: deque[tuple[int, dict[str, Any]]] = deque(maxlen=WINDOW_EVENTS)
-    for run in executions.stream(_pairs(store, uid, last, None, window)):  # pass 2: replay
-        if not run.completed:
-            continue
-        history = WindowHistory(window, run.first_seq - 1, StoreHistory(store, uid, last))
-        try:
-            instance = instances.for_run(run.first_seq, run.last_seq)
-            offered = tools.offers(uid, run.workload)
-            result.add_outputs(_replay_one(instance, run, history, offered, cursor.around(run)))
-        except ReplayError as exc:
-            result.divergence, result.diverged_execution = str(exc), run.id
-            break
-        except AgentSessionsError as exc:
-            result.divergence, result.diverged_execution = f"harness failed: {exc}", run.id
-            break
-        result.replayed += 1
-    cursor.close()
-    result.model_calls = model_calls() - calls_before
-    result.trim()
-    after = store.get(uid)
-    result.head_after = (after.last_seq, after.last_hash)
-    return result
+    return name, count, descriptor
 
 
 OUTPUTS_KEPT = 1000
@@ -296,14 +313,18 @@ def _pairs(
     last: int,
     markers: list[tuple[int, dict[str, Any]]] | None,
     window: deque[tuple[int, dict[str, Any]]] | None = None,
+    hashes: deque[str] | None = None,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(seq, event)`` of the journal, noting fresh-start markers and filling ``window``."""
+    """``(seq, event)`` of the journal, noting fresh-start markers and filling ``window``
+    (and ``hashes``: the chain hash of each record of the window, in step with it)."""
     for record in store.read(uid, 1, last):
         pair = (record.seq, record.event)
         if markers is not None and is_marker(pair[1]):
             markers.append(pair)
         if window is not None:
             window.append(pair)
+        if hashes is not None:
+            hashes.append(record.content_hash)
         yield pair
 
 
@@ -334,6 +355,41 @@ class WindowHistory:
             lo = first - window[0][0]
             return [window[i][1] for i in range(lo, lo + self._end - first + 1)]
         return self._older.tail_of(first, self._end)
+
+
+class ReplayLineage:
+    """Where a streamed replay's histories sit in the journal, for a remote harness's node
+    to keep between the replayed executions (each Start then carries only what is new, as
+    on a live run). Its ``uid`` is the session's rerun key, not the session: a node keeps a
+    rerun's history apart from the one the live turns keep. The fence is 0 (a replay writes
+    nothing); the chain hashes are the records' own, from the window the replay reads (older
+    ones from the store), so a mark stands for exactly the journal's prefix up to it."""
+
+    def __init__(self, store: Store, uid: str) -> None:
+        self._store = store
+        self._session = uid
+        self.window: deque[tuple[int, dict[str, Any]]] = deque(maxlen=WINDOW_EVENTS)
+        """The replay's recent events, which its histories serve (:class:`WindowHistory`)."""
+        self.hashes: deque[str] = deque(maxlen=WINDOW_EVENTS)
+        """The chain hash of each event of ``window``, in step with it."""
+
+    @property
+    def uid(self) -> str:
+        return f"{self._session}#rerun"
+
+    @property
+    def fence(self) -> int:
+        return 0
+
+    def hash_at(self, seq: int) -> str:
+        """The chain hash of record ``seq`` ("" when the journal has none there)."""
+        window = self.window
+        if window and window[0][0] <= seq <= window[-1][0]:
+            return self.hashes[seq - window[0][0]]
+        if seq <= 0:
+            return ""
+        records = self._store.read(self._session, seq, seq)
+        return next((r.content_hash for r in records if r.seq == seq), "")
 
 
 class StateCursor:
@@ -370,11 +426,12 @@ def _replay_one(
     history: ListHistory | WindowHistory,
     tools: tuple[ToolSpec, ...] = (),
     states: tuple[WorkingState, WorkingState] | None = None,
+    lineage: ReplayLineage | None = None,
 ) -> list[str]:
     state, ended = states or (WorkingState(), WorkingState())
     start = Start(
         run.id, run.config, tuple(run.messages), history, run.resume_from_seq, tools=tools,
-        state=state,
+        state=state, lineage=lineage,
     )  # fmt: skip
     canceled = executions.canceled(run)
     sink = TurnSink(run.id, run.effects, None, legacy=run.legacy, state_version=state.version,

@@ -153,7 +153,9 @@ class Start:
     ``--tools`` came later (its EXECUTION_START names the workload; see :class:`Workloads`)."""
     lineage: Lineage | None = None
     """Where ``history`` sits in the journal (its records ``1..len(history)``): set on live
-    and resumed runs, None on replay. Only a remote harness's proxy reads it."""
+    and resumed runs, a :class:`~agentsessions.controller.replay.ReplayLineage` on a streamed
+    replay (under the session's rerun key), None on a v0.1.2 journal's replay. Only a remote
+    harness's proxy reads it."""
 
 
 @dataclass(frozen=True)

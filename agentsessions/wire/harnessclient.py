@@ -30,7 +30,6 @@ connection (:mod:`.described`).
 
 from __future__ import annotations
 
-import queue
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -50,6 +49,7 @@ from agentsessions.errors import (
 from agentsessions.wire import harnesswire as wire
 from agentsessions.wire.described import described, forget
 from agentsessions.wire.gen import common_pb2, harness_pb2, harness_pb2_grpc
+from agentsessions.wire.harnesslinks import LANES, ConnectLink, Link, StaleLane
 from agentsessions.wire.historysync import (
     MISS,
     TRAILER,
@@ -108,6 +108,7 @@ class RemoteHarness:
         self.name = name
         self._descriptor: HarnessDescriptor | None = None
         self.node = ""  # the node's history_node as it last described itself
+        self.lanes = False  # it serves Harness.Executions: executions go on kept streams
 
     def describe(self) -> HarnessDescriptor:
         """Asked of the harness once per instance, and not again while the connection that
@@ -115,31 +116,34 @@ class RemoteHarness:
         if self._descriptor is None:
             address = self.address
             reply = described(address, channel(address), lambda: _describe(address))
-            self.node = reply.history_node
+            self.node, self.lanes = reply.history_node, reply.executions
             self._descriptor = wire.descriptor_from_proto(reply)
         return self._descriptor
 
     def run(self, start: Start, sink: Sink) -> None:
-        """One execution over one Connect stream (see the module docstring); to a node
-        that keeps histories, only what it lacks of this one (:mod:`.historysync`)."""
+        """One execution over one stream (see the module docstring); to a node that keeps
+        histories, only what it lacks of this one (:mod:`.historysync`)."""
         lineage = start.lineage
-        if lineage is None:  # a replay: the history crosses whole
-            Connection(self.address, start, sink).run()
-            return
         self.describe()
+        lanes = self.lanes
+        if lineage is None:  # a v0.1.2 journal's replay: the history crosses whole
+            Connection(self.address, start, sink, lanes=lanes).run()
+            return
         head = head_of(lineage, len(start.history))
         if not self.node or head is None:
-            Connection(self.address, start, sink, Plan(lineage.uid)).run()
+            Connection(self.address, start, sink, Plan(lineage.uid), lanes).run()
             return
         key = (self.address, self.node, lineage.uid)
         plan = Plan(lineage.uid, key, SENT.base(key, lineage, head), head)
         try:
-            Connection(self.address, start, sink, plan).run()
+            Connection(self.address, start, sink, plan, lanes).run()
         except HistoryMiss:  # evicted, restarted, or fed by another controller meanwhile
             forget(self.address)  # ask again: a restarted node has a new id
-            self.node = _describe(self.address).history_node
+            reply = _describe(self.address)
+            self.node, self.lanes = reply.history_node, reply.executions
             again = (self.address, self.node, lineage.uid) if self.node else None
-            Connection(self.address, start, sink, Plan(lineage.uid, again, None, head)).run()
+            plan = Plan(lineage.uid, again, None, head)
+            Connection(self.address, start, sink, plan, self.lanes).run()
 
 
 @dataclass(frozen=True)
@@ -165,45 +169,62 @@ class Plan:
 
 
 class Connection:
-    """One Connect stream: the frames we send, the events we check and relay."""
+    """One execution's stream: the frames we send, the events we check and relay."""
 
-    def __init__(self, address: str, start: Start, sink: Sink, plan: Plan | None = None) -> None:
+    def __init__(
+        self,
+        address: str,
+        start: Start,
+        sink: Sink,
+        plan: Plan | None = None,
+        lanes: bool = False,
+    ) -> None:
         self.address = address
         self.start = start
         self.sink = sink
         self.plan = plan or Plan(_session_of(sink))
         self.session = self.plan.session
+        self.lanes = lanes
         self.accepted = False
-        self.frames: queue.Queue[harness_pb2.ControllerFrame | None] = queue.Queue()
-        self.stream: Any = None
+        self.ended = False  # END (or a checked park ack) came and nothing after it
+        self.link: Link | None = None
 
     def send(self, **frame: Any) -> None:
         """Queue one frame, its envelope the Start's."""
-        self.frames.put(
+        assert self.link is not None
+        self.link.send(
             harness_pb2.ControllerFrame(
                 session=self.session, execution_id=self.start.execution_id, **frame
             )
         )
 
-    def _requests(self) -> Iterator[harness_pb2.ControllerFrame]:
-        while (frame := self.frames.get()) is not None:
-            yield frame
-
     def run(self) -> None:
-        stub = harness_pb2_grpc.HarnessStub(channel(self.address))  # type: ignore[no-untyped-call]
         plan = self.plan
-        self.send(start=wire.start_to_proto(self.start, self.session, plan.base, plan.head))
-        self.stream = stub.Connect(self._requests())
+        start = wire.start_to_proto(self.start, self.session, plan.base, plan.head)
+        chan = channel(self.address)
+        if not self.lanes:
+            self._attempt(ConnectLink(chan), start)
+            return
         try:
-            self._relay(iter(self.stream))
+            self._attempt(LANES.take(self.address, chan), start)
+        except StaleLane:  # the node never took it: again, on a new stream
+            self._attempt(LANES.take(self.address, chan, fresh=True), start)
+
+    def _attempt(self, link: Link, start: harness_pb2.Start) -> None:
+        self.link = link
+        self.send(start=start)
+        try:
+            self._relay(link)
+        except StaleLane:
+            raise
         except BaseException as exc:  # the harness is told why, best effort, then cut off
             if not self.accepted:
-                plan.unknown()
-            self.send(cancel=harness_pb2.Cancel(reason=f"{type(exc).__name__}: {exc}"[:1000]))
+                self.plan.unknown()
+            if not self.ended:
+                self.send(cancel=harness_pb2.Cancel(reason=f"{type(exc).__name__}: {exc}"[:1000]))
             raise
         finally:
-            self.frames.put(None)
-            self.stream.cancel()
+            link.close(clean=self.ended)
 
     def _next(
         self, events: Iterator[common_pb2.Event], *, transport: bool = True
@@ -216,6 +237,8 @@ class Connection:
             try:
                 msg = next(events)
             except StopIteration:
+                if self._stale():
+                    raise StaleLane(self.address) from None
                 return None
             except grpc.RpcError as exc:
                 raise self._broken(exc) from None
@@ -241,10 +264,16 @@ class Connection:
             )
         return event
 
+    def _stale(self) -> bool:
+        """A reused lane ended before the node took the start (see :mod:`.harnesslinks`)."""
+        return not self.accepted and self.link is not None and self.link.reused
+
     def _broken(self, exc: grpc.RpcError) -> Exception:
         code = exc.code() if hasattr(exc, "code") else None
         if not self.accepted and self.plan.base is not None and _missed(exc):
             return HistoryMiss(f"the harness at {self.address} does not hold {self.plan.base}")
+        if self._stale() and code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
+            return StaleLane(self.address)
         if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, None):
             return _unreachable(self.address, exc)
         return HarnessProtocolError(
@@ -360,6 +389,8 @@ class Connection:
         body["request_seq"] = int(body.get("request_seq", 0) or 0)
         if body != {k: v for k, v in ref.items() if v}:
             raise self._bad_ack(parked, f"its ack names {body}, not {ref}")
+        if self.lanes:  # a Connect just ends; a lane's execution must be over
+            self._over(events, "EVENT_PARKED")
 
     def _bad_ack(self, parked: ApprovalParkedError, why: str) -> HarnessAckError:
         return HarnessAckError(
@@ -374,12 +405,10 @@ class Connection:
         )
 
     def _ended(self, event: dict[str, Any], events: Iterator[common_pb2.Event]) -> None:
-        """END: COMPLETED returns, FAILED/CANCELED raise HarnessError; then the stream
-        must end (a second END, or anything after it, is a protocol error)."""
+        """END: COMPLETED returns, FAILED/CANCELED raise HarnessError; then the execution
+        must be over (a second END, or anything after it, is a protocol error)."""
         end = dict(event.get("end", {}))
-        more = self._next(events, transport=False)
-        if more is not None:
-            raise self._violation(f"sent {more.get('kind')} after EVENT_END")
+        self._over(events, "EVENT_END")
         state = str(end.get("state", ""))
         if state == "COMPLETED":
             return
@@ -387,6 +416,19 @@ class Connection:
         if state in ("FAILED", "CANCELED"):
             raise HarnessError(f"the harness at {self.address} ended the turn {state}: {why}")
         raise self._violation(f"ended with END state {state!r}")
+
+    def _over(self, events: Iterator[common_pb2.Event], last: str) -> None:
+        """The execution's ``last`` event came: a Connect must end now; a lane must hold
+        nothing more of it (the node sends nothing between executions)."""
+        assert self.link is not None
+        more: dict[str, Any] | None = None
+        if not self.lanes:
+            more = self._next(events, transport=False)
+        elif self.link.leftover():
+            more = wire.event_dict(next(events))
+        if more is not None:
+            raise self._violation(f"sent {more.get('kind')} after {last}")
+        self.ended = True
 
 
 def _missed(exc: grpc.RpcError) -> bool:

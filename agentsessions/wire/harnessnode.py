@@ -31,7 +31,6 @@ harness runs (FAILED_PRECONDITION with the ``agentsessions-history: miss`` trail
 
 from __future__ import annotations
 
-import contextlib
 import queue
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -83,14 +82,18 @@ class Refusal:
 
 @dataclass
 class Exchange:
-    """One Connect stream's state, shared by the reader, the harness and the handler."""
+    """One execution's state, shared by the harness's thread and the stream's handler.
+
+    The harness reads the host's frames itself, from the stream's request iterator, when
+    it waits for one (no reader thread between them): only one thread reads the stream at
+    a time, the harness's while it runs, the handler's between executions."""
 
     session: str
     execution_id: str
-    frames: queue.Queue[harness_pb2.ControllerFrame | Refusal | None] = field(
-        default_factory=queue.Queue
+    source: Iterator[harness_pb2.ControllerFrame]
+    out: queue.SimpleQueue[common_pb2.Event | Refusal | None] = field(
+        default_factory=queue.SimpleQueue
     )
-    out: queue.Queue[common_pb2.Event | Refusal | None] = field(default_factory=queue.Queue)
     parked: common_pb2.ApprovalRef | None = None
     canceled: bool = False
     calls: int = 0
@@ -105,15 +108,30 @@ class Exchange:
         return StreamGone(details)
 
     def next_frame(self, waiting_for: str) -> harness_pb2.ControllerFrame:
-        """The host's next frame; a cancel raises TurnCanceledError in the harness."""
-        frame = self.frames.get()
-        if frame is None:
+        """The host's next frame; a cancel raises TurnCanceledError in the harness. A frame
+        with another envelope, or a second start, is refused; one the server's wire checks
+        refused (undecodable, a field out of range: .wirecheck) ends the stream
+        INVALID_ARGUMENT."""
+        try:
+            frame = next(self.source)
+        except InvalidArgumentError as exc:
+            raise self.refuse(grpc.StatusCode.INVALID_ARGUMENT, exc.message) from None
+        except (StopIteration, grpc.RpcError, ValueError):
             raise StreamGone(
                 f"the host closed the stream while the harness waited for {waiting_for}"
+            ) from None
+        if frame.session != self.session or frame.execution_id != self.execution_id:
+            raise self.refuse(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"frame for ({frame.session!r}, {frame.execution_id!r}) on the stream of "
+                f"({self.session!r}, {self.execution_id!r})",
             )
-        if isinstance(frame, Refusal):
-            raise self.refuse(frame.code, frame.details)
-        if frame.WhichOneof("frame") == "cancel":
+        kind = frame.WhichOneof("frame")
+        if kind == "start":
+            raise self.refuse(
+                grpc.StatusCode.FAILED_PRECONDITION, "a second start on one execution's stream"
+            )
+        if kind == "cancel":
             self.canceled = True
             raise TurnCanceledError(f"the host canceled the execution: {frame.cancel.reason}")
         return frame
@@ -252,13 +270,25 @@ def _what(frame: harness_pb2.ControllerFrame) -> str:
 
 class HarnessServicer(harness_pb2_grpc.HarnessServicer):
     """Serves one harness (built fresh for each execution by ``factory``), keeping the
-    history each session was sent in ``kept`` (None: keep nothing; every Start is whole)."""
+    history each session was sent in ``kept`` (None: keep nothing; every Start is whole),
+    with at most ``lanes`` Executions streams kept open between executions."""
 
-    def __init__(self, factory: Callable[[], Harness], kept: NodeHistories | None = None) -> None:
+    def __init__(
+        self, factory: Callable[[], Harness], kept: NodeHistories | None = None, lanes: int = 8
+    ) -> None:
         self.factory = factory
         self.kept = kept
-        self.workers = Workers()  # each stream's reader and harness, on reused threads
+        self.lanes = lanes
+        self.workers = Workers()  # each execution's harness, on reused threads
         self._descriptor: HarnessDescriptor | None = None
+        self._lock = threading.Lock()
+        self._lanes = 0  # Executions streams open that are kept between executions
+
+    @property
+    def lanes_open(self) -> int:
+        """Executions streams open that are kept between executions (at most ``lanes``)."""
+        with self._lock:
+            return self._lanes
 
     def descriptor(self) -> HarnessDescriptor:
         """The harness's descriptor as served (asked once): a harness that keeps all its
@@ -278,6 +308,7 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
         msg = wire.descriptor_to_proto(self.descriptor())
         if self.kept is not None:
             msg.history_node = self.kept.node
+        msg.executions = True
         return msg
 
     def Connect(
@@ -286,6 +317,38 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
         first = next(request_iterator, None)
         if first is None:
             return
+        for batch in self._execution(first, request_iterator, context):
+            yield from batch
+
+    def Executions(
+        self, request_iterator: Iterator[harness_pb2.ControllerFrame], context: grpc.ServicerContext
+    ) -> Iterator[harness_pb2.Events]:
+        """Executions one after another on this stream, each as Connect runs one; the
+        events ready at once cross as one ``Events``. Past ``lanes`` such streams open at
+        once, a stream serves one execution and ends: an idle stream holds a worker thread
+        of a sync server, and Describe and Connect must always find one."""
+        with self._lock:
+            keep = self._lanes < self.lanes
+            self._lanes += keep
+        try:
+            while (first := _next_start(request_iterator)) is not None:
+                for batch in self._execution(first, request_iterator, context):
+                    yield harness_pb2.Events(events=batch)
+                if not keep:
+                    return
+        finally:
+            with self._lock:
+                self._lanes -= keep
+
+    def _execution(
+        self,
+        first: harness_pb2.ControllerFrame,
+        frames: Iterator[harness_pb2.ControllerFrame],
+        context: grpc.ServicerContext,
+    ) -> Iterator[list[common_pb2.Event]]:
+        """One execution from its start frame: the harness runs on a worker thread, its
+        events are yielded in batches of those ready at once, until its END or PARKED (or
+        the stream is aborted: a refused start or frame)."""
         if first.WhichOneof("frame") != "start":
             context.abort(
                 grpc.StatusCode.FAILED_PRECONDITION,
@@ -293,7 +356,7 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
             )
         if not first.execution_id:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "start names no execution_id")
-        x = Exchange(first.session, first.execution_id)
+        x = Exchange(first.session, first.execution_id, frames)
         try:
             start = wire.start_from_proto(first.execution_id, first.start, first.session, self.kept)
         except HistoryMiss as exc:  # before the harness runs: the host resends it whole
@@ -301,16 +364,23 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         except HarnessError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        context.add_callback(lambda: x.frames.put(None))
-        self.workers.run(_read, x, request_iterator)
         self.workers.run(self._run, x, start)
         while True:
+            batch: list[common_pb2.Event] = []
             item = x.out.get()
-            if item is None:
-                return
-            if isinstance(item, Refusal):
+            while isinstance(item, common_pb2.Event):
+                batch.append(item)
+                try:  # whatever else is ready goes with it: one message, not one each
+                    item = x.out.get_nowait()
+                except queue.Empty:
+                    break
+            else:  # the end (None) or a refusal: send what came before it first
+                if batch:
+                    yield batch
+                if item is None:
+                    return
                 context.abort(item.code, item.details)
-            yield item
+            yield batch
 
     def _run(self, x: Exchange, start: Start) -> None:
         """Run the harness; then PARKED (parked), END, or nothing (the stream is gone)."""
@@ -349,49 +419,28 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
         x.out.put(None)
 
 
-def _frames(
-    x: Exchange, frames: Iterator[harness_pb2.ControllerFrame]
-) -> Iterator[harness_pb2.ControllerFrame]:
-    """The host's frames; one the server's wire checks refused (undecodable, a field out of
-    range: .wirecheck) ends the stream INVALID_ARGUMENT."""
+def _next_start(
+    frames: Iterator[harness_pb2.ControllerFrame],
+) -> harness_pb2.ControllerFrame | None:
+    """The next execution's first frame on an Executions stream (None: the host closed it,
+    or went away)."""
     try:
-        yield from frames
-    except InvalidArgumentError as exc:
-        x.frames.put(Refusal(grpc.StatusCode.INVALID_ARGUMENT, exc.message))
-
-
-def _read(x: Exchange, frames: Iterator[harness_pb2.ControllerFrame]) -> None:
-    """Pass the host's frames on, refusing one with another envelope or a second start."""
-    with contextlib.suppress(grpc.RpcError, ValueError):
-        for frame in _frames(x, frames):
-            if frame.session != x.session or frame.execution_id != x.execution_id:
-                x.frames.put(
-                    Refusal(
-                        grpc.StatusCode.INVALID_ARGUMENT,
-                        f"frame for ({frame.session!r}, {frame.execution_id!r}) on the stream of "
-                        f"({x.session!r}, {x.execution_id!r})",
-                    )
-                )
-                return
-            if frame.WhichOneof("frame") == "start":
-                x.frames.put(
-                    Refusal(
-                        grpc.StatusCode.FAILED_PRECONDITION,
-                        "a second start on one execution's stream",
-                    )
-                )
-                return
-            x.frames.put(frame)
-    x.frames.put(None)
+        return next(frames, None)
+    except (grpc.RpcError, ValueError):
+        return None
 
 
 def add_to_server(
-    server: grpc.Server, factory: Callable[[], Harness], kept: NodeHistories | None = None
+    server: grpc.Server,
+    factory: Callable[[], Harness],
+    kept: NodeHistories | None = None,
+    lanes: int = 8,
 ) -> HarnessServicer:
     """Register a Harness service serving ``factory``'s harness on ``server`` (the
     ``extra_services`` seam of :func:`agentsessions.server.app.build_server`), keeping
-    sessions' histories in ``kept`` (None: none kept)."""
-    servicer = HarnessServicer(factory, kept)
+    sessions' histories in ``kept`` (None: none kept) and at most ``lanes`` Executions
+    streams open between executions (keep it under the server's worker threads)."""
+    servicer = HarnessServicer(factory, kept, lanes)
     harness_pb2_grpc.add_HarnessServicer_to_server(servicer, server)  # type: ignore[no-untyped-call]
     return servicer
 
@@ -423,7 +472,8 @@ class HarnessServer:
         )
         default = NodeHistories() if keep_history else None
         self.kept = kept if kept is not None else default
-        self.servicer = add_to_server(self.server, factory, self.kept)
+        # half the workers at most wait on open Executions streams: the rest serve the others
+        self.servicer = add_to_server(self.server, factory, self.kept, max(1, workers // 2))
         try:
             port = self.server.add_insecure_port(listen)
         except RuntimeError as exc:  # grpc raises it for an address it cannot bind

@@ -26,7 +26,8 @@ trailer ``agentsessions-history: miss``) and the host sends the whole history on
 stream: a node that evicted the session, or was fed by another controller, costs one more
 stream set-up, never a wrong history. Nothing here is durable and nothing reaches the
 journal: the harness gets the same events either way, so what the journal records and what
-replay proves do not change (replay sends whole histories, as before).
+replay proves do not change. A streamed replay keeps its histories on the node too, under
+the session's rerun key (:class:`~agentsessions.controller.replay.ReplayLineage`).
 
 Memory on the node: at most ``sessions`` sessions and ``max_bytes`` of events (their wire
 size), least recently used out; a session larger than the bound alone is not kept. Eviction

@@ -5,7 +5,8 @@ served harness sees is the journal's prefix, event for event, whatever crossed (
 only the new events); a node that lost its cache (evicted, restarted, bounded) and a fence
 change (another controller took the session) get the whole history again, never a wrong
 one; the model inputs recorded are those of the same session in process, and the session
-replays identical over the wire. Plus the node's and the host's bookkeeping alone.
+replays identical over the wire, each replayed execution's Start carrying only what is new
+under the session's rerun key. Plus the node's and the host's bookkeeping alone.
 """
 
 from __future__ import annotations
@@ -155,9 +156,33 @@ def test_the_model_inputs_match_in_process_and_the_session_replays_identical(
             ]
 
         assert inputs(remote) == inputs(local)  # each request was built on the same history
-        report = engine.rerun(remote)  # replay sends whole histories, as before
+        report = engine.rerun(remote)  # the node keeps the rerun's history too
         assert report.identical, report.divergence
         assert (report.replayed, report.model_calls) == (13, 0)
+
+
+def test_a_rerun_sends_each_replayed_execution_only_what_is_new(tmp_path: Path, node: Node) -> None:
+    with agentsessions.open(tmp_path, runtime="local") as engine:
+        uid = engine.run(harness=node.name, inputs=["hello"]).uid
+        _turns(engine, uid, 5)
+        live = node.kept.holds(uid)
+        for _ in range(2):  # a second rerun starts whole again: its first history is shorter
+            del node.kept.log[:], SEEN[:]
+            report = engine.rerun(uid)
+            assert report.identical and (report.replayed, report.model_calls) == (6, 0)
+            # the first execution has no history; the second crosses whole, then each
+            # carries the 5 events the execution before it added, as on the live turns
+            assert node.kept.log == [("whole", 5)] + [("new", 5)] * 4
+            journal = _journal(engine, uid)
+            assert [len(h) for h in SEEN] == [0, 5, 10, 15, 20, 25]
+            assert all(h == journal[: len(h)] for h in SEEN)  # each, the journal's prefix
+        # kept apart from the live turns' history, which the next turn extends as before
+        rerun = node.kept.holds(f"{uid}#rerun")
+        assert rerun == Mark(0, 25, _hash_at(engine, uid, 25))
+        assert node.kept.holds(uid) == live
+        del node.kept.log[:]
+        _turns(engine, uid, 1, "after")
+        assert node.kept.log == [("new", 5)]
 
 
 def test_a_node_that_lost_its_cache_gets_the_whole_history(tmp_path: Path, node: Node) -> None:

@@ -239,6 +239,7 @@ ADDED_RPCS = {
     "Sessions.EnsureSession": ("EnsureSessionRequest", "EnsureSessionResponse", False, False),
     "Sessions.FindSession": ("FindSessionRequest", "FindSessionResponse", False, False),
     "Sessions.ClaimSession": ("ClaimSessionRequest", "ClaimSessionResponse", False, False),
+    "Harness.Executions": ("ControllerFrame", "Events", True, True),
 }
 ADDED_MESSAGES = {
     "session.proto": {
@@ -270,7 +271,7 @@ ADDED_MESSAGES = {
         "ClaimSessionResponse",
         "CommittedRecord",
     },
-    "harness.proto": {"WorkingState", "StateResult", "HistoryMark"},
+    "harness.proto": {"WorkingState", "StateResult", "HistoryMark", "Events"},
     "common.proto": {"StateCommit", "TextDelta"},
 }
 ADDED_FIELDS = {
@@ -290,7 +291,7 @@ ADDED_FIELDS = {
     "batch=1002:[]ExecUpdate",
     "Start": "tools=1000:[]ToolSpec state=1001:WorkingState memory_restored=1002:bool "
     "history_base=1003:HistoryMark history_head=1004:HistoryMark",
-    "HarnessDescriptor": "history_node=1000:string",
+    "HarnessDescriptor": "history_node=1000:string executions=1001:bool",
     "ToolSpec": "input_schema=1000:Struct",
     "Capabilities": "uses_session_model=1000:?bool",
     "Event": "state_commit=1000:StateCommit@body delta=1001:TextDelta@body",
@@ -406,7 +407,8 @@ def test_services_match_the_digest_plus_our_rpcs() -> None:
         for svc, rpcs in services.items()
         for rpc, sig in rpcs.items()
     }
-    want.update({k: ("session.proto", *v) for k, v in ADDED_RPCS.items()})
+    files = {"Sessions": "session.proto", "Harness": "harness.proto"}
+    want.update({k: (files[k.split(".")[0]], *v) for k, v in ADDED_RPCS.items()})
     got = {}
     for file, (module, _) in FILES.items():
         for svc in module.DESCRIPTOR.services_by_name.values():

@@ -47,20 +47,22 @@ class ToolSpec(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., mediation: _Optional[_Union[_common_pb2.Mediation, str]] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class HarnessDescriptor(_message.Message):
-    __slots__ = ("id", "models", "tools", "capabilities", "version", "history_node")
+    __slots__ = ("id", "models", "tools", "capabilities", "version", "history_node", "executions")
     ID_FIELD_NUMBER: _ClassVar[int]
     MODELS_FIELD_NUMBER: _ClassVar[int]
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     HISTORY_NODE_FIELD_NUMBER: _ClassVar[int]
+    EXECUTIONS_FIELD_NUMBER: _ClassVar[int]
     id: str
     models: _containers.RepeatedScalarFieldContainer[str]
     tools: _containers.RepeatedCompositeFieldContainer[ToolSpec]
     capabilities: Capabilities
     version: str
     history_node: str
-    def __init__(self, id: _Optional[str] = ..., models: _Optional[_Iterable[str]] = ..., tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ..., capabilities: _Optional[_Union[Capabilities, _Mapping]] = ..., version: _Optional[str] = ..., history_node: _Optional[str] = ...) -> None: ...
+    executions: bool
+    def __init__(self, id: _Optional[str] = ..., models: _Optional[_Iterable[str]] = ..., tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ..., capabilities: _Optional[_Union[Capabilities, _Mapping]] = ..., version: _Optional[str] = ..., history_node: _Optional[str] = ..., executions: _Optional[bool] = ...) -> None: ...
 
 class DescribeRequest(_message.Message):
     __slots__ = ()
@@ -175,3 +177,9 @@ class ModelResult(_message.Message):
     usage: _common_pb2.Usage
     model_call_id: str
     def __init__(self, message: _Optional[_Union[_common_pb2.Message, _Mapping]] = ..., usage: _Optional[_Union[_common_pb2.Usage, _Mapping]] = ..., model_call_id: _Optional[str] = ...) -> None: ...
+
+class Events(_message.Message):
+    __slots__ = ("events",)
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[_common_pb2.Event]
+    def __init__(self, events: _Optional[_Iterable[_Union[_common_pb2.Event, _Mapping]]] = ...) -> None: ...

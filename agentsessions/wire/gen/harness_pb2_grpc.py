@@ -45,6 +45,11 @@ class HarnessStub:
                 request_serializer=harness__pb2.ControllerFrame.SerializeToString,
                 response_deserializer=common__pb2.Event.FromString,
                 _registered_method=True)
+        self.Executions = channel.stream_stream(
+                '/agentsessions.v1.Harness/Executions',
+                request_serializer=harness__pb2.ControllerFrame.SerializeToString,
+                response_deserializer=harness__pb2.Events.FromString,
+                _registered_method=True)
 
 
 class HarnessServicer:
@@ -63,6 +68,17 @@ class HarnessServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Executions(self, request_iterator, context):
+        """Addition: executions one after another on one stream (HarnessDescriptor.executions). Each
+        is exactly a Connect exchange, from its start frame to its EVENT_END or EVENT_PARKED; the
+        stream then stays open for the next start (any other frame between executions is refused,
+        FAILED_PRECONDITION). The node sends the events it has ready together, as one Events. A
+        refusal (a history miss, a bad frame) ends the stream as it ends a Connect.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_HarnessServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -75,6 +91,11 @@ def add_HarnessServicer_to_server(servicer, server):
                     servicer.Connect,
                     request_deserializer=harness__pb2.ControllerFrame.FromString,
                     response_serializer=common__pb2.Event.SerializeToString,
+            ),
+            'Executions': grpc.stream_stream_rpc_method_handler(
+                    servicer.Executions,
+                    request_deserializer=harness__pb2.ControllerFrame.FromString,
+                    response_serializer=harness__pb2.Events.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -131,6 +152,33 @@ class Harness:
             '/agentsessions.v1.Harness/Connect',
             harness__pb2.ControllerFrame.SerializeToString,
             common__pb2.Event.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Executions(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/agentsessions.v1.Harness/Executions',
+            harness__pb2.ControllerFrame.SerializeToString,
+            harness__pb2.Events.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,74 @@
+"""The floor under a remote harness turn: the same messages over gRPC, and nothing else.
+
+A node (:class:`BareNode`) that answers a turn's frames at once with canned events, and a
+host that sends them on a kept ``Harness.Executions`` stream as the remote harness does: a
+start answered by one event (the model call), a model result answered by one message of
+three events (output, usage, end). No harness, no journal, no conversion beyond protobuf's
+own. What this costs per turn is what the wire alone adds to a turn in process; used by
+``harness_wire.py`` for its floor row.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections.abc import Iterator
+from concurrent import futures
+from typing import Any
+
+import grpc
+
+from agentsessions.wire.gen import common_pb2, harness_pb2, harness_pb2_grpc
+
+_CALL = common_pb2.Event(execution_id="e", kind=common_pb2.EVENT_MODEL_CALL)
+_ENDING = harness_pb2.Events(
+    events=[
+        common_pb2.Event(execution_id="e", kind=kind)
+        for kind in (common_pb2.EVENT_OUTPUT, common_pb2.EVENT_USAGE, common_pb2.EVENT_END)
+    ]
+)
+
+
+class BareNode(harness_pb2_grpc.HarnessServicer):
+    """Answers each frame of an Executions stream at once: start -> the model call; any
+    other frame -> output, usage and end in one message."""
+
+    def Executions(self, frames: Iterator[Any], context: Any) -> Iterator[harness_pb2.Events]:
+        for frame in frames:
+            if frame.WhichOneof("frame") == "start":
+                yield harness_pb2.Events(events=[_CALL])
+            else:
+                yield _ENDING
+
+
+class Floor:
+    """A bare node on ``address`` and a kept stream to it; ``turn()`` is one turn's exchange."""
+
+    def __init__(self, address: str) -> None:
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        harness_pb2_grpc.add_HarnessServicer_to_server(BareNode(), self.server)  # type: ignore[no-untyped-call]
+        self.server.add_insecure_port(address)
+        self.server.start()
+        self.channel = grpc.insecure_channel(address)
+        self.frames: queue.SimpleQueue[harness_pb2.ControllerFrame | None] = queue.SimpleQueue()
+        stub = harness_pb2_grpc.HarnessStub(self.channel)  # type: ignore[no-untyped-call]
+        self.replies = iter(stub.Executions(iter(self.frames.get, None)))
+        envelope = {"session": "s", "execution_id": "e"}
+        self.start = harness_pb2.ControllerFrame(start=harness_pb2.Start(), **envelope)
+        result = harness_pb2.ModelResult(model_call_id="e:model:1")
+        self.result = harness_pb2.ControllerFrame(model=result, **envelope)
+
+    def turn(self) -> tuple[float, float]:
+        """(wall seconds, CPU seconds of this process: both ends) of one turn's exchange."""
+        began, cpu = time.perf_counter(), time.process_time()
+        self.frames.put(self.start)
+        next(self.replies)
+        self.frames.put(self.result)
+        next(self.replies)
+        return time.perf_counter() - began, time.process_time() - cpu
+
+    def close(self) -> None:
+        """End the stream and the node."""
+        self.frames.put(None)
+        self.channel.close()
+        self.server.stop(0)
