@@ -140,6 +140,9 @@ def _may_mark(message: object) -> bool:
     parts = message.get("parts")
     if type(parts) is not list:
         return True
+    if len(parts) == 1:  # the common case, without a generator
+        part = parts[0]
+        return type(part) is not dict or len(part) != 1 or "text" not in part
     return any(type(part) is not dict or len(part) != 1 or "text" not in part for part in parts)
 
 
