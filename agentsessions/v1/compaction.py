@@ -121,7 +121,7 @@ def markers(events: Iterable[tuple[int, Event]]) -> tuple[set[int], Marker | Non
             continue
         message = event.get("message")
         exec_id = str(event.get("execution_id", ""))
-        data = marker_data(event) if _may_mark(message) else None
+        data = marker_data(event) if may_mark(message) else None
         if data is not None:
             prior = last_output.get(exec_id)
             drop.update((seq, prior[0]) if prior else (seq,))
@@ -133,8 +133,9 @@ def markers(events: Iterable[tuple[int, Event]]) -> tuple[set[int], Marker | Non
     return drop, latest
 
 
-def _may_mark(message: object) -> bool:
-    """False when ``message`` surely holds no marker: a dict whose parts are all text."""
+def may_mark(message: object) -> bool:
+    """False when ``message`` surely holds no marker (nor a tool call): a dict whose parts
+    are all text; True for anything else (:func:`marker_data` decides)."""
     if type(message) is not dict:
         return True  # anything else: marker_data decides
     parts = message.get("parts")
