@@ -19,9 +19,10 @@ the same run, rounds interleaved, medians reported:
 
 - SQLite WAL synchronous=FULL committing the turn's two rows in one transaction (the Go
   reference's storage); target: agentsessions >= 0.25x;
-- a raw ``write`` + ``fdatasync`` loop (one 1.2 KB write per turn): the physical floor of
-  ``durability="turn"``; ``raw-2`` syncs each message of the turn on its own, the floor
-  of the default mode's two syncs (:func:`floors` prints how far each target is from it);
+- a raw ``write`` + ``fdatasync`` loop (one 1.2 KB append per turn); ``floor-1`` and
+  ``floor-2`` write into a preallocated file as the journal does, with one sync a turn
+  (the floor of ``durability="turn"``) or one per message (the default mode's two):
+  :func:`floors` prints how far each target is from its floor;
 - the OpenAI Agents SDK ``SQLiteSession`` driven as its Runner drives it (get_items, add
   the user item, add the reply) and LangGraph ``MessagesState`` on ``SqliteSaver``, when
   installed (a bench-only extra; skipped with a note otherwise).
@@ -199,16 +200,23 @@ def run_raw(tmp: Path, turns: int, tag: str) -> list[float]:
     return times
 
 
-def run_raw_steps(tmp: Path, turns: int, tag: str) -> list[float]:
-    """The default (``step``) mode's floor: the user message written and synced, then the
-    reply written and synced, as its two commits are; nothing else is done."""
-    fd = os.open(tmp / f"raw2-{tag}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    times = []
+def run_floor(tmp: Path, turns: int, tag: str, *, syncs: int = 1) -> list[float]:
+    """The disk's floor for a turn of ``syncs`` syncs, written as the journal writes: into a
+    file preallocated with zeros (a segment's free space), so no sync commits a size change.
+    ``syncs=1``: the turn's two messages, then one fdatasync (``durability="turn"``);
+    ``syncs=2``: each message synced on its own, as the default mode's two commits are."""
+    fd = os.open(tmp / f"floor{syncs}-{tag}.log", os.O_RDWR | os.O_CREAT, 0o644)
+    times, at = [], 0
     try:
+        os.write(fd, bytes(turns * 2 * TEXT_BYTES + 4096))
+        os.fsync(fd)
         for i in range(turns):
+            pieces = [_text(i, "user").encode(), _text(i, "assistant").encode()]
+            if syncs == 1:
+                pieces = [b"".join(pieces)]
             t0 = time.perf_counter()
-            for who in ("user", "assistant"):
-                os.write(fd, _text(i, who).encode())
+            for piece in pieces:
+                at += os.pwrite(fd, piece, at)
                 os.fdatasync(fd)
             times.append(time.perf_counter() - t0)
     finally:
@@ -219,13 +227,13 @@ def run_raw_steps(tmp: Path, turns: int, tag: str) -> list[float]:
 def floors(med: dict[str, float]) -> list[str]:
     """How far each local-turn target is from the disk's floor, from one run's medians.
 
-    A turn's time is its syncs plus its CPU; the ``raw`` rows are the syncs alone (one write
-    and fdatasync a turn; ``raw-2`` two), SQLite's row pair is about one of them. So the
+    A turn's time is its syncs plus its CPU; the ``floor`` rows are the syncs alone (one
+    fdatasync a turn; ``floor-2`` two), SQLite's row pair commits with about one. So the
     best ratio a mode can reach is its floor row over SQLite, and a target leaves
     ``1 / (target x SQLite's turns/s)`` minus the floor's time for everything else a turn
     does: the CPU budget each line prints against the CPU the turn spends now."""
     sqlite = med["sqlite"]
-    rows = [("agentsessions", "raw-2", 0.4), ("as-turn", "raw", 0.9)]
+    rows = [("agentsessions", "floor-2", 0.4), ("as-turn", "floor-1", 0.9)]
     lines = []
     for name, floor, target in rows:
         if name not in med or floor not in med:
@@ -375,7 +383,8 @@ def bench_conversation(tmp: Path, turns: int, rounds: int) -> None:
         "as-streamed": lambda tmp, turns, tag: run_agentsessions(tmp, turns, tag, streamed=True),
         "sqlite": run_sqlite,
         "raw": run_raw,
-        "raw-2": run_raw_steps,
+        "floor-1": run_floor,
+        "floor-2": lambda tmp, turns, tag: run_floor(tmp, turns, tag, syncs=2),
     }
     if _has_durability():  # the opt-in mode: one sync per turn that calls no tool
         systems["as-turn"] = lambda tmp, turns, tag: run_agentsessions(
