@@ -19,7 +19,10 @@ the same run, rounds interleaved, medians reported:
 
 - SQLite WAL synchronous=FULL committing the turn's two rows in one transaction (the Go
   reference's storage); target: agentsessions >= 0.25x;
-- a raw ``write`` + ``fdatasync`` loop (one 1.2 KB write per turn): the physical floor;
+- a raw ``write`` + ``fdatasync`` loop (one 1.2 KB append per turn); ``floor-1`` and
+  ``floor-2`` write into a preallocated file as the journal does, with one sync a turn
+  (the floor of ``durability="turn"``) or one per message (the default mode's two):
+  :func:`floors` prints how far each target is from its floor;
 - the OpenAI Agents SDK ``SQLiteSession`` driven as its Runner drives it (get_items, add
   the user item, add the reply) and LangGraph ``MessagesState`` on ``SqliteSaver``, when
   installed (a bench-only extra; skipped with a note otherwise).
@@ -198,6 +201,54 @@ def run_raw(tmp: Path, turns: int, tag: str) -> list[float]:
     return times
 
 
+def run_floor(tmp: Path, turns: int, tag: str, *, syncs: int = 1) -> list[float]:
+    """The disk's floor for a turn of ``syncs`` syncs, written as the journal writes: into a
+    file preallocated with zeros (a segment's free space), so no sync commits a size change.
+    ``syncs=1``: the turn's two messages, then one fdatasync (``durability="turn"``);
+    ``syncs=2``: each message synced on its own, as the default mode's two commits are."""
+    fd = os.open(tmp / f"floor{syncs}-{tag}.log", os.O_RDWR | os.O_CREAT, 0o644)
+    times, at = [], 0
+    try:
+        os.write(fd, bytes(turns * 2 * TEXT_BYTES + 4096))
+        os.fsync(fd)
+        for i in range(turns):
+            pieces = [_text(i, "user").encode(), _text(i, "assistant").encode()]
+            if syncs == 1:
+                pieces = [b"".join(pieces)]
+            t0 = time.perf_counter()
+            for piece in pieces:
+                at += os.pwrite(fd, piece, at)
+                os.fdatasync(fd)
+            times.append(time.perf_counter() - t0)
+    finally:
+        os.close(fd)
+    return times
+
+
+def floors(med: dict[str, float]) -> list[str]:
+    """How far each local-turn target is from the disk's floor, from one run's medians.
+
+    A turn's time is its syncs plus its CPU; the ``floor`` rows are the syncs alone (one
+    fdatasync a turn; ``floor-2`` two), SQLite's row pair commits with about one. So the
+    best ratio a mode can reach is its floor row over SQLite, and a target leaves
+    ``1 / (target x SQLite's turns/s)`` minus the floor's time for everything else a turn
+    does: the CPU budget each line prints against the CPU the turn spends now."""
+    sqlite = med["sqlite"]
+    rows = [("agentsessions", "floor-2", 0.4), ("as-turn", "floor-1", 0.9)]
+    lines = []
+    for name, floor, target in rows:
+        if name not in med or floor not in med:
+            continue
+        cpu = 1e6 / med[name] - 1e6 / med[floor]
+        budget = 1e6 / (target * sqlite) - 1e6 / med[floor]
+        lines.append(
+            f"floor of {name}: {floor} {med[floor]:,.0f} turns/s = {med[floor] / sqlite:.3f}x "
+            f"sqlite at best; a turn spends {cpu:.0f} us beyond its syncs, {target}x leaves "
+            f"{budget:.0f} us"
+        )
+    return lines
+
+
 def _sdk_reply(i: int) -> dict[str, Any]:
     """The assistant item as the Runner stores it: a Responses API output message, dumped."""
     text = _text(i, "assistant")
@@ -333,6 +384,8 @@ def bench_conversation(tmp: Path, turns: int, rounds: int) -> None:
         "as-streamed": lambda tmp, turns, tag: run_agentsessions(tmp, turns, tag, streamed=True),
         "sqlite": run_sqlite,
         "raw": run_raw,
+        "floor-1": run_floor,
+        "floor-2": lambda tmp, turns, tag: run_floor(tmp, turns, tag, syncs=2),
     }
     if _has_durability():  # the opt-in mode: one sync per turn that calls no tool
         systems["as-turn"] = lambda tmp, turns, tag: run_agentsessions(
@@ -367,6 +420,8 @@ def bench_conversation(tmp: Path, turns: int, rounds: int) -> None:
     if "agents-sdk" in med:
         print(f"agentsessions / Agents SDK: {ours / med['agents-sdk']:.1f}x   (target >= 10x)")
     print(f"flatness last-100 / first-100 turns/s: {statistics.median(flat):.2f}  (target >= 0.9)")
+    for line in floors(med):
+        print(line)
 
 
 # -- bytes on disk and loading the conversation back ---------------------------------------

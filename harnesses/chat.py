@@ -352,12 +352,45 @@ def summary_message(message: Message) -> Message:
     return {"role": "assistant", "parts": parts}
 
 
-def window(cfg: ChatConfig, start: Start) -> list[tuple[int, Event]]:
-    """The last ``history_events`` events of the history, with their seqs."""
+def window(
+    cfg: ChatConfig, start: Start, tail: list[Event] | None = None
+) -> list[tuple[int, Event]]:
+    """The last ``history_events`` events of the history (``tail`` when read already), with
+    their seqs."""
     if not cfg.history_events:
         return []
-    events = start.history.tail(cfg.history_events)
+    events = start.history.tail(cfg.history_events) if tail is None else tail
     return list(enumerate(events, len(start.history) - len(events) + 1))
+
+
+def plain_conversation(events: list[Event]) -> list[Message] | None:
+    """:func:`conversation` of a history window in one pass, when the window is plain: no
+    compaction in it (no EXECUTION_START with a config, no OUTPUT but of text parts: so
+    :func:`compaction.markers` finds nothing) and no TOOL_RESULT (so nothing is paired);
+    None for any other window, which takes the general path.
+
+    Every turn of a chat builds its request from the window again, and nearly every
+    window is plain: one loop instead of the markers scan, the drop filter and the
+    conversation loop, with the same messages (a test holds the two paths together)."""
+    out: list[Message] = []
+    for event in events:
+        kind = event.get("kind", "")
+        if kind == "EVENT_INPUT" or kind == "EVENT_OUTPUT":
+            msg = event.get("message")
+            if msg is None:
+                continue
+            role = _ROLES[kind]
+            if role == "assistant" and compaction.may_mark(msg):
+                return None  # a DataPart (a marker?), a tool call: the general path decides
+            out.append(msg if msg.get("role") == role else {**msg, "role": role})
+        elif kind == "EVENT_EXECUTION_START":
+            if (event.get("execution_start") or {}).get("config") and (
+                compaction.is_compaction_start(event)
+            ):
+                return None  # a compaction's: its outputs leave the conversation
+        elif kind == "EVENT_TOOL_RESULT":
+            return None
+    return out
 
 
 def build_messages(
@@ -372,6 +405,12 @@ def build_messages(
     messages: list[Message] = []
     if cfg.system_prompt:
         messages.append(dict(text_message("system", cfg.system_prompt)))
+    if events is None and latest is None:  # the turn's own window: plain, nearly always
+        tail = start.history.tail(cfg.history_events) if cfg.history_events else []
+        plain = plain_conversation(tail)
+        if plain is not None:
+            return (*messages, *plain, *start.inputs)
+        events = window(cfg, start, tail)
     events = window(cfg, start) if events is None else events
     drop, found = compaction.markers(events)
     latest = latest or found

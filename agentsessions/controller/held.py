@@ -68,6 +68,9 @@ class HeldWriter:
     def __init__(self, store: Store, inner: Writer, info: SessionInfo) -> None:
         self._store = store
         self.inner = inner
+        self._uid = inner.uid  # asked ~10 times a turn; a writer's session never changes
+        # what the pool probes before each use (None: a store no other host takes over)
+        self._takeover = WRITER_TAKEOVER.of(inner)
         self._info = info
         self._projection = Projection(
             compute_state=info.compute_state,
@@ -88,7 +91,7 @@ class HeldWriter:
     # -- the Writer protocol ------------------------------------------------------------
     @property
     def uid(self) -> str:
-        return self.inner.uid
+        return self._uid
 
     @property
     def fence(self) -> int:
@@ -151,7 +154,7 @@ class HeldWriter:
     def superseded(self) -> bool:
         """True if another writer took the journal over since this one's last commit (a
         store without cross-host takeover never is: its lock keeps others out)."""
-        takeover = WRITER_TAKEOVER.of(self.inner)
+        takeover = self._takeover
         if takeover is None:
             return False
         try:
@@ -164,7 +167,7 @@ class HeldWriter:
         for a store whose other hosts ask before taking a writer over (JetStream: busy
         refuses them, idle lets them take over). False when claiming it busy came after
         another host was let take it (open a new writer); always True without the capability."""
-        takeover = WRITER_TAKEOVER.of(self.inner)
+        takeover = self._takeover
         return True if takeover is None else takeover.set_busy(busy)
 
     def close(self) -> None:

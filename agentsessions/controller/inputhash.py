@@ -243,6 +243,13 @@ def _messages(items: object) -> str:
         return _NULL
     out = []
     for i, item in enumerate(items):
+        one = _one_text(item)
+        if one is not None:  # nearly every message of a conversation: one text part
+            try:
+                out.append(_one_text_message(*one))
+                continue
+            except InvalidArgumentError:
+                pass  # the general path raises it again, naming the field
         texts = _plain_texts(item)
         if texts is not None:
             try:
@@ -273,6 +280,28 @@ def _general_message(value: object, path: str) -> str:
             ("Parts", _slice(msg.get("parts", []), _part, f"{path}.parts", nil_if_empty=True)),
         ]
     )
+
+
+def _one_text(value: object) -> tuple[str, str] | None:
+    """``(role, text)`` of a message made of exactly one text part, else None.
+
+    :func:`_plain_texts` for the shape nearly every message of a conversation has, with no
+    loop: each turn hashes its whole window again, so this check runs ~20 times a turn. A
+    dict of exactly two keys whose ``role`` is a str and ``parts`` a list can only be
+    ``{"role", "parts"}``; a one-key dict whose ``text`` is a dict can only be ``{"text"}``."""
+    if type(value) is not dict or len(value) != 2:
+        return None
+    role, parts = value.get("role"), value.get("parts")
+    if type(role) is not str or type(parts) is not list or len(parts) != 1:
+        return None
+    part = parts[0]
+    if type(part) is not dict or len(part) != 1:
+        return None
+    inner = part.get("text")
+    if type(inner) is not dict or len(inner) != 1:
+        return None
+    text = inner.get("text")
+    return (role, text) if type(text) is str else None
 
 
 def _plain_texts(value: object) -> tuple[str, tuple[str, ...]] | None:
@@ -309,6 +338,12 @@ def _text_message(role: str, texts: tuple[str, ...]) -> str:
         for text in texts
     )
     return '{"Role":' + go_string(role) + ',"Parts":[' + parts + "]}"
+
+
+@functools.lru_cache(maxsize=4096)
+def _one_text_message(role: str, text: str) -> str:
+    """:func:`_text_message` of one text (memoised by the pair: no tuple to build per call)."""
+    return _text_message(role, (text,))
 
 
 def _part(value: object, path: str) -> str:

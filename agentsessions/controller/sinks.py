@@ -52,6 +52,7 @@ consumed.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, cast
@@ -139,6 +140,27 @@ class Observer:
             self.broken = True
             self.errors.append(exc)
 
+    def checked(self, check: Callable[[], None], every: float) -> Callable[[Any], None]:
+        """:func:`~.cancel.checked_stream` of this observer as ONE function (a model streams
+        a delta per token): ``check`` at most once per ``every`` seconds, then the callback."""
+        callback, clock, last = self.callback, time.monotonic, time.monotonic()
+
+        def deliver(value: Any) -> None:
+            nonlocal last
+            now = clock()
+            if now - last >= every:
+                last = now
+                check()
+            if self.broken:
+                return
+            try:
+                callback(value)
+            except Exception as exc:  # isolated as by __call__
+                self.broken = True
+                self.errors.append(exc)
+
+        return deliver
+
 
 def isolated(
     callback: Callable[[Any], None] | None, errors: list[Exception]
@@ -176,12 +198,13 @@ class Live:
             self.before_effect()
 
     def streaming(self) -> Callable[[str], None] | None:
-        """The delta callback for a live model call: ``on_delta``, also asking
-        ``before_effect`` as the answer streams, so a cancel abandons a call in flight."""
+        """``on_delta`` asking ``before_effect`` as the answer streams (a cancel abandons it)."""
         if self.on_delta is None or self.before_effect is None:
             return self.on_delta
-        from .cancel import checked_stream
+        from .cancel import STREAM_CHECK_SECONDS, checked_stream
 
+        if isinstance(self.on_delta, Observer):  # the controller's: one call per delta
+            return self.on_delta.checked(self.before_effect, STREAM_CHECK_SECONDS)
         return checked_stream(self.on_delta, self.before_effect)
 
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 import collections
 import contextvars
 import functools
+import itertools
 import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from agentsessions.errors import InvalidArgumentError, LockHeldError
 
@@ -185,18 +186,14 @@ class TurnFrames:
         return self._joined(batch.items)
 
     def _joined(self, items: list[object]) -> list[object]:
+        """``items`` with each run of deltas joined into one DeltaFrame (grouped in C: a
+        turn's batch holds a delta per token, ~100 of them)."""
         out: list[object] = []
-        text: list[str] = []
-        for item in items:
-            if type(item) is str:
-                text.append(item)
-                continue
-            if text:
-                out.append(DeltaFrame(self.uid, "".join(text)))
-                text = []
-            out.append(item)
-        if text:
-            out.append(DeltaFrame(self.uid, "".join(text)))
+        for kind, run in itertools.groupby(items, type):
+            if kind is str:
+                out.append(DeltaFrame(self.uid, "".join(cast("Iterator[str]", run))))
+            else:
+                out.extend(run)
         return out
 
 

@@ -106,25 +106,45 @@ def markers(events: Iterable[tuple[int, Event]]) -> tuple[set[int], Marker | Non
     compacting: set[str] = set()
     last_output: dict[str, tuple[int, Mapping[str, Any]]] = {}
     latest: Marker | None = None
+    # A chat turn asks this of its whole window every turn, so the common shapes are
+    # skipped before any call: a START without config (no config, no "compact" key) and
+    # an OUTPUT of text parts only (no DataPart, so no marker).
     for seq, event in events:
         kind = event.get("kind")  # only STARTs and OUTPUTs matter: the rest is skipped cheaply
         if kind == "EVENT_EXECUTION_START":
-            if "compact" in start_config(event):
+            if (event.get("execution_start") or {}).get("config") and "compact" in start_config(
+                event
+            ):
                 compacting.add(str(event.get("execution_id", "")))
             continue
         if kind != "EVENT_OUTPUT":
             continue
+        message = event.get("message")
         exec_id = str(event.get("execution_id", ""))
-        data = marker_data(event)
+        data = marker_data(event) if may_mark(message) else None
         if data is not None:
             prior = last_output.get(exec_id)
             drop.update((seq, prior[0]) if prior else (seq,))
             latest = Marker(exec_id, **data, summary=prior[1] if prior else None)
-        elif isinstance(event.get("message"), Mapping):
-            last_output[exec_id] = (seq, event["message"])
+        elif type(message) is dict or isinstance(message, Mapping):
+            last_output[exec_id] = (seq, message)
             if exec_id in compacting:
                 drop.add(seq)
     return drop, latest
+
+
+def may_mark(message: object) -> bool:
+    """False when ``message`` surely holds no marker (nor a tool call): a dict whose parts
+    are all text; True for anything else (:func:`marker_data` decides)."""
+    if type(message) is not dict:
+        return True  # anything else: marker_data decides
+    parts = message.get("parts")
+    if type(parts) is not list:
+        return True
+    if len(parts) == 1:  # the common case, without a generator
+        part = parts[0]
+        return type(part) is not dict or len(part) != 1 or "text" not in part
+    return any(type(part) is not dict or len(part) != 1 or "text" not in part for part in parts)
 
 
 def plan(events: list[tuple[int, Event]], keep_turns: int) -> Plan | None:

@@ -162,3 +162,26 @@ def test_the_agents_sdk_baseline_drives_the_session_as_a_real_runner_does(tmp_pa
     ours = _recorded_session_calls(lambda: bench.run_agents_sdk(tmp_path, 2, "t"))
     assert ours[: len(runner)] == runner  # then the bench's own check reads the history once
     assert ours[len(runner) :] == [("get_items", [])]
+
+
+def test_the_floor_lines_say_what_a_target_leaves_beyond_the_syncs() -> None:
+    """One sync a turn at SQLite's rate: ``turn`` mode's best is 1.0x, and 0.9x leaves a
+    ninth of the sync for everything else; the default mode is held to two syncs."""
+    bench = _bench()
+    med = {"sqlite": 1000.0, "floor-1": 1000.0, "floor-2": 500.0, "as-turn": 500.0}
+    med["agentsessions"] = 250.0
+    lines = bench.floors(med)
+    assert lines[0].startswith("floor of agentsessions: floor-2 500 turns/s = 0.500x")
+    assert "spends 2000 us beyond its syncs, 0.4x leaves 500 us" in lines[0]
+    assert lines[1].startswith("floor of as-turn: floor-1 1,000 turns/s = 1.000x")
+    assert "spends 1000 us beyond its syncs, 0.9x leaves 111 us" in lines[1]
+    assert bench.floors({"sqlite": 1000.0}) == []  # a checkout without the rows: no line
+
+
+def test_the_floor_rows_write_every_turn_into_a_preallocated_file(tmp_path: Path) -> None:
+    bench = _bench()
+    for syncs in (1, 2):
+        assert len(bench.run_floor(tmp_path, 5, f"t{syncs}", syncs=syncs)) == 5
+        data = (tmp_path / f"floor{syncs}-t{syncs}.log").read_bytes()
+        assert data.startswith(b"user 0: ") and b"assistant 4: " in data
+        assert len(data) == 5 * 2 * bench.TEXT_BYTES + 4096  # written in place, not appended

@@ -381,6 +381,43 @@ def test_memoised_text_messages_encode_as_the_general_path(role: str, texts: lis
     assert _message(msg, "m") == _message(json.loads(json.dumps(msg)), "m")  # memo hit
 
 
+_NEAR_MISSES: list[Any] = [
+    {"role": "user", "parts": [{"text": {"text": "a"}, "data": None}]},  # a second part key
+    {"role": "user", "parts": [{"text": {"text": "a"}}], "x": 1},  # a key Go has no field for
+    {"role": "user", "parts": ({"text": {"text": "a"}},)},  # a tuple of parts
+    {"role": "user", "parts": [{"text": {"text": "a", "y": 2}}]},  # an unknown text field
+    {"role": "user", "parts": [{"text": {}}]},  # no text: Go's zero value ""
+    {"parts": [{"text": {"text": "a"}}]},  # no role
+    {"role": 1, "parts": [{"text": {"text": "a"}}]},  # a role that is not a string
+]
+
+
+@given(st.sampled_from(["user", "assistant", ""]), _TEXTS, st.sampled_from(_NEAR_MISSES))
+@settings(max_examples=200)
+def test_the_one_text_fast_path_writes_or_refuses_as_the_general_path(
+    role: str, text: str, near: dict[str, Any]
+) -> None:
+    """A window of one-text messages (the fast path) and of shapes that only look like one
+    (the general path) hashes, or is refused, exactly as field by field."""
+    from agentsessions.controller.inputhash import _general_message, _messages
+
+    one = {"role": role, "parts": [{"text": {"text": text}}]}
+    for messages in ([one], [one, near], [near]):
+        try:
+            want: str | None = (
+                "["
+                + ",".join(_general_message(m, f"messages[{i}]") for i, m in enumerate(messages))
+                + "]"
+            )
+        except InvalidArgumentError:
+            want = None
+        if want is None:
+            with pytest.raises(InvalidArgumentError):
+                _messages(messages)
+        else:
+            assert _messages(messages) == want
+
+
 def test_memoised_path_still_refuses_a_lone_surrogate_naming_the_field() -> None:
     msg = {"role": "user", "parts": [{"text": {"text": "a\ud800"}}]}
     with pytest.raises(InvalidArgumentError, match=r"messages\[0\]\.parts\[0\]\.text\.text"):

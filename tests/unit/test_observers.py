@@ -79,3 +79,33 @@ def test_an_observer_set_after_construction_is_isolated_too(tmp_path: Path) -> N
     ctl.exec(uid, [dict(construct.text_message("user", "x"))])
     assert kinds(ctl, uid)[-1] == "EVENT_END"
     assert len(ctl.observer_errors) == 1
+
+
+def test_a_checked_delta_stream_isolates_as_the_observer_and_checks_on_its_clock() -> None:
+    """``Observer.checked`` (a streamed model call's one function per delta) keeps the
+    observer's isolation and asks the cancel check as ``checked_stream`` does."""
+    seen: list[str] = []
+    errors: list[Exception] = []
+
+    def flaky(text: str) -> None:
+        seen.append(text)
+        if text == "b":
+            raise BrokenPipeError(32, "Broken pipe")
+
+    checks: list[int] = []
+    every_time = Observer(flaky, errors).checked(lambda: checks.append(1), 0.0)
+    for text in "abc":
+        every_time(text)
+    assert seen == ["a", "b"] and len(errors) == 1  # not called again once broken
+    assert len(checks) == 3  # a zero interval: asked before every delta, broken or not
+
+    never = Observer(seen.append, []).checked(lambda: checks.append(1), 3600.0)
+    never("d")
+    assert seen[-1] == "d" and len(checks) == 3  # within the interval: not asked
+
+    def canceled() -> None:
+        raise KeyboardInterrupt  # the check's own error reaches the caller
+
+    with pytest.raises(KeyboardInterrupt):
+        Observer(seen.append, []).checked(canceled, 0.0)("e")
+    assert seen[-1] == "d"  # checked before delivering

@@ -77,9 +77,13 @@ class HostFiles:
         if path is None:
             path = os.fspath(self._dir(uid).path / receipts.WORKLOAD_NAME)
             self._workload_paths[uid] = path
+        # most sessions have no tools: a failed access() raises nothing, where a failed
+        # stat() costs an OSError built and caught, and a turn asks three times
         try:
-            st = os.stat(path)
-        except FileNotFoundError:
+            st = os.stat(path) if os.access(path, os.F_OK) else None
+        except FileNotFoundError:  # removed in between
+            st = None
+        if st is None:
             self._workloads.pop(uid, None)
             return None
         key = (st.st_ino, st.st_size, st.st_mtime_ns)

@@ -359,6 +359,8 @@ def cancel_request_at(path: str) -> str | None:
     """The execution id the cancel request at ``path`` names, or None. Cheap on purpose (one
     failed ``stat`` when there is none, on a path built once): a live turn asks before every
     effect. A torn or unreadable request counts as none."""
+    if not os.access(path, os.F_OK):  # the common case, without an OSError built and caught
+        return None
     try:
         if not os.stat(path).st_size:
             return None
