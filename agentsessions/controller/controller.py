@@ -65,12 +65,13 @@ from .driving import TurnResult as TurnResult  # re-exported: callers import it 
 from .held import DEFAULT_IDLE_SECONDS, DEFAULT_KEEP, HeldWriter, WriterPool
 from .heldlimit import HeldLimit
 from .history import WriterHistory
+from .live import Live, isolated
 from .registry import Registry
 from .rules import DEFAULT_HARNESS as DEFAULT_HARNESS  # re-exported: callers import it here
 from .rules import check_config, check_inherited_intent
 from .rules import check_harness as check_harness
 from .rules import fresh_start_hint as fresh_start_hint
-from .sinks import Live, TurnSink, isolated
+from .sinks import TurnSink
 from .spi import (
     REQUIRES_MEMORY_SNAPSHOT,
     STATELESS_REPLAY,

@@ -52,10 +52,9 @@ consumed.
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 from agentsessions.errors import (
     AgentSessionsError,
@@ -74,138 +73,11 @@ from agentsessions.v1 import construct, model, refusals
 
 from .approvals import Gate, denial_body, is_gated, with_seqs
 from .inputhash import model_input_hash
-from .spi import Completion, Message, ModelProvider, ModelRequest
+from .live import Live
+from .spi import Completion, Message, ModelRequest
 from .toolcalls import ToolHost, check_call, same_call
 
 Event = dict[str, Any]
-
-
-class Journal(Protocol):
-    """Where a live sink appends: one commit per call, acknowledged after its sync."""
-
-    def record(self, events: Sequence[Mapping[str, Any]], *, sync: bool = True) -> Record:
-        """Commit ``events``; with ``sync=False`` the next sync (or :meth:`flush`) covers it."""
-        ...
-
-    def defer(self, events: Sequence[Mapping[str, Any]]) -> None:
-        """Commit ``events`` with the next sync (landed now unsynced, or, in ``turn`` mode,
-        held and landed with the next synced commit as one)."""
-        ...
-
-    def flush(self) -> None:
-        """Make every commit recorded with ``sync=False`` durable."""
-        ...
-
-    def before_call(self) -> None:
-        """Before a model call: make what it is sent durable if the turn's durability mode
-        asks (``step``: yes; ``turn``: no, END's sync covers it)."""
-        ...
-
-    def commit_state(
-        self,
-        data: bytes,
-        *,
-        covers_to: int,
-        expected_version: int | None,
-        commit_id: str,
-        author: str,
-    ) -> int:
-        """Commit the working state (no entries) after everything recorded so far, waiting
-        for the next sync as a ``sync=False`` commit does; the new state version."""
-        ...
-
-
-class Observer:
-    """A caller's callback (``on_record``, ``on_delta``) isolated from the turn it watches.
-
-    Watching a turn must never change it: a terminal that went away (a broken pipe, a full
-    disk) is the caller's problem, not the model's or the harness's, so an exception raised
-    by the callback is kept in ``errors`` (for the caller to inspect) instead of being
-    journaled as the turn's failure. After its first failure the callback is not called
-    again. ``BaseException`` (Ctrl-C, SystemExit) still propagates: that is the user stopping
-    the process, and the open turn is left for resume.
-    """
-
-    def __init__(self, callback: Callable[[Any], None], errors: list[Exception]) -> None:
-        self.callback = callback
-        self.errors = errors
-        self.broken = False
-
-    def __call__(self, value: Any) -> None:
-        if self.broken:
-            return
-        try:
-            self.callback(value)
-        except Exception as exc:
-            self.broken = True
-            self.errors.append(exc)
-
-    def checked(self, check: Callable[[], None], every: float) -> Callable[[Any], None]:
-        """:func:`~.cancel.checked_stream` of this observer as ONE function (a model streams
-        a delta per token): ``check`` at most once per ``every`` seconds, then the callback."""
-        callback, clock, last = self.callback, time.monotonic, time.monotonic()
-
-        def deliver(value: Any) -> None:
-            nonlocal last
-            now = clock()
-            if now - last >= every:
-                last = now
-                check()
-            if self.broken:
-                return
-            try:
-                callback(value)
-            except Exception as exc:  # isolated as by __call__
-                self.broken = True
-                self.errors.append(exc)
-
-        return deliver
-
-
-def isolated(
-    callback: Callable[[Any], None] | None, errors: list[Exception]
-) -> Callable[[Any], None] | None:
-    """``callback`` behind an :class:`Observer` (once: an Observer is not wrapped again)."""
-    if callback is None or isinstance(callback, Observer):
-        return callback
-    return Observer(callback, errors)
-
-
-@dataclass
-class Live:
-    """The live side of a sink: the journal to append to and the models to call."""
-
-    journal: Journal
-    models: Callable[[str], ModelProvider]
-    default_model: str
-    on_delta: Callable[[str], None] | None = None
-    calls: list[str] = field(default_factory=list)  # live model calls made (I1 evidence)
-    tools: ToolHost | None = None
-    """The session's tools and receipts (None: this turn runs no mediated tools)."""
-    before_effect: Callable[[], None] | None = None
-    """Asked before each live effect starts (model call, output, tool result, usage) and as
-    a live model call streams; it raises TurnCanceledError when a cancel request names the
-    turn's execution (a streaming call is then abandoned, its MODEL_CALL kept as audit)."""
-    approvals: bool = False
-    """The harness may make approval-gated calls (it is STATELESS_REPLAY: a parked turn is
-    continued by replaying it); False refuses them before anything is recorded."""
-    author: str = ""
-    """Who the host stamps on the harness's working state (``harness:<id>``)."""
-
-    def boundary(self) -> None:
-        """An effect boundary: stop here if the turn was canceled."""
-        if self.before_effect is not None:
-            self.before_effect()
-
-    def streaming(self) -> Callable[[str], None] | None:
-        """``on_delta`` asking ``before_effect`` as the answer streams (a cancel abandons it)."""
-        if self.on_delta is None or self.before_effect is None:
-            return self.on_delta
-        from .cancel import STREAM_CHECK_SECONDS, checked_stream
-
-        if isinstance(self.on_delta, Observer):  # the controller's: one call per delta
-            return self.on_delta.checked(self.before_effect, STREAM_CHECK_SECONDS)
-        return checked_stream(self.on_delta, self.before_effect)
 
 
 @dataclass

@@ -8,11 +8,13 @@ fences are illustrations and never run.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,6 +54,18 @@ def every_block() -> list[Block]:
     return [b for page in pages() for b in blocks(page)]
 
 
+def _short_scratch(tmp_path: Path) -> Path:
+    """``tmp_path/scratch``: a link to a short directory under the system's temp dir, so a
+    block's ``$(mktemp -d)/x.sock`` fits a unix socket's 107 bytes however deep pytest's
+    own temp path is (pytest-of-USER/pytest-NNNN/popen-gwN/TEST_NAME/ on a busy machine)."""
+    link = tmp_path / "scratch"
+    if not link.exists():
+        short = Path(tempfile.mkdtemp(prefix="g", dir="/tmp"))
+        link.symlink_to(short, target_is_directory=True)
+        atexit.register(shutil.rmtree, short, True)  # the link dies with tmp_path; this too
+    return Path(os.readlink(link))
+
+
 def run_block(
     block: Block, tmp_path: Path, *, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -62,8 +76,7 @@ def run_block(
     fixture = tmp_path / "agentsessions" / "data"  # the tour imports the Go journal by path
     fixture.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "agentsessions" / "data" / "go-v0.1.2-completed.json", fixture)
-    scratch = tmp_path / "scratch"
-    scratch.mkdir(exist_ok=True)
+    scratch = _short_scratch(tmp_path)
     base = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSESSIONS_")}
     base.update(
         TMPDIR=str(scratch),

@@ -15,7 +15,7 @@ from typing import Any
 from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
 from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 SESSIONS = 8
 GATE_SECONDS = 1.0  # below one publish try (2 s): a gate that never opens fails the count
@@ -62,7 +62,7 @@ def test_eight_sessions_in_one_store_have_their_commits_in_flight_together(
         def commit(w: Any) -> None:
             try:
                 start.wait()
-                w.append([model.output_event(model.text_message("assistant", "hi"),
+                w.append([construct.output_event(construct.text_message("assistant", "hi"),
                                              execution_id="e1")], commit_id="c1")  # fmt: skip
             except BaseException as exc:
                 errors.append(exc)

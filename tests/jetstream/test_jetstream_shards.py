@@ -16,7 +16,7 @@ from agentsessions.journal.stores.jetstream import shards
 from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
 from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 
 
 def _admin(server: Any, work: Any) -> Any:
@@ -31,7 +31,7 @@ def _admin(server: Any, work: Any) -> Any:
 
 
 def _say(text: str) -> dict[str, Any]:
-    return model.output_event(model.text_message("assistant", text), execution_id="e1")
+    return construct.output_event(construct.text_message("assistant", text), execution_id="e1")
 
 
 def _url(server: Any, token: str, **query: str) -> str:

@@ -13,17 +13,17 @@ from hypothesis import strategies as st
 import agentsessions.v1.compaction as compaction
 from agentsessions.controller.history import ListHistory
 from agentsessions.controller.spi import Start
-from agentsessions.v1 import model
+from agentsessions.v1 import construct
 from harnesses.chat import ChatConfig, build_messages, conversation, plain_conversation
 
 
 def _start(config: dict[str, Any] | None, xid: str) -> dict[str, Any]:
     raw = json.dumps(config).encode() if config is not None else b""
-    return model.execution_start(input_count=1, config=raw, harness="chat", execution_id=xid)
+    return construct.execution_start(input_count=1, config=raw, harness="chat", execution_id=xid)
 
 
 def _text(kind: str, role: str, text: str) -> dict[str, Any]:
-    return model.event(kind, execution_id="x", message=model.text_message(role, text))
+    return construct.event(kind, execution_id="x", message=construct.text_message(role, text))
 
 
 _TOOL_CALL = {"role": "assistant", "parts": [{"tool_call": {"id": "c1", "tool": "t"}}]}
@@ -35,11 +35,11 @@ _EVENTS = [
     _text("EVENT_INPUT", "", "no role"),
     _text("EVENT_OUTPUT", "assistant", "hi"),
     _text("EVENT_OUTPUT", "user", "an output that says user"),
-    model.event("EVENT_OUTPUT", execution_id="c", message=_TOOL_CALL),
-    model.event("EVENT_OUTPUT", execution_id="c", message=compaction.marker_message(1, 3, 9)),
+    construct.event("EVENT_OUTPUT", execution_id="c", message=_TOOL_CALL),
+    construct.event("EVENT_OUTPUT", execution_id="c", message=compaction.marker_message(1, 3, 9)),
     {"kind": "EVENT_TOOL_RESULT", "execution_id": "x", "result": {"id": "c1"}},
-    model.model_call_event("m", input_hash="0" * 64, call_id="k", execution_id="x"),
-    model.end_event("COMPLETED", execution_id="x"),
+    construct.model_call_event("m", input_hash="0" * 64, call_id="k", execution_id="x"),
+    construct.end_event("COMPLETED", execution_id="x"),
     {"kind": "EVENT_INPUT", "execution_id": "x"},  # no message
 ]
 

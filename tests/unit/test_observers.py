@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentsessions.controller.controller import Controller
-from agentsessions.controller.sinks import Observer
+from agentsessions.controller.live import Observer
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.file.store import FileStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
