@@ -97,10 +97,12 @@ class Exchange:
     parked: common_pb2.ApprovalRef | None = None
     canceled: bool = False
     calls: int = 0
+    json: bool = False  # the host reads events as Event.json (its Start said so)
 
     def send(self, event: Mapping[str, Any]) -> None:
         """Queue ``event`` (a dict) for the host, stamped with the execution id."""
-        self.out.put(wire.event_to_proto({**event, "execution_id": self.execution_id}))
+        stamped = {**event, "execution_id": self.execution_id}
+        self.out.put(wire.event_to_wire(stamped, self.json))
 
     def refuse(self, code: grpc.StatusCode, details: str) -> StreamGone:
         """Abort the stream with ``code`` (the handler does it) and unwind the harness."""
@@ -148,11 +150,11 @@ class WireSink:
         x = self.x
         x.calls += 1
         call_id = f"{x.execution_id}:model:{x.calls}"
-        body: dict[str, Any] = {
-            "model": request.model,
-            "id": call_id,
-            "messages": [dict(m) for m in request.messages],
-        }
+        # canonical as it is built (a default left out, as the message would drop it), so
+        # it crosses as Event.json to a host that reads it
+        body: dict[str, Any] = {"id": call_id, "messages": [dict(m) for m in request.messages]}
+        if request.model:
+            body["model"] = request.model
         if request.params:
             body["params"] = dict(request.params)
         if request.tools:
@@ -309,6 +311,7 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
         if self.kept is not None:
             msg.history_node = self.kept.node
         msg.executions = True
+        msg.json_events = True
         return msg
 
     def Connect(
@@ -356,7 +359,7 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
             )
         if not first.execution_id:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "start names no execution_id")
-        x = Exchange(first.session, first.execution_id, frames)
+        x = Exchange(first.session, first.execution_id, frames, json=first.start.json_events)
         try:
             start = wire.start_from_proto(first.execution_id, first.start, first.session, self.kept)
         except HistoryMiss as exc:  # before the harness runs: the host resends it whole
