@@ -102,21 +102,34 @@ def event_to_wire(event: Mapping[str, Any], json: bool) -> common_pb2.Event:
     return event_to_proto(event)
 
 
+def event_as_json(event: Mapping[str, Any]) -> common_pb2.Event:
+    """The ``Event`` carrying ``event`` as its JSON, unchecked: for an event read from the
+    journal (canonical as it was sealed; the receiver reads any other through the message)."""
+    return common_pb2.Event(json=_ENCODE.encode(event))
+
+
 def _json_event(msg: common_pb2.Event, data: bytes) -> dict[str, Any]:
-    """The dict an ``Event.json`` carries; HarnessProtocolError unless it is alone in its
-    message and exactly canonical proto3-JSON of an Event (what the journal hashes). A
-    plain one is the dict the field-by-field path gives; one that is not (a float in a
-    Struct) is taken through the message, so it reads the same too."""
+    """The dict an ``Event.json`` carries, read as the field-by-field path reads the same
+    event: as it is when canonical and plain (the fast checker says so in a few µs), else
+    through the message (normalised, or refused: HarnessProtocolError). Alone in its
+    message, else refused."""
     if len(msg.ListFields()) != 1:
         raise HarnessProtocolError("an event sent as JSON has other fields set beside it")
     try:
         event: dict[str, Any] = _DECODE.decode(data)
-        plain = validate_event(event)
-    except (msgspec.DecodeError, FormatError) as exc:
+    except msgspec.DecodeError as exc:
+        raise HarnessProtocolError(f"an event sent as JSON is not JSON: {exc}") from None
+    try:
+        if validate_event(event):
+            return event
+    except FormatError:
+        pass  # not canonical: the message path normalises it or says why it cannot
+    try:
+        return event_dict(event_to_proto(event))
+    except HarnessProtocolError as exc:
         raise HarnessProtocolError(
-            f"an event sent as JSON is not canonical proto3-JSON of an Event: {exc}"
+            f"an event sent as JSON is not an agentsessions.v1 Event: {exc}"
         ) from None
-    return event if plain else event_dict(event_to_proto(event))
 
 
 # --------------------------------------------------------------------------- descriptors
@@ -247,9 +260,10 @@ def start_to_proto(
     state = start.state
     if base is not None and head is not None:
         # only what the node lacks: the journal is read from base on, not from seq 1
-        history = [event_to_wire(e, json) for e in start.history.tail(head.seq - base.seq)]
+        make = event_as_json if json else event_to_proto
+        history = [make(e) for e in start.history.tail(head.seq - base.seq)]
     elif json:  # a few µs an event: no cache needed
-        history = [event_to_wire(e, True) for e in start.history.tail(len(start.history))]
+        history = [event_as_json(e) for e in start.history.tail(len(start.history))]
     else:
         # tail(len): bounded by the execution's start however the history iterates
         events = start.history.tail(len(start.history))

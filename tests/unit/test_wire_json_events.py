@@ -1,10 +1,11 @@
 """Events as ``Event.json`` read as the same dicts as events sent field by field.
 
-An event crosses as its canonical JSON only when the receiver said it reads it and the
-sender's fast schema check finds it canonical; the receiver gets the dict the field-by-field
-path gives (the golden vectors, the Go fixture's events, Hypothesis events, a Start's
-history), refuses JSON that is not one canonical Event, and an old peer (nothing declared)
-gets every event field by field.
+An event crosses as JSON only when the receiver said it reads it (a node's own events, only
+when its fast schema check finds them canonical and plain); the receiver gets the dict the
+field-by-field path gives (the golden vectors, the Go fixture's events, Hypothesis events, a
+Start's history), reads JSON that is not canonical through the message (normalised, or
+refused as the message path refuses it), and an old peer (nothing declared) gets every event
+field by field.
 """
 
 from __future__ import annotations
@@ -64,18 +65,28 @@ def test_any_event_reads_the_same_as_json(event: dict[str, Any]) -> None:
     _same_either_way(event)
 
 
+LOOSE = {"kind": "EVENT_USAGE", "execution_id": "e1", "usage": {"input_tokens": 5}}
+"""Valid proto3-JSON, not canonical: an int64 as a number."""
+
+
 def test_an_event_not_canonical_goes_field_by_field_and_is_normalised() -> None:
-    loose = {"kind": "EVENT_USAGE", "execution_id": "e1", "usage": {"input_tokens": 5}}
-    msg = wire.event_to_wire(loose, True)
+    msg = wire.event_to_wire(LOOSE, True)
     assert not msg.json
     assert wire.event_dict(msg)["usage"] == {"input_tokens": "5"}  # as before
+
+
+def test_json_not_canonical_is_read_through_the_message() -> None:
+    got = wire.event_dict(wire.event_as_json(LOOSE))
+    assert got == wire.event_dict(wire.event_to_proto(LOOSE))
+    assert got["usage"] == {"input_tokens": "5"}
 
 
 @pytest.mark.parametrize(
     ("msg", "says"),
     [
-        (common_pb2.Event(json=b"[1, 2]"), "not canonical proto3-JSON of an Event"),
-        (common_pb2.Event(json=b'{"kind":"EVENT_NOPE"}'), "not canonical proto3-JSON"),
+        (common_pb2.Event(json=b"{1"), "not JSON"),
+        (common_pb2.Event(json=b"[1, 2]"), "not an agentsessions.v1 Event"),
+        (common_pb2.Event(json=b'{"kind":"EVENT_NOPE"}'), "not an agentsessions.v1 Event"),
         (common_pb2.Event(json=b'{"kind":"EVENT_END","end":{}}', kind=1), "beside it"),
     ],
 )
@@ -153,11 +164,11 @@ def test_a_node_sends_json_only_to_a_host_that_reads_it(
     assert [wire.event_dict(m)["kind"] for m in new][-1] == "EVENT_END"
 
 
-def test_a_node_refuses_a_history_event_that_is_not_canonical_json(
+def test_a_node_refuses_a_history_event_that_is_not_an_event(
     node: harness_pb2_grpc.HarnessStub,
 ) -> None:
-    bad = common_pb2.Event(json=b'{"kind":"EVENT_USAGE","usage":{"input_tokens":5}}')
+    bad = common_pb2.Event(json=b'{"kind":"EVENT_USAGE","usage":{"tokens":5}}')
     with pytest.raises(grpc.RpcError) as info:
         _run(node, harness_pb2.Start(history=[bad], json_events=True))
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert "not canonical proto3-JSON" in str(info.value.details())
+    assert "not an agentsessions.v1 Event" in str(info.value.details())
