@@ -90,6 +90,23 @@ def _describe(address: str, timeout: float = DESCRIBE_TIMEOUT) -> harness_pb2.Ha
     return reply
 
 
+_OURS: dict[str, tuple[harness_pb2.HarnessDescriptor, HarnessDescriptor]] = {}
+
+
+def _ours(address: str, reply: harness_pb2.HarnessDescriptor) -> HarnessDescriptor:
+    """Ours of the descriptor the node at ``address`` answered, converted once per reply:
+    a turn describes its harness twice, each on a new instance, and :mod:`.described`
+    hands back the same reply while the connection stays up (ours is frozen: shared)."""
+    with _LOCK:
+        kept = _OURS.get(address)
+    if kept is not None and kept[0] is reply:
+        return kept[1]
+    ours = wire.descriptor_from_proto(reply)
+    with _LOCK:
+        _OURS[address] = (reply, ours)
+    return ours
+
+
 def _unreachable(address: str, exc: grpc.RpcError) -> UnavailableError:
     details = exc.details() if hasattr(exc, "details") else str(exc)
     return UnavailableError(
@@ -119,7 +136,7 @@ class RemoteHarness:
             reply = described(address, channel(address), lambda: _describe(address))
             self.node, self.lanes = reply.history_node, reply.executions
             self.json = reply.json_events
-            self._descriptor = wire.descriptor_from_proto(reply)
+            self._descriptor = _ours(address, reply)
         return self._descriptor
 
     def run(self, start: Start, sink: Sink) -> None:
