@@ -6,11 +6,18 @@ start answered by one event (the model call), a model result answered by one mes
 three events (output, usage, end). No harness, no journal, no conversion beyond protobuf's
 own. What this costs per turn is what the wire alone adds to a turn in process; used by
 ``harness_wire.py`` for its floor row.
+
+:class:`ThreadedNode` answers the same way from a thread of its own, as a node must run a
+synchronous harness: grpc's sync server sends only what its handler yields, so the
+handler waits on a queue while another thread reads the frames and answers them (the
+node's runner, ``harnessnode.HarnessServicer._executions``). Its cost is the floor of such
+a node: the bare exchange plus the thread hops a harness needs.
 """
 
 from __future__ import annotations
 
 import queue
+import threading
 import time
 from collections.abc import Iterator
 from concurrent import futures
@@ -41,12 +48,34 @@ class BareNode(harness_pb2_grpc.HarnessServicer):
                 yield _ENDING
 
 
-class Floor:
-    """A bare node on ``address`` and a kept stream to it; ``turn()`` is one turn's exchange."""
+class ThreadedNode(harness_pb2_grpc.HarnessServicer):
+    """BareNode's answers from a runner thread (one per stream), sent by the handler."""
 
-    def __init__(self, address: str) -> None:
+    def Executions(self, frames: Iterator[Any], context: Any) -> Iterator[harness_pb2.Events]:
+        out: queue.SimpleQueue[harness_pb2.Events | None] = queue.SimpleQueue()
+        threading.Thread(target=self._answer, args=(frames, out), daemon=True).start()
+        yield from iter(out.get, None)
+
+    @staticmethod
+    def _answer(frames: Iterator[Any], out: queue.SimpleQueue[harness_pb2.Events | None]) -> None:
+        try:
+            for frame in frames:
+                start = frame.WhichOneof("frame") == "start"
+                out.put(harness_pb2.Events(events=[_CALL]) if start else _ENDING)
+        except grpc.RpcError:
+            pass  # the stream ended under it
+        finally:
+            out.put(None)
+
+
+class Floor:
+    """A bare node on ``address`` and a kept stream to it; ``turn()`` is one turn's exchange
+    (``threaded``: answered from a thread of the node's own, :class:`ThreadedNode`)."""
+
+    def __init__(self, address: str, threaded: bool = False) -> None:
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        harness_pb2_grpc.add_HarnessServicer_to_server(BareNode(), self.server)  # type: ignore[no-untyped-call]
+        node = ThreadedNode() if threaded else BareNode()
+        harness_pb2_grpc.add_HarnessServicer_to_server(node, self.server)  # type: ignore[no-untyped-call]
         self.server.add_insecure_port(address)
         self.server.start()
         self.channel = grpc.insecure_channel(address)

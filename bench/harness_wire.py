@@ -15,7 +15,8 @@ both ends of the wire included (a figure the machine's load disturbs less). The 
 interleaves a third kind of turn: the same messages over a kept stream to a node that answers
 at once (``harness_floor.py``: no harness, no journal), and prints what a remote turn would
 cost if the wire added only that to the turn in process: the best ratio this transport
-allows on this machine. Then
+allows on this machine; the second floor row answers from a thread of the node's own, as a
+node must run a synchronous harness behind grpc's sync server (``ThreadedNode``). Then
 ``replay --rerun`` of each session (a node keeps a rerun's history too). The turns are short (one
 model call), so the ratio is the protocol's overhead at its largest. No number here is
 asserted by a test.
@@ -54,22 +55,24 @@ def _turn(engine: Sessions, uid: str, i: int) -> tuple[float, float]:
     return time.perf_counter() - began, time.process_time() - cpu
 
 
-def _interleaved(engine: Sessions, n: int, floor: Floor) -> tuple[Times, Times, Times, str, str]:
-    """Per-turn times of ``n`` turns in process, ``n`` remote and ``n`` bare exchanges
-    (the floor), in turn, the order rotated each time."""
+def _interleaved(
+    engine: Sessions, n: int, floors: list[Floor]
+) -> tuple[Times, Times, list[Times], str, str]:
+    """Per-turn times of ``n`` turns in process, ``n`` remote and ``n`` exchanges on each
+    floor, in turn, the order rotated each time."""
     local_uid = engine.run(harness="chat", inputs=["warm up"]).uid
     remote_uid = engine.run(harness="remote-chat", inputs=["warm up"]).uid
     local: Times = []
     remote: Times = []
-    bare: Times = []
+    bare: list[Times] = [[] for _ in floors]
     kinds = [
         lambda i: local.append(_turn(engine, local_uid, i)),
         lambda i: remote.append(_turn(engine, remote_uid, i)),
-        lambda i: bare.append(floor.turn()),
+        *(lambda i, f=f, t=t: t.append(f.turn()) for f, t in zip(floors, bare, strict=True)),
     ]
     for i in range(n):
-        for k in range(3):
-            kinds[(i + k) % 3](i)
+        for k in range(len(kinds)):
+            kinds[(i + k) % len(kinds)](i)
     return local, remote, bare, local_uid, remote_uid
 
 
@@ -93,13 +96,14 @@ def main() -> None:
     home = tempfile.mkdtemp(prefix="ash-bench-")
     server = HarnessServer(HARNESSES.factory("chat"), f"unix://{home}/chat.sock")
     static_remotes([f"remote-chat={server.address}"])
-    floor = Floor(f"unix://{home}/bare.sock")
+    floors = [Floor(f"unix://{home}/bare.sock"), Floor(f"unix://{home}/hop.sock", True)]
     try:
         with agentsessions.open(tempfile.mkdtemp(), runtime="local") as engine:
-            local, remote, bare, local_uid, remote_uid = _interleaved(engine, n, floor)
+            local, remote, bare, local_uid, remote_uid = _interleaved(engine, n, floors)
             replays = None if args.no_replay else _reruns(engine, local_uid, remote_uid)
     finally:
-        floor.close()
+        for floor in floors:
+            floor.close()
         LANES.close()  # the kept streams end before their node does
         server.stop(0)
     tenth = max(1, n // 10)
@@ -107,7 +111,8 @@ def main() -> None:
     print(_line(f"  turns 1-{tenth}", local[:tenth], remote[:tenth]))
     print(_line(f"  turns {n - tenth + 1}-{n}", local[-tenth:], remote[-tenth:]))
     print(_line("CPU per turn (host and node), median", local, remote, 1))
-    print(_floor(local, bare))
+    print(_floor("floor: the bare exchange of a turn's messages", local, bare[0]))
+    print(_floor("  answered from a thread of the node's own", local, bare[1]))
     if replays is not None:
         replay_local, replay_remote, calls = replays
         print(f"replay --rerun of {n + 1} turns: in process {replay_local * 1e3:.0f} ms, over "
@@ -115,14 +120,13 @@ def main() -> None:
               f"{calls} model calls)")  # fmt: skip
 
 
-def _floor(local: Times, bare: Times) -> str:
-    """The floor row: a turn in process plus the bare exchange, against the turn alone."""
+def _floor(what: str, local: Times, bare: Times) -> str:
+    """A floor row: a turn in process plus the exchange, against the turn alone."""
     a, b = (statistics.median(t[0] for t in x) for x in (local, bare))
     c, d = (statistics.median(t[1] for t in x) for x in (local, bare))
     return (
-        f"floor: the bare exchange of a turn's messages {b * 1e3:.2f} ms ({d * 1e3:.2f} ms "
-        f"CPU); in process plus it {(a + b) / a:.2f}x the turn in process ({(c + d) / c:.2f}x "
-        "CPU)"
+        f"{what} {b * 1e3:.2f} ms ({d * 1e3:.2f} ms CPU); in process plus it "
+        f"{(a + b) / a:.2f}x the turn in process ({(c + d) / c:.2f}x CPU)"
     )
 
 

@@ -90,6 +90,23 @@ def _describe(address: str, timeout: float = DESCRIBE_TIMEOUT) -> harness_pb2.Ha
     return reply
 
 
+_OURS: dict[str, tuple[harness_pb2.HarnessDescriptor, HarnessDescriptor]] = {}
+
+
+def _ours(address: str, reply: harness_pb2.HarnessDescriptor) -> HarnessDescriptor:
+    """Ours of the descriptor the node at ``address`` answered, converted once per reply:
+    a turn describes its harness twice, each on a new instance, and :mod:`.described`
+    hands back the same reply while the connection stays up (ours is frozen: shared)."""
+    with _LOCK:
+        kept = _OURS.get(address)
+    if kept is not None and kept[0] is reply:
+        return kept[1]
+    ours = wire.descriptor_from_proto(reply)
+    with _LOCK:
+        _OURS[address] = (reply, ours)
+    return ours
+
+
 def _unreachable(address: str, exc: grpc.RpcError) -> UnavailableError:
     details = exc.details() if hasattr(exc, "details") else str(exc)
     return UnavailableError(
@@ -109,6 +126,7 @@ class RemoteHarness:
         self._descriptor: HarnessDescriptor | None = None
         self.node = ""  # the node's history_node as it last described itself
         self.lanes = False  # it serves Harness.Executions: executions go on kept streams
+        self.json = False  # it reads a Start's history as Event.json
 
     def describe(self) -> HarnessDescriptor:
         """Asked of the harness once per instance, and not again while the connection that
@@ -117,7 +135,8 @@ class RemoteHarness:
             address = self.address
             reply = described(address, channel(address), lambda: _describe(address))
             self.node, self.lanes = reply.history_node, reply.executions
-            self._descriptor = wire.descriptor_from_proto(reply)
+            self.json = reply.json_events
+            self._descriptor = _ours(address, reply)
         return self._descriptor
 
     def run(self, start: Start, sink: Sink) -> None:
@@ -127,23 +146,24 @@ class RemoteHarness:
         self.describe()
         lanes = self.lanes
         if lineage is None:  # a v0.1.2 journal's replay: the history crosses whole
-            Connection(self.address, start, sink, lanes=lanes).run()
+            Connection(self.address, start, sink, lanes=lanes, json=self.json).run()
             return
         head = head_of(lineage, len(start.history))
         if not self.node or head is None:
-            Connection(self.address, start, sink, Plan(lineage.uid), lanes).run()
+            Connection(self.address, start, sink, Plan(lineage.uid), lanes, self.json).run()
             return
         key = (self.address, self.node, lineage.uid)
         plan = Plan(lineage.uid, key, SENT.base(key, lineage, head), head)
         try:
-            Connection(self.address, start, sink, plan, lanes).run()
+            Connection(self.address, start, sink, plan, lanes, self.json).run()
         except HistoryMiss:  # evicted, restarted, or fed by another controller meanwhile
             forget(self.address)  # ask again: a restarted node has a new id
             reply = _describe(self.address)
             self.node, self.lanes = reply.history_node, reply.executions
+            self.json = reply.json_events
             again = (self.address, self.node, lineage.uid) if self.node else None
             plan = Plan(lineage.uid, again, None, head)
-            Connection(self.address, start, sink, plan, self.lanes).run()
+            Connection(self.address, start, sink, plan, self.lanes, self.json).run()
 
 
 @dataclass(frozen=True)
@@ -178,6 +198,7 @@ class Connection:
         sink: Sink,
         plan: Plan | None = None,
         lanes: bool = False,
+        json: bool = False,
     ) -> None:
         self.address = address
         self.start = start
@@ -185,6 +206,7 @@ class Connection:
         self.plan = plan or Plan(_session_of(sink))
         self.session = self.plan.session
         self.lanes = lanes
+        self.json = json  # the node reads the Start's history as Event.json
         self.accepted = False
         self.ended = False  # END (or a checked park ack) came and nothing after it
         self.link: Link | None = None
@@ -200,7 +222,7 @@ class Connection:
 
     def run(self) -> None:
         plan = self.plan
-        start = wire.start_to_proto(self.start, self.session, plan.base, plan.head)
+        start = wire.start_to_proto(self.start, self.session, plan.base, plan.head, self.json)
         chan = channel(self.address)
         if not self.lanes:
             self._attempt(ConnectLink(chan), start)

@@ -35,7 +35,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NoReturn
 
 import grpc
 
@@ -74,10 +74,26 @@ class StreamGone(BaseException):
 
 @dataclass
 class Refusal:
-    """Why the server aborts a stream: a status and its details."""
+    """Why the server aborts a stream: a status and its details (``miss``: a history miss,
+    told to the host in the trailer so that it resends the history whole)."""
 
     code: grpc.StatusCode
     details: str
+    miss: bool = False
+
+    def abort(self, context: grpc.ServicerContext) -> NoReturn:
+        """End the stream with this status (the handler's thread calls it)."""
+        if self.miss:
+            context.set_trailing_metadata(((TRAILER, MISS),))
+        context.abort(self.code, self.details)
+
+
+class _Closed:
+    """The marker a stream's runner queues when it will run no more executions."""
+
+
+CLOSED = _Closed()
+Out = queue.SimpleQueue[common_pb2.Event | Refusal | _Closed | None]
 
 
 @dataclass
@@ -85,22 +101,22 @@ class Exchange:
     """One execution's state, shared by the harness's thread and the stream's handler.
 
     The harness reads the host's frames itself, from the stream's request iterator, when
-    it waits for one (no reader thread between them): only one thread reads the stream at
-    a time, the harness's while it runs, the handler's between executions."""
+    it waits for one (no reader thread between them): only one thread reads the stream,
+    the one that runs its executions (for a Connect, the handler reads the start first)."""
 
     session: str
     execution_id: str
     source: Iterator[harness_pb2.ControllerFrame]
-    out: queue.SimpleQueue[common_pb2.Event | Refusal | None] = field(
-        default_factory=queue.SimpleQueue
-    )
+    out: Out = field(default_factory=queue.SimpleQueue)
     parked: common_pb2.ApprovalRef | None = None
     canceled: bool = False
     calls: int = 0
+    json: bool = False  # the host reads events as Event.json (its Start said so)
 
     def send(self, event: Mapping[str, Any]) -> None:
         """Queue ``event`` (a dict) for the host, stamped with the execution id."""
-        self.out.put(wire.event_to_proto({**event, "execution_id": self.execution_id}))
+        stamped = {**event, "execution_id": self.execution_id}
+        self.out.put(wire.event_to_wire(stamped, self.json))
 
     def refuse(self, code: grpc.StatusCode, details: str) -> StreamGone:
         """Abort the stream with ``code`` (the handler does it) and unwind the harness."""
@@ -148,11 +164,11 @@ class WireSink:
         x = self.x
         x.calls += 1
         call_id = f"{x.execution_id}:model:{x.calls}"
-        body: dict[str, Any] = {
-            "model": request.model,
-            "id": call_id,
-            "messages": [dict(m) for m in request.messages],
-        }
+        # canonical as it is built (a default left out, as the message would drop it), so
+        # it crosses as Event.json to a host that reads it
+        body: dict[str, Any] = {"id": call_id, "messages": [dict(m) for m in request.messages]}
+        if request.model:
+            body["model"] = request.model
         if request.params:
             body["params"] = dict(request.params)
         if request.tools:
@@ -309,6 +325,7 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
         if self.kept is not None:
             msg.history_node = self.kept.node
         msg.executions = True
+        msg.json_events = True
         return msg
 
     def Connect(
@@ -317,7 +334,12 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
         first = next(request_iterator, None)
         if first is None:
             return
-        for batch in self._execution(first, request_iterator, context):
+        begun = self._begin(first, request_iterator, queue.SimpleQueue())
+        if isinstance(begun, Refusal):
+            begun.abort(context)
+        x, start = begun
+        self.workers.run(self._run, x, start)
+        for batch in _batches(x.out, context, once=True):
             yield from batch
 
     def Executions(
@@ -326,61 +348,61 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
         """Executions one after another on this stream, each as Connect runs one; the
         events ready at once cross as one ``Events``. Past ``lanes`` such streams open at
         once, a stream serves one execution and ends: an idle stream holds a worker thread
-        of a sync server, and Describe and Connect must always find one."""
+        of a sync server, and Describe and Connect must always find one.
+
+        One runner thread (:meth:`_executions`) reads each start and runs its harness, so a
+        start wakes the thread that runs it; this handler only sends what it queues."""
         with self._lock:
             keep = self._lanes < self.lanes
             self._lanes += keep
         try:
-            while (first := _next_start(request_iterator)) is not None:
-                for batch in self._execution(first, request_iterator, context):
-                    yield harness_pb2.Events(events=batch)
-                if not keep:
-                    return
+            out: Out = queue.SimpleQueue()
+            self.workers.run(self._executions, request_iterator, out, keep)
+            for batch in _batches(out, context, once=False):
+                yield harness_pb2.Events(events=batch)
         finally:
             with self._lock:
                 self._lanes -= keep
 
-    def _execution(
-        self,
-        first: harness_pb2.ControllerFrame,
-        frames: Iterator[harness_pb2.ControllerFrame],
-        context: grpc.ServicerContext,
-    ) -> Iterator[list[common_pb2.Event]]:
-        """One execution from its start frame: the harness runs on a worker thread, its
-        events are yielded in batches of those ready at once, until its END or PARKED (or
-        the stream is aborted: a refused start or frame)."""
+    def _executions(
+        self, frames: Iterator[harness_pb2.ControllerFrame], out: Out, keep: bool
+    ) -> None:
+        """The runner of an Executions stream: each start read, checked and run here, until
+        the host closes the stream (or a refusal ends it, or ``keep`` is False after one)."""
+        try:
+            while (first := _next_start(frames)) is not None:
+                begun = first if isinstance(first, Refusal) else self._begin(first, frames, out)
+                if isinstance(begun, Refusal):
+                    out.put(begun)
+                    return
+                self._run(*begun)
+                if not keep:
+                    return
+        finally:
+            out.put(CLOSED)
+
+    def _begin(
+        self, first: harness_pb2.ControllerFrame, frames: Iterator[Any], out: Out
+    ) -> tuple[Exchange, Start] | Refusal:
+        """One execution's exchange and Start from its first frame, or why the stream is
+        refused before the harness runs (not a start, no execution id, a history miss, a
+        Start that cannot be read)."""
         if first.WhichOneof("frame") != "start":
-            context.abort(
+            return Refusal(
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"the first frame must be start, not {_what(first)}",
             )
         if not first.execution_id:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "start names no execution_id")
-        x = Exchange(first.session, first.execution_id, frames)
+            return Refusal(grpc.StatusCode.INVALID_ARGUMENT, "start names no execution_id")
+        json = first.start.json_events
+        x = Exchange(first.session, first.execution_id, frames, out, json=json)
         try:
             start = wire.start_from_proto(first.execution_id, first.start, first.session, self.kept)
         except HistoryMiss as exc:  # before the harness runs: the host resends it whole
-            context.set_trailing_metadata(((TRAILER, MISS),))
-            context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+            return Refusal(grpc.StatusCode.FAILED_PRECONDITION, str(exc), miss=True)
         except HarnessError as exc:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        self.workers.run(self._run, x, start)
-        while True:
-            batch: list[common_pb2.Event] = []
-            item = x.out.get()
-            while isinstance(item, common_pb2.Event):
-                batch.append(item)
-                try:  # whatever else is ready goes with it: one message, not one each
-                    item = x.out.get_nowait()
-                except queue.Empty:
-                    break
-            else:  # the end (None) or a refusal: send what came before it first
-                if batch:
-                    yield batch
-                if item is None:
-                    return
-                context.abort(item.code, item.details)
-            yield batch
+            return Refusal(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        return x, start
 
     def _run(self, x: Exchange, start: Start) -> None:
         """Run the harness; then PARKED (parked), END, or nothing (the stream is gone)."""
@@ -419,13 +441,41 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
         x.out.put(None)
 
 
+def _batches(
+    out: Out, context: grpc.ServicerContext, *, once: bool
+) -> Iterator[list[common_pb2.Event]]:
+    """What the runner queues, in batches of the events ready at once, until an execution
+    ends (``once``: a Connect) or the runner is done; a refusal aborts the stream after
+    what came before it is sent."""
+    while True:
+        batch: list[common_pb2.Event] = []
+        item = out.get()
+        while isinstance(item, common_pb2.Event):
+            batch.append(item)
+            try:  # whatever else is ready goes with it: one message, not one each
+                item = out.get_nowait()
+            except queue.Empty:
+                break
+        else:  # an execution's end (None), the runner's, or a refusal: what came first
+            if batch:
+                yield batch
+            if isinstance(item, Refusal):
+                item.abort(context)
+            if item is CLOSED or once:
+                return
+            continue
+        yield batch
+
+
 def _next_start(
     frames: Iterator[harness_pb2.ControllerFrame],
-) -> harness_pb2.ControllerFrame | None:
+) -> harness_pb2.ControllerFrame | Refusal | None:
     """The next execution's first frame on an Executions stream (None: the host closed it,
-    or went away)."""
+    or went away; a Refusal: the server's wire checks refused the frame, .wirecheck)."""
     try:
         return next(frames, None)
+    except InvalidArgumentError as exc:
+        return Refusal(grpc.StatusCode.INVALID_ARGUMENT, exc.message)
     except (grpc.RpcError, ValueError):
         return None
 

@@ -172,6 +172,9 @@ class Peer(harness_pb2_grpc.HarnessServicer):
             yield wire.event_to_proto({"execution_id": "another", "kind": "EVENT_OUTPUT",
                                        "message": {"role": "assistant"}})  # fmt: skip
             return
+        if self.mode.startswith("json-"):  # Event.json the host must refuse
+            yield _bad_json(self.mode, ex, start.start.json_events)
+            return
         if self.mode == "no-end":
             yield ev(kind="EVENT_OUTPUT", message={"role": "assistant"})
             return
@@ -200,6 +203,18 @@ class Peer(harness_pb2_grpc.HarnessServicer):
         yield ev(kind="EVENT_OUTPUT", message={"role": "assistant", "parts": [
             {"text": {"text": f"got {frame.tool.code or 'ok'}"}}]})  # fmt: skip
         yield ev(kind="EVENT_END", end={"state": "COMPLETED"})
+
+
+def _bad_json(mode: str, ex: str, asked: bool) -> common_pb2.Event:
+    """An event as JSON that is not exactly one canonical Event (the host asked for JSON)."""
+    assert asked  # the host's Start says it reads Event.json
+    if mode == "json-garbage":
+        return common_pb2.Event(json=b"{not json")
+    if mode == "json-beside":  # another field set beside it
+        return common_pb2.Event(execution_id=ex, json=b'{"kind":"EVENT_OUTPUT"}')
+    # a field an Event does not have
+    return common_pb2.Event(json=b'{"execution_id":"%s","kind":"EVENT_USAGE",'
+                                 b'"usage":{"tokens":5}}' % ex.encode())  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -263,6 +278,9 @@ def test_a_foreign_park_ack_is_refused_and_the_durable_request_stays(
         ("input", "sent EVENT_INPUT, which a harness never sends here"),
         ("foreign-id", "an event of execution 'another'"),
         ("no-end", "closed the stream without EVENT_END"),
+        ("json-garbage", "an event sent as JSON is not JSON"),
+        ("json-beside", "an event sent as JSON has other fields set beside it"),
+        ("json-unknown", "an event sent as JSON is not an agentsessions.v1 Event"),
     ],
 )
 def test_a_peer_that_breaks_the_protocol_fails_its_turn_and_the_server_stays_up(

@@ -29,7 +29,7 @@ from agentsessions.sessions.harnessbook import static_remotes
 from agentsessions.sessions.wiring import HARNESSES
 from agentsessions.wire.described import described
 from agentsessions.wire.gen import harness_pb2, harness_pb2_grpc
-from agentsessions.wire.harnessclient import channel
+from agentsessions.wire.harnessclient import RemoteHarness, channel
 from agentsessions.wire.harnessnode import HarnessServer
 from agentsessions.wire.historysync import (
     MISS,
@@ -336,10 +336,15 @@ def test_a_descriptor_is_kept_while_the_connection_stays_up(node: Node) -> None:
     for _ in range(5):  # connected: kept
         assert described(node.address, chan, ask).history_node == first.history_node
     assert len(asked) == count
+    # each turn describes its harness on new instances: converted once per reply
+    kept_ours = RemoteHarness(node.address).describe()
+    assert RemoteHarness(node.address).describe() is kept_ours
     old = node.kept.node
     node.restart()  # the connection drops: asked again, and the new node id is seen
     _until(lambda: described(node.address, chan, ask).history_node == node.kept.node)
     assert node.kept.node != old and len(asked) > count
+    again = RemoteHarness(node.address)
+    assert again.describe() is not kept_ours and again.node == node.kept.node
 
 
 def _until(ok: Callable[[], object], seconds: float = 10.0) -> None:

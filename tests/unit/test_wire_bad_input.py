@@ -262,6 +262,10 @@ def test_a_harness_node_refuses_garbage_and_out_of_range_frames(tmp_path: Path) 
             err = _fail(lambda: stub.Connect(iter([start]), timeout=30))
             assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
             assert err.details().startswith("start.resume_from_seq must be 0.."), err.details()
+            # on a kept stream the thread that runs its executions reads the frame: the same
+            err = _fail(lambda: list(stub.Executions(iter([start]), timeout=30)))
+            assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert err.details().startswith("start.resume_from_seq must be 0.."), err.details()
             assert stub.Describe(harness_pb2.DescribeRequest()).id  # still serving
     finally:
         server.stop(grace=None)

@@ -47,7 +47,7 @@ class ToolSpec(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., mediation: _Optional[_Union[_common_pb2.Mediation, str]] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class HarnessDescriptor(_message.Message):
-    __slots__ = ("id", "models", "tools", "capabilities", "version", "history_node", "executions")
+    __slots__ = ("id", "models", "tools", "capabilities", "version", "history_node", "executions", "json_events")
     ID_FIELD_NUMBER: _ClassVar[int]
     MODELS_FIELD_NUMBER: _ClassVar[int]
     TOOLS_FIELD_NUMBER: _ClassVar[int]
@@ -55,6 +55,7 @@ class HarnessDescriptor(_message.Message):
     VERSION_FIELD_NUMBER: _ClassVar[int]
     HISTORY_NODE_FIELD_NUMBER: _ClassVar[int]
     EXECUTIONS_FIELD_NUMBER: _ClassVar[int]
+    JSON_EVENTS_FIELD_NUMBER: _ClassVar[int]
     id: str
     models: _containers.RepeatedScalarFieldContainer[str]
     tools: _containers.RepeatedCompositeFieldContainer[ToolSpec]
@@ -62,7 +63,8 @@ class HarnessDescriptor(_message.Message):
     version: str
     history_node: str
     executions: bool
-    def __init__(self, id: _Optional[str] = ..., models: _Optional[_Iterable[str]] = ..., tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ..., capabilities: _Optional[_Union[Capabilities, _Mapping]] = ..., version: _Optional[str] = ..., history_node: _Optional[str] = ..., executions: _Optional[bool] = ...) -> None: ...
+    json_events: bool
+    def __init__(self, id: _Optional[str] = ..., models: _Optional[_Iterable[str]] = ..., tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ..., capabilities: _Optional[_Union[Capabilities, _Mapping]] = ..., version: _Optional[str] = ..., history_node: _Optional[str] = ..., executions: _Optional[bool] = ..., json_events: _Optional[bool] = ...) -> None: ...
 
 class DescribeRequest(_message.Message):
     __slots__ = ()
@@ -77,7 +79,7 @@ class IdentityContext(_message.Message):
     def __init__(self, principal: _Optional[_Union[_common_pb2.IdentityRef, _Mapping]] = ..., can_mint_tokens: _Optional[bool] = ...) -> None: ...
 
 class Start(_message.Message):
-    __slots__ = ("config", "history", "inputs", "identity", "resume_from_seq", "tools", "state", "memory_restored", "history_base", "history_head")
+    __slots__ = ("config", "history", "inputs", "identity", "resume_from_seq", "tools", "state", "memory_restored", "history_base", "history_head", "json_events")
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     HISTORY_FIELD_NUMBER: _ClassVar[int]
     INPUTS_FIELD_NUMBER: _ClassVar[int]
@@ -88,6 +90,7 @@ class Start(_message.Message):
     MEMORY_RESTORED_FIELD_NUMBER: _ClassVar[int]
     HISTORY_BASE_FIELD_NUMBER: _ClassVar[int]
     HISTORY_HEAD_FIELD_NUMBER: _ClassVar[int]
+    JSON_EVENTS_FIELD_NUMBER: _ClassVar[int]
     config: bytes
     history: _containers.RepeatedCompositeFieldContainer[_common_pb2.Event]
     inputs: _containers.RepeatedCompositeFieldContainer[_common_pb2.Message]
@@ -98,7 +101,8 @@ class Start(_message.Message):
     memory_restored: bool
     history_base: HistoryMark
     history_head: HistoryMark
-    def __init__(self, config: _Optional[bytes] = ..., history: _Optional[_Iterable[_Union[_common_pb2.Event, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., identity: _Optional[_Union[IdentityContext, _Mapping]] = ..., resume_from_seq: _Optional[int] = ..., tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ..., state: _Optional[_Union[WorkingState, _Mapping]] = ..., memory_restored: _Optional[bool] = ..., history_base: _Optional[_Union[HistoryMark, _Mapping]] = ..., history_head: _Optional[_Union[HistoryMark, _Mapping]] = ...) -> None: ...
+    json_events: bool
+    def __init__(self, config: _Optional[bytes] = ..., history: _Optional[_Iterable[_Union[_common_pb2.Event, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., identity: _Optional[_Union[IdentityContext, _Mapping]] = ..., resume_from_seq: _Optional[int] = ..., tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ..., state: _Optional[_Union[WorkingState, _Mapping]] = ..., memory_restored: _Optional[bool] = ..., history_base: _Optional[_Union[HistoryMark, _Mapping]] = ..., history_head: _Optional[_Union[HistoryMark, _Mapping]] = ..., json_events: _Optional[bool] = ...) -> None: ...
 
 class HistoryMark(_message.Message):
     __slots__ = ("fence", "seq", "hash")
