@@ -11,7 +11,9 @@ interleaved turn by turn (the order rotated each time) so both see the same mach
 median per-turn wall time of each is printed for the whole run and its first and last tenth
 (a node keeps each session's history and a Start carries only what is new, so the last
 tenth should cost what the first does), then the median CPU time of this process per turn,
-both ends of the wire included (a figure the machine's load disturbs less). The floor row
+both ends of the wire included (a figure the machine's load disturbs less), and a fourth
+kind of turn on a node in a process of its own (``agentsessions harness serve chat``, as a
+node is deployed: no interpreter lock shared with the host). The floor row
 interleaves a third kind of turn: the same messages over a kept stream to a node that answers
 at once (``harness_floor.py``: no harness, no journal), and prints what a remote turn would
 cost if the wire added only that to the turn in process: the best ratio this transport
@@ -25,7 +27,9 @@ asserted by a test.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -57,23 +61,39 @@ def _turn(engine: Sessions, uid: str, i: int) -> tuple[float, float]:
 
 def _interleaved(
     engine: Sessions, n: int, floors: list[Floor]
-) -> tuple[Times, Times, list[Times], str, str]:
-    """Per-turn times of ``n`` turns in process, ``n`` remote and ``n`` exchanges on each
-    floor, in turn, the order rotated each time."""
+) -> tuple[Times, Times, Times, list[Times], str, str]:
+    """Per-turn times of ``n`` turns in process, ``n`` remote (node in this process), ``n``
+    remote on a node process of its own, and ``n`` exchanges on each floor, in turn, the
+    order rotated each time."""
     local_uid = engine.run(harness="chat", inputs=["warm up"]).uid
     remote_uid = engine.run(harness="remote-chat", inputs=["warm up"]).uid
+    apart_uid = engine.run(harness="remote-chat-apart", inputs=["warm up"]).uid
     local: Times = []
     remote: Times = []
+    apart: Times = []
     bare: list[Times] = [[] for _ in floors]
     kinds = [
         lambda i: local.append(_turn(engine, local_uid, i)),
         lambda i: remote.append(_turn(engine, remote_uid, i)),
+        lambda i: apart.append(_turn(engine, apart_uid, i)),
         *(lambda i, f=f, t=t: t.append(f.turn()) for f, t in zip(floors, bare, strict=True)),
     ]
     for i in range(n):
         for k in range(len(kinds)):
             kinds[(i + k) % len(kinds)](i)
-    return local, remote, bare, local_uid, remote_uid
+    return local, remote, apart, bare, local_uid, remote_uid
+
+
+def _node_process(address: str) -> subprocess.Popen[bytes]:
+    """``agentsessions harness serve chat --listen ADDRESS`` as a process of its own (how a
+    node is deployed), once it prints the address it listens on."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-m", "agentsessions", "harness", "serve", "chat", "--listen", address]
+    node = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert node.stdout is not None
+    if not node.stdout.readline():  # the address line: it listens
+        raise SystemExit(f"harness serve exited ({node.wait()}) before it listened")
+    return node
 
 
 def _line(what: str, local: Times, remote: Times, which: int = 0) -> str:
@@ -95,22 +115,26 @@ def main() -> None:
     n = 20 if args.quick else max(10, args.turns)
     home = tempfile.mkdtemp(prefix="ash-bench-")
     server = HarnessServer(HARNESSES.factory("chat"), f"unix://{home}/chat.sock")
-    static_remotes([f"remote-chat={server.address}"])
+    node = _node_process(f"unix://{home}/apart.sock")
+    static_remotes([f"remote-chat={server.address}", f"remote-chat-apart=unix://{home}/apart.sock"])
     floors = [Floor(f"unix://{home}/bare.sock"), Floor(f"unix://{home}/hop.sock", True)]
     try:
         with agentsessions.open(tempfile.mkdtemp(), runtime="local") as engine:
-            local, remote, bare, local_uid, remote_uid = _interleaved(engine, n, floors)
+            local, remote, apart, bare, local_uid, remote_uid = _interleaved(engine, n, floors)
             replays = None if args.no_replay else _reruns(engine, local_uid, remote_uid)
     finally:
         for floor in floors:
             floor.close()
         LANES.close()  # the kept streams end before their node does
         server.stop(0)
+        node.terminate()
+        node.wait()
     tenth = max(1, n // 10)
     print(_line(f"exec per turn, median of {n}", local, remote))
     print(_line(f"  turns 1-{tenth}", local[:tenth], remote[:tenth]))
     print(_line(f"  turns {n - tenth + 1}-{n}", local[-tenth:], remote[-tenth:]))
     print(_line("CPU per turn (host and node), median", local, remote, 1))
+    print(_line("node in its own process (harness serve), median", local, apart))
     print(_floor("floor: the bare exchange of a turn's messages", local, bare[0]))
     print(_floor("  answered from a thread of the node's own", local, bare[1]))
     if replays is not None:
