@@ -87,7 +87,8 @@ def breaking(new: bytes, baseline: Path | None = None) -> list[str]:
 
 
 def _differences(a: Path, b: Path) -> list[str]:
-    names = {p.name for p in a.iterdir()} | {p.name for p in b.iterdir()}
+    # __pycache__ is Python's, not protoc's: a checkout that imported the code has one
+    names = {p.name for p in (*a.iterdir(), *b.iterdir()) if p.name != "__pycache__"}
     return sorted(
         n for n in names if not (a / n).is_file() or not (b / n).is_file()
         or (a / n).read_bytes() != (b / n).read_bytes()
