@@ -239,6 +239,8 @@ ADDED_RPCS = {
     "Sessions.EnsureSession": ("EnsureSessionRequest", "EnsureSessionResponse", False, False),
     "Sessions.FindSession": ("FindSessionRequest", "FindSessionResponse", False, False),
     "Sessions.ClaimSession": ("ClaimSessionRequest", "ClaimSessionResponse", False, False),
+    "Sessions.ExecQuick": ("ExecRequest", "ExecQuickResponse", False, False),
+    "Sessions.ExecRest": ("ExecRestRequest", "ExecUpdate", False, True),
 }
 ADDED_MESSAGES = {
     "session.proto": {
@@ -269,6 +271,8 @@ ADDED_MESSAGES = {
         "ClaimSessionRequest",
         "ClaimSessionResponse",
         "CommittedRecord",
+        "ExecQuickResponse",
+        "ExecRestRequest",
     },
     "harness.proto": {"WorkingState", "StateResult", "HistoryMark"},
     "common.proto": {"StateCommit", "TextDelta"},
