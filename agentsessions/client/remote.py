@@ -24,7 +24,7 @@ from typing import Any, TypeVar, Unpack
 import grpc
 
 from agentsessions.client.bykey import ByKey, provenance, template
-from agentsessions.client.turns import RemoteTurn, parking, quick_updates, unbatched
+from agentsessions.client.turns import RemoteTurn, parking, patient, quick_updates, unbatched
 from agentsessions.client.workloads import tools_text
 from agentsessions.errors import (
     AgentSessionsError,
@@ -332,9 +332,15 @@ class RemoteSessions(ByKey):
         return self._started(quick_updates(reply, call, self._rest))
 
     def _rest(self, key: str) -> Iterator[Any]:
-        """The updates ExecRest streams for the paused turn ``key``."""
-        call = self._stub.ExecRest(session_pb2.ExecRestRequest(rest=key), metadata=self._metadata)
-        return parking(call, unbatched(self._items(call)))
+        """The updates ExecRest streams for the paused turn ``key`` (asked again while the
+        server refuses it for its bounds: :func:`.turns.patient`)."""
+        request = session_pb2.ExecRestRequest(rest=key)
+
+        def open_rest() -> Iterator[Any]:
+            call = self._stub.ExecRest(request, metadata=self._metadata)
+            return parking(call, unbatched(self._items(call)))
+
+        return patient(open_rest)
 
     def compact(self, uid: str, *, keep_turns: int = 2, model: str | None = None) -> SessionFrame:
         """Summarise the turns before the last ``keep_turns`` (Compact); its last frame."""

@@ -7,19 +7,27 @@ Invariants, those of the local engine's frames:
 - a final frame that says the turn parked on an approval raises the ApprovalParkedError
   the call's trailers name; an ExecQuick reply whose trailers name another error raises it
   after its frames (what a stream would have ended with);
-- closing the frames early reads the rest, so the turn's END is durable when it returns.
+- closing the frames early reads the rest, so the turn's END is durable when it returns;
+- a turn that went on past ExecQuick's window is running on the server: an ExecRest refused
+  for the server's bounds (RESOURCE_EXHAUSTED: its streams, a token's rate) is asked again,
+  backing off, for up to :data:`REST_PATIENCE` seconds (the server holds a rest for 60), so
+  a busy server delays the rest of a turn it admitted instead of losing it to the caller.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from agentsessions.errors import AgentSessionsError
+from agentsessions.errors import AgentSessionsError, ResourceExhaustedError
 from agentsessions.sessions.values import Frame, SessionFrame
 from agentsessions.wire import frames, status
 from agentsessions.wire.gen import session_pb2
+
+REST_PATIENCE = 50.0
+"""Seconds a client asks again for a turn's rest the server refused for its bounds."""
 
 
 class RemoteTurn(Iterator[Frame]):
@@ -91,3 +99,28 @@ def quick_updates(
     failed = status.error_from_trailers(call.trailing_metadata())
     if failed is not None:  # the turn's error, after the frames it made
         raise failed
+
+
+def patient(
+    open_rest: Callable[[], Iterator[Any]],
+    patience: float = REST_PATIENCE,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[Any]:
+    """The updates of ``open_rest()`` (an ExecRest call), the call made again, backing off
+    from 10 ms to 1 s, while the server refuses it for its bounds and ``patience`` lasts."""
+    delay, give_up = 0.01, time.monotonic() + patience
+    while True:
+        items = open_rest()
+        try:
+            first = next(items)
+        except StopIteration:
+            return
+        except ResourceExhaustedError:
+            if time.monotonic() + delay > give_up:
+                raise
+            sleep(delay)
+            delay = min(delay * 2, 1.0)
+            continue
+        yield first
+        yield from items
+        return

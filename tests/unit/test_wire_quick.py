@@ -15,7 +15,8 @@ import pytest
 
 import agentsessions
 from agentsessions.client import dial
-from agentsessions.errors import NotFoundError
+from agentsessions.client.turns import patient
+from agentsessions.errors import NotFoundError, ResourceExhaustedError
 from agentsessions.server import quick, rests, service
 from agentsessions.server.app import build_server
 from agentsessions.server.updates import Seen
@@ -174,3 +175,23 @@ def test_a_turn_goes_on_when_its_rest_is_never_read(
     while engine.get(uid).exec_state != "EXEC_COMPLETED" and time.monotonic() < deadline:
         time.sleep(0.01)
     assert engine.get(uid).exec_state == "EXEC_COMPLETED" and engine.verify(uid).ok
+
+
+def test_a_rest_refused_for_the_servers_bounds_is_asked_again_until_patience_ends() -> None:
+    calls: list[int] = []
+    slept: list[float] = []
+
+    def open_rest(refusals: int) -> Iterator[int]:
+        calls.append(1)
+        if len(calls) <= refusals:
+            raise ResourceExhaustedError("the server has 64 of 64 streams and turns open")
+        yield from (1, 2, 3)
+
+    def busy_for(refusals: int) -> Iterator[int]:
+        return open_rest(refusals)
+
+    assert list(patient(lambda: busy_for(2), sleep=slept.append)) == [1, 2, 3]
+    assert len(calls) == 3 and slept == [0.01, 0.02]  # backing off
+    calls.clear()
+    with pytest.raises(ResourceExhaustedError):  # patience spent: the refusal is raised
+        list(patient(lambda: busy_for(10**6), patience=0.0, sleep=slept.append))
