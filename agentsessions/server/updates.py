@@ -117,9 +117,11 @@ def _updates(
                 exceeded = timer.exceeded(last.turn is not None and last.turn.canceled)
                 if exceeded is not None:  # the records and the last frame went first
                     raise exceeded
-            if pause_at is not None and not ended and time.monotonic() >= pause_at:
-                # ready() returns early only at the turn's end (or its error): past the
-                # window, the turn goes on; whoever reads the rest gets it streamed
+            # ready() returns early only at the turn's end (or its error): past the window,
+            # the turn goes on; whoever reads the rest gets it streamed (a stream that
+            # cannot wait for its frames is paused after its first)
+            going = pause_at is not None and not ended
+            if going and (ready is None or time.monotonic() >= (pause_at or 0.0)):
                 yield PAUSE
             wait, pause_at = 0.0, None
     except ApprovalParkedError as parked:

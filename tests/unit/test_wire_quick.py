@@ -195,3 +195,21 @@ def test_a_rest_refused_for_the_servers_bounds_is_asked_again_until_patience_end
     calls.clear()
     with pytest.raises(ResourceExhaustedError):  # patience spent: the refusal is raised
         list(patient(lambda: busy_for(10**6), patience=0.0, sleep=slept.append))
+
+
+class _Context:
+    """A call's context as windowed() uses it (a parked turn's trailers only)."""
+
+    def set_trailing_metadata(self, _metadata: Any) -> None:
+        """Nothing to send here."""
+
+
+def test_a_stream_that_cannot_wait_for_its_frames_is_paused_after_its_first(
+    engine: Sessions,
+) -> None:
+    from agentsessions.server.updates import PAUSE, windowed
+
+    frames = list(engine.exec(None, ["hi"]))  # a plain iterator: no ready() to wait with
+    got = list(windowed(engine, iter(frames), Seen(_Context()), None, 600.0))  # type: ignore[arg-type]
+    assert got[1] is PAUSE and PAUSE not in got[2:]
+    assert len([u for u in got if u is not PAUSE]) == len(frames)
