@@ -14,6 +14,9 @@ Two measurements, each against the same work in process, rounds interleaved, med
   32 sessions of that server, against 32 threads running the same turns on the in-process
   engine: turns/s.
 
+And the floor under both (grpc_floor.py): a bare gRPC echo server, no daemon, no engine;
+the best ratios any Python gRPC daemon could print in the same run.
+
 And one of the daemon alone: many clients (256), each on its own channel, thread and
 session, all running turns at once: every turn must complete and every record each client
 was sent must be the session's stored one (nothing lost, nothing doubled); the p99 of their
@@ -47,10 +50,17 @@ HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(ROOT))
 
+import importlib.util  # noqa: E402
+
 import agentsessions  # noqa: E402
 from agentsessions.client import dial  # noqa: E402
 from agentsessions.sessions.api import Sessions  # noqa: E402
 from agentsessions.sessions.values import RecordFrame  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("grpc_floor", HERE / "grpc_floor.py")
+assert _spec is not None and _spec.loader is not None
+floor = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(floor)  # the bare gRPC echo that bounds both ratios from below
 
 MANY = 256
 MAX_STREAMS = 320  # the daemon's bound on turns at once: above MANY
@@ -185,16 +195,20 @@ def run(quick: bool) -> dict[str, Any]:
     """Every figure, rounds interleaved, medians."""
     turns, clients, load_turns, rounds = (20, 8, 3, 1) if quick else (200, 32, 10, 3)
     local_rt, remote_rt, local_load, remote_load = [], [], [], []
-    with engines() as (local, client):
+    bare_rt, bare_load = [], []
+    with engines() as (local, client), floor.echo_server() as echo:
         address = client.address  # type: ignore[attr-defined]
         for _ in range(rounds):
             local_rt.append(round_trip(local, turns))
             remote_rt.append(round_trip(client, turns))
+            bare_rt.append(floor.round_trip(echo, turns))
             local_load.append(load(lambda: local, False, clients, load_turns))
             remote_load.append(load(lambda: dial(address), True, clients, load_turns))
+            bare_load.append(floor.load(echo, clients, load_turns))
         crowd = many(address, 16 if quick else MANY, 2 if quick else 5)
     in_process, over_grpc = statistics.median(local_rt), statistics.median(remote_rt)
     local_tps, remote_tps = statistics.median(local_load), statistics.median(remote_load)
+    bare, bare_cps = statistics.median(bare_rt), statistics.median(bare_load)
     return {
         "round_trip_ms": {"in_process": in_process * 1e3, "grpc": over_grpc * 1e3},
         "round_trip_ratio": over_grpc / in_process,  # > 1: what the wire costs a turn
@@ -203,6 +217,13 @@ def run(quick: bool) -> dict[str, Any]:
         "clients": clients,
         "turns": {"round_trip": turns, "load_per_client": load_turns, "rounds": rounds},
         "many": crowd,
+        # the bare gRPC echo (grpc_floor.py): no daemon could print better ratios in this run
+        "floor": {
+            "echo_ms": bare * 1e3,
+            "round_trip_ratio": (in_process + bare) / in_process,
+            "echo_calls_per_s": bare_cps,
+            "load_ratio": 1.0 / (1.0 + local_tps / bare_cps),
+        },
     }
 
 
@@ -221,6 +242,11 @@ def main() -> None:
     print(f"{out['clients']} clients on {out['clients']} sessions: in-process "
           f"{ld['in_process']:.0f} turns/s, over gRPC {ld['grpc']:.0f} turns/s "
           f"({out['load_ratio']:.2f}x)")  # fmt: skip
+    f = out["floor"]
+    print(f"floor (a bare gRPC unary echo of {floor.REPLY_BYTES} bytes, no daemon): "
+          f"{f['echo_ms']:.2f} ms a call, {f['echo_calls_per_s']:.0f} calls/s from "
+          f"{out['clients']} clients; best possible: round trip {f['round_trip_ratio']:.2f}x, "
+          f"load {f['load_ratio']:.2f}x")  # fmt: skip
     m = out["many"]
     print(f"{m['clients']} clients at once on {m['clients']} sessions: {m['turns']} of "
           f"{m['expected_turns']} turns completed, {m['records_lost_or_doubled']} records "

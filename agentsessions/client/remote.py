@@ -15,7 +15,6 @@ Invariants, the same as the local engine's so callers cannot tell them apart:
 from __future__ import annotations
 
 import builtins
-import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any, TypeVar, Unpack
 import grpc
 
 from agentsessions.client.bykey import ByKey, provenance, template
+from agentsessions.client.turns import RemoteTurn, parking, patient, quick_updates, unbatched
 from agentsessions.client.workloads import tools_text
 from agentsessions.errors import (
     AgentSessionsError,
@@ -76,6 +76,7 @@ class RemoteSessions:
         self._stub = session_pb2_grpc.SessionsStub(channel)  # type: ignore[no-untyped-call]
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
         self.by_key = ByKey(self._stub, self.unary)  # ensure, find and claim
+        self._quick_served = True  # ExecQuick, until a server answers UNIMPLEMENTED
         self.unindexed: list[AgentSessionsError] = []
         """What the server's last ListSessions said it could not index (``list`` warns)."""
 
@@ -240,6 +241,8 @@ class RemoteSessions:
         if turn.expected_last_seq is not None:
             request.expected_last_seq = turn.expected_last_seq
         provenance(request, turn)
+        if self._quick_served:
+            return self._quick(request)
         return self._turn(self._stub.Exec, request)
 
     def run(
@@ -264,28 +267,43 @@ class RemoteSessions:
 
     def _turn(self, rpc: Any, request: Any) -> Iterator[Frame]:
         call = rpc(request, metadata=self._metadata)
-        items = self._parking(call, _unbatched(self._items(call)))
+        return self._started(parking(call, unbatched(self._items(call))))
+
+    def _started(self, items: Iterator[Any]) -> Iterator[Frame]:
+        """A turn's frames, its first read now (a refused turn raises here)."""
         try:
             first = frames.update_to_frame(next(items), "")
         except StopIteration:
             raise UnavailableError(
                 f"the server at {self.address} ended a turn's stream empty"
             ) from None
-        return _Turn(first, items)
+        return RemoteTurn(first, items)
 
-    @staticmethod
-    def _parking(call: Any, items: Iterator[Any]) -> Iterator[Any]:
-        """A turn's updates; a final frame that says the turn parked on an approval raises
-        the ApprovalParkedError its trailers name instead, as the local engine's frames do."""
-        for update in items:
-            if update.HasField("session") and update.frame.parked:
-                for _ in items:  # the stream ends after it; its trailers are then readable
-                    pass
-                parked = status.error_from_trailers(call.trailing_metadata())
-                if parked is not None:
-                    raise parked
-                continue
-            yield update
+    def _quick(self, request: session_pb2.ExecRequest) -> Iterator[Frame]:
+        """A turn by ExecQuick (one unary call when it ends quickly; ExecRest streams the
+        rest when it goes on); by Exec from a server without it (UNIMPLEMENTED, whose
+        trailers name no error of ours: nothing ran)."""
+        try:
+            reply, call = self._stub.ExecQuick.with_call(request, metadata=self._metadata)
+        except grpc.RpcError as err:
+            meta: Any = err.trailing_metadata() if hasattr(err, "trailing_metadata") else ()
+            ours = status.ERROR_KEY in dict(meta or ())
+            if err.code() == grpc.StatusCode.UNIMPLEMENTED and not ours:
+                self._quick_served = False
+                return self._turn(self._stub.Exec, request)
+            raise self._error(err) from None
+        return self._started(quick_updates(reply, call, self._rest))
+
+    def _rest(self, key: str) -> Iterator[Any]:
+        """The updates ExecRest streams for the paused turn ``key`` (asked again while the
+        server refuses it for its bounds: :func:`.turns.patient`)."""
+        request = session_pb2.ExecRestRequest(rest=key)
+
+        def open_rest() -> Iterator[Any]:
+            call = self._stub.ExecRest(request, metadata=self._metadata)
+            return parking(call, unbatched(self._items(call)))
+
+        return patient(open_rest)
 
     def compact(self, uid: str, *, keep_turns: int = 2, model: str | None = None) -> SessionFrame:
         """Summarise the turns before the last ``keep_turns`` (Compact); its last frame."""
@@ -509,47 +527,6 @@ class RemoteSessions:
                     yield session_pb2.ImportChunk(data=data)
 
         return convert.session_from_proto(self._call(self._stub.Import, chunks()))
-
-
-class _Turn(Iterator[Frame]):
-    """A turn's frames: the first already read; closing reads the rest (the turn's END)."""
-
-    def __init__(self, first: SessionFrame | Any, items: Iterator[Any]) -> None:
-        self._first: Frame | None = first
-        self._uid = first.uid
-        self._items = items
-
-    def __iter__(self) -> _Turn:
-        return self
-
-    def __next__(self) -> Frame:
-        if self._first is not None:
-            first, self._first = self._first, None
-            return first
-        return frames.update_to_frame(next(self._items), self._uid)
-
-    def close(self) -> None:
-        """Wait for the turn to end, as the local engine's frames do (the rest is read)."""
-        self._first = None
-        try:
-            for _ in self._items:
-                pass
-        except AgentSessionsError:
-            pass  # the turn ended (and its error is durable); closing does not raise it
-
-    def __del__(self) -> None:
-        # a consumer that drops its frames mid-turn: the turn still ends on the server, and
-        # the stream is drained so a caller that reads next sees the END
-        with contextlib.suppress(Exception):
-            self.close()
-
-
-def _unbatched(updates: Iterator[Any]) -> Iterator[Any]:
-    """A turn's updates one by one: each message, then the ones it carries in ``batch``
-    (what the server had ready with it; none from a server that does not batch)."""
-    for update in updates:
-        yield update
-        yield from update.batch
 
 
 def _ms(seconds: float) -> int:

@@ -66,7 +66,8 @@ if TYPE_CHECKING:
 
 SERVICE = "/agentsessions.v1.Sessions/"
 TURN_METHODS = frozenset(
-    SERVICE + name for name in ("Exec", "ResumeStream", "Resume", "Compact", "Rerun")
+    SERVICE + name
+    for name in ("Exec", "ExecQuick", "ExecRest", "ResumeStream", "Resume", "Compact", "Rerun")
 )
 """The RPCs that run a turn (or re-drive them): counted against ``--max-turns-per-token``."""
 UNMETERED = ("/grpc.health.v1.Health/Check",)

@@ -32,7 +32,8 @@ from typing import Any, TypeVar
 import grpc
 
 from agentsessions.errors import InvalidArgumentError
-from agentsessions.server import deadline
+from agentsessions.server import deadline, quick
+from agentsessions.server.rests import Rests
 from agentsessions.server.toolpolicy import WireWorkload
 from agentsessions.server.toolpolicy import workload_file as _workload_file
 from agentsessions.server.updates import updates
@@ -103,6 +104,7 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
     def __init__(self, engine: Sessions, scope: Scope | None = None) -> None:
         self.engine = engine
         self._scope = scope
+        self.rests = Rests()  # turns ExecQuick paused, until their ExecRest
 
     def sessions(self, context: grpc.ServicerContext) -> Sessions:
         """The Sessions this RPC acts on: the scope's for the caller, else the engine."""
@@ -231,6 +233,26 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
         finally:
             if timer is not None:
                 timer.close()
+
+    @_rpc
+    def ExecQuick(
+        self, request: session_pb2.ExecRequest, context: grpc.ServicerContext
+    ) -> session_pb2.ExecQuickResponse:
+        """One turn in one reply when it ends within the quick window, else its first
+        frames and the id of its rest (ExecRest); records as committed bytes (:mod:`.quick`)."""
+        left = deadline.check_admission(request.deadline_unix)
+        engine = self.sessions(context)
+        with _workload_file(request.tools) as tools:
+            stream = engine.exec(_turn_request(request, tools))
+        timer = deadline.Deadline(engine, left) if left is not None else None
+        return quick.reply(engine, stream, context, timer, self.rests)
+
+    @_stream
+    def ExecRest(
+        self, request: session_pb2.ExecRestRequest, context: grpc.ServicerContext
+    ) -> Iterator[session_pb2.ExecUpdate]:
+        """The rest of a turn ExecQuick paused, as Exec would have streamed it."""
+        yield from quick.rest(request, context, self.rests)
 
     @_stream
     def ResumeStream(

@@ -16,13 +16,18 @@ Invariants:
   approval) and status OK, as the reference answers it; the trailers name the
   ApprovalParkedError the local engine raises, so our client raises it too;
 - if the caller goes away, grpc stops taking from this generator; the turn goes on on the
-  engine's thread and commits its END (closing the frames waits for it).
+  engine's thread and commits its END (closing the frames waits for it);
+- :func:`windowed` (ExecQuick) is the same stream, batched, whose first message waits up to
+  a window for the turn's end instead of :data:`FIRST_WAIT`: a quick turn is one message,
+  sent as a unary reply; a turn still going at the window's end is paused there
+  (:data:`PAUSE`) and its rest streamed by another call (ExecRest, :mod:`.rests`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+import time
+from collections.abc import Generator, Iterator
 
 import grpc
 
@@ -42,10 +47,17 @@ caller's ``exec`` returns once the inputs are durable. A turn whose first commit
 longer sends its first frame alone, as before."""
 
 
-@dataclasses.dataclass
-class _Seen:
-    """What the stream has carried so far: its session and its latest execution."""
+PAUSE = None
+"""What :func:`windowed` yields once its window has passed with the turn still going: the
+caller sends what it has and hands the rest of the generator to another call."""
 
+
+@dataclasses.dataclass
+class Seen:
+    """What the stream has carried so far: its session and its latest execution; and the
+    call whose trailers a parked turn sets (a turn's rest may be read by another call)."""
+
+    context: grpc.ServicerContext
     uid: str = ""
     execution: str = ""
 
@@ -61,34 +73,69 @@ def updates(
     """The turn's frames as ExecUpdates (batched when the caller asked); a last frame
     AWAITING carries its pending approval; past ``timer``'s deadline the stream ends
     DEADLINE_EXCEEDED after the last frame."""
-    seen = _Seen()
+    for update in _updates(engine, stream, Seen(context), timer, batched, None):
+        assert update is not None  # no window: never paused
+        yield update
+
+
+def windowed(
+    engine: Sessions,
+    stream: Iterator[Frame],
+    seen: Seen,
+    timer: deadline.Deadline | None,
+    window: float,
+) -> Generator[session_pb2.ExecUpdate | None, None, None]:
+    """The turn's frames as batched ExecUpdates, the first message holding every frame the
+    turn made within ``window`` seconds; :data:`PAUSE` after it when the turn goes on past
+    the window (then the rest, as :func:`updates` streams it). ``seen.context`` is the call
+    a parked turn's trailers go to: whoever reads the rest sets it to its own."""
+    return _updates(engine, stream, seen, timer, True, window)
+
+
+def _updates(
+    engine: Sessions,
+    stream: Iterator[Frame],
+    seen: Seen,
+    timer: deadline.Deadline | None,
+    batched: bool,
+    window: float | None,
+) -> Generator[session_pb2.ExecUpdate | None, None, None]:
     ready = stream.ready if batched and isinstance(stream, TurnStream) else None
-    wait = FIRST_WAIT  # the first frame waits a little for the turn's first records
+    # the first frame waits a little (or the whole window) for the turn's first records
+    wait = FIRST_WAIT if window is None else window
+    pause_at = None if window is None else time.monotonic() + window
     try:
         for frame in stream:
             group = [frame, *ready(wait)] if ready is not None else [frame]
-            wait = 0.0
             out = [_update(engine, f, seen, timer, batched) for f in group]
             head = out[0]
             head.batch.extend(out[1:])
             yield head
             last = group[-1]
-            if timer is not None and isinstance(last, SessionFrame) and last.last:
+            ended = isinstance(last, SessionFrame) and last.last
+            if timer is not None and isinstance(last, SessionFrame) and ended:
                 exceeded = timer.exceeded(last.turn is not None and last.turn.canceled)
                 if exceeded is not None:  # the records and the last frame went first
                     raise exceeded
+            # ready() returns early only at the turn's end (or its error): past the window,
+            # the turn goes on; whoever reads the rest gets it streamed (a stream that
+            # cannot wait for its frames is paused after its first)
+            going = pause_at is not None and not ended
+            if going and (ready is None or time.monotonic() >= (pause_at or 0.0)):
+                yield PAUSE
+            wait, pause_at = 0.0, None
     except ApprovalParkedError as parked:
         final = with_pending(engine, SessionFrame(engine.get(seen.uid), last=True))
         update = frames.frame_to_update(final)
         update.frame.parked = True
-        context.set_trailing_metadata(status.ok_trailers(parked))
+        seen.context.set_trailing_metadata(status.ok_trailers(parked))
         yield update
 
 
 def _update(
     engine: Sessions,
     frame: Frame,
-    seen: _Seen,
+    seen: Seen,
     timer: deadline.Deadline | None,
     committed: bool,
 ) -> session_pb2.ExecUpdate:

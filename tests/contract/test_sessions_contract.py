@@ -100,11 +100,35 @@ def _client_unix(tmp: Path) -> Iterator[Sessions]:
         yield client
 
 
+@contextmanager
+def _client_rest(tmp: Path) -> Iterator[Sessions]:
+    """The client whose every turn outlasts the server's quick window (0 s): ExecQuick's
+    reply holds its first frames and ExecRest streams the rest."""
+    from agentsessions.server import quick
+
+    window, quick.QUICK_WINDOW = quick.QUICK_WINDOW, 0.0
+    try:
+        with _client(tmp) as client:
+            yield client
+    finally:
+        quick.QUICK_WINDOW = window
+
+
+@contextmanager
+def _client_stream(tmp: Path) -> Iterator[Sessions]:
+    """The client as it talks to a server without ExecQuick: every turn an Exec stream."""
+    with _client(tmp) as client:
+        client._quick_served = False  # type: ignore[attr-defined]
+        yield client
+
+
 ENGINES: dict[str, Callable[[Path], AbstractContextManager[Sessions]]] = {
     "local-file": _local,
     "local-memory": _local_memory,
     "client": _client,
     "client-unix": _client_unix,
+    "client-rest": _client_rest,
+    "client-stream": _client_stream,
 }
 
 

@@ -95,13 +95,13 @@ def test_a_full_run_logs_every_call_and_no_secret(cli: Cli, tmp_path: Path) -> N
 
     calls = _request_lines(err)
     methods = [c["method"].rsplit("/", 1)[-1] for c in calls]
-    for expected in ("CreateSession", "Exec", "Follow", "Replay", "ListSessions"):
+    for expected in ("CreateSession", "ExecQuick", "Follow", "Replay", "ListSessions"):
         assert expected in methods, methods
     for call in calls:
         assert all(k in call for k in REQUIRED), call
         assert isinstance(call["duration_ms"], float | int) and call["duration_ms"] >= 0
     assert len({c["request_id"] for c in calls}) == len(calls)  # one id per call
-    execs = [c for c in calls if c["method"].endswith("/Exec")]
+    execs = [c for c in calls if c["method"].endswith(("/Exec", "/ExecQuick", "/ExecRest"))]
     assert {(c["code"], c["project"], c["session"], c["token_id"]) for c in execs} == {
         ("OK", "acme", uid, token_id)
     }

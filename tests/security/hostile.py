@@ -395,6 +395,8 @@ def sample(method: Method, target: str, project: str = "") -> Message | list[Mes
         "Sessions.ListSessions": lambda t: pb.ListSessionsRequest(project=t, page_size=5),
         "Sessions.DeleteSession": lambda t: pb.DeleteSessionRequest(uid=t),
         "Sessions.Exec": lambda t: pb.ExecRequest(session=t, inputs=[text("hi")]),
+        "Sessions.ExecQuick": lambda t: pb.ExecRequest(session=t, inputs=[text("hi")]),
+        "Sessions.ExecRest": lambda t: pb.ExecRestRequest(rest=t),
         "Sessions.Replay": lambda t: pb.ReplayRequest(session=t),
         "Sessions.Approve": lambda t: pb.ApproveRequest(
             session=t, execution_id="e", tool_call_id="c", request_seq=1, approved=True

@@ -40,9 +40,14 @@ PROJECT_ADDRESSED = (
     "Sessions.FindSession",
 )
 NAME_ADDRESSED = tuple(m.full for m in REGISTRY.values() if m.name != "ListHarnesses")
-UID_ADDRESSED = tuple(m.full for m in SESSIONS.values() if m.full not in PROJECT_ADDRESSED)
+REST_ADDRESSED = ("Sessions.ExecRest",)
+"""Addressed by a paused turn's id (ExecQuick's reply), not by a session: taken only by the
+principal that was given it (tests/unit/test_wire_quick.py pins the owner check)."""
+UID_ADDRESSED = tuple(
+    m.full for m in SESSIONS.values() if m.full not in (*PROJECT_ADDRESSED, *REST_ADDRESSED)
+)
 LISTING = ("HarnessRegistry.ListHarnesses",)  # names nothing: b's list must not show a's
-COVERED = {*PROJECT_ADDRESSED, *NAME_ADDRESSED, *UID_ADDRESSED, *LISTING}
+COVERED = {*PROJECT_ADDRESSED, *NAME_ADDRESSED, *UID_ADDRESSED, *REST_ADDRESSED, *LISTING}
 BY_FULL = {m.full: m for m in (*SESSIONS.values(), *REGISTRY.values())}
 
 
@@ -106,6 +111,21 @@ def test_another_projects_session_is_an_unknown_one(
     assert hidden.shape() == none.shape((unknown, target)), (full, hidden, none)
     assert target in hidden.details and victim.uid not in none.text()
     assert daemon.fingerprint() == before, f"{full} by b wrote something"
+
+
+def test_a_rest_id_nobody_was_given_is_an_unknown_one(daemon: Any, victim: Any) -> None:
+    """b's ExecRest on ids it was never given (a's session uid among them) is NOT_FOUND,
+    the same answer for each, and writes nothing."""
+    method = BY_FULL["Sessions.ExecRest"]
+    before = daemon.fingerprint()
+    b = daemon.tenants["b"]
+    answers = [
+        daemon.send(method, hostile.sample(method, target), b)
+        for target in (victim.uid, secrets.token_urlsafe(16))
+    ]
+    assert all(a.code == grpc.StatusCode.NOT_FOUND for a in answers), answers
+    assert answers[0].details == answers[1].details
+    assert daemon.fingerprint() == before
 
 
 @pytest.mark.parametrize("full", PROJECT_ADDRESSED)

@@ -30,6 +30,9 @@ def test_the_quick_bench_runs_both_sides_of_both_measurements() -> None:
     crowd = out["many"]  # every turn of the clients at once completed, nothing lost
     assert crowd["turns"] == crowd["expected_turns"] > 0
     assert crowd["records_lost_or_doubled"] == 0 and crowd["p99_ms"] > 0
+    floor = out["floor"]  # the bare gRPC echo ran too: the ratios no daemon could beat
+    assert floor["echo_ms"] > 0 and floor["echo_calls_per_s"] > 0
+    assert floor["round_trip_ratio"] > 1 and 0 < floor["load_ratio"] < 1
 
 
 def test_the_many_sessions_bench_fills_a_daemon_and_reads_its_memory() -> None:

@@ -102,3 +102,20 @@ def test_a_chat_turn_s_events_take_the_fast_path(event: dict[str, Any]) -> None:
 )
 def test_what_the_fast_path_leaves_to_the_exact_one(obj: dict[str, Any]) -> None:
     assert fastconv.to_proto(common_pb2.Event, obj) is None
+
+
+@pytest.mark.parametrize(
+    ("obj", "cls"),
+    [
+        ({"role": "user", "parts": [{"text": {"text": "hello"}}]}, common_pb2.Message),
+        ({"principal": "alice", "issuer": "idp", "subject": "u-1"}, common_pb2.IdentityRef),
+        ({"source": "slack", "subject": "C042/1700000000.000100"}, common_pb2.Origin),
+    ],
+    ids=["message", "identity", "origin"],
+)
+def test_what_a_turn_request_carries_converts_as_the_exact_path_does(
+    obj: dict[str, Any], cls: type[Any]
+) -> None:
+    """The wire's own conversions (a turn's inputs, a session's identity and origin) take
+    the fast path too (wire/convert.py): it must answer what the exact one would."""
+    _same_both_ways(obj, cls)

@@ -240,6 +240,8 @@ ADDED_RPCS = {
     "Sessions.FindSession": ("FindSessionRequest", "FindSessionResponse", False, False),
     "Sessions.ClaimSession": ("ClaimSessionRequest", "ClaimSessionResponse", False, False),
     "Harness.Executions": ("ControllerFrame", "Events", True, True),
+    "Sessions.ExecQuick": ("ExecRequest", "ExecQuickResponse", False, False),
+    "Sessions.ExecRest": ("ExecRestRequest", "ExecUpdate", False, True),
 }
 ADDED_MESSAGES = {
     "session.proto": {
@@ -270,6 +272,8 @@ ADDED_MESSAGES = {
         "ClaimSessionRequest",
         "ClaimSessionResponse",
         "CommittedRecord",
+        "ExecQuickResponse",
+        "ExecRestRequest",
     },
     "harness.proto": {"WorkingState", "StateResult", "HistoryMark", "Events"},
     "common.proto": {"StateCommit", "TextDelta"},

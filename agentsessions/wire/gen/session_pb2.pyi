@@ -394,6 +394,20 @@ class ExecUpdate(_message.Message):
     batch: _containers.RepeatedCompositeFieldContainer[ExecUpdate]
     def __init__(self, record: _Optional[_Union[_common_pb2.LogRecord, _Mapping]] = ..., delta: _Optional[_Union[Delta, _Mapping]] = ..., session: _Optional[_Union[Session, _Mapping]] = ..., committed: _Optional[_Union[CommittedRecord, _Mapping]] = ..., frame: _Optional[_Union[FrameInfo, _Mapping]] = ..., batch: _Optional[_Iterable[_Union[ExecUpdate, _Mapping]]] = ...) -> None: ...
 
+class ExecQuickResponse(_message.Message):
+    __slots__ = ("update", "rest")
+    UPDATE_FIELD_NUMBER: _ClassVar[int]
+    REST_FIELD_NUMBER: _ClassVar[int]
+    update: ExecUpdate
+    rest: str
+    def __init__(self, update: _Optional[_Union[ExecUpdate, _Mapping]] = ..., rest: _Optional[str] = ...) -> None: ...
+
+class ExecRestRequest(_message.Message):
+    __slots__ = ("rest",)
+    REST_FIELD_NUMBER: _ClassVar[int]
+    rest: str
+    def __init__(self, rest: _Optional[str] = ...) -> None: ...
+
 class CommittedRecord(_message.Message):
     __slots__ = ("seq", "prev_hash", "content_hash", "fence", "event_json")
     SEQ_FIELD_NUMBER: _ClassVar[int]

@@ -150,6 +150,16 @@ class SessionsStub:
                 request_serializer=session__pb2.ClaimSessionRequest.SerializeToString,
                 response_deserializer=session__pb2.ClaimSessionResponse.FromString,
                 _registered_method=True)
+        self.ExecQuick = channel.unary_unary(
+                '/agentsessions.v1.Sessions/ExecQuick',
+                request_serializer=session__pb2.ExecRequest.SerializeToString,
+                response_deserializer=session__pb2.ExecQuickResponse.FromString,
+                _registered_method=True)
+        self.ExecRest = channel.unary_stream(
+                '/agentsessions.v1.Sessions/ExecRest',
+                request_serializer=session__pb2.ExecRestRequest.SerializeToString,
+                response_deserializer=session__pb2.ExecUpdate.FromString,
+                _registered_method=True)
 
 
 class SessionsServicer:
@@ -303,6 +313,21 @@ class SessionsServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExecQuick(self, request, context):
+        """Addition: one turn as one unary call when it ends quickly (a unary call costs the
+        server one batch of grpc's work where a stream of one message costs two), its frames
+        then streamed by ExecRest when it goes on past the server's quick window.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExecRest(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SessionsServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -420,6 +445,16 @@ def add_SessionsServicer_to_server(servicer, server):
                     servicer.ClaimSession,
                     request_deserializer=session__pb2.ClaimSessionRequest.FromString,
                     response_serializer=session__pb2.ClaimSessionResponse.SerializeToString,
+            ),
+            'ExecQuick': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExecQuick,
+                    request_deserializer=session__pb2.ExecRequest.FromString,
+                    response_serializer=session__pb2.ExecQuickResponse.SerializeToString,
+            ),
+            'ExecRest': grpc.unary_stream_rpc_method_handler(
+                    servicer.ExecRest,
+                    request_deserializer=session__pb2.ExecRestRequest.FromString,
+                    response_serializer=session__pb2.ExecUpdate.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1043,6 +1078,60 @@ class Sessions:
             '/agentsessions.v1.Sessions/ClaimSession',
             session__pb2.ClaimSessionRequest.SerializeToString,
             session__pb2.ClaimSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExecQuick(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentsessions.v1.Sessions/ExecQuick',
+            session__pb2.ExecRequest.SerializeToString,
+            session__pb2.ExecQuickResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExecRest(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/agentsessions.v1.Sessions/ExecRest',
+            session__pb2.ExecRestRequest.SerializeToString,
+            session__pb2.ExecUpdate.FromString,
             options,
             channel_credentials,
             insecure,
