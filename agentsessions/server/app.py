@@ -199,8 +199,7 @@ def build_server(
     ``credentials`` None is an insecure port. The caller owns ``engine``: stop the server,
     then close the engine (which waits for running turns)."""
     address, is_unix = parse_listen(listen)
-    admission = next((i for i in interceptors if isinstance(i, Admission)), None)
-    admitted = admission is not None
+    admitted = any(isinstance(i, Admission) for i in interceptors)
     workers = UNARY_WORKERS if admitted else UNARY_WORKERS + DEFAULT_MAX_STREAMS
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rpc"),
@@ -210,8 +209,7 @@ def build_server(
         maximum_concurrent_rpcs=MAX_CONCURRENT_RPCS,
     )
     recording = _Recording(server)
-    per_owner = admission.ledger.limits.max_turns_per_token if admission is not None else None
-    service.add_to_server(recording, engine, scope, rests_per_owner=per_owner)  # type: ignore[arg-type]
+    service.add_to_server(recording, engine, scope)  # type: ignore[arg-type]
     for add in extra_services:
         add(recording)  # type: ignore[arg-type]
     health = _add_health_and_reflection(server, recording.services)

@@ -11,11 +11,6 @@ Invariants:
   NOT_FOUND to anyone else, as an unknown id is: no oracle of other callers' turns);
 - the turn never depends on its rest being read: it runs on the engine's thread and commits
   its END whatever becomes of the rest (as when a streaming caller goes away);
-- a principal holds at most ``per_owner`` rests (the server's ``--max-turns-per-token``):
-  a turn goes on after its ExecQuick returned its slot, so without this bound a caller that
-  never reads its rests could keep any number of turns running; ExecQuick refuses (before
-  anything is written) while the caller has that many, so one token's running turns stay
-  under twice its bound (in flight plus paused);
 - a rest not taken within :data:`REST_TTL` seconds is dropped: its generator is closed on a
   thread of its own (closing a turn's frames waits for the turn's end), found on the next
   park or take, so nothing is held for a caller that never comes back beyond that;
@@ -33,7 +28,6 @@ from typing import Any
 
 from agentsessions.errors import NotFoundError
 from agentsessions.server import deadline
-from agentsessions.server.admission import exhausted
 from agentsessions.server.updates import Seen
 from agentsessions.wire.gen import session_pb2
 
@@ -66,31 +60,10 @@ class Rest:
 class Rests:
     """Paused turns by id. Thread-safe."""
 
-    def __init__(
-        self, clock: Callable[[], float] = time.monotonic, *, per_owner: int | None = None
-    ) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._lock = threading.Lock()
         self._held: dict[str, Rest] = {}
-        self.per_owner = per_owner  # None: unbounded (a server without admission bounds)
-
-    def check_room(self, owner: Any) -> None:
-        """ResourceExhaustedError when ``owner`` (not None: a token's principal) holds
-        ``per_owner`` rests already: read one (ExecRest) or let it expire first."""
-        if self.per_owner is None or owner is None:
-            return
-        now = self._clock()
-        with self._lock:
-            stale = self._expired(now)
-            held = sum(1 for r in self._held.values() if r.owner == owner)
-        _drop(stale)
-        if held >= self.per_owner:
-            raise exhausted(
-                f"too many paused turns for this token ({held} of {self.per_owner})",
-                "max_turns_per_token",
-                self.per_owner,
-                "read them with ExecRest first",
-            )
 
     def __len__(self) -> int:
         with self._lock:

@@ -33,7 +33,6 @@ import grpc
 
 from agentsessions.errors import InvalidArgumentError
 from agentsessions.server import deadline, quick
-from agentsessions.server.auth import current_principal
 from agentsessions.server.rests import Rests
 from agentsessions.server.toolpolicy import WireWorkload
 from agentsessions.server.toolpolicy import workload_file as _workload_file
@@ -102,13 +101,10 @@ def _wait(ms: int) -> float:
 class SessionsService(session_pb2_grpc.SessionsServicer):
     """``agentsessions.v1.Sessions`` over ``engine`` (which the caller opens and closes)."""
 
-    def __init__(
-        self, engine: Sessions, scope: Scope | None = None, *, rests_per_owner: int | None = None
-    ) -> None:
+    def __init__(self, engine: Sessions, scope: Scope | None = None) -> None:
         self.engine = engine
         self._scope = scope
-        # turns ExecQuick paused, until their ExecRest: at most ``rests_per_owner`` a token
-        self.rests = Rests(per_owner=rests_per_owner)
+        self.rests = Rests()  # turns ExecQuick paused, until their ExecRest
 
     def sessions(self, context: grpc.ServicerContext) -> Sessions:
         """The Sessions this RPC acts on: the scope's for the caller, else the engine."""
@@ -245,7 +241,6 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
         """One turn in one reply when it ends within the quick window, else its first
         frames and the id of its rest (ExecRest); records as committed bytes (:mod:`.quick`)."""
         left = deadline.check_admission(request.deadline_unix)
-        self.rests.check_room(current_principal())  # before anything is written
         engine = self.sessions(context)
         with _workload_file(request.tools) as tools:
             stream = engine.exec(_turn_request(request, tools))
@@ -493,15 +488,10 @@ def _jsonable(value: Any) -> Any:
 
 
 def add_to_server(
-    server: grpc.Server,
-    engine: Sessions,
-    scope: Scope | None = None,
-    *,
-    rests_per_owner: int | None = None,
+    server: grpc.Server, engine: Sessions, scope: Scope | None = None
 ) -> SessionsService:
-    """Serve ``engine`` as ``agentsessions.v1.Sessions`` on ``server`` (a token holds at
-    most ``rests_per_owner`` paused turns: :class:`~.rests.Rests`)."""
-    service = SessionsService(engine, scope, rests_per_owner=rests_per_owner)
+    """Serve ``engine`` as ``agentsessions.v1.Sessions`` on ``server``."""
+    service = SessionsService(engine, scope)
     session_pb2_grpc.add_SessionsServicer_to_server(service, server)  # type: ignore[no-untyped-call]
     return service
 

@@ -127,25 +127,6 @@ def test_a_rest_not_taken_in_time_is_dropped_and_closed() -> None:
     assert closed == ["closed"] and len(held) == 0
 
 
-def test_a_token_holds_at_most_its_turn_bound_of_paused_turns() -> None:
-    # a turn goes on after ExecQuick returned its admission slot: unread rests are bounded
-    # per token, or a caller could keep any number of turns running
-    now = [0.0]
-    held = rests.Rests(clock=lambda: now[0], per_owner=2)
-    keys = [held.park("alice", _held([]), Seen(None), None) for _ in range(2)]  # type: ignore[arg-type]
-    with pytest.raises(ResourceExhaustedError) as refused:
-        held.check_room("alice")
-    assert "2 of 2" in str(refused.value) and refused.value.fields["limit"] == "max_turns_per_token"
-    held.check_room("bob")  # another token's room is its own
-    held.check_room(None)  # the operator of a listener without auth: no per-token bound
-    held.take("alice", keys[0])  # read one: room again
-    held.check_room("alice")
-    held.park("alice", _held([]), Seen(None), None)  # type: ignore[arg-type]
-    now[0] = rests.REST_TTL + 1  # expired rests leave room too
-    held.check_room("alice")
-    assert len(held) == 0
-
-
 def test_joined_keeps_every_update_in_order() -> None:
     def update(seq: int, *more: int) -> session_pb2.ExecUpdate:
         u = session_pb2.ExecUpdate(committed=session_pb2.CommittedRecord(seq=seq))
