@@ -66,10 +66,10 @@ if TYPE_CHECKING:
 
 SERVICE = "/agentsessions.v1.Sessions/"
 TURN_METHODS = frozenset(
-    SERVICE + name
-    for name in ("Exec", "ExecQuick", "ExecRest", "ResumeStream", "Resume", "Compact", "Rerun")
+    SERVICE + name for name in ("Exec", "ExecQuick", "ResumeStream", "Resume", "Compact", "Rerun")
 )
-"""The RPCs that run a turn (or re-drive them): counted against ``--max-turns-per-token``."""
+"""The RPCs that run a turn (or re-drive them): counted against ``--max-turns-per-token``.
+Not ExecRest: the turn it streams still holds the slot its ExecQuick kept (:func:`keep_slot`)."""
 UNMETERED = ("/grpc.health.v1.Health/Check",)
 """Not rate-limited: a load balancer's probe must not fail because a caller without a token
 floods the server (it is cheap, holds no lock, and grpc's own concurrency bound still holds)."""
@@ -120,6 +120,29 @@ def refusal(exc: AgentSessionsError) -> Handler:
     return grpc.stream_stream_rpc_method_handler(on_pool(refuse, INLINE))
 
 
+@dataclass
+class _Lease:
+    """One admitted call's slot: given back when the call ends, unless the call kept it."""
+
+    release: Callable[[], None]
+    kept: bool = False
+
+
+_LEASES = threading.local()
+
+
+def keep_slot() -> Callable[[], None] | None:
+    """Keep the admitted call's slot past the call's end: the work it stands for goes on
+    (a turn ExecQuick paused runs until its rest is read or dropped), so it stays counted
+    against the caller's bounds until the returned function (idempotent) is called. None
+    when the calling thread runs no admitted call (a server without admission)."""
+    lease: _Lease | None = getattr(_LEASES, "current", None)
+    if lease is None:
+        return None
+    lease.kept = True
+    return lease.release
+
+
 class _Slot(futures.ThreadPoolExecutor):
     """The long-call pool as grpc sees it for one call: ``submit`` runs the call's work on
     the shared pool and gives the call's slot back when that work ends. grpc takes only a
@@ -130,12 +153,21 @@ class _Slot(futures.ThreadPoolExecutor):
         self._pool, self._release = pool, release
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> futures.Future[Any]:
+        lease = _Lease(self._release)
+
+        def leased(*a: Any, **k: Any) -> Any:
+            _LEASES.current = lease  # for keep_slot(), on the thread that runs the call
+            try:
+                return fn(*a, **k)
+            finally:
+                _LEASES.current = None
+
         try:
-            future = self._pool.submit(fn, *args, **kwargs)
+            future = self._pool.submit(leased, *args, **kwargs)
         except BaseException:  # the pool is shut down: the call never runs
             self._release()
             raise
-        future.add_done_callback(lambda _done: self._release())
+        future.add_done_callback(lambda _done: None if lease.kept else lease.release())
         return future
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:

@@ -28,6 +28,7 @@ import grpc
 
 from agentsessions.errors import AgentSessionsError
 from agentsessions.server import deadline
+from agentsessions.server.admission import keep_slot
 from agentsessions.server.auth import current_principal
 from agentsessions.server.rests import Rests
 from agentsessions.server.updates import PAUSE, Seen, windowed
@@ -73,7 +74,8 @@ def reply(
         raise
     done = session_pb2.ExecQuickResponse(update=joined(out))
     if paused:
-        done.rest = rests.park(current_principal(), updates, seen, timer)
+        slot = keep_slot()  # the turn goes on: it stays counted until its rest is done
+        done.rest = rests.park(current_principal(), updates, seen, timer, slot)
         rests.note(done.rest, session=seen.uid, project=done.update.session.metadata.project)
     elif timer is not None:
         timer.close()
@@ -93,7 +95,10 @@ def rest(
             if update is not None:
                 yield update
     finally:
-        _close(held.timer)
+        try:
+            _close(held.timer)
+        finally:
+            held.release()  # the slot ExecQuick kept: this turn's frames are all out
 
 
 def joined(updates: list[session_pb2.ExecUpdate]) -> session_pb2.ExecUpdate:

@@ -11,9 +11,15 @@ Invariants:
   NOT_FOUND to anyone else, as an unknown id is: no oracle of other callers' turns);
 - the turn never depends on its rest being read: it runs on the engine's thread and commits
   its END whatever becomes of the rest (as when a streaming caller goes away);
+- a paused turn stays counted against its caller's admission bounds: ExecQuick keeps its
+  call's slot (:func:`~.admission.keep_slot`) and the rest gives it back once its ExecRest
+  has streamed it or it is dropped, so a caller that never reads its rests cannot run more
+  turns at once than ``--max-turns-per-token`` allows;
 - a rest not taken within :data:`REST_TTL` seconds is dropped: its generator is closed on a
   thread of its own (closing a turn's frames waits for the turn's end), found on the next
-  park or take, so nothing is held for a caller that never comes back beyond that;
+  park or take, or by a sweep after its time when it holds an admission slot (a caller
+  refused for want of that slot never parks or takes again), so nothing is held for a
+  caller that never comes back beyond that;
 - the deadline timer of a request that set one goes with its rest and is closed with it.
 """
 
@@ -47,14 +53,25 @@ class Rest:
     timer: deadline.Deadline | None
     expires: float
     notes: dict[str, str] = field(default_factory=dict)  # for the log line of its ExecRest
+    slot: Callable[[], None] | None = None
+    """Gives back the admission slot its ExecQuick kept (None: a server without admission)."""
 
     def close(self) -> None:
-        """Drop the rest: its frames are closed (waiting for the turn's end), its timer too."""
+        """Drop the rest: its frames are closed (waiting for the turn's end), its timer
+        too, then its slot is given back."""
         try:
             self.updates.close()
         finally:
-            if self.timer is not None:
-                self.timer.close()
+            try:
+                if self.timer is not None:
+                    self.timer.close()
+            finally:
+                self.release()
+
+    def release(self) -> None:
+        """Give the kept admission slot back (idempotent)."""
+        if self.slot is not None:
+            self.slot()
 
 
 class Rests:
@@ -70,16 +87,32 @@ class Rests:
             return len(self._held)
 
     def park(
-        self, owner: Any, updates: Updates, seen: Seen, timer: deadline.Deadline | None
+        self,
+        owner: Any,
+        updates: Updates,
+        seen: Seen,
+        timer: deadline.Deadline | None,
+        slot: Callable[[], None] | None = None,
     ) -> str:
-        """Hold a paused turn's rest for ``owner``; its id."""
+        """Hold a paused turn's rest for ``owner`` (with the admission ``slot`` its call
+        kept, given back when the rest is streamed or dropped); its id."""
         key = secrets.token_urlsafe(16)
         now = self._clock()
         with self._lock:
-            self._held[key] = Rest(owner, updates, seen, timer, now + REST_TTL)
+            self._held[key] = Rest(owner, updates, seen, timer, now + REST_TTL, slot=slot)
             stale = self._expired(now)
         _drop(stale)
+        if slot is not None:  # its slot must come back even if nobody calls again
+            sweep = threading.Timer(REST_TTL + 1.0, self.sweep)
+            sweep.daemon = True
+            sweep.start()
         return key
+
+    def sweep(self) -> None:
+        """Drop the rests past their time now (a held slot is given back with each)."""
+        with self._lock:
+            stale = self._expired(self._clock())
+        _drop(stale)
 
     def note(self, key: str, **fields: str) -> None:
         """Note what rest ``key``'s turn acts on (session, project) for its ExecRest's log

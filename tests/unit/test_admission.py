@@ -57,6 +57,7 @@ class Rig:
     ledger: Ledger
     tokens: TokenStore
     hold: threading.Event
+    service: service.SessionsService
 
     def token(self, project: str = "a") -> str:
         return self.tokens.create(projects=[project])[0]
@@ -80,7 +81,8 @@ def _serve(
         futures.ThreadPoolExecutor(max_workers=1),  # the unary pool: one worker
         interceptors=[*first, RequestObserver(), *interceptors],
     )
-    session_pb2_grpc.add_SessionsServicer_to_server(HeldService(scope), server)  # type: ignore[no-untyped-call]
+    held_service = HeldService(scope)
+    session_pb2_grpc.add_SessionsServicer_to_server(held_service, server)  # type: ignore[no-untyped-call]
     server.add_generic_rpc_handlers(
         (
             grpc.method_handlers_generic_handler(
@@ -91,7 +93,7 @@ def _serve(
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     try:
-        yield Rig(port, admission.ledger, TokenStore(home), hold)
+        yield Rig(port, admission.ledger, TokenStore(home), hold, held_service)
     finally:
         hold.set()
         server.stop(None).wait()
@@ -366,3 +368,34 @@ def test_the_ledger_bucket_refills_at_its_rate() -> None:
         r()
         r()  # a second release is nothing
     assert ledger.open_long_calls() == 0
+
+
+def test_a_turn_exec_quick_paused_holds_its_slot_until_its_rest_is_read(
+    rig: Rig, channel: grpc.Channel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a paused turn goes on after ExecQuick returned: it must stay counted, or a caller that
+    # never reads its rests could run any number of turns at once past its bound
+    from agentsessions.server import quick
+
+    monkeypatch.setattr(quick, "QUICK_WINDOW", 0.0)  # every turn pauses after its first frame
+    stub = session_pb2_grpc.SessionsStub(channel)  # type: ignore[no-untyped-call]
+    alice = rig.token()
+    text = common_pb2.Message(role="user", parts=[{"text": {"text": "hi"}}])
+    request = session_pb2.ExecRequest(inputs=[text], batched=True)
+    reply = stub.ExecQuick(request, metadata=bearer(alice), timeout=30)
+    assert reply.rest
+    assert rig.ledger.open_turns(key(alice)) == 1  # kept past the call's end
+    code, details, _ = _refusal(lambda: stub.ExecQuick(request, metadata=bearer(alice)))
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert details.startswith("too many turns in flight for this token (1 of 1)")
+    rest = session_pb2.ExecRestRequest(rest=reply.rest)
+    frames = [
+        u for m in stub.ExecRest(rest, metadata=bearer(alice), timeout=30) for u in (m, *m.batch)
+    ]
+    assert frames[-1].HasField("session") and frames[-1].frame.last  # the turn's end
+    _wait_until(lambda: rig.ledger.open_turns(key(alice)) == 0)  # given back with the rest
+    again = stub.ExecQuick(request, metadata=bearer(alice), timeout=30)  # room again
+    assert again.rest  # paused too: leave it unread, and drop it as the server would
+    rig.service.rests.close()  # as the server does when it stops
+    _wait_until(lambda: rig.ledger.open_turns(key(alice)) == 0)  # a dropped rest gives it back
+    _wait_until(lambda: rig.ledger.open_long_calls() == 0)

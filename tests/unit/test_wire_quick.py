@@ -213,3 +213,19 @@ def test_a_stream_that_cannot_wait_for_its_frames_is_paused_after_its_first(
     got = list(windowed(engine, iter(frames), Seen(_Context()), None, 600.0))  # type: ignore[arg-type]
     assert got[1] is PAUSE and PAUSE not in got[2:]
     assert len([u for u in got if u is not PAUSE]) == len(frames)
+
+
+def test_a_rest_holding_a_slot_gives_it_back_when_swept_or_read() -> None:
+    now = [0.0]
+    held = rests.Rests(clock=lambda: now[0])
+    given: list[str] = []
+    read = held.park("alice", _held([]), Seen(None), None, lambda: given.append("read"))  # type: ignore[arg-type]
+    held.park("alice", _held([]), Seen(None), None, lambda: given.append("swept"))  # type: ignore[arg-type]
+    held.take("alice", read).release()  # ExecRest streamed it
+    assert given == ["read"]
+    now[0] = rests.REST_TTL + 1
+    held.sweep()  # nobody parks or takes again: the sweep still gives the slot back
+    deadline = time.monotonic() + 10
+    while len(given) < 2 and time.monotonic() < deadline:  # dropped on a thread of its own
+        time.sleep(0.01)
+    assert given == ["read", "swept"] and len(held) == 0
