@@ -3,6 +3,7 @@ frame reader, true hashes (derived ones included), and damage refused as before.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import zlib
@@ -72,6 +73,35 @@ def test_bulk_read_equals_the_frame_reader_on_every_range(tmp_path: Path) -> Non
     for before, record in zip([None, *records], records, strict=False):
         assert record.content_hash == hashlib.sha256(record.payload).hexdigest()
         assert record.prev_hash == (before.content_hash if before else "")
+
+
+def _records_alive() -> int:
+    return sum(type(o) is Record for o in gc.get_objects())
+
+
+@pytest.mark.parametrize("segment_max", [4096, 16 << 20], ids=["compressed", "one tail"])
+def test_a_reader_that_drops_each_record_never_holds_a_batch(
+    tmp_path: Path, segment_max: int
+) -> None:
+    """A batch's Records are built as they are iterated, not all at once: a whole segment's
+    held together are only more objects for the collector (a conversation's load ran ~14
+    more collections). The collector is paused so that none of them is untracked (and so
+    hidden from gc.get_objects) while they are counted."""
+    store = _store(tmp_path / "home", segment_max)
+    uid = _session(store)
+    seen, most = 0, 0
+    gc.collect()
+    gc.disable()
+    try:
+        base = _records_alive()
+        for record in store.read(uid):
+            seen += 1
+            if seen % 25 == 1:
+                most = max(most, _records_alive() - base)
+            del record
+    finally:
+        gc.enable()
+    assert seen > 200 and most <= 4, (seen, most)  # a few single ones: never a run
 
 
 def test_a_journal_of_one_big_uncompressed_segment_still_reads(tmp_path: Path) -> None:

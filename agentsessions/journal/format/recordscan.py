@@ -32,8 +32,8 @@ from __future__ import annotations
 import hashlib
 import struct
 import zlib
-from collections.abc import Callable, Iterable
-from itertools import repeat
+from collections.abc import Callable, Iterable, Iterator
+from itertools import chain, repeat
 from operator import eq, getitem, methodcaller
 from typing import Any, cast
 
@@ -77,7 +77,8 @@ class RecordScan:
         self.lo, self.hi = lo, hi
         self.convert = convert
         self.derive = derive
-        self.out: list[Record] = []
+        # what was taken since the last batch: Records, and runs of them still to be built
+        self.out: list[Iterable[Record]] = []
         self.pending: tuple[int, str, int, bytes] | None = None  # derive: awaits its hash
 
     def settle(self, content_hash: str | None) -> None:
@@ -89,12 +90,15 @@ class RecordScan:
         digest = content_hash or hashlib.sha256(payload).hexdigest()
         self.prev = digest.encode()
         if seq >= self.lo:
-            self.out.append(Record(seq, prev, digest, fence, payload))
+            self.out.append((Record(seq, prev, digest, fence, payload),))
 
-    def batch(self) -> list[Record]:
-        """The records taken since the last batch (the caller keeps the list)."""
+    def batch(self) -> Iterator[Record]:
+        """The records taken since the last batch. A run's Records are built as they are
+        iterated, from its checked columns: a reader that drops each one in turn never
+        holds a whole segment's, which would only be so many more objects for the
+        collector to count and scan (a conversation's load ran ~14 collections for them)."""
         out, self.out = self.out, []
-        return out
+        return chain.from_iterable(out)
 
     def done(self) -> bool:
         """Whether every event up to ``hi`` has been taken."""
@@ -219,7 +223,7 @@ def _bulk_events(buf: bytes, pos: int, end: int, st: RecordScan, max_record: int
     skip = max(st.lo - seqs[0], 0)
     columns = (seqs[skip:], links[skip:], hashes[skip:], fences[skip:], payloads[skip:])
     # a pending last event has no hash yet: zip stops before it
-    st.out.extend(map(_NEW, repeat(Record), zip(*columns, strict=False)))
+    st.out.append(map(_NEW, repeat(Record), zip(*columns, strict=False)))
     return stop
 
 
@@ -285,7 +289,7 @@ def _emit(st: RecordScan, rows: list[Any], digests: list[str]) -> None:
     skip = max(st.lo - seqs[0], 0)
     columns = (seqs[skip:], links[skip:], hashes[skip:], fences[skip:], payloads[skip:])
     # a pending last event has no hash yet: zip stops before it
-    st.out.extend(map(_NEW, repeat(Record), zip(*columns, strict=False)))
+    st.out.append(map(_NEW, repeat(Record), zip(*columns, strict=False)))
 
 
 def _step(
@@ -308,7 +312,7 @@ def _step(
             return f"seq {seq} does not continue the chain"
         st.settle(record.prev_hash)
         if seq >= st.lo:
-            st.out.append(record)
+            st.out.append((record,))
         st.prev = record.content_hash.encode()
     elif rtype == RTYPE_SEAL:
         st.settle(None)

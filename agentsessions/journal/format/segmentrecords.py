@@ -24,6 +24,7 @@ from agentsessions.journal.format.segmentread import SegmentFiles
 from agentsessions.journal.format.segmentscan import BLOCK
 from agentsessions.journal.format.segmenttail import Tail
 
+_Batches = Iterator[Iterator[Record]]  # a segment's records, batch by batch, built as read
 _ZST_LIMIT = 1 << 62  # a compressed chunk's frames: their length was checked when written
 
 
@@ -53,7 +54,7 @@ class RecordReads(SegmentFiles):
     def _record_batches(
         self, tail: Callable[[], Tail], indexes: dict[int, sf.SparseIndex], lo: int, hi: int,
         convert: Convert, done: Callable[[], None] | None,
-    ) -> Iterator[list[Record]]:  # fmt: skip
+    ) -> _Batches:  # fmt: skip
         """Batches of records ``lo..hi``, segment by segment; ``done`` runs after them."""
         firsts = sorted(self._segs)
         try:
@@ -70,7 +71,7 @@ class RecordReads(SegmentFiles):
             if done is not None:
                 done()
 
-    def _tail_records(self, t: Tail, lo: int, hi: int, convert: Convert) -> Iterator[list[Record]]:
+    def _tail_records(self, t: Tail, lo: int, hi: int, convert: Convert) -> _Batches:
         """Batches of the records ``lo..hi`` in the tail, up to its last commit."""
         assert t.fd is not None
         seq, pos = t.index.floor(lo)
@@ -84,7 +85,7 @@ class RecordReads(SegmentFiles):
 
     def _sealed_records(
         self, first: int, lo: int, hi: int, convert: Convert, floor: tuple[int, int]
-    ) -> Iterator[list[Record]]:
+    ) -> _Batches:
         """Batches of the records ``lo..hi`` of sealed segment ``first``: its .seg from
         ``floor`` (the sparse index's group start at or before ``lo``), else its .seg.zst."""
         fd = self._open_plain(first)
@@ -99,7 +100,7 @@ class RecordReads(SegmentFiles):
         finally:
             os.close(fd)
 
-    def _plain_records(self, fd: int, pos: int, end: int, st: RecordScan) -> Iterator[list[Record]]:
+    def _plain_records(self, fd: int, pos: int, end: int, st: RecordScan) -> _Batches:
         """Batches of the records of a .seg's bytes ``[pos, end)`` (``pos`` a group start),
         frame CRCs checked."""
         path, want = self._path(st.first), BLOCK
@@ -117,9 +118,7 @@ class RecordReads(SegmentFiles):
         if st.rules.in_group and not st.done():
             raise self._corrupt(path, pos, st.rules.expected, "segment ends inside a group")
 
-    def _zst_records(
-        self, first: int, lo: int, hi: int, convert: Convert
-    ) -> Iterator[list[Record]]:
+    def _zst_records(self, first: int, lo: int, hi: int, convert: Convert) -> _Batches:
         """Batches of the records of a .seg.zst from the chunk holding ``lo``; the zstd
         content checksum stands for the frame CRCs, hashes are derived (:mod:`.recordscan`)."""
         z = self._zst_of(first)
