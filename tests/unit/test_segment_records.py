@@ -75,6 +75,26 @@ def test_bulk_read_equals_the_frame_reader_on_every_range(tmp_path: Path) -> Non
         assert record.prev_hash == (before.content_hash if before else "")
 
 
+@pytest.mark.parametrize("segment_max", [4096, 16 << 20], ids=["compressed", "one tail"])
+def test_runs_under_several_writers_keep_each_records_fence(
+    tmp_path: Path, segment_max: int
+) -> None:
+    """The bulk walk takes one writer's frames at a time: a takeover starts the next run,
+    and every record keeps the fence it was written under."""
+    store = _store(tmp_path / "home", segment_max)
+    uid = store.create(SessionMeta(uid=new_uid())).uid
+    for turn in range(6):  # each writer opened anew takes a higher fence
+        with store.writer(uid) as w:
+            for g in range(15):
+                w.append([_event(100 * turn + 2 * g + k) for k in range(g % 2 + 1)])
+    records = list(store.read(uid))
+    assert records == _frame_read(store, uid)
+    fences = [r.fence for r in records]
+    assert len(set(fences)) == 6 and fences == sorted(fences)
+    for lo in (1, 30, len(records) // 2):
+        assert list(store.read(uid, lo, 0)) == _frame_read(store, uid, lo, 0), lo
+
+
 def _records_alive() -> int:
     return sum(type(o) is Record for o in gc.get_objects())
 
