@@ -7,8 +7,8 @@ worker (``thread_pool.submit(state.context.run, ...)``). So what an interceptor 
 context variable for the call (the caller's principal, the log line's notes) is seen by the
 handler, and by every step of a streaming reply, without a wrapper per call; a test pins
 this behaviour of grpc (tests/unit/test_intercept.py). The handlers an interceptor returns
-then depend on the method only, and :class:`PerMethod` builds each once (a handler built per
-call cost four rebuilds of it, ~35 us a call).
+then depend on the method only, and :class:`PerMethod` builds each once (built per call,
+four interceptors rebuilt it four times: a unary call's interception cost 8.0 us, now 5.1).
 
 A behaviour may name the pool grpc runs it on (``experimental_thread_pool``, :func:`on_pool`;
 :mod:`agentsessions.server.admission` runs long calls on their own); every wrapper here keeps that
