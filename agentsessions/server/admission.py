@@ -58,7 +58,7 @@ import grpc
 from agentsessions.errors import AgentSessionsError, ResourceExhaustedError
 from agentsessions.server import memory
 from agentsessions.wire import status
-from agentsessions.wire.intercept import NOT_WRAPPED, Handler, on_pool
+from agentsessions.wire.intercept import NOT_WRAPPED, Handler, PerMethod, on_pool, one_off
 
 if TYPE_CHECKING:
     from agentsessions.sessions.tokens import Principal
@@ -117,7 +117,7 @@ def refusal(exc: AgentSessionsError) -> Handler:
         memory.TRIMMER.poke()
         status.abort(context, exc)
 
-    return grpc.stream_stream_rpc_method_handler(on_pool(refuse, INLINE))
+    return grpc.stream_stream_rpc_method_handler(one_off(on_pool(refuse, INLINE)))
 
 
 @dataclass
@@ -143,17 +143,38 @@ def keep_slot() -> Callable[[], None] | None:
     return lease.release
 
 
-class _Slot(futures.ThreadPoolExecutor):
-    """The long-call pool as grpc sees it for one call: ``submit`` runs the call's work on
-    the shared pool and gives the call's slot back when that work ends. grpc takes only a
-    ThreadPoolExecutor instance (an ``isinstance`` check), so this is one by type; it starts
-    no threads of its own (the base ``__init__`` is deliberately not run)."""
+_PENDING = threading.local()
+"""The slot of the call grpc's serving thread has just admitted, until grpc submits it.
+The handler is built once per method (it cannot carry a call's slot); grpc finds a call's
+handler (this interceptor) and submits it to the handler's pool on that one thread, one
+call after the other (``_handle_call``), so the slot crosses from one to the other here."""
 
-    def __init__(self, pool: futures.ThreadPoolExecutor, release: Callable[[], None]) -> None:
-        self._pool, self._release = pool, release
+
+def _hand_over(release: Callable[[], None] | None) -> None:
+    """Leave ``release`` for the next submit on this thread; a slot left by a call grpc
+    never submitted (it refused it after admission: its concurrency bound) is given back."""
+    stale: Callable[[], None] | None = getattr(_PENDING, "release", None)
+    _PENDING.release = release
+    if stale is not None:
+        stale()
+
+
+class _Slots(futures.ThreadPoolExecutor):
+    """The long-call pool as grpc sees it: ``submit`` runs a call's work on the shared pool
+    and gives the call's slot (:func:`_hand_over`) back when that work ends, unless the call
+    kept it (:func:`keep_slot`). grpc takes only a ThreadPoolExecutor instance (an
+    ``isinstance`` check), so this is one by type; it starts no threads of its own (the base
+    ``__init__`` is deliberately not run)."""
+
+    def __init__(self, pool: futures.ThreadPoolExecutor) -> None:
+        self._pool = pool
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> futures.Future[Any]:
-        lease = _Lease(self._release)
+        release: Callable[[], None] | None = getattr(_PENDING, "release", None)
+        _PENDING.release = None
+        if release is None:  # only Admission hands this pool out, each time with a slot
+            return self._pool.submit(fn, *args, **kwargs)  # pragma: no cover
+        lease = _Lease(release)
 
         def leased(*a: Any, **k: Any) -> Any:
             _LEASES.current = lease  # for keep_slot(), on the thread that runs the call
@@ -165,7 +186,7 @@ class _Slot(futures.ThreadPoolExecutor):
         try:
             future = self._pool.submit(leased, *args, **kwargs)
         except BaseException:  # the pool is shut down: the call never runs
-            self._release()
+            release()
             raise
         future.add_done_callback(lambda _done: None if lease.kept else lease.release())
         return future
@@ -280,13 +301,13 @@ class Ledger:
         return True
 
     def _releaser(self, key: str | None, stream: bool, turn: bool) -> Callable[[], None]:
-        done = threading.Event()
+        done = [False]  # under the mutex: given back once (an Event per call cost ~2 us)
 
         def release() -> None:
             with self._mutex:
-                if done.is_set():
+                if done[0]:
                     return
-                done.set()
+                done[0] = True
                 self._long -= 1
                 held = self._held.get(key) if key is not None else None
                 if held is not None:
@@ -326,6 +347,8 @@ class Admission(grpc.ServerInterceptor):
         self.ledger = Ledger(limits)
         self._principal = principal
         self.pool = futures.ThreadPoolExecutor(limits.max_streams, thread_name_prefix="stream")
+        slots = _Slots(self.pool)
+        self._handlers = PerMethod(lambda _method, handler: _on_pool(handler, slots))
 
     def intercept_service(
         self,
@@ -345,10 +368,12 @@ class Admission(grpc.ServerInterceptor):
                 _key(self._principal()), stream=stream, turn=turn, metered=method not in UNMETERED
             )
         except ResourceExhaustedError as exc:
+            _hand_over(None)
             return refusal(exc)
+        _hand_over(release)
         if release is None:
             return handler  # a short call: the server's own pool
-        return _on_slot(handler, _Slot(self.pool, release))
+        return self._handlers.get(method, handler)
 
     def close(self) -> None:
         """Let the long-call pool's idle threads go (after the server stopped)."""
@@ -361,8 +386,8 @@ def _key(principal: Principal | None) -> str | None:
     return f"token:{principal.token_id}" if principal.token_id else None
 
 
-def _on_slot(handler: Handler, slot: _Slot) -> Handler:
-    """``handler`` run on ``slot`` (the same kind, serializers and behaviour)."""
+def _on_pool(handler: Handler, slots: _Slots) -> Handler:
+    """``handler`` run on ``slots`` (the same kind, serializers and behaviour)."""
     for kind, make in (
         ("unary_unary", grpc.unary_unary_rpc_method_handler),
         ("unary_stream", grpc.unary_stream_rpc_method_handler),
@@ -372,7 +397,7 @@ def _on_slot(handler: Handler, slot: _Slot) -> Handler:
         behavior = getattr(handler, kind, None)
         if behavior is not None:
             return make(
-                on_pool(behavior, slot),
+                on_pool(behavior, slots),
                 request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer,
             )

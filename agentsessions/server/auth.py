@@ -7,8 +7,10 @@ handler runs (no token, a malformed, unknown, wrong, revoked or expired one), wi
 and a hint naming ``token create``; the health and reflection services
 (:data:`PUBLIC_PREFIXES`) are the exception. The token's
 :class:`~agentsessions.sessions.tokens.Principal` is set
-in a context variable for the handler (unary or streaming, :mod:`agentsessions.wire.intercept`):
-:func:`current_principal` reads it, and the scope (:mod:`.scoped`) binds the engine to it.
+in a context variable of the call's own context, which grpc runs the handler in too (unary or
+streaming, :mod:`agentsessions.wire.intercept`): :func:`current_principal` reads it, and the scope
+(:mod:`.scoped`) binds the engine to it. The method's handler is passed on as it is: nothing
+is built per call.
 
 The token is checked in ``intercept_service``, on grpc's serving thread (:mod:`.admission`
 says why that thread): a call with a bad token is refused there, without a worker, and the
@@ -37,7 +39,7 @@ from agentsessions.server.admission import Admission, refusal
 from agentsessions.server.scoped import Scope
 from agentsessions.sessions.tokens import Principal, TokenStore
 from agentsessions.wire.bounds import Limits
-from agentsessions.wire.intercept import Handler, guarded, note
+from agentsessions.wire.intercept import Handler, note
 
 if TYPE_CHECKING:
     from agentsessions.server.modelpolicy import ModelPolicy
@@ -108,13 +110,11 @@ class TokenAuth(grpc.ServerInterceptor):
         except AgentSessionsError as exc:  # a damaged or unreadable token file
             LOG.error("cannot check bearer tokens: %s", exc.message)
             return refusal(UnauthenticatedError("the server cannot check tokens (see its log)"))
-        principal = Principal.of(info)
-
-        def guard(context: grpc.ServicerContext, streaming: bool) -> None:
-            _PRINCIPAL.set(principal)
-            note(token_id=info.id, principal=info.principal)
-
-        return guarded(_as(principal, continuation, handler_call_details), guard)
+        # in the call's own context (grpc's, per call): the interceptors after this one and
+        # the handler see it, the next call does not
+        _PRINCIPAL.set(Principal.of(info))
+        note(token_id=info.id, principal=info.principal)
+        return continuation(handler_call_details)
 
 
 class LocalOperator(grpc.ServerInterceptor):
@@ -125,26 +125,8 @@ class LocalOperator(grpc.ServerInterceptor):
         continuation: Callable[[grpc.HandlerCallDetails], Handler | None],
         handler_call_details: grpc.HandlerCallDetails,
     ) -> Handler | None:
-        handler = _as(LOCAL_OPERATOR, continuation, handler_call_details)
-        return guarded(handler, _as_local_operator)
-
-
-def _as_local_operator(context: grpc.ServicerContext, streaming: bool) -> None:
-    _PRINCIPAL.set(LOCAL_OPERATOR)
-
-
-def _as(
-    principal: Principal,
-    continuation: Callable[[grpc.HandlerCallDetails], Handler | None],
-    details: grpc.HandlerCallDetails,
-) -> Handler | None:
-    """The interceptors after this one, run with ``principal`` current (on the serving
-    thread, for this call only: it is reset before grpc looks at the next call)."""
-    token = _PRINCIPAL.set(principal)
-    try:
-        return continuation(details)
-    finally:
-        _PRINCIPAL.reset(token)
+        _PRINCIPAL.set(LOCAL_OPERATOR)  # in the call's own context, as TokenAuth's
+        return continuation(handler_call_details)
 
 
 def server_security(

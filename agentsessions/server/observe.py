@@ -23,7 +23,6 @@ is not observed at all (:data:`agentsessions.wire.intercept.NOT_WRAPPED`).
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import os
 import re
@@ -36,7 +35,14 @@ import grpc
 
 import agentsessions.telemetry as telemetry
 from agentsessions.telemetry import REQUEST_ID, Span
-from agentsessions.wire.intercept import NOT_WRAPPED, Handler, take_notes, wrapped
+from agentsessions.wire.intercept import (
+    NOT_WRAPPED,
+    Handler,
+    PerMethod,
+    notes_taken,
+    take_notes,
+    wrapped,
+)
 
 LOG = logging.getLogger("agentsessions.server.requests")
 REQUEST_ID_KEYS = ("x-request-id", "x-correlation-id")
@@ -72,6 +78,7 @@ class RequestObserver(grpc.ServerInterceptor):
 
     def __init__(self, log: logging.Logger = LOG) -> None:
         self.log = log
+        self._handlers = PerMethod(self._wrap)
 
     def intercept_service(
         self,
@@ -81,35 +88,42 @@ class RequestObserver(grpc.ServerInterceptor):
         method = handler_call_details.method
         if method in NOT_WRAPPED:
             return continuation(handler_call_details)
+        # the notes first, on the serving thread in the call's own context: the token check
+        # notes its token there, the handler later on its worker
+        take_notes({})
+        return self._handlers.get(method, continuation(handler_call_details))
+
+    def _wrap(self, method: str, handler: Handler) -> Handler | None:
+        """``handler`` observed: built once per method (:class:`PerMethod`)."""
 
         def around(behavior: Callable[..., Any], streams_out: bool) -> Callable[..., Any]:
             return self._around(method, behavior, streams_out)
 
-        return wrapped(continuation(handler_call_details), around)
+        return wrapped(handler, around)
 
     def _around(
         self, method: str, behavior: Callable[..., Any], streams_out: bool
     ) -> Callable[[Any, grpc.ServicerContext], Any]:
+        # grpc runs this in the call's own context (agentsessions.wire.intercept), where the
+        # interceptors set the principal and the notes: no copy of it is needed
         def call(request: Any, context: grpc.ServicerContext) -> Any:
-            ctx = contextvars.copy_context()
-            info = ctx.run(self._begin, method, context, streams_out)
+            info = self._begin(method, context, streams_out)
             try:
-                result = ctx.run(behavior, request, context)
+                result = behavior(request, context)
             except BaseException:
                 info.code = _set_code(context) or grpc.StatusCode.UNKNOWN
                 raise
             if not streams_out:
                 info.code = _set_code(context) or grpc.StatusCode.OK
                 return result
-            return _pulled(ctx, info, context, result)
+            return _pulled(info, context, result)
 
         return call
 
     def _begin(self, method: str, context: grpc.ServicerContext, streaming: bool) -> CallInfo:
         metadata = context.invocation_metadata()
-        info = CallInfo(method, request_id_from(metadata), streaming)
+        info = CallInfo(method, request_id_from(metadata), streaming, fields=notes_taken())
         REQUEST_ID.set(info.request_id)
-        take_notes(info.fields)
         context.set_trailing_metadata(((TRAILER, info.request_id),))
         tel = telemetry.current()
         headers = {k: v for k, v in metadata or () if isinstance(v, str)}
@@ -153,14 +167,12 @@ def _set_code(context: grpc.ServicerContext) -> grpc.StatusCode | None:
     return code
 
 
-def _pulled(
-    ctx: contextvars.Context, info: CallInfo, context: grpc.ServicerContext, items: Iterator[Any]
-) -> Iterator[Any]:
-    """A streaming reply, each item pulled inside the call's context; its end is noted."""
+def _pulled(info: CallInfo, context: grpc.ServicerContext, items: Iterator[Any]) -> Iterator[Any]:
+    """A streaming reply (grpc pulls each item in the call's own context); its end is noted."""
     try:
         while True:
             try:
-                item = ctx.run(next, items)
+                item = next(items)
             except StopIteration:
                 info.code = _set_code(context) or grpc.StatusCode.OK
                 return
@@ -171,4 +183,4 @@ def _pulled(
     finally:
         close = getattr(items, "close", None)
         if close is not None:
-            ctx.run(close)
+            close()

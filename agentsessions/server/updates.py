@@ -35,7 +35,7 @@ from agentsessions.errors import ApprovalParkedError
 from agentsessions.server import deadline
 from agentsessions.sessions.api import Sessions
 from agentsessions.sessions.turnstream import TurnStream
-from agentsessions.sessions.values import Frame, RecordFrame, SessionFrame
+from agentsessions.sessions.values import DeltaFrame, Frame, LogRecord, RecordFrame, SessionFrame
 from agentsessions.wire import frames, status
 from agentsessions.wire.gen import session_pb2
 from agentsessions.wire.intercept import note
@@ -59,7 +59,26 @@ class Seen:
 
     context: grpc.ServicerContext
     uid: str = ""
-    execution: str = ""
+    _execution: str = ""
+    _unread: list[LogRecord] = dataclasses.field(default_factory=list)
+
+    def saw(self, record: LogRecord) -> None:
+        """The stream carried ``record``; its execution id is read only when asked for
+        (decoding each record's event for it cost ~8 us a record, and only a delta or a
+        deadline asks)."""
+        self._unread.append(record)
+
+    @property
+    def execution(self) -> str:
+        """The execution id of the latest record carrying one (as if read record by record)."""
+        if self._unread:
+            for record in reversed(self._unread):
+                found = str(record.event.get("execution_id", ""))
+                if found:
+                    self._execution = found
+                    break
+            self._unread.clear()
+        return self._execution
 
 
 def updates(
@@ -144,12 +163,14 @@ def _update(
         note(session=frame.uid)  # a session the turn created (.observe)
     seen.uid = frame.uid or seen.uid
     if isinstance(frame, RecordFrame):
-        seen.execution = str(frame.record.event.get("execution_id", "")) or seen.execution
+        seen.saw(frame.record)
     if timer is not None:
         timer.saw(seen.uid, seen.execution)
     if isinstance(frame, SessionFrame) and frame.last:
         frame = with_pending(engine, frame)
-    return frames.frame_to_update(frame, seen.execution, committed=committed)
+    if isinstance(frame, DeltaFrame):
+        return frames.frame_to_update(frame, seen.execution, committed=committed)
+    return frames.frame_to_update(frame, committed=committed)  # names no execution
 
 
 def with_pending(engine: Sessions, frame: SessionFrame) -> SessionFrame:

@@ -37,7 +37,7 @@ from agentsessions.errors import InvalidArgumentError
 from agentsessions.sessions.checks import MAX_WAIT_SECONDS
 from agentsessions.v1.limits import MAX_FORK_CHILDREN
 from agentsessions.wire import status
-from agentsessions.wire.intercept import NOT_WRAPPED, Handler
+from agentsessions.wire.intercept import NOT_WRAPPED, Handler, PerMethod
 
 MAX_INT64 = 2**63 - 1
 MAX_INT32 = 2**31 - 1
@@ -257,7 +257,11 @@ def checked(method: str, handler: Handler | None) -> Handler | None:
 
 class WireChecks(grpc.ServerInterceptor):
     """Checks every request of every method (see the module docstring); install it last,
-    so its deserializer is the one every outer interceptor's handler carries."""
+    so its deserializer is the one every outer interceptor's handler carries. Each method's
+    checked handler is built once (:class:`~agentsessions.wire.intercept.PerMethod`)."""
+
+    def __init__(self) -> None:
+        self._handlers = PerMethod(checked)
 
     def intercept_service(
         self,
@@ -267,4 +271,4 @@ class WireChecks(grpc.ServerInterceptor):
         method = handler_call_details.method
         if method in NOT_WRAPPED:  # holds no worker thread; its request is grpc's own
             return continuation(handler_call_details)
-        return checked(method, continuation(handler_call_details))
+        return self._handlers.get(method, continuation(handler_call_details))
