@@ -291,9 +291,12 @@ def start(
         assert made.returncode == 0, made.stderr
         tenants[project] = Tenant(project, made.stdout.strip(), f"tenant-{project}")
     log = home.parent / "serve.log"
-    # the fuzz sends thousands of calls a second from one token: no rate limit in its way
+    # the fuzz sends thousands of calls a second from one token: no rate limit in its way;
+    # and it never reads the rest of a turn an ExecQuick mutant paused (as a hostile caller
+    # would not), each of which keeps its turn slot up to a minute: no turn bound either
     argv = [sys.executable, "-m", "agentsessions", "--home", str(home), "serve",
-            "--listen", "127.0.0.1:0", "--max-rps-per-token", "1000000", *args]  # fmt: skip
+            "--listen", "127.0.0.1:0", "--max-rps-per-token", "1000000",
+            "--max-turns-per-token", "100000", *args]  # fmt: skip
     with log.open("w", encoding="utf-8") as err:
         proc = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=err, text=True,
