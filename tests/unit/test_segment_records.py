@@ -13,13 +13,14 @@ import pytest
 from needs import need_zstd
 
 from agentsessions.errors import JournalCorruptError
-from agentsessions.journal.format import recordscan
+from agentsessions.journal.format import recordscan, zstdcodec, zstdseek
 from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import SegmentLog
 from agentsessions.journal.stores.file.store import FileStore, StoreOptions
 from agentsessions.journal.stores.file.writer import frame_record, frame_records
 from agentsessions.journal.stores.store import SessionMeta, new_uid
+from agentsessions.journal.tools.verify import verify_dir
 from agentsessions.v1 import construct
 
 
@@ -146,6 +147,32 @@ def test_a_flipped_byte_in_a_compressed_segment_is_refused(tmp_path: Path) -> No
     _flip(zst, 40)
     with pytest.raises(JournalCorruptError):
         list(store.read(uid))
+
+
+def test_forged_padding_in_a_compressed_segment_changes_no_record(tmp_path: Path) -> None:
+    """A run taken in bulk from a .seg.zst skips the zero padding as it skips the CRCs: the
+    writer checked both before compressing, the checksum stands for them, and padding holds
+    nothing a record carries. Bytes forged there under a valid checksum read the very same
+    records; the strict reader and verify still refuse them."""
+    store = _store(tmp_path / "home", 4096)
+    uid = _session(store)
+    before = list(store.read(uid))
+    zst = sorted(_journal(store, uid).glob("*.seg.zst"))[1]
+    raw = bytearray(zstdcodec.decompress(zst.read_bytes(), 1 << 30))
+    seal, cuts = sg.chunk_plan(bytes(raw), sg.decode_header(bytes(raw)).first_seq)
+    pos = sg.HEADER_SIZE
+    while True:  # the first padded EVENT frame
+        _magic, plen, _seq, _fence, rtype, *_ = sg.FRAME_STRUCT.unpack_from(raw, pos)
+        if rtype == sg.RTYPE_EVENT and plen % sg.FRAME_ALIGN:
+            break
+        pos += sg.FRAME_HEADER_SIZE + plen + (-plen % sg.FRAME_ALIGN)
+    raw[pos + sg.FRAME_HEADER_SIZE + plen] = 0x20
+    forged = bytes(raw)
+    zst.write_bytes(zstdseek.encode_seekable(forged, cuts, sg.encode_zst_meta(forged, seal)))
+    assert list(store.read(uid)) == before
+    with pytest.raises(JournalCorruptError, match="padding"):
+        _frame_read(store, uid)
+    assert not verify_dir(_journal(store, uid).parent).ok
 
 
 def _tail_frames(path: Path) -> list[tuple[int, int]]:

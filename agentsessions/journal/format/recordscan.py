@@ -11,7 +11,11 @@ one strict step (:func:`.segment.check_frame`, :class:`.sf.FrameRules`), which n
 Invariants:
 - every frame is checked as :func:`.sf.parse_frames` checks it: magic, seq, group flag
   order, reserved bits, length, zero padding, and the CRC unless the bytes come from a
-  compressed segment, whose zstd content checksum the decoder verified (FORMAT.md 7);
+  compressed segment, whose zstd content checksum the decoder verified (FORMAT.md 7). A
+  run taken in bulk from such bytes skips the zero padding too, as it skips the CRCs: the
+  writer checked both (:func:`.segment.chunk_plan`) before compressing, the checksum proves
+  every byte unchanged since, and padding carries nothing a record holds (a forged segment
+  with bytes there reads the same records; ``verify`` names it);
 - every EVENT payload is an envelope ending with its own seq, and its ``prev_hash`` is the
   hash of the event before it (the chain is checked on read) wherever that hash is known:
   computed from the previous payload, or the segment header's ``prev_hash``;
@@ -150,9 +154,11 @@ def _walk(
             break  # not a plain EVENT frame keeping the group rules
         if magic != magic_ok or seq != expected or fend > end or plen > max_record:
             break
-        if crc and crc32(mv[body:stop], crc32(mv[pos + 4 : pos + 28])) != stored:
-            break
-        if fend != stop and not startswith(pads[fend - stop], stop):
+        # restored bytes (crc False): the zstd checksum stands for both (see the module)
+        if crc and (
+            crc32(mv[body:stop], crc32(mv[pos + 4 : pos + 28])) != stored
+            or (fend != stop and not startswith(pads[fend - stop], stop))
+        ):
             break
         put_fence(fence)
         put(buf[body:stop])
