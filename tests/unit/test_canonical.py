@@ -234,7 +234,8 @@ def _whole_envelope_event(payload: bytes) -> Any:
 
 def _whole_envelope_record_event(payload: bytes) -> Any:
     event = _whole_envelope_event(payload)
-    assert isinstance(event, dict)
+    if not isinstance(event, dict):  # Record.event names it in our tree
+        raise FormatError("envelope event is not a JSON object")
     return event
 
 

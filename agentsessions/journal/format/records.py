@@ -11,6 +11,7 @@ from __future__ import annotations
 from hashlib import sha256
 from typing import Any, NamedTuple
 
+from agentsessions.errors import FormatError
 from agentsessions.journal.format import canonical
 
 
@@ -37,14 +38,15 @@ class Record(NamedTuple):
     def event(self) -> dict[str, Any]:
         """The ``agentsessions.v1.Event`` in proto3-JSON form (decoded on each access)."""
         decoder = canonical.EVENT_DECODER  # looked up each time: the pure build's is None
-        if decoder is None:
-            event = canonical.loads_event(self.payload)
-        else:  # the decoder's own call, no function of ours between: once per record read
-            try:
-                event = decoder.decode(self.payload).event
+        if decoder is not None:  # the decoder's own call, no function of ours between
+            try:  # its Envelope types the event as an object: a dict, or it raises
+                decoded: dict[str, Any] = decoder.decode(self.payload).event
+                return decoded
             except (ValueError, UnicodeError, RecursionError):
-                event = canonical.loads_event(self.payload)  # names what is wrong
-        assert isinstance(event, dict)
+                pass  # loads_event names what is wrong
+        event = canonical.loads_event(self.payload)
+        if not isinstance(event, dict):
+            raise FormatError("envelope event is not a JSON object")
         return event
 
     @property
