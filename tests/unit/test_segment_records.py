@@ -7,12 +7,13 @@ import gc
 import hashlib
 import os
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from needs import need_zstd
 
-from agentsessions.errors import JournalCorruptError
+from agentsessions.errors import FormatError, JournalCorruptError
 from agentsessions.journal.format import recordscan, zstdcodec, zstdseek
 from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format.records import Record
@@ -175,6 +176,52 @@ def test_forged_padding_in_a_compressed_segment_changes_no_record(tmp_path: Path
     assert not verify_dir(_journal(store, uid).parent).ok
 
 
+def _forge_zst(zst: Path, edit: Callable[[bytes], bytes], seq: int) -> None:
+    """Rewrite event ``seq``'s payload in a .seg.zst by ``edit`` (same length), then the
+    chunks with valid checksums: what only a forger can make."""
+    raw = bytearray(zstdcodec.decompress(zst.read_bytes(), 1 << 30))
+    seal, cuts = sg.chunk_plan(bytes(raw), sg.decode_header(bytes(raw)).first_seq)
+    pos = sg.HEADER_SIZE
+    while True:
+        _magic, plen, at, _fence, rtype, *_ = sg.FRAME_STRUCT.unpack_from(raw, pos)
+        if rtype == sg.RTYPE_EVENT and at == seq:
+            break
+        pos += sg.FRAME_HEADER_SIZE + plen + (-plen % sg.FRAME_ALIGN)
+    body = pos + sg.FRAME_HEADER_SIZE
+    forged = edit(bytes(raw[body : body + plen]))
+    assert len(forged) == plen
+    raw[body : body + plen] = forged
+    crc = zlib.crc32(forged, zlib.crc32(bytes(raw[pos + 4 : pos + 28])))
+    raw[pos + 28 : pos + 32] = crc.to_bytes(4, "little")
+    data = bytes(raw)
+    zst.write_bytes(zstdseek.encode_seekable(data, cuts, sg.encode_zst_meta(data, seal)))
+
+
+def test_a_forged_envelope_in_a_compressed_segment(tmp_path: Path) -> None:
+    """A forged .seg.zst envelope whose seq was rewritten reads as its frames say (as a
+    forged hash would), never a crash; verify names it. One whose link is not a link is
+    refused on read by the exact loop's full check."""
+    store = _store(tmp_path / "home", 4096)
+    uid = _session(store)
+    zst = sorted(_journal(store, uid).glob("*.seg.zst"))[1]
+    seq = int(zst.name.split(".")[0], 16) + 3
+    before = list(store.read(uid))
+    _forge_zst(zst, lambda p: p.replace(b'"seq":"%d"' % seq, b'"seq":"%d"' % (seq + 1)), seq)
+    after = list(store.read(uid))
+    assert [r.seq for r in after] == [r.seq for r in before]
+    assert after[seq - 1].payload.endswith(b'"seq":"%d"}' % (seq + 1))
+    assert after[seq - 1].event == before[seq - 1].event
+    assert not verify_dir(_journal(store, uid).parent).ok
+
+    def unlink(p: bytes) -> bytes:  # the link's first digit made a non-digit
+        at = p.rindex(b'"prev_hash":"') + len(b'"prev_hash":"')
+        return p[:at] + b"x" + p[at + 1 :]
+
+    _forge_zst(zst, unlink, seq)
+    with pytest.raises(FormatError, match="prev_hash"):  # as the strict reader says it
+        list(store.read(uid))
+
+
 def _tail_frames(path: Path) -> list[tuple[int, int]]:
     """(offset, payload length) of each EVENT frame in a .seg."""
     raw, out, pos = path.read_bytes(), [], sg.HEADER_SIZE
@@ -273,3 +320,29 @@ def test_links_are_checked_in_bulk_across_seq_widths() -> None:
             damaged = list(payloads)
             damaged[bad] = damaged[bad].replace(old, new)
             assert recordscan._links(list(range(95, 1005)), damaged) is None, (bad, new)
+
+
+def test_a_compressed_run_checks_the_start_and_the_link_only() -> None:
+    """Bytes a compressed segment restores are the writer's (see recordscan): its bulk runs
+    check each envelope's start and link, not the key and seq around the link."""
+
+    def payload(seq: int, link: bytes) -> bytes:
+        return b'{"event":{"kind":"EVENT_INPUT"},"prev_hash":"%s","seq":"%d"}' % (link, seq)
+
+    seqs = list(range(95, 1005))
+    links = [hashlib.sha256(b"%d" % seq).hexdigest().encode() for seq in seqs]
+    payloads = [payload(seq, link) for seq, link in zip(seqs, links, strict=True)]
+    want = [x.decode() for x in links]
+    assert recordscan._links(seqs, payloads, whole=False) == want
+    for old, new in ((b'{"event":{', b'{"event" :{'), (links[500], links[500].upper())):
+        damaged = list(payloads)
+        damaged[500] = damaged[500].replace(old, new)
+        assert recordscan._links(seqs, damaged, whole=False) is None
+    for old, new in ((b'"seq":"5', b'"seq":"6'), (b'},"prev_hash":"', b'},"prev_hash"::')):
+        damaged = list(payloads)
+        damaged[500] = damaged[500].replace(old, new)  # same width: the link stays in place
+        assert recordscan._links(seqs, damaged) is None
+        assert recordscan._links(seqs, damaged, whole=False) == want
+    short = list(payloads)
+    short[500] = b'{"event":{' + links[500][4:] + b'","seq":"595"}'  # its link would hold '{'
+    assert recordscan._links(seqs, short, whole=False) is None

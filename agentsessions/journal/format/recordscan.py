@@ -18,7 +18,15 @@ Invariants:
   with bytes there reads the same records; ``verify`` names it);
 - every EVENT payload is an envelope ending with its own seq, and its ``prev_hash`` is the
   hash of the event before it (the chain is checked on read) wherever that hash is known:
-  computed from the previous payload, or the segment header's ``prev_hash``;
+  computed from the previous payload, or the segment header's ``prev_hash``. A run taken
+  in bulk from a compressed segment checks each envelope's start and its link (64
+  lowercase hex digits at their place), not the link's key or the seq after it: the
+  writer made every envelope (``canonical.envelope``, or an import's check of one), the
+  frame CRCs proved them unchanged when it compressed them, and the checksum since, the
+  argument that lets such a read derive hashes (below) and skip CRCs. The exact loop,
+  which any run failing a check falls to, checks all of it. A forged segment (a valid
+  checksum over bytes the writer never made) may read as its frames say, as one whose
+  hashes were forged may; ``verify`` names it;
 - in a compressed segment (``derive``) an event's ``content_hash`` is the next event's
   ``prev_hash`` (checked to be 64 lowercase hex digits) instead of a SHA-256 of the payload
   on every read. It is the same value: the writer computed that ``prev_hash`` from these
@@ -166,15 +174,16 @@ def _walk(
     return fences, payloads, pos, expected, group
 
 
-def _links(seqs: list[int], payloads: list[bytes]) -> list[str] | None:
+def _links(seqs: list[int], payloads: list[bytes], whole: bool = True) -> list[str] | None:
     """Each payload's ``prev_hash`` if every one is an envelope ending with its own seq and a
-    64-hex-digit link (checked in C over the whole run), else None."""
+    64-hex-digit link (checked in C over the whole run), else None; ``whole`` False: only
+    the envelope's start and the link (bytes the writer made, see the module)."""
     links: list[str] = []
     start = 0
     while start < len(seqs):  # one stretch per width of the seq (1..9, 10..99, ...)
         width = len(str(seqs[start]))
         stop = min(len(seqs), 10**width - seqs[start] + start)  # seqs are consecutive
-        part = _same_width_links(seqs[start:stop], payloads[start:stop], width)
+        part = _same_width_links(seqs[start:stop], payloads[start:stop], width, whole)
         if part is None:
             return None
         links += part
@@ -182,22 +191,26 @@ def _links(seqs: list[int], payloads: list[bytes]) -> list[str] | None:
     return links
 
 
-def _same_width_links(seqs: list[int], payloads: list[bytes], digits: int) -> list[str] | None:
+def _same_width_links(
+    seqs: list[int], payloads: list[bytes], digits: int, whole: bool
+) -> list[str] | None:
     """:func:`_links` over a stretch whose seqs all have ``digits`` digits, so that the
     envelope's tail, and the link before it, sit at the same distance from every end.
 
     Each part is cut from every payload and the cuts joined, then compared once with what
     they must be: one C pass and one comparison per part, not a call per payload. A payload
-    too short for a part gives a shorter cut, so the joined bytes differ; one too short to
-    hold the start and the key apart has a ``}`` where the start has none."""
+    too short for a part gives a shorter cut, so the joined bytes differ; a link cut from
+    one too short to hold it after the start would hold the start's last byte, a ``{``."""
     n, size = len(seqs), 11 + digits  # len(b'","seq":"%d"}' % seq)
     if not all(map(bytes.startswith, payloads, repeat(_PREFIX))):
         return None
-    if b"".join(map(_CUT, payloads, repeat(slice(-size, None)))) != (_TAIL * n) % tuple(seqs):
-        return None
-    keys = map(_CUT, payloads, repeat(slice(-(size + 79), -(size + 64))))
-    if b"".join(keys) != _PREV_KEY * n:
-        return None
+    if whole:
+        tails = map(_CUT, payloads, repeat(slice(-size, None)))
+        if b"".join(tails) != (_TAIL * n) % tuple(seqs):
+            return None
+        keys = map(_CUT, payloads, repeat(slice(-(size + 79), -(size + 64))))
+        if b"".join(keys) != _PREV_KEY * n:
+            return None
     # the links joined by a comma, a byte no link may hold: n - 1 of them and nothing but
     # hex digits besides, in 65n - 1 bytes, is n links of exactly 64 digits each
     joined = b",".join(map(_CUT, payloads, repeat(slice(-(size + 64), -size))))
@@ -216,7 +229,7 @@ def _bulk_events(buf: bytes, pos: int, end: int, st: RecordScan, max_record: int
     if not payloads:
         return pos
     seqs = list(range(first, expected))
-    links = _links(seqs, payloads)
+    links = _links(seqs, payloads, whole=not st.derive)
     if links is None or (st.prev is not None and links[0].encode() != st.prev):
         return pos
     if st.derive:
