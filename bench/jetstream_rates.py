@@ -25,7 +25,9 @@ directories; without the wheel it says so and exits 0.
   same publishes from a synchronous client on a raw socket, a thread and a socket per
   session ("raw R1", "raw R1 streams"). Ratios against the file loop and the file store;
   the targets add each bare row against the file store (what the server allows) and the
-  store against it (what the store keeps of that).
+  store against it (what the store keeps of that). "R1 via nats-py" is the store with its
+  commits published through nats-py (as a TLS or credentialed server has them) instead of
+  the lean publisher (``jetstream/lean.py``): that publisher's gain, in the same run.
 - **turns**: an ``exec`` turn (the chat harness, an offline scripted model) through one
   long-lived engine, median milliseconds, on the file store, JetStream R1 and R3; rounds
   interleaved. The **targets** printed last are the ratios issue 21 asks of JetStream:
@@ -79,6 +81,7 @@ from jetstream_targets import (  # noqa: E402
     SHARED,
     SHARED_SHARDED,
     SPREAD,
+    VIA_NATS_PY,
     report,
 )
 from natsserver import NatsCluster, NatsServer, wheel_binary  # noqa: E402
@@ -156,14 +159,23 @@ class JetStreamSide(Side):
     """Each session its own store (its own connection), as a separate host would have."""
 
     def __init__(
-        self, name: str, url: str | Callable[[], str], per_commit: int, master: Any = None
+        self,
+        name: str,
+        url: str | Callable[[], str],
+        per_commit: int,
+        master: Any = None,
+        nats_py: bool = False,
     ) -> None:
         self.name, self.url, self.per_commit, self.master = name, url, per_commit, master
+        self.nats_py = nats_py  # commits through nats-py, as TLS or credentials have them
 
     @contextmanager
     def session(self) -> Iterator[Commit]:
         url = self.url if isinstance(self.url, str) else self.url()  # a callable: its own stream
         store = _jetstream(url, self.master)
+        if self.nats_py:  # the baseline of the lean publisher (jetstream/lean.py)
+            store._client._lean.close()
+            store._client._lean = None
         try:
             uid = new_uid()
             store.create(SessionMeta(uid=uid))
@@ -287,6 +299,7 @@ def _sides(root: Path, r1: NatsServer, r3: NatsCluster, per_commit: int) -> list
         FileLoop(root, per_commit),
         FileStoreSide(root / "home", per_commit),
         JetStreamSide("jetstream R1", _fresh(r1), per_commit),
+        JetStreamSide(VIA_NATS_PY, _fresh(r1), per_commit, nats_py=True),
         JetStreamSide("jetstream R3", _fresh(r3), per_commit),
         JetStreamSide(SPREAD, lambda: _fresh(r1), per_commit),
         JetStreamSide(SHARDED, _fresh(r1, shards="8"), per_commit),

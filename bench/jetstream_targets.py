@@ -14,6 +14,7 @@ SHARED = "R1 one store"  # the sessions in one store (one connection), as a daem
 SHARED_SHARDED = "one store 8 sh"  # the two together: one connection, 8 streams
 BARE, BARE_SPREAD = "bare R1", "bare R1 streams"  # the server's ceiling (jetstream_bare.py)
 RAW, RAW_SPREAD = "raw R1", "raw R1 streams"  # its floor for a synchronous Python client
+VIA_NATS_PY = "R1 via nats-py"  # the store, commits through nats-py (not jetstream/lean.py)
 
 
 def targets(result: dict[str, Any]) -> list[tuple[str, float, str]]:
@@ -41,6 +42,9 @@ def targets(result: dict[str, Any]) -> list[tuple[str, float, str]]:
         if fs and shared and n > 1:
             what = f"1-event commits, {n} sessions in one store / file store"
             out.append((what, shared / fs, ""))
+        slow = rate.get((VIA_NATS_PY, 1, n))
+        if r1 and slow:
+            out.append((f"  the lean publisher: R1 / {VIA_NATS_PY}, {n} session(s)", r1 / slow, ""))
         pairs = [(BARE, "jetstream R1"), (RAW, "jetstream R1")]
         if n > 1:
             pairs += [(BARE_SPREAD, SHARDED), (RAW_SPREAD, SHARDED)]

@@ -229,6 +229,9 @@ class LeanPublisher:
         except (OSError, ValueError) as exc:  # a timeout is an OSError too
             conn.sock.close()
             raise OutcomeUnknown(f"no answer to a commit on {subject}: {exc}") from None
+        except BaseException:  # a Ctrl-C mid-read: its answer must not meet another publish
+            conn.sock.close()
+            raise
         self._give(conn)
         return parse(got_headers, data)  # ValueError: an answer that is not an ack
 
