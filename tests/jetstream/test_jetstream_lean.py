@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +139,11 @@ def test_a_server_killed_and_restarted_takes_the_next_commit(own_server: NatsSer
             own_server.kill()
             with pytest.raises(lean.Unreached):
                 publisher.publish("x.y", b"x", {}, 1)
+            client = store._client
+            client.options = replace(client.options, commit_timeout=0.3)
+            with pytest.raises(UnavailableError, match=r"cannot reach.*nothing was written"):
+                client.publish(f"{store._opts.prefix}.j.{uid}", b"x", expect=1, token="down")
+            client.options = replace(client.options, commit_timeout=30)
             own_server.launch()  # same port, same store directory
             assert own_server.wait_ready("/healthz?js-enabled-only=true")
             w.append([_say("two")], commit_id="c2")  # the idle connection is found dead

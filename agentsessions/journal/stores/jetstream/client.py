@@ -43,6 +43,7 @@ from agentsessions.journal.stores.jetstream.outcome import Try as _Try
 _TRY_SECONDS = 2.0  # one publish try (acks take ms; a longer wait is resolved by reading)
 _RETRY_FIRST, _RETRY_MAX = 0.05, 0.5  # backoff between tries during an election
 _UNKNOWN, _CAS_LOST, _NO_LEADER = _Try.UNKNOWN, _Try.CAS_LOST, _Try.NO_LEADER
+_NOTHING_STORED = (_Try.NO_LEADER, _Try.UNREACHED)  # a try that cannot have landed
 T = TypeVar("T")
 
 
@@ -246,7 +247,7 @@ class Client:
                 return got  # stored, or a duplicate: the first try's sequence
             if got is _CAS_LOST and not sent:
                 return None  # nothing of ours is out there: the subject moved
-            if got is not _NO_LEADER:  # an unknown outcome, or a CAS miss that may be ours
+            if got not in _NOTHING_STORED:  # an unknown outcome, or a CAS miss that may be ours
                 try:
                     found = self._loop.call(self._landed(subject, expect, mid), self._try + 1)
                 except OutcomeUnknown:
@@ -256,7 +257,7 @@ class Client:
                 if found is _CAS_LOST:
                     return None
             if time.monotonic() + delay >= deadline:
-                raise self._unanswered(subject, sent)
+                raise self._unanswered(subject, sent, got is _Try.UNREACHED)
             time.sleep(delay)  # an election takes seconds (FACTS.md: 4-8 s)
             delay = min(delay * 2, _RETRY_MAX)
 
@@ -270,7 +271,7 @@ class Client:
         try:
             ack = publisher.publish(subject, body, headers, self._try)
         except lean.Unreached:
-            return _NO_LEADER  # no server took a connection: nothing was sent
+            return _Try.UNREACHED
         except lean.NotLean:  # a server asks for TLS or credentials: nats-py honours them
             self._lean = None
             publisher.close()
@@ -312,8 +313,14 @@ class Client:
             return int(raw.seq or 0)
         return _CAS_LOST
 
-    def _unanswered(self, subject: str, sent: bool) -> UnavailableError:
+    def _unanswered(self, subject: str, sent: bool, unreached: bool) -> UnavailableError:
         within = f"within {self.options.commit_timeout:g}s (commit_timeout=)"
+        if not sent and unreached:
+            return UnavailableError(
+                f"cannot reach the NATS server at {self.options.url} to commit on {subject} "
+                f"{within}; nothing was written",
+                hint="is nats-server running? (the store URL lists every server to try)",
+            )
         if not sent:
             return UnavailableError(
                 f"no JetStream node at {self.options.url} took a commit on {subject} {within} "

@@ -24,6 +24,7 @@ class Try(enum.Enum):
     UNKNOWN = "no answer: it may have landed"
     CAS_LOST = "the subject moved: another message is at the expected place"
     NO_LEADER = "no node took it (a leader election): nothing was stored"
+    UNREACHED = "no server took a connection: nothing was sent"
 
 
 def meaning(ack: Ack, subject: str) -> int | Try:
