@@ -102,6 +102,8 @@ def test_no_responders_and_a_refusal_are_reported_as_the_server_says(
         assert publisher.publish("nostream.here", b"x", {}, 5).no_responders
     finally:
         publisher.close()
+    with pytest.raises(UnavailableError, match=r"connection .* closed"):  # none after close
+        publisher.publish("nostream.here", b"x", {}, 5)
 
 
 def test_a_server_that_stops_answering_is_an_unknown_outcome_then_recovers(

@@ -237,6 +237,8 @@ class LeanPublisher:
 
     def _take(self) -> _Connection:
         with self._lock:
+            if self._closed:  # as nats-py's closed connection refuses a publish
+                raise UnavailableError(f"lost the NATS connection to {self._url}: closed")
             while self._idle:
                 conn = self._idle.pop()
                 if not conn.stale():
