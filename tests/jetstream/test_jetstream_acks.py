@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from agentsessions.journal.stores.jetstream.acks import Acks
-from agentsessions.journal.stores.jetstream.client import WRONG_LAST_SEQUENCE
 from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream.outcome import WRONG_LAST_SEQUENCE
 from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import new_uid
 

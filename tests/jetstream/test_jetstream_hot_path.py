@@ -83,13 +83,13 @@ def test_store_calls_run_in_the_calling_thread(nats_server: Any, monkeypatch: An
     try:
         client = store._client
         seen: list[int] = []
-        real = client._publish
+        real = client._try_once
 
-        async def noting(*args: Any) -> Any:
+        def noting(*args: Any) -> Any:
             seen.append(threading.get_ident())
-            return await real(*args)
+            return real(*args)
 
-        monkeypatch.setattr(client, "_publish", noting)
+        monkeypatch.setattr(client, "_try_once", noting)
         uid = new_uid()
         store.create(SessionMeta(uid=uid))
         with store.writer(uid) as w:

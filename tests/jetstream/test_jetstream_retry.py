@@ -1,12 +1,13 @@
 """One publish through a leader election and unknown outcomes (``Client.publish``), on one
-real durable server with the faults injected at the one-try seam (``Client._publish``):
+real durable server with the faults injected at the one-try seam (``Client._try_once``):
 the same Msg-Id and CAS until answered, an ambiguous outcome resolved by reading the
-message after the expected sequence, never appended twice. The real election is in
-``test_jetstream_failover.py``."""
+message after the expected sequence, never appended twice. Each test runs on both
+publishers (the lean one, and nats-py, which TLS or credentials get). The real election
+is in ``test_jetstream_failover.py``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -14,21 +15,26 @@ import pytest
 
 from agentsessions.errors import ConflictError, UnavailableError
 from agentsessions.journal.stores.jetstream import client as jetstream_client
-from agentsessions.journal.stores.jetstream import wire
+from agentsessions.journal.stores.jetstream import outcome, wire
 from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream.loop import OutcomeUnknown
 from agentsessions.journal.stores.jetstream.store import JetStreamStore
 from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.v1 import construct
 
-Try = jetstream_client._Try
-Publish = Callable[[str, bytes, dict[str, str]], Coroutine[Any, Any, "int | Try"]]
+Try = outcome.Try
+Publish = Callable[[str, bytes, dict[str, str]], "int | Try"]
 
 
-@pytest.fixture
-def store(nats_server: Any) -> Iterator[JetStreamStore]:
+@pytest.fixture(params=["lean", "nats-py"])
+def store(nats_server: Any, request: pytest.FixtureRequest) -> Iterator[JetStreamStore]:
     token = new_uid()[5:17]
     url = nats_server.store_url(stream=f"R{token}", prefix=f"r{token}", commit_timeout="5")
     s = JetStreamStore(JetStreamOptions.parse(url))
+    assert s._client._lean is not None  # a plain server: the lean publisher
+    if request.param == "nats-py":
+        s._client._lean.close()
+        s._client._lean = None
     yield s
     s.close()
 
@@ -38,25 +44,25 @@ def _faults(client: Any, script: list[str], *, blind: bool = False) -> list[str]
         unanswered`` (stored, the answer lost), ``no-leader`` (an election: nothing stored),
         ``spurious-cas`` (10164 with nothing stored, as R3 did once); ``blind``: the reads that
     resolve an outcome get no answer either. Returns the log of tries."""
-    real: Publish = client._publish
+    real: Publish = type(client)._try_once.__get__(client)
     log: list[str] = []
 
-    async def one(subject: str, body: bytes, headers: dict[str, str]) -> int | Try:
+    def one(subject: str, body: bytes, headers: dict[str, str]) -> int | Try:
         step = script.pop(0) if script else "normal"
         log.append(step)
         if step == "no-leader":
             return Try.NO_LEADER
         if step == "spurious-cas":
             return Try.UNKNOWN
-        got = await real(subject, body, headers)
+        got = real(subject, body, headers)
         if step == "landed-unanswered":
-            raise TimeoutError("the ack was lost")  # what a try's deadline passing raises
+            raise OutcomeUnknown("the ack was lost")  # what a try's deadline passing raises
         return got
 
     async def unresolved(subject: str, expect: int, mid: str) -> int | Try:
         return Try.UNKNOWN
 
-    client._publish = one
+    client._try_once = one
     if blind:
         client._landed = unresolved
     else:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import json
 import time
 from collections.abc import Callable, Coroutine
@@ -30,7 +29,7 @@ from nats.aio.client import Client as NatsClient
 from nats.js import api
 
 from agentsessions.errors import UnavailableError
-from agentsessions.journal.stores.jetstream import shards, wire
+from agentsessions.journal.stores.jetstream import lean, outcome, shards, wire
 from agentsessions.journal.stores.jetstream.acks import Acks
 from agentsessions.journal.stores.jetstream.conn import (
     JetStreamOptions,
@@ -39,22 +38,12 @@ from agentsessions.journal.stores.jetstream.conn import (
     stream_problems,
 )
 from agentsessions.journal.stores.jetstream.loop import Loop, OutcomeUnknown
+from agentsessions.journal.stores.jetstream.outcome import Try as _Try
 
-WRONG_LAST_SEQUENCE = 10071  # Nats-Expected-Last-Subject-Sequence did not match
-WRONG_LAST_SEQUENCE_R3 = 10164  # the same, as R3 reported it once with no other writer
 _TRY_SECONDS = 2.0  # one publish try (acks take ms; a longer wait is resolved by reading)
 _RETRY_FIRST, _RETRY_MAX = 0.05, 0.5  # backoff between tries during an election
-
-
-class _Try(enum.Enum):
-    """How one publish try ended, when it did not return a sequence."""
-
-    UNKNOWN = "no answer: it may have landed"
-    CAS_LOST = "the subject moved: another message is at the expected place"
-    NO_LEADER = "no node took it (a leader election): nothing was stored"
-
-
 _UNKNOWN, _CAS_LOST, _NO_LEADER = _Try.UNKNOWN, _Try.CAS_LOST, _Try.NO_LEADER
+_NOTHING_STORED = (_Try.NO_LEADER, _Try.UNREACHED)  # a try that cannot have landed
 T = TypeVar("T")
 
 
@@ -72,6 +61,7 @@ class Client:
         self.shard_ids: list[str] = []  # shard k's genesis id at [k - 1], as the genesis says
         self.stream_config: Any = None  # the stream's settings, as found or created
         self._try = min(options.timeout, _TRY_SECONDS)
+        self._lean: lean.LeanPublisher | None = None  # the commit path's publisher (lean.py)
         try:
             # connect first: a server that is down is named as such, not by its monitor
             self._nc = self._loop.call(self._connect(), options.timeout + 1)
@@ -80,6 +70,8 @@ class Client:
             self._acks = Acks(self._nc)
             self._loop.call(self._acks.start(), options.timeout + 1)
             self._loop.call(self._ensure_stream(options), options.timeout + 1)
+            usable = lean.usable(options, self._nc._server_info)
+            self._lean = lean.LeanPublisher(options) if usable else None
         except OutcomeUnknown:
             self.close()
             raise UnavailableError(
@@ -160,6 +152,8 @@ class Client:
 
     def close(self) -> None:
         """Drain the connection and stop the loop (idempotent)."""
+        if self._lean is not None:
+            self._lean.close()
         if self._nc is not None:
             with contextlib.suppress(OutcomeUnknown, RuntimeError, nats.errors.Error):
                 self._loop.call(self._nc.close(), self.options.timeout)  # nothing waits on it
@@ -246,14 +240,14 @@ class Client:
         delay = _RETRY_FIRST
         while True:
             try:
-                got: int | _Try = self._loop.call(self._publish(subject, body, headers), self._try)
+                got = self._try_once(subject, body, headers)
             except OutcomeUnknown:
                 got, sent = _UNKNOWN, True
             if isinstance(got, int):
                 return got  # stored, or a duplicate: the first try's sequence
             if got is _CAS_LOST and not sent:
                 return None  # nothing of ours is out there: the subject moved
-            if got is not _NO_LEADER:  # an unknown outcome, or a CAS miss that may be ours
+            if got not in _NOTHING_STORED:  # an unknown outcome, or a CAS miss that may be ours
                 try:
                     found = self._loop.call(self._landed(subject, expect, mid), self._try + 1)
                 except OutcomeUnknown:
@@ -263,13 +257,31 @@ class Client:
                 if found is _CAS_LOST:
                     return None
             if time.monotonic() + delay >= deadline:
-                raise self._unanswered(subject, sent)
+                raise self._unanswered(subject, sent, got is _Try.UNREACHED)
             time.sleep(delay)  # an election takes seconds (FACTS.md: 4-8 s)
             delay = min(delay * 2, _RETRY_MAX)
 
+    def _try_once(self, subject: str, body: bytes, headers: dict[str, str]) -> int | _Try:
+        """One try, bounded by ``_try``: a sequence, or _CAS_LOST, _NO_LEADER (nothing
+        stored), _UNKNOWN; OutcomeUnknown when it went unanswered. Published on the lean
+        path (``jetstream/lean.py``) unless the servers ask for TLS or credentials."""
+        publisher = self._lean
+        if publisher is None:
+            return self._loop.call(self._publish(subject, body, headers), self._try)
+        try:
+            ack = publisher.publish(subject, body, headers, self._try)
+        except lean.Unreached:
+            return _Try.UNREACHED
+        except lean.NotLean:  # a server asks for TLS or credentials: nats-py honours them
+            self._lean = None
+            publisher.close()
+            return self._loop.call(self._publish(subject, body, headers), self._try)
+        except ValueError as exc:
+            raise UnavailableError(f"JetStream answered a commit on {subject}: {exc}") from None
+        return outcome.meaning(ack, subject)
+
     async def _publish(self, subject: str, body: bytes, headers: dict[str, str]) -> int | _Try:
-        """One try: a sequence, or _CAS_LOST, _NO_LEADER (nothing stored), _UNKNOWN (the
-        caller's deadline, ``_try``, bounds it: jetstream/acks.py)."""
+        """One try through nats-py (jetstream/acks.py); what :meth:`_try_once` returns."""
         try:
             ack = await self._acks.publish(subject, body, headers)
         except (nats.errors.ConnectionClosedError, nats.errors.OutboundBufferLimitError) as exc:
@@ -278,20 +290,7 @@ class Client:
             ) from exc
         except ValueError as exc:
             raise UnavailableError(f"JetStream answered a commit on {subject}: {exc}") from None
-        if ack.no_responders:
-            return _NO_LEADER  # no node took the message: a leader election
-        if ack.err_code == WRONG_LAST_SEQUENCE:
-            return _CAS_LOST
-        if ack.err_code == WRONG_LAST_SEQUENCE_R3:  # seen on R3 with no other writer
-            return _UNKNOWN
-        if ack.code == 503:  # JetStream is not ready (no quorum yet): nothing stored
-            return _NO_LEADER
-        if ack.code or ack.err_code:
-            raise UnavailableError(
-                f"JetStream refused a commit on {subject}: code={ack.code} "
-                f"err_code={ack.err_code} description={ack.description!r}"
-            )
-        return ack.seq
+        return outcome.meaning(ack, subject)
 
     def run_js(self, fn: Callable[[Any], Coroutine[Any, Any, T]]) -> T:
         """Run ``fn(jetstream/context.py)`` on the loop, its errors mapped as every call's (the
@@ -314,8 +313,14 @@ class Client:
             return int(raw.seq or 0)
         return _CAS_LOST
 
-    def _unanswered(self, subject: str, sent: bool) -> UnavailableError:
+    def _unanswered(self, subject: str, sent: bool, unreached: bool) -> UnavailableError:
         within = f"within {self.options.commit_timeout:g}s (commit_timeout=)"
+        if not sent and unreached:
+            return UnavailableError(
+                f"cannot reach the NATS server at {self.options.url} to commit on {subject} "
+                f"{within}; nothing was written",
+                hint="is nats-server running? (the store URL lists every server to try)",
+            )
         if not sent:
             return UnavailableError(
                 f"no JetStream node at {self.options.url} took a commit on {subject} {within} "

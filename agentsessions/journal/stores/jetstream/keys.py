@@ -39,8 +39,9 @@ import nats.js.errors
 from nats.js import api
 
 from agentsessions.errors import UnavailableError
-from agentsessions.journal.stores.jetstream.client import WRONG_LAST_SEQUENCE, Client
+from agentsessions.journal.stores.jetstream.client import Client
 from agentsessions.journal.stores.jetstream.conn import JetStreamOptions
+from agentsessions.journal.stores.jetstream.outcome import WRONG_LAST_SEQUENCE
 
 T = TypeVar("T")
 
