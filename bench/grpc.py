@@ -69,9 +69,10 @@ MAX_STREAMS = 320  # the daemon's bound on turns at once: above MANY
 
 
 @contextmanager
-def engines() -> Iterator[tuple[Sessions, Sessions]]:
-    """(in-process engine, client of a real ``agentsessions serve`` process), each on its
-    own home: the daemon as deployed, so clients and server do not share one interpreter."""
+def engines() -> Iterator[tuple[Sessions, Sessions, int]]:
+    """(in-process engine, client of a real ``agentsessions serve`` process, its pid), each
+    on its own home: the daemon as deployed, so clients and server do not share one
+    interpreter."""
     with (
         tempfile.TemporaryDirectory(prefix="bench-grpc-") as tmp,
         agentsessions.open(Path(tmp) / "local") as local,
@@ -89,7 +90,7 @@ def engines() -> Iterator[tuple[Sessions, Sessions]]:
             if not line.startswith("listening on "):
                 raise SystemExit(f"bench: agentsessions serve did not start: {line!r}")
             with dial(line.split()[-1]) as client:
-                yield local, client
+                yield local, client, daemon.pid
         finally:
             daemon.send_signal(signal.SIGTERM)
             daemon.wait(timeout=120)
@@ -112,6 +113,14 @@ def round_trip(sessions: Sessions, turns: int) -> float:
         _turn(sessions, uid, f"turn {n}")
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def cpu_per_turn(pid: int, measure: Callable[[], float], turns: int) -> tuple[float, float]:
+    """``measure()`` (a median), and the CPU seconds process ``pid`` spent per turn of its
+    ``turns`` (a server's CPU: less swayed than wall time by the machine's other load)."""
+    before = floor.cpu_seconds(pid)
+    median = measure()
+    return median, (floor.cpu_seconds(pid) - before) / turns
 
 
 def load(make: Callable[[], Sessions], close: bool, clients: int, turns: int) -> float:
@@ -198,8 +207,9 @@ def run(quick: bool) -> dict[str, Any]:
     turns, clients, load_turns, rounds = (20, 8, 3, 1) if quick else (200, 32, 10, 3)
     local_rt, remote_rt, local_load, remote_load = [], [], [], []
     bare_rt, bare_load, turn_rt, turn_load = [], [], [], []
+    daemon_cpu, turn_cpu = [], []
     with (
-        engines() as (local, client),
+        engines() as (local, client, daemon),
         floor.echo_server() as echo,
         tempfile.TemporaryDirectory(prefix="bench-grpc-floor-") as floor_home,
         floor.turn_server(Path(floor_home)) as bare_turns,
@@ -207,13 +217,21 @@ def run(quick: bool) -> dict[str, Any]:
         address = client.address  # type: ignore[attr-defined]
         for _ in range(rounds):
             local_rt.append(round_trip(local, turns))
-            remote_rt.append(round_trip(client, turns))
+            median, cpu = cpu_per_turn(daemon, lambda: round_trip(client, turns), turns + 1)
+            remote_rt.append(median)
+            daemon_cpu.append(cpu)
             bare_rt.append(floor.round_trip(echo, turns))
-            turn_rt.append(floor.round_trip(bare_turns, turns, floor.turn_caller))
+            median, cpu = cpu_per_turn(
+                bare_turns.pid,
+                lambda: floor.round_trip(bare_turns.address, turns, floor.turn_caller),
+                turns + floor.WARM_UP,
+            )
+            turn_rt.append(median)
+            turn_cpu.append(cpu)
             local_load.append(load(lambda: local, False, clients, load_turns))
             remote_load.append(load(lambda: dial(address), True, clients, load_turns))
             bare_load.append(floor.load(echo, clients, load_turns))
-            turn_load.append(floor.load(bare_turns, clients, load_turns, floor.turn_caller))
+            turn_load.append(floor.load(bare_turns.address, clients, load_turns, floor.turn_caller))
         crowd = many(address, 16 if quick else MANY, 2 if quick else 5)
     in_process, over_grpc = statistics.median(local_rt), statistics.median(remote_rt)
     local_tps, remote_tps = statistics.median(local_load), statistics.median(remote_load)
@@ -222,6 +240,11 @@ def run(quick: bool) -> dict[str, Any]:
     return {
         "round_trip_ms": {"in_process": in_process * 1e3, "grpc": over_grpc * 1e3},
         "round_trip_ratio": over_grpc / in_process,  # > 1: what the wire costs a turn
+        # the server's CPU per round-trip turn: the daemon's, and the bare turn server's
+        "server_cpu_ms": {
+            "daemon": statistics.median(daemon_cpu) * 1e3,
+            "bare_turn_server": statistics.median(turn_cpu) * 1e3,
+        },
         "load_turns_per_s": {"in_process": local_tps, "grpc": remote_tps},
         "load_ratio": remote_tps / local_tps,  # < 1: what the wire costs under load
         "clients": clients,
@@ -265,6 +288,10 @@ def main() -> None:
           f"{f['echo_ms']:.2f} ms a call, {f['echo_calls_per_s']:.0f} calls/s from "
           f"{out['clients']} clients; best possible: round trip {f['round_trip_ratio']:.2f}x, "
           f"load {f['load_ratio']:.2f}x")  # fmt: skip
+    cpu = out["server_cpu_ms"]
+    print(f"server CPU per round-trip turn: daemon {cpu['daemon']:.2f} ms, bare turn server "
+          f"{cpu['bare_turn_server']:.2f} ms (the daemon's own code: "
+          f"{cpu['daemon'] - cpu['bare_turn_server']:.2f} ms)")  # fmt: skip
     t = out["floor_turns"]
     print(f"floor (a bare gRPC turn server over this engine, no daemon code): round trip "
           f"{t['round_trip_ms']:.2f} ms ({t['round_trip_ratio']:.2f}x), "

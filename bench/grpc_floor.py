@@ -29,6 +29,7 @@ Nothing is asserted; the figures are printed by bench/grpc.py beside the daemon'
 
 from __future__ import annotations
 
+import os
 import signal
 import statistics
 import subprocess
@@ -39,6 +40,7 @@ from collections.abc import Callable, Iterator
 from concurrent import futures
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 HERE = Path(__file__).resolve().parent
 # bench/grpc.py is beside this file: its directory must not shadow the grpc package
@@ -101,14 +103,33 @@ def serve_turns(home: str) -> None:
     engine.close()
 
 
+class Served(NamedTuple):
+    """A floor server in a process of its own: where it listens, and its pid (its CPU).
+    (A NamedTuple: bench/grpc.py loads this file by path, outside sys.modules, where a
+    dataclass cannot resolve its annotations.)"""
+
+    address: str
+    pid: int
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds process ``pid`` (all its threads) has used so far; NaN
+    where /proc cannot tell."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
-def _served(*args: str) -> Iterator[str]:
+def _served(*args: str) -> Iterator[Served]:
     proc = subprocess.Popen(
         [sys.executable, str(Path(__file__).resolve()), *args], stdout=subprocess.PIPE, text=True
     )
     try:
         assert proc.stdout is not None
-        yield f"127.0.0.1:{proc.stdout.readline().strip()}"
+        yield Served(f"127.0.0.1:{proc.stdout.readline().strip()}", proc.pid)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
@@ -117,15 +138,15 @@ def _served(*args: str) -> Iterator[str]:
 @contextmanager
 def echo_server() -> Iterator[str]:
     """The address of a bare echo server in a process of its own, for the ``with`` block."""
-    with _served("serve") as address:
-        yield address
+    with _served("serve") as served:
+        yield served.address
 
 
 @contextmanager
-def turn_server(home: Path) -> Iterator[str]:
-    """The address of a bare turn server over an engine on ``home``, in a process of its own."""
-    with _served("turns", str(home)) as address:
-        yield address
+def turn_server(home: Path) -> Iterator[Served]:
+    """A bare turn server over an engine on ``home``, in a process of its own."""
+    with _served("turns", str(home)) as served:
+        yield served
 
 
 Caller = Callable[[str], tuple[grpc.Channel, Callable[[], bytes]]]
@@ -153,11 +174,15 @@ def turn_caller(address: str) -> tuple[grpc.Channel, Callable[[], bytes]]:
     return channel, turn
 
 
+WARM_UP = 20
+"""Calls :func:`round_trip` makes before it measures."""
+
+
 def round_trip(address: str, calls: int, make: Caller = caller) -> float:
     """Median seconds of one call (``make``: an echo's, else a turn's), after a warm-up."""
     channel, call = make(address)
     with channel:
-        for _ in range(20):
+        for _ in range(WARM_UP):
             call()
         times = []
         for _ in range(calls):
