@@ -115,12 +115,14 @@ def round_trip(sessions: Sessions, turns: int) -> float:
     return statistics.median(times)
 
 
-def cpu_per_turn(pid: int, measure: Callable[[], float], turns: int) -> tuple[float, float]:
-    """``measure()`` (a median), and the CPU seconds process ``pid`` spent per turn of its
-    ``turns`` (a server's CPU: less swayed than wall time by the machine's other load)."""
-    before = floor.cpu_seconds(pid)
+def cpu_per_turn(pid: int, measure: Callable[[], float], turns: int) -> tuple[float, float, float]:
+    """``measure()`` (a median), and the CPU seconds process ``pid`` (a server) and this
+    process (its client) spent per turn of its ``turns``: CPU is less swayed than wall time
+    by the machine's other load."""
+    server, client = floor.cpu_seconds(pid), time.process_time()
     median = measure()
-    return median, (floor.cpu_seconds(pid) - before) / turns
+    server, client = floor.cpu_seconds(pid) - server, time.process_time() - client
+    return median, server / turns, client / turns
 
 
 def load(make: Callable[[], Sessions], close: bool, clients: int, turns: int) -> float:
@@ -207,7 +209,7 @@ def run(quick: bool) -> dict[str, Any]:
     turns, clients, load_turns, rounds = (20, 8, 3, 1) if quick else (200, 32, 10, 3)
     local_rt, remote_rt, local_load, remote_load = [], [], [], []
     bare_rt, bare_load, turn_rt, turn_load = [], [], [], []
-    daemon_cpu, turn_cpu = [], []
+    daemon_cpu, turn_cpu, client_cpu, turn_client_cpu = [], [], [], []
     with (
         engines() as (local, client, daemon),
         floor.echo_server() as echo,
@@ -217,17 +219,19 @@ def run(quick: bool) -> dict[str, Any]:
         address = client.address  # type: ignore[attr-defined]
         for _ in range(rounds):
             local_rt.append(round_trip(local, turns))
-            median, cpu = cpu_per_turn(daemon, lambda: round_trip(client, turns), turns + 1)
+            median, cpu, mine = cpu_per_turn(daemon, lambda: round_trip(client, turns), turns + 1)
             remote_rt.append(median)
             daemon_cpu.append(cpu)
+            client_cpu.append(mine)
             bare_rt.append(floor.round_trip(echo, turns))
-            median, cpu = cpu_per_turn(
+            median, cpu, mine = cpu_per_turn(
                 bare_turns.pid,
                 lambda: floor.round_trip(bare_turns.address, turns, floor.turn_caller),
                 turns + floor.WARM_UP,
             )
             turn_rt.append(median)
             turn_cpu.append(cpu)
+            turn_client_cpu.append(mine)
             local_load.append(load(lambda: local, False, clients, load_turns))
             remote_load.append(load(lambda: dial(address), True, clients, load_turns))
             bare_load.append(floor.load(echo, clients, load_turns))
@@ -240,10 +244,15 @@ def run(quick: bool) -> dict[str, Any]:
     return {
         "round_trip_ms": {"in_process": in_process * 1e3, "grpc": over_grpc * 1e3},
         "round_trip_ratio": over_grpc / in_process,  # > 1: what the wire costs a turn
-        # the server's CPU per round-trip turn: the daemon's, and the bare turn server's
+        # CPU per round-trip turn, the daemon's and its client's beside the bare turn
+        # server's and its plain client's: what the daemon's own code and ours cost a turn
         "server_cpu_ms": {
             "daemon": statistics.median(daemon_cpu) * 1e3,
             "bare_turn_server": statistics.median(turn_cpu) * 1e3,
+        },
+        "client_cpu_ms": {
+            "client": statistics.median(client_cpu) * 1e3,
+            "bare_turn_client": statistics.median(turn_client_cpu) * 1e3,
         },
         "load_turns_per_s": {"in_process": local_tps, "grpc": remote_tps},
         "load_ratio": remote_tps / local_tps,  # < 1: what the wire costs under load
@@ -288,10 +297,11 @@ def main() -> None:
           f"{f['echo_ms']:.2f} ms a call, {f['echo_calls_per_s']:.0f} calls/s from "
           f"{out['clients']} clients; best possible: round trip {f['round_trip_ratio']:.2f}x, "
           f"load {f['load_ratio']:.2f}x")  # fmt: skip
-    cpu = out["server_cpu_ms"]
-    print(f"server CPU per round-trip turn: daemon {cpu['daemon']:.2f} ms, bare turn server "
+    cpu, mine = out["server_cpu_ms"], out["client_cpu_ms"]
+    print(f"CPU per round-trip turn: daemon {cpu['daemon']:.2f} ms, bare turn server "
           f"{cpu['bare_turn_server']:.2f} ms (the daemon's own code: "
-          f"{cpu['daemon'] - cpu['bare_turn_server']:.2f} ms)")  # fmt: skip
+          f"{cpu['daemon'] - cpu['bare_turn_server']:.2f} ms); client {mine['client']:.2f} "
+          f"ms, a plain call's {mine['bare_turn_client']:.2f} ms")  # fmt: skip
     t = out["floor_turns"]
     print(f"floor (a bare gRPC turn server over this engine, no daemon code): round trip "
           f"{t['round_trip_ms']:.2f} ms ({t['round_trip_ratio']:.2f}x), "
