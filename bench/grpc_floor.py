@@ -21,8 +21,9 @@ checks, no conversion of frames: the turn's frames are iterated on the handler's
 an in-process caller iterates them, and the reply is its session's uid in
 :data:`REPLY_BYTES`). What separates it from the echo is grpc's threads meeting the
 engine's (the handler waits for the turn on the engine's thread under one GIL); what
-separates the daemon from it is the daemon's own code. A daemon on grpc's sync server over
-this engine cannot print better ratios than this floor in the same run.
+separates the daemon from it is the daemon's own code. A daemon on grpc's sync server that
+runs its turns as this engine's ``exec`` does (on the engine's thread, frames handed to the
+handler's) cannot print better ratios than this floor in the same run.
 
 Nothing is asserted; the figures are printed by bench/grpc.py beside the daemon's.
 """
