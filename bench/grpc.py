@@ -14,8 +14,10 @@ Two measurements, each against the same work in process, rounds interleaved, med
   32 sessions of that server, against 32 threads running the same turns on the in-process
   engine: turns/s.
 
-And the floor under both (grpc_floor.py): a bare gRPC echo server, no daemon, no engine;
-the best ratios any Python gRPC daemon could print in the same run.
+And the floors under both (grpc_floor.py): a bare gRPC echo server, no daemon, no engine,
+the best ratios any Python gRPC daemon could print in the same run; and a bare turn server,
+grpc's sync server over an engine of this project with no daemon code (no checks, no
+conversions), the best ratios a daemon on grpc's sync server over this engine could print.
 
 And one of the daemon alone: many clients (256), each on its own channel, thread and
 session, all running turns at once: every turn must complete and every record each client
@@ -67,9 +69,10 @@ MAX_STREAMS = 320  # the daemon's bound on turns at once: above MANY
 
 
 @contextmanager
-def engines() -> Iterator[tuple[Sessions, Sessions]]:
-    """(in-process engine, client of a real ``agentsessions serve`` process), each on its
-    own home: the daemon as deployed, so clients and server do not share one interpreter."""
+def engines() -> Iterator[tuple[Sessions, Sessions, int]]:
+    """(in-process engine, client of a real ``agentsessions serve`` process, its pid), each
+    on its own home: the daemon as deployed, so clients and server do not share one
+    interpreter."""
     with (
         tempfile.TemporaryDirectory(prefix="bench-grpc-") as tmp,
         agentsessions.open(Path(tmp) / "local") as local,
@@ -87,7 +90,7 @@ def engines() -> Iterator[tuple[Sessions, Sessions]]:
             if not line.startswith("listening on "):
                 raise SystemExit(f"bench: agentsessions serve did not start: {line!r}")
             with dial(line.split()[-1]) as client:
-                yield local, client
+                yield local, client, daemon.pid
         finally:
             daemon.send_signal(signal.SIGTERM)
             daemon.wait(timeout=120)
@@ -110,6 +113,16 @@ def round_trip(sessions: Sessions, turns: int) -> float:
         _turn(sessions, uid, f"turn {n}")
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def cpu_per_turn(pid: int, measure: Callable[[], float], turns: int) -> tuple[float, float, float]:
+    """``measure()`` (a median), and the CPU seconds process ``pid`` (a server) and this
+    process (its client) spent per turn of its ``turns``: CPU is less swayed than wall time
+    by the machine's other load."""
+    server, client = floor.cpu_seconds(pid), time.process_time()
+    median = measure()
+    server, client = floor.cpu_seconds(pid) - server, time.process_time() - client
+    return median, server / turns, client / turns
 
 
 def load(make: Callable[[], Sessions], close: bool, clients: int, turns: int) -> float:
@@ -195,23 +208,52 @@ def run(quick: bool) -> dict[str, Any]:
     """Every figure, rounds interleaved, medians."""
     turns, clients, load_turns, rounds = (20, 8, 3, 1) if quick else (200, 32, 10, 3)
     local_rt, remote_rt, local_load, remote_load = [], [], [], []
-    bare_rt, bare_load = [], []
-    with engines() as (local, client), floor.echo_server() as echo:
+    bare_rt, bare_load, turn_rt, turn_load = [], [], [], []
+    daemon_cpu, turn_cpu, client_cpu, turn_client_cpu = [], [], [], []
+    with (
+        engines() as (local, client, daemon),
+        floor.echo_server() as echo,
+        tempfile.TemporaryDirectory(prefix="bench-grpc-floor-") as floor_home,
+        floor.turn_server(Path(floor_home)) as bare_turns,
+    ):
         address = client.address  # type: ignore[attr-defined]
         for _ in range(rounds):
             local_rt.append(round_trip(local, turns))
-            remote_rt.append(round_trip(client, turns))
+            median, cpu, mine = cpu_per_turn(daemon, lambda: round_trip(client, turns), turns + 1)
+            remote_rt.append(median)
+            daemon_cpu.append(cpu)
+            client_cpu.append(mine)
             bare_rt.append(floor.round_trip(echo, turns))
+            median, cpu, mine = cpu_per_turn(
+                bare_turns.pid,
+                lambda: floor.round_trip(bare_turns.address, turns, floor.turn_caller),
+                turns + floor.WARM_UP,
+            )
+            turn_rt.append(median)
+            turn_cpu.append(cpu)
+            turn_client_cpu.append(mine)
             local_load.append(load(lambda: local, False, clients, load_turns))
             remote_load.append(load(lambda: dial(address), True, clients, load_turns))
             bare_load.append(floor.load(echo, clients, load_turns))
+            turn_load.append(floor.load(bare_turns.address, clients, load_turns, floor.turn_caller))
         crowd = many(address, 16 if quick else MANY, 2 if quick else 5)
     in_process, over_grpc = statistics.median(local_rt), statistics.median(remote_rt)
     local_tps, remote_tps = statistics.median(local_load), statistics.median(remote_load)
     bare, bare_cps = statistics.median(bare_rt), statistics.median(bare_load)
+    bare_turn, bare_tps = statistics.median(turn_rt), statistics.median(turn_load)
     return {
         "round_trip_ms": {"in_process": in_process * 1e3, "grpc": over_grpc * 1e3},
         "round_trip_ratio": over_grpc / in_process,  # > 1: what the wire costs a turn
+        # CPU per round-trip turn, the daemon's and its client's beside the bare turn
+        # server's and its plain client's: what the daemon's own code and ours cost a turn
+        "server_cpu_ms": {
+            "daemon": statistics.median(daemon_cpu) * 1e3,
+            "bare_turn_server": statistics.median(turn_cpu) * 1e3,
+        },
+        "client_cpu_ms": {
+            "client": statistics.median(client_cpu) * 1e3,
+            "bare_turn_client": statistics.median(turn_client_cpu) * 1e3,
+        },
         "load_turns_per_s": {"in_process": local_tps, "grpc": remote_tps},
         "load_ratio": remote_tps / local_tps,  # < 1: what the wire costs under load
         "clients": clients,
@@ -223,6 +265,14 @@ def run(quick: bool) -> dict[str, Any]:
             "round_trip_ratio": (in_process + bare) / in_process,
             "echo_calls_per_s": bare_cps,
             "load_ratio": 1.0 / (1.0 + local_tps / bare_cps),
+        },
+        # the bare turn server (grpc_floor.py): grpc's sync server over this engine, no
+        # daemon code; what the daemon's own code costs is what separates it from this
+        "floor_turns": {
+            "round_trip_ms": bare_turn * 1e3,
+            "round_trip_ratio": bare_turn / in_process,
+            "turns_per_s": bare_tps,
+            "load_ratio": bare_tps / local_tps,
         },
     }
 
@@ -247,6 +297,16 @@ def main() -> None:
           f"{f['echo_ms']:.2f} ms a call, {f['echo_calls_per_s']:.0f} calls/s from "
           f"{out['clients']} clients; best possible: round trip {f['round_trip_ratio']:.2f}x, "
           f"load {f['load_ratio']:.2f}x")  # fmt: skip
+    cpu, mine = out["server_cpu_ms"], out["client_cpu_ms"]
+    print(f"CPU per round-trip turn: daemon {cpu['daemon']:.2f} ms, bare turn server "
+          f"{cpu['bare_turn_server']:.2f} ms (the daemon's own code: "
+          f"{cpu['daemon'] - cpu['bare_turn_server']:.2f} ms); client {mine['client']:.2f} "
+          f"ms, a plain call's {mine['bare_turn_client']:.2f} ms")  # fmt: skip
+    t = out["floor_turns"]
+    print(f"floor (a bare gRPC turn server over this engine, no daemon code): round trip "
+          f"{t['round_trip_ms']:.2f} ms ({t['round_trip_ratio']:.2f}x), "
+          f"{t['turns_per_s']:.0f} turns/s from {out['clients']} clients "
+          f"({t['load_ratio']:.2f}x)")  # fmt: skip
     m = out["many"]
     print(f"{m['clients']} clients at once on {m['clients']} sessions: {m['turns']} of "
           f"{m['expected_turns']} turns completed, {m['records_lost_or_doubled']} records "

@@ -33,6 +33,12 @@ def test_the_quick_bench_runs_both_sides_of_both_measurements() -> None:
     floor = out["floor"]  # the bare gRPC echo ran too: the ratios no daemon could beat
     assert floor["echo_ms"] > 0 and floor["echo_calls_per_s"] > 0
     assert floor["round_trip_ratio"] > 1 and 0 < floor["load_ratio"] < 1
+    turns = out["floor_turns"]  # the bare turn server over this engine ran its turns too
+    assert turns["round_trip_ms"] > 0 and turns["turns_per_s"] > 0
+    assert turns["round_trip_ratio"] > 0 and turns["load_ratio"] > 0
+    cpu = out["server_cpu_ms"]  # read from /proc: whole clock ticks, so possibly 0 in a quick run
+    assert cpu["daemon"] >= 0 and cpu["bare_turn_server"] >= 0
+    assert out["client_cpu_ms"]["client"] > 0 and out["client_cpu_ms"]["bare_turn_client"] > 0
 
 
 def test_the_many_sessions_bench_fills_a_daemon_and_reads_its_memory() -> None:
