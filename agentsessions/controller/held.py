@@ -150,6 +150,13 @@ class HeldWriter:
         """The projections the inner writer folded (its tail's: one fold per commit)."""
         return self.inner.projection
 
+    @property
+    def may_be_taken(self) -> bool:
+        """Whether another host may take this writer over between turns (its store's
+        writers declare WriterTakeover): only then do :meth:`superseded` and
+        :meth:`set_busy` ask anything, so the pool probes no other writer."""
+        return self._takeover is not None
+
     def superseded(self) -> bool:
         """True if another writer took the journal over since this one's last commit (a
         store without cross-host takeover never is: its lock keeps others out)."""
@@ -338,12 +345,14 @@ class WriterPool:
             expired = self._expired() if self._held else ()
             held = self._held.get(uid)
             idle = self._busy.get(uid, 0) <= (1 if claim else 0)
-            if held is not None and not idle:  # a turn uses it: nothing to probe
+            # nothing to probe when a turn uses it, or when no other host can take it over
+            settled = held is not None and (not idle or not held.may_be_taken)
+            if held is not None and settled:
                 self._held.move_to_end(uid)
                 held.last_used = time.monotonic()
         for writer in expired:  # closed outside the lock: a close writes a TAIL hint
             writer.close()
-        if held is None or not idle:
+        if held is None or settled:
             return held
         if (claim and not held.set_busy(True)) or held.superseded():
             self._drop(held)
