@@ -25,6 +25,8 @@ the same run, rounds interleaved, medians reported:
   :func:`floors` prints how far each target is from its floor; ``work-1`` and ``work-2``
   add the CPU work no turn can skip (:func:`run_work`: the events built, hashed, encoded
   and framed by the journal's own code), the best a turn of that mode could reach;
+  ``as-handed`` runs ``agentsessions``'s turns each on a worker thread the caller waits for
+  (:func:`handed_over`): the thread hand-over alone, the floor under ``as-streamed``;
 - the OpenAI Agents SDK ``SQLiteSession`` driven as its Runner drives it (get_items, add
   the user item, add the reply) and LangGraph ``MessagesState`` on ``SqliteSaver``, when
   installed (a bench-only extra; skipped with a note otherwise).
@@ -154,12 +156,56 @@ def open_engine(
 
 
 # -- the conversations ---------------------------------------------------------------------
+def handed_over(engine: Engine) -> Engine:
+    """``engine`` with each turn run on a worker thread of its own while the caller waits
+    for the result on a queue: the hand-over between threads a streamed turn cannot avoid
+    (the worker woken for the turn, the caller woken by its end), with no frame, record or
+    delta handed over: what no change to the frames can take off ``as-streamed``."""
+    import queue
+    import threading
+
+    jobs: queue.SimpleQueue[Callable[[], str] | None] = queue.SimpleQueue()
+    done: queue.SimpleQueue[str | BaseException] = queue.SimpleQueue()
+
+    def work() -> None:
+        while (job := jobs.get()) is not None:
+            try:
+                done.put(job())
+            except BaseException as exc:  # raised again on the caller's thread
+                done.put(exc)
+
+    worker = threading.Thread(target=work, name="bench hand-over", daemon=True)
+    worker.start()
+
+    def turn(uid: str | None, text: str) -> str:
+        jobs.put(functools.partial(engine.turn, uid, text))
+        got = done.get()
+        if isinstance(got, BaseException):
+            raise got
+        return got
+
+    def close() -> None:
+        jobs.put(None)
+        worker.join()
+        engine.close()
+
+    return Engine(turn, close, engine.kind)
+
+
 def run_agentsessions(
-    tmp: Path, turns: int, tag: str, *, streamed: bool = False, durability: str = ""
+    tmp: Path,
+    turns: int,
+    tag: str,
+    *,
+    streamed: bool = False,
+    durability: str = "",
+    handed: bool = False,
 ) -> list[float]:
+    """``turns`` turns of one conversation; ``handed``: each on a worker (:func:`handed_over`)."""
     home = tmp / f"as-{tag}"
     answers = _answers(tmp / f"answers-{tag}.json", turns + 1)
     engine = open_engine(home, answers, streamed=streamed, durability=durability)
+    engine = handed_over(engine) if handed else engine
     times, uid = [], None
     try:
         for i in range(turns):
@@ -444,6 +490,7 @@ def bench_conversation(tmp: Path, turns: int, rounds: int) -> None:
     systems: dict[str, Callable[[Path, int, str], list[float]]] = {
         "agentsessions": run_agentsessions,
         "as-streamed": lambda tmp, turns, tag: run_agentsessions(tmp, turns, tag, streamed=True),
+        "as-handed": lambda tmp, turns, tag: run_agentsessions(tmp, turns, tag, handed=True),
         "sqlite": run_sqlite,
         "raw": run_raw,
         "floor-1": run_floor,
@@ -478,6 +525,10 @@ def bench_conversation(tmp: Path, turns: int, rounds: int) -> None:
     ours = med["agentsessions"]
     print(f"agentsessions / sqlite WAL FULL: {ours / med['sqlite']:.3f}x   (target >= 0.25x)")
     print(f"as-streamed / agentsessions: {med['as-streamed'] / ours:.3f}x   (target >= 0.8x)")
+    print(
+        f"  floor: as-handed / agentsessions {med['as-handed'] / ours:.3f}x (the same turns, "
+        "each on a worker thread: the hand-over alone, no frames)"
+    )
     if "as-turn" in med:
         turn = med["as-turn"] / med["sqlite"]
         print(f"agentsessions durability=turn / sqlite WAL FULL: {turn:.3f}x   (target >= 0.9x)")

@@ -215,3 +215,24 @@ def test_the_floor_lines_split_a_turn_into_its_unavoidable_work_and_the_rest() -
     lines = bench.floors(med)
     assert lines[1].startswith("  work-1 (the turn's unavoidable work and syncs) 800 turns/s")
     assert "that work costs 250 us beyond the syncs, the rest of the turn 750 us" in lines[1]
+
+
+def test_the_hand_over_row_runs_each_turn_on_a_worker_and_raises_its_error() -> None:
+    import threading
+
+    bench = _bench()
+    seen: list[str] = []
+
+    def turn(uid: str | None, text: str) -> str:
+        seen.append(threading.current_thread().name)
+        if text == "bad":
+            raise ValueError("refused")
+        return f"{uid or 'new'}+{text}"
+
+    engine = bench.handed_over(bench.Engine(turn, lambda: seen.append("closed"), "fake"))
+    assert engine.turn(None, "a") == "new+a"
+    with pytest.raises(ValueError, match="refused"):
+        engine.turn("s", "bad")
+    assert engine.turn("s", "b") == "s+b"  # the worker survives a turn's error
+    engine.close()
+    assert seen == ["bench hand-over"] * 3 + ["closed"]
