@@ -2,9 +2,10 @@
 
 A turn used to open the journal three times (``get``, ``writer``, ``read``), mint a fence
 and rewrite the TAIL hint. A :class:`HeldWriter` is opened once (one lock, one fence) and
-then answers the controller's state questions itself: the head, the projections (exec state,
-where the latest execution began), the metadata, and the most recent records, all folded
-from the commits that pass through it. That is sound because it holds the session's lock:
+then answers the controller's state questions itself: the head and the projections (exec
+state, where the latest execution began) as its inner writer's tail folded them (once per
+commit: never folded again here), the metadata, and the most recent records of the commits
+that pass through it. That is sound because it holds the session's lock:
 no other writer can commit meanwhile, so what it folded is the whole truth past the state it
 read at open. A store whose writers can be taken over from another host without a lock
 (JetStream: a new writer fences the old one) says so through ``superseded()`` on its
@@ -72,13 +73,6 @@ class HeldWriter:
         # what the pool probes before each use (None: a store no other host takes over)
         self._takeover = WRITER_TAKEOVER.of(inner)
         self._info = info
-        self._projection = Projection(
-            compute_state=info.compute_state,
-            exec_state=info.exec_state,
-            exec_seq=info.exec_seq,
-            exec_id=info.exec_id,
-            snapshot=dict(info.snapshot) if info.snapshot is not None else None,
-        )
         self._update_ns = info.update_time_ns
         self._kept: SessionInfo | None = None  # info() until the next commit
         self._recent: deque[Record] = deque(maxlen=RECENT_RECORDS)
@@ -129,13 +123,13 @@ class HeldWriter:
             expected_state_version=expected_state_version,
         )
         if not result.duplicate:
-            self._fold(result.records, events)
+            self._fold(result.records)
         return result
 
     def append_records(self, records: Sequence[Record]) -> CommitResult:
         """Append already-hashed records verbatim, folding them too."""
         result = self.inner.append_records(records)
-        self._fold(result.records or tuple(records), None)
+        self._fold(result.records or tuple(records))
         return result
 
     def sync(self) -> None:
@@ -150,6 +144,18 @@ class HeldWriter:
     def state(self) -> WorkingState:
         """The working state the inner writer holds."""
         return self.inner.state
+
+    @property
+    def projection(self) -> Projection:
+        """The projections the inner writer folded (its tail's: one fold per commit)."""
+        return self.inner.projection
+
+    @property
+    def may_be_taken(self) -> bool:
+        """Whether another host may take this writer over between turns (its store's
+        writers declare WriterTakeover): only then do :meth:`superseded` and
+        :meth:`set_busy` ask anything, so the pool probes no other writer."""
+        return self._takeover is not None
 
     def superseded(self) -> bool:
         """True if another writer took the journal over since this one's last commit (a
@@ -189,7 +195,8 @@ class HeldWriter:
         if kept is not None:
             return kept
         seq, digest = self.inner.head
-        p, state = self._projection, self.inner.state
+        # the inner writer's tail folds each commit as it lands: read, never folded again
+        p, state = self.inner.projection, self.inner.state
         info = replace(
             self._info,
             last_seq=seq,
@@ -260,10 +267,10 @@ class HeldWriter:
         self._events.extendleft([None] * len(room))
         self._recent_bytes += sum(len(r.payload) for r in room)
 
-    def _fold(self, records: Sequence[Record], events: Sequence[Mapping[str, Any]] | None) -> None:
+    def _fold(self, records: Sequence[Record]) -> None:
+        """Keep what landed in the recent window (the projections are the inner writer's)."""
         self._kept = None  # the head and projections move: info() is built again
-        for i, record in enumerate(records):
-            self._projection.apply(events[i] if events is not None else record.event, record.seq)
+        for record in records:
             if self._recent and self._recent[-1].seq + 1 != record.seq:
                 self._recent.clear()  # keep the window contiguous
                 self._events.clear()
@@ -338,12 +345,14 @@ class WriterPool:
             expired = self._expired() if self._held else ()
             held = self._held.get(uid)
             idle = self._busy.get(uid, 0) <= (1 if claim else 0)
-            if held is not None and not idle:  # a turn uses it: nothing to probe
+            # nothing to probe when a turn uses it, or when no other host can take it over
+            settled = held is not None and (not idle or not held.may_be_taken)
+            if held is not None and settled:
                 self._held.move_to_end(uid)
                 held.last_used = time.monotonic()
         for writer in expired:  # closed outside the lock: a close writes a TAIL hint
             writer.close()
-        if held is None or not idle:
+        if held is None or settled:
             return held
         if (claim and not held.set_busy(True)) or held.superseded():
             self._drop(held)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from agentsessions.errors import InvalidArgumentError, LockHeldError, NotFoundError
 from agentsessions.journal.stores.capabilities import KEY_CLAIMS
-from agentsessions.journal.stores.store import SessionMeta, new_uid
+from agentsessions.journal.stores.store import SessionInfo, SessionMeta, new_uid
 from agentsessions.v1.ids import check_uid
 from agentsessions.v1.provenance import describe, same_origin
 from agentsessions.v1.turn import TurnRequest
@@ -51,6 +51,9 @@ class Claim:
     lock: threading.Lock
     created: bool
     landed: bool = False  # its commit id landed: the controller answers with that turn
+    state: SessionInfo | None = None
+    """The session as its checks read it, holding its lock (None: not read): a streamed
+    turn's first frame shows it without reading it again."""
 
     @property
     def uid(self) -> str:
@@ -112,6 +115,7 @@ class TurnRunner:
         workload = checks.workload(request.tools)  # refused before anything is written
         if request.uid is None and request.origin is not None:
             return self._claim_origin(request, workload)
+        state: SessionInfo | None = None
         if request.uid is None:
             request.check_head(0)  # a new session's head is 0
             uid = self._create_for(request, workload)
@@ -122,14 +126,15 @@ class TurnRunner:
             try:
                 if self._landed(request):  # nothing new: no head, approval or tools check
                     return Claim(request, lock, False, landed=True)
-                self._check_existing(request, workload)
+                state = self._check_existing(request, workload)
             except BaseException:
                 lock.release()
                 raise
         if workload is not None:
             self.core.record_workload(uid, workload)
+            state = None  # its tools are kept with it: read it again for the first frame
         if request.uid is not None:
-            return Claim(request, lock, False)
+            return Claim(request, lock, False, state=state)
         return Claim(replace(request, uid=uid), lock, True)  # addressed to its new session
 
     def _landed(self, request: TurnRequest) -> bool:
@@ -180,8 +185,8 @@ class TurnRunner:
         except NotFoundError:
             return ""
 
-    def _check_existing(self, request: TurnRequest, workload: Workload | None) -> None:
-        """The checks of a turn of an existing session, made holding its lock."""
+    def _check_existing(self, request: TurnRequest, workload: Workload | None) -> SessionInfo:
+        """The checks of a turn of an existing session, made holding its lock; its state."""
         uid = request.uid or ""
         info = self.core.state(uid)
         if request.origin is not None and not same_origin(request.origin, info.meta.origin):
@@ -199,6 +204,7 @@ class TurnRunner:
         self.check_turn(named, request.model or info.meta.model, request.model, info.meta.project)
         if workload is not None:  # a harness it keeps out of the conversation: nothing written
             workload.check_harness(uid, named)
+        return info
 
     def _create_for(self, request: TurnRequest, workload: Workload | None) -> str:
         """Check a new session's turn, then have its session made; its uid."""
@@ -256,10 +262,11 @@ class TurnRunner:
 
         A busy session is retried until ``wait`` seconds have passed, as the turn itself is.
         """
-        from agentsessions.controller.lifecycle import resume_compute
-
         if controller.info(uid).compute_state != "COMPUTE_COLD":
             return False
+        # imported only for a cold session: an import statement costs every turn ~1 us
+        from agentsessions.controller.lifecycle import resume_compute
+
         deadline = time.monotonic() + wait
         while True:
             try:
@@ -276,7 +283,8 @@ class TurnRunner:
         """Start ``work`` on a worker thread holding the claim's lock; its frames."""
         try:
             controller = self.core.controller(claim.uid)
-            first = SessionFrame(view(self.core.state(claim.uid)), created=claim.created)
+            state = claim.state or self.core.state(claim.uid)  # read under its lock already
+            first = SessionFrame(view(state), created=claim.created)
         except BaseException:
             claim.lock.release()
             raise

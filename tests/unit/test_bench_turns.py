@@ -185,3 +185,54 @@ def test_the_floor_rows_write_every_turn_into_a_preallocated_file(tmp_path: Path
         data = (tmp_path / f"floor{syncs}-t{syncs}.log").read_bytes()
         assert data.startswith(b"user 0: ") and b"assistant 4: " in data
         assert len(data) == 5 * 2 * bench.TEXT_BYTES + 4096  # written in place, not appended
+
+
+def test_the_work_rows_write_each_turn_as_chained_journal_groups(tmp_path: Path) -> None:
+    """The unavoidable-work rows do the journal's real work: every turn's five events land
+    as committed segment groups (one a turn, or two), chained and hashed as a writer's."""
+    from agentsessions.journal.format import canonical, segment
+
+    bench = _bench()
+    for syncs in (1, 2):
+        assert len(bench.run_work(tmp_path, 3, f"t{syncs}", syncs=syncs)) == 3
+        data = (tmp_path / f"work{syncs}-t{syncs}.log").read_bytes()
+        found = segment.scan(data, base=0, start=0, next_seq=1, segment=1)
+        assert found.status == segment.STATUS_CLEAN and found.next_seq == 16
+        groups = sum(bool(f.flags & segment.FLAG_GROUP_END) for f in found.frames)
+        assert groups == 3 * syncs
+        prev = ""
+        for frame in found.frames:
+            _body, link, seq = canonical.split_envelope(frame.payload)
+            assert (link, seq) == (prev, frame.seq)
+            prev = canonical.content_hash(frame.payload)
+        kinds = [b'"kind":"EVENT_EXECUTION_START"', b'"kind":"EVENT_END"']
+        assert all(k in found.frames[i].payload for k, i in zip(kinds, (0, 4), strict=True))
+
+
+def test_the_floor_lines_split_a_turn_into_its_unavoidable_work_and_the_rest() -> None:
+    bench = _bench()
+    med = {"sqlite": 1000.0, "floor-1": 1000.0, "work-1": 800.0, "as-turn": 500.0}
+    lines = bench.floors(med)
+    assert lines[1].startswith("  work-1 (the turn's unavoidable work and syncs) 800 turns/s")
+    assert "that work costs 250 us beyond the syncs, the rest of the turn 750 us" in lines[1]
+
+
+def test_the_hand_over_row_runs_each_turn_on_a_worker_and_raises_its_error() -> None:
+    import threading
+
+    bench = _bench()
+    seen: list[str] = []
+
+    def turn(uid: str | None, text: str) -> str:
+        seen.append(threading.current_thread().name)
+        if text == "bad":
+            raise ValueError("refused")
+        return f"{uid or 'new'}+{text}"
+
+    engine = bench.handed_over(bench.Engine(turn, lambda: seen.append("closed"), "fake"))
+    assert engine.turn(None, "a") == "new+a"
+    with pytest.raises(ValueError, match="refused"):
+        engine.turn("s", "bad")
+    assert engine.turn("s", "b") == "s+b"  # the worker survives a turn's error
+    engine.close()
+    assert seen == ["bench hand-over"] * 3 + ["closed"]

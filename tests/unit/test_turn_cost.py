@@ -111,6 +111,34 @@ def test_a_later_turn_asks_the_store_nothing(tmp_path: Path, monkeypatch: Any) -
     ctl.close()
 
 
+def test_a_turn_folds_each_event_once_and_its_writer_tells_the_store_s_state(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The writer's tail folds every committed event into the projections; the held writer
+    reads them from there (it used to fold each commit a second time)."""
+    from agentsessions.journal.stores.projection import Projection
+
+    store = FileStore(tmp_path)
+    ctl = _controller(store)
+    uid = ctl.exec(None, _say("turn 1"), harness="chat").uid
+    folded: list[str] = []
+    apply = Projection.apply
+
+    def counted(self: Projection, event: Any, seq: int = 0) -> None:
+        folded.append(str(event["kind"]))
+        apply(self, event, seq)
+
+    monkeypatch.setattr(Projection, "apply", counted)
+    ctl.exec(uid, _say("turn 2"))
+    assert folded == _kinds(store, uid)[-5:]  # START, INPUT, MODEL_CALL, OUTPUT, END: once
+    held = ctl.info(uid)
+    ctl.close()  # the store answers now, from what the writer left
+    stored = store.get(uid)
+    for field in ("last_seq", "last_hash", "exec_state", "exec_seq", "exec_id", "compute_state"):
+        assert getattr(held, field) == getattr(stored, field), field
+    assert held.exec_state == "EXEC_COMPLETED"
+
+
 def test_a_long_session_reopened_reads_its_recent_history_once(
     tmp_path: Path, monkeypatch: Any
 ) -> None:

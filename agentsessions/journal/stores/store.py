@@ -50,6 +50,7 @@ from agentsessions.v1.turn import DEFAULT_PROJECT as DEFAULT_PROJECT  # (re-expo
 
 if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey
+    from agentsessions.journal.stores.projection import Projection
 DEFAULT_MAX_COMMIT_BYTES = 4 * 1024 * 1024
 COMMIT_IDS_REMEMBERED = 1024
 """Commit ids remembered per session (the newest; across restarts; no time limit)."""
@@ -295,6 +296,12 @@ class Writer(Protocol):
     @property
     def state(self) -> WorkingState:
         """The working state as of this writer's last commit (what it holds: no read)."""
+        ...
+
+    @property
+    def projection(self) -> Projection:
+        """The projections folded from every commit through the head (what it holds: no
+        read). Read-only to callers: the writer folds each commit into it as it lands."""
         ...
 
     def append_records(self, records: Sequence[Record]) -> CommitResult:

@@ -26,6 +26,7 @@ from agentsessions.journal.stores.appending import NOTHING_HELD, ChainWriter
 from agentsessions.journal.stores.file.crypt import LazyCipher
 from agentsessions.journal.stores.file.rows import session_row
 from agentsessions.journal.stores.file.sessiondir import SessionDir
+from agentsessions.journal.stores.projection import Projection
 from agentsessions.journal.stores.store import (
     CommitResult,
     SessionInfo,
@@ -97,6 +98,11 @@ class FileWriter(ChainWriter):
     def state(self) -> WorkingState:
         """The working state as of the last commit (loaded when the writer opened)."""
         return self._tail.state
+
+    @property
+    def projection(self) -> Projection:
+        """The projections folded from every commit through the head (the tail's)."""
+        return self._tail.projection
 
     def info(self) -> SessionInfo:
         """The session as :meth:`FileStore.get` returns it, from what this writer holds

@@ -52,6 +52,7 @@ from agentsessions.journal.stores.jetstream import checkpoint, identity, wire
 from agentsessions.journal.stores.jetstream.client import Client, reconnects
 from agentsessions.journal.stores.jetstream.crypt import Opener, SubjectCipher
 from agentsessions.journal.stores.jetstream.live import Claim
+from agentsessions.journal.stores.projection import Projection
 from agentsessions.journal.stores.store import (
     CommitResult,
     WorkingState,
@@ -146,6 +147,11 @@ class JetStreamWriter(ChainWriter, WriterTakeover):
     def state(self) -> WorkingState:
         """The working state as of this writer's last commit."""
         return self._tail.state
+
+    @property
+    def projection(self) -> Projection:
+        """The projections folded from every commit through the head (the tail's)."""
+        return self._tail.projection
 
     def sync(self) -> None:
         """Publish the commits landed with ``sync=False`` that still wait, as one message

@@ -18,6 +18,7 @@ from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.appending import ChainWriter
 from agentsessions.journal.stores.memory.crypt import open_state, seal_records, seal_state
 from agentsessions.journal.stores.memory.session import MemoryHost, MemorySession, state_of
+from agentsessions.journal.stores.projection import Projection
 from agentsessions.journal.stores.store import CommitResult, SessionInfo, WorkingState
 from agentsessions.journal.stores.tail import Tail
 
@@ -47,6 +48,11 @@ class MemoryWriter(ChainWriter):
         """The working state as of the last commit."""
         with self._store.cond:
             return state_of(self._session, self._store.cipher_of(self._session))
+
+    @property
+    def projection(self) -> Projection:
+        """The projections folded from every commit through the head (the tail's)."""
+        return self._session.tail.projection
 
     def info(self) -> SessionInfo:
         """The session as the store's ``get`` returns it."""
