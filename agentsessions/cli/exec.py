@@ -21,14 +21,16 @@ from agentsessions.cli.options import (
     DEFAULT_RUNTIME,
     MODEL_SPEC_HELP,
     HarnessOpt,
+    IdentityOpt,
     JsonOpt,
+    OriginOpt,
     ProjectOpt,
     RuntimeOpt,
     WaitOpt,
     parse_pairs,
     session_uid,
 )
-from agentsessions.cli.provenance import IdentityOpt, OriginOpt, parse_identity, parse_origin
+from agentsessions.cli.provenance import parse_identity, parse_origin
 from agentsessions.cli.root import typer_app as app
 from agentsessions.cli.stream import TurnPrinter
 from agentsessions.errors import InvalidArgumentError

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from agentsessions.cli.provenance import IDENTITY_HELP, ORIGIN_HELP
 from agentsessions.errors import InvalidArgumentError
 from agentsessions.sessions.defaults import DEFAULT_RUNTIME as DEFAULT_RUNTIME  # re-exported
 
@@ -29,6 +30,14 @@ MODEL_SPEC_HELP = (
 """The ``--model`` syntax, in the help of every command that takes the flag (models/)."""
 
 
+OriginOpt = Annotated[str, typer.Option(metavar="FIELDS", help=ORIGIN_HELP)]
+IdentityOpt = Annotated[
+    str,
+    typer.Option(
+        metavar="FIELDS",
+        help=f"Who creates the session, kept with it: {IDENTITY_HELP}.",
+    ),
+]
 HarnessOpt = Annotated[
     str,
     typer.Option(
