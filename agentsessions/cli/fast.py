@@ -1,17 +1,17 @@
-"""Command lines answered without typer: the root ``--help`` page, and ``list``.
+"""Command lines answered without typer: the root ``--help`` page, ``list`` and ``get``.
 
 typer costs about 2.5x the CPU of ``python -c pass`` to import before it parses a word,
-which is most of what ``agentsessions --help`` costs and half of what ``list`` does.
+which is most of what ``agentsessions --help`` costs and a quarter of ``list`` or ``get``.
 :func:`answer` recognises the few command lines whose outcome is known without typer's
 parser and answers them itself: the root page from the values :mod:`.helpgen` wrote out,
-``list`` read by :mod:`.fastparse` against the options :mod:`.parsegen` wrote out from
-typer's definitions, then run by the same body typer runs (:mod:`.listing`) and its
+``list`` and ``get`` read by :mod:`.fastparse` against the options :mod:`.parsegen` wrote
+out from typer's definitions, then run by the same body typer runs (:mod:`.reading`) and their
 failures reported by the same code (:func:`.failures.reported`). Any other command line (an
 unknown shape, an option it does not read, a bad value, ``--help``, a shell completion
 request) goes to typer unchanged, so a fast answer is never a different answer.
 
 Invariants: a shape answered here is answered exactly as typer answers it (same bytes, same
-exit status: tests/unit/test_fasthelp.py, tests/unit/test_fastlist.py); importing this
+exit status: tests/unit/test_fasthelp.py, tests/unit/test_fastcommands.py); importing this
 module imports nothing.
 """
 
@@ -23,6 +23,9 @@ HELP_FLAGS = ("--help", "-h")
 """The root's help options."""
 COMPLETE_VAR = "_AGENTSESSIONS_COMPLETE"
 """Set by a shell asking typer to complete a word: typer's to answer."""
+BODIES = {"list": "list_sessions", "get": "get_session"}
+"""The commands answered here (:data:`.parsegen.FAST_COMMANDS`) and the function of
+:mod:`.reading` that does each, as typer's command does."""
 
 
 def is_root_help(argv: list[str]) -> bool:
@@ -63,10 +66,9 @@ def run_command(argv: list[str]) -> int | None:
     parsed = parse(argv)
     if parsed is None:
         return None
-    from agentsessions.cli import failures
+    from agentsessions.cli import failures, reading
     from agentsessions.cli.context import CliState, start_command
     from agentsessions.cli.gen.commandline import COMMAND_NAMES
-    from agentsessions.cli.listing import list_sessions
     from agentsessions.cli.stream import guarded
     from agentsessions.errors import AgentSessionsError
 
@@ -78,7 +80,7 @@ def run_command(argv: list[str]) -> int | None:
             start_command(state, parsed.home, parsed.home_typed, COMMAND_NAMES, parsed.command)
             state.json = state.json or parsed.as_json
             state.json = state.json or own_json  # the command's own --json (command_state)
-            list_sessions(state, **values)
+            getattr(reading, BODIES[parsed.command])(state, **values)
             code = 0
         except KeyboardInterrupt:
             code = failures.interrupted()

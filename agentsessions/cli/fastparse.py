@@ -3,12 +3,14 @@
 
 :func:`parse` reads the few shapes whose meaning is certain and returns None for anything
 else, so that typer parses it (and words any error) as it always did. Read here:
-``[ROOT-OPTION...] COMMAND [OPTION...]`` where each option is ``--name VALUE``,
-``--name=VALUE``, a short ``-p VALUE`` or a flag; the root options ``--home`` and
+``[ROOT-OPTION...] COMMAND [OPTION | ARGUMENT...]`` where each option is ``--name VALUE``,
+``--name=VALUE``, a short ``-p VALUE`` or a flag, and each of the command's arguments is
+one word that does not start with ``-``; the root options ``--home`` and
 ``--json``, also after the command (as :mod:`.globalopts` moves them); ``--home`` from its
 environment variable when not typed. Left to typer: an option it does not define or this
 module does not read (``--server``, ``--help``, completion...), one given twice, a value
-that starts with ``-`` or is not of the option's type, an argument, ``--``, and any root
+that starts with ``-`` or is not of the option's type, an argument missing or too many,
+``--``, and any root
 option whose environment variable is set (``AGENTSESSIONS_SERVER``...) but ``--home``'s.
 
 Invariant: a command line parsed here has the values typer would give it (same names,
@@ -18,7 +20,7 @@ defaults, conversions); importing this module imports only the generated tables.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +30,9 @@ HONOURED = {"home": "str", "as_json": "flag"}
 """The root options a fast command acts on (dest -> the kind it must have); any other root
 option, given or set in its environment, leaves the command line to typer."""
 
+KINDS = ("str", "uint", "flag", "arg")
+"""The kinds of :mod:`.parsegen` read here; a command with a parameter of another kind is
+typer's to parse."""
 Row = tuple[tuple[str, ...], str, str, Any, "str | None"]
 
 
@@ -42,7 +47,7 @@ class Parsed:
     as_json: bool = False
 
 
-def _by_name(rows: tuple[Row, ...]) -> dict[str, Row]:
+def _by_name(rows: Iterable[Row]) -> dict[str, Row]:
     return {name: row for row in rows for name in row[0]}
 
 
@@ -101,16 +106,23 @@ def parse(argv: list[str], environ: Mapping[str, str] = os.environ) -> Parsed | 
             return None
         i = nxt
     rows = table.COMMANDS.get(argv[i]) if i < len(argv) else None
-    if rows is None or any(row[2] not in ("str", "uint", "flag") or row[4] for row in rows):
+    if rows is None or any(row[2] not in KINDS or row[4] for row in rows):
         return None
     parsed = Parsed(argv[i])
-    own = _by_name(rows)
+    own = _by_name(row for row in rows if row[2] != "arg")
+    args = [row[1] for row in rows if row[2] == "arg"]  # the arguments, in order
     hoisted = {n: r for n, r in root_rows.items() if n not in table.LOCAL_ONLY and n not in own}
     i += 1
     while i < len(argv):
         token = argv[i]
-        if not token.startswith("-") or token in ("-", "--"):
-            return None  # an argument, or the end of options: typer's
+        if token == "--":
+            return None  # the end of options: typer's
+        if not token.startswith("-") or token == "-":
+            if not args:
+                return None  # an argument too many: typer's error
+            parsed.values[args.pop(0)] = token
+            i += 1
+            continue
         name = token.partition("=")[0] if token.startswith("--") else token
         # an option of the command's, else the root's typed after it (globalopts.hoist)
         rows_, into = (own, parsed.values) if name in own else (hoisted, given)
@@ -118,6 +130,8 @@ def parse(argv: list[str], environ: Mapping[str, str] = os.environ) -> Parsed | 
         if nxt is None:
             return None
         i = nxt
+    if args:
+        return None  # a missing argument: typer's error
     if not _root_ok(given, environ):
         return None
     parsed.home_typed = "home" in given

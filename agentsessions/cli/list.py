@@ -1,5 +1,5 @@
 """``list``: one page of a project's sessions, newest first (its options; what it does:
-:mod:`.listing`, which :mod:`.fast` runs too)."""
+:mod:`.reading`, which :mod:`.fast` runs too)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from agentsessions.cli.context import command_state
-from agentsessions.cli.listing import list_sessions
 from agentsessions.cli.options import JsonOpt, ProjectOpt
+from agentsessions.cli.reading import list_sessions
 from agentsessions.cli.root import typer_app as app
 
 

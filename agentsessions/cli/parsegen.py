@@ -6,7 +6,7 @@
 typer costs about 2.5x the CPU of ``python -c pass`` to import, before it parses a word:
 more than ``list`` needs for its own work. :mod:`.fastparse` reads a command line against
 these tables; typer stays the one place where options are defined (names, value or flag,
-type, default, environment variable), and tests/unit/test_fastlist.py fails when the file
+type, default, environment variable), and tests/unit/test_fastcommands.py fails when the file
 is stale. Each option is written as a *kind* that :mod:`.fastparse` converts exactly as
 click does; an option of any other shape is written as ``"other"`` and a command line that
 uses it is left to typer.
@@ -21,7 +21,7 @@ from typing import Any
 
 TARGET = Path(__file__).with_name("gen") / "commandline.py"
 """The generated module."""
-FAST_COMMANDS = ("list",)
+FAST_COMMANDS = ("list", "get")
 """The commands :mod:`.fast` may run without typer (each has a body free of typer)."""
 
 

@@ -1,8 +1,9 @@
-"""What ``list`` does once its command line is parsed, by typer (:mod:`.list`) or by
-:mod:`.fast`: the one body of the command, so the two parsers cannot run different lists.
+"""What ``list`` and ``get`` do once their command line is parsed, by typer (:mod:`.list`,
+:mod:`.get`) or by :mod:`.fast`: the one body of each command, so the two parsers cannot
+run different commands.
 
-Imports no typer (``list`` answered by :mod:`.fast` never loads it); see :mod:`.list` for
-the options' meaning.
+Imports no typer (a command :mod:`.fast` answers never loads it); see :mod:`.list` and
+:mod:`.get` for the options' meaning.
 """
 
 from __future__ import annotations
@@ -42,3 +43,24 @@ def list_sessions(state: CliState, project: str, page_size: int, cursor: str, or
         )
     else:
         sessionview.print_page(page, project)
+
+
+def get_session(state: CliState, session: str) -> None:
+    """Print session ``session``'s metadata, projections, memory and token usage as
+    ``state`` asks: a page, or JSON with ``--json``."""
+    from agentsessions.sessions.usage import readable_usage
+    from agentsessions.v1.ids import check_uid
+
+    uid = check_uid(session)  # before the home is opened (cli.options.session_uid)
+    with open_engine(state, read=True) as engine:
+        info = engine.get(uid)
+        usage, why = readable_usage(engine, uid)
+    from agentsessions.cli import render, sessionview
+
+    memory = info.memory
+    assert memory is not None  # get always says where the memory is
+    if state.json:
+        totals = usage.to_json() if usage is not None else None
+        render.write_json({**info.to_json(), "memory": memory.to_json(), "usage": totals})
+    else:
+        sessionview.print_session(info, memory.text, usage.text() if usage is not None else why)

@@ -1,7 +1,7 @@
-"""``list`` without typer answers exactly as typer does, and leaves to typer every command
-line it does not read.
+"""``list`` and ``get`` without typer answer exactly as typer does, and leave to typer every
+command line they do not read.
 
-:mod:`agentsessions.cli.fast` reads ``list``'s command line with
+:mod:`agentsessions.cli.fast` reads their command line with
 :mod:`agentsessions.cli.fastparse`, against the options :mod:`agentsessions.cli.parsegen`
 wrote out from the typer definitions (:mod:`agentsessions.cli.gen.commandline`), and runs
 the body typer runs. These tests hold the generated tables current, the fast answers equal
@@ -29,26 +29,30 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    """A home with sessions in two projects, one of them named by an origin."""
+    """A home with sessions in two projects, one of them named by an origin, one that ran a
+    turn (its uid in the file ``ran``)."""
     path = tmp_path / "home"
     with agentsessions.open(path) as engine:
         for i in range(3):
             engine.create(name=f"s{i}", labels={"n": str(i)})
         engine.create(name="acme", project="acme")
         engine.create(origin={"source": "github", "subject": "o/r#1"})
+        ran = engine.run(None, ["hello"], harness="echo").session.uid
+    (tmp_path / "ran").write_text(ran, encoding="utf-8")
     return path
 
 
 def test_the_generated_tables_are_current() -> None:
     # stale: python -m agentsessions.cli.parsegen
     assert parsegen.TARGET.read_text(encoding="utf-8") == parsegen.source()
-    assert tuple(commandline.COMMANDS) == parsegen.FAST_COMMANDS == ("list",)
+    assert set(commandline.COMMANDS) == set(parsegen.FAST_COMMANDS) == set(fast.BODIES)
 
 
-def test_every_option_of_list_is_one_the_fast_parser_reads() -> None:
-    # an option of another shape would leave list to typer whenever it is given: still
-    # correct, but say so here when it happens
-    assert {row[2] for row in commandline.COMMANDS["list"]} <= {"str", "uint", "flag"}
+@pytest.mark.parametrize("command", parsegen.FAST_COMMANDS)
+def test_every_parameter_is_one_the_fast_parser_reads(command: str) -> None:
+    # a parameter of another shape leaves the command to typer always: still correct, but
+    # no longer fast, so say so here when it happens
+    assert {row[2] for row in commandline.COMMANDS[command]} <= set(fastparse.KINDS)
 
 
 def both(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[object, ...]:
@@ -88,6 +92,27 @@ def test_list_answers_as_typer_does(
     both([*args, "--home", str(home)], capsys)  # a root option after the command
 
 
+GET_ANSWERED = [
+    ["get", "{ran}"],
+    ["get", "{ran}", "--json"],
+    ["get", "--json", "{ran}"],
+    ["get", "sess-00000000000000000000000a"],
+    ["get", "not-a-uid"],
+    ["get", "-"],
+]
+
+
+@pytest.mark.parametrize("args", GET_ANSWERED, ids=" ".join)
+def test_get_answers_as_typer_does(
+    home: Path, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    ran = (home.parent / "ran").read_text(encoding="utf-8")
+    args = [a.replace("{ran}", ran) for a in args]
+    code, out, _ = both(["--home", str(home), *args], capsys)
+    assert (code == 0) == (ran in args) and (ran in str(out)) == (ran in args)
+    both([*args, "--home", str(home)], capsys)
+
+
 def test_list_pages_follow_their_cursor(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = both(["--home", str(home), "list", "--page-size", "2", "--json"], capsys)
     assert code == 0 and '"next_cursor": ""' not in str(out)
@@ -122,6 +147,13 @@ def test_the_home_from_the_environment(
     monkeypatch.setenv("AGENTSESSIONS_HOME", "")  # empty is unset, for click too
     parsed = fastparse.parse(["list"])
     assert parsed is not None and parsed.home is None
+
+
+def test_parse_reads_an_argument_where_it_stands() -> None:
+    for argv in (["get", "--json", "u"], ["get", "u", "--json"], ["--json", "get", "u"]):
+        parsed = fastparse.parse(argv)
+        assert parsed is not None and parsed.values["session"] == "u"
+        assert parsed.values["as_json"] or parsed.as_json
 
 
 def test_parse_reads_values_as_typer_converts_them() -> None:
@@ -159,7 +191,11 @@ LEFT_TO_TYPER = [
     ["--key-file", "k", "list"],
     ["list", "--allow-unsynced"],
     ["--install-completion", "list"],
-    ["get", "sess-1"],
+    ["get"],
+    ["get", "a", "b"],
+    ["get", "--", "a"],
+    ["get", "-x"],
+    ["get", "a", "--help"],
     ["exec", "--input", "x"],
     ["lis"],
 ]
