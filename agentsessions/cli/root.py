@@ -29,6 +29,7 @@ import typer
 from agentsessions.cli import completion, failures
 from agentsessions.cli import serveropts as so
 from agentsessions.cli.clickapi import ParameterSource
+from agentsessions.cli.context import EXIT_INTERRUPTED as EXIT_INTERRUPTED  # cli.app's name
 from agentsessions.cli.context import PROG, CliState, start_command
 from agentsessions.cli.lazygroup import LazyGroup, lazy_group
 from agentsessions.cli.storeopts import AllowUnsyncedOpt, KeyFileOpt, StoreOpt
