@@ -30,6 +30,15 @@ EXIT_INTERRUPTED = 130
 """The exit status of a command Ctrl-C ended (128 + SIGINT, as a shell reports it)."""
 
 
+class CommandExit(Exception):
+    """Ends a command with exit status ``code`` (its output already written), whichever
+    parser ran it: the root command (:mod:`.root`) and :mod:`.fast` both return the code."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
 @dataclass
 class CliState:
     """What the app callback parsed, shared with every command through the click context."""

@@ -1,11 +1,14 @@
-"""Command lines answered without typer: the root ``--help`` page, ``list`` and ``get``.
+"""Command lines answered without typer: the root ``--help`` page, ``list``, ``get`` and
+``exec``.
 
 typer costs about 2.5x the CPU of ``python -c pass`` to import before it parses a word,
-which is most of what ``agentsessions --help`` costs and a quarter of ``list`` or ``get``.
+which is most of what ``agentsessions --help`` costs and a fifth to a quarter of a
+command's.
 :func:`answer` recognises the few command lines whose outcome is known without typer's
 parser and answers them itself: the root page from the values :mod:`.helpgen` wrote out,
-``list`` and ``get`` read by :mod:`.fastparse` against the options :mod:`.parsegen` wrote
-out from typer's definitions, then run by the same body typer runs (:mod:`.reading`) and their
+the commands of :data:`BODIES` read by :mod:`.fastparse` against the options
+:mod:`.parsegen` wrote out from typer's definitions, then run by the same body typer runs
+(:mod:`.reading`, :mod:`.execution`) and their
 failures reported by the same code (:func:`.failures.reported`). Any other command line (an
 unknown shape, an option it does not read, a bad value, ``--help``, a shell completion
 request) goes to typer unchanged, so a fast answer is never a different answer.
@@ -23,9 +26,13 @@ HELP_FLAGS = ("--help", "-h")
 """The root's help options."""
 COMPLETE_VAR = "_AGENTSESSIONS_COMPLETE"
 """Set by a shell asking typer to complete a word: typer's to answer."""
-BODIES = {"list": "list_sessions", "get": "get_session"}
-"""The commands answered here (:data:`.parsegen.FAST_COMMANDS`) and the function of
-:mod:`.reading` that does each, as typer's command does."""
+BODIES = {
+    "list": ("reading", "list_sessions"),
+    "get": ("reading", "get_session"),
+    "exec": ("execution", "run_exec"),
+}
+"""The commands answered here (:data:`.parsegen.FAST_COMMANDS`): the module of
+``agentsessions.cli`` and its function that does each, as typer's command does."""
 
 
 def is_root_help(argv: list[str]) -> bool:
@@ -66,8 +73,10 @@ def run_command(argv: list[str]) -> int | None:
     parsed = parse(argv)
     if parsed is None:
         return None
-    from agentsessions.cli import failures, reading
-    from agentsessions.cli.context import CliState, start_command
+    from importlib import import_module
+
+    from agentsessions.cli import failures
+    from agentsessions.cli.context import CliState, CommandExit, start_command
     from agentsessions.cli.gen.commandline import COMMAND_NAMES
     from agentsessions.cli.stream import guarded
     from agentsessions.errors import AgentSessionsError
@@ -80,10 +89,13 @@ def run_command(argv: list[str]) -> int | None:
             start_command(state, parsed.home, parsed.home_typed, COMMAND_NAMES, parsed.command)
             state.json = state.json or parsed.as_json
             state.json = state.json or own_json  # the command's own --json (command_state)
-            getattr(reading, BODIES[parsed.command])(state, **values)
+            module, function = BODIES[parsed.command]
+            getattr(import_module(f"agentsessions.cli.{module}"), function)(state, **values)
             code = 0
         except KeyboardInterrupt:
             code = failures.interrupted()
+        except CommandExit as exc:  # the command said its exit status (cli.turnview)
+            code = exc.code
         except (AgentSessionsError, ModuleNotFoundError, OSError) as exc:
             code = failures.reported(exc, state)
         return output.exit_code(code)

@@ -30,7 +30,7 @@ HONOURED = {"home": "str", "as_json": "flag"}
 """The root options a fast command acts on (dest -> the kind it must have); any other root
 option, given or set in its environment, leaves the command line to typer."""
 
-KINDS = ("str", "uint", "flag", "arg")
+KINDS = ("str", "strs", "uint", "ufloat", "flag", "arg", "arg?")
 """The kinds of :mod:`.parsegen` read here; a command with a parameter of another kind is
 typer's to parse."""
 Row = tuple[tuple[str, ...], str, str, Any, "str | None"]
@@ -63,11 +63,19 @@ def _value(argv: list[str], i: int, row: Row, attached: str | None) -> tuple[Any
         text, after = argv[i + 1], i + 2
     else:
         return None
-    if kind == "str":
+    if kind in ("str", "strs"):
         return text, after
-    if kind == "uint" and text.isascii() and text.isdigit():
+    if kind == "uint" and _digits(text):
         return int(text), after
+    whole, dot, fraction = text.partition(".")
+    if kind == "ufloat" and _digits(whole) and (not dot or _digits(fraction)):
+        return float(text), after  # N or N.N: the value click's float() gives
     return None
+
+
+def _digits(text: str) -> bool:
+    """True for one or more ASCII digits and nothing else."""
+    return text.isascii() and text.isdigit()
 
 
 def _read(argv: list[str], i: int, rows: Mapping[str, Row], into: dict[str, Any]) -> int | None:
@@ -75,12 +83,15 @@ def _read(argv: list[str], i: int, rows: Mapping[str, Row], into: dict[str, Any]
     token = argv[i]
     name, eq, text = token.partition("=") if token.startswith("--") else (token, "", "")
     row = rows.get(name)
-    if row is None or row[1] in into:
-        return None
+    if row is None or (row[1] in into and row[2] != "strs"):
+        return None  # unknown, or given twice: typer's
     read = _value(argv, i, row, text if eq else None)
     if read is None:
         return None
-    into[row[1]] = read[0]
+    if row[2] == "strs":  # repeatable: each value kept, in order
+        into.setdefault(row[1], []).append(read[0])
+    else:
+        into[row[1]] = read[0]
     return read[1]
 
 
@@ -109,8 +120,9 @@ def parse(argv: list[str], environ: Mapping[str, str] = os.environ) -> Parsed | 
     if rows is None or any(row[2] not in KINDS or row[4] for row in rows):
         return None
     parsed = Parsed(argv[i])
-    own = _by_name(row for row in rows if row[2] != "arg")
-    args = [row[1] for row in rows if row[2] == "arg"]  # the arguments, in order
+    own = _by_name(row for row in rows if row[2] not in ("arg", "arg?"))
+    args = [row[1] for row in rows if row[2] in ("arg", "arg?")]  # the arguments, in order
+    required = {row[1] for row in rows if row[2] == "arg"}
     hoisted = {n: r for n, r in root_rows.items() if n not in table.LOCAL_ONLY and n not in own}
     i += 1
     while i < len(argv):
@@ -130,7 +142,7 @@ def parse(argv: list[str], environ: Mapping[str, str] = os.environ) -> Parsed | 
         if nxt is None:
             return None
         i = nxt
-    if args:
+    if required & set(args):
         return None  # a missing argument: typer's error
     if not _root_ok(given, environ):
         return None

@@ -21,40 +21,56 @@ from typing import Any
 
 TARGET = Path(__file__).with_name("gen") / "commandline.py"
 """The generated module."""
-FAST_COMMANDS = ("list", "get")
+FAST_COMMANDS = ("list", "get", "exec")
 """The commands :mod:`.fast` may run without typer (each has a body free of typer)."""
 
 
 def kind(param: Any) -> str:
     """How :mod:`.fastparse` reads ``param``: ``flag`` (a boolean switch), ``str`` (one
-    string value), ``uint`` (an integer >= 0), ``arg`` (one required positional string), or
-    ``other`` (not read here: a command line that uses it goes to typer)."""
+    string value), ``strs`` (a string value, repeatable: a list), ``uint`` (an integer
+    >= 0), ``ufloat`` (a number >= 0), ``arg`` (a required positional string), ``arg?`` (an
+    optional one, None when absent), or ``other`` (not read here: a command line that uses
+    it goes to typer)."""
     from typer._click import types
     from typer.core import TyperArgument, TyperOption
 
-    plain = not param.multiple and param.nargs == 1 and param.callback is None
-    plain = plain and not param.is_eager and param.expose_value
+    plain = param.nargs == 1 and param.callback is None and not param.is_eager
+    plain = plain and param.expose_value and isinstance(param.type, types.StringParamType)
     if isinstance(param, TyperArgument):
-        ok = plain and param.required and isinstance(param.type, types.StringParamType)
-        return "arg" if ok else "other"
-    if not plain or not isinstance(param, TyperOption) or param.secondary_opts or param.count:
+        if not plain or param.multiple:
+            return "other"
+        return "arg" if param.required else ("arg?" if param.default is None else "other")
+    if not isinstance(param, TyperOption) or param.secondary_opts or param.count:
         return "other"
+    if param.multiple:
+        return "strs" if plain and param.default is None else "other"
     if param.is_flag:
         return "flag" if param.is_bool_flag and param.default is False else "other"
-    if isinstance(param.type, types.StringParamType):
+    if plain:
         return "str"
-    if type(param.type) is types.IntRange:
-        bounds = (param.type.min, param.type.max, param.type.min_open, param.type.max_open)
-        if bounds == (0, None, False, False) and not param.type.clamp:
-            return "uint"
-    return "other"
+    return _number(param, types)
+
+
+def _number(param: Any, types: Any) -> str:
+    """``uint`` or ``ufloat`` for a single number with no bound but >= 0, else ``other``."""
+    simple = param.nargs == 1 and param.callback is None and not param.is_eager
+    if (
+        not simple
+        or not param.expose_value
+        or type(param.type) not in (types.IntRange, types.FloatRange)
+    ):
+        return "other"
+    bounds = (param.type.min, param.type.max, param.type.min_open, param.type.max_open)
+    if bounds != (0, None, False, False) or param.type.clamp:
+        return "other"
+    return "uint" if type(param.type) is types.IntRange else "ufloat"
 
 
 def rows(command: Any) -> tuple[tuple[Any, ...], ...]:
     """(names, dest, kind, default, envvar) of each parameter of ``command``, in order."""
     out = []
     for param in command.params:
-        default = param.default if isinstance(param.default, str | int | None) else None
+        default = param.default if isinstance(param.default, str | int | float | None) else None
         envvar = param.envvar if isinstance(param.envvar, str) else None
         out.append((tuple(param.opts), param.name, kind(param), default, envvar))
     return tuple(out)

@@ -30,7 +30,7 @@ from agentsessions.cli import completion, failures
 from agentsessions.cli import serveropts as so
 from agentsessions.cli.clickapi import ParameterSource
 from agentsessions.cli.context import EXIT_INTERRUPTED as EXIT_INTERRUPTED  # cli.app's name
-from agentsessions.cli.context import PROG, CliState, start_command
+from agentsessions.cli.context import PROG, CliState, CommandExit, start_command
 from agentsessions.cli.lazygroup import LazyGroup, lazy_group
 from agentsessions.cli.storeopts import AllowUnsyncedOpt, KeyFileOpt, StoreOpt
 from agentsessions.errors import AgentSessionsError
@@ -76,6 +76,8 @@ class AgentSessionsGroup(LazyGroup):
             rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
         except (AgentSessionsError, ModuleNotFoundError, OSError) as exc:
             return failures.reported(exc, state)
+        except CommandExit as exc:  # the command said its exit status (cli.turnview)
+            return exc.code
         except typer.TyperException as exc:  # click usage errors: bad flag, missing argument
             message = exc.format_message()
             if not message:  # a group run without its command: its help was the answer

@@ -1,5 +1,5 @@
-"""``list`` and ``get`` without typer answer exactly as typer does, and leave to typer every
-command line they do not read.
+"""``list``, ``get`` and ``exec`` without typer answer exactly as typer does, and leave to
+typer every command line they do not read.
 
 :mod:`agentsessions.cli.fast` reads their command line with
 :mod:`agentsessions.cli.fastparse`, against the options :mod:`agentsessions.cli.parsegen`
@@ -10,6 +10,7 @@ to typer's (output, error lines, exit status) and the shapes left to typer stric
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -113,6 +114,71 @@ def test_get_answers_as_typer_does(
     both([*args, "--home", str(home)], capsys)
 
 
+EXEC_REFUSED = [
+    ["exec", "not-a-uid", "-i", "x"],
+    ["exec", "sess-00000000000000000000000a", "-i", "x"],
+    ["exec", "--harness", "nope", "-i", "x"],
+    ["exec", "--label", "novalue", "-i", "x"],
+    ["exec", "--label", "a=1", "--label", "a=2", "-i", "x"],
+    ["exec", "--durability", "never", "-i", "x"],
+    ["exec", "--model", "bogus:spec", "-i", "x"],
+    ["exec", "--config", "@/nonexistent/file", "-i", "x"],
+    ["exec", "--origin", "nonsense", "-i", "x"],
+    ["exec", "--actor", "nobody", "-i", "x"],
+    ["exec", "{ran}", "--name", "renamed", "-i", "x"],
+    ["exec", "--runtime", "nowhere", "-i", "x"],
+]
+
+
+@pytest.mark.parametrize("args", EXEC_REFUSED, ids=" ".join)
+def test_exec_refuses_as_typer_does(
+    home: Path, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    ran = (home.parent / "ran").read_text(encoding="utf-8")
+    code, _, err = both(["--home", str(home), *(a.replace("{ran}", ran) for a in args)], capsys)
+    assert code != 0 and "agentsessions: error:" in str(err)
+
+
+MASKS = (
+    (re.compile(r"sess-[0-9a-f]{24}"), "UID"),
+    (re.compile(r"\b[0-9a-f]{16,64}\b"), "HEX"),
+    (re.compile(r"\d+"), "N"),
+    (re.compile(r" +"), " "),  # right-aligned seqs: a later turn's are wider
+)
+
+
+def masked(text: str) -> str:
+    """``text`` without what differs between two turns (uids, ids, hashes, times, seqs)."""
+    for pattern, mask in MASKS:
+        text = pattern.sub(mask, text)
+    return text
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["exec", "{ran}", "-i", "again"],
+        ["exec", "{ran}", "--input=one", "--input", "two", "--json"],
+        ["exec", "-i", "new", "--name", "n", "--label", "a=1", "--label", "b=2", "--wait", "1.5"],
+        ["exec", "--origin", "source=github,subject=o/r#1", "-i", "hi", "--durability", "turn"],
+    ],
+    ids=["existing", "json", "new", "origin"],
+)
+def test_exec_runs_a_turn_as_typer_does(
+    home: Path, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    ran = (home.parent / "ran").read_text(encoding="utf-8")
+    argv = ["--home", str(home), *(a.replace("{ran}", ran) for a in args)]
+    assert fastparse.parse(argv) is not None
+    code = fast.answer(argv)
+    ours = capsys.readouterr()
+    theirs_code = root_command().main(argv, standalone_mode=False)
+    theirs = capsys.readouterr()
+    assert code == theirs_code == 0
+    assert masked(ours.out) == masked(theirs.out) and "echo:" in ours.out
+    assert masked(ours.err) == masked(theirs.err)
+
+
 def test_list_pages_follow_their_cursor(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = both(["--home", str(home), "list", "--page-size", "2", "--json"], capsys)
     assert code == 0 and '"next_cursor": ""' not in str(out)
@@ -147,6 +213,14 @@ def test_the_home_from_the_environment(
     monkeypatch.setenv("AGENTSESSIONS_HOME", "")  # empty is unset, for click too
     parsed = fastparse.parse(["list"])
     assert parsed is not None and parsed.home is None
+
+
+def test_parse_reads_repeated_values_and_numbers_as_typer_converts_them() -> None:
+    parsed = fastparse.parse(["exec", "-i", "a", "--input=b", "--wait", "2", "--label", "k=v"])
+    assert parsed is not None
+    assert parsed.values["inputs"] == ["a", "b"] and parsed.values["label"] == ["k=v"]
+    assert parsed.values["wait"] == 2.0 and isinstance(parsed.values["wait"], float)
+    assert parsed.values["session"] is None and parsed.values["runtime"] == "auto"
 
 
 def test_parse_reads_an_argument_where_it_stands() -> None:
@@ -196,7 +270,15 @@ LEFT_TO_TYPER = [
     ["get", "--", "a"],
     ["get", "-x"],
     ["get", "a", "--help"],
-    ["exec", "--input", "x"],
+    ["exec", "a", "b", "-i", "x"],
+    ["exec", "-ix"],
+    ["exec", "--input"],
+    ["exec", "--wait", "1e3", "-i", "x"],
+    ["exec", "--wait", "-1", "-i", "x"],
+    ["exec", "--wait", ".5", "-i", "x"],
+    ["exec", "--json", "--json", "-i", "x"],
+    ["exec", "--help"],
+    ["exec", "--", "-i"],
     ["lis"],
 ]
 
