@@ -1,9 +1,11 @@
 """What every command gets from the root command: the parsed global options and the engine.
 
-The root callback (:mod:`.app`) fills one :class:`CliState` per run; a command reads it with
-:func:`command_state` and opens the :class:`~agentsessions.sessions.api.Sessions` it acts on
-with :func:`open_engine` (``--server``'s client, else the local engine): the one place the
-CLI chooses local or remote.
+The root callback (:mod:`.root`, or :mod:`.fast` for the commands it parses) fills one
+:class:`CliState` per run (:func:`start_command` is the part both run); a command reads it
+with :func:`command_state` and opens the :class:`~agentsessions.sessions.api.Sessions` it
+acts on with :func:`open_engine` (``--server``'s client, else the local engine): the one
+place the CLI chooses local or remote. A command ends early with :class:`CommandExit`.
+Imports no typer, so that a command :mod:`.fast` runs never loads it.
 """
 
 from __future__ import annotations

@@ -5,13 +5,13 @@
 else, so that typer parses it (and words any error) as it always did. Read here:
 ``[ROOT-OPTION...] COMMAND [OPTION | ARGUMENT...]`` where each option is ``--name VALUE``,
 ``--name=VALUE``, a short ``-p VALUE`` or a flag, and each of the command's arguments is
-one word that does not start with ``-``; the root options ``--home`` and
-``--json``, also after the command (as :mod:`.globalopts` moves them); ``--home`` from its
-environment variable when not typed. Left to typer: an option it does not define or this
-module does not read (``--server``, ``--help``, completion...), one given twice, a value
-that starts with ``-`` or is not of the option's type, an argument missing or too many,
-``--``, and any root
-option whose environment variable is set (``AGENTSESSIONS_SERVER``...) but ``--home``'s.
+one word that does not start with ``-``; the root options ``--home`` and ``--json``, also
+after the command (as :mod:`.globalopts` moves them); ``--home`` from its environment
+variable when not typed. Left to typer: an option it does not define or this module does
+not read (``--server``, ``--help``, completion...), one given twice (but a repeatable
+one), a value that starts with ``-`` or is not of the option's type, an argument missing
+or too many, ``--``, and any root option whose environment variable is set
+(``AGENTSESSIONS_SERVER``...) but ``--home``'s.
 
 Invariant: a command line parsed here has the values typer would give it (same names,
 defaults, conversions); importing this module imports only the generated tables.
