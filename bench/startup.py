@@ -66,16 +66,20 @@ itself, open and list, is ~4 ms). Of that import, dataclass creation is about a 
 dataclasses on list's path, 72 on exec's, each method compiled by ``exec`` at import:
 ~20 ms and ~27 ms under that load); the rest is ~130 modules' bytecode and their stdlib.
 
-Measured (issue 21, third stop; a shared 2-core machine at load 5-7, so ratios move by
-~0.2x between runs of the same tree; medians of 5-7 interleaved rounds, editable venv):
+Measured (issue 21, third stop; a shared 2-core machine at load 2-7; medians of 5 rounds,
+editable venv; the pairs are main and this change in one run, 7 interleaved rounds each,
+a home of 2 sessions, three runs, median):
 
-    command        before   after   (x python -c pass of the same round)
-    --help          1.23x   1.10-1.25x  (installed: 2.15x -> 1.81x: no typing)
-    list            6.61x   5.3-5.8x    no typer (cli.fast reads list against tables
-                                        generated from its typer options: cli.parsegen)
-    get UID         7.67x   6.5-7.2x    no typer, the same way
-    exec            9.31x   8.1-8.5x    no typer (a same-run pair: 8.50x vs 9.60x typer's)
-    floor: list's libraries   2.41-2.46x   sqlite3, msgspec, dataclasses... before ours
+    command        before   after   paired main -> this
+    --help          1.23x   1.10x   (installed: 2.15x -> 1.81x: no typing)
+    list            6.61x   5.55x   5.50x -> 4.55x  no typer: cli.fast reads list against
+                                                    tables generated from its typer options
+    get UID         7.67x   6.69x   6.69x -> 5.74x  no typer, the same way
+    exec            9.31x   7.88x   8.13x -> 7.06x  no typer, the same way
+    floor: list's libraries 2.32-2.46x              sqlite3, msgspec, dataclasses... before ours
+
+The engine's collaborators made on first use (turns, claims, approvals...) take 10 modules
+off list's path: list 4.70x -> 4.56x paired, get 6.00x -> 5.89x, near this machine's noise.
 
 Installed against editable: an editable venv's finder costs every interpreter ~8 ms
 (pathlib, urllib.parse, ipaddress, fnmatch), ``python -c pass`` included, which halves
