@@ -5,15 +5,22 @@ typer every command line they do not read.
 :mod:`agentsessions.cli.fastparse`, against the options :mod:`agentsessions.cli.parsegen`
 wrote out from the typer definitions (:mod:`agentsessions.cli.gen.commandline`), and runs
 the body typer runs. These tests hold the generated tables current, the fast answers equal
-to typer's (output, error lines, exit status) and the shapes left to typer strict.
+to typer's (output, error lines, exit status), what the fast parser reads equal to what
+typer parses from the same words (a property over generated command lines), and the
+shapes left to typer strict.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from typer import Exit
+from typer._click.exceptions import ClickException
 
 import agentsessions
 from agentsessions.cli import fast, fastparse, parsegen
@@ -299,3 +306,64 @@ def test_a_root_option_set_in_the_environment_leaves_list_to_typer(
 def test_a_completion_request_is_left_to_typer(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(fast.COMPLETE_VAR, "bash_complete")
     assert fast.answer(["list"]) is None
+
+
+ROOT_WORDS = [["--home", "h"], ["--home=h"], ["--json"], ["--server", "s"], ["-V"]]
+COMMAND_WORDS = [
+    ["--json"], ["-p", "acme"], ["--project", "x"], ["--page-size", "3"], ["--page-size", "007"],
+    ["--page-size", "-1"], ["--page-size"], ["--cursor", "c"], ["--origin", "o=1"], ["-i", "x"],
+    ["--input=y"], ["-i"], ["--wait", "1.5"], ["--wait", "2"], ["--wait", "1e3"],
+    ["--label", "a=1"], ["--name", "n"], ["--runtime", "local"], ["--fresh-start"],
+    ["sess-00000000000000000000000a"], ["x"], ["--home", "h"], ["--home=h"], ["--"], ["-"],
+    ["--help"], ["-V"], ["--store=s"], ["--json=1"],
+]  # fmt: skip
+"""Pieces of a command line for the fast commands, right and wrong."""
+
+
+def joined(root: list[list[str]], command: str, tail: list[list[str]]) -> list[str]:
+    """A command line: the root's pieces, the command, its pieces."""
+    return [*(w for piece in root for w in piece), command, *(w for piece in tail for w in piece)]
+
+
+COMMAND_LINES = st.builds(
+    joined,
+    st.lists(st.sampled_from(ROOT_WORDS), max_size=2),
+    st.sampled_from(["list", "get", "exec", "log"]),
+    st.lists(st.sampled_from(COMMAND_WORDS), max_size=5),
+)
+
+
+def typer_params(argv: list[str]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The root's and the command's parameters as typer parses ``argv`` (nothing run), or
+    None when it refuses it."""
+    root = root_command()
+    try:
+        ctx = root.make_context("agentsessions", list(argv))
+        name, command, rest = root.resolve_command(ctx, [*ctx._protected_args, *ctx.args])
+        assert command is not None and name is not None
+        sub = command.make_context(name, rest, parent=ctx)
+    except (ClickException, Exit):
+        return None
+    return ctx.params, sub.params
+
+
+def plain(value: Any) -> Any:
+    """A parameter's value as the command's body gets it (typer hands a repeatable
+    option's tuple over as a list, an empty one as None)."""
+    return (list(value) or None) if isinstance(value, tuple) else value
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(COMMAND_LINES)
+@example(["--json", "exec", "-i", "x", "--input=y", "--wait", "2", "--label", "a=1", "--home=h"])
+def test_what_the_fast_parser_reads_typer_reads_the_same(argv: list[str]) -> None:
+    parsed = fastparse.parse(argv, environ={})
+    if parsed is None:
+        return  # typer's to answer: nothing to compare
+    params = typer_params(argv)
+    assert params is not None, f"typer refuses {argv}"
+    root, command = params
+    assert {k: plain(v) for k, v in command.items()} == parsed.values
+    assert (root["home"], root["as_json"]) == (parsed.home, parsed.as_json)
+    unread = {k: v for k, v in root.items() if k not in fastparse.HONOURED}
+    assert all(not v for v in unread.values()), unread
