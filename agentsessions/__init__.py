@@ -23,12 +23,14 @@ engine (see the guide's docs/howto/library.md). Nothing heavy is imported here.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
 
 from agentsessions.sessions.defaults import DEFAULT_RUNTIME  # a constant: nothing heavy
 
+TYPE_CHECKING = False  # not typing's: importing typing costs a bare --help ~3 ms
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import Any
 
     from agentsessions.journal.stores.store import Store
     from agentsessions.sessions.api import Sessions

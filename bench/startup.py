@@ -65,6 +65,29 @@ library modules they run on costs more than the target before a word is parsed (
 itself, open and list, is ~4 ms). Of that import, dataclass creation is about a third (52
 dataclasses on list's path, 72 on exec's, each method compiled by ``exec`` at import:
 ~20 ms and ~27 ms under that load); the rest is ~130 modules' bytecode and their stdlib.
+
+Measured (issue 21, third stop; a shared 2-core machine at load 2-7; medians of 5 rounds,
+editable venv; the pairs are main and this change in one run, 7 interleaved rounds each,
+a home of 2 sessions, three runs, median):
+
+    command        before   after   paired main -> this
+    --help          1.23x   1.10x   (installed: 2.15x -> 1.81x: no typing)
+    list            6.61x   5.55x   5.50x -> 4.55x  no typer: cli.fast reads list against
+                                                    tables generated from its typer options
+    get UID         7.67x   6.69x   6.69x -> 5.74x  no typer, the same way
+    exec            9.31x   7.88x   8.13x -> 7.06x  no typer, the same way
+    floor: list's libraries 2.32-2.46x              sqlite3, msgspec, dataclasses... before ours
+
+The engine's collaborators made on first use (turns, claims, approvals...) take 10 modules
+off list's path: list 4.70x -> 4.56x paired, get 6.00x -> 5.89x, near this machine's noise.
+
+Installed against editable: an editable venv's finder costs every interpreter ~8 ms
+(pathlib, urllib.parse, ipaddress, fnmatch), ``python -c pass`` included, which halves
+the ratios' base; pip's console script imports ``re`` (~0.7x of an installed ``python -c
+pass``) before our entry. Neither is ours. What was (typing in the root page's modules,
+~0.4x) is gone. The floors say it: ``list`` cannot reach 3x while its run needs the
+libraries' ~2.4x and 97 of our modules (51 dataclasses in 23 of them), nor ``exec`` 5x
+above its engine's ~5.5-6x.
 """
 
 from __future__ import annotations
@@ -80,15 +103,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE = "agentsessions.sessions.local, agentsessions.journal.stores.file.store"
+RUN_LIBRARIES = "sqlite3, json, msgspec.json, dataclasses, hashlib, pathlib, typing, re, datetime"
+"""The stdlib and third-party modules whose code ``list``'s run calls (a profile of the
+run, imports excluded: the catalog's sqlite3, session.json decoded by the canonical
+decoder's msgspec, the values' dataclass methods, paths, the times it prints)."""
 FLOORS = {
     "floor: typer": "typer.main",
     "floor: list's engine": ENGINE,
     "floor: exec's engine": f"{ENGINE}, agentsessions.controller.controller, harnesses.echo",
+    "floor: list's libraries": RUN_LIBRARIES,
 }
-"""Bare imports, no command: what any command parsed by typer pays (typer), and the
-library modules ``list`` and a one-turn ``exec`` cannot run without (the engine on the file
-store; the controller and the echo harness besides). A target below its floor is out of
-reach for the CLI alone."""
+"""Bare imports, no command: what a command parsed by typer pays (typer; list, get and a
+plain exec are parsed without it: cli.fast), the library modules ``list`` and a one-turn
+``exec`` import (the engine on the file store; the controller and the echo harness
+besides), and the libraries list's run calls into, before any module of ours. A target
+below its floor is out of reach for the CLI alone."""
 
 
 def cpu_seconds(argv: list[str], env: dict[str, str]) -> float:

@@ -1,21 +1,23 @@
 """What every command gets from the root command: the parsed global options and the engine.
 
-The root callback (:mod:`.app`) fills one :class:`CliState` per run; a command reads it with
-:func:`command_state` and opens the :class:`~agentsessions.sessions.api.Sessions` it acts on
-with :func:`open_engine` (``--server``'s client, else the local engine): the one place the
-CLI chooses local or remote.
+The root callback (:mod:`.root`, or :mod:`.fast` for the commands it parses) fills one
+:class:`CliState` per run (:func:`start_command` is the part both run); a command reads it
+with :func:`command_state` and opens the :class:`~agentsessions.sessions.api.Sessions` it
+acts on with :func:`open_engine` (``--server``'s client, else the local engine): the one
+place the CLI chooses local or remote. A command ends early with :class:`CommandExit`.
+Imports no typer, so that a command :mod:`.fast` runs never loads it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from agentsessions.cli import serveropts as so
-from agentsessions.cli.storeopts import open_chosen
+from agentsessions.errors import InvalidArgumentError
 from agentsessions.sessions.defaults import DEFAULT_RUNTIME
 
 if TYPE_CHECKING:
@@ -28,6 +30,15 @@ PROG = "agentsessions"
 """The program's name, in usage lines, error lines and hints."""
 EXIT_INTERRUPTED = 130
 """The exit status of a command Ctrl-C ended (128 + SIGINT, as a shell reports it)."""
+
+
+class CommandExit(Exception):
+    """Ends a command with exit status ``code`` (its output already written), whichever
+    parser ran it: the root command (:mod:`.root`) and :mod:`.fast` both return the code."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
 
 
 @dataclass
@@ -43,6 +54,47 @@ class CliState:
     store: str = ""  # --store / $AGENTSESSIONS_STORE: "" is the file store under the home
     allow_unsynced: bool = False  # --allow-unsynced: a store server that may ack before fsync
     key_file: str = ""  # --key-file: the master key ("": the environment's, or none)
+
+
+def start_command(
+    state: CliState, home: str | None, typed: bool, commands: Collection[str], command: str | None
+) -> None:
+    """What the root command does with its local options before ``command`` runs (None:
+    none was named), whether typer or :mod:`.fast` parsed them: ``home`` checked (``typed``:
+    it came from the command line, so it must not be another word of it) and the process
+    named after the verb."""
+    from agentsessions.sessions.home import check_home
+
+    if home is not None and typed:
+        check_home_word(home, commands)
+    state.home = None if home is None else check_home(home, "--home")
+    if command is not None:
+        # a registered verb, never an argument: a LOCK names its holder without user content.
+        # Handed to the journal when an engine opens (``name_process``), so that a
+        # subcommand's --help imports no journal module.
+        state.program = f"{PROG} {command}"
+
+
+def check_home_word(value: str, commands: Collection[str]) -> None:
+    """Refuse a typed ``--home`` value that is surely another word of the command line.
+
+    ``--home --json list`` would otherwise make a home named ``--json``, and
+    ``--home compute list`` one named ``compute``: a value that starts with ``-`` is
+    refused, and so is a command's name when no such directory exists (``./compute``
+    names that directory on purpose). Exit 2.
+    """
+    if value.startswith("-"):
+        raise InvalidArgumentError(
+            f"--home needs a directory, got the option-like {value!r}",
+            hint="agentsessions --home DIR COMMAND ...  (a directory with that name: "
+            f"--home ./{value})",
+        )
+    if value in commands and not os.path.exists(value):
+        raise InvalidArgumentError(
+            f"--home got {value!r}, a command's name, and no such directory exists",
+            hint=f"agentsessions --home DIR {value} ...  (to make a home named so: "
+            f"--home ./{value})",
+        )
 
 
 def command_state(ctx: typer.Context, as_json: bool) -> CliState:
@@ -77,10 +129,37 @@ def open_local_engine(
     """The local engine, for a command that is local by nature (``command`` names it:
     refused with one line, exit 2, when ``--server`` is given); ``read`` as for
     :func:`open_engine`."""
-    so.require_local(state.server, command)
+    if state.server:  # the option modules import typer: only when there is a refusal to make
+        from agentsessions.cli.serveropts import require_local
+
+        require_local(state.server, command)
     name_process(state)
     with open_chosen(state, runtime, read=read) as engine:
         yield engine
+
+
+class StoreChoice(Protocol):
+    """What the global options chose (the CLI's state)."""
+
+    home: Path | None
+    store: str
+    allow_unsynced: bool
+    key_file: str
+
+
+def open_chosen(state: StoreChoice, runtime: str, *, read: bool = False) -> LocalSessions:
+    """The local engine on the store and master key the global options chose; ``read``:
+    a home that does not exist is refused (exit 3), never created."""
+    from agentsessions.sessions.local import open_local
+
+    return open_local(
+        state.home,
+        runtime=runtime,
+        store_url=state.store,
+        allow_unsynced=state.allow_unsynced,
+        key_file=state.key_file or None,
+        must_exist=read,
+    )
 
 
 def name_process(state: CliState) -> None:

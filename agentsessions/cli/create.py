@@ -9,12 +9,14 @@ import typer
 from agentsessions.cli.context import command_state, open_engine
 from agentsessions.cli.options import (
     MODEL_SPEC_HELP,
+    IdentityOpt,
     JsonOpt,
+    OriginOpt,
     ProjectOpt,
     parse_pairs,
     project_name,
 )
-from agentsessions.cli.provenance import IdentityOpt, OriginOpt, parse_identity, parse_origin
+from agentsessions.cli.provenance import parse_identity, parse_origin
 from agentsessions.cli.root import typer_app as app
 
 

@@ -11,12 +11,15 @@ so (:data:`FLAG_ADVICE`, :func:`advice`). A busy session's hint names ``--wait``
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import typer
-
-from agentsessions.cli.context import PROG
+from agentsessions.cli.context import EXIT_INTERRUPTED, PROG
 from agentsessions.errors import AgentSessionsError, LockHeldError, StorageError, UnavailableError
+
+if TYPE_CHECKING:
+    import typer
+
+    from agentsessions.cli.context import CliState
 
 KEY_ADVICE = (
     "give the master key: --key-file FILE, AGENTSESSIONS_KEY_FILE or AGENTSESSIONS_MASTER_KEY"
@@ -79,6 +82,31 @@ def advice(exc: AgentSessionsError, program: str) -> str:
     if advised is None:
         return exc.hint
     return advised.replace("{session}", str(exc.fields.get("session") or "SESSION"))
+
+
+def reported(exc: AgentSessionsError | ModuleNotFoundError | OSError, state: CliState) -> int:
+    """Report a failure that ended a command (one line, its hint, the JSON error object with
+    ``--json``) and return its exit code; a missing module no extra provides is a bug and is
+    re-raised. The root command and :mod:`.fast` both end a command's failures here."""
+    if isinstance(exc, AgentSessionsError):
+        exc.hint = advice(exc, state.program)
+        report(exc.message, exc.hint, state.json, exc.to_dict())
+        return exc.exit_code
+    if isinstance(exc, ModuleNotFoundError):  # an optional package (grpc for serve): its extra
+        missing = missing_extra(exc)
+        if missing is None:
+            raise exc
+        report(missing.message, missing.hint, state.json, missing.to_dict())
+        return missing.exit_code
+    err = storage_error(exc)
+    report(err.message, err.hint, state.json, err.to_dict())
+    return err.exit_code
+
+
+def interrupted() -> int:
+    """Ctrl-C ended the command: one line, and exit status 130."""
+    sys.stderr.write(f"\n{PROG}: interrupted\n")
+    return EXIT_INTERRUPTED
 
 
 def report(message: str, hint: str, as_json: bool, payload: dict[str, Any]) -> None:

@@ -1,11 +1,13 @@
-"""``get``: one session's metadata, projections, memory and token usage."""
+"""``get``: one session's metadata, projections, memory and token usage (its options; what
+it does: :mod:`.reading`, which :mod:`.fast` runs too)."""
 
 from __future__ import annotations
 
 import typer
 
-from agentsessions.cli.context import command_state, open_engine
-from agentsessions.cli.options import JsonOpt, SessionArg, session_uid
+from agentsessions.cli.context import command_state
+from agentsessions.cli.options import JsonOpt, SessionArg
+from agentsessions.cli.reading import get_session
 from agentsessions.cli.root import typer_app as app
 
 
@@ -20,19 +22,4 @@ def get(ctx: typer.Context, session: SessionArg, as_json: JsonOpt = False) -> No
     cannot read (encrypted without the key, damaged) leave the usage unknown, not the
     metadata: ``usage`` is then null in --json.
     """
-    state = command_state(ctx, as_json)
-    uid = session_uid(session)
-    from agentsessions.sessions.usage import readable_usage
-
-    with open_engine(state, read=True) as engine:
-        info = engine.get(uid)
-        usage, why = readable_usage(engine, uid)
-    from agentsessions.cli import render, sessionview
-
-    memory = info.memory
-    assert memory is not None  # get always says where the memory is
-    if state.json:
-        totals = usage.to_json() if usage is not None else None
-        render.write_json({**info.to_json(), "memory": memory.to_json(), "usage": totals})
-    else:
-        sessionview.print_session(info, memory.text, usage.text() if usage is not None else why)
+    get_session(command_state(ctx, as_json), session)

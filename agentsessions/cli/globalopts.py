@@ -12,8 +12,6 @@ else is kept; no command is built but the one that runs.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from typer.core import TyperGroup, TyperOption
@@ -95,25 +93,3 @@ def hoist(root: TyperGroup, ctx: Context, args: list[str]) -> list[str]:
     if not moved:
         return args
     return kept[:at] + moved + kept[at:]
-
-
-def check_home_word(value: str, commands: Collection[str]) -> None:
-    """Refuse a typed ``--home`` value that is surely another word of the command line.
-
-    ``--home --json list`` would otherwise make a home named ``--json``, and
-    ``--home compute list`` one named ``compute``: a value that starts with ``-`` is
-    refused, and so is a command's name when no such directory exists (``./compute``
-    names that directory on purpose). Exit 2.
-    """
-    if value.startswith("-"):
-        raise InvalidArgumentError(
-            f"--home needs a directory, got the option-like {value!r}",
-            hint="agentsessions --home DIR COMMAND ...  (a directory with that name: "
-            f"--home ./{value})",
-        )
-    if value in commands and not os.path.exists(value):
-        raise InvalidArgumentError(
-            f"--home got {value!r}, a command's name, and no such directory exists",
-            hint=f"agentsessions --home DIR {value} ...  (to make a home named so: "
-            f"--home ./{value})",
-        )

@@ -1,15 +1,15 @@
-"""``list``: one page of a project's sessions, newest first."""
+"""``list``: one page of a project's sessions, newest first (its options; what it does:
+:mod:`.reading`, which :mod:`.fast` runs too)."""
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
 
-from agentsessions.cli.context import PROG, command_state, open_engine
-from agentsessions.cli.options import JsonOpt, ProjectOpt, project_name
-from agentsessions.cli.provenance import parse_origin
+from agentsessions.cli.context import command_state
+from agentsessions.cli.options import JsonOpt, ProjectOpt
+from agentsessions.cli.reading import list_sessions
 from agentsessions.cli.root import typer_app as app
 
 
@@ -42,28 +42,4 @@ def list_(
     the cursor of the next page. With --origin, the one session that origin names (or
     none), found in one lookup.
     """
-    state = command_state(ctx, as_json)
-    project_name(project)
-    named = parse_origin(origin)
-    with open_engine(state, read=True) as engine:
-        if named is not None:
-            from agentsessions.sessions.values import SessionPage
-
-            found = engine.find(origin=named, project=project)
-            page = SessionPage((found,) if found is not None else (), "")
-            unindexed = []
-        else:
-            page = engine.list(project=project, page_size=page_size, cursor=cursor)
-            # a missing catalog was rebuilt on open (a local home: a server's log has its own)
-            unindexed = list(getattr(engine, "unindexed", ()))
-    from agentsessions.cli import render, sessionview
-
-    for exc in unindexed:  # no row can carry them (their project is unknown): say so
-        sys.stderr.write(f"{PROG}: warning: not listed: {render.one_line(exc.message)}\n")
-
-    if state.json:
-        render.write_json(
-            {"sessions": [s.to_json() for s in page.sessions], "next_cursor": page.next_cursor}
-        )
-    else:
-        sessionview.print_page(page, project)
+    list_sessions(command_state(ctx, as_json), project, page_size, cursor, origin)

@@ -1,18 +1,20 @@
 """The options and arguments several commands share, and the parsing of their values.
 
 Each is an ``Annotated`` type a command's signature names (the help text is written once);
-the checks run before anything is opened: a session id or project name is validated before
-the file system is touched, a ``KEY=VALUE`` list before any engine starts.
+the checks run before anything is opened (:mod:`.parsing`): a session id or project name is
+validated before the file system is touched, a ``KEY=VALUE`` list before any engine starts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Annotated
 
 import typer
 
-from agentsessions.errors import InvalidArgumentError
+from agentsessions.cli.parsing import parse_pairs as parse_pairs  # re-exported
+from agentsessions.cli.parsing import project_name as project_name  # re-exported
+from agentsessions.cli.parsing import session_uid as session_uid  # re-exported
+from agentsessions.cli.provenance import IDENTITY_HELP, ORIGIN_HELP
 from agentsessions.sessions.defaults import DEFAULT_RUNTIME as DEFAULT_RUNTIME  # re-exported
 
 JsonOpt = Annotated[
@@ -29,6 +31,14 @@ MODEL_SPEC_HELP = (
 """The ``--model`` syntax, in the help of every command that takes the flag (models/)."""
 
 
+OriginOpt = Annotated[str, typer.Option(metavar="FIELDS", help=ORIGIN_HELP)]
+IdentityOpt = Annotated[
+    str,
+    typer.Option(
+        metavar="FIELDS",
+        help=f"Who creates the session, kept with it: {IDENTITY_HELP}.",
+    ),
+]
 HarnessOpt = Annotated[
     str,
     typer.Option(
@@ -55,34 +65,3 @@ WaitOpt = Annotated[
         help="Wait up to SECONDS for a busy session instead of failing at once (exit 6).",
     ),
 ]
-
-
-def session_uid(value: str) -> str:
-    """A validated session uid (before any file is touched)."""
-    from agentsessions.v1.ids import check_uid
-
-    return check_uid(value)
-
-
-def project_name(project: str) -> str:
-    """A validated project name (before any file is touched)."""
-    from agentsessions.v1.ids import check_project
-
-    return check_project(project)
-
-
-def parse_pairs(values: Sequence[str], flag: str) -> dict[str, str]:
-    """``["k=v", ...]`` as a dict; a missing ``=``, an empty key or a repeated key is an error."""
-    out: dict[str, str] = {}
-    for item in values:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise InvalidArgumentError(
-                f"invalid {flag} {item!r}: expected KEY=VALUE", hint=f"for example {flag} team=ml"
-            )
-        if key in out:
-            raise InvalidArgumentError(f"{flag} {key!r} given twice")
-        if not key.isprintable() or not value.isprintable():
-            raise InvalidArgumentError(f"invalid {flag} {item!r}: control characters")
-        out[key] = value
-    return out

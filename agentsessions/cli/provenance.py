@@ -1,4 +1,5 @@
-"""The ``--origin``, ``--identity`` and ``--actor`` options: parsing and their help.
+"""The ``--origin``, ``--identity`` and ``--actor`` options: parsing and their help (the
+options themselves: :mod:`.options`, so that parsing imports no typer).
 
 An origin is ``source=github,subject=owner/repo#12,uri=https://...,attr.KEY=VALUE``: its
 fields as ``KEY=VALUE`` pairs, comma-separated (a comma inside a value, as in some URIs, is
@@ -11,9 +12,7 @@ engine would, before the home is opened.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
-
-import typer
+from typing import Any
 
 from agentsessions.errors import InvalidArgumentError
 
@@ -23,15 +22,6 @@ ORIGIN_HELP = (
 )
 IDENTITY_HELP = "principal=NAME[,issuer=ISSUER][,subject=ID]"
 _PAIR = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*=")
-
-OriginOpt = Annotated[str, typer.Option(metavar="FIELDS", help=ORIGIN_HELP)]
-IdentityOpt = Annotated[
-    str,
-    typer.Option(
-        metavar="FIELDS",
-        help=f"Who creates the session, kept with it: {IDENTITY_HELP}.",
-    ),
-]
 
 
 def pairs(text: str, flag: str) -> dict[str, str]:

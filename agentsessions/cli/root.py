@@ -29,7 +29,8 @@ import typer
 from agentsessions.cli import completion, failures
 from agentsessions.cli import serveropts as so
 from agentsessions.cli.clickapi import ParameterSource
-from agentsessions.cli.context import EXIT_INTERRUPTED, PROG, CliState
+from agentsessions.cli.context import EXIT_INTERRUPTED as EXIT_INTERRUPTED  # cli.app's name
+from agentsessions.cli.context import PROG, CliState, CommandExit, start_command
 from agentsessions.cli.lazygroup import LazyGroup, lazy_group
 from agentsessions.cli.storeopts import AllowUnsyncedOpt, KeyFileOpt, StoreOpt
 from agentsessions.errors import AgentSessionsError
@@ -73,10 +74,10 @@ class AgentSessionsGroup(LazyGroup):
         argv = list(sys.argv[1:] if args is None else args)
         try:
             rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
-        except AgentSessionsError as exc:
-            exc.hint = failures.advice(exc, state.program)
-            failures.report(exc.message, exc.hint, state.json, exc.to_dict())
-            return exc.exit_code
+        except (AgentSessionsError, ModuleNotFoundError, OSError) as exc:
+            return failures.reported(exc, state)
+        except CommandExit as exc:  # the command said its exit status (cli.turnview)
+            return exc.code
         except typer.TyperException as exc:  # click usage errors: bad flag, missing argument
             message = exc.format_message()
             if not message:  # a group run without its command: its help was the answer
@@ -89,16 +90,6 @@ class AgentSessionsGroup(LazyGroup):
         except typer.Abort:
             failures.report("aborted", "", state.json, {"error": "aborted", "message": "aborted"})
             return 1
-        except ModuleNotFoundError as exc:  # an optional package (grpc for serve): its extra
-            missing = failures.missing_extra(exc)
-            if missing is None:
-                raise
-            failures.report(missing.message, missing.hint, state.json, missing.to_dict())
-            return missing.exit_code
-        except OSError as exc:
-            err = failures.storage_error(exc)
-            failures.report(err.message, err.hint, state.json, err.to_dict())
-            return err.exit_code
         return rv if isinstance(rv, int) else 0
 
     def parse_args(self, ctx: BaseContext, args: list[str]) -> list[str]:
@@ -112,8 +103,7 @@ class AgentSessionsGroup(LazyGroup):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
-            sys.stderr.write(f"\n{PROG}: interrupted\n")
-            raise typer.Exit(EXIT_INTERRUPTED) from None
+            raise typer.Exit(failures.interrupted()) from None
 
 
 typer_app = typer.Typer(
@@ -165,23 +155,14 @@ def root(
         from agentsessions.cli.version import print_version
 
         print_version(as_json or ctx.ensure_object(CliState).json)
-    from agentsessions.sessions.home import check_home
-
     state = ctx.ensure_object(CliState)
-    if home is not None and ctx.get_parameter_source("home") is ParameterSource.COMMANDLINE:
-        from agentsessions.cli.globalopts import check_home_word
-
-        check_home_word(home, ctx.command.list_commands(ctx))  # type: ignore[attr-defined]
-    state.home = None if home is None else check_home(home, "--home")
+    typed = ctx.get_parameter_source("home") is ParameterSource.COMMANDLINE
+    commands = ctx.command.list_commands(ctx)  # type: ignore[attr-defined]
+    start_command(state, home, typed, commands, ctx.invoked_subcommand)
     state.server, state.token = server, token
     state.store, state.allow_unsynced, state.key_file = store, allow_unsynced, key_file
     state.tls = so.check_tls(server, tls_ca, tls_cert, tls_key)
     state.json = state.json or as_json
-    if ctx.invoked_subcommand is not None:
-        # a registered verb, never an argument: a LOCK names its holder without user content.
-        # Handed to the journal when an engine opens (``name_process``), so that a
-        # subcommand's --help imports no journal module.
-        state.program = f"{PROG} {ctx.invoked_subcommand}"
     if ctx.invoked_subcommand is None:
         typer.echo(ctx.get_help(), nl=False)
         raise typer.Exit(0)

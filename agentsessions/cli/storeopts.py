@@ -6,13 +6,9 @@ The store is a deployment choice: the same commands run on the file store under
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Protocol
+from typing import Annotated
 
 import typer
-
-if TYPE_CHECKING:
-    from agentsessions.sessions.local import LocalSessions
 
 StoreOpt = Annotated[
     str,
@@ -45,30 +41,6 @@ KeyFileOpt = Annotated[
         "file, else none. keyring:NAME: from the OS keyring.",
     ),
 ]
-
-
-class StoreChoice(Protocol):
-    """What the global options chose (the CLI's state)."""
-
-    home: Path | None
-    store: str
-    allow_unsynced: bool
-    key_file: str
-
-
-def open_chosen(state: StoreChoice, runtime: str, *, read: bool = False) -> LocalSessions:
-    """The local engine on the store and master key the global options chose; ``read``:
-    a home that does not exist is refused (exit 3), never created."""
-    from agentsessions.sessions.local import open_local
-
-    return open_local(
-        state.home,
-        runtime=runtime,
-        store_url=state.store,
-        allow_unsynced=state.allow_unsynced,
-        key_file=state.key_file or None,
-        must_exist=read,
-    )
 
 
 DecryptOpt = Annotated[

@@ -13,9 +13,7 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-import typer
-
-from agentsessions.cli.context import EXIT_INTERRUPTED, PROG, CliState
+from agentsessions.cli.context import EXIT_INTERRUPTED, PROG, CliState, CommandExit
 from agentsessions.cli.stream import TurnPrinter, note_done
 from agentsessions.errors import ApprovalParkedError
 
@@ -61,7 +59,7 @@ def print_parked(state: CliState, uid: str, parked: ApprovalParkedError) -> None
             f"  approve: agentsessions approve {uid} --reason TEXT\n"
             f"  deny:    agentsessions deny {uid} --reason TEXT\n"
         )
-    raise typer.Exit(ApprovalParkedError.exit_code)
+    raise CommandExit(ApprovalParkedError.exit_code)
 
 
 def continue_turn(
@@ -163,8 +161,8 @@ def exit_if_canceled(result: Turn, interrupted: bool = False) -> None:
     if interrupted:
         how = "was canceled (END CANCELED)" if result.canceled else "ended before the cancel"
         sys.stderr.write(f"{PROG}: interrupted: the turn {how} (seq {result.last_seq})\n")
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise CommandExit(EXIT_INTERRUPTED)
     if result.canceled:
         from agentsessions.errors import TurnCanceledError
 
-        raise typer.Exit(TurnCanceledError.exit_code)
+        raise CommandExit(TurnCanceledError.exit_code)

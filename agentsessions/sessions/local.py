@@ -41,9 +41,10 @@ from __future__ import annotations
 
 import builtins
 import os
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from agentsessions.errors import (
     AgentSessionsError,
@@ -58,17 +59,11 @@ from agentsessions.journal.stores.store import SessionInfo, Store
 from agentsessions.v1.ids import check_project, check_uid
 from agentsessions.v1.turn import SessionOptions, TurnOptions, TurnRequest, check_durability
 
-from . import approvals, checks, lifecycle, offline, resolving, toolstores
-from . import compact as compaction
-from .approvals import Approvals
-from .claims import SessionClaims, release_claim
+from . import checks, lifecycle
 from .core import EngineCore
 from .defaults import DEFAULT_RUNTIME
 from .home import require_home, resolve_home
-from .keys import MasterKeys, Rotation
 from .lifecycle import Lifecycle
-from .resolving import Resolver
-from .turning import TurnRunner
 from .values import (
     Approval,
     Frame,
@@ -84,6 +79,8 @@ from .views import view
 from .wiring import HARNESSES, build_controller
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from agentsessions.controller.controller import Controller
     from agentsessions.controller.spi import Runtime
     from agentsessions.journal.crypto.keys import MasterKey
@@ -91,6 +88,13 @@ if TYPE_CHECKING:
     from agentsessions.runtimes.compute import HostInfo
     from agentsessions.v1.results import ToolStoreEntry, VerifyReport
 
+    from .approvals import Approvals
+    from .claims import SessionClaims
+    from .keys import MasterKeys, Rotation
+    from .resolving import Resolver
+    from .turning import TurnRunner
+
+_Part = TypeVar("_Part")
 DEFAULT_CANCEL_WAIT = lifecycle.DEFAULT_CANCEL_WAIT
 _RELEASE_WAIT_SECONDS = 3600.0  # release waits for a running turn: turns end by themselves
 
@@ -117,12 +121,55 @@ class LocalSessions:
         self.runtime_name, self.default_model = self.core.runtime_name, self.core.default_model
         self._owns_store = owns_store
         self._lock = self.core.catalog_lock  # the store's catalog (create, list, delete ...)
-        self.claims = SessionClaims(self.core)
-        self.turns = TurnRunner(self.core, self.claims)
         self.lifecycle = Lifecycle(self.core)
-        self.approvals = Approvals(self.core)
-        self.resolver = Resolver(self.core, self)
-        self.master_keys = MasterKeys(self.core)
+        # the other collaborators are made on first use: a list, a get or a read imports
+        # none of their modules (turns, claims, approvals, resolutions, master keys)
+        self._parts: dict[str, object] = {}
+        self._parts_lock = threading.RLock()  # turns asks for claims while it is made
+
+    def _part(self, name: str, make: Callable[[], _Part]) -> _Part:
+        """The collaborator ``name``, made by ``make`` on first use (once per engine, whichever
+        thread asks first)."""
+        with self._parts_lock:
+            part = self._parts.get(name)
+            if part is None:
+                part = self._parts[name] = make()
+        return part  # type: ignore[return-value]
+
+    @property
+    def claims(self) -> SessionClaims:
+        """Creation and sessions by key (:class:`.SessionClaims`)."""
+        from .claims import SessionClaims
+
+        return self._part("claims", lambda: SessionClaims(self.core))
+
+    @property
+    def turns(self) -> TurnRunner:
+        """Turns (:class:`.TurnRunner`)."""
+        from .turning import TurnRunner
+
+        return self._part("turns", lambda: TurnRunner(self.core, self.claims))
+
+    @property
+    def approvals(self) -> Approvals:
+        """Approval decisions (:class:`.Approvals`)."""
+        from .approvals import Approvals
+
+        return self._part("approvals", lambda: Approvals(self.core))
+
+    @property
+    def resolver(self) -> Resolver:
+        """Resolutions of unresolved calls (:class:`.Resolver`)."""
+        from .resolving import Resolver
+
+        return self._part("resolver", lambda: Resolver(self.core, self))
+
+    @property
+    def master_keys(self) -> MasterKeys:
+        """Master-key rotation (:class:`.MasterKeys`)."""
+        from .keys import MasterKeys
+
+        return self._part("master_keys", lambda: MasterKeys(self.core))
 
     # -- plumbing ---------------------------------------------------------------------------
     def __enter__(self) -> LocalSessions:
@@ -189,6 +236,8 @@ class LocalSessions:
         info = self._info(uid)
         status = session_memory(self.home, info, HARNESSES)
         memory = Memory(status.where, status.text, status.to_json())
+        from . import approvals, resolving
+
         pending, unresolved = (
             approvals.pending_of(self.store, info),
             resolving.unresolved_of(self.store, info),
@@ -222,6 +271,8 @@ class LocalSessions:
             self.core.release_writer(uid)  # delete takes the session's lock itself
             with self._lock:
                 info = self.store.delete(uid)
+            from .claims import release_claim
+
             release_claim(self.store, info)  # after: a cut here is released lazily
             return view(info)
         finally:
@@ -252,6 +303,8 @@ class LocalSessions:
 
     def reindex(self) -> int:
         """Rebuild the listing index from the session directories (a store without one: refused)."""
+        from . import offline
+
         with self._lock:
             return offline.reindex(self.store).indexed
 
@@ -295,6 +348,8 @@ class LocalSessions:
 
     def verify(self, uid: str, *, strict: bool = False, progress: Any = None) -> VerifyReport:
         """Walk ``uid``'s chain from ``prev_hash ""`` and check its metadata."""
+        from . import offline
+
         return offline.verify(self.store, uid, strict=strict, progress=progress)
 
     def verify_all(
@@ -302,12 +357,16 @@ class LocalSessions:
     ) -> builtins.list[tuple[str, VerifyReport]]:
         """Verify every session (deleted ones too), one report each whatever fails: a
         session the OS refuses to read is a failed report, never hiding the others."""
+        from . import offline
+
         return offline.verify_all(self.store, strict=strict, progress=progress)
 
     def tool_store(
         self, uid: str, tool: str, *, from_seq: int = 1
     ) -> builtins.list[ToolStoreEntry]:
         """The entries of tool ``tool``'s own store in session ``uid`` (:mod:`.toolstores`)."""
+        from . import toolstores
+
         return toolstores.tool_store(self.store, uid, tool, from_seq=from_seq)
 
     def rotate_master_key(self, old: MasterKey, new: MasterKey) -> Rotation:
@@ -328,6 +387,8 @@ class LocalSessions:
         """Write ``uid`` to one self-verifying file; refuse an existing file unless
         ``overwrite`` (a device or pipe such as /dev/stdout is written in place); an
         encrypted session's ``encryption`` is "decrypt" or "ciphertext" (:func:`offline.export`)."""
+        from . import offline
+
         return offline.export(
             self.store, uid, path, compress=compress, progress=progress, overwrite=overwrite,
             encryption=encryption,
@@ -482,6 +543,8 @@ class LocalSessions:
 
     def compact(self, uid: str, *, keep_turns: int = 2, model: str | None = None) -> SessionFrame:
         """Summarise the turns before the last ``keep_turns`` (see :mod:`.compact`)."""
+        from . import compact as compaction
+
         return compaction.compact(self, uid, keep_turns=keep_turns, model=model)
 
 

@@ -5,7 +5,8 @@ Each case starts a real interpreter with ``-X importtime`` (the same start a use
 reads the names of the modules it imported from stderr. Two checks, so that the next
 regression fails here instead of in a later measurement:
 
-- a heavy module on a path that does not need it fails (the ``*_NEVER`` lists: the controller
+- a heavy module on a path that does not need it fails (the ``*_NEVER`` lists: typer for
+  ``list``, ``get`` and a plain ``exec`` (cli.fast parses them), the controller
   for ``list``, the journal for ``--help``, typer for the root ``--help`` page, the
   package-metadata scan for either, typer's markdown-and-pygments help renderer for any help
   page, rich or the schema's validators for
@@ -54,6 +55,7 @@ HELP_NEVER = (
 page is drawn on rich's core (no markdown parser, no syntax highlighter)."""
 
 LIST_NEVER = (
+    "typer",  # read against its generated option table (cli.fast, cli.fastparse)
     "importlib.metadata",  # the harness registry scans entry points only to resolve a harness
     "agentsessions.controller.controller",
     "agentsessions.controller.rules",  # its SPI costs ~6 ms: a turn's defaults, not a list's
@@ -73,18 +75,20 @@ LIST_NEVER = (
     "email",
     "agentsessions.v1.schemagen",
 )
-"""list reads the catalog and renders: it builds no controller, looks up no harness, builds
-no schema and, to a pipe, draws no rich table."""
+"""list is parsed without typer, reads the catalog and renders: it builds no controller,
+looks up no harness, builds no schema and, to a pipe, draws no rich table."""
 
 GET_NEVER = (
-    "agentsessions.v1.schema", "rich", "typer.rich_utils", "grpc", "google.protobuf",
+    "typer", "agentsessions.v1.schema", "rich", "typer.rich_utils", "grpc", "google.protobuf",
     "cryptography", "agentsessions.controller.controller", "agentsessions.runtimes.warm",
     "agentsessions.models", "http.client", "ssl", "agentsessions.server",
 )  # fmt: skip
-"""get reads one session: no schema and, to a pipe, no rich (sessionview.plain_details); its
-memory probe describes the harness, and builds no controller or warm runtime for it."""
+"""get is parsed without typer and reads one session: no schema and, to a pipe, no rich
+(sessionview.plain_details); its memory probe describes the harness, and builds no
+controller or warm runtime for it."""
 
 EXEC_NEVER = (
+    "typer",  # a plain exec is read against its generated option table (cli.fast)
     "agentsessions.models.openai",  # an echo turn opens no socket: no http.client, ssl, email
     "http.client",
     "ssl",
@@ -153,6 +157,7 @@ ROOT_HELP_NEVER = (
     "agentsessions.cli.context",
     "agentsessions.sessions",
     "rich",  # to a pipe the page is laid out as rich would (cli.plainhelp)
+    "typing",  # ~0.4x of an installed python -c pass: the page's modules annotate without it
 )
 """The root --help page to a pipe: nothing but the page's values and their layout."""
 ROOT_HELP_CONSTANTS = {"agentsessions.sessions", "agentsessions.sessions.defaults"}

@@ -54,7 +54,7 @@ def test_the_root_help_shapes_are_answered(
     "argv",
     [
         [],  # the root callback runs (it checks the home) before the page
-        ["list"],
+        ["log", "sess-1"],  # (list, get and exec are answered too: tests/unit/test_fastcommands.py)
         ["list", "--help"],
         ["--home", "--json", "--help"],  # --home swallows a word: typer refuses it
         ["--home", "-h"],
