@@ -92,9 +92,9 @@ def parse_spec(spec: str) -> ModelSpec:
         if not model.strip():
             raise InvalidArgumentError(f"model spec {quoted!r}: openai needs a model name")
         return ModelSpec("openai", model.strip(), _options(items, spec))
-    if colon and head in MODELS.names():
+    if colon and MODELS.shared(head):
         raise InvalidArgumentError(f"model spec {quoted!r}: {head} takes no options")
-    if spec in MODELS.names():
+    if MODELS.shared(spec):
         return ModelSpec(spec)
     # Never guess: falling back to the remote provider would send a typo's input off-host.
     raise InvalidArgumentError(

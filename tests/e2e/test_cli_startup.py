@@ -82,6 +82,7 @@ GET_NEVER = (
     "typer", "agentsessions.v1.schema", "rich", "typer.rich_utils", "grpc", "google.protobuf",
     "cryptography", "agentsessions.controller.controller", "agentsessions.runtimes.warm",
     "agentsessions.models", "http.client", "ssl", "agentsessions.server",
+    "importlib.metadata",  # a shipped harness resolves by its module, no metadata scan
 )  # fmt: skip
 """get is parsed without typer and reads one session: no schema and, to a pipe, no rich
 (sessionview.plain_details); its memory probe describes the harness, and builds no
@@ -101,6 +102,7 @@ EXEC_NEVER = (
     "agentsessions.client",
     "agentsessions.integrations",
     "cryptography",
+    "importlib.metadata",  # a shipped harness resolves by its module, no metadata scan
 )
 """A one-turn exec on the echo harness: the store, the schema, the controller, the echo
 harness and model, drawn as plain lines; nothing remote, no other provider, no rich."""
