@@ -1,5 +1,6 @@
 """One served daemon for the security suite (issue 18): auth on, tokens for projects
-``a``, ``b`` and ``fuzz``, and a victim session in ``a`` that the other tokens attack.
+``a``, ``b``, ``fuzz`` and ``hog`` (the stream-limit test's own), and a victim session
+in ``a`` that the other tokens attack.
 
 Session-scoped: the suite's files share one daemon per test process (a run across workers
 starts one per worker), so the whole directory costs one start. A test that changes what
@@ -36,7 +37,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     import hostile
 
     root = tmp_path_factory.mktemp("security")
-    served = hostile.start(root / "home", ["a", "b", "fuzz"])
+    served = hostile.start(root / "home", ["a", "b", "fuzz", "hog"])
     try:
         yield served
     finally:

@@ -29,27 +29,29 @@ GUARD = 3.0  # how long the other token's call may take before it counts as stal
 
 
 def test_a_token_at_its_stream_limit_is_refused_and_stalls_no_one(daemon: Any) -> None:
-    fuzz, a = daemon.tenants["fuzz"], daemon.tenants["a"]
-    made = daemon.send(SESSIONS["CreateSession"], pb.CreateSessionRequest(), fuzz)
+    # a token of its own: its cancelled streams give their slots back within a follow
+    # slice each, and a test after this one on the same daemon must not meet them
+    hog, a = daemon.tenants["hog"], daemon.tenants["a"]
+    made = daemon.send(SESSIONS["CreateSession"], pb.CreateSessionRequest(), hog)
     assert made.code == grpc.StatusCode.OK, made
     uid = pb.Session.FromString(made.replies[0]).metadata.uid
     follow = daemon.channel.unary_stream(
         SESSIONS["Follow"].path, request_serializer=None, response_deserializer=None
     )
     request = pb.FollowRequest(session=uid, from_seq=10**6).SerializeToString()
-    held = [follow(request, metadata=fuzz.metadata) for _ in range(DEFAULT_MAX_STREAMS_PER_TOKEN)]
+    held = [follow(request, metadata=hog.metadata) for _ in range(DEFAULT_MAX_STREAMS_PER_TOKEN)]
     try:
         listed = daemon.call(
             SESSIONS["ListSessions"], pb.ListSessionsRequest().SerializeToString(), a, GUARD
         )
         assert listed.code == grpc.StatusCode.OK, f"another token's list stalled: {listed}"
-        one_more = follow(request, metadata=fuzz.metadata, timeout=GUARD)
+        one_more = follow(request, metadata=hog.metadata, timeout=GUARD)
         with pytest.raises(grpc.RpcError) as refused:
             next(iter(one_more))
     finally:
         for call in held:
             call.cancel()
-        _wait_for_the_slots(follow, request, fuzz)
+        _wait_for_the_slots(follow, request, hog)
     err: Any = refused.value
     assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, err
     assert "stream" in err.details(), err.details()  # it names the limit it hit
@@ -58,8 +60,7 @@ def test_a_token_at_its_stream_limit_is_refused_and_stalls_no_one(daemon: Any) -
 
 def _wait_for_the_slots(follow: Any, request: bytes, tenant: Any) -> None:
     """Until the token may open a stream again: a cancelled Follow gives its slot back when
-    its worker notices (within one follow slice, half a second), and the suite's other
-    files share this token."""
+    its worker notices (within one follow slice, half a second)."""
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         probe = follow(request, metadata=tenant.metadata, timeout=0.3)
