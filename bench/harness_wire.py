@@ -18,7 +18,9 @@ interleaves a third kind of turn: the same messages over a kept stream to a node
 at once (``harness_floor.py``: no harness, no journal), and prints what a remote turn would
 cost if the wire added only that to the turn in process: the best ratio this transport
 allows on this machine; the second floor row answers from a thread of the node's own, as a
-node must run a synchronous harness behind grpc's sync server (``ThreadedNode``). Then
+node must run a synchronous harness behind grpc's sync server (``ThreadedNode``); the
+row after it is what a remote turn spends beyond the turn in process and that floor (the
+protocol's own work, both ends: what the target leaves room for). Then
 ``replay --rerun`` of each session (a node keeps a rerun's history too). The turns are short (one
 model call), so the ratio is the protocol's overhead at its largest. No number here is
 asserted by a test.
@@ -137,6 +139,7 @@ def main() -> None:
     print(_line("node in its own process (harness serve), median", local, apart))
     print(_floor("floor: the bare exchange of a turn's messages", local, bare[0]))
     print(_floor("  answered from a thread of the node's own", local, bare[1]))
+    print(_own(local, remote, bare[1]))
     if replays is not None:
         replay_local, replay_remote, calls = replays
         print(f"replay --rerun of {n + 1} turns: in process {replay_local * 1e3:.0f} ms, over "
@@ -151,6 +154,22 @@ def _floor(what: str, local: Times, bare: Times) -> str:
     return (
         f"{what} {b * 1e3:.2f} ms ({d * 1e3:.2f} ms CPU); in process plus it "
         f"{(a + b) / a:.2f}x the turn in process ({(c + d) / c:.2f}x CPU)"
+    )
+
+
+def _own(local: Times, remote: Times, floor: Times) -> str:
+    """What a remote turn costs beyond the turn in process and the threaded floor: the
+    protocol's own work on both ends (building, reading and checking what crosses, the
+    history kept, the lanes), which the target leaves room for."""
+    wall, cpu = (
+        statistics.median(t[i] for t in remote)
+        - statistics.median(t[i] for t in local)
+        - statistics.median(t[i] for t in floor)
+        for i in (0, 1)
+    )
+    return (
+        f"  beyond the turn in process and that floor, the protocol's own (host and node): "
+        f"{wall * 1e3:.2f} ms ({cpu * 1e3:.2f} ms CPU)"
     )
 
 

@@ -3,7 +3,9 @@
 :class:`StoreHistory` and :class:`WriterHistory` read nothing until the harness asks, and
 ``tail(n)`` reads only the last ``n`` records, so a turn that needs recent context costs the
 same at seq 10 and at seq 1,000,000. A :class:`WriterHistory` serves recent records from
-the memory of the writer the controller holds, and older ones from the store.
+the memory of the writer the controller holds, and older ones from the store. Both also
+hand out the events' stored canonical bytes (``tail_json``) for a reader that only passes
+them on (a remote harness's Start): nothing is decoded for it.
 """
 
 from __future__ import annotations
@@ -42,6 +44,13 @@ class StoreHistory:
         """The events ``first..end`` (a history that serves its recent part elsewhere)."""
         return list(self.events(first, end))
 
+    def tail_json(self, count: int) -> list[bytes]:
+        """The last ``count`` events as the canonical bytes the journal stores, oldest first."""
+        if count <= 0 or self._end <= 0:
+            return []
+        first = max(1, self._end - count + 1)
+        return [r.event_json for r in self._store.read(self._uid, first, self._end)]
+
     def events(self, first: int, end: int) -> Iterator[Event]:
         """The events ``first..end``, read lazily."""
         return (r.event for r in self._store.read(self._uid, first, end))
@@ -76,6 +85,14 @@ class WriterHistory:
         if count <= 0 or self._end <= 0:
             return []
         return self._source.events(max(1, self._end - count + 1), self._end)
+
+    def tail_json(self, count: int) -> list[bytes]:
+        """The last ``count`` events as the canonical bytes the journal stores, oldest first
+        (sliced out of the records, never decoded)."""
+        if count <= 0 or self._end <= 0:
+            return []
+        first = max(1, self._end - count + 1)
+        return [r.event_json for r in self._source.read(first, self._end)]
 
 
 class ListHistory:

@@ -23,10 +23,12 @@ import msgspec
 from google.protobuf import json_format
 from google.protobuf.message import Message as ProtoMessage
 
+from agentsessions.controller.history import StoreHistory, WriterHistory
 from agentsessions.controller.spi import (
     Capabilities,
     Event,
     HarnessDescriptor,
+    History,
     Start,
     ToolSpec,
 )
@@ -106,6 +108,16 @@ def event_as_json(event: Mapping[str, Any]) -> common_pb2.Event:
     """The ``Event`` carrying ``event`` as its JSON, unchecked: for an event read from the
     journal (canonical as it was sealed; the receiver reads any other through the message)."""
     return common_pb2.Event(json=_ENCODE.encode(event))
+
+
+def history_as_json(history: History, count: int) -> list[common_pb2.Event]:
+    """The last ``count`` events of ``history`` as ``Event.json``: from a history the
+    journal serves, the canonical bytes it stores (sliced out of each record: nothing is
+    decoded to be encoded again, ~1 µs an event saved on the host's side of every turn);
+    from any other, each event encoded."""
+    if isinstance(history, (WriterHistory, StoreHistory)):
+        return [common_pb2.Event(json=data) for data in history.tail_json(count)]
+    return [event_as_json(e) for e in history.tail(count)]
 
 
 def _json_event(msg: common_pb2.Event, data: bytes) -> dict[str, Any]:
@@ -258,12 +270,12 @@ def start_to_proto(
     With ``json`` (the node reads ``Event.json``) the history events cross as their JSON.
     The Start says this host reads events sent as JSON (``json_events``)."""
     state = start.state
-    if base is not None and head is not None:
-        # only what the node lacks: the journal is read from base on, not from seq 1
-        make = event_as_json if json else event_to_proto
-        history = [make(e) for e in start.history.tail(head.seq - base.seq)]
-    elif json:  # a few µs an event: no cache needed
-        history = [event_as_json(e) for e in start.history.tail(len(start.history))]
+    if json:  # a few µs an event, or less as stored: no cache needed
+        # with a base only what the node lacks: the journal is read from base on
+        count = head.seq - base.seq if base is not None and head is not None else None
+        history = history_as_json(start.history, len(start.history) if count is None else count)
+    elif base is not None and head is not None:
+        history = [event_to_proto(e) for e in start.history.tail(head.seq - base.seq)]
     else:
         # tail(len): bounded by the execution's start however the history iterates
         events = start.history.tail(len(start.history))

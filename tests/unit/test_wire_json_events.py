@@ -22,9 +22,13 @@ from hypothesis import given
 from test_canonical import SETTINGS, canonical_events, typed
 from test_wire_fastconv import CHAT_TURN, FIXTURE, VECTORS
 
+from agentsessions.controller.history import StoreHistory, WriterHistory
 from agentsessions.controller.spi import Start
 from agentsessions.errors import HarnessProtocolError
 from agentsessions.journal.format import canonical
+from agentsessions.journal.format.records import Record
+from agentsessions.journal.stores.memory.store import MemoryStore
+from agentsessions.journal.stores.store import SessionMeta, new_uid
 from agentsessions.journal.tools import interchange
 from agentsessions.sessions.wiring import HARNESSES
 from agentsessions.v1.schema import validate_event
@@ -118,6 +122,40 @@ def test_a_start_with_a_base_carries_only_the_new_events_as_json() -> None:
     assert len(msg.history) == 3 and all(e.json for e in msg.history)
     assert list(wire.start_from_proto("e2", msg, "s1", kept).history) == CHAT_TURN
     assert kept.holds("s1") == head
+
+
+class _Journal:
+    """A held writer's reads, served by a store (the RecordSource of a WriterHistory); it
+    refuses to decode, as the Start must not need it to."""
+
+    def __init__(self, store: MemoryStore, uid: str) -> None:
+        self.store, self.uid = store, uid
+
+    def read(self, from_seq: int = 1, to_seq: int = 0) -> Iterator[Record]:
+        return self.store.read(self.uid, from_seq, to_seq)
+
+    def events(self, from_seq: int, to_seq: int = 0) -> list[dict[str, Any]]:
+        raise AssertionError("the history was decoded to be sent")
+
+
+def test_a_history_the_journal_serves_crosses_as_its_stored_bytes() -> None:
+    store = MemoryStore()
+    uid = store.create(SessionMeta(uid=new_uid())).uid
+    with store.writer(uid) as writer:
+        writer.append(CHAT_TURN)
+    stored = [r.event_json for r in store.read(uid, 1, len(CHAT_TURN))]
+    base, head = Mark(1, 2, "h2"), Mark(1, len(CHAT_TURN), "h5")
+    for history in (StoreHistory(store, uid, len(CHAT_TURN)),
+                    WriterHistory(_Journal(store, uid), len(CHAT_TURN))):  # fmt: skip
+        start = Start(execution_id="e2", config=b"", inputs=(), history=history)
+        whole = wire.start_to_proto(start, "s1", json=True)
+        assert [e.json for e in whole.history] == stored  # not decoded and encoded again
+        assert list(wire.start_from_proto("e2", whole, "s1").history) == CHAT_TURN
+        kept = NodeHistories()
+        kept.put("s1", base, CHAT_TURN[:2], 100)
+        new = wire.start_to_proto(start, "s1", base, head, json=True)
+        assert [e.json for e in new.history] == stored[2:]
+        assert list(wire.start_from_proto("e2", new, "s1", kept).history) == CHAT_TURN
 
 
 # --------------------------------------------------------------------------- a node
