@@ -150,6 +150,9 @@ class Controller:
         """What the ``on_record``/``on_delta`` callbacks raised; never part of a turn."""
         self.on_record = on_record
         self.on_delta = on_delta
+        self.durability = ""
+        """The durability mode of a turn whose request names none ("": step); an engine
+        sets its own (``open(durability=...)``), so a request is never copied to carry it."""
 
     @property
     def workloads(self) -> Workloads:
@@ -373,7 +376,8 @@ class Controller:
         expected_last_seq = request.expected_last_seq
         check_config(config)
         turn_model, recorded_model = models
-        mode = durability_of(request.durability, descriptor)  # :mod:`.turnjournal` decides
+        chosen = request.durability or self.durability
+        mode = durability_of(chosen, descriptor)  # :mod:`.turnjournal` decides
         journal = _WriterJournal(writer, self.on_record, mode)
         exec_id = os.urandom(8).hex()  # secrets.token_hex(8), less its three calls
         head = writer.head[0]

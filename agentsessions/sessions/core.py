@@ -92,6 +92,7 @@ class EngineCore:
                     catalog=self.models,
                     held_limit=self.held,
                 )
+                found.durability = self.durability  # a turn naming no mode runs in this one
                 self._controllers[uid] = found
             return found
 

@@ -103,6 +103,7 @@ class LocalSessions:
     """The local engine over ``store`` (see the module docstring); use :func:`open_local`."""
 
     _unindexed: tuple[AgentSessionsError, ...] = ()  # what the last list could not list
+    _turns: TurnRunner | None = None  # :attr:`turns`, once made
 
     def __init__(
         self,
@@ -146,9 +147,12 @@ class LocalSessions:
     @property
     def turns(self) -> TurnRunner:
         """Turns (:class:`.TurnRunner`)."""
-        from .turning import TurnRunner
+        runner = self._turns
+        if runner is None:  # kept in a field: every turn asks, and _part takes a lock
+            from .turning import TurnRunner
 
-        return self._part("turns", lambda: TurnRunner(self.core, self.claims))
+            runner = self._turns = self._part("turns", lambda: TurnRunner(self.core, self.claims))
+        return runner
 
     @property
     def approvals(self) -> Approvals:

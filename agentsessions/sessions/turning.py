@@ -109,9 +109,7 @@ class TurnRunner:
     # -- before the turn ------------------------------------------------------------------
     def claim(self, request: TurnRequest) -> Claim:
         """Check ``request``, make its session if it has none, and take the session's lock."""
-        checks.check_request(request)
-        if not request.durability and self.core.durability:  # the engine's mode, if chosen
-            request = replace(request, durability=self.core.durability)
+        checks.check_request(request)  # the engine's durability: its controllers' default
         workload = checks.workload(request.tools)  # refused before anything is written
         if request.uid is None and request.origin is not None:
             return self._claim_origin(request, workload)
