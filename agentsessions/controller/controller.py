@@ -48,17 +48,13 @@ from agentsessions.errors import (
     UnavailableError,
 )
 from agentsessions.journal.format.records import Record
-from agentsessions.journal.stores.store import (
-    SessionInfo,
-    SessionMeta,
-    Store,
-    new_uid,
-)
+from agentsessions.journal.stores.store import SessionInfo, SessionMeta, Store, new_uid
 from agentsessions.v1.turn import TurnRequest
 from agentsessions.v1.workloadref import wrap
 
 from . import executions, landed, openturn
 from .cancel import request_check, requests_of
+from .checked import Checked
 from .counting import CountingModels
 from .driving import TurnDriver
 from .driving import TurnResult as TurnResult  # re-exported: callers import it here
@@ -228,7 +224,13 @@ class Controller:
         return self.turn(request, meta=meta)
 
     @turn_span(resumed=False)
-    def turn(self, request: TurnRequest, *, meta: SessionMeta | None = None) -> TurnResult:
+    def turn(
+        self,
+        request: TurnRequest,
+        *,
+        meta: SessionMeta | None = None,
+        checked: Checked | None = None,
+    ) -> TurnResult:
         """Run one turn: EXECUTION_START (the CAS point) and INPUTs, the harness, END/ERROR.
 
         ``request.uid`` None creates a session first (from ``meta``: :meth:`create_session`).
@@ -242,14 +244,16 @@ class Controller:
         re-drives the turn on it. ``request.fresh_start`` first records that a memory
         harness whose memory is gone restarts empty
         (:func:`~agentsessions.controller.freshstart.fresh_start`); whether it may is the
-        engine's check, as are the request's other checks (module docstring).
+        engine's check, as are the request's other checks (module docstring). ``checked``:
+        what the engine's checks of this turn found, holding the session's lock (its state
+        and harness), used instead of reading and describing them again.
         """
         early: tuple[Harness, HarnessDescriptor] | None = None
         uid = request.uid
         if uid is None:
             meta = meta or SessionMeta(uid=new_uid(), harness=request.harness)
             uid, early = self.create_session(meta, request)
-        info = self._info(uid)
+        info = checked.info if checked is not None else self._info(uid)
         name = request.harness or info.meta.harness or DEFAULT_HARNESS
         self.workloads.check_harness(uid, name)
         if request.fresh_start:
@@ -258,7 +262,8 @@ class Controller:
             before = info.last_seq
             info = start_fresh(self, uid, name, request.wait)
             request = request.moved(info.last_seq - before)
-        instance, descriptor = early or self._instance(info, name)
+        placed = checked.harness if checked is not None else None
+        instance, descriptor = early or self._instance(info, name, placed)
         with self.session_writer(uid, request.wait) as writer:
             result = self._exec_on(writer, request, info, name, (instance, descriptor))
         result.created = early is not None
@@ -475,11 +480,16 @@ class Controller:
         except Exception as exc:
             raise HarnessError(f"harness {name!r} could not be described: {exc}") from exc
 
-    def _instance(self, info: SessionInfo, name: str) -> tuple[Harness, HarnessDescriptor]:
-        """The harness to run: a fresh one, or the runtime's live compute for a harness
-        whose state is its memory (REQUIRES_MEMORY_SNAPSHOT)."""
-        probe, descriptor = self.describe_harness(name, info.meta.project)
-        self.place(descriptor)
+    def _instance(
+        self,
+        info: SessionInfo,
+        name: str,
+        placed: tuple[Harness, HarnessDescriptor] | None = None,
+    ) -> tuple[Harness, HarnessDescriptor]:
+        """The harness to run: a fresh one (``placed``, when the caller made it with
+        :meth:`placed`), or the runtime's live compute for a harness whose state is its
+        memory (REQUIRES_MEMORY_SNAPSHOT)."""
+        probe, descriptor = placed or self.placed(name, info.meta.project)
         if descriptor.capabilities.resumability != REQUIRES_MEMORY_SNAPSHOT:
             return probe, descriptor
         uid = info.uid
@@ -511,9 +521,15 @@ class Controller:
 
         The one home of the placement policy: every turn passes here (:meth:`_instance`),
         and the engine asks it before anything is written."""
-        descriptor = self.describe_harness(name, project)[1]
+        return self.placed(name, project)[1]
+
+    def placed(self, name: str, project: str = "") -> tuple[Harness, HarnessDescriptor]:
+        """A new instance of harness ``name`` (as a session of ``project`` resolves it),
+        described, that this runtime can host (else PlacementError): what
+        :meth:`check_placement` checks, kept for the turn it checks (:class:`Checked`)."""
+        instance, descriptor = self.describe_harness(name, project)
         self.place(descriptor)
-        return descriptor
+        return instance, descriptor
 
     def place(self, descriptor: HarnessDescriptor) -> None:
         """Refuse (PlacementError) a harness this runtime cannot host: the one home of the

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from agentsessions.controller.checked import Checked
 from agentsessions.errors import InvalidArgumentError, LockHeldError, NotFoundError
 from agentsessions.journal.stores.capabilities import KEY_CLAIMS
 from agentsessions.journal.stores.store import SessionInfo, SessionMeta, new_uid
@@ -38,6 +39,7 @@ from .views import turn_view, view
 
 if TYPE_CHECKING:
     from agentsessions.controller.controller import Controller
+    from agentsessions.controller.spi import Harness, HarnessDescriptor
     from agentsessions.tools.workload import Workload
 
 _RETRY_SECONDS = 0.05
@@ -54,6 +56,15 @@ class Claim:
     state: SessionInfo | None = None
     """The session as its checks read it, holding its lock (None: not read): a streamed
     turn's first frame shows it without reading it again."""
+    harness: tuple[Harness, HarnessDescriptor] | None = None
+    """The harness its checks made and described (None: none made), for the turn to run."""
+
+    def checked(self) -> Checked | None:
+        """What the turn may take from the checks as it is (the session's state and
+        harness), or None when they read neither."""
+        if self.state is None or self.harness is None:
+            return None
+        return Checked(self.state, self.harness)
 
     @property
     def uid(self) -> str:
@@ -67,12 +78,17 @@ class TurnRunner:
         self.core = core
         self.claims = claims  # the engine's: a session named by origin is made as ensure makes it
 
-    def check_turn(self, harness: str, model: str, chosen: str = "", project: str = "") -> None:
+    def check_turn(
+        self, harness: str, model: str, chosen: str = "", project: str = ""
+    ) -> tuple[Harness, HarnessDescriptor]:
         """Fail before anything is written on an unknown or unplaceable harness (``project``'s
-        view), a bad model spec, or a model the request ``chosen`` for a harness calling none."""
-        descriptor = self.core.controller().check_placement(harness, project)  # its home
+        view), a bad model spec, or a model the request ``chosen`` for a harness calling none;
+        the harness, made and described (the turn runs it: :class:`~agentsessions.controller.
+        checked.Checked`)."""
+        placed = self.core.controller().placed(harness, project)  # placement's home
         self.core.model_checks.check(model)  # once per engine and spec (:class:`.ModelChecks`)
-        checks.check_model_use(harness, descriptor, chosen)
+        checks.check_model_use(harness, placed[1], chosen)
+        return placed
 
     def exec(self, request: TurnRequest) -> Iterator[Frame]:
         """Run one turn on a worker thread; its frames (see :meth:`Sessions.exec`)."""
@@ -114,6 +130,7 @@ class TurnRunner:
         if request.uid is None and request.origin is not None:
             return self._claim_origin(request, workload)
         state: SessionInfo | None = None
+        placed: tuple[Harness, HarnessDescriptor] | None = None
         if request.uid is None:
             request.check_head(0)  # a new session's head is 0
             uid = self._create_for(request, workload)
@@ -124,7 +141,7 @@ class TurnRunner:
             try:
                 if self._landed(request):  # nothing new: no head, approval or tools check
                     return Claim(request, lock, False, landed=True)
-                state = self._check_existing(request, workload)
+                state, placed = self._check_existing(request, workload)
             except BaseException:
                 lock.release()
                 raise
@@ -132,7 +149,7 @@ class TurnRunner:
             self.core.record_workload(uid, workload)
             state = None  # its tools are kept with it: read it again for the first frame
         if request.uid is not None:
-            return Claim(request, lock, False, state=state)
+            return Claim(request, lock, False, state=state, harness=placed)
         return Claim(replace(request, uid=uid), lock, True)  # addressed to its new session
 
     def _landed(self, request: TurnRequest) -> bool:
@@ -183,8 +200,11 @@ class TurnRunner:
         except NotFoundError:
             return ""
 
-    def _check_existing(self, request: TurnRequest, workload: Workload | None) -> SessionInfo:
-        """The checks of a turn of an existing session, made holding its lock; its state."""
+    def _check_existing(
+        self, request: TurnRequest, workload: Workload | None
+    ) -> tuple[SessionInfo, tuple[Harness, HarnessDescriptor]]:
+        """The checks of a turn of an existing session, made holding its lock; its state and
+        harness."""
         uid = request.uid or ""
         info = self.core.state(uid)
         if request.origin is not None and not same_origin(request.origin, info.meta.origin):
@@ -199,10 +219,12 @@ class TurnRunner:
             resolving.check_not_unresolved(self.core.store, info)
         named = request.harness or info.meta.harness or _default_harness()
         # its project's registered harnesses are the ones it may run on
-        self.check_turn(named, request.model or info.meta.model, request.model, info.meta.project)
+        placed = self.check_turn(
+            named, request.model or info.meta.model, request.model, info.meta.project
+        )
         if workload is not None:  # a harness it keeps out of the conversation: nothing written
             workload.check_harness(uid, named)
-        return info
+        return info, placed
 
     def _create_for(self, request: TurnRequest, workload: Workload | None) -> str:
         """Check a new session's turn, then have its session made; its uid."""
@@ -245,22 +267,27 @@ class TurnRunner:
     def _work(self, claim: Claim, controller: Controller) -> tuple[Turn | None, bool]:
         """The turn itself, on ``controller``: the turn and whether compute was woken."""
         request, uid = claim.request, claim.uid
+        checked = claim.checked()  # the state and harness its checks found, if they did
         if claim.created or request.fresh_start or claim.landed:  # a fresh start wakes
-            return turn_view(controller.turn(request), claim.created), False  # compute itself
-        cas = request.expected_last_seq is not None
-        before = controller.info(uid).last_seq if cas else 0
-        woke = self._wake(controller, uid, request.wait)
-        if woke and cas:  # the wake's own records moved the head the request expects
-            request = request.moved(controller.info(uid).last_seq - before)
-        return turn_view(controller.turn(request)), woke
+            result = controller.turn(request, checked=checked)  # compute itself
+            return turn_view(result, claim.created), False
+        info = checked.info if checked is not None else controller.info(uid)
+        woke = self._wake(controller, uid, request.wait, info)
+        if woke:  # the wake's own records moved the head (and its state): read them again
+            checked = None
+            request = request.moved(controller.info(uid).last_seq - info.last_seq)
+        return turn_view(controller.turn(request, checked=checked)), woke
 
     @staticmethod
-    def _wake(controller: Controller, uid: str, wait: float) -> bool:
+    def _wake(
+        controller: Controller, uid: str, wait: float, info: SessionInfo | None = None
+    ) -> bool:
         """Bring a suspended session's compute back (LIFECYCLE_RESUME); True if it was COLD.
+        ``info``: the session's state, when the caller has read it holding the lock.
 
         A busy session is retried until ``wait`` seconds have passed, as the turn itself is.
         """
-        if controller.info(uid).compute_state != "COMPUTE_COLD":
+        if (info or controller.info(uid)).compute_state != "COMPUTE_COLD":
             return False
         # imported only for a cold session: an import statement costs every turn ~1 us
         from agentsessions.controller.lifecycle import resume_compute
