@@ -570,17 +570,21 @@ class Controller:
         ``wait_seconds`` for a busy lock). It stays held after a turn that ended in order
         (END, or a failure the turn itself recorded); any other error closes it, so the
         next turn re-opens, recovers and re-validates."""
-        with self.writers.using(uid):  # from the claim on: no other pool closes it
-            writer = self.writers.get(uid, claim=True) or self._open_writer(uid, wait_seconds)
+        pool = self.writers
+        pool.use(uid)  # from the claim on: no other pool closes it
+        try:
+            writer = pool.get(uid, claim=True) or self._open_writer(uid, wait_seconds)
             try:
                 yield writer
             except _TURN_ERRORS:
-                self.writers.keep_open(writer)  # the journal is as the writer holds it
+                pool.keep_open(writer)  # the journal is as the writer holds it
                 raise
             except BaseException:
-                self.writers.discard(writer)
+                pool.discard(writer)
                 raise
-            self.writers.keep_open(writer)
+            pool.keep_open(writer)
+        finally:
+            pool.done_using(uid)
 
     def _open_writer(self, uid: str, wait_seconds: float) -> HeldWriter:
         """A new writer of ``uid``, waiting up to ``wait_seconds`` for a busy lock."""

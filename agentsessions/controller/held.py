@@ -322,15 +322,26 @@ class WriterPool:
     @contextlib.contextmanager
     def using(self, uid: str) -> Iterator[None]:
         """Mark ``uid``'s writer in use (another pool may not take it meanwhile)."""
-        with self._lock:
-            self._busy[uid] = self._busy.get(uid, 0) + 1
+        self.use(uid)
         try:
             yield
         finally:
-            with self._lock:
-                self._busy[uid] -= 1
-                if not self._busy[uid]:
-                    del self._busy[uid]
+            self.done_using(uid)
+
+    def use(self, uid: str) -> None:
+        """:meth:`using` without a context manager (a turn's path: one generator less); each
+        call is paired with one :meth:`done_using`."""
+        with self._lock:
+            self._busy[uid] = self._busy.get(uid, 0) + 1
+
+    def done_using(self, uid: str) -> None:
+        """The end of one :meth:`use` of ``uid``'s writer."""
+        with self._lock:
+            left = self._busy[uid] - 1
+            if left:
+                self._busy[uid] = left
+            else:
+                del self._busy[uid]
 
     def get(self, uid: str, *, claim: bool = False) -> HeldWriter | None:
         """The held writer of ``uid``, if one is open (marked as just used). An idle one

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from agentsessions.journal.format.records import Record
 
+from . import cancel
 from .spi import ModelProvider
 from .toolcalls import ToolHost
 
@@ -143,8 +144,6 @@ class Live:
         """``on_delta`` asking ``before_effect`` as the answer streams (a cancel abandons it)."""
         if self.on_delta is None or self.before_effect is None:
             return self.on_delta
-        from .cancel import STREAM_CHECK_SECONDS, checked_stream
-
         if isinstance(self.on_delta, Observer):  # the controller's: one call per delta
-            return self.on_delta.checked(self.before_effect, STREAM_CHECK_SECONDS)
-        return checked_stream(self.on_delta, self.before_effect)
+            return self.on_delta.checked(self.before_effect, cancel.STREAM_CHECK_SECONDS)
+        return cancel.checked_stream(self.on_delta, self.before_effect)

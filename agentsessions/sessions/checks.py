@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
 from typing import TYPE_CHECKING
 
@@ -160,13 +160,17 @@ class ModelChecks:
         self._lock = threading.Lock()
         self._checked: set[str] = set()  # specs already parsed and checked
         self._catalog = catalog or {}
+        self._guard: Callable[[str], None] | None = None  # the models' guard, once imported
 
     def check(self, spec: str) -> None:
         """Raise the provider's error for a bad ``spec``; "" (the default) always passes."""
         if spec:
-            from agentsessions.models.catalog import guard_model
+            guard = self._guard
+            if guard is None:  # imported once: ``list`` never loads it, an import costs a turn
+                from agentsessions.models.catalog import guard_model
 
-            guard_model(spec)
+                guard = self._guard = guard_model
+            guard(spec)
         if not spec or spec in self._checked:
             return
         from agentsessions.models import create_model
