@@ -285,9 +285,14 @@ class HeldWriter:
     def trim(self) -> None:
         """Drop the oldest records of the window past :data:`RECENT_BYTES` (a parked
         writer's memory is bounded; a turn that reads deeper fills it again, once)."""
-        while self._recent_bytes > RECENT_BYTES and len(self._recent) > 1:
-            self._recent_bytes -= len(self._recent.popleft().payload)
-            self._events.popleft()
+        over = self._recent_bytes - RECENT_BYTES
+        if over <= 0:
+            return
+        recent, events = self._recent, self._events  # every parked turn drops a few: locals
+        while over > 0 and len(recent) > 1:
+            over -= len(recent.popleft().payload)
+            events.popleft()
+        self._recent_bytes = RECENT_BYTES + over
 
 
 class WriterPool:
