@@ -199,9 +199,6 @@ class _Requests:
 def _behavior(
     behavior: Callable[..., Any], streams_in: bool, streams_out: bool
 ) -> Callable[..., Any]:
-    if streams_in and getattr(behavior, NON_BLOCKING, False):
-        return _non_blocking(behavior)
-
     def checked(request: Any, context: grpc.ServicerContext) -> Any:
         if isinstance(request, Refused):
             status.abort(context, request.error)
@@ -215,15 +212,24 @@ def _behavior(
             raise
         return _responses(result, requests, context) if streams_out else result
 
+    if streams_in and getattr(behavior, NON_BLOCKING, False):
+        return _non_blocking(behavior, checked)
     return checked
 
 
-def _non_blocking(behavior: Callable[..., Any]) -> Callable[..., Any]:
+def _non_blocking(
+    behavior: Callable[..., Any], plain: Callable[[Any, grpc.ServicerContext], Any]
+) -> Callable[..., Any]:
     """A request-streaming ``behavior`` that sends its responses through grpc's callback
     (``experimental_non_blocking``, kept): the status it ends with is the refusal's when a
-    request was refused, whatever the handler made of the iterator's error."""
+    request was refused, whatever the handler made of the iterator's error. Called without
+    the callback (an outer wrapper dropped it), it is ``plain``, the checked behaviour."""
 
-    def checked(requests: Any, context: grpc.ServicerContext, send: Callable[[Any], None]) -> Any:
+    def checked(
+        requests: Any, context: grpc.ServicerContext, send: Callable[[Any], None] | None = None
+    ) -> Any:
+        if send is None:
+            return plain(requests, context)
         checked_requests = _Requests(requests)
 
         def send_checked(response: Any) -> None:
