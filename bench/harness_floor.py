@@ -8,10 +8,10 @@ own. What this costs per turn is what the wire alone adds to a turn in process; 
 ``harness_wire.py`` for its floor row.
 
 :class:`ThreadedNode` answers the same way from a thread of its own, as a node must run a
-synchronous harness: grpc's sync server sends only what its handler yields, so the
-handler waits on a queue while another thread reads the frames and answers them (the
-node's runner, ``harnessnode.HarnessServicer._executions``). Its cost is the floor of such
-a node: the bare exchange plus the thread hops a harness needs.
+synchronous harness: that thread reads the frames and sends the answers itself, through the
+send callback grpc's sync server hands a behaviour marked ``experimental_non_blocking``
+(the node's runner, ``harnessnode.HarnessServicer._executions``, and its outbox). Its cost
+is the floor of such a node: the bare exchange plus the thread hop a harness needs.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Any
 import grpc
 
 from agentsessions.wire.gen import common_pb2, harness_pb2, harness_pb2_grpc
+from agentsessions.wire.intercept import NON_BLOCKING
 
 _CALL = common_pb2.Event(execution_id="e", kind=common_pb2.EVENT_MODEL_CALL)
 _ENDING = harness_pb2.Events(
@@ -49,23 +50,24 @@ class BareNode(harness_pb2_grpc.HarnessServicer):
 
 
 class ThreadedNode(harness_pb2_grpc.HarnessServicer):
-    """BareNode's answers from a runner thread (one per stream), sent by the handler."""
+    """BareNode's answers from a runner thread (one per stream) that sends them itself."""
 
-    def Executions(self, frames: Iterator[Any], context: Any) -> Iterator[harness_pb2.Events]:
-        out: queue.SimpleQueue[harness_pb2.Events | None] = queue.SimpleQueue()
-        threading.Thread(target=self._answer, args=(frames, out), daemon=True).start()
-        yield from iter(out.get, None)
+    def Executions(self, frames: Iterator[Any], context: Any, send: Any = None) -> None:
+        threading.Thread(target=self._answer, args=(frames, send), daemon=True).start()
 
     @staticmethod
-    def _answer(frames: Iterator[Any], out: queue.SimpleQueue[harness_pb2.Events | None]) -> None:
+    def _answer(frames: Iterator[Any], send: Any) -> None:
         try:
             for frame in frames:
                 start = frame.WhichOneof("frame") == "start"
-                out.put(harness_pb2.Events(events=[_CALL]) if start else _ENDING)
+                send(harness_pb2.Events(events=[_CALL]) if start else _ENDING)
         except grpc.RpcError:
             pass  # the stream ended under it
         finally:
-            out.put(None)
+            send(None)
+
+
+setattr(ThreadedNode.Executions, NON_BLOCKING, True)
 
 
 class Floor:

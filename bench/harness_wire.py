@@ -18,7 +18,8 @@ interleaves a third kind of turn: the same messages over a kept stream to a node
 at once (``harness_floor.py``: no harness, no journal), and prints what a remote turn would
 cost if the wire added only that to the turn in process: the best ratio this transport
 allows on this machine; the second floor row answers from a thread of the node's own, as a
-node must run a synchronous harness behind grpc's sync server (``ThreadedNode``); the
+node must run a synchronous harness behind grpc's sync server (``ThreadedNode``: that thread
+reads the frames and sends through grpc's send callback, as the node's runner does); the
 row after it is what a remote turn spends beyond the turn in process and that floor (the
 protocol's own work, both ends: what the target leaves room for). Then
 ``replay --rerun`` of each session (a node keeps a rerun's history too). The turns are short (one
