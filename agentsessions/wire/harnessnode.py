@@ -6,11 +6,13 @@ is one execution (spec digest 1.3):
 1. the host's first frame is ``start`` (with the envelope's session and execution id); every
    later frame repeats that envelope (else INVALID_ARGUMENT) and answers what the harness
    waits for (else FAILED_PRECONDITION): the stream is aborted, the server stays up;
-2. the harness runs in a thread of its own against a :class:`WireSink`: ``model`` sends
+2. the harness runs in a thread of its own against a :class:`WireSink`, which reads the host's
+   frames and sends the events itself (:mod:`.harnessoutbox`): ``model`` sends
    EVENT_MODEL_CALL (its messages, tools and an id) and waits for the ModelResult with that
    id; ``tool`` sends EVENT_TOOL_CALL and waits for the ToolResult of that call id (after an
    ``approval`` frame, for a decided approval-gated call); ``output``, ``report`` and
-   ``usage`` send their event and go on;
+   ``usage`` queue their event and go on (it crosses with the next one the harness waits
+   on, a delta, or the end);
 3. the run ends with exactly one EVENT_END (COMPLETED, or FAILED with the error's text, or
    CANCELED after a ``cancel`` frame), then the server closes its side;
 4. a ``park`` frame answering a TOOL_CALL (the host made TOOL_CALL and APPROVAL_REQUEST
@@ -74,11 +76,11 @@ class StreamGone(BaseException):
 
 @dataclass
 class Exchange:
-    """One execution's state, shared by the harness's thread and the stream's handler.
+    """One execution's state, kept by the thread that runs the stream's executions.
 
-    The harness reads the host's frames itself, from the stream's request iterator, when
-    it waits for one (no reader thread between them): only one thread reads the stream,
-    the one that runs its executions (for a Connect, the handler reads the start first)."""
+    That thread reads the host's frames itself, from the stream's request iterator, when
+    the harness waits for one, and sends the harness's events itself (:mod:`.harnessoutbox`):
+    no thread between the harness and the wire, and only one reads or writes the stream."""
 
     session: str
     execution_id: str
