@@ -26,7 +26,10 @@ from typing import Any
 import grpc
 
 from agentsessions.wire.gen import common_pb2, harness_pb2, harness_pb2_grpc
-from agentsessions.wire.intercept import NON_BLOCKING
+from agentsessions.wire.harnessnode import add_to_server
+from agentsessions.wire.historysync import NodeHistories
+from agentsessions.wire.intercept import NON_BLOCKING, wrapped
+from agentsessions.wire.wirecheck import WireChecks
 
 _CALL = common_pb2.Event(execution_id="e", kind=common_pb2.EVENT_MODEL_CALL)
 _ENDING = harness_pb2.Events(
@@ -103,3 +106,26 @@ class Floor:
         self.frames.put(None)
         self.channel.close()
         self.server.stop(0)
+
+
+class _TwoArguments(grpc.ServerInterceptor):
+    """Calls every behaviour with (request, context) only, as a wrapper that does not know
+    grpc's send hook does: the node's handler then sends what its runner queues."""
+
+    def intercept_service(self, continuation: Any, details: grpc.HandlerCallDetails) -> Any:
+        def around(behavior: Any, streams_out: bool) -> Any:
+            return lambda request, context: behavior(request, context)
+
+        return wrapped(continuation(details), around)
+
+
+def hookless_node(factory: Any, address: str) -> grpc.Server:
+    """The harness node ``factory`` serves, on ``address``, without grpc's send hook (its
+    structure before the runner sent its own events): the same node behind a wrapper."""
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=16), interceptors=[_TwoArguments(), WireChecks()]
+    )
+    add_to_server(server, factory, NodeHistories(), 8)
+    server.add_insecure_port(address)
+    server.start()
+    return server
