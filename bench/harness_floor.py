@@ -8,10 +8,10 @@ own. What this costs per turn is what the wire alone adds to a turn in process; 
 ``harness_wire.py`` for its floor row.
 
 :class:`ThreadedNode` answers the same way from a thread of its own, as a node must run a
-synchronous harness: grpc's sync server sends only what its handler yields, so the
-handler waits on a queue while another thread reads the frames and answers them (the
-node's runner, ``harnessnode.HarnessServicer._executions``). Its cost is the floor of such
-a node: the bare exchange plus the thread hops a harness needs.
+synchronous harness: that thread reads the frames and sends the answers itself, through the
+send callback grpc's sync server hands a behaviour marked ``experimental_non_blocking``
+(the node's runner, ``harnessnode.HarnessServicer._executions``, and its outbox). Its cost
+is the floor of such a node: the bare exchange plus the thread hop a harness needs.
 """
 
 from __future__ import annotations
@@ -26,6 +26,10 @@ from typing import Any
 import grpc
 
 from agentsessions.wire.gen import common_pb2, harness_pb2, harness_pb2_grpc
+from agentsessions.wire.harnessnode import add_to_server
+from agentsessions.wire.historysync import NodeHistories
+from agentsessions.wire.intercept import NON_BLOCKING, wrapped
+from agentsessions.wire.wirecheck import WireChecks
 
 _CALL = common_pb2.Event(execution_id="e", kind=common_pb2.EVENT_MODEL_CALL)
 _ENDING = harness_pb2.Events(
@@ -49,23 +53,24 @@ class BareNode(harness_pb2_grpc.HarnessServicer):
 
 
 class ThreadedNode(harness_pb2_grpc.HarnessServicer):
-    """BareNode's answers from a runner thread (one per stream), sent by the handler."""
+    """BareNode's answers from a runner thread (one per stream) that sends them itself."""
 
-    def Executions(self, frames: Iterator[Any], context: Any) -> Iterator[harness_pb2.Events]:
-        out: queue.SimpleQueue[harness_pb2.Events | None] = queue.SimpleQueue()
-        threading.Thread(target=self._answer, args=(frames, out), daemon=True).start()
-        yield from iter(out.get, None)
+    def Executions(self, frames: Iterator[Any], context: Any, send: Any = None) -> None:
+        threading.Thread(target=self._answer, args=(frames, send), daemon=True).start()
 
     @staticmethod
-    def _answer(frames: Iterator[Any], out: queue.SimpleQueue[harness_pb2.Events | None]) -> None:
+    def _answer(frames: Iterator[Any], send: Any) -> None:
         try:
             for frame in frames:
                 start = frame.WhichOneof("frame") == "start"
-                out.put(harness_pb2.Events(events=[_CALL]) if start else _ENDING)
+                send(harness_pb2.Events(events=[_CALL]) if start else _ENDING)
         except grpc.RpcError:
             pass  # the stream ended under it
         finally:
-            out.put(None)
+            send(None)
+
+
+setattr(ThreadedNode.Executions, NON_BLOCKING, True)
 
 
 class Floor:
@@ -101,3 +106,26 @@ class Floor:
         self.frames.put(None)
         self.channel.close()
         self.server.stop(0)
+
+
+class _TwoArguments(grpc.ServerInterceptor):
+    """Calls every behaviour with (request, context) only, as a wrapper that does not know
+    grpc's send hook does: the node's handler then sends what its runner queues."""
+
+    def intercept_service(self, continuation: Any, details: grpc.HandlerCallDetails) -> Any:
+        def around(behavior: Any, streams_out: bool) -> Any:
+            return lambda request, context: behavior(request, context)
+
+        return wrapped(continuation(details), around)
+
+
+def hookless_node(factory: Any, address: str) -> grpc.Server:
+    """The harness node ``factory`` serves, on ``address``, without grpc's send hook (its
+    structure before the runner sent its own events): the same node behind a wrapper."""
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=16), interceptors=[_TwoArguments(), WireChecks()]
+    )
+    add_to_server(server, factory, NodeHistories(), 8)
+    server.add_insecure_port(address)
+    server.start()
+    return server

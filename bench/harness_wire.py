@@ -3,6 +3,7 @@
     python bench/harness_wire.py                # 200 turns each way
     python bench/harness_wire.py --turns 2000   # a long session: is the cost flat?
     python bench/harness_wire.py --quick        # 20 turns, a smoke check
+    python bench/harness_wire.py --hookless     # A/B: the node without grpc's send hook too
 
 The chat harness with the echo model, on one session of a file store in a temporary home
 each: a turn in process (``chat``) and a turn on the same harness behind ``HarnessServer``
@@ -18,7 +19,8 @@ interleaves a third kind of turn: the same messages over a kept stream to a node
 at once (``harness_floor.py``: no harness, no journal), and prints what a remote turn would
 cost if the wire added only that to the turn in process: the best ratio this transport
 allows on this machine; the second floor row answers from a thread of the node's own, as a
-node must run a synchronous harness behind grpc's sync server (``ThreadedNode``); the
+node must run a synchronous harness behind grpc's sync server (``ThreadedNode``: that thread
+reads the frames and sends through grpc's send callback, as the node's runner does); the
 row after it is what a remote turn spends beyond the turn in process and that floor (the
 protocol's own work, both ends: what the target leaves room for). Then
 ``replay --rerun`` of each session (a node keeps a rerun's history too). The turns are short (one
@@ -49,7 +51,7 @@ from agentsessions.sessions.harnessbook import static_remotes  # noqa: E402
 from agentsessions.sessions.wiring import HARNESSES  # noqa: E402
 from agentsessions.wire.harnesslinks import LANES  # noqa: E402
 from agentsessions.wire.harnessnode import HarnessServer  # noqa: E402
-from bench.harness_floor import Floor  # noqa: E402
+from bench.harness_floor import Floor, hookless_node  # noqa: E402
 
 Times = list[tuple[float, float]]
 
@@ -62,7 +64,7 @@ def _turn(engine: Sessions, uid: str, i: int) -> tuple[float, float]:
 
 
 def _interleaved(
-    engine: Sessions, n: int, floors: list[Floor]
+    engine: Sessions, n: int, floors: list[Floor], more: list[str]
 ) -> tuple[Times, Times, Times, list[Times], str, str]:
     """Per-turn times of ``n`` turns in process, ``n`` remote (node in this process), ``n``
     remote on a node process of its own, and ``n`` exchanges on each floor, in turn, the
@@ -73,12 +75,17 @@ def _interleaved(
     local: Times = []
     remote: Times = []
     apart: Times = []
-    bare: list[Times] = [[] for _ in floors]
+    bare: list[Times] = [[] for _ in floors + more]
+    more_uids = [engine.run(harness=name, inputs=["warm up"]).uid for name in more]
     kinds = [
         lambda i: local.append(_turn(engine, local_uid, i)),
         lambda i: remote.append(_turn(engine, remote_uid, i)),
         lambda i: apart.append(_turn(engine, apart_uid, i)),
-        *(lambda i, f=f, t=t: t.append(f.turn()) for f, t in zip(floors, bare, strict=True)),
+        *(lambda i, f=f, t=t: t.append(f.turn()) for f, t in zip(floors, bare, strict=False)),
+        *(
+            lambda i, u=u, t=t: t.append(_turn(engine, u, i))
+            for u, t in zip(more_uids, bare[len(floors) :], strict=True)
+        ),
     ]
     for i in range(n):
         for k in range(len(kinds)):
@@ -113,6 +120,11 @@ def main() -> None:
     parser.add_argument(
         "--no-replay", action="store_true", help="skip the reruns"
     )  # fmt: skip
+    parser.add_argument(
+        "--hookless",
+        action="store_true",
+        help="also turns on the node without grpc's send hook (its handler sends): an A/B",
+    )
     args = parser.parse_args()
     n = 20 if args.quick else max(10, args.turns)
     home = tempfile.mkdtemp(prefix="ash-bench-")
@@ -120,15 +132,24 @@ def main() -> None:
     node = _node_process(f"unix://{home}/apart.sock")
     static_remotes([f"remote-chat={server.address}", f"remote-chat-apart=unix://{home}/apart.sock"])
     floors = [Floor(f"unix://{home}/bare.sock"), Floor(f"unix://{home}/hop.sock", True)]
+    more = ["remote-chat-hookless"] if args.hookless else []
+    hookless = None
+    if args.hookless:  # the A/B: the same node, its handler sending what its runner queues
+        hookless = hookless_node(HARNESSES.factory("chat"), f"unix://{home}/hookless.sock")
+        static_remotes([f"remote-chat-hookless=unix://{home}/hookless.sock"])
     try:
         with agentsessions.open(tempfile.mkdtemp(), runtime="local") as engine:
-            local, remote, apart, bare, local_uid, remote_uid = _interleaved(engine, n, floors)
+            local, remote, apart, bare, local_uid, remote_uid = _interleaved(
+                engine, n, floors, more
+            )
             replays = None if args.no_replay else _reruns(engine, local_uid, remote_uid)
     finally:
         for floor in floors:
             floor.close()
         LANES.close()  # the kept streams end before their node does
         server.stop(0)
+        if hookless is not None:
+            hookless.stop(0)
         node.terminate()
         node.wait()
     tenth = max(1, n // 10)
@@ -140,6 +161,8 @@ def main() -> None:
     print(_floor("floor: the bare exchange of a turn's messages", local, bare[0]))
     print(_floor("  answered from a thread of the node's own", local, bare[1]))
     print(_own(local, remote, bare[1]))
+    if more:
+        print(_ab(remote, bare[2]))
     if replays is not None:
         replay_local, replay_remote, calls = replays
         print(f"replay --rerun of {n + 1} turns: in process {replay_local * 1e3:.0f} ms, over "
@@ -170,6 +193,18 @@ def _own(local: Times, remote: Times, floor: Times) -> str:
     return (
         f"  beyond the turn in process and that floor, the protocol's own (host and node): "
         f"{wall * 1e3:.2f} ms ({cpu * 1e3:.2f} ms CPU)"
+    )
+
+
+def _ab(remote: Times, hookless: Times) -> str:
+    """The node as served against the same node without grpc's send hook, in this run."""
+    wall, cpu = (
+        statistics.median(t[i] for t in remote) / statistics.median(t[i] for t in hookless)
+        for i in (0, 1)
+    )
+    return (
+        f"the node as served, against the same node without grpc's send hook (its handler "
+        f"sends what its runner queues): {wall:.3f}x wall, {cpu:.3f}x CPU"
     )
 
 

@@ -6,11 +6,13 @@ is one execution (spec digest 1.3):
 1. the host's first frame is ``start`` (with the envelope's session and execution id); every
    later frame repeats that envelope (else INVALID_ARGUMENT) and answers what the harness
    waits for (else FAILED_PRECONDITION): the stream is aborted, the server stays up;
-2. the harness runs in a thread of its own against a :class:`WireSink`: ``model`` sends
+2. the harness runs in a thread of its own against a :class:`WireSink`, which reads the host's
+   frames and sends the events itself (:mod:`.harnessoutbox`): ``model`` sends
    EVENT_MODEL_CALL (its messages, tools and an id) and waits for the ModelResult with that
    id; ``tool`` sends EVENT_TOOL_CALL and waits for the ToolResult of that call id (after an
    ``approval`` frame, for a decided approval-gated call); ``output``, ``report`` and
-   ``usage`` send their event and go on;
+   ``usage`` queue their event and go on (it crosses with the next one the harness waits
+   on, a delta, or the end);
 3. the run ends with exactly one EVENT_END (COMPLETED, or FAILED with the error's text, or
    CANCELED after a ``cancel`` frame), then the server closes its side;
 4. a ``park`` frame answering a TOOL_CALL (the host made TOOL_CALL and APPROVAL_REQUEST
@@ -31,11 +33,10 @@ harness runs (FAILED_PRECONDITION with the ``agentsessions-history: miss`` trail
 
 from __future__ import annotations
 
-import queue
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any, NoReturn
+from dataclasses import dataclass, replace
+from typing import Any
 
 import grpc
 
@@ -60,7 +61,8 @@ from agentsessions.errors import (
 from agentsessions.journal.stores.store import Snapshot, WorkingState
 from agentsessions.wire import harnesswire as wire
 from agentsessions.wire.gen import common_pb2, harness_pb2, harness_pb2_grpc
-from agentsessions.wire.historysync import MISS, TRAILER, HistoryMiss, NodeHistories
+from agentsessions.wire.harnessoutbox import NON_BLOCKING, Outbox, Pump, Refusal, Send
+from agentsessions.wire.historysync import HistoryMiss, NodeHistories
 from agentsessions.wire.workers import Workers
 
 ERROR_CODE_INTERNAL = 13  # gRPC INTERNAL, as the reference records a failed harness
@@ -73,41 +75,17 @@ class StreamGone(BaseException):
 
 
 @dataclass
-class Refusal:
-    """Why the server aborts a stream: a status and its details (``miss``: a history miss,
-    told to the host in the trailer so that it resends the history whole)."""
-
-    code: grpc.StatusCode
-    details: str
-    miss: bool = False
-
-    def abort(self, context: grpc.ServicerContext) -> NoReturn:
-        """End the stream with this status (the handler's thread calls it)."""
-        if self.miss:
-            context.set_trailing_metadata(((TRAILER, MISS),))
-        context.abort(self.code, self.details)
-
-
-class _Closed:
-    """The marker a stream's runner queues when it will run no more executions."""
-
-
-CLOSED = _Closed()
-Out = queue.SimpleQueue[common_pb2.Event | Refusal | _Closed | None]
-
-
-@dataclass
 class Exchange:
-    """One execution's state, shared by the harness's thread and the stream's handler.
+    """One execution's state, kept by the thread that runs the stream's executions.
 
-    The harness reads the host's frames itself, from the stream's request iterator, when
-    it waits for one (no reader thread between them): only one thread reads the stream,
-    the one that runs its executions (for a Connect, the handler reads the start first)."""
+    That thread reads the host's frames itself, from the stream's request iterator, when
+    the harness waits for one, and sends the harness's events itself (:mod:`.harnessoutbox`):
+    no thread between the harness and the wire, and only one reads or writes the stream."""
 
     session: str
     execution_id: str
     source: Iterator[harness_pb2.ControllerFrame]
-    out: Out = field(default_factory=queue.SimpleQueue)
+    out: Outbox
     parked: common_pb2.ApprovalRef | None = None
     canceled: bool = False
     calls: int = 0
@@ -119,15 +97,17 @@ class Exchange:
         self.out.put(wire.event_to_wire(stamped, self.json))
 
     def refuse(self, code: grpc.StatusCode, details: str) -> StreamGone:
-        """Abort the stream with ``code`` (the handler does it) and unwind the harness."""
-        self.out.put(Refusal(code, details))
+        """End the stream with ``code`` and unwind the harness."""
+        self.out.refuse(Refusal(code, details))
         return StreamGone(details)
 
     def next_frame(self, waiting_for: str) -> harness_pb2.ControllerFrame:
         """The host's next frame; a cancel raises TurnCanceledError in the harness. A frame
         with another envelope, or a second start, is refused; one the server's wire checks
         refused (undecodable, a field out of range: .wirecheck) ends the stream
-        INVALID_ARGUMENT."""
+        INVALID_ARGUMENT. What waits in the outbox crosses first: the host may be waiting
+        for it."""
+        self.out.flush()
         try:
             frame = next(self.source)
         except InvalidArgumentError as exc:
@@ -196,11 +176,13 @@ class WireSink:
         self.x.send({"kind": "EVENT_USAGE", "usage": dict(usage)})
 
     def delta(self, text: str) -> None:
-        """Streamed text: an ``Event{delta}`` (transport only, never answered)."""
+        """Streamed text: an ``Event{delta}`` (transport only, never answered), sent at once
+        with what waited before it (a reader follows the text as it comes)."""
         x = self.x
         x.out.put(
             common_pb2.Event(execution_id=x.execution_id, delta=common_pb2.TextDelta(text=text))
         )
+        x.out.flush()
 
     def state(self, data: bytes, *, covers_to: int = 0, expected_version: int | None = None) -> int:
         """Commit working state through the host: an ``Event{state_commit}``, answered by a
@@ -329,43 +311,65 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
         return msg
 
     def Connect(
-        self, request_iterator: Iterator[harness_pb2.ControllerFrame], context: grpc.ServicerContext
-    ) -> Iterator[common_pb2.Event]:
-        first = next(request_iterator, None)
-        if first is None:
-            return
-        begun = self._begin(first, request_iterator, queue.SimpleQueue())
-        if isinstance(begun, Refusal):
-            begun.abort(context)
-        x, start = begun
-        self.workers.run(self._run, x, start)
-        for batch in _batches(x.out, context, once=True):
-            yield from batch
+        self,
+        request_iterator: Iterator[harness_pb2.ControllerFrame],
+        context: grpc.ServicerContext,
+        send: Send | None = None,
+    ) -> Iterator[common_pb2.Event] | None:
+        """One execution on this stream, each event its own message."""
+        return self._serve(self._connect, request_iterator, context, send, False)
 
     def Executions(
-        self, request_iterator: Iterator[harness_pb2.ControllerFrame], context: grpc.ServicerContext
-    ) -> Iterator[harness_pb2.Events]:
+        self,
+        request_iterator: Iterator[harness_pb2.ControllerFrame],
+        context: grpc.ServicerContext,
+        send: Send | None = None,
+    ) -> Iterator[harness_pb2.Events] | None:
         """Executions one after another on this stream, each as Connect runs one; the
         events ready at once cross as one ``Events``. Past ``lanes`` such streams open at
-        once, a stream serves one execution and ends: an idle stream holds a worker thread
-        of a sync server, and Describe and Connect must always find one.
-
-        One runner thread (:meth:`_executions`) reads each start and runs its harness, so a
-        start wakes the thread that runs it; this handler only sends what it queues."""
+        once, a stream serves one execution and ends (a stream kept idle holds a thread of
+        this process, and without grpc's send callback a worker thread of the server too,
+        which Describe and Connect must always find)."""
         with self._lock:
             keep = self._lanes < self.lanes
             self._lanes += keep
+        return self._serve(self._executions, request_iterator, context, send, True, keep)
+
+    def _serve(
+        self,
+        runner: Callable[..., None],
+        frames: Iterator[harness_pb2.ControllerFrame],
+        context: grpc.ServicerContext,
+        send: Send | None,
+        batch: bool,
+        *args: Any,
+    ) -> Iterator[Any] | None:
+        """Run the stream's ``runner`` on a worker, which reads the frames, runs each
+        execution and sends its events itself (:mod:`.harnessoutbox`): with grpc's ``send``
+        this handler returns at once, without it it yields what the runner queues."""
+        if send is not None:
+            self.workers.run(runner, frames, Outbox(send, context, batch=batch), *args)
+            return None
+        pump = Pump()
+        self.workers.run(runner, frames, Outbox(pump.send, context, batch=batch), *args)
+        return pump.messages()
+
+    def _connect(self, frames: Iterator[harness_pb2.ControllerFrame], out: Outbox) -> None:
+        """The runner of a Connect stream: its one execution, then the stream's end."""
         try:
-            out: Out = queue.SimpleQueue()
-            self.workers.run(self._executions, request_iterator, out, keep)
-            for batch in _batches(out, context, once=False):
-                yield harness_pb2.Events(events=batch)
+            first = _next_start(frames)
+            if first is None:
+                return
+            begun = first if isinstance(first, Refusal) else self._begin(first, frames, out)
+            if isinstance(begun, Refusal):
+                out.refuse(begun)
+                return
+            self._run(*begun)
         finally:
-            with self._lock:
-                self._lanes -= keep
+            out.end()
 
     def _executions(
-        self, frames: Iterator[harness_pb2.ControllerFrame], out: Out, keep: bool
+        self, frames: Iterator[harness_pb2.ControllerFrame], out: Outbox, keep: bool
     ) -> None:
         """The runner of an Executions stream: each start read, checked and run here, until
         the host closes the stream (or a refusal ends it, or ``keep`` is False after one)."""
@@ -373,16 +377,18 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
             while (first := _next_start(frames)) is not None:
                 begun = first if isinstance(first, Refusal) else self._begin(first, frames, out)
                 if isinstance(begun, Refusal):
-                    out.put(begun)
+                    out.refuse(begun)
                     return
                 self._run(*begun)
-                if not keep:
+                if not keep or out.ended:
                     return
         finally:
-            out.put(CLOSED)
+            with self._lock:
+                self._lanes -= keep
+            out.end()
 
     def _begin(
-        self, first: harness_pb2.ControllerFrame, frames: Iterator[Any], out: Out
+        self, first: harness_pb2.ControllerFrame, frames: Iterator[Any], out: Outbox
     ) -> tuple[Exchange, Start] | Refusal:
         """One execution's exchange and Start from its first frame, or why the stream is
         refused before the harness runs (not a start, no execution id, a history miss, a
@@ -438,33 +444,12 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
             )
         elif end is not None:
             x.send({"kind": "EVENT_END", "end": end})
-        x.out.put(None)
+        x.out.flush()
 
 
-def _batches(
-    out: Out, context: grpc.ServicerContext, *, once: bool
-) -> Iterator[list[common_pb2.Event]]:
-    """What the runner queues, in batches of the events ready at once, until an execution
-    ends (``once``: a Connect) or the runner is done; a refusal aborts the stream after
-    what came before it is sent."""
-    while True:
-        batch: list[common_pb2.Event] = []
-        item = out.get()
-        while isinstance(item, common_pb2.Event):
-            batch.append(item)
-            try:  # whatever else is ready goes with it: one message, not one each
-                item = out.get_nowait()
-            except queue.Empty:
-                break
-        else:  # an execution's end (None), the runner's, or a refusal: what came first
-            if batch:
-                yield batch
-            if isinstance(item, Refusal):
-                item.abort(context)
-            if item is CLOSED or once:
-                return
-            continue
-        yield batch
+# grpc's sync server hands these a send callback (see .harnessoutbox)
+setattr(HarnessServicer.Connect, NON_BLOCKING, True)
+setattr(HarnessServicer.Executions, NON_BLOCKING, True)
 
 
 def _next_start(

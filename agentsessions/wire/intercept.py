@@ -79,6 +79,13 @@ POOL_ATTR = "experimental_thread_pool"
 """The attribute grpc's sync server reads on a behaviour: the pool to submit it to."""
 
 
+NON_BLOCKING = "experimental_non_blocking"
+"""The attribute grpc's sync server reads on a behaviour: call it with a third argument, a
+callback that sends one response from any thread (the harness node's streams,
+:mod:`.harnessoutbox`); :mod:`.wirecheck` keeps it, other wrappers call the behaviour
+without it."""
+
+
 def on_pool(behavior: Callable[..., Any], pool: futures.ThreadPoolExecutor) -> Callable[..., Any]:
     """``behavior`` as grpc runs it on ``pool`` instead of the server's own pool."""
 

@@ -37,7 +37,7 @@ from agentsessions.errors import InvalidArgumentError
 from agentsessions.sessions.checks import MAX_WAIT_SECONDS
 from agentsessions.v1.limits import MAX_FORK_CHILDREN
 from agentsessions.wire import status
-from agentsessions.wire.intercept import NOT_WRAPPED, Handler, PerMethod
+from agentsessions.wire.intercept import NON_BLOCKING, NOT_WRAPPED, Handler, PerMethod, note
 
 MAX_INT64 = 2**63 - 1
 MAX_INT32 = 2**31 - 1
@@ -198,7 +198,7 @@ class _Requests:
 
 def _behavior(
     behavior: Callable[..., Any], streams_in: bool, streams_out: bool
-) -> Callable[[Any, grpc.ServicerContext], Any]:
+) -> Callable[..., Any]:
     def checked(request: Any, context: grpc.ServicerContext) -> Any:
         if isinstance(request, Refused):
             status.abort(context, request.error)
@@ -212,6 +212,38 @@ def _behavior(
             raise
         return _responses(result, requests, context) if streams_out else result
 
+    if streams_in and getattr(behavior, NON_BLOCKING, False):
+        return _non_blocking(behavior, checked)
+    return checked
+
+
+def _non_blocking(
+    behavior: Callable[..., Any], plain: Callable[[Any, grpc.ServicerContext], Any]
+) -> Callable[..., Any]:
+    """A request-streaming ``behavior`` that sends its responses through grpc's callback
+    (``experimental_non_blocking``, kept): the status it ends with is the refusal's when a
+    request was refused, whatever the handler made of the iterator's error. Called without
+    the callback (an outer wrapper dropped it), it is ``plain``, the checked behaviour."""
+
+    def checked(
+        requests: Any, context: grpc.ServicerContext, send: Callable[[Any], None] | None = None
+    ) -> Any:
+        if send is None:
+            return plain(requests, context)
+        checked_requests = _Requests(requests)
+
+        def send_checked(response: Any) -> None:
+            refused = checked_requests.refused
+            if response is None and refused is not None:
+                note(error=type(refused).__name__)
+                context.set_trailing_metadata(status.trailers(refused))
+                context.set_code(status.status_code(refused))
+                context.set_details(status.details(refused))
+            send(response)
+
+        return behavior(checked_requests, context, send_checked)
+
+    setattr(checked, NON_BLOCKING, True)
     return checked
 
 

@@ -1,8 +1,9 @@
 """Daemon threads a harness node reuses across Connect streams.
 
-Each stream needs two threads beside the gRPC handler (one reads the host's frames, one runs
-the harness). Starting a thread waits for it to run once, which on a loaded machine is a
-scheduling round per thread per turn; an idle worker takes the next job at once. Workers are
+Each stream needs one thread of its own, beside grpc's, that reads the host's frames, runs
+the harness and sends its events (:mod:`.harnessoutbox`; the gRPC handler returns at once).
+Starting a thread waits for it to run once, which on a loaded machine is a scheduling round
+per stream; an idle worker takes the next job at once. Workers are
 daemons, as the threads they replace were: a harness stuck in a run never holds the process
 at exit. At most ``idle`` of them wait for work; the rest end when their job does.
 """
