@@ -12,10 +12,11 @@ tests/unit/test_fasthelp.py fails when the file is stale or the page differs fro
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from pprint import pformat
 from typing import Any
+
+from agentsessions.cli.genfile import rewrite
 
 TARGET = Path(__file__).with_name("gen") / "roothelp.py"
 """The generated module."""
@@ -87,12 +88,7 @@ def source() -> str:
 
 def main() -> None:
     """Rewrite :data:`TARGET` (``--check``: exit 1 if it is not current, write nothing)."""
-    text = source()
-    current = TARGET.read_text(encoding="utf-8") if TARGET.exists() else ""
-    if "--check" in sys.argv[1:]:
-        raise SystemExit(0 if current == text else 1)
-    if current != text:
-        TARGET.write_text(text, encoding="utf-8")
+    rewrite(TARGET, source())
 
 
 if __name__ == "__main__":
