@@ -41,10 +41,9 @@ from __future__ import annotations
 
 import builtins
 import os
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from agentsessions.errors import (
     AgentSessionsError,
@@ -60,6 +59,7 @@ from agentsessions.v1.ids import check_project, check_uid
 from agentsessions.v1.turn import SessionOptions, TurnOptions, TurnRequest, check_durability
 
 from . import checks, lifecycle
+from .collaborators import Collaborators
 from .core import EngineCore
 from .defaults import DEFAULT_RUNTIME
 from .home import require_home, resolve_home
@@ -79,8 +79,6 @@ from .views import view
 from .wiring import HARNESSES, build_controller
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from agentsessions.controller.controller import Controller
     from agentsessions.controller.spi import Runtime
     from agentsessions.journal.crypto.keys import MasterKey
@@ -88,22 +86,16 @@ if TYPE_CHECKING:
     from agentsessions.runtimes.compute import HostInfo
     from agentsessions.v1.results import ToolStoreEntry, VerifyReport
 
-    from .approvals import Approvals
-    from .claims import SessionClaims
-    from .keys import MasterKeys, Rotation
-    from .resolving import Resolver
-    from .turning import TurnRunner
+    from .keys import Rotation
 
-_Part = TypeVar("_Part")
 DEFAULT_CANCEL_WAIT = lifecycle.DEFAULT_CANCEL_WAIT
 _RELEASE_WAIT_SECONDS = 3600.0  # release waits for a running turn: turns end by themselves
 
 
-class LocalSessions:
+class LocalSessions(Collaborators):
     """The local engine over ``store`` (see the module docstring); use :func:`open_local`."""
 
     _unindexed: tuple[AgentSessionsError, ...] = ()  # what the last list could not list
-    _turns: TurnRunner | None = None  # :attr:`turns`, once made
 
     def __init__(
         self,
@@ -123,57 +115,7 @@ class LocalSessions:
         self._owns_store = owns_store
         self._lock = self.core.catalog_lock  # the store's catalog (create, list, delete ...)
         self.lifecycle = Lifecycle(self.core)
-        # the other collaborators are made on first use: a list, a get or a read imports
-        # none of their modules (turns, claims, approvals, resolutions, master keys)
-        self._parts: dict[str, object] = {}
-        self._parts_lock = threading.RLock()  # turns asks for claims while it is made
-
-    def _part(self, name: str, make: Callable[[], _Part]) -> _Part:
-        """The collaborator ``name``, made by ``make`` on first use (once per engine, whichever
-        thread asks first)."""
-        with self._parts_lock:
-            part = self._parts.get(name)
-            if part is None:
-                part = self._parts[name] = make()
-        return part  # type: ignore[return-value]
-
-    @property
-    def claims(self) -> SessionClaims:
-        """Creation and sessions by key (:class:`.SessionClaims`)."""
-        from .claims import SessionClaims
-
-        return self._part("claims", lambda: SessionClaims(self.core))
-
-    @property
-    def turns(self) -> TurnRunner:
-        """Turns (:class:`.TurnRunner`)."""
-        runner = self._turns
-        if runner is None:  # kept in a field: every turn asks, and _part takes a lock
-            from .turning import TurnRunner
-
-            runner = self._turns = self._part("turns", lambda: TurnRunner(self.core, self.claims))
-        return runner
-
-    @property
-    def approvals(self) -> Approvals:
-        """Approval decisions (:class:`.Approvals`)."""
-        from .approvals import Approvals
-
-        return self._part("approvals", lambda: Approvals(self.core))
-
-    @property
-    def resolver(self) -> Resolver:
-        """Resolutions of unresolved calls (:class:`.Resolver`)."""
-        from .resolving import Resolver
-
-        return self._part("resolver", lambda: Resolver(self.core, self))
-
-    @property
-    def master_keys(self) -> MasterKeys:
-        """Master-key rotation (:class:`.MasterKeys`)."""
-        from .keys import MasterKeys
-
-        return self._part("master_keys", lambda: MasterKeys(self.core))
+        self._start_collaborators()  # the others, made on first use (.collaborators)
 
     # -- plumbing ---------------------------------------------------------------------------
     def __enter__(self) -> LocalSessions:

@@ -95,7 +95,7 @@ def test_no_responders_and_a_refusal_are_reported_as_the_server_says(
     try:
         ack = publisher.publish("nostream.here", b"x", {"Nats-Msg-Id": "a"}, 5)
         assert ack.no_responders and ack.seq == 0
-        big = b"x" * (1024 * 1024 + 1)  # past the server's 1 MiB max_payload
+        big = b"x" * (1024 * 1024 + 1)  # past the 1 MiB max_payload its INFO names: never sent
         with pytest.raises(UnavailableError, match=r"refused a commit on nostream\.here"):
             publisher.publish("nostream.here", big, {"Nats-Msg-Id": "b"}, 5)
         # the refused connection was dropped; the next publish opens another

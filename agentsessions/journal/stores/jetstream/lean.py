@@ -23,7 +23,8 @@ What can go wrong, and what the caller is told:
   :class:`~agentsessions.journal.stores.jetstream.loop.OutcomeUnknown` (it may have
   landed: the caller retries with the same Msg-Id or reads), and that connection is
   dropped, so no late answer is ever taken for another publish's;
-- the server refuses the message (``-ERR``, e.g. a permissions violation): UnavailableError;
+- the server refuses the message (``-ERR``, e.g. a permissions violation), or it is over the
+  server's ``max_payload`` (refused before it is sent, as nats-py does): UnavailableError;
 - the server asks for TLS or credentials: :class:`NotLean`, and the store publishes through
   nats-py from then on (which honours them); a URL with credentials or the ``tls://``
   scheme never comes here (:func:`usable`).
@@ -88,6 +89,7 @@ class _Connection:
             info = json.loads(line[5:])
             if info.get("tls_required") or info.get("auth_required") or not info.get("headers"):
                 raise NotLean(f"{host}:{port} asks for TLS or credentials")
+            self.max_payload = int(info.get("max_payload") or 0)  # 0: the server names none
             self.inbox = f"_INBOX.{secrets.token_hex(11)}."
             self.count = 0
             self.sock.sendall(
@@ -151,7 +153,13 @@ class _Connection:
         reply = f"{self.inbox}{self.count}"
         head = "NATS/1.0\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
         hdr = head.encode()
-        line = f"HPUB {subject} {reply} {len(hdr)} {len(hdr) + len(body)}\r\n".encode()
+        size = len(hdr) + len(body)
+        if self.max_payload and size > self.max_payload:
+            # refused here, as nats-py refuses it, and never sent: the server would answer
+            # -ERR and close the connection, and a reset racing that answer could lose it,
+            # making a certain refusal look like an unknown outcome
+            raise _Refused(f"{size} bytes, over the server's max_payload of {self.max_payload}")
+        line = f"HPUB {subject} {reply} {len(hdr)} {size}\r\n".encode()
         self.sock.sendall(b"".join((line, hdr, body, b"\r\n")))
         return self._reply(reply)
 
