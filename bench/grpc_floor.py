@@ -65,13 +65,19 @@ def serve() -> None:
         "bench.Echo",
         {"Echo": grpc.unary_unary_rpc_method_handler(lambda req, _ctx: req, _same, _same)},
     )
+    _serve_until_stopped(handler)
+
+
+def _serve_until_stopped(handler: grpc.GenericRpcHandler) -> None:
+    """Serve ``handler`` on a free loopback port (32 workers, both floors alike);
+    print the port; return once SIGTERM or SIGINT stopped the server and its calls ended."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=32))
     server.add_generic_rpc_handlers((handler,))
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     print(port, flush=True)
     signal.sigwait([signal.SIGTERM, signal.SIGINT])
-    server.stop(None)
+    server.stop(None).wait()
 
 
 def serve_turns(home: str) -> None:
@@ -94,13 +100,7 @@ def serve_turns(home: str) -> None:
     handler = grpc.method_handlers_generic_handler(
         "bench.Turns", {"Turn": grpc.unary_unary_rpc_method_handler(turn, _same, _same)}
     )
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=32))
-    server.add_generic_rpc_handlers((handler,))
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    print(port, flush=True)
-    signal.sigwait([signal.SIGTERM, signal.SIGINT])
-    server.stop(None).wait()
+    _serve_until_stopped(handler)
     engine.close()
 
 
