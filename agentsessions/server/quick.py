@@ -16,8 +16,9 @@ moved to another thread). Measured anyway, the turn run on the handler's thread 
 
 Invariants (besides :mod:`.updates`'s, which makes the messages):
 
-- the reply holds every frame the turn made within :data:`QUICK_WINDOW` seconds, each
-  record durable, as one ExecUpdate whose ``batch`` holds all but the first, in order;
+- the reply holds every frame the turn made within its window (:data:`QUICK_WINDOW`
+  seconds, stretched while the server is busy: :func:`window`), each record durable, as
+  one ExecUpdate whose ``batch`` holds all but the first, in order;
 - a turn that ended within the window is whole in the reply (its last session frame is
   there); one that goes on is paused and its rest held (:mod:`.rests`): the reply's
   ``rest`` names it and ExecRest streams the remaining frames exactly as Exec would have;
@@ -29,7 +30,10 @@ Invariants (besides :mod:`.updates`'s, which makes the messages):
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import grpc
 
@@ -48,7 +52,48 @@ from agentsessions.wire.intercept import note
 QUICK_WINDOW = 0.025
 """Seconds the reply waits for the turn's end: above a local turn's two syncs on a busy
 disk, about :data:`~agentsessions.sessions.turnstream.QUICK` (what a person watching frames
-arrive cannot tell apart from at once); a longer turn's first frames wait this long."""
+arrive cannot tell apart from at once); a longer turn's first frames wait this long
+(stretched while the server is busy: :func:`window`)."""
+
+MAX_STRETCH = 4.0
+"""The most :func:`window` stretches :data:`QUICK_WINDOW` (0.1 s: still below what a person
+perceives as a delay)."""
+
+CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def window(running: int) -> float:
+    """Seconds a reply waits for its turn's end when ``running`` ExecQuick calls (this one
+    among them) wait for theirs: :data:`QUICK_WINDOW`, stretched by the turns each core
+    shares, up to :data:`MAX_STRETCH` times.
+
+    Why: a quick turn's wall time grows with the turns sharing the daemon's cores (and its
+    one interpreter lock), so a window fixed in wall time pauses more quick turns the
+    busier the server is, and each pause costs another call (ExecRest), which makes it
+    busier still. Measured with bench/grpc.py's 32 clients on this project's 2-core machine,
+    loaded: a turn took 25-40 ms, so 10-30% of them were paused at 25 ms. Stretching keeps a
+    quick turn one reply under load; a slow turn's first frames wait up to 0.1 s then."""
+    return QUICK_WINDOW * min(MAX_STRETCH, max(1.0, running / CORES))
+
+
+class Busy:
+    """How many ExecQuick calls wait for their turns now (what :func:`window` scales by)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running = 0
+
+    @contextmanager
+    def one(self) -> Iterator[int]:
+        """Count this call while it waits; how many wait, this one among them."""
+        with self._lock:
+            self._running += 1
+            running = self._running
+        try:
+            yield running
+        finally:
+            with self._lock:
+                self._running -= 1
 
 
 def reply(
@@ -57,19 +102,22 @@ def reply(
     context: grpc.ServicerContext,
     timer: deadline.Deadline | None,
     rests: Rests,
+    busy: Busy | None = None,
 ) -> session_pb2.ExecQuickResponse:
     """The ExecQuick reply of a started turn (``stream``, its frames): whole, or paused
-    with its rest held in ``rests`` for this call's principal."""
+    with its rest held in ``rests`` for this call's principal. ``busy``: the server's
+    count of waiting replies, which stretches the window (:func:`window`)."""
     seen = Seen(context)
-    updates = windowed(engine, stream, seen, timer, QUICK_WINDOW)
     out: list[session_pb2.ExecUpdate] = []
     paused = False
     try:
-        for update in updates:
-            if update is PAUSE:
-                paused = True
-                break
-            out.append(update)
+        with (busy or Busy()).one() as running:
+            updates = windowed(engine, stream, seen, timer, window(running))
+            for update in updates:
+                if update is PAUSE:
+                    paused = True
+                    break
+                out.append(update)
     except AgentSessionsError as exc:
         _close(timer)
         if not out:

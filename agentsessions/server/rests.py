@@ -17,9 +17,14 @@ Invariants:
   turns at once than ``--max-turns-per-token`` allows;
 - a rest not taken within :data:`REST_TTL` seconds is dropped: its generator is closed on a
   thread of its own (closing a turn's frames waits for the turn's end), found on the next
-  park or take, or by a sweep after its time when it holds an admission slot (a caller
-  refused for want of that slot never parks or takes again), so nothing is held for a
-  caller that never comes back beyond that;
+  park or take, or by the sweeper when it holds an admission slot (a caller refused for want
+  of that slot never parks or takes again), so nothing is held for a caller that never
+  comes back beyond that;
+- one sweeper thread a :class:`Rests`, started with its first rest that holds a slot and
+  sleeping until the earliest such rest is due: not a timer thread a parked turn (under
+  load, when turns outlast the quick window, each park started a thread that lived
+  :data:`REST_TTL` seconds: measured with 32 clients, the daemon's threads grew by about
+  a hundred a round of 480 turns, each start a hand-over between threads);
 - the deadline timer of a request that set one goes with its rest and is closed with it.
 """
 
@@ -81,6 +86,10 @@ class Rests:
         self._clock = clock
         self._lock = threading.Lock()
         self._held: dict[str, Rest] = {}
+        self._due = threading.Condition(self._lock)  # the sweeper waits on it
+        self._sweeper: threading.Thread | None = None
+        self._closed = False
+        self._idle = False  # the sweeper sleeps with nothing due (only a park wakes it)
 
     def __len__(self) -> int:
         with self._lock:
@@ -98,14 +107,23 @@ class Rests:
         kept, given back when the rest is streamed or dropped); its id."""
         key = secrets.token_urlsafe(16)
         now = self._clock()
+        start = False
         with self._lock:
             self._held[key] = Rest(owner, updates, seen, timer, now + REST_TTL, slot=slot)
             stale = self._expired(now)
+            if slot is not None:  # its slot must come back even if nobody calls again
+                start = self._sweeper is None
+                if start:
+                    self._sweeper = threading.Thread(
+                        target=self._sweep_forever, name="agentsessions rests sweep", daemon=True
+                    )
+                if self._idle:  # a sweeper with nothing due sleeps until this
+                    self._idle = False
+                    self._due.notify()
         _drop(stale)
-        if slot is not None:  # its slot must come back even if nobody calls again
-            sweep = threading.Timer(REST_TTL + 1.0, self.sweep)
-            sweep.daemon = True
-            sweep.start()
+        if start:
+            assert self._sweeper is not None
+            self._sweeper.start()
         return key
 
     def sweep(self) -> None:
@@ -113,6 +131,25 @@ class Rests:
         with self._lock:
             stale = self._expired(self._clock())
         _drop(stale)
+
+    def _sweep_forever(self) -> None:
+        """The sweeper: drop each rest that holds a slot once it is due (then any other
+        rest past its time with it), until :meth:`close`."""
+        with self._lock:
+            while not self._closed:
+                now = self._clock()
+                due = min((r.expires for r in self._held.values() if r.slot), default=None)
+                if due is None or due > now:
+                    # every rest parked later is due later (one TTL): none can come first
+                    self._idle = due is None
+                    self._due.wait(None if due is None else due - now)
+                    continue
+                stale = self._expired(now)
+                self._lock.release()  # dropping starts a thread: not under the lock
+                try:
+                    _drop(stale)
+                finally:
+                    self._lock.acquire()
 
     def note(self, key: str, **fields: str) -> None:
         """Note what rest ``key``'s turn acts on (session, project) for its ExecRest's log
@@ -141,9 +178,11 @@ class Rests:
         return rest
 
     def close(self) -> None:
-        """Drop every held rest (the server is stopping)."""
+        """Drop every held rest (the server is stopping), and end the sweeper."""
         with self._lock:
             held, self._held = list(self._held.values()), {}
+            self._closed = True
+            self._due.notify()  # the sweeper ends
         _drop(held)
 
     def _expired(self, now: float) -> list[Rest]:

@@ -105,6 +105,7 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
         self.engine = engine
         self._scope = scope
         self.rests = Rests()  # turns ExecQuick paused, until their ExecRest
+        self.busy = quick.Busy()  # ExecQuick calls waiting for their turns (the window)
 
     def sessions(self, context: grpc.ServicerContext) -> Sessions:
         """The Sessions this RPC acts on: the scope's for the caller, else the engine."""
@@ -245,7 +246,7 @@ class SessionsService(session_pb2_grpc.SessionsServicer):
         with _workload_file(request.tools) as tools:
             stream = engine.exec(_turn_request(request, tools))
         timer = deadline.Deadline(engine, left) if left is not None else None
-        return quick.reply(engine, stream, context, timer, self.rests)
+        return quick.reply(engine, stream, context, timer, self.rests, self.busy)
 
     @_stream
     def ExecRest(

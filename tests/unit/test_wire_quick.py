@@ -5,6 +5,7 @@ of its own through both paths: engines ``client`` and ``client-rest``.)"""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Generator, Iterator
 from pathlib import Path
@@ -229,3 +230,53 @@ def test_a_rest_holding_a_slot_gives_it_back_when_swept_or_read() -> None:
     while len(given) < 2 and time.monotonic() < deadline:  # dropped on a thread of its own
         time.sleep(0.01)
     assert given == ["read", "swept"] and len(held) == 0
+
+
+def test_the_sweeper_gives_a_slot_back_when_due_with_nobody_calling(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(rests, "REST_TTL", 0.05)
+    held = rests.Rests()
+    given: list[str] = []
+    held.park("alice", _held([]), Seen(None), None, lambda: given.append("swept"))  # type: ignore[arg-type]
+    deadline = time.monotonic() + 10
+    while not given and time.monotonic() < deadline:  # nobody parks, takes or sweeps
+        time.sleep(0.01)
+    assert given == ["swept"] and len(held) == 0
+    held.park("alice", _held([]), Seen(None), None, lambda: given.append("again"))  # type: ignore[arg-type]
+    deadline = time.monotonic() + 10
+    while len(given) < 2 and time.monotonic() < deadline:  # an idle sweeper wakes for it
+        time.sleep(0.01)
+    assert given == ["swept", "again"]
+    held.close()
+
+
+def test_parked_turns_share_one_sweeper_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[str] = []
+    start = threading.Thread.start
+
+    def counted(thread: threading.Thread) -> None:
+        started.append(thread.name)
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", counted)
+    held = rests.Rests()
+    for _ in range(20):
+        held.park("alice", _held([]), Seen(None), None, lambda: None)  # type: ignore[arg-type]
+    assert started == ["agentsessions rests sweep"]  # not a timer thread a parked turn
+    held.close()
+
+
+def test_the_window_stretches_with_the_turns_each_core_shares_up_to_a_bound() -> None:
+    assert quick.window(1) == quick.QUICK_WINDOW  # one turn: the window as set
+    assert quick.window(quick.CORES) == quick.QUICK_WINDOW
+    assert quick.window(2 * quick.CORES) == pytest.approx(2 * quick.QUICK_WINDOW)
+    assert quick.window(1000 * quick.CORES) == quick.MAX_STRETCH * quick.QUICK_WINDOW
+
+
+def test_busy_counts_the_replies_waiting_at_once() -> None:
+    busy = quick.Busy()
+    with busy.one() as first, busy.one() as second:
+        assert (first, second) == (1, 2)
+    with busy.one() as again:
+        assert again == 1
