@@ -33,8 +33,8 @@ from typing import Any
 from agentsessions.errors import AcknowledgedDataMissingError, StorageError
 from agentsessions.journal.format import evidence, fencefile, segment
 from agentsessions.journal.format.durable import FileSystem
-from agentsessions.journal.format.segmentlog import Position
 from agentsessions.journal.format.segmentread import SEGMENT_NAME, CheckedLinks
+from agentsessions.journal.format.segmenttail import Position  # not segmentlog: list opens no log
 from agentsessions.journal.stores import metafile
 from agentsessions.journal.stores.store import SessionMeta
 from agentsessions.journal.stores.tail import Tail
