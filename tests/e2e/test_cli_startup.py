@@ -78,6 +78,9 @@ LIST_NEVER = (
     "agentsessions.sessions.values",  # a turn's values (list's own: sessions.session)
     "agentsessions.journal.stores.file.store",  # only for a row its TAIL hint cannot vouch for
     "agentsessions.journal.format.segmentlog",  # no journal is opened
+    "msgspec",  # ~1x python -c pass to import: session.json is decoded by strictjson
+    "agentsessions.journal.format.canonical",  # it loads msgspec: only a commit needs it
+    "agentsessions.journal.crypto.cipher",  # no record is sealed or opened (crypto.configured)
 )
 """list is parsed without typer, reads the catalog and renders: it opens no engine (the file
 store's listing alone: sessions.listing), builds no controller, looks up no harness, opens

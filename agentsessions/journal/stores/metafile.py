@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from agentsessions.errors import AgentSessionsError, MetadataCorruptError
-from agentsessions.journal.format import canonical
+from agentsessions.journal.format import strictjson
 from agentsessions.journal.stores.store import SessionMeta
 from agentsessions.v1.ids import check_project, check_uid
 
@@ -117,8 +117,9 @@ def read(sdir: Path) -> MetaRead:
     except OSError as exc:
         raise damaged(sdir, path, f"cannot be read ({exc.strerror or exc})") from exc
     try:
-        obj = canonical.loads(raw)
-    except AgentSessionsError as exc:  # canonical raises FormatError for any non-JSON
+        # canonical.loads's verdicts without msgspec, whose import a list would pay for this
+        obj = strictjson.loads(raw)
+    except AgentSessionsError as exc:  # strictjson raises FormatError for any non-JSON
         why = exc.message.removeprefix("invalid JSON: ")
         field = _field_near(raw, why)
         where = f", in {field!r}" if field else ""
