@@ -77,7 +77,9 @@ LIST_NEVER = (
     "agentsessions.sessions.local",  # the engine: a local list opens the store's listing alone
     "agentsessions.sessions.values",  # a turn's values (list's own: sessions.session)
     "agentsessions.journal.stores.file.store",  # only for a row its TAIL hint cannot vouch for
-    "agentsessions.journal.format.segmentlog",  # no journal is opened
+    "agentsessions.journal.format.segmentlog",  # no journal is opened: a hint is checked
+    "agentsessions.journal.format.segment",  # against the journal's directory (format.logend)
+    "agentsessions.journal.format.segmentread",
     "msgspec",  # ~1x python -c pass to import: session.json is decoded by strictjson
     "agentsessions.journal.format.canonical",  # it loads msgspec: only a commit needs it
     "agentsessions.journal.crypto.cipher",  # no record is sealed or opened (crypto.configured)

@@ -27,7 +27,6 @@ from agentsessions.errors import (
     InvalidArgumentError,
     StateConflictError,
 )
-from agentsessions.journal.format.staterecord import Where
 from agentsessions.journal.stores.projection import Projection
 from agentsessions.journal.stores.store import (
     COMMIT_IDS_REMEMBERED,
@@ -39,6 +38,7 @@ from agentsessions.journal.stores.store import (
 
 if TYPE_CHECKING:
     from agentsessions.journal.format.records import Record
+    from agentsessions.journal.format.staterecord import Where
 
 
 @dataclass
