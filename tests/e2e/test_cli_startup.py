@@ -83,6 +83,7 @@ LIST_NEVER = (
     "msgspec",  # ~1x python -c pass to import: session.json is decoded by strictjson
     "agentsessions.journal.format.canonical",  # it loads msgspec: only a commit needs it
     "agentsessions.journal.crypto.cipher",  # no record is sealed or opened (crypto.configured)
+    "agentsessions.v1.provenance",  # only an --origin is parsed with it
 )
 """list is parsed without typer, reads the catalog and renders: it opens no engine (the file
 store's listing alone: sessions.listing), builds no controller, looks up no harness, opens
