@@ -89,23 +89,24 @@ pass``) before our entry. Neither is ours. What was (typing in the root page's m
 libraries' ~2.4x and 97 of our modules (51 dataclasses in 23 of them), nor ``exec`` 5x
 above its engine's ~5.5-6x.
 
-Measured (issue 21, fourth stop; a shared 2-core machine with 5 other jobs, load ~6-9;
+Measured (issue 21, fourth stop; a shared 2-core machine with 5 other jobs, load ~7;
 main and this change paired: each bench run alternately on main's tree and on this one,
 3 runs of 5 rounds each, medians; x python -c pass, editable venv):
 
     command          main -> now
-    list            5.62x -> 3.45x  no engine: the file store's listing alone
+    list            5.54x -> 3.39x  no engine: the file store's listing alone
                                     (sessions.listing, stores/file/lister); no msgspec
                                     (session.json decoded by journal.format.strictjson);
                                     no segment codec or readers (journal.format.logend);
                                     no record cipher, no v1 vocabularies: 98 -> 52 modules
-    list --json     5.80x -> 3.75x
-    get UID         5.79x -> 6.03x  unchanged (paired, 11 rounds: 0.995 of main)
-    exec            7.29x -> 6.95x  shutil, tomllib, subprocess only where used
-    floor: list's modules    3.07x  (imported, nothing run; the run adds ~0.3x)
-    floor: list's libraries  1.87x  (main's, with msgspec: 2.29x)
-    floor: dataclasses       1.39x
-    floor: exec's engine     5.66x -> 5.70x
+    list --json     5.59x -> 3.64x
+    get UID         5.94x -> 5.88x  unchanged (paired, 11 rounds: 0.995 of main)
+    exec            7.02x -> 6.73x  shutil, tomllib, subprocess, the tools' workload
+                                    modules and the Sessions Protocol only where used
+    floor: list's modules    3.05x  (imported, nothing run; the run adds ~0.3x)
+    floor: list's libraries  2.35x -> 1.97x  (no msgspec: it was ~1x on its own)
+    floor: dataclasses       1.41x
+    floor: exec's engine     5.83x -> 5.61x
 
 Where list's time goes now (-X importtime, cProfile): python itself 1x; the libraries its
 run calls ~0.9x more, of which ``dataclasses``' import is ~0.4x; its 52 modules ~1.2x, of
@@ -114,8 +115,10 @@ half; the run (50 rows: session.json with its 12 field sums, the TAIL hint, a sc
 ~0.3x. ``list`` <= 3x therefore needs its value classes built without ``dataclasses``
 (its import and the creations: ~0.9x together), which this stop did not do (SessionMeta,
 SessionInfo, Tail, Session... have ``dataclasses.replace``, ``asdict`` and equality
-users). ``exec`` <= 5x is below the floor of its engine's imports alone (~5.7x: the
-controller, the schema, msgspec, the store's writers and the echo harness, nothing run).
+users). ``exec`` <= 5x is below the floor of its engine's imports alone (~5.6x: the
+controller, the schema, msgspec, the store's writers and the echo harness, nothing run),
+whose largest single part is the same: 82 dataclasses created on exec's path (controller
+.spi alone 11).
 """
 
 from __future__ import annotations
