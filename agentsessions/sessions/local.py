@@ -64,6 +64,7 @@ from .core import EngineCore
 from .defaults import DEFAULT_RUNTIME
 from .home import require_home, resolve_home
 from .lifecycle import Lifecycle
+from .listing import list_page
 from .values import (
     Approval,
     Frame,
@@ -194,8 +195,6 @@ class LocalSessions(Collaborators):
         self, *, project: str = "default", page_size: int = 50, cursor: str | None = None
     ) -> SessionPage:
         """One page of ``project``'s sessions, newest first (deleted hidden)."""
-        from .listing import list_page
-
         with self._lock:
             page, self._unindexed = list_page(self.store, project, page_size, cursor)
         return page
