@@ -84,7 +84,7 @@ def __getattr__(name: str) -> Any:
 
         return api.Sessions
     if name == "Session":
-        from agentsessions.sessions import values
+        from agentsessions.sessions import session
 
-        return values.Session
+        return session.Session
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

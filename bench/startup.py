@@ -88,6 +88,37 @@ pass``) before our entry. Neither is ours. What was (typing in the root page's m
 ~0.4x) is gone. The floors say it: ``list`` cannot reach 3x while its run needs the
 libraries' ~2.4x and 97 of our modules (51 dataclasses in 23 of them), nor ``exec`` 5x
 above its engine's ~5.5-6x.
+
+Measured (issue 21, fourth stop; a shared 2-core machine with 5 other jobs, load ~7;
+main and this change paired: each bench run alternately on main's tree and on this one,
+3 runs of 5 rounds each, medians; x python -c pass, editable venv):
+
+    command          main -> now
+    list            5.54x -> 3.39x  no engine: the file store's listing alone
+                                    (sessions.listing, stores/file/lister); no msgspec
+                                    (session.json decoded by journal.format.strictjson);
+                                    no segment codec or readers (journal.format.logend);
+                                    no record cipher, no v1 vocabularies: 98 -> 52 modules
+    list --json     5.59x -> 3.64x
+    get UID         5.94x -> 5.88x  unchanged (paired, 11 rounds: 0.995 of main)
+    exec            7.02x -> 6.73x  shutil, tomllib, subprocess, the tools' workload
+                                    modules and the Sessions Protocol only where used
+    floor: list's modules    3.05x  (imported, nothing run; the run adds ~0.3x)
+    floor: list's libraries  2.35x -> 1.97x  (no msgspec: it was ~1x on its own)
+    floor: dataclasses       1.41x
+    floor: exec's engine     5.83x -> 5.61x
+
+Where list's time goes now (-X importtime, cProfile): python itself 1x; the libraries its
+run calls ~0.9x more, of which ``dataclasses``' import is ~0.4x; its 52 modules ~1.2x, of
+which creating their 23 dataclasses (each method compiled by ``exec`` at import) is about
+half; the run (50 rows: session.json with its 12 field sums, the TAIL hint, a scandir)
+~0.3x. ``list`` <= 3x therefore needs its value classes built without ``dataclasses``
+(its import and the creations: ~0.9x together), which this stop did not do (SessionMeta,
+SessionInfo, Tail, Session... have ``dataclasses.replace``, ``asdict`` and equality
+users). ``exec`` <= 5x is below the floor of its engine's imports alone (~5.6x: the
+controller, the schema, msgspec, the store's writers and the echo harness, nothing run),
+whose largest single part is the same: 82 dataclasses created on exec's path (controller
+.spi alone 11).
 """
 
 from __future__ import annotations
@@ -103,21 +134,31 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE = "agentsessions.sessions.local, agentsessions.journal.stores.file.store"
-RUN_LIBRARIES = "sqlite3, json, msgspec.json, dataclasses, hashlib, pathlib, typing, re, datetime"
-"""The stdlib and third-party modules whose code ``list``'s run calls (a profile of the
-run, imports excluded: the catalog's sqlite3, session.json decoded by the canonical
-decoder's msgspec, the values' dataclass methods, paths, the times it prints)."""
+LIST_MODULES = (
+    "agentsessions.cli.fast, agentsessions.cli.reading, agentsessions.cli.sessionview, "
+    "agentsessions.sessions.listing, agentsessions.journal.stores.file.lister, "
+    "agentsessions.sessions.config, agentsessions.journal.crypto.configured"
+)
+"""What a local ``list`` imports (tests/e2e/startup_modules.json pins the whole set): the
+command line read without typer, and the file store's listing opened alone
+(sessions.listing), not the engine."""
+RUN_LIBRARIES = "sqlite3, json, dataclasses, hashlib, pathlib, typing, re, datetime"
+"""The stdlib modules whose code ``list``'s run calls (a profile of the run, imports
+excluded: the catalog's sqlite3, session.json decoded by json (journal.format.strictjson)
+and its sums hashed, the values' dataclass methods, paths, the times it prints)."""
 FLOORS = {
     "floor: typer": "typer.main",
-    "floor: list's engine": ENGINE,
+    "floor: list's modules": LIST_MODULES,
     "floor: exec's engine": f"{ENGINE}, agentsessions.controller.controller, harnesses.echo",
     "floor: list's libraries": RUN_LIBRARIES,
+    "floor: dataclasses": "dataclasses",
 }
 """Bare imports, no command: what a command parsed by typer pays (typer; list, get and a
-plain exec are parsed without it: cli.fast), the library modules ``list`` and a one-turn
-``exec`` import (the engine on the file store; the controller and the echo harness
-besides), and the libraries list's run calls into, before any module of ours. A target
-below its floor is out of reach for the CLI alone."""
+plain exec are parsed without it: cli.fast), the modules ``list`` imports and the library
+modules a one-turn ``exec`` imports (the engine on the file store; the controller and the
+echo harness besides), the libraries list's run calls into, before any module of ours,
+and ``dataclasses`` alone (inspect, ast, dis, tokenize), which every value class on
+these paths is built with. A target below its floor is out of reach for the CLI alone."""
 
 
 def cpu_seconds(argv: list[str], env: dict[str, str]) -> float:

@@ -46,10 +46,10 @@ def pairs(text: str, flag: str) -> dict[str, str]:
 
 def parse_origin(text: str) -> dict[str, Any] | None:
     """``--origin``'s value as an Origin (None for ""); refused as the library refuses."""
+    if not text:
+        return None  # before the vocabulary's import: a plain list never loads it
     from agentsessions.v1.provenance import check_origin
 
-    if not text:
-        return None
     fields: dict[str, Any] = {}
     attributes: dict[str, str] = {}
     for key, value in pairs(text, "--origin").items():

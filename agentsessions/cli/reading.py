@@ -9,8 +9,13 @@ Imports no typer (a command :mod:`.fast` answers never loads it); see :mod:`.lis
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from agentsessions.cli.context import PROG, CliState, open_engine
+
+if TYPE_CHECKING:
+    from agentsessions.errors import AgentSessionsError
+    from agentsessions.sessions.session import SessionPage
 
 
 def list_sessions(state: CliState, project: str, page_size: int, cursor: str, origin: str) -> None:
@@ -21,17 +26,21 @@ def list_sessions(state: CliState, project: str, page_size: int, cursor: str, or
 
     check_project(project)  # before the home is opened (cli.options.project_name)
     named = parse_origin(origin)
-    with open_engine(state, read=True) as engine:
-        if named is not None:
-            from agentsessions.sessions.values import SessionPage
+    listed = None if named is not None else list_local(state, project, page_size, cursor)
+    if listed is not None:
+        page, unindexed = listed
+    else:
+        with open_engine(state, read=True) as engine:
+            if named is not None:
+                from agentsessions.sessions.session import SessionPage
 
-            found = engine.find(origin=named, project=project)
-            page = SessionPage((found,) if found is not None else (), "")
-            unindexed = []
-        else:
-            page = engine.list(project=project, page_size=page_size, cursor=cursor)
-            # a missing catalog was rebuilt on open (a local home: a server's log has its own)
-            unindexed = list(getattr(engine, "unindexed", ()))
+                found = engine.find(origin=named, project=project)
+                page = SessionPage((found,) if found is not None else (), "")
+                unindexed = ()
+            else:
+                page = engine.list(project=project, page_size=page_size, cursor=cursor)
+                # a missing catalog was rebuilt on open (a local home: a server has its own)
+                unindexed = tuple(getattr(engine, "unindexed", ()))
     from agentsessions.cli import render, sessionview
 
     for exc in unindexed:  # no row can carry them (their project is unknown): say so
@@ -43,6 +52,31 @@ def list_sessions(state: CliState, project: str, page_size: int, cursor: str, or
         )
     else:
         sessionview.print_page(page, project)
+
+
+def list_local(
+    state: CliState, project: str, page_size: int, cursor: str
+) -> tuple[SessionPage, tuple[AgentSessionsError, ...]] | None:
+    """A page of the local file store's sessions, read by its listing alone (no engine:
+    :func:`agentsessions.sessions.listing.open_listing`), and the sessions it could not
+    list; None when the engine must answer (``--server``, or a store URL)."""
+    if state.server:
+        return None
+    from agentsessions.sessions.listing import list_page, open_listing
+
+    listing = open_listing(
+        state.home,
+        store_url=state.store,
+        allow_unsynced=state.allow_unsynced,
+        key_file=state.key_file or None,
+        must_exist=True,
+    )
+    if listing is None:
+        return None
+    with listing:
+        page, _ = list_page(listing, project, page_size, cursor)
+        # a missing catalog was rebuilt on open: the sessions that rebuild could not index
+        return page, tuple(listing.unindexed)
 
 
 def get_session(state: CliState, session: str) -> None:

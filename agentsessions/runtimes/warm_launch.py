@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,8 @@ def _host_env() -> dict[str, str]:
 
 
 def start_host(command: list[str], start_seconds: float) -> dict[str, Any]:
+    import subprocess  # only a start of a host runs one: a turn on a live host (or none) never
+
     try:
         done = subprocess.run(
             command,

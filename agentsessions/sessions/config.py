@@ -174,7 +174,7 @@ def resolve_choices(
     """The store URL, ``allow_unsynced``, master key and model catalog an engine opens
     with: each as the caller (flags) gave it, else from the environment, else from the
     configuration file (the catalog: the file's entries, then ``models`` over them)."""
-    from agentsessions.journal.crypto.cipher import resolve_master
+    from agentsessions.journal.crypto.configured import resolve_master
     from agentsessions.sessions.storeurl import resolve_store_url
 
     config = load_config(home)

@@ -64,6 +64,7 @@ from .core import EngineCore
 from .defaults import DEFAULT_RUNTIME
 from .home import require_home, resolve_home
 from .lifecycle import Lifecycle
+from .listing import list_page
 from .values import (
     Approval,
     Frame,
@@ -194,13 +195,9 @@ class LocalSessions(Collaborators):
         self, *, project: str = "default", page_size: int = 50, cursor: str | None = None
     ) -> SessionPage:
         """One page of ``project``'s sessions, newest first (deleted hidden)."""
-        check_project(project)
-        if page_size < 0:
-            raise InvalidArgumentError(f"page_size must be >= 0 (0 = 50), got {page_size}")
         with self._lock:
-            page = self.store.list(project, page_size=page_size, cursor=cursor or "")
-            self._unindexed = page.unindexed
-        return SessionPage(tuple(view(s) for s in page.sessions), page.next_cursor)
+            page, self._unindexed = list_page(self.store, project, page_size, cursor)
+        return page
 
     @property
     def unindexed(self) -> builtins.list[AgentSessionsError]:

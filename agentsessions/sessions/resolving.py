@@ -20,13 +20,13 @@ from agentsessions.errors import AgentSessionsError, InvalidArgumentError, ToolN
 from agentsessions.journal.stores.store import SessionInfo, Store
 from agentsessions.v1.ids import check_uid
 
-from .api import Sessions
 from .core import EngineCore
 from .values import Frame, Resolution, SessionFrame
 
 if TYPE_CHECKING:
     from agentsessions.controller.controller import Controller
     from agentsessions.journal.stores.capabilities import ToolReceipts
+    from agentsessions.sessions.api import Sessions  # the Protocol: an annotation here
     from agentsessions.v1.results import UnresolvedCall
 
 _OPEN = ("EXEC_RUNNING", "EXEC_AWAITING")

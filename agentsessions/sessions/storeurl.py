@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from agentsessions.errors import InvalidArgumentError, UnavailableError
-from agentsessions.journal.stores.store import Store
 
 if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey
+    from agentsessions.journal.stores.store import Store
 
 STORE_ENV = "AGENTSESSIONS_STORE"
 _SCHEMES = ("nats://", "tls://")

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agentsessions.journal.stores.store import SessionInfo
-
-from .values import Memory, Session, Turn
+from .session import Memory, Session
 
 if TYPE_CHECKING:
     from agentsessions.controller.controller import TurnResult
+    from agentsessions.journal.stores.store import SessionInfo
+    from agentsessions.sessions.values import Turn
     from agentsessions.v1.results import ApprovalRef, UnresolvedCall
 
 
@@ -55,6 +55,8 @@ def view(
 
 def turn_view(result: TurnResult, created: bool = False) -> Turn:
     """The :class:`Turn` of a controller's TurnResult."""
+    from .values import Turn  # a turn's value: list and get never import it
+
     return Turn(
         uid=result.uid,
         execution_id=result.execution_id,

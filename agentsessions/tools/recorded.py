@@ -13,7 +13,8 @@ session it was forked from (a fork child replays its parent's turns), up the for
 Nothing else: a digest found nowhere (a journal imported or copied from elsewhere:
 workloads are not exported) gets the session's current workload, the rule before digests,
 so such a session behaves as it always did (a replay offered other tools diverges on the
-model input hash). A workload is parsed once per
+model input hash). A turn of a session without a workload imports none of the tools'
+modules (parsing, listing, executors, tool stores). A workload is parsed once per
 digest; its executors are made on first bind and kept for the life of this object (one mcp
 server per spec), and :meth:`RecordedWorkloads.close` closes them.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from agentsessions.controller.spi import BoundTool, ToolExecutor, ToolSpec
 from agentsessions.errors import NotFoundError, UnknownToolError
@@ -29,9 +31,8 @@ from agentsessions.journal.stores.capabilities import WORKLOADS
 from agentsessions.journal.stores.store import Store
 from agentsessions.v1 import workloadref
 
-from .listing import with_listing
-from .toolstore import ToolStore
-from .workload import Workload, parse_workload
+if TYPE_CHECKING:  # the tools' modules (their executors, TOML) load when a workload is read
+    from .workload import Workload
 
 _FORK_DEPTH = 64  # a fork chain longer than this is not followed (a damaged parent link)
 
@@ -62,6 +63,8 @@ class RecordedWorkloads:
             return ""
         workload, _key = self._workload(uid, "")
         if workload is not None:
+            from .listing import with_listing  # a turn with tools only (module docstring)
+
             text = with_listing(workload)
         found = self._kept.get((uid, text))
         if found is None:
@@ -98,6 +101,8 @@ class RecordedWorkloads:
         if name not in workload.tool_components:
             return bound  # in neither list: no session access at all
         # the host binds the store to (this session, this tool); the tool never names either
+        from .toolstore import ToolStore
+
         return replace(bound, store=ToolStore(self._store.component(uid, name)))
 
     def check_harness(self, uid: str, harness: str) -> None:
@@ -137,6 +142,8 @@ class RecordedWorkloads:
             # exported); it gets the current workload, the rule before digests, and a
             # replay whose offered tools then differ diverges on the model input hash
             return self._workload(uid, "") if self._text_now(uid) is not None else (None, "")
+        from .workload import parse_workload  # its executors' modules: a turn with tools only
+
         parsed = parse_workload(text, f"(workload sha256:{digest[:12]} of {uid})")
         # one executor per spec for all of them: the server started to list a turn's tools
         # is the one its calls go to (the listed text has a digest of its own)

@@ -44,7 +44,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -174,6 +173,8 @@ def load_workload(path: str | Path) -> Workload:
 
 def parse_workload(text: str, path: str = "(workload)") -> Workload:
     """Validate workload TOML ``text``; ``path`` names it in errors."""
+    import tomllib  # only a turn with a workload parses one: an echo turn never loads it
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -14,6 +14,9 @@ import re
 
 from agentsessions.errors import InvalidArgumentError
 
+DEFAULT_PROJECT = "default"
+"""The project of a session whose creator named none."""
+
 _UID = re.compile(r"sess-[0-9a-f]{24}")
 _PROJECT_BAD = re.compile(r"[/\\\x00-\x1f\x7f]")
 

@@ -26,11 +26,9 @@ from typing import Any, TypedDict, Unpack
 from agentsessions.errors import ConflictError, InvalidArgumentError
 
 from .construct import text_message
+from .ids import DEFAULT_PROJECT as DEFAULT_PROJECT  # (re-exported: the rule's module has it)
 from .model import Origin
 from .provenance import Authored, check_identity, check_origin
-
-DEFAULT_PROJECT = "default"
-"""The project of a session whose creator named none."""
 
 TURN_COMMIT_PREFIX = "turn:"
 """What a turn's commit id is prefixed with in the store (whose ids are at most 128 chars)."""

@@ -74,9 +74,20 @@ LIST_NEVER = (
     "ssl",
     "email",
     "agentsessions.v1.schemagen",
+    "agentsessions.sessions.local",  # the engine: a local list opens the store's listing alone
+    "agentsessions.sessions.values",  # a turn's values (list's own: sessions.session)
+    "agentsessions.journal.stores.file.store",  # only for a row its TAIL hint cannot vouch for
+    "agentsessions.journal.format.segmentlog",  # no journal is opened: a hint is checked
+    "agentsessions.journal.format.segment",  # against the journal's directory (format.logend)
+    "agentsessions.journal.format.segmentread",
+    "msgspec",  # ~1x python -c pass to import: session.json is decoded by strictjson
+    "agentsessions.journal.format.canonical",  # it loads msgspec: only a commit needs it
+    "agentsessions.journal.crypto.cipher",  # no record is sealed or opened (crypto.configured)
+    "agentsessions.v1.provenance",  # only an --origin is parsed with it
 )
-"""list is parsed without typer, reads the catalog and renders: it builds no controller,
-looks up no harness, builds no schema and, to a pipe, draws no rich table."""
+"""list is parsed without typer, reads the catalog and renders: it opens no engine (the file
+store's listing alone: sessions.listing), builds no controller, looks up no harness, opens
+no journal, builds no schema and, to a pipe, draws no rich table."""
 
 GET_NEVER = (
     "typer", "agentsessions.v1.schema", "rich", "typer.rich_utils", "grpc", "google.protobuf",

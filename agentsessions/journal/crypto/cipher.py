@@ -17,16 +17,19 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from agentsessions.errors import InvalidArgumentError, KeyShreddedError, MasterKeyError
+
+# the master key's choice: its own module, so a keyless open imports neither this nor keys
+from agentsessions.journal.crypto.configured import KEY_FILE_ENV as KEY_FILE_ENV
+from agentsessions.journal.crypto.configured import MASTER_KEY_ENV as MASTER_KEY_ENV
+from agentsessions.journal.crypto.configured import resolve_master as resolve_master
 from agentsessions.journal.format import segment, staterecord
 from agentsessions.journal.format.records import Record
 
 if TYPE_CHECKING:
-    from agentsessions.journal.crypto.keys import MasterKey
+    pass
 
 
 class _Lineage(Protocol):
@@ -40,12 +43,6 @@ class _Lineage(Protocol):
 
     @property
     def fork_seq(self) -> int: ...
-
-
-KEY_FILE_ENV = "AGENTSESSIONS_KEY_FILE"
-
-
-MASTER_KEY_ENV = "AGENTSESSIONS_MASTER_KEY"
 
 
 BLOB_OVERHEAD = 36  # journal.crypto.blobs.BLOB_OVERHEAD: a sealed blob's head and tag
@@ -154,25 +151,6 @@ def keyless_refusal(frame: segment.Frame) -> MasterKeyError:
         param="key_file",
         seq=frame.seq,
     )
-
-
-def resolve_master(
-    key_file: str | None = None, environ: Mapping[str, str] | None = None
-) -> MasterKey | None:
-    """The master key from ``key_file``, else ``AGENTSESSIONS_KEY_FILE``, else
-    ``AGENTSESSIONS_MASTER_KEY``; None when none is configured. ``cryptography`` is imported
-    only when one is: a keyless process never loads it."""
-    env = os.environ if environ is None else environ
-    if not (key_file or env.get(KEY_FILE_ENV) or env.get(MASTER_KEY_ENV)):
-        return None
-    try:
-        from agentsessions.journal.crypto.keys import resolve_master_key
-    except ImportError:
-        raise MasterKeyError(
-            "a master key is configured but encryption needs the 'cryptography' package",
-            hint="pip install 'agentsessions[crypto]'",
-        ) from None
-    return resolve_master_key(key_file or None, env)
 
 
 def check_sealed_exportable(meta: _Lineage, shredded: bool) -> None:

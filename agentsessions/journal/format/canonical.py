@@ -48,6 +48,7 @@ from json.encoder import encode_basestring as _json_str
 from typing import Any
 
 from agentsessions.errors import FormatError, InvalidArgumentError
+from agentsessions.journal.format import strictjson
 from agentsessions.v1.numbers import JS_EXP_LIMIT, MAX_SAFE_INT, format_number
 
 try:
@@ -67,7 +68,6 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 _ENVELOPE_TAIL = re.compile(rb',"prev_hash":"((?:[0-9a-f]{64})?)","seq":"(0|[1-9][0-9]{0,18})"\}')
 _EVENT_PREFIX = b'{"event":'
 _TAIL_KEY = b',"prev_hash":"'
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _JSON_SORTED = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 )
@@ -423,25 +423,6 @@ def _envelope_tail(payload: bytes) -> tuple[str, int, int]:
 # --------------------------------------------------------------------------- decoding
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite_float(text: str) -> float:
-    x = float(text)
-    if x in (math.inf, -math.inf):
-        raise ValueError("Number out of range")
-    return x
-
-
-def _pure_loads(text: str) -> Any:
-    value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
-    if _SURROGATE_ESCAPE.search(text):
-        # msgspec refuses an escaped lone surrogate; json does not. Re-encoding finds any.
-        json.dumps(value, ensure_ascii=False).encode()
-    return value
-
-
 def loads_bytes(data: bytes) -> Any:
     """Decode JSON bytes on the fastest path there is; on ANY failure call :func:`loads`,
     which raises the FormatError that names it (the same verdict, one call less per good
@@ -487,23 +468,9 @@ def loads_event(payload: bytes) -> Any:
 
 
 def loads(data: bytes | bytearray | memoryview | str) -> Any:
-    """Decode one JSON document from strict UTF-8 bytes (or str); FormatError if invalid."""
-    try:
-        if isinstance(data, str):
-            data = data.encode()
-        if _DECODER is not None:
-            return _DECODER.decode(data)
-        return _pure_loads(bytes(data).decode())
-    except UnicodeError:
-        raise FormatError("invalid JSON: not valid UTF-8 (or a lone surrogate)") from None
-    except RecursionError:
-        raise FormatError("invalid JSON: nested too deeply") from None
-    except ValueError as exc:  # json.JSONDecodeError and msgspec.DecodeError are ValueErrors
-        raise FormatError(f"invalid JSON: {_one_line(exc)}") from None
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
+    """Decode one JSON document from strict UTF-8 bytes (or str); FormatError if invalid
+    (:func:`.strictjson.loads`, with msgspec's decoder when it is installed)."""
+    return strictjson.loads(data, _DECODER.decode if _DECODER is not None else None)
 
 
 __all__ = [

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import sys
 import time
 from pathlib import Path
@@ -111,6 +110,8 @@ class SessionLock:
 
 
 def _write_holder(fd: int) -> None:
+    import socket  # only a writer names its host: a reader (list, get) never loads socket
+
     info = {
         "pid": os.getpid(),
         "host": socket.gethostname(),

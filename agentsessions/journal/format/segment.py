@@ -33,10 +33,14 @@ from typing import Any, NamedTuple
 from agentsessions.errors import FormatError, InvalidArgumentError
 from agentsessions.journal.format import sealedhead
 
+# a segment's name and fixed sizes: the log end's module holds them (a listing reads them)
+from agentsessions.journal.format.logend import FRAME_HEADER_SIZE as FRAME_HEADER_SIZE
+from agentsessions.journal.format.logend import HEADER_SIZE as HEADER_SIZE
+from agentsessions.journal.format.logend import segment_name as segment_name
+
 # -- segment header --------------------------------------------------------------------
 SEGMENT_MAGIC = b"AGSJSEG\x00"
 FORMAT_VERSION = 1
-HEADER_SIZE = 128
 CRC_ALGO_CRC32 = 1
 HASH_ALGO_SHA256 = 1
 CODEC_CANONICAL_JSON = 1
@@ -47,7 +51,6 @@ HEADER_CRC_OFFSET = 124
 FRAME_MAGIC = 0x4345524A  # b"JREC" read as u32 LE
 FRAME_MAGIC_BYTES = b"JREC"
 FRAME_STRUCT = struct.Struct("<IIQQBBHI")
-FRAME_HEADER_SIZE = 32
 FRAME_ALIGN = 8
 _FRAME_MID = struct.Struct("<IQQBBH")  # bytes [4, 28): the CRC-covered header fields
 
@@ -123,11 +126,6 @@ def event_hash(flags: int, payload: bytes | memoryview) -> str:
 def frame_hash(frame: Frame) -> str:
     """Content hash of an EVENT :class:`Frame` (see :func:`event_hash`)."""
     return event_hash(frame.flags, frame.payload)
-
-
-def segment_name(first_seq: int, *, compressed: bool = False) -> str:
-    """File name of the segment whose first sequence number is ``first_seq``."""
-    return f"{first_seq:016x}.seg" + (".zst" if compressed else "")
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,6 @@ Invariants:
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +37,12 @@ from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format import segmentframes as sf
 from agentsessions.journal.format import zstdseek
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem, storage_error
+
+# the log end's values, re-exported: their home imports nothing of a reader's
+from agentsessions.journal.format.logend import SEGMENT_NAME as SEGMENT_NAME
+from agentsessions.journal.format.logend import CheckedLinks as CheckedLinks
+from agentsessions.journal.format.logend import FileId as FileId
+from agentsessions.journal.format.logend import Link as Link
 from agentsessions.journal.format.segment import Frame, SegmentHeader
 from agentsessions.journal.format.segmentgap import find_gap, gap_error
 from agentsessions.journal.format.segmentscan import (
@@ -49,59 +54,10 @@ from agentsessions.journal.format.segmentscan import (
     zero_until,
 )
 
-SEGMENT_NAME = re.compile(r"([0-9a-f]{16})\.seg(\.zst)?")
-"""Segment file names (match with ``fullmatch``): first seq in hex, ``.zst`` when compressed."""
 CORRUPT_HINT = "run `agentsessions verify` on the session; see docs/FORMAT.md (Recovery)"
 
 _TRAILER_READ = 64 << 10  # first read at the end of a sealed segment (SEAL or seek table)
 _ZST_CACHE = 64  # seek tables kept in memory
-
-Link = tuple[int, str]
-"""A SEAL's ``(last_seq, last_hash)``: what the next segment's header must continue."""
-
-FileId = tuple[int, str, int, int, int, int]
-"""A sealed segment file as ``stat`` sees it: ``(first_seq, form, size, inode, mtime_ns,
-ctime_ns)``, ``form`` being ``"seg"`` or ``"zst"`` (the file a reader uses)."""
-
-
-@dataclass(frozen=True)
-class CheckedLinks:
-    """What an open verified about the sealed segments; the TAIL hint carries it as ``sealed``.
-
-    ``files``: each sealed segment in order (``segment_no`` 0 first), as ``stat`` saw it just
-    before its header and SEAL were read and found to chain (or, unchanged, an earlier record);
-    ``link``: the last one's SEAL, which the next header continued. ``written_ns``: the hint
-    file's mtime as read back (0 for a record not read from a file). A record counts only for
-    a file whose ctime is older than that: a change within the same clock tick as the check
-    could leave every stat field equal (the "racy git" problem), one a tick later cannot.
-    """
-
-    files: tuple[FileId, ...]
-    link: Link
-    written_ns: int = 0
-
-    def trusts(self, no: int, now: FileId | None) -> bool:
-        """True when the ``no``-th sealed segment is, by ``stat``, the file checked before."""
-        if now is None or no >= len(self.files):
-            return False
-        return self.files[no] == now and now[5] < self.written_ns
-
-    def to_json(self) -> dict[str, Any]:
-        """The TAIL hint's ``sealed`` value (docs/FORMAT.md 11)."""
-        return {"files": [list(f) for f in self.files], "link": list(self.link)}
-
-    @classmethod
-    def from_json(cls, obj: Any, written_ns: int) -> CheckedLinks | None:
-        """The record in a TAIL hint, or None when it is absent or malformed (a full check)."""
-        try:
-            files = tuple(
-                (int(a), str(b), int(c), int(d), int(e), int(f))
-                for a, b, c, d, e, f in obj["files"]
-            )
-            last_seq, last_hash = obj["link"]
-            return cls(files, (int(last_seq), str(last_hash)), written_ns)
-        except (KeyError, TypeError, ValueError):
-            return None
 
 
 def listing(fs: FileSystem, journal_dir: Path) -> tuple[dict[int, set[str]], list[str]]:

@@ -22,15 +22,15 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agentsessions.journal.format import segment as sg
 from agentsessions.journal.format import segmentframes as sf
 from agentsessions.journal.format.durable import FileSystem
+from agentsessions.journal.format.logend import Position as Position  # (re-exported)
 from agentsessions.journal.format.segment import RTYPE_EVENT, Frame, SegmentHeader
-from agentsessions.journal.format.segmentread import CheckedLinks
 from agentsessions.journal.format.segmentscan import zero_until
 
 RECOVERY_LOG = "RECOVERY.log"
@@ -41,20 +41,6 @@ _RESUME_WINDOW = 64 << 10
 def now_ms() -> int:
     """Wall-clock milliseconds: segment headers, SEALs, sidecar names, RECOVERY.log lines."""
     return time.time_ns() // 1_000_000
-
-
-@dataclass(frozen=True)
-class Position:
-    """Where the committed log ends; the store persists it as a resume hint."""
-
-    segment: int  # first_seq of the tail segment (its file name)
-    offset: int  # commit_end in the tail segment
-    last_seq: int
-    last_hash: str  # hex; "" when the log is empty (or base_hash)
-    last_frame: int  # offset of the frame holding last_seq in the tail segment, -1 if none
-    # what an open verified about the sealed segments, so the next one need not re-read
-    # them (FORMAT.md 11); not part of where the log ends, hence not compared
-    links: CheckedLinks | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import shutil
 import struct
-import subprocess
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentsessions.errors import FormatError, UnavailableError
+
+if TYPE_CHECKING:
+    import subprocess
 
 __all__ = [
     "SKIPPABLE_MAGIC_BASE",
@@ -70,6 +71,8 @@ def _detect() -> str:
         except ImportError:
             continue
         return name
+    import shutil  # the command line is the last resort: no start pays for shutil
+
     if shutil.which("zstd"):
         return "cli"
     return "none"
@@ -163,12 +166,7 @@ class _CliCompressor:
     handed back at each call (a pipe never fills, so neither side blocks the other)."""
 
     def __init__(self, level: int) -> None:
-        exe = shutil.which("zstd")
-        if exe is None:
-            raise _unavailable()
-        pipe = subprocess.PIPE
-        args = [exe, "-q", "-c", f"-{level}", "--check"]
-        self._proc = subprocess.Popen(args, stdin=pipe, stdout=pipe, stderr=pipe)
+        self._proc = _zstd_process(["-q", "-c", f"-{level}", "--check"])
         self._out: list[bytes] = []
         self._errors: list[bytes] = []
         self._lock = threading.Lock()
@@ -375,11 +373,7 @@ def _stream_module(mod: Any, read: Read) -> Iterator[bytes]:
 
 def _stream_cli(read: Read) -> Iterator[bytes]:
     """``zstd -d`` fed from ``read`` on a thread, its output read in bounded pieces."""
-    exe = shutil.which("zstd")
-    if exe is None:
-        raise _unavailable()
-    pipe = subprocess.PIPE
-    with subprocess.Popen([exe, "-d", "-q", "-c"], stdin=pipe, stdout=pipe, stderr=pipe) as proc:
+    with _zstd_process(["-d", "-q", "-c"]) as proc:
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         errors: list[bytes] = []
         helpers = [
@@ -404,6 +398,20 @@ def _stream_cli(read: Read) -> Iterator[bytes]:
         raise FormatError(f"zstd command failed ({code}): {msg or 'malformed data'}")
 
 
+def _zstd_process(args: list[str]) -> subprocess.Popen[bytes]:
+    """The ``zstd`` command line started with ``args``, its three streams piped;
+    UnavailableError when it is not installed. The modules it needs are imported here: only
+    a host without a zstd module runs it, and no other start pays for them."""
+    import shutil
+    import subprocess
+
+    exe = shutil.which("zstd")
+    if exe is None:
+        raise _unavailable()
+    pipe = subprocess.PIPE
+    return subprocess.Popen([exe, *args], stdin=pipe, stdout=pipe, stderr=pipe)
+
+
 def _feed_from(pipe: Any, read: Read) -> None:
     with contextlib.suppress(OSError):
         while data := read(_STREAM_READ):
@@ -414,11 +422,7 @@ def _feed_from(pipe: Any, read: Read) -> None:
 
 def _cli(args: list[str], data: bytes, max_size: int | None) -> bytes:
     """Run the ``zstd`` command line, feeding ``data`` and reading at most ``max_size + 1``."""
-    exe = shutil.which("zstd")
-    if exe is None:
-        raise _unavailable()
-    pipe = subprocess.PIPE
-    with subprocess.Popen([exe, *args], stdin=pipe, stdout=pipe, stderr=pipe) as proc:
+    with _zstd_process(args) as proc:
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         errors: list[bytes] = []
         helpers = [

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from agentsessions.errors import AgentSessionsError, MetadataCorruptError
-from agentsessions.journal.format import canonical
+from agentsessions.journal.format import strictjson
 from agentsessions.journal.stores.store import SessionMeta
 from agentsessions.v1.ids import check_project, check_uid
 
@@ -96,8 +96,13 @@ def meta_bytes(meta: SessionMeta) -> bytes:
     return _encode(summed_json(meta))
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+"""``json.dumps(obj, sort_keys=True, separators=(",", ":"))``'s encoder, made once: a
+listing checks ~12 sums per session, and ``dumps`` with arguments builds one per call."""
+
+
 def _encode(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+    return _ENCODER.encode(obj).encode()
 
 
 def read_meta(sdir: Path) -> SessionMeta:
@@ -117,8 +122,9 @@ def read(sdir: Path) -> MetaRead:
     except OSError as exc:
         raise damaged(sdir, path, f"cannot be read ({exc.strerror or exc})") from exc
     try:
-        obj = canonical.loads(raw)
-    except AgentSessionsError as exc:  # canonical raises FormatError for any non-JSON
+        # canonical.loads's verdicts without msgspec, whose import a list would pay for this
+        obj = strictjson.loads(raw)
+    except AgentSessionsError as exc:  # strictjson raises FormatError for any non-JSON
         why = exc.message.removeprefix("invalid JSON: ")
         field = _field_near(raw, why)
         where = f", in {field!r}" if field else ""

@@ -38,18 +38,18 @@ Every implementation (file, in-memory, JetStream) passes ONE contract suite in
 from __future__ import annotations
 
 import builtins
+import os
 import re
-import secrets
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentsessions.errors import InvalidArgumentError, MetadataCorruptError, SessionDeletedError
-from agentsessions.journal.format.records import Record
-from agentsessions.v1.turn import DEFAULT_PROJECT as DEFAULT_PROJECT  # (re-exported)
+from agentsessions.v1.ids import DEFAULT_PROJECT as DEFAULT_PROJECT  # (re-exported)
 
 if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey
+    from agentsessions.journal.format.records import Record
     from agentsessions.journal.stores.projection import Projection
 DEFAULT_MAX_COMMIT_BYTES = 4 * 1024 * 1024
 COMMIT_IDS_REMEMBERED = 1024
@@ -59,7 +59,7 @@ MAX_COMMIT_ID_LEN = 128
 
 def new_uid() -> str:
     """A fresh session uid: ``sess-`` and 24 hex digits (12 random bytes), as the reference."""
-    return "sess-" + secrets.token_hex(12)
+    return "sess-" + os.urandom(12).hex()  # secrets.token_hex's bytes, without its imports
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from hashlib import sha256
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentsessions.errors import (
     ChainBrokenError,
@@ -27,9 +27,6 @@ from agentsessions.errors import (
     InvalidArgumentError,
     StateConflictError,
 )
-from agentsessions.journal.format import canonical
-from agentsessions.journal.format.records import Record
-from agentsessions.journal.format.staterecord import Where
 from agentsessions.journal.stores.projection import Projection
 from agentsessions.journal.stores.store import (
     COMMIT_IDS_REMEMBERED,
@@ -38,6 +35,10 @@ from agentsessions.journal.stores.store import (
     StateUpdate,
     WorkingState,
 )
+
+if TYPE_CHECKING:
+    from agentsessions.journal.format.records import Record
+    from agentsessions.journal.format.staterecord import Where
 
 
 @dataclass
@@ -206,8 +207,11 @@ class Tail:
         """Validate, canonicalise, chain and hash ``events`` after the head; nothing is stored."""
         if not events:
             raise InvalidArgumentError(f"session {uid}: a commit needs at least one event")
-        # the schema's validators build at import (~4x `python -c pass`): only a commit needs
-        # them, so a reader (``list``, ``get``, ``log``) never pays for them
+        # the schema's validators build at import (~4x `python -c pass`), and canonical loads
+        # msgspec (~1x): only a commit needs them, so a reader (``list``, ``get``, ``log``)
+        # never pays for them
+        from agentsessions.journal.format import canonical
+        from agentsessions.journal.format.records import Record
         from agentsessions.v1 import schema
 
         records: list[Record] = []
@@ -243,6 +247,8 @@ class Tail:
         """Refuse imported records that do not continue this chain exactly."""
         if not records:
             raise InvalidArgumentError(f"session {uid}: a commit needs at least one record")
+        from agentsessions.journal.format import canonical  # as in seal_events
+
         prev, seq, size = self.last_hash, self.last_seq, 0
         for record in records:
             seq += 1

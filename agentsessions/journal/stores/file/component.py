@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -292,4 +291,6 @@ class FileComponentStore:
                 f"cannot create tool store {self._name!r} of session {self.uid}: {exc.strerror}"
             ) from exc
         finally:
+            import shutil  # only a tool store's first writer builds (and clears) one aside
+
             shutil.rmtree(tmp.path, ignore_errors=True)

@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentsessions.errors import InvalidArgumentError, MetadataCorruptError
-from agentsessions.journal.stores.capabilities import Reindexed
+from agentsessions.errors import InvalidArgumentError, MetadataCorruptError, StorageError
+from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.stores.file.catalog import Catalog
 from agentsessions.journal.stores.file.rows import listed_row
 from agentsessions.journal.stores.file.sessiondir import SessionDir
@@ -28,20 +28,72 @@ from agentsessions.journal.stores.paging import page_ask, page_of
 from agentsessions.journal.stores.store import Page, SessionInfo
 from agentsessions.v1.ids import check_uid
 
+if TYPE_CHECKING:
+    from agentsessions.journal.stores.capabilities import Reindexed
+
 
 class SessionListing:
-    """The listing side of a file store (mixed into FileStore)."""
+    """The listing side of a file store: mixed into FileStore, and the whole of
+    :class:`~.lister.FileListing` (a store opened only to list it)."""
 
+    home: Path
+    fs: FileSystem
     sessions_dir: Path
     catalog: Catalog
     read_only: bool
     _unindexed: tuple[MetadataCorruptError, ...]  # met by the last reindex
 
-    if TYPE_CHECKING:  # FileStore's, which this is mixed into
-
-        def check_writable(self, what: str) -> None: ...
+    if TYPE_CHECKING:  # the full store's (FileStore's own, or the one FileListing opens)
 
         def get(self, uid: str) -> SessionInfo: ...
+
+    def _open_listing(self, home: Path | str, fs: FileSystem, read_only: bool | None) -> None:
+        """Open the store's directories and catalog, as every open of a file store does.
+
+        ``read_only``: None decides by whether ``home`` can be written (``fs.writable``): a
+        read-only home (a read-only mount, say) is opened without creating or changing any
+        file (its catalog read in place, or scanned into memory), and every write raises
+        StorageError (exit 13) naming it. A catalog made afresh beside sessions that exist
+        is rebuilt from them."""
+        self.home = Path(home)
+        self.fs = fs
+        self.sessions_dir = self.home / "sessions"
+        self._unindexed = ()
+        self.read_only = self._decide_read_only() if read_only is None else read_only
+        catalog_path = self.home / "catalog.sqlite3"
+        if self.read_only:
+            self.catalog = Catalog.read_only(catalog_path) or self._scanned(catalog_path)
+            return
+        try:
+            self.sessions_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create the store at {self.home}: {exc.strerror}") from exc
+        fresh_catalog = not catalog_path.exists()
+        self.catalog = Catalog(catalog_path)
+        if fresh_catalog and any(self._session_dirs()):
+            self.reindex()
+
+    def _decide_read_only(self) -> bool:
+        """True when the store's directories (or, before they exist, the nearest existing
+        directory above them) cannot be written: the catalog lives in the home, the
+        sessions below it, so either one read-only makes the store read-only."""
+        present = [d for d in (self.sessions_dir, self.home) if d.is_dir()]
+        if present:
+            return not all(self.fs.writable(d) for d in present)
+        for where in self.home.parents:
+            if where.is_dir():
+                return not self.fs.writable(where)
+        return False
+
+    def check_writable(self, what: str) -> None:
+        """Refuse a write to a read-only store before anything is attempted."""
+        if self.read_only:
+            raise StorageError(
+                f"cannot {what}: the store at {self.home} is read-only",
+                hint="use a writable home, or remount it read-write",
+                param="home_read_only",
+                path=str(self.home),
+            )
 
     def project_of(self, uid: str) -> str | None:
         """``uid``'s project from its catalog row (one indexed read; SQLite's serialized
@@ -82,6 +134,8 @@ class SessionListing:
         session and indexing it leaves it out of ``list``); rows whose directory is gone
         are dropped. Safe while other processes create sessions: no row they add is lost.
         """
+        from agentsessions.journal.stores.capabilities import Reindexed  # a rebuild is rare
+
         self.check_writable("rebuild the session catalog")
         rows, damaged = self._scan_rows()
         self._unindexed = tuple(damaged)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import builtins
 import errno
 import secrets
-import shutil
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -89,7 +88,7 @@ class SessionMaking:
                     w.append([forking.fork_marker(parent, at_seq)], expected_last_seq=at_seq)
         except BaseException:
             for meta in made:  # all or nothing: no child was listed yet
-                shutil.rmtree(self.sessions_dir / meta.uid, ignore_errors=True)
+                _discard(self.sessions_dir / meta.uid)
             raise
         for meta in made:
             self.catalog.add(meta.uid, meta.project, meta.create_time_ns)
@@ -126,10 +125,10 @@ class SessionMaking:
             self._rename_new(tmp.path, final, meta.uid)
             self.fs.sync_dir(self.sessions_dir)
         except OSError as exc:
-            shutil.rmtree(tmp.path, ignore_errors=True)
+            _discard(tmp.path)
             raise StorageError(f"cannot create session {meta.uid}: {exc.strerror}") from exc
         except BaseException:
-            shutil.rmtree(tmp.path, ignore_errors=True)
+            _discard(tmp.path)
             raise
         return meta
 
@@ -154,3 +153,11 @@ class SessionMaking:
             if exc.fields.get("errno") in (errno.ENOTEMPTY, errno.EEXIST):
                 raise SessionExistsError(f"session {uid} already exists") from None
             raise
+
+
+def _discard(path: Path) -> None:
+    """Remove a directory a failed creation left (shutil is imported here: only a failure
+    removes one, and every other start is spared its import)."""
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)

@@ -31,10 +31,18 @@ from pathlib import Path
 from typing import Any
 
 from agentsessions.errors import AcknowledgedDataMissingError, StorageError
-from agentsessions.journal.format import evidence, fencefile, segment
+from agentsessions.journal.format import evidence, fencefile
 from agentsessions.journal.format.durable import FileSystem
-from agentsessions.journal.format.segmentlog import Position
-from agentsessions.journal.format.segmentread import SEGMENT_NAME, CheckedLinks
+
+# the log end alone, not the segment codec or readers: a listing opens no journal
+from agentsessions.journal.format.logend import (
+    FRAME_HEADER_SIZE,
+    HEADER_SIZE,
+    SEGMENT_NAME,
+    CheckedLinks,
+    Position,
+    segment_name,
+)
 from agentsessions.journal.stores import metafile
 from agentsessions.journal.stores.store import SessionMeta
 from agentsessions.journal.stores.tail import Tail
@@ -248,12 +256,12 @@ class SessionDir:
         """True when segment ``first`` ends at ``offset`` or holds free space (zeros) there:
         one small read, so a listing learns that no group was written after a hint."""
         try:
-            fd = os.open(self.journal / segment.segment_name(first), os.O_RDONLY)
+            fd = os.open(self.journal / segment_name(first), os.O_RDONLY)
         except OSError:
             return False
         try:
             size = os.fstat(fd).st_size
-            peek = os.pread(fd, segment.FRAME_HEADER_SIZE, offset)
+            peek = os.pread(fd, FRAME_HEADER_SIZE, offset)
         except OSError:
             return False
         finally:
@@ -290,7 +298,7 @@ class SessionDir:
         tail_st = stats[first]
         position, hinted = self.read_hint() if TAIL_NAME in names else (None, None)
         if position is None or hinted is None:
-            if len(forms) == 1 and tail_st.st_size == segment.HEADER_SIZE:
+            if len(forms) == 1 and tail_st.st_size == HEADER_SIZE:
                 base = self.read_base() if BASE_NAME in names else Tail()
                 return base, newest  # not one frame yet: the base state
             return None

@@ -33,9 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentsessions.errors import (
-    MetadataCorruptError,
     NotFoundError,
-    StorageError,
 )
 from agentsessions.journal.format import fencefile
 from agentsessions.journal.format.durable import DEFAULT_FS, FileSystem
@@ -58,7 +56,6 @@ from agentsessions.journal.stores.claims import ClaimKey, KeyClaims
 from agentsessions.journal.stores.file import component as filecomponent
 from agentsessions.journal.stores.file import crypt as filecrypt
 from agentsessions.journal.stores.file import statefile, watch
-from agentsessions.journal.stores.file.catalog import Catalog
 from agentsessions.journal.stores.file.claims import FileClaims
 from agentsessions.journal.stores.file.component import FileComponentStore
 from agentsessions.journal.stores.file.crypt import LazyCipher, cipher_for
@@ -130,60 +127,22 @@ class FileStore(
     ) -> None:
         """Open (creating it if need be) the store under ``home``.
 
-        ``read_only``: None decides by whether ``home`` can be written (``fs.writable``): a
-        read-only home (a read-only mount, say) is opened without creating or changing any
-        file, its reads work, and every write raises StorageError (exit 13) naming it.
-        ``master``: sessions created are encrypted, and encrypted ones read (file/crypt.py).
+        ``read_only``: None decides by whether ``home`` can be written (see
+        :meth:`~.listing.SessionListing._open_listing`): a read-only home's reads work and
+        every write raises StorageError (exit 13) naming it. ``master``: sessions created
+        are encrypted, and encrypted ones read (file/crypt.py).
         """
-        self.home = Path(home)
         self.master = master
         self.options = options or StoreOptions()
         self.max_commit_bytes = self.options.max_commit_bytes
-        self.fs = fs
         self.opening = Opening(fs, self.options.segment_max_bytes, master)  # opens use it
-        self.sessions_dir = self.home / "sessions"
         self._cancel_paths: dict[str, str] = {}  # uid -> its CANCEL path, built once
         self._workload_paths: dict[str, str] = {}  # uid -> its WORKLOAD path, built once
         self._workloads: dict[str, tuple[tuple[int, int, int], str]] = {}  # uid -> (id, text)
-        catalog_path = self.home / "catalog.sqlite3"
-        self._unindexed: tuple[MetadataCorruptError, ...] = ()  # met by the last reindex
         self.last_watcher: watch.Watcher | None = None  # the newest follow's (tests count)
-        self.read_only = self._decide_read_only() if read_only is None else read_only
+        self._open_listing(home, fs, read_only)  # home, sessions_dir, read_only, the catalog
         self.claims = FileClaims(self.home, fs, read_only=self.read_only)
         self._parents_synced = False  # see _sync_parents_once
-        if self.read_only:
-            self.catalog = Catalog.read_only(catalog_path) or self._scanned(catalog_path)
-            return
-        try:
-            self.sessions_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StorageError(f"cannot create the store at {self.home}: {exc.strerror}") from exc
-        fresh_catalog = not catalog_path.exists()
-        self.catalog = Catalog(catalog_path)
-        if fresh_catalog and any(self._session_dirs()):
-            self.reindex()
-
-    def _decide_read_only(self) -> bool:
-        """True when the store's directories (or, before they exist, the nearest existing
-        directory above them) cannot be written: the catalog lives in the home, the
-        sessions below it, so either one read-only makes the store read-only."""
-        present = [d for d in (self.sessions_dir, self.home) if d.is_dir()]
-        if present:
-            return not all(self.fs.writable(d) for d in present)
-        for where in self.home.parents:
-            if where.is_dir():
-                return not self.fs.writable(where)
-        return False
-
-    def check_writable(self, what: str) -> None:
-        """Refuse a write to a read-only store before anything is attempted."""
-        if self.read_only:
-            raise StorageError(
-                f"cannot {what}: the store at {self.home} is read-only",
-                hint="use a writable home, or remount it read-write",
-                param="home_read_only",
-                path=str(self.home),
-            )
 
     def get(self, uid: str) -> SessionInfo:
         sdir = self._dir(uid)
