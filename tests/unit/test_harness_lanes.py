@@ -73,7 +73,7 @@ def test_a_stream_that_died_idle_is_replaced_and_nothing_runs_twice(
     with agentsessions.open(tmp_path / "home", runtime="local") as engine:
         uid = engine.run(harness="r-lanes", inputs=["one"]).session.uid
         (lane,) = LANES.waiting(node.address)
-        lane.call.cancel()  # the stream dies while idle, and the host has not noticed yet
+        lane.call.end()  # the stream dies while idle (and the lane is taken as if it had not)
         monkeypatch.setattr(Lane, "active", lambda self: True)
         turn = engine.run(uid, ["two"]).turn
         assert turn is not None and turn.outputs == ("echo:two",)
