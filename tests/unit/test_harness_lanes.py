@@ -33,6 +33,7 @@ from agentsessions.wire import harnesswire as wire
 from agentsessions.wire.gen import common_pb2, harness_pb2, harness_pb2_grpc
 from agentsessions.wire.harnesslinks import LANES, Lane
 from agentsessions.wire.harnessnode import HarnessServer
+from agentsessions.wire.inlinestream import InlineStream
 
 
 def _socket(tag: str) -> str:
@@ -65,6 +66,15 @@ def test_successive_turns_share_one_kept_stream(tmp_path: Path, node: HarnessSer
         report = engine.rerun(uid)  # replay's executions take the kept stream too
         assert report.identical and report.model_calls == 0
         assert LANES.waiting(node.address) == (lane,)
+
+
+def test_a_host_drives_its_lanes_from_the_executions_own_thread(
+    tmp_path: Path, node: HarnessServer
+) -> None:
+    with agentsessions.open(tmp_path / "home", runtime="local") as engine:
+        engine.run(harness="r-lanes", inputs=["one"])
+        (lane,) = LANES.waiting(node.address)
+        assert isinstance(lane.call, InlineStream)  # no grpc request or spin thread between
 
 
 def test_a_stream_that_died_idle_is_replaced_and_nothing_runs_twice(
