@@ -110,9 +110,13 @@ class InlineStream:
         with state.condition:
             if state.code is not None:
                 return  # over: the next read says how
-            state.due.add(_OPS.send_message)
-            if not self._call.operate((_cygrpc.SendMessageOperation(data, 0),), None):
-                state.due.remove(_OPS.send_message)
+            state.due.add(_OPS.send_message)  # before the op starts: its completion removes it
+            started = False
+            try:
+                started = self._call.operate((_cygrpc.SendMessageOperation(data, 0),), None)
+            finally:
+                if not started:
+                    state.due.discard(_OPS.send_message)
 
     def __iter__(self) -> InlineStream:
         return self
