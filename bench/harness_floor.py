@@ -16,7 +16,6 @@ is the floor of such a node: the bare exchange plus the thread hop a harness nee
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
 from collections.abc import Iterator
@@ -26,11 +25,14 @@ from typing import Any
 import grpc
 
 from agentsessions.wire.gen import common_pb2, harness_pb2, harness_pb2_grpc
+from agentsessions.wire.harnesslinks import EXECUTIONS
 from agentsessions.wire.harnessnode import add_to_server
 from agentsessions.wire.historysync import NodeHistories
+from agentsessions.wire.inlinestream import InlineStream, Stream, ThreadedStream
 from agentsessions.wire.intercept import NON_BLOCKING, wrapped
 from agentsessions.wire.wirecheck import WireChecks
 
+_FRAME = harness_pb2.ControllerFrame.SerializeToString
 _CALL = common_pb2.Event(execution_id="e", kind=common_pb2.EVENT_MODEL_CALL)
 _ENDING = harness_pb2.Events(
     events=[
@@ -74,19 +76,21 @@ setattr(ThreadedNode.Executions, NON_BLOCKING, True)
 
 
 class Floor:
-    """A bare node on ``address`` and a kept stream to it; ``turn()`` is one turn's exchange
-    (``threaded``: answered from a thread of the node's own, :class:`ThreadedNode`)."""
+    """A bare node on ``address`` and a kept stream to it, driven as the host drives a lane
+    (:mod:`agentsessions.wire.inlinestream`); ``turn()`` is one turn's exchange
+    (``threaded``: answered from a thread of the node's own, :class:`ThreadedNode`;
+    ``grpc_threads``: the host's end on grpc's threaded client stream instead, its request
+    and channel threads between the host and the wire, as hosts ran before)."""
 
-    def __init__(self, address: str, threaded: bool = False) -> None:
+    def __init__(self, address: str, threaded: bool = False, grpc_threads: bool = False) -> None:
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         node = ThreadedNode() if threaded else BareNode()
         harness_pb2_grpc.add_HarnessServicer_to_server(node, self.server)  # type: ignore[no-untyped-call]
         self.server.add_insecure_port(address)
         self.server.start()
         self.channel = grpc.insecure_channel(address)
-        self.frames: queue.SimpleQueue[harness_pb2.ControllerFrame | None] = queue.SimpleQueue()
-        stub = harness_pb2_grpc.HarnessStub(self.channel)  # type: ignore[no-untyped-call]
-        self.replies = iter(stub.Executions(iter(self.frames.get, None)))
+        kind = ThreadedStream if grpc_threads else InlineStream
+        self.stream: Stream = kind(self.channel, EXECUTIONS, _FRAME, harness_pb2.Events.FromString)
         envelope = {"session": "s", "execution_id": "e"}
         self.start = harness_pb2.ControllerFrame(start=harness_pb2.Start(), **envelope)
         result = harness_pb2.ModelResult(model_call_id="e:model:1")
@@ -95,15 +99,15 @@ class Floor:
     def turn(self) -> tuple[float, float]:
         """(wall seconds, CPU seconds of this process: both ends) of one turn's exchange."""
         began, cpu = time.perf_counter(), time.process_time()
-        self.frames.put(self.start)
-        next(self.replies)
-        self.frames.put(self.result)
-        next(self.replies)
+        self.stream.send(self.start)
+        next(self.stream)
+        self.stream.send(self.result)
+        next(self.stream)
         return time.perf_counter() - began, time.process_time() - cpu
 
     def close(self) -> None:
         """End the stream and the node."""
-        self.frames.put(None)
+        self.stream.end()
         self.channel.close()
         self.server.stop(0)
 

@@ -21,8 +21,11 @@ cost if the wire added only that to the turn in process: the best ratio this tra
 allows on this machine; the second floor row answers from a thread of the node's own, as a
 node must run a synchronous harness behind grpc's sync server (``ThreadedNode``: that thread
 reads the frames and sends through grpc's send callback, as the node's runner does); the
-row after it is what a remote turn spends beyond the turn in process and that floor (the
-protocol's own work, both ends: what the target leaves room for). Then
+third is that exchange with the host's end on grpc's threaded client stream (its request
+and channel threads between the host and the wire, as hosts ran before the inline stream:
+what those hand-offs cost); the row after them is what a remote turn spends beyond the turn
+in process and the second floor (the protocol's own work, both ends: what the target
+leaves room for). Then
 ``replay --rerun`` of each session (a node keeps a rerun's history too). The turns are short (one
 model call), so the ratio is the protocol's overhead at its largest. No number here is
 asserted by a test.
@@ -131,7 +134,11 @@ def main() -> None:
     server = HarnessServer(HARNESSES.factory("chat"), f"unix://{home}/chat.sock")
     node = _node_process(f"unix://{home}/apart.sock")
     static_remotes([f"remote-chat={server.address}", f"remote-chat-apart=unix://{home}/apart.sock"])
-    floors = [Floor(f"unix://{home}/bare.sock"), Floor(f"unix://{home}/hop.sock", True)]
+    floors = [
+        Floor(f"unix://{home}/bare.sock"),
+        Floor(f"unix://{home}/hop.sock", True),
+        Floor(f"unix://{home}/threads.sock", True, grpc_threads=True),
+    ]
     more = ["remote-chat-hookless"] if args.hookless else []
     hookless = None
     if args.hookless:  # the A/B: the same node, its handler sending what its runner queues
@@ -160,9 +167,10 @@ def main() -> None:
     print(_line("node in its own process (harness serve), median", local, apart))
     print(_floor("floor: the bare exchange of a turn's messages", local, bare[0]))
     print(_floor("  answered from a thread of the node's own", local, bare[1]))
+    print(_floor("  that, the host on grpc's threaded client stream", local, bare[2]))
     print(_own(local, remote, bare[1]))
     if more:
-        print(_ab(remote, bare[2]))
+        print(_ab(remote, bare[len(floors)]))
     if replays is not None:
         replay_local, replay_remote, calls = replays
         print(f"replay --rerun of {n + 1} turns: in process {replay_local * 1e3:.0f} ms, over "

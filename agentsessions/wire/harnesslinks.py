@@ -1,12 +1,12 @@
 """The host's end of one execution's stream to a harness node: a Connect of its own, or a lane.
 
-A Connect costs a stream set-up per execution, and on grpc's sync client that is two thread
-starts (the thread that feeds the request iterator, and the channel's event thread, which
-runs only while a call is open): on a loaded machine each start waits a scheduling round,
-over half of a short remote turn's cost. A node that serves ``Harness.Executions`` (its
-descriptor's ``executions``) takes executions one after another on one stream, so the host
-keeps such streams open between turns (:class:`Lanes`: a few idle ones per address) and an
-execution takes one (:class:`Lane`) instead of opening a Connect (:class:`ConnectLink`).
+A Connect costs a stream set-up per execution (on grpc's threaded client, two thread starts
+as well). A node that serves ``Harness.Executions`` (its descriptor's ``executions``) takes
+executions one after another on one stream, so the host keeps such streams open between
+turns (:class:`Lanes`: a few idle ones per address) and an execution takes one
+(:class:`Lane`) instead of opening a Connect (:class:`ConnectLink`). Either stream is driven
+by the execution's own thread (:mod:`.inlinestream`): a frame is sent, and an answer read,
+without a hand-off to a thread of grpc's.
 
 Both are read the same way, an iterator of ``Event``: a lane's node sends the events it has
 ready at once as one ``Events`` message, which the lane hands out one by one. A lane goes
@@ -21,15 +21,15 @@ events or fails the stream with a status, never a clean end).
 from __future__ import annotations
 
 import atexit
-import queue
 import threading
 from collections import deque
 from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import Protocol
 
 import grpc
 
-from agentsessions.wire.gen import common_pb2, harness_pb2, harness_pb2_grpc
+from agentsessions.wire.gen import common_pb2, harness_pb2
+from agentsessions.wire.inlinestream import open_stream
 
 IDLE_PER_ADDRESS = 4
 """Lanes kept open per node while no execution uses them (each holds a node's worker)."""
@@ -61,38 +61,29 @@ class Link(Protocol):
         """The execution is over; ``clean``: it ended by the protocol, the stream is sound."""
 
 
-class _Stream:
-    """A request stream fed from a queue (grpc's sync client drains it on a thread)."""
-
-    def __init__(self) -> None:
-        self.frames: queue.SimpleQueue[harness_pb2.ControllerFrame | None] = queue.SimpleQueue()
-
-    def send(self, frame: harness_pb2.ControllerFrame) -> None:
-        """Queue ``frame`` for the node."""
-        self.frames.put(frame)
-
-    def requests(self) -> Iterator[harness_pb2.ControllerFrame]:
-        """What grpc sends: the queue, up to its None."""
-        while (frame := self.frames.get()) is not None:
-            yield frame
+_SERVICE = harness_pb2.DESCRIPTOR.services_by_name["Harness"]
+CONNECT = f"/{_SERVICE.full_name}/Connect"
+EXECUTIONS = f"/{_SERVICE.full_name}/Executions"
+_FRAME = harness_pb2.ControllerFrame.SerializeToString
 
 
-class ConnectLink(_Stream):
+class ConnectLink:
     """One Connect stream: one execution, then closed."""
 
     reused = False
 
     def __init__(self, chan: grpc.Channel) -> None:
-        super().__init__()
-        stub = harness_pb2_grpc.HarnessStub(chan)  # type: ignore[no-untyped-call]
-        self.call: Any = stub.Connect(self.requests())
-        self._events: Iterator[common_pb2.Event] = iter(self.call)
+        self.call = open_stream(chan, CONNECT, _FRAME, common_pb2.Event.FromString)
+
+    def send(self, frame: harness_pb2.ControllerFrame) -> None:
+        """Send ``frame`` to the node."""
+        self.call.send(frame)
 
     def __iter__(self) -> ConnectLink:
         return self
 
     def __next__(self) -> common_pb2.Event:
-        return next(self._events)
+        return next(self.call)  # type: ignore[no-any-return]
 
     def leftover(self) -> int:
         """Nothing is buffered here (grpc hands out one message at a time)."""
@@ -100,29 +91,29 @@ class ConnectLink(_Stream):
 
     def close(self, clean: bool) -> None:
         """End the stream whatever happened (a Connect carries one execution)."""
-        self.frames.put(None)
-        self.call.cancel()
+        self.call.end()
 
 
-class Lane(_Stream):
+class Lane:
     """One ``Harness.Executions`` stream, used by one execution at a time."""
 
     def __init__(self, chan: grpc.Channel, pool: Lanes, address: str) -> None:
-        super().__init__()
         self.pool = pool
         self.address = address
         self.reused = False
-        stub = harness_pb2_grpc.HarnessStub(chan)  # type: ignore[no-untyped-call]
-        self.call: Any = stub.Executions(self.requests())
-        self._batches: Iterator[harness_pb2.Events] = iter(self.call)
+        self.call = open_stream(chan, EXECUTIONS, _FRAME, harness_pb2.Events.FromString)
         self._pending: deque[common_pb2.Event] = deque()
+
+    def send(self, frame: harness_pb2.ControllerFrame) -> None:
+        """Send ``frame`` to the node."""
+        self.call.send(frame)
 
     def __iter__(self) -> Lane:
         return self
 
     def __next__(self) -> common_pb2.Event:
         while not self._pending:
-            self._pending.extend(next(self._batches).events)
+            self._pending.extend(next(self.call).events)
         return self._pending.popleft()
 
     def leftover(self) -> int:
@@ -131,7 +122,7 @@ class Lane(_Stream):
 
     def active(self) -> bool:
         """The stream is still open, as far as this process knows."""
-        return bool(self.call.is_active())
+        return self.call.is_active()
 
     def close(self, clean: bool) -> None:
         """Back to the pool when ``clean``, else ended."""
@@ -141,8 +132,7 @@ class Lane(_Stream):
 
     def end(self) -> None:
         """End the stream (the node's handler sees it close and returns)."""
-        self.frames.put(None)
-        self.call.cancel()
+        self.call.end()
 
 
 class Lanes:

@@ -129,17 +129,43 @@ NOT_READ: dict[str, str] = {
 """Integer-carrying fields the server never acts on, and why."""
 
 
+Plan = tuple[tuple[str | None, tuple[tuple[str, tuple[str, ...], Range], ...]], ...]
+"""A message's checks grouped by the top-level field their path goes through (None: a
+field of the message itself), each as (path, the rest of its path split, range)."""
+
+
+def _plan(ranges: tuple[tuple[str, Range], ...]) -> Plan:
+    groups: dict[str | None, list[tuple[str, tuple[str, ...], Range]]] = {}
+    for path, rng in ranges:
+        first, dot, rest = path.partition(".")
+        key, parts = (first, tuple(rest.split("."))) if dot else (None, (first,))
+        groups.setdefault(key, []).append((path, parts, rng))
+    return tuple((key, tuple(checks)) for key, checks in groups.items())
+
+
+_PLANS: dict[str, Plan] = {name: _plan(ranges) for name, ranges in RANGES.items()}
+""":data:`RANGES` as each request is checked: every frame of a harness stream, every
+request of the daemon, goes through here, so the paths are split once, and a sub-message
+that is not set (a frame's other kinds) is skipped with all its fields at once."""
+
+
 def check(msg: Message) -> InvalidArgumentError | None:
     """The error for the first field of ``msg`` out of its range (None: all in range)."""
-    for path, rng in RANGES.get(msg.DESCRIPTOR.full_name, ()):
-        value = _value(msg, path)
-        if value is not None and (error := rng.error(path, value)) is not None:
-            return error
+    for field, checks in _PLANS.get(msg.DESCRIPTOR.full_name, ()):
+        sub = msg
+        if field is not None:
+            if not msg.HasField(field):
+                continue
+            sub = getattr(msg, field)
+        for path, parts, rng in checks:
+            value = _value(sub, parts)
+            if value is not None and (error := rng.error(path, value)) is not None:
+                return error
     return None
 
 
-def _value(msg: Message, path: str) -> int | None:
-    *through, last = path.split(".")
+def _value(msg: Message, parts: tuple[str, ...]) -> int | None:
+    *through, last = parts
     for name in through:
         if not msg.HasField(name):
             return None

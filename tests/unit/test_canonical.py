@@ -456,6 +456,30 @@ def test_split_envelope_finds_the_real_tail() -> None:
     assert canonical.split_envelope(payload) == (body, "cd" * 32, 7)
 
 
+@SETTINGS
+@given(
+    canonical_events,
+    st.one_of(st.just(""), st.text("0123456789abcdef", min_size=64, max_size=64)),
+    st.integers(0, 2**63 - 1),
+)
+def test_event_bytes_slices_as_split_envelope(event: dict[str, Any], prev: str, seq: int) -> None:
+    payload = canonical.envelope(canonical.canonical_json(event), prev, seq)
+    assert canonical.event_bytes(payload, prev, seq) == canonical.split_envelope(payload)[0]
+    record = Record.seal(canonical.canonical_json(event), seq=seq, prev_hash=prev, fence=1)
+    assert record.event_json == canonical.canonical_json(event)
+
+
+def test_event_bytes_of_a_record_its_payload_disagrees_with() -> None:
+    body = canonical.canonical_json({"kind": "EVENT_END"})
+    payload = canonical.envelope(body, "ab" * 32, 7)
+    assert canonical.event_bytes(payload, "ab" * 32, 8) == body  # sliced as split_envelope
+    assert canonical.event_bytes(payload, "", 7) == body
+    with pytest.raises(FormatError):
+        canonical.event_bytes(b'{"event":[],"prev_hash":"","seq":"1"}', "", 1)
+    with pytest.raises(FormatError):
+        canonical.event_bytes(b'{"event":{},"prev_hash":"","seq":"1"} ', "", 1)
+
+
 def test_content_hash() -> None:
     assert canonical.content_hash(b"") == (
         "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"

@@ -33,6 +33,7 @@ from agentsessions.wire import harnesswire as wire
 from agentsessions.wire.gen import common_pb2, harness_pb2, harness_pb2_grpc
 from agentsessions.wire.harnesslinks import LANES, Lane
 from agentsessions.wire.harnessnode import HarnessServer
+from agentsessions.wire.inlinestream import InlineStream
 
 
 def _socket(tag: str) -> str:
@@ -67,13 +68,22 @@ def test_successive_turns_share_one_kept_stream(tmp_path: Path, node: HarnessSer
         assert LANES.waiting(node.address) == (lane,)
 
 
+def test_a_host_drives_its_lanes_from_the_executions_own_thread(
+    tmp_path: Path, node: HarnessServer
+) -> None:
+    with agentsessions.open(tmp_path / "home", runtime="local") as engine:
+        engine.run(harness="r-lanes", inputs=["one"])
+        (lane,) = LANES.waiting(node.address)
+        assert isinstance(lane.call, InlineStream)  # no grpc request or spin thread between
+
+
 def test_a_stream_that_died_idle_is_replaced_and_nothing_runs_twice(
     tmp_path: Path, node: HarnessServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with agentsessions.open(tmp_path / "home", runtime="local") as engine:
         uid = engine.run(harness="r-lanes", inputs=["one"]).session.uid
         (lane,) = LANES.waiting(node.address)
-        lane.call.cancel()  # the stream dies while idle, and the host has not noticed yet
+        lane.call.end()  # the stream dies while idle (and the lane is taken as if it had not)
         monkeypatch.setattr(Lane, "active", lambda self: True)
         turn = engine.run(uid, ["two"]).turn
         assert turn is not None and turn.outputs == ("echo:two",)

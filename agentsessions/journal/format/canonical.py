@@ -397,6 +397,25 @@ def split_envelope(payload: bytes) -> tuple[bytes, str, int]:
     return payload[len(_EVENT_PREFIX) : cut], prev_hash, seq
 
 
+def event_bytes(payload: bytes, prev_hash: str, seq: int) -> bytes:
+    """The event's bytes in the envelope of the record at ``seq`` after ``prev_hash``: sliced
+    off by the tail those two make, checked whole (no search, no pattern: ~0.2 us, where
+    :func:`split_envelope` takes ~1.6 us and a remote harness's Start slices every event it
+    sends), else as :func:`split_envelope` slices it (which says what is wrong)."""
+    tail = b'%s%s","seq":"%d"}' % (_TAIL_KEY, prev_hash.encode(), seq)
+    start, end = len(_EVENT_PREFIX), len(payload) - len(tail)
+    if (
+        0 <= seq <= _INT64_MAX
+        and payload.endswith(tail)
+        and payload.startswith(_EVENT_PREFIX)
+        and end > start
+        and payload[start : start + 1] == b"{"
+        and payload[end - 1 : end] == b"}"
+    ):
+        return payload[start:end]
+    return split_envelope(payload)[0]
+
+
 def envelope_link(payload: bytes) -> tuple[str, int]:
     """``(prev_hash, seq)`` of a stored envelope, checked as :func:`split_envelope` checks it,
     without copying the event out (a payload may be megabytes)."""

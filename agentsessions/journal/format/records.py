@@ -52,7 +52,7 @@ class Record(NamedTuple):
     @property
     def event_json(self) -> bytes:
         """The canonical bytes of the event alone, sliced out of the payload."""
-        return canonical.split_envelope(self.payload)[0]
+        return canonical.event_bytes(self.payload, self.prev_hash, self.seq)
 
     def to_wire(self) -> dict[str, Any]:
         """``agentsessions.v1.LogRecord`` in proto3-JSON (int64 as strings, defaults omitted)."""
