@@ -97,7 +97,11 @@ class InlineStream:
             None,  # census context
             None,  # registered call handle
         )
-        self._reader = _grpc_channel._SingleThreadedRendezvous(self._state, call, deserialize, None)
+        try:
+            self._reader = _grpc_channel._SingleThreadedRendezvous(state, call, deserialize, None)
+        except BaseException:
+            call.cancel(_cygrpc.StatusCode.cancelled, "the inline reader failed")
+            raise
         self._call = call
 
     def send(self, message: Any) -> None:
@@ -175,5 +179,8 @@ def open_stream(
 ) -> Stream:
     """A stream-stream call of ``method`` on ``channel``: inline where grpc allows it."""
     if INLINE and isinstance(channel, _grpc_channel.Channel):
-        return InlineStream(channel, method, serialize, deserialize)
+        try:
+            return InlineStream(channel, method, serialize, deserialize)
+        except (TypeError, AttributeError):  # internals that moved: grpc's own stream still works
+            pass
     return ThreadedStream(channel, method, serialize, deserialize)

@@ -132,3 +132,18 @@ def test_an_intercepted_channel_gets_grpcs_threaded_stream(address: str) -> None
         assert next(stream) == b"yx"
         assert _grpc_client_threads(before)  # the test above can fail: these threads are named so
         stream.end()
+
+
+def test_internals_that_moved_get_grpcs_threaded_stream(
+    address: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def moved(*args: Any) -> None:
+        raise TypeError("_SingleThreadedRendezvous() takes another shape in this grpc")
+
+    monkeypatch.setattr(inlinestream._grpc_channel, "_SingleThreadedRendezvous", moved)
+    with grpc.insecure_channel(address) as channel:
+        stream = open_stream(channel, METHOD, _same, _same)
+        assert isinstance(stream, ThreadedStream)
+        stream.send(b"ab")
+        assert next(stream) == b"ba"
+        stream.end()
