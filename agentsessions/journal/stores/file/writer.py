@@ -90,7 +90,7 @@ class FileWriter(ChainWriter):
         self._held = NOTHING_HELD  # the LOCK is held as long as the writer is
         self._lock = lock
         self._since_hint = 0
-        self._hinted_at = time.monotonic()  # the open read (or made) a hint just now
+        self._hinted_at = time.monotonic()  # the open just recorded its head in the FENCE
         # Commits landed with sync=False wait for the next sync. At open the tail may hold
         # commits a dead writer landed unsynced, so nothing is known durable until a sync.
         self._unsynced = True
