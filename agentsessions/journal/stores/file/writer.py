@@ -44,7 +44,7 @@ HINT_EVERY_COMMITS = 64
 HINT_MIN_SECONDS = 1.0
 """...but no sooner than this many seconds after its last one. Replacing the file costs
 ~0.2-1 ms of kernel time on ext4 (a new inode, and the flush ext4 starts when a rename
-replaces a file): every 64 commits that was 10-45 us a turn of a fast conversation. An
+replaces a file): every 64 commits that was 8-45 us a turn of a fast conversation. An
 unsynced hint is no fresher than the file system's writeback after a power loss (ext4
 commits every 5 s), so a second's bound loses nothing there; after a kill, a hint misses at
 most the last 64 commits or the last second's, whichever is more."""
