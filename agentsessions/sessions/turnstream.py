@@ -95,7 +95,9 @@ class TurnFrames(DeltaSink):
     before it reads the other's write, so one of them always sees the other: an item made
     while the consumer goes to sleep is either seen by its last look or rings the bell.
     A ring the consumer did not need stays on the bell and costs it one spurious wake.
-    Nothing in this relies on one producer thread: several may append and ring.
+    (The reads and writes are ordered as the interpreter runs them, one bytecode at a time
+    under the GIL.) Nothing in this relies on one producer thread: several may append and
+    ring. One consumer takes (a :class:`TurnStream` is read by one thread at a time).
     """
 
     def __init__(self, uid: str) -> None:
@@ -178,11 +180,16 @@ class TurnFrames(DeltaSink):
     def within(self, timeout: float) -> list[object]:
         """What the turn hands over within ``timeout`` seconds ([] if none): in its first
         moments its whole batch when it ends in time (its end rings the bell), past them
-        the first items made."""
-        if self._eager:
-            self._listen(timeout)
-        else:
-            self._rung(timeout)
+        the first items made (a spare ring does not end the wait early)."""
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            if self._eager:
+                self._listen(left)
+            else:
+                self._rung(left)
+            taken = self.poll()
+            if taken:
+                return taken
         return self.poll()
 
     def poll(self) -> list[object]:

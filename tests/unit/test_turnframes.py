@@ -5,6 +5,7 @@ its consumer once, a long one hands each frame over without waiting for the turn
 from __future__ import annotations
 
 import threading
+import time
 
 from agentsessions.sessions.turnstream import DONE, Failed, TurnFrames, frames_of
 from agentsessions.sessions.values import DeltaFrame, RecordFrame, SessionFrame
@@ -57,19 +58,18 @@ def test_a_quick_turn_wakes_its_consumer_once_at_its_end() -> None:
 
 def test_past_its_first_moments_a_listening_consumer_is_woken_by_each_item() -> None:
     frames = TurnFrames("s")
-    frames.delta("a")
-    assert frames.next_batch() == [DeltaFrame("s", "a")]  # waited QUICK, then took it
-    frames.put(RecordFrame.__new__(RecordFrame))
-    assert frames._bell.qsize() == 0  # the consumer is not waiting: no wake
-    assert len(frames.next_batch()) == 1  # taken without a wait
     got: list[list[object]] = []
     consumer = threading.Thread(target=lambda: got.append(frames.next_batch()))
     consumer.start()
-    while not frames._listening:  # the consumer is about to block: the next item rings
+    while not frames._listening:  # waited QUICK for the turn's end, then listens for items
         consumer.join(0.001)
-    frames.delta("b")
+    assert frames._eager and frames._bell.qsize() == 0
+    frames.delta("b")  # rings: the consumer is blocked
     consumer.join()
     assert got == [[DeltaFrame("s", "b")]]
+    frames.put(RecordFrame.__new__(RecordFrame))
+    assert frames._bell.qsize() == 0  # the consumer is not waiting: no ring
+    assert len(frames.next_batch()) == 1  # taken without a wait
 
 
 def test_a_consumer_that_keeps_up_gets_each_delta_alone() -> None:
@@ -210,3 +210,24 @@ def test_within_waits_for_a_quick_turns_end_and_takes_it_whole() -> None:
     got = frames.within(60.0)  # returns at the end (DONE rings), not at the first record
     thread.join()
     assert got == [record, DeltaFrame("s", "a"), DONE]
+
+
+def test_a_spare_ring_does_not_end_a_wait_for_frames_early() -> None:
+    frames = TurnFrames("s")
+    frames._eager = True  # past the turn's first moments
+    frames._bell.put(None)  # a ring no one needed: a producer that saw the consumer listen
+    record = RecordFrame.__new__(RecordFrame)
+
+    def produce() -> None:
+        patience = time.monotonic() + 60.0  # a consumer that stopped waiting fails, not hangs
+        while frames._bell.qsize() and time.monotonic() < patience:
+            time.sleep(0.001)  # the waiting consumer took the spare ring ...
+        while not frames._listening and time.monotonic() < patience:
+            time.sleep(0.001)  # ... and waits again
+        frames.put(record)
+
+    thread = threading.Thread(target=produce)
+    thread.start()
+    got = frames.within(60.0)
+    thread.join()
+    assert got == [record]
