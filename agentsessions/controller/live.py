@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from agentsessions.journal.format.records import Record
 
 from . import cancel
+from .deltas import DeltaSink
 from .spi import ModelProvider
 from .toolcalls import ToolHost
 
@@ -58,7 +59,7 @@ class Journal(Protocol):
         ...
 
 
-class Observer:
+class Observer(DeltaSink):
     """A caller's callback (``on_record``, ``on_delta``) isolated from the turn it watches.
 
     Watching a turn must never change it: a terminal that went away (a broken pipe, a full
@@ -84,8 +85,7 @@ class Observer:
             self.errors.append(exc)
 
     def checked(self, check: Callable[[], None], every: float) -> Callable[[Any], None]:
-        """:func:`~.cancel.checked_stream` of this observer as ONE function (a model streams
-        a delta per token): ``check`` at most once per ``every`` seconds, then the callback."""
+        """``check`` at most once per ``every`` seconds, then the isolated callback."""
         callback, clock, last = self.callback, time.monotonic, time.monotonic()
 
         def deliver(value: Any) -> None:
@@ -108,8 +108,9 @@ class Observer:
 def isolated(
     callback: Callable[[Any], None] | None, errors: list[Exception]
 ) -> Callable[[Any], None] | None:
-    """``callback`` behind an :class:`Observer` (once: an Observer is not wrapped again)."""
-    if callback is None or isinstance(callback, Observer):
+    """``callback`` behind an :class:`Observer`; a :class:`DeltaSink` (an Observer among
+    them) as it is: it never raises from a delta."""
+    if callback is None or isinstance(callback, DeltaSink):
         return callback
     return Observer(callback, errors)
 
@@ -144,6 +145,6 @@ class Live:
         """``on_delta`` asking ``before_effect`` as the answer streams (a cancel abandons it)."""
         if self.on_delta is None or self.before_effect is None:
             return self.on_delta
-        if isinstance(self.on_delta, Observer):  # the controller's: one call per delta
+        if isinstance(self.on_delta, DeltaSink):  # the controller's: one call per delta
             return self.on_delta.checked(self.before_effect, cancel.STREAM_CHECK_SECONDS)
         return cancel.checked_stream(self.on_delta, self.before_effect)

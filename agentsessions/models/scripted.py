@@ -150,15 +150,22 @@ class ScriptedModel:
             )
         text = found.text
         # pieces only matter to a stream or a delay: Sessions.run (no delta) skips the split
-        pieces = _PIECES.findall(text) or [""] if on_delta is not None or self.delay else ()
-        for piece in pieces:
-            if self.delay:  # a slow model, spread over the stream (demos, crash tests)
-                time.sleep(self.delay / len(pieces))
-            if on_delta is not None and piece:
+        if self.delay:
+            self._slowly(text, on_delta)
+        elif on_delta is not None:  # a stream: nothing but a call per piece (a delta a word)
+            for piece in _PIECES.findall(text):  # a match is never empty
                 on_delta(piece)
         if not found.tool_calls:  # exactly the text answer it always was, empty text included
             return Completion(message=dict(text_message("assistant", text)))
         return Completion(message=dict(message("assistant", *found.parts(call - 1))))
+
+    def _slowly(self, text: str, on_delta: Callable[[str], None] | None) -> None:
+        """A slow model (demos, crash tests): ``delay`` seconds spread over the pieces."""
+        pieces = _PIECES.findall(text) or [""]
+        for piece in pieces:
+            time.sleep(self.delay / len(pieces))
+            if on_delta is not None and piece:
+                on_delta(piece)
 
     def _answer(self, request: ModelRequest, call: int) -> Answer:
         if self.answers is not None:

@@ -11,6 +11,7 @@ them), and the workers."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import contextvars
 import functools
 import itertools
@@ -19,8 +20,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
+from agentsessions.controller.deltas import DeltaSink
 from agentsessions.errors import InvalidArgumentError, LockHeldError
 
 from .values import DeltaFrame, Frame, RecordFrame, SessionFrame, Turn
@@ -28,6 +30,8 @@ from .views import view
 
 if TYPE_CHECKING:
     from agentsessions.controller.controller import Controller
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -72,118 +76,131 @@ def _nothing() -> None:
     """No one asked to hear of the turn's end."""
 
 
-class _Batch:
-    """Items handed over as one: the consumer takes them all at once, in order.
+class TurnFrames(DeltaSink):
+    """The producer's side of a turn's frames, and the consumer's way to take them.
 
-    Each item is a frame, a delta's text (a ``str``), :class:`Failed` or :data:`DONE`."""
+    Everything the turn hands over (frames, each delta's text, :class:`Failed`,
+    :data:`DONE`) is appended to one deque, in order, by one C call that needs no lock
+    (a deque's ``append`` and ``popleft`` are atomic); the consumer takes what is there at
+    once, so consecutive deltas it had not taken become one :class:`DeltaFrame` (text
+    never moves across a record), and a consumer that keeps up gets each delta alone.
 
-    __slots__ = ("items", "queued", "taken")
-
-    def __init__(self, item: object) -> None:
-        self.items = [item]
-        self.queued = False  # on the queue (its consumer was woken for it)
-        self.taken = False  # the consumer has it: its entry on the queue, if any, is stale
-
-
-class TurnFrames:
-    """The producer's side of a turn's frames, over the queue its consumer reads.
-
-    Whatever the turn produces while the consumer has not yet taken what came before joins
-    that batch, so the consumer wakes once per batch, not once per frame; consecutive deltas
-    of a batch become one :class:`DeltaFrame` (text never moves across a record).
-
-    A turn's first :data:`QUICK` seconds are handed over at once: the producer wakes the
-    consumer for them only when the turn ends, or when the consumer, tired of waiting, takes
-    them itself (:meth:`next_batch`); from then on each batch wakes it. A local turn thus
-    costs one hand-over between threads instead of one per sync, model stream and session
-    frame (each a context switch and a trip of the GIL, measured at about a third of a
-    turn), while a frame of a longer turn waits at most :data:`QUICK` for its consumer.
+    Waking the consumer: a turn's first :data:`QUICK` seconds are handed over at once: the
+    consumer waits on the bell, which only :data:`DONE` rings, until the turn ends or
+    QUICK passes, then takes what is there itself. A local turn thus costs one hand-over
+    between threads instead of one per sync, model stream and session frame (each a
+    context switch and a trip of the GIL). From then on (eager) the consumer, before it
+    blocks, sets ``_listening`` and then looks at the deque once more; the producer, after
+    each append, rings the bell if ``_listening`` is set (and clears it). Each side writes
+    before it reads the other's write, so one of them always sees the other: an item made
+    while the consumer goes to sleep is either seen by its last look or rings the bell.
+    A ring the consumer did not need stays on the bell and costs it one spurious wake.
+    (The reads and writes are ordered as the interpreter runs them, one bytecode at a time
+    under the GIL.) Nothing in this relies on one producer thread: several may append and
+    ring. One consumer takes (a :class:`TurnStream` is read by one thread at a time).
     """
 
-    def __init__(self, uid: str, queue_: queue.SimpleQueue[object]) -> None:
+    def __init__(self, uid: str) -> None:
         self.uid = uid
-        self.queue = queue_
-        self._lock = threading.Lock()
-        self._open: _Batch | None = None  # not yet taken: what comes next joins it
-        self._eager = False  # past the turn's first QUICK seconds: each batch wakes
+        self._items: collections.deque[object] = collections.deque()
+        self._bell: queue.SimpleQueue[None] = queue.SimpleQueue()  # a ring: one None
+        self._listening = False  # an eager consumer is (about to be) blocked on the bell
+        self._eager = False  # past the turn's first QUICK seconds: each item may wake
 
     def delta(self, text: str) -> None:
         """Hand over streamed text (it joins the text handed over right before it)."""
-        with self._lock:  # put's common case inline: a model streams a delta per word
-            batch = self._open
-            if batch is not None and (batch.queued or not self._eager):
-                batch.items.append(text)
-                return
-        self.put(text)
+        self._items.append(text)
+        if self._listening:
+            self._ring()
+
+    __call__ = delta  # as the controller's on_delta
+
+    def checked(self, check: Callable[[], None], every: float) -> Callable[[str], None]:
+        """The turn's delta function: ``check`` (a cancel raises from it) at most once per
+        ``every`` seconds, then the delta handed over, in one call (a delta per word)."""
+        append, clock = self._items.append, time.monotonic
+        last = clock()
+
+        def deliver(text: str) -> None:
+            nonlocal last
+            now = clock()
+            if now - last >= every:
+                last = now
+                check()
+            append(text)
+            if self._listening:
+                self._ring()
+
+        return deliver
 
     def put(self, item: object) -> None:
-        """Hand over a frame (or DONE, Failed) after everything handed over so far."""
-        with self._lock:
-            batch = self._open
-            if batch is None:
-                batch = self._open = _Batch(item)
-            else:
-                batch.items.append(item)
-            if batch.queued or not (self._eager or item is DONE):
-                return
-            batch.queued = True
-        self.queue.put(batch)
+        """Hand over a frame (or DONE, Failed) after everything handed over so far; DONE
+        always rings (the end wakes even a consumer in a turn's first moments)."""
+        self._items.append(item)
+        if item is DONE:
+            self._bell.put(None)
+        elif self._listening:
+            self._ring()
+
+    def _ring(self) -> None:
+        self._listening = False  # before the ring: the consumer re-arms after it wakes
+        self._bell.put(None)
 
     def next_batch(self) -> list[object]:
         """The consumer's next items (deltas joined): waits for them, :data:`QUICK` seconds
-        at first, then takes what the turn made so far itself and has each batch wake it."""
+        at first, then takes what the turn made so far itself and wakes for each item."""
         while True:
-            if self._eager:
-                batch = _take(self.queue)
-            else:
-                try:
-                    batch = self.queue.get(timeout=QUICK)
-                except queue.Empty:
-                    with self._lock:
-                        self._eager = True
-                    found = self.poll()
-                    if found:
-                        return found
-                    continue
-            taken = self._take(batch)
-            if taken is not None:
+            taken = self.poll()
+            if taken:
                 return taken
+            if self._eager:
+                self._listen(None)
+                continue
+            try:
+                self._bell.get(timeout=QUICK)  # rung by DONE only: the turn's end
+            except queue.Empty:
+                self._eager = True
+
+    def _listen(self, timeout: float | None) -> None:
+        """Block until an item is handed over (``timeout`` seconds at most; None: waits in
+        slices of :data:`SLICE`), unless one is there already; see the class's docstring."""
+        self._listening = True
+        if not self._items:  # looked after listening: an item made since rings the bell
+            self._rung(timeout)
+        self._listening = False
+
+    def _rung(self, timeout: float | None) -> None:
+        """Wait for the bell, ``timeout`` seconds at most (None: in slices, for ever)."""
+        if timeout is None:
+            _take(self._bell)
+            return
+        with contextlib.suppress(queue.Empty):
+            self._bell.get(timeout=timeout)
 
     def within(self, timeout: float) -> list[object]:
-        """The next batch the turn hands over within ``timeout`` seconds ([] if none): a
-        quick turn's whole batch when it ends in time (its end wakes the consumer)."""
+        """What the turn hands over within ``timeout`` seconds ([] if none): in its first
+        moments its whole batch when it ends in time (its end rings the bell), past them
+        the first items made (a spare ring does not end the wait early)."""
         deadline = time.monotonic() + timeout
         while (left := deadline - time.monotonic()) > 0:
-            try:
-                batch = self.queue.get(timeout=left)
-            except queue.Empty:
-                break
-            taken = self._take(batch)
-            if taken is not None:
+            if self._eager:
+                self._listen(left)
+            else:
+                self._rung(left)
+            taken = self.poll()
+            if taken:
                 return taken
         return self.poll()
 
     def poll(self) -> list[object]:
         """Everything handed over and not yet taken, without waiting ([] when nothing is):
         for a consumer that sends what is ready together (a server's one message)."""
-        with self._lock:
-            batch = self._open
-            if batch is None:
-                return []
-            self._open = None
-            batch.taken = True
-        return self._joined(batch.items)
-
-    def _take(self, batch: object) -> list[object] | None:
-        """``batch``'s items, or None when :meth:`poll` took it already."""
-        assert type(batch) is _Batch
-        with self._lock:
-            if batch.taken:
-                return None
-            batch.taken = True
-            if self._open is batch:
-                self._open = None
-        return self._joined(batch.items)
+        items = self._items
+        count = len(items)
+        if not count:
+            return []
+        # popleft ``count`` times in C: the producer only appends, so these are the first
+        return self._joined(list(itertools.starmap(items.popleft, itertools.repeat((), count))))
 
     def _joined(self, items: list[object]) -> list[object]:
         """``items`` with each run of deltas joined into one DeltaFrame (grouped in C: a
@@ -317,7 +334,7 @@ class TurnStream(Iterator[Frame]):
             self.close()
 
 
-def _take(items: queue.SimpleQueue[object]) -> object:
+def _take(items: queue.SimpleQueue[T]) -> T:
     """The next item, waiting in slices of :data:`SLICE` (so signal handlers run)."""
     while True:
         try:
@@ -395,14 +412,14 @@ class Turns:
         """Run ``work`` on a worker that releases ``lock`` when it ends; the frames it
         produces: ``first``, each record and delta as ``controller`` reports it, then the
         session as the turn left it (``work`` returns the turn and whether compute woke)."""
-        frames = TurnFrames(uid, queue.SimpleQueue())
+        frames = TurnFrames(uid)
         done = Done()
         ended = _take_turn_ended()
 
         def run() -> None:
             try:
                 controller.on_record = lambda record: frames.put(RecordFrame(uid, record))
-                controller.on_delta = frames.delta
+                controller.on_delta = frames  # its own checked delta: no Observer layer
                 turn, woke = work(controller)
                 last = view(controller.info(uid))
                 frames.put(SessionFrame(last, turn, compute_resumed=woke, last=True))

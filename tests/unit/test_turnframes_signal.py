@@ -8,7 +8,6 @@ there, so Ctrl-C did nothing until the next frame. It now waits in slices.
 
 from __future__ import annotations
 
-import queue
 import signal
 import threading
 import time
@@ -22,7 +21,7 @@ PATIENCE = 60.0  # how long the producer waits for the handler before it gives u
 
 def test_a_signal_handed_to_another_thread_runs_its_handler_while_the_consumer_waits() -> None:
     assert threading.current_thread() is threading.main_thread()  # handlers run only here
-    frames = TurnFrames("s", queue.SimpleQueue())
+    frames = TurnFrames("s")
     handled = threading.Event()
     took_first = threading.Event()
     seen_in_time: list[bool] = []

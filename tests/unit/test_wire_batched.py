@@ -4,7 +4,6 @@ caller that does not ask (a reference client) gets one update a frame, as before
 
 from __future__ import annotations
 
-import queue
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -78,7 +77,7 @@ def _queued(engine: Sessions) -> Iterator[Frame]:
     ran = list(engine.exec(None, ["hi"]))
     first, rest = ran[0], ran[1:]
     assert isinstance(first, SessionFrame)
-    frames_ = TurnFrames(first.uid, queue.SimpleQueue())
+    frames_ = TurnFrames(first.uid)
     for frame in rest:
         if isinstance(frame, DeltaFrame):
             frames_.delta(frame.text)
