@@ -7,9 +7,8 @@ adds a sync to the commit path (they are written after the commit's fdatasync re
 only on create/fork/close):
 
 - the ``TAIL`` resume hint of a session directory (written without fsync by a writer every
-  ``HINT_EVERY_COMMITS`` commits but at most once in ``HINT_MIN_SECONDS``, and when it
-  closes). After a power loss it may be older than the journal or missing, never newer
-  than the acknowledged head: a *lower bound*;
+  ``HINT_EVERY_COMMITS`` commits and when it closes). After a power loss it may be older than
+  the journal or missing, never newer than the acknowledged head: a *lower bound*;
 - a forked child's fork point: the child's first segment header names ``base_hash`` of
   the parent's seq ``fork_seq``, so the parent reached that seq with that hash;
 - the head in the ``FENCE`` (:mod:`.fencefile`): each writer open records the head it found

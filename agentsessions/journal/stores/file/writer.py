@@ -41,14 +41,6 @@ if TYPE_CHECKING:
 HINT_EVERY_COMMITS = 64
 """A writer rewrites its TAIL hint (unsynced) every this many commits, and when it closes."""
 
-HINT_MIN_SECONDS = 1.0
-"""...but no sooner than this many seconds after its last one. Replacing the file costs
-~0.2-1 ms of kernel time on ext4 (a new inode, and the flush ext4 starts when a rename
-replaces a file): every 64 commits that was 8-45 us a turn of a fast conversation. An
-unsynced hint is no fresher than the file system's writeback after a power loss (ext4
-commits every 5 s), so a second's bound loses nothing there; after a kill, a hint misses at
-most the last 64 commits or the last second's, whichever is more."""
-
 
 class WriterOwner(Protocol):
     """What a writer uses of the store that opened it (:class:`FileStore
@@ -90,7 +82,6 @@ class FileWriter(ChainWriter):
         self._held = NOTHING_HELD  # the LOCK is held as long as the writer is
         self._lock = lock
         self._since_hint = 0
-        self._hinted_at = time.monotonic()  # the open just recorded its head in the FENCE
         # Commits landed with sync=False wait for the next sync. At open the tail may hold
         # commits a dead writer landed unsynced, so nothing is known durable until a sync.
         self._unsynced = True
@@ -132,7 +123,7 @@ class FileWriter(ChainWriter):
         only name durable commits, so unsynced ones are synced first."""
         self.sync()
         self._dir.write_hint(self._store.fs, self._log.position, self._tail)
-        self._since_hint, self._hinted_at = 0, time.monotonic()
+        self._since_hint = 0
 
     def close(self) -> None:
         if not self._lock.held:
@@ -195,14 +186,10 @@ class FileWriter(ChainWriter):
             where = (at.segment, offset + (_framed(cid.encode()) if cid is not None else 0), seq)
         result = self._tail.advance(records, events, cid, state, fence=fence, at=where)
         self._since_hint += 1
-        if sync and self._since_hint >= HINT_EVERY_COMMITS and self._hint_due():
+        if sync and self._since_hint >= HINT_EVERY_COMMITS:
             with contextlib.suppress(StorageError):
                 self.write_hint()
         return result
-
-    def _hint_due(self) -> bool:
-        """Whether :data:`HINT_MIN_SECONDS` have passed since the last hint."""
-        return time.monotonic() - self._hinted_at >= HINT_MIN_SECONDS
 
     def _state_payload(self, state: WorkingState) -> bytes:
         """The STATE frame of ``state``, bound to the head it follows, naming its previous."""
