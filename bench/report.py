@@ -52,6 +52,24 @@ def ensure_venv(venv: Path, argv: list[str]) -> None:
     os.execve(str(python), [str(python), str(Path(__file__).resolve()), *argv], env)
 
 
+def recorded_options(argv: list[str]) -> list[str]:
+    """The options the report records as its command, without ``--venv``'s local path.
+
+    The venv holds the packages, not the measurement: a report re-run with another venv
+    measures the same thing, and the path would name a folder on the measuring machine.
+    """
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--venv":
+            skip = True
+        elif not arg.startswith("--venv="):
+            kept.append(arg)
+    return kept
+
+
 def machine() -> dict[str, Any]:
     """What the figures were measured on (the report prints it beside every table)."""
     facts: dict[str, Any] = {
@@ -99,7 +117,7 @@ def main() -> None:
         parser.error(f"unknown stage(s) {sorted(unknown)}; known: {list(reportstages.STAGES)}")
     results: dict[str, Any] = {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "command": " ".join(["python3", "bench/report.py", *sys.argv[1:]]),
+        "command": " ".join(["python3", "bench/report.py", *recorded_options(sys.argv[1:])]),
         "machine": machine(),
         "turns": turns,
         "rounds": rounds,
