@@ -272,20 +272,29 @@ def start_to_proto(
     head: Mark | None = None,
     json: bool = False,
 ) -> harness_pb2.Start:
-    """The ``Start`` of one execution: its history whole, or with ``base`` only the events
-    after it (:mod:`.historysync`); ``head`` is where the history ends, for a node to keep.
-    With ``json`` (the node reads ``Event.json``) the history events cross as their JSON.
-    The Start says this host reads events sent as JSON (``json_events``).
+    """The ``Start`` of one execution (see :func:`start_into`)."""
+    msg = harness_pb2.Start()
+    start_into(msg, start, session, base, head, json)
+    return msg
 
-    Built in place, every turn: each part is set on the message itself (protobuf copies a
-    sub-message handed to a constructor), and parts left at their defaults (no working
-    state, no tools) are left unset, which a reader cannot tell from sent empty."""
-    msg = harness_pb2.Start(
-        config=start.config,
-        resume_from_seq=start.resume_from_seq,
-        memory_restored=start.memory_restored,
-        json_events=True,
-    )
+
+def start_into(
+    msg: harness_pb2.Start,
+    start: Start,
+    session: str = "",
+    base: Mark | None = None,
+    head: Mark | None = None,
+    json: bool = False,
+) -> None:
+    """Fill the empty ``msg`` (a frame's own ``start``: protobuf copies a sub-message handed
+    to a constructor, so every part is set where it is sent from) with one execution: its
+    history whole, or with ``base`` only the events after it (:mod:`.historysync`); ``head``
+    is where the history ends, for a node to keep. With ``json`` (the node reads
+    ``Event.json``) the history events cross as their JSON. The Start says this host reads
+    events sent as JSON (``json_events``). Parts left at their defaults (no working state,
+    no tools) are left unset, which a reader cannot tell from sent empty."""
+    msg.config, msg.resume_from_seq = start.config, start.resume_from_seq
+    msg.memory_restored, msg.json_events = start.memory_restored, True
     _add_history(msg.history, start, session, base, head, json)
     inputs = msg.inputs
     for m in start.inputs:
@@ -301,7 +310,6 @@ def start_to_proto(
         _set_mark(msg.history_base, base)
     if head is not None:
         _set_mark(msg.history_head, head)
-    return msg
 
 
 _NO_STATE = WorkingState()
