@@ -12,10 +12,17 @@ synchronous harness: that thread reads the frames and sends the answers itself, 
 send callback grpc's sync server hands a behaviour marked ``experimental_non_blocking``
 (the node's runner, ``harnessnode.HarnessServicer._executions``, and its outbox). Its cost
 is the floor of such a node: the bare exchange plus the thread hop a harness needs.
+
+A ``synced`` floor syncs a file (through the journal's own :class:`FileSystem`) before each
+exchange, outside its timing, as a turn commits its first records before its Start goes out:
+both ends of the exchange then start from threads that slept through a sync, as a turn's do,
+where back-to-back exchanges find them just run.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -24,6 +31,7 @@ from typing import Any
 
 import grpc
 
+from agentsessions.journal.format.durable import DEFAULT_FS
 from agentsessions.wire.gen import common_pb2, harness_pb2, harness_pb2_grpc
 from agentsessions.wire.harnesslinks import EXECUTIONS
 from agentsessions.wire.harnessnode import add_to_server
@@ -80,9 +88,16 @@ class Floor:
     (:mod:`agentsessions.wire.inlinestream`); ``turn()`` is one turn's exchange
     (``threaded``: answered from a thread of the node's own, :class:`ThreadedNode`;
     ``grpc_threads``: the host's end on grpc's threaded client stream instead, its request
-    and channel threads between the host and the wire, as hosts ran before)."""
+    and channel threads between the host and the wire, as hosts ran before; ``synced``: each
+    exchange after a sync of a file, untimed, as a turn's Start follows its first commit)."""
 
-    def __init__(self, address: str, threaded: bool = False, grpc_threads: bool = False) -> None:
+    def __init__(
+        self,
+        address: str,
+        threaded: bool = False,
+        grpc_threads: bool = False,
+        synced: bool = False,
+    ) -> None:
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         node = ThreadedNode() if threaded else BareNode()
         harness_pb2_grpc.add_HarnessServicer_to_server(node, self.server)  # type: ignore[no-untyped-call]
@@ -95,9 +110,17 @@ class Floor:
         self.start = harness_pb2.ControllerFrame(start=harness_pb2.Start(), **envelope)
         result = harness_pb2.ModelResult(model_call_id="e:model:1")
         self.result = harness_pb2.ControllerFrame(model=result, **envelope)
+        self._fd = -1
+        if synced:  # a file beside the bench's journals (the same file system)
+            self._dir = tempfile.mkdtemp(prefix="ash-floor-")
+            path = os.path.join(self._dir, "synced")
+            self._fd = DEFAULT_FS.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
 
     def turn(self) -> tuple[float, float]:
         """(wall seconds, CPU seconds of this process: both ends) of one turn's exchange."""
+        if self._fd >= 0:  # a commit's write and sync, before the exchange and outside it
+            DEFAULT_FS.write_all(self._fd, b"x" * 256)
+            DEFAULT_FS.sync(self._fd)
         began, cpu = time.perf_counter(), time.process_time()
         self.stream.send(self.start)
         next(self.stream)
@@ -110,6 +133,8 @@ class Floor:
         self.stream.end()
         self.channel.close()
         self.server.stop(0)
+        if self._fd >= 0:
+            DEFAULT_FS.close(self._fd)
 
 
 class _TwoArguments(grpc.ServerInterceptor):

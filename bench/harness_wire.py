@@ -23,9 +23,11 @@ node must run a synchronous harness behind grpc's sync server (``ThreadedNode``:
 reads the frames and sends through grpc's send callback, as the node's runner does); the
 third is that exchange with the host's end on grpc's threaded client stream (its request
 and channel threads between the host and the wire, as hosts ran before the inline stream:
-what those hand-offs cost); the row after them is what a remote turn spends beyond the turn
-in process and the second floor (the protocol's own work, both ends: what the target
-leaves room for). Then
+what those hand-offs cost); the fourth is the second with a sync of a file before each
+exchange, untimed (a turn's Start follows its first commit's sync, so both ends wake from
+threads that slept through it, where back-to-back exchanges find them just run); the rows
+after them are what a remote turn spends beyond the turn in process and the second floor,
+then the fourth (the protocol's own work, both ends: what the target leaves room for). Then
 ``replay --rerun`` of each session (a node keeps a rerun's history too). The turns are short (one
 model call), so the ratio is the protocol's overhead at its largest. No number here is
 asserted by a test.
@@ -138,6 +140,7 @@ def main() -> None:
         Floor(f"unix://{home}/bare.sock"),
         Floor(f"unix://{home}/hop.sock", True),
         Floor(f"unix://{home}/threads.sock", True, grpc_threads=True),
+        Floor(f"unix://{home}/synced.sock", True, synced=True),
     ]
     more = ["remote-chat-hookless"] if args.hookless else []
     hookless = None
@@ -168,7 +171,9 @@ def main() -> None:
     print(_floor("floor: the bare exchange of a turn's messages", local, bare[0]))
     print(_floor("  answered from a thread of the node's own", local, bare[1]))
     print(_floor("  that, the host on grpc's threaded client stream", local, bare[2]))
+    print(_floor("  the node's thread, each exchange after a sync (as a turn's)", local, bare[3]))
     print(_own(local, remote, bare[1]))
+    print(_own(local, remote, bare[3], "the synced floor"))
     if more:
         print(_ab(remote, bare[len(floors)]))
     if replays is not None:
@@ -188,7 +193,7 @@ def _floor(what: str, local: Times, bare: Times) -> str:
     )
 
 
-def _own(local: Times, remote: Times, floor: Times) -> str:
+def _own(local: Times, remote: Times, floor: Times, which: str = "that floor") -> str:
     """What a remote turn costs beyond the turn in process and the threaded floor: the
     protocol's own work on both ends (building, reading and checking what crosses, the
     history kept, the lanes), which the target leaves room for."""
@@ -199,7 +204,7 @@ def _own(local: Times, remote: Times, floor: Times) -> str:
         for i in (0, 1)
     )
     return (
-        f"  beyond the turn in process and that floor, the protocol's own (host and node): "
+        f"  beyond the turn in process and {which}, the protocol's own (host and node): "
         f"{wall * 1e3:.2f} ms ({cpu * 1e3:.2f} ms CPU)"
     )
 

@@ -211,30 +211,34 @@ class Connection:
         self.ended = False  # END (or a checked park ack) came and nothing after it
         self.link: Link | None = None
 
+    def frame(self, **frame: Any) -> harness_pb2.ControllerFrame:
+        """A frame with the Start's envelope (a part given here is copied in: a large one
+        is better set on the frame's own field)."""
+        return harness_pb2.ControllerFrame(
+            session=self.session, execution_id=self.start.execution_id, **frame
+        )
+
     def send(self, **frame: Any) -> None:
         """Queue one frame, its envelope the Start's."""
         assert self.link is not None
-        self.link.send(
-            harness_pb2.ControllerFrame(
-                session=self.session, execution_id=self.start.execution_id, **frame
-            )
-        )
+        self.link.send(self.frame(**frame))
 
     def run(self) -> None:
         plan = self.plan
-        start = wire.start_to_proto(self.start, self.session, plan.base, plan.head, self.json)
+        first = self.frame()  # the Start is built in the frame that carries it
+        wire.start_into(first.start, self.start, self.session, plan.base, plan.head, self.json)
         chan = channel(self.address)
         if not self.lanes:
-            self._attempt(ConnectLink(chan), start)
+            self._attempt(ConnectLink(chan), first)
             return
         try:
-            self._attempt(LANES.take(self.address, chan), start)
+            self._attempt(LANES.take(self.address, chan), first)
         except StaleLane:  # the node never took it: again, on a new stream
-            self._attempt(LANES.take(self.address, chan, fresh=True), start)
+            self._attempt(LANES.take(self.address, chan, fresh=True), first)
 
-    def _attempt(self, link: Link, start: harness_pb2.Start) -> None:
+    def _attempt(self, link: Link, first: harness_pb2.ControllerFrame) -> None:
         self.link = link
-        self.send(start=start)
+        link.send(first)
         try:
             self._relay(link)
         except StaleLane:
@@ -341,13 +345,14 @@ class Connection:
             tool_choice=call.get("tool_choice"),
         )
         completion = self.sink.model(request)
-        result = harness_pb2.ModelResult(
-            message=wire.parse(completion.message, common_pb2.Message, "completion"),
-            model_call_id=str(call.get("id", "")),
-        )
+        frame = self.frame()  # the result is set on the frame's own field: one copy less
+        result = frame.model
+        result.model_call_id = str(call.get("id", ""))
+        result.message.CopyFrom(wire.parse(completion.message, common_pb2.Message, "completion"))
         if completion.usage:
             result.usage.CopyFrom(wire.parse(completion.usage, common_pb2.Usage, "usage"))
-        self.send(model=result)
+        assert self.link is not None
+        self.link.send(frame)
 
     def _state(self, commit: common_pb2.StateCommit) -> None:
         """Commit the harness's working state through the host's sink (a STATE record beside

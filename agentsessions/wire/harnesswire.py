@@ -88,6 +88,12 @@ _ENCODE = msgspec.json.Encoder()
 _DECODE = msgspec.json.Decoder()
 
 
+def json_event_size(n: int) -> int:
+    """The wire size of an ``Event`` holding ``n`` bytes of ``json`` and nothing else: the
+    field's two-byte key (field 1002), the length as a varint, the bytes."""
+    return 2 + max(1, (n.bit_length() + 6) // 7) + n
+
+
 def event_to_wire(event: Mapping[str, Any], json: bool) -> common_pb2.Event:
     """The ``Event`` of an event dict for a peer: as ``Event.json`` when ``json`` (the peer
     reads it) and the dict is exactly canonical and plain by the schema's fast checker (a
@@ -120,12 +126,13 @@ def history_as_json(history: History, count: int) -> list[common_pb2.Event]:
     return [event_as_json(e) for e in history.tail(count)]
 
 
-def _json_event(msg: common_pb2.Event, data: bytes) -> dict[str, Any]:
+def _json_event(msg: common_pb2.Event, data: bytes, size: int | None = None) -> dict[str, Any]:
     """The dict an ``Event.json`` carries, read as the field-by-field path reads the same
     event: as it is when canonical and plain (the fast checker says so in a few µs), else
     through the message (normalised, or refused: HarnessProtocolError). Alone in its
-    message, else refused."""
-    if len(msg.ListFields()) != 1:
+    message (``size``, the message's wire size when the caller has it, is exactly the
+    field's: nothing else set, no unknown field), else refused."""
+    if (msg.ByteSize() if size is None else size) != json_event_size(len(data)):
         raise HarnessProtocolError("an event sent as JSON has other fields set beside it")
     try:
         event: dict[str, Any] = _DECODE.decode(data)
@@ -265,43 +272,74 @@ def start_to_proto(
     head: Mark | None = None,
     json: bool = False,
 ) -> harness_pb2.Start:
-    """The ``Start`` of one execution: its history whole, or with ``base`` only the events
-    after it (:mod:`.historysync`); ``head`` is where the history ends, for a node to keep.
-    With ``json`` (the node reads ``Event.json``) the history events cross as their JSON.
-    The Start says this host reads events sent as JSON (``json_events``)."""
+    """The ``Start`` of one execution (see :func:`start_into`)."""
+    msg = harness_pb2.Start()
+    start_into(msg, start, session, base, head, json)
+    return msg
+
+
+def start_into(
+    msg: harness_pb2.Start,
+    start: Start,
+    session: str = "",
+    base: Mark | None = None,
+    head: Mark | None = None,
+    json: bool = False,
+) -> None:
+    """Fill the empty ``msg`` (a frame's own ``start``: protobuf copies a sub-message handed
+    to a constructor, so every part is set where it is sent from) with one execution: its
+    history whole, or with ``base`` only the events after it (:mod:`.historysync`); ``head``
+    is where the history ends, for a node to keep. With ``json`` (the node reads
+    ``Event.json``) the history events cross as their JSON. The Start says this host reads
+    events sent as JSON (``json_events``). Parts left at their defaults (no working state,
+    no tools) are left unset, which a reader cannot tell from sent empty."""
+    msg.config, msg.resume_from_seq = start.config, start.resume_from_seq
+    msg.memory_restored, msg.json_events = start.memory_restored, True
+    _add_history(msg.history, start, session, base, head, json)
+    inputs = msg.inputs
+    for m in start.inputs:
+        inputs.append(parse(m, common_pb2.Message, "input"))
+    if start.tools:
+        msg.tools.extend(tool_to_proto(t) for t in start.tools)
     state = start.state
+    if state != _NO_STATE:
+        s = msg.state
+        s.version, s.data, s.covers_from = state.version, state.data, state.covers_from
+        s.covers_to, s.author, s.time_ns = state.covers_to, state.author, state.time_ns
+    if base is not None and head is not None:
+        _set_mark(msg.history_base, base)
+    if head is not None:
+        _set_mark(msg.history_head, head)
+
+
+_NO_STATE = WorkingState()
+
+
+def _add_history(
+    into: Any, start: Start, session: str, base: Mark | None, head: Mark | None, json: bool
+) -> None:
+    """The Start's history events, added to its repeated field ``into`` (see
+    :func:`start_to_proto`)."""
     if json:  # a few µs an event, or less as stored: no cache needed
         # with a base only what the node lacks: the journal is read from base on
         count = head.seq - base.seq if base is not None and head is not None else None
-        history = history_as_json(start.history, len(start.history) if count is None else count)
+        history = start.history
+        if isinstance(history, (WriterHistory, StoreHistory)):  # the stored bytes, as is
+            add = into.add
+            for data in history.tail_json(len(history) if count is None else count):
+                add(json=data)
+            return
+        into.extend(history_as_json(history, len(history) if count is None else count))
     elif base is not None and head is not None:
-        history = [event_to_proto(e) for e in start.history.tail(head.seq - base.seq)]
+        into.extend(event_to_proto(e) for e in start.history.tail(head.seq - base.seq))
     else:
         # tail(len): bounded by the execution's start however the history iterates
         events = start.history.tail(len(start.history))
-        history = HOST_HISTORY.convert(session, events, lambda e: e, event_to_proto)
-    msg = harness_pb2.Start(
-        config=start.config,
-        history=history,
-        inputs=[parse(m, common_pb2.Message, "input") for m in start.inputs],
-        resume_from_seq=start.resume_from_seq,
-        tools=[tool_to_proto(t) for t in start.tools],
-        state=harness_pb2.WorkingState(
-            version=state.version,
-            data=state.data,
-            covers_from=state.covers_from,
-            covers_to=state.covers_to,
-            author=state.author,
-            time_ns=state.time_ns,
-        ),
-        memory_restored=start.memory_restored,
-        json_events=True,
-    )
-    if base is not None and head is not None:
-        msg.history_base.CopyFrom(base.to_proto())
-    if head is not None:
-        msg.history_head.CopyFrom(head.to_proto())
-    return msg
+        into.extend(HOST_HISTORY.convert(session, events, lambda e: e, event_to_proto))
+
+
+def _set_mark(into: harness_pb2.HistoryMark, mark: Mark) -> None:
+    into.fence, into.seq, into.hash = mark.fence, mark.seq, mark.hash
 
 
 class ListHistory:
@@ -331,8 +369,8 @@ def start_from_proto(
 ) -> Start:
     """Our ``Start`` of a received one (the envelope's execution id). With ``kept`` (a node
     that keeps histories) a Start with a head is kept, one with a base is completed from
-    what is kept (HistoryMiss when the node does not hold that base)."""
-    s = msg.state
+    what is kept (HistoryMiss when the node does not hold that base). Parts the host left
+    unset (no working state, no tools) are read as their defaults without a conversion."""
     return Start(
         execution_id=execution_id,
         config=msg.config,
@@ -340,15 +378,19 @@ def start_from_proto(
         history=_history(msg, session, kept),
         resume_from_seq=msg.resume_from_seq,
         memory_restored=msg.memory_restored,
-        state=WorkingState(
-            version=s.version,
-            data=s.data,
-            covers_from=s.covers_from,
-            covers_to=s.covers_to,
-            author=s.author,
-            time_ns=s.time_ns,
-        ),
-        tools=tuple(tool_from_proto(t) for t in msg.tools),
+        state=_state(msg.state) if msg.HasField("state") else _NO_STATE,
+        tools=tuple(tool_from_proto(t) for t in msg.tools) if msg.tools else (),
+    )
+
+
+def _state(s: harness_pb2.WorkingState) -> WorkingState:
+    return WorkingState(
+        version=s.version,
+        data=s.data,
+        covers_from=s.covers_from,
+        covers_to=s.covers_to,
+        author=s.author,
+        time_ns=s.time_ns,
     )
 
 
@@ -363,14 +405,27 @@ def _history(msg: harness_pb2.Start, session: str, kept: NodeHistories | None) -
             raise HarnessProtocolError(
                 f"a Start from {base} with {len(msg.history)} events cannot end at {head}"
             )
-        new = [event_dict(e) for e in msg.history]
-        size = sum(e.ByteSize() for e in msg.history)
+        new, size = _received(msg.history)
         return ListHistory(kept.extend(session, base, head, new, size), head.seq)
     if kept is not None and session and head is not None and head.seq == len(msg.history):
-        events = [event_dict(e) for e in msg.history]
-        kept.put(session, head, events, sum(e.ByteSize() for e in msg.history))
+        events, size = _received(msg.history)
+        kept.put(session, head, events, size)
         return ListHistory(events)
     history = NODE_HISTORY.convert(
         session, list(msg.history), lambda e: e.SerializeToString(), event_dict
     )
     return ListHistory(history)
+
+
+def _received(history: Any) -> tuple[list[Event], int]:
+    """The events of a Start's ``history`` field, each read as :func:`event_dict` reads it,
+    and their wire size (what a node keeps is bounded by it): one size per event, which
+    also tells an ``Event.json`` alone in its message."""
+    events: list[Event] = []
+    size = 0
+    for e in history:
+        n = e.ByteSize()
+        size += n
+        data = e.json
+        events.append(_json_event(e, data, n) if data else to_dict(e, "Event", "event"))
+    return events, size

@@ -13,6 +13,7 @@ from __future__ import annotations
 import queue
 import tempfile
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +24,12 @@ from test_canonical import SETTINGS, canonical_events, typed
 from test_wire_fastconv import CHAT_TURN, FIXTURE, VECTORS
 
 from agentsessions.controller.history import StoreHistory, WriterHistory
-from agentsessions.controller.spi import Start
+from agentsessions.controller.spi import Start, ToolSpec
 from agentsessions.errors import HarnessProtocolError
 from agentsessions.journal.format import canonical
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.memory.store import MemoryStore
-from agentsessions.journal.stores.store import SessionMeta, new_uid
+from agentsessions.journal.stores.store import SessionMeta, WorkingState, new_uid
 from agentsessions.journal.tools import interchange
 from agentsessions.sessions.wiring import HARNESSES
 from agentsessions.v1.schema import validate_event
@@ -85,6 +86,19 @@ def test_json_not_canonical_is_read_through_the_message() -> None:
     assert got["usage"] == {"input_tokens": "5"}
 
 
+def _with_unknown(data: bytes) -> common_pb2.Event:
+    """An Event.json with a field this schema does not know beside it (field 5000, a
+    varint 1), as a peer built on a later schema might send."""
+    return common_pb2.Event.FromString(
+        common_pb2.Event(json=data).SerializeToString() + b"\xc0\xb8\x02\x01"
+    )
+
+
+def test_an_event_s_wire_size_is_that_of_its_json_alone() -> None:
+    for n in (1, 127, 128, 16383, 16384, 1 << 21):
+        assert wire.json_event_size(n) == common_pb2.Event(json=b"x" * n).ByteSize()
+
+
 @pytest.mark.parametrize(
     ("msg", "says"),
     [
@@ -92,6 +106,7 @@ def test_json_not_canonical_is_read_through_the_message() -> None:
         (common_pb2.Event(json=b"[1, 2]"), "not an agentsessions.v1 Event"),
         (common_pb2.Event(json=b'{"kind":"EVENT_NOPE"}'), "not an agentsessions.v1 Event"),
         (common_pb2.Event(json=b'{"kind":"EVENT_END","end":{}}', kind=1), "beside it"),
+        (_with_unknown(b'{"kind":"EVENT_END","end":{}}'), "beside it"),
     ],
 )
 def test_json_that_is_not_one_canonical_event_is_refused(msg: common_pb2.Event, says: str) -> None:
@@ -122,6 +137,19 @@ def test_a_start_with_a_base_carries_only_the_new_events_as_json() -> None:
     assert len(msg.history) == 3 and all(e.json for e in msg.history)
     assert list(wire.start_from_proto("e2", msg, "s1", kept).history) == CHAT_TURN
     assert kept.holds("s1") == head
+    assert kept.bytes == 100 + sum(e.ByteSize() for e in msg.history)
+
+
+def test_a_start_leaves_default_parts_unset_and_they_read_as_defaults() -> None:
+    bare = wire.start_to_proto(_start(CHAT_TURN), "s1", json=True)
+    assert not bare.HasField("state") and not bare.tools
+    read = wire.start_from_proto("e2", bare, "s1")
+    assert read.state == WorkingState() and read.tools == ()
+    state = WorkingState(3, b"mem", 1, 4, "host", 7)
+    tool = ToolSpec("echo", "echoes", "MEDIATION_CONTROLLER_MEDIATED", {"type": "object"})
+    full = replace(_start(CHAT_TURN), state=state, tools=(tool,))
+    again = wire.start_from_proto("e2", wire.start_to_proto(full, "s1", json=True), "s1")
+    assert again.state == state and again.tools == (tool,)
 
 
 class _Journal:
