@@ -6,9 +6,12 @@
 The rows of ``bench/turns.py --only conversation`` (the same engine, chat harness, offline
 600-byte answers and turns): ``agentsessions`` (each turn ``Sessions.run``), ``as-streamed``
 (``Sessions.exec`` iterated to its end: every record and delta frame handed from the turn's
-thread to the caller's) and ``as-handed`` (``run`` on a worker thread the caller waits for:
-the hand-over alone, the floor under ``as-streamed``). Target (issue 21): as-streamed >=
-0.8x agentsessions in turns/s.
+thread to the caller's), ``as-handed`` (``run`` on a worker thread the caller waits for:
+the hand-over alone) and ``as-tokens`` (as-handed, plus the least work a stream of the
+answer's words costs: the scripted model's split into words, one C append a word on the
+turn's thread, one join on the caller's: the floor under ``as-streamed``, since ``run``'s
+model streams nothing). Target (issue 21): as-streamed >= 0.8x agentsessions in turns/s;
+what lies between as-tokens and as-streamed is the frames' own cost.
 
 There each row runs its 2,000 turns in one go, so on a shared machine whose disk and cores
 swing by several times within seconds the rows see different machines and the ratio swings
@@ -22,6 +25,8 @@ only dilutes. Nothing is asserted.
 from __future__ import annotations
 
 import argparse
+import collections
+import itertools
 import statistics
 import sys
 import tempfile
@@ -36,7 +41,34 @@ import turns  # noqa: E402  # bench/turns.py: the conversation's engine, model a
 BLOCK = 20
 """Turns a row runs before the next row takes over."""
 
-ROWS = ("agentsessions", "as-streamed", "as-handed")
+ROWS = ("agentsessions", "as-streamed", "as-handed", "as-tokens")
+
+
+def tokens_over(engine: turns.Engine) -> turns.Engine:
+    """``engine``'s turns handed over as :func:`turns.handed_over` hands them, each followed
+    on the turn's thread by its answer split into words as the scripted model splits a
+    stream, a word a C append, and the words joined on the caller's thread: the hand-over
+    and the per-word work of a stream, with no frame, record or delta function."""
+    from agentsessions.models.scripted import _PIECES  # the scripted model's word split
+
+    words: collections.deque[str] = collections.deque()
+    calls = itertools.count()
+
+    def streamed_turn(uid: str | None, text: str) -> str:
+        got = engine.turn(uid, text)
+        append = words.append  # the cheapest delta function: no Python frame a word
+        for piece in _PIECES.findall(turns._text(next(calls), "assistant")):  # as the model
+            append(piece)
+        return got
+
+    handed = turns.handed_over(turns.Engine(streamed_turn, engine.close, engine.kind))
+
+    def turn(uid: str | None, text: str) -> str:
+        got = handed.turn(uid, text)
+        "".join(itertools.starmap(words.popleft, itertools.repeat((), len(words))))
+        return got
+
+    return turns.Engine(turn, handed.close, engine.kind)
 
 
 def one_round(tmp: Path, count: int, tag: str) -> dict[str, tuple[float, float]]:
@@ -45,7 +77,11 @@ def one_round(tmp: Path, count: int, tag: str) -> dict[str, tuple[float, float]]
     for row in ROWS:
         answers = turns._answers(tmp / f"answers-{row}-{tag}.json", count + 1)
         engine = turns.open_engine(tmp / f"{row}-{tag}", answers, streamed=row == "as-streamed")
-        engines[row] = turns.handed_over(engine) if row == "as-handed" else engine
+        if row == "as-handed":
+            engine = turns.handed_over(engine)
+        elif row == "as-tokens":
+            engine = tokens_over(engine)
+        engines[row] = engine
     uids: dict[str, str | None] = dict.fromkeys(ROWS)
     wall, cpu = dict.fromkeys(ROWS, 0.0), dict.fromkeys(ROWS, 0.0)
     try:
@@ -72,7 +108,11 @@ def report(rounds: list[dict[str, tuple[float, float]]], count: int) -> list[str
     ]
     lines += [f"  {row:14} {rate[row]:8,.0f} turns/s {cpu[row]:8.0f} us CPU a turn" for row in ROWS]
     base_rate, base_cpu = rate["agentsessions"], cpu["agentsessions"]
-    for row, what in (("as-streamed", "(target >= 0.8x)"), ("as-handed", "(the hand-over alone)")):
+    for row, what in (
+        ("as-streamed", "(target >= 0.8x)"),
+        ("as-handed", "(the hand-over alone)"),
+        ("as-tokens", "(the hand-over and the words: the floor)"),
+    ):
         lines.append(
             f"{row} / agentsessions: {rate[row] / base_rate:.3f}x turns/s {what}; CPU "
             f"{cpu[row] / base_cpu:.3f}x, {cpu[row] - base_cpu:+.0f} us a turn"

@@ -34,8 +34,10 @@ def test_a_round_runs_every_row_over_the_whole_conversation(tmp_path: Path) -> N
 def test_the_ratios_are_to_run_in_turns_per_second_and_cpu() -> None:
     bench = _bench()
     one = {"agentsessions": (1000.0, 300.0), "as-streamed": (800.0, 390.0),
-           "as-handed": (950.0, 310.0)}  # fmt: skip
+           "as-handed": (950.0, 310.0), "as-tokens": (900.0, 330.0)}  # fmt: skip
     lines = bench.report([one, one, one], 2000)
-    assert "as-streamed / agentsessions: 0.800x turns/s" in lines[4]
-    assert "CPU 1.300x, +90 us a turn" in lines[4]
-    assert "as-handed / agentsessions: 0.950x turns/s" in lines[5]
+    assert "as-streamed / agentsessions: 0.800x turns/s" in lines[5]
+    assert "CPU 1.300x, +90 us a turn" in lines[5]
+    assert "as-handed / agentsessions: 0.950x turns/s" in lines[6]
+    assert "as-tokens / agentsessions: 0.900x turns/s" in lines[7]
+    assert "CPU 1.100x, +30 us a turn" in lines[7]
