@@ -12,7 +12,9 @@ Two measurements, each against the same work in process, rounds interleaved, med
   against ``Sessions.exec`` on the in-process engine (both iterate every frame);
 - load: 32 clients, each on its own channel and thread (in this process), running turns on
   32 sessions of that server, against 32 threads running the same turns on the in-process
-  engine: turns/s.
+  engine: turns/s; and, per turn of that load, the server's CPU and context switches (all
+  its threads, from /proc), the daemon's beside the bare turn server's: at many clients a
+  server's cost is its threads meeting under one GIL as much as its own code.
 
 And the floors under both (grpc_floor.py): a bare gRPC echo server, no daemon, no engine,
 the best ratios any Python gRPC daemon could print in the same run; and a bare turn server,
@@ -125,6 +127,16 @@ def cpu_per_turn(pid: int, measure: Callable[[], float], turns: int) -> tuple[fl
     return median, server / turns, client / turns
 
 
+def loaded(pid: int, measure: Callable[[], float], turns: int) -> tuple[float, float, float]:
+    """``measure()`` (turns/s of a load), and the CPU seconds and context switches process
+    ``pid`` (its server) spent per turn of its ``turns`` (warm-ups included): where a
+    server's time goes at many clients, beside what its turns/s say."""
+    cpu, switches = floor.cpu_seconds(pid), floor.context_switches(pid)
+    rate = measure()
+    cpu, switches = floor.cpu_seconds(pid) - cpu, floor.context_switches(pid) - switches
+    return rate, cpu / turns, switches / turns
+
+
 def load(make: Callable[[], Sessions], close: bool, clients: int, turns: int) -> float:
     """Turns/s of ``clients`` threads, each running ``turns`` turns on its own session
     through its own Sessions (``make()``: a client each, or the one shared engine)."""
@@ -210,6 +222,10 @@ def run(quick: bool) -> dict[str, Any]:
     local_rt, remote_rt, local_load, remote_load = [], [], [], []
     bare_rt, bare_load, turn_rt, turn_load = [], [], [], []
     daemon_cpu, turn_cpu, client_cpu, turn_client_cpu = [], [], [], []
+    # per turn under load, each server: (CPU seconds, context switches) of each round
+    daemon_loaded: list[tuple[float, float]] = []
+    turn_loaded: list[tuple[float, float]] = []
+    loaded_turns = clients * (load_turns + 1)  # each client's warm-up turn, then its turns
     with (
         engines() as (local, client, daemon),
         floor.echo_server() as echo,
@@ -233,9 +249,19 @@ def run(quick: bool) -> dict[str, Any]:
             turn_cpu.append(cpu)
             turn_client_cpu.append(mine)
             local_load.append(load(lambda: local, False, clients, load_turns))
-            remote_load.append(load(lambda: dial(address), True, clients, load_turns))
+            rate, cpu, switches = loaded(
+                daemon, lambda: load(lambda: dial(address), True, clients, load_turns), loaded_turns
+            )
+            remote_load.append(rate)
+            daemon_loaded.append((cpu, switches))
             bare_load.append(floor.load(echo, clients, load_turns))
-            turn_load.append(floor.load(bare_turns.address, clients, load_turns, floor.turn_caller))
+            rate, cpu, switches = loaded(
+                bare_turns.pid,
+                lambda: floor.load(bare_turns.address, clients, load_turns, floor.turn_caller),
+                loaded_turns,
+            )
+            turn_load.append(rate)
+            turn_loaded.append((cpu, switches))
         crowd = many(address, 16 if quick else MANY, 2 if quick else 5)
     in_process, over_grpc = statistics.median(local_rt), statistics.median(remote_rt)
     local_tps, remote_tps = statistics.median(local_load), statistics.median(remote_load)
@@ -255,6 +281,12 @@ def run(quick: bool) -> dict[str, Any]:
             "bare_turn_client": statistics.median(turn_client_cpu) * 1e3,
         },
         "load_turns_per_s": {"in_process": local_tps, "grpc": remote_tps},
+        # per turn of the load, each server's CPU and context switches (all its threads):
+        # at many clients the daemon's cost is contention as much as its own code
+        "load_per_turn": {
+            "daemon": _medians(daemon_loaded),
+            "bare_turn_server": _medians(turn_loaded),
+        },
         "load_ratio": remote_tps / local_tps,  # < 1: what the wire costs under load
         "clients": clients,
         "turns": {"round_trip": turns, "load_per_client": load_turns, "rounds": rounds},
@@ -274,6 +306,14 @@ def run(quick: bool) -> dict[str, Any]:
             "turns_per_s": bare_tps,
             "load_ratio": bare_tps / local_tps,
         },
+    }
+
+
+def _medians(rounds: list[tuple[float, float]]) -> dict[str, float]:
+    """The median CPU (ms) and context switches per turn of ``rounds``."""
+    return {
+        "cpu_ms": statistics.median(cpu for cpu, _ in rounds) * 1e3,
+        "context_switches": statistics.median(switches for _, switches in rounds),
     }
 
 
@@ -302,6 +342,10 @@ def main() -> None:
           f"{cpu['bare_turn_server']:.2f} ms (the daemon's own code: "
           f"{cpu['daemon'] - cpu['bare_turn_server']:.2f} ms); client {mine['client']:.2f} "
           f"ms, a plain call's {mine['bare_turn_client']:.2f} ms")  # fmt: skip
+    d, b = out["load_per_turn"]["daemon"], out["load_per_turn"]["bare_turn_server"]
+    print(f"per turn at {out['clients']} clients: daemon {d['cpu_ms']:.2f} ms CPU, "
+          f"{d['context_switches']:.1f} context switches; bare turn server "
+          f"{b['cpu_ms']:.2f} ms, {b['context_switches']:.1f}")  # fmt: skip
     t = out["floor_turns"]
     print(f"floor (a bare gRPC turn server over this engine, no daemon code): round trip "
           f"{t['round_trip_ms']:.2f} ms ({t['round_trip_ratio']:.2f}x), "

@@ -39,6 +39,9 @@ def test_the_quick_bench_runs_both_sides_of_both_measurements() -> None:
     cpu = out["server_cpu_ms"]  # read from /proc: whole clock ticks, so possibly 0 in a quick run
     assert cpu["daemon"] >= 0 and cpu["bare_turn_server"] >= 0
     assert out["client_cpu_ms"]["client"] > 0 and out["client_cpu_ms"]["bare_turn_client"] > 0
+    for server in ("daemon", "bare_turn_server"):  # each server's threads switched under load
+        assert out["load_per_turn"][server]["cpu_ms"] >= 0
+        assert out["load_per_turn"][server]["context_switches"] > 0
 
 
 def test_the_many_sessions_bench_fills_a_daemon_and_reads_its_memory() -> None:
