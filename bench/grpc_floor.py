@@ -59,8 +59,20 @@ def _same(data: bytes) -> bytes:
     return data
 
 
+# The signals that stop a floor server. sigwait takes a signal only while it is blocked:
+# unblocked, SIGTERM's default action ends the process at once (the engine never closed).
+STOPS = {signal.SIGTERM, signal.SIGINT}
+
+
+def _block_stops() -> None:
+    """Block :data:`STOPS` before any thread starts (grpc's, the engine's), so every thread
+    inherits the mask and the signals wait for the main thread's sigwait."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+
+
 def serve() -> None:
     """Serve the echo method on a free loopback port; print the port; stop on SIGTERM."""
+    _block_stops()
     handler = grpc.method_handlers_generic_handler(
         "bench.Echo",
         {"Echo": grpc.unary_unary_rpc_method_handler(lambda req, _ctx: req, _same, _same)},
@@ -76,7 +88,7 @@ def _serve_until_stopped(handler: grpc.GenericRpcHandler) -> None:
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     print(port, flush=True)
-    signal.sigwait([signal.SIGTERM, signal.SIGINT])
+    signal.sigwait(STOPS)
     server.stop(None).wait()
 
 
@@ -84,6 +96,7 @@ def serve_turns(home: str) -> None:
     """Serve one turn a unary call on an engine under ``home`` (request: ``UID\\nTEXT``, an
     empty uid makes a session; reply: the session's uid in :data:`REPLY_BYTES`); print the
     port; stop on SIGTERM, then close the engine."""
+    _block_stops()
     sys.path.insert(0, str(HERE.parent))
     import agentsessions
 
