@@ -84,6 +84,8 @@ LIST_NEVER = (
     "agentsessions.journal.format.canonical",  # it loads msgspec: only a commit needs it
     "agentsessions.journal.crypto.cipher",  # no record is sealed or opened (crypto.configured)
     "agentsessions.v1.provenance",  # only an --origin is parsed with it
+    "dataclasses",  # its import (inspect, ast, dis) and a compile per method: valueclass
+    "inspect",
 )
 """list is parsed without typer, reads the catalog and renders: it opens no engine (the file
 store's listing alone: sessions.listing), builds no controller, looks up no harness, opens
