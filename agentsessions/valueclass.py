@@ -17,10 +17,11 @@ there cost the start twice. ``import dataclasses`` pulls ``inspect`` (``ast``, `
   ``dataclasses``, the first time anything asks, so ``dataclasses.fields``, ``replace``,
   ``asdict``, ``is_dataclass`` and msgspec see the dataclass they saw before.
 
-Supported: ``frozen``, ``slots`` and fields with ``default``, ``default_factory``, ``repr``
-and ``compare`` (:func:`field`); ``eq`` is always on and ``order`` always off, as every
-class here uses them. Anything else is refused when the class is made, never silently
-changed. ``tests/unit/test_valueclass.py`` holds each behaviour to a real dataclass's.
+Supported: ``frozen``, ``slots``, ``__post_init__`` and fields with ``default``,
+``default_factory``, ``repr``, ``compare`` and ``hash`` (:func:`field`); ``eq`` is always
+on and ``order`` always off, as every class here uses them. Anything else is refused when
+the class is made, never silently changed. ``tests/unit/test_valueclass.py`` holds each
+behaviour to a real dataclass's.
 """
 
 from __future__ import annotations
@@ -47,9 +48,20 @@ _FACTORY: Any = type("_HAS_DEFAULT_FACTORY", (), {"__repr__": lambda self: "<fac
 class Field:
     """One field as :func:`field` declares it and :func:`value` records it."""
 
-    __slots__ = ("classvar", "compare", "default", "default_factory", "name", "repr", "type")
+    __slots__ = (
+        "classvar",
+        "compare",
+        "default",
+        "default_factory",
+        "hash",
+        "name",
+        "repr",
+        "type",
+    )
 
-    def __init__(self, default: Any, default_factory: Any, repr: bool, compare: bool) -> None:
+    def __init__(
+        self, default: Any, default_factory: Any, repr: bool, compare: bool, hash: bool | None
+    ) -> None:
         if default is not MISSING and default_factory is not MISSING:
             raise ValueError("cannot specify both default and default_factory")
         self.name = ""
@@ -58,24 +70,35 @@ class Field:
         self.default_factory = default_factory
         self.repr = repr
         self.compare = compare
+        self.hash = hash
         self.classvar = False
 
 
 @overload
-def field(*, default: _V, repr: bool = True, compare: bool = True) -> _V: ...
+def field(
+    *, default: _V, repr: bool = True, compare: bool = True, hash: bool | None = None
+) -> _V: ...
 @overload
-def field(*, default_factory: Callable[[], _V], repr: bool = True, compare: bool = True) -> _V: ...
+def field(
+    *,
+    default_factory: Callable[[], _V],
+    repr: bool = True,
+    compare: bool = True,
+    hash: bool | None = None,
+) -> _V: ...
 @overload
-def field(*, repr: bool = True, compare: bool = True) -> Any: ...
+def field(*, repr: bool = True, compare: bool = True, hash: bool | None = None) -> Any: ...
 def field(
     *,
     default: Any = MISSING,
     default_factory: Any = MISSING,
     repr: bool = True,
     compare: bool = True,
+    hash: bool | None = None,
 ) -> Any:
-    """A field with a default, a default factory, or left out of ``repr`` or comparisons."""
-    return Field(default, default_factory, repr, compare)
+    """A field with a default, a default factory, or left out of ``repr``, comparisons or
+    the hash (``hash=None``: hashed when compared, as dataclasses)."""
+    return Field(default, default_factory, repr, compare, hash)
 
 
 @overload
@@ -93,8 +116,13 @@ def value(cls: Any = None, /, *, frozen: bool = False, slots: bool = False) -> A
 
 
 def replace(obj: _V, /, **changes: Any) -> _V:
-    """A copy of ``obj`` with ``changes``: ``dataclasses.replace`` for a value class."""
-    for name in type(obj).__value_init__:  # type: ignore[attr-defined]
+    """A copy of ``obj`` with ``changes``: ``dataclasses.replace`` without its import."""
+    names = getattr(type(obj), "__value_init__", None)
+    if names is None:  # a plain dataclass: its own replace
+        from dataclasses import replace as replace_dataclass
+
+        return replace_dataclass(obj, **changes)  # type: ignore[type-var]
+    for name in names:
         if name not in changes:
             changes[name] = getattr(obj, name)
     return type(obj)(**changes)
@@ -128,9 +156,26 @@ def _make(cls: type, frozen: bool, slots: bool) -> type:
                 raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
             setattr(cls, name, guard)
     _set(cls, "__match_args__", names)
+    if cls.__doc__ is None:  # dataclasses documents an undocumented class by its signature
+        cls.__doc__ = cls.__name__ + _signature_text(live)
     cls.__dataclass_fields__ = _Lazy("__dataclass_fields__", _dataclass_fields)  # type: ignore[attr-defined]
     cls.__dataclass_params__ = _Lazy("__dataclass_params__", _dataclass_params)  # type: ignore[attr-defined]
+    cls.__signature__ = _Lazy("__signature__", _settle_init)  # type: ignore[attr-defined]
     return cls
+
+
+def _signature_text(fields: list[Field]) -> str:
+    """``(a: 'int', b: 'str' = 'x')``: the constructor's signature as ``inspect`` prints it."""
+    out = []
+    for f in fields:
+        kind = repr(f.type) if isinstance(f.type, str) else getattr(f.type, "__qualname__", "")
+        text = f"{f.name}: {kind}" if kind else f.name
+        if f.default_factory is not MISSING:
+            text += " = <factory>"
+        elif f.default is not MISSING:
+            text += f" = {f.default!r}"
+        out.append(text)
+    return f"({', '.join(out)})"
 
 
 def _collect(cls: type) -> list[Field]:
@@ -144,7 +189,7 @@ def _collect(cls: type) -> list[Field]:
     # the class's own annotations, as dataclasses reads them (inspect is what we avoid)
     for name, kind in cls.__dict__.get("__annotations__", {}).items():  # noqa: RUF063
         default = cls.__dict__.get(name, MISSING)
-        f = default if isinstance(default, Field) else Field(default, MISSING, True, True)
+        f = default if isinstance(default, Field) else Field(default, MISSING, True, True, None)
         f.name, f.type = name, kind
         text = kind if isinstance(kind, str) else getattr(kind, "__name__", "")
         f.classvar = text.startswith(("ClassVar", "typing.ClassVar"))
@@ -199,13 +244,19 @@ def _lazy(cls: type, name: str, build: Callable[[Any], Callable[..., Any]]) -> C
         return real(self, *args, **kwargs)
 
     method.__name__, method.__qualname__ = name, f"{cls.__qualname__}.{name}"
+    method.__wrapped_build__ = build  # type: ignore[attr-defined]
     return method
 
 
-def _compile(params: str, lines: list[str], scope: dict[str, Any]) -> Callable[..., Any]:
+def _compile(
+    params: str, lines: list[str], scope: dict[str, Any], returns: str = ""
+) -> Callable[..., Any]:
     """One function from its lines: the code ``dataclasses`` writes for the same method."""
     body = "\n".join(f"  {line}" for line in lines or ["pass"])
-    exec(f"def method({params}):\n{body}\n", scope)  # once per class and method, on first use
+    source = f"def method({params}){returns}:\n{body}\n"
+    # once per class and method, on first use; dont_inherit: annotations evaluated, as
+    # dataclasses' are, not this module's postponed ones
+    exec(compile(source, "<valueclass>", "exec", dont_inherit=True), scope)
     method: Callable[..., Any] = scope["method"]
     return method
 
@@ -220,28 +271,32 @@ def _compile_init(cls: Any) -> Callable[..., Any]:
     scope: dict[str, Any] = {"__value_set__": object.__setattr__, "_HAS_DEFAULT_FACTORY": _FACTORY}
     params, lines = ["self"], []
     for f in _fields(cls):
-        value = f.name
+        value, scope[f"__type_{f.name}__"] = f.name, f.type  # annotated, as dataclasses'
+        param = f"{f.name}:__type_{f.name}__"
         if f.default_factory is not MISSING:
             scope[f"__dflt_{f.name}__"] = f.default_factory
-            params.append(f"{f.name}=_HAS_DEFAULT_FACTORY")
+            params.append(f"{param}=_HAS_DEFAULT_FACTORY")
             value = f"__dflt_{f.name}__() if {f.name} is _HAS_DEFAULT_FACTORY else {f.name}"
         elif f.default is not MISSING:
             scope[f"__dflt_{f.name}__"] = f.default
-            params.append(f"{f.name}=__dflt_{f.name}__")
+            params.append(f"{param}=__dflt_{f.name}__")
         else:
-            params.append(f.name)
+            params.append(param)
         if cls.__value_frozen__:
             lines.append(f"__value_set__(self, {f.name!r}, {value})")
         else:
             lines.append(f"self.{f.name} = {value}")
     if hasattr(cls, "__post_init__"):
         lines.append("self.__post_init__()")
-    return _compile(", ".join(params), lines, scope)
+    return _compile(", ".join(params), lines, {**scope, "__none__": None}, "->__none__")
 
 
-def _compared(cls: Any, name: str) -> str:
-    """``(name.a,name.b,)``: the tuple dataclasses compares and hashes."""
-    return "(" + "".join(f"{name}.{f.name}," for f in _fields(cls, "compare")) + ")"
+def _compared(cls: Any, name: str, hashed: bool = False) -> str:
+    """``(name.a,name.b,)``: the tuple dataclasses compares (or, ``hashed``, hashes)."""
+    chosen = _fields(cls, "compare")
+    if hashed:  # dataclasses' rule: hash=None follows compare
+        chosen = [f for f in _fields(cls) if (f.compare if f.hash is None else f.hash)]
+    return "(" + "".join(f"{name}.{f.name}," for f in chosen) + ")"
 
 
 def _compile_eq(cls: Any) -> Callable[..., Any]:
@@ -259,7 +314,7 @@ def _compile_eq(cls: Any) -> Callable[..., Any]:
 
 def _compile_hash(cls: Any) -> Callable[..., Any]:
     """``__hash__`` of a frozen class: the hash of the compared fields' tuple."""
-    return _compile("self", [f"return hash({_compared(cls, 'self')})"], {})
+    return _compile("self", [f"return hash({_compared(cls, 'self', hashed=True)})"], {})
 
 
 def _compile_repr(cls: Any) -> Callable[..., Any]:
@@ -346,7 +401,7 @@ def _dataclass_fields(cls: Any) -> dict[str, Any]:
             f.default_factory if f.default_factory is not MISSING else missing,
             True,  # init
             f.repr,
-            None,  # hash: as compare
+            f.hash,
             f.compare,
             None,  # metadata
             missing if f.classvar else False,  # kw_only, as dataclasses settles it
@@ -355,6 +410,15 @@ def _dataclass_fields(cls: Any) -> dict[str, Any]:
         made._field_type = dataclasses._FIELD_CLASSVAR if f.classvar else dataclasses._FIELD  # type: ignore[attr-defined]
         out[f.name] = made
     return out
+
+
+def _settle_init(cls: Any) -> None:
+    """For ``inspect.signature``: the real ``__init__`` in place, so it reads that one's."""
+    placeholder = cls.__dict__["__init__"]
+    if getattr(placeholder, "__wrapped_build__", None) is _compile_init:
+        real = _compile_init(cls)
+        real.__qualname__ = f"{cls.__qualname__}.__init__"
+        type.__setattr__(cls, "__init__", real)
 
 
 def _dataclass_params(cls: Any) -> Any:

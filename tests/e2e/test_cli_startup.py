@@ -96,6 +96,7 @@ GET_NEVER = (
     "cryptography", "agentsessions.controller.controller", "agentsessions.runtimes.warm",
     "agentsessions.models", "http.client", "ssl", "agentsessions.server",
     "importlib.metadata",  # a shipped harness resolves by its module, no metadata scan
+    "dataclasses",  # value classes are made by agentsessions.valueclass
 )  # fmt: skip
 """get is parsed without typer and reads one session: no schema and, to a pipe, no rich
 (sessionview.plain_details); its memory probe describes the harness, and builds no
@@ -103,6 +104,7 @@ controller or warm runtime for it."""
 
 EXEC_NEVER = (
     "typer",  # a plain exec is read against its generated option table (cli.fast)
+    "dataclasses",  # value classes are made by agentsessions.valueclass (inspect: msgspec's)
     "agentsessions.models.openai",  # an echo turn opens no socket: no http.client, ssl, email
     "http.client",
     "ssl",

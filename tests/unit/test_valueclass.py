@@ -204,3 +204,49 @@ def test_making_the_projects_values_imports_no_dataclasses() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_signature_hash_false_and_post_init_as_a_dataclass() -> None:
+    import inspect
+
+    @value(frozen=True)
+    class Tool:
+        """A tool."""
+
+        name: str
+        schema: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+        def __post_init__(self) -> None:
+            if not self.name:
+                raise ValueError("a name")
+
+    @dataclasses.dataclass(frozen=True)
+    class ToolTwin:
+        """A tool."""
+
+        name: str
+        schema: Mapping[str, Any] = dataclasses.field(default_factory=dict, hash=False)
+
+    assert str(inspect.signature(Tool)) == str(inspect.signature(ToolTwin))
+    assert hash(Tool("t", {"a": 1})) == hash(ToolTwin("t", {"a": 1})) == hash(("t",))
+    with pytest.raises(ValueError, match="a name"):
+        Tool("")
+
+
+def test_an_undocumented_value_is_documented_by_its_signature_as_a_dataclass() -> None:
+    @value
+    class Plain:
+        a: int
+        b: str = "x"
+        c: list[int] = field(default_factory=list)
+
+    @dataclasses.dataclass
+    class PlainTwin:
+        a: int
+        b: str = "x"
+        c: list[int] = dataclasses.field(default_factory=list)
+
+    assert Plain.__doc__ == (PlainTwin.__doc__ or "").replace("PlainTwin", "Plain")
+    from agentsessions.controller.counting import _Counted
+
+    assert _Counted.__doc__ == "_Counted(owner: 'CountingModels', inner: 'ModelProvider')"
