@@ -143,8 +143,8 @@ def _make(cls: type, frozen: bool, slots: bool) -> type:
     cls.__value_fields__ = tuple(fields)  # type: ignore[attr-defined]
     cls.__value_init__ = names  # type: ignore[attr-defined]
     cls.__value_frozen__ = frozen  # type: ignore[attr-defined]
-    for name, build in (("__init__", _compile_init), ("__repr__", _compile_repr)):
-        _set(cls, name, _lazy(cls, name, build))
+    _set(cls, "__init__", _shared_init(cls))
+    _set(cls, "__repr__", _lazy(cls, "__repr__", _compile_repr))
     _set(cls, "__eq__", _lazy(cls, "__eq__", _compile_eq))
     if "__hash__" not in cls.__dict__ or cls.__dict__["__hash__"] is None:
         # dataclasses' rule for eq without unsafe_hash: frozen hashes its fields, else None
@@ -181,21 +181,23 @@ def _signature_text(fields: list[Field]) -> str:
 def _collect(cls: type) -> list[Field]:
     """The fields of ``cls``: its value bases' first, then its own annotations in order."""
     by_name: dict[str, Field] = {}
-    for base in reversed(cls.__mro__[1:]):
+    for base in reversed(cls.__mro__[1:-1]):  # every class but itself and object
         for f in base.__dict__.get("__value_fields__", ()):
             by_name[f.name] = f
         if "__dataclass_fields__" in base.__dict__ and "__value_fields__" not in base.__dict__:
             raise TypeError(f"{cls.__name__}: a value class cannot extend the dataclass {base}")
     # the class's own annotations, as dataclasses reads them (inspect is what we avoid)
-    for name, kind in cls.__dict__.get("__annotations__", {}).items():  # noqa: RUF063
-        default = cls.__dict__.get(name, MISSING)
-        f = default if isinstance(default, Field) else Field(default, MISSING, True, True, None)
+    own = cls.__dict__
+    for name, kind in own.get("__annotations__", {}).items():
+        default = own.get(name, MISSING)
+        f = default if type(default) is Field else Field(default, MISSING, True, True, None)
         f.name, f.type = name, kind
-        text = kind if isinstance(kind, str) else getattr(kind, "__name__", "")
-        f.classvar = text.startswith(("ClassVar", "typing.ClassVar"))
-        if text.startswith(("InitVar", "dataclasses.InitVar")):
-            raise TypeError(f"{cls.__name__}.{name}: InitVar is not supported by value classes")
-        if not f.classvar and isinstance(f.default, list | dict | set):
+        text = kind if type(kind) is str else getattr(kind, "__name__", "")
+        if "Var" in text:  # ClassVar, InitVar: the only annotations dataclasses treats apart
+            f.classvar = text.startswith(("ClassVar", "typing.ClassVar"))
+            if text.startswith(("InitVar", "dataclasses.InitVar")):
+                raise TypeError(f"{cls.__name__}.{name}: InitVar is not supported here")
+        if not f.classvar and isinstance(f.default, _MUTABLE):
             raise ValueError(f"mutable default {type(f.default)} for field {name} is not allowed")
         by_name[name] = f
     seen_default = False
@@ -207,6 +209,9 @@ def _collect(cls: type) -> list[Field]:
         elif seen_default:
             raise TypeError(f"non-default argument {f.name!r} follows default argument")
     return list(by_name.values())
+
+
+_MUTABLE = (list, dict, set)
 
 
 def _set(cls: type, name: str, fn: Any) -> None:
@@ -231,21 +236,76 @@ def _with_slots(cls: type, fields: list[Field], frozen: bool) -> type:
     return made
 
 
+COMPILE_AFTER = 32
+"""Constructions of a class that the shared ``__init__`` serves before the class's own is
+compiled. A one-shot command builds most classes a few times: compiling each one's
+``__init__`` on first use was ~5 ms of a one-turn ``exec`` (43 compiles), more than the
+command's other value-class work; a process that builds a class often gets the compiled one
+after this many."""
+
+
+def _install(cls: Any, name: str, build: Callable[[Any], Callable[..., Any]]) -> Any:
+    """Compile ``cls``'s own ``name`` with ``build`` and put it in the placeholder's place."""
+    real = cls.__dict__[name]
+    if getattr(real, "__wrapped_build__", None) is build:  # still the placeholder
+        real = build(cls)
+        real.__qualname__ = f"{cls.__qualname__}.{name}"
+        type.__setattr__(cls, name, real)
+    return real
+
+
 def _lazy(cls: type, name: str, build: Callable[[Any], Callable[..., Any]]) -> Callable[..., Any]:
     """A method that compiles the class's own with ``build`` on its first call, installs it
     in its place and runs it: the import compiles nothing, a class never used never does."""
 
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        real = cls.__dict__[name]
-        if real is method:
-            real = build(cls)
-            real.__qualname__ = f"{cls.__qualname__}.{name}"
-            type.__setattr__(cls, name, real)
-        return real(self, *args, **kwargs)
+        return _install(cls, name, build)(self, *args, **kwargs)
 
     method.__name__, method.__qualname__ = name, f"{cls.__qualname__}.{name}"
     method.__wrapped_build__ = build  # type: ignore[attr-defined]
     return method
+
+
+def _shared_init(cls: Any) -> Callable[..., None]:
+    """``__init__`` by the field list, for the class's first ``COMPILE_AFTER`` constructions.
+
+    It binds and assigns as the compiled one does (positional then keyword, defaults,
+    factories, ``__post_init__``). A call it cannot bind (a missing, repeated or unknown
+    argument) goes to the compiled one, so the TypeError is word for word a dataclass's."""
+    spec = [(f.name, f.default, f.default_factory) for f in _fields(cls)]
+    names = frozenset(name for name, _, _ in spec)
+    assign = object.__setattr__ if cls.__value_frozen__ else setattr
+    left = [COMPILE_AFTER]
+
+    def bind(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        if len(args) > len(spec) or (kwargs and not names.issuperset(kwargs)):
+            return False
+        for i, (name, default, factory) in enumerate(spec):
+            if i < len(args):
+                if name in kwargs:
+                    return False
+                item = args[i]
+            elif name in kwargs:
+                item = kwargs[name]
+            elif factory is not MISSING:
+                item = factory()
+            elif default is not MISSING:
+                item = default
+            else:
+                return False
+            assign(self, name, item)
+        return True
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        left[0] -= 1
+        if left[0] < 0 or not bind(self, args, kwargs):
+            _install(cls, "__init__", _compile_init)(self, *args, **kwargs)
+        elif hasattr(cls, "__post_init__"):
+            self.__post_init__()
+
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    __init__.__wrapped_build__ = _compile_init  # type: ignore[attr-defined]
+    return __init__
 
 
 def _compile(
@@ -414,11 +474,8 @@ def _dataclass_fields(cls: Any) -> dict[str, Any]:
 
 def _settle_init(cls: Any) -> None:
     """For ``inspect.signature``: the real ``__init__`` in place, so it reads that one's."""
-    placeholder = cls.__dict__["__init__"]
-    if getattr(placeholder, "__wrapped_build__", None) is _compile_init:
-        real = _compile_init(cls)
-        real.__qualname__ = f"{cls.__qualname__}.__init__"
-        type.__setattr__(cls, "__init__", real)
+    if "__init__" in cls.__dict__:
+        _install(cls, "__init__", _compile_init)
 
 
 def _dataclass_params(cls: Any) -> Any:

@@ -250,3 +250,70 @@ def test_an_undocumented_value_is_documented_by_its_signature_as_a_dataclass() -
     from agentsessions.controller.counting import _Counted
 
     assert _Counted.__doc__ == "_Counted(owner: 'CountingModels', inner: 'ModelProvider')"
+
+
+def test_the_shared_init_and_the_compiled_one_bind_alike_and_fail_alike() -> None:
+    """The first COMPILE_AFTER constructions are served by the field list, the rest by the
+    compiled ``__init__``: both bind as a dataclass does, and refuse in its words."""
+    from agentsessions import valueclass
+
+    @value(frozen=True)
+    class Two:
+        """Two."""
+
+        a: int
+        b: list[int] = field(default_factory=list)
+        c: str = "c"
+
+    @dataclasses.dataclass(frozen=True)
+    class TwoTwin:
+        """Two."""
+
+        a: int
+        b: list[int] = dataclasses.field(default_factory=list)
+        c: str = "c"
+
+    calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+        ((1,), {}),
+        ((1, [2]), {}),
+        ((1,), {"c": "x"}),
+        ((), {"a": 1, "b": [3], "c": "y"}),
+        ((1, [2], "z"), {}),
+    ]
+    bad: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+        ((), {}),
+        ((1, [], "c", 4), {}),
+        ((1,), {"a": 2}),
+        ((1,), {"d": 2}),
+    ]
+    for _ in range(valueclass.COMPILE_AFTER // len(calls) + 2):  # both sides of the switch
+        for args, kwargs in calls:
+            assert same_repr(Two(*args, **kwargs), TwoTwin(*args, **kwargs))
+    assert getattr(Two.__init__, "__wrapped_build__", None) is None  # compiled by now
+    for args, kwargs in bad:
+        with pytest.raises(TypeError) as mine:
+            Two(*args, **kwargs)
+        with pytest.raises(TypeError) as theirs:
+            TwoTwin(*args, **kwargs)
+        assert str(mine.value) == str(theirs.value).replace("TwoTwin", "Two")
+
+
+def test_a_fresh_class_refuses_a_bad_call_in_a_dataclass_words() -> None:
+    @value
+    class Fresh:
+        """Fresh."""
+
+        a: int
+
+    @dataclasses.dataclass
+    class FreshTwin:
+        """Fresh."""
+
+        a: int
+
+    for args, kwargs in [((), {}), ((1, 2), {}), ((), {"b": 1})]:
+        with pytest.raises(TypeError) as mine:
+            Fresh(*args, **kwargs)
+        with pytest.raises(TypeError) as theirs:
+            FreshTwin(*args, **kwargs)
+        assert str(mine.value) == str(theirs.value).replace("FreshTwin", "Fresh")
