@@ -4,7 +4,7 @@ The layers, lowest first. A package imports only the packages on the lines above
 (tests/unit/test_import_graph.py reads this map and holds every import to it; every package
 docstring states its place by this map, not another)::
 
-    errors  telemetry                       the exception tree, the tracing seam; import nothing
+    errors  telemetry  valueclass           the exception tree, tracing, value classes: no imports
     v1                                      the vocabulary: messages, events, ids
     journal                                 storage: format <- crypto <- stores <- tools
     controller                              the single writer: exec, replay, resume, fork

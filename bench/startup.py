@@ -119,6 +119,47 @@ users). ``exec`` <= 5x is below the floor of its engine's imports alone (~5.6x: 
 controller, the schema, msgspec, the store's writers and the echo harness, nothing run),
 whose largest single part is the same: 82 dataclasses created on exec's path (controller
 .spi alone 11).
+
+Measured (issue 21, fifth stop; a shared 2-core machine with 5 other jobs, load 4-5;
+main and this change paired: each bench run alternately on main's tree and on this one,
+3 runs of 5 rounds each, medians; x python -c pass, editable venv):
+
+    command          main -> now
+    --help          1.12x -> 1.12x  unchanged (no value class on the root page)
+    list            3.47x -> 2.67x  no dataclasses import (nor inspect, ast, dis,
+                                    tokenize); its 23 value classes made by
+                                    agentsessions.valueclass: no method compiled at import
+    list --json     3.43x -> 2.69x
+    get UID         5.74x -> 4.23x
+    exec            6.77x -> 4.97x  its 82 value classes likewise; a class's first 32
+                                    constructions bind by its field list, so a one-turn exec
+                                    compiles 1 __init__, not 43 (~5 ms)
+    floor: list's modules    2.98x -> 2.14x
+    floor: exec's engine     5.55x -> 3.96x
+    floor: dataclasses       1.37x (the import list and exec no longer pay)
+
+Installed (``--installed``: each tree pip-installed, not editable, into its own venv over
+the same libraries; python -c pass ~8 ms there against ~17 ms with the editable finder, so
+every ratio is about twice the editable one; paired, 3 runs of 5 rounds, medians):
+
+    command          main -> now        CPU
+    --help          1.95x -> 1.97x     15 -> 15 ms
+    list            7.30x -> 5.88x     56 -> 44 ms
+    get UID        12.99x -> 9.18x    100 -> 69 ms
+    exec           15.13x -> 11.06x   118 -> 84 ms
+    floor: list's modules   6.56x -> 4.74x
+    floor: exec's engine   11.95x -> 8.71x
+
+So installed, ``list`` <= 3x (~24 ms) stays out of reach while importing its modules
+alone costs ~4.7x, and ``exec`` <= 5x while its engine's imports cost ~8.7x.
+
+Where the time went (-X importtime, medians of 3, loaded machine): our modules' own import
+time for list 48.3 -> 26.7 ms and for exec 133.9 -> 56.8 ms (the largest items before:
+controller.spi 9.7 ms, controller.approvals 8.2, journal.stores.store 7.8, v1.results 7.0,
+sessions.values 6.5, all dataclass creation). Making the 82 classes now costs 2.2-3.4 ms in
+all (27-41 us each; a dataclass ~300 us). What is left of exec is the libraries' imports
+(msgspec with typing_extensions and inspect, sqlite3, socket, re) and ~150 modules'
+bytecode, then the turn itself.
 """
 
 from __future__ import annotations
@@ -142,10 +183,11 @@ LIST_MODULES = (
 """What a local ``list`` imports (tests/e2e/startup_modules.json pins the whole set): the
 command line read without typer, and the file store's listing opened alone
 (sessions.listing), not the engine."""
-RUN_LIBRARIES = "sqlite3, json, dataclasses, hashlib, pathlib, typing, re, datetime"
+RUN_LIBRARIES = "sqlite3, json, hashlib, pathlib, typing, re, datetime"
 """The stdlib modules whose code ``list``'s run calls (a profile of the run, imports
 excluded: the catalog's sqlite3, session.json decoded by json (journal.format.strictjson)
-and its sums hashed, the values' dataclass methods, paths, the times it prints)."""
+and its sums hashed, paths, the times it prints; its value classes need no dataclasses:
+agentsessions.valueclass)."""
 FLOORS = {
     "floor: typer": "typer.main",
     "floor: list's modules": LIST_MODULES,
@@ -157,8 +199,9 @@ FLOORS = {
 plain exec are parsed without it: cli.fast), the modules ``list`` imports and the library
 modules a one-turn ``exec`` imports (the engine on the file store; the controller and the
 echo harness besides), the libraries list's run calls into, before any module of ours,
-and ``dataclasses`` alone (inspect, ast, dis, tokenize), which every value class on
-these paths is built with. A target below its floor is out of reach for the CLI alone."""
+and ``dataclasses`` alone (inspect, ast, dis, tokenize), which the value classes on these
+paths were built with until agentsessions.valueclass (kept as the measure of what that
+took off). A target below its floor is out of reach for the CLI alone."""
 
 
 def cpu_seconds(argv: list[str], env: dict[str, str]) -> float:

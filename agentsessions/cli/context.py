@@ -13,12 +13,12 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from agentsessions.errors import InvalidArgumentError
 from agentsessions.sessions.defaults import DEFAULT_RUNTIME
+from agentsessions.valueclass import value
 
 if TYPE_CHECKING:
     import typer
@@ -41,7 +41,7 @@ class CommandExit(Exception):
         self.code = code
 
 
-@dataclass
+@value
 class CliState:
     """What the app callback parsed, shared with every command through the click context."""
 

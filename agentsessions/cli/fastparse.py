@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from agentsessions.cli.gen import commandline as table
+from agentsessions.valueclass import field, value
 
 HONOURED = {"home": "str", "as_json": "flag"}
 """The root options a fast command acts on (dest -> the kind it must have); any other root
@@ -36,7 +36,7 @@ typer's to parse."""
 Row = tuple[tuple[str, ...], str, str, Any, "str | None"]
 
 
-@dataclass
+@value
 class Parsed:
     """A command line read: the command, its options' values, the root's."""
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import inspect
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Any
 
 import typer
@@ -27,6 +26,7 @@ from typer.core import HAS_RICH, TyperArgument, TyperCommand, TyperGroup, TyperO
 from agentsessions.cli import helpdraw as draw
 from agentsessions.cli.clickapi import NumberRangeBase, click
 from agentsessions.cli.helpdraw import escape_markup
+from agentsessions.valueclass import value
 
 _PANEL = "rich_help_panel"
 
@@ -141,7 +141,7 @@ def option_panels(obj: click.Command, ctx: click.Context) -> list[tuple[str, lis
     return out
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Summary:
     """What a group's commands panel shows of a subcommand, without building it."""
 

@@ -30,7 +30,6 @@ an error exactly when denied). ERROR events are audit (a failed resume) and are 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -45,6 +44,7 @@ from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.store import SessionInfo
 from agentsessions.v1 import construct
 from agentsessions.v1.results import ApprovalRef
+from agentsessions.valueclass import value
 
 from . import executions
 from .port import ControllerPort
@@ -56,7 +56,7 @@ DENIED_MESSAGE = "Tool execution denied by approval decision."
 Event = dict[str, Any]
 
 
-@dataclass
+@value
 class Gate:
     """One approval-gated call of an execution and how far its protocol got."""
 
@@ -220,7 +220,7 @@ def with_seqs(body: Mapping[str, Any], gate: Gate) -> dict[str, Any]:
 
 
 # -- the decision ---------------------------------------------------------------------------
-@dataclass(frozen=True)
+@value(frozen=True)
 class Decision:
     """What ``approve``/``deny`` asks: the verdict, why, who, and (optionally) which request."""
 
@@ -236,7 +236,7 @@ class Decision:
         return {"principal": self.actor} if self.actor else None
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Decided:
     """The APPROVAL_RESULT record of a decision, and whether it was already there."""
 

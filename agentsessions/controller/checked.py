@@ -6,16 +6,16 @@ can name it without loading the controller before its first turn.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agentsessions.journal.stores.store import SessionInfo
+from agentsessions.valueclass import value
 
 if TYPE_CHECKING:
     from .spi import Harness, HarnessDescriptor
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Checked:
     """What an engine's checks of a turn found while holding the session's lock, before
     anything was written: the session's state and its harness, made, described and placed

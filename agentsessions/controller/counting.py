@@ -4,9 +4,9 @@ calls on replay) and told to the installed telemetry (a span per call, its token
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import agentsessions.telemetry as telemetry
+from agentsessions.valueclass import value
 
 from .spi import Completion, ModelProvider, ModelRequest
 
@@ -32,7 +32,7 @@ class CountingModels:
         return self._cache[name]
 
 
-@dataclass
+@value
 class _Counted:
     owner: CountingModels
     inner: ModelProvider

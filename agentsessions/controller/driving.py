@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from agentsessions.errors import (
@@ -24,6 +23,7 @@ from agentsessions.errors import (
 )
 from agentsessions.journal.stores.store import Store
 from agentsessions.v1 import construct
+from agentsessions.valueclass import field, value
 
 from .cancel import cancel_events, requested_detail, requests_of
 from .counting import CountingModels
@@ -34,7 +34,7 @@ from .turnjournal import WriterJournal
 ERROR_CODE_INTERNAL = 13  # gRPC INTERNAL, as the reference records a failed harness
 
 
-@dataclass
+@value
 class TurnResult:
     """What one exec or resume did."""
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from agentsessions.errors import InvalidExecutionLogError
 from agentsessions.v1 import refusals, workloadref
+from agentsessions.valueclass import field, value
 
 Event = dict[str, Any]
 EFFECT_KINDS = frozenset(
@@ -34,7 +34,7 @@ EFFECT_KINDS = frozenset(
 )
 
 
-@dataclass
+@value
 class Execution:
     """The recorded events of one harness invocation."""
 

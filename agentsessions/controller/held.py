@@ -29,7 +29,6 @@ import time
 import weakref
 from collections import OrderedDict, deque
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
 from itertools import islice
 from typing import Any
 
@@ -45,6 +44,7 @@ from agentsessions.journal.stores.store import (
     WorkingState,
     Writer,
 )
+from agentsessions.valueclass import replace
 
 from .heldlimit import HeldLimit
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agentsessions.journal.format.records import Record
+from agentsessions.valueclass import field, value
 
 from . import cancel
 from .deltas import DeltaSink
@@ -115,7 +115,7 @@ def isolated(
     return Observer(callback, errors)
 
 
-@dataclass
+@value
 class Live:
     """The live side of a sink: the journal to append to and the models to call."""
 

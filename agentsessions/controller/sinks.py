@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from agentsessions.errors import (
@@ -70,6 +69,7 @@ from agentsessions.errors import (
 from agentsessions.journal.format import canonical
 from agentsessions.journal.format.records import Record
 from agentsessions.v1 import construct, model, refusals
+from agentsessions.valueclass import field, replace, value
 
 from .approvals import Gate, denial_body, is_gated, with_seqs
 from .inputhash import model_input_hash
@@ -80,7 +80,7 @@ from .toolcalls import ToolHost, check_call, same_call
 Event = dict[str, Any]
 
 
-@dataclass
+@value
 class TurnSink:
     """Serve ``recorded`` effects in order, then (if ``live`` is set) record new ones."""
 

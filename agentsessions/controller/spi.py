@@ -23,8 +23,9 @@ Rules every implementation keeps:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
+
+from agentsessions.valueclass import field, value
 
 if TYPE_CHECKING:
     from agentsessions.journal.stores.store import CommitResult
@@ -40,7 +41,7 @@ CONTROLLER_MEDIATED = "MEDIATION_CONTROLLER_MEDIATED"
 REQUIRES_MEMORY_SNAPSHOT = "RESUMABILITY_REQUIRES_MEMORY_SNAPSHOT"
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Capabilities:
     """What a harness needs from its host (``agentsessions.v1.Capabilities``)."""
 
@@ -61,7 +62,7 @@ class Capabilities:
     let through, since refusing would break every harness that never heard of the field."""
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class ToolSpec:
     """A tool a harness may call, with its mediation tier and its arguments' JSON Schema.
 
@@ -84,7 +85,7 @@ class ToolSpec:
         return out
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class HarnessDescriptor:
     """Identity and needs of a harness (``agentsessions.v1.HarnessDescriptor``).
 
@@ -134,7 +135,7 @@ class Lineage(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Start:
     """Everything one execution gets (``agentsessions.v1.Start``)."""
 
@@ -158,7 +159,7 @@ class Start:
     harness's proxy reads it."""
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class ModelRequest:
     """One model call as the harness asks for it; hashed for the I0 check."""
 
@@ -169,7 +170,7 @@ class ModelRequest:
     tool_choice: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Completion:
     """A model's answer: the assistant message and, if known, its usage."""
 
@@ -265,7 +266,7 @@ class ToolStore(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class ToolRequest:
     """One mediated call as its executor gets it; ``config`` is the workload's for the tool.
     ``store`` is the tool's own store when the workload names it a tool component
@@ -280,7 +281,7 @@ class ToolRequest:
     store: ToolStore | None = None
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class ToolOutcome:
     """What an executor did: ``output`` (a JSON object) and ``content`` parts for the model,
     or ``error`` (non-empty: an is_error result, code EXECUTOR_ERROR)."""
@@ -299,7 +300,7 @@ class ToolExecutor(Protocol):
     def call(self, request: ToolRequest) -> ToolOutcome: ...
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class BoundTool:
     """A tool of a session's workload as the host runs it: its executor and its config."""
 
@@ -355,7 +356,7 @@ class ModelProvider(Protocol):
     ) -> Completion: ...
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class RuntimeCapabilities:
     """What a runtime can do, and what its snapshots survive."""
 
@@ -367,7 +368,7 @@ class RuntimeCapabilities:
     snapshot_survives_host_process: bool = False
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class SnapshotRef:
     """Where a suspended compute's state lives (``agentsessions.v1.SnapshotRef``)."""
 

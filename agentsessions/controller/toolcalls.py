@@ -56,7 +56,6 @@ runs). Replay serves TOOL_CALL and TOOL_RESULT from the record and never calls a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, cast
 
 import agentsessions.telemetry as telemetry
@@ -73,6 +72,7 @@ from agentsessions.journal.format.records import Record
 from agentsessions.journal.stores.capabilities import TOOL_RECEIPTS, ToolReceipts
 from agentsessions.v1 import construct, model
 from agentsessions.v1.results import UnresolvedCall
+from agentsessions.valueclass import field, value
 
 from .approvals import REQUIRES_APPROVAL, latest_run
 from .spi import CONTROLLER_MEDIATED, BoundTool, ToolOutcome, ToolRequest, ToolResolver
@@ -163,7 +163,7 @@ def error_body(call_id: str, why: str) -> dict[str, Any]:
     return dict(event["result"])
 
 
-@dataclass
+@value
 class ToolHost:
     """The host side of one session's mediated calls: its tools, receipts and counts."""
 

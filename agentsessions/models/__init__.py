@@ -35,7 +35,6 @@ quotes at most 200 bytes of the spec (:func:`.catalog.clip`: a spec is caller in
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentsessions.controller.registry import Registry
@@ -44,6 +43,7 @@ from agentsessions.errors import InvalidArgumentError
 from agentsessions.models.catalog import CatalogModel, ModelCatalog, clip
 from agentsessions.models.echo import EchoModel
 from agentsessions.models.scripted import ScriptedModel
+from agentsessions.valueclass import field, value
 
 if TYPE_CHECKING:
     from agentsessions.models.openai import OpenAIModel
@@ -69,7 +69,7 @@ _SECRET_OPTIONS = ("api_key", "key", "token")
 _OPENAI = "openai"
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class ModelSpec:
     """A parsed spec: the provider ``kind``, the ``model`` name (openai only) and options."""
 
@@ -184,13 +184,13 @@ def _merge(inline: Mapping[str, str], extra: Mapping[str, str], spec: str) -> di
                 " MODEL_API_KEY or OPENAI_API_KEY environment variable"
             )
     merged = {k: v for k, v in inline.items() if v != ""}
-    for key, value in extra.items():
-        if value == "":
+    for key, option in extra.items():
+        if option == "":
             continue
-        if merged.get(key, value) != value:
+        if merged.get(key, option) != option:
             raise InvalidArgumentError(
                 f"model spec {clip(spec)!r}: option {clip(key)!r} is {clip(merged[key])!r}"
-                f" inline but {clip(value)!r}"
+                f" inline but {clip(option)!r}"
             )
-        merged[key] = value
+        merged[key] = option
     return merged

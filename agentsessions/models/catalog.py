@@ -27,10 +27,10 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from agentsessions.errors import AgentSessionsError, InvalidArgumentError
+from agentsessions.valueclass import replace, value
 
 if TYPE_CHECKING:
     from agentsessions.controller.spi import Completion, ModelProvider, ModelRequest
@@ -94,7 +94,7 @@ class ModelCatalog(Mapping[str, str]):
         return cls(entries)
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class CatalogModel:
     """The provider a catalog SPEC made, called as if the request named that SPEC: a
     provider reads a request's model as its own (an ``openai:`` spec sends its model's

@@ -40,7 +40,6 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +48,7 @@ from agentsessions.errors import ContextOverflowError, InvalidArgumentError, Una
 from agentsessions.models.catalog import clip
 from agentsessions.v1.construct import message, struct_value, text_message, text_part
 from agentsessions.v1.model import Part
+from agentsessions.valueclass import value
 
 OPTIONS = ("file", "seed", "nondeterministic", "delay")
 MAX_DELAY_SECONDS = 600.0
@@ -59,7 +59,7 @@ _ENTRY_KEYS = frozenset({"text", "tool_calls", "overflow"})
 _CALL_KEYS = frozenset({"name", "arguments"})
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class ScriptedCall:
     """One tool call a scripted answer asks for."""
 
@@ -67,7 +67,7 @@ class ScriptedCall:
     arguments: Mapping[str, Any]
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Answer:
     """One scripted answer: its text and the tool calls it asks for (ids made at answer)."""
 

@@ -17,7 +17,6 @@ Invariants:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from agentsessions.runtimes import warm_dir
 from agentsessions.runtimes import warm_wire as wire
 from agentsessions.runtimes.refs import WARM_PREFIX
 from agentsessions.runtimes.warm_dir import RunDir
+from agentsessions.valueclass import value
 
 PROBE_SECONDS = 1.0
 LIVE = "live"
@@ -44,7 +44,7 @@ def iso_time(when: float | None) -> str | None:
     return datetime.fromtimestamp(when, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class HostInfo:
     """One warm host process of a home: a session's live host or a frozen snapshot."""
 
@@ -104,7 +104,7 @@ def stop_compute(home: Path, session: str | None = None) -> list[HostInfo]:
     return hosts
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class MemoryStatus:
     """Where a session's harness memory lives, and until when (``get`` shows it)."""
 

@@ -13,18 +13,18 @@ import importlib
 import re
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, cast
 
 from agentsessions.controller.spi import Harness, HarnessFactory, SnapshotRef
 from agentsessions.errors import PlacementError
+from agentsessions.valueclass import value
 
 _REF = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 _SNAPSHOT = re.compile(r"warm:([0-9a-f]{16})")
 WARM_PREFIX = "warm:"
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class FactoryRef:
     """A harness factory named by ``"module:attr"``: callable, and importable elsewhere."""
 

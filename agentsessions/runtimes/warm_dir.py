@@ -24,11 +24,11 @@ import os
 import re
 import stat
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agentsessions.errors import StorageError
+from agentsessions.valueclass import value
 
 HOST_MODULE = "agentsessions.runtimes.warm_host"
 LOG_NAME = "warm.log"
@@ -37,7 +37,7 @@ _SUN_PATH_MAX = 100  # bytes, leaving room under Linux's 108 and macOS's 104
 _PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Endpoint:
     """Where one host process listens (``socket``) and describes itself (``state``)."""
 

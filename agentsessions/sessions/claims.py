@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from os import PathLike
 from typing import TYPE_CHECKING, Any
 
@@ -65,6 +64,7 @@ from agentsessions.v1.provenance import (
     named_by,
     origin_key,
 )
+from agentsessions.valueclass import replace
 
 from . import checks
 from .values import Session

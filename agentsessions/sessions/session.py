@@ -10,14 +10,15 @@ Plain frozen values, as every value there is.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from agentsessions.valueclass import field, value
 
 if TYPE_CHECKING:
     from agentsessions.v1.results import ApprovalRef, UnresolvedCall
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Memory:
     """Where a session's harness memory lives and until when (warm compute, issue 7)."""
 
@@ -30,7 +31,7 @@ class Memory:
         return dict(self.detail)
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Session:
     """A session as the engine knows it: metadata plus the projections kept at append time.
 
@@ -116,7 +117,7 @@ class Session:
         return out
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class SessionPage:
     """One page of :meth:`Sessions.list`; ``next_cursor`` is empty on the last page."""
 

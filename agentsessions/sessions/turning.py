@@ -20,7 +20,6 @@ import functools
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from agentsessions.controller.checked import Checked
@@ -30,6 +29,7 @@ from agentsessions.journal.stores.store import SessionInfo, SessionMeta, new_uid
 from agentsessions.v1.ids import check_uid
 from agentsessions.v1.provenance import describe, same_origin
 from agentsessions.v1.turn import TurnRequest
+from agentsessions.valueclass import replace, value
 
 from . import approvals, checks, resolving
 from .claims import CLAIM_ANNOTATION, CLAIMS_HINT, SessionClaims, claim_key, settle
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 _RETRY_SECONDS = 0.05
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Claim:
     """A checked turn holding its session's lock: the request (addressed to its session)."""
 

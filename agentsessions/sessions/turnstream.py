@@ -19,11 +19,11 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar, cast
 
 from agentsessions.controller.deltas import DeltaSink
 from agentsessions.errors import InvalidArgumentError, LockHeldError
+from agentsessions.valueclass import value
 
 from .values import DeltaFrame, Frame, RecordFrame, SessionFrame, Turn
 from .views import view
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-@dataclass
+@value
 class Failed:
     """A turn's error, handed to its consumer and raised from the frame iterator."""
 

@@ -12,10 +12,10 @@ record counts, failed turns' calls included: they were made and billed.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentsessions.errors import JournalError, SessionKeyError
+from agentsessions.valueclass import value
 
 if TYPE_CHECKING:
     from agentsessions.sessions.api import Sessions
@@ -28,7 +28,7 @@ class _Record(Protocol):
     def event(self) -> Any: ...
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class UsageTotals:
     """Token counts summed over a session's USAGE records, and how many there were."""
 

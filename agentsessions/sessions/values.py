@@ -20,7 +20,6 @@ the CLI's ``--json`` object for it, a contract whose keys only grow.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agentsessions.v1.model import IdentityRef, Origin
@@ -34,6 +33,7 @@ from agentsessions.v1.results import (
 )
 from agentsessions.v1.turn import Input as _Input
 from agentsessions.v1.turn import SessionOptions, TurnOptions, TurnRequest
+from agentsessions.valueclass import value
 
 from .session import Memory, Session, SessionPage  # (re-exported: list's own module)
 
@@ -113,7 +113,7 @@ Input = _Input
 """A turn input: a user text, or an ``agentsessions.v1`` Message dict (``role``, ``parts``)."""
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Approval:
     """What ``approve``/``deny`` did: the session after it, the APPROVAL_RESULT record, the
     request it decided, and whether that decision was already recorded (an identical retry)."""
@@ -141,7 +141,7 @@ class Approval:
         }
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Resolution:
     """What ``resolve`` did: the session after it, the call it resolved, the TOOL_RESULT
     body its receipt holds, and the turn the resume continued (None when not resumed)."""
@@ -161,7 +161,7 @@ class Resolution:
         }
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Turn:
     """What one exec or resume did: its execution, its seqs, its outputs, its model calls.
 
@@ -197,7 +197,7 @@ class Turn:
         }
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class SessionFrame:
     """The session, first and last in a turn's stream.
 
@@ -216,7 +216,7 @@ class SessionFrame:
         return self.session.uid
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class RecordFrame:
     """A record the turn just committed (durable when this frame is produced)."""
 
@@ -224,7 +224,7 @@ class RecordFrame:
     record: LogRecord
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class DeltaFrame:
     """Streamed assistant text, never journaled (the OUTPUT record carries the whole text)."""
 

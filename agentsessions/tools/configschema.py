@@ -15,13 +15,13 @@ plugin registered before schemas existed) has its config passed on unchecked.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from agentsessions.errors import WorkloadError
+from agentsessions.valueclass import field, value
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class ConfigKey:
     """One key of a config table: its TOML type, and whether it must be there."""
 
@@ -50,7 +50,7 @@ _KINDS = {
 }
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class ConfigSchema:
     """The config keys one executor reads (see the module docstring)."""
 

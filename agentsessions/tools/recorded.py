@@ -22,7 +22,6 @@ server per spec), and :meth:`RecordedWorkloads.close` closes them.
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from agentsessions.controller.spi import BoundTool, ToolExecutor, ToolSpec
@@ -30,6 +29,7 @@ from agentsessions.errors import NotFoundError, UnknownToolError
 from agentsessions.journal.stores.capabilities import WORKLOADS
 from agentsessions.journal.stores.store import Store
 from agentsessions.v1 import workloadref
+from agentsessions.valueclass import replace
 
 if TYPE_CHECKING:  # the tools' modules (their executors, TOML) load when a workload is read
     from .workload import Workload

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from agentsessions.errors import InvalidArgumentError
+from agentsessions.valueclass import value
 
 from .model import Origin
 
@@ -129,7 +129,7 @@ def describe(value: Mapping[str, Any] | None) -> str:
     return f"{value.get('source', '')} {value.get('subject', '')}"
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Authored:
     """A turn input and its author: ``input`` is a text or a Message dict (as any input),
     ``actor`` the IdentityRef recorded as its INPUT event's ``actor``."""

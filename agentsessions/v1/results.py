@@ -17,7 +17,6 @@ it is handed out once the walk is done.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from agentsessions.errors import (
@@ -26,11 +25,12 @@ from agentsessions.errors import (
     JournalCorruptError,
     StorageError,
 )
+from agentsessions.valueclass import field, value
 
 __all__ = ["ApprovalRef", "ReplayReport", "ToolStoreEntry", "UnresolvedCall", "VerifyReport"]
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class ApprovalRef:
     """Which approval request a decision names (the reference's ApprovalRef)."""
 
@@ -47,7 +47,7 @@ class ApprovalRef:
         }
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class UnresolvedCall:
     """A tool call whose outcome is unknown after a crash, waiting for a person."""
 
@@ -68,7 +68,7 @@ class UnresolvedCall:
         }
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class ToolStoreEntry:
     """One entry of a tool's own store: its seq, the author and time the host stamped on
     it, and the JSON object the tool committed."""
@@ -92,7 +92,7 @@ _EXIT_BY_KIND = {
 }
 
 
-@dataclass
+@value
 class VerifyReport:
     """The outcome of verifying one journal; ``ok`` is False at the first bad record."""
 
@@ -156,7 +156,7 @@ class VerifyReport:
             self.kind = part.kind or "chain"
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class ReplayReport:
     """What ``rerun`` reproduced (``identical`` is the proof)."""
 

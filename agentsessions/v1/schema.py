@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
@@ -35,13 +34,14 @@ from agentsessions.errors import FormatError
 from agentsessions.v1 import model
 from agentsessions.v1.gen.schemafast import checkers
 from agentsessions.v1.numbers import MAX_SAFE_INT, format_number
+from agentsessions.valueclass import value
 
 STRING, BYTES, BOOL, INT32, INT64 = "string", "bytes", "bool", "int32", "int64"
 ENUM, MESSAGE, TIMESTAMP, STRUCT = "enum", "message", "timestamp", "struct"
 REPEATED, MAP, OPTIONAL = "repeated", "map", "optional"
 
 
-@dataclass(frozen=True, slots=True)
+@value(frozen=True, slots=True)
 class Field:
     """One field: proto name, number, type, label ("", repeated, map, optional), oneof, ref."""
 

@@ -19,11 +19,11 @@ about the store: the engine does (``agentsessions.sessions.checks``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from os import PathLike
 from typing import Any, TypedDict, Unpack
 
 from agentsessions.errors import ConflictError, InvalidArgumentError
+from agentsessions.valueclass import field, replace, value
 
 from .construct import text_message
 from .ids import DEFAULT_PROJECT as DEFAULT_PROJECT  # (re-exported: the rule's module has it)
@@ -98,7 +98,7 @@ class SessionOptions(TypedDict, total=False):
     identity: Mapping[str, str] | None
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class TurnRequest:
     """One turn of session ``uid`` (None: a new session, described by ``project``,
     ``name`` and ``labels``).

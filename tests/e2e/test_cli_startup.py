@@ -84,6 +84,8 @@ LIST_NEVER = (
     "agentsessions.journal.format.canonical",  # it loads msgspec: only a commit needs it
     "agentsessions.journal.crypto.cipher",  # no record is sealed or opened (crypto.configured)
     "agentsessions.v1.provenance",  # only an --origin is parsed with it
+    "dataclasses",  # its import (inspect, ast, dis) and a compile per method: valueclass
+    "inspect",
 )
 """list is parsed without typer, reads the catalog and renders: it opens no engine (the file
 store's listing alone: sessions.listing), builds no controller, looks up no harness, opens
@@ -94,6 +96,7 @@ GET_NEVER = (
     "cryptography", "agentsessions.controller.controller", "agentsessions.runtimes.warm",
     "agentsessions.models", "http.client", "ssl", "agentsessions.server",
     "importlib.metadata",  # a shipped harness resolves by its module, no metadata scan
+    "dataclasses",  # value classes are made by agentsessions.valueclass
 )  # fmt: skip
 """get is parsed without typer and reads one session: no schema and, to a pipe, no rich
 (sessionview.plain_details); its memory probe describes the harness, and builds no
@@ -101,6 +104,7 @@ controller or warm runtime for it."""
 
 EXEC_NEVER = (
     "typer",  # a plain exec is read against its generated option table (cli.fast)
+    "dataclasses",  # value classes are made by agentsessions.valueclass (inspect: msgspec's)
     "agentsessions.models.openai",  # an echo turn opens no socket: no http.client, ssl, email
     "http.client",
     "ssl",

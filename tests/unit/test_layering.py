@@ -3,8 +3,9 @@ tests/unit/test_import_graph.py holds every import to): the journal's rooms, low
 (``format`` <- ``crypto`` <- ``stores`` <- ``tools``), a controller that imports no
 upper layer, grpc and protobuf only in the server and the client.
 
-The ``agentsessions.v1`` vocabulary imports nothing of the package but ``errors``; harnesses
-and model providers speak it and never reach into the storage room.
+The ``agentsessions.v1`` vocabulary imports nothing of the package but ``errors`` (and
+``valueclass``, which imports nothing); harnesses and model providers speak it and never
+reach into the storage room.
 
 Read with ``ast`` (nothing is imported), so a violation anywhere in the tree fails here even
 if no test exercises that module. Relative imports and ``importlib.import_module("...")``
@@ -25,7 +26,8 @@ PACKAGE = ROOT / "agentsessions"
 UPPER_LAYERS = ("cli", "server", "client", "wire", "runtimes", "models", "harnesses", "tools")
 UI_AND_WIRE = ("typer", "rich", "grpc", "click")
 
-# the journal's rooms, lowest first: a room imports only the rooms before it (and v1, errors)
+# the journal's rooms, lowest first: a room imports only the rooms before it (and v1, errors,
+# telemetry and valueclass, which import nothing of the package)
 JOURNAL_ROOMS = (
     "agentsessions.journal.format",
     "agentsessions.journal.crypto",  # encryption at rest: over format, under the stores
@@ -89,7 +91,9 @@ def violations(module: str, imported: list[str]) -> list[str]:
     """The layering rules broken by ``module`` importing ``imported``."""
     out: list[str] = []
     for name in imported:
-        vocabulary_ok = within(name, "agentsessions.v1") or within(name, "agentsessions.errors")
+        vocabulary_ok = any(
+            within(name, f"agentsessions.{low}") for low in ("v1", "errors", "valueclass")
+        )
         if (
             within(module, "agentsessions.v1")
             and within(name, "agentsessions")
@@ -99,7 +103,7 @@ def violations(module: str, imported: list[str]) -> list[str]:
         if within(module, "agentsessions.journal") and within(name, "agentsessions"):
             allowed = any(
                 within(name, f"agentsessions.{base}")
-                for base in ("journal", "errors", "telemetry", "v1")
+                for base in ("journal", "errors", "telemetry", "valueclass", "v1")
             )
             if not allowed:
                 out.append(f"{module}: the journal layer imports {name}")

@@ -29,15 +29,15 @@ damage is detectable").
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from agentsessions.errors import AcknowledgedDataMissingError
+from agentsessions.valueclass import value
 
 TAIL_HINT = "TAIL hint"
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Acked:
     """A claim that ``seq`` (content hash ``hash``) was acknowledged, and where it came from.
 

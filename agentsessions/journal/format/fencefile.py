@@ -34,12 +34,12 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
-from dataclasses import dataclass
 from pathlib import Path
 
 from agentsessions.errors import JournalCorruptError, StorageError
 from agentsessions.journal.format import evidence
 from agentsessions.journal.format.durable import FileSystem
+from agentsessions.valueclass import value
 
 __all__ = [
     "FENCE_SLOT",
@@ -64,7 +64,7 @@ SOURCE = "FENCE head"
 """How the FENCE's claim names itself in errors (:class:`.evidence.Acked` ``source``)."""
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Head:
     """Where the journal ended when a writer opened it: seq, hash, and the frame holding
     that seq (``segment`` its first seq, ``frame`` its offset; -1 when not known)."""
@@ -75,7 +75,7 @@ class Head:
     frame: int = -1
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Fence:
     """The current fence and the head its writer opened on (None in an older file)."""
 

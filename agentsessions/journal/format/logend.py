@@ -12,8 +12,9 @@ reader or compressor: most of what opening a journal costs a command's start.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
+
+from agentsessions.valueclass import field, value
 
 HEADER_SIZE = 128
 """Bytes of a segment's header, at offset 0 (a journal of one header holds no frame yet)."""
@@ -37,7 +38,7 @@ FileId = tuple[int, str, int, int, int, int]
 ctime_ns)``, ``form`` being ``"seg"`` or ``"zst"`` (the file a reader uses)."""
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class CheckedLinks:
     """What an open verified about the sealed segments; the TAIL hint carries it as ``sealed``.
 
@@ -77,7 +78,7 @@ class CheckedLinks:
             return None
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Position:
     """Where the committed log ends; the store persists it as a resume hint."""
 

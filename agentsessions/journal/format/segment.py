@@ -27,7 +27,6 @@ import json
 import struct
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from agentsessions.errors import FormatError, InvalidArgumentError
@@ -37,6 +36,7 @@ from agentsessions.journal.format import sealedhead
 from agentsessions.journal.format.logend import FRAME_HEADER_SIZE as FRAME_HEADER_SIZE
 from agentsessions.journal.format.logend import HEADER_SIZE as HEADER_SIZE
 from agentsessions.journal.format.logend import segment_name as segment_name
+from agentsessions.valueclass import field, value
 
 # -- segment header --------------------------------------------------------------------
 SEGMENT_MAGIC = b"AGSJSEG\x00"
@@ -128,7 +128,7 @@ def frame_hash(frame: Frame) -> str:
     return event_hash(frame.flags, frame.payload)
 
 
-@dataclass(frozen=True, slots=True)
+@value(frozen=True, slots=True)
 class SegmentHeader:
     """The 128-byte header at offset 0 of every segment."""
 
@@ -288,7 +288,7 @@ def check_frame(
     return plen, seq, fence, rtype, flags, base + end
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class SealInfo:
     """The decoded SEAL payload of a sealed segment."""
 
@@ -327,7 +327,7 @@ def decode_seal(payload: bytes) -> SealInfo:
     return info
 
 
-@dataclass
+@value
 class Scan:
     """What :func:`scan` found in one segment (offsets are file offsets)."""
 

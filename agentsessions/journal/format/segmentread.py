@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +52,7 @@ from agentsessions.journal.format.segmentscan import (
     scan_buffer,
     zero_until,
 )
+from agentsessions.valueclass import value
 
 CORRUPT_HINT = "run `agentsessions verify` on the session; see docs/FORMAT.md (Recovery)"
 
@@ -73,7 +73,7 @@ def listing(fs: FileSystem, journal_dir: Path) -> tuple[dict[int, set[str]], lis
     return segs, tmps
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class _Zst:
     """A compressed segment's seek table with its decoded metadata."""
 
@@ -83,7 +83,7 @@ class _Zst:
     seal: bytes
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class SegmentCheck:
     """What :meth:`SegmentFiles.check_segment` found; ``ok`` False means "read it strictly".
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.format.logend import Position as Position  # (re-exported)
 from agentsessions.journal.format.segment import RTYPE_EVENT, Frame, SegmentHeader
 from agentsessions.journal.format.segmentscan import zero_until
+from agentsessions.valueclass import value
 
 RECOVERY_LOG = "RECOVERY.log"
 _RESUME_WINDOW = 64 << 10
@@ -43,7 +43,7 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class RecoveryReport:
     """What opening found beyond the last commit, and what a writable open did about it."""
 
@@ -56,7 +56,7 @@ class RecoveryReport:
     reason: str = ""  # why the scan stopped
 
 
-@dataclass
+@value
 class OpenScan:
     """What :meth:`SegmentLog.open` read from the tail segment."""
 
@@ -71,7 +71,7 @@ class OpenScan:
         return self.recovery is not None and self.recovery.truncated_bytes > 0
 
 
-@dataclass
+@value
 class Tail:
     """State of the tail (highest) segment: where its commits end and what they end with."""
 

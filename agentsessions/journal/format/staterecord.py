@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import json
 import struct
-from dataclasses import dataclass
 from typing import Any
 
 from agentsessions.errors import FormatError
+from agentsessions.valueclass import value
 
 STATE_MAGIC = b"AGST"
 STATE_HEAD = struct.Struct("<4sI")
@@ -34,7 +34,7 @@ Where = tuple[int, int, int]
 """(segment first seq, frame offset, frame seq) of a STATE frame."""
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class StateRecord:
     """One decoded STATE payload."""
 

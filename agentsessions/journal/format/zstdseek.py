@@ -13,7 +13,6 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 
 from agentsessions.errors import FormatError
 from agentsessions.journal.format.zstdcodec import (
@@ -23,6 +22,7 @@ from agentsessions.journal.format.zstdcodec import (
     one_checksummed_frame,
     skippable_frame,
 )
+from agentsessions.valueclass import value
 
 SEEK_SKIPPABLE_MAGIC = SKIPPABLE_MAGIC_BASE | 0xE
 SEEK_ENTRY_STRUCT = struct.Struct("<QQQQ")  # key, raw_offset, comp_offset, comp_len
@@ -33,7 +33,7 @@ SEEK_FOOTER_VERSION = 1
 SEEK_FOOTER_CRC_OFFSET = 36
 
 
-@dataclass(frozen=True, slots=True)
+@value(frozen=True, slots=True)
 class SeekEntry:
     """One independently compressed chunk of a seekable file."""
 
@@ -43,7 +43,7 @@ class SeekEntry:
     comp_len: int  # length of that zstd frame
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class SeekTable:
     """The trailer of a seekable file: chunk list, caller metadata, sizes."""
 

@@ -33,17 +33,17 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
 from typing import Protocol
 
 from agentsessions.errors import InvalidArgumentError
 from agentsessions.v1.ids import check_project
+from agentsessions.valueclass import value
 
 MAX_KEY_BYTES = 4096
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class ClaimKey:
     """A key of project ``project``, as stores see it: only its digest (see the module)."""
 

@@ -33,7 +33,6 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +40,7 @@ from agentsessions.errors import AgentSessionsError, MetadataCorruptError
 from agentsessions.journal.format import strictjson
 from agentsessions.journal.stores.store import SessionMeta
 from agentsessions.v1.ids import check_project, check_uid
+from agentsessions.valueclass import value
 
 META_NAME = "session.json"
 SUMS_KEY = "sums"
@@ -61,7 +61,7 @@ _OFFSET = re.compile(r"\((?:byte|char) (\d+)\)")  # msgspec's, json's
 _KEY = re.compile(rb'"([a-z_]+)":')
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class MetaRead:
     """What :func:`read` found: the checked metadata, and whether it carries ``sums``
     (False only for a file written before they existed)."""
@@ -70,7 +70,7 @@ class MetaRead:
     summed: bool
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Problem:
     """Why a metadata object is not usable: the text, and the field it concerns."""
 

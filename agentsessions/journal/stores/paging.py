@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import TypeVar
 
 from agentsessions.errors import InvalidArgumentError, MetadataCorruptError
@@ -22,11 +21,12 @@ from agentsessions.journal.stores.store import (
 )
 from agentsessions.v1.ids import check_project, check_uid
 from agentsessions.v1.limits import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from agentsessions.valueclass import value
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
+@value(frozen=True, slots=True)
 class PageAsk:
     """One ``list`` call's request, checked: the page size and the row it starts after."""
 

@@ -18,8 +18,9 @@ tail and applies each committed event to it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from agentsessions.valueclass import value
 
 _END_STATES = {
     "COMPLETED": "EXEC_COMPLETED",
@@ -34,7 +35,7 @@ _LIFECYCLE_COMPUTE = {
 }
 
 
-@dataclass
+@value
 class Projection:
     """The session states derived from the log, updated incrementally."""
 

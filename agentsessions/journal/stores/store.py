@@ -41,11 +41,11 @@ import builtins
 import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentsessions.errors import InvalidArgumentError, MetadataCorruptError, SessionDeletedError
 from agentsessions.v1.ids import DEFAULT_PROJECT as DEFAULT_PROJECT  # (re-exported)
+from agentsessions.valueclass import field, value
 
 if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey
@@ -62,7 +62,7 @@ def new_uid() -> str:
     return "sess-" + os.urandom(12).hex()  # secrets.token_hex's bytes, without its imports
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class SessionMeta:
     """The metadata row written when a session is created, before any event."""
 
@@ -120,7 +120,7 @@ class SessionMeta:
         )
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class SessionInfo:
     """Metadata plus the projections kept at append time (never by re-reading the log)."""
 
@@ -168,7 +168,7 @@ def state_json(version: int, covers: tuple[int, int], size: int) -> dict[str, in
     return {"version": version, "covers_from": covers[0], "covers_to": covers[1], "size": size}
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Page:
     """One page of a listing; ``next_cursor`` is empty on the last page.
 
@@ -181,7 +181,7 @@ class Page:
     unindexed: tuple[MetadataCorruptError, ...] = ()
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class CommitResult:
     """What a commit produced; a retried commit id returns the first result with ``duplicate``.
 
@@ -197,7 +197,7 @@ class CommitResult:
     state_version: int = 0  # the working state's version after this commit
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class WorkingState:
     """A writer's working state as the store keeps it (version 0 = none yet)."""
 
@@ -220,7 +220,7 @@ class WorkingState:
         }
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class StateUpdate:
     """The working state a commit replaces the current one with."""
 
@@ -230,7 +230,7 @@ class StateUpdate:
     author: str = ""
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class Snapshot:
     """The head and working state a writer merges with after a conflict."""
 

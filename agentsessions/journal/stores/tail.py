@@ -14,7 +14,6 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from hashlib import sha256
 from typing import TYPE_CHECKING, Any
 
@@ -35,13 +34,14 @@ from agentsessions.journal.stores.store import (
     StateUpdate,
     WorkingState,
 )
+from agentsessions.valueclass import field, value
 
 if TYPE_CHECKING:
     from agentsessions.journal.format.records import Record
     from agentsessions.journal.format.staterecord import Where
 
 
-@dataclass
+@value
 class Tail:
     """The end of one session's journal plus the state folded from everything before it."""
 

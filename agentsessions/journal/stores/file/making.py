@@ -18,7 +18,6 @@ import errno
 import secrets
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,6 +33,7 @@ from agentsessions.journal.stores.file.sessiondir import SessionDir, json_bytes
 from agentsessions.journal.stores.store import SessionInfo, SessionMeta, Writer
 from agentsessions.journal.stores.tail import Tail
 from agentsessions.v1.ids import check_project, check_uid
+from agentsessions.valueclass import replace
 
 if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey

@@ -7,7 +7,6 @@ store's) start from, so the cost of an open does not grow with the session.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agentsessions.journal.format import fencefile
@@ -19,12 +18,13 @@ from agentsessions.journal.stores.file.sessiondir import SessionDir, acked, prov
 from agentsessions.journal.stores.file.writer import fold_frames
 from agentsessions.journal.stores.store import SessionMeta
 from agentsessions.journal.stores.tail import Tail
+from agentsessions.valueclass import value
 
 if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey
 
 
-@dataclass(frozen=True, slots=True)
+@value(frozen=True, slots=True)
 class Opening:
     """What an open uses of its store: durability primitives, segment size, master key."""
 

@@ -26,7 +26,6 @@ import json
 import os
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +45,7 @@ from agentsessions.journal.format.logend import (
 from agentsessions.journal.stores import metafile
 from agentsessions.journal.stores.store import SessionMeta
 from agentsessions.journal.stores.tail import Tail
+from agentsessions.valueclass import value
 
 META_NAME = metafile.META_NAME
 LOCK_NAME = "LOCK"
@@ -96,7 +96,7 @@ class _ParsedHints:
 _HINTS = _ParsedHints()
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class SessionDir:
     """The files of the session directory at ``path`` (its name is the session's uid)."""
 

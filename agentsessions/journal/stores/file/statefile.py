@@ -12,7 +12,6 @@ with is found by stepping back over the state commits since then, never by a sca
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 
 from agentsessions.errors import AcknowledgedDataMissingError, FormatError, JournalCorruptError
 from agentsessions.journal.format import staterecord
@@ -21,6 +20,7 @@ from agentsessions.journal.format.segmentlog import SegmentLog
 from agentsessions.journal.stores.file.writer import working_state
 from agentsessions.journal.stores.store import WorkingState
 from agentsessions.journal.stores.tail import Tail
+from agentsessions.valueclass import replace
 
 _HINT = "run `agentsessions verify` on the session"
 

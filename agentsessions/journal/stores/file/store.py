@@ -28,7 +28,6 @@ import itertools
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -85,12 +84,13 @@ from agentsessions.journal.stores.store import (
     deleted_error,
 )
 from agentsessions.v1.ids import check_uid
+from agentsessions.valueclass import value
 
 if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey, RewrapCount
 
 
-@dataclass(frozen=True)
+@value(frozen=True)
 class StoreOptions:
     """Tunables of a file store; tests shrink them to exercise rotation and limits."""
 

@@ -12,7 +12,6 @@ import contextlib
 import hashlib
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentsessions.errors import InvalidArgumentError, JournalCorruptError, StorageError
@@ -34,6 +33,7 @@ from agentsessions.journal.stores.store import (
     WorkingState,
 )
 from agentsessions.journal.stores.tail import Tail
+from agentsessions.valueclass import replace
 
 if TYPE_CHECKING:
     from agentsessions.journal.stores.file.watch import Watcher
