@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from _thread import get_ident
 from collections.abc import Callable
-from typing import Any, TypeVar, cast, dataclass_transform, overload
+from typing import Any, TypeVar, dataclass_transform, overload
 
 _C = TypeVar("_C", bound=type)
 _V = TypeVar("_V")
@@ -143,6 +143,7 @@ def _make(cls: type, frozen: bool, slots: bool) -> type:
     cls.__value_fields__ = tuple(fields)  # type: ignore[attr-defined]
     cls.__value_init__ = names  # type: ignore[attr-defined]
     cls.__value_frozen__ = frozen  # type: ignore[attr-defined]
+    cls.__value_slots__ = slots  # type: ignore[attr-defined]
     _set(cls, "__init__", _shared_init(cls))
     _set(cls, "__repr__", _lazy(cls, "__repr__", _compile_repr))
     _set(cls, "__eq__", _lazy(cls, "__eq__", _compile_eq))
@@ -450,23 +451,26 @@ class _Lazy:
 
 
 def _dataclass_fields(cls: Any) -> dict[str, Any]:
-    """``__dataclass_fields__`` as ``dataclasses`` would have set it: real ``Field``s."""
+    """``__dataclass_fields__`` as ``dataclasses`` would have set it: real ``Field``s.
+
+    Made by the public ``dataclasses.field``, whose keywords are the same on every Python
+    this package supports (``Field``'s own constructor grows positional parameters)."""
     import dataclasses
 
     out: dict[str, Any] = {}
     for f in cls.__value_fields__:
-        missing, field_class = dataclasses.MISSING, cast("Any", dataclasses.Field)
-        made: Any = field_class(
-            f.default if f.default is not MISSING else missing,
-            f.default_factory if f.default_factory is not MISSING else missing,
-            True,  # init
-            f.repr,
-            f.hash,
-            f.compare,
-            None,  # metadata
-            missing if f.classvar else False,  # kw_only, as dataclasses settles it
+        made: Any = dataclasses.field(
+            default=f.default if f.default is not MISSING else dataclasses.MISSING,
+            default_factory=(
+                f.default_factory if f.default_factory is not MISSING else dataclasses.MISSING
+            ),
+            repr=f.repr,
+            hash=f.hash,
+            compare=f.compare,
         )
         made.name, made.type = f.name, f.type
+        if not f.classvar:  # as dataclasses settles it; a ClassVar keeps MISSING
+            made.kw_only = False
         made._field_type = dataclasses._FIELD_CLASSVAR if f.classvar else dataclasses._FIELD  # type: ignore[attr-defined]
         out[f.name] = made
     return out
@@ -479,8 +483,9 @@ def _settle_init(cls: Any) -> None:
 
 
 def _dataclass_params(cls: Any) -> Any:
-    """``__dataclass_params__`` as ``dataclasses`` would have set it."""
+    """``__dataclass_params__`` as ``dataclasses`` would have set it: a real dataclass's with
+    the same options (its constructor's parameters differ between Python versions)."""
     import dataclasses
 
-    params = dataclasses._DataclassParams  # type: ignore[attr-defined]
-    return params(True, True, True, False, False, cls.__value_frozen__)
+    twin = dataclasses.dataclass(frozen=cls.__value_frozen__, slots=cls.__value_slots__)
+    return twin(type(cls.__name__, (), {})).__dataclass_params__  # type: ignore[attr-defined]
