@@ -148,12 +148,24 @@ def _journal(stage: dict[str, Any], out: Path, lines: list[str]) -> None:
     lines += ["", f"![journal against the floor]({chart})", ""]
 
 
+JETSTREAM_SIDES = [
+    "Our store's sides: `jetstream R1` and `R3` (a durable server, a three-node cluster), "
+    "`R1 via nats-py` (commits through nats-py instead of our lean publisher), `R1 streams` "
+    "(a stream per session), `R1 8 shards` (the deployment over 8 streams), `R1 one store` "
+    "(every session on one connection, as a daemon holds them) and `one store 8 sh` (both). "
+    "The floors, no store code: `bare R1` (nats-py publishes of the same bytes, each awaiting "
+    "its ack) and `raw R1` (a synchronous client on a raw socket, a thread per session: what "
+    "any Python client could reach); `streams`: a stream per session. "
+    "`bench/jetstream_rates.py` says more.",
+]
+
+
 def _jetstream(stage: dict[str, Any], out: Path, lines: list[str]) -> None:
     if "skipped" in stage:
         lines += ["## JetStream", "", f"Skipped: {stage['skipped']}.", ""]
         return
     rows = [r for r in stage["rates"] if r["side"] != "file loop"]
-    lines += ["## JetStream against the file store", "",
+    lines += ["## JetStream against the file store", "", *JETSTREAM_SIDES, "",
               "| side | events/commit | sessions | commits/s | x file store |",
               "|---|---:|---:|---:|---:|"]  # fmt: skip
     for r in rows:
