@@ -57,8 +57,6 @@ import base64
 import contextlib
 import itertools
 import json
-import math
-import os
 import socket
 import sys
 from collections.abc import Iterator, Sequence
@@ -78,11 +76,11 @@ from agentsessions.controller.spi import (
 )
 from agentsessions.errors import (
     HarnessError,
-    InvalidArgumentError,
     PlacementError,
     UnavailableError,
 )
 from agentsessions.runtimes import warm_dir
+from agentsessions.runtimes import warm_settings as settings
 from agentsessions.runtimes import warm_wire as wire
 from agentsessions.runtimes.refs import (
     FactoryRef,
@@ -102,8 +100,9 @@ from agentsessions.runtimes.warm_launch import (
 
 __all__ = ["FactoryRef", "RemoteHarness", "WarmCompute", "WarmRuntime"]
 
-IDLE_ENV = "AGENTSESSIONS_WARM_IDLE_SECONDS"
-DEFAULT_IDLE_SECONDS = 3600.0
+IDLE_ENV = settings.IDLE_ENV
+DEFAULT_IDLE_SECONDS = settings.DEFAULT_IDLE_SECONDS
+
 HISTORY_PAGE = 256
 
 
@@ -278,7 +277,7 @@ class WarmRuntime:
         start_seconds: float = 60.0,
     ) -> None:
         self.run_dir = RunDir(home)
-        self.idle_seconds = _idle_seconds(idle_seconds)
+        self.idle_seconds = settings.idle_seconds(idle_seconds)
         self.control_seconds = control_seconds
         self.run_seconds = run_seconds
         self.start_seconds = start_seconds
@@ -286,13 +285,7 @@ class WarmRuntime:
 
     def capabilities(self) -> RuntimeCapabilities:
         """Warm memory snapshots and copy-on-write forks, where ``fork`` exists."""
-        forks = hasattr(os, "fork") and hasattr(socket, "AF_UNIX")
-        return RuntimeCapabilities(
-            memory_snapshot=forks,
-            cow_fork=forks,
-            snapshot_survives_reboot=False,
-            snapshot_survives_host_process=forks,
-        )
+        return settings.warm_capabilities()
 
     # ----------------------------------------------------------------- compute
 
@@ -496,20 +489,3 @@ class WarmRuntime:
             snapshot=snapshot.local,
             hint=COLD_HINT,
         )
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def _idle_seconds(value: float | None) -> float:
-    if value is None:
-        raw = os.environ.get(IDLE_ENV, "")
-        if not raw:
-            return DEFAULT_IDLE_SECONDS
-        try:
-            value = float(raw)
-        except ValueError:
-            raise InvalidArgumentError(f"{IDLE_ENV}={raw!r} is not a number of seconds") from None
-    if not (value > 0 and math.isfinite(value)):
-        raise InvalidArgumentError(f"the warm idle timeout must be positive seconds, not {value}")
-    return value

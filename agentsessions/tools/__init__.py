@@ -35,15 +35,16 @@ call's intent is recorded, so that a server that is down is refused with nothing
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentsessions.controller.spi import BoundTool, ToolExecutor, ToolResolver
 from agentsessions.errors import UnknownToolError
 
-from .appendline import AppendLine
-from .notes import Notes
-from .python import PythonExecutor
-from .unixsock import UnixExecutor
+if TYPE_CHECKING:  # at run time each executor's module loads when first named (__getattr__)
+    from .appendline import AppendLine
+    from .notes import Notes
+    from .python import PythonExecutor
+    from .unixsock import UnixExecutor
 
 __all__ = [
     "AppendLine",
@@ -57,11 +58,41 @@ __all__ = [
     "static_resolver",
 ]
 
-_BUILTINS: dict[str, Callable[[], ToolExecutor]] = {"append_line": AppendLine, "notes": Notes}
-_SCHEMAS: dict[str, tuple[str, Mapping[str, Any]]] = {
-    "append_line": (AppendLine.DESCRIPTION, AppendLine.PARAMETERS),
-    "notes": (Notes.DESCRIPTION, Notes.PARAMETERS),
+_MODULES = {
+    "AppendLine": "appendline",
+    "Notes": "notes",
+    "PythonExecutor": "python",
+    "UnixExecutor": "unixsock",
 }
+"""The executors' classes by the module each lives in: a session without tools (most turns)
+imports none of them, nor the socket module the unix one needs."""
+
+
+def __getattr__(name: str) -> Any:
+    """An executor class, its module imported on first use (see ``_MODULES``)."""
+    module = _MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+def _append_line() -> ToolExecutor:
+    from .appendline import AppendLine
+
+    return AppendLine()
+
+
+def _notes() -> ToolExecutor:
+    from .notes import Notes
+
+    return Notes()
+
+
+_BUILTINS: dict[str, Callable[[], ToolExecutor]] = {"append_line": _append_line, "notes": _notes}
+_SCHEMA_OF = {"append_line": "AppendLine", "notes": "Notes"}
+"""The built-ins that ship a description and argument schema: the class that holds them."""
 SCHEMES = ("python:", "unix://", "mcp:")
 
 
@@ -81,8 +112,12 @@ def create_executor(spec: str) -> ToolExecutor:
     """The executor ``spec`` names (see the module docstring), or UnknownToolError."""
     spec = spec.strip()
     if spec.startswith("python:"):
+        from .python import PythonExecutor
+
         return PythonExecutor.from_spec(spec)
     if spec.startswith("unix:"):
+        from .unixsock import UnixExecutor
+
         return UnixExecutor.from_spec(spec)
     if spec.startswith("mcp:"):
         from .mcpexec import McpExecutor  # the optional extra stays unimported until used
@@ -100,8 +135,11 @@ def builtin_schema(spec: str) -> tuple[str, dict[str, Any]]:
     """The description and JSON Schema of the built-in executor ``spec`` offers a model
     (``("", {})`` for any other spec: a ``python:``/``unix://`` tool's workload says them,
     and an ``mcp:`` server lists its own)."""
-    schema = _SCHEMAS.get(spec.strip())
-    return (schema[0], dict(schema[1])) if schema is not None else ("", {})
+    holder = _SCHEMA_OF.get(spec.strip())
+    if holder is None:
+        return "", {}
+    cls = __getattr__(holder)
+    return cls.DESCRIPTION, dict(cls.PARAMETERS)
 
 
 def static_resolver(tools: Mapping[str, BoundTool]) -> ToolResolver:

@@ -118,9 +118,16 @@ EXEC_NEVER = (
     "agentsessions.integrations",
     "cryptography",
     "importlib.metadata",  # a shipped harness resolves by its module, no metadata scan
+    "agentsessions.runtimes.warm",  # auto makes it for a memory harness (warm_settings)
+    "agentsessions.runtimes.warm_wire",
+    "agentsessions.runtimes.warm_launch",
+    "agentsessions.tools.appendline",  # an executor's module loads when a workload names it
+    "agentsessions.tools.unixsock",
+    "socket",  # the LOCK's holder names its host by os.uname (journal.format.lock)
 )
 """A one-turn exec on the echo harness: the store, the schema, the controller, the echo
-harness and model, drawn as plain lines; nothing remote, no other provider, no rich."""
+harness and model, drawn as plain lines; nothing remote, no other provider, no rich, no
+warm runtime, no tool executor, no socket."""
 
 PINNED: dict[str, list[str]] = json.loads(
     Path(__file__).with_name("startup_modules.json").read_text(encoding="utf-8")

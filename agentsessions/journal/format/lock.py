@@ -110,11 +110,9 @@ class SessionLock:
 
 
 def _write_holder(fd: int) -> None:
-    import socket  # only a writer names its host: a reader (list, get) never loads socket
-
     info = {
         "pid": os.getpid(),
-        "host": socket.gethostname(),
+        "host": _host_name(),
         "program": program(),
         "since_unix": int(time.time()),
     }
@@ -122,6 +120,16 @@ def _write_holder(fd: int) -> None:
     # The identity is a courtesy to the next writer, never a reason to fail.
     with contextlib.suppress(OSError):
         os.pwrite(fd, data.ljust(_HOLDER_BYTES - 1) + b"\n", 0)
+
+
+def _host_name() -> str:
+    """This machine's name, as ``socket.gethostname()`` gives it: POSIX's ``uname`` has it
+    without loading the socket module (~1 ms, with its enums and selectors, on a turn)."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
+    return socket.gethostname()
 
 
 def _read_holder(fd: int) -> str:
