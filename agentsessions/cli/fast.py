@@ -16,16 +16,29 @@ request) goes to typer unchanged, so a fast answer is never a different answer.
 Invariants: a shape answered here is answered exactly as typer answers it (same bytes, same
 exit status: tests/unit/test_fasthelp.py, tests/unit/test_fastcommands.py); importing this
 module imports nothing.
+
+A command read here runs with the cycle collector's youngest generation raised to
+:data:`GC_GEN0` objects, and the caller's thresholds are put back when it returns (a
+command line left to typer runs with them). Importing what a command needs creates ~30,000
+objects that live as long as the process; at the default threshold of 700 the collector
+walked them ~40 times in a one-turn ``exec``, ~4 ms (a quarter of ``python -c pass``)
+spent finding that modules, classes and functions are alive. Only cyclic garbage waits
+longer to be freed, and never more than that many objects.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 
 HELP_FLAGS = ("--help", "-h")
 """The root's help options."""
 COMPLETE_VAR = "_AGENTSESSIONS_COMPLETE"
 """Set by a shell asking typer to complete a word: typer's to answer."""
+GC_GEN0 = 50_000
+"""The youngest generation's threshold while a command read here runs (module docstring):
+above what a one-turn ``exec`` allocates (~30,000), so its start triggers no collection,
+and the bound on the cyclic garbage a long command leaves for later."""
 BODIES = {
     "list": ("reading", "list_sessions"),
     "get": ("reading", "get_session"),
@@ -67,7 +80,16 @@ def answer(argv: list[str]) -> int | None:
 def run_command(argv: list[str]) -> int | None:
     """Run the command ``argv`` names as the root command would (the root's checks, then
     the command's body; every failure one line and its exit code), or None when
-    :mod:`.fastparse` leaves it to typer."""
+    :mod:`.fastparse` leaves it to typer; with fewer collections (:data:`GC_GEN0`)."""
+    thresholds = gc.get_threshold()
+    gc.set_threshold(GC_GEN0, *thresholds[1:])
+    try:
+        return _run_command(argv)
+    finally:
+        gc.set_threshold(*thresholds)
+
+
+def _run_command(argv: list[str]) -> int | None:
     from agentsessions.cli.fastparse import parse
 
     parsed = parse(argv)
