@@ -14,9 +14,12 @@ conversion. Invariants every dict of these types keeps:
 
 This module is the types and enum names only; :mod:`.construct` builds dicts that keep these
 rules and ``schema.validate_event`` checks that a dict from anywhere else does.
-"""
 
-from __future__ import annotations
+The annotations are evaluated when the module loads (no ``from __future__ import
+annotations``): a TypedDict turns each string annotation into a ForwardRef and compiles it,
+114 compiles here, ~0.5 ms of every command that builds an event. Only the three names used
+before their class is defined are strings.
+"""
 
 from typing import Any, Literal, TypedDict, get_args
 
@@ -125,7 +128,7 @@ class ReasoningPart(TypedDict, total=False):
     model_id: str
     opaque_bytes: str  # bytes, oneof opaque
     opaque_uri: str  # oneof opaque
-    summary: list[Part]
+    summary: list["Part"]
     item_id: str
     ordinal: int  # int32
     validity_scope: str
@@ -139,8 +142,8 @@ class Part(TypedDict, total=False):
     file: FilePart
     data: DataPart
     reasoning: ReasoningPart
-    tool_call: ToolCall
-    tool_result: ToolResult
+    tool_call: "ToolCall"
+    tool_result: "ToolResult"
 
 
 class Message(TypedDict, total=False):
