@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
-import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -181,7 +181,7 @@ class ScriptedModel:
                 )
             return self.answers[call - 1]
         if self.nondeterministic:
-            return Answer(f"scripted-random-{secrets.token_hex(8)}")
+            return Answer(f"scripted-random-{os.urandom(8).hex()}")
         return Answer(f"scripted-{self.seed}-{request_digest(request, self.seed)[:16]}")
 
     def __repr__(self) -> str:

@@ -34,8 +34,8 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import os
 import re
-import secrets
 import threading
 import time
 import weakref
@@ -277,7 +277,7 @@ class HarnessBook:
                 meta = {
                     "project": project,
                     "name": name,
-                    "uid": secrets.token_hex(16),
+                    "uid": os.urandom(16).hex(),
                     "version": "1",
                     "create_time": _ts(now),
                     "update_time": _ts(now),

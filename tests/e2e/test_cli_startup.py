@@ -124,10 +124,12 @@ EXEC_NEVER = (
     "agentsessions.tools.appendline",  # an executor's module loads when a workload names it
     "agentsessions.tools.unixsock",
     "socket",  # the LOCK's holder names its host by os.uname (journal.format.lock)
+    "secrets",  # temporary names and ids from os.urandom, as store.new_uid makes them
+    "random",  # only the crash simulator's rng type (journal.format.durable)
 )
 """A one-turn exec on the echo harness: the store, the schema, the controller, the echo
 harness and model, drawn as plain lines; nothing remote, no other provider, no rich, no
-warm runtime, no tool executor, no socket."""
+warm runtime, no tool executor, no socket, no secrets or random."""
 
 PINNED: dict[str, list[str]] = json.loads(
     Path(__file__).with_name("startup_modules.json").read_text(encoding="utf-8")

@@ -22,13 +22,16 @@ from __future__ import annotations
 import contextlib
 import errno as errno_mod
 import os
-import random
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import agentsessions.telemetry as telemetry
 from agentsessions.errors import StorageError
+
+if TYPE_CHECKING:  # the crash simulator's rng, passed in by tests: a turn never loads random
+    import random
 
 __all__ = ["DEFAULT_FS", "CrashFileSystem", "FileSystem", "SimulatedCrash"]
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import time
 from pathlib import Path
 
@@ -69,7 +68,7 @@ class FileClaims:
             if found:
                 self.fs.sync_dir(self.dir)  # its maker may not have synced it yet
                 return found
-            tmp = self.dir / f".tmp-{key.digest[:16]}-{secrets.token_hex(6)}"
+            tmp = self.dir / f".tmp-{key.digest[:16]}-{os.urandom(6).hex()}"
             self.fs.create_file(tmp, body)
             try:
                 linked = self.fs.link_new(tmp, path)

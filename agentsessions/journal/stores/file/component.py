@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -271,7 +270,7 @@ class FileComponentStore:
                 )
         parent = components_dir(self._session)
         fs = self._owner.fs
-        tmp = SessionDir(parent / f".tmp-{self._name}-{secrets.token_hex(4)}")
+        tmp = SessionDir(parent / f".tmp-{self._name}-{os.urandom(4).hex()}")
         try:
             parent.mkdir(exist_ok=True)
             fs.sync_dir(self._session.path)  # even if it existed: its maker may have died unsynced

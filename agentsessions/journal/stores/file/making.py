@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import builtins
 import errno
-import secrets
+import os
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -104,7 +104,7 @@ class SessionMaking:
         final = self.sessions_dir / meta.uid
         if final.exists():
             raise SessionExistsError(f"session {meta.uid} already exists")
-        tmp = SessionDir(self.sessions_dir / f".tmp-{meta.uid}-{secrets.token_hex(4)}")
+        tmp = SessionDir(self.sessions_dir / f".tmp-{meta.uid}-{os.urandom(4).hex()}")
         try:
             self._sync_parents_once()
             tmp.journal.mkdir(parents=True)
