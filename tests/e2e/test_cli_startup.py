@@ -97,6 +97,7 @@ GET_NEVER = (
     "agentsessions.models", "http.client", "ssl", "agentsessions.server",
     "importlib.metadata",  # a shipped harness resolves by its module, no metadata scan
     "dataclasses",  # value classes are made by agentsessions.valueclass
+    "sqlite3", "agentsessions.journal.stores.file.catalog",  # opened on first use: get never
 )  # fmt: skip
 """get is parsed without typer and reads one session: no schema and, to a pipe, no rich
 (sessionview.plain_details); its memory probe describes the harness, and builds no
@@ -126,10 +127,12 @@ EXEC_NEVER = (
     "socket",  # the LOCK's holder names its host by os.uname (journal.format.lock)
     "secrets",  # temporary names and ids from os.urandom, as store.new_uid makes them
     "random",  # only the crash simulator's rng type (journal.format.durable)
+    "sqlite3",  # the listing catalog opens on first use: a turn never asks it
+    "agentsessions.journal.stores.file.catalog",
 )
 """A one-turn exec on the echo harness: the store, the schema, the controller, the echo
 harness and model, drawn as plain lines; nothing remote, no other provider, no rich, no
-warm runtime, no tool executor, no socket, no secrets or random."""
+warm runtime, no tool executor, no socket, no secrets or random, no catalog (sqlite3)."""
 
 PINNED: dict[str, list[str]] = json.loads(
     Path(__file__).with_name("startup_modules.json").read_text(encoding="utf-8")

@@ -58,7 +58,7 @@ class FileListing(SessionListing):
 
     def close(self) -> None:
         """Close the catalog, and the store a row needed, if one did."""
-        self.catalog.close()
+        self.close_catalog()
         if self._store is not None:
             self._store.close()
 

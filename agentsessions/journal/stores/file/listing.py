@@ -8,6 +8,13 @@ session directories (:meth:`SessionListing.reindex`), which drops rows whose dir
 gone and loses no row another process adds meanwhile; a session whose ``session.json`` is
 damaged cannot get a row (its project is unknown) and is reported as ``unindexed``; a
 read-only home gets an in-memory index scanned from its directories, nothing written.
+
+A catalog that exists is opened on its first use (:attr:`SessionListing.catalog`), not
+when the store opens: a turn, a ``get`` or a ``log`` of a session never asks it, and the
+connection with its set-up cost a one-turn ``exec`` ~2 ms of CPU, mostly importing
+``sqlite3`` (~0.13x of ``python -c pass``). One that does not exist is made when the store
+opens, and rebuilt from the session directories beside it, as before; a read-only home's
+is opened (or scanned) when the store opens too.
 """
 
 from __future__ import annotations
@@ -15,13 +22,13 @@ from __future__ import annotations
 import builtins
 import contextlib
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentsessions.errors import InvalidArgumentError, MetadataCorruptError, StorageError
 from agentsessions.journal.format.durable import FileSystem
-from agentsessions.journal.stores.file.catalog import Catalog
 from agentsessions.journal.stores.file.rows import listed_row
 from agentsessions.journal.stores.file.sessiondir import SessionDir
 from agentsessions.journal.stores.paging import page_ask, page_of
@@ -30,6 +37,7 @@ from agentsessions.v1.ids import check_uid
 
 if TYPE_CHECKING:
     from agentsessions.journal.stores.capabilities import Reindexed
+    from agentsessions.journal.stores.file.catalog import Catalog
 
 
 class SessionListing:
@@ -39,8 +47,10 @@ class SessionListing:
     home: Path
     fs: FileSystem
     sessions_dir: Path
-    catalog: Catalog
     read_only: bool
+    _catalog: Catalog | None  # None until first used (module docstring)
+    _catalog_path: Path
+    _catalog_lock: threading.Lock
     _unindexed: tuple[MetadataCorruptError, ...]  # met by the last reindex
 
     if TYPE_CHECKING:  # the full store's (FileStore's own, or the one FileListing opens)
@@ -60,18 +70,46 @@ class SessionListing:
         self.sessions_dir = self.home / "sessions"
         self._unindexed = ()
         self.read_only = self._decide_read_only() if read_only is None else read_only
-        catalog_path = self.home / "catalog.sqlite3"
+        self._catalog_path = catalog_path = self.home / "catalog.sqlite3"
+        self._catalog = None
+        self._catalog_lock = threading.Lock()
         if self.read_only:
-            self.catalog = Catalog.read_only(catalog_path) or self._scanned(catalog_path)
+            from agentsessions.journal.stores.file.catalog import Catalog
+
+            self._catalog = Catalog.read_only(catalog_path) or self._scanned(catalog_path)
             return
         try:
             self.sessions_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StorageError(f"cannot create the store at {self.home}: {exc.strerror}") from exc
-        fresh_catalog = not catalog_path.exists()
-        self.catalog = Catalog(catalog_path)
-        if fresh_catalog and any(self._session_dirs()):
+        if not catalog_path.exists():
+            self._catalog = self._open_catalog()
+
+    @property
+    def catalog(self) -> Catalog:
+        """The listing catalog, opened on first use (module docstring)."""
+        if self._catalog is None:
+            with self._catalog_lock:  # one connection, whichever thread asks first
+                if self._catalog is None:
+                    self._catalog = self._open_catalog()
+        return self._catalog
+
+    def _open_catalog(self) -> Catalog:
+        """Open the catalog; one made afresh beside sessions that exist is rebuilt from them."""
+        from agentsessions.journal.stores.file.catalog import Catalog
+
+        fresh = not self._catalog_path.exists()
+        catalog = self._catalog = Catalog(self._catalog_path)
+        if fresh and any(self._session_dirs()):
             self.reindex()
+        return catalog
+
+    def close_catalog(self) -> None:
+        """Close the catalog if it was opened."""
+        with self._catalog_lock:
+            catalog, self._catalog = self._catalog, None
+        if catalog is not None:
+            catalog.close()
 
     def _decide_read_only(self) -> bool:
         """True when the store's directories (or, before they exist, the nearest existing
@@ -124,7 +162,7 @@ class SessionListing:
     @property
     def index_path(self) -> str:
         """Where the listing catalog lives (``catalog.sqlite3``)."""
-        return str(self.catalog.path)
+        return str(self._catalog_path)
 
     def reindex(self) -> Reindexed:
         """Rebuild the listing catalog from the session directories: the row count, and the
@@ -167,6 +205,8 @@ class SessionListing:
 
     def _scanned(self, path: Path) -> Catalog:
         """An in-memory index built from the session directories (read-only homes only)."""
+        from agentsessions.journal.stores.file.catalog import Catalog
+
         catalog = Catalog.in_memory(path)
         rows, _damaged = self._scan_rows()
         catalog.rebuild(rows)

@@ -26,7 +26,6 @@ from agentsessions.journal.format.durable import FileSystem
 from agentsessions.journal.format.records import Record
 from agentsessions.journal.format.segmentlog import SegmentLog
 from agentsessions.journal.stores import forking, metafile
-from agentsessions.journal.stores.file.catalog import Catalog
 from agentsessions.journal.stores.file.crypt import create_key
 from agentsessions.journal.stores.file.opening import Opening, open_tail
 from agentsessions.journal.stores.file.sessiondir import SessionDir, json_bytes
@@ -37,6 +36,7 @@ from agentsessions.valueclass import replace
 
 if TYPE_CHECKING:
     from agentsessions.journal.crypto.keys import MasterKey
+    from agentsessions.journal.stores.file.catalog import Catalog
 
 
 class SessionMaking:
@@ -46,11 +46,13 @@ class SessionMaking:
     sessions_dir: Path
     master: MasterKey | None
     fs: FileSystem
-    catalog: Catalog
     opening: Opening
     _parents_synced: bool  # see _sync_parents_once
 
     if TYPE_CHECKING:  # FileStore's, which this is mixed into
+
+        @property
+        def catalog(self) -> Catalog: ...
 
         def check_writable(self, what: str) -> None: ...
 

@@ -12,6 +12,7 @@ import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentsessions.errors import (
     AgentSessionsError,
@@ -21,11 +22,13 @@ from agentsessions.errors import (
     SessionKeyError,
 )
 from agentsessions.journal.format import fencefile
-from agentsessions.journal.stores.file.catalog import Catalog
 from agentsessions.journal.stores.file.sessiondir import DELETED_NAME, FENCE_NAME, SessionDir
 from agentsessions.journal.stores.store import SessionInfo, SessionMeta
 from agentsessions.journal.stores.tail import Tail
 from agentsessions.v1.ids import check_uid
+
+if TYPE_CHECKING:
+    from agentsessions.journal.stores.file.catalog import Catalog
 
 
 def session_row(

@@ -332,7 +332,7 @@ class FileStore(
         return filecomponent.components_dir(SessionDir(self.session_dir(uid))) / name
 
     def close(self) -> None:
-        self.catalog.close()
+        self.close_catalog()
 
     def __enter__(self) -> FileStore:
         return self
