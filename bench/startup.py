@@ -160,6 +160,38 @@ sessions.values 6.5, all dataclass creation). Making the 82 classes now costs 2.
 all (27-41 us each; a dataclass ~300 us). What is left of exec is the libraries' imports
 (msgspec with typing_extensions and inspect, sqlite3, socket, re) and ~150 modules'
 bytecode, then the turn itself.
+
+Measured (issue 21, sixth stop; a shared 2-core machine at load ~5; main and this change
+paired: each bench run alternately on main's tree and on this one, 3 runs of 5 rounds,
+medians; x python -c pass):
+
+    command          editable        installed (non-editable venv, pip's bytecode)
+    --help          1.11x -> 1.11x   1.92x -> 1.93x
+    list            2.64x -> 2.58x   5.63x -> 5.60x
+    get UID         4.05x -> 3.97x   8.97x -> 8.62x
+    exec            4.80x -> 4.42x  10.63x -> 9.49x
+    floor: exec's libraries  2.43-2.50x  5.09-5.49x  (new: EXEC_LIBRARIES, nothing of ours)
+    floor: msgspec           1.92-1.99x  4.08-4.34x  (new: msgspec alone)
+
+Where exec's time went (-X importtime; gc.callbacks; a profiler on both threads; compile
+and eval callers counted): 44 cycle collections (~4 ms) walking the ~30,000 objects the
+imports leave alive; 17 modules imported and never called (the warm runtime with socket,
+signal and selectors, made by the auto runtime only to answer capabilities(); the four
+tool executors; secrets with random for temporary names; the SQLite catalog, opened and
+closed unqueried: ~2 ms); 165 compile() calls, 114 of them v1.model's TypedDict
+annotations turned into ForwardRefs. Cut: a command read without typer raises the young
+generation's threshold to 50,000 for its run (cli.fast: 44 -> 1 collection); the warm
+runtime, the executors and the catalog load on first use; os.urandom names temporary
+files; v1.model's annotations are evaluated (compile calls 195 -> 82). Modules imported:
+295 -> 275 (in process: 308 -> 288, ours 160 -> 150); importtime self sum
+67.8 -> 54.4 ms (medians of 3 at load ~5).
+
+What is left is mostly not ours: exec's libraries alone are 2.4-2.5x editable and
+5.1-5.5x installed (msgspec alone 1.9-2.0x and 4.1-4.3x: its C module imports typing_
+extensions with inspect, uuid with platform, and decimal when it loads; nothing of ours
+triggers that), so ``exec`` <= 5x installed is below the floor of the libraries it needs.
+Measured and not taken: the ~10 regular expressions compiled at import that a turn never
+uses (~0.5 ms together, 0.03x), and the remaining ForwardRef compiles (~50, ~0.25 ms).
 """
 
 from __future__ import annotations
