@@ -25,6 +25,9 @@ the same run, rounds interleaved, medians reported:
   :func:`floors` prints how far each target is from its floor; ``work-1`` and ``work-2``
   add the CPU work no turn can skip (:func:`run_work`: the events built, hashed, encoded
   and framed by the journal's own code), the best a turn of that mode could reach;
+  ``store-2`` commits the same events through the file store's own held writer as a turn
+  does (:func:`run_store`): the best a turn could reach if the engine above the store cost
+  nothing;
   ``as-handed`` runs ``agentsessions``'s turns each on a worker thread the caller waits for
   (:func:`handed_over`): the thread hand-over alone, the floor under ``as-streamed``;
 - the OpenAI Agents SDK ``SQLiteSession`` driven as its Runner drives it (get_items, add
@@ -276,17 +279,14 @@ def run_floor(tmp: Path, turns: int, tag: str, *, syncs: int = 1) -> list[float]
 def run_work(tmp: Path, turns: int, tag: str, *, syncs: int = 1) -> list[float]:
     """The unavoidable work of a turn, done with the journal's own parts and nothing else:
     :func:`run_floor`'s write and sync(s) plus the turn's five events built
-    (``construct``: START, INPUT, MODEL_CALL, OUTPUT, END), the model-input hash of the
-    window the chat harness sends (its last 20 messages and the input), and the events
-    validated, canonically encoded, enveloped and chained (``Tail.seal_events``) and framed
-    as a segment group (``encode_group``), with the head advanced. No engine, session
-    lock, harness, model, history, projection, hint or observer. ``syncs=1``: one commit a
-    turn (``durability="turn"``'s floor); ``syncs=2``: START+INPUT, then the rest (the
-    default mode's two synced commits)."""
+    (:func:`turn_events`: START, INPUT, MODEL_CALL, OUTPUT, END, with the model-input hash
+    of the window the chat harness sends), validated, canonically encoded, enveloped and
+    chained (``Tail.seal_events``) and framed as a segment group (``encode_group``), with
+    the head advanced. No engine, session lock, harness, model, history, projection, hint
+    or observer. ``syncs=1``: one commit a turn (``durability="turn"``'s floor);
+    ``syncs=2``: START+INPUT, then the rest (the default mode's two synced commits)."""
     from collections import deque
 
-    from agentsessions.controller.inputhash import model_input_hash
-    from agentsessions.controller.spi import ModelRequest
     from agentsessions.journal.format import segment
     from agentsessions.journal.stores.tail import Tail
 
@@ -297,19 +297,7 @@ def run_work(tmp: Path, turns: int, tag: str, *, syncs: int = 1) -> list[float]:
         os.fsync(fd)
         for i in range(turns):
             t0 = time.perf_counter()
-            xid = os.urandom(8).hex()
-            asked = dict(construct.text_message("user", _text(i, "user")))
-            digest = model_input_hash(ModelRequest("scripted", (*window, asked), None))
-            answer = dict(construct.text_message("assistant", _text(i, "assistant")))
-            events = [
-                construct.execution_start(input_count=1, harness="chat", harness_version="1",
-                                          execution_id=xid),
-                construct.input_event(asked, execution_id=xid),  # type: ignore[arg-type]
-                construct.model_call_event("scripted", input_hash=digest,
-                                           call_id=os.urandom(8).hex(), execution_id=xid),
-                construct.output_event(answer, execution_id=xid),  # type: ignore[arg-type]
-                construct.end_event("COMPLETED", execution_id=xid),
-            ]  # fmt: skip
+            events = turn_events(i, window)
             for commit in [events] if syncs == 1 else [events[:2], events[2:]]:
                 records = tail.seal_events("s", commit, fence=1, max_bytes=1 << 22)
                 frames = [(segment.RTYPE_EVENT, r.seq, r.fence, r.payload) for r in records]
@@ -317,10 +305,58 @@ def run_work(tmp: Path, turns: int, tag: str, *, syncs: int = 1) -> list[float]:
                 tail.last_seq, tail.last_hash = records[-1].seq, records[-1].content_hash
                 at += os.pwrite(fd, data, at)
                 os.fdatasync(fd)
-            window.extend((asked, answer))
             times.append(time.perf_counter() - t0)
     finally:
         os.close(fd)
+    return times
+
+
+def turn_events(i: int, window: Any) -> list[dict[str, Any]]:
+    """Turn ``i``'s five events as a chat turn records them (START, INPUT, MODEL_CALL with
+    the model-input hash of ``window`` and the input, OUTPUT, END); ``window`` (a deque of
+    the last 20 messages) takes the turn's two messages."""
+    from agentsessions.controller.inputhash import model_input_hash
+    from agentsessions.controller.spi import ModelRequest
+
+    xid = os.urandom(8).hex()
+    asked = dict(construct.text_message("user", _text(i, "user")))
+    digest = model_input_hash(ModelRequest("scripted", (*window, asked), None))
+    answer = dict(construct.text_message("assistant", _text(i, "assistant")))
+    window.extend((asked, answer))
+    return [
+        construct.execution_start(input_count=1, harness="chat", harness_version="1",
+                                  execution_id=xid),
+        construct.input_event(asked, execution_id=xid),  # type: ignore[arg-type]
+        construct.model_call_event("scripted", input_hash=digest, call_id=os.urandom(8).hex(),
+                                   execution_id=xid),
+        construct.output_event(answer, execution_id=xid),  # type: ignore[arg-type]
+        construct.end_event("COMPLETED", execution_id=xid),
+    ]  # fmt: skip
+
+
+def run_store(tmp: Path, turns: int, tag: str) -> list[float]:
+    """:func:`run_work`'s events committed through the file store's own writer, as a turn
+    commits them and nothing more: START+INPUT synced, MODEL_CALL+OUTPUT unsynced, END
+    synced (two syncs), each at the head it saw (CAS), on one writer held for the whole
+    conversation (its lock, fence, tail, projections and TAIL hint, as a long-lived engine
+    holds it). No engine, harness, model, history or observer: the floor of a turn whose
+    engine cost nothing, and with ``work-2``, what the store's append path costs."""
+    from collections import deque
+
+    store = FileStore(tmp / f"store-{tag}")
+    uid = new_uid()
+    store.create(SessionMeta(uid=uid))
+    writer, window, times = store.writer(uid), deque[Any](maxlen=20), []
+    try:
+        for i in range(turns):
+            t0 = time.perf_counter()
+            events = turn_events(i, window)
+            for commit, sync in ((events[:2], True), (events[2:4], False), (events[4:], True)):
+                writer.append(commit, expected_last_seq=writer.head[0], sync=sync)
+            times.append(time.perf_counter() - t0)
+    finally:
+        writer.close()
+        store.close()
     return times
 
 
@@ -333,7 +369,8 @@ def floors(med: dict[str, float]) -> list[str]:
     ``1 / (target x SQLite's turns/s)`` minus the floor's time for everything else a turn
     does: the CPU budget each line prints against the CPU the turn spends now. The
     ``work`` rows add the work no turn can skip (:func:`run_work`): the best a turn built
-    from the journal's parts can reach, and the CPU that work takes beyond the syncs."""
+    from the journal's parts can reach, and the CPU that work takes beyond the syncs; the
+    ``store-2`` row splits the rest between the store's append path and the engine."""
     sqlite = med["sqlite"]
     rows = [("agentsessions", "floor-2", "work-2", 0.4), ("as-turn", "floor-1", "work-1", 0.9)]
     lines = []
@@ -354,6 +391,14 @@ def floors(med: dict[str, float]) -> list[str]:
                 f"{med[work] / sqlite:.3f}x sqlite; that work costs {unavoidable:.0f} us beyond "
                 f"the syncs, the rest of the turn {cpu - unavoidable:.0f} us"
             )
+    if "agentsessions" in med and "store-2" in med and "work-2" in med:
+        store, work = 1e6 / med["store-2"], 1e6 / med["work-2"]
+        lines.append(
+            f"  store-2 (that work committed through the file store's writer) "
+            f"{med['store-2']:,.0f} turns/s = {med['store-2'] / sqlite:.3f}x sqlite; the "
+            f"store's append path costs {store - work:.0f} us beyond work-2, the engine "
+            f"{1e6 / med['agentsessions'] - store:.0f} us beyond store-2"
+        )
     return lines
 
 
@@ -497,6 +542,7 @@ def bench_conversation(tmp: Path, turns: int, rounds: int) -> None:
         "floor-2": lambda tmp, turns, tag: run_floor(tmp, turns, tag, syncs=2),
         "work-1": run_work,
         "work-2": lambda tmp, turns, tag: run_work(tmp, turns, tag, syncs=2),
+        "store-2": run_store,
     }
     if _has_durability():  # the opt-in mode: one sync per turn that calls no tool
         systems["as-turn"] = lambda tmp, turns, tag: run_agentsessions(

@@ -217,6 +217,42 @@ def test_the_floor_lines_split_a_turn_into_its_unavoidable_work_and_the_rest() -
     assert "that work costs 250 us beyond the syncs, the rest of the turn 750 us" in lines[1]
 
 
+def test_the_store_row_commits_each_turn_through_the_file_store_as_a_turn_does(
+    tmp_path: Path,
+) -> None:
+    """The store row's journal holds each turn's five events as three commits (the turn's
+    START+INPUT, MODEL_CALL+OUTPUT, END), read back through the store and verified."""
+    from agentsessions.journal.format import segment
+    from agentsessions.journal.stores.file.store import FileStore
+    from agentsessions.journal.tools.verify import verify_dir
+
+    bench = _bench()
+    assert len(bench.run_store(tmp_path, 3, "t")) == 3
+    store = FileStore(tmp_path / "store-t")
+    try:
+        (uid,) = [info.uid for info in store.list("default").sessions]
+        kinds = [record.event["kind"] for record in store.read(uid)]
+        assert kinds == ["EVENT_EXECUTION_START", "EVENT_INPUT", "EVENT_MODEL_CALL",
+                         "EVENT_OUTPUT", "EVENT_END"] * 3  # fmt: skip
+        sdir = store.session_dir(uid)
+    finally:
+        store.close()
+    assert verify_dir(sdir).ok
+    (seg,) = (sdir / "journal").glob("*.seg")
+    found = segment.scan(seg.read_bytes(), base=0, start=segment.HEADER_SIZE, next_seq=1,
+                         segment=1)  # fmt: skip
+    assert sum(bool(f.flags & segment.FLAG_GROUP_END) for f in found.frames) == 9  # 3 a turn
+
+
+def test_the_store_line_splits_the_rest_between_the_append_path_and_the_engine() -> None:
+    bench = _bench()
+    med = {"sqlite": 1000.0, "floor-2": 500.0, "work-2": 400.0, "store-2": 250.0}
+    med["agentsessions"] = 200.0
+    lines = bench.floors(med)
+    assert lines[-1].startswith("  store-2 (that work committed through the file store's")
+    assert "append path costs 1500 us beyond work-2, the engine 1000 us beyond" in lines[-1]
+
+
 def test_the_hand_over_row_runs_each_turn_on_a_worker_and_raises_its_error() -> None:
     import threading
 

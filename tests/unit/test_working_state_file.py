@@ -298,3 +298,25 @@ def test_a_state_frame_is_found_in_a_compressed_chunk_that_shares_its_seq(tmp_pa
     with store.writer(uid) as w:
         assert w.state.version == 1 and w.state.data == big
     assert store.state(uid, 3).data == big and verify_session(store, uid).ok
+
+
+def test_a_writer_names_each_state_frame_where_it_wrote_it(tmp_path: Path) -> None:
+    """The writer's tail points at the STATE frame it just wrote (after the group's COMMIT
+    frame when the commit has an id), so an open finds it without a scan: the same place a
+    scan of the segment finds it, for every shape of a stateful commit."""
+    store, uid = _session(tmp_path)
+    with store.writer(uid) as w:
+        shapes = [
+            {"events": [_say("a")], "commit_id": "with-id-and-events"},
+            {"events": [], "commit_id": "state-only-with-id"},
+            {"events": [_say("b"), _say("c")], "commit_id": None},
+            {"events": [], "commit_id": None},
+        ]
+        for i, shape in enumerate(shapes):
+            w.append(shape["events"], commit_id=shape["commit_id"],  # type: ignore[arg-type]
+                     state=StateUpdate(b"s%d" % i))  # fmt: skip
+            path = _tail_file(store, uid)
+            frame = _state_frames(path)[-1]
+            assert w._tail.state_at == (frame.segment, frame.offset, frame.seq), shape
+    with store.writer(uid) as w:  # and an open reads that frame's bytes
+        assert w.state.data == b"s3"

@@ -333,6 +333,23 @@ class SegmentLog(LogReads):
         ``last_hash``: the last EVENT payload's SHA-256 hex when the caller already has it
         (a writer sealed the records), so it is not computed twice.
         """
+        self.append_frames(frames, carry=carry, sync=sync, last_hash=last_hash,
+                           encrypted=encrypted)  # fmt: skip
+        return self.position
+
+    def append_frames(
+        self,
+        frames: Sequence[tuple[int, int, int, bytes]],
+        *,
+        carry: Callable[[], dict[str, Any]],
+        sync: bool = True,
+        last_hash: str | None = None,
+        encrypted: bool = False,
+    ) -> tuple[int, int]:
+        """:meth:`append_group` for a writer that keeps its own head: the same group, the
+        same bytes and the same sync, returning only where the group begins (its segment,
+        named by its first seq, and the offset) instead of a new :class:`Position` (the writer
+        already knows the rest)."""
         t = self._require_tail()
         if not self.writable:
             raise InvalidArgumentError("the segment log was opened read-only")
@@ -355,7 +372,7 @@ class SegmentLog(LogReads):
             digest = last_hash if last_hash is not None else sg.event_hash(flags, last_payload)
             t.last_hash, t.last_frame = digest, start + last_rel
         t.index.note(frames[0][1], start)
-        return self.position
+        return t.header.first_seq, start
 
     def sync(self) -> None:
         """Make the groups appended with ``sync=False`` durable (nothing to do if none).

@@ -11,9 +11,10 @@ new records into it; the rules for accepting a commit live here, once.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from hashlib import sha256
 from typing import TYPE_CHECKING, Any
 
@@ -207,20 +208,9 @@ class Tail:
         """Validate, canonicalise, chain and hash ``events`` after the head; nothing is stored."""
         if not events:
             raise InvalidArgumentError(f"session {uid}: a commit needs at least one event")
-        # the schema's validators build at import (~4x `python -c pass`), and canonical loads
-        # msgspec (~1x): only a commit needs them, so a reader (``list``, ``get``, ``log``)
-        # never pays for them
-        from agentsessions.journal.format import canonical
-        from agentsessions.journal.format.records import Record
-        from agentsessions.v1 import schema
-
+        validate, plain_json, loose_json, envelope, make = _sealing()
         records: list[Record] = []
         prev, seq, size = self.last_hash, self.last_seq, 0
-        validate, plain_json, loose_json = (
-            schema.validate_event,
-            canonical.canonical_plain,
-            canonical.canonical_json,
-        )
         for event in events:
             try:
                 plain = validate(event)
@@ -232,14 +222,12 @@ class Tail:
                 ) from None
             seq += 1
             # the envelope's arguments are all made here (canonical bytes, a digest, a seq)
-            payload = canonical.envelope_unchecked(
-                plain_json(event) if plain else loose_json(event), prev, seq
-            )
+            payload = envelope(plain_json(event) if plain else loose_json(event), prev, seq)
             size += len(payload)
             if size > max_bytes:
                 raise _too_large(uid, size, max_bytes)
             digest = sha256(payload).hexdigest()
-            records.append(Record(seq, prev, digest, fence, payload))
+            records.append(make(seq, prev, digest, fence, payload))
             prev = digest
         return records
 
@@ -365,6 +353,33 @@ class Tail:
             at = state.get("at")
             tail.state_at = (int(at[0]), int(at[1]), int(at[2])) if at else None
         return tail
+
+
+@functools.cache
+def _sealing() -> tuple[
+    Callable[[Mapping[str, Any]], bool],
+    Callable[[Mapping[str, Any]], bytes],
+    Callable[[Mapping[str, Any]], bytes],
+    Callable[[bytes, str, int], bytes],
+    type[Record],
+]:
+    """What :meth:`Tail.seal_events` calls: the event validator, the two canonical encoders,
+    the envelope and the record class, imported on the first commit and kept.
+
+    The schema's validators build at import (~4x `python -c pass`), and canonical loads
+    msgspec (~1x): only a commit needs them, so a reader (``list``, ``get``, ``log``) never
+    pays for them; a commit no longer pays for the three imports either (~1 us each time)."""
+    from agentsessions.journal.format import canonical
+    from agentsessions.journal.format.records import Record
+    from agentsessions.v1 import schema
+
+    return (
+        schema.validate_event,
+        canonical.canonical_plain,
+        canonical.canonical_json,
+        canonical.envelope_unchecked,
+        Record,
+    )
 
 
 def _too_large(uid: str, size: int, limit: int) -> CommitTooLargeError:

@@ -176,14 +176,13 @@ class FileWriter(ChainWriter):
             for r in records
         )
         last = records[-1].content_hash if records else None  # sealed: not hashed again
-        at = self._log.append_group(
+        first, start = self._log.append_frames(
             frames, carry=self._tail.to_json, sync=sync, last_hash=last, encrypted=c is not None
         )
         self._unsynced = not sync
         where = None
-        if state is not None:  # the group ends at ``at.offset``: count back to the STATE frame
-            offset = at.offset - sum(_framed(p) for _, _, _, p in frames)
-            where = (at.segment, offset + (_framed(cid.encode()) if cid is not None else 0), seq)
+        if state is not None:  # the STATE frame follows the group's COMMIT frame, if any
+            where = (first, start + (_framed(frames[0][3]) if cid is not None else 0), seq)
         result = self._tail.advance(records, events, cid, state, fence=fence, at=where)
         self._since_hint += 1
         if sync and self._since_hint >= HINT_EVERY_COMMITS:
