@@ -108,15 +108,10 @@ def _merged(inline: list[Any], order: list[int], history: History) -> list[Any]:
         )
     events = history.tail(end - first + 1)  # a held writer's: each decoded once, shared
     rest = iter(inline)
-    out: list[Any] = []
-    for seq in order:
-        if not seq:
-            out.append(next(rest))
-            continue
-        message = events[seq - first].get("message")
-        if not isinstance(message, dict):
-            raise HarnessProtocolError(f"a model call names seq {seq}, an event with no message")
-        out.append(message)
+    out = [events[seq - first].get("message") if seq else next(rest) for seq in order]
+    if None in out:  # an event of the journal's has a message (a dict) or none at all
+        seq = order[out.index(None)]
+        raise HarnessProtocolError(f"a model call names seq {seq}, an event with no message")
     return out
 
 
