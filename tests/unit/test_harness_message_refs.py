@@ -12,6 +12,8 @@ run's history; the host refuses a call whose seqs or shape are not the protocol'
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -215,3 +217,16 @@ def test_the_host_refuses_named_messages_on_anything_but_a_plain_model_call_alon
     ):
         with pytest.raises(HarnessProtocolError, match=says):
             messagerefs.resolve(msg, HISTORY)
+
+
+def test_the_bytes_bench_counts_a_named_call_smaller_than_the_whole_one() -> None:
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, str(root / "bench" / "harness_bytes.py"), "--turns", "50"],
+        cwd=root, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = {line[:30].strip(): line[30:].split() for line in proc.stdout.splitlines()[1:]}
+    whole, named = (float(v) for v in rows["node: EVENT_MODEL_CALL"][:2])
+    assert named < whole / 3  # a 20-message window of short messages, at 50 turns
+    assert rows["host: start"][0] == rows["host: start"][1]  # the Start is the same
