@@ -27,7 +27,12 @@ what those hand-offs cost); the fourth is the second with a sync of a file befor
 exchange, untimed (a turn's Start follows its first commit's sync, so both ends wake from
 threads that slept through it, where back-to-back exchanges find them just run); the rows
 after them are what a remote turn spends beyond the turn in process and the second floor,
-then the fourth (the protocol's own work, both ends: what the target leaves room for). Then
+then the fourth (the protocol's own work, both ends: what the target leaves room for). A
+fifth kind of turn, interleaved too, runs on the same node sending every model call's
+messages whole (``named=False``, as a node before a model call named the messages of the
+history the host holds) and prints the named calls' turn against it (quiet, it printed
+0.90-0.97x wall, where the two nodes alone, interleaved, differed by no more than 12 µs of
+~1,050: what named calls change is the bytes, ``bench/harness_bytes.py``). Then
 ``replay --rerun`` of each session (a node keeps a rerun's history too). The turns are short (one
 model call), so the ratio is the protocol's overhead at its largest. No number here is
 asserted by a test.
@@ -142,7 +147,9 @@ def main() -> None:
         Floor(f"unix://{home}/threads.sock", True, grpc_threads=True),
         Floor(f"unix://{home}/synced.sock", True, synced=True),
     ]
-    more = ["remote-chat-hookless"] if args.hookless else []
+    whole = HarnessServer(HARNESSES.factory("chat"), f"unix://{home}/whole.sock", named=False)
+    static_remotes([f"remote-chat-whole={whole.address}"])
+    more = ["remote-chat-whole", *(["remote-chat-hookless"] if args.hookless else [])]
     hookless = None
     if args.hookless:  # the A/B: the same node, its handler sending what its runner queues
         hookless = hookless_node(HARNESSES.factory("chat"), f"unix://{home}/hookless.sock")
@@ -158,6 +165,7 @@ def main() -> None:
             floor.close()
         LANES.close()  # the kept streams end before their node does
         server.stop(0)
+        whole.stop(0)
         if hookless is not None:
             hookless.stop(0)
         node.terminate()
@@ -174,8 +182,9 @@ def main() -> None:
     print(_floor("  the node's thread, each exchange after a sync (as a turn's)", local, bare[3]))
     print(_own(local, remote, bare[1]))
     print(_own(local, remote, bare[3], "the synced floor"))
-    if more:
-        print(_ab(remote, bare[len(floors)]))
+    print(_named(local, remote, bare[len(floors)]))
+    if args.hookless:
+        print(_ab(remote, bare[len(floors) + 1]))
     if replays is not None:
         replay_local, replay_remote, calls = replays
         print(f"replay --rerun of {n + 1} turns: in process {replay_local * 1e3:.0f} ms, over "
@@ -206,6 +215,20 @@ def _own(local: Times, remote: Times, floor: Times, which: str = "that floor") -
     return (
         f"  beyond the turn in process and {which}, the protocol's own (host and node): "
         f"{wall * 1e3:.2f} ms ({cpu * 1e3:.2f} ms CPU)"
+    )
+
+
+def _named(local: Times, remote: Times, whole: Times) -> str:
+    """The node's model calls naming the history's messages, against the same calls sent
+    whole, in this run."""
+    wall, cpu = (
+        statistics.median(t[i] for t in remote) / statistics.median(t[i] for t in whole)
+        for i in (0, 1)
+    )
+    ratio = statistics.median(t[0] for t in whole) / statistics.median(t[0] for t in local)
+    return (
+        f"model calls naming the history's messages, against every message sent whole: "
+        f"{wall:.3f}x wall, {cpu:.3f}x CPU (whole: {ratio:.2f}x the turn in process)"
     )
 
 

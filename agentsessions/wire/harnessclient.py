@@ -47,6 +47,7 @@ from agentsessions.errors import (
     UnavailableError,
 )
 from agentsessions.wire import harnesswire as wire
+from agentsessions.wire import messagerefs
 from agentsessions.wire.described import described, forget
 from agentsessions.wire.gen import common_pb2, harness_pb2, harness_pb2_grpc
 from agentsessions.wire.harnesslinks import LANES, ConnectLink, Link, StaleLane
@@ -127,6 +128,7 @@ class RemoteHarness:
         self.node = ""  # the node's history_node as it last described itself
         self.lanes = False  # it serves Harness.Executions: executions go on kept streams
         self.json = False  # it reads a Start's history as Event.json
+        self.refs = True  # its model calls may name messages of the history (.messagerefs)
 
     def describe(self) -> HarnessDescriptor:
         """Asked of the harness once per instance, and not again while the connection that
@@ -146,16 +148,17 @@ class RemoteHarness:
         self.describe()
         lanes = self.lanes
         if lineage is None:  # a v0.1.2 journal's replay: the history crosses whole
-            Connection(self.address, start, sink, lanes=lanes, json=self.json).run()
+            Connection(self.address, start, sink, lanes=lanes, json=self.json, refs=self.refs).run()
             return
         head = head_of(lineage, len(start.history))
         if not self.node or head is None:
-            Connection(self.address, start, sink, Plan(lineage.uid), lanes, self.json).run()
+            plan = Plan(lineage.uid)
+            Connection(self.address, start, sink, plan, lanes, self.json, self.refs).run()
             return
         key = (self.address, self.node, lineage.uid)
         plan = Plan(lineage.uid, key, SENT.base(key, lineage, head), head)
         try:
-            Connection(self.address, start, sink, plan, lanes, self.json).run()
+            Connection(self.address, start, sink, plan, lanes, self.json, self.refs).run()
         except HistoryMiss:  # evicted, restarted, or fed by another controller meanwhile
             forget(self.address)  # ask again: a restarted node has a new id
             reply = _describe(self.address)
@@ -163,7 +166,7 @@ class RemoteHarness:
             self.json = reply.json_events
             again = (self.address, self.node, lineage.uid) if self.node else None
             plan = Plan(lineage.uid, again, None, head)
-            Connection(self.address, start, sink, plan, self.lanes, self.json).run()
+            Connection(self.address, start, sink, plan, self.lanes, self.json, self.refs).run()
 
 
 @dataclass(frozen=True)
@@ -199,6 +202,7 @@ class Connection:
         plan: Plan | None = None,
         lanes: bool = False,
         json: bool = False,
+        refs: bool = True,
     ) -> None:
         self.address = address
         self.start = start
@@ -207,6 +211,7 @@ class Connection:
         self.session = self.plan.session
         self.lanes = lanes
         self.json = json  # the node reads the Start's history as Event.json
+        self.refs = refs  # the Start says this host reads named messages (.messagerefs)
         self.accepted = False
         self.ended = False  # END (or a checked park ack) came and nothing after it
         self.link: Link | None = None
@@ -226,7 +231,9 @@ class Connection:
     def run(self) -> None:
         plan = self.plan
         first = self.frame()  # the Start is built in the frame that carries it
-        wire.start_into(first.start, self.start, self.session, plan.base, plan.head, self.json)
+        start = first.start
+        wire.start_into(start, self.start, self.session, plan.base, plan.head, self.json)
+        start.history_refs = self.refs  # a model call may name messages of this history
         chan = channel(self.address)
         if not self.lanes:
             self._attempt(ConnectLink(chan), first)
@@ -280,7 +287,11 @@ class Connection:
                 self.sink.delta(msg.delta.text)
             else:
                 self._state(msg.state_commit)
-        event = wire.event_dict(msg)
+        # a model call may name messages of the history this host sent (.messagerefs)
+        if msg.message_seqs:
+            event = messagerefs.resolve(msg, self.start.history)
+        else:
+            event = wire.event_dict(msg)
         got = str(event.get("execution_id", ""))
         if got != self.start.execution_id:
             raise HarnessProtocolError(

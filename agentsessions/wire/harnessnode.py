@@ -34,7 +34,7 @@ harness runs (FAILED_PRECONDITION with the ``agentsessions-history: miss`` trail
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -60,9 +60,10 @@ from agentsessions.errors import (
 )
 from agentsessions.journal.stores.store import Snapshot, WorkingState
 from agentsessions.wire import harnesswire as wire
+from agentsessions.wire import messagerefs
 from agentsessions.wire.gen import common_pb2, harness_pb2, harness_pb2_grpc
 from agentsessions.wire.harnessoutbox import NON_BLOCKING, Outbox, Pump, Refusal, Send
-from agentsessions.wire.historysync import HistoryMiss, NodeHistories
+from agentsessions.wire.historysync import HistoryMiss, Mark, NodeHistories
 from agentsessions.wire.workers import Workers
 
 ERROR_CODE_INTERNAL = 13  # gRPC INTERNAL, as the reference records a failed harness
@@ -90,11 +91,31 @@ class Exchange:
     canceled: bool = False
     calls: int = 0
     json: bool = False  # the host reads events as Event.json (its Start said so)
+    # the host reads a model call's messages named by history seq (.messagerefs): the seq
+    # of each message of the kept history by its id, and where this run's history ends
+    named: tuple[dict[int, int], int] | None = None
 
     def send(self, event: Mapping[str, Any]) -> None:
         """Queue ``event`` (a dict) for the host, stamped with the execution id."""
         stamped = {**event, "execution_id": self.execution_id}
         self.out.put(wire.event_to_wire(stamped, self.json))
+
+    def send_call(self, body: dict[str, Any], messages: Sequence[Message]) -> None:
+        """Queue the model call ``body`` with its ``messages``: those of the kept history
+        named by seq to a host that reads them (.messagerefs), else every one in it."""
+        if self.named is not None and (split := messagerefs.name(messages, *self.named)):
+            inline, order = split
+            call = {**body, "messages": inline} if inline else body
+            event = {"kind": "EVENT_MODEL_CALL", "model": call, "execution_id": self.execution_id}
+            named = messagerefs.named_event(event, order)
+            if named is not None:
+                self.out.put(named)
+                return
+        # canonical as it is built (a default left out, as the message would drop it), so
+        # it crosses as Event.json to a host that reads it
+        self.send(
+            {"kind": "EVENT_MODEL_CALL", "model": {**body, "messages": [dict(m) for m in messages]}}
+        )
 
     def refuse(self, code: grpc.StatusCode, details: str) -> StreamGone:
         """End the stream with ``code`` and unwind the harness."""
@@ -144,9 +165,7 @@ class WireSink:
         x = self.x
         x.calls += 1
         call_id = f"{x.execution_id}:model:{x.calls}"
-        # canonical as it is built (a default left out, as the message would drop it), so
-        # it crosses as Event.json to a host that reads it
-        body: dict[str, Any] = {"id": call_id, "messages": [dict(m) for m in request.messages]}
+        body: dict[str, Any] = {"id": call_id}
         if request.model:
             body["model"] = request.model
         if request.params:
@@ -155,7 +174,7 @@ class WireSink:
             body["tools"] = [dict(t) for t in request.tools]
         if request.tool_choice:
             body["tool_choice"] = dict(request.tool_choice)
-        x.send({"kind": "EVENT_MODEL_CALL", "model": body})
+        x.send_call(body, request.messages)
         frame = x.next_frame(f"the result of model call {call_id}")
         if frame.WhichOneof("frame") != "model" or frame.model.model_call_id != call_id:
             raise x.refuse(
@@ -269,13 +288,20 @@ def _what(frame: harness_pb2.ControllerFrame) -> str:
 class HarnessServicer(harness_pb2_grpc.HarnessServicer):
     """Serves one harness (built fresh for each execution by ``factory``), keeping the
     history each session was sent in ``kept`` (None: keep nothing; every Start is whole),
-    with at most ``lanes`` Executions streams kept open between executions."""
+    with at most ``lanes`` Executions streams kept open between executions; ``named``: a
+    model call names the messages of a kept history to a host that reads them (False:
+    every message crosses, as from a node before :mod:`.messagerefs`)."""
 
     def __init__(
-        self, factory: Callable[[], Harness], kept: NodeHistories | None = None, lanes: int = 8
+        self,
+        factory: Callable[[], Harness],
+        kept: NodeHistories | None = None,
+        lanes: int = 8,
+        named: bool = True,
     ) -> None:
         self.factory = factory
         self.kept = kept
+        self.named = named
         self.lanes = lanes
         self.workers = Workers()  # each execution's harness, on reused threads
         self._descriptor: HarnessDescriptor | None = None
@@ -408,6 +434,12 @@ class HarnessServicer(harness_pb2_grpc.HarnessServicer):
             return Refusal(grpc.StatusCode.FAILED_PRECONDITION, str(exc), miss=True)
         except HarnessError as exc:
             return Refusal(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        sent = first.start
+        kept = self.kept
+        if kept is not None and self.named and sent.history_refs and sent.HasField("history_head"):
+            head = Mark.of(sent.history_head)
+            seqs = kept.seqs(first.session, head)
+            x.named = None if seqs is None else (seqs, head.seq)
         return x, start
 
     def _run(self, x: Exchange, start: Start) -> None:
@@ -470,12 +502,14 @@ def add_to_server(
     factory: Callable[[], Harness],
     kept: NodeHistories | None = None,
     lanes: int = 8,
+    named: bool = True,
 ) -> HarnessServicer:
     """Register a Harness service serving ``factory``'s harness on ``server`` (the
     ``extra_services`` seam of :func:`agentsessions.server.app.build_server`), keeping
     sessions' histories in ``kept`` (None: none kept) and at most ``lanes`` Executions
-    streams open between executions (keep it under the server's worker threads)."""
-    servicer = HarnessServicer(factory, kept, lanes)
+    streams open between executions (keep it under the server's worker threads); ``named``
+    as :class:`HarnessServicer` takes it."""
+    servicer = HarnessServicer(factory, kept, lanes, named)
     harness_pb2_grpc.add_HarnessServicer_to_server(servicer, server)  # type: ignore[no-untyped-call]
     return servicer
 
@@ -486,7 +520,8 @@ class HarnessServer:
     ``address`` is where it listens (a TCP port 0 is replaced by the one it got). It keeps
     the history each session was sent (``kept``; a default-sized one unless given, none
     with ``keep_history=False``), so a session's next Start carries only what is new
-    (:mod:`.historysync`)."""
+    (:mod:`.historysync`), and its model calls name the messages of it they resend, to a
+    host that reads them (:mod:`.messagerefs`; ``named=False``: every message crosses)."""
 
     def __init__(
         self,
@@ -496,6 +531,7 @@ class HarnessServer:
         workers: int = 16,
         kept: NodeHistories | None = None,
         keep_history: bool = True,
+        named: bool = True,
     ) -> None:
         from concurrent import futures
 
@@ -508,7 +544,8 @@ class HarnessServer:
         default = NodeHistories() if keep_history else None
         self.kept = kept if kept is not None else default
         # half the workers at most wait on open Executions streams: the rest serve the others
-        self.servicer = add_to_server(self.server, factory, self.kept, max(1, workers // 2))
+        lanes = max(1, workers // 2)
+        self.servicer = add_to_server(self.server, factory, self.kept, lanes, named)
         try:
             port = self.server.add_insecure_port(listen)
         except RuntimeError as exc:  # grpc raises it for an address it cannot bind

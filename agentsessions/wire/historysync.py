@@ -119,11 +119,23 @@ class SentHistories:
 @dataclass
 class Held:
     """One session's history as a node keeps it: the events (shared with the runs that read
-    them: the list only grows, so a run's view is bounded by its own end) and their size."""
+    them: the list only grows, so a run's view is bounded by its own end), their size, and
+    the seq of each event's ``message`` by the object's identity (:mod:`.messagerefs`:
+    a model call names a message of the history by its seq; the events keep each message
+    alive, so no other object can have its id while it is held)."""
 
     head: Mark
     events: list[Any]
     size: int
+    seqs: dict[int, int] = field(default_factory=dict)
+
+    def index(self, first: int, events: list[Any]) -> None:
+        """Note the seq of each of ``events``' messages, the first event at seq ``first``."""
+        seqs = self.seqs
+        for seq, event in enumerate(events, first):
+            message = event.get("message")
+            if message is not None:
+                seqs[id(message)] = seq
 
 
 @dataclass
@@ -146,6 +158,7 @@ class NodeHistories:
                 raise HistoryMiss(
                     f"session {uid}: this node holds {held.head if held else 'nothing'}, not {base}"
                 )
+            held.index(len(held.events) + 1, events)
             held.events.extend(events)
             held.head = head
             held.size += size
@@ -158,7 +171,16 @@ class NodeHistories:
         with self._lock:
             self._drop(uid)
             self._bytes += size
-            self._keep(uid, Held(head, list(events), size))
+            held = Held(head, list(events), size)
+            held.index(1, events)
+            self._keep(uid, held)
+
+    def seqs(self, uid: str, head: Mark) -> dict[int, int] | None:
+        """The seq of each held message of ``uid`` by its id, while ``head`` is held (None:
+        it is not: evicted, or not kept at all)."""
+        with self._lock:
+            held = self._held.get(uid)
+            return held.seqs if held is not None and held.head == head else None
 
     def holds(self, uid: str) -> Mark | None:
         """The mark held for ``uid`` (None: nothing)."""

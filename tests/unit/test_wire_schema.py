@@ -294,11 +294,13 @@ ADDED_FIELDS = {
     "ExecUpdate": "frame=1000:FrameInfo committed=1001:CommittedRecord@update "
     "batch=1002:[]ExecUpdate",
     "Start": "tools=1000:[]ToolSpec state=1001:WorkingState memory_restored=1002:bool "
-    "history_base=1003:HistoryMark history_head=1004:HistoryMark json_events=1005:bool",
+    "history_base=1003:HistoryMark history_head=1004:HistoryMark json_events=1005:bool "
+    "history_refs=1006:bool",
     "HarnessDescriptor": "history_node=1000:string executions=1001:bool json_events=1002:bool",
     "ToolSpec": "input_schema=1000:Struct",
     "Capabilities": "uses_session_model=1000:?bool",
-    "Event": "state_commit=1000:StateCommit@body delta=1001:TextDelta@body json=1002:bytes",
+    "Event": "state_commit=1000:StateCommit@body delta=1001:TextDelta@body json=1002:bytes "
+    "message_seqs=1003:[]int64",
     "ControllerFrame": "state=1000:StateResult@frame",
     "RegisterHarnessRequest": "project=1000:string",
     "GetHarnessRequest": "project=1000:string",

@@ -372,7 +372,7 @@ class ExecutionStart(_message.Message):
     def __init__(self, config: _Optional[bytes] = ..., resume_from_seq: _Optional[int] = ..., input_count: _Optional[int] = ..., harness: _Optional[str] = ..., harness_version: _Optional[str] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("execution_id", "ts", "schema_version", "kind", "message", "model", "tool", "result", "approval", "approval_result", "usage", "lifecycle", "end", "error", "execution_start", "parked", "state_commit", "delta", "actor", "json")
+    __slots__ = ("execution_id", "ts", "schema_version", "kind", "message", "model", "tool", "result", "approval", "approval_result", "usage", "lifecycle", "end", "error", "execution_start", "parked", "state_commit", "delta", "actor", "json", "message_seqs")
     EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
     TS_FIELD_NUMBER: _ClassVar[int]
     SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -393,6 +393,7 @@ class Event(_message.Message):
     DELTA_FIELD_NUMBER: _ClassVar[int]
     ACTOR_FIELD_NUMBER: _ClassVar[int]
     JSON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_SEQS_FIELD_NUMBER: _ClassVar[int]
     execution_id: str
     ts: _timestamp_pb2.Timestamp
     schema_version: int
@@ -413,7 +414,8 @@ class Event(_message.Message):
     delta: TextDelta
     actor: IdentityRef
     json: bytes
-    def __init__(self, execution_id: _Optional[str] = ..., ts: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., schema_version: _Optional[int] = ..., kind: _Optional[_Union[EventKind, str]] = ..., message: _Optional[_Union[Message, _Mapping]] = ..., model: _Optional[_Union[ModelCall, _Mapping]] = ..., tool: _Optional[_Union[ToolCall, _Mapping]] = ..., result: _Optional[_Union[ToolResult, _Mapping]] = ..., approval: _Optional[_Union[ApprovalRequest, _Mapping]] = ..., approval_result: _Optional[_Union[ApprovalResult, _Mapping]] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., lifecycle: _Optional[_Union[Lifecycle, _Mapping]] = ..., end: _Optional[_Union[HarnessEnd, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., execution_start: _Optional[_Union[ExecutionStart, _Mapping]] = ..., parked: _Optional[_Union[ApprovalRef, _Mapping]] = ..., state_commit: _Optional[_Union[StateCommit, _Mapping]] = ..., delta: _Optional[_Union[TextDelta, _Mapping]] = ..., actor: _Optional[_Union[IdentityRef, _Mapping]] = ..., json: _Optional[bytes] = ...) -> None: ...
+    message_seqs: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, execution_id: _Optional[str] = ..., ts: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., schema_version: _Optional[int] = ..., kind: _Optional[_Union[EventKind, str]] = ..., message: _Optional[_Union[Message, _Mapping]] = ..., model: _Optional[_Union[ModelCall, _Mapping]] = ..., tool: _Optional[_Union[ToolCall, _Mapping]] = ..., result: _Optional[_Union[ToolResult, _Mapping]] = ..., approval: _Optional[_Union[ApprovalRequest, _Mapping]] = ..., approval_result: _Optional[_Union[ApprovalResult, _Mapping]] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., lifecycle: _Optional[_Union[Lifecycle, _Mapping]] = ..., end: _Optional[_Union[HarnessEnd, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., execution_start: _Optional[_Union[ExecutionStart, _Mapping]] = ..., parked: _Optional[_Union[ApprovalRef, _Mapping]] = ..., state_commit: _Optional[_Union[StateCommit, _Mapping]] = ..., delta: _Optional[_Union[TextDelta, _Mapping]] = ..., actor: _Optional[_Union[IdentityRef, _Mapping]] = ..., json: _Optional[bytes] = ..., message_seqs: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class StateCommit(_message.Message):
     __slots__ = ("data", "covers_to", "expected_version")

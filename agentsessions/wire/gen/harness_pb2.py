@@ -26,7 +26,7 @@ from agentsessions.wire.gen import common_pb2 as common__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\rharness.proto\x12\x10\x61gentsessions.v1\x1a\x0c\x63ommon.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xd3\x01\n\x0c\x43\x61pabilities\x12\x34\n\x0cresumability\x18\x01 \x01(\x0e\x32\x1e.agentsessions.v1.Resumability\x12\x11\n\tfork_safe\x18\x02 \x01(\x08\x12\x14\n\x0crequires_gpu\x18\x03 \x01(\x08\x12\x11\n\tstreaming\x18\x04 \x01(\x08\x12\x18\n\x10reasoning_replay\x18\x05 \x01(\x08\x12 \n\x12uses_session_model\x18\xe8\x07 \x01(\x08H\x00\x88\x01\x01\x42\x15\n\x13_uses_session_model\"\x8d\x01\n\x08ToolSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12.\n\tmediation\x18\x03 \x01(\x0e\x32\x1b.agentsessions.v1.Mediation\x12.\n\x0cinput_schema\x18\xe8\x07 \x01(\x0b\x32\x17.google.protobuf.Struct\"\xe3\x01\n\x11HarnessDescriptor\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06models\x18\x02 \x03(\t\x12)\n\x05tools\x18\x03 \x03(\x0b\x32\x1a.agentsessions.v1.ToolSpec\x12\x34\n\x0c\x63\x61pabilities\x18\x04 \x01(\x0b\x32\x1e.agentsessions.v1.Capabilities\x12\x0f\n\x07version\x18\x05 \x01(\t\x12\x15\n\x0chistory_node\x18\xe8\x07 \x01(\t\x12\x13\n\nexecutions\x18\xe9\x07 \x01(\x08\x12\x14\n\x0bjson_events\x18\xea\x07 \x01(\x08\"\x11\n\x0f\x44\x65scribeRequest\"\\\n\x0fIdentityContext\x12\x30\n\tprincipal\x18\x01 \x01(\x0b\x32\x1d.agentsessions.v1.IdentityRef\x12\x17\n\x0f\x63\x61n_mint_tokens\x18\x02 \x01(\x08\"\xb2\x03\n\x05Start\x12\x0e\n\x06\x63onfig\x18\x01 \x01(\x0c\x12(\n\x07history\x18\x02 \x03(\x0b\x32\x17.agentsessions.v1.Event\x12)\n\x06inputs\x18\x03 \x03(\x0b\x32\x19.agentsessions.v1.Message\x12\x33\n\x08identity\x18\x04 \x01(\x0b\x32!.agentsessions.v1.IdentityContext\x12\x17\n\x0fresume_from_seq\x18\x05 \x01(\x03\x12*\n\x05tools\x18\xe8\x07 \x03(\x0b\x32\x1a.agentsessions.v1.ToolSpec\x12.\n\x05state\x18\xe9\x07 \x01(\x0b\x32\x1e.agentsessions.v1.WorkingState\x12\x18\n\x0fmemory_restored\x18\xea\x07 \x01(\x08\x12\x34\n\x0chistory_base\x18\xeb\x07 \x01(\x0b\x32\x1d.agentsessions.v1.HistoryMark\x12\x34\n\x0chistory_head\x18\xec\x07 \x01(\x0b\x32\x1d.agentsessions.v1.HistoryMark\x12\x14\n\x0bjson_events\x18\xed\x07 \x01(\x08\"7\n\x0bHistoryMark\x12\r\n\x05\x66\x65nce\x18\x01 \x01(\x03\x12\x0b\n\x03seq\x18\x02 \x01(\x03\x12\x0c\n\x04hash\x18\x03 \x01(\t\"v\n\x0cWorkingState\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x12\x13\n\x0b\x63overs_from\x18\x03 \x01(\x03\x12\x11\n\tcovers_to\x18\x04 \x01(\x03\x12\x0e\n\x06\x61uthor\x18\x05 \x01(\t\x12\x0f\n\x07time_ns\x18\x06 \x01(\x03\"\x18\n\x06\x43\x61ncel\x12\x0e\n\x06reason\x18\x01 \x01(\t\"\x8b\x03\n\x0f\x43ontrollerFrame\x12\x0f\n\x07session\x18\x01 \x01(\t\x12\x14\n\x0c\x65xecution_id\x18\x02 \x01(\t\x12(\n\x05start\x18\x03 \x01(\x0b\x32\x17.agentsessions.v1.StartH\x00\x12*\n\x06\x63\x61ncel\x18\x04 \x01(\x0b\x32\x18.agentsessions.v1.CancelH\x00\x12\x34\n\x08\x61pproval\x18\x05 \x01(\x0b\x32 .agentsessions.v1.ApprovalResultH\x00\x12,\n\x04tool\x18\x06 \x01(\x0b\x32\x1c.agentsessions.v1.ToolResultH\x00\x12.\n\x05model\x18\x07 \x01(\x0b\x32\x1d.agentsessions.v1.ModelResultH\x00\x12-\n\x04park\x18\x08 \x01(\x0b\x32\x1d.agentsessions.v1.ApprovalRefH\x00\x12/\n\x05state\x18\xe8\x07 \x01(\x0b\x32\x1d.agentsessions.v1.StateResultH\x00\x42\x07\n\x05\x66rame\"f\n\x0bStateResult\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12\x10\n\x08\x63onflict\x18\x02 \x01(\x08\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x10\n\x08head_seq\x18\x04 \x01(\x03\x12\x11\n\thead_hash\x18\x05 \x01(\t\"x\n\x0bModelResult\x12*\n\x07message\x18\x01 \x01(\x0b\x32\x19.agentsessions.v1.Message\x12&\n\x05usage\x18\x02 \x01(\x0b\x32\x17.agentsessions.v1.Usage\x12\x15\n\rmodel_call_id\x18\x03 \x01(\t\"1\n\x06\x45vents\x12\'\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x17.agentsessions.v1.Event*z\n\x0cResumability\x12\x1c\n\x18RESUMABILITY_UNSPECIFIED\x10\x00\x12!\n\x1dRESUMABILITY_STATELESS_REPLAY\x10\x01\x12)\n%RESUMABILITY_REQUIRES_MEMORY_SNAPSHOT\x10\x02\x32\xf7\x01\n\x07Harness\x12R\n\x08\x44\x65scribe\x12!.agentsessions.v1.DescribeRequest\x1a#.agentsessions.v1.HarnessDescriptor\x12I\n\x07\x43onnect\x12!.agentsessions.v1.ControllerFrame\x1a\x17.agentsessions.v1.Event(\x01\x30\x01\x12M\n\nExecutions\x12!.agentsessions.v1.ControllerFrame\x1a\x18.agentsessions.v1.Events(\x01\x30\x01\x42<Z:github.com/aramase/agentsessions/api/genpb;agentsessionsv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\rharness.proto\x12\x10\x61gentsessions.v1\x1a\x0c\x63ommon.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xd3\x01\n\x0c\x43\x61pabilities\x12\x34\n\x0cresumability\x18\x01 \x01(\x0e\x32\x1e.agentsessions.v1.Resumability\x12\x11\n\tfork_safe\x18\x02 \x01(\x08\x12\x14\n\x0crequires_gpu\x18\x03 \x01(\x08\x12\x11\n\tstreaming\x18\x04 \x01(\x08\x12\x18\n\x10reasoning_replay\x18\x05 \x01(\x08\x12 \n\x12uses_session_model\x18\xe8\x07 \x01(\x08H\x00\x88\x01\x01\x42\x15\n\x13_uses_session_model\"\x8d\x01\n\x08ToolSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12.\n\tmediation\x18\x03 \x01(\x0e\x32\x1b.agentsessions.v1.Mediation\x12.\n\x0cinput_schema\x18\xe8\x07 \x01(\x0b\x32\x17.google.protobuf.Struct\"\xe3\x01\n\x11HarnessDescriptor\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06models\x18\x02 \x03(\t\x12)\n\x05tools\x18\x03 \x03(\x0b\x32\x1a.agentsessions.v1.ToolSpec\x12\x34\n\x0c\x63\x61pabilities\x18\x04 \x01(\x0b\x32\x1e.agentsessions.v1.Capabilities\x12\x0f\n\x07version\x18\x05 \x01(\t\x12\x15\n\x0chistory_node\x18\xe8\x07 \x01(\t\x12\x13\n\nexecutions\x18\xe9\x07 \x01(\x08\x12\x14\n\x0bjson_events\x18\xea\x07 \x01(\x08\"\x11\n\x0f\x44\x65scribeRequest\"\\\n\x0fIdentityContext\x12\x30\n\tprincipal\x18\x01 \x01(\x0b\x32\x1d.agentsessions.v1.IdentityRef\x12\x17\n\x0f\x63\x61n_mint_tokens\x18\x02 \x01(\x08\"\xc9\x03\n\x05Start\x12\x0e\n\x06\x63onfig\x18\x01 \x01(\x0c\x12(\n\x07history\x18\x02 \x03(\x0b\x32\x17.agentsessions.v1.Event\x12)\n\x06inputs\x18\x03 \x03(\x0b\x32\x19.agentsessions.v1.Message\x12\x33\n\x08identity\x18\x04 \x01(\x0b\x32!.agentsessions.v1.IdentityContext\x12\x17\n\x0fresume_from_seq\x18\x05 \x01(\x03\x12*\n\x05tools\x18\xe8\x07 \x03(\x0b\x32\x1a.agentsessions.v1.ToolSpec\x12.\n\x05state\x18\xe9\x07 \x01(\x0b\x32\x1e.agentsessions.v1.WorkingState\x12\x18\n\x0fmemory_restored\x18\xea\x07 \x01(\x08\x12\x34\n\x0chistory_base\x18\xeb\x07 \x01(\x0b\x32\x1d.agentsessions.v1.HistoryMark\x12\x34\n\x0chistory_head\x18\xec\x07 \x01(\x0b\x32\x1d.agentsessions.v1.HistoryMark\x12\x14\n\x0bjson_events\x18\xed\x07 \x01(\x08\x12\x15\n\x0chistory_refs\x18\xee\x07 \x01(\x08\"7\n\x0bHistoryMark\x12\r\n\x05\x66\x65nce\x18\x01 \x01(\x03\x12\x0b\n\x03seq\x18\x02 \x01(\x03\x12\x0c\n\x04hash\x18\x03 \x01(\t\"v\n\x0cWorkingState\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x12\x13\n\x0b\x63overs_from\x18\x03 \x01(\x03\x12\x11\n\tcovers_to\x18\x04 \x01(\x03\x12\x0e\n\x06\x61uthor\x18\x05 \x01(\t\x12\x0f\n\x07time_ns\x18\x06 \x01(\x03\"\x18\n\x06\x43\x61ncel\x12\x0e\n\x06reason\x18\x01 \x01(\t\"\x8b\x03\n\x0f\x43ontrollerFrame\x12\x0f\n\x07session\x18\x01 \x01(\t\x12\x14\n\x0c\x65xecution_id\x18\x02 \x01(\t\x12(\n\x05start\x18\x03 \x01(\x0b\x32\x17.agentsessions.v1.StartH\x00\x12*\n\x06\x63\x61ncel\x18\x04 \x01(\x0b\x32\x18.agentsessions.v1.CancelH\x00\x12\x34\n\x08\x61pproval\x18\x05 \x01(\x0b\x32 .agentsessions.v1.ApprovalResultH\x00\x12,\n\x04tool\x18\x06 \x01(\x0b\x32\x1c.agentsessions.v1.ToolResultH\x00\x12.\n\x05model\x18\x07 \x01(\x0b\x32\x1d.agentsessions.v1.ModelResultH\x00\x12-\n\x04park\x18\x08 \x01(\x0b\x32\x1d.agentsessions.v1.ApprovalRefH\x00\x12/\n\x05state\x18\xe8\x07 \x01(\x0b\x32\x1d.agentsessions.v1.StateResultH\x00\x42\x07\n\x05\x66rame\"f\n\x0bStateResult\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12\x10\n\x08\x63onflict\x18\x02 \x01(\x08\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x10\n\x08head_seq\x18\x04 \x01(\x03\x12\x11\n\thead_hash\x18\x05 \x01(\t\"x\n\x0bModelResult\x12*\n\x07message\x18\x01 \x01(\x0b\x32\x19.agentsessions.v1.Message\x12&\n\x05usage\x18\x02 \x01(\x0b\x32\x17.agentsessions.v1.Usage\x12\x15\n\rmodel_call_id\x18\x03 \x01(\t\"1\n\x06\x45vents\x12\'\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x17.agentsessions.v1.Event*z\n\x0cResumability\x12\x1c\n\x18RESUMABILITY_UNSPECIFIED\x10\x00\x12!\n\x1dRESUMABILITY_STATELESS_REPLAY\x10\x01\x12)\n%RESUMABILITY_REQUIRES_MEMORY_SNAPSHOT\x10\x02\x32\xf7\x01\n\x07Harness\x12R\n\x08\x44\x65scribe\x12!.agentsessions.v1.DescribeRequest\x1a#.agentsessions.v1.HarnessDescriptor\x12I\n\x07\x43onnect\x12!.agentsessions.v1.ControllerFrame\x1a\x17.agentsessions.v1.Event(\x01\x30\x01\x12M\n\nExecutions\x12!.agentsessions.v1.ControllerFrame\x1a\x18.agentsessions.v1.Events(\x01\x30\x01\x42<Z:github.com/aramase/agentsessions/api/genpb;agentsessionsv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,8 +34,8 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'harness_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z:github.com/aramase/agentsessions/api/genpb;agentsessionsv1'
-  _globals['_RESUMABILITY']._serialized_start=2095
-  _globals['_RESUMABILITY']._serialized_end=2217
+  _globals['_RESUMABILITY']._serialized_start=2118
+  _globals['_RESUMABILITY']._serialized_end=2240
   _globals['_CAPABILITIES']._serialized_start=80
   _globals['_CAPABILITIES']._serialized_end=291
   _globals['_TOOLSPEC']._serialized_start=294
@@ -47,21 +47,21 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_IDENTITYCONTEXT']._serialized_start=686
   _globals['_IDENTITYCONTEXT']._serialized_end=778
   _globals['_START']._serialized_start=781
-  _globals['_START']._serialized_end=1215
-  _globals['_HISTORYMARK']._serialized_start=1217
-  _globals['_HISTORYMARK']._serialized_end=1272
-  _globals['_WORKINGSTATE']._serialized_start=1274
-  _globals['_WORKINGSTATE']._serialized_end=1392
-  _globals['_CANCEL']._serialized_start=1394
-  _globals['_CANCEL']._serialized_end=1418
-  _globals['_CONTROLLERFRAME']._serialized_start=1421
-  _globals['_CONTROLLERFRAME']._serialized_end=1816
-  _globals['_STATERESULT']._serialized_start=1818
-  _globals['_STATERESULT']._serialized_end=1920
-  _globals['_MODELRESULT']._serialized_start=1922
-  _globals['_MODELRESULT']._serialized_end=2042
-  _globals['_EVENTS']._serialized_start=2044
-  _globals['_EVENTS']._serialized_end=2093
-  _globals['_HARNESS']._serialized_start=2220
-  _globals['_HARNESS']._serialized_end=2467
+  _globals['_START']._serialized_end=1238
+  _globals['_HISTORYMARK']._serialized_start=1240
+  _globals['_HISTORYMARK']._serialized_end=1295
+  _globals['_WORKINGSTATE']._serialized_start=1297
+  _globals['_WORKINGSTATE']._serialized_end=1415
+  _globals['_CANCEL']._serialized_start=1417
+  _globals['_CANCEL']._serialized_end=1441
+  _globals['_CONTROLLERFRAME']._serialized_start=1444
+  _globals['_CONTROLLERFRAME']._serialized_end=1839
+  _globals['_STATERESULT']._serialized_start=1841
+  _globals['_STATERESULT']._serialized_end=1943
+  _globals['_MODELRESULT']._serialized_start=1945
+  _globals['_MODELRESULT']._serialized_end=2065
+  _globals['_EVENTS']._serialized_start=2067
+  _globals['_EVENTS']._serialized_end=2116
+  _globals['_HARNESS']._serialized_start=2243
+  _globals['_HARNESS']._serialized_end=2490
 # @@protoc_insertion_point(module_scope)

@@ -79,7 +79,7 @@ class IdentityContext(_message.Message):
     def __init__(self, principal: _Optional[_Union[_common_pb2.IdentityRef, _Mapping]] = ..., can_mint_tokens: _Optional[bool] = ...) -> None: ...
 
 class Start(_message.Message):
-    __slots__ = ("config", "history", "inputs", "identity", "resume_from_seq", "tools", "state", "memory_restored", "history_base", "history_head", "json_events")
+    __slots__ = ("config", "history", "inputs", "identity", "resume_from_seq", "tools", "state", "memory_restored", "history_base", "history_head", "json_events", "history_refs")
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     HISTORY_FIELD_NUMBER: _ClassVar[int]
     INPUTS_FIELD_NUMBER: _ClassVar[int]
@@ -91,6 +91,7 @@ class Start(_message.Message):
     HISTORY_BASE_FIELD_NUMBER: _ClassVar[int]
     HISTORY_HEAD_FIELD_NUMBER: _ClassVar[int]
     JSON_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_REFS_FIELD_NUMBER: _ClassVar[int]
     config: bytes
     history: _containers.RepeatedCompositeFieldContainer[_common_pb2.Event]
     inputs: _containers.RepeatedCompositeFieldContainer[_common_pb2.Message]
@@ -102,7 +103,8 @@ class Start(_message.Message):
     history_base: HistoryMark
     history_head: HistoryMark
     json_events: bool
-    def __init__(self, config: _Optional[bytes] = ..., history: _Optional[_Iterable[_Union[_common_pb2.Event, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., identity: _Optional[_Union[IdentityContext, _Mapping]] = ..., resume_from_seq: _Optional[int] = ..., tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ..., state: _Optional[_Union[WorkingState, _Mapping]] = ..., memory_restored: _Optional[bool] = ..., history_base: _Optional[_Union[HistoryMark, _Mapping]] = ..., history_head: _Optional[_Union[HistoryMark, _Mapping]] = ..., json_events: _Optional[bool] = ...) -> None: ...
+    history_refs: bool
+    def __init__(self, config: _Optional[bytes] = ..., history: _Optional[_Iterable[_Union[_common_pb2.Event, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., identity: _Optional[_Union[IdentityContext, _Mapping]] = ..., resume_from_seq: _Optional[int] = ..., tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ..., state: _Optional[_Union[WorkingState, _Mapping]] = ..., memory_restored: _Optional[bool] = ..., history_base: _Optional[_Union[HistoryMark, _Mapping]] = ..., history_head: _Optional[_Union[HistoryMark, _Mapping]] = ..., json_events: _Optional[bool] = ..., history_refs: _Optional[bool] = ...) -> None: ...
 
 class HistoryMark(_message.Message):
     __slots__ = ("fence", "seq", "hash")
