@@ -26,12 +26,39 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from agentsessions.errors import AgentSessionsError, ResourceExhaustedError, UnavailableError
-from agentsessions.sessions.values import Frame
-from agentsessions.wire import frames, status
+from agentsessions.sessions.values import Frame, Session
+from agentsessions.wire import convert, frames, status
 from agentsessions.wire.gen import session_pb2
 
 REST_PATIENCE = 50.0
 """Seconds a client asks again for a turn's rest the server refused for its bounds."""
+
+SessionOf = Callable[[session_pb2.Session], Session]
+"""What converts a session frame's Session message (:class:`LastSession`)."""
+
+
+class LastSession:
+    """A client's converter of Session messages that remembers the last one it converted.
+
+    A turn's first frame is, byte for byte, the session its turn before on that session
+    ended with (the server reads the same head), so a client running turns on a session
+    converts one Session a turn instead of two. Equal bytes are an equal message, so the
+    Session handed back is the one converting would make, its checks passed (a message that
+    fails them is never remembered); a frozen value, so one object may be handed out twice.
+    Any other message (another session, a later head) is converted and takes its place.
+    """
+
+    def __init__(self) -> None:
+        self._last: tuple[bytes, Session] | None = None  # replaced whole: safe across threads
+
+    def __call__(self, msg: session_pb2.Session) -> Session:
+        raw = msg.SerializeToString()
+        last = self._last
+        if last is not None and last[0] == raw:
+            return last[1]
+        session = convert.session_from_proto(msg)
+        self._last = (raw, session)
+        return session
 
 
 class RemoteTurn(Iterator[Frame]):
@@ -43,11 +70,13 @@ class RemoteTurn(Iterator[Frame]):
         self,
         ready: list[Frame],
         items: Iterator[Any],
+        session_of: SessionOf,
         failed: AgentSessionsError | None = None,
     ) -> None:
         self._ready: Iterator[Frame] | None = iter(ready)
         self._uid = ready[0].uid
         self._items = items
+        self._session_of = session_of
         self._failed = failed
 
     def __iter__(self) -> RemoteTurn:
@@ -63,7 +92,7 @@ class RemoteTurn(Iterator[Frame]):
             failed, self._failed = self._failed, None
             if failed is not None:
                 raise failed
-        return frames.update_to_frame(next(self._items), self._uid)
+        return frames.update_to_frame(next(self._items), self._uid, self._session_of)
 
     def close(self) -> None:
         """Wait for the turn to end, as the local engine's frames do (the rest is read)."""
@@ -81,14 +110,14 @@ class RemoteTurn(Iterator[Frame]):
             self.close()
 
 
-def started(items: Iterator[Any], address: str) -> RemoteTurn:
+def started(items: Iterator[Any], address: str, session_of: SessionOf) -> RemoteTurn:
     """A turn whose frames ``items`` streams, its first read now (a refused turn raises
     here)."""
     try:
-        first = frames.update_to_frame(next(items), "")
+        first = frames.update_to_frame(next(items), "", session_of)
     except StopIteration:
         raise UnavailableError(f"the server at {address} ended a turn's stream empty") from None
-    return RemoteTurn([first], items)
+    return RemoteTurn([first], items, session_of)
 
 
 def unbatched(updates: Iterator[Any]) -> Iterator[Any]:
@@ -118,6 +147,7 @@ def quick_turn(
     call: Any,
     rest: Callable[[str], Iterator[Any]],
     address: str,
+    session_of: SessionOf,
 ) -> RemoteTurn:
     """The turn of an ExecQuick ``reply`` (``call``: its ended call, for the trailers): every
     frame the reply carries converted and checked now, in one pass (a record's hash and JSON
@@ -125,19 +155,19 @@ def quick_turn(
     streams (ExecRest). What the reply's frames end with (a record that fails its checks, a
     park, the turn's error in the trailers) is raised after the frames before it; at once
     when there are none."""
-    ready, failed = reply_frames(reply, call)
+    ready, failed = reply_frames(reply, call, session_of)
     items = rest(reply.rest) if reply.rest else iter(())
     if failed is None and not reply.rest:
         failed = status.error_from_trailers(call.trailing_metadata())  # after the frames
     if ready:
-        return RemoteTurn(ready, items, failed)
+        return RemoteTurn(ready, items, session_of, failed)
     if failed is not None:
         raise failed
-    return started(items, address)
+    return started(items, address, session_of)
 
 
 def reply_frames(
-    reply: session_pb2.ExecQuickResponse, call: Any
+    reply: session_pb2.ExecQuickResponse, call: Any, session_of: SessionOf
 ) -> tuple[list[Frame], AgentSessionsError | None]:
     """The frames of an ExecQuick reply's updates (the first, then its batch), and what they
     end with: the error of a record that fails its checks, or of a final frame that says the
@@ -153,7 +183,7 @@ def reply_frames(
                 if parked is not None:
                     return ready, parked
                 continue
-            frame = frames.update_to_frame(update, uid)
+            frame = frames.update_to_frame(update, uid, session_of)
             uid = uid or frame.uid  # the session's, from the first frame
             ready.append(frame)
     except AgentSessionsError as exc:
