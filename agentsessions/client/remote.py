@@ -23,7 +23,14 @@ from typing import Any, TypeVar, Unpack
 import grpc
 
 from agentsessions.client.bykey import ByKey, provenance, template
-from agentsessions.client.turns import RemoteTurn, parking, patient, quick_updates, unbatched
+from agentsessions.client.turns import (
+    LastSession,
+    parking,
+    patient,
+    quick_turn,
+    started,
+    unbatched,
+)
 from agentsessions.client.workloads import tools_text
 from agentsessions.errors import (
     AgentSessionsError,
@@ -77,6 +84,7 @@ class RemoteSessions:
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
         self.by_key = ByKey(self._stub, self.unary)  # ensure, find and claim
         self._quick_served = True  # ExecQuick, until a server answers UNIMPLEMENTED
+        self._sessions = LastSession()  # a turn's first frame is the last turn's last
         self.unindexed: list[AgentSessionsError] = []
         """What the server's last ListSessions said it could not index (``list`` warns)."""
 
@@ -267,17 +275,8 @@ class RemoteSessions:
 
     def _turn(self, rpc: Any, request: Any) -> Iterator[Frame]:
         call = rpc(request, metadata=self._metadata)
-        return self._started(parking(call, unbatched(self._items(call))))
-
-    def _started(self, items: Iterator[Any]) -> Iterator[Frame]:
-        """A turn's frames, its first read now (a refused turn raises here)."""
-        try:
-            first = frames.update_to_frame(next(items), "")
-        except StopIteration:
-            raise UnavailableError(
-                f"the server at {self.address} ended a turn's stream empty"
-            ) from None
-        return RemoteTurn(first, items)
+        items = parking(call, unbatched(self._items(call)))
+        return started(items, self.address, self._sessions)
 
     def _quick(self, request: session_pb2.ExecRequest) -> Iterator[Frame]:
         """A turn by ExecQuick (one unary call when it ends quickly; ExecRest streams the
@@ -292,7 +291,7 @@ class RemoteSessions:
                 self._quick_served = False
                 return self._turn(self._stub.Exec, request)
             raise self._error(err) from None
-        return self._started(quick_updates(reply, call, self._rest))
+        return quick_turn(reply, call, self._rest, self.address, self._sessions)
 
     def _rest(self, key: str) -> Iterator[Any]:
         """The updates ExecRest streams for the paused turn ``key`` (asked again while the

@@ -4,6 +4,10 @@ the ExecQuick reply (then its ExecRest stream when the turn went on).
 Invariants, those of the local engine's frames:
 - the first frame is read when the turn starts (a refused request raises then);
 - every frame the server sent reaches the caller once, in order, a batch unpacked;
+- an ExecQuick reply is read whole when the turn starts: each of its frames converted
+  and checked (a record's hash and JSON) before the caller sees the first, in one pass
+  (a client reads two sessions and several records a turn: one loop, not a generator
+  a layer), and what the frames end with raised after those before it;
 - a final frame that says the turn parked on an approval raises the ApprovalParkedError
   the call's trailers name; an ExecQuick reply whose trailers name another error raises it
   after its frames (what a stream would have ended with);
@@ -21,35 +25,78 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from agentsessions.errors import AgentSessionsError, ResourceExhaustedError
-from agentsessions.sessions.values import Frame, SessionFrame
-from agentsessions.wire import frames, status
+from agentsessions.errors import AgentSessionsError, ResourceExhaustedError, UnavailableError
+from agentsessions.sessions.values import Frame, Session
+from agentsessions.wire import convert, frames, status
 from agentsessions.wire.gen import session_pb2
 
 REST_PATIENCE = 50.0
 """Seconds a client asks again for a turn's rest the server refused for its bounds."""
 
+SessionOf = Callable[[session_pb2.Session], Session]
+"""What converts a session frame's Session message (:class:`LastSession`)."""
+
+
+class LastSession:
+    """A client's converter of Session messages that remembers the last one it converted.
+
+    A turn's first frame is, byte for byte, the session its turn before on that session
+    ended with (the server reads the same head), so a client running turns on a session
+    converts one Session a turn instead of two. Equal bytes are an equal message, so the
+    Session handed back is the one converting would make, its checks passed (a message that
+    fails them is never remembered); a frozen value, so one object may be handed out twice.
+    Any other message (another session, a later head) is converted and takes its place.
+    """
+
+    def __init__(self) -> None:
+        self._last: tuple[bytes, Session] | None = None  # replaced whole: safe across threads
+
+    def __call__(self, msg: session_pb2.Session) -> Session:
+        raw = msg.SerializeToString()
+        last = self._last
+        if last is not None and last[0] == raw:
+            return last[1]
+        session = convert.session_from_proto(msg)
+        self._last = (raw, session)
+        return session
+
 
 class RemoteTurn(Iterator[Frame]):
-    """A turn's frames: the first already read; closing reads the rest (the turn's END)."""
+    """A turn's frames: those already converted and checked (a whole ExecQuick reply, or a
+    stream's first frame), then those ``items`` brings; closing reads the rest (the turn's
+    END). ``failed``: what the received frames ended with (raised after them, once)."""
 
-    def __init__(self, first: SessionFrame | Any, items: Iterator[Any]) -> None:
-        self._first: Frame | None = first
-        self._uid = first.uid
+    def __init__(
+        self,
+        ready: list[Frame],
+        items: Iterator[Any],
+        session_of: SessionOf,
+        failed: AgentSessionsError | None = None,
+    ) -> None:
+        self._ready: Iterator[Frame] | None = iter(ready)
+        self._uid = ready[0].uid
         self._items = items
+        self._session_of = session_of
+        self._failed = failed
 
     def __iter__(self) -> RemoteTurn:
         return self
 
     def __next__(self) -> Frame:
-        if self._first is not None:
-            first, self._first = self._first, None
-            return first
-        return frames.update_to_frame(next(self._items), self._uid)
+        ready = self._ready
+        if ready is not None:
+            frame = next(ready, None)  # frames are never None
+            if frame is not None:
+                return frame
+            self._ready = None
+            failed, self._failed = self._failed, None
+            if failed is not None:
+                raise failed
+        return frames.update_to_frame(next(self._items), self._uid, self._session_of)
 
     def close(self) -> None:
         """Wait for the turn to end, as the local engine's frames do (the rest is read)."""
-        self._first = None
+        self._ready = self._failed = None
         try:
             for _ in self._items:
                 pass
@@ -61,6 +108,16 @@ class RemoteTurn(Iterator[Frame]):
         # the stream is drained so a caller that reads next sees the END
         with contextlib.suppress(Exception):
             self.close()
+
+
+def started(items: Iterator[Any], address: str, session_of: SessionOf) -> RemoteTurn:
+    """A turn whose frames ``items`` streams, its first read now (a refused turn raises
+    here)."""
+    try:
+        first = frames.update_to_frame(next(items), "", session_of)
+    except StopIteration:
+        raise UnavailableError(f"the server at {address} ended a turn's stream empty") from None
+    return RemoteTurn([first], items, session_of)
 
 
 def unbatched(updates: Iterator[Any]) -> Iterator[Any]:
@@ -85,20 +142,53 @@ def parking(call: Any, items: Iterator[Any]) -> Iterator[Any]:
         yield update
 
 
-def quick_updates(
+def quick_turn(
     reply: session_pb2.ExecQuickResponse,
     call: Any,
     rest: Callable[[str], Iterator[Any]],
-) -> Iterator[Any]:
-    """The updates of an ExecQuick ``reply`` (``call``: its ended call, for the trailers),
-    then, when the turn went on, those ``rest(reply.rest)`` streams (ExecRest)."""
-    yield from parking(call, unbatched(iter((reply.update,))))
-    if reply.rest:
-        yield from rest(reply.rest)
-        return
-    failed = status.error_from_trailers(call.trailing_metadata())
-    if failed is not None:  # the turn's error, after the frames it made
+    address: str,
+    session_of: SessionOf,
+) -> RemoteTurn:
+    """The turn of an ExecQuick ``reply`` (``call``: its ended call, for the trailers): every
+    frame the reply carries converted and checked now, in one pass (a record's hash and JSON
+    before any caller sees it), then, when the turn went on, those ``rest(reply.rest)``
+    streams (ExecRest). What the reply's frames end with (a record that fails its checks, a
+    park, the turn's error in the trailers) is raised after the frames before it; at once
+    when there are none."""
+    ready, failed = reply_frames(reply, call, session_of)
+    items = rest(reply.rest) if reply.rest else iter(())
+    if failed is None and not reply.rest:
+        failed = status.error_from_trailers(call.trailing_metadata())  # after the frames
+    if ready:
+        return RemoteTurn(ready, items, session_of, failed)
+    if failed is not None:
         raise failed
+    return started(items, address, session_of)
+
+
+def reply_frames(
+    reply: session_pb2.ExecQuickResponse, call: Any, session_of: SessionOf
+) -> tuple[list[Frame], AgentSessionsError | None]:
+    """The frames of an ExecQuick reply's updates (the first, then its batch), and what they
+    end with: the error of a record that fails its checks, or of a final frame that says the
+    turn parked on an approval (the ApprovalParkedError the trailers name; such a frame is
+    not a frame of the turn)."""
+    first = reply.update
+    ready: list[Frame] = []
+    uid = ""
+    try:
+        for update in (first, *first.batch):
+            if update.HasField("session") and update.frame.parked:
+                parked = status.error_from_trailers(call.trailing_metadata())
+                if parked is not None:
+                    return ready, parked
+                continue
+            frame = frames.update_to_frame(update, uid, session_of)
+            uid = uid or frame.uid  # the session's, from the first frame
+            ready.append(frame)
+    except AgentSessionsError as exc:
+        return ready, exc
+    return ready, None
 
 
 def patient(

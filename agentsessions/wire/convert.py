@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from hashlib import sha256
 from typing import Any, TypeVar
 
 from google.protobuf import json_format
@@ -151,22 +152,26 @@ def committed_to_proto(record: LogRecord) -> session_pb2.CommittedRecord:
 def record_from_committed(msg: session_pb2.CommittedRecord) -> Record:
     """The committed record a ``CommittedRecord`` carries: its payload rebuilt from the
     event's bytes, which must be a JSON object whose content hash is the one received
-    (ChainBrokenError naming the seq otherwise), as :func:`record_from_proto` checks."""
-    if msg.seq < 0 or msg.fence < 0:
-        raise FormatError(f"record {msg.seq}: seq and fence must not be negative")
+    (ChainBrokenError naming the seq otherwise), as :func:`record_from_proto` checks.
+
+    A client reads several a turn, so the checks are made here in one frame: the bytes as
+    received are hashed (nothing re-encoded) and decoded once, to prove them JSON."""
+    seq, prev_hash, fence, event_json = msg.seq, msg.prev_hash, msg.fence, msg.event_json
+    if seq < 0 or fence < 0:
+        raise FormatError(f"record {seq}: seq and fence must not be negative")
     try:
-        record = Record.seal(msg.event_json, seq=msg.seq, prev_hash=msg.prev_hash, fence=msg.fence)
-        event = canonical.loads(msg.event_json)
+        payload = canonical.envelope(event_json, prev_hash, seq)
+        event = canonical.loads_bytes(event_json)
     except (InvalidArgumentError, FormatError) as exc:
-        raise FormatError(f"record {msg.seq}: its event is not canonical JSON: {exc}") from None
-    if record.content_hash != msg.content_hash:
+        raise FormatError(f"record {seq}: its event is not canonical JSON: {exc}") from None
+    content_hash = sha256(payload).hexdigest()
+    if content_hash != msg.content_hash:
         raise ChainBrokenError(
-            f"record {msg.seq}: content_hash does not match its event as received",
-            seq=msg.seq,
+            f"record {seq}: content_hash does not match its event as received", seq=seq
         )
     if type(event) is not dict:
-        raise FormatError(f"record {msg.seq}: its event is not a JSON object")
-    return record
+        raise FormatError(f"record {seq}: its event is not a JSON object")
+    return Record(seq, prev_hash, content_hash, fence, payload)
 
 
 # --------------------------------------------------------------------------- sessions
@@ -190,6 +195,16 @@ def _enum_name(enum: Any, number: int) -> str:
         return str(enum.Name(number))
     except ValueError:
         return str(number)
+
+
+def _names(enum: Any) -> dict[int, str]:
+    """An enum's names by number, read once: a session's two states are looked up in these
+    on every frame a client reads (``enum.Name`` is a Python call each)."""
+    return {v.number: v.name for v in enum.DESCRIPTOR.values}
+
+
+_EXEC_STATES = _names(session_pb2.ExecState)
+_COMPUTE_STATES = _names(session_pb2.ComputeState)
 
 
 def session_to_proto(s: Session) -> session_pb2.Session:
@@ -249,54 +264,69 @@ def session_to_proto(s: Session) -> session_pb2.Session:
 
 
 def session_from_proto(msg: session_pb2.Session) -> Session:
-    """The engine's Session of a ``Session`` message (a reference server's too)."""
+    """The engine's Session of a ``Session`` message (a reference server's too).
+
+    A client reads two a turn (its first and last frames), so the common case is kept lean:
+    an empty map is not copied, a timestamp is read as its two fields (an unset one reads 0,
+    as ``ToNanoseconds`` gives), the states' names come from tables, and the rarer parts are
+    converted only when present."""
     check_known(msg, "session")
     meta = msg.metadata
-    pending = unresolved = memory = None
-    if msg.HasField("pending_approval"):
-        p = msg.pending_approval
-        pending = ApprovalRef(p.execution_id, p.tool_call_id, p.request_seq)
-    if msg.HasField("unresolved_call"):
-        u = msg.unresolved_call
-        unresolved = UnresolvedCall(
-            u.execution_id, u.tool_call_id, u.tool, u.idempotency_key, u.call_seq
-        )
-    if msg.HasField("memory"):
-        if msg.memory.detail_json:  # the same detail, its keys in the engine's order
-            detail = json.loads(msg.memory.detail_json)
-        else:  # a reference server's: the Struct alone (read only then: ~7 us a session)
-            detail = _json_value(json_format.MessageToDict(msg.memory.detail))
-        memory = Memory(msg.memory.where, msg.memory.text, detail)
-    identity = origin = None
-    if msg.HasField("identity"):
-        identity = from_proto(msg.identity, "IdentityRef", "identity")
-    if msg.HasField("origin"):
-        origin = from_proto(msg.origin, "Origin", "origin")
+    labels, annotations = msg.labels, msg.annotations
+    created, updated, working = meta.create_time, meta.update_time, msg.working_state
+    compute, state = msg.compute_state, msg.exec_state
     return Session(
         uid=meta.uid,
         project=meta.project,
         name=meta.name,
         harness=msg.harness,
         model=msg.model,
-        labels=dict(msg.labels),
-        annotations=dict(msg.annotations),
-        origin=origin,
-        identity=identity,
+        labels=dict(labels) if labels else {},
+        annotations=dict(annotations) if annotations else {},
+        origin=from_proto(msg.origin, "Origin", "origin") if msg.HasField("origin") else None,
+        identity=(
+            from_proto(msg.identity, "IdentityRef", "identity")
+            if msg.HasField("identity")
+            else None
+        ),
         parent_uid=msg.parent_uid,
         fork_seq=msg.fork_seq,
-        create_time_ns=meta.create_time.ToNanoseconds() if meta.HasField("create_time") else 0,
+        create_time_ns=created.seconds * _NANOS + created.nanos,
         last_seq=msg.last_seq,
         last_hash=msg.last_hash,
-        compute_state=_enum_name(session_pb2.ComputeState, msg.compute_state),
-        exec_state=_enum_name(session_pb2.ExecState, msg.exec_state),
-        update_time_ns=meta.update_time.ToNanoseconds() if meta.HasField("update_time") else 0,
+        compute_state=_COMPUTE_STATES.get(compute) or _enum_name(session_pb2.ComputeState, compute),
+        exec_state=_EXEC_STATES.get(state) or _enum_name(session_pb2.ExecState, state),
+        update_time_ns=updated.seconds * _NANOS + updated.nanos,
         fence=msg.fence,
         deleted=msg.deleted,
         damaged=msg.damaged,
-        memory=memory,
-        pending_approval=pending,
-        unresolved_call=unresolved,
-        state_version=msg.working_state.version,
-        state_covers=(msg.working_state.covers_from, msg.working_state.covers_to),
-        state_size=msg.working_state.size,
+        memory=_memory(msg.memory) if msg.HasField("memory") else None,
+        pending_approval=(
+            _pending(msg.pending_approval) if msg.HasField("pending_approval") else None
+        ),
+        unresolved_call=(
+            _unresolved(msg.unresolved_call) if msg.HasField("unresolved_call") else None
+        ),
+        state_version=working.version,
+        state_covers=(working.covers_from, working.covers_to),
+        state_size=working.size,
     )
+
+
+_NANOS = 1_000_000_000
+
+
+def _pending(p: common_pb2.ApprovalRef) -> ApprovalRef:
+    return ApprovalRef(p.execution_id, p.tool_call_id, p.request_seq)
+
+
+def _unresolved(u: session_pb2.UnresolvedCall) -> UnresolvedCall:
+    return UnresolvedCall(u.execution_id, u.tool_call_id, u.tool, u.idempotency_key, u.call_seq)
+
+
+def _memory(m: session_pb2.SessionMemory) -> Memory:
+    if m.detail_json:  # the same detail, its keys in the engine's order
+        detail = json.loads(m.detail_json)
+    else:  # a reference server's: the Struct alone (read only then: ~7 us a session)
+        detail = _json_value(json_format.MessageToDict(m.detail))
+    return Memory(m.where, m.text, detail)

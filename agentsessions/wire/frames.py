@@ -8,13 +8,20 @@ wire hands its caller the same values the local engine does (the contract suite 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from google.protobuf import json_format, struct_pb2
 
 from agentsessions.errors import FormatError
-from agentsessions.sessions.values import DeltaFrame, Frame, RecordFrame, SessionFrame, Turn
+from agentsessions.sessions.values import (
+    DeltaFrame,
+    Frame,
+    RecordFrame,
+    Session,
+    SessionFrame,
+    Turn,
+)
 from agentsessions.v1.numbers import json_number
 from agentsessions.v1.results import (
     ApprovalRef,
@@ -106,9 +113,14 @@ def frame_to_update(
     return session_pb2.ExecUpdate(session=convert.session_to_proto(frame.session), frame=info)
 
 
-def update_to_frame(msg: session_pb2.ExecUpdate, uid: str) -> Frame:
+def update_to_frame(
+    msg: session_pb2.ExecUpdate,
+    uid: str,
+    session_of: Callable[[session_pb2.Session], Session] = convert.session_from_proto,
+) -> Frame:
     """The frame an ``ExecUpdate`` carries; ``uid`` is the stream's session (from its first
-    frame), which records and deltas do not repeat."""
+    frame), which records and deltas do not repeat. ``session_of`` converts a session frame's
+    Session (a client passes one that remembers the last it converted)."""
     which = msg.WhichOneof("update")
     if which == "committed":
         return RecordFrame(uid, convert.record_from_committed(msg.committed))
@@ -120,7 +132,7 @@ def update_to_frame(msg: session_pb2.ExecUpdate, uid: str) -> Frame:
         raise FormatError("an ExecUpdate carries neither a session, record nor delta")
     info = msg.frame
     return SessionFrame(
-        convert.session_from_proto(msg.session),
+        session_of(msg.session),
         turn=turn_from_proto(info.turn) if info.HasField("turn") else None,
         compute_resumed=info.compute_resumed,
         created=info.created,

@@ -59,3 +59,14 @@ def test_the_many_sessions_bench_fills_a_daemon_and_reads_its_memory() -> None:
     assert alternated["writers_closed_first"] is False
     for name in ("reopened", "held", "creating"):
         assert alternated[name]["first_ms"] > 0 and alternated[name]["ratio"] > 0
+
+
+def test_the_client_bench_times_each_kind_of_turn() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "grpc_client.py"), "--turns", "20"],
+        capture_output=True, text=True, timeout=600, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    line = proc.stdout.strip()
+    assert line.startswith("client thread CPU per echo turn (medians of 20): whole turn ")
+    assert "x a bare call), bare call " in line and "converting a reply " in line
