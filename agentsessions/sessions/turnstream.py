@@ -417,18 +417,23 @@ class Turns:
         ended = _take_turn_ended()
 
         def run() -> None:
+            end: object = None
             try:
                 controller.on_record = lambda record: frames.put(RecordFrame(uid, record))
                 controller.on_delta = frames  # its own checked delta: no Observer layer
                 turn, woke = work(controller)
                 last = view(controller.info(uid))
-                frames.put(SessionFrame(last, turn, compute_resumed=woke, last=True))
+                end = SessionFrame(last, turn, compute_resumed=woke, last=True)
             except BaseException as exc:  # handed to the consumer, raised from its iterator
-                frames.put(Failed(exc))
+                end = Failed(exc)
             finally:
                 controller.on_record = None
                 controller.on_delta = None
+                # released before the last frame is handed over: whoever reads it (a server
+                # streaming it to a client) may start the session's next turn at once
                 lock.release()
+                if end is not None:
+                    frames.put(end)
                 with self._lock:
                     self._running.discard(done)
                 done.set()  # before DONE: a consumer that reads it never waits for the end
