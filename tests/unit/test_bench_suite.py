@@ -55,5 +55,6 @@ def test_the_profile_charges_cpu_and_processes_to_each_test_file(tmp_path: Path)
     assert set(files) == {"test_spawning.py", "test_computing.py"}, doc["files"]
     assert (files["test_spawning.py"]["spawns"], files["test_spawning.py"]["pythons"]) == (2, 1)
     computing = files["test_computing.py"]
-    assert computing["spawns"] == 0 and computing["cpu"] > 0.05
+    # ~0.1 s of CPU on a quiet machine, once 0.05 under load; a file charged nothing is 0.0
+    assert computing["spawns"] == 0 and computing["cpu"] >= 0.02, computing
     assert doc["pythons"] == 1
