@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from hashlib import sha256
 from typing import Any, TypeVar
 
 from google.protobuf import json_format
@@ -154,24 +153,23 @@ def record_from_committed(msg: session_pb2.CommittedRecord) -> Record:
     event's bytes, which must be a JSON object whose content hash is the one received
     (ChainBrokenError naming the seq otherwise), as :func:`record_from_proto` checks.
 
-    A client reads several a turn, so the checks are made here in one frame: the bytes as
-    received are hashed (nothing re-encoded) and decoded once, to prove them JSON."""
+    The bytes as received are hashed (nothing re-encoded) and decoded once, to prove them
+    JSON."""
     seq, prev_hash, fence, event_json = msg.seq, msg.prev_hash, msg.fence, msg.event_json
     if seq < 0 or fence < 0:
         raise FormatError(f"record {seq}: seq and fence must not be negative")
     try:
-        payload = canonical.envelope(event_json, prev_hash, seq)
+        record = Record.seal(event_json, seq=seq, prev_hash=prev_hash, fence=fence)
         event = canonical.loads_bytes(event_json)
     except (InvalidArgumentError, FormatError) as exc:
         raise FormatError(f"record {seq}: its event is not canonical JSON: {exc}") from None
-    content_hash = sha256(payload).hexdigest()
-    if content_hash != msg.content_hash:
+    if record.content_hash != msg.content_hash:
         raise ChainBrokenError(
             f"record {seq}: content_hash does not match its event as received", seq=seq
         )
     if type(event) is not dict:
         raise FormatError(f"record {seq}: its event is not a JSON object")
-    return Record(seq, prev_hash, content_hash, fence, payload)
+    return record
 
 
 # --------------------------------------------------------------------------- sessions
